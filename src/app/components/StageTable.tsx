@@ -1,0 +1,164 @@
+/**
+ * One row per finished stage: J, ΔJ, the certificate's lower bound and whether it held, the update
+ * order σ, and per agent the trust-region KL quantile and backtracks. Every header has a tooltip
+ * saying how to read it; the line under the table says what a held certificate means.
+ *
+ * Not here: the charts that will answer the same questions visually (a later issue), or any
+ * computation — rows arrive ready-made (stageRow.ts).
+ */
+import { memo } from 'react';
+import { count, fixed3, sci, short, signed3 } from '../format';
+import type { StageRow } from '../stageRow';
+import { type RunInfo, usePlayground } from '../store';
+import { INK, NOT_HELD } from '../theme';
+import { AgentChip } from './AgentChip';
+
+function HeldMark({ held }: { held: boolean }) {
+  return (
+    <span className="held" title={held ? 'Held: the team improved at least as much as certified' : 'Not held: the team did worse than the certified bound'}>
+      <svg width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">
+        {held ? <circle cx="6" cy="6" r="5" fill={INK} /> : <circle cx="6" cy="6" r="4.25" fill="none" stroke={NOT_HELD} strokeWidth="1.75" />}
+      </svg>
+      <span className="sr-only">{held ? 'held' : 'not held'}</span>
+    </span>
+  );
+}
+
+const Row = memo(function Row({ row }: { row: StageRow }) {
+  return (
+    <tr data-testid="stage-row">
+      <td className="num">{row.stage}</td>
+      <td className="num strong" data-testid="cell-j" data-value={row.j}>
+        {fixed3(row.j)}
+      </td>
+      <td className={`num ${row.dJ < 0 ? 'neg' : ''}`} data-value={row.dJ}>
+        {signed3(row.dJ)}
+      </td>
+      <td className="num" data-value={row.certLower}>
+        {fixed3(row.certLower)}
+      </td>
+      <td className="center">
+        <HeldMark held={row.held} />
+      </td>
+      <td className="order">
+        {row.order.map((a, i) => (
+          <span key={i} className="order-step">
+            {i > 0 && <span className="arrow" aria-hidden="true">→</span>}
+            <AgentChip agent={a} />
+          </span>
+        ))}
+      </td>
+      {row.klQ.map((k, j) => (
+        <td key={`kl${j}`} className={`num ${j === 0 ? 'group-start' : ''}`} data-value={k}>
+          {sci(k)}
+        </td>
+      ))}
+      {row.backtracks.map((b, j) => (
+        <td key={`bt${j}`} className={`num ${j === 0 ? 'group-start' : ''} ${b === 0 ? 'muted' : ''}`}>
+          {count(b)}
+        </td>
+      ))}
+    </tr>
+  );
+});
+
+function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
+  const held = rows.filter((r) => r.held).length;
+  return (
+    <div className="table-caption" data-testid="run-caption">
+      <span>
+        <strong>{info.preset}</strong> · seed {info.seed} · {info.nAgents} agents
+      </span>
+      <span>
+        initial J <span className="num">{fixed3(info.j0)}</span>
+      </span>
+      {rows.length > 0 && (
+        <span>
+          certificate held in {held} of {rows.length} stages
+        </span>
+      )}
+    </div>
+  );
+}
+
+export function StageTable() {
+  const rows = usePlayground((s) => s.rows);
+  const info = usePlayground((s) => s.info);
+
+  if (!info) {
+    return (
+      <div className="empty" data-testid="empty">
+        <p>No stages yet.</p>
+        <p className="muted">
+          Press <strong>Run stages</strong>: each stage updates every agent once, in the order σ, and adds one row here.
+        </p>
+      </div>
+    );
+  }
+  const n = info.nAgents;
+  const agents = Array.from({ length: n }, (_, j) => j);
+  return (
+    <section className="table-section" aria-label="Stages">
+      <h2>Did the team improve as much as promised?</h2>
+      <Caption info={info} rows={rows} />
+      <div className="table-wrap">
+        <table className="stages" data-testid="stage-table">
+          <thead>
+            <tr>
+              <th rowSpan={2} className="num" title="Stage k updates every agent once, in the order σ.">
+                Stage
+              </th>
+              <th rowSpan={2} className="num" title="Team return J after the stage, computed exactly by enumerating the game. Higher is better.">
+                J
+              </th>
+              <th rowSpan={2} className="num" title="Realised change of J during this stage.">
+                ΔJ
+              </th>
+              <th rowSpan={2} className="num" title="Certified lower bound on ΔJ from the stage's own data: measured gain − policy-shift penalty − estimator bias − finite-sample width. Negative means it only promises J will not fall further than that.">
+                Certified ΔJ ≥
+              </th>
+              <th rowSpan={2} className="center" title="Filled dot: ΔJ was at least the certified bound. Hollow red circle: it was not.">
+                Held
+              </th>
+              <th rowSpan={2} title="Update order σ: who was trained first, second, …; each agent is trained on advantages that account for its predecessors' updates.">
+                Order σ
+              </th>
+              <th colSpan={n} className="group-start center" title={`(1−α)-quantile, α = ${info.alpha}, of the per-state KL between each agent's new and old policy. The trust region keeps it at most δ.`}>
+                KL quantile <span className="muted">(δ = {short(info.delta)})</span>
+              </th>
+              <th colSpan={n} className="group-start center" title="How often the trust-region monitor undid a step that moved too far and retried with a stronger KL penalty (β × 1.5).">
+                Backtracks
+              </th>
+            </tr>
+            <tr className="agents-row">
+              {agents.map((j) => (
+                <th key={`kl${j}`} className={`num ${j === 0 ? 'group-start' : ''}`}>
+                  <AgentChip agent={j} />
+                </th>
+              ))}
+              {agents.map((j) => (
+                <th key={`bt${j}`} className={`num ${j === 0 ? 'group-start' : ''}`}>
+                  <AgentChip agent={j} />
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <Row key={r.stage} row={r} />
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <p className="how-to-read">
+        <span className="legend-item">
+          <HeldMark held /> held: the team improved at least as much as certified
+        </span>
+        <span className="legend-item">
+          <HeldMark held={false} /> not held
+        </span>
+        <span className="muted">A negative bound promises only that J falls by no more than that. Hover a column title for how to read it.</span>
+      </p>
+    </section>
+  );
+}

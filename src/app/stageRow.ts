@@ -1,0 +1,47 @@
+/**
+ * What the stage table shows of one finished stage: a flat, plain-number summary of a
+ * `StageRecord` (SAT.md §9 metric keys), cheap to keep for thousands of stages and easy to test.
+ *
+ * Not here: running stages (run.ts) or drawing them (components/StageTable.tsx). Charts in a later
+ * issue will read the full records by metric prefix; this row is only the table's view.
+ */
+import type { StageRecord } from '../sat/stage';
+
+export interface StageRow {
+  readonly stage: number;
+  /** Exact team J after the stage. */
+  readonly j: number;
+  /** Realised change of J during the stage. */
+  readonly dJ: number;
+  /** The certificate's lower bound on dJ (the configured form, cert/lower). */
+  readonly certLower: number;
+  /** cert/held: dJ ≥ the lower bound. */
+  readonly held: boolean;
+  /** σ: agents in the order they were updated. */
+  readonly order: readonly number[];
+  /** Per agent (by index, not by position in σ): (1−α)-quantile of per-state KL to π_cur. */
+  readonly klQ: readonly number[];
+  /** Per agent: trust-region backtracks this stage. */
+  readonly backtracks: readonly number[];
+}
+
+function num(m: StageRecord['metrics'], key: string): number {
+  const v = m[key];
+  return typeof v === 'number' ? v : Number.NaN;
+}
+
+export function stageRow(rec: StageRecord, nAgents: number): StageRow {
+  const m = rec.metrics;
+  const sigma = m['order/sigma'];
+  const agents = Array.from({ length: nAgents }, (_, j) => j);
+  return {
+    stage: rec.stage,
+    j: num(m, 'team/J'),
+    dJ: num(m, 'team/dJ'),
+    certLower: num(m, 'cert/lower'),
+    held: num(m, 'cert/held') === 1,
+    order: Array.isArray(sigma) ? sigma : rec.order,
+    klQ: agents.map((j) => num(m, `agent/${j}/kl_q`)),
+    backtracks: agents.map((j) => num(m, `agent/${j}/backtracks`)),
+  };
+}

@@ -1,0 +1,263 @@
+/**
+ * `npm run sat` — run SAT on a tabular team from the command line.
+ *
+ *   npm run sat -- --preset climbing --stages 20 --seed 1 [--set key=value …] [--json FILE]
+ *   npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds 10
+ *   npm run sat -- --preset delta-sweep --sweep delta=0.001,0.003,0.01,0.03,0.1 --seeds 5
+ *   npm run sat -- --preset relay --swap 1=best --swap-stage 10 [--no-stage0]
+ *   npm run sat -- --help          (every setting, its default, range and meaning)
+ *
+ * The same metric keys as the JSON export and the charts (SAT.md §9). Errors in the settings exit
+ * with status 2 and a message naming the key, the value and what is allowed.
+ *
+ * Not here: any algorithm (src/sat) — this file parses flags and prints tables.
+ */
+import { writeFileSync } from 'node:fs';
+import { SatError } from '../core/errors';
+import { fitPowerLaw, mean, meanCI } from '../core/stats';
+import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, parseAssignment } from '../sat/config';
+import { bestResponseLogits, createExperiment, runStages, swapAgent, type Experiment } from '../sat/experiment';
+import { PRESETS, presetConfig } from '../sat/presets';
+import type { StageRecord } from '../sat/stage';
+
+interface Args {
+  preset: string;
+  sets: Record<string, string>;
+  json?: string;
+  compare?: string[];
+  sweep?: { key: string; values: string[] };
+  seeds: number;
+  swap?: { agent: number; source: string };
+  swapStage: number;
+  stage0: boolean;
+  quiet: boolean;
+}
+
+const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
+                     [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N]
+                     [--swap J=best --swap-stage K [--no-stage0]] [--quiet] [--help]
+Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
+Presets: ${PRESETS.map((p) => p.name).join(', ')}`;
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapStage: 1, stage0: true, quiet: false };
+  const need = (i: number, flag: string): string => {
+    const v = argv[i + 1];
+    if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
+    return v;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const f = argv[i]!;
+    switch (f) {
+      case '--preset': a.preset = need(i, f); i++; break;
+      case '--stages': a.sets.stages = need(i, f); i++; break;
+      case '--seed': a.sets.seed = need(i, f); i++; break;
+      case '--set': { const [k, v] = parseAssignment(need(i, f)); a.sets[k] = v; i++; break; }
+      case '--json': a.json = need(i, f); i++; break;
+      case '--compare': a.compare = need(i, f).split(',').map((s) => s.trim()).filter(Boolean); i++; break;
+      case '--seeds': {
+        const n = Number(need(i, f));
+        if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UsageError(`--seeds must be an integer in [1, 1000], got ${argv[i + 1]}`);
+        a.seeds = n; i++; break;
+      }
+      case '--sweep': {
+        const [k, v] = parseAssignment(need(i, f));
+        a.sweep = { key: k, values: v.split(',').map((s) => s.trim()).filter(Boolean) }; i++; break;
+      }
+      case '--swap': {
+        const m = /^(\d+)=(best)$/.exec(need(i, f));
+        if (!m) throw new UsageError(`--swap expects J=best (agent J replaced by the best response to its team), got ${argv[i + 1]}`);
+        a.swap = { agent: Number(m[1]), source: m[2]! }; i++; break;
+      }
+      case '--swap-stage': a.swapStage = Number(need(i, f)); i++; break;
+      case '--no-stage0': a.stage0 = false; break;
+      case '--quiet': a.quiet = true; break;
+      case '--help': case '-h': printHelp(); process.exit(0);
+      default: throw new UsageError(`Unknown flag ${f}`);
+    }
+  }
+  return a;
+}
+
+function printHelp(): void {
+  console.log(USAGE + '\n\nSettings (--set key=value):');
+  for (const k of CONFIG_KEYS) {
+    const f = CONFIG[k];
+    console.log(`  ${k.padEnd(14)} default ${JSON.stringify(f.default).padEnd(12)} ${describeAllowed(f)}\n      ${f.doc}`);
+  }
+}
+
+// ── formatting ──
+const fmt = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
+const sci = (x: number) => (x === 0 ? '0' : x.toExponential(1));
+const pad = (s: string, w: number) => s.padStart(w);
+
+function stageHeader(n: number): string {
+  const per = (name: string) => Array.from({ length: n }, (_, j) => `${name}${j}`.padStart(8)).join('');
+  return `${'stage'.padStart(5)}${'J'.padStart(9)}${'ΔJ'.padStart(9)}${'lower'.padStart(10)}${'held'.padStart(5)}${'σ'.padStart(8)}${per('klq')}${per('viol')}${per('bt')}`;
+}
+
+function stageRow(s: StageRecord, n: number): string {
+  const m = s.metrics;
+  const per = (key: string, f: (x: number) => string) => Array.from({ length: n }, (_, j) => pad(f(m[`agent/${j}/${key}`] as number), 8)).join('');
+  return (
+    pad(String(s.stage), 5) + pad(fmt(s.jAfter), 9) + pad(fmt(m['team/dJ'] as number), 9) + pad(fmt(m['cert/lower'] as number), 10) +
+    pad(m['cert/held'] === 1 ? '●' : '○', 5) + pad(s.order.join(''), 8) + per('kl_q', sci) + per('viol_rate', (x) => fmt(x, 2)) + per('backtracks', (x) => String(x))
+  );
+}
+
+function table(header: string[], rows: string[][]): string {
+  const w = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
+  const line = (r: string[]) => r.map((x, c) => (c === 0 ? x.padEnd(w[c]!) : x.padStart(w[c]!))).join('  ');
+  return [line(header), w.map((x) => '─'.repeat(x)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** Fraction of stages where the team got worse (ΔJ < 0 beyond rounding). */
+function monotonicityViolation(stages: readonly StageRecord[]): number {
+  return stages.filter((s) => (s.metrics['team/dJ'] as number) < -1e-9).length / Math.max(1, stages.length);
+}
+
+function variantSettings(v: string): Record<string, string> {
+  if (v.includes('=')) {
+    const [k, val] = parseAssignment(v);
+    return { [k]: val };
+  }
+  if (v === 'simultaneous') return { scheme: 'simultaneous' };
+  return { estimator: v, scheme: 'sequential' };
+}
+
+async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, swap?: Args['swap'] & { stage: number; stage0: boolean }): Promise<Experiment> {
+  const exp = createExperiment(cfg);
+  for (let k = 0; k < cfg.stages; k++) {
+    if (swap && k + 1 === swap.stage) {
+      const pre = await bestResponseLogits(exp, swap.agent);
+      const r = await swapAgent(exp, swap.agent, pre, { stage0: swap.stage0 });
+      const hist = [0, 1e-3, 1e-2, 0.1, 1, 10, Infinity];
+      const counts = hist.slice(1).map((hi, b) => r.lambdas.filter((l) => l >= hist[b]! && l < hi).length);
+      console.log(
+        `swap before stage ${swap.stage}: agent ${swap.agent} ← best response, Stage-0 ${swap.stage0 ? `on (δ0 = ${cfg.stage0Delta})` : 'off'}; ` +
+          `J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}; KL to π_cur q50/q90/q99 = ${sci(r.klQuantiles.q50)}/${sci(r.klQuantiles.q90)}/${sci(r.klQuantiles.q99)}; ` +
+          `λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${counts.join(' ')}`,
+      );
+    }
+    await runStages(exp, 1, (s) => onStage?.(s, exp));
+  }
+  return exp;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const base = presetConfig(args.preset, args.sets);
+  const progress = (msg: string) => {
+    if (!args.quiet && process.stderr.isTTY) process.stderr.write(`\r${msg}\x1b[K`);
+  };
+
+  if (args.compare) {
+    const rows: string[][] = [];
+    const json: Record<string, unknown> = {};
+    for (const v of args.compare) {
+      const finals: number[] = [];
+      const viol: number[] = [];
+      const held: number[] = [];
+      for (let s = 0; s < args.seeds; s++) {
+        progress(`${v}: seed ${s + 1}/${args.seeds}`);
+        const cfg = presetConfig(args.preset, { ...args.sets, ...variantSettings(v), seed: String(base.seed + s) });
+        const exp = await runOne(cfg);
+        finals.push(exp.stages.at(-1)!.jAfter);
+        viol.push(monotonicityViolation(exp.stages));
+        held.push(mean(exp.stages.map((x) => x.metrics['cert/held'] as number)));
+      }
+      const ci = meanCI(finals);
+      rows.push([v, `${fmt(ci.mean)} ± ${fmt(ci.halfWidth)}`, `${fmt(Math.min(...finals))}..${fmt(Math.max(...finals))}`, fmt(mean(viol)), fmt(mean(held))]);
+      json[v] = { finalJ: finals, monotonicityViolation: viol, certHeld: held };
+    }
+    progress('');
+    console.log(`preset ${args.preset}, ${base.stages} stages, seeds ${base.seed}..${base.seed + args.seeds - 1}; final J as mean ± 95% CI (Student t)\n`);
+    console.log(table(['variant', 'final J', 'range', 'ΔJ<0 rate', 'cert held'], rows));
+    if (args.json) writeFileSync(args.json, JSON.stringify({ preset: args.preset, settings: args.sets, seeds: args.seeds, variants: json }, null, 1));
+    return;
+  }
+
+  if (args.sweep) {
+    const { key, values } = args.sweep;
+    const xs: number[] = [];
+    const vs: number[] = [];
+    const ms: number[] = [];
+    const rows: string[][] = [];
+    for (const val of values) {
+      const viol: number[] = [];
+      const mono: number[] = [];
+      for (let s = 0; s < args.seeds; s++) {
+        progress(`${key}=${val}: seed ${s + 1}/${args.seeds}`);
+        const cfg = presetConfig(args.preset, { ...args.sets, [key]: val, seed: String(base.seed + s) });
+        const exp = await runOne(cfg);
+        for (const st of exp.stages) for (const step of st.steps) viol.push(step.check.violRate);
+        mono.push(monotonicityViolation(exp.stages));
+      }
+      const v = mean(viol);
+      const m = mean(mono);
+      xs.push(Number(val));
+      vs.push(v);
+      ms.push(m);
+      rows.push([`${key}=${val}`, fmt(v, 4), fmt(m, 3)]);
+    }
+    progress('');
+    console.log(`preset ${args.preset}, ${base.stages} stages × ${args.seeds} seeds per value\n`);
+    console.log(table([key, 'KL viol rate', 'ΔJ<0 rate'], rows));
+    const fit = (ys: number[], what: string) => {
+      const usable = xs.filter((x, i) => x > 0 && ys[i]! > 0).length;
+      if (usable < 2) {
+        console.log(`\nno fit for ${what}: only ${usable} value(s) of ${key} gave a rate > 0 (a power law needs two)`);
+        return null;
+      }
+      const f = fitPowerLaw(xs, ys);
+      console.log(`\nfit ${what} ≈ c·${key}^p: p = ${fmt(f.p)}, c = ${fmt(f.c, 4)}, r² = ${fmt(f.r2)} over ${f.used} points with rate > 0`);
+      return f;
+    };
+    const fv = fit(vs, 'KL violation rate');
+    const fm = fit(ms, 'ΔJ<0 rate');
+    if (args.json) writeFileSync(args.json, JSON.stringify({ preset: args.preset, key, values: xs, violation: vs, monotonicity: ms, fitViolation: fv, fitMonotonicity: fm }, null, 1));
+    return;
+  }
+
+  // A single run: one row per stage.
+  const cfg = base;
+  const n = createExperiment(cfg).team.length;
+  console.log(`preset ${args.preset}: ${JSON.stringify(diffFromDefaults(cfg))}`);
+  let printedHeader = false;
+  const exp = await runOne(
+    cfg,
+    (s, e) => {
+      if (!printedHeader) {
+        console.log(`J at start ${fmt(e.j0)} (exact); certificate form ${cfg.certForm}, A_max ${e.aMax}, H ${e.game.horizon}\n`);
+        console.log(stageHeader(n));
+        printedHeader = true;
+      }
+      console.log(stageRow(s, n));
+    },
+    args.swap ? { ...args.swap, stage: args.swapStage, stage0: args.stage0 } : undefined,
+  );
+  const held = mean(exp.stages.map((s) => s.metrics['cert/held'] as number));
+  console.log(`\nfinal J ${fmt(exp.stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(exp.stages), 2)} of stages; certificate held in ${fmt(held, 2)} of stages`);
+  if (args.json) {
+    writeFileSync(args.json, JSON.stringify({ preset: args.preset, config: cfg, j0: exp.j0, stages: exp.stages.map((s) => s.metrics) }, null, 1));
+    console.log(`metrics written to ${args.json}`);
+  }
+}
+
+// `npm run sat … | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
+main().catch((e: unknown) => {
+  if (e instanceof SatError || e instanceof UsageError || e instanceof RangeError) {
+    console.error(`error: ${e.message}`);
+    if (e instanceof UsageError) console.error(USAGE);
+    process.exit(2);
+  }
+  throw e;
+});

@@ -1,0 +1,47 @@
+/**
+ * Errors are values with a message a person can act on (ARCHITECTURE.md convention 10).
+ * Every failure the user can cause or meet has its own class and a stable `code`, so the UI can
+ * show a specific banner and tests can assert the exact kind — never a bare `Error`.
+ *
+ * Not here: how errors are displayed (that is the app's job).
+ */
+
+export class SatError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A setting that is unknown, of the wrong type, out of range or inconsistent with another. */
+export class ConfigError extends SatError {
+  readonly key: string;
+  readonly value: unknown;
+  constructor(key: string, value: unknown, message: string) {
+    super('config', message);
+    this.key = key;
+    this.value = value;
+  }
+}
+
+/** A NaN or infinity where a finite number is required (a loss, a gradient, a KL). */
+export class NumericError extends SatError {
+  constructor(message: string) {
+    super('numeric', message);
+  }
+}
+
+/** A malformed file or link: truncated, wrong header, unknown version, bad values. */
+export class FormatError extends SatError {
+  constructor(message: string) {
+    super('format', message);
+  }
+}
+
+/** Throws NumericError naming `what` if `x` is not finite. Returns x for chaining. */
+export function assertFinite(x: number, what: string): number {
+  if (!Number.isFinite(x)) throw new NumericError(`${what} is ${x}; expected a finite number`);
+  return x;
+}

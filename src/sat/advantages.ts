@@ -1,0 +1,101 @@
+/**
+ * Sequence-aware advantages (SAT.md §4): group normalisation, clipping, and the per-episode
+ * weights of the estimator modes that reuse the stage batch.
+ *
+ *   raw_e = R_e − μ_g                         (reward units; μ_g the (weighted) mean of e's group)
+ *   Ã_e   = raw_e / (σ + 1e-8), clipped to [−A_clip, A_clip]
+ *           σ = the group's population std ('group'), the batch's std of raw ('batch', as LitePPO),
+ *           or no scaling ('none', Dr.GRPO)
+ *
+ * Estimator modes, for agent σ(i) with already-updated predecessors P = σ(1..i−1):
+ *   resample      fresh episodes under π̂ⁱ⁻¹: weight 1, no correction (the exact theory);
+ *   truncated-is  reuse the stage batch; without a value function the Retrace-style trace is one
+ *                 weight per episode w(τ) = Π_{t ∈ steps of P} min(1, ρ_t), ρ_t = π̂ⁱ⁻¹(a_t|s_t)/π_cur(a_t|s_t);
+ *                 μ and σ become w-weighted, and each episode's objective term is weighted by w;
+ *   happo         reuse the stage batch; Ã and raw multiplied by M(τ) = Π_{t ∈ steps of P} ρ_t
+ *                 (unclipped, no gradient through it), as in HAPPO;
+ *   naive         reuse the stage batch and its advantages unchanged.
+ *
+ * Not here: sampling (rollout.ts) or the objective (objective.ts).
+ */
+import type { Batch } from './types';
+
+export type Norm = 'group' | 'batch' | 'none';
+export const ADV_EPS = 1e-8;
+
+export interface Advantages {
+  /** Ã_e: normalised and clipped. */
+  readonly norm: Float64Array;
+  /** R_e − μ_g in reward units (what the certificate's measured gain uses). */
+  readonly raw: Float64Array;
+}
+
+/**
+ * Group-normalised advantages of a batch whose episodes are stored group by group
+ * (episode e belongs to group ⌊e / G⌋). `weights` (optional) makes μ and σ weighted.
+ */
+export function groupAdvantages(rewards: ArrayLike<number>, groups: number, G: number, norm: Norm, aClip: number, weights?: ArrayLike<number>): Advantages {
+  const N = groups * G;
+  if (rewards.length !== N) throw new RangeError(`groupAdvantages: ${rewards.length} rewards for ${groups}×${G} episodes`);
+  const raw = new Float64Array(N);
+  const sd = new Float64Array(groups);
+  for (let g = 0; g < groups; g++) {
+    let ws = 0;
+    let m = 0;
+    for (let k = 0; k < G; k++) {
+      const w = weights ? weights[g * G + k]! : 1;
+      ws += w;
+      m += w * rewards[g * G + k]!;
+    }
+    m = ws > 0 ? m / ws : 0;
+    let v = 0;
+    for (let k = 0; k < G; k++) {
+      const w = weights ? weights[g * G + k]! : 1;
+      const d = rewards[g * G + k]! - m;
+      raw[g * G + k] = d;
+      v += w * d * d;
+    }
+    sd[g] = ws > 0 ? Math.sqrt(v / ws) : 0;
+  }
+  let batchSd = 0;
+  if (norm === 'batch') {
+    let ws = 0;
+    let v = 0;
+    for (let e = 0; e < N; e++) {
+      const w = weights ? weights[e]! : 1;
+      ws += w;
+      v += w * raw[e]! * raw[e]!;
+    }
+    batchSd = ws > 0 ? Math.sqrt(v / ws) : 0;
+  }
+  const out = new Float64Array(N);
+  for (let e = 0; e < N; e++) {
+    const scale = norm === 'group' ? sd[Math.floor(e / G)]! + ADV_EPS : norm === 'batch' ? batchSd + ADV_EPS : 1;
+    out[e] = Math.max(-aClip, Math.min(aClip, raw[e]! / scale));
+  }
+  return { norm: out, raw };
+}
+
+/**
+ * Σ over the steps of `predecessors` in each episode of log ρ_t = log π̂ⁱ⁻¹(a_t|s_t) − log π_cur(a_t|s_t),
+ * given the predecessors' current log-probs of their own steps (`nowLogp[agent][k]` for its k-th step
+ * in batch order) and the log-probs recorded at sampling time (π_cur).
+ * Returns per-episode sums of log ρ_t and of log min(1, ρ_t).
+ */
+export function predecessorLogRatios(batch: Batch, predecessors: readonly number[], nowLogp: ReadonlyMap<number, Float64Array>): { logM: Float64Array; logW: Float64Array } {
+  const N = batch.episodes.length;
+  const logM = new Float64Array(N);
+  const logW = new Float64Array(N);
+  const cursor = new Map<number, number>(predecessors.map((p) => [p, 0]));
+  batch.episodes.forEach((ep, e) => {
+    for (const turn of ep.turns) {
+      if (!cursor.has(turn.agent)) continue;
+      const k = cursor.get(turn.agent)!;
+      cursor.set(turn.agent, k + 1);
+      const lr = nowLogp.get(turn.agent)![k]! - turn.logp;
+      logM[e]! += lr;
+      logW[e]! += Math.min(0, lr);
+    }
+  });
+  return { logM, logW };
+}

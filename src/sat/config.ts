@@ -1,0 +1,311 @@
+/**
+ * The one typed config table (ARCHITECTURE.md convention 5, after TensorFlow Playground's PROPS):
+ * every setting of an experiment, with its type, default, range and a doc comment written for the
+ * person who will read it as a tooltip. The same table drives the CLI flags (`--set key=value`),
+ * the UI form and the share link, so a setting exists in exactly one place.
+ *
+ * `parseConfig` turns loose input (strings from a command line or a URL, or typed values from the
+ * UI) into a checked `Config`, and fails with a `ConfigError` naming the key, the value and what
+ * is allowed: unknown keys (with a suggestion), wrong types, out-of-range values, and settings that
+ * contradict each other (a custom order that is not a permutation, a protocol the task lacks, …).
+ *
+ * Not here: presets' prose and task construction (see `presets.ts` and `src/tasks`).
+ */
+import { ConfigError } from '../core/errors';
+import { TASKS, type TaskName } from '../tasks/index';
+
+/** Which part of the method a setting belongs to (groups the UI form and the docs). */
+export type Group = 'task' | 'run' | 'advantage' | 'objective' | 'trust' | 'order' | 'certificate' | 'swap';
+
+interface Base {
+  readonly doc: string;
+  readonly group: Group;
+}
+export interface IntField extends Base {
+  readonly type: 'int';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+export interface FloatField extends Base {
+  readonly type: 'float';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+  /** Shown on a log scale in the UI. */
+  readonly log?: boolean;
+}
+export interface BoolField extends Base {
+  readonly type: 'bool';
+  readonly default: boolean;
+}
+export interface EnumField<O extends string = string> extends Base {
+  readonly type: 'enum';
+  readonly default: O;
+  readonly options: readonly O[];
+}
+export interface ListField extends Base {
+  readonly type: 'intList' | 'floatList';
+  readonly default: readonly number[];
+  /** Range of every element. */
+  readonly min: number;
+  readonly max: number;
+  readonly maxLength: number;
+}
+export type Field = IntField | FloatField | BoolField | EnumField | ListField;
+
+const int = (f: Omit<IntField, 'type'>): IntField => ({ type: 'int', ...f });
+const float = (f: Omit<FloatField, 'type'>): FloatField => ({ type: 'float', ...f });
+const bool = (f: Omit<BoolField, 'type'>): BoolField => ({ type: 'bool', ...f });
+const enumOf = <const O extends string>(f: Omit<EnumField<O>, 'type'>): EnumField<O> => ({ type: 'enum', ...f });
+const intList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'intList', ...f });
+const floatList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'floatList', ...f });
+
+/** Same names as the task registry (a test checks the two agree). */
+const TASK_OPTIONS = ['climbing', 'penalty', 'random-matrix', 'relay', 'router', 'guess'] as const satisfies readonly TaskName[];
+
+/** The table. Order here is the order of the UI form and of `--help`. */
+export const CONFIG = {
+  // — task and team —
+  task: enumOf({
+    group: 'task', default: 'climbing', options: TASK_OPTIONS,
+    doc: 'The team game. climbing/penalty: Claus & Boutilier matrix games; random-matrix: seeded cooperative game; relay: agent i acts at turn i seeing earlier actions; router: a router agent picks a solver; guess: an answer task for every protocol.',
+  }),
+  protocol: enumOf({
+    group: 'task', default: 'auto', options: ['auto', 'independent', 'chain', 'vote', 'router'],
+    doc: "How agents share an episode (SAT.md §2). 'auto' uses the task's own protocol; only the guess task offers all four.",
+  }),
+  agents: int({ group: 'task', default: 3, min: 2, max: 6, doc: 'Number of agents n in the team.' }),
+  actions: int({ group: 'task', default: 3, min: 2, max: 8, doc: 'Actions per agent m (fixed at 3 for the climbing and penalty games).' }),
+  taskSeed: int({ group: 'task', default: 7, min: 0, max: 2 ** 31 - 1, doc: 'Seed that generates the task itself (random-matrix payoffs, guess answers); separate from the run seed.' }),
+  penaltyK: float({ group: 'task', default: -10, min: -100, max: 0, doc: 'Penalty game: the payoff k for mis-coordinating on the two optimal actions.' }),
+  initScale: float({ group: 'task', default: 0, min: 0, max: 5, doc: 'Std of the random initial logits of each agent table (0 = uniform policies).' }),
+
+  // — the run —
+  seed: int({ group: 'run', default: 1, min: 0, max: 4294967295, doc: 'Run seed: fixes every sampled episode, order and probe. Same seed + same config + same backend ⇒ identical run.' }),
+  stages: int({ group: 'run', default: 30, min: 1, max: 10000, doc: 'Number of stages (each updates every agent once).' }),
+  scheme: enumOf({
+    group: 'run', default: 'sequential', options: ['sequential', 'simultaneous'],
+    doc: "sequential = SAT (one agent at a time, SAT.md §3). simultaneous = the joint-update baseline: every agent from the same stage batch and advantages at once (the estimator setting does not apply).",
+  }),
+  batch: int({ group: 'run', default: 8, min: 1, max: 4096, doc: 'B: prompts per stage batch.' }),
+  group: int({ group: 'run', default: 8, min: 2, max: 256, doc: 'G: samples per prompt (the GRPO group).' }),
+
+  // — advantages (SAT.md §4) —
+  estimator: enumOf({
+    group: 'advantage', default: 'resample', options: ['resample', 'truncated-is', 'happo', 'naive'],
+    doc: 'How agent σ(i) gets advantages under the intermediate team π̂ⁱ⁻¹: resample = fresh episodes (exact theory, zero bias); truncated-is = reuse the batch with per-episode weight Π min(1, ρ_t); happo = reuse with the product of predecessors\u2019 ratios; naive = reuse the stage advantages.',
+  }),
+  norm: enumOf({
+    group: 'advantage', default: 'group', options: ['group', 'batch', 'none'],
+    doc: 'Advantage normalisation: group = (R − group mean)/(group std + 1e-8); batch = group mean, std over the whole batch; none = R − group mean (Dr.GRPO).',
+  }),
+  aClip: float({ group: 'advantage', default: 5, min: 0.1, max: 100, doc: 'A_clip: normalised advantages are clipped to [−A_clip, A_clip].' }),
+  probeEpisodes: int({ group: 'advantage', default: 64, min: 1, max: 100000, doc: 'Episodes of the fresh on-policy probe that measures the bias ζ of reuse estimators.' }),
+
+  // — objective (SAT.md §5) —
+  objective: enumOf({ group: 'objective', default: 'sequence', options: ['sequence', 'token'], doc: 'sequence = one ratio per episode over all of the agent\u2019s steps (SAT); token = per-step ratios (GRPO/DAPO style), for comparison.' }),
+  tokenAgg: enumOf({ group: 'objective', default: 'grpo', options: ['grpo', 'bnpo', 'dr_grpo'], doc: 'Aggregation of the token-level variant: grpo = mean per episode then over episodes; bnpo = over all steps; dr_grpo = sum over steps / (episodes × horizon).' }),
+  epsLow: float({ group: 'objective', default: 0.2, min: 0.001, max: 0.99, doc: 'ε_low: the ratio is clipped below at 1 − ε_low.' }),
+  epsHigh: float({ group: 'objective', default: 0.2, min: 0.001, max: 10, doc: 'ε_high: the ratio is clipped above at 1 + ε_high.' }),
+  beta: float({ group: 'objective', default: 0.1, min: 0, max: 10000, log: true, doc: 'β: weight of the exact per-state KL penalty E_s KL(π_θ‖π_cur) (initial value when adaptive).' }),
+  betaAdapt: bool({ group: 'objective', default: true, doc: 'Adaptive β: ×1.5 after a backtrack, ÷1.5 when the KL quantile ends below δ/1.5; carried to the next stage.' }),
+  lr: float({ group: 'objective', default: 0.1, min: 1e-5, max: 10, log: true, doc: 'Learning rate of the agent optimizer (Adam).' }),
+  epochs: int({ group: 'objective', default: 4, min: 1, max: 100, doc: 'Optimizer steps per agent update (each followed by the trust-region check).' }),
+  weightDecay: float({ group: 'objective', default: 0, min: 0, max: 1, doc: 'Decoupled weight decay (AdamW) on the agent parameters.' }),
+
+  // — trust region (SAT.md §6) —
+  delta: float({ group: 'trust', default: 0.02, min: 1e-6, max: 10, log: true, doc: 'δ: per-state KL radius of every agent (unless deltas sets them one by one).' }),
+  deltas: floatList({ group: 'trust', default: [], min: 1e-6, max: 10, maxLength: 6, doc: 'Per-agent radii δ_i, one per agent; empty = every agent uses δ.' }),
+  alpha: float({ group: 'trust', default: 0.05, min: 0, max: 0.5, doc: 'α: the monitor checks the (1−α)-quantile of the per-state KL against δ.' }),
+  maxBacktracks: int({ group: 'trust', default: 5, min: 0, max: 20, doc: 'Tries per optimizer step: a violating step is undone (parameters and optimizer state) and retried with β×1.5.' }),
+  onExhausted: enumOf({ group: 'trust', default: 'reject', options: ['reject', 'keep', 'shrink'], doc: 'When tries run out: reject = the agent keeps π_cur this stage (HATRPO); keep = keep the violating step (the released code); shrink = halve the step until inside the radius.' }),
+
+  // — update order (SAT.md §3) —
+  order: enumOf({ group: 'order', default: 'fixed', options: ['fixed', 'random', 'reverse', 'custom', 'greedy'], doc: 'Update order σ: fixed 0..n−1, random per stage, reverse, custom (customOrder), greedy = by predicted gain κ√δ − aδ, largest first.' }),
+  customOrder: intList({ group: 'order', default: [], min: 0, max: 5, maxLength: 6, doc: 'σ for order=custom: a permutation of 0..n−1, e.g. 2,0,1.' }),
+
+  // — certificate (SAT.md §7) —
+  certForm: enumOf({ group: 'certificate', default: 'episodic', options: ['episodic', 'gamma'], doc: "Which penalty form decides cert/lower: episodic = finite horizon H, no discount (docs/certificate.md); gamma = the paper's discounted form (vacuous at γ=0.99). Both are always reported." }),
+  gamma: float({ group: 'certificate', default: 0.99, min: 0, max: 0.9999, doc: 'γ of the paper\u2019s discounted certificate form.' }),
+  deltaConf: float({ group: 'certificate', default: 0.05, min: 1e-6, max: 0.5, log: true, doc: 'δ_conf: the certificate holds with probability ≥ 1 − δ_conf.' }),
+  aMax: float({ group: 'certificate', default: 0, min: 0, max: 1e6, doc: 'A_max: bound on |advantage| in reward units; 0 = the task\u2019s reward range R_max − R_min.' }),
+
+  // — plug-and-play (SAT.md §8) —
+  stage0Delta: float({ group: 'swap', default: 0.01, min: 1e-6, max: 10, log: true, doc: 'δ_0: Stage-0 projects a swapped-in agent to within this KL of the agent it replaces, per state.' }),
+} as const satisfies Record<string, Field>;
+
+export type ConfigKey = keyof typeof CONFIG;
+type ValueOf<F> = F extends EnumField<infer O> ? O : F extends BoolField ? boolean : F extends ListField ? number[] : number;
+/** A complete, checked configuration. */
+export type Config = { -readonly [K in ConfigKey]: ValueOf<(typeof CONFIG)[K]> };
+
+export const CONFIG_KEYS = Object.keys(CONFIG) as ConfigKey[];
+
+export function defaultConfig(): Config {
+  const out: Record<string, unknown> = {};
+  for (const k of CONFIG_KEYS) {
+    const d = CONFIG[k].default;
+    out[k] = Array.isArray(d) ? [...d] : d;
+  }
+  return out as Config;
+}
+
+/** A number as people write it in a range: 1e-6 rather than 0.000001. */
+function nice(x: number): string {
+  return x !== 0 && Math.abs(x) < 1e-3 ? x.toExponential() : String(x);
+}
+
+/** The allowed range of a field, in words, for messages and tooltips. */
+export function describeAllowed(f: Field): string {
+  switch (f.type) {
+    case 'int':
+      return `an integer in [${nice(f.min)}, ${nice(f.max)}]`;
+    case 'float':
+      return `a number in [${nice(f.min)}, ${nice(f.max)}]`;
+    case 'bool':
+      return 'true or false';
+    case 'enum':
+      return `one of ${f.options.join(', ')}`;
+    case 'intList':
+    case 'floatList':
+      return `a comma-separated list of at most ${f.maxLength} ${f.type === 'intList' ? 'integers' : 'numbers'} in [${nice(f.min)}, ${nice(f.max)}]`;
+  }
+}
+
+function show(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 60) + '…' : v);
+  if (Array.isArray(v)) return `[${v.join(', ')}]`;
+  return String(v);
+}
+
+/** Edit distance counting a swap of neighbours as one edit (optimal string alignment), for "did you mean" suggestions on unknown keys. */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++)
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1), i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1] ? d[i - 2]![j - 2]! + 1 : Infinity);
+  return d[a.length]![b.length]!;
+}
+
+export function isConfigKey(key: string): key is ConfigKey {
+  return Object.prototype.hasOwnProperty.call(CONFIG, key);
+}
+
+function unknownKey(key: string, value: unknown): ConfigError {
+  const best = CONFIG_KEYS.map((k) => [k, editDistance(key.toLowerCase(), k.toLowerCase())] as const).sort((a, b) => a[1] - b[1])[0];
+  const hint = best && best[1] <= 3 ? ` Did you mean "${best[0]}"?` : '';
+  return new ConfigError(key, value, `Unknown setting "${key.slice(0, 60)}".${hint} Known settings: ${CONFIG_KEYS.join(', ')}.`);
+}
+
+/** Coerces one raw value (a string from a CLI/URL, or a typed value) to the field's type, checking range. */
+export function coerceValue(key: ConfigKey, raw: unknown): Config[ConfigKey] {
+  const f: Field = CONFIG[key];
+  const bad = (why: string) => new ConfigError(key, raw, `Setting "${key}" = ${show(raw)} ${why}; expected ${describeAllowed(f)}.`);
+  const num = (x: unknown): number => {
+    if (typeof x === 'number') return x;
+    if (typeof x === 'string' && x.trim() !== '' && /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(x.trim())) return Number(x);
+    throw bad('is not a number');
+  };
+  switch (f.type) {
+    case 'int':
+    case 'float': {
+      const v = num(raw);
+      if (!Number.isFinite(v)) throw bad('is not finite');
+      if (f.type === 'int' && !Number.isInteger(v)) throw bad('is not an integer');
+      if (v < f.min || v > f.max) throw bad('is out of range');
+      return v;
+    }
+    case 'bool': {
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      throw bad('is not a boolean');
+    }
+    case 'enum': {
+      if (typeof raw === 'string' && (f.options as readonly string[]).includes(raw)) return raw as never;
+      throw bad('is not an allowed choice');
+    }
+    case 'intList':
+    case 'floatList': {
+      let items: unknown[];
+      if (Array.isArray(raw)) items = raw;
+      else if (typeof raw === 'string') items = raw.trim() === '' ? [] : raw.split(',').map((s) => s.trim());
+      else throw bad('is not a list');
+      if (items.length > f.maxLength) throw bad(`has ${items.length} entries`);
+      return items.map((x) => {
+        const v = num(x);
+        if (!Number.isFinite(v) || (f.type === 'intList' && !Number.isInteger(v)) || v < f.min || v > f.max) {
+          throw bad(`has an entry ${show(x)} that is not allowed`);
+        }
+        return v;
+      });
+    }
+  }
+}
+
+/** Cross-field checks: settings that are each valid but contradict each other. */
+export function checkConsistency(c: Config): void {
+  const n = c.agents;
+  const task = TASKS[c.task];
+  const fixed = task.fixedActions;
+  if (fixed !== undefined && c.actions !== fixed) {
+    throw new ConfigError('actions', c.actions, `Setting "actions" = ${c.actions} is inconsistent with task "${c.task}", which has exactly ${fixed} actions.`);
+  }
+  const protocols: readonly string[] = task.protocols;
+  if (c.protocol !== 'auto' && !protocols.includes(c.protocol)) {
+    throw new ConfigError('protocol', c.protocol, `Setting "protocol" = "${c.protocol}" is not available for task "${c.task}"; allowed: auto, ${protocols.join(', ')}.`);
+  }
+  if (c.deltas.length > 0 && c.deltas.length !== n) {
+    throw new ConfigError('deltas', c.deltas, `Setting "deltas" = [${c.deltas.join(', ')}] has ${c.deltas.length} entries but the team has ${n} agents; give one radius per agent or leave it empty.`);
+  }
+  if (c.order === 'custom') {
+    const sorted = [...c.customOrder].sort((a, b) => a - b);
+    if (sorted.length !== n || sorted.some((v, i) => v !== i)) {
+      throw new ConfigError('customOrder', c.customOrder, `Setting "customOrder" = [${c.customOrder.join(', ')}] is not a permutation of 0..${n - 1} (order = custom needs each agent exactly once).`);
+    }
+  } else if (c.customOrder.length > 0 && c.customOrder.some((v) => v >= n)) {
+    throw new ConfigError('customOrder', c.customOrder, `Setting "customOrder" = [${c.customOrder.join(', ')}] names an agent ≥ ${n}; the team has agents 0..${n - 1}.`);
+  }
+}
+
+/**
+ * Builds a checked Config from `input` on top of `base` (defaults unless given).
+ * Every key of `input` must be known; values may be strings (CLI, URL) or typed.
+ */
+export function parseConfig(input: Readonly<Record<string, unknown>>, base: Config = defaultConfig()): Config {
+  const out = { ...base, deltas: [...base.deltas], customOrder: [...base.customOrder] } as Record<string, unknown>;
+  for (const [key, raw] of Object.entries(input)) {
+    if (!isConfigKey(key)) throw unknownKey(key, raw);
+    out[key] = coerceValue(key, raw);
+  }
+  const c = out as Config;
+  checkConsistency(c);
+  return c;
+}
+
+/** Parses `key=value` (the CLI's --set). */
+export function parseAssignment(s: string): [string, string] {
+  const i = s.indexOf('=');
+  if (i <= 0) throw new ConfigError(s, s, `Expected key=value, got ${show(s)}.`);
+  return [s.slice(0, i).trim(), s.slice(i + 1).trim()];
+}
+
+/** The protocol a config runs: its own, or the task's default for 'auto'. */
+export function resolvedProtocol(c: Config) {
+  return c.protocol === 'auto' ? TASKS[c.task].defaultProtocol : c.protocol;
+}
+
+/** The radius δ_i of agent i. */
+export function agentDelta(c: Config, i: number): number {
+  return c.deltas.length > 0 ? c.deltas[i]! : c.delta;
+}
+
+/** Only the settings that differ from the defaults (compact share links, readable JSON). */
+export function diffFromDefaults(c: Config): Partial<Config> {
+  const d = defaultConfig();
+  const out: Record<string, unknown> = {};
+  for (const k of CONFIG_KEYS) if (JSON.stringify(c[k]) !== JSON.stringify(d[k])) out[k] = c[k];
+  return out as Partial<Config>;
+}

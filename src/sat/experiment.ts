@@ -1,0 +1,161 @@
+/**
+ * An experiment: a config turned into a game and a team, run stage by stage. The one entry point
+ * shared by the CLI, the tests and (later) the playground's workers.
+ *
+ *   const exp = createExperiment(parseConfig({ task: 'climbing', seed: 3 }));
+ *   for await (const step of stepThrough(exp)) …   // agent by agent
+ *   await runStages(exp, 20);                        // or stage by stage
+ *
+ * Also the tabular plug-and-play swap (SAT.md §8): replace one agent's table by another policy,
+ * projected by Stage-0 into the δ_0 ball around the agent it replaces.
+ *
+ * Not here: printing (src/cli) or drawing (src/app).
+ */
+import { Rng } from '../core/rng';
+import { quantile } from '../core/stats';
+import { makeGame } from '../tasks/index';
+import { exactJ, stateVisitProbs } from '../tasks/tabular';
+import type { TabularGame } from '../tasks/types';
+import { type Config, resolvedProtocol } from './config';
+import { tablePolicy, teamTables } from './rollout';
+import { runStage, type AgentStepRecord, type StageRecord } from './stage';
+import { projectTable } from './stage0';
+import { TabularSoftmaxAgent } from './tabularAgent';
+
+export interface Experiment {
+  readonly cfg: Config;
+  readonly game: TabularGame;
+  readonly team: TabularSoftmaxAgent[];
+  readonly rng: Rng;
+  readonly betas: number[];
+  readonly aMax: number;
+  /** Exact J of the initial team. */
+  readonly j0: number;
+  readonly stages: StageRecord[];
+}
+
+/** Stream purpose for initial tables (stages use purposes ≥ 1 under their stage index ≥ 1). */
+const INIT_STREAM = 0;
+
+export function createExperiment(cfg: Config): Experiment {
+  const game = makeGame(cfg.task, { agents: cfg.agents, actions: cfg.actions, protocol: resolvedProtocol(cfg), taskSeed: cfg.taskSeed, penaltyK: cfg.penaltyK });
+  const rng = new Rng(cfg.seed);
+  const team = Array.from({ length: game.nAgents }, (_, i) =>
+    new TabularSoftmaxAgent(i, game.nObs[i]!, game.nActions[i]!, { initScale: cfg.initScale, rng: rng.fork(INIT_STREAM, i) }),
+  );
+  const aMax = cfg.aMax > 0 ? cfg.aMax : game.rewardRange[1] - game.rewardRange[0];
+  const j0 = exactJ(game, tablePolicy(game, team.map((a) => a.distributionTable())));
+  return { cfg, game, team, rng, betas: team.map(() => cfg.beta), aMax, j0, stages: [] };
+}
+
+/** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
+export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
+  const gen = runStage({ game: exp.game, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax });
+  for (;;) {
+    const r = await gen.next();
+    if (r.done) {
+      exp.stages.push(r.value);
+      return r.value;
+    }
+    yield r.value;
+  }
+}
+
+/** Runs `count` whole stages; `onStage` sees each as it finishes. */
+export async function runStages(exp: Experiment, count: number, onStage?: (s: StageRecord) => void): Promise<StageRecord[]> {
+  const out: StageRecord[] = [];
+  for (let k = 0; k < count; k++) {
+    const gen = stepThrough(exp);
+    let r = await gen.next();
+    while (!r.done) r = await gen.next();
+    out.push(r.value);
+    onStage?.(r.value);
+  }
+  return out;
+}
+
+/** Current exact team J. */
+export async function currentJ(exp: Experiment): Promise<number> {
+  return exactJ(exp.game, tablePolicy(exp.game, await teamTables(exp.game, exp.team)));
+}
+
+export interface SwapReport {
+  readonly agent: number;
+  readonly stage0: boolean;
+  /** λ(s) per state of the agent's table. */
+  readonly lambdas: number[];
+  /** KL(π_new(·|s) ‖ π_cur(·|s)) per state, and the same for the unprojected π_pre. */
+  readonly kls: number[];
+  readonly klsPre: number[];
+  /** Occupancy-weighted quantiles of the per-state KL to π_cur (50/90/99 %). */
+  readonly klQuantiles: { q50: number; q90: number; q99: number };
+  readonly jBefore: number;
+  readonly jAfter: number;
+}
+
+/**
+ * Plug-and-play (SAT.md §8), tabular: agent j's table is replaced by `preLogits` ([nObs × nActions]),
+ * projected per state into KL ≤ δ_0 of the current table when `stage0` is true (for a table the
+ * projected policy is represented exactly, so "distillation" is exact). Resets its optimizer.
+ */
+export async function swapAgent(exp: Experiment, j: number, preLogits: Float64Array, opts: { stage0: boolean; delta0?: number }): Promise<SwapReport> {
+  const agent = exp.team[j];
+  if (!agent) throw new RangeError(`swap: no agent ${j} in a team of ${exp.team.length}`);
+  const A = agent.nActions;
+  if (preLogits.length !== agent.nObs * A) throw new RangeError(`swap: ${preLogits.length} logits for agent ${j}'s ${agent.nObs}×${A} table`);
+  const jBefore = await currentJ(exp);
+  const cur = agent.getLogits();
+  const rows = (z: Float64Array) => Array.from({ length: agent.nObs }, (_, s) => z.slice(s * A, (s + 1) * A));
+  const proj = projectTable(rows(preLogits), rows(cur), opts.delta0 ?? exp.cfg.stage0Delta);
+  const next = new Float64Array(preLogits.length);
+  if (opts.stage0) proj.states.forEach((st, s) => next.set(st.logits, s * A));
+  else next.set(preLogits);
+  agent.setLogits(next);
+  const kls = opts.stage0 ? proj.kls : proj.klsPre;
+  // Weight states by how often agent j visits them under the (new) team.
+  const visits = stateVisitProbs(exp.game, tablePolicy(exp.game, await teamTables(exp.game, exp.team)), j);
+  const sample: number[] = [];
+  kls.forEach((k, s) => {
+    const reps = Math.round(1000 * visits[s]!);
+    for (let r = 0; r < reps; r++) sample.push(k);
+  });
+  const qs = sample.length > 0 ? sample : kls;
+  return {
+    agent: j,
+    stage0: opts.stage0,
+    lambdas: proj.lambdas,
+    kls: proj.kls,
+    klsPre: proj.klsPre,
+    klQuantiles: { q50: quantile(qs, 0.5, 'inverted-cdf'), q90: quantile(qs, 0.9, 'inverted-cdf'), q99: quantile(qs, 0.99, 'inverted-cdf') },
+    jBefore,
+    jAfter: await currentJ(exp),
+  };
+}
+
+/**
+ * A "stronger" tabular agent to swap in: the best response of agent j to the rest of the current
+ * team, per state, as logits with the given sharpness (a stand-in for a larger pretrained model).
+ */
+export async function bestResponseLogits(exp: Experiment, j: number, sharpness = 4): Promise<Float64Array> {
+  const agent = exp.team[j]!;
+  const A = agent.nActions;
+  const tables = await teamTables(exp.game, exp.team);
+  const out = new Float64Array(agent.nObs * A);
+  for (let a = 0; a < A; a++) {
+    // Value of "always play a in every state" for agent j, per state: J with j's table forced.
+    const forced = new Float64Array(agent.nObs * A);
+    for (let s = 0; s < agent.nObs; s++) forced[s * A + a] = 1;
+    const t = tables.slice();
+    t[j] = forced;
+    const v = exactJ(exp.game, tablePolicy(exp.game, t));
+    for (let s = 0; s < agent.nObs; s++) out[s * A + a] = v;
+  }
+  // Normalise each state's values to [0, sharpness] so the best action dominates.
+  for (let s = 0; s < agent.nObs; s++) {
+    const row = out.subarray(s * A, (s + 1) * A);
+    const lo = Math.min(...row);
+    const hi = Math.max(...row);
+    for (let a = 0; a < A; a++) row[a] = hi > lo ? (sharpness * (row[a]! - lo)) / (hi - lo) : 0;
+  }
+  return out;
+}

@@ -1,0 +1,77 @@
+/**
+ * Named experiments: a partial config plus two sentences on what to look for (UX.md "Teaching
+ * affordances"). The CLI's --preset and the playground's gallery read this list.
+ *
+ * Not here: settings' meaning (config.ts owns every default, range and doc).
+ */
+import { type Config, parseConfig } from './config';
+
+export interface Preset {
+  readonly name: string;
+  readonly title: string;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly lookFor: string;
+}
+
+export const PRESETS: readonly Preset[] = [
+  {
+    name: 'climbing',
+    title: 'Climbing game, 3 agents: SAT vs simultaneous',
+    settings: { task: 'climbing', agents: 3, estimator: 'resample', stages: 30, delta: 0.5, lr: 0.3, initScale: 0.5 },
+    lookFor:
+      'The optimum (all play a, payoff 11) sits next to the −30 penalty, so agents that move together drift to the safe (b, b) or (c, c) corners. Compare with scheme=simultaneous on the same seeds: over 20 seeds SAT ends higher on average and its J falls in fewer stages — a modest gap, not a rout (see the README).',
+  },
+  {
+    name: 'climbing2',
+    title: 'Climbing game as Claus & Boutilier posed it (2 agents)',
+    settings: { task: 'climbing', agents: 2, estimator: 'resample', stages: 30, delta: 0.5, lr: 0.3, initScale: 0.5 },
+    lookFor: 'The original two-player game. Watch the certificate: with one decision per episode the shift term is zero, and the bound is all finite-sample width.',
+  },
+  {
+    name: 'penalty',
+    title: 'Penalty game (k = −10), 2 agents',
+    settings: { task: 'penalty', agents: 2, penaltyK: -10, stages: 30, initScale: 0.5 },
+    lookFor: 'Two optima (a,a) and (c,c) with a penalty for mixing them. Sequential updates let the second agent follow the first instead of both switching at once.',
+  },
+  {
+    name: 'relay',
+    title: 'Relay with masked activation (3 agents, 3 actions)',
+    settings: { task: 'relay', agents: 3, actions: 3, stages: 40, lr: 0.2, initScale: 0.5 },
+    lookFor: 'Only one agent acts per turn; each sees the earlier actions. The team must invent a code to pass the secret along. The episodic certificate now has a real shift term (H = 3).',
+  },
+  {
+    name: 'router',
+    title: 'Router picks a solver (3 agents)',
+    settings: { task: 'router', agents: 3, actions: 3, stages: 40, lr: 0.2, initScale: 0.5 },
+    lookFor: 'Agent 0 routes each problem type to a solver; solvers only score fully on their own types. Watch the router learn who the experts are while the solvers learn the answers.',
+  },
+  {
+    name: 'random-matrix',
+    title: 'Random cooperative matrix game (3 agents, seeded)',
+    settings: { task: 'random-matrix', agents: 3, actions: 4, stages: 30, initScale: 0.5 },
+    lookFor: 'A game with no special structure; change taskSeed for another one. Compare orders: the certificate holds for any σ, the numbers change.',
+  },
+  {
+    name: 'order',
+    title: 'Update order: greedy vs fixed on the relay',
+    settings: { task: 'relay', agents: 3, actions: 3, stages: 30, order: 'greedy', lr: 0.2, initScale: 0.5 },
+    lookFor: 'Greedy updates the agent with the largest predicted gain κ√δ first. Run again with order=fixed or reverse on the same seed and compare.',
+  },
+  {
+    name: 'delta-sweep',
+    title: 'KL radius sweep on the relay, radius monitored but not enforced',
+    settings: { task: 'relay', agents: 3, actions: 3, stages: 20, lr: 0.2, initScale: 0.5, maxBacktracks: 0, onExhausted: 'keep' },
+    lookFor:
+      'Run with --sweep delta=0.001,0.003,0.01,0.03,0.1: the fraction of visited states whose KL exceeds δ, and the fitted exponent of v ≈ c·δ^p. Like the released code, steps are kept even when they leave the radius; with backtracking on, violations all but vanish.',
+  },
+];
+
+export function findPreset(name: string): Preset {
+  const p = PRESETS.find((x) => x.name === name);
+  if (!p) throw new RangeError(`Unknown preset "${name}". Presets: ${PRESETS.map((x) => x.name).join(', ')}.`);
+  return p;
+}
+
+export function presetConfig(name: string, overrides: Readonly<Record<string, unknown>> = {}): Config {
+  return parseConfig({ ...findPreset(name).settings, ...overrides });
+}

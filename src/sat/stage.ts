@@ -1,0 +1,323 @@
+/**
+ * One SAT stage (SAT.md §3, Algorithm 1), top to bottom:
+ *
+ *   B ← rollout(π_cur)                         the stage batch, on-policy
+ *   σ ← order(B)
+ *   for i in 1..n:  j ← σ(i)
+ *       batch, Â ← advantages under π̂ⁱ⁻¹       estimator mode (§4)
+ *       repeat epochs: one optimizer step on L_j (§5), then the trust-region check (§6):
+ *           (1−α)-quantile of KL > δ_j  ⇒  undo the step (parameters and optimizer state),
+ *                                           β ×1.5, retry; out of tries ⇒ reject | keep | shrink
+ *       π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾; record the agent's certificate inputs
+ *   certificate (§7); J(π̄) exactly (tabular) ⇒ realised ΔJ and cert/held
+ *
+ * `runStage` is an async generator: it yields after every agent step (the playground's
+ * "Step agent ▸") and returns the stage record. Every random draw comes from a named sub-stream
+ * of the run seed (rng.fork(stage, purpose, …)), so a run is fixed by (seed, config).
+ *
+ * The `simultaneous` scheme is the baseline SAT replaces: every agent is trained from the same
+ * stage batch with the same advantages, none sees the others' updates. (Because each agent's
+ * objective depends only on its own parameters, this is exactly what the `naive` estimator does
+ * too — the released code's behaviour *is* a simultaneous update.)
+ *
+ * Not here: building the team or looping over stages (experiment.ts), the maths of each piece
+ * (advantages.ts, objective.ts, monitor.ts, certificate.ts, geometry.ts).
+ */
+import { histogram } from '../core/stats';
+import type { Rng } from '../core/rng';
+import { exactJ } from '../tasks/tabular';
+import type { TabularGame } from '../tasks/types';
+import { groupAdvantages, predecessorLogRatios } from './advantages';
+import { certificate, type AgentCertInput, type Certificate } from './certificate';
+import { agentDelta, type Config } from './config';
+import { geometricGain, geometryAt } from './geometry';
+import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monitor';
+import { chooseOrder } from './order';
+import { agentSteps, sampleBatch, tablePolicy, teamTables } from './rollout';
+import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from './types';
+
+/** Metric values: numbers, or arrays (histograms, σ). Keys follow SAT.md §9. */
+export type Metrics = Record<string, number | number[]>;
+
+/** Sub-stream purposes (the second element of every fork path). */
+const STREAM = { stageBatch: 1, resample: 2, probe: 3, order: 4 } as const;
+
+/** Histogram bins of the advantage chart: fixed edges over [−A_clip, A_clip]. */
+export const ADV_HIST_BINS = 20;
+
+export interface StageContext {
+  readonly game: TabularGame;
+  readonly cfg: Config;
+  readonly team: readonly AgentPolicy[];
+  /** The run's root stream. */
+  readonly rng: Rng;
+  /** β per agent, carried across stages (adaptive β). Mutated. */
+  readonly betas: number[];
+  /** Stage index (1-based). */
+  readonly stage: number;
+  /** A_max in reward units. */
+  readonly aMax: number;
+}
+
+export interface AgentStepRecord {
+  readonly stage: number;
+  /** Position i in σ (0-based). */
+  readonly position: number;
+  readonly agent: number;
+  readonly metrics: Metrics;
+  /** Ã per episode of the agent's batch (normalised, clipped) and raw R − μ. */
+  readonly advNorm: Float64Array;
+  readonly advRaw: Float64Array;
+  /** Final per-visit KL κ(s) to π_cur. */
+  readonly kl: Float64Array;
+  readonly delta: number;
+  readonly check: TrustCheck;
+  readonly accepted: boolean;
+  readonly backtracks: number;
+  /** Exact team J before and after this agent's update. */
+  readonly jBefore: number;
+  readonly jAfter: number;
+  readonly cert: AgentCertInput;
+}
+
+export interface StageRecord {
+  readonly stage: number;
+  readonly order: number[];
+  readonly steps: AgentStepRecord[];
+  readonly certificate: Certificate;
+  readonly jBefore: number;
+  readonly jAfter: number;
+  readonly metrics: Metrics;
+}
+
+/** The agent's own steps in `batch`, with per-episode advantages and weights. */
+function buildAgentBatch(batch: Batch, agent: number, adv: Float64Array, weight: Float64Array, horizon: number): AgentBatch {
+  const s = agentSteps(batch, agent);
+  return { nEpisodes: batch.episodes.length, obs: s.obs, actions: s.actions, episodeOf: s.episodeOf, adv, weight, horizon };
+}
+
+/**
+ * Measured surrogate gain (reward units): (1/N) Σ_e w_e·raw_e·(r_e − 1), r_e = exp(Σ (log π_θ − log π_sampled)).
+ * Agent j is still at π_cur in every batch it is trained on, so the recorded log-probs are π_cur's.
+ */
+async function measuredGain(agent: AgentPolicy, batch: Batch, raw: Float64Array, weight: Float64Array): Promise<number> {
+  const s = agentSteps(batch, agent.index);
+  const now = await agent.logProbs(s.obs, s.actions);
+  const u = new Float64Array(batch.episodes.length);
+  for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
+  let g = 0;
+  for (let e = 0; e < u.length; e++) g += weight[e]! * raw[e]! * Math.expm1(u[e]!);
+  return g / Math.max(1, u.length);
+}
+
+function rewardsOf(batch: Batch): Float64Array {
+  return Float64Array.from(batch.episodes, (e) => e.reward);
+}
+
+async function teamJ(game: TabularGame, team: readonly AgentPolicy[]): Promise<number> {
+  return exactJ(game, tablePolicy(game, await teamTables(game, team)));
+}
+
+function objectiveSpec(cfg: Config, beta: number): ObjectiveSpec {
+  return { level: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta, lr: cfg.lr, weightDecay: cfg.weightDecay };
+}
+
+function now(): number {
+  return typeof performance !== 'undefined' ? performance.now() : Date.now();
+}
+
+export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepRecord, StageRecord, void> {
+  const { game, cfg, team, rng, stage, betas } = ctx;
+  const n = team.length;
+  const B = cfg.batch;
+  const G = cfg.group;
+  const simultaneous = cfg.scheme === 'simultaneous';
+  const estimator = simultaneous ? 'naive' : cfg.estimator;
+  let msRollout = 0;
+  let msUpdate = 0;
+  let decisions = 0;
+  let episodesUsed = 0;
+
+  // ── 1. The stage batch under π_cur, and every agent's π_cur frozen as its reference. ──
+  let t0 = now();
+  const stageTables = await teamTables(game, team);
+  const jStart = exactJ(game, tablePolicy(game, stageTables));
+  const stageBatch = sampleBatch(game, stageTables, B, G, rng.fork(stage, STREAM.stageBatch));
+  episodesUsed += stageBatch.episodes.length;
+  for (const ep of stageBatch.episodes) decisions += ep.turns.length;
+  await Promise.all(team.map((a) => a.setReference()));
+  const stageAdv = groupAdvantages(rewardsOf(stageBatch), B, G, cfg.norm, cfg.aClip);
+  msRollout += now() - t0;
+
+  // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
+  let predicted: number[] | undefined;
+  if (cfg.order === 'greedy') {
+    predicted = [];
+    for (const a of team) {
+      const raw = buildAgentBatch(stageBatch, a.index, stageAdv.raw, new Float64Array(stageBatch.episodes.length).fill(1), game.horizon);
+      const geo = await geometryAt(await a.surrogateGradient(raw), (v) => a.fisherVectorProduct(raw.obs, v));
+      predicted.push(geo.kappa * Math.sqrt(agentDelta(cfg, a.index)));
+    }
+  }
+  const order = chooseOrder(cfg.order, n, { rng: rng.fork(stage, STREAM.order), custom: cfg.customOrder, predictedGain: predicted });
+
+  // ── 3. Agents one at a time. ──
+  const steps: AgentStepRecord[] = [];
+  let jPrev = jStart;
+  for (let i = 0; i < n; i++) {
+    const j = order[i]!;
+    const agent = team[j]!;
+    const predecessors = simultaneous ? [] : order.slice(0, i);
+    const delta = agentDelta(cfg, j);
+
+    // 3a. Data and advantages under π̂ⁱ⁻¹ (§4).
+    t0 = now();
+    let batch = stageBatch;
+    let adv = stageAdv;
+    let weight = new Float64Array(stageBatch.episodes.length).fill(1);
+    if (i > 0 && predecessors.length > 0 && estimator === 'resample') {
+      batch = sampleBatch(game, await teamTables(game, team), B, G, rng.fork(stage, STREAM.resample, i));
+      episodesUsed += batch.episodes.length;
+      for (const ep of batch.episodes) decisions += ep.turns.length;
+      adv = groupAdvantages(rewardsOf(batch), B, G, cfg.norm, cfg.aClip);
+    } else if (predecessors.length > 0 && (estimator === 'truncated-is' || estimator === 'happo')) {
+      const nowLogp = new Map<number, Float64Array>();
+      for (const p of predecessors) {
+        const s = agentSteps(stageBatch, p);
+        nowLogp.set(p, await team[p]!.logProbs(s.obs, s.actions));
+      }
+      const { logM, logW } = predecessorLogRatios(stageBatch, predecessors, nowLogp);
+      if (estimator === 'truncated-is') {
+        weight = logW.map(Math.exp);
+        adv = groupAdvantages(rewardsOf(stageBatch), B, G, cfg.norm, cfg.aClip, weight);
+      } else {
+        const M = logM.map(Math.exp);
+        adv = { norm: stageAdv.norm.map((a, e) => a * M[e]!), raw: stageAdv.raw.map((a, e) => a * M[e]!) };
+      }
+    }
+    // A fresh on-policy probe under π̂ⁱ⁻¹ measures the bias ζ of reuse estimators (§7).
+    let probe: { batch: Batch; raw: Float64Array } | undefined;
+    if (estimator !== 'resample' && i > 0) {
+      const pg = Math.max(1, Math.ceil(cfg.probeEpisodes / G));
+      const pb = sampleBatch(game, await teamTables(game, team), pg, G, rng.fork(stage, STREAM.probe, i));
+      episodesUsed += pb.episodes.length;
+      probe = { batch: pb, raw: groupAdvantages(rewardsOf(pb), pg, G, cfg.norm, cfg.aClip).raw };
+    }
+    msRollout += now() - t0;
+
+    // 3b. Optimise L_j inside the trust region (§5, §6).
+    t0 = now();
+    const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, game.horizon);
+    const rawBatch: AgentBatch = { ...agentBatch, adv: adv.raw };
+    const geo = await geometryAt(await agent.surrogateGradient(rawBatch), (v) => agent.fisherVectorProduct(agentBatch.obs, v));
+    const start = await agent.snapshot();
+    let beta = betas[j]!;
+    let backtracks = 0;
+    let exhausted = false;
+    let rejected = false;
+    let check: TrustCheck = checkTrustRegion(new Float64Array(0), delta, cfg.alpha);
+    let kl: Float64Array = new Float64Array(agentBatch.obs.length);
+    let last = { objective: 0, surrogate: 0, clipfrac: 0, gradNorm: 0 };
+    for (let epoch = 0; epoch < cfg.epochs && !exhausted; epoch++) {
+      const pre = await agent.snapshot();
+      for (let attempt = 0; ; attempt++) {
+        last = await agent.trainStep(agentBatch, objectiveSpec(cfg, beta));
+        kl = await agent.klToReference(agentBatch.obs);
+        check = checkTrustRegion(kl, delta, cfg.alpha);
+        if (check.ok) break;
+        if (attempt >= cfg.maxBacktracks) {
+          exhausted = true;
+          break;
+        }
+        backtracks++;
+        beta = raiseBeta(beta);
+        await agent.restore(pre);
+      }
+    }
+    if (exhausted) {
+      if (cfg.onExhausted === 'reject') {
+        await agent.restore(start);
+        rejected = true;
+      } else if (cfg.onExhausted === 'shrink') {
+        // Halve the step toward π_cur until the quantile is inside δ (KL = 0 at π_cur, so this ends).
+        for (let h = 0; h < 40 && !check.ok; h++) {
+          await agent.interpolate(start, 0.5);
+          kl = await agent.klToReference(agentBatch.obs);
+          check = checkTrustRegion(kl, delta, cfg.alpha);
+        }
+      }
+      kl = await agent.klToReference(agentBatch.obs);
+      check = checkTrustRegion(kl, delta, cfg.alpha);
+    }
+    if (cfg.betaAdapt) betas[j] = check.q < delta / 1.5 ? lowerBeta(beta) : beta;
+    const after = await agent.snapshot();
+    msUpdate += now() - t0;
+
+    // 3c. The certificate's inputs for this agent, and what really happened (exact ΔJ).
+    const gain = await measuredGain(agent, batch, adv.raw, weight);
+    const geoGain = geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean);
+    const bias = probe ? Math.abs(gain - (await measuredGain(agent, probe.batch, probe.raw, new Float64Array(probe.raw.length).fill(1)))) : 0;
+    const jNow = await teamJ(game, team);
+    const cert: AgentCertInput = { agent: j, gain, radius: check.q, bias, episodes: batch.episodes.length };
+    const p = `agent/${j}/`;
+    const metrics: Metrics = {
+      [p + 'surrogate']: last.surrogate,
+      [p + 'objective']: last.objective,
+      [p + 'gain']: gain,
+      [p + 'gain_geo']: geoGain.gain,
+      [p + 'kappa']: geo.kappa,
+      [p + 'bias']: bias,
+      [p + 'kl_q']: check.q,
+      [p + 'kl_mean']: check.mean,
+      [p + 'kl_max']: check.max,
+      [p + 'viol_rate']: check.violRate,
+      [p + 'delta']: delta,
+      [p + 'backtracks']: backtracks,
+      [p + 'accepted']: rejected ? 0 : 1,
+      [p + 'beta']: betas[j]!,
+      [p + 'adv_hist']: histogram(adv.norm, ADV_HIST_BINS, [-cfg.aClip, cfg.aClip]).counts,
+      [p + 'clipfrac']: last.clipfrac,
+      [p + 'grad_norm']: last.gradNorm,
+      [p + 'dJ']: jNow - jPrev,
+      [p + 'position']: i,
+    };
+    const record: AgentStepRecord = {
+      stage, position: i, agent: j, metrics, advNorm: adv.norm, advRaw: adv.raw, kl, delta, check,
+      accepted: !rejected, backtracks, jBefore: jPrev, jAfter: jNow, cert,
+    };
+    steps.push(record);
+    jPrev = jNow;
+    yield record;
+  }
+
+  // ── 4. The certificate against the realised improvement. ──
+  const cert = certificate(steps.map((s) => s.cert), {
+    n, aMax: ctx.aMax, gamma: cfg.gamma, horizon: game.horizon, deltaConf: cfg.deltaConf, form: cfg.certForm,
+  });
+  const dJ = jPrev - jStart;
+  const metrics: Metrics = {
+    'team/J': jPrev,
+    'team/dJ': dJ,
+    'team/J_ci': 0, // exact by enumeration
+    'cert/gain': cert.chosen.gain,
+    'cert/shift': cert.chosen.shift,
+    'cert/bias': cert.chosen.bias,
+    'cert/finite': cert.chosen.finite,
+    'cert/lower': cert.chosen.lower,
+    'cert/held': cert.chosen.lower <= dJ ? 1 : 0,
+    'cert/oracle': cert.chosen.oracle,
+    'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
+    'cert/lower_episodic': cert.episodic.lower,
+    'cert/shift_episodic': cert.episodic.shift,
+    'cert/lower_gamma': cert.gamma.lower,
+    'cert/shift_gamma': cert.gamma.shift,
+    'cert/held_gamma': cert.gamma.lower <= dJ ? 1 : 0,
+    'order/sigma': order,
+    'perf/ms_rollout': msRollout,
+    'perf/ms_update': msUpdate,
+    'perf/tokens_per_s': decisions / Math.max(1e-9, (msRollout + msUpdate) / 1000),
+    'perf/episodes': episodesUsed,
+  };
+  for (const s of steps) Object.assign(metrics, s.metrics);
+  return { stage, order, steps, certificate: cert, jBefore: jStart, jAfter: jPrev, metrics };
+}

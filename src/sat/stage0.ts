@@ -1,0 +1,243 @@
+/**
+ * Stage-0 alignment (SAT.md §8): before a swapped-in pretrained agent π_pre takes part in a stage,
+ * each state's action distribution is projected into the KL ball of radius δ0 around the current
+ * agent π_cur, so the first SAT stage starts inside the trust region the certificate assumes.
+ *
+ * The problem, per state s (dropping s):
+ *
+ *     π_new = argmin_π KL(π‖π_pre)   subject to   KL(π‖π_cur) ≤ δ0,   Σ_a π_a = 1.
+ *
+ * Closed form. Both KLs are convex in π, and π = π_cur is strictly feasible (KL = 0 < δ0), so the
+ * KKT conditions are necessary and sufficient (Slater). With multipliers λ ≥ 0 and ν, the
+ * Lagrangian is
+ *     L = Σ_a π_a log(π_a/π_pre,a) + λ (Σ_a π_a log(π_a/π_cur,a) − δ0) + ν (Σ_a π_a − 1).
+ * Stationarity, ∂L/∂π_a = 0:
+ *     log π_a + 1 − log π_pre,a + λ (log π_a + 1 − log π_cur,a) + ν = 0
+ *  ⇒  log π_a = (log π_pre,a + λ log π_cur,a) / (1+λ) − const,
+ * i.e. π_λ ∝ π_pre^{1/(1+λ)} · π_cur^{λ/(1+λ)} — in logit space
+ *     logits_new = (logits_pre + λ·logits_cur)/(1+λ)   (we use log-probs; the constant is the
+ *                                                       normaliser, restored by log-softmax).
+ * Complementary slackness, λ·(KL(π_λ‖π_cur) − δ0) = 0, leaves two cases: λ = 0, which is allowed
+ * only if π_pre itself is feasible (then π_new = π_pre exactly), or the constraint is tight,
+ * KL(π_λ‖π_cur) = δ0, and λ is the root of that one equation.
+ *
+ * Finding λ. Write t = λ/(1+λ) ∈ [0, 1), so logits_t = (1−t)·logp_pre + t·logp_cur, a straight line
+ * in log-prob space from π_pre (t = 0) to π_cur (t = 1). With T = log π_cur − log π_pre and
+ * A(t) = log Σ_a π_pre,a e^{t T_a}, log π_t = log π_pre + t T − A(t) is an exponential family, so
+ * A'(t) = E_t[T], A''(t) = Var_t(T), and
+ *     f(t) = KL(π_t‖π_cur) = E_t[(t−1) T] − A(t) = (t−1) A'(t) − A(t),
+ *     f'(t) = (t−1) A''(t) = −(1−t) Var_{π_t}(T) ≤ 0.
+ * So f falls monotonically from f(0) = KL(π_pre‖π_cur) to f(1) = 0 (strictly, unless π_pre = π_cur),
+ * and since λ ↦ t is increasing the same holds in λ. Working in t the bracket is simply [0, 1] — no
+ * doubling of λ is needed — and bisection on it converges; λ = t/(1−t) is reported at the end.
+ *
+ * Guarantee: the returned policy has |KL(π_new‖π_cur) − δ0| ≤ min(tol, δ0·1e-3) when bisection
+ * meets the tolerance, and otherwise (double precision exhausted, or maxIter reached) it is the feasible end
+ * of the bracket, KL ≤ δ0. Either way KL(π_new‖π_cur) ≤ δ0 + tol.
+ *
+ * Not here: the distillation of π_new into the new agent's weights, sampling from π_new, choosing
+ * δ0(s), or plotting the λ(s) histogram — this file only computes the projection and the numbers
+ * those consumers need.
+ */
+
+import { ConfigError, NumericError } from '../core/errors';
+import { klFromLogits, logSoftmax, type Logits } from './softmax';
+
+export interface Stage0Options {
+  /**
+   * Stop when |KL(π_new‖π_cur) − δ0| ≤ min(tol, δ0·1e-3). Default tol 1e-9. The relative cap keeps
+   * λ meaningful for tiny radii (with δ0 = 1e-12 an absolute 1e-9 would accept almost any t).
+   */
+  tol?: number;
+  /** Most bisection steps (each is one KL evaluation). Default 200. */
+  maxIter?: number;
+}
+
+export interface Stage0StateResult {
+  /** Log-probabilities of π_new (normalised: logSumExp = 0). */
+  logits: Float64Array;
+  /**
+   * The multiplier λ ≥ 0 (0 when π_pre was already inside the radius). By the envelope theorem it
+   * is also the price of the radius: d/dδ0 of min KL(π‖π_pre) = −λ. Infinity only if maxIter ran
+   * out before the bracket left t = 1 (then π_new = π_cur).
+   */
+  lambda: number;
+  /** KL(π_new‖π_cur). */
+  kl: number;
+  /** KL(π_pre‖π_cur): how far outside the radius π_pre started. */
+  klPre: number;
+  /** Bisection steps taken (0 when λ = 0). */
+  iterations: number;
+}
+
+export interface Stage0TableResult {
+  /** One result per state, in input order. */
+  states: Stage0StateResult[];
+  /** λ(s) per state (for the histogram). */
+  lambdas: number[];
+  /** KL(π_new(·|s)‖π_cur(·|s)) per state (for the quantiles). */
+  kls: number[];
+  /** KL(π_pre(·|s)‖π_cur(·|s)) per state: what the first stage would have faced without Stage-0. */
+  klsPre: number[];
+  /** Fraction of states with λ > 0 (0 for an empty table). */
+  projectedFraction: number;
+}
+
+const DEFAULT_TOL = 1e-9;
+const DEFAULT_MAX_ITER = 200;
+/** The stopping tolerance never exceeds this fraction of δ0 (see Stage0Options.tol). */
+const REL_TOL_CAP = 1e-3;
+
+function checkDelta(delta0: number, where: string): void {
+  if (!Number.isFinite(delta0) || delta0 <= 0) {
+    throw new ConfigError(
+      'stage0Delta',
+      delta0,
+      `Stage-0 radius δ0${where} must be a finite number > 0, got ${delta0}`,
+    );
+  }
+}
+
+function readOptions(opts: Stage0Options | undefined): { tol: number; maxIter: number } {
+  const tol = opts?.tol ?? DEFAULT_TOL;
+  const maxIter = opts?.maxIter ?? DEFAULT_MAX_ITER;
+  if (!Number.isFinite(tol) || tol <= 0) {
+    throw new ConfigError('stage0Tol', tol, `Stage-0 tolerance must be a finite number > 0, got ${tol}`);
+  }
+  if (!Number.isInteger(maxIter) || maxIter < 1) {
+    throw new ConfigError(
+      'stage0MaxIter',
+      maxIter,
+      `Stage-0 maxIter must be an integer ≥ 1, got ${maxIter}`,
+    );
+  }
+  return { tol, maxIter };
+}
+
+function checkFinite(logits: Logits, what: string): void {
+  for (let i = 0; i < logits.length; i++) {
+    const z = logits[i]!;
+    if (!Number.isFinite(z)) {
+      throw new NumericError(`${what}[${i}] is ${z}; Stage-0 needs finite logits`);
+    }
+  }
+}
+
+/** log π_t = logSoftmax((1−t)·lpPre + t·lpCur), written into `out` (the geometric path). */
+function mixInto(lpPre: Float64Array, lpCur: Float64Array, t: number, out: Float64Array): void {
+  const s = 1 - t;
+  for (let i = 0; i < out.length; i++) out[i] = s * lpPre[i]! + t * lpCur[i]!;
+  logSoftmax(out, out);
+}
+
+/** The projection, δ0 and options already validated; `label` names the state in error messages. */
+function projectValidated(
+  logitsPre: Logits,
+  logitsCur: Logits,
+  delta0: number,
+  tol: number,
+  maxIter: number,
+  label: string,
+): Stage0StateResult {
+  if (logitsPre.length !== logitsCur.length) {
+    throw new RangeError(
+      `Stage-0${label}: π_pre has ${logitsPre.length} actions but π_cur has ${logitsCur.length}`,
+    );
+  }
+  if (logitsPre.length === 0) throw new RangeError(`Stage-0${label}: empty action set`);
+  checkFinite(logitsPre, `logitsPre${label}`);
+  checkFinite(logitsCur, `logitsCur${label}`);
+
+  const lpPre = logSoftmax(logitsPre);
+  const lpCur = logSoftmax(logitsCur);
+  const klPre = klFromLogits(lpPre, lpCur);
+
+  // Complementary slackness, case λ = 0: π_pre is feasible, so it is its own projection.
+  if (klPre <= delta0) return { logits: lpPre, lambda: 0, kl: klPre, klPre, iterations: 0 };
+
+  // Case "constraint tight": solve f(t) = KL(π_t‖π_cur) = δ0 on the bracket f(lo) > δ0 ≥ f(hi).
+  const tolEff = Math.min(tol, delta0 * REL_TOL_CAP);
+  let lo = 0;
+  let hi = 1;
+  let klHi = 0; // f(1) = KL(π_cur‖π_cur) = 0
+  const cand = new Float64Array(lpPre.length);
+  let iterations = 0;
+  while (iterations < maxIter) {
+    const mid = 0.5 * (lo + hi);
+    if (mid <= lo || mid >= hi) break; // the bracket is one ulp wide: double precision is spent
+    iterations++;
+    mixInto(lpPre, lpCur, mid, cand);
+    const kl = klFromLogits(cand, lpCur);
+    if (Math.abs(kl - delta0) <= tolEff) {
+      return { logits: cand, lambda: mid / (1 - mid), kl, klPre, iterations };
+    }
+    if (kl > delta0) lo = mid;
+    else {
+      hi = mid;
+      klHi = kl;
+    }
+  }
+  // Tolerance not met: return the feasible end of the bracket (KL ≤ δ0).
+  mixInto(lpPre, lpCur, hi, cand);
+  return { logits: cand, lambda: hi / (1 - hi), kl: klHi, klPre, iterations };
+}
+
+/**
+ * Stage-0 projection of one state (header: closed form and bisection).
+ *
+ * @param logitsPre logits (or log-probs) of π_pre over the actions
+ * @param logitsCur logits (or log-probs) of π_cur over the same actions
+ * @param delta0    KL radius δ0 > 0 (SAT.md §8 default 0.01)
+ * @throws ConfigError('stage0Delta') for δ0 ≤ 0 or non-finite; ConfigError('stage0Tol' |
+ *         'stage0MaxIter') for bad options; RangeError for a length mismatch or no actions;
+ *         NumericError for a non-finite logit.
+ */
+export function projectState(
+  logitsPre: Logits,
+  logitsCur: Logits,
+  delta0: number,
+  opts?: Stage0Options,
+): Stage0StateResult {
+  checkDelta(delta0, '');
+  const { tol, maxIter } = readOptions(opts);
+  return projectValidated(logitsPre, logitsCur, delta0, tol, maxIter, '');
+}
+
+/**
+ * Stage-0 projection of every state of a tabular agent, plus the summary arrays the UI plots
+ * (λ(s) histogram, KL quantiles). `delta0` is one radius for all states or one per state (δ0(s)).
+ *
+ * @throws as projectState, with the state index in the message; RangeError when the tables (or a
+ *         per-state δ0 array) have different numbers of states.
+ */
+export function projectTable(
+  pre: readonly Logits[],
+  cur: readonly Logits[],
+  delta0: number | readonly number[],
+  opts?: Stage0Options,
+): Stage0TableResult {
+  if (pre.length !== cur.length) {
+    throw new RangeError(`Stage-0: π_pre has ${pre.length} states but π_cur has ${cur.length}`);
+  }
+  if (typeof delta0 !== 'number' && delta0.length !== pre.length) {
+    throw new RangeError(`Stage-0: ${delta0.length} radii δ0(s) for ${pre.length} states`);
+  }
+  const { tol, maxIter } = readOptions(opts);
+  const states: Stage0StateResult[] = [];
+  const lambdas: number[] = [];
+  const kls: number[] = [];
+  const klsPre: number[] = [];
+  let projected = 0;
+  for (let s = 0; s < pre.length; s++) {
+    const d = typeof delta0 === 'number' ? delta0 : delta0[s]!;
+    checkDelta(d, ` (state ${s})`);
+    const r = projectValidated(pre[s]!, cur[s]!, d, tol, maxIter, ` (state ${s})`);
+    states.push(r);
+    lambdas.push(r.lambda);
+    kls.push(r.kl);
+    klsPre.push(r.klPre);
+    if (r.lambda > 0) projected++;
+  }
+  const projectedFraction = pre.length === 0 ? 0 : projected / pre.length;
+  return { states, lambdas, kls, klsPre, projectedFraction };
+}

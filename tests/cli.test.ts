@@ -1,0 +1,59 @@
+/**
+ * The `npm run sat` command line: a run prints one row per stage, --compare and --sweep print
+ * their tables, --json writes the §9 metric keys, and bad input exits with status 2 and a message
+ * that names the problem. Runs the real entry point in a child process.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+function sat(...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/sat.ts', ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+describe('npm run sat', () => {
+  it('prints one row per stage and a summary, and writes JSON metrics', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sat-cli-')), 'run.json');
+    const r = sat('--preset', 'climbing', '--stages', '3', '--seed', '5', '--json', file);
+    expect(r.code).toBe(0);
+    const rows = r.out.split('\n').filter((l) => /^\s+\d+\s+-?\d+\.\d{3}/.test(l));
+    expect(rows).toHaveLength(3);
+    expect(r.out).toMatch(/final J -?\d+\.\d{3}/);
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    expect(json.stages).toHaveLength(3);
+    expect(Object.keys(json.stages[0])).toEqual(expect.arrayContaining(['team/J', 'cert/lower', 'cert/held', 'agent/0/kl_q', 'order/sigma']));
+    expect(json.config.seed).toBe(5);
+  });
+
+  it('--compare prints a row per variant with mean ± CI', () => {
+    const r = sat('--preset', 'climbing', '--stages', '3', '--compare', 'resample,naive,simultaneous', '--seeds', '3');
+    expect(r.code).toBe(0);
+    for (const v of ['resample', 'naive', 'simultaneous']) expect(r.out).toMatch(new RegExp(`^${v}\\s+-?\\d+\\.\\d{3} ± \\d+\\.\\d{3}`, 'm'));
+  });
+
+  it('--sweep prints a row per value and a fitted exponent', () => {
+    const r = sat('--preset', 'delta-sweep', '--stages', '4', '--sweep', 'delta=0.001,0.01,0.1', '--seeds', '2');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/delta=0\.001/);
+    expect(r.out).toMatch(/fit KL violation rate ≈ c·delta\^p: p = -?\d/);
+  });
+
+  it('bad settings and flags exit 2 with a specific message', () => {
+    const cases: [string[], RegExp][] = [
+      [["--set", "delta=abc"], /Setting "delta" = "abc" is not a number; expected a number in \[1e-6, 10\]/],
+      [['--set', 'detla=0.1'], /Unknown setting "detla"\. Did you mean "delta"\?/],
+      [['--set', 'order=custom', '--set', 'customOrder=0,0,1'], /customOrder.*not a permutation/],
+      [['--preset', 'nope'], /Unknown preset "nope"/],
+      [['--frobnicate'], /Unknown flag --frobnicate/],
+      [['--stages', '0'], /"stages" = "0" is out of range/],
+    ];
+    for (const [args, msg] of cases) {
+      const r = sat(...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toMatch(msg);
+    }
+  });
+});

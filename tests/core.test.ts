@@ -1,0 +1,626 @@
+/**
+ * Tests for the core utilities: the Philox4x32-10 generator and `Rng` (src/core/rng.ts) and the
+ * statistics module (src/core/stats.ts).
+ *
+ * Known-answer vectors come from Random123's tests/kat_vectors; statistical values are checked
+ * against closed forms or hand computation written out in the test. Randomised checks use fixed
+ * seeds (stated at each use), so they are deterministic; their tolerances are ~4–5 standard
+ * errors, so a wrong implementation fails them while a right one passes with room to spare.
+ *
+ * Not here: tests of the SAT algorithm, tasks or app.
+ */
+
+import { describe, expect, it } from 'vitest';
+import { NumericError } from '../src/core/errors';
+import { Rng, mixPath, philox4x32, sampleCategorical, u32ToUniform } from '../src/core/rng';
+import {
+  dkwEpsilon,
+  erfc,
+  fitPowerLaw,
+  histogram,
+  linreg,
+  logGamma,
+  mean,
+  meanCI,
+  normalCdf,
+  normalQuantile,
+  popStd,
+  quantile,
+  regularizedIncompleteBeta,
+  sampleStd,
+  studentTCdf,
+  studentTQuantile,
+  sum,
+  weightedMean,
+  weightedPopStd,
+  wilsonInterval,
+} from '../src/core/stats';
+
+const hex = (a: ArrayLike<number>): string[] =>
+  Array.from(a, (x) => (x >>> 0).toString(16).padStart(8, '0'));
+
+// ---------------------------------------------------------------------------------------------
+// Philox4x32-10 and Rng
+// ---------------------------------------------------------------------------------------------
+
+describe('philox4x32 known-answer vectors (Random123 kat_vectors)', () => {
+  it('counter 0, key 0', () => {
+    expect(hex(philox4x32(0, 0, 0, 0, 0, 0))).toEqual(['6627e8d5', 'e169c58d', 'bc57ac4c', '9b00dbd8']);
+  });
+  it('counter and key all ones', () => {
+    const f = 0xffffffff;
+    expect(hex(philox4x32(f, f, f, f, f, f))).toEqual(['408f276d', '41c83b0e', 'a20bc7c6', '6d5451fd']);
+  });
+  it('digits of pi', () => {
+    const out = philox4x32(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0);
+    expect(hex(out)).toEqual(['d16cfe09', '94fdcceb', '5001e420', '24126ea1']);
+  });
+  it('writes into the provided buffer', () => {
+    const buf = new Uint32Array(4);
+    expect(philox4x32(0, 0, 0, 0, 0, 0, buf)).toBe(buf);
+    expect(buf[0]).toBe(0x6627e8d5);
+  });
+});
+
+describe('Rng', () => {
+  const take = (r: Rng, n: number): number[] => Array.from({ length: n }, () => r.nextU32());
+
+  it('same seed and path give the same stream, however the path is built', () => {
+    const a = take(new Rng(42, [1, 2]), 1000);
+    expect(take(new Rng(42, [1, 2]), 1000)).toEqual(a);
+    expect(take(new Rng(42).fork(1, 2), 1000)).toEqual(a);
+    expect(take(new Rng(42).fork(1).fork(2), 1000)).toEqual(a);
+  });
+
+  it('the stream is Philox of (counter, 0, 0, 0) under key (seed, mixPath(path))', () => {
+    const r = new Rng(7, [3]);
+    const first8 = take(r, 8);
+    const b0 = philox4x32(0, 0, 0, 0, 7, mixPath([3]));
+    const b1 = philox4x32(1, 0, 0, 0, 7, mixPath([3]));
+    expect(first8).toEqual([...b0, ...b1]);
+  });
+
+  it('different seeds and different fork paths give different streams', () => {
+    const base = new Rng(42);
+    const streams = [
+      take(base, 64),
+      take(new Rng(43), 64),
+      take(base.fork(1), 64),
+      take(base.fork(2), 64),
+      take(base.fork(1, 0), 64),
+      take(base.fork(0, 1), 64),
+      take(base.fork(0), 64),
+    ];
+    const keys = new Set(streams.map((s) => s.join(',')));
+    expect(keys.size).toBe(streams.length);
+  });
+
+  it('forking does not consume or disturb the parent stream', () => {
+    const a = new Rng(5);
+    const b = new Rng(5);
+    a.nextU32();
+    b.nextU32();
+    take(a.fork(9), 10);
+    expect(take(a, 20)).toEqual(take(b, 20));
+  });
+
+  it('uniforms lie in [0, 1) and are exact f32 multiples of 2^-24', () => {
+    const r = new Rng(1);
+    let bad = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const u = r.uniform();
+      const ok = u >= 0 && u < 1 && Math.fround(u) === u && Number.isInteger(u * 2 ** 24);
+      if (!ok) bad++;
+    }
+    expect(bad).toBe(0);
+    expect(u32ToUniform(0)).toBe(0);
+    expect(u32ToUniform(0xffffffff)).toBe(1 - 2 ** -24);
+  });
+
+  it('1e5 uniforms (seed 2024) have mean ½ and variance 1/12', () => {
+    const r = new Rng(2024);
+    const xs = new Float64Array(100_000);
+    for (let i = 0; i < xs.length; i++) xs[i] = r.uniform();
+    // SE(mean) = √(1/12/n) ≈ 9.1e-4; SE(var) = √((1/80 − 1/144)/n) ≈ 2.4e-4.
+    expect(Math.abs(mean(xs) - 0.5)).toBeLessThan(0.0045);
+    expect(Math.abs(popStd(xs) ** 2 - 1 / 12)).toBeLessThan(0.0012);
+  });
+
+  it('1e5 normals (seed 11) have mean 0 and variance 1', () => {
+    const r = new Rng(11);
+    const xs = Array.from({ length: 100_000 }, () => r.normal());
+    // SE(mean) = 1/√n ≈ 3.2e-3; SE(var) = √(2/n) ≈ 4.5e-3.
+    expect(Math.abs(mean(xs))).toBeLessThan(0.016);
+    expect(Math.abs(popStd(xs) ** 2 - 1)).toBeLessThan(0.022);
+    expect(xs.every(Number.isFinite)).toBe(true);
+  });
+
+  it('int(n) stays in [0, n) and hits every value', () => {
+    const r = new Rng(3);
+    const seen = new Array<number>(7).fill(0);
+    for (let i = 0; i < 7000; i++) {
+      const k = r.int(7);
+      expect(Number.isInteger(k) && k >= 0 && k < 7).toBe(true);
+      seen[k]!++;
+    }
+    expect(seen.every((c) => c > 800)).toBe(true); // expected 1000 each, SD ≈ 29
+  });
+
+  it('categorical frequencies match the probabilities (chi-square, seed 99)', () => {
+    const probs = [1, 2, 3, 4]; // unnormalised on purpose: 0.1, 0.2, 0.3, 0.4
+    const r = new Rng(99);
+    const N = 100_000;
+    const counts = [0, 0, 0, 0];
+    for (let i = 0; i < N; i++) counts[r.categorical(probs)]!++;
+    let chi2 = 0;
+    for (let k = 0; k < 4; k++) {
+      const expected = (N * probs[k]!) / 10;
+      chi2 += (counts[k]! - expected) ** 2 / expected;
+    }
+    expect(chi2).toBeLessThan(16.27); // χ²₃ 0.999 quantile
+  });
+
+  it('categorical never picks an index with zero mass, even at the edges of u', () => {
+    const r = new Rng(8);
+    for (let i = 0; i < 10_000; i++) expect([1, 3]).toContain(r.categorical([0, 1, 0, 3, 0]));
+    expect(sampleCategorical([0, 1, 0, 3, 0], 0)).toBe(1);
+    expect(sampleCategorical([0, 1, 0, 3, 0], 1 - 2 ** -24)).toBe(3);
+    expect(sampleCategorical([0, 1, 0, 3, 0], 1)).toBe(3); // u = 1 is out of contract; still safe
+  });
+
+  it('permutation returns a permutation', () => {
+    const r = new Rng(12);
+    for (const n of [0, 1, 2, 5, 50]) {
+      const p = r.permutation(n);
+      expect([...p].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i));
+    }
+  });
+
+  it('permutations of 3 are uniform over all 6 orders (chi-square, seed 31)', () => {
+    const r = new Rng(31);
+    const N = 60_000;
+    const counts = new Map<string, number>();
+    for (let i = 0; i < N; i++) {
+      const key = r.permutation(3).join('');
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    expect(counts.size).toBe(6);
+    let chi2 = 0;
+    for (const c of counts.values()) chi2 += (c - N / 6) ** 2 / (N / 6);
+    expect(chi2).toBeLessThan(20.52); // χ²₅ 0.999 quantile
+  });
+
+  it('rejects invalid seeds', () => {
+    for (const bad of [-1, 1.5, 2 ** 32, NaN, Infinity]) {
+      expect(() => new Rng(bad)).toThrow(RangeError);
+    }
+    expect(() => new Rng(0)).not.toThrow();
+    expect(() => new Rng(0xffffffff)).not.toThrow();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// stats: moments
+// ---------------------------------------------------------------------------------------------
+
+describe('moments', () => {
+  const xs = [2, 4, 4, 4, 5, 5, 7, 9]; // mean 5, Σ(x − 5)² = 32
+
+  it('sum, mean, popStd, sampleStd by hand', () => {
+    expect(sum(xs)).toBe(40);
+    expect(sum([])).toBe(0);
+    expect(mean(xs)).toBe(5);
+    expect(popStd(xs)).toBe(2); // √(32/8)
+    expect(sampleStd(xs)).toBeCloseTo(Math.sqrt(32 / 7), 14);
+    expect(mean(Float64Array.from(xs))).toBe(5);
+  });
+
+  it('compensated sum keeps small terms next to a large one', () => {
+    const big = [1e16, ...new Array<number>(1000).fill(1), -1e16];
+    expect(sum(big)).toBe(1000); // naive left-to-right gives 0
+  });
+
+  it('popStd does not lose precision to a large offset', () => {
+    expect(popStd(xs.map((x) => x + 1e9))).toBeCloseTo(2, 6);
+  });
+
+  it('rejects too-short input', () => {
+    expect(() => mean([])).toThrow(RangeError);
+    expect(() => popStd([])).toThrow(RangeError);
+    expect(() => sampleStd([3])).toThrow(RangeError);
+  });
+
+  it('weighted mean and std equal the unweighted ones on the expanded data', () => {
+    // Values 2, 4, 5, 7, 9 with multiplicities 1, 3, 2, 1, 1 are exactly xs above.
+    const vs = [2, 4, 5, 7, 9];
+    const ws = [1, 3, 2, 1, 1];
+    expect(weightedMean(vs, ws)).toBe(5);
+    expect(weightedPopStd(vs, ws)).toBeCloseTo(2, 14);
+    // Scaling all weights changes nothing.
+    expect(weightedMean(vs, ws.map((w) => w * 0.125))).toBe(5);
+    // Zero weight removes a point.
+    expect(weightedMean([1, 100], [1, 0])).toBe(1);
+    expect(weightedPopStd([1, 100], [1, 0])).toBe(0);
+  });
+
+  it('weighted functions reject bad weights', () => {
+    expect(() => weightedMean([1, 2], [1])).toThrow(RangeError);
+    expect(() => weightedMean([1, 2], [0, 0])).toThrow(RangeError);
+    expect(() => weightedMean([1, 2], [1, -1])).toThrow(RangeError);
+    expect(() => weightedPopStd([1, 2], [1, NaN])).toThrow(RangeError);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// stats: quantiles
+// ---------------------------------------------------------------------------------------------
+
+describe('quantile', () => {
+  const xs = [3, 1, 4, 1, 5]; // sorted: 1 1 3 4 5
+
+  it("type 7 ('linear') matches hand interpolation", () => {
+    // h = 4p; Q = x₍⌊h⌋₎ + frac(h)·(next − x₍⌊h⌋₎), 0-based.
+    expect(quantile(xs, 0)).toBe(1);
+    expect(quantile(xs, 0.25)).toBe(1); // h = 1
+    expect(quantile(xs, 0.3)).toBeCloseTo(1.4, 14); // h = 1.2 → 1 + 0.2·2
+    expect(quantile(xs, 0.5)).toBe(3); // h = 2
+    expect(quantile(xs, 0.9)).toBeCloseTo(4.6, 14); // h = 3.6 → 4 + 0.6·1
+    expect(quantile(xs, 1)).toBe(5);
+    expect(quantile(xs, 0.5, 'linear')).toBe(3);
+  });
+
+  it("type 1 ('inverted-cdf') is the smallest x with ECDF ≥ p", () => {
+    // ECDF: 1 → 0.4, 3 → 0.6, 4 → 0.8, 5 → 1.
+    const q = (p: number) => quantile(xs, p, 'inverted-cdf');
+    expect(q(0)).toBe(1);
+    expect(q(0.2)).toBe(1);
+    expect(q(0.4)).toBe(1); // ECDF(1) = 0.4 ≥ 0.4
+    expect(q(0.41)).toBe(3);
+    expect(q(0.5)).toBe(3);
+    expect(q(0.8)).toBe(4);
+    expect(q(0.9)).toBe(5);
+    expect(q(1)).toBe(5);
+  });
+
+  it('type 1 tests ECDF ≥ p directly, not the rounded ⌈np⌉', () => {
+    const ys = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(100 * 0.07).toBeGreaterThan(7); // the floating-point trap
+    expect(quantile(ys, 0.07, 'inverted-cdf')).toBe(7); // ECDF(7) = 0.07 ≥ 0.07
+  });
+
+  it('does not modify its input and accepts Float64Array', () => {
+    const copy = [...xs];
+    quantile(xs, 0.5);
+    expect(xs).toEqual(copy);
+    expect(quantile(Float64Array.from(xs), 0.5)).toBe(3);
+  });
+
+  it('throws on empty input, p outside [0, 1] and NaN data', () => {
+    expect(() => quantile([], 0.5)).toThrow(RangeError);
+    expect(() => quantile(xs, -0.01)).toThrow(RangeError);
+    expect(() => quantile(xs, 1.01)).toThrow(RangeError);
+    expect(() => quantile(xs, NaN)).toThrow(RangeError);
+    expect(() => quantile([1, NaN], 0.5)).toThrow(RangeError);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// stats: special functions and quantiles of distributions
+// ---------------------------------------------------------------------------------------------
+
+describe('special functions', () => {
+  it('logGamma at known points', () => {
+    expect(logGamma(1)).toBeCloseTo(0, 14);
+    expect(logGamma(2)).toBeCloseTo(0, 14);
+    expect(logGamma(0.5)).toBeCloseTo(0.5 * Math.log(Math.PI), 14); // Γ(½) = √π
+    expect(logGamma(10)).toBeCloseTo(Math.log(362880), 12); // 9!
+    expect(logGamma(0.25)).toBeCloseTo(Math.log(3.6256099082219083), 13);
+    expect(() => logGamma(0)).toThrow(RangeError);
+  });
+
+  it('regularized incomplete beta against closed forms', () => {
+    // I_x(2, 3) = Σ_{j=2}^{4} C(4, j) x^j (1 − x)^{4−j}; at ½ that is (6 + 4 + 1)/16.
+    expect(regularizedIncompleteBeta(0.5, 2, 3)).toBeCloseTo(11 / 16, 14);
+    // I_x(a, 1) = x^a.
+    expect(regularizedIncompleteBeta(0.3, 2.5, 1)).toBeCloseTo(0.3 ** 2.5, 14);
+    // I_x(½, ½) = (2/π) arcsin √x (arcsine distribution).
+    for (const x of [0.01, 0.3, 0.9, 0.999]) {
+      expect(regularizedIncompleteBeta(x, 0.5, 0.5)).toBeCloseTo((2 / Math.PI) * Math.asin(Math.sqrt(x)), 13);
+    }
+    expect(regularizedIncompleteBeta(0, 2, 3)).toBe(0);
+    expect(regularizedIncompleteBeta(1, 2, 3)).toBe(1);
+    expect(() => regularizedIncompleteBeta(1.5, 2, 3)).toThrow(RangeError);
+    expect(() => regularizedIncompleteBeta(0.5, 0, 3)).toThrow(RangeError);
+  });
+
+  it('erfc and the normal CDF', () => {
+    expect(erfc(0)).toBeCloseTo(1, 15);
+    expect(erfc(1)).toBeCloseTo(0.157299207050285, 14);
+    expect(erfc(-1)).toBeCloseTo(1.842700792949715, 14);
+    // Relative accuracy deep in the tail: erfc(5) = 1.5374597944280349e-12.
+    expect(erfc(5) / 1.5374597944280349e-12).toBeCloseTo(1, 12);
+    expect(normalCdf(0)).toBeCloseTo(0.5, 15);
+    expect(normalCdf(1.959963984540054)).toBeCloseTo(0.975, 14);
+    expect(normalCdf(-10) / 7.61985302416047e-24).toBeCloseTo(1, 10);
+  });
+
+  it('normalQuantile: reference value, symmetry and round trip', () => {
+    expect(normalQuantile(0.975)).toBeCloseTo(1.95996398, 8);
+    expect(normalQuantile(0.975)).toBeCloseTo(1.959963984540054, 13);
+    expect(normalQuantile(0.5)).toBe(0);
+    expect(normalQuantile(0)).toBe(-Infinity);
+    expect(normalQuantile(1)).toBe(Infinity);
+    for (const p of [1e-300, 1e-20, 1e-10, 1e-3, 0.02, 0.02425, 0.1, 0.3, 0.6, 0.9, 0.999]) {
+      const x = normalQuantile(p);
+      const tail = Math.min(p, 1 - p);
+      expect(Math.abs(normalCdf(x) - p) / tail).toBeLessThan(1e-12);
+    }
+    // Symmetry Φ⁻¹(1 − p) = −Φ⁻¹(p), where 1 − p is representable well enough to compare.
+    for (const p of [1e-3, 0.1, 0.3, 0.6]) expect(normalQuantile(1 - p)).toBeCloseTo(-normalQuantile(p), 11);
+    expect(() => normalQuantile(-0.1)).toThrow(RangeError);
+    expect(() => normalQuantile(NaN)).toThrow(RangeError);
+  });
+
+  it('studentTQuantile: table values to 1e-7', () => {
+    expect(Math.abs(studentTQuantile(0.975, 1) - 12.7062047)).toBeLessThan(1e-7);
+    expect(Math.abs(studentTQuantile(0.975, 9) - 2.2621572)).toBeLessThan(1e-7);
+    expect(Math.abs(studentTQuantile(0.975, 30) - 2.0422725)).toBeLessThan(1e-7);
+    expect(studentTQuantile(0.025, 9)).toBeCloseTo(-studentTQuantile(0.975, 9), 13);
+  });
+
+  it('studentTQuantile matches the closed forms for 1 and 2 degrees of freedom', () => {
+    for (const p of [1e-8, 0.001, 0.05, 0.3, 0.4999, 0.5, 0.62, 0.9, 0.999]) {
+      // ν = 1 (Cauchy): t = tan(π(p − ½)) = −cot(πp), written with the smaller of p, 1 − p so
+      // that the reference itself is accurate in the tails. ν = 2: t = (2p − 1)/√(2p(1 − p)).
+      const cauchy = p < 0.5 ? -1 / Math.tan(Math.PI * p) : 1 / Math.tan(Math.PI * (1 - p));
+      const two = (2 * p - 1) / Math.sqrt(2 * p * (1 - p));
+      expect(Math.abs(studentTQuantile(p, 1) - cauchy)).toBeLessThan(1e-9 * Math.max(1, Math.abs(cauchy)));
+      expect(Math.abs(studentTQuantile(p, 2) - two)).toBeLessThan(1e-9 * Math.max(1, Math.abs(two)));
+    }
+  });
+
+  it('studentTQuantile inverts studentTCdf, for integer and fractional df', () => {
+    for (const df of [0.7, 1, 3, 4.5, 10, 100, 1e4]) {
+      for (const p of [1e-10, 1e-4, 0.025, 0.2, 0.45, 0.5000001, 0.8, 0.99]) {
+        const t = studentTQuantile(p, df);
+        expect(Math.abs(studentTCdf(t, df) - p) / Math.min(p, 1 - p)).toBeLessThan(1e-9);
+      }
+    }
+  });
+
+  it('studentT tends to the normal as df → ∞', () => {
+    expect(studentTQuantile(0.975, Infinity)).toBe(normalQuantile(0.975));
+    // t_{0.975, ν} ≈ z + (z³ + z)/(4ν): for ν = 1e6 within 1e-6 of z.
+    expect(Math.abs(studentTQuantile(0.975, 1e6) - 1.959963984540054)).toBeLessThan(3e-6);
+    expect(studentTCdf(1.5, Infinity)).toBe(normalCdf(1.5));
+    expect(studentTQuantile(0, 5)).toBe(-Infinity);
+    expect(studentTQuantile(1, 5)).toBe(Infinity);
+    expect(() => studentTQuantile(0.5, 0)).toThrow(RangeError);
+    expect(() => studentTQuantile(1.2, 3)).toThrow(RangeError);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// stats: confidence intervals
+// ---------------------------------------------------------------------------------------------
+
+describe('meanCI', () => {
+  it('hand-computed interval for 1..5', () => {
+    // x̄ = 3, s = √2.5, t_{0.975,4} = 2.7764451052, half = t·s/√5 = t·√0.5.
+    const ci = meanCI([1, 2, 3, 4, 5]);
+    expect(ci.mean).toBe(3);
+    expect(ci.n).toBe(5);
+    expect(ci.halfWidth).toBeCloseTo(2.7764451052 * Math.SQRT1_2, 8);
+    expect(ci.lo).toBeCloseTo(3 - ci.halfWidth, 14);
+    expect(ci.hi).toBeCloseTo(3 + ci.halfWidth, 14);
+  });
+
+  it('n = 1 gives the whole line, not NaN; empty throws', () => {
+    const ci = meanCI([4]);
+    expect(ci).toEqual({ mean: 4, lo: -Infinity, hi: Infinity, halfWidth: Infinity, n: 1 });
+    expect(() => meanCI([])).toThrow(RangeError);
+    expect(() => meanCI([1, 2], 1)).toThrow(RangeError);
+  });
+
+  it('covers the true mean ~95% of the time (2000 normal samples of size 10, seed 7)', () => {
+    const r = new Rng(7);
+    const mu = 3;
+    const sigma = 2;
+    let covered = 0;
+    for (let rep = 0; rep < 2000; rep++) {
+      const xs = Array.from({ length: 10 }, () => mu + sigma * r.normal());
+      const ci = meanCI(xs, 0.95);
+      if (ci.lo <= mu && mu <= ci.hi) covered++;
+    }
+    // SE of the coverage estimate ≈ √(0.95·0.05/2000) ≈ 0.005.
+    const coverage = covered / 2000;
+    expect(coverage).toBeGreaterThanOrEqual(0.93);
+    expect(coverage).toBeLessThanOrEqual(0.97);
+  });
+
+  it('z-interval would under-cover at n = 10: t is wider than z', () => {
+    expect(studentTQuantile(0.975, 9)).toBeGreaterThan(normalQuantile(0.975) + 0.25);
+  });
+});
+
+describe('wilsonInterval', () => {
+  const z = 1.959963984540054;
+
+  it('0 of 10 gives [0, z²/(n + z²)] = [0, 0.2775]', () => {
+    const w = wilsonInterval(0, 10);
+    expect(w.lo).toBe(0);
+    expect(w.hi).toBeCloseTo((z * z) / (10 + z * z), 12);
+    expect(w.hi).toBeCloseTo(0.2775, 4);
+    expect(w.p).toBe(0);
+  });
+
+  it('its ends are exactly where the score test |p̂ − p| = z√(p(1−p)/n) becomes tight', () => {
+    for (const [k, n] of [[3, 10], [81, 263], [1, 2], [499, 1000]] as const) {
+      const w = wilsonInterval(k, n);
+      const pHat = k / n;
+      for (const p of [w.lo, w.hi]) {
+        expect(Math.abs(pHat - p)).toBeCloseTo(z * Math.sqrt((p * (1 - p)) / n), 12);
+      }
+      expect(w.lo).toBeLessThan(pHat);
+      expect(w.hi).toBeGreaterThan(pHat);
+      expect(w.center).toBeCloseTo((w.lo + w.hi) / 2, 14);
+    }
+  });
+
+  it('is symmetric under successes ↔ failures and narrows with n', () => {
+    const a = wilsonInterval(3, 10);
+    const b = wilsonInterval(7, 10);
+    expect(a.lo).toBeCloseTo(1 - b.hi, 14);
+    expect(a.hi).toBeCloseTo(1 - b.lo, 14);
+    const wide = wilsonInterval(30, 100, 0.99);
+    expect(wide.hi - wide.lo).toBeGreaterThan(wilsonInterval(30, 100, 0.95).hi - wilsonInterval(30, 100, 0.95).lo);
+    expect(wilsonInterval(300, 1000).hi - wilsonInterval(300, 1000).lo).toBeLessThan(
+      wilsonInterval(30, 100).hi - wilsonInterval(30, 100).lo,
+    );
+    expect(wilsonInterval(10, 10).hi).toBe(1);
+  });
+
+  it('rejects impossible counts', () => {
+    expect(() => wilsonInterval(11, 10)).toThrow(RangeError);
+    expect(() => wilsonInterval(-1, 10)).toThrow(RangeError);
+    expect(() => wilsonInterval(1.5, 10)).toThrow(RangeError);
+    expect(() => wilsonInterval(0, 0)).toThrow(RangeError);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// stats: histogram, regression, power law, DKW
+// ---------------------------------------------------------------------------------------------
+
+describe('histogram', () => {
+  it('hand counts, last bin closed', () => {
+    const xs = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+    const h = histogram(xs, 5);
+    expect(h.edges).toEqual([0, 2, 4, 6, 8, 10]);
+    expect(h.counts).toEqual([2, 2, 2, 2, 3]); // 10 falls in the last bin
+  });
+
+  it('values outside an explicit range are not counted', () => {
+    const h = histogram([-1, 0, 0.5, 1, 2], 2, [0, 1]);
+    expect(h.counts).toEqual([1, 2]);
+  });
+
+  it('counts sum to n and every value lies within its bin edges (seed 5)', () => {
+    const r = new Rng(5);
+    const xs = Array.from({ length: 5000 }, () => r.normal());
+    const bins = 37;
+    const h = histogram(xs, bins);
+    expect(h.counts.reduce((a, b) => a + b, 0)).toBe(xs.length);
+    expect(h.edges.length).toBe(bins + 1);
+    expect(h.edges[0]).toBe(Math.min(...xs));
+    expect(h.edges[bins]).toBe(Math.max(...xs));
+    // Recount by the definition edges[i] ≤ x < edges[i+1] (last bin closed).
+    const recount = new Array<number>(bins).fill(0);
+    for (const x of xs) {
+      let i = 0;
+      while (i < bins - 1 && x >= h.edges[i + 1]!) i++;
+      recount[i]!++;
+    }
+    expect(h.counts).toEqual(recount);
+  });
+
+  it('a value equal to an edge goes in the bin that starts there, despite rounding', () => {
+    // With range [0.001, 0.9] and 13 bins, ⌊(x − lo)/width · bins⌋ puts edges 1, 2, 4 and 8 one
+    // bin too low; the exact edge comparison must correct that.
+    const h0 = histogram([], 13, [0.001, 0.9]);
+    for (let i = 0; i < 13; i++) {
+      const h = histogram([h0.edges[i]!], 13, [0.001, 0.9]);
+      expect(h.counts.indexOf(1)).toBe(i);
+    }
+  });
+
+  it('handles awkward edges and constant data', () => {
+    // 0.3/3 is not exactly 0.1; 0.1 must still land in a bin consistent with the edges.
+    const h = histogram([0, 0.1, 0.2, 0.3], 3, [0, 0.3]);
+    expect(h.counts.reduce((a, b) => a + b, 0)).toBe(4);
+    expect(histogram([2, 2, 2], 4)).toEqual({ edges: [1.5, 1.75, 2, 2.25, 2.5], counts: [0, 0, 3, 0] });
+    expect(histogram([], 3, [0, 1]).counts).toEqual([0, 0, 0]);
+    expect(() => histogram([], 3)).toThrow(RangeError);
+    expect(() => histogram([1, 2], 0)).toThrow(RangeError);
+    expect(() => histogram([1, 2], 2, [1, 1])).toThrow(RangeError);
+    expect(() => histogram([1, NaN], 2)).toThrow(RangeError);
+  });
+});
+
+describe('linreg and fitPowerLaw', () => {
+  it('linreg recovers an exact line and scores r² = 1', () => {
+    const xs = [0, 1, 2, 3, 4];
+    const fit = linreg(xs, xs.map((x) => 2 - 0.5 * x));
+    expect(fit.slope).toBeCloseTo(-0.5, 14);
+    expect(fit.intercept).toBeCloseTo(2, 14);
+    expect(fit.r2).toBeCloseTo(1, 14);
+    expect(fit.n).toBe(5);
+  });
+
+  it('linreg r² by hand on noisy points', () => {
+    // x = 0,1,2; y = 0,2,1: slope 0.5, intercept 0.5, SS_res = 1.5, SS_tot = 2, r² = 0.25.
+    const fit = linreg([0, 1, 2], [0, 2, 1]);
+    expect(fit.slope).toBeCloseTo(0.5, 14);
+    expect(fit.intercept).toBeCloseTo(0.5, 14);
+    expect(fit.r2).toBeCloseTo(0.25, 14);
+    expect(() => linreg([1, 1], [1, 2])).toThrow(RangeError);
+    expect(() => linreg([1], [1])).toThrow(RangeError);
+  });
+
+  it('fitPowerLaw recovers c = 0.3, p = 0.5 from exact data with r² = 1', () => {
+    const xs = [1, 2, 4, 10, 100, 1000];
+    const fit = fitPowerLaw(xs, xs.map((x) => 0.3 * Math.sqrt(x)));
+    expect(fit.c).toBeCloseTo(0.3, 12);
+    expect(fit.p).toBeCloseTo(0.5, 12);
+    expect(fit.r2).toBeCloseTo(1, 12);
+    expect(fit.used).toBe(6);
+  });
+
+  it('fitPowerLaw drops points with zero y or non-positive x, and says how many it used', () => {
+    const xs = [0, 1, 2, 4, 8, 16];
+    const ys = xs.map((x) => 5 * x ** -1);
+    ys[3] = 0; // e.g. a run that reached zero error
+    const fit = fitPowerLaw(xs, ys);
+    expect(fit.used).toBe(4); // x = 0 and the zero-y point are gone
+    expect(fit.c).toBeCloseTo(5, 12);
+    expect(fit.p).toBeCloseTo(-1, 12);
+    expect(() => fitPowerLaw([1, 2], [0, 0])).toThrow(RangeError);
+  });
+});
+
+describe('dkwEpsilon', () => {
+  it('equals √(ln(2/η)/(2n))', () => {
+    // ln 40 = 3.68887945411; /2000 = 0.00184443972706; √ = 0.0429469408.
+    expect(dkwEpsilon(1000, 0.05)).toBeCloseTo(0.0429469408, 9);
+    expect(dkwEpsilon(1, 1)).toBeCloseTo(Math.sqrt(Math.LN2 / 2), 15);
+    expect(() => dkwEpsilon(0, 0.05)).toThrow(RangeError);
+    expect(() => dkwEpsilon(10, 0)).toThrow(RangeError);
+  });
+
+  it('the band holds: sup|F̂ − F| ≤ ε in ~95% or more of 1000 uniform samples of size 200 (seed 13)', () => {
+    const r = new Rng(13);
+    const n = 200;
+    const eps = dkwEpsilon(n, 0.05);
+    let inside = 0;
+    for (let rep = 0; rep < 1000; rep++) {
+      const xs = Array.from({ length: n }, () => r.uniform()).sort((a, b) => a - b);
+      // Kolmogorov distance for the U(0,1) CDF F(x) = x: max over i of (i+1)/n − x₍ᵢ₎ and x₍ᵢ₎ − i/n.
+      let d = 0;
+      xs.forEach((x, i) => {
+        d = Math.max(d, (i + 1) / n - x, x - i / n);
+      });
+      if (d <= eps) inside++;
+    }
+    // Massart's bound is nearly tight (true coverage ≈ 0.95–0.96 here); SE over 1000 reps ≈ 0.007,
+    // so 0.93 fails a band that is too narrow without failing a correct one by chance.
+    expect(inside / 1000).toBeGreaterThanOrEqual(0.93);
+  });
+});
+
+describe('errors', () => {
+  it('NumericError is a SatError with code "numeric" (used by the continued fractions)', () => {
+    const e = new NumericError('x');
+    expect(e.code).toBe('numeric');
+    expect(e.name).toBe('NumericError');
+  });
+});
