@@ -148,7 +148,7 @@ describe('r = 1 exactly before the first step', () => {
       await agent.setReference();
       const obs = Int32Array.from({ length: nObs * A }, (_, i) => Math.floor(i / A));
       const acts = Int32Array.from({ length: nObs * A }, (_, i) => i % A);
-      const lp = await agent.logProbs(obs, acts);
+      const lp = await agent.logProbs({ obs: obs, actions: acts });
       // The reference log-probs, from the reference logits by the same log-softmax.
       const refLp = logProbTable(agent.referenceLogits(), A);
       expect(Array.from(agent.referenceLogits())).toEqual(Array.from(agent.getLogits()));
@@ -169,7 +169,7 @@ describe('r = 1 exactly before the first step', () => {
           expect(r.surrogate).toBe(1);
           await agent.restore(probe);
         }
-      const kl = await agent.klToReference(allStates(nObs));
+      const kl = await agent.klToReference({ obs: allStates(nObs) });
       for (const x of kl) expect(x).toBe(0);
       // The decisive check: in trainStep, every ratio is exactly 1 (u = 0 bit for bit), so the
       // reported objective is exactly the mean of w·Ã with KL exactly 0, and no term is clipped.
@@ -184,7 +184,7 @@ describe('r = 1 exactly before the first step', () => {
 
   it('a fresh agent is its own reference (no setReference needed)', async () => {
     const agent = newAgent(7, 3, 4, 2);
-    const kl = await agent.klToReference(allStates(3));
+    const kl = await agent.klToReference({ obs: allStates(3) });
     expect(Array.from(kl)).toEqual([0, 0, 0]);
   });
 });
@@ -203,13 +203,13 @@ describe('klToReference', () => {
       const agent = newAgent(200 + t, nObs, A, 1.5);
       const states = allStates(nObs);
       await agent.setReference();
-      const q = await agent.distributions(states);
-      expect(Array.from(await agent.klToReference(states))).toEqual(new Array<number>(nObs).fill(0));
+      const q = await agent.distributions({ obs: states });
+      expect(Array.from(await agent.klToReference({ obs: states }))).toEqual(new Array<number>(nObs).fill(0));
       const batch = randomBatch(rng, nObs, A, 8);
       for (let step = 1; step <= 6; step++) {
         await agent.trainStep(batch, spec({ beta: 0.05, lr: 0.2 }));
-        const p = await agent.distributions(states);
-        const kl = await agent.klToReference(states);
+        const p = await agent.distributions({ obs: states });
+        const kl = await agent.klToReference({ obs: states });
         for (let s = 0; s < nObs; s++) {
           const want = klBrute(p.subarray(s * A, (s + 1) * A), q.subarray(s * A, (s + 1) * A));
           expect(Math.abs(kl[s]! - want)).toBeLessThanOrEqual(1e-12 * want + 1e-15);
@@ -218,7 +218,7 @@ describe('klToReference', () => {
       }
       // distributions() rows are distributions, and equal distributionTable().
       const table = agent.distributionTable();
-      const d = await agent.distributions(states);
+      const d = await agent.distributions({ obs: states });
       expect(Array.from(d)).toEqual(Array.from(table));
       for (let s = 0; s < nObs; s++) expect(d.subarray(s * A, (s + 1) * A).reduce((x, y) => x + y, 0)).toBeCloseTo(1, 14);
     }
@@ -229,8 +229,8 @@ describe('klToReference', () => {
     const agent = newAgent(9, 3, 3, 1);
     await agent.setReference();
     agent.setLogits(Float64Array.from([1, 0, 0, 0, 0, 0, 0, 0, 3]));
-    const all = await agent.klToReference(allStates(3));
-    const some = await agent.klToReference(Int32Array.from([2, 0, 2]));
+    const all = await agent.klToReference({ obs: allStates(3) });
+    const some = await agent.klToReference({ obs: Int32Array.from([2, 0, 2]) });
     expect(Array.from(some)).toEqual([all[2], all[0], all[2]]);
     expect(all[2]!).toBeGreaterThan(all[0]!);
   });
@@ -251,10 +251,10 @@ describe('team KL = sum of agent KLs for product policies (SAT.md, Lemma)', () =
         const A = 2 + rng.int(5);
         const agent = new TabularSoftmaxAgent(i, 1, A, { initScale: 1.5, rng: rng.fork(t, i) });
         await agent.setReference();
-        q.push(await agent.distributions(one));
+        q.push(await agent.distributions({ obs: one }));
         agent.setLogits(Float64Array.from(agent.getLogits(), (x) => x + 0.8 * rng.normal()));
-        p.push(await agent.distributions(one));
-        sumKl += (await agent.klToReference(one))[0]!;
+        p.push(await agent.distributions({ obs: one }));
+        sumKl += (await agent.klToReference({ obs: one }))[0]!;
         agents.push(agent);
       }
       // Brute force over the joint action space: P(a) = Π p_i(a_i), Q(a) = Π q_i(a_i).
@@ -300,17 +300,17 @@ describe('trainStep', () => {
         weight: Float64Array.from([1, 1, 1, 1]),
         horizon: 1,
       };
-      const before = await agent.distributions(Int32Array.from([0]));
+      const before = await agent.distributions({ obs: Int32Array.from([0]) });
       for (const x of before) expect(x).toBeCloseTo(1 / 3, 15);
       const rep = await agent.trainStep(batch, spec({ level }));
-      const after = await agent.distributions(Int32Array.from([0]));
+      const after = await agent.distributions({ obs: Int32Array.from([0]) });
       expect(after[1]!).toBeGreaterThan(before[1]! + 0.01);
       expect(after[0]!).toBeLessThan(before[0]!);
       expect(after[2]!).toBeLessThan(before[2]!);
       expect(rep.gradNorm).toBeGreaterThan(0);
       // A second step keeps climbing, and the objective it reports (at the pre-step point) rose.
       const rep2 = await agent.trainStep(batch, spec({ level }));
-      expect((await agent.distributions(Int32Array.from([0])))[1]!).toBeGreaterThan(after[1]!);
+      expect((await agent.distributions({ obs: Int32Array.from([0]) }))[1]!).toBeGreaterThan(after[1]!);
       expect(rep2.objective).toBeGreaterThan(rep.objective);
     }
   });
@@ -437,7 +437,7 @@ describe('fisherVectorProduct', () => {
       for (let trial = 0; trial < 3; trial++) {
         const v = Float64Array.from({ length: P }, () => rng.normal());
         const Fv = F.map((row) => row.reduce((acc, x, j) => acc + x * v[j]!, 0));
-        const got = await agent.fisherVectorProduct(obs, v);
+        const got = await agent.fisherVectorProduct({ obs: obs }, v);
         expect(maxAbsDiff(got, Fv)).toBeLessThan(1e-13 * Math.max(1, maxAbs(Fv)));
         expect(maxAbs(Fv)).toBeGreaterThan(1e-3);
         for (let b = 0; b < A; b++) expect(got[(nObs - 1) * A + b]).toBe(0); // unvisited state
@@ -446,7 +446,7 @@ describe('fisherVectorProduct', () => {
       }
       // The Fisher's null direction for softmax: adding a constant to a row changes nothing.
       const ones = new Float64Array(P).fill(1);
-      expect(maxAbs(await agent.fisherVectorProduct(obs, ones))).toBeLessThan(1e-15);
+      expect(maxAbs(await agent.fisherVectorProduct({ obs: obs }, ones))).toBeLessThan(1e-15);
     }
   });
 });
@@ -516,7 +516,7 @@ describe('snapshot and restore', () => {
     await agent.trainStep(randomBatch(rng, 2, 3, 6), spec());
     await agent.restore(snap);
     expect(Array.from(agent.referenceLogits())).toEqual(Array.from(ref));
-    expect(Array.from(await agent.klToReference(allStates(2)))).toEqual([0, 0]);
+    expect(Array.from(await agent.klToReference({ obs: allStates(2) }))).toEqual([0, 0]);
   });
 
   it('rejects a snapshot of the wrong size', async () => {
@@ -560,9 +560,9 @@ describe('interpolate', () => {
     await agent.setReference();
     const base = await agent.snapshot();
     for (let i = 0; i < 3; i++) await agent.trainStep(randomBatch(rng, nObs, A, 6), s);
-    const kl1 = await agent.klToReference(allStates(nObs));
+    const kl1 = await agent.klToReference({ obs: allStates(nObs) });
     await agent.interpolate(base, 0.5);
-    const kl2 = await agent.klToReference(allStates(nObs));
+    const kl2 = await agent.klToReference({ obs: allStates(nObs) });
     for (let st = 0; st < nObs; st++) if (kl1[st]! > 1e-8) expect(kl2[st]!).toBeLessThan(kl1[st]!);
   });
 });

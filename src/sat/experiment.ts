@@ -17,6 +17,7 @@ import { makeGame } from '../tasks/index';
 import { exactJ, stateVisitProbs } from '../tasks/tabular';
 import type { TabularGame } from '../tasks/types';
 import { type Config, resolvedProtocol } from './config';
+import { TabularEnv } from './env';
 import { tablePolicy, teamTables } from './rollout';
 import { runStage, type AgentStepRecord, type StageRecord } from './stage';
 import { projectTable } from './stage0';
@@ -50,7 +51,7 @@ export function createExperiment(cfg: Config): Experiment {
 
 /** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
-  const gen = runStage({ game: exp.game, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax });
+  const gen = runStage({ env: new TabularEnv(exp.game), cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax });
   for (;;) {
     const r = await gen.next();
     if (r.done) {

@@ -14,7 +14,7 @@ import type { AgentPolicy, AgentTurn, Batch, Episode } from './types';
 
 /** Every agent's full table: probs[agent] is [nObs × nActions]. */
 export async function teamTables(game: TabularGame, team: readonly AgentPolicy[]): Promise<Float64Array[]> {
-  return Promise.all(team.map((a, i) => a.distributions(Int32Array.from({ length: game.nObs[i]! }, (_, s) => s))));
+  return Promise.all(team.map((a, i) => a.distributions({ obs: Int32Array.from({ length: game.nObs[i]! }, (_, s) => s) })));
 }
 
 export function tablePolicy(game: TabularGame, tables: readonly Float64Array[]): PolicyTable {

@@ -25,15 +25,14 @@
  */
 import { histogram } from '../core/stats';
 import type { Rng } from '../core/rng';
-import { exactJ } from '../tasks/tabular';
-import type { TabularGame } from '../tasks/types';
 import { groupAdvantages, predecessorLogRatios } from './advantages';
 import { certificate, type AgentCertInput, type Certificate } from './certificate';
 import { agentDelta, type Config } from './config';
 import { geometricGain, geometryAt } from './geometry';
 import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monitor';
 import { chooseOrder } from './order';
-import { agentSteps, sampleBatch, tablePolicy, teamTables } from './rollout';
+import type { TeamEnv } from './env';
+import { agentSteps } from './rollout';
 import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from './types';
 
 /** Metric values: numbers, or arrays (histograms, σ). Keys follow SAT.md §9. */
@@ -46,7 +45,7 @@ const STREAM = { stageBatch: 1, resample: 2, probe: 3, order: 4 } as const;
 export const ADV_HIST_BINS = 20;
 
 export interface StageContext {
-  readonly game: TabularGame;
+  readonly env: TeamEnv;
   readonly cfg: Config;
   readonly team: readonly AgentPolicy[];
   /** The run's root stream. */
@@ -102,7 +101,7 @@ function buildAgentBatch(batch: Batch, agent: number, adv: Float64Array, weight:
  */
 async function measuredGain(agent: AgentPolicy, batch: Batch, raw: Float64Array, weight: Float64Array): Promise<number> {
   const s = agentSteps(batch, agent.index);
-  const now = await agent.logProbs(s.obs, s.actions);
+  const now = await agent.logProbs(s);
   const u = new Float64Array(batch.episodes.length);
   for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
   let g = 0;
@@ -114,10 +113,6 @@ function rewardsOf(batch: Batch): Float64Array {
   return Float64Array.from(batch.episodes, (e) => e.reward);
 }
 
-async function teamJ(game: TabularGame, team: readonly AgentPolicy[]): Promise<number> {
-  return exactJ(game, tablePolicy(game, await teamTables(game, team)));
-}
-
 function objectiveSpec(cfg: Config, beta: number): ObjectiveSpec {
   return { level: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta, lr: cfg.lr, weightDecay: cfg.weightDecay };
 }
@@ -127,7 +122,7 @@ function now(): number {
 }
 
 export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepRecord, StageRecord, void> {
-  const { game, cfg, team, rng, stage, betas } = ctx;
+  const { env, cfg, team, rng, stage, betas } = ctx;
   const n = team.length;
   const B = cfg.batch;
   const G = cfg.group;
@@ -140,9 +135,9 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
   // ── 1. The stage batch under π_cur, and every agent's π_cur frozen as its reference. ──
   let t0 = now();
-  const stageTables = await teamTables(game, team);
-  const jStart = exactJ(game, tablePolicy(game, stageTables));
-  const stageBatch = sampleBatch(game, stageTables, B, G, rng.fork(stage, STREAM.stageBatch));
+  const start0 = await env.evaluate(team);
+  const jStart = start0.J;
+  const stageBatch = await env.rollout(team, B, G, rng.fork(stage, STREAM.stageBatch));
   episodesUsed += stageBatch.episodes.length;
   for (const ep of stageBatch.episodes) decisions += ep.turns.length;
   await Promise.all(team.map((a) => a.setReference()));
@@ -154,8 +149,8 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   if (cfg.order === 'greedy') {
     predicted = [];
     for (const a of team) {
-      const raw = buildAgentBatch(stageBatch, a.index, stageAdv.raw, new Float64Array(stageBatch.episodes.length).fill(1), game.horizon);
-      const geo = await geometryAt(await a.surrogateGradient(raw), (v) => a.fisherVectorProduct(raw.obs, v));
+      const raw = buildAgentBatch(stageBatch, a.index, stageAdv.raw, new Float64Array(stageBatch.episodes.length).fill(1), env.horizon);
+      const geo = await geometryAt(await a.surrogateGradient(raw), (v) => a.fisherVectorProduct(raw, v));
       predicted.push(geo.kappa * Math.sqrt(agentDelta(cfg, a.index)));
     }
   }
@@ -164,6 +159,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   // ── 3. Agents one at a time. ──
   const steps: AgentStepRecord[] = [];
   let jPrev = jStart;
+  let lastEval = start0;
   for (let i = 0; i < n; i++) {
     const j = order[i]!;
     const agent = team[j]!;
@@ -176,7 +172,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     let adv = stageAdv;
     let weight = new Float64Array(stageBatch.episodes.length).fill(1);
     if (i > 0 && predecessors.length > 0 && estimator === 'resample') {
-      batch = sampleBatch(game, await teamTables(game, team), B, G, rng.fork(stage, STREAM.resample, i));
+      batch = await env.rollout(team, B, G, rng.fork(stage, STREAM.resample, i));
       episodesUsed += batch.episodes.length;
       for (const ep of batch.episodes) decisions += ep.turns.length;
       adv = groupAdvantages(rewardsOf(batch), B, G, cfg.norm, cfg.aClip);
@@ -184,7 +180,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       const nowLogp = new Map<number, Float64Array>();
       for (const p of predecessors) {
         const s = agentSteps(stageBatch, p);
-        nowLogp.set(p, await team[p]!.logProbs(s.obs, s.actions));
+        nowLogp.set(p, await team[p]!.logProbs(s));
       }
       const { logM, logW } = predecessorLogRatios(stageBatch, predecessors, nowLogp);
       if (estimator === 'truncated-is') {
@@ -199,7 +195,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     let probe: { batch: Batch; raw: Float64Array } | undefined;
     if (estimator !== 'resample' && i > 0) {
       const pg = Math.max(1, Math.ceil(cfg.probeEpisodes / G));
-      const pb = sampleBatch(game, await teamTables(game, team), pg, G, rng.fork(stage, STREAM.probe, i));
+      const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i));
       episodesUsed += pb.episodes.length;
       probe = { batch: pb, raw: groupAdvantages(rewardsOf(pb), pg, G, cfg.norm, cfg.aClip).raw };
     }
@@ -207,9 +203,9 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
     // 3b. Optimise L_j inside the trust region (§5, §6).
     t0 = now();
-    const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, game.horizon);
+    const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, env.horizon);
     const rawBatch: AgentBatch = { ...agentBatch, adv: adv.raw };
-    const geo = await geometryAt(await agent.surrogateGradient(rawBatch), (v) => agent.fisherVectorProduct(agentBatch.obs, v));
+    const geo = await geometryAt(await agent.surrogateGradient(rawBatch), (v) => agent.fisherVectorProduct(agentBatch, v));
     const start = await agent.snapshot();
     let beta = betas[j]!;
     let backtracks = 0;
@@ -222,7 +218,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       const pre = await agent.snapshot();
       for (let attempt = 0; ; attempt++) {
         last = await agent.trainStep(agentBatch, objectiveSpec(cfg, beta));
-        kl = await agent.klToReference(agentBatch.obs);
+        kl = await agent.klToReference(agentBatch);
         check = checkTrustRegion(kl, delta, cfg.alpha);
         if (check.ok) break;
         if (attempt >= cfg.maxBacktracks) {
@@ -242,11 +238,11 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
         // Halve the step toward π_cur until the quantile is inside δ (KL = 0 at π_cur, so this ends).
         for (let h = 0; h < 40 && !check.ok; h++) {
           await agent.interpolate(start, 0.5);
-          kl = await agent.klToReference(agentBatch.obs);
+          kl = await agent.klToReference(agentBatch);
           check = checkTrustRegion(kl, delta, cfg.alpha);
         }
       }
-      kl = await agent.klToReference(agentBatch.obs);
+      kl = await agent.klToReference(agentBatch);
       check = checkTrustRegion(kl, delta, cfg.alpha);
     }
     if (cfg.betaAdapt) betas[j] = check.q < delta / 1.5 ? lowerBeta(beta) : beta;
@@ -257,7 +253,8 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     const gain = await measuredGain(agent, batch, adv.raw, weight);
     const geoGain = geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean);
     const bias = probe ? Math.abs(gain - (await measuredGain(agent, probe.batch, probe.raw, new Float64Array(probe.raw.length).fill(1)))) : 0;
-    const jNow = await teamJ(game, team);
+    lastEval = await env.evaluate(team);
+    const jNow = lastEval.J;
     const cert: AgentCertInput = { agent: j, gain, radius: check.q, bias, episodes: batch.episodes.length };
     const p = `agent/${j}/`;
     const metrics: Metrics = {
@@ -292,13 +289,13 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
   // ── 4. The certificate against the realised improvement. ──
   const cert = certificate(steps.map((s) => s.cert), {
-    n, aMax: ctx.aMax, gamma: cfg.gamma, horizon: game.horizon, deltaConf: cfg.deltaConf, form: cfg.certForm,
+    n, aMax: ctx.aMax, gamma: cfg.gamma, horizon: env.horizon, deltaConf: cfg.deltaConf, form: cfg.certForm,
   });
   const dJ = jPrev - jStart;
   const metrics: Metrics = {
     'team/J': jPrev,
     'team/dJ': dJ,
-    'team/J_ci': 0, // exact by enumeration
+    'team/J_ci': lastEval.ci, // 0 when J is exact (tabular enumeration)
     'cert/gain': cert.chosen.gain,
     'cert/shift': cert.chosen.shift,
     'cert/bias': cert.chosen.bias,

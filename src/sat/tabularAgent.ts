@@ -10,7 +10,7 @@ import { NumericError } from '../core/errors';
 import type { Rng } from '../core/rng';
 import { clippedObjectiveGrad } from './objective';
 import { logSoftmax } from './softmax';
-import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, TrainReport } from './types';
+import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from './types';
 
 const ADAM_B1 = 0.9;
 const ADAM_B2 = 0.999;
@@ -92,13 +92,14 @@ export class TabularSoftmaxAgent implements AgentPolicy {
     return { name: this.name, kind: 'tabular', parameters: this.z.length, backend: 'cpu' };
   }
 
-  async distributions(obs: Int32Array): Promise<Float64Array> {
+  async distributions({ obs }: StepSet): Promise<Float64Array> {
     const lp = this.gather(this.logProbTable(this.z), obs);
     for (let i = 0; i < lp.length; i++) lp[i] = Math.exp(lp[i]!);
     return lp;
   }
 
-  async logProbs(obs: Int32Array, actions: Int32Array): Promise<Float64Array> {
+  async logProbs({ obs, actions }: StepSet): Promise<Float64Array> {
+    if (!actions || actions.length !== obs.length) throw new RangeError(`agent ${this.index}: logProbs needs one action per step`);
     const lp = this.logProbTable(this.z);
     const out = new Float64Array(obs.length);
     for (let k = 0; k < obs.length; k++) out[k] = lp[obs[k]! * this.nActions + actions[k]!]!;
@@ -110,7 +111,7 @@ export class TabularSoftmaxAgent implements AgentPolicy {
     this.refLp = this.logProbTable(this.z);
   }
 
-  async klToReference(obs: Int32Array): Promise<Float64Array> {
+  async klToReference({ obs }: StepSet): Promise<Float64Array> {
     const lp = this.logProbTable(this.z);
     const A = this.nActions;
     const out = new Float64Array(obs.length);
@@ -184,7 +185,7 @@ export class TabularSoftmaxAgent implements AgentPolicy {
     return g;
   }
 
-  async fisherVectorProduct(obs: Int32Array, v: Float64Array): Promise<Float64Array> {
+  async fisherVectorProduct({ obs }: StepSet, v: Float64Array): Promise<Float64Array> {
     const A = this.nActions;
     const lp = this.logProbTable(this.z);
     const out = new Float64Array(this.z.length);

@@ -40,14 +40,26 @@ export interface Batch {
 }
 
 /**
+ * A list of an agent's steps: where it was (`obs`) and what it did (`actions`).
+ * Tabular agents read `obs` as a row of their table. Agents whose states are token prefixes read
+ * `obs[k]` as an index into the `context` payload they attach (each step a (sequence, position)).
+ */
+export interface StepSet {
+  readonly obs: Int32Array;
+  /** Needed by logProbs and training; ignored by distributions and klToReference. */
+  readonly actions?: Int32Array;
+  /** Agent-specific description of the states behind `obs` (unused by tabular agents). */
+  readonly context?: unknown;
+}
+
+/**
  * What agent j trains on: its steps in the batch, flattened, and one advantage and one weight per
  * episode. Episodes where j never acts still count in the mean (their ratio is 1).
  */
-export interface AgentBatch {
+export interface AgentBatch extends StepSet {
   readonly nEpisodes: number;
-  /** Per step of agent j: local state, action, and the index of its episode. */
-  readonly obs: Int32Array;
   readonly actions: Int32Array;
+  /** Per step: the index of its episode. */
   readonly episodeOf: Int32Array;
   /** Per episode: the normalised, clipped advantage Ã (times the HAPPO factor M when used). */
   readonly adv: Float64Array;
@@ -96,14 +108,14 @@ export interface AgentInfo {
 export interface AgentPolicy {
   readonly index: number;
   info(): Promise<AgentInfo>;
-  /** π(·|s) for each listed local state, row-major [states × actions]. */
-  distributions(obs: Int32Array): Promise<Float64Array>;
-  /** log π_θ(a|s) for each (obs[k], actions[k]). */
-  logProbs(obs: Int32Array, actions: Int32Array): Promise<Float64Array>;
+  /** π(·|s) at each listed step's state, row-major [steps × actions]. */
+  distributions(steps: StepSet): Promise<Float64Array>;
+  /** log π_θ(a|s) for each step (s = obs[k], a = actions[k]). */
+  logProbs(steps: StepSet): Promise<Float64Array>;
   /** Freeze the current parameters as π_cur: the reference for ratios, KL and 'shrink'. */
   setReference(): Promise<void>;
-  /** Exact KL(π_θ(·|s) ‖ π_cur(·|s)) over the full action set, at each listed state. */
-  klToReference(obs: Int32Array): Promise<Float64Array>;
+  /** Exact KL(π_θ(·|s) ‖ π_cur(·|s)) over the full action set, at each listed step's state. */
+  klToReference(steps: StepSet): Promise<Float64Array>;
   /** Gradient of L_j (SAT.md §5) at the current parameters and one optimizer ascent step. */
   trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport>;
   /**
@@ -111,8 +123,8 @@ export interface AgentPolicy {
    * parameters (for the information-geometric gain). `adv` here is in reward units.
    */
   surrogateGradient(batch: AgentBatch): Promise<Float64Array>;
-  /** F v: the Fisher of π_θ on the listed states (occupancy-weighted), times v. */
-  fisherVectorProduct(obs: Int32Array, v: Float64Array): Promise<Float64Array>;
+  /** F v: the Fisher of π_θ on the listed steps' states (occupancy-weighted), times v. */
+  fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array>;
   snapshot(): Promise<AgentSnapshot>;
   restore(s: AgentSnapshot): Promise<void>;
   /** θ ← θ_from + f·(θ − θ_from), optimizer state from `from` (the 'shrink' policy). */
