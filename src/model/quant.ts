@@ -1,0 +1,193 @@
+/**
+ * Block quantization of weight matrices: int8 (Q8) and int4 (Q4), blocks of 32 consecutive
+ * values along the input dim, one f16 scale per block. A matrix is [rows × cols] = [out × in],
+ * row-major; cols must be a multiple of 32.
+ *
+ * Q8 — the numbers of GGUF Q8_0:
+ *   q: Int8Array(rows·cols), row-major; scales: Uint16Array(rows·cols/32), f16 bits,
+ *   block of (o, c) = o·(cols/32) + ⌊c/32⌋.
+ *   scale = max|x| / 127 over the block (all-zero block → scale 0, q = 0),
+ *   q = round(x / scale) (half away from zero), clamped to ±127;   x̂ = q · scale.
+ *
+ * Q4 — the packing of ONNX MatMulNBits (bits = 4, block_size = 32, default zero point 8):
+ *   q: Uint8Array(rows·cols/2); element (o, c) lives in byte ⌊(o·cols + c)/2⌋, low nibble for
+ *   even c, high nibble for odd c. scales as for Q8.
+ *   scale = max|x| / 7  (symmetric; nibble 0 is never produced — we chose this over GGUF Q4_0's
+ *   "signed absmax / −8" trick because it keeps every element within scale/2, the −8 trick clamps
+ *   the opposite extreme and can be off by a whole scale),
+ *   nibble = clamp(round(x / scale) + 8, 0, 15);   x̂ = (nibble − 8) · scale.
+ *
+ * The scale is stored in f16. We quantize with the *stored* (f16) scale, rounded up to the next
+ * f16 if rounding to nearest would have made it smaller than max|x|/127 (or /7), so no element is
+ * ever clamped and the error bound is exact:  |x − x̂| ≤ scale/2  per element (plus the f32
+ * rounding of x̂, ≤ |x̂|·2⁻²⁴). llama.cpp quantizes with the unrounded f32 scale, so in rare
+ * elements our q may differ from its by one; the format and its meaning are the same.
+ *
+ * Not here: which tensors get quantized (weights.ts), quantized matmul kernels (src/backend).
+ */
+import { ConfigError, NumericError } from '../core/errors';
+import { f16ToF32, f32ToF16 } from '../core/f16';
+
+/** Values per block. */
+export const QK = 32;
+
+/** How a tensor (or a whole model file) stores its matrices. */
+export type QuantKind = 'f32' | 'q8' | 'q4';
+export const QUANT_KINDS: readonly QuantKind[] = ['f32', 'q8', 'q4'];
+
+export interface Q8Matrix {
+  readonly q: Int8Array;
+  readonly scales: Uint16Array;
+}
+export interface Q4Matrix {
+  readonly q: Uint8Array;
+  readonly scales: Uint16Array;
+}
+
+function checkShape(what: string, rows: number, cols: number, len: number | null): void {
+  if (!Number.isInteger(rows) || rows < 0 || !Number.isInteger(cols) || cols < 0) {
+    throw new ConfigError('shape', [rows, cols], `${what}: shape [${rows}, ${cols}] must be non-negative integers.`);
+  }
+  if (cols % QK !== 0) {
+    throw new ConfigError('shape', [rows, cols], `${what}: input dim ${cols} is not a multiple of ${QK}; only such matrices can be block-quantized (keep this one in f32).`);
+  }
+  if (len !== null && len !== rows * cols) {
+    throw new ConfigError('shape', [rows, cols], `${what}: data has ${len} values but shape [${rows}, ${cols}] needs ${rows * cols}.`);
+  }
+}
+
+/** Round half away from zero (C's roundf, as ggml uses). */
+function roundAway(v: number): number {
+  return v < 0 ? -Math.round(-v) : Math.round(v);
+}
+
+/**
+ * The f16 bit pattern of the smallest f16 value ≥ v (v ≥ 0, finite). Throws NumericError when v
+ * exceeds the largest f16 (65504).
+ */
+export function f16AtLeast(v: number): number {
+  let h = f32ToF16(v);
+  if (f16ToF32(h) < v) h += 1; // positive f16 bit patterns are ordered like their values
+  if (h >= 0x7c00) {
+    throw new NumericError(`block scale ${v} does not fit in f16 (largest 65504): the weights are too large to quantize`);
+  }
+  return h;
+}
+
+/** Shared by Q8/Q4: per-block absmax → stored f16 scale bits; `levels` is 127 or 7. */
+function blockScales(x: Float32Array, rows: number, cols: number, levels: number, what: string): Uint16Array {
+  const nb = cols / QK;
+  const scales = new Uint16Array(rows * nb);
+  for (let o = 0; o < rows; o++) {
+    for (let b = 0; b < nb; b++) {
+      const base = o * cols + b * QK;
+      let amax = 0;
+      for (let i = 0; i < QK; i++) {
+        const v = x[base + i]!;
+        if (!Number.isFinite(v)) {
+          throw new NumericError(`${what}: value at [${o}, ${b * QK + i}] is ${v}; only finite weights can be quantized`);
+        }
+        const a = Math.abs(v);
+        if (a > amax) amax = a;
+      }
+      scales[o * nb + b] = amax === 0 ? 0 : f16AtLeast(amax / levels);
+    }
+  }
+  return scales;
+}
+
+/** f32 [rows × cols] → Q8 blocks. */
+export function quantizeQ8(x: Float32Array, rows: number, cols: number, what = 'quantizeQ8'): Q8Matrix {
+  checkShape(what, rows, cols, x.length);
+  const scales = blockScales(x, rows, cols, 127, what);
+  const q = new Int8Array(rows * cols);
+  const nb = cols / QK;
+  for (let o = 0; o < rows; o++) {
+    for (let b = 0; b < nb; b++) {
+      const s = f16ToF32(scales[o * nb + b]!);
+      if (s === 0) continue;
+      const base = o * cols + b * QK;
+      for (let i = 0; i < QK; i++) {
+        const v = roundAway(x[base + i]! / s);
+        q[base + i] = v > 127 ? 127 : v < -127 ? -127 : v;
+      }
+    }
+  }
+  return { q, scales };
+}
+
+/** Q8 blocks → f32 [rows × cols] (written into `out` if given). */
+export function dequantizeQ8(m: Q8Matrix, rows: number, cols: number, out?: Float32Array): Float32Array {
+  checkShape('dequantizeQ8', rows, cols, m.q.length);
+  const nb = cols / QK;
+  if (m.scales.length !== rows * nb) {
+    throw new ConfigError('shape', [rows, cols], `dequantizeQ8: ${m.scales.length} scales but shape [${rows}, ${cols}] needs ${rows * nb}.`);
+  }
+  const y = out ?? new Float32Array(rows * cols);
+  for (let o = 0; o < rows; o++) {
+    for (let b = 0; b < nb; b++) {
+      const s = f16ToF32(m.scales[o * nb + b]!);
+      const base = o * cols + b * QK;
+      for (let i = 0; i < QK; i++) y[base + i] = m.q[base + i]! * s;
+    }
+  }
+  return y;
+}
+
+/** f32 [rows × cols] → Q4 blocks, two values per byte (low nibble = even column). */
+export function quantizeQ4(x: Float32Array, rows: number, cols: number, what = 'quantizeQ4'): Q4Matrix {
+  checkShape(what, rows, cols, x.length);
+  const scales = blockScales(x, rows, cols, 7, what);
+  const q = new Uint8Array((rows * cols) / 2).fill(0x88); // nibble 8 = value 0
+  const nb = cols / QK;
+  for (let o = 0; o < rows; o++) {
+    for (let b = 0; b < nb; b++) {
+      const s = f16ToF32(scales[o * nb + b]!);
+      if (s === 0) continue;
+      const base = o * cols + b * QK;
+      for (let i = 0; i < QK; i += 2) {
+        const lo = Math.min(15, Math.max(0, roundAway(x[base + i]! / s) + 8));
+        const hi = Math.min(15, Math.max(0, roundAway(x[base + i + 1]! / s) + 8));
+        q[(base + i) >> 1] = lo | (hi << 4);
+      }
+    }
+  }
+  return { q, scales };
+}
+
+/** The 4-bit code (0..15) of element `index` = o·cols + c of a packed Q4 matrix. */
+export function q4Nibble(q: Uint8Array, index: number): number {
+  const byte = q[index >> 1]!;
+  return index & 1 ? byte >> 4 : byte & 0x0f;
+}
+
+/** Q4 blocks → f32 [rows × cols] (written into `out` if given). */
+export function dequantizeQ4(m: Q4Matrix, rows: number, cols: number, out?: Float32Array): Float32Array {
+  checkShape('dequantizeQ4', rows, cols, m.q.length * 2);
+  const nb = cols / QK;
+  if (m.scales.length !== rows * nb) {
+    throw new ConfigError('shape', [rows, cols], `dequantizeQ4: ${m.scales.length} scales but shape [${rows}, ${cols}] needs ${rows * nb}.`);
+  }
+  const y = out ?? new Float32Array(rows * cols);
+  for (let o = 0; o < rows; o++) {
+    for (let b = 0; b < nb; b++) {
+      const s = f16ToF32(m.scales[o * nb + b]!);
+      const base = o * cols + b * QK;
+      for (let i = 0; i < QK; i += 2) {
+        const byte = m.q[(base + i) >> 1]!;
+        y[base + i] = ((byte & 0x0f) - 8) * s;
+        y[base + i + 1] = ((byte >> 4) - 8) * s;
+      }
+    }
+  }
+  return y;
+}
+
+/**
+ * Index of the first non-finite f16 scale (Inf or NaN), or −1. A loader uses it to reject a
+ * corrupt file with the tensor and block named.
+ */
+export function firstNonFiniteScale(scales: Uint16Array): number {
+  for (let i = 0; i < scales.length; i++) if ((scales[i]! & 0x7c00) === 0x7c00) return i;
+  return -1;
+}

@@ -1,0 +1,281 @@
+/**
+ * The safetensors file format (huggingface/safetensors), written and read from its spec:
+ *
+ *   bytes 0..8     N, the header length, u64 little-endian
+ *   bytes 8..8+N   UTF-8 JSON object (may end in spaces; we pad it so the data starts 8-aligned):
+ *                  { "__metadata__": { string: string },
+ *                    "<name>": { "dtype": "F32", "shape": [..], "data_offsets": [begin, end] }, … }
+ *   bytes 8+N..    the data section: each tensor's bytes, row-major, little-endian, at
+ *                  [begin, end) relative to the start of the data section.
+ *
+ * The reader is strict, as the reference implementation is: tensors must exactly tile the data
+ * section (start at 0, no gaps, no overlaps, nothing after the last one), each tensor's byte
+ * length must equal numel·sizeof(dtype), and every failure is a FormatError that says what is
+ * wrong and where. Tensor data is copied out, so the result does not alias the input bytes.
+ *
+ * dtypes in memory: F64 Float64Array, F32 Float32Array, F16 and BF16 Uint16Array (raw bits; see
+ * src/core/f16.ts), I32/U32/I16/U16/I8/U8 the matching typed array. BOOL, I64, U64 and the F8
+ * types are valid safetensors but not supported here (a specific error says so).
+ *
+ * Not here: what the tensors mean (weights.ts decides names, shapes and the model scheme).
+ */
+import { FormatError } from '../core/errors';
+
+export type StDtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I32' | 'U32' | 'I16' | 'U16' | 'I8' | 'U8';
+
+export type StData = Float64Array | Float32Array | Uint16Array | Int32Array | Uint32Array | Int16Array | Int8Array | Uint8Array;
+
+export interface StTensor {
+  readonly dtype: StDtype;
+  readonly shape: readonly number[];
+  readonly data: StData;
+}
+
+export interface Safetensors {
+  /** Tensors in the order of their data in the file. */
+  readonly tensors: Map<string, StTensor>;
+  readonly metadata: Record<string, string>;
+}
+
+/** Largest header we accept (the reference implementation uses the same 100 MB limit). */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+const DTYPES: Readonly<Record<StDtype, { size: number; make: (b: ArrayBuffer) => StData; is: (d: StData) => boolean }>> = {
+  F64: { size: 8, make: (b) => new Float64Array(b), is: (d) => d instanceof Float64Array },
+  F32: { size: 4, make: (b) => new Float32Array(b), is: (d) => d instanceof Float32Array },
+  F16: { size: 2, make: (b) => new Uint16Array(b), is: (d) => d instanceof Uint16Array },
+  BF16: { size: 2, make: (b) => new Uint16Array(b), is: (d) => d instanceof Uint16Array },
+  I32: { size: 4, make: (b) => new Int32Array(b), is: (d) => d instanceof Int32Array },
+  U32: { size: 4, make: (b) => new Uint32Array(b), is: (d) => d instanceof Uint32Array },
+  I16: { size: 2, make: (b) => new Int16Array(b), is: (d) => d instanceof Int16Array },
+  U16: { size: 2, make: (b) => new Uint16Array(b), is: (d) => d instanceof Uint16Array },
+  I8: { size: 1, make: (b) => new Int8Array(b), is: (d) => d instanceof Int8Array },
+  U8: { size: 1, make: (b) => new Uint8Array(b), is: (d) => d instanceof Uint8Array },
+};
+const KNOWN_UNSUPPORTED = ['BOOL', 'I64', 'U64', 'F8_E4M3', 'F8_E5M2'];
+const ENTRY_KEYS = ['dtype', 'shape', 'data_offsets'];
+
+function isDtype(s: string): s is StDtype {
+  return Object.prototype.hasOwnProperty.call(DTYPES, s);
+}
+
+/** Bytes per element of a dtype. */
+export function dtypeSize(dtype: StDtype): number {
+  return DTYPES[dtype].size;
+}
+
+function assertLittleEndian(): void {
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
+    throw new FormatError('safetensors: this platform is big-endian; only little-endian hosts are supported');
+  }
+}
+
+function numel(shape: readonly number[]): number {
+  let n = 1;
+  for (const s of shape) n *= s;
+  return n;
+}
+
+function showShape(shape: readonly unknown[]): string {
+  return `[${shape.join(', ')}]`;
+}
+
+/**
+ * Serialises tensors (in the given order) and string metadata to safetensors bytes. Throws
+ * FormatError if a tensor's data does not match its dtype or shape.
+ */
+export function writeSafetensors(
+  tensors: ReadonlyMap<string, StTensor> | Readonly<Record<string, StTensor>>,
+  metadata: Readonly<Record<string, string>> = {},
+): Uint8Array {
+  assertLittleEndian();
+  const entries: [string, StTensor][] = tensors instanceof Map ? [...tensors.entries()] : Object.entries(tensors);
+  const header: Record<string, unknown> = {};
+  const metaKeys = Object.keys(metadata);
+  if (metaKeys.length > 0) {
+    const meta: Record<string, string> = {};
+    for (const k of metaKeys) {
+      const v = metadata[k];
+      if (typeof v !== 'string') throw new FormatError(`safetensors: metadata "${k}" must be a string, got ${typeof v}`);
+      meta[k] = v;
+    }
+    header.__metadata__ = meta;
+  }
+  let offset = 0;
+  for (const [name, t] of entries) {
+    if (name === '' || name === '__metadata__') throw new FormatError(`safetensors: "${name}" cannot be a tensor name`);
+    if (!isDtype(t.dtype)) throw new FormatError(`safetensors: tensor "${name}" has unknown dtype "${String(t.dtype)}"`);
+    const spec = DTYPES[t.dtype];
+    if (!spec.is(t.data)) {
+      throw new FormatError(`safetensors: tensor "${name}" is ${t.dtype} but its data is a ${t.data.constructor.name}`);
+    }
+    if (!t.shape.every((s) => Number.isSafeInteger(s) && s >= 0)) {
+      throw new FormatError(`safetensors: tensor "${name}" shape ${showShape(t.shape)} must be non-negative integers`);
+    }
+    const n = numel(t.shape);
+    if (n !== t.data.length) {
+      throw new FormatError(`safetensors: tensor "${name}" has ${t.data.length} values but shape ${showShape(t.shape)} needs ${n}`);
+    }
+    if (Object.prototype.hasOwnProperty.call(header, name)) throw new FormatError(`safetensors: tensor "${name}" given twice`);
+    const end = offset + t.data.byteLength;
+    header[name] = { dtype: t.dtype, shape: [...t.shape], data_offsets: [offset, end] };
+    offset = end;
+  }
+  let json = JSON.stringify(header);
+  let hbytes = new TextEncoder().encode(json);
+  const pad = (8 - (hbytes.length % 8)) % 8;
+  if (pad > 0) {
+    json += ' '.repeat(pad);
+    hbytes = new TextEncoder().encode(json);
+  }
+  const out = new Uint8Array(8 + hbytes.length + offset);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(0, hbytes.length, true);
+  dv.setUint32(4, Math.floor(hbytes.length / 2 ** 32), true);
+  out.set(hbytes, 8);
+  let p = 8 + hbytes.length;
+  for (const [, t] of entries) {
+    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), p);
+    p += t.data.byteLength;
+  }
+  return out;
+}
+
+interface Entry {
+  name: string;
+  dtype: StDtype;
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+/** Parses safetensors bytes, validating everything; throws FormatError with a specific message. */
+export function readSafetensors(bytes: Uint8Array): Safetensors {
+  assertLittleEndian();
+  const L = bytes.length;
+  if (L < 8) {
+    throw new FormatError(
+      `safetensors: file is only ${L} byte${L === 1 ? '' : 's'} long; a safetensors file starts with an 8-byte header length (file empty or truncated)`,
+    );
+  }
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const N = dv.getUint32(0, true) + dv.getUint32(4, true) * 2 ** 32;
+  if (N > MAX_HEADER_BYTES) {
+    throw new FormatError(
+      `safetensors: header length ${N} bytes is absurd (limit ${MAX_HEADER_BYTES}); the file is corrupt or not a safetensors file`,
+    );
+  }
+  if (8 + N > L) {
+    throw new FormatError(
+      `safetensors: header length ${N} bytes runs past the end of the file (${L} bytes, so at most ${L - 8} header bytes); the file is truncated or not a safetensors file`,
+    );
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + N));
+  } catch {
+    throw new FormatError(`safetensors: header (bytes 8..${8 + N}) is not valid UTF-8; the file is corrupt or not a safetensors file`);
+  }
+  let header: unknown;
+  try {
+    header = JSON.parse(text);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    throw new FormatError(`safetensors: header is not valid JSON (${why}); the file is corrupt or not a safetensors file`);
+  }
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+    const kind = header === null ? 'null' : Array.isArray(header) ? 'an array' : typeof header;
+    throw new FormatError(`safetensors: header must be a JSON object of tensors, got ${kind}`);
+  }
+  const h = header as Record<string, unknown>;
+
+  const metadata: Record<string, string> = {};
+  const rawMeta = h.__metadata__;
+  if (rawMeta !== undefined) {
+    if (typeof rawMeta !== 'object' || rawMeta === null || Array.isArray(rawMeta)) {
+      throw new FormatError('safetensors: "__metadata__" must be an object of string values');
+    }
+    for (const [k, v] of Object.entries(rawMeta as Record<string, unknown>)) {
+      if (typeof v !== 'string') throw new FormatError(`safetensors: "__metadata__" value "${k}" must be a string, got ${v === null ? 'null' : typeof v}`);
+      metadata[k] = v;
+    }
+  }
+
+  const dataLen = L - 8 - N;
+  const entries: Entry[] = [];
+  for (const [name, raw] of Object.entries(h)) {
+    if (name === '__metadata__') continue;
+    const where = `safetensors: tensor "${name}"`;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      throw new FormatError(`${where}: entry must be an object with dtype, shape and data_offsets`);
+    }
+    const r = raw as Record<string, unknown>;
+    for (const k of Object.keys(r)) {
+      if (!ENTRY_KEYS.includes(k)) throw new FormatError(`${where}: unknown field "${k}" (allowed: ${ENTRY_KEYS.join(', ')})`);
+    }
+    const dtype = r.dtype;
+    if (typeof dtype !== 'string') throw new FormatError(`${where}: "dtype" must be a string such as "F32", got ${JSON.stringify(dtype) ?? 'nothing'}`);
+    if (!isDtype(dtype)) {
+      if (KNOWN_UNSUPPORTED.includes(dtype)) {
+        throw new FormatError(`${where}: dtype "${dtype}" is valid safetensors but not supported here (supported: ${Object.keys(DTYPES).join(', ')})`);
+      }
+      throw new FormatError(`${where}: unknown dtype "${dtype}" (supported: ${Object.keys(DTYPES).join(', ')})`);
+    }
+    const shape = r.shape;
+    if (!Array.isArray(shape) || !shape.every((s) => typeof s === 'number' && Number.isSafeInteger(s) && s >= 0)) {
+      throw new FormatError(`${where}: "shape" must be an array of non-negative integers, got ${JSON.stringify(shape) ?? 'nothing'}`);
+    }
+    const offs = r.data_offsets;
+    if (
+      !Array.isArray(offs) ||
+      offs.length !== 2 ||
+      !offs.every((s) => typeof s === 'number' && Number.isSafeInteger(s) && s >= 0)
+    ) {
+      throw new FormatError(`${where}: "data_offsets" must be [begin, end] with non-negative integers, got ${JSON.stringify(offs) ?? 'nothing'}`);
+    }
+    const [begin, end] = offs as [number, number];
+    if (end < begin) throw new FormatError(`${where}: data_offsets [${begin}, ${end}] end before they begin`);
+    const size = DTYPES[dtype].size;
+    const need = numel(shape as number[]) * size;
+    if (end - begin !== need) {
+      throw new FormatError(
+        `${where}: data_offsets [${begin}, ${end}] span ${end - begin} bytes but shape ${showShape(shape)} of ${dtype} needs ${need}`,
+      );
+    }
+    if (end > dataLen) {
+      throw new FormatError(
+        `safetensors: file is truncated or its offsets are out of bounds: tensor "${name}" needs data bytes [${begin}, ${end}) but only ${dataLen} bytes follow the header (file is ${L} bytes, expected at least ${8 + N + end})`,
+      );
+    }
+    entries.push({ name, dtype, shape: [...(shape as number[])], begin, end });
+  }
+
+  entries.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let pos = 0;
+  let prev: Entry | null = null;
+  for (const e of entries) {
+    if (e.begin < pos && prev) {
+      throw new FormatError(
+        `safetensors: tensors "${prev.name}" [${prev.begin}, ${prev.end}) and "${e.name}" [${e.begin}, ${e.end}) overlap in the data section`,
+      );
+    }
+    if (e.begin > pos) {
+      throw new FormatError(
+        `safetensors: data bytes [${pos}, ${e.begin}) before tensor "${e.name}" belong to no tensor; tensors must be packed contiguously from offset 0`,
+      );
+    }
+    pos = e.end;
+    prev = e;
+  }
+  if (pos !== dataLen) {
+    throw new FormatError(`safetensors: ${dataLen - pos} unexpected bytes after the last tensor (data section is ${dataLen} bytes, tensors end at ${pos})`);
+  }
+
+  const tensors = new Map<string, StTensor>();
+  const base = bytes.byteOffset + 8 + N;
+  for (const e of entries) {
+    const buf = bytes.buffer.slice(base + e.begin, base + e.end) as ArrayBuffer;
+    tensors.set(e.name, { dtype: e.dtype, shape: e.shape, data: DTYPES[e.dtype].make(buf) });
+  }
+  return { tensors, metadata };
+}
