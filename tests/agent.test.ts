@@ -361,15 +361,25 @@ describe('trainStep', () => {
     expect(Array.from(after.optim)).toEqual(Array.from(before.optim));
   });
 
-  it('decoupled weight decay shrinks the logits by lr·wd·z on top of the Adam step', async () => {
+  it('decoupled weight decay shrinks visited rows by lr·wd·z; unvisited rows do not move (sparse update)', async () => {
     const z = Float64Array.from([2, -1, 0.5, 0.25, -3, 1]);
-    const batch: AgentBatch = { nEpisodes: 1, obs: Int32Array.from([]), actions: Int32Array.from([]), episodeOf: Int32Array.from([]), adv: Float64Array.from([1]), weight: Float64Array.from([1]), horizon: 1 };
+    // One step at state 0 with advantage 0: the gradient is 0 there, only the decay acts on row 0.
+    const batch: AgentBatch = { nEpisodes: 1, obs: Int32Array.from([0]), actions: Int32Array.from([1]), episodeOf: Int32Array.from([0]), adv: Float64Array.from([0]), weight: Float64Array.from([1]), horizon: 1 };
     const agent = new TabularSoftmaxAgent(0, 2, 3, { logits: z });
-    // No steps of this agent in the batch: the gradient is 0, only the decay acts.
-    const rep = await agent.trainStep(batch, spec({ lr: 0.1, weightDecay: 0.5 }));
+    const rep = await agent.trainStep(batch, spec({ lr: 0.1, weightDecay: 0.5, beta: 0 }));
     expect(rep.gradNorm).toBe(0);
     const z1 = agent.getLogits();
-    for (let i = 0; i < z.length; i++) expect(z1[i]).toBeCloseTo(z[i]! * (1 - 0.1 * 0.5), 15);
+    for (let i = 0; i < 3; i++) expect(z1[i]).toBeCloseTo(z[i]! * (1 - 0.1 * 0.5), 15);
+    for (let i = 3; i < 6; i++) expect(z1[i]).toBe(z[i]); // state 1 was not visited
+  });
+
+  it('rows of unvisited states never move, even with momentum from earlier steps', async () => {
+    const agent = new TabularSoftmaxAgent(0, 2, 3, {});
+    const at = (s: number, a: number, adv: number): AgentBatch => ({ nEpisodes: 1, obs: Int32Array.from([s]), actions: Int32Array.from([a]), episodeOf: Int32Array.from([0]), adv: Float64Array.from([adv]), weight: Float64Array.from([1]), horizon: 1 });
+    await agent.trainStep(at(1, 2, 1), spec({ lr: 0.1 })); // builds momentum in row 1
+    const row1 = agent.getLogits().slice(3, 6);
+    for (let i = 0; i < 5; i++) await agent.trainStep(at(0, 0, 1), spec({ lr: 0.1 }));
+    expect(Array.from(agent.getLogits().slice(3, 6))).toEqual(Array.from(row1));
   });
 });
 

@@ -8,7 +8,7 @@
  *   shift    (2γ/(1−γ)²)·A_max·Σ_i √(δ̂_i/2)                  H(H−1)·A_max·Σ_i √(δ̂_i/2)
  *   bias     (1/(1−γ))·Σ_i ζ_i                                Σ_i ζ_i
  *   finite   Σ_i (A_max/(1−γ))·√(log(2n/δ_conf)/(2N_i))      Σ_i A_max·√(log(2n/δ_conf)/(2N_i))
- *   oracle   Σ_i (A_max/(1−γ))·√(2δ̂_i)                       Σ_i H·A_max·√(2δ̂_i)
+ *   oracle   Σ_i (A_max/(1−γ))·√(2δ̂_i)                       Σ_i H·A_max·√(δ̂_i/2)
  *
  * G_i is the measured surrogate gain of agent σ(i) (reward units), δ̂_i its realised KL radius
  * (the monitor's (1−α)-quantile), ζ_i the measured bias of its estimator (0 for resample), N_i the
@@ -83,7 +83,8 @@ export function boundTerms(steps: readonly AgentCertInput[], o: Omit<CertOptions
     shift += shiftFactor * aMax * Math.sqrt(Math.max(0, s.radius) / 2);
     bias += biasFactor * s.bias;
     finite += finiteFactor * finiteSampleWidth(aMax, n, deltaConf, s.episodes);
-    oracle += oracleFactor * aMax * Math.sqrt(2 * Math.max(0, s.radius));
+    // γ form as the paper states it; episodic: |Ā_t(s)| ≤ TV·A_max ≤ √(δ/2)·A_max per turn.
+    oracle += form === 'gamma' ? oracleFactor * aMax * Math.sqrt(2 * Math.max(0, s.radius)) : oracleFactor * aMax * Math.sqrt(Math.max(0, s.radius) / 2);
   }
   return { gain, shift, bias, finite, lower: gain - shift - bias - finite, oracle };
 }

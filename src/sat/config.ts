@@ -122,7 +122,7 @@ export const CONFIG = {
   onExhausted: enumOf({ group: 'trust', default: 'reject', options: ['reject', 'keep', 'shrink'], doc: 'When tries run out: reject = the agent keeps π_cur this stage (HATRPO); keep = keep the violating step (the released code); shrink = halve the step until inside the radius.' }),
 
   // — update order (SAT.md §3) —
-  order: enumOf({ group: 'order', default: 'fixed', options: ['fixed', 'random', 'reverse', 'custom', 'greedy'], doc: 'Update order σ: fixed 0..n−1, random per stage, reverse, custom (customOrder), greedy = by predicted gain κ√δ − aδ, largest first.' }),
+  order: enumOf({ group: 'order', default: 'fixed', options: ['fixed', 'random', 'reverse', 'custom', 'greedy'], doc: 'Update order σ: fixed 0..n−1, random per stage, reverse, custom (customOrder), greedy = by the predicted first-order gain κ√δ at the stage start, largest first.' }),
   customOrder: intList({ group: 'order', default: [], min: 0, max: 5, maxLength: 6, doc: 'σ for order=custom: a permutation of 0..n−1, e.g. 2,0,1.' }),
 
   // — certificate (SAT.md §7) —

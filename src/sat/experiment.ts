@@ -134,25 +134,24 @@ export async function swapAgent(exp: Experiment, j: number, preLogits: Float64Ar
 }
 
 /**
- * A "stronger" tabular agent to swap in: the best response of agent j to the rest of the current
- * team, per state, as logits with the given sharpness (a stand-in for a larger pretrained model).
+ * A "stronger" tabular agent to swap in: per state s, how good each action is for the team when
+ * agent j plays it at s (and its current policy elsewhere), as logits scaled so the best action
+ * leads by `sharpness` — a stand-in for a larger pretrained model that knows the best responses.
  */
 export async function bestResponseLogits(exp: Experiment, j: number, sharpness = 4): Promise<Float64Array> {
   const agent = exp.team[j]!;
   const A = agent.nActions;
   const tables = await teamTables(exp.game, exp.team);
   const out = new Float64Array(agent.nObs * A);
-  for (let a = 0; a < A; a++) {
-    // Value of "always play a in every state" for agent j, per state: J with j's table forced.
-    const forced = new Float64Array(agent.nObs * A);
-    for (let s = 0; s < agent.nObs; s++) forced[s * A + a] = 1;
-    const t = tables.slice();
-    t[j] = forced;
-    const v = exactJ(exp.game, tablePolicy(exp.game, t));
-    for (let s = 0; s < agent.nObs; s++) out[s * A + a] = v;
-  }
-  // Normalise each state's values to [0, sharpness] so the best action dominates.
   for (let s = 0; s < agent.nObs; s++) {
+    for (let a = 0; a < A; a++) {
+      const forced = tables[j]!.slice();
+      forced.fill(0, s * A, (s + 1) * A);
+      forced[s * A + a] = 1;
+      const t = tables.slice();
+      t[j] = forced;
+      out[s * A + a] = exactJ(exp.game, tablePolicy(exp.game, t));
+    }
     const row = out.subarray(s * A, (s + 1) * A);
     const lo = Math.min(...row);
     const hi = Math.max(...row);

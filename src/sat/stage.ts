@@ -96,17 +96,21 @@ function buildAgentBatch(batch: Batch, agent: number, adv: Float64Array, weight:
 }
 
 /**
- * Measured surrogate gain (reward units): (1/N) Σ_e w_e·raw_e·(r_e − 1), r_e = exp(Σ (log π_θ − log π_sampled)).
- * Agent j is still at π_cur in every batch it is trained on, so the recorded log-probs are π_cur's.
+ * Measured surrogate gain (reward units): (1/N) Σ_e w_e·raw_e·(r_e − 1)·G/(G−1),
+ * r_e = exp(Σ (log π_θ − log π_sampled)). Agent j is still at π_cur in every batch it is trained on,
+ * so the recorded log-probs are π_cur's. The factor G/(G−1) turns the group-mean baseline, which
+ * includes the episode itself, into the leave-one-out baseline (RLOO): without it the estimate of
+ * J(π̂ⁱ) − J(π̂ⁱ⁻¹) for a fixed θ would be short by a factor (1 − 1/G) (docs/certificate.md).
  */
 async function measuredGain(agent: AgentPolicy, batch: Batch, raw: Float64Array, weight: Float64Array): Promise<number> {
+  const G = batch.groupSize;
   const s = agentSteps(batch, agent.index);
   const now = await agent.logProbs(s);
   const u = new Float64Array(batch.episodes.length);
   for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
   let g = 0;
   for (let e = 0; e < u.length; e++) g += weight[e]! * raw[e]! * Math.expm1(u[e]!);
-  return g / Math.max(1, u.length);
+  return (g / Math.max(1, u.length)) * (G / (G - 1));
 }
 
 function rewardsOf(batch: Batch): Float64Array {

@@ -147,16 +147,26 @@ export class TabularSoftmaxAgent implements AgentPolicy {
     }
     let norm2 = 0;
     for (let i = 0; i < g.length; i++) norm2 += g[i]! * g[i]!;
-    this.adamAscent(g, spec.lr, spec.weightDecay);
+    // Rows (states) visited in this batch: only they move (see adamAscent).
+    const visited = new Uint8Array(this.nObs);
+    for (let k = 0; k < K; k++) visited[batch.obs[k]!] = 1;
+    this.adamAscent(g, visited, spec.lr, spec.weightDecay);
     return { objective: val.objective, surrogate: val.surrogate, clipfrac: val.clipfrac, gradNorm: Math.sqrt(norm2) };
   }
 
-  /** AdamW (Loshchilov & Hutter 2019), ascent: θ ← θ + lr·m̂/(√v̂ + ε) − lr·wd·θ. */
-  private adamAscent(g: Float64Array, lr: number, wd: number): void {
+  /**
+   * AdamW (Loshchilov & Hutter 2019), ascent: θ ← θ + lr·m̂/(√v̂ + ε) − lr·wd·θ — applied only to
+   * the rows of states visited in this batch, like PyTorch's SparseAdam. A dense update would keep
+   * moving unvisited rows on old momentum, where the trust-region monitor (which sees visited
+   * states only) could not see it; sparse updates make "KL = 0 off the batch" exact.
+   */
+  private adamAscent(g: Float64Array, visited: Uint8Array, lr: number, wd: number): void {
     this.step++;
     const c1 = 1 - ADAM_B1 ** this.step;
     const c2 = 1 - ADAM_B2 ** this.step;
+    const A = this.nActions;
     for (let i = 0; i < g.length; i++) {
+      if (!visited[Math.floor(i / A)]) continue;
       const gi = g[i]!;
       this.m[i] = ADAM_B1 * this.m[i]! + (1 - ADAM_B1) * gi;
       this.v[i] = ADAM_B2 * this.v[i]! + (1 - ADAM_B2) * gi * gi;
