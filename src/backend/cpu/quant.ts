@@ -1,0 +1,145 @@
+/**
+ * Matmul from quantized weights (out = inp · Wᵀ with W [OC × C] stored in blocks of 32 along C),
+ * CPU reference. Layouts (produced by the model's file/quantization code, consumed here):
+ *   Q8 (GGUF Q8_0 numbers): q Int8Array [OC·C] row-major; W[o,c] = q[o·C + c] · s
+ *   Q4 (ONNX MatMulNBits packing): q Uint8Array [OC·C/2]; element (o,c) sits in byte ⌊(o·C + c)/2⌋,
+ *      low nibble for even c, high nibble for odd c; W[o,c] = (nibble − 8) · s
+ *   both: scales Uint16Array [OC·C/32] of f16 bits, s = f16(scales[o·(C/32) + ⌊c/32⌋])
+ * C must be a multiple of 32 (RangeError otherwise).
+ *
+ * Method: dequantize a block of OC rows into an f32 scratch (q·s is exact in f32: ≤ 8 + 11
+ * significant bits) and run the dense matmul's loops on it (matmul.ts). Because each output is
+ * one f64 accumulator in ascending c, the result equals `matmulForward` on the dequantized
+ * weights bit for bit. The input-gradient variants (for LoRA over a frozen quantized base)
+ * dequantize the whole matrix and equal `matmulBackward`'s dinp bit for bit.
+ *
+ * Shapes: B batch, T time, N = B·T, C input channels (multiple of 32), OC output channels.
+ *   inp / dinp [N × C],  out / dout [N × OC]
+ *
+ * Not here: quantizing (src/model), gradients for the quantized weights themselves (frozen).
+ */
+import { f16ToF32 } from '../../core/f16';
+import type { FloatArray } from '../types';
+import { need, sizes } from './check';
+import { matmulBackwardInputRows, matmulForwardRange, ocBlock } from './matmul';
+
+/** Block length along C sharing one scale. */
+export const QBLOCK = 32;
+
+function checkQ(op: string, C: number, OC: number, q: ArrayLike<number>, qLen: number, scales: Uint16Array): void {
+  if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
+  need(op, 'q', q, qLen);
+  need(op, 'scales', scales, (OC * C) / QBLOCK);
+}
+
+/** Rows [o0, o1) of a Q8 matrix, dequantized into dst[(o − o0)·C + c]. */
+function dequantRowsQ8(dst: Float32Array, q: Int8Array, scales: Uint16Array, C: number, o0: number, o1: number): void {
+  const nb = C / QBLOCK;
+  for (let o = o0; o < o1; o++) {
+    const d = (o - o0) * C;
+    for (let j = 0; j < nb; j++) {
+      const s = f16ToF32(scales[o * nb + j]!);
+      const src = o * C + j * QBLOCK;
+      const dd = d + j * QBLOCK;
+      for (let i = 0; i < QBLOCK; i++) dst[dd + i] = q[src + i]! * s;
+    }
+  }
+}
+
+/** Rows [o0, o1) of a Q4 matrix, dequantized into dst[(o − o0)·C + c]. */
+function dequantRowsQ4(dst: Float32Array, q: Uint8Array, scales: Uint16Array, C: number, o0: number, o1: number): void {
+  const nb = C / QBLOCK;
+  for (let o = o0; o < o1; o++) {
+    const d = (o - o0) * C;
+    for (let j = 0; j < nb; j++) {
+      const s = f16ToF32(scales[o * nb + j]!);
+      const byte0 = (o * C + j * QBLOCK) >> 1; // o·C is even (C is a multiple of 32)
+      const dd = d + j * QBLOCK;
+      for (let i = 0; i < QBLOCK / 2; i++) {
+        const by = q[byte0 + i]!;
+        dst[dd + 2 * i] = ((by & 15) - 8) * s;
+        dst[dd + 2 * i + 1] = ((by >> 4) - 8) * s;
+      }
+    }
+  }
+}
+
+/** The dense f32 matrix [OC × C] of a Q8 weight (for tests and for the input gradient). */
+export function dequantizeQ8(q: Int8Array, scales: Uint16Array, OC: number, C: number, out: Float32Array = new Float32Array(OC * C)): Float32Array {
+  sizes('dequantizeQ8', { OC, C });
+  checkQ('dequantizeQ8', C, OC, q, OC * C, scales);
+  need('dequantizeQ8', 'out', out, OC * C);
+  dequantRowsQ8(out, q, scales, C, 0, OC);
+  return out;
+}
+
+/** The dense f32 matrix [OC × C] of a Q4 weight (for tests and for the input gradient). */
+export function dequantizeQ4(q: Uint8Array, scales: Uint16Array, OC: number, C: number, out: Float32Array = new Float32Array(OC * C)): Float32Array {
+  sizes('dequantizeQ4', { OC, C });
+  checkQ('dequantizeQ4', C, OC, q, (OC * C) / 2, scales);
+  need('dequantizeQ4', 'out', out, OC * C);
+  dequantRowsQ4(out, q, scales, C, 0, OC);
+  return out;
+}
+
+let scratch = new Float32Array(0);
+function scratchOf(n: number): Float32Array {
+  if (scratch.length < n) scratch = new Float32Array(n);
+  return scratch;
+}
+
+/** out = inp · Wᵀ for a Q8 weight (header). Overwrites `out`. */
+export function matmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  sizes('matmulForwardQ8', { B, T, C, OC });
+  checkQ('matmulForwardQ8', C, OC, q, OC * C, scales);
+  const N = B * T;
+  need('matmulForwardQ8', 'out', out, N * OC);
+  need('matmulForwardQ8', 'inp', inp, N * C);
+  const OB = ocBlock(C);
+  const w = scratchOf(OB * C);
+  for (let o0 = 0; o0 < OC; o0 += OB) {
+    const o1 = Math.min(OC, o0 + OB);
+    dequantRowsQ8(w, q, scales, C, o0, o1);
+    matmulForwardRange(out, inp, w, 0, N, C, OC, o0, o1);
+  }
+}
+
+/** out = inp · Wᵀ for a Q4 weight (header). Overwrites `out`. */
+export function matmulForwardQ4(out: FloatArray, inp: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  sizes('matmulForwardQ4', { B, T, C, OC });
+  checkQ('matmulForwardQ4', C, OC, q, (OC * C) / 2, scales);
+  const N = B * T;
+  need('matmulForwardQ4', 'out', out, N * OC);
+  need('matmulForwardQ4', 'inp', inp, N * C);
+  const OB = ocBlock(C);
+  const w = scratchOf(OB * C);
+  for (let o0 = 0; o0 < OC; o0 += OB) {
+    const o1 = Math.min(OC, o0 + OB);
+    dequantRowsQ4(w, q, scales, C, o0, o1);
+    matmulForwardRange(out, inp, w, 0, N, C, OC, o0, o1);
+  }
+}
+
+/** dinp += dout · W for a Q8 weight. Accumulates. */
+export function matmulBackwardInputQ8(dinp: FloatArray, dout: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  sizes('matmulBackwardInputQ8', { B, T, C, OC });
+  checkQ('matmulBackwardInputQ8', C, OC, q, OC * C, scales);
+  const N = B * T;
+  need('matmulBackwardInputQ8', 'dinp', dinp, N * C);
+  need('matmulBackwardInputQ8', 'dout', dout, N * OC);
+  const w = scratchOf(OC * C);
+  dequantRowsQ8(w, q, scales, C, 0, OC);
+  matmulBackwardInputRows(dinp, dout, w, N, C, OC);
+}
+
+/** dinp += dout · W for a Q4 weight. Accumulates. */
+export function matmulBackwardInputQ4(dinp: FloatArray, dout: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  sizes('matmulBackwardInputQ4', { B, T, C, OC });
+  checkQ('matmulBackwardInputQ4', C, OC, q, (OC * C) / 2, scales);
+  const N = B * T;
+  need('matmulBackwardInputQ4', 'dinp', dinp, N * C);
+  need('matmulBackwardInputQ4', 'dout', dout, N * OC);
+  const w = scratchOf(OC * C);
+  dequantRowsQ4(w, q, scales, C, 0, OC);
+  matmulBackwardInputRows(dinp, dout, w, N, C, OC);
+}

@@ -1,0 +1,83 @@
+/**
+ * Batched sampling of the next token from logits with temperature and top-k, driven by the
+ * counter-based RNG (Philox4x32-10, src/core/rng.ts), CPU reference.
+ *
+ * Random numbers — the layout the WebGPU sampler reproduces bit for bit:
+ *   key     = (seed, stream)                         (k0, k1; stream e.g. mixPath([stage, agent]))
+ *   counter = (step, seq0 + b, 0, 0)                 (c0 = decoding step, c1 = sequence id)
+ *   u       = u32ToUniform(word 0) = (w0 >>> 8) · 2⁻²⁴ ∈ [0, 1)   — one uniform per (sequence, step)
+ * So a token depends only on (seed, stream, step, sequence, logits): same seed ⇒ same tokens, in
+ * any batch order or split.
+ *
+ * Distribution for row b (logits z [V]):
+ *   τ = 0, or top-k = 1: argmax z (lowest index on ties); u is not used.
+ *   keep set S: the k largest z, ties broken by lower index — token v is kept iff
+ *       #{w : z_w > z_v or (z_w = z_v and w < v)} < k      (k ≤ 0 or k ≥ V keeps all);
+ *   p_v = exp((z_v − max_S z)/τ) for v ∈ S, else 0 (unnormalised);
+ *   inverse CDF in increasing index order: the first v with u·Σp < Σ_{w ≤ v} p_w
+ *   (core `sampleCategorical`; if rounding leaves no such v, the last v with p_v > 0).
+ * The CPU computes p in f64; an f32 GPU sampler may differ only when u·Σp lands within f32
+ * rounding of a CDF boundary.
+ *
+ * Shapes: B rows (sequences), V vocabulary.  logits [B × V],  out [B] int32.
+ *
+ * Not here: repetition penalties, top-p, stop tokens (the rollout decides those).
+ */
+import { philox4x32, sampleCategorical, u32ToUniform } from '../../core/rng';
+import type { FloatArray, SampleParams } from '../types';
+import { need, sizes } from './check';
+
+function u32(op: string, name: string, x: number): void {
+  if (!Number.isInteger(x) || x < 0 || x > 0xffffffff) throw new RangeError(`${op}: ${name} must be an integer in [0, 4294967295], got ${x}`);
+}
+
+const block = new Uint32Array(4);
+
+/** The uniform used for sequence `seq` at decoding `step` (header's counter layout). */
+export function samplerUniform(seed: number, stream: number, step: number, seq: number): number {
+  philox4x32(step, seq, 0, 0, seed, stream, block);
+  return u32ToUniform(block[0]!);
+}
+
+/** out[b] = a token drawn from softmax(top-k(z_b)/τ) with the Philox uniform of (step, seq0 + b). */
+export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V: number, sp: SampleParams): void {
+  const op = 'sampleForward';
+  sizes(op, { B, V });
+  if (V < 1) throw new RangeError(`${op}: V must be at least 1`);
+  need(op, 'out', out, B);
+  need(op, 'logits', logits, B * V);
+  const seq0 = sp.seq0 ?? 0;
+  u32(op, 'seed', sp.seed);
+  u32(op, 'stream', sp.stream);
+  u32(op, 'step', sp.step);
+  u32(op, 'seq0 + B - 1', seq0 + Math.max(0, B - 1));
+  const tau = sp.temperature;
+  if (!(tau >= 0) || !Number.isFinite(tau)) throw new RangeError(`${op}: temperature must be a finite number ≥ 0, got ${tau}`);
+  if (!Number.isInteger(sp.topK)) throw new RangeError(`${op}: topK must be an integer, got ${sp.topK}`);
+  const k = sp.topK <= 0 || sp.topK >= V ? V : sp.topK;
+  const p = new Float64Array(V);
+  const order = k < V ? new Int32Array(V) : null;
+  const kept = new Uint8Array(V);
+  for (let b = 0; b < B; b++) {
+    const off = b * V;
+    if (tau === 0 || k === 1) {
+      let best = 0;
+      for (let v = 1; v < V; v++) if (logits[off + v]! > logits[off + best]!) best = v;
+      out[b] = best;
+      continue;
+    }
+    if (order !== null) {
+      for (let v = 0; v < V; v++) order[v] = v;
+      order.sort((x, y) => logits[off + y]! - logits[off + x]! || x - y);
+      kept.fill(0);
+      for (let i = 0; i < k; i++) kept[order[i]!] = 1;
+    } else {
+      kept.fill(1);
+    }
+    let m = -Infinity;
+    for (let v = 0; v < V; v++) if (kept[v] && logits[off + v]! > m) m = logits[off + v]!;
+    const invT = 1 / tau;
+    for (let v = 0; v < V; v++) p[v] = kept[v] ? Math.exp((logits[off + v]! - m) * invT) : 0;
+    out[b] = sampleCategorical(p, samplerUniform(sp.seed, sp.stream, sp.step, seq0 + b));
+  }
+}
