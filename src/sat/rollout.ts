@@ -47,7 +47,7 @@ export function sampleBatch(game: TabularGame, tables: readonly Float64Array[], 
 }
 
 /** The steps agent j took in the batch, flattened in episode order. */
-export function agentSteps(batch: Batch, agent: number): { obs: Int32Array; actions: Int32Array; episodeOf: Int32Array; logp: Float64Array } {
+export function agentSteps(batch: Batch, agent: number): { obs: Int32Array; actions: Int32Array; episodeOf: Int32Array; logp: Float64Array; context?: unknown } {
   const obs: number[] = [];
   const actions: number[] = [];
   const episodeOf: number[] = [];
@@ -61,5 +61,5 @@ export function agentSteps(batch: Batch, agent: number): { obs: Int32Array; acti
       logp.push(t.logp);
     }
   });
-  return { obs: Int32Array.from(obs), actions: Int32Array.from(actions), episodeOf: Int32Array.from(episodeOf), logp: Float64Array.from(logp) };
+  return { obs: Int32Array.from(obs), actions: Int32Array.from(actions), episodeOf: Int32Array.from(episodeOf), logp: Float64Array.from(logp), context: batch.context };
 }

@@ -92,7 +92,7 @@ export interface StageRecord {
 /** The agent's own steps in `batch`, with per-episode advantages and weights. */
 function buildAgentBatch(batch: Batch, agent: number, adv: Float64Array, weight: Float64Array, horizon: number): AgentBatch {
   const s = agentSteps(batch, agent);
-  return { nEpisodes: batch.episodes.length, obs: s.obs, actions: s.actions, episodeOf: s.episodeOf, adv, weight, horizon };
+  return { nEpisodes: batch.episodes.length, obs: s.obs, actions: s.actions, episodeOf: s.episodeOf, context: s.context, adv, weight, horizon };
 }
 
 /**

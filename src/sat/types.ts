@@ -37,6 +37,11 @@ export interface Batch {
   readonly episodes: readonly Episode[];
   readonly groups: number;
   readonly groupSize: number;
+  /**
+   * What the steps' `obs` handles refer to, for agents whose states are not table rows (a
+   * language model's token prefixes). Passed unchanged to the agents with their steps.
+   */
+  readonly context?: unknown;
 }
 
 /**
