@@ -1,0 +1,90 @@
+/**
+ * The public option, state and result types of the Transformer (src/model/transformer.ts), kept
+ * apart so callers (workers, the RL loop, the CLI) can import them without the class.
+ *
+ * Not here: any behaviour.
+ */
+import type { FloatArray } from '../../backend/types';
+import type { LoraConfig } from '../lora';
+
+/** Which parameters train. */
+export type Trainable = 'full' | 'lora' | 'none';
+
+/** A constructor of the float array type the model computes in. */
+export type FloatArrayCtor<A extends FloatArray> = new (length: number) => A;
+
+export interface TransformerOptions<A extends FloatArray = Float32Array> {
+  /** 'full': all weights (f32 only); 'lora': adapters over a frozen base; 'none': inference. */
+  readonly trainable: Trainable;
+  /** Required for (and only for) trainable 'lora'. */
+  readonly lora?: LoraConfig;
+  /** Seed of the LoRA A init (initLora with Rng(seed)). Default 0. */
+  readonly seed?: number;
+  /** Float32Array (default) or Float64Array (gradient checks). */
+  readonly floatArray?: FloatArrayCtor<A>;
+}
+
+/** One named slice of the flat parameter array. */
+export interface ParamSlot {
+  /** A weight name ('full') or "<weight>.lora_a" / "<weight>.lora_b" ('lora'). */
+  readonly name: string;
+  readonly offset: number;
+  readonly size: number;
+  readonly shape: readonly number[];
+}
+
+/** A snapshot: params [n] and optim = [t, m (n), v (n)] (AdamW step count and moments). */
+export interface TransformerState<A extends FloatArray = Float32Array> {
+  readonly params: A;
+  readonly optim: A;
+}
+
+export interface ForwardOptions<A extends FloatArray = Float32Array> {
+  /** Keep the activations for `backward`. Default false. */
+  readonly keep?: boolean;
+  /** Write the logits here (length ≥ B·T·V) instead of a fresh array. */
+  readonly out?: A;
+}
+
+export interface GenerateOptions {
+  /** Most tokens to generate per prompt (the stop token included in the count). */
+  readonly maxNew: number;
+  /** τ ≥ 0; 0 is greedy (argmax). */
+  readonly temperature: number;
+  /** Keep the k largest logits; ≤ 0 keeps all. */
+  readonly topK: number;
+  /** Philox key word 0 (u32). */
+  readonly seed: number;
+  /** Philox key word 1 (u32), e.g. mixPath([stage, agent]). */
+  readonly stream: number;
+  /** Token that ends a sequence (EOS); it is not returned in `tokens`. */
+  readonly stop: number;
+  /** Total length cap (prompt + generated), ≤ cfg.maxSeq (the default). */
+  readonly maxSeq?: number;
+  /** Sequence id of prompt 0 for the sampler; prompt i uses seq0 + i. Default 0. */
+  readonly seq0?: number;
+  /** Also return the logits row used for every sampled token. Default false. */
+  readonly returnLogits?: boolean;
+}
+
+export interface GenerateResult {
+  /** Per prompt: the generated tokens, without the stop token. */
+  readonly tokens: Int32Array[];
+  /** Per prompt: log π(token) = log_softmax(z/τ)[token] over the full vocabulary (τ = 1 when τ = 0). */
+  readonly logp: Float32Array[];
+  /** Per prompt: whether it ended by sampling `stop`. */
+  readonly stopped: boolean[];
+  /** Per prompt: log π(stop) when stopped, else NaN (the stop token is a sampled action too). */
+  readonly stopLogp: Float32Array;
+  /** Per prompt, with returnLogits: [k × V], the logits of each sampled token (stop included). */
+  readonly logits?: Float32Array[];
+}
+
+/** Options of the next-token training helper. */
+export interface TrainOptions {
+  readonly lr: number;
+  /** Decoupled AdamW weight decay λ. Default 0. */
+  readonly weightDecay?: number;
+  /** Clip the global gradient L2 norm to this (≤ 0 or absent: no clipping). */
+  readonly maxGradNorm?: number;
+}
