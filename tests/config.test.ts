@@ -30,9 +30,11 @@ import {
   diffFromDefaults,
   parseAssignment,
   parseConfig,
+  isLlmTask,
   resolvedProtocol,
 } from '../src/sat/config';
 import { TASK_NAMES, TASKS, makeGame } from '../src/tasks/index';
+import { LLM_TASK_NAMES, LLM_TASKS } from '../src/tasks/llm/index';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -128,9 +130,11 @@ describe('the CONFIG table', () => {
     }
   });
 
-  it('the task options equal the task registry names', () => {
-    expect([...CONFIG.task.options].sort()).toEqual([...TASK_NAMES].sort());
-    expect(CONFIG.task.options.length).toBe(TASK_NAMES.length);
+  it('the task options equal the tabular and language task registries\' names', () => {
+    const names = [...TASK_NAMES, ...LLM_TASK_NAMES];
+    expect([...CONFIG.task.options].sort()).toEqual([...names].sort());
+    expect(CONFIG.task.options.length).toBe(names.length);
+    for (const t of CONFIG.task.options) expect(isLlmTask(t)).toBe((LLM_TASK_NAMES as readonly string[]).includes(t));
   });
 
   it("the protocol options are 'auto' plus exactly the protocols some task offers", () => {
@@ -495,10 +499,19 @@ function randomInput(rng: Rng): Record<string, unknown> {
   }
   // Make the cross-field settings consistent.
   const task = (out.task as Config['task'] | undefined) ?? CONFIG.task.default;
-  const info = TASKS[task];
-  out.protocol = rng.uniform() < 0.5 ? 'auto' : pick(info.protocols);
-  if (info.fixedActions !== undefined) out.actions = info.fixedActions;
-  const n = (out.agents as number | undefined) ?? CONFIG.agents.default;
+  if (isLlmTask(task)) {
+    const n0 = Math.min(4, (out.agents as number | undefined) ?? CONFIG.agents.default);
+    out.agents = n0;
+    out.protocol = rng.uniform() < 0.5 ? 'auto' : pick(n0 >= 2 ? ['independent', 'chain', 'vote', 'router'] : ['independent', 'chain', 'vote']);
+    out.level = 1 + rng.int(LLM_TASKS[task].maxLevel);
+    if (task !== 'arithmetic' && out.model === 'L') out.model = 'M';
+  } else {
+    const info = TASKS[task];
+    out.protocol = rng.uniform() < 0.5 ? 'auto' : pick(info.protocols);
+    if (info.fixedActions !== undefined) out.actions = info.fixedActions;
+    out.agents = Math.max(2, (out.agents as number | undefined) ?? CONFIG.agents.default);
+  }
+  const n = out.agents as number;
   if (rng.uniform() < 0.5) out.deltas = Array.from({ length: n }, () => 1e-6 + 10 * rng.uniform() * (1 - 1e-7));
   if (out.order === 'custom' || rng.uniform() < 0.3) out.customOrder = rng.permutation(n);
   return out;
@@ -539,16 +552,17 @@ describe('diffFromDefaults', () => {
     const rng = new Rng(4242, [2]);
     for (let t = 0; t < 100; t++) {
       const c = parseConfig(randomInput(rng));
+      if (isLlmTask(c.task)) continue; // language tasks build no tabular game
       const game = makeGame(c.task, { agents: c.agents, actions: c.actions, protocol: resolvedProtocol(c), taskSeed: c.taskSeed, penaltyK: c.penaltyK });
       expect(game.nAgents).toBe(c.agents);
     }
     // The corners of the agents × actions box, for every task.
     for (const task of TASK_NAMES)
-      for (const agents of [CONFIG.agents.min, CONFIG.agents.max])
+      for (const agents of [2, CONFIG.agents.max])
         for (const actions of [CONFIG.actions.min, CONFIG.actions.max]) {
           const fixed = TASKS[task].fixedActions;
           const c = parseConfig({ task, agents, actions: fixed ?? actions });
-          expect(() => makeGame(c.task, { agents, actions: c.actions, protocol: resolvedProtocol(c), taskSeed: 0, penaltyK: -10 })).not.toThrow();
+          expect(() => makeGame(task, { agents, actions: c.actions, protocol: resolvedProtocol(c), taskSeed: 0, penaltyK: -10 })).not.toThrow();
         }
   });
 });

@@ -16,7 +16,10 @@ import { writeFileSync } from 'node:fs';
 import { SatError } from '../core/errors';
 import { fitPowerLaw, mean, meanCI } from '../core/stats';
 import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, parseAssignment } from '../sat/config';
-import { bestResponseLogits, createExperiment, runStages, swapAgent, type Experiment } from '../sat/experiment';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isLlmTask } from '../sat/config';
+import { bestResponseLogits, createExperiment, createLlmExperiment, runStages, swapAgent, type Experiment, type TabularExperiment } from '../sat/experiment';
 import { PRESETS, presetConfig } from '../sat/presets';
 import type { StageRecord } from '../sat/stage';
 
@@ -128,12 +131,28 @@ function variantSettings(v: string): Record<string, string> {
   return { estimator: v, scheme: 'sequential' };
 }
 
+/** Shipped models are read from public/models/<name>.safetensors. */
+async function loadFromDisk(name: string): Promise<Uint8Array> {
+  const file = join('public', 'models', `${name}.safetensors`);
+  try {
+    return new Uint8Array(await readFile(file));
+  } catch {
+    throw new SatError('model', `Model file ${file} is missing: run \`npm run pretrain -- --task ${name.split('-')[0]} --size ${name.split('-')[1]}\` to build it.`);
+  }
+}
+
+async function openExperiment(cfg: Config): Promise<Experiment> {
+  return isLlmTask(cfg.task) ? createLlmExperiment(cfg, loadFromDisk) : createExperiment(cfg);
+}
+
 async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, swap?: Args['swap'] & { stage: number; stage0: boolean }): Promise<Experiment> {
-  const exp = createExperiment(cfg);
+  const exp = await openExperiment(cfg);
   for (let k = 0; k < cfg.stages; k++) {
     if (swap && k + 1 === swap.stage) {
-      const pre = await bestResponseLogits(exp, swap.agent);
-      const r = await swapAgent(exp, swap.agent, pre, { stage0: swap.stage0 });
+      if (!('game' in exp)) throw new SatError('usage', '--swap J=best swaps tabular agents; language agents swap with --swap J=<model> (coming with the plug-and-play work)');
+      const tab = exp as TabularExperiment;
+      const pre = await bestResponseLogits(tab, swap.agent);
+      const r = await swapAgent(tab, swap.agent, pre, { stage0: swap.stage0 });
       const hist = [0, 1e-3, 1e-2, 0.1, 1, 10, Infinity];
       const counts = hist.slice(1).map((hi, b) => r.lambdas.filter((l) => l >= hist[b]! && l < hi).length);
       console.log(
@@ -224,14 +243,15 @@ async function main(): Promise<void> {
 
   // A single run: one row per stage.
   const cfg = base;
-  const n = createExperiment(cfg).team.length;
+  const n = cfg.agents;
   console.log(`preset ${args.preset}: ${JSON.stringify(diffFromDefaults(cfg))}`);
   let printedHeader = false;
   const exp = await runOne(
     cfg,
     (s, e) => {
       if (!printedHeader) {
-        console.log(`J at start ${fmt(e.j0)} (exact); certificate form ${cfg.certForm}, A_max ${e.aMax}, H ${e.game.horizon}\n`);
+        const how = isLlmTask(cfg.task) ? `held-out estimate over ${cfg.evalEpisodes} problems` : 'exact';
+        console.log(`J at start ${fmt(e.j0)} (${how}); certificate form ${cfg.certForm}, A_max ${e.aMax}, H ${e.env.horizon}\n`);
         console.log(stageHeader(n));
         printedHeader = true;
       }

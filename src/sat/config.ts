@@ -13,9 +13,10 @@
  */
 import { ConfigError } from '../core/errors';
 import { TASKS, type TaskName } from '../tasks/index';
+import { LLM_TASKS, type LlmTaskName } from '../tasks/llm/index';
 
 /** Which part of the method a setting belongs to (groups the UI form and the docs). */
-export type Group = 'task' | 'run' | 'advantage' | 'objective' | 'trust' | 'order' | 'certificate' | 'swap';
+export type Group = 'task' | 'model' | 'run' | 'advantage' | 'objective' | 'trust' | 'order' | 'certificate' | 'swap';
 
 interface Base {
   readonly doc: string;
@@ -61,25 +62,43 @@ const enumOf = <const O extends string>(f: Omit<EnumField<O>, 'type'>): EnumFiel
 const intList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'intList', ...f });
 const floatList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'floatList', ...f });
 
-/** Same names as the task registry (a test checks the two agree). */
-const TASK_OPTIONS = ['climbing', 'penalty', 'random-matrix', 'relay', 'router', 'guess'] as const satisfies readonly TaskName[];
+/** Same names as the task registries (a test checks they agree): tabular games, then language tasks. */
+const TABULAR_TASK_OPTIONS = ['climbing', 'penalty', 'random-matrix', 'relay', 'router', 'guess'] as const satisfies readonly TaskName[];
+const LLM_TASK_OPTIONS = ['arithmetic', 'countdown'] as const satisfies readonly LlmTaskName[];
+const TASK_OPTIONS = [...TABULAR_TASK_OPTIONS, ...LLM_TASK_OPTIONS] as const;
+
+/** True for the language-model tasks (agents are small transformers, not tables). */
+export function isLlmTask(task: string): task is LlmTaskName {
+  return (LLM_TASK_OPTIONS as readonly string[]).includes(task);
+}
 
 /** The table. Order here is the order of the UI form and of `--help`. */
 export const CONFIG = {
   // — task and team —
   task: enumOf({
     group: 'task', default: 'climbing', options: TASK_OPTIONS,
-    doc: 'The team game. climbing/penalty: Claus & Boutilier matrix games; random-matrix: seeded cooperative game; relay: agent i acts at turn i seeing earlier actions; router: a router agent picks a solver; guess: an answer task for every protocol.',
+    doc: 'The team game. Tabular: climbing/penalty (Claus & Boutilier matrix games), random-matrix (seeded cooperative game), relay (agent i acts at turn i seeing earlier actions), router (a router agent picks a solver), guess (an answer task for every protocol). Language models: arithmetic, countdown.',
   }),
   protocol: enumOf({
     group: 'task', default: 'auto', options: ['auto', 'independent', 'chain', 'vote', 'router'],
-    doc: "How agents share an episode (SAT.md §2). 'auto' uses the task's own protocol; only the guess task offers all four.",
+    doc: "How agents share an episode (SAT.md §2). 'auto' uses the task's own protocol (chain for language tasks); the guess and language tasks offer all four.",
   }),
-  agents: int({ group: 'task', default: 3, min: 2, max: 6, doc: 'Number of agents n in the team.' }),
+  agents: int({ group: 'task', default: 3, min: 1, max: 6, doc: 'Number of agents n in the team (tabular games: 2–6; language tasks: 1–4, one turn marker each).' }),
   actions: int({ group: 'task', default: 3, min: 2, max: 8, doc: 'Actions per agent m (fixed at 3 for the climbing and penalty games).' }),
   taskSeed: int({ group: 'task', default: 7, min: 0, max: 2 ** 31 - 1, doc: 'Seed that generates the task itself (random-matrix payoffs, guess answers); separate from the run seed.' }),
   penaltyK: float({ group: 'task', default: -10, min: -100, max: 0, doc: 'Penalty game: the payoff k for mis-coordinating on the two optimal actions.' }),
   initScale: float({ group: 'task', default: 0, min: 0, max: 5, doc: 'Std of the random initial logits of each agent table (0 = uniform policies).' }),
+
+  // — language-model agents —
+  level: int({ group: 'model', default: 3, min: 1, max: 4, doc: 'Difficulty of the language task: arithmetic 1–4, countdown 1–3 (the shipped models were pretrained at level 3).' }),
+  model: enumOf({ group: 'model', default: 'S', options: ['S', 'M', 'L'], doc: 'Which shipped pretrained model every agent starts from: public/models/<task>-<size>.safetensors (L exists for arithmetic only).' }),
+  lora: int({ group: 'model', default: 0, min: 0, max: 64, doc: 'LoRA rank of each agent’s adapter over its frozen quantized base; 0 = train all weights (dequantized), fine for the small models.' }),
+  loraAlpha: float({ group: 'model', default: 16, min: 0.01, max: 1024, doc: 'LoRA α: the adapter’s update is scaled by α/rank.' }),
+  temperature: float({ group: 'model', default: 1, min: 0.05, max: 5, doc: 'Sampling temperature τ; every log-prob, ratio and KL uses the same τ, so r = 1 exactly before the first step.' }),
+  topK: int({ group: 'model', default: 0, min: 0, max: 64, doc: 'Sample from the k most likely tokens only (0 = all). Log-probs still use the full distribution.' }),
+  maxNew: int({ group: 'model', default: 6, min: 1, max: 32, doc: 'Most tokens per message, the end-of-message token included.' }),
+  evalEpisodes: int({ group: 'model', default: 128, min: 8, max: 4096, doc: 'Held-out problems behind each estimate of the team’s J (one sampled episode each, fixed seed).' }),
+  formatReward: float({ group: 'model', default: 0, min: 0, max: 0.99, doc: 'Reward for a well-formed but wrong answer (0 = only correct answers score).' }),
 
   // — the run —
   seed: int({ group: 'run', default: 1, min: 0, max: 4294967295, doc: 'Run seed: fixes every sampled episode, order and probe. Same seed + same config + same backend ⇒ identical run.' }),
@@ -248,7 +267,35 @@ export function coerceValue(key: ConfigKey, raw: unknown): Config[ConfigKey] {
 /** Cross-field checks: settings that are each valid but contradict each other. */
 export function checkConsistency(c: Config): void {
   const n = c.agents;
-  const task = TASKS[c.task];
+  if (isLlmTask(c.task)) {
+    checkLlmConsistency(c);
+  } else {
+    checkTabularConsistency(c);
+  }
+  checkTeamSettings(c, n);
+}
+
+function checkLlmConsistency(c: Config): void {
+  const info = LLM_TASKS[c.task as LlmTaskName];
+  if (c.agents > 4) {
+    throw new ConfigError('agents', c.agents, `Setting "agents" = ${c.agents} is too many for task "${c.task}": language teams have at most 4 agents (one turn marker each).`);
+  }
+  if (c.level > info.maxLevel) {
+    throw new ConfigError('level', c.level, `Setting "level" = ${c.level} is out of range for task "${c.task}"; allowed: an integer in [1, ${info.maxLevel}].`);
+  }
+  if (c.protocol === 'router' && c.agents < 2) {
+    throw new ConfigError('protocol', c.protocol, `Setting "protocol" = "router" needs at least 2 agents (a router and a solver); "agents" = ${c.agents}.`);
+  }
+  if (c.model === 'L' && c.task !== 'arithmetic') {
+    throw new ConfigError('model', c.model, `Setting "model" = "L" is not shipped for task "${c.task}"; allowed: S, M (L exists for arithmetic).`);
+  }
+}
+
+function checkTabularConsistency(c: Config): void {
+  if (c.agents < 2) {
+    throw new ConfigError('agents', c.agents, `Setting "agents" = ${c.agents} is too few for task "${c.task}"; tabular games need an integer in [2, 6].`);
+  }
+  const task = TASKS[c.task as TaskName];
   const fixed = task.fixedActions;
   if (fixed !== undefined && c.actions !== fixed) {
     throw new ConfigError('actions', c.actions, `Setting "actions" = ${c.actions} is inconsistent with task "${c.task}", which has exactly ${fixed} actions.`);
@@ -257,6 +304,10 @@ export function checkConsistency(c: Config): void {
   if (c.protocol !== 'auto' && !protocols.includes(c.protocol)) {
     throw new ConfigError('protocol', c.protocol, `Setting "protocol" = "${c.protocol}" is not available for task "${c.task}"; allowed: auto, ${protocols.join(', ')}.`);
   }
+}
+
+/** Settings about the team that every task shares: per-agent radii and the custom order. */
+function checkTeamSettings(c: Config, n: number): void {
   if (c.deltas.length > 0 && c.deltas.length !== n) {
     throw new ConfigError('deltas', c.deltas, `Setting "deltas" = [${c.deltas.join(', ')}] has ${c.deltas.length} entries but the team has ${n} agents; give one radius per agent or leave it empty.`);
   }
@@ -294,7 +345,8 @@ export function parseAssignment(s: string): [string, string] {
 
 /** The protocol a config runs: its own, or the task's default for 'auto'. */
 export function resolvedProtocol(c: Config) {
-  return c.protocol === 'auto' ? TASKS[c.task].defaultProtocol : c.protocol;
+  if (c.protocol !== 'auto') return c.protocol;
+  return isLlmTask(c.task) ? 'chain' : TASKS[c.task as TaskName].defaultProtocol;
 }
 
 /** The radius δ_i of agent i. */

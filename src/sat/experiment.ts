@@ -13,45 +13,98 @@
  */
 import { Rng } from '../core/rng';
 import { quantile } from '../core/stats';
+import { ConfigError } from '../core/errors';
+import { Transformer } from '../model/transformer';
+import { dequantizeWeights, loadModel } from '../model/weights';
 import { makeGame } from '../tasks/index';
+import { makeLlmTask } from '../tasks/llm/index';
 import { exactJ, stateVisitProbs } from '../tasks/tabular';
 import type { TabularGame } from '../tasks/types';
-import { type Config, resolvedProtocol } from './config';
-import { TabularEnv } from './env';
+import type { TaskName } from '../tasks/index';
+import { type Config, isLlmTask, resolvedProtocol } from './config';
+import { TabularEnv, type TeamEnv } from './env';
+import { LmAgent, LmEnv } from './lm';
 import { tablePolicy, teamTables } from './rollout';
 import { runStage, type AgentStepRecord, type StageRecord } from './stage';
+import type { AgentPolicy } from './types';
 import { projectTable } from './stage0';
 import { TabularSoftmaxAgent } from './tabularAgent';
 
 export interface Experiment {
   readonly cfg: Config;
-  readonly game: TabularGame;
-  readonly team: TabularSoftmaxAgent[];
+  readonly env: TeamEnv;
+  readonly team: readonly AgentPolicy[];
   readonly rng: Rng;
   readonly betas: number[];
   readonly aMax: number;
-  /** Exact J of the initial team. */
+  /** J of the initial team (exact for tabular games, a held-out estimate for language tasks). */
   readonly j0: number;
   readonly stages: StageRecord[];
 }
 
+/** A team of tables on an exact game. */
+export interface TabularExperiment extends Experiment {
+  readonly game: TabularGame;
+  readonly env: TabularEnv;
+  readonly team: TabularSoftmaxAgent[];
+}
+
+/** A team of small language models on a verifiable text task. */
+export interface LlmExperiment extends Experiment {
+  readonly env: LmEnv;
+  readonly team: LmAgent[];
+  /** The model file every agent started from, e.g. "arithmetic-S". */
+  readonly modelName: string;
+}
+
+/** Reads a shipped model's bytes by name ("arithmetic-S"): from disk in Node, by fetch in the browser. */
+export type ModelLoader = (name: string) => Promise<Uint8Array>;
+
 /** Stream purpose for initial tables (stages use purposes ≥ 1 under their stage index ≥ 1). */
 const INIT_STREAM = 0;
 
-export function createExperiment(cfg: Config): Experiment {
-  const game = makeGame(cfg.task, { agents: cfg.agents, actions: cfg.actions, protocol: resolvedProtocol(cfg), taskSeed: cfg.taskSeed, penaltyK: cfg.penaltyK });
+export function createExperiment(cfg: Config): TabularExperiment {
+  if (isLlmTask(cfg.task)) {
+    throw new ConfigError('task', cfg.task, `Task "${cfg.task}" trains language models: open it with createLlmExperiment (it loads model files).`);
+  }
+  const game = makeGame(cfg.task as TaskName, { agents: cfg.agents, actions: cfg.actions, protocol: resolvedProtocol(cfg), taskSeed: cfg.taskSeed, penaltyK: cfg.penaltyK });
   const rng = new Rng(cfg.seed);
   const team = Array.from({ length: game.nAgents }, (_, i) =>
     new TabularSoftmaxAgent(i, game.nObs[i]!, game.nActions[i]!, { initScale: cfg.initScale, rng: rng.fork(INIT_STREAM, i) }),
   );
   const aMax = cfg.aMax > 0 ? cfg.aMax : game.rewardRange[1] - game.rewardRange[0];
   const j0 = exactJ(game, tablePolicy(game, team.map((a) => a.distributionTable())));
-  return { cfg, game, team, rng, betas: team.map(() => cfg.beta), aMax, j0, stages: [] };
+  return { cfg, game, env: new TabularEnv(game), team, rng, betas: team.map(() => cfg.beta), aMax, j0, stages: [] };
+}
+
+/** Stream purpose for the language team's evaluation seed. */
+const EVAL_STREAM = 0x65;
+
+/**
+ * A language team: every agent starts from the shipped model `<task>-<model>` (full weights when
+ * lora = 0, else a LoRA adapter over the frozen quantized base), on the task's train split;
+ * J is estimated on held-out problems.
+ */
+export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promise<LlmExperiment> {
+  if (!isLlmTask(cfg.task)) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" is a tabular game: open it with createExperiment.`);
+  const modelName = `${cfg.task}-${cfg.model}`;
+  const loaded = loadModel(await load(modelName));
+  const task = makeLlmTask(cfg.task, { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
+  const rng = new Rng(cfg.seed);
+  const full = cfg.lora === 0 ? dequantizeWeights(loaded.weights) : loaded.weights;
+  const team = Array.from({ length: cfg.agents }, (_, i) => {
+    const model = new Transformer(loaded.cfg, full, cfg.lora === 0 ? { trainable: 'full' } : { trainable: 'lora', lora: { rank: cfg.lora, alpha: cfg.loraAlpha }, seed: rng.fork(INIT_STREAM, i).nextU32() });
+    return new LmAgent(i, model, { name: `${modelName}#${i}`, temperature: cfg.temperature, topK: cfg.topK });
+  });
+  const env = new LmEnv(task, resolvedProtocol(cfg), cfg.agents, { maxNew: cfg.maxNew, evalEpisodes: cfg.evalEpisodes, evalSeed: rng.fork(EVAL_STREAM).nextU32() });
+  const aMax = cfg.aMax > 0 ? cfg.aMax : task.rewardRange[1] - task.rewardRange[0];
+  const j0 = (await env.evaluate(team)).J;
+  return { cfg, env, team, rng, betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName };
 }
 
 /** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
-  const gen = runStage({ env: new TabularEnv(exp.game), cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax });
+  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax });
   for (;;) {
     const r = await gen.next();
     if (r.done) {
@@ -75,9 +128,9 @@ export async function runStages(exp: Experiment, count: number, onStage?: (s: St
   return out;
 }
 
-/** Current exact team J. */
+/** The current team's J (exact for tabular games). */
 export async function currentJ(exp: Experiment): Promise<number> {
-  return exactJ(exp.game, tablePolicy(exp.game, await teamTables(exp.game, exp.team)));
+  return (await exp.env.evaluate(exp.team)).J;
 }
 
 export interface SwapReport {
@@ -99,7 +152,7 @@ export interface SwapReport {
  * projected per state into KL ≤ δ_0 of the current table when `stage0` is true (for a table the
  * projected policy is represented exactly, so "distillation" is exact). Resets its optimizer.
  */
-export async function swapAgent(exp: Experiment, j: number, preLogits: Float64Array, opts: { stage0: boolean; delta0?: number }): Promise<SwapReport> {
+export async function swapAgent(exp: TabularExperiment, j: number, preLogits: Float64Array, opts: { stage0: boolean; delta0?: number }): Promise<SwapReport> {
   const agent = exp.team[j];
   if (!agent) throw new RangeError(`swap: no agent ${j} in a team of ${exp.team.length}`);
   const A = agent.nActions;
@@ -138,7 +191,7 @@ export async function swapAgent(exp: Experiment, j: number, preLogits: Float64Ar
  * agent j plays it at s (and its current policy elsewhere), as logits scaled so the best action
  * leads by `sharpness` — a stand-in for a larger pretrained model that knows the best responses.
  */
-export async function bestResponseLogits(exp: Experiment, j: number, sharpness = 4): Promise<Float64Array> {
+export async function bestResponseLogits(exp: TabularExperiment, j: number, sharpness = 4): Promise<Float64Array> {
   const agent = exp.team[j]!;
   const A = agent.nActions;
   const tables = await teamTables(exp.game, exp.team);
