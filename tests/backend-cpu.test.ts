@@ -1063,31 +1063,3 @@ describe('cpuBackend', () => {
     expect(() => logSoftmaxForward(new Float32Array(2), new Float32Array(2), 1, 2, 0)).toThrow(/temperature/);
   });
 });
-
-describe('timing (printed, not asserted)', () => {
-  it('matmul forward + backward, 64×32 tokens, C = 64 → OC = 172, f32', () => {
-    const rng = new Rng(7, [70]);
-    const [B, T, C, OC] = [64, 32, 64, 172];
-    const N = B * T;
-    const inp = Float32Array.from(randArr(rng, N * C));
-    const w = Float32Array.from(randArr(rng, OC * C));
-    const out = new Float32Array(N * OC);
-    const dout = Float32Array.from(randArr(rng, N * OC));
-    const dinp = new Float32Array(N * C);
-    const dw = new Float32Array(OC * C);
-    const time = (f: () => void, reps: number) => {
-      for (let i = 0; i < 3; i++) f();
-      const t0 = performance.now();
-      for (let i = 0; i < reps; i++) f();
-      return (performance.now() - t0) / reps;
-    };
-    const tf = time(() => matmulForward(out, inp, w, B, T, C, OC), 10);
-    const tb = time(() => matmulBackward(dinp, dw, dout, inp, w, B, T, C, OC), 10);
-    const flop = 2 * N * C * OC;
-    console.log(
-      `matmul ${N}x${C}->${OC}: forward ${tf.toFixed(2)} ms (${(flop / tf / 1e6).toFixed(2)} GFLOP/s), ` +
-        `backward ${tb.toFixed(2)} ms (${((2 * flop) / tb / 1e6).toFixed(2)} GFLOP/s), total ${(tf + tb).toFixed(2)} ms`,
-    );
-    expect(Number.isFinite(out[0]!)).toBe(true);
-  });
-});

@@ -92,7 +92,7 @@ describe('the CONFIG table', () => {
 
   it('every field has a non-empty doc and a default inside its range', () => {
     expect(CONFIG_KEYS.length).toBeGreaterThan(30);
-    const groups = new Set(['task', 'run', 'advantage', 'objective', 'trust', 'order', 'certificate', 'swap']);
+    const groups = new Set(['task', 'model', 'run', 'advantage', 'objective', 'trust', 'order', 'certificate', 'swap']);
     for (const key of CONFIG_KEYS) {
       const f: Field = CONFIG[key];
       expect(f.doc.trim().length, `${key}.doc`).toBeGreaterThan(10);
@@ -182,12 +182,12 @@ describe('unknown keys', () => {
 describe('wrong types', () => {
   it.each<[ConfigKey, unknown, string[]]>([
     // int
-    ['agents', 'abc', ['"abc"', 'is not a number', 'an integer in [2, 6]']],
-    ['agents', '1.5', ['"1.5"', 'is not an integer', 'an integer in [2, 6]']],
-    ['agents', 3.5, ['3.5', 'is not an integer', 'an integer in [2, 6]']],
-    ['agents', '', ['""', 'an integer in [2, 6]']],
-    ['agents', '0x3', ['"0x3"', 'an integer in [2, 6]']],
-    ['agents', true, ['true', 'an integer in [2, 6]']],
+    ['agents', 'abc', ['"abc"', 'is not a number', 'an integer in [1, 6]']],
+    ['agents', '1.5', ['"1.5"', 'is not an integer', 'an integer in [1, 6]']],
+    ['agents', 3.5, ['3.5', 'is not an integer', 'an integer in [1, 6]']],
+    ['agents', '', ['""', 'an integer in [1, 6]']],
+    ['agents', '0x3', ['"0x3"', 'an integer in [1, 6]']],
+    ['agents', true, ['true', 'an integer in [1, 6]']],
     ['stages', '3 stages', ['"3 stages"', 'an integer in [1, 10000]']],
     ['epochs', '2.0001', ['"2.0001"', 'an integer in [1, 100]']],
     // float
@@ -221,9 +221,9 @@ describe('wrong types', () => {
 
 describe('out of range', () => {
   it.each<[ConfigKey, unknown, string[]]>([
-    ['agents', '1', ['"1"', 'is out of range', 'an integer in [2, 6]']],
-    ['agents', '7', ['"7"', 'is out of range', 'an integer in [2, 6]']],
-    ['agents', -3, ['-3', 'an integer in [2, 6]']],
+    ['agents', '0', ['"0"', 'is out of range', 'an integer in [1, 6]']],
+    ['agents', '7', ['"7"', 'is out of range', 'an integer in [1, 6]']],
+    ['agents', -3, ['-3', 'an integer in [1, 6]']],
     ['actions', '9', ['"9"', 'an integer in [2, 8]']],
     ['group', '1', ['"1"', 'an integer in [2, 256]']],
     ['seed', '4294967296', ['"4294967296"', 'an integer in [0, 4294967295]']],
@@ -564,5 +564,21 @@ describe('diffFromDefaults', () => {
           const c = parseConfig({ task, agents, actions: fixed ?? actions });
           expect(() => makeGame(task, { agents, actions: c.actions, protocol: resolvedProtocol(c), taskSeed: 0, penaltyK: -10 })).not.toThrow();
         }
+  });
+});
+
+describe('language-task settings', () => {
+  it('inconsistent team and model settings name the key, the value and what is allowed', () => {
+    expectConfigError(() => parseConfig({ task: 'climbing', agents: 1 }), 'agents', ['"agents" = 1', '"climbing"', '[2, 6]']);
+    expectConfigError(() => parseConfig({ task: 'arithmetic', agents: 5 }), 'agents', ['"agents" = 5', 'at most 4']);
+    expectConfigError(() => parseConfig({ task: 'countdown', level: 4 }), 'level', ['"level" = 4', '"countdown"', '[1, 3]']);
+    expectConfigError(() => parseConfig({ task: 'arithmetic', agents: 1, protocol: 'router' }), 'protocol', ['"router"', 'at least 2 agents']);
+    expectConfigError(() => parseConfig({ task: 'countdown', model: 'L' }), 'model', ['"model" = "L"', '"countdown"', 'S, M']);
+  });
+
+  it('language tasks accept every protocol and default to chain', () => {
+    for (const p of ['independent', 'chain', 'vote', 'router']) expect(parseConfig({ task: 'countdown', protocol: p }).protocol).toBe(p);
+    expect(resolvedProtocol(parseConfig({ task: 'arithmetic' }))).toBe('chain');
+    expect(parseConfig({ task: 'arithmetic', agents: 1, model: 'L' }).agents).toBe(1);
   });
 });

@@ -404,29 +404,3 @@ describe('learning, and the model file', () => {
     expect([...res.tokens[0]!]).toEqual([5, 6, 4, 7, 6, 5, 6, 4]);
   });
 });
-
-describe('speed (prints tokens/s; no assertions on time)', () => {
-  it('training step 64 × 32 and KV-cache sampling, full mode', () => {
-    const rows: string[] = [];
-    for (const [label, cfg] of [['S', MODEL_PRESETS.S], ['BENCH_100K', BENCH_100K]] as const) {
-      const m = new Transformer(cfg, initWeights(cfg, rng(60)), { trainable: 'full' });
-      const B = 64;
-      const T = 32;
-      const tokens = randomTokens(B * T, cfg.vocab, rng(61));
-      m.trainOnSequences(tokens, B, T, { lr: 1e-3 }); // warm-up (allocations, JIT)
-      let t0 = performance.now();
-      const steps = 2;
-      for (let i = 0; i < steps; i++) m.trainOnSequences(tokens, B, T, { lr: 1e-3 });
-      const train = (steps * B * T) / ((performance.now() - t0) / 1000);
-      const prompts = Array.from({ length: 64 }, (_, i) => Int32Array.of(BOS, 4 + (i % 8)));
-      const opts = { maxNew: 30, temperature: 1, topK: 0, seed: 1, stream: 2, stop: -1 };
-      m.generate(prompts.slice(0, 4), opts);
-      t0 = performance.now();
-      const res = m.generate(prompts, opts);
-      const n = res.tokens.reduce((s, t) => s + t.length, 0);
-      const sample = n / ((performance.now() - t0) / 1000);
-      rows.push(`${label.padEnd(11)} train ${train.toFixed(0).padStart(7)} tok/s   sample ${sample.toFixed(0).padStart(7)} tok/s (64 prompts × 30 new)`);
-    }
-    console.log(`transformer speed (CPU, this machine):\n${rows.join('\n')}`);
-  });
-});

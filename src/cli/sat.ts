@@ -19,7 +19,9 @@ import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, pa
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLlmTask } from '../sat/config';
-import { bestResponseLogits, createExperiment, createLlmExperiment, runStages, swapAgent, type Experiment, type TabularExperiment } from '../sat/experiment';
+import { bestResponseLogits, createExperiment, createLlmExperiment, runStages, swapAgent, type Experiment, type LlmExperiment, type TabularExperiment } from '../sat/experiment';
+import { swapLmAgent } from '../sat/lmSwap';
+import { loadModel } from '../model/weights';
 import { PRESETS, presetConfig } from '../sat/presets';
 import type { StageRecord } from '../sat/stage';
 
@@ -38,7 +40,7 @@ interface Args {
 
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N]
-                     [--swap J=best --swap-stage K [--no-stage0]] [--quiet] [--help]
+                     [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0]] [--quiet] [--help]
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
 Presets: ${PRESETS.map((p) => p.name).join(', ')}`;
 
@@ -70,10 +72,11 @@ function parseArgs(argv: string[]): Args {
         a.sweep = { key: k, values: v.split(',').map((s) => s.trim()).filter(Boolean) }; i++; break;
       }
       case '--swap': {
-        const m = /^(\d+)=(best)$/.exec(need(i, f));
-        if (!m) throw new UsageError(`--swap expects J=best (agent J replaced by the best response to its team), got ${argv[i + 1]}`);
+        const m = /^(\d+)=([a-z0-9-]+)$/.exec(need(i, f));
+        if (!m) throw new UsageError(`--swap expects J=best (tabular: the best response to the team) or J=<model> (language: e.g. 1=arithmetic-M), got ${argv[i + 1]}`);
         a.swap = { agent: Number(m[1]), source: m[2]! }; i++; break;
       }
+      case '--stage0': a.sets.stage0Delta = need(i, f); a.stage0 = true; i++; break;
       case '--swap-stage': a.swapStage = Number(need(i, f)); i++; break;
       case '--no-stage0': a.stage0 = false; break;
       case '--quiet': a.quiet = true; break;
@@ -149,7 +152,23 @@ async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => 
   const exp = await openExperiment(cfg);
   for (let k = 0; k < cfg.stages; k++) {
     if (swap && k + 1 === swap.stage) {
-      if (!('game' in exp)) throw new SatError('usage', '--swap J=best swaps tabular agents; language agents swap with --swap J=<model> (coming with the plug-and-play work)');
+      if (!('game' in exp)) {
+        const r = await swapLmAgent(exp as LlmExperiment, swap.agent, swap.source, loadModel(await loadFromDisk(swap.source)), {
+          stage0: swap.stage0, delta0: cfg.stage0Delta, distillSteps: 150, distillLr: 1e-3, B: cfg.batch, G: cfg.group, seed: cfg.seed,
+        });
+        const q = (x: { q50: number; q90: number; q99: number; aboveDelta: number }) => `${sci(x.q50)}/${sci(x.q90)}/${sci(x.q99)} (${fmt(100 * x.aboveDelta, 1)} % > δ)`;
+        const edges = [0, 1e-3, 1e-2, 0.1, 1, 10, Infinity];
+        const counts = edges.slice(1).map((hi, b) => r.lambdas.filter((l) => l >= edges[b]! && l < hi).length);
+        console.log(
+          `swap before stage ${swap.stage}: agent ${swap.agent} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${r.states} token states\n` +
+            `  held-out J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}\n` +
+            `  KL to π_cur q50/q90/q99: π_pre ${q(r.klPre)}; projected ${q(r.klProjected)}; seated ${q(r.klSeated)}\n` +
+            `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${counts.join(' ')}`,
+        );
+        await runStages(exp, 1, (s) => onStage?.(s, exp));
+        continue;
+      }
+      if (swap.source !== 'best') throw new SatError('usage', `--swap ${swap.agent}=${swap.source}: tabular agents swap with J=best`);
       const tab = exp as TabularExperiment;
       const pre = await bestResponseLogits(tab, swap.agent);
       const r = await swapAgent(tab, swap.agent, pre, { stage0: swap.stage0 });

@@ -28,6 +28,8 @@ export interface TeamEnv {
   /** Largest number of turns in an episode (H of the episodic certificate). */
   readonly horizon: number;
   readonly rewardRange: readonly [number, number];
+  /** True when evaluate() is cheap enough to run after every agent step (exact tabular J). */
+  readonly evaluatePerAgent: boolean;
   /** Samples B groups × G episodes (group-major) under the team's current policies. */
   rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng): Promise<Batch>;
   /** The current team's J. */
@@ -36,6 +38,7 @@ export interface TeamEnv {
 
 export class TabularEnv implements TeamEnv {
   readonly game: TabularGame;
+  readonly evaluatePerAgent = true;
   constructor(game: TabularGame) {
     this.game = game;
   }

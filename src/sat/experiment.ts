@@ -22,7 +22,7 @@ import { exactJ, stateVisitProbs } from '../tasks/tabular';
 import type { TabularGame } from '../tasks/types';
 import type { TaskName } from '../tasks/index';
 import { type Config, isLlmTask, resolvedProtocol } from './config';
-import { TabularEnv, type TeamEnv } from './env';
+import { TabularEnv, type TeamEnv, type TeamEvaluation } from './env';
 import { LmAgent, LmEnv } from './lm';
 import { tablePolicy, teamTables } from './rollout';
 import { runStage, type AgentStepRecord, type StageRecord } from './stage';
@@ -40,6 +40,8 @@ export interface Experiment {
   /** J of the initial team (exact for tabular games, a held-out estimate for language tasks). */
   readonly j0: number;
   readonly stages: StageRecord[];
+  /** The team's latest evaluation, if still current (reused as the next stage's start; a swap clears it). */
+  lastEval?: TeamEvaluation;
 }
 
 /** A team of tables on an exact game. */
@@ -104,11 +106,12 @@ export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promi
 
 /** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
-  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax });
+  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax, startEval: exp.lastEval });
   for (;;) {
     const r = await gen.next();
     if (r.done) {
       exp.stages.push(r.value);
+      exp.lastEval = r.value.evaluation;
       return r.value;
     }
     yield r.value;
@@ -165,6 +168,7 @@ export async function swapAgent(exp: TabularExperiment, j: number, preLogits: Fl
   if (opts.stage0) proj.states.forEach((st, s) => next.set(st.logits, s * A));
   else next.set(preLogits);
   agent.setLogits(next);
+  exp.lastEval = undefined;
   const kls = opts.stage0 ? proj.kls : proj.klsPre;
   // Weight states by how often agent j visits them under the (new) team.
   const visits = stateVisitProbs(exp.game, tablePolicy(exp.game, await teamTables(exp.game, exp.team)), j);

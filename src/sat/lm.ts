@@ -56,7 +56,7 @@ function asLmSteps(steps: StepSet): LmSteps {
 }
 
 /** The distinct sequences behind some steps, right-padded into one [B × T] batch. */
-interface Pack {
+export interface Pack {
   readonly B: number;
   readonly T: number;
   readonly tokens: Int32Array;
@@ -64,7 +64,7 @@ interface Pack {
   readonly row: Int32Array;
 }
 
-function pack(steps: StepSet): Pack {
+export function pack(steps: StepSet): Pack {
   const c = asLmSteps(steps);
   const slot = new Map<number, number>();
   const seqIds: number[] = [];
@@ -87,14 +87,14 @@ function pack(steps: StepSet): Pack {
 }
 
 /** Rows `row` of a [B·T × V] logits array, as a [K × V] array. */
-function gatherRows(full: Float32Array, row: Int32Array, V: number): Float32Array {
+export function gatherRows(full: Float32Array, row: Int32Array, V: number): Float32Array {
   const out = new Float32Array(row.length * V);
   row.forEach((r, k) => out.set(full.subarray(r * V, (r + 1) * V), k * V));
   return out;
 }
 
 /** Adds [K × V] rows back into a [B·T × V] array at `row`. */
-function scatterRows(full: Float32Array, rows: Float32Array, row: Int32Array, V: number): void {
+export function scatterRows(full: Float32Array, rows: Float32Array, row: Int32Array, V: number): void {
   row.forEach((r, k) => {
     for (let v = 0; v < V; v++) full[r * V + v]! += rows[k * V + v]!;
   });
@@ -310,6 +310,8 @@ export interface LmEpisodeRecord {
 
 export class LmEnv implements TeamEnv {
   readonly task: LlmTask;
+  /** Held-out evaluation costs episodes: the stage loop evaluates only at stage ends. */
+  readonly evaluatePerAgent = false;
   readonly nAgents: number;
   readonly protocol: TeamSpec['protocol'];
   readonly opts: LmEnvOptions;

@@ -8,6 +8,8 @@ import { type Config, parseConfig } from './config';
 
 export interface Preset {
   readonly name: string;
+  /** Tabular presets run anywhere instantly; language presets load a shipped model. */
+  readonly kind: 'tabular' | 'llm';
   readonly title: string;
   readonly settings: Readonly<Record<string, unknown>>;
   readonly lookFor: string;
@@ -15,6 +17,7 @@ export interface Preset {
 
 export const PRESETS: readonly Preset[] = [
   {
+    kind: 'tabular',
     name: 'climbing',
     title: 'Climbing game, 3 agents: SAT vs simultaneous',
     settings: { task: 'climbing', agents: 3, estimator: 'resample', stages: 30, delta: 0.5, lr: 0.3, initScale: 0.5 },
@@ -22,47 +25,97 @@ export const PRESETS: readonly Preset[] = [
       'The optimum (all play a, payoff 11) sits next to the −30 penalty, so agents that move together drift to the safe (b, b) or (c, c) corners. Compare with scheme=simultaneous on the same seeds: over 20 seeds SAT ends higher on average and its J falls in fewer stages — a modest gap, not a rout (see the README).',
   },
   {
+    kind: 'tabular',
     name: 'climbing2',
     title: 'Climbing game as Claus & Boutilier posed it (2 agents)',
     settings: { task: 'climbing', agents: 2, estimator: 'resample', stages: 30, delta: 0.5, lr: 0.3, initScale: 0.5 },
     lookFor: 'The original two-player game. Watch the certificate: with one decision per episode the shift term is zero, and the bound is all finite-sample width.',
   },
   {
+    kind: 'tabular',
     name: 'penalty',
     title: 'Penalty game (k = −10), 2 agents',
     settings: { task: 'penalty', agents: 2, penaltyK: -10, stages: 30, initScale: 0.5 },
     lookFor: 'Two optima (a,a) and (c,c) with a penalty for mixing them. Sequential updates let the second agent follow the first instead of both switching at once.',
   },
   {
+    kind: 'tabular',
     name: 'relay',
     title: 'Relay with masked activation (3 agents, 3 actions)',
     settings: { task: 'relay', agents: 3, actions: 3, stages: 40, lr: 0.2, initScale: 0.5 },
     lookFor: 'Only one agent acts per turn; each sees the earlier actions. The team must invent a code to pass the secret along. The episodic certificate now has a real shift term (H = 3).',
   },
   {
+    kind: 'tabular',
     name: 'router',
     title: 'Router picks a solver (3 agents)',
     settings: { task: 'router', agents: 3, actions: 3, stages: 40, lr: 0.2, initScale: 0.5 },
     lookFor: 'Agent 0 routes each problem type to a solver; solvers only score fully on their own types. Watch the router learn who the experts are while the solvers learn the answers.',
   },
   {
+    kind: 'tabular',
     name: 'random-matrix',
     title: 'Random cooperative matrix game (3 agents, seeded)',
     settings: { task: 'random-matrix', agents: 3, actions: 4, stages: 30, initScale: 0.5 },
     lookFor: 'A game with no special structure; change taskSeed for another one. Compare orders: the certificate holds for any σ, the numbers change.',
   },
   {
+    kind: 'tabular',
     name: 'order',
     title: 'Update order: greedy vs fixed on the relay',
     settings: { task: 'relay', agents: 3, actions: 3, stages: 30, order: 'greedy', lr: 0.2, initScale: 0.5 },
     lookFor: 'Greedy updates the agent with the largest predicted gain κ√δ first. Run again with order=fixed or reverse on the same seed and compare.',
   },
   {
+    kind: 'tabular',
     name: 'delta-sweep',
     title: 'KL radius sweep on the relay, radius monitored but not enforced',
     settings: { task: 'relay', agents: 3, actions: 3, stages: 20, lr: 0.2, initScale: 0.5, maxBacktracks: 0, onExhausted: 'keep' },
     lookFor:
       'Run with --sweep delta=0.001,0.003,0.01,0.03,0.1: the fraction of visited states whose KL exceeds δ, and the fitted exponent of v ≈ c·δ^p. Like the released code, steps are kept even when they leave the radius; with backtracking on, violations all but vanish.',
+  },
+  {
+    kind: 'llm',
+    name: 'arith-team',
+    title: 'Arithmetic team: three small models in a chain',
+    settings: {
+      task: 'arithmetic', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 30,
+      batch: 8, group: 8, lr: 1e-4, epochs: 2, delta: 0.05, beta: 0.05, maxNew: 5, evalEpisodes: 128,
+    },
+    lookFor:
+      'Three 29k-parameter models answer in turn, each seeing the earlier answers; the last one is graded. Watch held-out J rise stage by stage and each agent\u2019s KL stay under δ. Compare with arith-single-L.',
+  },
+  {
+    kind: 'llm',
+    name: 'arith-single-L',
+    title: 'One larger model (L, 15× an S) trained with plain GRPO, same episode budget',
+    settings: {
+      task: 'arithmetic', level: 3, model: 'L', agents: 1, protocol: 'independent', stages: 30,
+      batch: 24, group: 8, lr: 1e-4, epochs: 2, delta: 0.05, beta: 0.05, maxNew: 5, evalEpisodes: 128,
+    },
+    lookFor:
+      'The single-agent baseline of SAT.md §10 claim 1: one model with 15× the parameters of an S, given as many episodes per stage as the three-agent team (SAT resamples for every agent).',
+  },
+  {
+    kind: 'llm',
+    name: 'plan-team',
+    title: 'Countdown team: reach the target with the given numbers',
+    settings: {
+      task: 'countdown', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 30,
+      batch: 8, group: 8, lr: 1e-4, epochs: 2, delta: 0.05, beta: 0.05, maxNew: 10, evalEpisodes: 128,
+    },
+    lookFor: 'Many answers are right, so reward comes from planning, not copying. A later agent in the chain can repair an earlier plan.',
+  },
+  {
+    kind: 'llm',
+    name: 'arith-pnp',
+    title: 'Plug-and-play: swap agent 1 for a larger model mid-training',
+    settings: {
+      task: 'arithmetic', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 12,
+      batch: 8, group: 8, lr: 1e-4, epochs: 2, delta: 0.05, beta: 0.05, maxNew: 5, evalEpisodes: 128, stage0Delta: 0.05,
+    },
+    lookFor:
+      'Run with --swap 1=arithmetic-M --swap-stage 6 (Stage-0 on) and again with --no-stage0: the projected, distilled swap stays inside the trust region; the raw swap jumps outside it.',
   },
 ];
 

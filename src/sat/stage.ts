@@ -31,7 +31,7 @@ import { agentDelta, type Config } from './config';
 import { geometricGain, geometryAt } from './geometry';
 import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monitor';
 import { chooseOrder } from './order';
-import type { TeamEnv } from './env';
+import type { TeamEnv, TeamEvaluation } from './env';
 import { agentSteps } from './rollout';
 import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from './types';
 
@@ -56,6 +56,8 @@ export interface StageContext {
   readonly stage: number;
   /** A_max in reward units. */
   readonly aMax: number;
+  /** The team's evaluation at the stage start, when already known (the previous stage's end). */
+  readonly startEval?: TeamEvaluation;
 }
 
 export interface AgentStepRecord {
@@ -87,6 +89,8 @@ export interface StageRecord {
   readonly jBefore: number;
   readonly jAfter: number;
   readonly metrics: Metrics;
+  /** The team's evaluation at the stage end. */
+  readonly evaluation: TeamEvaluation;
 }
 
 /** The agent's own steps in `batch`, with per-episode advantages and weights. */
@@ -139,7 +143,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
   // ── 1. The stage batch under π_cur, and every agent's π_cur frozen as its reference. ──
   let t0 = now();
-  const start0 = await env.evaluate(team);
+  const start0 = ctx.startEval ?? (await env.evaluate(team));
   const jStart = start0.J;
   const stageBatch = await env.rollout(team, B, G, rng.fork(stage, STREAM.stageBatch));
   episodesUsed += stageBatch.episodes.length;
@@ -257,8 +261,11 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     const gain = await measuredGain(agent, batch, adv.raw, weight);
     const geoGain = geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean);
     const bias = probe ? Math.abs(gain - (await measuredGain(agent, probe.batch, probe.raw, new Float64Array(probe.raw.length).fill(1)))) : 0;
-    lastEval = await env.evaluate(team);
-    const jNow = lastEval.J;
+    // J after this agent's update: after every agent when evaluation is cheap (exact), otherwise
+    // only after the last one (NaN in between; the stage's ΔJ is still exact in what it compares).
+    const evaluateNow = env.evaluatePerAgent || i === n - 1;
+    if (evaluateNow) lastEval = await env.evaluate(team);
+    const jNow = evaluateNow ? lastEval.J : NaN;
     const cert: AgentCertInput = { agent: j, gain, radius: check.q, bias, episodes: batch.episodes.length };
     const p = `agent/${j}/`;
     const metrics: Metrics = {
@@ -287,7 +294,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       accepted: !rejected, backtracks, jBefore: jPrev, jAfter: jNow, cert,
     };
     steps.push(record);
-    jPrev = jNow;
+    if (evaluateNow) jPrev = jNow;
     yield record;
   }
 
@@ -320,5 +327,5 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'perf/episodes': episodesUsed,
   };
   for (const s of steps) Object.assign(metrics, s.metrics);
-  return { stage, order, steps, certificate: cert, jBefore: jStart, jAfter: jPrev, metrics };
+  return { stage, order, steps, certificate: cert, jBefore: jStart, jAfter: jPrev, metrics, evaluation: lastEval };
 }

@@ -34,7 +34,7 @@ export function Controls() {
         <label className="field">
           <span className="field-label">Preset</span>
           <select data-testid="preset" value={preset} disabled={running} onChange={(e) => setPreset(e.target.value)}>
-            {PRESETS.map((x) => (
+            {PRESETS.filter((x) => x.kind === 'tabular').map((x) => (
               <option key={x.name} value={x.name}>
                 {x.name}
               </option>
