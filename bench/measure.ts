@@ -1,0 +1,112 @@
+/**
+ * Timing and memory helpers of the bench (bench/cpu.ts).
+ *
+ * Timing: `timeReps` runs a function `warm` times untimed, then `reps` times timed with
+ * performance.now(), and returns every duration (ms); the bench reports the median.
+ *
+ * Memory: a training step or a forward is one synchronous call, so a timer on the main thread
+ * never fires inside it. `MemoryProbe` therefore starts a worker thread that reads the PROCESS
+ * resident set size (process.memoryUsage.rss() is process-wide, also from a worker) every ~2 ms
+ * and keeps the maximum per phase in shared memory — a true high-water mark during the phase,
+ * give or take a 2 ms sampling gap and the worker's own few MB. heapUsed and arrayBuffers (where
+ * our Float32Arrays live — they are not in the V8 heap) are per-thread numbers, so the main
+ * thread samples those itself after every repetition (`sample`).
+ *
+ * Not here: what is measured (bench/cpu.ts), the table (bench/report.ts).
+ */
+import { Worker } from 'node:worker_threads';
+
+/** Median of a non-empty list. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) throw new RangeError('median of an empty list');
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Peak memory of one phase, bytes. */
+export interface PhaseMemory {
+  /** Process RSS high-water mark (worker-sampled every ~2 ms, plus the main thread's samples). */
+  readonly rss: number;
+  /** Max V8 heapUsed of the main thread, sampled after every repetition. */
+  readonly heapUsed: number;
+  /** Max bytes in ArrayBuffers (typed arrays, wasm memory excluded), same sampling. */
+  readonly arrayBuffers: number;
+}
+
+const SAMPLER = `
+const { workerData } = require('node:worker_threads');
+const ctrl = new Int32Array(workerData.ctrl);
+const peaks = new Int32Array(workerData.peaks);
+for (;;) {
+  const p = Atomics.load(ctrl, 0);
+  if (p < 0) break;
+  const kb = Math.round(process.memoryUsage.rss() / 1024);
+  if (kb > Atomics.load(peaks, p)) Atomics.store(peaks, p, kb);
+  Atomics.wait(ctrl, 1, 0, 2);
+}
+`;
+
+/** Per-phase memory high-water marks (header). Phases are small integers 0..maxPhases−1. */
+export class MemoryProbe {
+  private readonly ctrl = new Int32Array(new SharedArrayBuffer(8));
+  private readonly peaksKb: Int32Array;
+  private readonly heap: number[];
+  private readonly ab: number[];
+  private readonly rssMain: number[];
+  private readonly worker: Worker;
+  private current = 0;
+
+  constructor(maxPhases: number) {
+    this.peaksKb = new Int32Array(new SharedArrayBuffer(4 * maxPhases));
+    this.heap = new Array<number>(maxPhases).fill(0);
+    this.ab = new Array<number>(maxPhases).fill(0);
+    this.rssMain = new Array<number>(maxPhases).fill(0);
+    this.worker = new Worker(SAMPLER, { eval: true, workerData: { ctrl: this.ctrl.buffer, peaks: this.peaksKb.buffer } });
+    this.worker.unref();
+  }
+
+  /** Starts attributing samples to phase `p` (and takes a sample). */
+  phase(p: number): void {
+    this.current = p;
+    Atomics.store(this.ctrl, 0, p);
+    this.sample();
+  }
+
+  /** A main-thread sample (rss, heapUsed, arrayBuffers) for the current phase. */
+  sample(): void {
+    const m = process.memoryUsage();
+    const p = this.current;
+    this.rssMain[p] = Math.max(this.rssMain[p]!, m.rss);
+    this.heap[p] = Math.max(this.heap[p]!, m.heapUsed);
+    this.ab[p] = Math.max(this.ab[p]!, m.arrayBuffers);
+  }
+
+  /** The peaks of phase `p` so far. */
+  peaks(p: number): PhaseMemory {
+    return { rss: Math.max(Atomics.load(this.peaksKb, p) * 1024, this.rssMain[p]!), heapUsed: this.heap[p]!, arrayBuffers: this.ab[p]! };
+  }
+
+  /** Stops the sampler thread. */
+  async stop(): Promise<void> {
+    Atomics.store(this.ctrl, 0, -1);
+    Atomics.notify(this.ctrl, 1);
+    await this.worker.terminate();
+  }
+}
+
+/** `warm` untimed calls, then `reps` timed ones (ms each); samples memory after every call. */
+export async function timeReps(fn: () => unknown, warm: number, reps: number, probe: MemoryProbe): Promise<number[]> {
+  for (let i = 0; i < warm; i++) {
+    await fn();
+    probe.sample();
+  }
+  const ms: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    await fn();
+    ms.push(performance.now() - t0);
+    probe.sample();
+  }
+  return ms;
+}
