@@ -1,5 +1,6 @@
 /**
- * Tests for the per-agent objective of SAT.md §5 (src/sat/objective.ts) and the sequence-aware
+ * Tests for the per-agent objective of SAT.md §5 (src/backend/cpu/objective.ts →
+ * `clippedLossBackward`, the one implementation every agent uses) and the sequence-aware
  * advantages of SAT.md §4 (src/sat/advantages.ts).
  *
  * Advantages: group normalisation (population std, ε = 1e-8) against values computed by hand in
@@ -7,11 +8,13 @@
  * version by hand, clipping |Ã| ≤ A_clip on heavy-tailed random rewards, and predecessorLogRatios
  * on a hand-made batch.
  *
- * Objective: `clippedObjectiveGrad`'s value equals an independent implementation of the formula
- * written here, and its gradient matches central finite differences of that formula with respect
- * to the logits (logits → log-softmax → lpTheta), on random inputs at points away from the clip
- * kinks, for the sequence level and every token aggregation, with β > 0 (max relative error
- * printed; tolerance 1e-6). The clipped branch: far outside the band on the side Ã favours the
+ * Objective: `clippedLossBackward` runs on the log-probs lpTheta and lpRef as its logits (τ = 1;
+ * log-probs are valid logits, and its gradient w.r.t. them is the one w.r.t. the logits z behind
+ * them). Its value equals an independent implementation of the formula
+ * (tests/helpers/objectiveRef.ts), and its gradient matches central finite differences of that
+ * formula with respect to the logits z (z → log-softmax → lpTheta), on random inputs away from
+ * the clip kinks, for the sequence level and every token aggregation, with β > 0 (max relative
+ * error printed; tolerance 1e-6). The clipped branch: far outside the band on the side Ã favours the
  * episode's gradient is exactly zero, on the other side it is not; clipfrac by hand. At
  * lpTheta == lpRef the ratio is exactly 1: u is exactly 0, the objective is exactly the mean of
  * w·Ã and the KL exactly 0.
@@ -21,27 +24,15 @@
 
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
+import { clippedLossBackward } from '../src/backend/cpu/objective';
+import type { ClippedLossStats } from '../src/backend/types';
 import { ADV_EPS, groupAdvantages, predecessorLogRatios } from '../src/sat/advantages';
-import { type ObjectiveInput, clippedObjectiveGrad, sequenceLogRatios } from '../src/sat/objective';
 import type { Batch, ObjectiveSpec } from '../src/sat/types';
+import { logSoftmaxRows, objectiveRef } from './helpers/objectiveRef';
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (plain Math, independent of the code under test)
+// Helpers (plain Math, independent of the code under test, except `objectiveGrad`, which calls it)
 // ---------------------------------------------------------------------------------------------
-
-/** Row-wise log-softmax of a [rows × V] table, by the max shift. */
-function logSoftmaxRows(z: ArrayLike<number>, V: number): Float64Array {
-  const out = new Float64Array(z.length);
-  for (let r = 0; r < z.length / V; r++) {
-    let m = -Infinity;
-    for (let b = 0; b < V; b++) m = Math.max(m, z[r * V + b]!);
-    let s = 0;
-    for (let b = 0; b < V; b++) s += Math.exp(z[r * V + b]! - m);
-    const lse = m + Math.log(s);
-    for (let b = 0; b < V; b++) out[r * V + b] = z[r * V + b]! - lse;
-  }
-  return out;
-}
 
 const spec = (over: Partial<ObjectiveSpec> = {}): ObjectiveSpec => ({
   level: 'sequence',
@@ -53,13 +44,6 @@ const spec = (over: Partial<ObjectiveSpec> = {}): ObjectiveSpec => ({
   weightDecay: 0,
   ...over,
 });
-
-/** min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), written from SAT.md §5. */
-function clippedTermRef(u: number, a: number, s: ObjectiveSpec): number {
-  const r = Math.exp(u);
-  const rc = Math.min(1 + s.epsHigh, Math.max(1 - s.epsLow, r));
-  return Math.min(r * a, rc * a);
-}
 
 interface Problem {
   K: number;
@@ -75,43 +59,25 @@ interface Problem {
   horizon: number;
 }
 
-/** The objective L as a function of the logits z, written from SAT.md §5 (no shared code). */
-function objectiveRef(p: Problem, z: ArrayLike<number>, s: ObjectiveSpec): number {
-  const { K, V, N } = p;
-  const lp = logSoftmaxRows(z, V);
-  const stepU = (k: number) => lp[k * V + p.actions[k]!]! - p.lpRef[k * V + p.actions[k]!]!;
-  let surrogate = 0;
-  if (s.level === 'sequence') {
-    for (let e = 0; e < N; e++) {
-      let u = 0;
-      for (let k = 0; k < K; k++) if (p.episodeOf[k] === e) u += stepU(k);
-      surrogate += p.weight[e]! * clippedTermRef(u, p.adv[e]!, s);
-    }
-    surrogate /= N;
-  } else if (s.tokenAgg === 'grpo') {
-    // Mean over the episode's steps, then mean over all N episodes (episodes without steps add 0).
-    for (let e = 0; e < N; e++) {
-      let sum = 0;
-      let n = 0;
-      for (let k = 0; k < K; k++)
-        if (p.episodeOf[k] === e) {
-          sum += clippedTermRef(stepU(k), p.adv[e]!, s);
-          n++;
-        }
-      if (n > 0) surrogate += (p.weight[e]! * sum) / n;
-    }
-    surrogate /= N;
-  } else {
-    for (let k = 0; k < K; k++) surrogate += p.weight[p.episodeOf[k]!]! * clippedTermRef(stepU(k), p.adv[p.episodeOf[k]!]!, s);
-    surrogate /= s.tokenAgg === 'bnpo' ? K : N * p.horizon;
-  }
-  let kl = 0;
-  for (let k = 0; k < K; k++) for (let b = 0; b < V; b++) kl += Math.exp(lp[k * V + b]!) * (lp[k * V + b]! - p.lpRef[k * V + b]!);
-  return surrogate - (s.beta * kl) / K;
+/**
+ * The kernel under test, on lpTheta and lpRef as logits (τ = 1), into g (zeroed first: the kernel
+ * accumulates), scale +1 (∂L/∂z, the ascent direction).
+ */
+function objectiveGrad(p: Problem, lpTheta: Float64Array, s: ObjectiveSpec, g: Float64Array): ClippedLossStats {
+  g.fill(0);
+  return clippedLossBackward(g, null, lpTheta, p.lpRef, p.actions, p.episodeOf, p.adv, p.weight, p.K, p.V, p.N, p.horizon, 1, s, 1);
 }
 
-function input(p: Problem, lpTheta: Float64Array): ObjectiveInput {
-  return { K: p.K, V: p.V, N: p.N, lpTheta, lpRef: p.lpRef, actions: p.actions, episodeOf: p.episodeOf, adv: p.adv, weight: p.weight, horizon: p.horizon };
+/**
+ * The sequence log-ratios u_e = Σ_k (log π_θ − log π_cur) of the action taken, per episode.
+ */
+function sequenceLogRatios(K: number, V: number, N: number, lpTheta: Float64Array, lpRef: Float64Array, actions: Int32Array, episodeOf: Int32Array): Float64Array {
+  const u = new Float64Array(N);
+  for (let k = 0; k < K; k++) {
+    const a = actions[k]!;
+    u[episodeOf[k]!]! += lpTheta[k * V + a]! - lpRef[k * V + a]!;
+  }
+  return u;
 }
 
 /** A random problem: π_θ near π_cur (some ratios outside the band), mixed-sign advantages. */
@@ -300,7 +266,7 @@ const VARIANTS: ObjectiveSpec[] = [
   spec({ level: 'token', tokenAgg: 'grpo', epsLow: 0.3, epsHigh: 0.05, beta: 0.01 }),
 ];
 
-describe('clippedObjectiveGrad: value and gradient', () => {
+describe('clippedLossBackward: value and gradient', () => {
   it.each(VARIANTS.map((s) => [`${s.level === 'sequence' ? 'sequence' : `token/${s.tokenAgg}`} ε=(${s.epsLow},${s.epsHigh}) β=${s.beta}`, s] as const))(
     '%s: value equals the formula and the gradient matches central finite differences (seed 2025)',
     (_name, s) => {
@@ -316,7 +282,7 @@ describe('clippedObjectiveGrad: value and gradient', () => {
         cases++;
         const lpTheta = logSoftmaxRows(p.z, p.V);
         const g = new Float64Array(p.K * p.V);
-        const val = clippedObjectiveGrad(input(p, lpTheta), s, g);
+        const val = objectiveGrad(p, lpTheta, s, g);
         // The value: the code's objective equals the formula written in this file.
         const ref = objectiveRef(p, p.z, s);
         expect(Math.abs(val.objective - ref)).toBeLessThanOrEqual(1e-12 * (1 + Math.abs(ref)));
@@ -349,7 +315,7 @@ describe('clippedObjectiveGrad: value and gradient', () => {
   );
 });
 
-describe('clippedObjectiveGrad: the clipped branch', () => {
+describe('clippedLossBackward: the clipped branch', () => {
   /** One step per episode at its own state: episode e's row is step e. */
   function oneStepEach(us: number[], adv: number[], V = 5): Problem {
     const N = adv.length;
@@ -384,7 +350,7 @@ describe('clippedObjectiveGrad: the clipped branch', () => {
     for (const [e, want] of [[0, 1], [1, -1], [2, -1], [3, 1], [4, 0.05]] as const) expect(u[e]).toBeCloseTo(want, 12);
     expect(u[5]).toBe(0);
     const g = new Float64Array(p.K * p.V);
-    const val = clippedObjectiveGrad(input(p, lpTheta), s, g);
+    const val = objectiveGrad(p, lpTheta, s, g);
     const row = (k: number) => Array.from(g.subarray(k * p.V, (k + 1) * p.V));
     // Exactly zero (±0).
     expect(row(0).every((x) => x === 0)).toBe(true);
@@ -409,7 +375,7 @@ describe('clippedObjectiveGrad: the clipped branch', () => {
     const s = spec({ beta: 0.5 });
     const lpTheta = logSoftmaxRows(p.z, p.V);
     const g = new Float64Array(p.K * p.V);
-    const val = clippedObjectiveGrad(input(p, lpTheta), s, g);
+    const val = objectiveGrad(p, lpTheta, s, g);
     expect(val.clipfrac).toBe(1);
     for (let k = 0; k < p.K; k++) {
       let kl = 0;
@@ -437,7 +403,7 @@ describe('clippedObjectiveGrad: the clipped branch', () => {
     const q: Problem = { ...p, N: 1, episodeOf: Int32Array.from([0, 0, 0]) };
     const lpTheta = logSoftmaxRows(q.z, q.V);
     const g = new Float64Array(q.K * q.V);
-    const val = clippedObjectiveGrad(input(q, lpTheta), spec({ level: 'token', tokenAgg: 'grpo', beta: 0 }), g);
+    const val = objectiveGrad(q, lpTheta, spec({ level: 'token', tokenAgg: 'grpo', beta: 0 }), g);
     expect(g.subarray(0, q.V).every((x) => x === 0)).toBe(true);
     expect(Math.max(...Array.from(g.subarray(q.V, 3 * q.V), Math.abs))).toBeGreaterThan(0.01);
     expect(val.clipfrac).toBeCloseTo(1 / 3, 15);
@@ -446,7 +412,7 @@ describe('clippedObjectiveGrad: the clipped branch', () => {
   });
 });
 
-describe('clippedObjectiveGrad: r = 1 exactly at π_θ = π_cur', () => {
+describe('clippedLossBackward: r = 1 exactly at π_θ = π_cur', () => {
   it('u is exactly 0, the objective is exactly the mean of w·Ã, the KL exactly 0 (seed 2025)', () => {
     const rng = new Rng(2025, [3]);
     for (let t = 0; t < 50; t++) {
@@ -458,7 +424,7 @@ describe('clippedObjectiveGrad: r = 1 exactly at π_θ = π_cur', () => {
       for (let e = 0; e < p.N; e++) mean += (p.weight[e]! * p.adv[e]!) / p.N;
       const g = new Float64Array(p.K * p.V);
       const s = spec({ beta: 0.7 });
-      const val = clippedObjectiveGrad(input(p, lpTheta), s, g);
+      const val = objectiveGrad(p, lpTheta, s, g);
       expect(val.klMean).toBe(0);
       expect(val.clipfrac).toBe(0);
       expect(val.surrogate).toBe(mean);
@@ -482,7 +448,7 @@ describe('clippedObjectiveGrad: r = 1 exactly at π_θ = π_cur', () => {
       const g = new Float64Array(p.K * p.V);
       for (const agg of ['grpo', 'bnpo', 'dr_grpo'] as const) {
         const s = spec({ level: 'token', tokenAgg: agg });
-        const val = clippedObjectiveGrad(input(p, p.lpRef.slice()), s, g);
+        const val = objectiveGrad(p, p.lpRef.slice(), s, g);
         expect(val.klMean).toBe(0);
         expect(val.clipfrac).toBe(0);
         expect(val.objective).toBeCloseTo(objectiveRef(p, p.lpRef, s), 14);

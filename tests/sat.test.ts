@@ -58,6 +58,19 @@ describe('trust-region monitor', () => {
     expect(sawBacktrack).toBe(true);
   });
 
+  it('retryLrFactor < 1 shrinks retried Adam steps until they fit; factor 1 (β only) cannot', async () => {
+    const base = { task: 'climbing', agents: 2, delta: 1e-3, lr: 1, maxBacktracks: 10, epochs: 1, initScale: 0.5, seed: 5 } as const;
+    const betaOnly = await run({ ...base, retryLrFactor: 1 }, 1);
+    const halving = await run({ ...base, retryLrFactor: 0.5 }, 1);
+    for (const s of betaOnly.stages[0]!.steps) expect(s.accepted).toBe(false);
+    for (const s of halving.stages[0]!.steps) {
+      expect(s.accepted).toBe(true);
+      expect(s.backtracks).toBeGreaterThan(0);
+      expect(s.check.q).toBeLessThanOrEqual(1e-3);
+      expect(s.check.q).toBeGreaterThan(0);
+    }
+  });
+
   it('keep leaves a violating step in place; shrink ends inside the radius', async () => {
     const base = { task: 'climbing', agents: 2, delta: 1e-3, lr: 1, maxBacktracks: 1, initScale: 0.5, seed: 2 } as const;
     const keep = await run({ ...base, onExhausted: 'keep' }, 1);

@@ -138,6 +138,7 @@ export const CONFIG = {
   deltas: floatList({ group: 'trust', default: [], min: 1e-6, max: 10, maxLength: 6, doc: 'Per-agent radii δ_i, one per agent; empty = every agent uses δ.' }),
   alpha: float({ group: 'trust', default: 0.05, min: 0, max: 0.5, doc: 'α: the monitor checks the (1−α)-quantile of the per-state KL against δ.' }),
   maxBacktracks: int({ group: 'trust', default: 5, min: 0, max: 20, doc: 'Tries per optimizer step: a violating step is undone (parameters and optimizer state) and retried with β×1.5.' }),
+  retryLrFactor: float({ group: 'trust', default: 1, min: 0.01, max: 1, doc: 'Learning-rate factor of each retry after a backtrack: 1 = retry the same step with a larger β only (SAT.md §6); 0.5 = also halve the step, which Adam needs (its step size hardly depends on β).' }),
   onExhausted: enumOf({ group: 'trust', default: 'reject', options: ['reject', 'keep', 'shrink'], doc: 'When tries run out: reject = the agent keeps π_cur this stage (HATRPO); keep = keep the violating step (the released code); shrink = halve the step until inside the radius.' }),
 
   // — update order (SAT.md §3) —

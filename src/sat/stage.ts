@@ -121,8 +121,8 @@ function rewardsOf(batch: Batch): Float64Array {
   return Float64Array.from(batch.episodes, (e) => e.reward);
 }
 
-function objectiveSpec(cfg: Config, beta: number): ObjectiveSpec {
-  return { level: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta, lr: cfg.lr, weightDecay: cfg.weightDecay };
+function objectiveSpec(cfg: Config, beta: number, lr: number): ObjectiveSpec {
+  return { level: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta, lr, weightDecay: cfg.weightDecay };
 }
 
 function now(): number {
@@ -224,8 +224,11 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     let last = { objective: 0, surrogate: 0, clipfrac: 0, gradNorm: 0 };
     for (let epoch = 0; epoch < cfg.epochs && !exhausted; epoch++) {
       const pre = await agent.snapshot();
+      // A retry restores the parameters and optimizer state, raises β, and (retryLrFactor < 1)
+      // shrinks the step itself — an Adam step's size barely depends on β.
+      let lr = cfg.lr;
       for (let attempt = 0; ; attempt++) {
-        last = await agent.trainStep(agentBatch, objectiveSpec(cfg, beta));
+        last = await agent.trainStep(agentBatch, objectiveSpec(cfg, beta, lr));
         kl = await agent.klToReference(agentBatch);
         check = checkTrustRegion(kl, delta, cfg.alpha);
         if (check.ok) break;
@@ -235,6 +238,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
         }
         backtracks++;
         beta = raiseBeta(beta);
+        lr *= cfg.retryLrFactor;
         await agent.restore(pre);
       }
     }

@@ -4,11 +4,12 @@
  * KL, the objective gradient, the Fisher — is exact and cheap, so the method can be checked
  * against enumeration before language models arrive.
  *
- * Not here: the objective's maths (see `objective.ts`, shared with every backend).
+ * Not here: the objective's maths (src/backend/cpu/objective.ts → `clippedLossBackward`, the one
+ * implementation every agent uses).
  */
 import { NumericError } from '../core/errors';
 import type { Rng } from '../core/rng';
-import { clippedObjectiveGrad } from './objective';
+import { clippedLossBackward } from '../backend/cpu/objective';
 import { logSoftmax } from './softmax';
 import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from './types';
 
@@ -127,15 +128,12 @@ export class TabularSoftmaxAgent implements AgentPolicy {
   async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
     const A = this.nActions;
     const K = batch.obs.length;
-    const lpTable = this.logProbTable(this.z);
-    const lpTheta = this.gather(lpTable, batch.obs);
-    const lpRef = this.gather(this.refLp, batch.obs);
+    // The kernel on the raw logit rows (τ = 1): its gradient w.r.t. z equals the one w.r.t. the
+    // log-probs, since each row's gradient sums to zero. Scale +1: the agent ascends L.
+    const zTheta = this.gather(this.z, batch.obs);
+    const zRef = this.gather(this.refZ, batch.obs);
     const dlogits = new Float64Array(K * A);
-    const val = clippedObjectiveGrad(
-      { K, V: A, N: batch.nEpisodes, lpTheta, lpRef, actions: batch.actions, episodeOf: batch.episodeOf, adv: batch.adv, weight: batch.weight, horizon: batch.horizon },
-      spec,
-      dlogits,
-    );
+    const val = clippedLossBackward(dlogits, null, zTheta, zRef, batch.actions, batch.episodeOf, batch.adv, batch.weight, K, A, batch.nEpisodes, batch.horizon, 1, spec, 1);
     if (!Number.isFinite(val.objective)) {
       throw new NumericError(`agent ${this.index}: the objective is ${val.objective} (surrogate ${val.surrogate}, KL ${val.klMean}); parameters left unchanged`);
     }

@@ -1,9 +1,10 @@
 /**
  * The gradient of SAT's per-agent objective (SAT.md §5) with respect to the policy's logits —
- * the f32-capable CPU reference of the GPU loss kernel. Same maths, same inputs and same results
- * (to f32 rounding; tested) as `clippedObjectiveGrad` in src/sat/objective.ts, which works in f64
- * on log-probabilities; this one takes raw logits and a temperature τ, and cannot import src/sat
- * (layers import downwards only), so it restates the formula:
+ * the one implementation of the objective, used by every agent (the tabular agent on f64 logit
+ * rows at τ = 1, the language-model agent on f32 logits at its sampling temperature) and the CPU
+ * reference of the GPU loss kernel. It takes raw logits and a temperature τ, accepts Float32Array
+ * or Float64Array and computes in f64; checked against an independent f64 statement of the formula
+ * and finite differences (tests/objective.test.ts, tests/backend-cpu.test.ts):
  *
  *   lp = log_softmax(z_θ/τ), lq = log_softmax(z_ref/τ)                      per step k
  *   u_e = Σ_{k ∈ e} (lp_k[a_k] − lq_k[a_k]),  r_e = exp(u_e)
