@@ -21,7 +21,7 @@ import type { QuantKind } from '../model/quant';
 import { Transformer } from '../model/transformer';
 import { initWeights, quantizeWeights, saveModel } from '../model/weights';
 import { isLlmTaskName, LLM_TASK_NAMES, makeLlmTask } from '../tasks/llm/index';
-import { heldOutAccuracy, pretrain } from '../train/pretrain';
+import { heldOutAccuracy, pretrain, ZOO_EVAL_COUNT } from '../train/pretrain';
 
 interface Args {
   task: string;
@@ -38,7 +38,7 @@ interface Args {
 }
 
 function parse(argv: string[]): Args {
-  const a: Args = { task: 'arithmetic', size: 'S', minutes: 20, steps: 1e9, seed: 1, batch: 32, lr: 3e-3, quant: 'q8', out: 'public/models', evalCount: 500 };
+  const a: Args = { task: 'arithmetic', size: 'S', minutes: 20, steps: 1e9, seed: 1, batch: 32, lr: 3e-3, quant: 'q8', out: 'public/models', evalCount: ZOO_EVAL_COUNT };
   const num = (flag: string, v: string | undefined, min: number, max: number, int = false): number => {
     const x = Number(v);
     if (v === undefined || !Number.isFinite(x) || x < min || x > max || (int && !Number.isInteger(x))) {

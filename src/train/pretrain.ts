@@ -96,6 +96,9 @@ export function pretrain(model: Transformer, task: LlmTask, o: PretrainOptions):
   return { steps: step, seconds: (Date.now() - t0) / 1000, finalLoss: ema };
 }
 
+/** Held-out problems behind a shipped model's recorded accuracy (the zoo test re-measures on the same ones). */
+export const ZOO_EVAL_COUNT = 500;
+
 /** Held-out accuracy of greedy answers in the solo format (agent 0's turn marker). */
 export function heldOutAccuracy(model: Transformer, task: LlmTask, count: number, batch = 64): { accuracy: number; examples: { prompt: string; answer: string; correct: boolean }[] } {
   let correct = 0;
