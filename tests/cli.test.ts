@@ -41,6 +41,18 @@ describe('npm run sat', () => {
     expect(r.out).toMatch(/fit KL violation rate ≈ c·delta\^p: p = -?\d/);
   });
 
+  it('runs a language team from the shipped models and swaps an agent for a larger one with Stage-0', () => {
+    const r = sat(
+      '--preset', 'arith-pnp', '--stages', '1', '--swap', '1=arithmetic-M', '--swap-stage', '1', '--stage0', '0.05',
+      '--set', 'batch=2', '--set', 'group=2', '--set', 'evalEpisodes=8', '--set', 'epochs=1', '--set', 'maxNew=3',
+    );
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/held-out estimate over 8 problems/);
+    expect(r.out).toMatch(/swap before stage 1: agent 1 ← arithmetic-M, Stage-0 on \(δ0 = 0\.05/);
+    expect(r.out).toMatch(/λ\(s\) histogram/);
+    expect(r.out.split('\n').filter((l) => /^\s+1\s+\d\.\d{3}/.test(l))).toHaveLength(1);
+  });
+
   it('bad settings and flags exit 2 with a specific message', () => {
     const cases: [string[], RegExp][] = [
       [["--set", "delta=abc"], /Setting "delta" = "abc" is not a number; expected a number in \[1e-6, 10\]/],
@@ -49,6 +61,8 @@ describe('npm run sat', () => {
       [['--preset', 'nope'], /Unknown preset "nope"/],
       [['--frobnicate'], /Unknown flag --frobnicate/],
       [['--stages', '0'], /"stages" = "0" is out of range/],
+      [['--set', 'task=arithmetic', '--set', 'model=L', '--set', 'task=countdown'], /"model" = "L" is not shipped for task "countdown"/],
+      [['--preset', 'arith-pnp', '--swap', '1=arithmetic-XL', '--stages', '1', '--set', 'evalEpisodes=8'], /Model file public\/models\/arithmetic-XL\.safetensors is missing/],
     ];
     for (const [args, msg] of cases) {
       const r = sat(...args);

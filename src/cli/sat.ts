@@ -72,7 +72,7 @@ function parseArgs(argv: string[]): Args {
         a.sweep = { key: k, values: v.split(',').map((s) => s.trim()).filter(Boolean) }; i++; break;
       }
       case '--swap': {
-        const m = /^(\d+)=([a-z0-9-]+)$/.exec(need(i, f));
+        const m = /^(\d+)=([A-Za-z0-9-]+)$/.exec(need(i, f));
         if (!m) throw new UsageError(`--swap expects J=best (tabular: the best response to the team) or J=<model> (language: e.g. 1=arithmetic-M), got ${argv[i + 1]}`);
         a.swap = { agent: Number(m[1]), source: m[2]! }; i++; break;
       }
