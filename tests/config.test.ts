@@ -582,3 +582,10 @@ describe('language-task settings', () => {
     expect(parseConfig({ task: 'arithmetic', agents: 1, model: 'L' }).agents).toBe(1);
   });
 });
+
+describe('geometry settings', () => {
+  it('greedy order needs the geometric gain (geoIters ≥ 1)', () => {
+    expectConfigError(() => parseConfig({ order: 'greedy', geoIters: 0 }), 'geoIters', ['"geoIters" = 0', 'greedy']);
+    expect(parseConfig({ order: 'fixed', geoIters: 0 }).geoIters).toBe(0);
+  });
+});

@@ -149,6 +149,7 @@ export const CONFIG = {
   certForm: enumOf({ group: 'certificate', default: 'episodic', options: ['episodic', 'gamma'], doc: "Which penalty form decides cert/lower: episodic = finite horizon H, no discount (docs/certificate.md); gamma = the paper's discounted form (vacuous at γ=0.99). Both are always reported." }),
   gamma: float({ group: 'certificate', default: 0.99, min: 0, max: 0.9999, doc: 'γ of the paper\u2019s discounted certificate form.' }),
   deltaConf: float({ group: 'certificate', default: 0.05, min: 1e-6, max: 0.5, log: true, doc: 'δ_conf: the certificate holds with probability ≥ 1 − δ_conf.' }),
+  geoIters: int({ group: 'certificate', default: 50, min: 0, max: 200, doc: 'Fisher-vector products (conjugate gradient, and up to 20 Lanczos steps) behind the information-geometric gain κ√δ̄ − aδ̄; 0 = skip it (and greedy order, which needs κ).' }),
   aMax: float({ group: 'certificate', default: 0, min: 0, max: 1e6, doc: 'A_max: bound on |advantage| in reward units; 0 = the task\u2019s reward range R_max − R_min.' }),
 
   // — plug-and-play (SAT.md §8) —
@@ -311,6 +312,9 @@ function checkTabularConsistency(c: Config): void {
 function checkTeamSettings(c: Config, n: number): void {
   if (c.deltas.length > 0 && c.deltas.length !== n) {
     throw new ConfigError('deltas', c.deltas, `Setting "deltas" = [${c.deltas.join(', ')}] has ${c.deltas.length} entries but the team has ${n} agents; give one radius per agent or leave it empty.`);
+  }
+  if (c.order === 'greedy' && c.geoIters === 0) {
+    throw new ConfigError('geoIters', c.geoIters, 'Setting "geoIters" = 0 is inconsistent with order = greedy, which ranks agents by κ (needs geoIters ≥ 1).');
   }
   if (c.order === 'custom') {
     const sorted = [...c.customOrder].sort((a, b) => a - b);

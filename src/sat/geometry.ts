@@ -107,13 +107,17 @@ export interface GeometryBefore {
   readonly lambdaMin: number;
 }
 
-/** κ and λ_min at θ_cur, from the surrogate gradient g and Fisher-vector products. */
-export async function geometryAt(g: Float64Array, fvp: MatVec): Promise<GeometryBefore> {
+/**
+ * κ and λ_min at θ_cur, from the surrogate gradient g and Fisher-vector products, with at most
+ * `iters` products for CG and as many Lanczos steps (each product costs a language agent two
+ * forward/backward passes, so the CLI's language presets use few).
+ */
+export async function geometryAt(g: Float64Array, fvp: MatVec, iters = 50): Promise<GeometryBefore> {
   const gg = dot(g, g);
   if (gg === 0) return { g, kappa: 0, lambdaMin: FISHER_EPS };
-  const x = await conjugateGradient(fvp, g);
+  const x = await conjugateGradient(fvp, g, FISHER_EPS, iters);
   const kappa = Math.sqrt(Math.max(0, 2 * dot(g, x)));
-  const lambdaMin = Math.max(0, await lanczosMinEig(fvp, g)) + FISHER_EPS;
+  const lambdaMin = Math.max(0, await lanczosMinEig(fvp, g, Math.min(20, iters))) + FISHER_EPS;
   return { g, kappa, lambdaMin };
 }
 

@@ -80,7 +80,7 @@ export const PRESETS: readonly Preset[] = [
     title: 'Arithmetic team: three small models in a chain',
     settings: {
       task: 'arithmetic', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 30,
-      batch: 16, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 5, evalEpisodes: 256,
+      batch: 16, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 5, evalEpisodes: 256, geoIters: 4,
     },
     lookFor:
       'Three 29k-parameter models answer in turn, each seeing the earlier answers; the last one is graded. Watch held-out J rise stage by stage and each agent\u2019s KL stay under δ. Compare with arith-single-L.',
@@ -91,7 +91,7 @@ export const PRESETS: readonly Preset[] = [
     title: 'One larger model (L, 15× an S) trained with plain GRPO, same episode budget',
     settings: {
       task: 'arithmetic', level: 3, model: 'L', agents: 1, protocol: 'independent', stages: 30,
-      batch: 48, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 5, evalEpisodes: 256,
+      batch: 48, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 5, evalEpisodes: 256, geoIters: 4,
     },
     lookFor:
       'The single-agent baseline of SAT.md §10 claim 1: one model with 15× the parameters of an S, given as many episodes per stage as the three-agent team (SAT resamples for every agent).',
@@ -102,7 +102,7 @@ export const PRESETS: readonly Preset[] = [
     title: 'Countdown team: reach the target with the given numbers',
     settings: {
       task: 'countdown', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 30,
-      batch: 16, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 10, evalEpisodes: 256,
+      batch: 16, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 10, evalEpisodes: 256, geoIters: 4,
     },
     lookFor: 'Many answers are right, so reward comes from planning, not copying. A later agent in the chain can repair an earlier plan.',
   },
@@ -112,7 +112,7 @@ export const PRESETS: readonly Preset[] = [
     title: 'Plug-and-play: swap agent 1 for a larger model mid-training',
     settings: {
       task: 'arithmetic', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 12,
-      batch: 8, group: 8, lr: 1e-4, epochs: 2, delta: 0.05, beta: 0.05, maxNew: 5, evalEpisodes: 128, stage0Delta: 0.05,
+      batch: 8, group: 8, lr: 1e-4, epochs: 2, delta: 0.05, beta: 0.05, maxNew: 5, evalEpisodes: 128, stage0Delta: 0.05, geoIters: 4,
     },
     lookFor:
       'Run with --swap 1=arithmetic-M --swap-stage 6 (Stage-0 on) and again with --no-stage0: the projected, distilled swap stays inside the trust region; the raw swap jumps outside it.',

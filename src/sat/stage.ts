@@ -158,7 +158,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     predicted = [];
     for (const a of team) {
       const raw = buildAgentBatch(stageBatch, a.index, stageAdv.raw, new Float64Array(stageBatch.episodes.length).fill(1), env.horizon);
-      const geo = await geometryAt(await a.surrogateGradient(raw), (v) => a.fisherVectorProduct(raw, v));
+      const geo = await geometryAt(await a.surrogateGradient(raw), (v) => a.fisherVectorProduct(raw, v), cfg.geoIters);
       predicted.push(geo.kappa * Math.sqrt(agentDelta(cfg, a.index)));
     }
   }
@@ -213,7 +213,8 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     t0 = now();
     const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, env.horizon);
     const rawBatch: AgentBatch = { ...agentBatch, adv: adv.raw };
-    const geo = await geometryAt(await agent.surrogateGradient(rawBatch), (v) => agent.fisherVectorProduct(agentBatch, v));
+    // The information-geometric gain (§7b) needs κ and λ_min: skipped when geoIters = 0.
+    const geo = cfg.geoIters > 0 ? await geometryAt(await agent.surrogateGradient(rawBatch), (v) => agent.fisherVectorProduct(agentBatch, v), cfg.geoIters) : null;
     const start = await agent.snapshot();
     let beta = betas[j]!;
     let backtracks = 0;
@@ -263,7 +264,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
     // 3c. The certificate's inputs for this agent, and what really happened (exact ΔJ).
     const gain = await measuredGain(agent, batch, adv.raw, weight);
-    const geoGain = geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean);
+    const geoGain = geo ? geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean) : { gain: NaN };
     const bias = probe ? Math.abs(gain - (await measuredGain(agent, probe.batch, probe.raw, new Float64Array(probe.raw.length).fill(1)))) : 0;
     // J after this agent's update: after every agent when evaluation is cheap (exact), otherwise
     // only after the last one (NaN in between; the stage's ΔJ is still exact in what it compares).
@@ -277,7 +278,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       [p + 'objective']: last.objective,
       [p + 'gain']: gain,
       [p + 'gain_geo']: geoGain.gain,
-      [p + 'kappa']: geo.kappa,
+      [p + 'kappa']: geo ? geo.kappa : NaN,
       [p + 'bias']: bias,
       [p + 'kl_q']: check.q,
       [p + 'kl_mean']: check.mean,
