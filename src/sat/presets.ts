@@ -77,21 +77,21 @@ export const PRESETS: readonly Preset[] = [
   {
     kind: 'llm',
     name: 'arith-team',
-    title: 'Arithmetic team: three small models in a chain',
+    title: 'Arithmetic team: three small models in a chain learn to cooperate',
     settings: {
-      task: 'arithmetic', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 30,
-      batch: 16, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 5, evalEpisodes: 256, geoIters: 4,
+      task: 'arithmetic', level: 1, model: 'S', agents: 3, protocol: 'chain', stages: 30,
+      batch: 16, group: 8, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 3, evalEpisodes: 256, geoIters: 4,
     },
     lookFor:
-      'Three 29k-parameter models answer in turn, each seeing the earlier answers; the last one is graded. Watch held-out J rise stage by stage and each agent\u2019s KL stay under δ. Compare with arith-single-L.',
+      'Three 29k-parameter models answer one-digit sums in turn, each seeing the earlier answers; the last one is graded. Pretrained alone, the chain starts poorly (its members were never trained together); watch held-out J climb as SAT updates them one at a time inside their trust regions. Compare with arith-single-L.',
   },
   {
     kind: 'llm',
     name: 'arith-single-L',
     title: 'One larger model (L, 15× an S) trained with plain GRPO, same episode budget',
     settings: {
-      task: 'arithmetic', level: 3, model: 'L', agents: 1, protocol: 'independent', stages: 30,
-      batch: 48, group: 4, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 5, evalEpisodes: 256, geoIters: 4,
+      task: 'arithmetic', level: 1, model: 'L', agents: 1, protocol: 'independent', stages: 30,
+      batch: 48, group: 8, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 3, evalEpisodes: 256, geoIters: 4,
     },
     lookFor:
       'The single-agent baseline of SAT.md §10 claim 1: one model with 15× the parameters of an S, given as many episodes per stage as the three-agent team (SAT resamples for every agent).',
@@ -111,11 +111,11 @@ export const PRESETS: readonly Preset[] = [
     name: 'arith-pnp',
     title: 'Plug-and-play: swap agent 1 for a larger model mid-training',
     settings: {
-      task: 'arithmetic', level: 3, model: 'S', agents: 3, protocol: 'chain', stages: 12,
-      batch: 8, group: 8, lr: 1e-4, epochs: 2, delta: 0.05, beta: 0.05, maxNew: 5, evalEpisodes: 128, stage0Delta: 0.05, geoIters: 4,
+      task: 'arithmetic', level: 1, model: 'S', agents: 3, protocol: 'chain', stages: 12,
+      batch: 16, group: 8, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 3, evalEpisodes: 256, stage0Delta: 0.1, geoIters: 4,
     },
     lookFor:
-      'Run with --swap 1=arithmetic-M --swap-stage 6 (Stage-0 on) and again with --no-stage0: the projected, distilled swap stays inside the trust region; the raw swap jumps outside it.',
+      'Run with --swap 1=arithmetic-M --swap-stage 6 (Stage-0 on, δ0 = δ) and again with --no-stage0: the projected, distilled swap stays inside the trust region; the raw swap jumps outside it. Compare the first stage after the swap.',
   },
 ];
 
