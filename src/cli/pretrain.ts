@@ -23,6 +23,8 @@ import { initWeights, quantizeWeights, saveModel } from '../model/weights';
 import { isLlmTaskName, LLM_TASK_NAMES, makeLlmTask } from '../tasks/llm/index';
 import { heldOutAccuracy, pretrain, ZOO_EVAL_COUNT } from '../train/pretrain';
 
+const USAGE = `Usage: npm run pretrain -- --task ${LLM_TASK_NAMES.join('|')} --size S|M|L [--minutes 20] [--steps N] [--level L] [--seed S] [--batch B] [--lr LR] [--quant q8|q4|f32] [--out DIR] [--eval N]`;
+
 interface Args {
   task: string;
   size: string;
@@ -50,6 +52,10 @@ function parse(argv: string[]): Args {
     const f = argv[i]!;
     const v = argv[i + 1];
     switch (f) {
+      case '--help':
+      case '-h':
+        console.log(USAGE);
+        process.exit(0);
       case '--task': a.task = v ?? ''; i++; break;
       case '--size': a.size = v ?? ''; i++; break;
       case '--level': a.level = num(f, v, 1, 4, true); i++; break;
@@ -61,7 +67,7 @@ function parse(argv: string[]): Args {
       case '--quant': a.quant = v ?? ''; i++; break;
       case '--out': a.out = v ?? ''; i++; break;
       case '--eval': a.evalCount = num(f, v, 1, 100000, true); i++; break;
-      default: throw new SatError('usage', `Unknown flag ${f}. Usage: npm run pretrain -- --task ${LLM_TASK_NAMES.join('|')} --size S|M|L [--minutes 20] [--steps N] [--level L] [--seed S] [--batch B] [--lr LR] [--quant q8|q4|f32] [--out DIR] [--eval N]`);
+      default: throw new SatError('usage', `Unknown flag ${f}. ${USAGE}`);
     }
   }
   if (!isLlmTaskName(a.task)) throw new SatError('usage', `--task must be one of ${LLM_TASK_NAMES.join(', ')}, got "${a.task}"`);
