@@ -16,11 +16,10 @@
  * Not here: the transformer's maths (src/model, src/backend) or the protocols' text (src/tasks/llm).
  */
 import { NumericError } from '../core/errors';
-import type { Rng } from '../core/rng';
-import { Rng as RngClass } from '../core/rng';
+import { Rng } from '../core/rng';
 import { meanCI } from '../core/stats';
 import { clippedLossBackward } from '../backend/cpu/objective';
-import { klBackward, klForward } from '../backend/cpu/softmax';
+import { gatherForward, klBackward, klForward, logSoftmaxForward } from '../backend/cpu/softmax';
 import { tokenizer, EOS } from '../model/tokenizer';
 import type { Transformer } from '../model/transformer';
 import { nextTurn, protocolHorizon, teamVerdict, type Message, type TeamSpec } from '../tasks/llm/protocols';
@@ -110,6 +109,8 @@ export class LmAgent implements LmAgentPolicy {
   private ref: Float32Array;
   /** π_cur's logits at a step set, cached per StepSet object until the reference changes. */
   private refCache = new WeakMap<Int32Array, Float32Array>();
+  /** The padded token batch behind a step set, cached per StepSet object (it never changes). */
+  private packCache = new WeakMap<Int32Array, Pack>();
 
   constructor(index: number, model: Transformer, opts: { name?: string; temperature?: number; topK?: number } = {}) {
     this.index = index;
@@ -118,6 +119,15 @@ export class LmAgent implements LmAgentPolicy {
     this.temperature = opts.temperature ?? 1;
     this.topK = opts.topK ?? 0;
     this.ref = model.params.slice();
+  }
+
+  private packOf(steps: StepSet): Pack {
+    let p = this.packCache.get(steps.obs);
+    if (!p) {
+      p = pack(steps);
+      this.packCache.set(steps.obs, p);
+    }
+    return p;
   }
 
   private get V(): number {
@@ -145,33 +155,23 @@ export class LmAgent implements LmAgentPolicy {
     return { name: this.name, kind: 'lm', parameters: this.model.params.length, backend: 'cpu' };
   }
 
+  /** log π_θ(·|s) at the sampling temperature, at every step's state ([K × V]). */
+  private logPolicyAt(steps: StepSet): Float64Array {
+    const K = steps.obs.length;
+    const lp = new Float64Array(K * this.V);
+    logSoftmaxForward(lp, this.logitsAt(steps, this.packOf(steps)), K, this.V, this.temperature);
+    return lp;
+  }
+
   async distributions(steps: StepSet): Promise<Float64Array> {
-    const z = this.logitsAt(steps, pack(steps));
-    const V = this.V;
-    const out = new Float64Array(z.length);
-    for (let k = 0; k < steps.obs.length; k++) {
-      let m = -Infinity;
-      for (let v = 0; v < V; v++) m = Math.max(m, z[k * V + v]! / this.temperature);
-      let sum = 0;
-      for (let v = 0; v < V; v++) sum += out[k * V + v] = Math.exp(z[k * V + v]! / this.temperature - m);
-      for (let v = 0; v < V; v++) out[k * V + v]! /= sum;
-    }
-    return out;
+    return this.logPolicyAt(steps).map(Math.exp);
   }
 
   async logProbs(steps: StepSet): Promise<Float64Array> {
     const actions = steps.actions;
     if (!actions || actions.length !== steps.obs.length) throw new RangeError(`agent ${this.index}: logProbs needs one action per step`);
-    const z = this.logitsAt(steps, pack(steps));
-    const V = this.V;
     const out = new Float64Array(steps.obs.length);
-    for (let k = 0; k < out.length; k++) {
-      let m = -Infinity;
-      for (let v = 0; v < V; v++) m = Math.max(m, z[k * V + v]! / this.temperature);
-      let sum = 0;
-      for (let v = 0; v < V; v++) sum += Math.exp(z[k * V + v]! / this.temperature - m);
-      out[k] = z[k * V + actions[k]!]! / this.temperature - m - Math.log(sum);
-    }
+    gatherForward(out, this.logPolicyAt(steps), actions, steps.obs.length, this.V);
     return out;
   }
 
@@ -181,7 +181,7 @@ export class LmAgent implements LmAgentPolicy {
   }
 
   async klToReference(steps: StepSet): Promise<Float64Array> {
-    const p = pack(steps);
+    const p = this.packOf(steps);
     const zRef = this.refLogitsAt(steps, p);
     const z = this.logitsAt(steps, p);
     const out = new Float32Array(steps.obs.length);
@@ -197,7 +197,7 @@ export class LmAgent implements LmAgentPolicy {
   }
 
   async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
-    const p = pack(batch);
+    const p = this.packOf(batch);
     const K = batch.obs.length;
     const zRef = this.refLogitsAt(batch, p);
     this.model.zeroGrad();
@@ -217,7 +217,7 @@ export class LmAgent implements LmAgentPolicy {
   }
 
   async surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
-    const p = pack(batch);
+    const p = this.packOf(batch);
     const K = batch.obs.length;
     const zRef = this.refLogitsAt(batch, p);
     this.model.zeroGrad();
@@ -235,7 +235,7 @@ export class LmAgent implements LmAgentPolicy {
    * θ' = θ ± εv: that function's Hessian at θ' = θ is the Fisher of π_θ on the steps.
    */
   async fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
-    const p = pack(steps);
+    const p = this.packOf(steps);
     const K = steps.obs.length;
     const V = this.V;
     const zP = this.logitsAt(steps, p);
@@ -422,7 +422,7 @@ export class LmEnv implements TeamEnv {
     const E = this.opts.evalEpisodes;
     const problems = Array.from({ length: E }, (_, i) => this.task.generate('heldout', i));
     const samples = problems.map((_, i) => i);
-    const { messages } = await this.play(team, problems, samples, new RngClass(this.opts.evalSeed, [0x6576]));
+    const { messages } = await this.play(team, problems, samples, new Rng(this.opts.evalSeed, [0x6576]));
     const rewards: number[] = [];
     let correct = 0;
     problems.forEach((problem, e) => {
