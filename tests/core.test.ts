@@ -26,6 +26,7 @@ import {
   normalQuantile,
   popStd,
   quantile,
+  weightedQuantile,
   regularizedIncompleteBeta,
   sampleStd,
   studentTCdf,
@@ -622,5 +623,27 @@ describe('errors', () => {
     const e = new NumericError('x');
     expect(e.code).toBe('numeric');
     expect(e.name).toBe('NumericError');
+  });
+});
+
+describe('weightedQuantile', () => {
+  it('equals the inverted-CDF quantile of the values repeated by their integer weights (seed 77)', () => {
+    const rng = new Rng(77);
+    for (let t = 0; t < 200; t++) {
+      const n = 1 + rng.int(12);
+      const xs = Array.from({ length: n }, () => Math.round(rng.normal() * 100) / 10);
+      const ws = Array.from({ length: n }, () => rng.int(5));
+      if (!ws.some((w) => w > 0)) ws[0] = 1;
+      const repeated = xs.flatMap((x, i) => new Array<number>(ws[i]!).fill(x));
+      for (const p of [0, 0.1, 0.5, 0.9, 0.99, 1]) expect(weightedQuantile(xs, ws, p)).toBe(quantile(repeated, p, 'inverted-cdf'));
+    }
+  });
+
+  it('rejects bad input with specific errors', () => {
+    expect(() => weightedQuantile([], [], 0.5)).toThrow(/empty/);
+    expect(() => weightedQuantile([1, 2], [1], 0.5)).toThrow(/2 values but 1 weights/);
+    expect(() => weightedQuantile([1], [0], 0.5)).toThrow(/sum to 0/);
+    expect(() => weightedQuantile([1], [-1], 0.5)).toThrow(/weight 0/);
+    expect(() => weightedQuantile([1], [1], 1.5)).toThrow(/p = 1.5/);
   });
 });

@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, NumericError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
 import { klFromLogits, klProbs, logSoftmax, logSumExp, softmax } from '../src/sat/softmax';
-import { projectState, projectTable } from '../src/sat/stage0';
+import { lambdaHistogram, projectState, projectTable } from '../src/sat/stage0';
 
 /** n logits drawn as scale·N(0,1). */
 function randomLogits(rng: Rng, n: number, scale: number): Float64Array {
@@ -394,5 +394,11 @@ describe('projectTable', () => {
     const badCur = cur.map((c) => Float64Array.from(c));
     badCur[7]![1] = NaN;
     expect(() => projectTable(pre, badCur, 0.01)).toThrow(/state 7/);
+  });
+});
+
+describe('lambdaHistogram', () => {
+  it('bins λ(s) into [0,1e-3), [1e-3,1e-2), …, [10,∞) and counts every value once', () => {
+    expect(lambdaHistogram([0, 0, 5e-4, 2e-3, 0.05, 0.5, 3, 12, 1e6])).toEqual([3, 1, 1, 1, 1, 2]);
   });
 });

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { isLlmTask } from '../sat/config';
 import { bestResponseLogits, createExperiment, createLlmExperiment, runStages, swapAgent, type Experiment, type LlmExperiment, type TabularExperiment } from '../sat/experiment';
 import { swapLmAgent } from '../sat/lmSwap';
+import { lambdaHistogram } from '../sat/stage0';
 import { loadModel } from '../model/weights';
 import { PRESETS, presetConfig } from '../sat/presets';
 import type { StageRecord } from '../sat/stage';
@@ -157,8 +158,7 @@ async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => 
           stage0: swap.stage0, delta0: cfg.stage0Delta, distillSteps: 150, distillLr: 1e-3, B: cfg.batch, G: cfg.group, seed: cfg.seed,
         });
         const q = (x: { q50: number; q90: number; q99: number; aboveDelta: number }) => `${sci(x.q50)}/${sci(x.q90)}/${sci(x.q99)} (${fmt(100 * x.aboveDelta, 1)} % > δ)`;
-        const edges = [0, 1e-3, 1e-2, 0.1, 1, 10, Infinity];
-        const counts = edges.slice(1).map((hi, b) => r.lambdas.filter((l) => l >= edges[b]! && l < hi).length);
+        const counts = lambdaHistogram(r.lambdas);
         console.log(
           `swap before stage ${swap.stage}: agent ${swap.agent} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${r.states} token states\n` +
             `  held-out J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}\n` +
@@ -172,8 +172,7 @@ async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => 
       const tab = exp as TabularExperiment;
       const pre = await bestResponseLogits(tab, swap.agent);
       const r = await swapAgent(tab, swap.agent, pre, { stage0: swap.stage0 });
-      const hist = [0, 1e-3, 1e-2, 0.1, 1, 10, Infinity];
-      const counts = hist.slice(1).map((hi, b) => r.lambdas.filter((l) => l >= hist[b]! && l < hi).length);
+      const counts = lambdaHistogram(r.lambdas);
       console.log(
         `swap before stage ${swap.stage}: agent ${swap.agent} ← best response, Stage-0 ${swap.stage0 ? `on (δ0 = ${cfg.stage0Delta})` : 'off'}; ` +
           `J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}; KL to π_cur q50/q90/q99 = ${sci(r.klQuantiles.q50)}/${sci(r.klQuantiles.q90)}/${sci(r.klQuantiles.q99)}; ` +

@@ -193,6 +193,33 @@ const LANCZOS = [
 ];
 
 /**
+ * Weighted inverted-CDF quantile: the smallest x_i whose cumulative weight (values sorted
+ * ascending) reaches p of the total — `quantile(…, 'inverted-cdf')` with weights instead of
+ * repeated values (e.g. states weighted by how often they are visited). Zero-weight values never
+ * count. Throws RangeError on empty input, mismatched lengths, p outside [0, 1], NaN values, or
+ * weights that are negative, non-finite or all zero.
+ */
+export function weightedQuantile(xs: ArrayLike<number>, ws: ArrayLike<number>, p: number): number {
+  if (xs.length === 0) throw new RangeError('weightedQuantile: input is empty');
+  if (xs.length !== ws.length) throw new RangeError(`weightedQuantile: ${xs.length} values but ${ws.length} weights`);
+  if (!(p >= 0 && p <= 1)) throw new RangeError(`weightedQuantile: p = ${p}; need 0 ≤ p ≤ 1`);
+  let total = 0;
+  for (let i = 0; i < ws.length; i++) {
+    if (Number.isNaN(xs[i]!)) throw new RangeError(`weightedQuantile: value ${i} is NaN`);
+    if (!(ws[i]! >= 0 && Number.isFinite(ws[i]!))) throw new RangeError(`weightedQuantile: weight ${i} = ${ws[i]}; need finite ≥ 0`);
+    total += ws[i]!;
+  }
+  if (total <= 0) throw new RangeError('weightedQuantile: the weights sum to 0');
+  const order = Array.from({ length: xs.length }, (_, i) => i).filter((i) => ws[i]! > 0).sort((a, b) => xs[a]! - xs[b]!);
+  let acc = 0;
+  for (const i of order) {
+    acc += ws[i]!;
+    if (acc >= p * total * (1 - 1e-12)) return xs[i]!;
+  }
+  return xs[order[order.length - 1]!]!;
+}
+
+/**
  * ln Γ(z) for z > 0, by the Lanczos approximation (Lanczos 1964):
  * Γ(z + 1) ≈ √(2π) (z + g + ½)^(z + ½) e^−(z + g + ½) · [c₀ + Σₖ cₖ/(z + k)].
  * For 0 < z < ½ it uses the reflection formula Γ(z)Γ(1 − z) = π / sin(πz).

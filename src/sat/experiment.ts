@@ -12,7 +12,7 @@
  * Not here: printing (src/cli) or drawing (src/app).
  */
 import { Rng } from '../core/rng';
-import { quantile } from '../core/stats';
+import { weightedQuantile } from '../core/stats';
 import { ConfigError } from '../core/errors';
 import { Transformer } from '../model/transformer';
 import { dequantizeWeights, loadModel } from '../model/weights';
@@ -172,19 +172,15 @@ export async function swapAgent(exp: TabularExperiment, j: number, preLogits: Fl
   const kls = opts.stage0 ? proj.kls : proj.klsPre;
   // Weight states by how often agent j visits them under the (new) team.
   const visits = stateVisitProbs(exp.game, tablePolicy(exp.game, await teamTables(exp.game, exp.team)), j);
-  const sample: number[] = [];
-  kls.forEach((k, s) => {
-    const reps = Math.round(1000 * visits[s]!);
-    for (let r = 0; r < reps; r++) sample.push(k);
-  });
-  const qs = sample.length > 0 ? sample : kls;
+  const w = visits.some((v) => v > 0) ? visits : kls.map(() => 1);
+  const q = (p: number) => weightedQuantile(kls, w, p);
   return {
     agent: j,
     stage0: opts.stage0,
     lambdas: proj.lambdas,
     kls: proj.kls,
     klsPre: proj.klsPre,
-    klQuantiles: { q50: quantile(qs, 0.5, 'inverted-cdf'), q90: quantile(qs, 0.9, 'inverted-cdf'), q99: quantile(qs, 0.99, 'inverted-cdf') },
+    klQuantiles: { q50: q(0.5), q90: q(0.9), q99: q(0.99) },
     jBefore,
     jAfter: await currentJ(exp),
   };

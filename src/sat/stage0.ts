@@ -241,3 +241,11 @@ export function projectTable(
   const projectedFraction = pre.length === 0 ? 0 : projected / pre.length;
   return { states, lambdas, kls, klsPre, projectedFraction };
 }
+
+/** Edges of the λ(s) histogram the CLI and the charts show (the last bin is open: λ ≥ 10). */
+export const LAMBDA_EDGES: readonly number[] = [0, 1e-3, 1e-2, 0.1, 1, 10, Infinity];
+
+/** Counts of λ(s) per bin [LAMBDA_EDGES[b], LAMBDA_EDGES[b+1]). */
+export function lambdaHistogram(lambdas: readonly number[]): number[] {
+  return LAMBDA_EDGES.slice(1).map((hi, b) => lambdas.filter((l) => l >= LAMBDA_EDGES[b]! && l < hi).length);
+}
