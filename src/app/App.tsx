@@ -1,25 +1,41 @@
 /**
- * The page's layout (UX.md: controls left, content right): header across the top, the controls
- * column, and the content area with an error banner and the stage table.
+ * The page's layout (UX.md: controls left, timeline top, charts in a grid, transcripts below):
+ * header across the top; the settings column; the content area with the error banner, the step
+ * bar, the team, the timeline, the charts and the stage table.
  *
- * Not here: state (store.ts), actions (run.ts), or the later timeline and charts — they will take
- * their place in the content area beside StageTable.
+ * Not here: state (store/), actions (session.ts), or start-up (boot.ts).
  */
+import { ChartsPanel } from './components/ChartsPanel';
 import { Controls } from './components/Controls';
 import { Header } from './components/Header';
+import { ShareBar } from './components/ShareBar';
 import { StageTable } from './components/StageTable';
-import { usePlayground } from './store';
+import { StepControls } from './components/StepControls';
+import { TeamBuilder } from './components/TeamBuilder';
+import { dismissError, usePlayground } from './store';
 
-function ErrorBanner() {
+function Banners() {
   const error = usePlayground((s) => s.error);
-  if (!error) return null;
+  const notice = usePlayground((s) => s.notice);
   return (
-    <div className="banner" role="alert" data-testid="error">
-      <span>{error}</span>
-      <button type="button" className="banner-close" aria-label="Dismiss" onClick={() => usePlayground.setState({ error: null })}>
-        ×
-      </button>
-    </div>
+    <>
+      {error && (
+        <div className="banner" role="alert" data-testid="error">
+          <span>{error}</span>
+          <button type="button" className="banner-close" aria-label="Dismiss" onClick={dismissError}>
+            ×
+          </button>
+        </div>
+      )}
+      {notice && (
+        <div className="notice" role="status" data-testid="notice">
+          <span>{notice}</span>
+          <button type="button" className="banner-close" aria-label="Dismiss" onClick={() => usePlayground.setState({ notice: null })}>
+            ×
+          </button>
+        </div>
+      )}
+    </>
   );
 }
 
@@ -30,7 +46,13 @@ export function App() {
       <div className="body">
         <Controls />
         <main className="content">
-          <ErrorBanner />
+          <Banners />
+          <div className="topbar">
+            <StepControls />
+            <ShareBar />
+          </div>
+          <TeamBuilder />
+          <ChartsPanel />
           <StageTable />
         </main>
       </div>

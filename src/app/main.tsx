@@ -1,11 +1,13 @@
 /**
- * Browser entry point: mounts <App/> into #root (index.html) and loads the stylesheet.
+ * Browser entry point: mounts <App/> into #root (index.html), loads the stylesheet, and boots the
+ * session (share link, autosave or the default preset — boot.ts).
  *
- * Not here: any state or logic — see App.tsx, store.ts and run.ts.
+ * Not here: any state or logic — see App.tsx, store/, session.ts and boot.ts.
  */
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
+import { boot } from './boot';
 import './styles.css';
 
 const root = document.getElementById('root');
@@ -15,3 +17,4 @@ createRoot(root).render(
     <App />
   </StrictMode>,
 );
+void boot();

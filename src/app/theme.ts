@@ -18,3 +18,37 @@ export function agentColor(i: number): string {
 export const INK = '#1f2328';
 /** The only red: a certificate that did not hold. */
 export const NOT_HELD = '#c62828';
+
+// ── Chart additions (charts/, components/Timeline.tsx) ──────────────────────────────────────
+
+/** A held certificate's mark: filled in team ink (not held: hollow NOT_HELD). */
+export const HELD_FILL = INK;
+/** Secondary ink: gridlines' labels, reference lines, the certified floor. */
+export const MUTED_INK = '#5f6670';
+/** Light rules and gridlines. */
+export const GRID = '#e3e1db';
+/** The confidence band around team J. */
+export const BAND_FILL = 'rgba(31, 35, 40, 0.12)';
+
+/**
+ * Team-level series that must be told apart without agent colours (the order comparison): neutral
+ * inks from dark to light, each with its own dash pattern, so they read in greyscale on a projector.
+ */
+export const TEAM_SERIES: readonly { readonly stroke: string; readonly dash: string }[] = [
+  { stroke: INK, dash: '' },
+  { stroke: '#4b5563', dash: '6 3' },
+  { stroke: '#6b7280', dash: '2 3' },
+  { stroke: '#374151', dash: '10 3 2 3' },
+  { stroke: '#9ca3af', dash: '4 4' },
+];
+
+export function teamSeries(k: number): { readonly stroke: string; readonly dash: string } {
+  return TEAM_SERIES[((k % TEAM_SERIES.length) + TEAM_SERIES.length) % TEAM_SERIES.length]!;
+}
+
+/** Agent i's colour at an opacity (0..1), as rgba, for fills behind text. */
+export function agentTint(i: number, alpha: number): string {
+  const hex = agentColor(i).slice(1);
+  const v = Number.parseInt(hex, 16);
+  return `rgba(${(v >> 16) & 255}, ${(v >> 8) & 255}, ${v & 255}, ${alpha})`;
+}

@@ -10,7 +10,7 @@ export class SatError extends Error {
   readonly code: string;
   constructor(code: string, message: string) {
     super(message);
-    this.name = new.target.name;
+    this.name = 'SatError';
     this.code = code;
   }
 }
@@ -21,6 +21,7 @@ export class ConfigError extends SatError {
   readonly value: unknown;
   constructor(key: string, value: unknown, message: string) {
     super('config', message);
+    this.name = 'ConfigError'; // spelled out: a minified build renames classes
     this.key = key;
     this.value = value;
   }
@@ -30,6 +31,7 @@ export class ConfigError extends SatError {
 export class NumericError extends SatError {
   constructor(message: string) {
     super('numeric', message);
+    this.name = 'NumericError';
   }
 }
 
@@ -37,6 +39,7 @@ export class NumericError extends SatError {
 export class FormatError extends SatError {
   constructor(message: string) {
     super('format', message);
+    this.name = 'FormatError';
   }
 }
 

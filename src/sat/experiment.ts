@@ -9,13 +9,20 @@
  * Also the tabular plug-and-play swap (SAT.md §8): replace one agent's table by another policy,
  * projected by Stage-0 into the δ_0 ball around the agent it replaces.
  *
- * Not here: printing (src/cli) or drawing (src/app).
+ * The seam for agents that live elsewhere (one Web Worker per agent, src/app/remoteTeam.ts):
+ * `planTabular` / `planLlm` build everything but the agents — game or task, env, A_max — and
+ * describe each agent as plain, cloneable data (`TableInit`, `LmInit`); `tableAgent` / `lmAgent`
+ * turn one description into an in-process agent. createExperiment and createLlmExperiment are
+ * exactly plan + those factories, so a team built elsewhere from the same descriptions starts
+ * from bit-identical parameters.
+ *
+ * Not here: printing (src/cli), drawing (src/app), or workers (src/workers).
  */
 import { Rng } from '../core/rng';
 import { weightedQuantile } from '../core/stats';
 import { ConfigError } from '../core/errors';
 import { Transformer } from '../model/transformer';
-import { dequantizeWeights, loadModel } from '../model/weights';
+import { dequantizeWeights, loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
 import { makeGame } from '../tasks/index';
 import { makeLlmTask } from '../tasks/llm/index';
 import { exactJ, stateVisitProbs } from '../tasks/tabular';
@@ -51,6 +58,22 @@ export interface TabularExperiment extends Experiment {
   readonly team: TabularSoftmaxAgent[];
 }
 
+/** An agent that is a table, wherever it runs: a TabularSoftmaxAgent here, or one in a worker (src/app/remoteTeam.ts). */
+export interface TableAgent extends AgentPolicy {
+  readonly nObs: number;
+  readonly nActions: number;
+  /** The current logits [nObs × nActions] (a copy). */
+  getLogits(): Float64Array | Promise<Float64Array>;
+  /** Replaces the logits; resets the optimizer. */
+  setLogits(z: Float64Array): void | Promise<void>;
+}
+
+/** What the tabular swap needs: the exact game and a team of tables (in-process or in workers). */
+export interface TableExperiment extends Experiment {
+  readonly game: TabularGame;
+  readonly team: readonly TableAgent[];
+}
+
 /** A team of small language models on a verifiable text task. */
 export interface LlmExperiment extends Experiment {
   readonly env: LmEnv;
@@ -65,22 +88,99 @@ export type ModelLoader = (name: string) => Promise<Uint8Array>;
 /** Stream purpose for initial tables (stages use purposes ≥ 1 under their stage index ≥ 1). */
 const INIT_STREAM = 0;
 
-export function createExperiment(cfg: Config): TabularExperiment {
+/** How agent `index` of a tabular team starts: its table's shape, and the stream of its random logits. */
+export interface TableInit {
+  readonly index: number;
+  readonly nObs: number;
+  readonly nActions: number;
+  /** Std of the initial logits (0: uniform policy). */
+  readonly initScale: number;
+  /** The initial logits are drawn from new Rng(seed, path): the run seed's fork (INIT_STREAM, index). */
+  readonly seed: number;
+  readonly path: readonly number[];
+}
+
+/** A tabular experiment's parts that do not depend on where its agents run. */
+export interface TabularPlan {
+  readonly game: TabularGame;
+  readonly env: TabularEnv;
+  readonly aMax: number;
+  readonly agents: readonly TableInit[];
+}
+
+export function planTabular(cfg: Config): TabularPlan {
   if (isLlmTask(cfg.task)) {
     throw new ConfigError('task', cfg.task, `Task "${cfg.task}" trains language models: open it with createLlmExperiment (it loads model files).`);
   }
   const game = makeGame(cfg.task as TaskName, { agents: cfg.agents, actions: cfg.actions, protocol: resolvedProtocol(cfg), taskSeed: cfg.taskSeed, penaltyK: cfg.penaltyK });
-  const rng = new Rng(cfg.seed);
-  const team = Array.from({ length: game.nAgents }, (_, i) =>
-    new TabularSoftmaxAgent(i, game.nObs[i]!, game.nActions[i]!, { initScale: cfg.initScale, rng: rng.fork(INIT_STREAM, i) }),
-  );
+  const agents = Array.from({ length: game.nAgents }, (_, i): TableInit => ({
+    index: i, nObs: game.nObs[i]!, nActions: game.nActions[i]!, initScale: cfg.initScale, seed: cfg.seed, path: [INIT_STREAM, i],
+  }));
   const aMax = cfg.aMax > 0 ? cfg.aMax : game.rewardRange[1] - game.rewardRange[0];
+  return { game, env: new TabularEnv(game), aMax, agents };
+}
+
+/** The in-process agent a `TableInit` describes. */
+export function tableAgent(init: TableInit): TabularSoftmaxAgent {
+  return new TabularSoftmaxAgent(init.index, init.nObs, init.nActions, { initScale: init.initScale, rng: new Rng(init.seed, init.path) });
+}
+
+export function createExperiment(cfg: Config): TabularExperiment {
+  const { game, env, aMax, agents } = planTabular(cfg);
+  const team = agents.map(tableAgent);
   const j0 = exactJ(game, tablePolicy(game, team.map((a) => a.distributionTable())));
-  return { cfg, game, env: new TabularEnv(game), team, rng, betas: team.map(() => cfg.beta), aMax, j0, stages: [] };
+  return { cfg, game, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [] };
 }
 
 /** Stream purpose for the language team's evaluation seed. */
 const EVAL_STREAM = 0x65;
+
+/** How agent `index` of a language team starts from the shipped model (the model bytes travel separately). */
+export interface LmInit {
+  readonly index: number;
+  /** Display name, e.g. "arithmetic-S#0". */
+  readonly name: string;
+  /** LoRA rank (0: train all weights, dequantized). */
+  readonly lora: number;
+  readonly loraAlpha: number;
+  /** Seed of the LoRA adapter's initialisation. */
+  readonly seed: number;
+  readonly temperature: number;
+  readonly topK: number;
+}
+
+/** A language experiment's parts that do not depend on where its agents run. */
+export interface LlmPlan {
+  /** The model file every agent starts from, e.g. "arithmetic-S". */
+  readonly modelName: string;
+  readonly env: LmEnv;
+  readonly aMax: number;
+  readonly agents: readonly LmInit[];
+}
+
+export function planLlm(cfg: Config): LlmPlan {
+  if (!isLlmTask(cfg.task)) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" is a tabular game: open it with createExperiment.`);
+  const modelName = `${cfg.task}-${cfg.model}`;
+  const task = makeLlmTask(cfg.task, { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
+  const rng = new Rng(cfg.seed);
+  const agents = Array.from({ length: cfg.agents }, (_, i): LmInit => ({
+    index: i, name: `${modelName}#${i}`, lora: cfg.lora, loraAlpha: cfg.loraAlpha, seed: rng.fork(INIT_STREAM, i).nextU32(), temperature: cfg.temperature, topK: cfg.topK,
+  }));
+  const env = new LmEnv(task, resolvedProtocol(cfg), cfg.agents, { maxNew: cfg.maxNew, evalEpisodes: cfg.evalEpisodes, evalSeed: rng.fork(EVAL_STREAM).nextU32() });
+  const aMax = cfg.aMax > 0 ? cfg.aMax : task.rewardRange[1] - task.rewardRange[0];
+  return { modelName, env, aMax, agents };
+}
+
+/**
+ * The in-process agent an `LmInit` describes, over a loaded model. `full` (lora = 0 only) is the
+ * dequantized weights; pass one copy to every agent of a team (each copies it into its params).
+ */
+export function lmAgent(init: LmInit, loaded: LoadedModel, full?: ModelWeights): LmAgent {
+  const model = init.lora === 0
+    ? new Transformer(loaded.cfg, full ?? dequantizeWeights(loaded.weights), { trainable: 'full' })
+    : new Transformer(loaded.cfg, loaded.weights, { trainable: 'lora', lora: { rank: init.lora, alpha: init.loraAlpha }, seed: init.seed });
+  return new LmAgent(init.index, model, { name: init.name, temperature: init.temperature, topK: init.topK });
+}
 
 /**
  * A language team: every agent starts from the shipped model `<task>-<model>` (full weights when
@@ -88,20 +188,12 @@ const EVAL_STREAM = 0x65;
  * J is estimated on held-out problems.
  */
 export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promise<LlmExperiment> {
-  if (!isLlmTask(cfg.task)) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" is a tabular game: open it with createExperiment.`);
-  const modelName = `${cfg.task}-${cfg.model}`;
+  const { modelName, env, aMax, agents } = planLlm(cfg);
   const loaded = loadModel(await load(modelName));
-  const task = makeLlmTask(cfg.task, { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
-  const rng = new Rng(cfg.seed);
-  const full = cfg.lora === 0 ? dequantizeWeights(loaded.weights) : loaded.weights;
-  const team = Array.from({ length: cfg.agents }, (_, i) => {
-    const model = new Transformer(loaded.cfg, full, cfg.lora === 0 ? { trainable: 'full' } : { trainable: 'lora', lora: { rank: cfg.lora, alpha: cfg.loraAlpha }, seed: rng.fork(INIT_STREAM, i).nextU32() });
-    return new LmAgent(i, model, { name: `${modelName}#${i}`, temperature: cfg.temperature, topK: cfg.topK });
-  });
-  const env = new LmEnv(task, resolvedProtocol(cfg), cfg.agents, { maxNew: cfg.maxNew, evalEpisodes: cfg.evalEpisodes, evalSeed: rng.fork(EVAL_STREAM).nextU32() });
-  const aMax = cfg.aMax > 0 ? cfg.aMax : task.rewardRange[1] - task.rewardRange[0];
+  const full = cfg.lora === 0 ? dequantizeWeights(loaded.weights) : undefined;
+  const team = agents.map((init) => lmAgent(init, loaded, full));
   const j0 = (await env.evaluate(team)).J;
-  return { cfg, env, team, rng, betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName };
+  return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName };
 }
 
 /** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
@@ -155,19 +247,19 @@ export interface SwapReport {
  * projected per state into KL ≤ δ_0 of the current table when `stage0` is true (for a table the
  * projected policy is represented exactly, so "distillation" is exact). Resets its optimizer.
  */
-export async function swapAgent(exp: TabularExperiment, j: number, preLogits: Float64Array, opts: { stage0: boolean; delta0?: number }): Promise<SwapReport> {
+export async function swapAgent(exp: TableExperiment, j: number, preLogits: Float64Array, opts: { stage0: boolean; delta0?: number }): Promise<SwapReport> {
   const agent = exp.team[j];
   if (!agent) throw new RangeError(`swap: no agent ${j} in a team of ${exp.team.length}`);
   const A = agent.nActions;
   if (preLogits.length !== agent.nObs * A) throw new RangeError(`swap: ${preLogits.length} logits for agent ${j}'s ${agent.nObs}×${A} table`);
   const jBefore = await currentJ(exp);
-  const cur = agent.getLogits();
+  const cur = await agent.getLogits();
   const rows = (z: Float64Array) => Array.from({ length: agent.nObs }, (_, s) => z.slice(s * A, (s + 1) * A));
   const proj = projectTable(rows(preLogits), rows(cur), opts.delta0 ?? exp.cfg.stage0Delta);
   const next = new Float64Array(preLogits.length);
   if (opts.stage0) proj.states.forEach((st, s) => next.set(st.logits, s * A));
   else next.set(preLogits);
-  agent.setLogits(next);
+  await agent.setLogits(next);
   exp.lastEval = undefined;
   const kls = opts.stage0 ? proj.kls : proj.klsPre;
   // Weight states by how often agent j visits them under the (new) team.
@@ -191,7 +283,7 @@ export async function swapAgent(exp: TabularExperiment, j: number, preLogits: Fl
  * agent j plays it at s (and its current policy elsewhere), as logits scaled so the best action
  * leads by `sharpness` — a stand-in for a larger pretrained model that knows the best responses.
  */
-export async function bestResponseLogits(exp: TabularExperiment, j: number, sharpness = 4): Promise<Float64Array> {
+export async function bestResponseLogits(exp: TableExperiment, j: number, sharpness = 4): Promise<Float64Array> {
   const agent = exp.team[j]!;
   const A = agent.nActions;
   const tables = await teamTables(exp.game, exp.team);

@@ -1,93 +1,147 @@
 /**
- * The left column: preset picker with its "what to look for", seed and stage count (tooltips
- * from the config table's doc strings), Run / Cancel, and the progress line "stage k / N".
+ * The left column: the presets gallery (each with its "what to look for") and every setting of the
+ * one config table, grouped as SAT.md is (task, model, run, advantages, objective, trust region,
+ * order, certificate, swap). Each control's tooltip is its doc comment and allowed range; a share
+ * link's `<key>_hide=true` hides it. Edits are drafts until Apply (Enter) builds a fresh team.
  *
- * Not here: running anything (run.ts) or the full settings form (a later issue builds it from
- * CONFIG; this form only has the three knobs this page needs).
+ * Not here: the step controls (StepControls.tsx) or the team builder (TeamBuilder.tsx).
  */
-import { CONFIG, describeAllowed } from '../../sat/config';
+import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, type ConfigKey, type Field, type Group } from '../../sat/config';
 import { PRESETS, findPreset } from '../../sat/presets';
-import { cancelRun, startRun } from '../run';
-import { setPreset, setSeed, setStages, usePlayground } from '../store';
+import { applySettings, choosePreset } from '../session';
+import { isDirty, setField, usePlayground } from '../store';
 
-const tip = (key: 'seed' | 'stages') => `${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
+const GROUPS: readonly { group: Group; title: string; open: boolean }[] = [
+  { group: 'task', title: 'Task and team', open: true },
+  { group: 'model', title: 'Language models', open: true },
+  { group: 'run', title: 'Run', open: true },
+  { group: 'advantage', title: 'Advantages (§4)', open: false },
+  { group: 'objective', title: 'Objective (§5)', open: false },
+  { group: 'trust', title: 'Trust region (§6)', open: true },
+  { group: 'order', title: 'Update order (§3)', open: false },
+  { group: 'certificate', title: 'Certificate (§7)', open: false },
+  { group: 'swap', title: 'Plug-and-play (§8)', open: false },
+];
+
+/** Settings that only mean something for tabular games. */
+const TABULAR_ONLY: readonly ConfigKey[] = ['actions', 'penaltyK', 'initScale'];
+
+export const tooltip = (key: ConfigKey): string => `${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
+
+function FieldControl({ k, disabled }: { k: ConfigKey; disabled: boolean }) {
+  const f: Field = CONFIG[k];
+  const value = usePlayground((s) => s.form[k]);
+  const applied = usePlayground((s) => s.applied[k]);
+  const changed = value !== applied;
+  const common = { id: `cfg-${k}`, 'data-testid': `cfg-${k}`, disabled, 'aria-describedby': `tip-${k}` };
+  let input;
+  if (f.type === 'enum') {
+    input = (
+      <select {...common} value={value} onChange={(e) => setField(k, e.target.value)}>
+        {f.options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    );
+  } else if (f.type === 'bool') {
+    input = <input {...common} type="checkbox" checked={value === 'true'} onChange={(e) => setField(k, e.target.checked ? 'true' : 'false')} />;
+  } else {
+    input = <input {...common} type="text" inputMode={f.type === 'int' ? 'numeric' : 'decimal'} spellCheck={false} value={value} onChange={(e) => setField(k, e.target.value)} />;
+  }
+  return (
+    <label className={`field field-${f.type}${changed ? ' changed' : ''}`} title={tooltip(k)}>
+      <span className="field-label">
+        {k}
+        {changed && <span className="changed-dot" aria-label="changed, not applied" />}
+      </span>
+      {input}
+      <span id={`tip-${k}`} className="sr-only">
+        {tooltip(k)}
+      </span>
+    </label>
+  );
+}
+
+export function PresetGallery() {
+  const preset = usePlayground((s) => s.preset);
+  const status = usePlayground((s) => s.status);
+  const busy = status === 'busy' || status === 'running' || status === 'loading';
+  const p = findPreset(preset);
+  return (
+    <section className="gallery" aria-label="Presets" data-testid="presets">
+      <h2 className="section-title">Presets</h2>
+      <div className="gallery-list" role="listbox" aria-label="Preset">
+        {PRESETS.map((x) => (
+          <button
+            key={x.name}
+            type="button"
+            role="option"
+            aria-selected={x.name === preset}
+            className={`preset-btn${x.name === preset ? ' selected' : ''}`}
+            data-testid={`preset-${x.name}`}
+            disabled={busy}
+            title={x.title}
+            onClick={() => void choosePreset(x.name)}
+          >
+            <span className="preset-name">{x.name}</span>
+            <span className={`kind kind-${x.kind}`}>{x.kind === 'llm' ? 'LM' : 'table'}</span>
+          </button>
+        ))}
+      </div>
+      <div className="preset-card">
+        <div className="preset-title" data-testid="preset-title">
+          {p.title}
+        </div>
+        <div className="preset-look">
+          <span className="look-label">What to look for.</span> {p.lookFor}
+        </div>
+      </div>
+    </section>
+  );
+}
 
 export function Controls() {
-  const preset = usePlayground((s) => s.preset);
-  const seed = usePlayground((s) => s.seed);
-  const stages = usePlayground((s) => s.stages);
+  const hide = usePlayground((s) => s.hide);
   const status = usePlayground((s) => s.status);
-  const done = usePlayground((s) => s.rows.length);
-  const total = usePlayground((s) => s.total);
-  const running = status === 'running';
-  const p = findPreset(preset);
-
+  const task = usePlayground((s) => s.form.task);
+  const dirty = usePlayground(isDirty);
+  const busy = status === 'busy' || status === 'running' || status === 'loading';
+  const llm = isLlmTask(task);
+  const visible = (k: ConfigKey) => !hide.includes(k) && !(llm && TABULAR_ONLY.includes(k));
   return (
     <aside className="controls" aria-label="Experiment controls">
+      {!hide.includes('preset') && <PresetGallery />}
       <form
+        className="settings"
         noValidate // parseConfig's message names the setting and its range; the browser's bubble would not
         onSubmit={(e) => {
           e.preventDefault();
-          void startRun();
+          void applySettings();
         }}
       >
-        <label className="field">
-          <span className="field-label">Preset</span>
-          <select data-testid="preset" value={preset} disabled={running} onChange={(e) => setPreset(e.target.value)}>
-            {PRESETS.filter((x) => x.kind === 'tabular').map((x) => (
-              <option key={x.name} value={x.name}>
-                {x.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <div className="preset-card">
-          <div className="preset-title" data-testid="preset-title">
-            {p.title}
-          </div>
-          <div className="preset-look">
-            <span className="look-label">What to look for.</span> {p.lookFor}
-          </div>
-        </div>
-
-        <div className="field-row">
-          <label className="field" title={tip('seed')}>
-            <span className="field-label">Seed</span>
-            <input data-testid="seed" type="number" inputMode="numeric" min={0} step={1} value={seed} disabled={running} onChange={(e) => setSeed(e.target.value)} />
-          </label>
-          <label className="field" title={tip('stages')}>
-            <span className="field-label">Stages</span>
-            <input data-testid="stages" type="number" inputMode="numeric" min={1} step={1} value={stages} disabled={running} onChange={(e) => setStages(e.target.value)} />
-          </label>
-        </div>
-
-        <div className="buttons">
-          <button type="submit" className="primary" data-testid="run" disabled={running}>
-            Run stages
-          </button>
-          <button type="button" data-testid="cancel" disabled={!running} onClick={cancelRun}>
-            Cancel
+        <div className="settings-head">
+          <h2 className="section-title">Settings</h2>
+          <button type="submit" className={dirty ? 'primary small' : 'small'} data-testid="apply" disabled={busy} title="Build a fresh team with these settings (Enter)">
+            {dirty ? 'Apply changes' : 'Apply'}
           </button>
         </div>
+        {GROUPS.filter((g) => g.group !== 'model' || llm).map((g) => {
+          const keys = CONFIG_KEYS.filter((k) => CONFIG[k].group === g.group && visible(k));
+          if (keys.length === 0) return null;
+          return (
+            <details key={g.group} open={g.open} className="group" data-testid={`group-${g.group}`}>
+              <summary>{g.title}</summary>
+              <div className="group-fields">
+                {keys.map((k) => (
+                  <FieldControl key={k} k={k} disabled={busy} />
+                ))}
+              </div>
+            </details>
+          );
+        })}
       </form>
-
-      <div className="progress" data-testid="progress" aria-live="polite">
-        {status === 'idle' ? (
-          <span className="muted">Each run starts a fresh team from the preset and seed.</span>
-        ) : (
-          <>
-            <div className="progress-text">
-              {status === 'running' && `Running… stage ${done} / ${total}`}
-              {status === 'done' && `Done: stage ${done} / ${total}`}
-              {status === 'cancelled' && `Cancelled after stage ${done} / ${total}`}
-              {status === 'error' && `Stopped at stage ${done} / ${total}`}
-            </div>
-            <div className="progress-bar" role="progressbar" aria-valuemin={0} aria-valuemax={total} aria-valuenow={done}>
-              <div className="progress-fill" style={{ width: `${total > 0 ? (100 * done) / total : 0}%` }} />
-            </div>
-          </>
-        )}
-      </div>
     </aside>
   );
 }

@@ -1,29 +1,25 @@
 /**
  * The top bar: the page's name, the one sentence that says what SAT is and what to press
- * (UX.md "First minute"), and the backend in use, always visible (UX.md "Always honest").
+ * (UX.md "First minute"), and where the agents run, always visible (UX.md "Always honest").
  *
- * Not here: controls (Controls.tsx) or any run state.
+ * Not here: controls (Controls.tsx, StepControls.tsx) or any run state beyond the backend line.
  */
+import { usePlayground } from '../store';
 
 export function Header() {
+  const backend = usePlayground((s) => s.backend);
   return (
     <header className="header">
       <div className="header-text">
         <h1>SAT Playground</h1>
         <p className="lede" data-testid="lede">
-          <strong>Sequential Agent Tuning</strong> trains a team of agents one at a time: each sees its
-          predecessors’ updates, moves only inside a KL trust region, and every stage ends with a
-          certified lower bound on how much the team improved. Pick a preset on the left and press{' '}
-          <strong>Run stages</strong>.
+          <strong>Sequential Agent Tuning</strong> trains a team of agents one at a time: each sees its predecessors’ updates, moves only inside a KL trust region, and every
+          stage ends with a certified lower bound on how much the team improved. Press <strong>Step agent ▸</strong> and watch the timeline and the charts.
         </p>
       </div>
-      <div
-        className="backend"
-        data-testid="backend"
-        title="These presets use small tables of logits, one per agent, so they run on the CPU in this tab. The WebGPU backend is for the language-model presets, which come later."
-      >
+      <div className="backend" data-testid="backend" title="Where the agents' models, optimizers and kernels run">
         <span className="backend-dot" aria-hidden="true" />
-        Backend: CPU (tabular agents)
+        {backend}
       </div>
     </header>
   );

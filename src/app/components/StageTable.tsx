@@ -3,13 +3,14 @@
  * order σ, and per agent the trust-region KL quantile and backtracks. Every header has a tooltip
  * saying how to read it; the line under the table says what a held certificate means.
  *
- * Not here: the charts that will answer the same questions visually (a later issue), or any
- * computation — rows arrive ready-made (stageRow.ts).
+ * Not here: the charts that answer the same questions in pictures (../charts), or any computation —
+ * rows are made by stageRow.ts.
  */
-import { memo } from 'react';
+import { memo, useMemo } from 'react';
+import type { Config } from '../../sat/config';
 import { count, fixed3, sci, short, signed3 } from '../format';
-import type { StageRow } from '../stageRow';
-import { type RunInfo, usePlayground } from '../store';
+import { stageRow, type StageRow } from '../stageRow';
+import { usePlayground } from '../store';
 import { INK, NOT_HELD } from '../theme';
 import { AgentChip } from './AgentChip';
 
@@ -62,6 +63,16 @@ const Row = memo(function Row({ row }: { row: StageRow }) {
   );
 });
 
+/** What a table belongs to. */
+interface RunInfo {
+  readonly preset: string;
+  readonly seed: number;
+  readonly nAgents: number;
+  readonly j0: number;
+  readonly delta: number;
+  readonly alpha: number;
+}
+
 function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
   const held = rows.filter((r) => r.held).length;
   return (
@@ -82,24 +93,29 @@ function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
 }
 
 export function StageTable() {
-  const rows = usePlayground((s) => s.rows);
-  const info = usePlayground((s) => s.info);
+  const stages = usePlayground((s) => s.stages);
+  const cfg: Config | null = usePlayground((s) => s.config);
+  const preset = usePlayground((s) => s.preset);
+  const j0 = usePlayground((s) => s.j0);
+  const nAgents = usePlayground((s) => s.agents.length);
+  const rows = useMemo(() => stages.map((r) => stageRow(r, nAgents)), [stages, nAgents]);
 
-  if (!info) {
+  if (!cfg || !j0 || rows.length === 0) {
     return (
       <div className="empty" data-testid="empty">
         <p>No stages yet.</p>
         <p className="muted">
-          Press <strong>Run stages</strong>: each stage updates every agent once, in the order σ, and adds one row here.
+          Press <strong>Step stage ▸▸</strong> or <strong>Run ▶</strong>: each stage updates every agent once, in the order σ, and adds one row here.
         </p>
       </div>
     );
   }
+  const info: RunInfo = { preset, seed: cfg.seed, nAgents, j0: j0.J, delta: cfg.delta, alpha: cfg.alpha };
   const n = info.nAgents;
   const agents = Array.from({ length: n }, (_, j) => j);
   return (
     <section className="table-section" aria-label="Stages">
-      <h2>Did the team improve as much as promised?</h2>
+      <h2>Every stage in numbers</h2>
       <Caption info={info} rows={rows} />
       <div className="table-wrap">
         <table className="stages" data-testid="stage-table">

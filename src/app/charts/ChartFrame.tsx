@@ -1,0 +1,104 @@
+/**
+ * The frame every chart shares: a titled section (the question it answers), the plot or a calm
+ * placeholder when there is nothing to plot yet, and a one-line "how to read this" note (what it
+ * shows, what a healthy run looks like, which part of SAT.md it illustrates). The section carries
+ * the chart's stable `data-testid` and its number of plotted points in `data-points`, so browser and
+ * SSR tests can assert a non-empty series without reading SVG.
+ *
+ * Also `useMeasuredWidth`: the plot's width from a ResizeObserver on its box, starting from a fixed
+ * fallback so the first render (and server rendering, and headless Chromium before layout) never
+ * draws at width 0 — recharts' ResponsiveContainer measures 0 there.
+ *
+ * Not here: any data or maths (series.ts), or any one chart's drawing.
+ */
+import { type ReactNode, type RefObject, useEffect, useRef, useState } from 'react';
+import { HELD_FILL, NOT_HELD } from '../theme';
+import './charts.css';
+
+export const DEFAULT_WIDTH = 520;
+export const DEFAULT_HEIGHT = 240;
+
+/** Width of the element behind the returned ref, `fallback` until it has been measured (> 0). */
+export function useMeasuredWidth<T extends HTMLElement>(fallback: number): [RefObject<T | null>, number] {
+  const ref = useRef<T | null>(null);
+  const [width, setWidth] = useState(fallback);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || typeof ResizeObserver === 'undefined') return;
+    const read = (w: number) => {
+      const px = Math.floor(w);
+      if (px > 40) setWidth((old) => (Math.abs(old - px) >= 1 ? px : old));
+    };
+    read(el.getBoundingClientRect().width);
+    const ro = new ResizeObserver((entries) => {
+      const e = entries[0];
+      if (e) read(e.contentRect.width);
+    });
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  return [ref, width];
+}
+
+export interface ChartFrameProps {
+  readonly testid: string;
+  /** The question the chart answers. */
+  readonly title: ReactNode;
+  /** What it shows, what healthy looks like, which part of SAT.md. */
+  readonly howTo: ReactNode;
+  /** Plotted points (0 shows the placeholder). */
+  readonly points: number;
+  /** The placeholder's words, e.g. "Step an agent to see its advantages." */
+  readonly empty: ReactNode;
+  /** Controls in the title row (form / mode toggles). */
+  readonly actions?: ReactNode;
+  /** A line of numbers or words above the plot (readout, honesty notes). */
+  readonly readout?: ReactNode;
+  /** Draws the plot at the measured width. */
+  readonly children: (width: number) => ReactNode;
+  readonly width?: number;
+  readonly className?: string;
+}
+
+export function ChartFrame({ testid, title, howTo, points, empty, actions, readout, children, width, className }: ChartFrameProps) {
+  const [ref, measured] = useMeasuredWidth<HTMLDivElement>(width ?? DEFAULT_WIDTH);
+  const w = width ?? measured;
+  return (
+    <section className={`chart ${className ?? ''}`} data-testid={testid} data-points={points} aria-label={typeof title === 'string' ? title : undefined}>
+      <header className="chart-head">
+        <h3 className="chart-title">{title}</h3>
+        {actions && <div className="chart-actions">{actions}</div>}
+      </header>
+      {points > 0 && readout && <div className="chart-readout">{readout}</div>}
+      <div className="chart-plot" ref={ref}>
+        {points > 0 ? children(w) : <div className="chart-empty" data-testid={`${testid}-empty`}>{empty}</div>}
+      </div>
+      <p className="chart-howto">
+        <span className="chart-howto-label">How to read this:</span> {howTo}
+      </p>
+    </section>
+  );
+}
+
+/** A two- or three-way toggle for the title row (form, mode), as a radio group of buttons. */
+export function Toggle<T extends string>({ value, options, onChange, label }: { value: T; options: readonly { value: T; label: string; title?: string }[]; onChange: (v: T) => void; label: string }) {
+  return (
+    <div className="chart-toggle" role="radiogroup" aria-label={label}>
+      {options.map((o) => (
+        <button key={o.value} type="button" role="radio" aria-checked={o.value === value} className={o.value === value ? 'on' : ''} title={o.title} onClick={() => onChange(o.value)}>
+          {o.label}
+        </button>
+      ))}
+    </div>
+  );
+}
+
+/** The held / not-held mark of UX.md: filled ink disc, or hollow red ring. */
+export function HeldGlyph({ held, size = 12 }: { held: boolean; size?: number }) {
+  const r = size / 2;
+  return (
+    <svg width={size} height={size} viewBox={`0 0 ${size} ${size}`} aria-hidden="true" className="held-glyph">
+      {held ? <circle cx={r} cy={r} r={r - 1} fill={HELD_FILL} /> : <circle cx={r} cy={r} r={r - 1.75} fill="none" stroke={NOT_HELD} strokeWidth={1.75} />}
+    </svg>
+  );
+}

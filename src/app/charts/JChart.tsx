@@ -1,0 +1,126 @@
+/**
+ * "Did the team improve as much as promised?" — team J after each stage with its 95 % band, the
+ * certificate's floor J_before + lower bound (SAT.md §7), and each stage's mark:
+ * filled ink when the certificate held (J ended at or above its floor), hollow red when it did not.
+ * The floor is a short grey bar at each stage.
+ * A floor far below the picture (a vacuous bound) is drawn as ▼ on the bottom edge and said in words.
+ *
+ * Not here: computing rows (series.ts `jSeries`), picking the certificate form (a prop).
+ */
+import { Area, CartesianGrid, ComposedChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
+import { fixed3, signed3 } from '../format';
+import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
+import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
+import { term } from './fmt';
+import { jSeries, type FormChoice, type JRow } from './series';
+import type { StageRecord } from '../../sat/stage';
+
+export interface JChartProps {
+  /** Finished stages, in order. */
+  readonly records: readonly StageRecord[];
+  /** Which certificate form the floor and the marks use (default: the run's configured form). */
+  readonly form?: FormChoice;
+  /** R_max − R_min: the largest possible drop of J, to call a bound vacuous. */
+  readonly span?: number;
+  /** CI half-width of the initial team's J (the store's j0.ci), for the band at stage 0. */
+  readonly j0ci?: number;
+  readonly width?: number;
+  readonly height?: number;
+}
+
+function JDot(props: DotItemDotProps) {
+  const { cx, cy, payload } = props;
+  const row = payload as JRow;
+  if (cx === undefined || cy === undefined || row.held === null) {
+    return <circle key={`d${props.index}`} cx={cx} cy={cy} r={2.5} fill={INK} />;
+  }
+  return row.held ? (
+    <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.5} fill={HELD_FILL} stroke="#fff" strokeWidth={1} />
+  ) : (
+    <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.25} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />
+  );
+}
+
+function FloorDot(props: DotItemDotProps) {
+  const { cx, cy, payload, index } = props;
+  const row = payload as JRow;
+  if (cx === undefined || cy === undefined || row.floorShown === null) return <g key={`f${index}`} />;
+  if (row.floorClipped) {
+    return <path key={`f${index}`} d={`M${cx - 4},${cy - 7} L${cx + 4},${cy - 7} L${cx},${cy - 1} Z`} fill={MUTED_INK} />;
+  }
+  return <rect key={`f${index}`} x={cx - 7} y={cy - 1} width={14} height={2} fill={MUTED_INK} />;
+}
+
+function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { payload?: unknown }[] }) {
+  const row = payload?.[0]?.payload as JRow | undefined;
+  if (!active || !row) return null;
+  return (
+    <div className="chart-tip">
+      <div className="chart-tip-title">{row.held === null ? 'initial team' : `stage ${row.stage}`}</div>
+      <div>
+        J <b>{fixed3(row.j)}</b>
+        {row.ci > 0 && <> ± {fixed3(row.ci)}</>}
+      </div>
+      {row.held !== null && (
+        <>
+          <div>realised ΔJ {signed3(row.dJ!)}</div>
+          <div>certified ΔJ ≥ {fixed3(row.lower!)}</div>
+          <div className="chart-tip-held">
+            <HeldGlyph held={row.held} /> {row.held ? 'held' : 'not held'}
+          </div>
+        </>
+      )}
+    </div>
+  );
+}
+
+export function JChart({ records, form = 'chosen', span, j0ci, width, height = DEFAULT_HEIGHT }: JChartProps) {
+  const s = jSeries(records, { form, span, j0ci });
+  const last = s.rows[s.rows.length - 1];
+  const lowest = Math.min(...s.rows.filter((r) => r.floorClipped).map((r) => r.lower!));
+  return (
+    <ChartFrame
+      testid="chart-j"
+      title="Did the team improve as much as promised?"
+      points={s.stages}
+      width={width}
+      empty={<>Step a stage to see the team&apos;s J and what the certificate promised for it.</>}
+      readout={
+        <>
+          <span>
+            J now <b className="num">{last ? fixed3(last.j) : '—'}</b>
+          </span>
+          <span>
+            held in {s.heldCount} of {s.stages} stages
+          </span>
+          {s.clipped > 0 && (
+            <span className="chart-warn">
+              {s.clipped} floor{s.clipped > 1 ? 's' : ''} below the scale (▼), lowest bound {term(lowest)}
+              {s.vacuous > 0 ? ` — ${s.vacuous} vacuous: promising less than J could ever lose` : ''}
+            </span>
+          )}
+        </>
+      }
+      howTo={
+        <>
+          The line is team J after each stage (shaded: its 95 % interval; none when J is exact). The short grey bars are the
+          certificate&apos;s floor for that stage, J before the stage plus the certified lower bound (SAT.md §7). A dot on or
+          above its floor is filled (held); a hollow red ring means the team ended below what was certified. Healthy: J climbs or
+          holds, every dot filled, floors just under the line.
+        </>
+      }
+    >
+      {(w) => (
+        <ComposedChart width={w} height={height} data={s.rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
+          <CartesianGrid stroke={GRID} vertical={false} />
+          <XAxis dataKey="stage" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
+          <YAxis domain={[s.domain[0], s.domain[1]]} ticks={[...s.ticks]} allowDataOverflow tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
+          <Tooltip content={<JTooltip />} />
+          <Area dataKey="band" stroke="none" fill={BAND_FILL} isAnimationActive={false} />
+          <Line dataKey="floorShown" stroke="none" dot={FloorDot} activeDot={false} isAnimationActive={false} name="certified floor" />
+          <Line dataKey="j" stroke={INK} strokeWidth={2} dot={JDot} isAnimationActive={false} name="team J" />
+        </ComposedChart>
+      )}
+    </ChartFrame>
+  );
+}

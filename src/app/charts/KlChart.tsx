@@ -1,0 +1,98 @@
+/**
+ * "How far did agent j move?" — the per-state KL κ(s) = KL(π_new(·|s) ‖ π_cur(·|s)) of one agent
+ * step, one count per visited state, on log-spaced bins (SAT.md §6), with the trust-region radius δ
+ * (solid) and the monitor's (1−α)-quantile q (dashed). Bars past δ are drawn solid, the rest tinted.
+ *
+ * Not here: binning (series.ts `klRows`), the monitor itself (src/sat/monitor.ts).
+ */
+import { Bar, BarChart, CartesianGrid, Rectangle, ReferenceLine, Tooltip, XAxis, YAxis, type BarShapeProps } from 'recharts';
+import type { AgentStepRecord } from '../../sat/stage';
+import { count, sci } from '../format';
+import { agentColor, agentTint, GRID, INK, MUTED_INK } from '../theme';
+import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
+import { decade, pct } from './fmt';
+import { klRows, type BinRow } from './series';
+
+export interface KlChartProps {
+  readonly step: AgentStepRecord | null;
+  /** α of the monitor (for the label of q). */
+  readonly alpha?: number;
+  /** Bins per factor of 10. */
+  readonly perDecade?: number;
+  readonly width?: number;
+  readonly height?: number;
+}
+
+function KlTooltip({ active, payload }: { active?: boolean; payload?: readonly { payload?: unknown }[] }) {
+  const row = payload?.[0]?.payload as BinRow | undefined;
+  if (!active || !row) return null;
+  return (
+    <div className="chart-tip">
+      <div className="chart-tip-title">
+        κ in [{decade(row.lo)}, {decade(row.hi)})
+      </div>
+      <div>{row.count} state visits</div>
+    </div>
+  );
+}
+
+export function KlChart({ step, alpha, perDecade = 4, width, height = DEFAULT_HEIGHT }: KlChartProps) {
+  const h = step ? klRows(step, perDecade) : null;
+  const n = h ? h.n : 0;
+  const agent = step ? step.agent : 0;
+  const lo = h ? h.rows[0]!.lo : 0;
+  const hi = h ? h.rows[h.rows.length - 1]!.hi : 1;
+  const ticks: number[] = [];
+  for (let d = Math.ceil(lo); d <= hi; d++) ticks.push(d);
+  const qLabel = alpha !== undefined ? `${Math.round((1 - alpha) * 1000) / 10} % quantile` : 'quantile q';
+  const shape = (p: BarShapeProps) => {
+    const row = p.payload as BinRow & { over: boolean };
+    return <Rectangle {...p} fill={row.over ? agentColor(agent) : agentTint(agent, 0.45)} stroke={row.over ? INK : 'none'} strokeWidth={row.over ? 1 : 0} />;
+  };
+  return (
+    <ChartFrame
+      testid="chart-kl"
+      title={`How far did ${step ? `agent ${step.agent}` : 'the agent'} move?`}
+      points={n > 0 && h ? h.rows.length : 0}
+      width={width}
+      empty={<>Step an agent to see how far its policy moved at each state.</>}
+      readout={
+        step && (
+          <>
+            <span>
+              q = <b className="num">{sci(step.check.q)}</b> {step.check.ok ? '≤' : '>'} δ = <b className="num">{sci(step.delta)}</b>
+            </span>
+            <span>{pct(step.check.violRate)} of visits past δ</span>
+            <span>mean {sci(step.check.mean)}, max {sci(step.check.max)}</span>
+            <span className={step.accepted ? '' : 'chart-warn'}>
+              {step.accepted ? 'accepted' : 'rejected (kept π_cur)'}
+              {step.backtracks > 0 ? ` after ${count(step.backtracks)} backtrack${step.backtracks > 1 ? 's' : ''}` : ''}
+            </span>
+          </>
+        )
+      }
+      howTo={
+        <>
+          One count per state the agent visited, at the KL between its new and old action distribution there (log scale; κ = 0
+          counts in the leftmost bin). The solid line is the radius δ, the dashed one the monitor&apos;s {qLabel}: the update is
+          kept only when q ≤ δ, otherwise it is undone and retried with a larger β (SAT.md §6). Healthy: the mass sits left of δ,
+          the dashed line just inside it — the agent used its budget without leaving the trust region.
+        </>
+      }
+    >
+      {(w) =>
+        h && (
+          <BarChart width={w} height={height} data={h.rows} margin={{ top: 16, right: 16, bottom: 4, left: 4 }} barCategoryGap={1}>
+            <CartesianGrid stroke={GRID} vertical={false} />
+            <XAxis dataKey="mid" type="number" domain={[lo, hi]} ticks={ticks} tickFormatter={decade} stroke={MUTED_INK} fontSize={12} tickLine={false} />
+            <YAxis allowDecimals={false} width={40} stroke={MUTED_INK} fontSize={12} />
+            <Tooltip content={<KlTooltip />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
+            <Bar dataKey="count" shape={shape} isAnimationActive={false} />
+            {Number.isFinite(h.logDelta) && <ReferenceLine x={h.logDelta} stroke={INK} strokeWidth={1.5} label={{ value: 'δ', position: 'top', fill: INK, fontSize: 12 }} />}
+            {Number.isFinite(h.logQ) && <ReferenceLine x={h.logQ} stroke={INK} strokeDasharray="4 3" label={{ value: 'q', position: 'insideTopLeft', fill: MUTED_INK, fontSize: 12 }} />}
+          </BarChart>
+        )
+      }
+    </ChartFrame>
+  );
+}

@@ -1,0 +1,98 @@
+/**
+ * "Does the update order change the outcome?" — team J per stage for the same seed under two or
+ * more update orders σ (SAT.md §10 claim 3: the certificate holds for any σ, the numbers change),
+ * one neutral-ink line per order, each with its own dash; marks filled where that stage's
+ * certificate held, hollow red where it did not.
+ *
+ * Not here: running the extra orders (the session does, and passes one StageRecord[] per order) or
+ * merging them (series.ts `orderRows`).
+ */
+import { CartesianGrid, LineChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
+import { fixed3 } from '../format';
+import { GRID, HELD_FILL, MUTED_INK, NOT_HELD, teamSeries } from '../theme';
+import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
+import { orderRows, orderSummary, type FormChoice, type OrderRow, type OrderSeries } from './series';
+
+export interface OrderChartProps {
+  /** One series per order, e.g. { label: 'σ = 0→1→2', stages } (the store's SeriesRun[] as is). */
+  readonly series: readonly OrderSeries[];
+  readonly form?: FormChoice;
+  readonly width?: number;
+  readonly height?: number;
+}
+
+function dotFor(k: number) {
+  return function OrderDot(p: DotItemDotProps) {
+    const key = `o${k}-${p.index}`;
+    const row = p.payload as OrderRow;
+    const h = row[`h${k}`];
+    if (p.cx === undefined || p.cy === undefined || row[`s${k}`] === undefined) return <g key={key} />;
+    if (h === undefined) return <circle key={key} cx={p.cx} cy={p.cy} r={2} fill={teamSeries(k).stroke} />;
+    return h === 1 ? (
+      <circle key={key} cx={p.cx} cy={p.cy} r={3.5} fill={HELD_FILL} />
+    ) : (
+      <circle key={key} cx={p.cx} cy={p.cy} r={3.5} fill="#fff" stroke={NOT_HELD} strokeWidth={1.75} />
+    );
+  };
+}
+
+function OTooltip({ active, payload, label, names }: { active?: boolean; payload?: readonly { payload?: unknown }[]; label?: unknown; names: readonly string[] }) {
+  const row = payload?.[0]?.payload as OrderRow | undefined;
+  if (!active || !row) return null;
+  return (
+    <div className="chart-tip">
+      <div className="chart-tip-title">stage {String(label)}</div>
+      {names.map((n, k) =>
+        row[`s${k}`] === undefined ? null : (
+          <div key={k}>
+            {n}: <b>{fixed3(row[`s${k}`]!)}</b>
+            {row[`h${k}`] === 0 ? ' (not held)' : ''}
+          </div>
+        ),
+      )}
+    </div>
+  );
+}
+
+export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HEIGHT }: OrderChartProps) {
+  const rows = orderRows(series, form);
+  const summary = orderSummary(series, form);
+  const points = series.reduce((s, x) => s + x.stages.length, 0);
+  const names = series.map((s) => s.label);
+  return (
+    <ChartFrame
+      testid="chart-orders"
+      title="Does the update order change the outcome?"
+      points={series.length >= 1 ? points : 0}
+      width={width}
+      empty={<>Compare orders to see the same seed trained under two or more update orders σ side by side.</>}
+      readout={summary.map((s, k) => (
+        <span key={k} className="order-key">
+          <svg width="26" height="8" aria-hidden="true">
+            <line x1="0" y1="4" x2="26" y2="4" stroke={teamSeries(k).stroke} strokeWidth="2" strokeDasharray={teamSeries(k).dash} />
+          </svg>
+          {s.label}: J <b className="num">{fixed3(s.finalJ)}</b>, held {s.held}/{s.stages}
+        </span>
+      ))}
+      howTo={
+        <>
+          Each line is the same seed and settings trained with a different update order σ. SAT&apos;s certificate holds whatever the
+          order (SAT.md §10, claim 3) — look for filled marks on every line — but which agent moves first changes what the others
+          react to, so the curves may part. Lines that end far apart mean the order matters for this game.
+        </>
+      }
+    >
+      {(w) => (
+        <LineChart width={w} height={height} data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
+          <CartesianGrid stroke={GRID} vertical={false} />
+          <XAxis dataKey="stage" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
+          <YAxis domain={['auto', 'auto']} tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
+          <Tooltip content={<OTooltip names={names} />} />
+          {series.map((s, k) => (
+            <Line key={k} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={1.75} dot={dotFor(k)} connectNulls isAnimationActive={false} />
+          ))}
+        </LineChart>
+      )}
+    </ChartFrame>
+  );
+}

@@ -1,0 +1,124 @@
+/**
+ * The step-through bar (UX.md "First minute"): Step agent ▸, Step stage ▸▸, Run ▶ / Pause ❚❚,
+ * Reset, the speed, and — while long work runs — its progress with a Cancel button. Keyboard:
+ * → or A steps an agent, S a stage, Space runs/pauses, R resets (not while typing in a field).
+ *
+ * Not here: what the actions do (session.ts), or sharing and files (ShareBar.tsx).
+ */
+import { useEffect } from 'react';
+import { cancelWork, pause, play, reset, stepAgent, stepStage } from '../session';
+import { setSpeed, usePlayground, type Speed } from '../store';
+
+export const SHORTCUTS: readonly { keys: string; what: string }[] = [
+  { keys: '→ or A', what: 'Step agent' },
+  { keys: 'S', what: 'Step stage' },
+  { keys: 'Space', what: 'Run / Pause' },
+  { keys: 'R', what: 'Reset' },
+];
+
+function typingIn(target: EventTarget | null): boolean {
+  const el = target as HTMLElement | null;
+  if (!el || !el.tagName) return false;
+  return el.tagName === 'INPUT' || el.tagName === 'SELECT' || el.tagName === 'TEXTAREA' || el.isContentEditable;
+}
+
+/** Global shortcuts; mounted once by the bar. */
+function useShortcuts(): void {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.ctrlKey || e.metaKey || e.altKey || typingIn(e.target)) return;
+      // Arrow keys inside the timeline move its selection instead.
+      if ((e.target as HTMLElement | null)?.closest?.('[data-testid="timeline"]') && e.key.startsWith('Arrow')) return;
+      const status = usePlayground.getState().status;
+      switch (e.key) {
+        case 'ArrowRight':
+        case 'a':
+        case 'A':
+          e.preventDefault();
+          void stepAgent();
+          break;
+        case 's':
+        case 'S':
+          e.preventDefault();
+          void stepStage();
+          break;
+        case ' ':
+          e.preventDefault();
+          if (status === 'running') pause();
+          else void play();
+          break;
+        case 'r':
+        case 'R':
+          e.preventDefault();
+          void reset();
+          break;
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
+}
+
+export function StepControls() {
+  useShortcuts();
+  const status = usePlayground((s) => s.status);
+  const progress = usePlayground((s) => s.progress);
+  const speed = usePlayground((s) => s.speed);
+  const stagesDone = usePlayground((s) => s.stages.length);
+  const stepsDone = usePlayground((s) => s.partial.length);
+  const total = usePlayground((s) => s.config?.stages ?? 0);
+  const running = status === 'running';
+  const working = status === 'busy' || status === 'loading';
+  const noTeam = status === 'idle' || (status === 'loading' && stagesDone === 0 && !progress?.cancellable);
+  const done = status === 'done';
+  return (
+    <div className="stepbar" role="toolbar" aria-label="Step through SAT">
+      <button type="button" data-testid="step-agent" disabled={noTeam || working || running || done} onClick={() => void stepAgent()} title="One agent update of the current stage (→ or A)">
+        Step agent ▸
+      </button>
+      <button type="button" data-testid="step-stage" disabled={noTeam || working || running || done} onClick={() => void stepStage()} title="Finish the current stage (S)">
+        Step stage ▸▸
+      </button>
+      <button
+        type="button"
+        className="primary"
+        data-testid="run"
+        disabled={noTeam || working || (done && !running)}
+        onClick={() => (running ? pause() : void play())}
+        title="Keep stepping at the chosen speed; press again to pause (Space)"
+      >
+        {running ? 'Pause ❚❚' : 'Run ▶'}
+      </button>
+      <button type="button" data-testid="reset" disabled={working || running} onClick={() => void reset()} title="A fresh team with the same settings and seed (R)">
+        Reset
+      </button>
+      <label className="speed" title="Pause between agent steps while running">
+        <span className="field-label">Speed</span>
+        <select data-testid="speed" value={speed} onChange={(e) => setSpeed(e.target.value as Speed)}>
+          <option value="slow">slow</option>
+          <option value="normal">normal</option>
+          <option value="fast">fast</option>
+        </select>
+      </label>
+      <div className="where" data-testid="where" aria-live="polite">
+        {status === 'idle' ? 'Starting…' : `Stage ${Math.min(stagesDone + (stepsDone > 0 ? 1 : 0), total)} / ${total}` + (stepsDone > 0 ? ` · agent step ${stepsDone} in progress` : '')}
+        {done && ' · done'}
+      </div>
+      {progress && (
+        <div className="work" data-testid="progress" role="status">
+          <span className="work-label">{progress.label}</span>
+          {progress.total > 1 && (
+            <span className="progress-bar" role="progressbar" aria-valuemin={0} aria-valuemax={progress.total} aria-valuenow={progress.done}>
+              <span className="progress-fill" style={{ width: `${(100 * progress.done) / progress.total}%` }} />
+            </span>
+          )}
+          {progress.cancellable && (
+            <button type="button" className="small" data-testid="cancel" onClick={cancelWork}>
+              Cancel
+            </button>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}

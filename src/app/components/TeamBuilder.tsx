@@ -1,0 +1,141 @@
+/**
+ * The team builder: one card per agent in its colour — its model, its own radius δ_i, the backend
+ * its worker runs on and the memory it holds — and the update order σ as chips you can drag (or
+ * move with the ◂ ▸ buttons) to set a custom order. Edits go to the settings form (deltas,
+ * order = custom, customOrder) and take effect on Apply, like every other setting.
+ *
+ * Not here: running agents (session.ts) or their colours (theme.ts).
+ */
+import { useState, type CSSProperties } from 'react';
+import { agentDelta } from '../../sat/config';
+import { short } from '../format';
+import { isDirty, setField, usePlayground } from '../store';
+import { agentColor } from '../theme';
+import { tooltip } from './Controls';
+
+function bytes(n: number | undefined): string {
+  if (n === undefined || !Number.isFinite(n)) return '—';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function parseList(text: string): number[] {
+  return text
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '')
+    .map(Number);
+}
+
+/** The order σ the form describes (custom order when set, else 0..n−1 as a starting point). */
+function formOrder(orderText: string, customText: string, n: number): number[] {
+  const custom = parseList(customText);
+  const valid = orderText === 'custom' && custom.length === n && [...custom].sort((a, b) => a - b).every((v, i) => v === i);
+  return valid ? custom : Array.from({ length: n }, (_, i) => (orderText === 'reverse' ? n - 1 - i : i));
+}
+
+export function TeamBuilder() {
+  const agents = usePlayground((s) => s.agents);
+  const cfg = usePlayground((s) => s.config);
+  const order = usePlayground((s) => s.form.order);
+  const custom = usePlayground((s) => s.form.customOrder);
+  const deltasText = usePlayground((s) => s.form.deltas);
+  const hide = usePlayground((s) => s.hide);
+  const dirty = usePlayground(isDirty);
+  const [drag, setDrag] = useState<number | null>(null);
+  if (!cfg || agents.length === 0) return null;
+  const n = agents.length;
+  const sigma = formOrder(order, custom, n);
+  const setOrder = (next: number[]) => {
+    setField('order', 'custom');
+    setField('customOrder', next.join(','));
+  };
+  const move = (from: number, to: number) => {
+    if (to < 0 || to >= n || from === to) return;
+    const next = sigma.slice();
+    const [x] = next.splice(from, 1);
+    next.splice(to, 0, x!);
+    setOrder(next);
+  };
+  const deltas = parseList(deltasText);
+  const setDelta = (i: number, text: string) => {
+    const list = Array.from({ length: n }, (_, j) => (deltas.length === n ? String(deltas[j]) : String(cfg.delta)));
+    list[i] = text;
+    setField('deltas', list.join(','));
+  };
+  return (
+    <section className="team" aria-label="Team" data-testid="team">
+      <div className="team-agents">
+        {agents.map((a) => (
+          <div key={a.index} className="agent-card" data-testid={`agent-${a.index}`} style={{ '--agent': agentColor(a.index) } as CSSProperties}>
+            <div className="agent-head">
+              <span className="agent-dot" aria-hidden="true" />
+              <strong>agent {a.index}</strong>
+              <span className="muted">{a.name}</span>
+            </div>
+            <div className="agent-meta">
+              <span title="Parameters the agent trains">{a.parameters.toLocaleString('en')} params</span>
+              <span data-testid={`agent-${a.index}-backend`} title="Where this agent's model, optimizer and kernels run">
+                {a.backend}
+              </span>
+              <span title="Parameters and optimizer state held by its worker">{bytes(a.memoryBytes)}</span>
+            </div>
+            {!hide.includes('deltas') && (
+              <label className="agent-delta" title={tooltip('deltas')}>
+                δ<sub>{a.index}</sub>
+                <input
+                  type="text"
+                  inputMode="decimal"
+                  data-testid={`delta-${a.index}`}
+                  value={deltas.length === n ? String(deltas[a.index]) : short(agentDelta(cfg, a.index))}
+                  onChange={(e) => setDelta(a.index, e.target.value)}
+                />
+              </label>
+            )}
+          </div>
+        ))}
+      </div>
+      {!hide.includes('order') && n > 1 && (
+        <div className="sigma" title={tooltip('customOrder')}>
+          <span className="field-label">Update order σ (drag to reorder)</span>
+          <ol className="sigma-list" data-testid="sigma">
+            {sigma.map((agent, pos) => (
+              <li
+                key={agent}
+                draggable
+                className={`sigma-chip${drag === pos ? ' dragging' : ''}`}
+                style={{ '--agent': agentColor(agent) } as CSSProperties}
+                onDragStart={(e) => {
+                  setDrag(pos);
+                  e.dataTransfer.setData('text/plain', String(pos));
+                }}
+                onDragOver={(e) => e.preventDefault()}
+                onDrop={(e) => {
+                  e.preventDefault();
+                  move(Number(e.dataTransfer.getData('text/plain')), pos);
+                  setDrag(null);
+                }}
+                onDragEnd={() => setDrag(null)}
+              >
+                <button type="button" className="tiny" aria-label={`move agent ${agent} earlier`} disabled={pos === 0} onClick={() => move(pos, pos - 1)}>
+                  ◂
+                </button>
+                <span>
+                  {pos + 1}. agent {agent}
+                </span>
+                <button type="button" className="tiny" aria-label={`move agent ${agent} later`} disabled={pos === n - 1} onClick={() => move(pos, pos + 1)}>
+                  ▸
+                </button>
+              </li>
+            ))}
+          </ol>
+          <span className="muted small-note">
+            now: order = {cfg.order}
+            {dirty && ' · changes apply on Apply'}
+          </span>
+        </div>
+      )}
+    </section>
+  );
+}

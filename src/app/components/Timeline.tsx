@@ -1,0 +1,176 @@
+/**
+ * The timeline of UX.md: stages across, agents down, each cell numbered by the agent's position in
+ * that stage's update order σ — "who was updated when, and where are we". A cell shows the step's
+ * outcome (accepted; accepted after backtracks ↺; rejected, struck through; not run yet, dashed),
+ * the cursor (the last agent step run, ringed in ink) and the selection (filled in the agent's
+ * colour). Clicking a cell selects that agent step; the grid is one tab stop, and the arrow keys
+ * move the selection (←/→ previous/next step in update order, ↑/↓ the agent above/below in the same
+ * stage, Home/End first/last step).
+ *
+ * Not here: which step is selected (the caller owns it; `onSelect` reports clicks and keys), the
+ * grid's data and the navigation rule (charts/series.ts `timelineStages`, `moveSelection`).
+ */
+import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react';
+import type { StageRecord } from '../../sat/stage';
+import { HeldGlyph } from '../charts/ChartFrame';
+import { lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type PositionRef, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
+import { agentColor, agentTint } from '../theme';
+import { AgentChip } from './AgentChip';
+import '../charts/charts.css';
+
+export interface TimelineProps {
+  readonly nAgents: number;
+  /** Finished stages. */
+  readonly records: readonly StageRecord[];
+  /** The running stage (σ when known, steps so far). */
+  readonly current?: PartialStage | null;
+  /** The agent step in view, by agent or by position in σ (the store's `Selected`); null = none selected. */
+  readonly selected: StepRef | PositionRef | null;
+  /** Called with the step a click or an arrow key selects: {stage, agent} and its 0-based position in σ. */
+  readonly onSelect: (ref: StepRef, position: number) => void;
+  /** "Where we are": default the last agent step run. */
+  readonly cursor?: StepRef | null;
+}
+
+const NAV_KEYS: readonly NavKey[] = ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End'];
+
+const STATUS_WORDS: Record<TimelineCell['status'], string> = {
+  done: 'accepted',
+  backtracked: 'accepted after backtracking',
+  rejected: 'rejected: kept its old policy',
+  pending: 'not run yet',
+};
+
+const same = (a: StepRef | null | undefined, b: StepRef | null | undefined) => !!a && !!b && a.stage === b.stage && a.agent === b.agent;
+const keyOf = (r: StepRef) => `${r.stage}:${r.agent}`;
+
+/** "stage 13: 1 of 3 agents updated (latest: agent 0)" — where the run stands, in words. */
+function whereWords(stages: readonly TimelineStage[], here: StepRef | null): string {
+  const last = stages[stages.length - 1];
+  if (!last) return '';
+  const done = last.cells.filter((c) => c.status !== 'pending').length;
+  const latest = here ? ` (latest: agent ${here.agent})` : '';
+  return last.finished ? `${stages.length} stage${stages.length > 1 ? 's' : ''} done${latest}` : `stage ${last.stage}: ${done} of ${last.cells.length} agents updated${latest}`;
+}
+
+export function Timeline({ nAgents, records, current, selected: selectedIn, onSelect: report, cursor }: TimelineProps) {
+  const stages = timelineStages(records, nAgents, current);
+  const selected = toStepRef(records, current, selectedIn);
+  const onSelect = (ref: StepRef) => {
+    const c = stages.find((st) => st.stage === ref.stage)?.cells[ref.agent];
+    if (c && c.position !== null && c.status !== 'pending') report(ref, c.position - 1);
+  };
+  const here = cursor === undefined ? lastStepRef(records, current) : cursor;
+  const cells = useRef(new Map<string, HTMLDivElement>());
+  const grid = useRef<HTMLDivElement | null>(null);
+  const ran = stages.reduce((s, st) => s + st.cells.filter((c) => c.status !== 'pending').length, 0);
+  const tabStop = selected ?? here ?? (stages[0] ? { stage: stages[0].stage, agent: 0 } : null);
+
+  // Keep keyboard focus on the selected cell when the selection moves while the grid has focus.
+  useEffect(() => {
+    if (!selected) return;
+    const el = cells.current.get(keyOf(selected));
+    if (!el) return;
+    if (grid.current && typeof document !== 'undefined' && grid.current.contains(document.activeElement)) el.focus();
+    el.scrollIntoView?.({ block: 'nearest', inline: 'nearest' });
+  }, [selected?.stage, selected?.agent]);
+
+  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
+    if (!(NAV_KEYS as readonly string[]).includes(e.key)) return;
+    e.preventDefault();
+    const next = moveSelection(stages, selected ?? here, e.key as NavKey);
+    if (next && !same(next, selected)) onSelect(next);
+  };
+
+  if (stages.length === 0) {
+    return (
+      <section className="timeline" data-testid="timeline" data-points={0} aria-label="Timeline">
+        <div className="chart-empty">Step an agent to start the timeline: stages across, agents down, numbered in update order σ.</div>
+      </section>
+    );
+  }
+
+  return (
+    <section className="timeline" data-testid="timeline" data-points={ran} aria-label="Timeline">
+      <header className="chart-head">
+        <h3 className="chart-title">Who was updated when, and where are we?</h3>
+        <span className="chart-readout" data-testid="timeline-where">
+          {whereWords(stages, here)}
+        </span>
+      </header>
+      <div className="timeline-scroll">
+        <div
+          ref={grid}
+          role="grid"
+          aria-label="Agent steps: stages across, agents down; arrow keys move the selection"
+          className="timeline-grid"
+          style={{ gridTemplateColumns: `max-content repeat(${stages.length}, 30px)` }}
+          onKeyDown={onKeyDown}
+        >
+          <div role="row" className="timeline-row timeline-head">
+            <div role="columnheader" className="timeline-corner">
+              stage
+            </div>
+            {stages.map((st) => (
+              <div role="columnheader" key={st.stage} className={`timeline-stage ${st.finished ? '' : 'running'}`} title={st.finished ? `stage ${st.stage}: certificate ${st.held ? 'held' : 'not held'}` : `stage ${st.stage}: running`}>
+                <span>{st.stage}</span>
+                {st.held !== null ? <HeldGlyph held={st.held} size={9} /> : <span className="timeline-running-dot" aria-hidden="true" />}
+              </div>
+            ))}
+          </div>
+          {Array.from({ length: nAgents }, (_, a) => (
+            <div role="row" key={a} className="timeline-row">
+              <div role="rowheader" className="timeline-agent">
+                <AgentChip agent={a} label={`agent ${a}`} />
+              </div>
+              {stages.map((st) => {
+                const c = st.cells[a]!;
+                const ref = { stage: c.stage, agent: c.agent };
+                const isSel = same(ref, selected);
+                const isHere = same(ref, here);
+                const pending = c.status === 'pending';
+                const label = `stage ${c.stage}, agent ${c.agent}${c.position !== null ? `, position ${c.position} in σ` : ''}: ${STATUS_WORDS[c.status]}${c.backtracks > 0 ? ` (${c.backtracks} backtrack${c.backtracks > 1 ? 's' : ''})` : ''}${isHere ? ' — latest step' : ''}`;
+                return (
+                  <div
+                    role="gridcell"
+                    key={st.stage}
+                    ref={(el) => {
+                      if (el) cells.current.set(keyOf(ref), el);
+                      else cells.current.delete(keyOf(ref));
+                    }}
+                    tabIndex={same(ref, tabStop) ? 0 : -1}
+                    aria-selected={isSel}
+                    aria-disabled={pending || undefined}
+                    aria-label={label}
+                    title={label}
+                    data-testid="timeline-cell"
+                    data-stage={c.stage}
+                    data-agent={c.agent}
+                    data-position={c.position ?? ''}
+                    data-status={c.status}
+                    data-cursor={isHere || undefined}
+                    className={`timeline-cell ${c.status} ${isSel ? 'selected' : ''} ${isHere ? 'cursor' : ''}`}
+                    style={{ '--agent': agentColor(a), '--agent-tint': agentTint(a, 0.18) } as CSSProperties}
+                    onClick={() => {
+                      if (!pending) onSelect(ref);
+                    }}
+                  >
+                    {c.position ?? ''}
+                    {c.status === 'backtracked' && <span className="timeline-bt" aria-hidden="true">↺</span>}
+                  </div>
+                );
+              })}
+            </div>
+          ))}
+        </div>
+      </div>
+      <p className="chart-howto timeline-legend">
+        <span className="chart-howto-label">How to read this:</span> each column is a stage, each row an agent; the number is the
+        agent&apos;s turn in that stage&apos;s update order σ (SAT.md §3). <span className="legend-cell done">1</span> accepted{' '}
+        <span className="legend-cell backtracked">1<span className="timeline-bt">↺</span></span> accepted after backtracking{' '}
+        <span className="legend-cell rejected">1</span> rejected <span className="legend-cell pending">1</span> not run yet{' '}
+        <span className="legend-cell done cursor">1</span> latest step. Click a cell, or use the arrow keys, to show that step in the charts.
+      </p>
+    </section>
+  );
+}

@@ -1,0 +1,291 @@
+/**
+ * A team whose agents live in Web Workers, one worker per agent (ARCHITECTURE.md convention 6):
+ * the main thread keeps the stage loop (src/sat/stage.ts, unchanged) and drives each agent through
+ * its typed `Remote<AgentApi>`; each worker owns its model, optimizer and backend.
+ *
+ *   const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load });
+ *   await runStages(exp, 3);          // the same functions as an in-process experiment
+ *   exp.infos[j].backend              // "cpu (TypeScript)": what the page shows per agent
+ *   exp.terminate();
+ *
+ * Same config ⇒ the same numbers as createExperiment / createLlmExperiment in-process (bit for
+ * bit: the agents are built from the same descriptions, see experiment.ts `planTabular`), so a
+ * share link replays a run wherever its agents ran (timings aside).
+ *
+ * Crossing the boundary: arguments are cloned (the stage loop keeps using its batches and
+ * snapshots); results come back transferred (src/workers/wire.ts). Step sets are numbered by the
+ * identity of their obs array so a worker's LmAgent reuses its padded batch and reference logits
+ * (agentApi.ts, "Step-set keys"). A worker that dies rejects every pending and later call with
+ * an AgentWorkerError naming the agent — never a hang.
+ *
+ * Not here: the agent (src/workers/agentApi.ts), the store and buttons that use this (src/app).
+ */
+import { transfer, wrap, type Endpoint, type Remote } from 'comlink';
+import { ConfigError } from '../core/errors';
+import { Rng } from '../core/rng';
+import { planLlm, planTabular, type Experiment, type ModelLoader, type TableAgent, type TableExperiment } from '../sat/experiment';
+import { isLlmTask, type Config } from '../sat/config';
+import type { TabularEnv } from '../sat/env';
+import type { GenerateOptions, LmAgentPolicy, LmEnv } from '../sat/lm';
+import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
+import { AgentWorkerError, type AgentApi, type AgentSpec } from '../workers/agentApi';
+import { installErrorTransfer } from '../workers/wire';
+
+/**
+ * What a RemoteAgent needs from a worker: a comlink endpoint, word of its death, and a way to end
+ * it. `browserWorker` adapts a DOM Worker; Node's worker_threads are adapted the same way in
+ * tests/helpers/nodeAgentWorker.ts.
+ */
+export interface AgentWorker {
+  readonly endpoint: Endpoint;
+  /** `cb` runs once when the worker can no longer answer (an uncaught error, a failed load, an exit). */
+  onDeath(cb: (why: string) => void): void;
+  terminate(): void;
+}
+
+/** A DOM Worker as an AgentWorker. */
+export function browserWorker(w: Worker): AgentWorker {
+  return {
+    endpoint: w,
+    onDeath(cb) {
+      // Not preventDefault(): the browser still logs the worker's error with its stack.
+      w.addEventListener('error', (ev) => cb(ev.message ? `it threw ${ev.message}` : 'its script failed to load or threw'));
+      w.addEventListener('messageerror', () => cb('a message from it could not be read'));
+    },
+    terminate: () => w.terminate(),
+  };
+}
+
+/** The page's worker for one agent (Vite bundles agent.worker.ts as its own chunk). */
+export function makeAgentWorker(): Worker {
+  return new Worker(new URL('../workers/agent.worker.ts', import.meta.url), { type: 'module', name: 'sat-agent' });
+}
+
+/** One worker's link: its comlink proxy, and a promise that rejects when it dies or is terminated. */
+class Link {
+  readonly api: Remote<AgentApi>;
+  private failure: AgentWorkerError | null = null;
+  private readonly dead: Promise<never>;
+  private fail!: (e: AgentWorkerError) => void;
+
+  constructor(
+    private readonly worker: AgentWorker,
+    private readonly index: number,
+  ) {
+    this.api = wrap<AgentApi>(worker.endpoint);
+    this.dead = new Promise<never>((_, reject) => {
+      this.fail = reject;
+    });
+    this.dead.catch(() => {}); // observed by calls; no unhandled rejection when none is pending
+    worker.onDeath((why) => this.die(`Agent ${index}'s worker stopped (${why}); this experiment cannot continue. Start the run again — your settings are kept.`));
+  }
+
+  private die(message: string): void {
+    if (this.failure) return;
+    this.failure = new AgentWorkerError(message);
+    this.fail(this.failure);
+  }
+
+  /** f() against the worker, rejected with AgentWorkerError as soon as the worker is gone. */
+  call<T>(f: (api: Remote<AgentApi>) => Promise<T>): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    return Promise.race([f(this.api), this.dead]);
+  }
+
+  terminate(): void {
+    this.die(`Agent ${this.index}'s worker was terminated.`);
+    this.worker.terminate();
+  }
+}
+
+export interface RemoteAgentOptions {
+  /** Number step sets so the worker reuses its per-step-set caches (default true; false only to measure). */
+  readonly stepSetKeys?: boolean;
+}
+
+/** Step-set numbers, shared by all agents (obs arrays are per-agent anyway). */
+const stepSetKeys = new WeakMap<Int32Array, number>();
+let nextKey = 1;
+
+/** An agent in a worker: the AgentPolicy (and generate) the stage loop and LmEnv call. */
+export class RemoteAgent implements LmAgentPolicy {
+  readonly index: number;
+  protected readonly link: Link;
+  private readonly keys: boolean;
+
+  constructor(index: number, worker: AgentWorker, opts: RemoteAgentOptions = {}) {
+    installErrorTransfer();
+    this.index = index;
+    this.link = new Link(worker, index);
+    this.keys = opts.stepSetKeys ?? true;
+  }
+
+  /** The step set's number (the same for the same obs array), or undefined when keys are off. */
+  private key(steps: StepSet): number | undefined {
+    if (!this.keys) return undefined;
+    let k = stepSetKeys.get(steps.obs);
+    if (k === undefined) {
+      k = nextKey++;
+      stepSetKeys.set(steps.obs, k);
+    }
+    return k;
+  }
+
+  /** Builds the agent in its worker (an LmSpec's model bytes should be transferred: see createRemoteExperiment). */
+  init(spec: AgentSpec, transferList: Transferable[] = []): Promise<void> {
+    return this.link.call((api) => api.init(transfer(spec, transferList)));
+  }
+
+  info(): Promise<AgentInfo> {
+    return this.link.call((api) => api.info());
+  }
+
+  memoryBytes(): Promise<number> {
+    return this.link.call((api) => api.memoryBytes());
+  }
+
+  cacheStats(): Promise<{ hits: number; misses: number }> {
+    return this.link.call((api) => api.cacheStats());
+  }
+
+  distributions(steps: StepSet): Promise<Float64Array> {
+    return this.link.call((api) => api.distributions(steps, this.key(steps)));
+  }
+
+  logProbs(steps: StepSet): Promise<Float64Array> {
+    return this.link.call((api) => api.logProbs(steps, this.key(steps)));
+  }
+
+  setReference(): Promise<void> {
+    return this.link.call((api) => api.setReference());
+  }
+
+  klToReference(steps: StepSet): Promise<Float64Array> {
+    return this.link.call((api) => api.klToReference(steps, this.key(steps)));
+  }
+
+  trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
+    return this.link.call((api) => api.trainStep(batch, spec, this.key(batch)));
+  }
+
+  surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
+    return this.link.call((api) => api.surrogateGradient(batch, this.key(batch)));
+  }
+
+  fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
+    return this.link.call((api) => api.fisherVectorProduct(steps, v, this.key(steps)));
+  }
+
+  snapshot(): Promise<AgentSnapshot> {
+    return this.link.call((api) => api.snapshot());
+  }
+
+  restore(s: AgentSnapshot): Promise<void> {
+    return this.link.call((api) => api.restore(s));
+  }
+
+  interpolate(from: AgentSnapshot, f: number): Promise<void> {
+    return this.link.call((api) => api.interpolate(from, f));
+  }
+
+  generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
+    return this.link.call((api) => api.generate(contexts, opts));
+  }
+
+  /** Ends the worker; pending and later calls reject with AgentWorkerError. */
+  terminate(): void {
+    this.link.terminate();
+  }
+}
+
+/** A table in a worker: also what the tabular swap (experiment.ts `swapAgent`) needs. */
+export class RemoteTableAgent extends RemoteAgent implements TableAgent {
+  readonly nObs: number;
+  readonly nActions: number;
+
+  constructor(index: number, worker: AgentWorker, nObs: number, nActions: number, opts: RemoteAgentOptions = {}) {
+    super(index, worker, opts);
+    this.nObs = nObs;
+    this.nActions = nActions;
+  }
+
+  getLogits(): Promise<Float64Array> {
+    return this.link.call((api) => api.getLogits());
+  }
+
+  setLogits(z: Float64Array): Promise<void> {
+    return this.link.call((api) => api.setLogits(z));
+  }
+}
+
+export interface RemoteExperimentOptions extends RemoteAgentOptions {
+  /** Starts one agent's worker: `makeAgentWorker` in the page, a worker_threads adapter in Node. */
+  readonly makeWorker: () => Worker | AgentWorker;
+  /** Reads a shipped model's bytes (language tasks only). */
+  readonly load?: ModelLoader;
+}
+
+interface RemoteParts {
+  /** Per agent: name, kind, parameters and the backend it runs on. */
+  readonly infos: readonly AgentInfo[];
+  /** Ends every worker (idempotent); later calls reject with AgentWorkerError. */
+  terminate(): void;
+}
+
+export interface RemoteTabularExperiment extends TableExperiment, RemoteParts {
+  readonly kind: 'tabular';
+  readonly env: TabularEnv;
+  readonly team: RemoteTableAgent[];
+}
+
+export interface RemoteLlmExperiment extends Experiment, RemoteParts {
+  readonly kind: 'lm';
+  readonly env: LmEnv;
+  readonly team: RemoteAgent[];
+  readonly modelName: string;
+}
+
+export type RemoteExperiment = RemoteTabularExperiment | RemoteLlmExperiment;
+
+function asAgentWorker(w: Worker | AgentWorker): AgentWorker {
+  return 'endpoint' in w && 'onDeath' in w ? w : browserWorker(w);
+}
+
+/**
+ * The experiment createExperiment / createLlmExperiment would build, with every agent in its own
+ * worker. Workers start in parallel; if any fails to start, all are ended and the error is thrown.
+ */
+export async function createRemoteExperiment(cfg: Config, opts: RemoteExperimentOptions): Promise<RemoteExperiment> {
+  const started: RemoteAgent[] = [];
+  const terminate = (): void => started.forEach((a) => a.terminate());
+  try {
+    if (!isLlmTask(cfg.task)) {
+      const { game, env, aMax, agents } = planTabular(cfg);
+      const team = agents.map((init) => new RemoteTableAgent(init.index, asAgentWorker(opts.makeWorker()), init.nObs, init.nActions, opts));
+      started.push(...team);
+      await Promise.all(team.map((a, i) => a.init({ kind: 'tabular', ...agents[i]! })));
+      const infos = await Promise.all(team.map((a) => a.info()));
+      const j0 = (await env.evaluate(team)).J;
+      return { kind: 'tabular', cfg, game, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], infos, terminate };
+    }
+    if (!opts.load) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" trains language models: createRemoteExperiment needs a model loader (opts.load).`);
+    const { modelName, env, aMax, agents } = planLlm(cfg);
+    const bytes = await opts.load(modelName);
+    const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker()), opts));
+    started.push(...team);
+    await Promise.all(
+      team.map((a, i) => {
+        // Each worker gets its own copy, transferred: the loader may cache `bytes`, and a Node
+        // Buffer can be a view into a shared pool.
+        const model = bytes.slice();
+        return a.init({ kind: 'lm', modelName, model, ...agents[i]! }, [model.buffer]);
+      }),
+    );
+    const infos = await Promise.all(team.map((a) => a.info()));
+    const j0 = (await env.evaluate(team)).J;
+    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName, infos, terminate };
+  } catch (e) {
+    terminate();
+    throw e;
+  }
+}

@@ -1,0 +1,455 @@
+/**
+ * Share links (issue "The playground", item 5): the settings of an experiment — a preset, the
+ * config keys that differ from it, an optional agent step to jump to, and `<key>_hide` flags that
+ * let a teacher publish a reduced UI — packed into the URL hash:
+ *
+ *   #v1.<base64url( deflate-raw( JSON, keys sorted ) )>
+ *
+ * The JSON is one flat object, TensorFlow Playground style, with keys sorted at every level so a
+ * state has exactly one link:
+ *
+ *   {"lr":0.3,"lr_hide":true,"preset":"climbing","seed":4,"step":{"agent":1,"stage":3}}
+ *
+ *   preset        a name from PRESETS (absent = the defaults are the base)
+ *   <config key>  a typed value (number, boolean, enum string, list of numbers) overriding the base
+ *   <key>_hide    true: the control of <key> is hidden (any config key, and "preset" for the gallery)
+ *   step          {stage ≥ 1, agent?}: replay to the end of that stage, or to agent `agent`'s update
+ *                 within it; stage ≤ the config's stages, agent < its agents
+ *
+ * Opening a link replays the run: the seed is a config key, so same backend ⇒ identical metrics.
+ *
+ * `decodeShare` never throws and never hangs: the hash and the inflated JSON are capped
+ * (MAX_SHARE_HASH_CHARS, MAX_SHARE_JSON_BYTES; inflating stops as soon as the cap is passed, so a
+ * zip bomb costs a few milliseconds), and every failure — empty, wrong prefix, unknown version,
+ * bad base64url, bad deflate data, not UTF-8, not JSON, not an object, an over-long or
+ * control-character string, an unknown key, a wrong type, an out-of-range or inconsistent value
+ * (checked by `parseConfig`, so the message names the key, the value and the range), an unknown
+ * preset, a bad hide flag, a bad step — is a `{ ok: false, code, error }` whose message says what
+ * was wrong and that the defaults were opened. Values are data only: nothing is evaluated, and
+ * every string must be a known enum option or preset name.
+ *
+ * Not here: reading or writing `location.hash`, applying the state to the store, hiding controls,
+ * or replaying the run (the page does those), and a plain-text `key=value` form (not needed).
+ * No React, no DOM beyond the platform's CompressionStream / DecompressionStream (browsers, Node ≥ 18).
+ */
+import { ConfigError, FormatError } from '../core/errors';
+import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, parseConfig } from '../sat/config';
+import { PRESETS, presetConfig } from '../sat/presets';
+
+/** The link format's version: the `1` of `#v1.`. A link of another version opens the defaults. */
+export const SHARE_VERSION = 1;
+/** What every share hash starts with. */
+export const SHARE_PREFIX = `#v${SHARE_VERSION}.`;
+/**
+ * Longest hash (prefix included) that `decodeShare` reads and `encodeShare` writes, in characters.
+ * A full config with every control hidden needs about a third of it; URLs of 4 KiB survive every
+ * browser, chat client and mail program we care about.
+ */
+export const MAX_SHARE_HASH_CHARS = 4096;
+/**
+ * Largest inflated JSON, in bytes. Inflating stops as soon as it is passed, so a link that
+ * decompresses to megabytes (a zip bomb) is refused after reading 16 KiB of output.
+ */
+export const MAX_SHARE_JSON_BYTES = 16 * 1024;
+/** Longest string (key or value) in a link, in characters: longer than any key, enum option or preset name. */
+export const MAX_SHARE_STRING = 64;
+/** Controls that are not config keys but may still be hidden with `<name>_hide`. */
+export const HIDEABLE_EXTRA = ['preset'] as const;
+
+/** Which agent step a link jumps to: the end of stage `stage` (1-based), or agent `agent`'s update in it. */
+export interface ShareStep {
+  readonly stage: number;
+  readonly agent?: number;
+}
+
+export interface ShareState {
+  /** A preset name (PRESETS); absent = the config's defaults are the base. */
+  readonly preset?: string;
+  /** Raw values of the config keys that differ from the preset (or defaults): key → typed value. */
+  readonly config: Readonly<Partial<Record<ConfigKey, unknown>>>;
+  readonly step?: ShareStep;
+  /** Keys whose control is hidden: config keys, or "preset". */
+  readonly hide: readonly string[];
+}
+
+/** What went wrong with a link, one code per class of failure (the UI may, e.g., stay silent on 'empty'). */
+export type ShareErrorCode =
+  | 'empty'
+  | 'prefix'
+  | 'version'
+  | 'too-long'
+  | 'base64'
+  | 'deflate'
+  | 'too-large'
+  | 'utf8'
+  | 'json'
+  | 'not-object'
+  | 'string'
+  | 'unknown-key'
+  | 'type'
+  | 'range'
+  | 'inconsistent'
+  | 'preset'
+  | 'hide'
+  | 'step';
+
+export type ShareResult =
+  | { readonly ok: true; readonly state: ShareState; readonly config: Config }
+  | { readonly ok: false; readonly code: ShareErrorCode; readonly error: string };
+
+/** The sentence every failure ends with. */
+export const SHARE_FALLBACK = 'The playground opened its default settings instead.';
+
+const HIDE_SUFFIX = '_hide';
+const HIDEABLE: ReadonlySet<string> = new Set<string>([...CONFIG_KEYS, ...HIDEABLE_EXTRA]);
+/** Characters never allowed in a link string: C0/C1 controls, line/paragraph separators, bidi overrides. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+class ShareFail {
+  constructor(
+    readonly code: ShareErrorCode,
+    readonly reason: string,
+  ) {}
+}
+
+function fail(code: ShareErrorCode, reason: string): ShareResult {
+  return { ok: false, code, error: `This link could not be opened: ${reason} ${SHARE_FALLBACK}` };
+}
+
+/** A value quoted for a message: JSON-escaped (no raw control characters), cut short. */
+function quote(v: unknown): string {
+  let s: string;
+  try {
+    s = JSON.stringify(v) ?? typeof v;
+  } catch {
+    s = '(a value nested too deeply to show)';
+  }
+  return s.length > 80 ? `${s.slice(0, 80)}…` : s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// base64url (RFC 4648 §5, no padding), strict: one spelling per byte string.
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const B64_INDEX = new Int16Array(128).fill(-1);
+for (let i = 0; i < B64.length; i++) B64_INDEX[B64.charCodeAt(i)] = i;
+
+export function base64urlEncode(bytes: Uint8Array): string {
+  let out = '';
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out += B64[n >>> 18]! + B64[(n >>> 12) & 63]! + B64[(n >>> 6) & 63]! + B64[n & 63]!;
+  }
+  const rest = bytes.length - i;
+  if (rest === 1) {
+    const n = bytes[i]! << 16;
+    out += B64[n >>> 18]! + B64[(n >>> 12) & 63]!;
+  } else if (rest === 2) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
+    out += B64[n >>> 18]! + B64[(n >>> 12) & 63]! + B64[(n >>> 6) & 63]!;
+  }
+  return out;
+}
+
+/** Decodes base64url without padding; a string that is not exactly that is a ShareFail('base64'). */
+function base64urlDecode(s: string): Uint8Array {
+  const bad = (why: string) => new ShareFail('base64', `its data is not valid base64url (${why}); the link may have been cut or altered when copied.`);
+  if (s.length % 4 === 1) throw bad(`${s.length} characters cannot encode whole bytes`);
+  const out = new Uint8Array(Math.floor((s.length * 3) / 4));
+  let acc = 0;
+  let bits = 0;
+  let o = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const v = c < 128 ? B64_INDEX[c]! : -1;
+    if (v < 0) throw bad(`character ${quote(s[i])} at position ${i + 1}`);
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (acc >>> bits) & 0xff;
+      acc &= (1 << bits) - 1;
+    }
+  }
+  if (acc !== 0) throw bad('its last character has stray bits');
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// deflate-raw through the platform's streams.
+
+async function deflateRaw(bytes: Uint8Array): Promise<Uint8Array> {
+  const cs = new CompressionStream('deflate-raw');
+  const writer = cs.writable.getWriter();
+  void writer.write(bytes as Uint8Array<ArrayBuffer>).catch(() => undefined);
+  void writer.close().catch(() => undefined);
+  return new Uint8Array(await new Response(cs.readable).arrayBuffer());
+}
+
+/**
+ * Inflates `bytes`, stopping (and cancelling the stream) as soon as the output passes `cap`
+ * bytes. Throws ShareFail('deflate') on damaged data and ShareFail('too-large') past the cap.
+ */
+async function inflateRawCapped(bytes: Uint8Array, cap: number): Promise<Uint8Array> {
+  let ds: DecompressionStream;
+  try {
+    ds = new DecompressionStream('deflate-raw');
+  } catch {
+    throw new ShareFail('deflate', 'this browser cannot decompress links (no DecompressionStream "deflate-raw"); please update it.');
+  }
+  const writer = ds.writable.getWriter();
+  const reader = ds.readable.getReader();
+  // Feed in small slices so a bomb's output is produced (and refused) piece by piece.
+  void (async () => {
+    for (let i = 0; i < bytes.length; i += 256) await writer.write(bytes.slice(i, i + 256));
+    await writer.close();
+  })().catch(() => undefined);
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      total += r.value.length;
+      if (total > cap) {
+        void reader.cancel().catch(() => undefined);
+        void writer.abort().catch(() => undefined);
+        throw new ShareFail('too-large', `its settings decompress to more than ${cap} bytes (the most a link may hold).`);
+      }
+      parts.push(r.value);
+    }
+  } catch (e) {
+    if (e instanceof ShareFail) throw e;
+    throw new ShareFail('deflate', 'its compressed data is damaged or incomplete; the link may have been cut short when copied.');
+  }
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical JSON and the link's object.
+
+/** JSON with object keys sorted at every level: the same value always gives the same text. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map((x) => canonicalJson(x)).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const keys = Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function checkString(s: string, what: string): void {
+  if (s.length > MAX_SHARE_STRING) throw new ShareFail('string', `${what} ${quote(s)} is longer than ${MAX_SHARE_STRING} characters.`);
+  if (CONTROL.test(s)) throw new ShareFail('string', `${what} ${quote(s)} contains a control character.`);
+}
+
+/** The JSON type a link must use for a config key (strings are accepted only for enums). */
+function checkType(key: ConfigKey, v: unknown): void {
+  const f = CONFIG[key];
+  let ok: boolean;
+  switch (f.type) {
+    case 'int':
+    case 'float':
+      ok = typeof v === 'number';
+      break;
+    case 'bool':
+      ok = typeof v === 'boolean';
+      break;
+    case 'enum':
+      ok = typeof v === 'string';
+      break;
+    case 'intList':
+    case 'floatList':
+      ok = Array.isArray(v) && v.every((x) => typeof x === 'number');
+      break;
+  }
+  if (!ok) {
+    const expected = f.type === 'enum' ? 'a string' : f.type === 'bool' ? 'true or false' : f.type === 'int' || f.type === 'float' ? 'a number' : 'a list of numbers';
+    throw new ShareFail('type', `setting "${key}" = ${quote(v)} has the wrong type: expected ${expected} (${describeAllowed(f)}).`);
+  }
+}
+
+function configFail(e: unknown, code: ShareErrorCode): ShareFail {
+  if (e instanceof ConfigError) return new ShareFail(code, e.message);
+  return new ShareFail(code, `its settings were refused (${e instanceof Error ? e.message : String(e)}).`);
+}
+
+/** Checks the link's object and builds the state and the full config; throws ShareFail. */
+function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
+  if (!isPlainObject(obj)) {
+    throw new ShareFail('not-object', `its settings are ${Array.isArray(obj) ? 'a JSON array' : `the JSON value ${quote(obj)}`}, not an object of settings.`);
+  }
+  const entries = Object.entries(obj);
+  for (const [k, v] of entries) {
+    checkString(k, 'the key');
+    if (typeof v === 'string') checkString(v, `the value of "${k}",`);
+  }
+  // The preset first: it is the base every other value is checked against.
+  let preset: string | undefined;
+  let base: Config = defaultConfig();
+  if ('preset' in obj) {
+    const p = obj.preset;
+    if (typeof p !== 'string') throw new ShareFail('type', `"preset" = ${quote(p)} has the wrong type: expected a preset name.`);
+    if (!PRESETS.some((x) => x.name === p)) throw new ShareFail('preset', `it names an unknown preset ${quote(p)}; presets: ${PRESETS.map((x) => x.name).join(', ')}.`);
+    preset = p;
+    base = presetConfig(p);
+  }
+  const overrides: Partial<Record<ConfigKey, unknown>> = {};
+  const hide: string[] = [];
+  let rawStep: unknown;
+  for (const [k, v] of entries) {
+    if (k === 'preset') continue;
+    if (k === 'step') {
+      rawStep = v;
+    } else if (k.endsWith(HIDE_SUFFIX) && HIDEABLE.has(k.slice(0, -HIDE_SUFFIX.length))) {
+      if (v !== true) throw new ShareFail('hide', `the hide flag "${k}" = ${quote(v)} must be true (leave it out to show the control).`);
+      hide.push(k.slice(0, -HIDE_SUFFIX.length));
+    } else if (isConfigKey(k)) {
+      checkType(k, v);
+      try {
+        const c = coerceValue(k, v);
+        overrides[k] = Array.isArray(c) ? [...c] : c;
+      } catch (e) {
+        throw configFail(e, 'range');
+      }
+    } else {
+      let msg = `it has an unknown entry ${quote(k)}.`;
+      try {
+        parseConfig({ [k]: v });
+      } catch (e) {
+        if (e instanceof ConfigError) msg = e.message;
+      }
+      throw new ShareFail('unknown-key', `${msg} A link may also hold "preset", "step" and "<setting>_hide".`);
+    }
+  }
+  let config: Config;
+  try {
+    config = parseConfig(overrides, base);
+  } catch (e) {
+    throw configFail(e, 'inconsistent');
+  }
+  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: overrides, hide: hide.sort() };
+  if (preset !== undefined) state.preset = preset;
+  if (rawStep !== undefined) state.step = readStep(rawStep, config);
+  return { state, config };
+}
+
+function readStep(v: unknown, c: Config): ShareStep {
+  const bad = (why: string) => new ShareFail('step', `"step" = ${quote(v)} ${why}.`);
+  if (!isPlainObject(v)) throw bad('is not an object {stage, agent}');
+  for (const k of Object.keys(v)) if (k !== 'stage' && k !== 'agent') throw bad(`has an unknown entry ${quote(k)} (allowed: stage, agent)`);
+  const { stage, agent } = v;
+  if (typeof stage !== 'number' || !Number.isInteger(stage) || stage < 1 || stage > c.stages) {
+    throw bad(`needs a stage that is an integer in [1, ${c.stages}] (the run's stages)`);
+  }
+  if (agent === undefined) return { stage };
+  if (typeof agent !== 'number' || !Number.isInteger(agent) || agent < 0 || agent >= c.agents) {
+    throw bad(`needs an agent that is an integer in [0, ${c.agents - 1}] (the team's agents)`);
+  }
+  return { stage, agent };
+}
+
+/** The flat object a state is written as (keys sorted later by canonicalJson). */
+function linkObject(state: ShareState): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(state.config)) if (v !== undefined) o[k] = v;
+  for (const k of state.hide) o[k + HIDE_SUFFIX] = true;
+  if (state.preset !== undefined) o.preset = state.preset;
+  if (state.step !== undefined) o.step = state.step.agent === undefined ? { stage: state.step.stage } : { stage: state.step.stage, agent: state.step.agent };
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public API.
+
+/**
+ * The hash for `state` (starting with SHARE_PREFIX). Canonical: keys are sorted and hide flags
+ * deduplicated, so equal states give equal strings whatever order their keys were inserted in.
+ * Rejects (FormatError, with decodeShare's message) a state that would not open, or whose link
+ * would pass MAX_SHARE_HASH_CHARS — a link this function writes always opens.
+ */
+export async function encodeShare(state: ShareState): Promise<string> {
+  const obj = linkObject({ ...state, hide: [...new Set(state.hide)] });
+  try {
+    readLinkObject(JSON.parse(canonicalJson(obj)));
+  } catch (e) {
+    if (e instanceof ShareFail) throw new FormatError(`Cannot make a share link: ${e.reason}`);
+    throw e;
+  }
+  const json = new TextEncoder().encode(canonicalJson(obj));
+  if (json.length > MAX_SHARE_JSON_BYTES) throw new FormatError(`Cannot make a share link: its settings take ${json.length} bytes, more than ${MAX_SHARE_JSON_BYTES}.`);
+  const hash = SHARE_PREFIX + base64urlEncode(await deflateRaw(json));
+  if (hash.length > MAX_SHARE_HASH_CHARS) throw new FormatError(`Cannot make a share link: it would be ${hash.length} characters long, more than ${MAX_SHARE_HASH_CHARS}.`);
+  return hash;
+}
+
+/**
+ * Reads a hash (with or without its leading "#"). Never throws: a link that cannot be opened is
+ * `{ ok: false, code, error }`, the message saying what was wrong and that the defaults were
+ * opened. On success, `config` is the full checked config (preset + overrides) to run.
+ */
+export async function decodeShare(hash: string): Promise<ShareResult> {
+  try {
+    if (typeof hash !== 'string') return fail('empty', 'it holds no settings.');
+    if (hash.length > MAX_SHARE_HASH_CHARS) {
+      return fail('too-long', `it is ${hash.length} characters long, more than the ${MAX_SHARE_HASH_CHARS} a share link may have.`);
+    }
+    const h = hash.startsWith('#') ? hash.slice(1) : hash;
+    if (h.trim() === '') return fail('empty', 'it holds no settings after "#".');
+    const m = /^v(\d{1,6})\./.exec(h);
+    if (!m) return fail('prefix', `it does not start with "${SHARE_PREFIX}" (it starts with ${quote(h.slice(0, 12))}); it may not be a share link of this playground.`);
+    const version = Number(m[1]);
+    if (version !== SHARE_VERSION) {
+      return fail('version', `it is of format version ${version}, and this playground reads version ${SHARE_VERSION} only${version > SHARE_VERSION ? ' (it was made by a newer playground)' : ''}.`);
+    }
+    const compressed = base64urlDecode(h.slice(m[0].length));
+    const raw = await inflateRawCapped(compressed, MAX_SHARE_JSON_BYTES);
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+    } catch {
+      return fail('utf8', 'its settings are not valid UTF-8 text.');
+    }
+    let obj: unknown;
+    try {
+      obj = JSON.parse(text);
+    } catch (e) {
+      return fail('json', `its settings are not valid JSON (${e instanceof Error ? e.message.slice(0, 120) : 'parse error'}).`);
+    }
+    const { state, config } = readLinkObject(obj);
+    return { ok: true, state, config };
+  } catch (e) {
+    if (e instanceof ShareFail) return fail(e.code, e.reason);
+    return fail('json', `reading it failed unexpectedly (${e instanceof Error ? e.message.slice(0, 120) : String(e)}).`);
+  }
+}
+
+/**
+ * The state that shares `config`: only the keys that differ from `preset`'s config (or from the
+ * defaults when no preset is named), plus the step and hidden controls.
+ */
+export function makeShareState(config: Config, opts: { preset?: string; step?: ShareStep; hide?: readonly string[] } = {}): ShareState {
+  const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
+  const diff: Partial<Record<ConfigKey, unknown>> = {};
+  for (const k of CONFIG_KEYS) {
+    if (JSON.stringify(config[k]) !== JSON.stringify(base[k])) {
+      const v = config[k];
+      diff[k] = Array.isArray(v) ? [...v] : v;
+    }
+  }
+  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diff, hide: [...new Set(opts.hide ?? [])].sort() };
+  if (opts.preset !== undefined) state.preset = opts.preset;
+  if (opts.step !== undefined) state.step = opts.step;
+  return state;
+}

@@ -1,0 +1,189 @@
+/**
+ * The page's state (zustand, ARCHITECTURE.md convention 7): one store built from four slices —
+ *
+ *   experiment  what the user set up: preset, the settings form (as typed), hidden controls
+ *   run         what the session is doing: status, progress of long work, speed, the team's agents
+ *   metrics     what came out: finished stages, the agent steps of the stage in progress, the
+ *               step in view, order comparisons and δ sweeps
+ *   ui          what the page says: the error banner and passing notices
+ *
+ * Components read with narrow selectors (`usePlayground((s) => s.stages)`); everything that talks
+ * to workers lives in ../session.ts as plain module functions, which write here with setState.
+ *
+ * Not here: running anything, or formatting.
+ */
+import { create } from 'zustand';
+import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, type Field } from '../../sat/config';
+import { PRESETS, presetConfig } from '../../sat/presets';
+import type { AgentStepRecord, StageRecord } from '../../sat/stage';
+import type { AgentInfo } from '../../sat/types';
+import type { TranscriptBatch } from '../charts/series';
+
+/** The settings form: every config key as the text the user typed (checked by parseConfig on apply). */
+export type Form = Record<ConfigKey, string>;
+
+export interface ExperimentSlice {
+  preset: string;
+  /** The form as edited. */
+  form: Form;
+  /** The form as last applied (the running experiment's settings); `form !== applied` ⇒ unapplied edits. */
+  applied: Form;
+  /** Controls hidden by a share link's `<key>_hide` flags. */
+  hide: readonly string[];
+}
+
+export type RunStatus =
+  | 'idle' // nothing built yet
+  | 'loading' // building the team (loading models, evaluating J₀) or replaying a link
+  | 'ready' // waiting for the user
+  | 'busy' // one step in progress
+  | 'running' // Run ▶ loop
+  | 'done' // all configured stages finished
+  | 'error'; // the last action failed; the experiment so far is kept
+
+/** Long work shown with a bar and a Cancel button. */
+export interface Progress {
+  readonly label: string;
+  readonly done: number;
+  readonly total: number;
+  readonly cancellable: boolean;
+}
+
+/** One agent as the page shows it: who it is and where it runs. */
+export interface AgentView extends AgentInfo {
+  readonly index: number;
+  /** Bytes of parameters + optimizer state held by its worker (host copy). */
+  readonly memoryBytes?: number;
+}
+
+export type Speed = 'slow' | 'normal' | 'fast';
+
+export interface RunSlice {
+  status: RunStatus;
+  progress: Progress | null;
+  speed: Speed;
+  agents: readonly AgentView[];
+  /** One line on where agents run (e.g. "3 Web Workers, CPU backend"), always visible. */
+  backend: string;
+  /** The applied config (null until the first experiment is built). */
+  config: Config | null;
+}
+
+export interface Selected {
+  /** 1-based stage of the step in view. */
+  readonly stage: number;
+  /** Position in σ (0-based). */
+  readonly position: number;
+}
+
+export interface SeriesRun {
+  readonly label: string;
+  readonly stages: readonly StageRecord[];
+}
+
+export interface MetricsSlice {
+  /** Team J before stage 1 and its CI half-width. */
+  j0: { J: number; ci: number } | null;
+  stages: readonly StageRecord[];
+  /** Agent steps of the stage in progress (empty between stages). */
+  partial: readonly AgentStepRecord[];
+  /** The agent step in view; null = the latest. */
+  selected: Selected | null;
+  /** The same seed under other update orders (order comparison chart). */
+  orders: readonly SeriesRun[];
+  /** Runs of a δ sweep, one per δ (violation-rate chart). */
+  sweep: readonly { delta: number; stages: readonly StageRecord[] }[];
+  /** Language tasks: a few episodes of the batch each agent step trained on (the latest ones). */
+  transcripts: readonly TranscriptBatch[];
+  /** R_max − R_min of the task (a bound below −span is vacuous) and the horizon H. */
+  span: number;
+  horizon: number;
+}
+
+export interface UiSlice {
+  /** A message a person can act on; shown in a banner until dismissed. */
+  error: string | null;
+  /** A passing note (link copied, state restored, …). */
+  notice: string | null;
+}
+
+export type PlaygroundState = ExperimentSlice & RunSlice & MetricsSlice & UiSlice;
+
+/** A config value as the form shows it. */
+export function fieldText(f: Field, v: unknown): string {
+  if (Array.isArray(v)) return v.join(',');
+  if (f.type === 'bool') return v ? 'true' : 'false';
+  return String(v);
+}
+
+export function formOf(cfg: Config): Form {
+  const out = {} as Form;
+  for (const k of CONFIG_KEYS) out[k] = fieldText(CONFIG[k], cfg[k]);
+  return out;
+}
+
+export const DEFAULT_PRESET = PRESETS[0]!.name;
+
+const initialForm = formOf(presetConfig(DEFAULT_PRESET));
+
+export const emptyMetrics = (): MetricsSlice => ({ j0: null, stages: [], partial: [], selected: null, orders: [], sweep: [], transcripts: [], span: 0, horizon: 1 });
+
+/** Transcript batches kept (the latest agent steps'); older ones are dropped to bound memory. */
+export const MAX_TRANSCRIPT_BATCHES = 60;
+
+export const usePlayground = create<PlaygroundState>()(() => ({
+  // experiment
+  preset: DEFAULT_PRESET,
+  form: initialForm,
+  applied: initialForm,
+  hide: [],
+  // run
+  status: 'idle',
+  progress: null,
+  speed: 'normal',
+  agents: [],
+  backend: 'starting…',
+  config: null,
+  // metrics
+  ...emptyMetrics(),
+  // ui
+  error: null,
+  notice: null,
+}));
+
+/** Form edits (no effect on the running experiment until applied). */
+export function setField(key: ConfigKey, text: string): void {
+  usePlayground.setState((s) => ({ form: { ...s.form, [key]: text } }));
+}
+
+export function setSpeed(speed: Speed): void {
+  usePlayground.setState({ speed });
+}
+
+export function select(sel: Selected | null): void {
+  usePlayground.setState({ selected: sel });
+}
+
+export function dismissError(): void {
+  usePlayground.setState({ error: null });
+}
+
+/** True when the form differs from the running experiment's settings. */
+export function isDirty(s: Pick<PlaygroundState, 'form' | 'applied'>): boolean {
+  return CONFIG_KEYS.some((k) => s.form[k] !== s.applied[k]);
+}
+
+/** Every agent step recorded so far, in order (finished stages, then the stage in progress). */
+export function allSteps(s: Pick<PlaygroundState, 'stages' | 'partial'>): AgentStepRecord[] {
+  return [...s.stages.flatMap((r) => r.steps), ...s.partial];
+}
+
+/** The agent step in view: the selected one, else the latest. */
+export function stepInView(s: Pick<PlaygroundState, 'stages' | 'partial' | 'selected'>): AgentStepRecord | null {
+  const all = allSteps(s);
+  if (s.selected) {
+    const hit = all.find((r) => r.stage === s.selected!.stage && r.position === s.selected!.position);
+    if (hit) return hit;
+  }
+  return all[all.length - 1] ?? null;
+}

@@ -1,0 +1,54 @@
+/**
+ * Builds the session's team in the browser: the experiment for a config, with every agent in its
+ * own Web Worker when the browser has workers (one per agent, comlink; ../workers), in this tab
+ * otherwise. Language presets fetch their shipped model files from `models/` next to the page.
+ *
+ * Not here: stepping (session.ts) or the agents' maths (src/sat).
+ */
+import { FormatError, SatError } from '../core/errors';
+import { isLlmTask, type Config } from '../sat/config';
+import { createExperiment, createLlmExperiment, type Experiment, type ModelLoader } from '../sat/experiment';
+import { createRemoteExperiment, makeAgentWorker, type RemoteAgent } from './remoteTeam';
+import type { AgentView } from './store';
+
+export interface TeamHandle {
+  readonly exp: Experiment;
+  readonly agents: readonly AgentView[];
+  /** Where the agents run, in words. */
+  readonly backend: string;
+  /** Ends the workers (if any). */
+  terminate(): void;
+}
+
+/** Fetches `models/<name>.safetensors` relative to the page (works from any static host). */
+export const fetchModel: ModelLoader = async (name) => {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new FormatError(`"${name}" is not a model name.`);
+  const url = new URL(`models/${name}.safetensors`, document.baseURI);
+  let res: Response;
+  try {
+    res = await fetch(url);
+  } catch (e) {
+    throw new SatError('io', `Could not fetch the model file ${url.pathname}: ${e instanceof Error ? e.message : String(e)}. Is the page served over http(s)?`);
+  }
+  if (!res.ok) throw new SatError('io', `The model file ${url.pathname} could not be loaded (HTTP ${res.status}). The shipped models live in public/models/.`);
+  return new Uint8Array(await res.arrayBuffer());
+};
+
+/**
+ * The team for `cfg`: in Web Workers (one per agent) when the browser has them — always, in any
+ * browser this page supports — else in this tab, said plainly.
+ */
+export async function openTeam(cfg: Config, onProgress: (msg: string) => void): Promise<TeamHandle> {
+  onProgress(isLlmTask(cfg.task) ? `Loading ${cfg.task}-${cfg.model} into ${cfg.agents} workers and measuring the team’s held-out J…` : 'Starting one worker per agent…');
+  if (typeof Worker === 'undefined') {
+    const exp = isLlmTask(cfg.task) ? await createLlmExperiment(cfg, fetchModel) : createExperiment(cfg);
+    const infos = await Promise.all(exp.team.map((a) => a.info()));
+    const agents = infos.map((info, index) => ({ ...info, index }));
+    return { exp, agents, backend: `No Web Workers here: ${agents.length} agents in this tab, ${infos[0]?.backend ?? 'cpu'}`, terminate() {} };
+  }
+  const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel });
+  const memory = await Promise.all((exp.team as readonly RemoteAgent[]).map((a) => a.memoryBytes().catch(() => undefined)));
+  const agents = exp.infos.map((info, index) => ({ ...info, index, memoryBytes: memory[index] }));
+  const backends = [...new Set(agents.map((a) => a.backend))].join(' / ');
+  return { exp, agents, backend: `${agents.length} Web Worker${agents.length === 1 ? '' : 's'}, ${backends} backend`, terminate: () => exp.terminate() };
+}

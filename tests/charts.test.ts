@@ -1,0 +1,475 @@
+/**
+ * The playground's charts and timeline: the maths of src/app/charts/series.ts on records from a real
+ * small run (the climbing preset, seed 7, a few stages, orders fixed / reverse / random) and on
+ * fresh random inputs (seeded Rng 20261129), then every component rendered to static markup with
+ * react-dom/server on that real data — its data-testid and a positive data-points must be there, and
+ * its empty state must say what to do. (recharts draws little on the server: these tests check our
+ * wrapper and numbers, the browser tests check the SVG.)
+ *
+ * Not here: the browser (tests/e2e) or the stage loop's own correctness (tests/sat.test.ts).
+ */
+import { createElement as h } from 'react';
+import { renderToString } from 'react-dom/server';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Rng } from '../src/core/rng';
+import { certificate } from '../src/sat/certificate';
+import { createExperiment, runStages, stepThrough, type TabularExperiment } from '../src/sat/experiment';
+import type { LmEpisodeRecord } from '../src/sat/lm';
+import { presetConfig } from '../src/sat/presets';
+import { ADV_HIST_BINS, type AgentStepRecord, type StageRecord } from '../src/sat/stage';
+import {
+  ADV_BINS, AdvantageChart, BetaChart, JChart, KlChart, OrderChart, Timeline, TranscriptTable, ViolationChart, WaterfallChart,
+  advantageRows, aggregateViolation, betaRows, decadeTicks, executionOrder, niceScale, findStep, isVacuous, jSeries, klRows, lastStepRef, moveSelection,
+  orderRows, partialStage, producerOf, toStepRef, violationPointsFromRuns, sqrtReference, symmetricHistogram, timelineStages, transcriptRows, violationFit,
+  violationPointsFromStages, violationPointsFromSweep, waterfallRows,
+  type PartialStage, type TranscriptBatch, type TranscriptEpisode,
+} from '../src/app/charts';
+
+const SEED = 7;
+const STAGES = 4;
+
+function close(a: number, b: number, tol = 1e-9): boolean {
+  return Math.abs(a - b) <= tol * Math.max(1, Math.abs(a), Math.abs(b));
+}
+
+let exp: TabularExperiment;
+let records: StageRecord[];
+/** A stage stopped after its first agent step. */
+let partial: PartialStage;
+let reverse: StageRecord[];
+let random: StageRecord[];
+
+beforeAll(async () => {
+  exp = createExperiment(presetConfig('climbing', { seed: SEED }));
+  records = await runStages(exp, STAGES);
+  const gen = stepThrough(exp);
+  const first = await gen.next();
+  if (first.done) throw new Error('a stage of 3 agents ended before its first step');
+  partial = { stage: STAGES + 1, steps: [first.value] };
+  const r = createExperiment(presetConfig('climbing', { seed: SEED, order: 'reverse' }));
+  reverse = await runStages(r, STAGES);
+  const q = createExperiment(presetConfig('climbing', { seed: SEED, order: 'random' }));
+  random = await runStages(q, STAGES);
+});
+
+describe('team J per stage', () => {
+  it('has the initial team, then one row per stage, with the certified floor and held exactly as the run recorded', () => {
+    const s = jSeries(records);
+    expect(s.rows).toHaveLength(STAGES + 1);
+    expect(s.rows[0]!.j).toBe(exp.j0);
+    expect(s.rows[0]!.held).toBeNull();
+    records.forEach((r, k) => {
+      const row = s.rows[k + 1]!;
+      expect(row.stage).toBe(r.stage);
+      expect(row.j).toBe(r.jAfter);
+      expect(row.band[0]).toBeLessThanOrEqual(row.j);
+      expect(row.band[1]).toBeGreaterThanOrEqual(row.j);
+      expect(close(row.floor!, r.jBefore + (r.metrics['cert/lower'] as number))).toBe(true);
+      expect(row.held).toBe(r.metrics['cert/held'] === 1);
+      expect((row.jHeld ?? row.jNotHeld)!).toBe(row.j);
+    });
+    expect(s.heldCount).toBe(records.filter((r) => r.metrics['cert/held'] === 1).length);
+    for (const row of s.rows) {
+      expect(row.band[0]).toBeGreaterThanOrEqual(s.domain[0]);
+      expect(row.band[1]).toBeLessThanOrEqual(s.domain[1]);
+      if (row.floorShown !== null) expect(row.floorShown).toBeGreaterThanOrEqual(s.domain[0]);
+    }
+  });
+
+  it("clips the paper's vacuous γ-form floors to the bottom edge and counts them, and keeps the episodic ones", () => {
+    const g = jSeries(records, { form: 'gamma', span: exp.aMax });
+    expect(g.clipped).toBe(STAGES);
+    expect(g.vacuous).toBe(STAGES);
+    for (const row of g.rows.slice(1)) {
+      expect(row.floorClipped).toBe(true);
+      expect(row.floorShown).toBe(g.domain[0]);
+      expect(row.floor!).toBeLessThan(g.domain[0]);
+    }
+    // The y-range stays about J, not about −10⁴.
+    expect(g.domain[1] - g.domain[0]).toBeLessThan(10 * exp.aMax);
+    const e = jSeries(records, { form: 'episodic', span: exp.aMax });
+    expect(e.vacuous).toBe(0);
+  });
+
+  it('rounds the y-domain outward to nice ticks (1–2–5 steps) on random ranges', () => {
+    const rng = new Rng(20261129, [4]);
+    for (let trial = 0; trial < 200; trial++) {
+      const lo = (rng.uniform() - 0.5) * 10 ** (rng.int(8) - 3);
+      const hi = lo + rng.uniform() * 10 ** (rng.int(8) - 3);
+      const { domain, ticks } = niceScale(lo, hi);
+      expect(domain[0]).toBeLessThanOrEqual(lo);
+      expect(domain[1]).toBeGreaterThanOrEqual(hi);
+      expect(ticks.length).toBeGreaterThanOrEqual(2);
+      expect(ticks.length).toBeLessThanOrEqual(12);
+      const step = ticks[1]! - ticks[0]!;
+      const lead = step / 10 ** Math.floor(Math.log10(step) + 1e-9);
+      expect([1, 2, 5, 10].some((m) => close(lead, m, 1e-6))).toBe(true);
+    }
+    expect(decadeTicks(3e-4, 0.2)).toEqual({ domain: [1e-4, 1], ticks: [1e-4, 1e-3, 1e-2, 1e-1, 1] });
+  });
+
+  it('draws the initial team’s band from its own interval when given', () => {
+    const s = jSeries(records, { j0ci: 0.25 });
+    expect(s.rows[0]!.band).toEqual([exp.j0 - 0.25, exp.j0 + 0.25]);
+  });
+
+  it('is empty without records', () => {
+    const s = jSeries([]);
+    expect(s.rows).toHaveLength(0);
+    expect(s.stages).toBe(0);
+  });
+});
+
+describe('certificate waterfall', () => {
+  it('runs gain → −shift → −bias → −finite to exactly the lower bound, beside the realised ΔJ (real run, both forms)', () => {
+    for (const r of records) {
+      for (const form of ['episodic', 'gamma'] as const) {
+        const wf = waterfallRows(r, form, exp.aMax);
+        const t = form === 'gamma' ? r.certificate.gamma : r.certificate.episodic;
+        const [gain, shift, bias, finite, lower, realised] = wf.rows;
+        expect(wf.rows.map((x) => x.kind)).toEqual(['gain', 'shift', 'bias', 'finite', 'lower', 'realised']);
+        expect(gain!.from).toBe(0);
+        expect(shift!.from).toBe(gain!.to);
+        expect(bias!.from).toBe(shift!.to);
+        expect(finite!.from).toBe(bias!.to);
+        expect(close(finite!.to, t.lower)).toBe(true);
+        expect(close(gain!.value + shift!.value + bias!.value + finite!.value, t.lower)).toBe(true);
+        expect(lower!.to).toBe(t.lower);
+        expect(realised!.to).toBe(r.jAfter - r.jBefore);
+        for (const x of wf.rows) expect(x.range[0]).toBeLessThanOrEqual(x.range[1]);
+        expect(wf.held).toBe(t.lower <= r.jAfter - r.jBefore);
+        expect(wf.vacuous).toBe(form === 'gamma');
+      }
+      expect(waterfallRows(r).held).toBe(r.metrics['cert/held'] === 1);
+    }
+  });
+
+  it('sums to the lower bound on fresh random certificate inputs', () => {
+    const rng = new Rng(20261129, [1]);
+    for (let trial = 0; trial < 50; trial++) {
+      const n = 1 + rng.int(4);
+      const steps = Array.from({ length: n }, (_, agent) => ({
+        agent, gain: (rng.uniform() - 0.3) * 2, radius: rng.uniform() * 0.1, bias: rng.uniform() * 0.2, episodes: 1 + rng.int(200),
+      }));
+      const cert = certificate(steps, { n, aMax: 1 + rng.uniform() * 9, gamma: 0.5 + rng.uniform() * 0.49, horizon: 1 + rng.int(4), deltaConf: 0.05, form: trial % 2 ? 'gamma' : 'episodic' });
+      const dJ = (rng.uniform() - 0.5) * 2;
+      const rec = { ...records[0]!, certificate: cert, jBefore: 0, jAfter: dJ } as StageRecord;
+      const wf = waterfallRows(rec);
+      expect(close(wf.rows[3]!.to, cert.chosen.lower, 1e-12)).toBe(true);
+      expect(close(wf.rows.slice(0, 4).reduce((s, x) => s + x.value, 0), cert.chosen.lower, 1e-12)).toBe(true);
+      expect(wf.held).toBe(cert.chosen.lower <= dJ);
+    }
+  });
+
+  it('calls a bound vacuous only below the largest possible drop', () => {
+    expect(isVacuous(-47000, 41)).toBe(true);
+    expect(isVacuous(-40, 41)).toBe(false);
+    expect(isVacuous(-2000)).toBe(true);
+    expect(isVacuous(-0.5)).toBe(false);
+  });
+});
+
+describe('advantage and KL histograms', () => {
+  it('count every episode, and the normalised one reproduces the run’s own agent/<j>/adv_hist', () => {
+    for (const r of records) {
+      for (const s of r.steps) {
+        for (const mode of ['norm', 'raw'] as const) {
+          const rows = advantageRows(s, mode, { aClip: exp.cfg.aClip });
+          expect(rows.reduce((a, b) => a + b.count, 0)).toBe(s.advNorm.length);
+        }
+        const norm = advantageRows(s, 'norm', { aClip: exp.cfg.aClip, bins: ADV_HIST_BINS });
+        expect(norm.map((b) => b.count)).toEqual(s.metrics[`agent/${s.agent}/adv_hist`]);
+      }
+    }
+  });
+
+  it('puts every value of random data in the bin that holds it', () => {
+    const rng = new Rng(20261129, [2]);
+    for (let trial = 0; trial < 20; trial++) {
+      const n = 1 + rng.int(300);
+      const xs = Float64Array.from({ length: n }, () => (rng.uniform() - 0.5) * 10 * rng.uniform());
+      const bins = 1 + rng.int(30);
+      const rows = symmetricHistogram(xs, bins);
+      expect(rows.reduce((a, b) => a + b.count, 0)).toBe(n);
+      for (const x of xs) expect(rows.some((b, i) => b.lo <= x && (x < b.hi || (i === bins - 1 && x <= b.hi)))).toBe(true);
+      expect(rows[0]!.lo).toBe(-rows[rows.length - 1]!.hi);
+    }
+    expect(symmetricHistogram(new Float64Array(8), 4).reduce((a, b) => a + b.count, 0)).toBe(8);
+  });
+
+  it('bins per-state KL on a log scale that spans δ, counting every visit, with violations right of δ', () => {
+    for (const s of records.flatMap((r) => r.steps)) {
+      const k = klRows(s);
+      expect(k.n).toBe(s.kl.length);
+      expect(k.rows.reduce((a, b) => a + b.count, 0)).toBe(s.kl.length);
+      expect(k.logDelta).toBeGreaterThanOrEqual(k.rows[0]!.lo);
+      expect(k.logDelta).toBeLessThanOrEqual(k.rows[k.rows.length - 1]!.hi);
+      const atLeast = Array.from(s.kl).filter((x) => x >= s.delta).length;
+      const over = Array.from(s.kl).filter((x) => x > s.delta).length;
+      expect(k.rows.filter((b) => b.over).reduce((a, b) => a + b.count, 0)).toBeLessThanOrEqual(atLeast);
+      expect(k.rows.filter((b) => b.hi > k.logDelta).reduce((a, b) => a + b.count, 0)).toBeGreaterThanOrEqual(over);
+      if (s.check.q > 0) expect(close(10 ** k.logQ, s.check.q)).toBe(true);
+    }
+  });
+
+  it('handles KL exactly zero and values far beyond δ', () => {
+    const step = { ...records[0]!.steps[0]!, kl: Float64Array.from([0, 0, 1e-9, 3e-4, 0.02, 5]), delta: 0.01 } as AgentStepRecord;
+    const k = klRows(step);
+    expect(k.zeros).toBe(2);
+    expect(k.rows.reduce((a, b) => a + b.count, 0)).toBe(6);
+    expect(k.rows[0]!.count).toBeGreaterThanOrEqual(2);
+    expect(k.rows.filter((b) => b.over).reduce((a, b) => a + b.count, 0)).toBe(2);
+  });
+});
+
+describe('KL violation rate against δ', () => {
+  it('takes one point per agent step of a run, at that step’s δ and violation rate', () => {
+    const pts = violationPointsFromStages(records, 'run', partial);
+    expect(pts).toHaveLength(STAGES * 3 + 1);
+    pts.forEach((p) => expect(p.delta).toBe(exp.cfg.delta));
+    const agg = aggregateViolation(pts);
+    expect(agg).toHaveLength(1);
+    const mean = pts.reduce((s, p) => s + p.rate, 0) / pts.length;
+    expect(close(agg[0]!.rate, mean)).toBe(true);
+    expect(violationFit(pts)).toBeNull(); // one δ: no exponent
+  });
+
+  it('recovers a known exponent from synthetic sweep points, and draws √δ with slope exactly ½', () => {
+    const rng = new Rng(20261129, [3]);
+    for (const p of [0.5, 0.8, 1.3]) {
+      const deltas = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1];
+      const rates = deltas.map((d) => 0.4 * d ** p * Math.exp(0.05 * (rng.uniform() - 0.5)));
+      const pts = [...violationPointsFromSweep(deltas, rates, 'sweep'), { delta: 0.5, rate: 0, source: 'sweep' }];
+      const fit = violationFit(pts)!;
+      expect(fit.used).toBe(deltas.length);
+      expect(Math.abs(fit.p - p)).toBeLessThan(0.03);
+      expect(Math.abs(Math.log(fit.c / 0.4))).toBeLessThan(0.1);
+      const ref = sqrtReference(pts)!;
+      const slope = (Math.log(ref[1]![1]) - Math.log(ref[0]![1])) / (Math.log(ref[1]![0]) - Math.log(ref[0]![0]));
+      expect(close(slope, 0.5, 1e-12)).toBe(true);
+    }
+    expect(() => violationPointsFromSweep([1, 2], [1])).toThrow(RangeError);
+  });
+
+  it('pools whole sweep runs into one source', () => {
+    const pts = violationPointsFromRuns([{ stages: records }, { stages: reverse }], 'δ sweep');
+    expect(pts).toHaveLength(2 * STAGES * 3);
+    expect(new Set(pts.map((p) => p.source))).toEqual(new Set(['δ sweep']));
+  });
+
+  it('weights repeated points by their weight when averaging per (source, δ)', () => {
+    const agg = aggregateViolation([
+      { delta: 0.1, rate: 0.2, source: 'a', weight: 3 },
+      { delta: 0.1, rate: 0.6, source: 'a', weight: 1 },
+      { delta: 0.1, rate: 0.9, source: 'b' },
+      { delta: 0, rate: 0.5, source: 'a' },
+    ]);
+    expect(agg).toHaveLength(2);
+    expect(close(agg.find((p) => p.source === 'a')!.rate, 0.3)).toBe(true);
+    expect(agg.find((p) => p.source === 'a')!.weight).toBe(4);
+  });
+});
+
+describe('β, orders, transcripts', () => {
+  it('has one β row per agent step, with each agent’s β in its own column only', () => {
+    const rows = betaRows(records, partial);
+    expect(rows).toHaveLength(STAGES * 3 + 1);
+    rows.forEach((r, i) => {
+      expect(r.i).toBe(i + 1);
+      expect(r.beta).toBe(findStep(records, partial, r)!.metrics[`agent/${r.agent}/beta`]);
+      for (let j = 0; j < 3; j++) expect(r[`beta${j}`]).toBe(j === r.agent ? r.beta : undefined);
+    });
+    expect(rows.map((r) => r.label).slice(0, 3)).toEqual(['1·1', '1·2', '1·3']);
+  });
+
+  it('lines several orders up by stage, each series’ J and held mark as recorded', () => {
+    const series = [
+      { label: 'fixed', stages: records },
+      { label: 'reverse', stages: reverse },
+      { label: 'random', stages: random },
+    ];
+    expect(reverse[0]!.order).toEqual([2, 1, 0]);
+    const rows = orderRows(series);
+    expect(rows).toHaveLength(STAGES + 1);
+    expect(rows[0]!.s0).toBe(exp.j0);
+    expect(rows[0]!.s1).toBe(exp.j0); // same seed, same initial team
+    expect(rows[0]!.h0).toBeUndefined();
+    series.forEach((s, k) => {
+      s.stages.forEach((r, i) => {
+        expect(rows[i + 1]![`s${k}`]).toBe(r.jAfter);
+        expect(rows[i + 1]![`h${k}`]).toBe(r.metrics['cert/held']);
+      });
+    });
+  });
+
+  it('credits each message to the latest accepted step of its agent before the rollout', () => {
+    const r2 = records[1]!; // stage 2
+    const at = { stage: 2, before: 1 }; // sampled after σ(0) of stage 2 was updated
+    const first = r2.order[0]!;
+    const later = r2.order[2]!;
+    expect(producerOf(first, at, records)).toEqual(records[1]!.steps[0]!.accepted ? { stage: 2, agent: first, position: 0 } : producerOf(first, { stage: 2, before: 0 }, records));
+    const prevLater = records[0]!.steps.find((s) => s.agent === later)!;
+    expect(producerOf(later, at, records)).toEqual(prevLater.accepted ? { stage: 1, agent: later, position: prevLater.position } : null);
+    expect(producerOf(first, { stage: 1, before: 0 }, records)).toBeNull();
+    // A rejected step produced nothing: its agent keeps the policy of its previous accepted step.
+    const rejected = records.map((r, k) =>
+      k === 1 ? { ...r, steps: r.steps.map((s) => (s.agent === first ? { ...s, accepted: false } : s)) } : r,
+    ) as StageRecord[];
+    const prevFirst = records[0]!.steps.find((s) => s.agent === first)!;
+    expect(producerOf(first, { stage: 3, before: 0 }, rejected)).toEqual(prevFirst.accepted ? { stage: 1, agent: first, position: prevFirst.position } : null);
+
+    // LmEnv's episode record is a TranscriptEpisode as it stands (checked by the compiler).
+    const lm: LmEpisodeRecord = {
+      problem: { id: 'arithmetic-l1:train:0', split: 'train', index: 0, key: '3+4', prompt: '3+4=', answer: '7', meta: {} },
+      sample: 0,
+      messages: [{ turn: 0, agent: 0, text: '8' }, { turn: 1, agent: 1, text: '7' }, { turn: 2, agent: 2, text: '7' }],
+      reward: 1,
+      correct: true,
+    };
+    const ep: TranscriptEpisode = lm;
+    const batch: TranscriptBatch = { ...at, episodes: [ep, { ...ep, correct: false, reward: 0, reason: 'wrong sum' }] };
+    const rows = transcriptRows(batch, records);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]!.messages.map((m) => m.agent)).toEqual([0, 1, 2]);
+    for (const m of rows[0]!.messages) expect(m.producer).toEqual(producerOf(m.agent, at, records));
+    expect(rows[1]!.reason).toBe('wrong sum');
+    expect(transcriptRows(null, records)).toEqual([]);
+    expect(transcriptRows(batch, records, { limit: 1 })).toHaveLength(1);
+  });
+});
+
+describe('timeline', () => {
+  it('numbers each finished stage’s cells by σ and marks the running stage’s unrun agents pending', () => {
+    const stages = timelineStages(records, 3, partial);
+    expect(stages).toHaveLength(STAGES + 1);
+    records.forEach((r, k) => {
+      const st = stages[k]!;
+      expect(st.finished).toBe(true);
+      expect(st.held).toBe(r.metrics['cert/held'] === 1);
+      r.order.forEach((agent, i) => expect(st.cells[agent]!.position).toBe(i + 1));
+      for (const c of st.cells) {
+        const s = r.steps.find((x) => x.agent === c.agent)!;
+        expect(c.status).toBe(!s.accepted ? 'rejected' : s.backtracks > 0 ? 'backtracked' : 'done');
+      }
+    });
+    const run = stages[STAGES]!;
+    expect(run.finished).toBe(false);
+    expect(run.cells.filter((c) => c.status === 'pending')).toHaveLength(2);
+    expect(run.cells[partial.steps[0]!.agent]!.position).toBe(1);
+    expect(lastStepRef(records, partial)).toEqual({ stage: STAGES + 1, agent: partial.steps[0]!.agent });
+  });
+
+  it('names a step by agent or by σ position alike, and builds the running stage from the store’s partial steps', () => {
+    const cur = partialStage(partial.steps)!;
+    expect(cur.stage).toBe(STAGES + 1);
+    expect(partialStage([])).toBeNull();
+    for (const r of records) {
+      for (const s of r.steps) {
+        expect(toStepRef(records, cur, { stage: s.stage, position: s.position })).toEqual({ stage: s.stage, agent: s.agent });
+        expect(toStepRef(records, cur, { stage: s.stage, agent: s.agent })).toEqual({ stage: s.stage, agent: s.agent });
+      }
+    }
+    expect(toStepRef(records, cur, { stage: STAGES + 1, position: 2 })).toBeNull(); // not run yet
+    const html = renderToString(h(Timeline, { nAgents: 3, records, current: cur, selected: { stage: 2, position: 0 }, onSelect: () => {} }));
+    const sel = /<div[^>]*aria-selected="true"[^>]*>/.exec(html)![0];
+    expect(sel).toContain(`data-agent="${records[1]!.order[0]}"`);
+    expect(sel).toContain('data-stage="2"');
+  });
+
+  it('moves the selection through steps in update order with ←/→, across agents with ↑/↓, never onto unrun cells', () => {
+    const stages = timelineStages(reverse, 3);
+    const order = executionOrder(stages);
+    expect(order.slice(0, 3)).toEqual([{ stage: 1, agent: 2 }, { stage: 1, agent: 1 }, { stage: 1, agent: 0 }]);
+    expect(moveSelection(stages, { stage: 1, agent: 2 }, 'ArrowRight')).toEqual({ stage: 1, agent: 1 });
+    expect(moveSelection(stages, { stage: 1, agent: 0 }, 'ArrowRight')).toEqual({ stage: 2, agent: 2 });
+    expect(moveSelection(stages, { stage: 1, agent: 2 }, 'ArrowLeft')).toEqual({ stage: 1, agent: 2 });
+    expect(moveSelection(stages, { stage: 2, agent: 0 }, 'ArrowDown')).toEqual({ stage: 2, agent: 1 });
+    expect(moveSelection(stages, { stage: 2, agent: 1 }, 'ArrowUp')).toEqual({ stage: 2, agent: 0 });
+    expect(moveSelection(stages, { stage: 2, agent: 0 }, 'ArrowUp')).toEqual({ stage: 2, agent: 0 });
+    expect(moveSelection(stages, { stage: 2, agent: 2 }, 'ArrowDown')).toEqual({ stage: 2, agent: 2 });
+    expect(moveSelection(stages, null, 'Home')).toEqual({ stage: STAGES, agent: 0 });
+    expect(moveSelection(stages, { stage: 3, agent: 1 }, 'Home')).toEqual({ stage: 1, agent: 2 });
+    const withRunning = timelineStages(records, 3, partial);
+    const last = { stage: STAGES + 1, agent: partial.steps[0]!.agent };
+    expect(moveSelection(withRunning, last, 'ArrowRight')).toEqual(last);
+    expect(moveSelection(withRunning, { stage: 1, agent: 0 }, 'End')).toEqual(last);
+    const other = (last.agent + 1) % 3;
+    expect(moveSelection(withRunning, last, other > last.agent ? 'ArrowDown' : 'ArrowUp')).toEqual(last);
+  });
+});
+
+describe('components render to static markup with real data', () => {
+  function points(html: string, testid: string): number {
+    const m = new RegExp(`data-testid="${testid}"[^>]*data-points="(\\d+)"`).exec(html);
+    if (!m) throw new Error(`no data-testid="${testid}" with data-points in the markup`);
+    return Number(m[1]);
+  }
+
+  it('draws every chart and the timeline with a positive data-points', () => {
+    const step = records[STAGES - 1]!.steps[1]!;
+    const last = records[STAGES - 1]!;
+    const cases: [string, ReturnType<typeof h>, number][] = [
+      ['chart-j', h(JChart, { records, span: exp.aMax }), STAGES],
+      ['chart-waterfall', h(WaterfallChart, { record: last, form: 'gamma', onFormChange: () => {}, gamma: 0.99, span: exp.aMax }), 6],
+      ['chart-adv', h(AdvantageChart, { step, aClip: exp.cfg.aClip }), ADV_BINS],
+      ['chart-kl', h(KlChart, { step, alpha: exp.cfg.alpha }), klRows(step).rows.length],
+      ['chart-beta', h(BetaChart, { records, current: partial, nAgents: 3 }), STAGES * 3 + 1],
+      ['chart-orders', h(OrderChart, { series: [{ label: 'σ = 0→1→2', stages: records }, { label: 'σ = 2→1→0', stages: reverse }] }), 2 * STAGES],
+      ['timeline', h(Timeline, { nAgents: 3, records, current: partial, selected: { stage: 2, agent: 1 }, onSelect: () => {} }), STAGES * 3 + 1],
+    ];
+    for (const [id, el, n] of cases) {
+      const html = renderToString(el);
+      expect(points(html, id)).toBe(n);
+      expect(html).toContain('How to read this');
+    }
+    const wf = renderToString(cases[1]![1]);
+    expect(wf).toContain('data-testid="vacuous-note"');
+    expect(wf).toContain('Vacuous');
+    expect(wf).toContain('aria-checked="true"');
+    const tl = renderToString(cases[6]![1]);
+    expect(tl.match(/data-testid="timeline-cell"/g)).toHaveLength(3 * (STAGES + 1));
+    expect(tl.match(/aria-selected="true"/g)).toHaveLength(1);
+    expect(tl.match(/data-status="pending"/g)).toHaveLength(2);
+    expect(tl).toContain('data-cursor="true"');
+  });
+
+  it('draws the violation chart from sweep points with its fit', () => {
+    const deltas = [1e-3, 1e-2, 1e-1];
+    const pts = [...violationPointsFromStages(records), ...violationPointsFromSweep(deltas, deltas.map((d) => 0.3 * Math.sqrt(d)))];
+    const html = renderToString(h(ViolationChart, { points: pts }));
+    expect(points(html, 'chart-violation')).toBe(aggregateViolation(pts).filter((p) => p.rate > 0).length);
+    expect(html).toMatch(/fit v ≈/);
+  });
+
+  it('draws transcripts with each message in its agent’s colour', () => {
+    const ep: TranscriptEpisode = {
+      problem: { id: 'p', prompt: '3+4=', answer: '7' }, sample: 0, reward: 1, correct: true,
+      messages: [{ turn: 0, agent: 0, text: '8' }, { turn: 1, agent: 1, text: '7' }],
+    };
+    const rows = transcriptRows({ stage: 2, before: 0, episodes: [ep, ep, ep] }, records);
+    const html = renderToString(h(TranscriptTable, { rows, caption: 'stage 2, stage batch', onSelectStep: () => {} }));
+    expect(points(html, 'transcripts')).toBe(3);
+    expect(html.match(/data-testid="transcript-row"/g)).toHaveLength(3);
+    expect(html).toContain('--agent:#0072B2');
+    expect(html).toContain('3+4=');
+  });
+
+  it('shows a calm placeholder, not a blank box, before the first stage', () => {
+    const empties: [string, ReturnType<typeof h>][] = [
+      ['chart-j', h(JChart, { records: [] })],
+      ['chart-waterfall', h(WaterfallChart, { record: null })],
+      ['chart-adv', h(AdvantageChart, { step: null })],
+      ['chart-kl', h(KlChart, { step: null })],
+      ['chart-violation', h(ViolationChart, { points: [] })],
+      ['chart-beta', h(BetaChart, { records: [], nAgents: 3 })],
+      ['chart-orders', h(OrderChart, { series: [] })],
+      ['transcripts', h(TranscriptTable, { rows: [] })],
+      ['timeline', h(Timeline, { nAgents: 3, records: [], selected: null, onSelect: () => {} })],
+    ];
+    for (const [id, el] of empties) {
+      const html = renderToString(el);
+      expect(points(html, id)).toBe(0);
+      expect(html).toMatch(/Step (an agent|a stage)|Compare orders/);
+    }
+  });
+});

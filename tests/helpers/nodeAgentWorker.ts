@@ -1,0 +1,31 @@
+/**
+ * A Node worker_threads Worker running AgentApi (agentWorkerNode.ts), adapted to the AgentWorker
+ * interface of src/app/remoteTeam.ts: the same RemoteAgent and createRemoteExperiment the page
+ * uses, driven from a test. `crash` makes the worker die in a named method (death tests).
+ *
+ * Not here: the browser worker (src/workers/agent.worker.ts, started by makeAgentWorker).
+ */
+import { Worker } from 'node:worker_threads';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import type { AgentWorker } from '../../src/app/remoteTeam';
+
+export interface NodeWorkerOptions {
+  readonly crash?: { readonly method: string; readonly how: 'exit' | 'throw' | 'hang' };
+}
+
+/** Workers started and not yet exited (tests check they are all ended). */
+export const live = new Set<Worker>();
+
+export function nodeAgentWorker(opts: NodeWorkerOptions = {}): AgentWorker {
+  const w = new Worker(new URL('./agentWorker.boot.mjs', import.meta.url), { workerData: { crash: opts.crash } });
+  live.add(w);
+  w.on('exit', () => live.delete(w));
+  return {
+    endpoint: nodeEndpoint(w as unknown as Parameters<typeof nodeEndpoint>[0]),
+    onDeath(cb) {
+      w.on('error', (e) => cb(`it threw ${e instanceof Error ? e.message : String(e)}`));
+      w.on('exit', (code) => cb(`it exited with code ${code}`));
+    },
+    terminate: () => void w.terminate(),
+  };
+}

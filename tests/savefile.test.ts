@@ -1,0 +1,310 @@
+/**
+ * Tests for the experiment file (src/app/savefile.ts) and the autosave wrapper's no-IndexedDB path
+ * (src/app/persist.ts).
+ *
+ * Round trip of a real small experiment (relay preset, 2 stages, agents' snapshot() at the stage
+ * boundary, a cursor one agent step into stage 3): parse(serialize(x)) equals x exactly — every
+ * typed array bit for bit, NaN/±Infinity/−0, keys starting with "$" — and the same data gives the
+ * same bytes. Restoring the file into a fresh team and running the next stage gives the same
+ * metrics as the run that was never interrupted (nothing lost).
+ *
+ * Corruptions, each with its own code and message: empty, wrong signature, a JSON file, a text-mode
+ * transfer (CRLF / stripped high bit), an unknown version, truncation (at which byte, at many cut
+ * points), extra bytes, a flipped byte anywhere past the fixed header (checksum; Rng seed 77), a
+ * bad header length or blob, a header that is not JSON / not an object / of another format, a
+ * config out of range or inconsistent (parseConfig's message), an agent count that differs from
+ * the config, inconsistent snapshot sizes (optimizer state, info, the game's table), a dangling blob reference or unknown tag, malformed
+ * stage records, a bad cursor. Random garbage never throws.
+ *
+ * Expected facts (CRC-32 of "123456789", ranges) are written out by hand, not read from the code.
+ */
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../src/core/rng';
+import {
+  EXPERIMENT_MAGIC,
+  type Blob64,
+  type ExperimentData,
+  type ParseResult,
+  crc32,
+  decodeContainer,
+  encodeContainer,
+  parseExperimentFile,
+  serializeExperiment,
+} from '../src/app/savefile';
+import { clearAutosave, loadAutosave, saveAutosave } from '../src/app/persist';
+import { createExperiment, runStages } from '../src/sat/experiment';
+import { presetConfig } from '../src/sat/presets';
+import type { StageRecord } from '../src/sat/stage';
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/** Exact deep equality: numbers by Object.is (NaN = NaN, 0 ≠ −0), typed arrays by type and bits. */
+function exactDiff(a: unknown, b: unknown, path = '$'): string | null {
+  if (typeof a === 'number' || typeof b === 'number') return Object.is(a, b) ? null : `${path}: ${String(a)} ≠ ${String(b)}`;
+  if (ArrayBuffer.isView(a) || ArrayBuffer.isView(b)) {
+    if (!ArrayBuffer.isView(a) || !ArrayBuffer.isView(b) || a.constructor !== b.constructor) return `${path}: typed array types differ`;
+    const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    if (x.length !== y.length) return `${path}: lengths ${x.length} ≠ ${y.length}`;
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return `${path}: byte ${i} differs`;
+    return null;
+  }
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return `${path}: arrays differ in shape`;
+    for (let i = 0; i < a.length; i++) {
+      const d = exactDiff(a[i], b[i], `${path}[${i}]`);
+      if (d) return d;
+    }
+    return null;
+  }
+  if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object') {
+    const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined).sort();
+    const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined).sort();
+    if (ka.join('\u0001') !== kb.join('\u0001')) return `${path}: keys [${ka.join(', ')}] ≠ [${kb.join(', ')}]`;
+    for (const k of ka) {
+      const d = exactDiff((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${path}.${k}`);
+      if (d) return d;
+    }
+    return null;
+  }
+  return Object.is(a, b) ? null : `${path}: ${String(a)} ≠ ${String(b)}`;
+}
+
+const CFG = presetConfig('relay', { stages: 3, batch: 4, seed: 5 });
+
+/** A real experiment: 2 stages of the relay, the team at the boundary, one step into stage 3. */
+async function realExperiment(): Promise<ExperimentData> {
+  const exp = createExperiment(CFG);
+  await runStages(exp, 2);
+  const snaps = await Promise.all(exp.team.map((a) => a.snapshot()));
+  const infos = await Promise.all(exp.team.map((a) => a.info()));
+  return {
+    config: exp.cfg,
+    presetName: 'relay',
+    createdAt: '2026-11-29T17:00:00.000Z',
+    stages: exp.stages,
+    agents: snaps.map((snapshot, i) => ({ snapshot, info: infos[i]! })),
+    betas: exp.betas.slice(),
+    cursor: { stage: 2, step: 1 },
+  };
+}
+
+let cached: { data: ExperimentData; bytes: Uint8Array } | null = null;
+async function sample(): Promise<{ data: ExperimentData; bytes: Uint8Array }> {
+  if (!cached) {
+    const data = await realExperiment();
+    cached = { data, bytes: serializeExperiment(data) };
+  }
+  return { data: cached.data, bytes: cached.bytes.slice() };
+}
+
+const FALLBACK = 'Nothing was loaded; the experiment on the page is unchanged.';
+
+function expectFail(r: ParseResult<unknown>, code: string, ...fragments: string[]): string {
+  if (r.ok) throw new Error(`expected a '${code}' failure, got ok`);
+  expect(r.code, r.error).toBe(code);
+  expect(r.error.startsWith('This experiment file cannot be opened: ')).toBe(true);
+  expect(r.error.endsWith(FALLBACK)).toBe(true);
+  for (const f of fragments) expect(r.error).toContain(f);
+  return r.error;
+}
+
+/** Rewrites a valid file's header (and blobs) and packs it again with a fresh, valid checksum. */
+function rewrite(bytes: Uint8Array, edit: (h: any, blobs: Blob64[]) => void): Uint8Array {
+  const c = decodeContainer(bytes);
+  if (!c.ok) throw new Error(c.error);
+  const h: unknown = JSON.parse(c.value.header);
+  edit(h, c.value.blobs);
+  return encodeContainer(JSON.stringify(h), c.value.blobs);
+}
+
+function u32(bytes: Uint8Array, at: number, v: number): Uint8Array {
+  const out = bytes.slice();
+  new DataView(out.buffer).setUint32(at, v, true);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('experiment file: round trips', () => {
+  it('CRC-32 matches the standard check value', () => {
+    expect(crc32(new TextEncoder().encode('123456789'))).toBe(0xcbf43926);
+    expect(crc32(new Uint8Array(0))).toBe(0);
+  });
+
+  it('a real experiment round-trips exactly, typed arrays included, and the bytes are deterministic', async () => {
+    const { data, bytes } = await sample();
+    expect(Array.from(bytes.subarray(0, 8))).toEqual(Array.from(EXPERIMENT_MAGIC));
+    const r = parseExperimentFile(bytes);
+    if (!r.ok) throw new Error(r.error);
+    expect(exactDiff(r.value, data)).toBeNull();
+    expect(r.value.stages[0]!.steps[0]!.advNorm).toBeInstanceOf(Float64Array);
+    expect(r.value.stages[1]!.steps[2]!.kl.length).toBeGreaterThan(0);
+    expect(r.value.agents[2]!.snapshot.params.length).toBe(data.agents[2]!.snapshot.params.length);
+    expect(serializeExperiment(data)).toEqual(bytes);
+    expect(serializeExperiment(r.value)).toEqual(bytes);
+  });
+
+  it('keeps NaN, ±Infinity, −0, NaN inside typed arrays, and keys that start with "$"', async () => {
+    const { data } = await sample();
+    const s0 = data.stages[0]!;
+    const weird: StageRecord = {
+      ...s0,
+      metrics: { ...s0.metrics, 'x/nan': NaN, 'x/inf': Infinity, 'x/ninf': -Infinity, 'x/negzero': -0, 'x/list': [NaN, -0, 1e-310, Number.MAX_VALUE], $num: 1, $$x: 2, $f64: 3 },
+      steps: s0.steps.map((st, k) => (k === 0 ? { ...st, kl: Float64Array.of(NaN, -0, Infinity, -Infinity, 5e-324), advRaw: new Float64Array(0) } : st)),
+    };
+    const odd: ExperimentData = { ...data, stages: [weird, data.stages[1]!] };
+    const r = parseExperimentFile(serializeExperiment(odd));
+    if (!r.ok) throw new Error(r.error);
+    expect(exactDiff(r.value, odd)).toBeNull();
+    expect(Object.is(r.value.stages[0]!.metrics['x/negzero'], -0)).toBe(true);
+  });
+
+  it('a restored file continues the run exactly as if it had never stopped (nothing lost)', async () => {
+    const { bytes } = await sample();
+    const r = parseExperimentFile(bytes);
+    if (!r.ok) throw new Error(r.error);
+    const saved = r.value;
+    // The uninterrupted run.
+    const a = createExperiment(CFG);
+    await runStages(a, 3);
+    // A fresh team restored from the file, then the third stage.
+    const b = createExperiment(saved.config);
+    await Promise.all(b.team.map((agent, i) => agent.restore(saved.agents[i]!.snapshot)));
+    b.betas.splice(0, b.betas.length, ...saved.betas);
+    b.stages.push(...saved.stages);
+    b.lastEval = saved.stages[saved.stages.length - 1]!.evaluation;
+    await runStages(b, 1);
+    const noPerf = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('perf/')));
+    expect(noPerf(b.stages[2]!.metrics)).toEqual(noPerf(a.stages[2]!.metrics));
+    expect(exactDiff(await Promise.all(b.team.map((x) => x.snapshot())), await Promise.all(a.team.map((x) => x.snapshot())))).toBeNull();
+  });
+
+  it('refuses to save what it cannot store, naming where', async () => {
+    const { data } = await sample();
+    const bad = { ...data, stages: [{ ...data.stages[0]!, metrics: { m: new Map() } }] } as unknown as ExperimentData;
+    expect(() => serializeExperiment(bad)).toThrow(/stages\[0\]\.metrics\.m: a Map/);
+  });
+});
+
+describe('experiment file: every corruption has its own message', () => {
+  it('gives a specific message for each class', async () => {
+    const { bytes } = await sample();
+    const n = bytes.length;
+    const messages: string[] = [];
+    const add = (m: string) => messages.push(m);
+
+    add(expectFail(parseExperimentFile(new Uint8Array(0)), 'truncated', 'empty'));
+    add(expectFail(parseExperimentFile(new TextEncoder().encode('GIF89a, not an experiment')), 'magic', 'not a SAT Playground experiment file'));
+    add(expectFail(parseExperimentFile(new TextEncoder().encode('{"format":"sat-playground-experiment"}')), 'magic', 'JSON text file'));
+    // Text-mode transfers: CRLF → LF in the signature, or the high bit stripped.
+    const crlf = new Uint8Array(n - 1);
+    crlf.set(bytes.subarray(0, 4));
+    crlf.set(bytes.subarray(5), 4);
+    add(expectFail(parseExperimentFile(crlf), 'text-mode', 'transferred as text'));
+    const hi = bytes.slice();
+    hi[0] = 0x09;
+    expectFail(parseExperimentFile(hi), 'text-mode');
+    add(expectFail(parseExperimentFile(u32(bytes, 8, 2)), 'version', 'version 2', 'reads version 1', 'newer'));
+    expectFail(parseExperimentFile(u32(bytes, 8, 0)), 'version', 'version 0');
+
+    // Truncation, at many cut points: the message names the byte.
+    add(expectFail(parseExperimentFile(bytes.slice(0, n - 100)), 'truncated', `truncated at byte ${n - 100}`, `${n} bytes were expected`));
+    for (const cut of [1, 7, 8, 12, 19, 20, 21, 100, n >> 1, n - 4, n - 1]) {
+      expectFail(parseExperimentFile(bytes.slice(0, cut)), 'truncated', `truncated at byte ${cut}`);
+    }
+    const longer = new Uint8Array(n + 3);
+    longer.set(bytes);
+    add(expectFail(parseExperimentFile(longer), 'trailing', `3 unexpected bytes after its end at byte ${n}`));
+    add(expectFail(parseExperimentFile(u32(bytes, 12, 0xffffffff)), 'too-large'));
+
+    // A flipped byte anywhere after the fixed fields: checksum mismatch (seeded positions).
+    const rng = new Rng(77);
+    let checksum = '';
+    for (let k = 0; k < 40; k++) {
+      const at = 20 + rng.int(n - 20);
+      const bad = bytes.slice();
+      bad[at] = bad[at]! ^ (1 << rng.int(8));
+      checksum = expectFail(parseExperimentFile(bad), 'checksum', 'checksum mismatch', 'corrupted');
+    }
+    add(checksum);
+
+    // Well-formed containers with bad contents (valid checksums).
+    add(expectFail(parseExperimentFile(encodeContainer('{"format": nope', [])), 'json', 'not valid JSON'));
+    const badUtf8 = encodeContainer('xx', []);
+    badUtf8[20] = 0xff;
+    new DataView(badUtf8.buffer).setUint32(badUtf8.length - 4, crc32(badUtf8, 0, badUtf8.length - 4), true);
+    expectFail(parseExperimentFile(badUtf8), 'json', 'UTF-8');
+    add(expectFail(parseExperimentFile(encodeContainer('[1,2]', [])), 'format', 'not a JSON object'));
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.format = 'something-else'))), 'format', '"something-else"');
+    const badLen = u32(bytes, 16, n);
+    new DataView(badLen.buffer).setUint32(n - 4, crc32(badLen, 0, n - 4), true);
+    add(expectFail(parseExperimentFile(badLen), 'layout', 'runs past the end'));
+
+    add(expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.config.lr = 100))), 'config', '"lr" = 100', 'out of range', 'a number in [1e-5, 10]'));
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.config.agents = 1))), 'config', '"agents" = 1', 'too few');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.config.nope = 1))), 'config', 'Unknown setting "nope"');
+    add(expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.config.agents = 4))), 'agents', 'holds 3 agents', 'agents = 4'));
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.betas = [0.1]))), 'agents', 'β list');
+    add(
+      expectFail(
+        parseExperimentFile(rewrite(bytes, (h, blobs) => (blobs[h.agents[1].optim.$f64] = new Float64Array(5)))),
+        'snapshot',
+        "agent 1's snapshot sizes are inconsistent",
+        'has 5',
+      ),
+    );
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.agents[0].info.parameters += 1))), 'snapshot', "agent 0's snapshot sizes are inconsistent", 'its info says');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.agents[0].params = [1, 2]))), 'snapshot', 'no parameter blob');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.config.actions = 4))), 'snapshot', "agent 0's snapshot has", 'the relay game gives it a', 'table');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.agents[0].params = { $f64: 9999 }))), 'format', 'refers to blob 9999');
+    expectFail(parseExperimentFile(rewrite(bytes, (h, blobs) => (blobs[h.agents[0].params.$f64] = new Int32Array(3)))), 'format', 'expects a f64 blob');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].metrics = { $evil: 1 }))), 'format', 'unknown tag "$evil"');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].metrics = { $num: 'Infinite' }))), 'format', 'unknown special number');
+    add(expectFail(parseExperimentFile(rewrite(bytes, (h) => delete h.stages[1].steps[0].kl)), 'stages', 'stage record 2 is malformed', 'step 0.kl'));
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].stage = 7))), 'stages', 'numbered 7, expected 1');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].steps[1].agent = 3))), 'stages', 'names agent 3');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].metrics['team/J'] = 'high'))), 'stages', 'metric "team/J"');
+    add(expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.cursor.stage = 1))), 'cursor', 'says 1 stages are finished', 'holds 2'));
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.cursor.step = 3))), 'cursor', 'only 3');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.cursor = 'end'))), 'cursor');
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.config.stages = 1))), 'cursor', 'more than its config');
+    // Deep nesting is refused, not a stack overflow.
+    let deep = '1';
+    for (let i = 0; i < 500; i++) deep = `[${deep}]`;
+    expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].metrics = { x: JSON.parse(deep) }))), 'format', 'nests more than 64');
+
+    expect(new Set(messages).size).toBe(messages.length);
+  });
+
+  it('never throws on random bytes or random damage (seeded)', async () => {
+    const { bytes } = await sample();
+    const rng = new Rng(78);
+    for (let k = 0; k < 200; k++) {
+      let b: Uint8Array;
+      if (k % 2 === 0) {
+        b = Uint8Array.from({ length: rng.int(200) }, () => rng.int(256));
+        if (k % 4 === 0) b.set(EXPERIMENT_MAGIC.subarray(0, Math.min(8, b.length)));
+      } else {
+        b = bytes.slice(0, rng.int(bytes.length + 1));
+        for (let j = 0; j < 1 + rng.int(4); j++) if (b.length > 0) b[rng.int(b.length)] = rng.int(256);
+      }
+      const r = parseExperimentFile(b);
+      if (!r.ok) expect(r.error.endsWith(FALLBACK), `case ${k}`).toBe(true);
+    }
+  });
+});
+
+describe('autosave without IndexedDB (Node, private mode)', () => {
+  it('returns a message instead of throwing', async () => {
+    expect(typeof (globalThis as { indexedDB?: unknown }).indexedDB).toBe('undefined');
+    const s = await saveAutosave(new Uint8Array([1, 2, 3]));
+    expect(s.ok).toBe(false);
+    expect(!s.ok && s.error).toMatch(/no IndexedDB storage.*Export experiment/);
+    const l = await loadAutosave();
+    expect(!l.ok && l.error).toMatch(/cannot read the autosaved experiment/);
+    const c = await clearAutosave();
+    expect(!c.ok && c.error).toMatch(/cannot clear the autosaved experiment/);
+  });
+});
