@@ -514,6 +514,12 @@ function randomInput(rng: Rng): Record<string, unknown> {
   const n = out.agents as number;
   if (rng.uniform() < 0.5) out.deltas = Array.from({ length: n }, () => 1e-6 + 10 * rng.uniform() * (1 - 1e-7));
   if (out.order === 'custom' || rng.uniform() < 0.3) out.customOrder = rng.permutation(n);
+  // A swap names a real agent, a stage that runs, and something of the task's kind to seat.
+  if (out.swapAgent !== undefined) out.swapAgent = Math.min(out.swapAgent as number, n - 1);
+  const stages = (out.stages as number | undefined) ?? CONFIG.stages.default;
+  if (out.swapAt !== undefined) out.swapAt = Math.min(out.swapAt as number, stages);
+  else if (stages < CONFIG.swapAt.default) out.swapAt = stages;
+  out.swapTo = isLlmTask(task) ? pick(task === 'arithmetic' ? ['S', 'M', 'L'] : ['S', 'M']) : 'best';
   return out;
 }
 

@@ -153,6 +153,10 @@ export const CONFIG = {
   aMax: float({ group: 'certificate', default: 0, min: 0, max: 1e6, doc: 'A_max: bound on |advantage| in reward units; 0 = the task\u2019s reward range R_max − R_min.' }),
 
   // — plug-and-play (SAT.md §8) —
+  swapAgent: int({ group: 'swap', default: -1, min: -1, max: 5, doc: 'Plug-and-play: the agent whose seat gets a different policy before stage swapAt (−1 = no swap). Tabular games swap in the best response to the team; language teams swap in the shipped model of size swapTo.' }),
+  swapAt: int({ group: 'swap', default: 1, min: 1, max: 10000, doc: 'The swap happens just before this stage starts.' }),
+  swapTo: enumOf({ group: 'swap', default: 'best', options: ['best', 'S', 'M', 'L'], doc: 'What is swapped in: best = the best response to the current team (tabular games); S / M / L = the shipped model <task>-<size> (language teams).' }),
+  swapStage0: bool({ group: 'swap', default: true, doc: 'Project the incoming policy into the δ_0 ball around the agent it replaces, per state (Stage-0, SAT.md §8); off = seat it as it is.' }),
   stage0Delta: float({ group: 'swap', default: 0.01, min: 1e-6, max: 10, log: true, doc: 'δ_0: Stage-0 projects a swapped-in agent to within this KL of the agent it replaces, per state.' }),
 } as const satisfies Record<string, Field>;
 
@@ -323,6 +327,20 @@ function checkTeamSettings(c: Config, n: number): void {
     }
   } else if (c.customOrder.length > 0 && c.customOrder.some((v) => v >= n)) {
     throw new ConfigError('customOrder', c.customOrder, `Setting "customOrder" = [${c.customOrder.join(', ')}] names an agent ≥ ${n}; the team has agents 0..${n - 1}.`);
+  }
+  checkSwap(c, n);
+}
+
+/** The plug-and-play swap: a real agent, a stage that will run, something to swap in that exists. */
+function checkSwap(c: Config, n: number): void {
+  if (c.swapAgent < 0) return;
+  if (c.swapAgent >= n) throw new ConfigError('swapAgent', c.swapAgent, `Setting "swapAgent" = ${c.swapAgent} names no agent: the team has agents 0..${n - 1} (−1 = no swap).`);
+  if (c.swapAt > c.stages) throw new ConfigError('swapAt', c.swapAt, `Setting "swapAt" = ${c.swapAt} is after the last stage (stages = ${c.stages}); the swap would never happen.`);
+  if (isLlmTask(c.task)) {
+    if (c.swapTo === 'best') throw new ConfigError('swapTo', c.swapTo, `Setting "swapTo" = "best" is for tabular games; a language team swaps in a shipped model: S, M${c.task === 'arithmetic' ? ' or L' : ''}.`);
+    if (c.swapTo === 'L' && c.task !== 'arithmetic') throw new ConfigError('swapTo', c.swapTo, `Setting "swapTo" = "L" is not shipped for task "${c.task}"; allowed: S, M.`);
+  } else if (c.swapTo !== 'best') {
+    throw new ConfigError('swapTo', c.swapTo, `Setting "swapTo" = "${c.swapTo}" names a language model, but "${c.task}" is a tabular game; tabular swaps use swapTo = best.`);
   }
 }
 

@@ -20,7 +20,7 @@
  */
 import { Rng } from '../core/rng';
 import { weightedQuantile } from '../core/stats';
-import { ConfigError } from '../core/errors';
+import { ConfigError, SatError } from '../core/errors';
 import { Transformer } from '../model/transformer';
 import { dequantizeWeights, loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
 import { makeGame } from '../tasks/index';
@@ -32,9 +32,9 @@ import { type Config, isLlmTask, resolvedProtocol } from './config';
 import { TabularEnv, type TeamEnv, type TeamEvaluation } from './env';
 import { LmAgent, LmEnv } from './lm';
 import { tablePolicy, teamTables } from './rollout';
-import { runStage, type AgentStepRecord, type StageRecord } from './stage';
+import { runStage, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
 import type { AgentPolicy } from './types';
-import { projectTable } from './stage0';
+import { lambdaHistogram, projectTable } from './stage0';
 import { TabularSoftmaxAgent } from './tabularAgent';
 
 export interface Experiment {
@@ -49,6 +49,8 @@ export interface Experiment {
   readonly stages: StageRecord[];
   /** The team's latest evaluation, if still current (reused as the next stage's start; a swap clears it). */
   lastEval?: TeamEvaluation;
+  /** Language teams: how to seat model `name` in agent j's place (the configured swap); see swapIfDue. */
+  swapModel?: (exp: Experiment, j: number, name: string) => Promise<SwapSummary>;
 }
 
 /** A team of tables on an exact game. */
@@ -198,16 +200,50 @@ export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promi
 
 /** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
+  const swap = await swapIfDue(exp);
   const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax, startEval: exp.lastEval });
   for (;;) {
     const r = await gen.next();
     if (r.done) {
-      exp.stages.push(r.value);
-      exp.lastEval = r.value.evaluation;
-      return r.value;
+      const rec = swap ? { ...r.value, swap } : r.value;
+      exp.stages.push(rec);
+      exp.lastEval = rec.evaluation;
+      return rec;
     }
     yield r.value;
   }
+}
+
+/**
+ * The configured plug-and-play swap (swapAgent ≥ 0), made just before stage `swapAt` starts: a
+ * pure function of the team and the seed, so a replayed run swaps identically. Tabular games seat
+ * the best response to the team (Stage-0-projected unless swapStage0 is off); language teams seat
+ * a shipped model through `exp.swapModel` (set by the CLI, which can load models and owns the
+ * distillation settings) — without one, a language swap fails with a message saying so.
+ */
+async function swapIfDue(exp: Experiment): Promise<SwapSummary | undefined> {
+  const c = exp.cfg;
+  if (c.swapAgent < 0 || exp.stages.length + 1 !== c.swapAt) return undefined;
+  if (isLlmTask(c.task)) {
+    if (!exp.swapModel) throw new SatError('swap', `Swapping a language agent (swapAgent = ${c.swapAgent}) needs the model loader and distillation of the command line: run npm run sat -- --preset … --set swapAgent=${c.swapAgent}. The playground swaps tabular agents only.`);
+    return exp.swapModel(exp, c.swapAgent, `${c.task}-${c.swapTo}`);
+  }
+  const tab = exp as TableExperiment;
+  const pre = await bestResponseLogits(tab, c.swapAgent);
+  const r = await swapAgent(tab, c.swapAgent, pre, { stage0: c.swapStage0, delta0: c.stage0Delta });
+  const share = (kls: readonly number[]) => (kls.length ? kls.filter((k) => k > c.stage0Delta * (1 + 1e-9)).length / kls.length : 0);
+  return {
+    agent: r.agent,
+    incoming: 'best response',
+    stage0: r.stage0,
+    delta0: c.stage0Delta,
+    klQuantiles: r.klQuantiles,
+    outsideBefore: share(r.klsPre),
+    outsideAfter: share(r.stage0 ? r.kls : r.klsPre),
+    lambdaHist: lambdaHistogram(r.stage0 ? r.lambdas : r.lambdas.map(() => 0)),
+    jBefore: r.jBefore,
+    jAfter: r.jAfter,
+  };
 }
 
 /** Runs `count` whole stages; `onStage` sees each as it finishes. */

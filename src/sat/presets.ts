@@ -75,6 +75,14 @@ export const PRESETS: readonly Preset[] = [
       'Run with --sweep delta=0.001,0.003,0.01,0.03,0.1: the fraction of visited states whose KL exceeds δ, and the fitted exponent of v ≈ c·δ^p. Like the released code, steps are kept even when they leave the radius; with backtracking on, violations all but vanish.',
   },
   {
+    kind: 'tabular',
+    name: 'relay-pnp',
+    title: 'Plug-and-play on the relay: agent 1 swapped for the best response at stage 8',
+    settings: { task: 'relay', agents: 3, actions: 3, stages: 20, lr: 0.2, initScale: 0.5, swapAgent: 1, swapAt: 8, swapTo: 'best', swapStage0: true, stage0Delta: 0.05 },
+    lookFor:
+      'Before stage 8 agent 1\'s seat gets the best response to the team, projected per state into KL ≤ δ₀ of the agent it replaces (Stage-0): the swap card shows how far it moved and the λ(s) histogram. Set swapStage0 = false and Apply: the raw seat jumps further in J here (the best response really is better) but leaves the trust region at every state (KL up to 0.6–1.9 over seeds 1–3) — Stage-0 trades that jump for a guarantee.',
+  },
+  {
     kind: 'llm',
     name: 'arith-team',
     title: 'Arithmetic team: three small models in a chain learn to cooperate',

@@ -91,6 +91,27 @@ export interface StageRecord {
   readonly metrics: Metrics;
   /** The team's evaluation at the stage end. */
   readonly evaluation: TeamEvaluation;
+  /** A plug-and-play swap made just before this stage (experiment.ts), if any. */
+  readonly swap?: SwapSummary;
+}
+
+/** What a plug-and-play swap did to one seat (SAT.md §8), in plain numbers. */
+export interface SwapSummary {
+  readonly agent: number;
+  /** What was swapped in: "best response" or a model name. */
+  readonly incoming: string;
+  readonly stage0: boolean;
+  readonly delta0: number;
+  /** Occupancy-weighted quantiles of KL(seated policy ‖ π_cur) over the agent's states. */
+  readonly klQuantiles: { readonly q50: number; readonly q90: number; readonly q99: number };
+  /** Share of the agent's states whose KL to π_cur exceeds δ_0, before and after the projection. */
+  readonly outsideBefore: number;
+  readonly outsideAfter: number;
+  /** Counts of λ(s) per bin of stage0.LAMBDA_EDGES ([0,1e-3), …, [10,∞)). */
+  readonly lambdaHist: readonly number[];
+  /** Team J just before and just after the swap. */
+  readonly jBefore: number;
+  readonly jAfter: number;
 }
 
 /** The agent's own steps in `batch`, with per-episode advantages and weights. */

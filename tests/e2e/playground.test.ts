@@ -22,6 +22,8 @@ import { type Browser, type Page, chromium } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
+import { encodeShare, makeShareState } from '../../src/app/share';
+import { presetConfig } from '../../src/sat/presets';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CONFIG_FILE = join(ROOT, 'vite.config.ts');
@@ -76,7 +78,7 @@ beforeAll(async () => {
   page.on('console', (m) => {
     if (m.type() === 'error') pageErrors.push(`console.error: ${m.text()}`);
   });
-  page.setDefaultTimeout(30_000);
+  page.setDefaultTimeout(60_000); // CI runs every test file at once on 2 cores
 }, 15 * 60_000); // room for a first-time `apt-get install chromium`
 
 afterAll(async () => {
@@ -205,6 +207,40 @@ describe('playground page in Chromium', () => {
     await other.context().close();
   });
 
+  it('a teacher\'s link: hidden controls stay hidden; the plug-and-play swap shows its card', async () => {
+    // Made by the page's own encoder, in Node: the link format is the contract.
+    const hash = await encodeShare(makeShareState(presetConfig('relay-pnp'), { preset: 'relay-pnp', step: { stage: 8 }, hide: ['preset', 'lr', 'seed'] }));
+    const p = await freshPage();
+    await p.goto(url + hash, { waitUntil: 'load' });
+    await p.getByText(/replayed it to stage 8/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('presets').count()).toBe(0);
+    expect(await p.getByTestId('cfg-lr').count()).toBe(0);
+    expect(await p.getByTestId('cfg-seed').count()).toBe(0);
+    expect(await p.getByTestId('cfg-delta').count()).toBe(1);
+    expect(await p.locator('[data-testid="stage-row"]').count()).toBe(8);
+    const card = p.getByTestId('swap-card');
+    expect(await card.innerText()).toMatch(/Before stage 8, agent 1.*best response/s);
+    expect(await p.getByTestId('swap-outside').innerText()).toBe('0 %');
+    await p.context().close();
+  });
+
+  it('a language preset loads its model into the workers and steps an agent, with transcripts', async () => {
+    const p = await freshPage();
+    await p.goto(url, { waitUntil: 'load' });
+    await settled(p);
+    await p.getByTestId('preset-arith-team').click();
+    await p.waitForFunction(() => document.querySelector('[data-testid="agent-0"]')?.textContent?.includes('arithmetic-S'), undefined, { timeout: 120_000 });
+    await settled(p);
+    expect(p.workers().length).toBe(3);
+    await p.getByTestId('step-agent').click();
+    await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 1, undefined, { timeout: 180_000 });
+    await settled(p);
+    expect(await points(p, 'transcripts')).toBeGreaterThan(0);
+    expect(await p.getByTestId('transcripts').innerText()).toMatch(/agent 0/);
+    await p.context().close();
+  }, 300_000);
+
   it('malformed links each say what was wrong and open the defaults', async () => {
     const bad: [string, RegExp][] = [
       ['#v9.abc', /version/i],
@@ -240,9 +276,9 @@ describe('playground page in Chromium', () => {
 
   it('export → import round-trips; a damaged file is refused with its reason', async () => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export').click()]);
-    const path = await download.path();
-    const bytes = readFileSync(path);
+    const bytes = readFileSync(await download.path());
     const want = await tableValues(page);
+    const wantRows = await rows().count();
     const damaged = Buffer.from(bytes);
     damaged[damaged.length >> 1] = damaged[damaged.length >> 1]! ^ 0xff;
     await page.getByTestId('import').setInputFiles({ name: 'damaged.satexp', mimeType: 'application/octet-stream', buffer: damaged });
@@ -250,14 +286,14 @@ describe('playground page in Chromium', () => {
     await banner.waitFor({ state: 'visible' });
     expect(await banner.innerText()).toMatch(/checksum|damaged|corrupt/i);
     expect(await banner.innerText()).toMatch(/not changed/);
+    expect(await tableValues(page)).toEqual(want);
     await page.getByRole('button', { name: 'Dismiss' }).first().click();
     await page.getByTestId('reset').click();
     await settled(page);
     expect(await rows().count()).toBe(0);
     await page.getByTestId('import').setInputFiles({ name: 'good.satexp', mimeType: 'application/octet-stream', buffer: bytes });
-    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, want.length > 0 ? await rows().count() : 0);
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, wantRows);
     await settled(page);
-    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"] [data-value]').length === n, want.length);
     expect(await tableValues(page)).toEqual(want);
   });
 

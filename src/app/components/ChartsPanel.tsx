@@ -28,6 +28,7 @@ import {
 } from '../charts';
 import { compareOrders, sweepDeltas } from '../sideRuns';
 import { select, usePlayground } from '../store';
+import { SwapCard } from './SwapCard';
 
 export function ChartsPanel() {
   const stages = usePlayground((s) => s.stages);
@@ -63,6 +64,7 @@ export function ChartsPanel() {
       <section className="timeline-section" aria-label="Timeline">
         <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={(r, position) => select({ stage: r.stage, position })} />
       </section>
+      <SwapCard records={stages} />
       <div className="charts-grid">
         <JChart records={stages} form={certForm} span={span} j0ci={j0?.ci} />
         <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} />

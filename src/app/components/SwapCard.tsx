@@ -1,0 +1,56 @@
+/**
+ * "What did the swap do?": the plug-and-play swap of a stage (SAT.md §8) in numbers and one small
+ * picture — who was swapped for what, how far the seated policy is from the agent it replaced
+ * (KL quantiles against δ₀, share of states outside before and after Stage-0), the λ(s) histogram
+ * of the projection, and the team's J just before and after.
+ *
+ * Not here: making the swap (src/sat/experiment.ts swapIfDue) or its maths (stage0.ts).
+ */
+import type { CSSProperties } from 'react';
+import { LAMBDA_EDGES } from '../../sat/stage0';
+import type { StageRecord } from '../../sat/stage';
+import { fixed3, sci, short, signed3 } from '../format';
+import { agentColor } from '../theme';
+
+function edge(x: number): string {
+  return x === Infinity ? '∞' : short(x);
+}
+
+export function SwapCard({ records }: { records: readonly StageRecord[] }) {
+  const rec = records.find((r) => r.swap);
+  if (!rec?.swap) return null;
+  const s = rec.swap;
+  const max = Math.max(1, ...s.lambdaHist);
+  const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
+  return (
+    <section className="swap-card" data-testid="swap-card" style={{ '--agent': agentColor(s.agent) } as CSSProperties} aria-label="Plug-and-play swap">
+      <h3>What did the swap do?</h3>
+      <p>
+        Before stage {rec.stage}, <strong>agent {s.agent}</strong>’s seat got the <strong>{s.incoming}</strong>,{' '}
+        {s.stage0 ? (
+          <>
+            projected by Stage-0 into KL ≤ δ₀ = {short(s.delta0)} of the agent it replaced
+          </>
+        ) : (
+          <>seated as it is (Stage-0 off)</>
+        )}
+        . Team J {fixed3(s.jBefore)} → {fixed3(s.jAfter)} ({signed3(s.jAfter - s.jBefore)}).
+      </p>
+      <p className="muted">
+        KL(seated ‖ replaced) over the agent’s states, visit-weighted: median {sci(s.klQuantiles.q50)}, 90 % {sci(s.klQuantiles.q90)}, 99 % {sci(s.klQuantiles.q99)}. Outside δ₀:{' '}
+        {pct(s.outsideBefore)} of states before the projection, <strong data-testid="swap-outside">{pct(s.outsideAfter)}</strong> as seated.
+      </p>
+      {s.stage0 && (
+        <div className="lambda-hist" aria-label="λ(s) histogram">
+          {s.lambdaHist.map((c, b) => (
+            <div key={b} className="lambda-bin" title={`${c} states with λ in [${edge(LAMBDA_EDGES[b]!)}, ${edge(LAMBDA_EDGES[b + 1]!)})`}>
+              <div className="lambda-bar" style={{ height: `${(48 * c) / max}px` }} />
+              <span>{edge(LAMBDA_EDGES[b]!)}</span>
+            </div>
+          ))}
+          <span className="muted lambda-note">λ(s): 0 = the incoming policy was already inside the ball; large = pulled hard towards the old agent.</span>
+        </div>
+      )}
+    </section>
+  );
+}
