@@ -190,7 +190,28 @@ export async function reset(): Promise<void> {
  */
 async function advance(): Promise<void> {
   if (!team) throw new SatError('state', 'No experiment is loaded yet: pick a preset or press Apply.');
-  const exp = team.exp;
+  const my = generation;
+  const before = sessionState();
+  try {
+    await advanceOnce(team);
+  } catch (e) {
+    // A failed step (a NaN loss, a dead worker, a lost device) leaves the stage half-done and the
+    // agents in an unknown state: put the team back exactly where the last completed agent step
+    // left it — the snapshot at the stage boundary plus a deterministic replay — then report.
+    if (my === generation && before) {
+      try {
+        await restoreInto(before, 'Recovering the last completed agent step…', true);
+      } catch (again) {
+        throw new SatError('recover', `${describeError(e, '')} Recovering also failed (${again instanceof Error ? again.message : String(again)}); export what you see, then Reset.`);
+      }
+      throw new SatError('step', describeError(e, 'The experiment is back at the last completed agent step: every step shown is kept. Try a smaller lr or a larger β, Apply, and step again.'));
+    }
+    throw e;
+  }
+}
+
+async function advanceOnce(t: TeamHandle): Promise<void> {
+  const exp = t.exp;
   const my = generation;
   if (!gen) gen = stepThrough(exp);
   const r = await gen.next();
@@ -346,22 +367,29 @@ export function sessionState(): SessionState | null {
  * boundary, the finished stages put back, then the steps of the stage in progress replayed.
  */
 export async function restoreSession(saved: SessionState, label: string): Promise<void> {
-  const n = saved.boundary.snapshots.length;
   await exclusive('loading', async () => {
     usePlayground.setState({ preset: saved.preset, form: formOf(saved.config), applied: formOf(saved.config) });
-    await build(saved.config, label);
-    if (!team) return;
-    const exp = team.exp;
-    if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
-    await Promise.all(exp.team.map((a, i) => a.restore(saved.boundary.snapshots[i]!)));
-    exp.betas.splice(0, exp.betas.length, ...saved.boundary.betas);
-    (exp.stages as StageRecord[]).push(...saved.stages);
-    exp.lastEval = saved.stages[saved.stages.length - 1]?.evaluation;
-    boundary = { ...saved.boundary, stages: saved.stages.length };
-    usePlayground.setState({ stages: saved.stages, partial: [] });
-    for (let k = 0; k < saved.partialSteps && !stopRequested; k++) {
-      setProgress({ label: `Replaying agent step ${k + 1} of ${saved.partialSteps} of the stage in progress`, done: k, total: saved.partialSteps, cancellable: true });
-      await advance();
-    }
+    await restoreInto(saved, label);
   });
+}
+
+/** A fresh team from the saved config, restored to the saved boundary, the partial stage replayed. */
+async function restoreInto(saved: SessionState, label: string, keepSideRuns = false): Promise<void> {
+  const n = saved.boundary.snapshots.length;
+  const keep = usePlayground.getState();
+  await build(saved.config, label);
+  if (!team) return;
+  const exp = team.exp;
+  if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
+  await Promise.all(exp.team.map((a, i) => a.restore(saved.boundary.snapshots[i]!)));
+  exp.betas.splice(0, exp.betas.length, ...saved.boundary.betas);
+  (exp.stages as StageRecord[]).push(...saved.stages);
+  exp.lastEval = saved.stages[saved.stages.length - 1]?.evaluation;
+  boundary = { ...saved.boundary, stages: saved.stages.length };
+  // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.
+  usePlayground.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });
+  for (let k = 0; k < saved.partialSteps; k++) {
+    setProgress({ label: `Replaying agent step ${k + 1} of ${saved.partialSteps} of the stage in progress`, done: k, total: saved.partialSteps, cancellable: false });
+    await advanceOnce(team);
+  }
 }

@@ -1,0 +1,96 @@
+/**
+ * The page's session (src/app/session.ts) driven from Node, where there are no Web Workers so the
+ * team runs in-process (the browser test covers workers): stepping agent by agent gives the same
+ * records as the experiment runner; a step that fails (here a NaN loss injected into one agent)
+ * reports a specific message and leaves the experiment exactly at the last completed agent step,
+ * from which stepping on reproduces the undisturbed run; the session state round-trips through
+ * the save format and restores to identical records. Seeds: the climbing preset's (seed 1).
+ *
+ * Not here: rendering (tests/e2e) or the save format's own corruption cases (tests/savefile.test.ts).
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { NumericError } from '../src/core/errors';
+import { serializeExperiment, parseExperimentFile } from '../src/app/savefile';
+import { currentExperiment, openConfig, restoreSession, sessionState, stepAgent, stepStage } from '../src/app/session';
+import { usePlayground } from '../src/app/store';
+import { createExperiment, runStages } from '../src/sat/experiment';
+import { presetConfig } from '../src/sat/presets';
+import type { StageRecord } from '../src/sat/stage';
+
+/** Records without wall-clock metrics (perf/…), which differ from run to run by nature. */
+function strip(recs: readonly StageRecord[]) {
+  return recs.map((r) => ({ ...r, metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))) }));
+}
+
+const cfg = presetConfig('climbing', { stages: 6 });
+
+beforeEach(async () => {
+  usePlayground.setState({ error: null, notice: null });
+  await openConfig(cfg, 'climbing', 'test');
+});
+
+describe('session', () => {
+  it('agent by agent equals the experiment runner', async () => {
+    for (let k = 0; k < 3 * 3; k++) await stepAgent();
+    await stepStage();
+    const ref = await runStages(createExperiment(cfg), 4);
+    expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
+    expect(usePlayground.getState().status).toBe('ready');
+  });
+
+  it('a NaN in one agent step: specific message, back at the last completed step, nothing lost', async () => {
+    await stepStage();
+    await stepAgent(); // stage 2, first agent
+    const before = usePlayground.getState();
+    const kept = { stages: before.stages, partial: before.partial.map((p) => p.agent) };
+    // Sabotage the next agent to train: its loss turns NaN (as a diverging model's would).
+    const exp = currentExperiment()!;
+    for (const a of exp.team) {
+      a.trainStep = async () => {
+        throw new NumericError('the clipped loss of agent 1 is NaN; expected a finite number');
+      };
+    }
+    await stepAgent();
+    const s = usePlayground.getState();
+    expect(s.status).toBe('error');
+    expect(s.error).toMatch(/NaN/);
+    expect(s.error).toMatch(/back at the last completed agent step/);
+    expect(s.stages).toEqual(kept.stages);
+    expect(s.partial.map((p) => p.agent)).toEqual(kept.partial);
+    // The rebuilt team is healthy: stepping on reproduces the run that never failed.
+    usePlayground.setState({ error: null });
+    await stepStage();
+    await stepStage();
+    const ref = await runStages(createExperiment(cfg), 3);
+    expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
+  });
+
+  it('save → restore lands on the same agent step and continues identically', async () => {
+    await stepStage();
+    await stepAgent();
+    await stepAgent();
+    const st = sessionState()!;
+    const bytes = serializeExperiment({
+      config: st.config,
+      presetName: st.preset,
+      createdAt: '2026-11-29T00:00:00.000Z',
+      stages: [...st.stages],
+      agents: st.boundary.snapshots.map((snapshot) => ({ snapshot })),
+      betas: [...st.boundary.betas],
+      cursor: { stage: st.stages.length, step: st.partialSteps },
+    });
+    const want = usePlayground.getState();
+    const parsed = parseExperimentFile(bytes);
+    if (!parsed.ok) throw new Error(parsed.error);
+    await openConfig(presetConfig('relay'), 'relay', 'elsewhere'); // something else in between
+    const v = parsed.value;
+    await restoreSession({ config: v.config, preset: v.presetName, stages: v.stages, partialSteps: v.cursor.step, boundary: { stages: v.cursor.stage, snapshots: v.agents.map((a) => a.snapshot), betas: v.betas } }, 'restore');
+    const got = usePlayground.getState();
+    expect(strip(got.stages)).toEqual(strip(want.stages));
+    expect(got.partial.map((p) => [p.agent, p.jAfter])).toEqual(want.partial.map((p) => [p.agent, p.jAfter]));
+    await stepStage();
+    await stepStage();
+    const ref = await runStages(createExperiment(cfg), 3);
+    expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
+  });
+});
