@@ -505,6 +505,7 @@ function randomInput(rng: Rng): Record<string, unknown> {
     out.protocol = rng.uniform() < 0.5 ? 'auto' : pick(n0 >= 2 ? ['independent', 'chain', 'vote', 'router'] : ['independent', 'chain', 'vote']);
     out.level = 1 + rng.int(LLM_TASKS[task].maxLevel);
     if (task !== 'arithmetic' && out.model === 'L') out.model = 'M';
+    if (rng.uniform() < 0.3) out.agentModels = Array.from({ length: n0 }, () => pick(task === 'arithmetic' ? ['S', 'M', 'L'] : ['S', 'M']));
   } else {
     const info = TASKS[task];
     out.protocol = rng.uniform() < 0.5 ? 'auto' : pick(info.protocols);
@@ -593,5 +594,18 @@ describe('geometry settings', () => {
   it('greedy order needs the geometric gain (geoIters ≥ 1)', () => {
     expectConfigError(() => parseConfig({ order: 'greedy', geoIters: 0 }), 'geoIters', ['"geoIters" = 0', 'greedy']);
     expect(parseConfig({ order: 'fixed', geoIters: 0 }).geoIters).toBe(0);
+  });
+});
+
+describe('agentModels (one shipped model size per agent)', () => {
+  it('parses a list of sizes from text and from arrays', () => {
+    expect(parseConfig({ task: 'arithmetic', agents: 3, agentModels: 'S,M,S' }).agentModels).toEqual(['S', 'M', 'S']);
+    expect(parseConfig({ task: 'arithmetic', agents: 2, agentModels: ['L', 'S'] }).agentModels).toEqual(['L', 'S']);
+  });
+  it('names the setting for every inconsistency', () => {
+    expectConfigError(() => parseConfig({ task: 'arithmetic', agents: 3, agentModels: 'S,M' }), 'agentModels', ['has 2 entries', '3 agents']);
+    expectConfigError(() => parseConfig({ task: 'countdown', agents: 2, agentModels: 'S,L' }), 'agentModels', ['names L', '"countdown"']);
+    expectConfigError(() => parseConfig({ task: 'relay', agents: 2, agentModels: 'S,S' }), 'agentModels', ['language teams', '"relay"']);
+    expectConfigError(() => parseConfig({ task: 'arithmetic', agents: 2, agentModels: 'S,XL' }), 'agentModels', ['"XL"', 'of S, M, L']);
   });
 });

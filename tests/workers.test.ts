@@ -214,7 +214,7 @@ describe('errors across the boundary', () => {
     const a = new RemoteAgent(0, nodeAgentWorker());
     try {
       const bad = modelBytes.slice(0, 40);
-      await expect(a.init({ kind: 'lm', modelName: 'x', model: bad, index: 0, name: 'x', lora: 0, loraAlpha: 1, seed: 0, temperature: 1, topK: 0 })).rejects.toThrow(FormatError);
+      await expect(a.init({ kind: 'lm', modelName: 'x', modelFile: 'x', model: bad, index: 0, name: 'x', lora: 0, loraAlpha: 1, seed: 0, temperature: 1, topK: 0 })).rejects.toThrow(FormatError);
       await a.init({ kind: 'tabular', index: 0, nObs: 1, nActions: 2, initScale: 0, seed: 0, path: [0, 0] });
       const err = await a.generate([Int32Array.of(1)], { maxNew: 1, seed: 0, stream: 0 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AgentWorkerError);

@@ -270,15 +270,17 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     }
     if (!opts.load) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" trains language models: createRemoteExperiment needs a model loader (opts.load).`);
     const { modelName, env, aMax, agents } = planLlm(cfg);
-    const bytes = await opts.load(modelName);
+    const files = new Map<string, Uint8Array>();
+    for (const f of new Set(agents.map((a) => a.modelFile))) files.set(f, await opts.load(f));
     const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker()), opts));
     started.push(...team);
     await Promise.all(
       team.map((a, i) => {
-        // Each worker gets its own copy, transferred: the loader may cache `bytes`, and a Node
+        const init = agents[i]!;
+        // Each worker gets its own copy, transferred: the loader may cache the bytes, and a Node
         // Buffer can be a view into a shared pool.
-        const model = bytes.slice();
-        return a.init({ kind: 'lm', modelName, model, ...agents[i]! }, [model.buffer]);
+        const model = files.get(init.modelFile)!.slice();
+        return a.init({ kind: 'lm', modelName: init.modelFile, model, ...init }, [model.buffer]);
       }),
     );
     const infos = await Promise.all(team.map((a) => a.info()));

@@ -273,9 +273,12 @@ function checkType(key: ConfigKey, v: unknown): void {
     case 'floatList':
       ok = Array.isArray(v) && v.every((x) => typeof x === 'number');
       break;
+    case 'enumList':
+      ok = Array.isArray(v) && v.every((x) => typeof x === 'string');
+      break;
   }
   if (!ok) {
-    const expected = f.type === 'enum' ? 'a string' : f.type === 'bool' ? 'true or false' : f.type === 'int' || f.type === 'float' ? 'a number' : 'a list of numbers';
+    const expected = f.type === 'enum' ? 'a string' : f.type === 'bool' ? 'true or false' : f.type === 'int' || f.type === 'float' ? 'a number' : f.type === 'enumList' ? 'a list of strings' : 'a list of numbers';
     throw new ShareFail('type', `setting "${key}" = ${quote(v)} has the wrong type: expected ${expected} (${describeAllowed(f)}).`);
   }
 }

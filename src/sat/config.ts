@@ -53,7 +53,14 @@ export interface ListField extends Base {
   readonly max: number;
   readonly maxLength: number;
 }
-export type Field = IntField | FloatField | BoolField | EnumField | ListField;
+/** A list of choices, one per agent (e.g. each agent's model size). */
+export interface EnumListField extends Base {
+  readonly type: 'enumList';
+  readonly default: readonly string[];
+  readonly options: readonly string[];
+  readonly maxLength: number;
+}
+export type Field = IntField | FloatField | BoolField | EnumField | ListField | EnumListField;
 
 const int = (f: Omit<IntField, 'type'>): IntField => ({ type: 'int', ...f });
 const float = (f: Omit<FloatField, 'type'>): FloatField => ({ type: 'float', ...f });
@@ -61,6 +68,7 @@ const bool = (f: Omit<BoolField, 'type'>): BoolField => ({ type: 'bool', ...f })
 const enumOf = <const O extends string>(f: Omit<EnumField<O>, 'type'>): EnumField<O> => ({ type: 'enum', ...f });
 const intList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'intList', ...f });
 const floatList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'floatList', ...f });
+const enumList = (f: Omit<EnumListField, 'type'>): EnumListField => ({ type: 'enumList', ...f });
 
 /** Same names as the task registries (a test checks they agree): tabular games, then language tasks. */
 const TABULAR_TASK_OPTIONS = ['climbing', 'penalty', 'random-matrix', 'relay', 'router', 'guess'] as const satisfies readonly TaskName[];
@@ -92,6 +100,7 @@ export const CONFIG = {
   // — language-model agents —
   level: int({ group: 'model', default: 3, min: 1, max: 4, doc: 'Difficulty of the language task: arithmetic 1–4, countdown 1–3 (the shipped models were pretrained at level 3).' }),
   model: enumOf({ group: 'model', default: 'S', options: ['S', 'M', 'L'], doc: 'Which shipped pretrained model every agent starts from: public/models/<task>-<size>.safetensors (L exists for arithmetic only).' }),
+  agentModels: enumList({ group: 'model', default: [], options: ['S', 'M', 'L'], maxLength: 4, doc: 'Each agent’s own model size, one per agent (e.g. S,M,S: a larger model in the middle of the chain); empty = every agent uses model.' }),
   lora: int({ group: 'model', default: 0, min: 0, max: 64, doc: 'LoRA rank of each agent’s adapter over its frozen quantized base; 0 = train all weights (dequantized), fine for the small models.' }),
   loraAlpha: float({ group: 'model', default: 16, min: 0.01, max: 1024, doc: 'LoRA α: the adapter’s update is scaled by α/rank.' }),
   temperature: float({ group: 'model', default: 1, min: 0.05, max: 5, doc: 'Sampling temperature τ; every log-prob, ratio and KL uses the same τ, so r = 1 exactly before the first step.' }),
@@ -161,7 +170,7 @@ export const CONFIG = {
 } as const satisfies Record<string, Field>;
 
 export type ConfigKey = keyof typeof CONFIG;
-type ValueOf<F> = F extends EnumField<infer O> ? O : F extends BoolField ? boolean : F extends ListField ? number[] : number;
+type ValueOf<F> = F extends EnumField<infer O> ? O : F extends BoolField ? boolean : F extends ListField ? number[] : F extends EnumListField ? string[] : number;
 /** A complete, checked configuration. */
 export type Config = { -readonly [K in ConfigKey]: ValueOf<(typeof CONFIG)[K]> };
 
@@ -195,6 +204,8 @@ export function describeAllowed(f: Field): string {
     case 'intList':
     case 'floatList':
       return `a comma-separated list of at most ${f.maxLength} ${f.type === 'intList' ? 'integers' : 'numbers'} in [${nice(f.min)}, ${nice(f.max)}]`;
+    case 'enumList':
+      return `a comma-separated list of at most ${f.maxLength} of ${f.options.join(', ')}`;
   }
 }
 
@@ -267,6 +278,17 @@ export function coerceValue(key: ConfigKey, raw: unknown): Config[ConfigKey] {
         return v;
       });
     }
+    case 'enumList': {
+      let items: unknown[];
+      if (Array.isArray(raw)) items = raw;
+      else if (typeof raw === 'string') items = raw.trim() === '' ? [] : raw.split(',').map((s) => s.trim());
+      else throw bad('is not a list');
+      if (items.length > f.maxLength) throw bad(`has ${items.length} entries`);
+      return items.map((x) => {
+        if (typeof x !== 'string' || !f.options.includes(x)) throw bad(`has an entry ${show(x)} that is not allowed`);
+        return x;
+      }) as never;
+    }
   }
 }
 
@@ -295,11 +317,20 @@ function checkLlmConsistency(c: Config): void {
   if (c.model === 'L' && c.task !== 'arithmetic') {
     throw new ConfigError('model', c.model, `Setting "model" = "L" is not shipped for task "${c.task}"; allowed: S, M (L exists for arithmetic).`);
   }
+  if (c.agentModels.length > 0 && c.agentModels.length !== c.agents) {
+    throw new ConfigError('agentModels', c.agentModels, `Setting "agentModels" = [${c.agentModels.join(', ')}] has ${c.agentModels.length} entries but the team has ${c.agents} agents; give one size per agent or leave it empty.`);
+  }
+  if (c.agentModels.includes('L') && c.task !== 'arithmetic') {
+    throw new ConfigError('agentModels', c.agentModels, `Setting "agentModels" = [${c.agentModels.join(', ')}] names L, which is not shipped for task "${c.task}"; allowed: S, M.`);
+  }
 }
 
 function checkTabularConsistency(c: Config): void {
   if (c.agents < 2) {
     throw new ConfigError('agents', c.agents, `Setting "agents" = ${c.agents} is too few for task "${c.task}"; tabular games need an integer in [2, 6].`);
+  }
+  if (c.agentModels.length > 0) {
+    throw new ConfigError('agentModels', c.agentModels, `Setting "agentModels" = [${c.agentModels.join(', ')}] is for language teams; the agents of "${c.task}" are tables (leave it empty).`);
   }
   const task = TASKS[c.task as TaskName];
   const fixed = task.fixedActions;
@@ -349,7 +380,7 @@ function checkSwap(c: Config, n: number): void {
  * Every key of `input` must be known; values may be strings (CLI, URL) or typed.
  */
 export function parseConfig(input: Readonly<Record<string, unknown>>, base: Config = defaultConfig()): Config {
-  const out = { ...base, deltas: [...base.deltas], customOrder: [...base.customOrder] } as Record<string, unknown>;
+  const out = { ...base, deltas: [...base.deltas], customOrder: [...base.customOrder], agentModels: [...base.agentModels] } as Record<string, unknown>;
   for (const [key, raw] of Object.entries(input)) {
     if (!isConfigKey(key)) throw unknownKey(key, raw);
     out[key] = coerceValue(key, raw);
@@ -375,6 +406,11 @@ export function resolvedProtocol(c: Config) {
 /** The radius δ_i of agent i. */
 export function agentDelta(c: Config, i: number): number {
   return c.deltas.length > 0 ? c.deltas[i]! : c.delta;
+}
+
+/** The shipped model agent i of a language team starts from, e.g. "arithmetic-M". */
+export function agentModelName(c: Config, i: number): string {
+  return `${c.task}-${c.agentModels.length > 0 ? c.agentModels[i]! : c.model}`;
 }
 
 /** Only the settings that differ from the defaults (compact share links, readable JSON). */

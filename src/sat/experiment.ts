@@ -28,7 +28,7 @@ import { makeLlmTask } from '../tasks/llm/index';
 import { exactJ, stateVisitProbs } from '../tasks/tabular';
 import type { TabularGame } from '../tasks/types';
 import type { TaskName } from '../tasks/index';
-import { type Config, isLlmTask, resolvedProtocol } from './config';
+import { agentModelName, type Config, isLlmTask, resolvedProtocol } from './config';
 import { TabularEnv, type TeamEnv, type TeamEvaluation } from './env';
 import { LmAgent, LmEnv } from './lm';
 import { tablePolicy, teamTables } from './rollout';
@@ -142,6 +142,8 @@ export interface LmInit {
   readonly index: number;
   /** Display name, e.g. "arithmetic-S#0". */
   readonly name: string;
+  /** The shipped model this agent starts from, e.g. "arithmetic-M" (agentModels, else model). */
+  readonly modelFile: string;
   /** LoRA rank (0: train all weights, dequantized). */
   readonly lora: number;
   readonly loraAlpha: number;
@@ -166,7 +168,7 @@ export function planLlm(cfg: Config): LlmPlan {
   const task = makeLlmTask(cfg.task, { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
   const rng = new Rng(cfg.seed);
   const agents = Array.from({ length: cfg.agents }, (_, i): LmInit => ({
-    index: i, name: `${modelName}#${i}`, lora: cfg.lora, loraAlpha: cfg.loraAlpha, seed: rng.fork(INIT_STREAM, i).nextU32(), temperature: cfg.temperature, topK: cfg.topK,
+    index: i, name: `${agentModelName(cfg, i)}#${i}`, modelFile: agentModelName(cfg, i), lora: cfg.lora, loraAlpha: cfg.loraAlpha, seed: rng.fork(INIT_STREAM, i).nextU32(), temperature: cfg.temperature, topK: cfg.topK,
   }));
   const env = new LmEnv(task, resolvedProtocol(cfg), cfg.agents, { maxNew: cfg.maxNew, evalEpisodes: cfg.evalEpisodes, evalSeed: rng.fork(EVAL_STREAM).nextU32() });
   const aMax = cfg.aMax > 0 ? cfg.aMax : task.rewardRange[1] - task.rewardRange[0];
@@ -185,15 +187,22 @@ export function lmAgent(init: LmInit, loaded: LoadedModel, full?: ModelWeights):
 }
 
 /**
- * A language team: every agent starts from the shipped model `<task>-<model>` (full weights when
- * lora = 0, else a LoRA adapter over the frozen quantized base), on the task's train split;
- * J is estimated on held-out problems.
+ * A language team: every agent starts from its shipped model `<task>-<size>` (`model`, or its own
+ * entry of `agentModels`; full weights when lora = 0, else a LoRA adapter over the frozen quantized
+ * base), on the task's train split; J is estimated on held-out problems.
  */
 export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promise<LlmExperiment> {
   const { modelName, env, aMax, agents } = planLlm(cfg);
-  const loaded = loadModel(await load(modelName));
-  const full = cfg.lora === 0 ? dequantizeWeights(loaded.weights) : undefined;
-  const team = agents.map((init) => lmAgent(init, loaded, full));
+  // Each distinct model file is loaded (and dequantized) once, whatever the number of agents on it.
+  const files = new Map<string, { loaded: LoadedModel; full?: ModelWeights }>();
+  for (const f of new Set(agents.map((a) => a.modelFile))) {
+    const loaded = loadModel(await load(f));
+    files.set(f, { loaded, full: cfg.lora === 0 ? dequantizeWeights(loaded.weights) : undefined });
+  }
+  const team = agents.map((init) => {
+    const m = files.get(init.modelFile)!;
+    return lmAgent(init, m.loaded, m.full);
+  });
   const j0 = (await env.evaluate(team)).J;
   return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName };
 }

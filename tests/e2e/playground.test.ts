@@ -238,6 +238,13 @@ describe('playground page in Chromium', () => {
     await settled(p);
     expect(await points(p, 'transcripts')).toBeGreaterThan(0);
     expect(await p.getByTestId('transcripts').innerText()).toMatch(/agent 0/);
+    // The team builder seats a larger model in one chair: agent 1 becomes an M.
+    await p.getByTestId('model-1').selectOption('M');
+    await p.getByTestId('apply').click();
+    await p.waitForFunction(() => document.querySelector('[data-testid="agent-1"]')?.textContent?.includes('arithmetic-M'), undefined, { timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S');
+    expect(await p.getByTestId('cfg-agentModels').inputValue()).toBe('S,M,S');
     await p.context().close();
   }, 300_000);
 

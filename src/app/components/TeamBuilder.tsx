@@ -1,13 +1,14 @@
 /**
- * The team builder: one card per agent in its colour — its model, its own radius δ_i, the backend
- * its worker runs on and the memory it holds — and the update order σ as chips you can drag (or
- * move with the ◂ ▸ buttons) to set a custom order. Edits go to the settings form (deltas,
- * order = custom, customOrder) and take effect on Apply, like every other setting.
+ * The team builder: one card per agent in its colour — its model (for language teams, a shipped
+ * size per agent), its own radius δ_i, the backend its worker runs on and the memory it holds —
+ * and the update order σ as chips you can drag (or move with the ◂ ▸ buttons) to set a custom
+ * order. Edits go to the settings form (agentModels, deltas, order = custom, customOrder) and take
+ * effect on Apply, like every other setting.
  *
  * Not here: running agents (session.ts) or their colours (theme.ts).
  */
 import { useState, type CSSProperties } from 'react';
-import { agentDelta } from '../../sat/config';
+import { agentDelta, isLlmTask } from '../../sat/config';
 import { short } from '../format';
 import { isDirty, setField, usePlayground } from '../store';
 import { agentColor } from '../theme';
@@ -41,6 +42,8 @@ export function TeamBuilder() {
   const order = usePlayground((s) => s.form.order);
   const custom = usePlayground((s) => s.form.customOrder);
   const deltasText = usePlayground((s) => s.form.deltas);
+  const modelsText = usePlayground((s) => s.form.agentModels);
+  const modelText = usePlayground((s) => s.form.model);
   const hide = usePlayground((s) => s.hide);
   const dirty = usePlayground(isDirty);
   const [drag, setDrag] = useState<number | null>(null);
@@ -64,6 +67,14 @@ export function TeamBuilder() {
     list[i] = text;
     setField('deltas', list.join(','));
   };
+  const llm = isLlmTask(cfg.task);
+  const sizes = cfg.task === 'arithmetic' ? ['S', 'M', 'L'] : ['S', 'M'];
+  const models = modelsText.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const setModel = (i: number, size: string) => {
+    const list = Array.from({ length: n }, (_, j) => (models.length === n ? models[j]! : modelText));
+    list[i] = size;
+    setField('agentModels', list.every((m) => m === modelText) ? '' : list.join(','));
+  };
   return (
     <section className="team" aria-label="Team" data-testid="team">
       <div className="team-agents">
@@ -81,6 +92,18 @@ export function TeamBuilder() {
               </span>
               <span title="Parameters and optimizer state held by its worker">{bytes(a.memoryBytes)}</span>
             </div>
+            {llm && !hide.includes('agentModels') && (
+              <label className="agent-delta" title={tooltip('agentModels')}>
+                model
+                <select data-testid={`model-${a.index}`} value={models.length === n ? models[a.index] : modelText} onChange={(e) => setModel(a.index, e.target.value)}>
+                  {sizes.map((z) => (
+                    <option key={z} value={z}>
+                      {cfg.task}-{z}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            )}
             {!hide.includes('deltas') && (
               <label className="agent-delta" title={tooltip('deltas')}>
                 δ<sub>{a.index}</sub>
