@@ -304,6 +304,20 @@ describe('playground page in Chromium', () => {
     expect(await tableValues(page)).toEqual(want);
   });
 
+  it('reordering σ in the team builder trains agents in the new order', async () => {
+    await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
+    await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
+    expect(await page.getByTestId('cfg-order').inputValue()).toBe('custom');
+    expect(await page.getByTestId('cfg-customOrder').inputValue()).toBe('2,0,1');
+    await page.getByTestId('apply').click();
+    await settled(page);
+    await page.getByTestId('step-stage').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 1);
+    await settled(page);
+    const chips = await rows().first().locator('td.order .agent-chip').allInnerTexts();
+    expect(chips.map((t) => t.trim())).toEqual(['2', '0', '1']);
+  });
+
   it('names the setting when a value is out of range, and changes nothing', async () => {
     const before = await tableValues(page);
     await page.getByTestId('cfg-seed').fill('-5');
