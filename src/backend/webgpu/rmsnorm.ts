@@ -1,0 +1,64 @@
+/**
+ * WebGPU RMSNorm (forward and backward) — thin wrappers over shaders/rmsnorm.wgsl,
+ * shaders/rmsnorm_backward.wgsl (dinp, a workgroup per row) and
+ * shaders/rmsnorm_backward_weight.wgsl (dweight, a thread per column summing rows in order);
+ * twins: rmsnormForward / rmsnormBackward in src/backend/cpu/rmsnorm.ts, same arguments after the
+ * context (forward overwrites out and rstd, backward accumulates into dinp and dweight).
+ *
+ * Not here: the maths (the shaders), LayerNorm.
+ */
+import { needLen, sizes } from './check';
+import type { GpuContext, GpuTensor } from './kernel';
+import { defineKernel, f32, u32 } from './kernel';
+import { ROW_WG } from './logsoftmax';
+
+const WG = 64;
+const fwd = defineKernel({ shaders: 'rmsnorm', bindings: ['rw', 'rw', 'read', 'read'], overrides: { WG: ROW_WG } });
+const bwd = defineKernel({ shaders: 'rmsnorm_backward', bindings: ['rw', 'read', 'read', 'read', 'read'], overrides: { WG: ROW_WG } });
+const bwdW = defineKernel({ shaders: 'rmsnorm_backward_weight', bindings: ['rw', 'read', 'read', 'read'], overrides: { WG } });
+
+/** y = w ⊙ x · rstd per row; saves rstd [B·T]. Overwrites `out` and `rstd`. */
+export function rmsnormForward(
+  ctx: GpuContext,
+  out: GpuTensor<'f32'>,
+  rstd: GpuTensor<'f32'>,
+  inp: GpuTensor<'f32'>,
+  weight: GpuTensor<'f32'>,
+  B: number,
+  T: number,
+  C: number,
+  eps = 1e-5,
+): void {
+  const op = 'rmsnormForward';
+  sizes(op, { B, T, C });
+  const N = B * T;
+  needLen(op, { out, inp }, N * C);
+  needLen(op, { rstd }, N);
+  needLen(op, { weight }, C);
+  const src = out.buffer === inp.buffer ? ctx.clone(inp) : inp; // in place: read a copy
+  ctx.run(fwd, [u32(N), u32(C), f32(eps)], [out, rstd, src, weight], N);
+  if (src !== inp) ctx.dispose(src);
+}
+
+/** dinp += ∂/∂inp, dweight += ∂/∂weight (formulas in the CPU twin). Accumulates. */
+export function rmsnormBackward(
+  ctx: GpuContext,
+  dinp: GpuTensor<'f32'>,
+  dweight: GpuTensor<'f32'>,
+  dout: GpuTensor<'f32'>,
+  inp: GpuTensor<'f32'>,
+  weight: GpuTensor<'f32'>,
+  rstd: GpuTensor<'f32'>,
+  B: number,
+  T: number,
+  C: number,
+): void {
+  const op = 'rmsnormBackward';
+  sizes(op, { B, T, C });
+  const N = B * T;
+  needLen(op, { dinp, dout, inp }, N * C);
+  needLen(op, { dweight, weight }, C);
+  needLen(op, { rstd }, N);
+  ctx.run(bwd, [u32(N), u32(C)], [dinp, dout, inp, weight, rstd], N);
+  if (N > 0) ctx.run(bwdW, [u32(N), u32(C)], [dweight, dout, inp, rstd], Math.ceil(C / WG));
+}
