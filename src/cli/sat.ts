@@ -5,6 +5,7 @@
  *   npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds 10
  *   npm run sat -- --preset delta-sweep --sweep delta=0.001,0.003,0.01,0.03,0.1 --seeds 5
  *   npm run sat -- --preset relay --swap 1=best --swap-stage 10 [--no-stage0]
+ *   npm run sat -- --preset arith-pnp --swap 1=arithmetic-M --swap-stage 3 [--stage0 0.1 | --no-stage0] [--swap-seat student]
  *   npm run sat -- --help          (every setting, its default, range and meaning)
  *
  * The same metric keys as the JSON export and the charts (SAT.md §9). Errors in the settings exit
@@ -21,6 +22,7 @@ import { join } from 'node:path';
 import { isLlmTask } from '../sat/config';
 import { bestResponseLogits, createExperiment, createLlmExperiment, runStages, swapAgent, type Experiment, type LlmExperiment, type TabularExperiment } from '../sat/experiment';
 import { swapLmAgent } from '../sat/lmSwap';
+import { ProjectedLmAgent } from '../sat/projectedAgent';
 import { lambdaHistogram } from '../sat/stage0';
 import { loadModel } from '../model/weights';
 import { PRESETS, presetConfig } from '../sat/presets';
@@ -36,19 +38,21 @@ interface Args {
   swap?: { agent: number; source: string };
   swapStage: number;
   stage0: boolean;
+  /** Language swaps with Stage-0: the projection samples at once (default), or the distilled student. */
+  swapSeat: 'projection' | 'student';
   quiet: boolean;
 }
 
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N]
-                     [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0]] [--quiet] [--help]
+                     [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]] [--quiet] [--help]
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
 Presets: ${PRESETS.map((p) => p.name).join(', ')}`;
 
 class UsageError extends Error {}
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapStage: 1, stage0: true, quiet: false };
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapStage: 1, stage0: true, swapSeat: 'projection', quiet: false };
   const need = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
@@ -80,6 +84,11 @@ function parseArgs(argv: string[]): Args {
       case '--stage0': a.sets.stage0Delta = need(i, f); a.stage0 = true; i++; break;
       case '--swap-stage': a.swapStage = Number(need(i, f)); i++; break;
       case '--no-stage0': a.stage0 = false; break;
+      case '--swap-seat': {
+        const v = need(i, f);
+        if (v !== 'projection' && v !== 'student') throw new UsageError(`--swap-seat expects projection (sample from the Stage-0 projection itself) or student (from its distilled student), got ${v}`);
+        a.swapSeat = v; i++; break;
+      }
       case '--quiet': a.quiet = true; break;
       case '--help': case '-h': printHelp(); process.exit(0);
       default: throw new UsageError(`Unknown flag ${f}`);
@@ -149,23 +158,33 @@ async function openExperiment(cfg: Config): Promise<Experiment> {
   return isLlmTask(cfg.task) ? createLlmExperiment(cfg, loadFromDisk) : createExperiment(cfg);
 }
 
-async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, swap?: Args['swap'] & { stage: number; stage0: boolean }): Promise<Experiment> {
+async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, swap?: Args['swap'] & { stage: number; stage0: boolean; seat: Args['swapSeat'] }): Promise<Experiment> {
   const exp = await openExperiment(cfg);
   for (let k = 0; k < cfg.stages; k++) {
     if (swap && k + 1 === swap.stage) {
       if (!('game' in exp)) {
-        const r = await swapLmAgent(exp as LlmExperiment, swap.agent, swap.source, loadModel(await loadFromDisk(swap.source)), {
-          stage0: swap.stage0, delta0: cfg.stage0Delta, distillSteps: 150, distillLr: 1e-3, B: cfg.batch, G: cfg.group, seed: cfg.seed,
+        const lexp = exp as LlmExperiment;
+        const r = await swapLmAgent(lexp, swap.agent, swap.source, loadModel(await loadFromDisk(swap.source)), {
+          stage0: swap.stage0, delta0: cfg.stage0Delta, distillSteps: 150, distillLr: 1e-3, B: cfg.batch, G: cfg.group, seed: cfg.seed, seat: swap.seat,
         });
         const q = (x: { q50: number; q90: number; q99: number; aboveDelta: number }) => `${sci(x.q50)}/${sci(x.q90)}/${sci(x.q99)} (${fmt(100 * x.aboveDelta, 1)} % > δ)`;
         const counts = lambdaHistogram(r.lambdas);
+        const seats = { projection: 'the projection π_new samples (per token, λ(s) solved at sampling time)', student: 'the distilled student samples', raw: 'the new model samples as it is' };
         console.log(
-          `swap before stage ${swap.stage}: agent ${swap.agent} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${r.states} token states\n` +
+          `swap before stage ${swap.stage}: agent ${swap.agent} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${seats[r.seat]}; ${r.states} token states\n` +
             `  held-out J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}\n` +
-            `  KL to π_cur q50/q90/q99: π_pre ${q(r.klPre)}; projected ${q(r.klProjected)}; seated ${q(r.klSeated)}\n` +
+            `  KL to π_cur q50/q90/q99: π_pre ${q(r.klPre)}; projected ${q(r.klProjected)}; student ${q(r.klStudent)}; seated ${q(r.klSeated)}\n` +
+            (r.stage0 ? `  hand-over KL(π_θ‖π_new) of the distilled student q50/q90/q99: ${q(r.handover)}\n` : '') +
             `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${counts.join(' ')}`,
         );
         await runStages(exp, 1, (s) => onStage?.(s, exp));
+        const seat = lexp.team[swap.agent];
+        if (seat instanceof ProjectedLmAgent) {
+          if (seat.lastDistil.states > 0) console.log(`  hand-over step: the student was distilled on its batch's ${seat.lastDistil.states} token states (sampled by the projection), KL(π_new‖π_θ) = ${sci(seat.lastDistil.kl)}`);
+          console.log(seat.sampler === 'student'
+            ? `  hand-over: agent ${swap.agent}'s first update was accepted — its student (the distilled ${r.model}) holds the seat from now on`
+            : `  hand-over: agent ${swap.agent}'s update was not accepted — the projection keeps sampling; the next stage tries again`);
+        }
         continue;
       }
       if (swap.source !== 'best') throw new SatError('usage', `--swap ${swap.agent}=${swap.source}: tabular agents swap with J=best`);
@@ -275,7 +294,7 @@ async function main(): Promise<void> {
       }
       console.log(stageRow(s, n));
     },
-    args.swap ? { ...args.swap, stage: args.swapStage, stage0: args.stage0 } : undefined,
+    args.swap ? { ...args.swap, stage: args.swapStage, stage0: args.stage0, seat: args.swapSeat } : undefined,
   );
   const held = mean(exp.stages.map((s) => s.metrics['cert/held'] as number));
   console.log(`\nfinal J ${fmt(exp.stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(exp.stages), 2)} of stages; certificate held in ${fmt(held, 2)} of stages`);

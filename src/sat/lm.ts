@@ -111,6 +111,11 @@ export class LmAgent implements LmAgentPolicy {
   private refCache = new WeakMap<Int32Array, Float32Array>();
   /** The padded token batch behind a step set, cached per StepSet object (it never changes). */
   private packCache = new WeakMap<Int32Array, Pack>();
+  /**
+   * A reference policy that is not a parameter vector of this model (a Stage-0 projection,
+   * src/sat/projectedAgent.ts): [K × V] logits at τ per step set. Null: π_cur = the frozen `ref`.
+   */
+  private refFn: ((steps: StepSet) => Float32Array) | null = null;
 
   constructor(index: number, model: Transformer, opts: { name?: string; temperature?: number; topK?: number } = {}) {
     this.index = index;
@@ -143,6 +148,11 @@ export class LmAgent implements LmAgentPolicy {
   private refLogitsAt(steps: StepSet, p: Pack): Float32Array {
     const hit = this.refCache.get(steps.obs);
     if (hit) return hit;
+    if (this.refFn) {
+      const z = this.refFn(steps);
+      this.refCache.set(steps.obs, z);
+      return z;
+    }
     const cur = this.model.params.slice();
     this.model.params.set(this.ref);
     const out = this.logitsAt(steps, p);
@@ -177,7 +187,24 @@ export class LmAgent implements LmAgentPolicy {
 
   async setReference(): Promise<void> {
     this.ref = this.model.params.slice();
+    this.refFn = null;
     this.refCache = new WeakMap();
+  }
+
+  /**
+   * Makes π_cur (the reference of ratios, KL and the trust region) a policy given by its logits
+   * at τ — [K × V] per step set — instead of this model's frozen parameters, until the next
+   * `setReference()`. Used when another policy sampled the batch this model is trained on (the
+   * Stage-0 projection of a plug-and-play swap, src/sat/projectedAgent.ts).
+   */
+  setReferencePolicy(logitsAt: (steps: StepSet) => Float32Array): void {
+    this.refFn = logitsAt;
+    this.refCache = new WeakMap();
+  }
+
+  /** π_cur's logits at τ at every step's state ([K × V]). */
+  referenceLogits(steps: StepSet): Float32Array {
+    return this.refLogitsAt(steps, this.packOf(steps));
   }
 
   async klToReference(steps: StepSet): Promise<Float64Array> {

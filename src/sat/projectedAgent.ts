@@ -1,0 +1,347 @@
+/**
+ * The seat of a plug-and-play swap with Stage-0 (SAT.md §8), for language-model agents: a policy
+ * that samples from the Stage-0 projection itself, token by token,
+ *
+ *   π_new(·|s) ∝ π_pre(·|s)^{1/(1+λ(s))} · π_cur(·|s)^{λ(s)/(1+λ(s))},   KL(π_new‖π_cur) ≤ δ0,
+ *
+ * where π_pre is the incoming pretrained model (frozen), π_cur the outgoing agent (frozen at the
+ * parameters it had at the swap) and λ(s) is solved at every token state when it is needed
+ * (src/sat/stage0.ts `projectState`: λ = 0 when π_pre is already inside the ball, else bisection),
+ * from both models' logits at the sampling temperature τ.
+ *
+ * `generate` runs both models on every live prefix at every decoding step, projects the two
+ * next-token distributions and draws the token with the same counter-based sampler as
+ * `Transformer.generate` (sampleForward's Philox counter (seed, stream, step, sequence)), so the
+ * same seed gives the same tokens, and a projection equal to π_pre (λ = 0 everywhere) gives exactly
+ * π_pre's tokens. The two forwards are full (uncached) passes over each prefix: the Transformer has
+ * no public one-token KV-cache step, and with messages of a few tokens the recomputation is cheap;
+ * it also makes the sampled distribution the very one `distributions`/`logProbs` report (both come
+ * from the same full forward pass, as LmAgent's do).
+ *
+ * The hand-over to the new model's own weights. The class extends LmAgent: its trainable model is
+ * the *student* — θ_pre distilled towards π_new by src/sat/lmSwap.ts. It has two modes:
+ *
+ *   'projection'  (from the swap on) generate / distributions / logProbs are π_new's. A
+ *                 `setReference()` in this mode makes π_new the reference π_cur of the stage: the
+ *                 student's ratios, its exact per-state KL and the trust-region check are taken
+ *                 against the policy that actually sampled the stage's batches.
+ *   'student'     entered by the seat's first `trainStep` (its SAT update in that stage): with
+ *                 `distil` set, the student is first distilled further towards π_new on the token
+ *                 states of the batch it is being trained on — "the projection samples while the
+ *                 student is distilled" — and then takes the ordinary step on the clipped objective
+ *                 with ratios π_θ/π_new and penalty β·KL(π_θ‖π_new). The result *is* π_tar, so
+ *                 everything — sampling included — is the student's. If the trust-region monitor
+ *                 accepts the update, SAT's π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾ hands the seat to the student: later
+ *                 agents of the same stage (resampled batches, probes) and the stage-end evaluation
+ *                 see the student, and the next `setReference()` freezes the student's parameters
+ *                 as an ordinary LmAgent would. If the monitor rejects it, `restore(start)` puts the
+ *                 seat back in 'projection' mode (the mode travels in the snapshot) and π_new keeps
+ *                 sampling — the next stage tries the hand-over again.
+ *
+ * Why distil again inside the hand-over step: a student distilled only on the swap's states
+ * generalises poorly to new prefixes (arith-pnp, seed 1: KL(π_θ‖π_new) q90 0.03 on its own 357
+ * states, q95 2.8 on a fresh rollout), and the seat's SAT update is checked on the states of its
+ * own training batch (a fresh one under `resample`), so a hand-over that starts from the swap's
+ * student was rejected after every backtrack (arith-pnp seeds 1–2: violation rate 0.33–0.39 at the
+ * first attempt, even after an extra distillation on the stage batch). The distillation on a batch
+ * is computed once and reused by backtracking retries (same batch, same starting parameters ⇒ same
+ * result). Caveat: like the RL step itself, it is fitted on the very states the monitor checks, so
+ * the measured KL(π_θ‖π_new) is an in-sample number; on fresh prefixes the student is further out.
+ *
+ * So the SAT core (src/sat/stage.ts) runs unchanged: "agent j was at π_cur when its batch was
+ * sampled" holds (π_cur = π_new), and the distance the hand-over travels — distillation error plus
+ * the RL step — is exactly the KL the monitor measures and the certificate charges.
+ *
+ * `surrogateGradient` and `fisherVectorProduct` are always the student's, at its current parameters:
+ * in 'projection' mode that is the student before the hand-over distillation, so the
+ * information-geometric gain recorded for the hand-over step (SAT.md §7b) is only indicative.
+ *
+ * Snapshots carry one extra trailing parameter: 1 in 'projection' mode, 0 in 'student' mode
+ * (geometry.ts reads only the first P entries). `interpolate(from, f)` (the 'shrink' policy) from a
+ * 'projection' snapshot moves the student's parameters back towards their distilled start, not
+ * towards π_new (which has no parameters), so 'shrink' may end outside the radius there; 'reject'
+ * (the default) is exact.
+ *
+ * Not here: the projection maths (stage0.ts), the swap itself and its first distillation on states
+ * from d^{π_cur} (lmSwap.ts; the loss, `distil`, lives here so both use it), or a KV-cached
+ * two-model decoder (it would need a one-step decode API in src/model/transformer.ts).
+ * top-k truncation is applied to π_new when sampling, but log-probs use the full π_new (as LmAgent).
+ */
+import { ConfigError } from '../core/errors';
+import { sampleForward } from '../backend/cpu/sampling';
+import { gatherForward, klBackward, klForward } from '../backend/cpu/softmax';
+import type { FloatArray } from '../backend/types';
+import { EOS } from '../model/tokenizer';
+import type { Transformer } from '../model/transformer';
+import { gatherRows, LmAgent, pack, scatterRows, type GenerateOptions, type Pack } from './lm';
+import { projectState } from './stage0';
+import type { AgentBatch, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from './types';
+
+/** The Stage-0 projection of K states' next-token distributions. */
+export interface ProjectedRows {
+  /** log π_new, [K × V], normalised. */
+  readonly logp: Float64Array;
+  /** λ(s) per state (0 where π_pre is already inside the ball). */
+  readonly lambdas: Float64Array;
+  /** KL(π_new(·|s) ‖ π_cur(·|s)) per state. */
+  readonly kl: Float64Array;
+  /** KL(π_pre(·|s) ‖ π_cur(·|s)) per state. */
+  readonly klPre: Float64Array;
+}
+
+/** Projects each row of [K × V] logits (at temperature τ) of π_pre into KL ≤ δ0 of π_cur. */
+export function projectRows(zPre: FloatArray, zCur: FloatArray, K: number, V: number, tau: number, delta0: number): ProjectedRows {
+  const logp = new Float64Array(K * V);
+  const lambdas = new Float64Array(K);
+  const kl = new Float64Array(K);
+  const klPre = new Float64Array(K);
+  const pre = new Float64Array(V);
+  const cur = new Float64Array(V);
+  for (let k = 0; k < K; k++) {
+    for (let v = 0; v < V; v++) {
+      pre[v] = zPre[k * V + v]! / tau;
+      cur[v] = zCur[k * V + v]! / tau;
+    }
+    const r = projectState(pre, cur, delta0);
+    logp.set(r.logits, k * V);
+    lambdas[k] = r.lambda;
+    kl[k] = r.kl;
+    klPre[k] = r.klPre;
+  }
+  return { logp, lambdas, kl, klPre };
+}
+
+/**
+ * Distils π_new into `model`'s own weights: `steps` AdamW steps (learning rate `lr`, no weight
+ * decay) on (1/K) Σ_s KL(π_new(·|s) ‖ π_θ(·|s)) over the K states of `p` (`zNew` = τ·log π_new,
+ * [K × V]). Returns the mean KL(π_new‖π_θ) after the last step. The optimizer state is the model's.
+ */
+export function distil(model: Transformer, p: Pack, zNew: Float32Array, K: number, tau: number, steps: number, lr: number): number {
+  const V = model.cfg.vocab;
+  if (K === 0) return 0;
+  const dout = new Float32Array(K).fill(1 / K);
+  for (let step = 0; step < steps; step++) {
+    model.zeroGrad();
+    const zTheta = gatherRows(model.forward(p.tokens, p.B, p.T, { keep: true }), p.row, V);
+    const dRows = new Float32Array(K * V);
+    klBackward(null, dRows, dout, zNew, zTheta, K, V, tau);
+    const dFull = new Float32Array(p.B * p.T * V);
+    scatterRows(dFull, dRows, p.row, V);
+    model.backward(dFull);
+    model.adamStep(lr, 0);
+  }
+  const kl = new Float32Array(K);
+  klForward(kl, zNew, gatherRows(model.forward(p.tokens, p.B, p.T), p.row, V), K, V, tau);
+  return kl.reduce((a, b) => a + b, 0) / K;
+}
+
+export interface ProjectedLmAgentOptions {
+  /** The incoming pretrained model π_pre (read only). */
+  readonly pre: Transformer;
+  /** The outgoing agent's model at π_cur (read only: nothing may train it afterwards). */
+  readonly cur: Transformer;
+  /** Stage-0 radius δ0 > 0. */
+  readonly delta0: number;
+  readonly name?: string;
+  readonly temperature?: number;
+  readonly topK?: number;
+  /**
+   * Distillation inside the hand-over step: the seat's first trainStep in 'projection' mode first
+   * takes `steps` AdamW steps (rate `lr`) of KL(π_new‖π_θ) on the batch's token states, with a
+   * fresh optimizer before and after. Default: none.
+   */
+  readonly distil?: { readonly steps: number; readonly lr: number };
+}
+
+export type SeatSampler = 'projection' | 'student';
+
+export class ProjectedLmAgent extends LmAgent {
+  readonly pre: Transformer;
+  readonly cur: Transformer;
+  readonly delta0: number;
+  private mode: SeatSampler = 'projection';
+  /** Whether the last setReference() froze π_new (true) or the student's parameters (false). */
+  private refIsProjection = false;
+  private projCache = new WeakMap<Int32Array, ProjectedRows>();
+  private readonly distilOpts: { readonly steps: number; readonly lr: number } | null;
+  /** The last hand-over distillation: its batch, the parameters it started from and those it reached. */
+  private distilled: { obs: Int32Array; from: Float32Array; to: Float32Array } | null = null;
+  /** Mean KL(π_new‖π_θ) after the last hand-over distillation, and on how many states (NaN / 0: none yet). */
+  lastDistil = { kl: NaN, states: 0 };
+
+  /** `student` is the trainable model (θ_pre after distillation) that takes over the seat. */
+  constructor(index: number, student: Transformer, o: ProjectedLmAgentOptions) {
+    super(index, student, { name: o.name, temperature: o.temperature, topK: o.topK });
+    const V = student.cfg.vocab;
+    if (o.pre.cfg.vocab !== V || o.cur.cfg.vocab !== V) throw new RangeError(`projected agent ${index}: vocabularies differ (student ${V}, π_pre ${o.pre.cfg.vocab}, π_cur ${o.cur.cfg.vocab})`);
+    if (!(this.temperature > 0)) throw new ConfigError('temperature', this.temperature, `projected agent ${index}: Stage-0 projects distributions at τ > 0, got τ = ${this.temperature}`);
+    if (!(o.delta0 > 0) || !Number.isFinite(o.delta0)) throw new ConfigError('stage0Delta', o.delta0, `projected agent ${index}: δ0 must be a finite number > 0, got ${o.delta0}`);
+    this.pre = o.pre;
+    this.cur = o.cur;
+    this.delta0 = o.delta0;
+    this.distilOpts = o.distil && o.distil.steps > 0 ? o.distil : null;
+  }
+
+  /** Who samples for the seat now: the projection π_new, or the student that took over. */
+  get sampler(): SeatSampler {
+    return this.mode;
+  }
+
+  private get vocab(): number {
+    return this.model.cfg.vocab;
+  }
+
+  /** π_new at every step's state (full forward passes of both frozen models), cached per step set. */
+  projectionAt(steps: StepSet): ProjectedRows {
+    const hit = this.projCache.get(steps.obs);
+    if (hit) return hit;
+    const V = this.vocab;
+    const K = steps.obs.length;
+    let out: ProjectedRows;
+    if (K === 0) out = { logp: new Float64Array(0), lambdas: new Float64Array(0), kl: new Float64Array(0), klPre: new Float64Array(0) };
+    else {
+      const p = pack(steps);
+      const zPre = gatherRows(this.pre.forward(p.tokens, p.B, p.T), p.row, V);
+      const zCur = gatherRows(this.cur.forward(p.tokens, p.B, p.T), p.row, V);
+      out = projectRows(zPre, zCur, K, V, this.temperature, this.delta0);
+    }
+    this.projCache.set(steps.obs, out);
+    return out;
+  }
+
+  /** π_new as logits at τ (softmax(z/τ) = π_new), the form LmAgent's reference takes. */
+  private projectionLogits(steps: StepSet): Float32Array {
+    const tau = this.temperature;
+    return Float32Array.from(this.projectionAt(steps).logp, (x) => tau * x);
+  }
+
+  override async distributions(steps: StepSet): Promise<Float64Array> {
+    if (this.mode === 'student') return super.distributions(steps);
+    return this.projectionAt(steps).logp.map(Math.exp);
+  }
+
+  override async logProbs(steps: StepSet): Promise<Float64Array> {
+    if (this.mode === 'student') return super.logProbs(steps);
+    const actions = steps.actions;
+    if (!actions || actions.length !== steps.obs.length) throw new RangeError(`agent ${this.index}: logProbs needs one action per step`);
+    const out = new Float64Array(steps.obs.length);
+    gatherForward(out, this.projectionAt(steps).logp, actions, steps.obs.length, this.vocab);
+    return out;
+  }
+
+  /** Freezes π_cur: π_new while the projection holds the seat, else the student's parameters. */
+  override async setReference(): Promise<void> {
+    await super.setReference();
+    this.refIsProjection = this.mode === 'projection';
+    if (this.refIsProjection) this.setReferencePolicy((s) => this.projectionLogits(s));
+  }
+
+  override async klToReference(steps: StepSet): Promise<Float64Array> {
+    if (this.mode === 'student') return super.klToReference(steps);
+    const K = steps.obs.length;
+    if (this.refIsProjection) return new Float64Array(K); // π_θ = π_new = π_cur
+    const out = new Float32Array(K);
+    klForward(out, this.projectionLogits(steps), this.referenceLogits(steps), K, this.vocab, this.temperature);
+    return Float64Array.from(out, (x) => Math.max(0, x));
+  }
+
+  /**
+   * The seat's SAT update. From 'projection' mode (the hand-over): the student is distilled towards
+   * π_new on the batch's states (once per batch and starting point; retries reuse it), becomes the
+   * policy (π_tar), and takes one ordinary step.
+   */
+  override async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
+    if (this.mode === 'projection' && this.distilOpts && batch.obs.length > 0) {
+      const params = this.model.params;
+      const d = this.distilled;
+      const fresh = () => new Float32Array(1 + 2 * params.length);
+      if (d && d.obs === batch.obs && d.from.length === params.length && d.from.every((x, i) => x === params[i])) {
+        this.model.setState({ params: d.to, optim: fresh() });
+      } else {
+        const from = params.slice();
+        this.model.setState({ params: from, optim: fresh() });
+        const K = batch.obs.length;
+        const kl = distil(this.model, pack(batch), this.projectionLogits(batch), K, this.temperature, this.distilOpts.steps, this.distilOpts.lr);
+        this.lastDistil = { kl, states: K };
+        this.distilled = { obs: batch.obs, from, to: this.model.params.slice() };
+        this.model.setState({ params: this.model.params.slice(), optim: fresh() });
+      }
+    }
+    this.mode = 'student';
+    return super.trainStep(batch, spec);
+  }
+
+  override async snapshot(): Promise<AgentSnapshot> {
+    const s = await super.snapshot();
+    const params = new Float64Array(s.params.length + 1);
+    params.set(s.params);
+    params[s.params.length] = this.mode === 'projection' ? 1 : 0;
+    return { params, optim: s.optim };
+  }
+
+  override async restore(s: AgentSnapshot): Promise<void> {
+    const P = this.model.params.length;
+    if (s.params.length !== P + 1) throw new RangeError(`agent ${this.index}: snapshot of ${s.params.length} values, a projected seat's has ${P + 1}`);
+    await super.restore({ params: s.params.subarray(0, P), optim: s.optim });
+    this.mode = s.params[P] === 1 ? 'projection' : 'student';
+  }
+
+  override async interpolate(from: AgentSnapshot, f: number): Promise<void> {
+    const wasStudent = this.mode === 'student';
+    const now = this.model.params.slice();
+    await this.restore(from);
+    const P = this.model.params.length;
+    for (let i = 0; i < P; i++) this.model.params[i] = from.params[i]! + f * (now[i]! - from.params[i]!);
+    if (wasStudent && f !== 0) this.mode = 'student';
+  }
+
+  override async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
+    if (this.mode === 'student') return super.generate(contexts, opts);
+    return this.generateProjected(contexts, opts);
+  }
+
+  /**
+   * Token-by-token sampling from π_new. Sequence s of the call draws its k-th token with
+   * sampleForward's counter (seed, stream, step k, sequence s), as Transformer.generate does; a
+   * sequence ends at EOS, after maxNew tokens, or when it reaches either model's maxSeq.
+   */
+  private generateProjected(contexts: readonly Int32Array[], opts: GenerateOptions): { tokens: Int32Array[]; stopped: boolean[] } {
+    const V = this.vocab;
+    const tau = this.temperature;
+    const maxSeq = Math.min(this.pre.cfg.maxSeq, this.cur.cfg.maxSeq);
+    const gen: number[][] = contexts.map(() => []);
+    const stopped = contexts.map(() => false);
+    let live = contexts.map((_, s) => s).filter((s) => contexts[s]!.length >= 1 && contexts[s]!.length < maxSeq);
+    const tok = new Int32Array(1);
+    const z = new Float64Array(V);
+    for (let step = 0; step < opts.maxNew && live.length > 0; step++) {
+      const lens = live.map((s) => contexts[s]!.length + gen[s]!.length);
+      const B = live.length;
+      const T = Math.max(...lens);
+      const tokens = new Int32Array(B * T); // right-padded with 0 (harmless under causal attention)
+      const rows = new Int32Array(B);
+      live.forEach((s, b) => {
+        tokens.set(contexts[s]!, b * T);
+        tokens.set(gen[s]!, b * T + contexts[s]!.length);
+        rows[b] = b * T + lens[b]! - 1;
+      });
+      const zPre = gatherRows(this.pre.forward(tokens, B, T), rows, V);
+      const zCur = gatherRows(this.cur.forward(tokens, B, T), rows, V);
+      const proj = projectRows(zPre, zCur, B, V, tau, this.delta0);
+      const next: number[] = [];
+      live.forEach((s, b) => {
+        for (let v = 0; v < V; v++) z[v] = tau * proj.logp[b * V + v]!;
+        sampleForward(tok, z, 1, V, { seed: opts.seed, stream: opts.stream, step, temperature: tau, topK: this.topK, seq0: s });
+        const a = tok[0]!;
+        if (a === EOS) {
+          stopped[s] = true;
+          return;
+        }
+        gen[s]!.push(a);
+        if (gen[s]!.length < opts.maxNew && lens[b]! + 1 < maxSeq) next.push(s);
+      });
+      live = next;
+    }
+    return { tokens: gen.map((g) => Int32Array.from(g)), stopped };
+  }
+}
