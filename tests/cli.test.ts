@@ -51,6 +51,17 @@ describe('npm run sat', () => {
     expect(r.out).toMatch(/swap before stage 1: agent 1 ← arithmetic-M, Stage-0 on \(δ0 = 0\.05/);
     expect(r.out).toMatch(/λ\(s\) histogram/);
     expect(r.out.split('\n').filter((l) => /^\s+1\s+\d\.\d{3}/.test(l))).toHaveLength(1);
+    expect(r.out).toMatch(/hand-over: agent 1's/);
+  });
+
+  it('a tabular swap from the flags is the configured swap (same as --set swapAgent=…)', () => {
+    const a = sat('--preset', 'relay', '--stages', '4', '--swap', '1=best', '--swap-stage', '3', '--stage0', '0.05');
+    const b = sat('--preset', 'relay', '--stages', '4', '--set', 'swapAgent=1', '--set', 'swapAt=3', '--set', 'stage0Delta=0.05');
+    expect(a.code, a.err).toBe(0);
+    expect(a.out).toMatch(/swap before stage 3: agent 1 ← best response, Stage-0 on \(δ0 = 0\.05\)/);
+    const rows = (out: string) => out.split('\n').filter((l) => /^\s+\d+\s+-?\d\.\d{3}/.test(l));
+    expect(rows(a.out)).toHaveLength(4);
+    expect(rows(a.out)).toEqual(rows(b.out));
   });
 
   it('bad settings and flags exit 2 with a specific message', () => {
@@ -62,7 +73,9 @@ describe('npm run sat', () => {
       [['--frobnicate'], /Unknown flag --frobnicate/],
       [['--stages', '0'], /"stages" = "0" is out of range/],
       [['--set', 'task=arithmetic', '--set', 'model=L', '--set', 'task=countdown'], /"model" = "L" is not shipped for task "countdown"/],
-      [['--preset', 'arith-pnp', '--swap', '1=arithmetic-XL', '--stages', '1', '--set', 'evalEpisodes=8'], /Model file public\/models\/arithmetic-XL\.safetensors is missing/],
+      [['--preset', 'arith-pnp', '--swap', '1=arithmetic-XL', '--stages', '1', '--set', 'evalEpisodes=8'], /"swapTo" = "XL" is not an allowed choice; expected one of best, S, M, L/],
+      [['--preset', 'arith-pnp', '--swap', '1=countdown-M', '--stages', '1'], /--swap names countdown-M, but the task is arithmetic/],
+      [['--preset', 'relay', '--swap', '5=best'], /"swapAgent" = 5 names no agent/],
     ];
     for (const [args, msg] of cases) {
       const r = sat(...args);

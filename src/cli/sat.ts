@@ -1,5 +1,5 @@
 /**
- * `npm run sat` — run SAT on a tabular team from the command line.
+ * `npm run sat` — run SAT on a team (tabular or language models) from the command line.
  *
  *   npm run sat -- --preset climbing --stages 20 --seed 1 [--set key=value …] [--json FILE]
  *   npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds 10
@@ -20,7 +20,7 @@ import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, pa
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLlmTask } from '../sat/config';
-import { bestResponseLogits, createExperiment, createLlmExperiment, runStages, swapAgent, type Experiment, type LlmExperiment, type TabularExperiment } from '../sat/experiment';
+import { createExperiment, createLlmExperiment, runStages, type Experiment, type LlmExperiment } from '../sat/experiment';
 import { swapLmAgent } from '../sat/lmSwap';
 import { ProjectedLmAgent } from '../sat/projectedAgent';
 import { lambdaHistogram } from '../sat/stage0';
@@ -35,9 +35,8 @@ interface Args {
   compare?: string[];
   sweep?: { key: string; values: string[] };
   seeds: number;
-  swap?: { agent: number; source: string };
-  swapStage: number;
-  stage0: boolean;
+  /** The model named by --swap J=<task>-<size> (checked against the task once the config is known). */
+  swapModel?: string;
   /** Language swaps with Stage-0: the projection samples at once (default), or the distilled student. */
   swapSeat: 'projection' | 'student';
   quiet: boolean;
@@ -52,7 +51,7 @@ Presets: ${PRESETS.map((p) => p.name).join(', ')}`;
 class UsageError extends Error {}
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapStage: 1, stage0: true, swapSeat: 'projection', quiet: false };
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false };
   const need = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
@@ -76,14 +75,19 @@ function parseArgs(argv: string[]): Args {
         const [k, v] = parseAssignment(need(i, f));
         a.sweep = { key: k, values: v.split(',').map((s) => s.trim()).filter(Boolean) }; i++; break;
       }
+      // The swap flags are shorthands for the swap settings (swapAgent, swapTo, swapAt, swapStage0,
+      // stage0Delta), so a swap from the command line is the same swap a share link replays.
       case '--swap': {
-        const m = /^(\d+)=([A-Za-z0-9-]+)$/.exec(need(i, f));
-        if (!m) throw new UsageError(`--swap expects J=best (tabular: the best response to the team) or J=<model> (language: e.g. 1=arithmetic-M), got ${argv[i + 1]}`);
-        a.swap = { agent: Number(m[1]), source: m[2]! }; i++; break;
+        const m = /^(\d+)=(best|[A-Za-z]+-([A-Za-z0-9]+))$/.exec(need(i, f));
+        if (!m) throw new UsageError(`--swap expects J=best (tabular: the best response to the team) or J=<task>-<size> (language: e.g. 1=arithmetic-M), got ${argv[i + 1]}`);
+        a.sets.swapAgent = m[1]!;
+        a.sets.swapTo = m[2] === 'best' ? 'best' : m[3]!;
+        if (m[2] !== 'best') a.swapModel = m[2]!;
+        i++; break;
       }
-      case '--stage0': a.sets.stage0Delta = need(i, f); a.stage0 = true; i++; break;
-      case '--swap-stage': a.swapStage = Number(need(i, f)); i++; break;
-      case '--no-stage0': a.stage0 = false; break;
+      case '--stage0': a.sets.stage0Delta = need(i, f); a.sets.swapStage0 = 'true'; i++; break;
+      case '--swap-stage': a.sets.swapAt = need(i, f); i++; break;
+      case '--no-stage0': a.sets.swapStage0 = 'false'; break;
       case '--swap-seat': {
         const v = need(i, f);
         if (v !== 'projection' && v !== 'student') throw new UsageError(`--swap-seat expects projection (sample from the Stage-0 projection itself) or student (from its distilled student), got ${v}`);
@@ -158,54 +162,69 @@ async function openExperiment(cfg: Config): Promise<Experiment> {
   return isLlmTask(cfg.task) ? createLlmExperiment(cfg, loadFromDisk) : createExperiment(cfg);
 }
 
-async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, swap?: Args['swap'] & { stage: number; stage0: boolean; seat: Args['swapSeat'] }): Promise<Experiment> {
+/**
+ * How a language team seats its configured swap (experiment.ts calls it before stage swapAt): the
+ * shipped model is loaded from disk, projected by Stage-0 (unless swapStage0 is off) and distilled
+ * (lmSwap.ts); `log` gets the full report.
+ */
+function lmSwapSeat(cfg: Config, seat: Args['swapSeat'], log?: (line: string) => void): NonNullable<Experiment['swapModel']> {
+  return async (exp, j, name) => {
+    const r = await swapLmAgent(exp as LlmExperiment, j, name, loadModel(await loadFromDisk(name)), {
+      stage0: cfg.swapStage0, delta0: cfg.stage0Delta, distillSteps: 150, distillLr: 1e-3, B: cfg.batch, G: cfg.group, seed: cfg.seed, seat,
+    });
+    const q = (x: { q50: number; q90: number; q99: number; aboveDelta: number }) => `${sci(x.q50)}/${sci(x.q90)}/${sci(x.q99)} (${fmt(100 * x.aboveDelta, 1)} % > δ)`;
+    const counts = lambdaHistogram(r.lambdas);
+    const seats = { projection: 'the projection π_new samples (per token, λ(s) solved at sampling time)', student: 'the distilled student samples', raw: 'the new model samples as it is' };
+    log?.(
+      `swap before stage ${cfg.swapAt}: agent ${j} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${seats[r.seat]}; ${r.states} token states\n` +
+        `  held-out J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}\n` +
+        `  KL to π_cur q50/q90/q99: π_pre ${q(r.klPre)}; projected ${q(r.klProjected)}; student ${q(r.klStudent)}; seated ${q(r.klSeated)}\n` +
+        (r.stage0 ? `  hand-over KL(π_θ‖π_new) of the distilled student q50/q90/q99: ${q(r.handover)}\n` : '') +
+        `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${counts.join(' ')}`,
+    );
+    // In the stage record: shares of token states above the agent's radius δ (= δ0 in arith-pnp).
+    return {
+      agent: j, incoming: r.model, stage0: r.stage0, delta0: cfg.stage0Delta,
+      klQuantiles: { q50: r.klSeated.q50, q90: r.klSeated.q90, q99: r.klSeated.q99 },
+      outsideBefore: r.klPre.aboveDelta, outsideAfter: r.klSeated.aboveDelta,
+      lambdaHist: counts, jBefore: r.jBefore, jAfter: r.jAfter,
+    };
+  };
+}
+
+/** The configured swap of a tabular team, in one line (the stage record carries the numbers). */
+function tabularSwapLine(s: StageRecord, cfg: Config): string {
+  const w = s.swap!;
+  return (
+    `swap before stage ${s.stage}: agent ${w.agent} ← ${w.incoming}, Stage-0 ${w.stage0 ? `on (δ0 = ${cfg.stage0Delta})` : 'off'}; ` +
+    `J ${fmt(w.jBefore)} → ${fmt(w.jAfter)}; KL to π_cur q50/q90/q99 = ${sci(w.klQuantiles.q50)}/${sci(w.klQuantiles.q90)}/${sci(w.klQuantiles.q99)}; ` +
+    `λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${w.lambdaHist.join(' ')}`
+  );
+}
+
+async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void } = {}): Promise<Experiment> {
   const exp = await openExperiment(cfg);
-  for (let k = 0; k < cfg.stages; k++) {
-    if (swap && k + 1 === swap.stage) {
-      if (!('game' in exp)) {
-        const lexp = exp as LlmExperiment;
-        const r = await swapLmAgent(lexp, swap.agent, swap.source, loadModel(await loadFromDisk(swap.source)), {
-          stage0: swap.stage0, delta0: cfg.stage0Delta, distillSteps: 150, distillLr: 1e-3, B: cfg.batch, G: cfg.group, seed: cfg.seed, seat: swap.seat,
-        });
-        const q = (x: { q50: number; q90: number; q99: number; aboveDelta: number }) => `${sci(x.q50)}/${sci(x.q90)}/${sci(x.q99)} (${fmt(100 * x.aboveDelta, 1)} % > δ)`;
-        const counts = lambdaHistogram(r.lambdas);
-        const seats = { projection: 'the projection π_new samples (per token, λ(s) solved at sampling time)', student: 'the distilled student samples', raw: 'the new model samples as it is' };
-        console.log(
-          `swap before stage ${swap.stage}: agent ${swap.agent} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${seats[r.seat]}; ${r.states} token states\n` +
-            `  held-out J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}\n` +
-            `  KL to π_cur q50/q90/q99: π_pre ${q(r.klPre)}; projected ${q(r.klProjected)}; student ${q(r.klStudent)}; seated ${q(r.klSeated)}\n` +
-            (r.stage0 ? `  hand-over KL(π_θ‖π_new) of the distilled student q50/q90/q99: ${q(r.handover)}\n` : '') +
-            `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${counts.join(' ')}`,
-        );
-        await runStages(exp, 1, (s) => onStage?.(s, exp));
-        const seat = lexp.team[swap.agent];
-        if (seat instanceof ProjectedLmAgent) {
-          if (seat.lastDistil.states > 0) console.log(`  hand-over step: the student was distilled on its batch's ${seat.lastDistil.states} token states (sampled by the projection), KL(π_new‖π_θ) = ${sci(seat.lastDistil.kl)}`);
-          console.log(seat.sampler === 'student'
-            ? `  hand-over: agent ${swap.agent}'s first update was accepted — its student (the distilled ${r.model}) holds the seat from now on`
-            : `  hand-over: agent ${swap.agent}'s update was not accepted — the projection keeps sampling; the next stage tries again`);
-        }
-        continue;
-      }
-      if (swap.source !== 'best') throw new SatError('usage', `--swap ${swap.agent}=${swap.source}: tabular agents swap with J=best`);
-      const tab = exp as TabularExperiment;
-      const pre = await bestResponseLogits(tab, swap.agent);
-      const r = await swapAgent(tab, swap.agent, pre, { stage0: swap.stage0 });
-      const counts = lambdaHistogram(r.lambdas);
-      console.log(
-        `swap before stage ${swap.stage}: agent ${swap.agent} ← best response, Stage-0 ${swap.stage0 ? `on (δ0 = ${cfg.stage0Delta})` : 'off'}; ` +
-          `J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}; KL to π_cur q50/q90/q99 = ${sci(r.klQuantiles.q50)}/${sci(r.klQuantiles.q90)}/${sci(r.klQuantiles.q99)}; ` +
-          `λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${counts.join(' ')}`,
-      );
+  if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(cfg, opts.seat ?? 'projection', opts.log);
+  await runStages(exp, cfg.stages, (s) => {
+    if (s.swap && !isLlmTask(cfg.task)) opts.log?.(tabularSwapLine(s, cfg));
+    onStage?.(s, exp);
+    const seat = s.swap ? exp.team[s.swap.agent] : undefined;
+    if (seat instanceof ProjectedLmAgent) {
+      if (seat.lastDistil.states > 0) opts.log?.(`  hand-over step: the student was distilled on its batch's ${seat.lastDistil.states} token states (sampled by the projection), KL(π_new‖π_θ) = ${sci(seat.lastDistil.kl)}`);
+      opts.log?.(seat.sampler === 'student'
+        ? `  hand-over: agent ${s.swap!.agent}'s first update was accepted — its student (the distilled ${s.swap!.incoming}) holds the seat from now on`
+        : `  hand-over: agent ${s.swap!.agent}'s update was not accepted — the projection keeps sampling; the next stage tries again`);
     }
-    await runStages(exp, 1, (s) => onStage?.(s, exp));
-  }
+  });
   return exp;
 }
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const base = presetConfig(args.preset, args.sets);
+  if (args.swapModel && args.swapModel !== `${base.task}-${base.swapTo}`) {
+    throw new UsageError(`--swap names ${args.swapModel}, but the task is ${base.task}: swap in one of its own shipped models, e.g. ${base.task}-M`);
+  }
   const progress = (msg: string) => {
     if (!args.quiet && process.stderr.isTTY) process.stderr.write(`\r${msg}\x1b[K`);
   };
@@ -294,7 +313,7 @@ async function main(): Promise<void> {
       }
       console.log(stageRow(s, n));
     },
-    args.swap ? { ...args.swap, stage: args.swapStage, stage0: args.stage0, seat: args.swapSeat } : undefined,
+    { seat: args.swapSeat, log: (line) => console.log(line) },
   );
   const held = mean(exp.stages.map((s) => s.metrics['cert/held'] as number));
   console.log(`\nfinal J ${fmt(exp.stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(exp.stages), 2)} of stages; certificate held in ${fmt(held, 2)} of stages`);
