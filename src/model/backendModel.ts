@@ -1,0 +1,852 @@
+/**
+ * The tiny Llama-family decoder of src/model/transformer.ts, assembled from `Backend<X>` ops only
+ * (src/backend/types.ts), so the same model runs on the CPU reference or on WebGPU. Same config,
+ * same weight layout, same 'full' / 'lora' / 'none' modes, same maths op for op as `Transformer`
+ * (see its header for the equations): on `cpuBackend` the same kernels run on the same values in
+ * the same order, so logits, gradients and AdamW steps equal the Transformer's bit for bit.
+ *
+ * Where the parameters live: on the backend, one tensor per named slot (`layout`, in the
+ * Transformer's flat order), with a gradient, AdamW m and v tensor each. The Backend interface has
+ * no sub-tensor views, so the Transformer's one flat array becomes per-slot tensors, and AdamW runs
+ * per slot (it is elementwise: identical numbers). The flat vector the rest of the app speaks
+ * (`getParams`, `getState`, snapshots) is packed on the backend — a row scatter
+ * (embeddingBackward into a zeroed flat tensor, rows of g = gcd(slot sizes) elements) — and
+ * downloaded ONCE; `setParams` / `setState` upload once and gather back (embeddingForward).
+ *
+ * Deviations from the Transformer's buffer use (values unchanged): no op writes a tensor it also
+ * reads (a WebGPU dispatch may not bind one buffer as both read-only and writable), so rotary
+ * positions read a separate pre-rotation buffer and a LoRA projection adds into a fresh output.
+ *
+ * Sampling (`generate`): the Transformer decodes a "ragged" batch (per-sequence positions through
+ * subarray views). Backend ops take one pos0 per call and no views, so prompts are grouped by
+ * length: a group advances in lock step (same position), with its own KV cache [S_g × Tmax × C]
+ * per layer. Prefill runs group by group (T = P), and each sequence's last hidden row is gathered
+ * (embeddingForward as a row gather) and scattered (embeddingBackward into zeros) into one
+ * [S × C] tensor in prompt order. A decoding step runs one row per prompt: norms, projections and
+ * the MLP over all S rows at once, and per group only RoPE, the cache write and attention, on the
+ * group's rows gathered out and scattered back (rows whose sequence has ended compute unused
+ * values). Each step ends with ONE final norm, head and `sampleForward` over the S rows (Philox
+ * counter (step, seq0 + prompt index), as Transformer.generate) and ONE download of S token ids.
+ * Every kernel computes each row on its own, so the tokens equal the Transformer's for the same
+ * seed wherever the logits agree (on cpuBackend: always, bit for bit).
+ *
+ * Shape letters as in Transformer: B, T, N = B·T, C = d, NH, HS, H, V, L, r, S prompts, Tmax.
+ *
+ * Not here: the kernels (src/backend), weight files and quantization (weights.ts), LoRA init
+ * (lora.ts), RL losses (the caller turns them into dlogits on the backend), next-token
+ * pretraining helpers and ONNX export (Transformer keeps those; they are CPU-side tools).
+ */
+import { ropeTable, rowLogSumExp } from '../backend/cpu';
+import type { AdamWParams, Backend, HostTensors, TensorKind, TensorKinds } from '../backend/types';
+import { ConfigError } from '../core/errors';
+import { Rng } from '../core/rng';
+import { validateConfig, type ModelConfig } from './config';
+import { initLora, LORA_ALL, validateLoraConfig, type LoraConfig, type LoraTarget } from './lora';
+import type { GenerateOptions, ParamSlot, Trainable, TransformerOptions } from './transformer/types';
+import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights } from './weights';
+
+/** Constructor options: the Transformer's (trainable, lora, seed); always f32. */
+export type BackendModelOptions = Omit<TransformerOptions<Float32Array>, 'floatArray'>;
+
+/** A set of parameter tensors, one per `layout` slot (the current ones, or a copy such as a reference). */
+export type ParamSet<X extends TensorKinds> = readonly X['f32'][];
+
+export interface BackendForwardOptions<X extends TensorKinds> {
+  /** Keep the activations for `backward` (current parameters only). Default false. */
+  readonly keep?: boolean;
+  /** Write the logits here (≥ B·T·V elements) instead of the model's own buffer. */
+  readonly out?: X['f32'];
+  /** Read these parameters instead of the current ones (e.g. a reference copy from `copyParams`). */
+  readonly params?: ParamSet<X>;
+}
+
+/** What `generate` returns: tokens and stops always; log-probs and logits with `returnLogits`. */
+export interface BackendGenerateResult {
+  readonly tokens: Int32Array[];
+  readonly stopped: boolean[];
+  /** With returnLogits: log π(token) at τ (τ = 1 when greedy), as Transformer.generate. */
+  readonly logp?: Float32Array[];
+  readonly stopLogp?: Float32Array;
+  /** With returnLogits: [k × V] logits of each sampled token (stop included). */
+  readonly logits?: Float32Array[];
+}
+
+/** Parameter state downloaded: params [n] and optim = [t, m (n), v (n)] (TransformerState layout). */
+export interface BackendModelState {
+  readonly params: Float32Array;
+  readonly optim: Float32Array;
+}
+
+type FRef<X extends TensorKinds> = { readonly kind: 'slot'; readonly slot: number } | { readonly kind: 'fixed'; readonly t: X['f32'] };
+type BMat<X extends TensorKinds> =
+  | { readonly kind: 'f32'; readonly w: FRef<X> }
+  | { readonly kind: 'q8'; readonly q: X['i8']; readonly scales: X['u16'] }
+  | { readonly kind: 'q4'; readonly q: X['u8']; readonly scales: X['u16'] };
+
+interface BLinear<X extends TensorKinds> {
+  readonly name: string;
+  readonly in: number;
+  readonly out: number;
+  readonly base: BMat<X>;
+  /** The base's slot when it trains ('full'), else −1. */
+  readonly baseSlot: number;
+  readonly lora: { readonly a: number; readonly b: number; readonly rank: number; readonly scale: number } | null;
+}
+
+interface LayerActs<X extends TensorKinds> {
+  ln1: X['f32'];
+  rstd1: X['f32'];
+  q: X['f32'];
+  k: X['f32'];
+  v: X['f32'];
+  att: X['f32'];
+  ao: X['f32'];
+  mid: X['f32'];
+  ln2: X['f32'];
+  rstd2: X['f32'];
+  a: X['f32'];
+  b: X['f32'];
+  h: X['f32'];
+  u: (X['f32'] | null)[];
+}
+
+interface Acts<X extends TensorKinds> {
+  capN: number;
+  capAtt: number;
+  sets: LayerActs<X>[];
+  res: X['f32'][];
+  lnf: X['f32'];
+  rstdf: X['f32'];
+  proj: X['f32'];
+  /** Pre-rotation q and k [N × C]. */
+  qraw: X['f32'];
+  kraw: X['f32'];
+  /** LoRA scratch [N × maxOut]: the base output and the low-rank branch. */
+  base: X['f32'];
+  tmp: X['f32'];
+  all: X['f32'][];
+}
+
+interface GradScratch<X extends TensorKinds> {
+  capN: number;
+  dx: X['f32'];
+  dln: X['f32'];
+  dq: X['f32'];
+  dk: X['f32'];
+  dv: X['f32'];
+  dao: X['f32'];
+  drot: X['f32'];
+  dlnf: X['f32'];
+  dh: X['f32'];
+  da: X['f32'];
+  db: X['f32'];
+  dsc: X['f32'];
+  du: X['f32'];
+  all: X['f32'][];
+}
+
+const PROJ = ['wq', 'wk', 'wv', 'wo', 'w1', 'w3', 'w2'] as const;
+const [WQ, WK, WV, WO, W1, W3, W2] = [0, 1, 2, 3, 4, 5, 6] as const;
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+function checkU32(what: string, x: number): void {
+  if (!Number.isInteger(x) || x < 0 || x > 0xffffffff) throw new ConfigError(what, x, `generate: "${what}" must be an integer in [0, 4294967295], got ${x}.`);
+}
+
+/** The tiny Llama decoder over a Backend (header). */
+export class BackendModel<X extends TensorKinds = HostTensors> {
+  readonly be: Backend<X>;
+  readonly cfg: ModelConfig;
+  readonly trainable: Trainable;
+  readonly lora: LoraConfig | null;
+  /** Named slices of the flat parameter vector (the Transformer's order); one tensor each here. */
+  readonly layout: readonly ParamSlot[];
+  /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one tensor per slot. */
+  readonly params: X['f32'][];
+  readonly grads: X['f32'][];
+  readonly m: X['f32'][];
+  readonly v: X['f32'][];
+  /** AdamW steps taken. */
+  t = 0;
+
+  private readonly n: number;
+  /** Pack row width: gcd of the slot sizes. */
+  private readonly g: number;
+  private readonly HS: number;
+  private readonly slots = new Map<string, number>();
+  private readonly lins: BLinear<X>[][];
+  private readonly attnNorm: FRef<X>[];
+  private readonly mlpNorm: FRef<X>[];
+  private readonly finalNorm: FRef<X>;
+  private readonly emb: FRef<X>;
+  private readonly rope: X['f32'];
+  /** Gradient sink of frozen norm gains [C]. */
+  private readonly sinkC: X['f32'];
+  /** Zeros [max slot size]: copies are residualForward(dst, src, zeros). */
+  private readonly zeroSlot: X['f32'];
+  private readonly ranks: (number | null)[];
+  private acts: Acts<X> | null = null;
+  private genActs: Acts<X> | null = null;
+  private gs: GradScratch<X> | null = null;
+  private logitsBuf: { t: X['f32']; n: number } | null = null;
+  private kept: { B: number; T: number; tokens: X['i32'] } | null = null;
+  private lastTokens: X['i32'] | null = null;
+  private packIdx = new Map<string, X['i32']>();
+  /** Frozen weights uploaded by the constructor (released by `dispose`). */
+  private readonly frozen: X[TensorKind][] = [];
+
+  constructor(be: Backend<X>, cfg: ModelConfig, weights: ModelWeights, opts: BackendModelOptions) {
+    validateConfig(cfg);
+    checkWeights(cfg, weights);
+    const mode = opts.trainable;
+    if (mode !== 'full' && mode !== 'lora' && mode !== 'none') {
+      throw new ConfigError('trainable', mode, `BackendModel "trainable" must be 'full', 'lora' or 'none', got ${JSON.stringify(mode)}.`);
+    }
+    if (mode === 'lora' && !opts.lora) throw new ConfigError('lora', opts.lora, "BackendModel with trainable 'lora' needs a LoRA config (opts.lora: { rank, alpha, targets? }).");
+    if (mode !== 'lora' && opts.lora) throw new ConfigError('lora', opts.lora, `BackendModel got a LoRA config but trainable is '${mode}'; use trainable 'lora'.`);
+    if (opts.lora) validateLoraConfig(cfg, opts.lora);
+    if (mode === 'full') {
+      for (const [name, t] of weights) {
+        if (t.dtype !== 'f32') {
+          throw new ConfigError('trainable', mode, `Full fine-tuning needs f32 weights, but "${name}" is ${t.dtype}. Dequantize the model first (dequantizeWeights) or train LoRA adapters over the quantized base (trainable 'lora').`);
+        }
+      }
+    }
+    this.be = be;
+    this.cfg = cfg;
+    this.trainable = mode;
+    this.lora = opts.lora ?? null;
+    const { d: C, layers: L } = cfg;
+    this.HS = C / cfg.heads;
+
+    // --- the layout (the Transformer's, slot for slot) and its host values ---
+    const layout: ParamSlot[] = [];
+    let n = 0;
+    const add = (name: string, shape: number[]): void => {
+      const size = shape.reduce((p, s) => p * s, 1);
+      this.slots.set(name, layout.length);
+      layout.push({ name, offset: n, size, shape });
+      n += size;
+    };
+    const lcfg = this.lora;
+    const targets: readonly LoraTarget[] = lcfg?.targets ?? LORA_ALL;
+    if (mode === 'full') for (const name of weightNames(cfg)) add(name, expectedShape(cfg, name));
+    if (mode === 'lora' && lcfg) {
+      for (let l = 0; l < L; l++) {
+        for (const p of PROJ) {
+          if (!targets.includes(p)) continue;
+          const [out, inp] = expectedShape(cfg, `layers.${l}.${p}`) as [number, number];
+          add(`layers.${l}.${p}.lora_a`, [lcfg.rank, inp]);
+          add(`layers.${l}.${p}.lora_b`, [out, lcfg.rank]);
+        }
+      }
+    }
+    this.layout = layout;
+    this.n = n;
+    this.g = layout.reduce((g, s) => gcd(g, s.size), 0) || 1;
+    const host: Float32Array[] = layout.map((s) => new Float32Array(s.size));
+    if (mode === 'full') layout.forEach((s, i) => host[i]!.set((weights.get(s.name) as { data: Float32Array }).data));
+    if (mode === 'lora' && lcfg) {
+      const adapter = initLora(cfg, lcfg, new Rng(opts.seed ?? 0));
+      for (const [name, pair] of adapter.pairs) {
+        host[this.slots.get(`${name}.lora_a`)!]!.set(pair.a);
+        host[this.slots.get(`${name}.lora_b`)!]!.set(pair.b);
+      }
+    }
+    this.params = host.map((h) => be.upload('f32', h));
+    this.grads = layout.map((s) => be.zeros('f32', s.size));
+    this.m = layout.map((s) => be.zeros('f32', s.size));
+    this.v = layout.map((s) => be.zeros('f32', s.size));
+    this.zeroSlot = be.zeros('f32', Math.max(1, ...layout.map((s) => s.size)));
+
+    // --- tensors the forward reads: a trainable slot, or a frozen upload ---
+    const f32 = (name: string): FRef<X> => {
+      if (mode === 'full') return { kind: 'slot', slot: this.slots.get(name)! };
+      const t = weights.get(name)!;
+      return { kind: 'fixed', t: this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t))) };
+    };
+    // tok_emb is the embedding table and the head; quantized, it is dequantized once (as Transformer).
+    this.emb = f32('tok_emb');
+    this.finalNorm = f32('final_norm');
+    this.attnNorm = [];
+    this.mlpNorm = [];
+    this.lins = [];
+    for (let l = 0; l < L; l++) {
+      this.attnNorm.push(f32(`layers.${l}.attn_norm`));
+      this.mlpNorm.push(f32(`layers.${l}.mlp_norm`));
+      const row: BLinear<X>[] = [];
+      for (const p of PROJ) {
+        const name = `layers.${l}.${p}`;
+        const [out, inp] = expectedShape(cfg, name) as [number, number];
+        let base: BMat<X>;
+        if (mode === 'full') base = { kind: 'f32', w: { kind: 'slot', slot: this.slots.get(name)! } };
+        else {
+          const t = weights.get(name)!;
+          base =
+            t.dtype === 'f32'
+              ? { kind: 'f32', w: { kind: 'fixed', t: this.keep(be.upload('f32', t.data)) } }
+              : t.dtype === 'q8'
+                ? { kind: 'q8', q: this.keep(be.upload('i8', t.q)), scales: this.keep(be.upload('u16', t.scales)) }
+                : { kind: 'q4', q: this.keep(be.upload('u8', t.q)), scales: this.keep(be.upload('u16', t.scales)) };
+        }
+        const adapted = mode === 'lora' && lcfg !== null && targets.includes(p);
+        row.push({
+          name,
+          in: inp,
+          out,
+          base,
+          baseSlot: mode === 'full' ? this.slots.get(name)! : -1,
+          lora: adapted ? { a: this.slots.get(`${name}.lora_a`)!, b: this.slots.get(`${name}.lora_b`)!, rank: lcfg.rank, scale: lcfg.alpha / lcfg.rank } : null,
+        });
+      }
+      this.lins.push(row);
+    }
+    this.ranks = this.lins[0]!.map((lin) => lin.lora?.rank ?? null);
+    this.sinkC = be.zeros('f32', C);
+    this.rope = be.upload('f32', ropeTable(cfg.maxSeq, this.HS, cfg.ropeTheta, new Float32Array(cfg.maxSeq * this.HS)) as Float32Array);
+  }
+
+  private keep<T extends X[TensorKind]>(t: T): T {
+    this.frozen.push(t);
+    return t;
+  }
+
+  /** Releases every tensor the model holds (it must not be used afterwards). */
+  dispose(): void {
+    const be = this.be;
+    for (const t of [...this.params, ...this.grads, ...this.m, ...this.v, this.zeroSlot, this.sinkC, this.rope]) be.dispose(t);
+    for (const t of this.frozen) be.dispose(t);
+    for (const t of this.packIdx.values()) be.dispose(t);
+    for (const a of [this.acts, this.genActs, this.gs]) if (a !== null) for (const t of a.all) be.dispose(t);
+    if (this.logitsBuf !== null) be.dispose(this.logitsBuf.t);
+    if (this.lastTokens !== null) be.dispose(this.lastTokens);
+    this.frozen.length = 0;
+    this.packIdx.clear();
+    this.acts = this.genActs = this.gs = null;
+    this.logitsBuf = null;
+    this.lastTokens = null;
+    this.kept = null;
+  }
+
+  /** Number of trainable parameters (the flat vector's length). */
+  paramCount(): number {
+    return this.n;
+  }
+
+  private at(r: FRef<X>, P: ParamSet<X>): X['f32'] {
+    return r.kind === 'slot' ? P[r.slot]! : r.t;
+  }
+
+  // ---------------------------------------------------------------- parameters and state
+
+  /** grads ← 0 (one fill per slot). */
+  zeroGrad(): void {
+    for (const g of this.grads) this.be.fill(g, 0);
+  }
+
+  /** One AdamW step per slot (elementwise, so equal to a step over the flat vector); t ← t + 1. */
+  adamStep(hp: AdamWParams): void {
+    if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "adamStep: this BackendModel is inference-only (trainable 'none').");
+    this.t += 1;
+    this.layout.forEach((s, i) => this.be.adamwStep(this.params[i]!, this.grads[i]!, this.m[i]!, this.v[i]!, s.size, this.t, hp));
+  }
+
+  /** A device copy of the current parameters (e.g. a frozen reference for `forward({ params })`). */
+  copyParams(): X['f32'][] {
+    return this.layout.map((s, i) => {
+      const t = this.be.zeros('f32', s.size);
+      this.be.residualForward(t, this.params[i]!, this.zeroSlot, s.size, 1);
+      return t;
+    });
+  }
+
+  /** Overwrites `dst` (a ParamSet of this model) with the current parameters. */
+  copyParamsInto(dst: ParamSet<X>): void {
+    this.layout.forEach((s, i) => this.be.residualForward(dst[i]!, this.params[i]!, this.zeroSlot, s.size, 1));
+  }
+
+  /** Releases a ParamSet made by copyParams. */
+  disposeParams(set: ParamSet<X>): void {
+    for (const t of set) this.be.dispose(t);
+  }
+
+  /** Index tensor placing slot `i` of set `j` at rows (j·n + offset)/g … of a packed flat tensor. */
+  private idx(j: number, i: number): X['i32'] {
+    const key = `${j}:${i}`;
+    let t = this.packIdx.get(key);
+    if (!t) {
+      const s = this.layout[i]!;
+      const r0 = (j * this.n + s.offset) / this.g;
+      t = this.be.upload('i32', Int32Array.from({ length: s.size / this.g }, (_, k) => r0 + k));
+      this.packIdx.set(key, t);
+    }
+    return t;
+  }
+
+  /** Packs several per-slot sets into one flat [sets·n] tensor on the backend and downloads it once. */
+  private async pack(sets: readonly ParamSet<X>[]): Promise<Float32Array> {
+    if (this.n === 0) return new Float32Array(0);
+    const flat = this.be.zeros('f32', sets.length * this.n);
+    sets.forEach((set, j) => this.layout.forEach((s, i) => this.be.embeddingBackward(flat, set[i]!, this.idx(j, i), 1, s.size / this.g, this.g)));
+    const out = await this.be.download('f32', flat);
+    this.be.dispose(flat);
+    return out;
+  }
+
+  /** Uploads one flat [sets·n] array and scatters it into per-slot sets. */
+  private unpack(flat: Float32Array, sets: readonly ParamSet<X>[]): void {
+    if (this.n === 0) return;
+    const t = this.be.upload('f32', flat);
+    sets.forEach((set, j) => this.layout.forEach((s, i) => this.be.embeddingForward(set[i]!, this.idx(j, i), t, 1, s.size / this.g, this.g)));
+    this.be.dispose(t);
+  }
+
+  /** The current parameters as one flat vector (one download). */
+  getParams(): Promise<Float32Array> {
+    return this.pack([this.params]);
+  }
+
+  /** The current gradient as one flat vector (one download). */
+  getGrads(): Promise<Float32Array> {
+    return this.pack([this.grads]);
+  }
+
+  /** Sets the parameters from a flat vector (one upload); the optimizer state is kept. */
+  setParams(flat: ArrayLike<number>): void {
+    if (flat.length !== this.n) throw new ConfigError('params', flat.length, `setParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
+    this.unpack(Float32Array.from(flat), [this.params]);
+  }
+
+  /** Params and optimizer state ([t, m…, v…], as Transformer.getState), in one download. */
+  async getState(): Promise<BackendModelState> {
+    const n = this.n;
+    const all = await this.pack([this.params, this.m, this.v]);
+    const optim = new Float32Array(1 + 2 * n);
+    optim[0] = this.t;
+    optim.set(all.subarray(n, 3 * n), 1);
+    return { params: all.slice(0, n), optim };
+  }
+
+  /** Restores a `getState` snapshot (params alone keeps the optimizer state), in one upload. */
+  setState(state: { readonly params: ArrayLike<number>; readonly optim?: ArrayLike<number> }): void {
+    const n = this.n;
+    if (state.params.length !== n) throw new ConfigError('params', state.params.length, `setState: params has ${state.params.length} values; this model has ${n} trainable parameters.`);
+    if (state.optim === undefined) return this.setParams(state.params);
+    const o = state.optim;
+    if (o.length !== 1 + 2 * n) throw new ConfigError('optim', o.length, `setState: optim has ${o.length} values; expected 1 + 2·${n} = ${1 + 2 * n} ([t, m…, v…]).`);
+    const t = o[0]!;
+    if (!Number.isInteger(t) || t < 0) throw new ConfigError('optim', t, `setState: optim[0] (the AdamW step count) must be an integer ≥ 0, got ${t}.`);
+    const all = new Float32Array(3 * n);
+    for (let i = 0; i < n; i++) all[i] = state.params[i]!;
+    for (let i = 0; i < 2 * n; i++) all[n + i] = o[1 + i]!;
+    this.t = t;
+    this.unpack(all, [this.params, this.m, this.v]);
+  }
+
+  // ---------------------------------------------------------------- buffers
+
+  private makeActs(N: number, att: number, nSets: number): Acts<X> {
+    const { d: C, hidden: H, layers: L } = this.cfg;
+    const all: X['f32'][] = [];
+    const z = (k: number): X['f32'] => {
+      const t = this.be.zeros('f32', Math.max(1, k));
+      all.push(t);
+      return t;
+    };
+    const sets: LayerActs<X>[] = [];
+    for (let s = 0; s < nSets; s++) {
+      sets.push({
+        ln1: z(N * C), rstd1: z(N), q: z(N * C), k: z(N * C), v: z(N * C), att: z(att), ao: z(N * C), mid: z(N * C),
+        ln2: z(N * C), rstd2: z(N), a: z(N * H), b: z(N * H), h: z(N * H),
+        u: this.ranks.map((r) => (r === null ? null : z(N * r))),
+      });
+    }
+    const M = Math.max(C, H);
+    return {
+      capN: N, capAtt: att, sets,
+      res: Array.from({ length: L + 1 }, () => z(N * C)),
+      lnf: z(N * C), rstdf: z(N), proj: z(N * C), qraw: z(N * C), kraw: z(N * C), base: z(N * M), tmp: z(N * M),
+      all,
+    };
+  }
+
+  private trainActs(N: number, att: number, keep: boolean): Acts<X> {
+    const nSets = keep ? this.cfg.layers : 1;
+    const a = this.acts;
+    if (a !== null && a.capN >= N && a.capAtt >= att && a.sets.length >= nSets) return a;
+    if (a !== null) for (const t of a.all) this.be.dispose(t);
+    this.acts = this.makeActs(Math.max(N, a?.capN ?? 0), Math.max(att, a?.capAtt ?? 0), Math.max(nSets, a?.sets.length ?? 0));
+    return this.acts;
+  }
+
+  private samplingActs(N: number): Acts<X> {
+    const a = this.genActs;
+    if (a !== null && a.capN >= N) return a;
+    if (a !== null) for (const t of a.all) this.be.dispose(t);
+    this.genActs = this.makeActs(N, 1, 1);
+    return this.genActs;
+  }
+
+  private gradScratch(N: number): GradScratch<X> {
+    if (this.gs !== null && this.gs.capN >= N) return this.gs;
+    if (this.gs !== null) for (const t of this.gs.all) this.be.dispose(t);
+    const { d: C, hidden: H } = this.cfg;
+    const r = Math.max(0, ...this.ranks.map((x) => x ?? 0));
+    const all: X['f32'][] = [];
+    const z = (k: number): X['f32'] => {
+      const t = this.be.zeros('f32', Math.max(1, k));
+      all.push(t);
+      return t;
+    };
+    this.gs = {
+      capN: N, dx: z(N * C), dln: z(N * C), dq: z(N * C), dk: z(N * C), dv: z(N * C), dao: z(N * C), drot: z(N * C), dlnf: z(N * C),
+      dh: z(N * H), da: z(N * H), db: z(N * H), dsc: z(N * Math.max(C, H)), du: z(N * r), all,
+    };
+    return this.gs;
+  }
+
+  // ---------------------------------------------------------------- forward / backward
+
+  /** out = inp · Wᵀ for any base kind (linear.ts matForward). */
+  private matForward(out: X['f32'], inp: X['f32'], m: BMat<X>, P: ParamSet<X>, N: number, C: number, OC: number): void {
+    switch (m.kind) {
+      case 'f32':
+        return this.be.matmulForward(out, inp, this.at(m.w, P), 1, N, C, OC);
+      case 'q8':
+        return this.be.matmulForwardQ8(out, inp, m.q, m.scales, 1, N, C, OC);
+      case 'q4':
+        return this.be.matmulForwardQ4(out, inp, m.q, m.scales, 1, N, C, OC);
+    }
+  }
+
+  /** y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ (linear.ts linearForward; the LoRA sum goes into y from scratch, not in place). */
+  private linearForward(lin: BLinear<X>, P: ParamSet<X>, y: X['f32'], x: X['f32'], u: X['f32'] | null, acts: Acts<X>, N: number): void {
+    const a = lin.lora;
+    if (a === null || u === null) return this.matForward(y, x, lin.base, P, N, lin.in, lin.out);
+    this.matForward(acts.base, x, lin.base, P, N, lin.in, lin.out);
+    this.be.matmulForward(u, x, P[a.a]!, 1, N, lin.in, a.rank);
+    this.be.matmulForward(acts.tmp, u, P[a.b]!, 1, N, a.rank, lin.out);
+    this.be.residualForward(y, acts.base, acts.tmp, N * lin.out, a.scale);
+  }
+
+  /** Backward of linearForward (linear.ts linearBackward): dx += ∂L/∂x; dW or dA, dB accumulate. */
+  private linearBackward(lin: BLinear<X>, dx: X['f32'], dy: X['f32'], x: X['f32'], u: X['f32'] | null, g: GradScratch<X>, N: number): void {
+    const be = this.be;
+    const P = this.params;
+    const { in: C, out: OC } = lin;
+    const m = lin.base;
+    if (m.kind === 'f32') be.matmulBackward(dx, lin.baseSlot >= 0 ? this.grads[lin.baseSlot]! : null, dy, x, this.at(m.w, P), 1, N, C, OC);
+    else if (m.kind === 'q8') be.matmulBackwardInputQ8(dx, dy, m.q, m.scales, 1, N, C, OC);
+    else be.matmulBackwardInputQ4(dx, dy, m.q, m.scales, 1, N, C, OC);
+    const a = lin.lora;
+    if (a === null || u === null) return;
+    be.fill(g.dsc, 0);
+    be.residualBackward(null, g.dsc, dy, N * OC, a.scale); // dsc = s·dy
+    be.fill(g.du, 0);
+    be.matmulBackward(g.du, this.grads[a.b]!, g.dsc, u, P[a.b]!, 1, N, a.rank, OC);
+    be.matmulBackward(dx, this.grads[a.a]!, g.du, x, P[a.a]!, 1, N, C, a.rank);
+  }
+
+  /** One block on N rows: x_in → x_mid → x_out (distinct tensors). `attention` turns acts.qraw, acts.kraw, s.v into s.q, s.k, s.ao. */
+  private layerForward(l: number, P: ParamSet<X>, s: LayerActs<X>, acts: Acts<X>, xin: X['f32'], xmid: X['f32'], xout: X['f32'], N: number, attention: (s: LayerActs<X>, l: number) => void): void {
+    const be = this.be;
+    const { d: C, hidden: H, normEps } = this.cfg;
+    const lin = this.lins[l]!;
+    be.rmsnormForward(s.ln1, s.rstd1, xin, this.at(this.attnNorm[l]!, P), 1, N, C, normEps);
+    this.linearForward(lin[WQ]!, P, acts.qraw, s.ln1, s.u[WQ]!, acts, N);
+    this.linearForward(lin[WK]!, P, acts.kraw, s.ln1, s.u[WK]!, acts, N);
+    this.linearForward(lin[WV]!, P, s.v, s.ln1, s.u[WV]!, acts, N);
+    attention(s, l);
+    this.linearForward(lin[WO]!, P, acts.proj, s.ao, s.u[WO]!, acts, N);
+    be.residualForward(xmid, xin, acts.proj, N * C, 1);
+    be.rmsnormForward(s.ln2, s.rstd2, xmid, this.at(this.mlpNorm[l]!, P), 1, N, C, normEps);
+    this.linearForward(lin[W1]!, P, s.a, s.ln2, s.u[W1]!, acts, N);
+    this.linearForward(lin[W3]!, P, s.b, s.ln2, s.u[W3]!, acts, N);
+    be.swigluForward(s.h, s.a, s.b, N * H);
+    this.linearForward(lin[W2]!, P, acts.proj, s.h, s.u[W2]!, acts, N);
+    be.residualForward(xout, xmid, acts.proj, N * C, 1);
+  }
+
+  private checkTokens(op: string, tokens: Int32Array, N: number): void {
+    const V = this.cfg.vocab;
+    if (tokens.length < N) throw new ConfigError('tokens', tokens.length, `${op}: tokens has ${tokens.length} ids; ${N} needed.`);
+    for (let i = 0; i < N; i++) if (!(tokens[i]! >= 0 && tokens[i]! < V)) throw new ConfigError('tokens', tokens[i], `${op}: token ${tokens[i]} at ${i} is outside [0, ${V}).`);
+  }
+
+  /**
+   * logits [B × T × V] for tokens [B × T] at positions 0..T−1 (Transformer.forward). Returns the
+   * model's own logits tensor (overwritten by the next forward) unless `out` is given. With `keep`,
+   * activations stay for `backward` until the next forward.
+   */
+  forward(tokens: Int32Array, B: number, T: number, opts: BackendForwardOptions<X> = {}): X['f32'] {
+    const be = this.be;
+    const { d: C, vocab: V, heads: NH, maxSeq, layers: L, normEps } = this.cfg;
+    if (!Number.isInteger(B) || B < 1 || !Number.isInteger(T) || T < 1) throw new ConfigError('shape', [B, T], `forward: B and T must be integers ≥ 1, got B = ${B}, T = ${T}.`);
+    if (T > maxSeq) throw new ConfigError('T', T, `forward: T = ${T} exceeds the model's maxSeq = ${maxSeq}.`);
+    const N = B * T;
+    this.checkTokens('forward', tokens, N);
+    const keep = opts.keep ?? false;
+    if (keep && opts.params !== undefined) throw new ConfigError('keep', true, 'forward: keep (for backward) needs the current parameters; do not pass opts.params with keep.');
+    const P = opts.params ?? this.params;
+    if (P.length !== this.layout.length) throw new ConfigError('params', P.length, `forward: opts.params has ${P.length} tensors; this model has ${this.layout.length} slots.`);
+    let out = opts.out;
+    if (out === undefined) {
+      if (this.logitsBuf === null || this.logitsBuf.n < N * V) {
+        if (this.logitsBuf !== null) be.dispose(this.logitsBuf.t);
+        this.logitsBuf = { t: be.zeros('f32', N * V), n: N * V };
+      }
+      out = this.logitsBuf.t;
+    }
+    const HS = this.HS;
+    const acts = this.trainActs(N, B * NH * T * T, keep);
+    if (this.lastTokens !== null) be.dispose(this.lastTokens);
+    const tok = be.upload('i32', tokens.slice(0, N));
+    this.lastTokens = tok;
+    this.kept = null;
+    be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P), B, T, C);
+    const attention = (s: LayerActs<X>): void => {
+      be.ropeForward(s.q, acts.qraw, this.rope, B, T, NH, HS, 0);
+      be.ropeForward(s.k, acts.kraw, this.rope, B, T, NH, HS, 0);
+      be.attentionForward(s.ao, s.att, s.q, s.k, s.v, B, T, NH, HS);
+    };
+    for (let l = 0; l < L; l++) {
+      const s = acts.sets[keep ? l : 0]!;
+      this.layerForward(l, P, s, acts, acts.res[l]!, s.mid, acts.res[l + 1]!, N, attention);
+    }
+    be.rmsnormForward(acts.lnf, acts.rstdf, acts.res[L]!, this.at(this.finalNorm, P), 1, N, C, normEps);
+    be.matmulForward(out, acts.lnf, this.at(this.emb, P), 1, N, C, V);
+    if (keep) this.kept = { B, T, tokens: tok };
+    return out;
+  }
+
+  /**
+   * Backpropagates dlogits [B × T × V] through the last `forward(…, { keep: true })`,
+   * ACCUMULATING ∂L/∂params into `grads` (call zeroGrad first). Frozen tensors get no gradient.
+   */
+  backward(dlogits: X['f32']): void {
+    if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "backward: this BackendModel is inference-only (trainable 'none').");
+    const kept = this.kept;
+    const acts = this.acts;
+    if (kept === null || acts === null) throw new ConfigError('keep', false, 'backward: call forward(tokens, B, T, { keep: true }) first; a forward without keep (or none) came last.');
+    const be = this.be;
+    const P = this.params;
+    const { B, T, tokens } = kept;
+    const { d: C, vocab: V, heads: NH, layers: L } = this.cfg;
+    const HS = this.HS;
+    const N = B * T;
+    const g = this.gradScratch(N);
+    const gradOf = (r: FRef<X>): X['f32'] => (r.kind === 'slot' ? this.grads[r.slot]! : this.sinkC);
+    const embGrad = this.emb.kind === 'slot' ? this.grads[this.emb.slot]! : null;
+    be.fill(g.dlnf, 0);
+    be.matmulBackward(g.dlnf, embGrad, dlogits, acts.lnf, this.at(this.emb, P), 1, N, C, V);
+    be.fill(g.dx, 0);
+    be.rmsnormBackward(g.dx, gradOf(this.finalNorm), g.dlnf, acts.res[L]!, this.at(this.finalNorm, P), acts.rstdf, 1, N, C);
+    for (let l = L - 1; l >= 0; l--) {
+      const s = acts.sets[l]!;
+      const lin = this.lins[l]!;
+      be.fill(g.dh, 0);
+      this.linearBackward(lin[W2]!, g.dh, g.dx, s.h, s.u[W2]!, g, N);
+      be.fill(g.da, 0);
+      be.fill(g.db, 0);
+      be.swigluBackward(g.da, g.db, g.dh, s.a, s.b, N * this.cfg.hidden);
+      be.fill(g.dln, 0);
+      this.linearBackward(lin[W1]!, g.dln, g.da, s.ln2, s.u[W1]!, g, N);
+      this.linearBackward(lin[W3]!, g.dln, g.db, s.ln2, s.u[W3]!, g, N);
+      be.rmsnormBackward(g.dx, gradOf(this.mlpNorm[l]!), g.dln, s.mid, this.at(this.mlpNorm[l]!, P), s.rstd2, 1, N, C);
+      be.fill(g.dao, 0);
+      this.linearBackward(lin[WO]!, g.dao, g.dx, s.ao, s.u[WO]!, g, N);
+      be.fill(g.dq, 0);
+      be.fill(g.dk, 0);
+      be.fill(g.dv, 0);
+      be.attentionBackward(g.dq, g.dk, g.dv, g.dao, s.q, s.k, s.v, s.att, B, T, NH, HS);
+      be.fill(g.dln, 0);
+      be.fill(g.drot, 0);
+      be.ropeBackward(g.drot, g.dq, this.rope, B, T, NH, HS, 0);
+      this.linearBackward(lin[WQ]!, g.dln, g.drot, s.ln1, s.u[WQ]!, g, N);
+      be.fill(g.drot, 0);
+      be.ropeBackward(g.drot, g.dk, this.rope, B, T, NH, HS, 0);
+      this.linearBackward(lin[WK]!, g.dln, g.drot, s.ln1, s.u[WK]!, g, N);
+      this.linearBackward(lin[WV]!, g.dln, g.dv, s.ln1, s.u[WV]!, g, N);
+      be.rmsnormBackward(g.dx, gradOf(this.attnNorm[l]!), g.dln, acts.res[l]!, this.at(this.attnNorm[l]!, P), s.rstd1, 1, N, C);
+    }
+    if (embGrad !== null) be.embeddingBackward(embGrad, g.dx, tokens, B, T, C);
+  }
+
+  // ---------------------------------------------------------------- sampling
+
+  /**
+   * Samples continuations of each prompt with a KV cache (header: prompts grouped by length, one
+   * sample and one download of S ids per step; with `returnLogits` also one download of the S
+   * logit rows). Same stopping rules and Philox counters as Transformer.generate.
+   */
+  async generate(prompts: readonly Int32Array[], opts: GenerateOptions): Promise<BackendGenerateResult> {
+    const be = this.be;
+    const { d: C, vocab: V, heads: NH, layers: L, normEps } = this.cfg;
+    const HS = this.HS;
+    const S = prompts.length;
+    const maxSeq = opts.maxSeq ?? this.cfg.maxSeq;
+    if (!Number.isInteger(maxSeq) || maxSeq < 1 || maxSeq > this.cfg.maxSeq) throw new ConfigError('maxSeq', maxSeq, `generate: maxSeq must be an integer in [1, ${this.cfg.maxSeq}] (the model's), got ${maxSeq}.`);
+    if (!Number.isInteger(opts.maxNew) || opts.maxNew < 0) throw new ConfigError('maxNew', opts.maxNew, `generate: maxNew must be an integer ≥ 0, got ${opts.maxNew}.`);
+    const tau = opts.temperature;
+    if (!(tau >= 0) || !Number.isFinite(tau)) throw new ConfigError('temperature', tau, `generate: temperature must be a finite number ≥ 0, got ${tau}.`);
+    if (!Number.isInteger(opts.topK)) throw new ConfigError('topK', opts.topK, `generate: topK must be an integer (≤ 0 keeps all), got ${opts.topK}.`);
+    checkU32('seed', opts.seed);
+    checkU32('stream', opts.stream);
+    const seq0 = opts.seq0 ?? 0;
+    checkU32('seq0 + prompts − 1', seq0 + Math.max(0, S - 1));
+    let longest = 0;
+    prompts.forEach((p, i) => {
+      if (p.length < 1) throw new ConfigError('prompts', i, `generate: prompt ${i} is empty; start it with BOS.`);
+      if (p.length > maxSeq) throw new ConfigError('prompts', i, `generate: prompt ${i} has ${p.length} tokens, more than maxSeq = ${maxSeq}.`);
+      for (let j = 0; j < p.length; j++) {
+        if (!(p[j]! >= 0 && p[j]! < V)) throw new ConfigError('prompts', i, `generate: prompt ${i} token ${j} is ${p[j]}, outside [0, ${V}).`);
+      }
+      longest = Math.max(longest, p.length);
+    });
+    const withLogits = opts.returnLogits ?? false;
+    const gen: number[][] = prompts.map(() => []);
+    const lps: number[][] = prompts.map(() => []);
+    const rows: number[][] = prompts.map(() => []);
+    const stopped = prompts.map(() => false);
+    const stopLogp = new Float32Array(S).fill(NaN);
+    const done = (): BackendGenerateResult => ({
+      tokens: gen.map((g) => Int32Array.from(g)),
+      stopped,
+      ...(withLogits ? { logp: lps.map((g) => Float32Array.from(g)), stopLogp, logits: rows.map((r) => Float32Array.from(r)) } : {}),
+    });
+    if (S === 0 || opts.maxNew === 0) return done();
+
+    const Tmax = Math.min(maxSeq, longest + opts.maxNew);
+    // Groups of prompts of one length P (a prompt that already fills Tmax generates nothing).
+    const byLen = new Map<number, number[]>();
+    prompts.forEach((p, i) => {
+      if (p.length >= Tmax) return;
+      const m = byLen.get(p.length);
+      if (m) m.push(i);
+      else byLen.set(p.length, [i]);
+    });
+    if (byLen.size === 0) return done();
+    const owned: X[TensorKind][] = [];
+    const keepT = <T extends X[TensorKind]>(t: T): T => {
+      owned.push(t);
+      return t;
+    };
+    const groups = [...byLen].map(([P, members]) => {
+      const Sg = members.length;
+      const tokens = new Int32Array(Sg * P);
+      members.forEach((s, b) => tokens.set(prompts[s]!, b * P));
+      return {
+        P,
+        members,
+        live: members.map(() => true),
+        prefill: tokens,
+        kc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
+        vc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
+        lastRow: keepT(be.upload('i32', Int32Array.from(members, (_, b) => b * P + P - 1))),
+        scatter: keepT(be.upload('i32', Int32Array.from(members))),
+      };
+    });
+    const lastX = keepT(be.zeros('f32', S * C));
+    const lastLn = keepT(be.zeros('f32', S * C));
+    const lastRstd = keepT(be.zeros('f32', S));
+    const logits = keepT(be.zeros('f32', S * V));
+    const sampled = keepT(be.zeros('i32', S));
+    const maxSg = Math.max(...groups.map((g) => g.members.length));
+    const [gq, gk, gv, gqr, gkr, gao] = Array.from({ length: 6 }, () => keepT(be.zeros('f32', maxSg * C)));
+    const next = new Int32Array(S);
+    const invT = tau > 0 ? 1 / tau : 1;
+    const P0 = this.params;
+    const liveGroups = () => groups.filter((g) => g.live.some((x) => x));
+    try {
+      for (let step = 0; liveGroups().length > 0; step++) {
+        let last: X['f32'];
+        if (step === 0) {
+          // Prefill: each group at positions 0..P−1; each sequence's last row → lastX in prompt order.
+          be.fill(lastX, 0);
+          for (const grp of groups) {
+            const Sg = grp.members.length;
+            const T = grp.P;
+            const N = Sg * T;
+            const acts = this.samplingActs(N);
+            const s = acts.sets[0]!;
+            const tok = be.upload('i32', grp.prefill);
+            be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), Sg, T, C);
+            const attention = (st: LayerActs<X>, l: number): void => {
+              be.ropeForward(st.q, acts.qraw, this.rope, Sg, T, NH, HS, 0);
+              be.ropeForward(st.k, acts.kraw, this.rope, Sg, T, NH, HS, 0);
+              be.kvCacheWrite(grp.kc[l]!, grp.vc[l]!, st.k, st.v, Sg, T, C, 0, Tmax);
+              be.attentionCachedForward(st.ao, st.q, grp.kc[l]!, grp.vc[l]!, Sg, T, NH, HS, 0, Tmax);
+            };
+            for (let l = 0; l < L; l++) this.layerForward(l, P0, s, acts, acts.res[l]!, s.mid, acts.res[l + 1]!, N, attention);
+            be.embeddingForward(gq, grp.lastRow, acts.res[L]!, 1, Sg, C); // row gather: each sequence's last row
+            be.embeddingBackward(lastX, gq, grp.scatter, 1, Sg, C); // rows → prompt order (into zeros)
+            be.dispose(tok);
+          }
+          last = lastX;
+        } else {
+          // Decode: one row per prompt (row s = prompt s; rows that are done compute unused values).
+          // Norms, projections and the MLP run over all S rows at once; RoPE, the cache write and
+          // attention run per group at the group's position, on its rows gathered and scattered back.
+          const acts = this.samplingActs(S);
+          const s = acts.sets[0]!;
+          const tok = be.upload('i32', next);
+          be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), 1, S, C);
+          const live = liveGroups();
+          const attention = (st: LayerActs<X>, l: number): void => {
+            be.fill(st.ao, 0);
+            for (const grp of live) {
+              const Sg = grp.members.length;
+              const pos0 = grp.P + step - 1;
+              be.embeddingForward(gq, grp.scatter, acts.qraw, 1, Sg, C);
+              be.embeddingForward(gk, grp.scatter, acts.kraw, 1, Sg, C);
+              be.embeddingForward(gv, grp.scatter, st.v, 1, Sg, C);
+              be.ropeForward(gqr, gq, this.rope, Sg, 1, NH, HS, pos0);
+              be.ropeForward(gkr, gk, this.rope, Sg, 1, NH, HS, pos0);
+              be.kvCacheWrite(grp.kc[l]!, grp.vc[l]!, gkr, gv, Sg, 1, C, pos0, Tmax);
+              be.attentionCachedForward(gao, gqr, grp.kc[l]!, grp.vc[l]!, Sg, 1, NH, HS, pos0, Tmax);
+              be.embeddingBackward(st.ao, gao, grp.scatter, 1, Sg, C);
+            }
+          };
+          for (let l = 0; l < L; l++) this.layerForward(l, P0, s, acts, acts.res[l]!, s.mid, acts.res[l + 1]!, S, attention);
+          be.dispose(tok);
+          last = acts.res[L]!;
+        }
+        be.rmsnormForward(lastLn, lastRstd, last, this.at(this.finalNorm, P0), 1, S, C, normEps);
+        be.matmulForward(logits, lastLn, this.at(this.emb, P0), 1, S, C, V);
+        be.sampleForward(sampled, logits, S, V, { seed: opts.seed, stream: opts.stream, step, temperature: tau, topK: opts.topK, seq0 });
+        const ids = await be.download('i32', sampled);
+        const z = withLogits ? await be.download('f32', logits) : null;
+        for (const grp of groups) {
+          grp.members.forEach((s, b) => {
+            if (!grp.live[b]) return;
+            const a = ids[s]!;
+            let lp = NaN;
+            if (z !== null) {
+              const row = z.subarray(s * V, (s + 1) * V);
+              lp = row[a]! * invT - rowLogSumExp(row, 0, V, invT);
+              for (let v = 0; v < V; v++) rows[s]!.push(row[v]!);
+            }
+            if (a === opts.stop) {
+              stopped[s] = true;
+              stopLogp[s] = lp;
+              grp.live[b] = false;
+              return;
+            }
+            gen[s]!.push(a);
+            lps[s]!.push(lp);
+            next[s] = a;
+            const len = prompts[s]!.length + gen[s]!.length;
+            if (gen[s]!.length >= opts.maxNew || len >= Tmax) grp.live[b] = false;
+          });
+        }
+      }
+    } finally {
+      for (const t of owned) be.dispose(t);
+    }
+    return done();
+  }
+}
