@@ -137,7 +137,23 @@ async function openDefault(): Promise<void> {
   await openConfig(presetConfig(DEFAULT_PRESET), DEFAULT_PRESET, 'Building the team…');
 }
 
+/**
+ * A small handle on `window.satPlayground` for the curious (and the browser tests): the store's
+ * state, and `loseDevice(agent)`, which destroys that agent's GPU device as a driver reset would —
+ * the next step fails, and the session rebuilds the team from the last completed agent step.
+ */
+function exposeHandle(): void {
+  (globalThis as { satPlayground?: unknown }).satPlayground = {
+    state: () => usePlayground.getState(),
+    loseDevice: async (agent: number): Promise<boolean> => {
+      const a = currentTeam()?.exp.team[agent] as { loseDevice?: () => Promise<boolean> } | undefined;
+      return a?.loseDevice ? a.loseDevice() : false;
+    },
+  };
+}
+
 export async function boot(): Promise<void> {
+  exposeHandle();
   onStep(() => void autosave());
   const hash = location.hash;
   if (hash && hash !== '#') {

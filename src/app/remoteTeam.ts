@@ -192,6 +192,11 @@ export class RemoteAgent implements LmAgentPolicy {
     return this.link.call((api) => api.generate(contexts, opts));
   }
 
+  /** For tests and demonstrations: destroys the worker's GPU device (false when it has none). */
+  loseDevice(): Promise<boolean> {
+    return this.link.call((api) => api.loseDevice());
+  }
+
   /** Ends the worker; pending and later calls reject with AgentWorkerError. */
   terminate(): void {
     this.link.terminate();
@@ -280,7 +285,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
         // Each worker gets its own copy, transferred: the loader may cache the bytes, and a Node
         // Buffer can be a view into a shared pool.
         const model = files.get(init.modelFile)!.slice();
-        return a.init({ kind: 'lm', modelName: init.modelFile, model, ...init }, [model.buffer]);
+        return a.init({ kind: 'lm', modelName: init.modelFile, model, backend: cfg.backend, ...init }, [model.buffer]);
       }),
     );
     const infos = await Promise.all(team.map((a) => a.info()));

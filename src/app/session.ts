@@ -109,7 +109,8 @@ async function exclusive(status: 'busy' | 'running' | 'loading', fn: () => Promi
     await fn();
     if (usePlayground.getState().status === status) usePlayground.setState({ status: team ? (finished() ? 'done' : 'ready') : 'idle' });
   } catch (e) {
-    usePlayground.setState({ status: 'error', error: describeError(e, 'Every step shown is complete and kept.') });
+    const handled = e instanceof SatError && (e.code === 'step' || e.code === 'recover'); // already say what was kept
+    usePlayground.setState({ status: 'error', error: handled ? e.message : describeError(e, 'Every step shown is complete and kept.') });
   } finally {
     busy = false;
     setProgress(null);
@@ -204,7 +205,13 @@ async function advance(): Promise<void> {
       } catch (again) {
         throw new SatError('recover', `${describeError(e, '')} Recovering also failed (${again instanceof Error ? again.message : String(again)}); export what you see, then Reset.`);
       }
-      throw new SatError('step', describeError(e, 'The experiment is back at the last completed agent step: every step shown is kept. Try a smaller lr or a larger β, Apply, and step again.'));
+      const code = (e as { code?: string }).code;
+      const advice =
+        code === 'numeric' ? ' Try a smaller lr or a larger β, Apply, and step again.'
+        : code === 'device-lost' ? ' The agents now run on fresh devices: step again to go on.'
+        : code === 'worker' ? ' The agents now run in fresh workers: step again to go on.'
+        : '';
+      throw new SatError('step', describeError(e, `The experiment is back at the last completed agent step: every step shown is kept.${advice}`));
     }
     throw e;
   }

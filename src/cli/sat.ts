@@ -159,6 +159,9 @@ async function loadFromDisk(name: string): Promise<Uint8Array> {
 }
 
 async function openExperiment(cfg: Config): Promise<Experiment> {
+  if (isLlmTask(cfg.task) && cfg.backend === 'webgpu') {
+    throw new SatError('usage', 'backend = webgpu runs in the page (npm run dev), one GPUDevice per agent worker; the command line trains on the CPU backend (backend = auto or cpu). GPU speed from Node: npm run bench -- --gpu.');
+  }
   return isLlmTask(cfg.task) ? createLlmExperiment(cfg, loadFromDisk) : createExperiment(cfg);
 }
 

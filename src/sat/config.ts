@@ -100,6 +100,7 @@ export const CONFIG = {
   // — language-model agents —
   level: int({ group: 'model', default: 3, min: 1, max: 4, doc: 'Difficulty of the language task: arithmetic 1–4, countdown 1–3 (the shipped models were pretrained at level 3).' }),
   model: enumOf({ group: 'model', default: 'S', options: ['S', 'M', 'L'], doc: 'Which shipped pretrained model every agent starts from: public/models/<task>-<size>.safetensors (L exists for arithmetic only).' }),
+  backend: enumOf({ group: 'model', default: 'auto', options: ['auto', 'webgpu', 'cpu'], doc: 'Where each language agent runs, in its own Web Worker: auto = WebGPU when the browser has a hardware adapter (one GPUDevice per agent), else the CPU (a software adapter such as SwiftShader is slower than the CPU kernels); webgpu = WebGPU, any adapter, or an error; cpu = the TypeScript kernels. Tabular agents always run on the CPU; the command line runs the CPU backend. Same backend + same seed ⇒ identical run.' }),
   agentModels: enumList({ group: 'model', default: [], options: ['S', 'M', 'L'], maxLength: 4, doc: 'Each agent’s own model size, one per agent (e.g. S,M,S: a larger model in the middle of the chain); empty = every agent uses model.' }),
   lora: int({ group: 'model', default: 0, min: 0, max: 64, doc: 'LoRA rank of each agent’s adapter over its frozen quantized base; 0 = train all weights (dequantized), fine for the small models.' }),
   loraAlpha: float({ group: 'model', default: 16, min: 0.01, max: 1024, doc: 'LoRA α: the adapter’s update is scaled by α/rank.' }),

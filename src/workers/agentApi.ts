@@ -23,9 +23,15 @@
  * thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
  */
 import { SatError } from '../core/errors';
-import { loadModel } from '../model/weights';
+import { acquireDevice, isSoftwareAdapter } from '../backend/webgpu/device';
+import { GpuContext } from '../backend/webgpu/kernel';
+import { softwareFallback } from '../backend/webgpu/node';
+import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
+import { BackendModel } from '../model/backendModel';
+import { dequantizeWeights, loadModel, type LoadedModel } from '../model/weights';
+import { BackendLmAgent } from '../sat/backendAgent';
 import { lmAgent, tableAgent, type LmInit, type TableInit } from '../sat/experiment';
-import { LmAgent, type GenerateOptions } from '../sat/lm';
+import { LmAgent, type GenerateOptions, type LmAgentPolicy } from '../sat/lm';
 import { TabularSoftmaxAgent } from '../sat/tabularAgent';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
 
@@ -41,6 +47,13 @@ export interface LmSpec extends LmInit {
   readonly modelName: string;
   /** The model file (safetensors). Send a copy the caller will not use again, and transfer it. */
   readonly model: Uint8Array;
+  /**
+   * Where the model runs: 'cpu' (the TypeScript kernels; the default), 'webgpu' (a GPUDevice of
+   * this worker's own; an error when there is none) or 'auto' (WebGPU when a hardware adapter
+   * exists, else the CPU, saying why — a software adapter such as SwiftShader is slower here than
+   * the CPU kernels).
+   */
+  readonly backend?: 'cpu' | 'webgpu' | 'auto';
 }
 
 export type AgentSpec = TableSpec | LmSpec;
@@ -53,14 +66,29 @@ export class AgentWorkerError extends SatError {
   }
 }
 
+/** The agent's GPU device is gone (driver reset, `device.destroy()`, …): every later call says so. */
+export class DeviceLostError extends SatError {
+  constructor(message: string) {
+    super('device-lost', message);
+    this.name = 'DeviceLostError';
+  }
+}
+
 /** The agent's backend as the page names it. */
 export const CPU_BACKEND = 'cpu (TypeScript)';
+
+type AnyAgent = TabularSoftmaxAgent | LmAgent | BackendLmAgent<GpuTensors>;
 
 /** How many keyed step sets AgentApi remembers (a stage uses a handful per agent step). */
 const KEYED_STEP_SETS = 32;
 
 export class AgentApi {
-  #agent: TabularSoftmaxAgent | LmAgent | null = null;
+  #agent: AnyAgent | null = null;
+  /** What `info().backend` says: the CPU, or the WebGPU adapter (and why not, after a fallback). */
+  #backend = CPU_BACKEND;
+  #gpu: { device: GPUDevice; ctx: GpuContext } | null = null;
+  /** Set when the GPU device is lost; every later call throws it. */
+  #lost: DeviceLostError | null = null;
   /** Bytes of the model file (LM agents): its frozen base stays resident in LoRA mode. */
   #modelBytes = 0;
   /** key → the obs array every call with that key sees (insertion order = least recently used first). */
@@ -77,16 +105,85 @@ export class AgentApi {
       this.#agent = tableAgent(spec);
       this.#modelBytes = 0;
     } else if (spec.kind === 'lm') {
-      this.#agent = lmAgent(spec, loadModel(spec.model));
+      const loaded = loadModel(spec.model);
       this.#modelBytes = spec.model.byteLength;
+      this.#agent = (spec.backend ?? 'cpu') === 'cpu' ? this.#cpuAgent(spec, loaded) : await this.#gpuAgent(spec, loaded);
     } else {
       throw new AgentWorkerError(`agent worker: unknown agent kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; expected "tabular" or "lm".`);
     }
   }
 
-  get #a(): TabularSoftmaxAgent | LmAgent {
+  #cpuAgent(spec: LmSpec, loaded: LoadedModel, why?: string): LmAgent {
+    this.#backend = why ? `${CPU_BACKEND} — ${why}` : CPU_BACKEND;
+    return lmAgent(spec, loaded);
+  }
+
+  /** The same agent over this worker's own GPUDevice (src/model/backendModel.ts on webgpuBackend). */
+  async #gpuAgent(spec: LmSpec, loaded: LoadedModel): Promise<AnyAgent> {
+    // 'auto' means the browser's WebGPU: a page (or worker) with navigator.gpu. Node has none, so
+    // the CLI and Node tests stay on the CPU unless they ask for 'webgpu' (Dawn) explicitly.
+    if (spec.backend === 'auto' && (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu === undefined) {
+      return this.#cpuAgent(spec, loaded, 'this browser has no WebGPU (navigator.gpu)');
+    }
+    const fallback = softwareFallback(); // Node without a GPU driver: Chromium's SwiftShader, if installed
+    let inUse = true; // false once this device is given back below: its loss is then expected
+    const r = await acquireDevice({
+      ...(fallback ? { node: fallback } : {}),
+      onLost: ({ reason, message }) => {
+        if (!inUse) return;
+        this.#lost = new DeviceLostError(
+          `Agent ${spec.index}'s GPU device was lost (${reason}${message ? `: ${message}` : ''}); its weights and optimizer state are safe in the last snapshot.`,
+        );
+      },
+    });
+    if (!r.ok) {
+      if (spec.backend === 'webgpu') throw new AgentWorkerError(`agent ${spec.index}: backend = webgpu was asked for, but ${r.reason}`);
+      return this.#cpuAgent(spec, loaded, `no WebGPU: ${r.reason}`);
+    }
+    if (spec.backend === 'auto' && isSoftwareAdapter(r.adapter)) {
+      inUse = false;
+      r.device.destroy();
+      return this.#cpuAgent(spec, loaded, `the only WebGPU adapter is a software one (${r.description}), slower here than the CPU backend; set backend = webgpu to use it anyway`);
+    }
+    const ctx = new GpuContext(r.device);
+    this.#gpu = { device: r.device, ctx };
+    const be = webgpuBackend(ctx, r.description);
+    const weights = spec.lora === 0 ? dequantizeWeights(loaded.weights) : loaded.weights;
+    const model = new BackendModel(be, loaded.cfg, weights, spec.lora === 0 ? { trainable: 'full' } : { trainable: 'lora', lora: { rank: spec.lora, alpha: spec.loraAlpha }, seed: spec.seed });
+    this.#backend = be.name;
+    return new BackendLmAgent(spec.index, model, { name: spec.name, temperature: spec.temperature, topK: spec.topK });
+  }
+
+  get #a(): AnyAgent {
+    if (this.#lost) throw this.#lost;
     if (!this.#agent) throw new AgentWorkerError('agent worker: no agent yet — call init(spec) before anything else.');
     return this.#agent;
+  }
+
+  /**
+   * Runs one call; if the device was lost while it ran (the call then fails or returns garbage
+   * read from a dead device), the loss is what gets reported.
+   */
+  async #call<T>(fn: (a: AnyAgent) => T | Promise<T>): Promise<T> {
+    const a = this.#a;
+    try {
+      const out = await fn(a);
+      if (this.#lost) throw this.#lost;
+      return out;
+    } catch (e) {
+      if (this.#lost) throw this.#lost;
+      throw e;
+    }
+  }
+
+  /** For tests and demonstrations: destroys this agent's GPU device (as a driver reset would). */
+  async loseDevice(): Promise<boolean> {
+    if (!this.#gpu) return false;
+    this.#gpu.device.destroy();
+    // device.lost resolves asynchronously; wait for it so the next call sees the loss.
+    await this.#gpu.device.lost;
+    await new Promise((r) => setTimeout(r, 0));
+    return true;
   }
 
   #table(what: string): TabularSoftmaxAgent {
@@ -95,9 +192,9 @@ export class AgentApi {
     return a;
   }
 
-  #lm(what: string): LmAgent {
+  #lm(what: string): LmAgentPolicy {
     const a = this.#a;
-    if (!(a instanceof LmAgent)) throw new AgentWorkerError(`agent ${a.index}: ${what} needs a language-model agent; this one is a table.`);
+    if (a instanceof TabularSoftmaxAgent) throw new AgentWorkerError(`agent ${a.index}: ${what} needs a language-model agent; this one is a table.`);
     return a;
   }
 
@@ -119,7 +216,7 @@ export class AgentApi {
 
   /** Name, kind, trainable parameter count, and the backend it runs on. */
   async info(): Promise<AgentInfo> {
-    return { ...(await this.#a.info()), backend: CPU_BACKEND };
+    return { ...(await this.#a.info()), backend: this.#backend };
   }
 
   /**
@@ -130,6 +227,7 @@ export class AgentApi {
   async memoryBytes(): Promise<number> {
     const a = this.#a;
     if (a instanceof TabularSoftmaxAgent) return 5 * a.nObs * a.nActions * Float64Array.BYTES_PER_ELEMENT;
+    if (a instanceof BackendLmAgent) return this.#gpu?.ctx.storageBytes ?? 0; // GPU buffers created
     return 5 * a.model.params.length * a.model.params.BYTES_PER_ELEMENT + this.#modelBytes;
   }
 
@@ -139,47 +237,48 @@ export class AgentApi {
   }
 
   async distributions(steps: StepSet, key?: number): Promise<Float64Array> {
-    return this.#a.distributions(this.#steps(steps, key));
+    return this.#call((a) => a.distributions(this.#steps(steps, key)));
   }
 
   async logProbs(steps: StepSet, key?: number): Promise<Float64Array> {
-    return this.#a.logProbs(this.#steps(steps, key));
+    return this.#call((a) => a.logProbs(this.#steps(steps, key)));
   }
 
   async setReference(): Promise<void> {
-    return this.#a.setReference();
+    return this.#call((a) => a.setReference());
   }
 
   async klToReference(steps: StepSet, key?: number): Promise<Float64Array> {
-    return this.#a.klToReference(this.#steps(steps, key));
+    return this.#call((a) => a.klToReference(this.#steps(steps, key)));
   }
 
   async trainStep(batch: AgentBatch, spec: ObjectiveSpec, key?: number): Promise<TrainReport> {
-    return this.#a.trainStep(this.#steps(batch, key), spec);
+    return this.#call((a) => a.trainStep(this.#steps(batch, key), spec));
   }
 
   async surrogateGradient(batch: AgentBatch, key?: number): Promise<Float64Array> {
-    return this.#a.surrogateGradient(this.#steps(batch, key));
+    return this.#call((a) => a.surrogateGradient(this.#steps(batch, key)));
   }
 
   async fisherVectorProduct(steps: StepSet, v: Float64Array, key?: number): Promise<Float64Array> {
-    return this.#a.fisherVectorProduct(this.#steps(steps, key), v);
+    return this.#call((a) => a.fisherVectorProduct(this.#steps(steps, key), v));
   }
 
   async snapshot(): Promise<AgentSnapshot> {
-    return this.#a.snapshot();
+    return this.#call((a) => a.snapshot());
   }
 
   async restore(s: AgentSnapshot): Promise<void> {
-    return this.#a.restore(s);
+    return this.#call((a) => a.restore(s));
   }
 
   async interpolate(from: AgentSnapshot, f: number): Promise<void> {
-    return this.#a.interpolate(from, f);
+    return this.#call((a) => a.interpolate(from, f));
   }
 
   async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
-    return this.#lm('generate').generate(contexts, opts);
+    const a = this.#lm('generate');
+    return this.#call(() => a.generate(contexts, opts));
   }
 
   /** The table's logits (tabular agents; for swaps and export). */

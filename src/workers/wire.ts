@@ -15,7 +15,7 @@
  */
 import { transfer, transferHandlers, type TransferHandler } from 'comlink';
 import { ConfigError, FormatError, NumericError, SatError } from '../core/errors';
-import { AgentApi, AgentWorkerError } from './agentApi';
+import { AgentApi, AgentWorkerError, DeviceLostError } from './agentApi';
 
 /** The ArrayBuffers under a result: typed arrays at the top, in arrays, or in a plain object's fields. */
 function buffersOf(value: unknown, out: Set<ArrayBuffer>, depth = 0): Set<ArrayBuffer> {
@@ -66,6 +66,7 @@ interface ErrorFields {
 /** Most specific first: the first class an error is an instance of names its kind. */
 const ERROR_KINDS: readonly (readonly [string, abstract new (...a: never[]) => Error])[] = [
   ['AgentWorkerError', AgentWorkerError],
+  ['DeviceLostError', DeviceLostError],
   ['ConfigError', ConfigError],
   ['NumericError', NumericError],
   ['FormatError', FormatError],

@@ -233,6 +233,8 @@ describe('playground page in Chromium', () => {
     await p.waitForFunction(() => document.querySelector('[data-testid="agent-0"]')?.textContent?.includes('arithmetic-S'), undefined, { timeout: 120_000 });
     await settled(p);
     expect(p.workers().length).toBe(3);
+    // backend = auto on a machine whose only WebGPU adapter is software: the CPU, and the page says why.
+    expect(await p.getByTestId('agent-0-backend').innerText()).toMatch(/^cpu \(TypeScript\) — the only WebGPU adapter is a software one/);
     await p.getByTestId('step-agent').click();
     await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 1, undefined, { timeout: 180_000 });
     await settled(p);
@@ -247,6 +249,42 @@ describe('playground page in Chromium', () => {
     expect(await p.getByTestId('cfg-agentModels').inputValue()).toBe('S,M,S');
     await p.context().close();
   }, 300_000);
+
+  it('language agents run on WebGPU in Chromium; a device destroyed mid-stage is recovered', async () => {
+    // backend = webgpu: this machine's only adapter is SwiftShader, which `auto` passes over (slower than the CPU kernels).
+    const cfg = presetConfig('arith-team', { backend: 'webgpu', agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+    const p = await freshPage();
+    await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('backend').innerText()).toMatch(/2 Web Workers, webgpu/);
+    for (const i of [0, 1]) {
+      expect(await p.getByTestId(`agent-${i}-backend`).innerText()).toMatch(/^webgpu/);
+      expect(await p.getByTestId(`agent-${i}-memory`).innerText()).toMatch(/^GPU \d/);
+    }
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 1, undefined, { timeout: 180_000 });
+    await settled(p);
+    expect(Number.isFinite(Number(await p.getByTestId('cell-j').first().getAttribute('data-value')))).toBe(true);
+    // Mid-stage: agent 0 of stage 2 moves, then agent 1's device is destroyed (as a driver reset would).
+    await p.getByTestId('step-agent').click();
+    await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 3, undefined, { timeout: 180_000 });
+    await settled(p);
+    expect(await p.evaluate(() => (globalThis as unknown as { satPlayground: { loseDevice(i: number): Promise<boolean> } }).satPlayground.loseDevice(1))).toBe(true);
+    await p.getByTestId('step-agent').click();
+    const banner = p.getByTestId('error');
+    await banner.waitFor({ state: 'visible', timeout: 180_000 });
+    await settled(p);
+    expect(await banner.innerText()).toMatch(/Agent 1's GPU device was lost \(destroyed/);
+    expect(await banner.innerText()).toMatch(/back at the last completed agent step/);
+    expect(await points(p, 'timeline')).toBe(3);
+    // Fresh devices: the stage goes on and completes.
+    await p.getByTestId('step-agent').click();
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 2, undefined, { timeout: 180_000 });
+    await settled(p);
+    expect(await p.getByTestId('agent-1-backend').innerText()).toMatch(/^webgpu/);
+    await p.context().close();
+  }, 600_000);
 
   it('malformed links each say what was wrong and open the defaults', async () => {
     const bad: [string, RegExp][] = [

@@ -90,7 +90,15 @@ export function TeamBuilder() {
               <span data-testid={`agent-${a.index}-backend`} title="Where this agent's model, optimizer and kernels run">
                 {a.backend}
               </span>
-              <span title="Parameters and optimizer state held by its worker">{bytes(a.memoryBytes)}</span>
+              {a.backend.startsWith('webgpu') ? (
+                <span data-testid={`agent-${a.index}-memory`} title="GPU buffers this agent's device holds (parameters, gradients, optimizer state, activations)">
+                  GPU {bytes(a.memoryBytes)}
+                </span>
+              ) : (
+                <span data-testid={`agent-${a.index}-memory`} title="Parameters and optimizer state held by its worker">
+                  {bytes(a.memoryBytes)}
+                </span>
+              )}
             </div>
             {llm && !hide.includes('agentModels') && (
               <label className="agent-delta" title={tooltip('agentModels')}>

@@ -130,6 +130,15 @@ export function describeAdapter(adapter: GPUAdapter): string {
 }
 
 /**
+ * True for a CPU-emulated adapter (SwiftShader, llvmpipe/lavapipe, or one the browser marks as a
+ * fallback): correct, but slower for these models than the CPU backend's own kernels.
+ */
+export function isSoftwareAdapter(adapter: GPUAdapter): boolean {
+  const i = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+  return i.isFallbackAdapter === true || /swiftshader|llvmpipe|lavapipe|software/i.test(describeAdapter(adapter));
+}
+
+/**
  * A WebGPU device, or the reason there is none. Requests the adapter's own limits for storage
  * buffer size and binding size (the defaults are far lower than most adapters allow).
  */

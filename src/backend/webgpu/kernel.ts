@@ -172,8 +172,12 @@ export class GpuContext {
     const free = this.freeStorage.get(cls);
     const hit = free?.pop();
     if (hit !== undefined) return hit;
+    this.storageBytes += cls;
     return this.device.createBuffer({ size: cls, usage: STORAGE_USAGE });
   }
+
+  /** Bytes of storage buffers created so far (pooled ones count once): the GPU memory the page shows. */
+  storageBytes = 0;
 
   /** A new tensor holding a copy of `data`. */
   upload<K extends TensorKind>(kind: K, data: HostTensors[K]): GpuTensor<K> {

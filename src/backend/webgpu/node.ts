@@ -4,9 +4,9 @@
  * tests, a headless bench. Returns the options for `acquireDevice({ node })`, or undefined when
  * no such driver is installed (a real GPU driver, if any, is then used as is).
  *
- * Not here: anything the browser bundle needs (nothing imports this file from the app); it uses
- * `process.getBuiltinModule` rather than an `import` of node:fs so that type-checking the shared
- * tsconfig never pulls Node modules into browser code by accident.
+ * Not here: anything the browser needs — the agent worker imports this file too, where it returns
+ * undefined at once; it uses `process.getBuiltinModule` rather than an `import` of node:fs so that
+ * the browser bundle and the shared tsconfig never pull Node modules in.
  */
 
 /** Chromium's SwiftShader ICD and its bundled Vulkan loader, if present in a known place. */

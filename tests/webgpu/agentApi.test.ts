@@ -1,0 +1,66 @@
+/**
+ * The agent worker's class (src/workers/agentApi.ts) on WebGPU, in Node (Dawn on this machine's
+ * adapter, SwiftShader here): an agent asked for `backend: 'webgpu'` says so and reports its GPU
+ * buffers, starts from the same parameters as the CPU agent and writes the same tokens for the
+ * same seed; destroying its device mid-run makes every later call fail with a DeviceLostError
+ * that says what happened — never a hang, never garbage; `'auto'` in Node (no navigator.gpu)
+ * stays on the CPU and says why. Model: public/models/arithmetic-S (LoRA r4 over its Q8 base).
+ *
+ * Without an adapter the suite skips, printing the reason (tests/webgpu/gpu.ts).
+ *
+ * Not here: the kernels (the other files here) or the session's recovery (tests/session.test.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AgentApi, DeviceLostError, type LmSpec } from '../../src/workers/agentApi';
+import { gpu } from './gpu';
+
+const model = new Uint8Array(readFileSync(join(import.meta.dirname, '../../public/models/arithmetic-S.safetensors')));
+const spec = (backend: LmSpec['backend']): LmSpec => ({
+  kind: 'lm', index: 0, name: 'arithmetic-S#0', modelFile: 'arithmetic-S', modelName: 'arithmetic-S', model: model.slice(), backend,
+  lora: 4, loraAlpha: 16, seed: 7, temperature: 1, topK: 0,
+});
+// "12+7=" after <bos>: tokens are the char tokenizer's; any short prompt will do.
+const prompts = [Int32Array.of(1, 20, 21, 30, 26, 29), Int32Array.of(1, 22, 30, 23, 29)];
+
+describe.skipIf(typeof gpu === 'string')('AgentApi on WebGPU', () => {
+  it('says where it runs, starts where the CPU agent starts, and samples the same tokens', async () => {
+    const g = new AgentApi();
+    const c = new AgentApi();
+    await g.init(spec('webgpu'));
+    await c.init(spec('cpu'));
+    expect((await g.info()).backend).toMatch(/^webgpu/);
+    expect((await c.info()).backend).toBe('cpu (TypeScript)');
+    expect(await g.memoryBytes()).toBeGreaterThan(0);
+    const sg = await g.snapshot();
+    const sc = await c.snapshot();
+    expect(sg.params.length).toBe(sc.params.length);
+    let worst = 0;
+    for (let i = 0; i < sc.params.length; i++) worst = Math.max(worst, Math.abs(sg.params[i]! - sc.params[i]!));
+    expect(worst).toBeLessThan(1e-6);
+    const opts = { maxNew: 4, seed: 11, stream: 3 };
+    const a = await g.generate(prompts, opts);
+    const b = await c.generate(prompts, opts);
+    expect(a.tokens.map((t) => [...t])).toEqual(b.tokens.map((t) => [...t]));
+    expect(a.stopped).toEqual(b.stopped);
+  }, 120_000);
+
+  it('a destroyed device fails every later call with a DeviceLostError naming the agent', async () => {
+    const g = new AgentApi();
+    await g.init(spec('webgpu'));
+    await g.generate(prompts, { maxNew: 2, seed: 1, stream: 0 });
+    expect(await g.loseDevice()).toBe(true);
+    const err = await g.generate(prompts, { maxNew: 2, seed: 1, stream: 0 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeviceLostError);
+    expect((err as Error).message).toMatch(/Agent 0's GPU device was lost \(destroyed/);
+    expect((err as Error).message).toMatch(/safe in the last snapshot/);
+    await expect(g.snapshot()).rejects.toBeInstanceOf(DeviceLostError);
+  }, 120_000);
+
+  it("'auto' in Node (no navigator.gpu) stays on the CPU and says why", async () => {
+    const a = new AgentApi();
+    await a.init(spec('auto'));
+    expect((await a.info()).backend).toMatch(/^cpu \(TypeScript\) — this browser has no WebGPU/);
+  });
+});
