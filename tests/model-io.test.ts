@@ -551,6 +551,9 @@ describe('model card', () => {
     expectError(() => validateCard({ ...raw, vocab: 40 }), FormatError, '"vocab" = 40 disagrees');
     expectError(() => validateCard({ ...raw, config: { ...MODEL_PRESETS.S, d: 30 } }), FormatError, '"config" is invalid');
     expectError(() => validateCard({ ...raw, extra: 1 }), FormatError, 'unknown field "extra"');
+    expectError(() => validateCard({ ...raw, pretrainWorkers: 0 }), FormatError, '"pretrainWorkers" must be an integer ≥ 1');
+    expect(validateCard({ ...raw, pretrainWorkers: 2 }).pretrainWorkers).toBe(2); // optional: older cards lack it
+    expect(validateCard(raw).pretrainWorkers).toBeUndefined();
     expectError(() => validateCard([]), FormatError, 'must be a JSON object');
     expectError(() => cardFromJson('{'), FormatError, 'not valid JSON');
   });

@@ -4,12 +4,18 @@
  *
  *   npm run pretrain -- --task arithmetic --size S [--level 2] [--minutes 20] [--steps N]
  *                       [--seed 1] [--batch 32] [--lr 3e-3] [--quant q8|q4|f32] [--out public/models]
+ *                       [--workers 2]
  *
  * Writes <out>/<task>-<size>.safetensors (weights, config and card in __metadata__) and
  * <out>/<task>-<size>.json (the card alone, for people and the UI's gallery). Progress, loss and
  * throughput are printed as it goes.
  *
- * Not here: the training maths (src/train/pretrain.ts).
+ * `--workers W` (default: min(2, available cores)) trains by data parallelism on W worker threads
+ * (src/train/parallel.ts); `--workers 1` is the single-thread loop (src/train/pretrain.ts
+ * `pretrain`), unchanged. The wall time printed at the end and stored as the card's
+ * pretrainSeconds includes starting the workers.
+ *
+ * Not here: the training maths (src/train/pretrain.ts) or the worker pool (src/train/parallel.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,9 +27,10 @@ import type { QuantKind } from '../model/quant';
 import { Transformer } from '../model/transformer';
 import { initWeights, quantizeWeights, saveModel } from '../model/weights';
 import { isLlmTaskName, LLM_TASK_NAMES, makeLlmTask } from '../tasks/llm/index';
-import { heldOutAccuracy, pretrain, ZOO_EVAL_COUNT } from '../train/pretrain';
+import { defaultWorkers, pretrainParallel } from '../train/parallel';
+import { heldOutAccuracy, pretrain, ZOO_EVAL_COUNT, type PretrainOptions } from '../train/pretrain';
 
-const USAGE = `Usage: npm run pretrain -- --task ${LLM_TASK_NAMES.join('|')} --size S|M|L [--minutes 20] [--steps N] [--level L] [--seed S] [--batch B] [--lr LR] [--quant q8|q4|f32] [--out DIR] [--eval N]`;
+const USAGE = `Usage: npm run pretrain -- --task ${LLM_TASK_NAMES.join('|')} --size S|M|L [--minutes 20] [--steps N] [--level L] [--seed S] [--batch B] [--lr LR] [--quant q8|q4|f32] [--out DIR] [--eval N] [--workers W (default ${defaultWorkers()}; 1 = single thread)]`;
 
 interface Args {
   task: string;
@@ -37,10 +44,11 @@ interface Args {
   quant: string;
   out: string;
   evalCount: number;
+  workers: number;
 }
 
 function parse(argv: string[]): Args {
-  const a: Args = { task: 'arithmetic', size: 'S', minutes: 20, steps: 1e9, seed: 1, batch: 32, lr: 3e-3, quant: 'q8', out: 'public/models', evalCount: ZOO_EVAL_COUNT };
+  const a: Args = { task: 'arithmetic', size: 'S', minutes: 20, steps: 1e9, seed: 1, batch: 32, lr: 3e-3, quant: 'q8', out: 'public/models', evalCount: ZOO_EVAL_COUNT, workers: defaultWorkers() };
   const num = (flag: string, v: string | undefined, min: number, max: number, int = false): number => {
     const x = Number(v);
     if (v === undefined || !Number.isFinite(x) || x < min || x > max || (int && !Number.isInteger(x))) {
@@ -67,6 +75,7 @@ function parse(argv: string[]): Args {
       case '--quant': a.quant = v ?? ''; i++; break;
       case '--out': a.out = v ?? ''; i++; break;
       case '--eval': a.evalCount = num(f, v, 1, 100000, true); i++; break;
+      case '--workers': a.workers = num(f, v, 1, 64, true); i++; break;
       default: throw new SatError('usage', `Unknown flag ${f}. ${USAGE}`);
     }
   }
@@ -76,32 +85,35 @@ function parse(argv: string[]): Args {
   return a;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const a = parse(process.argv.slice(2));
   const task = makeLlmTask(a.task as 'arithmetic', { seed: a.seed, level: a.level });
   const cfg = MODEL_PRESETS[a.size as ModelSize];
   const name = `${a.task}-${a.size}`;
-  console.log(`pretraining ${name}: ${paramCount(cfg).toLocaleString('en')} parameters (d ${cfg.d}, ${cfg.layers} layers, ${cfg.heads} heads, hidden ${cfg.hidden}), task ${task.name} level ${task.level}, budget ${a.minutes} min / ${a.steps} steps`);
+  console.log(`pretraining ${name}: ${paramCount(cfg).toLocaleString('en')} parameters (d ${cfg.d}, ${cfg.layers} layers, ${cfg.heads} heads, hidden ${cfg.hidden}), task ${task.name} level ${task.level}, budget ${a.minutes} min / ${a.steps} steps, ${a.workers} worker${a.workers === 1 ? ' (single thread)' : 's (data parallel)'}`);
   const model = new Transformer(cfg, initWeights(cfg, new Rng(a.seed, [0x696e])), { trainable: 'full' });
-  const run = pretrain(model, task, {
+  const opts: PretrainOptions = {
     seed: a.seed, batch: a.batch, lr: a.lr, weightDecay: 0.01, steps: a.steps, seconds: a.minutes * 60, every: 100,
     onProgress: (p) => {
       const line = `step ${String(p.step).padStart(6)}  loss ${p.loss.toFixed(4)}  ${Math.round(p.tokensPerSecond).toLocaleString('en')} tok/s  ${p.elapsed.toFixed(0)} s  ${(100 * p.done).toFixed(1)} %`;
       if (process.stdout.isTTY) process.stdout.write(`\r${line}\x1b[K`);
       else console.log(line);
     },
-  });
+  };
+  const t0 = Date.now();
+  const run = a.workers === 1 ? pretrain(model, task, opts) : await pretrainParallel(model, task, opts, a.workers);
+  const wallSeconds = (Date.now() - t0) / 1000;
   if (process.stdout.isTTY) process.stdout.write('\n');
   const f32 = model.exportWeights();
   const weights = quantizeWeights(cfg, f32, a.quant as QuantKind);
   const quantModel = new Transformer(cfg, weights, { trainable: 'none' });
   const accF32 = heldOutAccuracy(model, task, a.evalCount).accuracy;
   const evalQ = heldOutAccuracy(quantModel, task, a.evalCount);
-  console.log(`trained ${run.steps} steps in ${run.seconds.toFixed(0)} s, final loss ${run.finalLoss.toFixed(4)}; held-out accuracy (greedy, ${a.evalCount} problems): f32 ${(100 * accF32).toFixed(1)} %, ${a.quant} ${(100 * evalQ.accuracy).toFixed(1)} %`);
+  console.log(`trained ${run.steps} steps in ${wallSeconds.toFixed(1)} s wall time on ${a.workers} worker${a.workers === 1 ? '' : 's'} (${(run.steps / Math.max(1e-3, wallSeconds)).toFixed(1)} steps/s), final loss ${run.finalLoss.toFixed(4)}; held-out accuracy (greedy, ${a.evalCount} problems): f32 ${(100 * accF32).toFixed(1)} %, ${a.quant} ${(100 * evalQ.accuracy).toFixed(1)} %`);
   for (const e of evalQ.examples) console.log(`  ${e.prompt}${e.answer}  ${e.correct ? '✓' : '✗'}`);
   const card = makeCard(cfg, {
     name, task: `${task.name} level ${task.level}`, dataSeed: a.seed, heldOutAccuracy: evalQ.accuracy,
-    pretrainSeconds: Math.round(run.seconds), quant: a.quant as QuantKind,
+    pretrainSeconds: Math.round(wallSeconds), pretrainWorkers: a.workers, quant: a.quant as QuantKind,
   });
   mkdirSync(a.out, { recursive: true });
   writeFileSync(join(a.out, `${name}.safetensors`), saveModel(cfg, weights, card));
@@ -109,12 +121,11 @@ function main(): void {
   console.log(`wrote ${join(a.out, `${name}.safetensors`)} and ${name}.json`);
 }
 
-try {
-  main();
-} catch (e) {
+main().catch((e: unknown) => {
   if (e instanceof SatError) {
     console.error(`error: ${e.message}`);
-    process.exit(2);
+    // 1: a worker thread failed while training; 2: anything else we can name (bad flags first).
+    process.exit(e.code === 'worker' ? 1 : 2);
   }
   throw e;
-}
+});

@@ -3,7 +3,7 @@
  * safetensors `__metadata__` under "card", and as a `.json` file beside it) saying what the model
  * is, what it was trained on and how well it does:
  *
- *   { name, parameters, vocab, config, task, dataSeed, heldOutAccuracy, pretrainSeconds, quant, created }
+ *   { name, parameters, vocab, config, task, dataSeed, heldOutAccuracy, pretrainSeconds, [pretrainWorkers], quant, created }
  *
  * `validateCard` checks an untrusted value field by field (FormatError naming the field, what it
  * must be and what it was) and cross-checks `parameters` and `vocab` against `config`.
@@ -31,13 +31,17 @@ export interface ModelCard {
   readonly heldOutAccuracy: number;
   /** Wall-clock pretraining time in seconds (≥ 0). */
   readonly pretrainSeconds: number;
+  /** Threads that shared the pretraining (data parallel); absent on cards from before it existed (1). */
+  readonly pretrainWorkers?: number;
   /** How the shipped weights are stored. */
   readonly quant: QuantKind;
   /** ISO 8601 creation time, e.g. "2025-01-31T12:00:00.000Z". */
   readonly created: string;
 }
 
-const CARD_KEYS = ['name', 'parameters', 'vocab', 'config', 'task', 'dataSeed', 'heldOutAccuracy', 'pretrainSeconds', 'quant', 'created'] as const;
+const CARD_KEYS = ['name', 'parameters', 'vocab', 'config', 'task', 'dataSeed', 'heldOutAccuracy', 'pretrainSeconds', 'pretrainWorkers', 'quant', 'created'] as const;
+/** Fields a card may leave out. */
+const OPTIONAL_KEYS: readonly string[] = ['pretrainWorkers'];
 
 function typeOf(v: unknown): string {
   if (v === null) return 'null';
@@ -63,7 +67,7 @@ export function validateCard(raw: unknown): ModelCard {
     }
   }
   for (const k of CARD_KEYS) {
-    if (!(k in o)) throw new FormatError(`model card is missing field "${k}"`);
+    if (!(k in o) && !OPTIONAL_KEYS.includes(k)) throw new FormatError(`model card is missing field "${k}"`);
   }
   const str = (k: string): string => {
     const v = o[k];
@@ -84,6 +88,8 @@ export function validateCard(raw: unknown): ModelCard {
   if (typeof acc !== 'number' || !(acc >= 0 && acc <= 1)) throw bad('heldOutAccuracy', 'a number in [0, 1]', acc);
   const secs = o.pretrainSeconds;
   if (typeof secs !== 'number' || !Number.isFinite(secs) || secs < 0) throw bad('pretrainSeconds', 'a finite number ≥ 0', secs);
+  const workers = o.pretrainWorkers;
+  if (workers !== undefined && (typeof workers !== 'number' || !Number.isSafeInteger(workers) || workers < 1)) throw bad('pretrainWorkers', 'an integer ≥ 1', workers);
   const quant = o.quant;
   if (typeof quant !== 'string' || !(QUANT_KINDS as readonly string[]).includes(quant)) {
     throw bad('quant', `one of ${QUANT_KINDS.map((q) => `"${q}"`).join(', ')}`, quant);
@@ -115,6 +121,7 @@ export function validateCard(raw: unknown): ModelCard {
     dataSeed,
     heldOutAccuracy: acc,
     pretrainSeconds: secs,
+    ...(workers !== undefined ? { pretrainWorkers: workers } : {}),
     quant: quant as QuantKind,
     created,
   };
@@ -134,6 +141,7 @@ export function makeCard(cfg: ModelConfig, fields: CardFields): ModelCard {
     dataSeed: fields.dataSeed,
     heldOutAccuracy: fields.heldOutAccuracy,
     pretrainSeconds: fields.pretrainSeconds,
+    ...(fields.pretrainWorkers !== undefined ? { pretrainWorkers: fields.pretrainWorkers } : {}),
     quant: fields.quant,
     created: fields.created ?? new Date().toISOString(),
   });

@@ -2,9 +2,11 @@
  * Pretraining a tiny language model from scratch on a task's generated train split: next-token
  * cross-entropy on the answer tokens of `corpus.ts` examples, AdamW with a cosine learning-rate
  * schedule, then held-out accuracy by greedy decoding. Used by `npm run pretrain` to build the
- * model zoo in public/models/.
+ * model zoo in public/models/. `crossEntropyGrad` is also the per-shard gradient of the
+ * data-parallel step (src/train/parallel.ts).
  *
- * Not here: RL (src/sat) or file writing (the CLI does it with src/model/weights.ts).
+ * Not here: RL (src/sat), file writing (the CLI does it with src/model/weights.ts), or threads
+ * (parallel.ts; this file imports nothing from Node, so the app may import it).
  */
 import { Rng } from '../core/rng';
 import { EOS, tokenizer } from '../model/tokenizer';
@@ -36,11 +38,33 @@ export interface PretrainProgress {
   readonly done: number;
 }
 
+/** One training sequence: its tokens and the first position whose token counts in the loss. */
+export interface PretrainExample {
+  readonly tokens: Int32Array;
+  readonly lossFrom: number;
+}
+
+/** Target tokens of a batch: the denominator of its mean loss (Σ over examples of length − lossFrom). */
+export function targetCount(examples: readonly PretrainExample[]): number {
+  let count = 0;
+  for (const e of examples) count += e.tokens.length - e.lossFrom;
+  return count;
+}
+
 /**
- * One step of next-token cross-entropy on the loss positions of `examples`; returns the mean loss.
- * Row (b, t) of the logits predicts token t+1; it counts when t+1 ≥ lossFrom of its example.
+ * Forward and backward of Σ CE / `count` over the loss positions of `examples`, leaving its
+ * gradient in `model.grads` (zeroed first); no optimizer step. Row (b, t) of the logits predicts
+ * token t+1; it counts when t+1 ≥ lossFrom of its example. Returns the SUMMED loss (not divided
+ * by count) and the padded tokens B·T.
+ *
+ * `count` is the target-token count of the WHOLE batch (default: of `examples`). A data-parallel
+ * shard passes the whole batch's count, so that each shard's gradient is its share of the
+ * whole-batch mean loss: the gradients of the shards then sum to the whole-batch gradient, and
+ * every ∂loss/∂logit is bit for bit the whole batch's (only the f32 rounding of the summed
+ * weight gradients differs). Dividing by the shard's own count would weight a short shard's
+ * tokens more than a long one's.
  */
-export function crossEntropyStep(model: Transformer, examples: readonly { tokens: Int32Array; lossFrom: number }[], lr: number, weightDecay: number): { loss: number; tokens: number } {
+export function crossEntropyGrad(model: Transformer, examples: readonly PretrainExample[], count = targetCount(examples)): { lossSum: number; tokens: number } {
   const B = examples.length;
   const T = Math.max(...examples.map((e) => e.tokens.length));
   const V = model.cfg.vocab;
@@ -49,8 +73,6 @@ export function crossEntropyStep(model: Transformer, examples: readonly { tokens
   model.zeroGrad();
   const logits = model.forward(tokens, B, T, { keep: true });
   const dlogits = new Float32Array(logits.length);
-  let count = 0;
-  for (const e of examples) count += e.tokens.length - e.lossFrom;
   let loss = 0;
   examples.forEach((e, b) => {
     for (let t = e.lossFrom - 1; t < e.tokens.length - 1; t++) {
@@ -66,34 +88,80 @@ export function crossEntropyStep(model: Transformer, examples: readonly { tokens
     }
   });
   model.backward(dlogits);
-  model.adamStep(lr, weightDecay);
-  return { loss: loss / count, tokens: B * T };
+  return { lossSum: loss, tokens: B * T };
 }
 
-/** Trains until the step or time budget runs out. Returns the number of steps and seconds. */
-export function pretrain(model: Transformer, task: LlmTask, o: PretrainOptions): { steps: number; seconds: number; finalLoss: number } {
-  const rng = new Rng(o.seed, [0x7072]);
-  const t0 = Date.now();
-  let ema = NaN;
-  let tokens = 0;
-  let step = 0;
-  for (; step < o.steps; step++) {
-    const elapsed = (Date.now() - t0) / 1000;
-    if (elapsed >= o.seconds) break;
+/**
+ * One step of next-token cross-entropy on the loss positions of `examples` (crossEntropyGrad,
+ * then one AdamW step, all on this thread); returns the mean loss.
+ */
+export function crossEntropyStep(model: Transformer, examples: readonly PretrainExample[], lr: number, weightDecay: number): { loss: number; tokens: number } {
+  const count = targetCount(examples);
+  const r = crossEntropyGrad(model, examples, count);
+  model.adamStep(lr, weightDecay);
+  return { loss: r.lossSum / count, tokens: r.tokens };
+}
+
+/**
+ * The bookkeeping of a pretraining run, shared by the single-thread loop (`pretrain`) and the
+ * data-parallel one (src/train/parallel.ts) so both see the same data, schedule and progress:
+ * `next()` gives step s's learning rate and batch (or null when the budget is spent), `record()`
+ * takes the step's loss.
+ */
+export class PretrainRun {
+  private readonly rng: Rng;
+  private readonly t0 = Date.now();
+  private ema = NaN;
+  private tokens = 0;
+  private step = 0;
+
+  constructor(
+    private readonly task: LlmTask,
+    private readonly o: PretrainOptions,
+  ) {
+    this.rng = new Rng(o.seed, [0x7072]);
+  }
+
+  /** Step `step`'s learning rate and examples, or null when the step or time budget is spent. */
+  next(): { lr: number; examples: PretrainExample[] } | null {
+    const { o, step } = this;
+    if (step >= o.steps) return null;
+    const elapsed = (Date.now() - this.t0) / 1000;
+    if (elapsed >= o.seconds) return null;
     const progress = Math.max(step / o.steps, elapsed / o.seconds);
     // Cosine decay to 10 % of the peak, after a short warm-up.
     const warm = Math.min(1, (step + 1) / 50);
     const lr = o.lr * warm * (0.1 + 0.45 * (1 + Math.cos(Math.PI * Math.min(1, progress))));
-    const examples = Array.from({ length: o.batch }, (_, b) => pretrainExample(task, rng.fork(step, b)));
-    const r = crossEntropyStep(model, examples, lr, o.weightDecay);
-    tokens += r.tokens;
-    ema = Number.isNaN(ema) ? r.loss : 0.98 * ema + 0.02 * r.loss;
-    if (o.onProgress && (step % (o.every ?? 50) === 0 || step === o.steps - 1)) {
-      const el = (Date.now() - t0) / 1000;
-      o.onProgress({ step, loss: ema, tokensPerSecond: tokens / Math.max(1e-3, el), elapsed: el, done: Math.max((step + 1) / o.steps, el / o.seconds) });
-    }
+    const examples = Array.from({ length: o.batch }, (_, b) => pretrainExample(this.task, this.rng.fork(step, b)));
+    return { lr, examples };
   }
-  return { steps: step, seconds: (Date.now() - t0) / 1000, finalLoss: ema };
+
+  /** Records the step just taken (its mean loss and padded tokens) and reports progress. */
+  record(r: { loss: number; tokens: number }): void {
+    const { o, step } = this;
+    this.tokens += r.tokens;
+    this.ema = Number.isNaN(this.ema) ? r.loss : 0.98 * this.ema + 0.02 * r.loss;
+    if (o.onProgress && (step % (o.every ?? 50) === 0 || step === o.steps - 1)) {
+      const el = (Date.now() - this.t0) / 1000;
+      o.onProgress({ step, loss: this.ema, tokensPerSecond: this.tokens / Math.max(1e-3, el), elapsed: el, done: Math.max((step + 1) / o.steps, el / o.seconds) });
+    }
+    this.step++;
+  }
+
+  /** Steps taken, wall-clock seconds, and the loss EMA. */
+  result(): { steps: number; seconds: number; finalLoss: number } {
+    return { steps: this.step, seconds: (Date.now() - this.t0) / 1000, finalLoss: this.ema };
+  }
+}
+
+/**
+ * Trains on this thread until the step or time budget runs out (`--workers 1`). Returns the number
+ * of steps and seconds. The data-parallel twin is `pretrainParallel` (src/train/parallel.ts).
+ */
+export function pretrain(model: Transformer, task: LlmTask, o: PretrainOptions): { steps: number; seconds: number; finalLoss: number } {
+  const run = new PretrainRun(task, o);
+  for (let s = run.next(); s !== null; s = run.next()) run.record(crossEntropyStep(model, s.examples, s.lr, o.weightDecay));
+  return run.result();
 }
 
 /** Held-out problems behind a shipped model's recorded accuracy (the zoo test re-measures on the same ones). */

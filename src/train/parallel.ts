@@ -1,0 +1,244 @@
+/**
+ * Data-parallel pretraining on the machine's cores (node:worker_threads): a pool of W workers,
+ * each holding a replica of the model, and one synchronous training step over them:
+ *
+ *   1. the minibatch is cut into W contiguous shards (examples in batch order);
+ *   2. worker i receives the current parameters and shard i, and computes the gradient of
+ *      Σ_{shard i} CE / count, where count is the target-token count of the WHOLE batch
+ *      (crossEntropyGrad in pretrain.ts says why) — so the shard gradients sum to the whole-batch
+ *      gradient of the mean loss, and every ∂loss/∂logit equals the single-thread one bit for bit;
+ *   3. the main thread sums the shard gradients in shard order 0, 1, …, W−1 (whatever order the
+ *      workers finish in, so a run is deterministic), takes the single AdamW step on its own
+ *      model, and sends the new parameters with the next step's shards.
+ * The result differs from the single-thread step only by the f32 rounding of summing W partial
+ * weight gradients instead of one (tests/pretrain.test.ts states the tolerance).
+ *
+ * Arrays cross the thread boundary as transferred ArrayBuffers (parameters out, gradients back).
+ * A worker that fails (a thrown error, a crash, an unexpected exit) rejects the step with a
+ * PretrainWorkerError naming the worker, its shard and the cause, and the whole pool is
+ * terminated, so no thread is left running.
+ *
+ * The worker entry is pretrainWorker.mjs, a plain-JS shim that registers tsx and imports
+ * pretrainWorker.ts, so the same code starts under `tsx` (npm run pretrain) and under vitest.
+ *
+ * Not here: the loss and its gradient (pretrain.ts crossEntropyGrad), the data and schedule
+ * (pretrain.ts PretrainRun), the Node-free training path the app may import (pretrain.ts; this
+ * file needs node:worker_threads). Not a general job queue: one step at a time, W fixed.
+ */
+import { availableParallelism, cpus } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { SatError } from '../core/errors';
+import type { ModelConfig } from '../model/config';
+import type { Transformer } from '../model/transformer';
+import type { LlmTask } from '../tasks/llm/types';
+import { PretrainRun, targetCount, type PretrainExample, type PretrainOptions } from './pretrain';
+
+/** A worker of the pool failed: its message names the worker, its shard and the cause. */
+export class PretrainWorkerError extends SatError {
+  /** Index of the failing worker (= its shard), or −1 when the pool itself was misused. */
+  readonly worker: number;
+  constructor(worker: number, message: string) {
+    super('worker', message);
+    this.name = 'PretrainWorkerError';
+    this.worker = worker;
+  }
+}
+
+/** Worker count when none is given: both cores of the reference machine, never more than the host has. */
+export function defaultWorkers(): number {
+  const n = typeof availableParallelism === 'function' ? availableParallelism() : cpus().length;
+  return Math.max(1, Math.min(2, n));
+}
+
+/** What the main thread sends a worker. */
+export interface ToWorker {
+  readonly type: 'step';
+  readonly seq: number;
+  readonly params: Float32Array;
+  readonly examples: readonly PretrainExample[];
+  /** Target tokens of the whole batch (the loss's denominator). */
+  readonly count: number;
+}
+
+/** What a worker sends back. */
+export type FromWorker =
+  | { readonly type: 'ready' }
+  | { readonly type: 'grad'; readonly seq: number; readonly grads: Float32Array; readonly lossSum: number; readonly tokens: number; readonly ms: number }
+  | { readonly type: 'error'; readonly seq: number; readonly name: string; readonly message: string };
+
+/** Data the worker starts with (workerData). */
+export interface WorkerInit {
+  readonly cfg: ModelConfig;
+  readonly params: Float32Array;
+  readonly index: number;
+}
+
+interface Pending {
+  resolve: (m: Extract<FromWorker, { type: 'ready' | 'grad' }>) => void;
+  reject: (e: Error) => void;
+}
+
+/** Contiguous shards of `n` examples over `w` workers: shard i is [bounds[i], bounds[i+1]). */
+export function shardBounds(n: number, w: number): number[] {
+  return Array.from({ length: w + 1 }, (_, i) => Math.floor((i * n) / w));
+}
+
+/**
+ * A pool of W workers training one model by data parallelism (header). Create with
+ * `DataParallelTrainer.create` (it waits until every worker has loaded), call `step` once per
+ * minibatch, and `close` at the end (also on error: a failed step closes the pool itself).
+ */
+export class DataParallelTrainer {
+  private closed = false;
+  private seq = 0;
+  private readonly pending: (Pending | null)[];
+  private readonly exited: Promise<void>[];
+  private failure: PretrainWorkerError | null = null;
+  /** Milliseconds each worker spent computing its shard's gradient in the last step (0: it sat out); for diagnosis. */
+  readonly shardMs: number[];
+
+  private constructor(
+    private readonly model: Transformer,
+    private readonly workers: Worker[],
+  ) {
+    this.pending = workers.map(() => null);
+    this.shardMs = workers.map(() => 0);
+    this.exited = workers.map((w, i) => {
+      w.on('message', (m: FromWorker) => this.onMessage(i, m));
+      w.on('error', (e: unknown) => this.fail(i, `pretrain worker ${i} crashed: ${e instanceof Error ? e.message : String(e)}`));
+      return new Promise<void>((resolve) =>
+        w.once('exit', (code) => {
+          if (!this.closed) this.fail(i, `pretrain worker ${i} exited unexpectedly (code ${code}).`);
+          resolve();
+        }),
+      );
+    });
+  }
+
+  /** Starts W workers, each with a replica of `model` (trainable 'full', f32), and waits until all are ready. */
+  static async create(model: Transformer, workers: number): Promise<DataParallelTrainer> {
+    if (!Number.isInteger(workers) || workers < 1) throw new PretrainWorkerError(-1, `DataParallelTrainer: workers must be an integer ≥ 1, got ${workers}.`);
+    if (model.trainable !== 'full') throw new PretrainWorkerError(-1, `DataParallelTrainer trains all weights (trainable 'full'); this model is '${model.trainable}'.`);
+    if (!(model.params instanceof Float32Array)) throw new PretrainWorkerError(-1, 'DataParallelTrainer needs an f32 model (Float32Array parameters).');
+    const entry = new URL('./pretrainWorker.mjs', import.meta.url);
+    const ws = Array.from({ length: workers }, (_, index) => {
+      const init: WorkerInit = { cfg: model.cfg, params: model.params, index };
+      return new Worker(entry, { workerData: init, name: `pretrain-${index}` });
+    });
+    const pool = new DataParallelTrainer(model, ws);
+    try {
+      await Promise.all(ws.map((_, i) => pool.request(i)));
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
+    return pool;
+  }
+
+  /** Number of workers (W). */
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /** Resolves when every worker thread has exited (after `close`, or after a failure). */
+  whenExited(): Promise<void> {
+    return Promise.all(this.exited).then(() => undefined);
+  }
+
+  /** A promise for worker i's next reply (one request in flight per worker). */
+  private request(i: number): Promise<Extract<FromWorker, { type: 'ready' | 'grad' }>> {
+    return new Promise((resolve, reject) => {
+      if (this.failure !== null) return reject(this.failure);
+      this.pending[i] = { resolve, reject };
+    });
+  }
+
+  private onMessage(i: number, m: FromWorker): void {
+    if (m.type === 'error') {
+      this.fail(i, `pretrain worker ${i} failed on step ${m.seq} (shard ${i} of ${this.workers.length}): ${m.name}: ${m.message}`);
+      return;
+    }
+    const p = this.pending[i];
+    this.pending[i] = null;
+    if (p) p.resolve(m);
+  }
+
+  /** Records the first failure, rejects every pending request with it, and terminates the pool. */
+  private fail(i: number, message: string): void {
+    if (this.failure === null) this.failure = new PretrainWorkerError(i, message);
+    for (let j = 0; j < this.pending.length; j++) {
+      const p = this.pending[j];
+      this.pending[j] = null;
+      if (p) p.reject(this.failure);
+    }
+    void this.close();
+  }
+
+  /**
+   * One data-parallel step on `examples` (header): shard gradients summed in shard order, one
+   * AdamW step with `lr` and `weightDecay` on the main model. Returns the mean loss over the
+   * batch's target tokens and the padded tokens processed (Σ over shards of B_i·T_i).
+   */
+  async step(examples: readonly PretrainExample[], lr: number, weightDecay: number): Promise<{ loss: number; tokens: number }> {
+    if (this.failure !== null) throw this.failure;
+    if (this.closed) throw new PretrainWorkerError(-1, 'DataParallelTrainer.step: the pool is closed.');
+    if (examples.length === 0) throw new PretrainWorkerError(-1, 'DataParallelTrainer.step: the batch is empty.');
+    const count = targetCount(examples);
+    const W = this.workers.length;
+    const bounds = shardBounds(examples.length, W);
+    const seq = this.seq++;
+    const replies = await Promise.all(
+      this.workers.map(async (w, i) => {
+        const shard = examples.slice(bounds[i]!, bounds[i + 1]!);
+        if (shard.length === 0) return null; // fewer examples than workers: this one sits out
+        const reply = this.request(i);
+        const params = (this.model.params as Float32Array).slice();
+        const msg: ToWorker = { type: 'step', seq, params, examples: shard, count };
+        w.postMessage(msg, [params.buffer]);
+        return reply;
+      }),
+    );
+    // Σ shard gradients in shard order (deterministic), then the single optimizer step.
+    const grads = this.model.grads;
+    let first = true;
+    let lossSum = 0;
+    let tokens = 0;
+    for (const [i, r] of replies.entries()) {
+      this.shardMs[i] = r?.type === 'grad' ? r.ms : 0;
+      if (r === null || r.type !== 'grad') continue;
+      if (r.seq !== seq) throw new PretrainWorkerError(-1, `DataParallelTrainer.step: a reply for step ${r.seq} arrived during step ${seq}.`);
+      if (first) grads.set(r.grads);
+      else for (let j = 0; j < grads.length; j++) grads[j]! += r.grads[j]!;
+      first = false;
+      lossSum += r.lossSum;
+      tokens += r.tokens;
+    }
+    this.model.adamStep(lr, weightDecay);
+    return { loss: lossSum / count, tokens };
+  }
+
+  /** Stops every worker (idempotent); resolves when all threads have exited. */
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      for (const w of this.workers) void w.terminate();
+    }
+    await this.whenExited();
+  }
+}
+
+/**
+ * `pretrain` (pretrain.ts) on W workers by data parallelism: the same data, schedule and progress
+ * reports (PretrainRun), each step through a DataParallelTrainer. The pool is closed at the end,
+ * also when a step fails (the error is rethrown).
+ */
+export async function pretrainParallel(model: Transformer, task: LlmTask, o: PretrainOptions, workers: number): Promise<{ steps: number; seconds: number; finalLoss: number }> {
+  const pool = await DataParallelTrainer.create(model, workers);
+  try {
+    const run = new PretrainRun(task, o);
+    for (let s = run.next(); s !== null; s = run.next()) run.record(await pool.step(s.examples, s.lr, o.weightDecay));
+    return run.result();
+  } finally {
+    await pool.close();
+  }
+}
