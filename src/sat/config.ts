@@ -265,32 +265,30 @@ export function coerceValue(key: ConfigKey, raw: unknown): Config[ConfigKey] {
       throw bad('is not an allowed choice');
     }
     case 'intList':
-    case 'floatList': {
-      let items: unknown[];
-      if (Array.isArray(raw)) items = raw;
-      else if (typeof raw === 'string') items = raw.trim() === '' ? [] : raw.split(',').map((s) => s.trim());
-      else throw bad('is not a list');
-      if (items.length > f.maxLength) throw bad(`has ${items.length} entries`);
-      return items.map((x) => {
+    case 'floatList':
+      return listItems(raw, f.maxLength, bad).map((x) => {
         const v = num(x);
         if (!Number.isFinite(v) || (f.type === 'intList' && !Number.isInteger(v)) || v < f.min || v > f.max) {
           throw bad(`has an entry ${show(x)} that is not allowed`);
         }
         return v;
       });
-    }
-    case 'enumList': {
-      let items: unknown[];
-      if (Array.isArray(raw)) items = raw;
-      else if (typeof raw === 'string') items = raw.trim() === '' ? [] : raw.split(',').map((s) => s.trim());
-      else throw bad('is not a list');
-      if (items.length > f.maxLength) throw bad(`has ${items.length} entries`);
-      return items.map((x) => {
+    case 'enumList':
+      return listItems(raw, f.maxLength, bad).map((x) => {
         if (typeof x !== 'string' || !f.options.includes(x)) throw bad(`has an entry ${show(x)} that is not allowed`);
         return x;
       }) as never;
-    }
   }
+}
+
+/** A list setting's entries: an array as given, or a comma-separated string split and trimmed. */
+function listItems(raw: unknown, maxLength: number, bad: (why: string) => ConfigError): unknown[] {
+  let items: unknown[];
+  if (Array.isArray(raw)) items = raw;
+  else if (typeof raw === 'string') items = raw.trim() === '' ? [] : raw.split(',').map((s) => s.trim());
+  else throw bad('is not a list');
+  if (items.length > maxLength) throw bad(`has ${items.length} entries`);
+  return items;
 }
 
 /** Cross-field checks: settings that are each valid but contradict each other. */
