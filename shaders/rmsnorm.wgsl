@@ -1,7 +1,7 @@
 // rmsnorm.wgsl — RMSNorm forward (twin: rmsnormForward in src/backend/cpu/rmsnorm.ts):
 //   rstd_n = 1/√((1/C) Σ_c x_c² + eps),  out_n,c = w_c · (x_n,c · rstd_n);  saves rstd.
-// One workgroup per row; the sum of squares by tree reduction in workgroup memory
-// (deterministic: fixed order, no atomics). WG must be a power of two.
+// One workgroup per row; the sum of squares by reduce.wgsl's tree reduction (concatenated before
+// this file; deterministic: fixed order, no atomics). WG (declared there) must be a power of two.
 // Not here: the backward (rmsnorm_backward.wgsl, rmsnorm_backward_weight.wgsl), LayerNorm.
 
 struct Params { N: u32, C: u32, eps: f32, _pad: u32 }
@@ -10,9 +10,6 @@ struct Params { N: u32, C: u32, eps: f32, _pad: u32 }
 @group(0) @binding(2) var<storage, read_write> rstd: array<f32>;
 @group(0) @binding(3) var<storage, read> inp: array<f32>;
 @group(0) @binding(4) var<storage, read> weight: array<f32>;
-
-override WG: u32 = 64u;
-var<workgroup> red: array<f32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
@@ -24,13 +21,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     let x = inp[off + c];
     ss += x * x;
   }
-  red[tid] = ss;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (tid < s) { red[tid] = red[tid] + red[tid + s]; }
-    workgroupBarrier();
-  }
-  let r = 1.0 / sqrt(red[0] / f32(P.C) + P.eps);
+  let r = 1.0 / sqrt(wg_sum(tid, ss) / f32(P.C) + P.eps);
   if (tid == 0u) { rstd[n] = r; }
   for (var c = tid; c < P.C; c += WG) { out[off + c] = weight[c] * (inp[off + c] * r); }
 }

@@ -1,7 +1,8 @@
 // rmsnorm_backward.wgsl — RMSNorm input gradient, accumulating (twin: rmsnormBackward's dinp in
 // src/backend/cpu/rmsnorm.ts), with g_c = dy_c · w_c:
 //   dx_c += rstd · (g_c − x_c · rstd² · (1/C) Σ_i g_i x_i)
-// One workgroup per row; Σ_i g_i x_i by tree reduction (deterministic). WG a power of two.
+// One workgroup per row; Σ_i g_i x_i by reduce.wgsl's tree reduction (concatenated before this
+// file; deterministic). WG (declared there) a power of two.
 // Not here: the weight gradient (rmsnorm_backward_weight.wgsl: a sum over rows, done per column).
 
 struct Params { N: u32, C: u32, _p0: u32, _p1: u32 }
@@ -12,9 +13,6 @@ struct Params { N: u32, C: u32, _p0: u32, _p1: u32 }
 @group(0) @binding(4) var<storage, read> weight: array<f32>;
 @group(0) @binding(5) var<storage, read> rstd: array<f32>;
 
-override WG: u32 = 64u;
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let n = wid.x + wid.y * nwg.x;
@@ -22,14 +20,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let off = n * P.C;
   var gx = 0.0;
   for (var c = tid; c < P.C; c += WG) { gx += dout[off + c] * weight[c] * inp[off + c]; }
-  red[tid] = gx;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (tid < s) { red[tid] = red[tid] + red[tid + s]; }
-    workgroupBarrier();
-  }
   let r = rstd[n];
-  let k = r * r * red[0] / f32(P.C);
+  let k = r * r * wg_sum(tid, gx) / f32(P.C);
   for (var c = tid; c < P.C; c += WG) {
     dinp[off + c] = dinp[off + c] + r * (dout[off + c] * weight[c] - inp[off + c] * k);
   }

@@ -18,9 +18,9 @@ import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 
 const WG = 64;
-const fwd = (zero: boolean) => defineKernel({ shaders: 'attention', bindings: ['rw', 'rw', 'read', 'read', 'read'], overrides: { WG, ZERO: zero ? 1 : 0 } });
-const bwdQ = defineKernel({ shaders: 'attention_backward_dq', bindings: ['rw', 'rw', 'read', 'read', 'read', 'read'], overrides: { WG } });
-const bwdKV = defineKernel({ shaders: 'attention_backward_dkv', bindings: ['rw', 'rw', 'read', 'read', 'read', 'read'], overrides: { WG } });
+const fwd = (zero: boolean) => defineKernel({ shaders: ['reduce', 'attention_row', 'attention'], bindings: ['rw', 'rw', 'read', 'read', 'read'], overrides: { WG, ZERO: zero ? 1 : 0 } });
+const bwdQ = defineKernel({ shaders: ['reduce', 'attention_row', 'attention_backward_dq'], bindings: ['rw', 'rw', 'read', 'read', 'read', 'read'], overrides: { WG } });
+const bwdKV = defineKernel({ shaders: ['attention_row', 'attention_backward_dkv'], bindings: ['rw', 'rw', 'read', 'read', 'read', 'read'], overrides: { WG } });
 const kvw = defineKernel({ shaders: 'kv_cache_write', bindings: ['rw', 'rw', 'read', 'read'], overrides: { WG } });
 
 /** out = causal softmax(QKᵀ/√HS)·V per head; saves P in `att`. Overwrites `out` and `att`. */

@@ -19,7 +19,7 @@ import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
 
-const rowsK = defineKernel({ shaders: 'clipped_loss_rows', bindings: ['read', 'read', 'read', 'rw'], overrides: { WG: ROW_WG } });
+const rowsK = defineKernel({ shaders: ['reduce', 'kl_row', 'clipped_loss_rows'], bindings: ['read', 'read', 'read', 'rw'], overrides: { WG: ROW_WG } });
 const coefK = (level: 0 | 1, agg: 0 | 1 | 2) =>
   defineKernel({ shaders: 'clipped_loss_coef', bindings: ['read', 'read', 'read', 'read', 'rw', 'rw', 'rw'], overrides: { WG: 64, LEVEL: level, AGG: agg } });
 const gradK = defineKernel({ shaders: 'clipped_loss_grad', bindings: ['read', 'read', 'read', 'read', 'read', 'rw'], overrides: { WG: ROW_WG } });

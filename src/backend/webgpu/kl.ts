@@ -11,9 +11,9 @@ import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
 
-const fwd = defineKernel({ shaders: 'kl', bindings: ['read', 'read', 'rw'], overrides: { WG: ROW_WG } });
+const fwd = defineKernel({ shaders: ['reduce', 'kl_row', 'kl'], bindings: ['read', 'read', 'rw'], overrides: { WG: ROW_WG } });
 const bwd = (hasP: boolean, hasQ: boolean) =>
-  defineKernel({ shaders: 'kl_backward', bindings: ['rw', 'rw', 'read', 'read', 'read'], overrides: { WG: ROW_WG, HAS_P: hasP ? 1 : 0, HAS_Q: hasQ ? 1 : 0 } });
+  defineKernel({ shaders: ['reduce', 'kl_row', 'kl_backward'], bindings: ['rw', 'rw', 'read', 'read', 'read'], overrides: { WG: ROW_WG, HAS_P: hasP ? 1 : 0, HAS_Q: hasQ ? 1 : 0 } });
 
 /** out[n] = KL(softmax(zp_n/τ) ‖ softmax(zq_n/τ)). Overwrites `out`. */
 export function klForward(ctx: GpuContext, out: GpuTensor<'f32'>, logitsP: GpuTensor<'f32'>, logitsQ: GpuTensor<'f32'>, N: number, V: number, temperature = 1): void {

@@ -13,8 +13,8 @@ import { checkTemperature, needLen } from './check';
 /** Threads per row: a power of two. */
 export const ROW_WG = 64;
 
-const fwd = defineKernel({ shaders: 'logsoftmax', bindings: ['read', 'rw'], overrides: { WG: ROW_WG } });
-const bwd = defineKernel({ shaders: 'logsoftmax_backward', bindings: ['rw', 'read', 'read'], overrides: { WG: ROW_WG } });
+const fwd = defineKernel({ shaders: ['reduce', 'logsoftmax'], bindings: ['read', 'rw'], overrides: { WG: ROW_WG } });
+const bwd = defineKernel({ shaders: ['reduce', 'logsoftmax_backward'], bindings: ['rw', 'read', 'read'], overrides: { WG: ROW_WG } });
 
 /** out = log_softmax(logits / τ) per row (N rows of V). Overwrites `out`, which may be `logits`. */
 export function logSoftmaxForward(ctx: GpuContext, out: GpuTensor<'f32'>, logits: GpuTensor<'f32'>, N: number, V: number, temperature = 1): void {

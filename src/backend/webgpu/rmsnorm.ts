@@ -13,8 +13,8 @@ import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
 
 const WG = 64;
-const fwd = defineKernel({ shaders: 'rmsnorm', bindings: ['rw', 'rw', 'read', 'read'], overrides: { WG: ROW_WG } });
-const bwd = defineKernel({ shaders: 'rmsnorm_backward', bindings: ['rw', 'read', 'read', 'read', 'read'], overrides: { WG: ROW_WG } });
+const fwd = defineKernel({ shaders: ['reduce', 'rmsnorm'], bindings: ['rw', 'rw', 'read', 'read'], overrides: { WG: ROW_WG } });
+const bwd = defineKernel({ shaders: ['reduce', 'rmsnorm_backward'], bindings: ['rw', 'read', 'read', 'read', 'read'], overrides: { WG: ROW_WG } });
 const bwdW = defineKernel({ shaders: 'rmsnorm_backward_weight', bindings: ['rw', 'read', 'read', 'read'], overrides: { WG } });
 
 /** y = w ⊙ x · rstd per row; saves rstd [B·T]. Overwrites `out` and `rstd`. */
