@@ -25,8 +25,9 @@
  * The whole run takes about a minute on a 2-core machine (Node 20); each child's result comes back
  * over the fork IPC channel as JSON.
  *
- * Not here: the WebGPU backend's numbers (its own issue), correctness (tests/onnx.test.ts checks
- * ORT against Transformer.forward; here only the relative difference is printed as a sanity check).
+ * Not here: the WebGPU backend's numbers (`npm run bench -- --gpu` runs bench/gpu.ts instead of
+ * this file's bench), correctness (tests/onnx.test.ts checks ORT against Transformer.forward;
+ * here only the relative difference is printed as a sanity check).
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -163,6 +164,12 @@ function runChild(name: string): Promise<ModelResult> {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--gpu')) {
+    // `npm run bench -- --gpu`: the WebGPU bench (bench/gpu.ts) instead of this one.
+    const { runGpuBench } = await import('./gpu');
+    await runGpuBench(process.argv.slice(2));
+    return;
+  }
   const i = process.argv.indexOf('--child');
   if (i >= 0) {
     const name = process.argv[i + 1];
