@@ -28,7 +28,8 @@ import { isLlmTask, type Config } from '../sat/config';
 import type { TabularEnv } from '../sat/env';
 import type { GenerateOptions, LmAgentPolicy, LmEnv } from '../sat/lm';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
-import { AgentWorkerError, type AgentApi, type AgentSpec } from '../workers/agentApi';
+import type { AgentApi, AgentSpec } from '../workers/agentApi';
+import { AgentWorkerError } from '../workers/errors';
 import { installErrorTransfer } from '../workers/wire';
 
 /**

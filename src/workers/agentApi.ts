@@ -22,7 +22,9 @@
  * Not here: comlink (wire.ts, agent.worker.ts), the stage loop (src/sat/stage.ts, on the main
  * thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
  */
-import { SatError } from '../core/errors';
+import { AgentWorkerError, DeviceLostError } from './errors';
+
+export { AgentWorkerError, DeviceLostError };
 import { acquireDevice, isSoftwareAdapter } from '../backend/webgpu/device';
 import { GpuContext } from '../backend/webgpu/kernel';
 import { softwareFallback } from '../backend/webgpu/node';
@@ -57,22 +59,6 @@ export interface LmSpec extends LmInit {
 }
 
 export type AgentSpec = TableSpec | LmSpec;
-
-/** A worker-side failure the user can act on (not initialised, wrong kind, the worker died). */
-export class AgentWorkerError extends SatError {
-  constructor(message: string) {
-    super('worker', message);
-    this.name = 'AgentWorkerError';
-  }
-}
-
-/** The agent's GPU device is gone (driver reset, `device.destroy()`, …): every later call says so. */
-export class DeviceLostError extends SatError {
-  constructor(message: string) {
-    super('device-lost', message);
-    this.name = 'DeviceLostError';
-  }
-}
 
 /** The agent's backend as the page names it. */
 export const CPU_BACKEND = 'cpu (TypeScript)';

@@ -15,7 +15,8 @@
  */
 import { transfer, transferHandlers, type TransferHandler } from 'comlink';
 import { ConfigError, FormatError, NumericError, SatError } from '../core/errors';
-import { AgentApi, AgentWorkerError, DeviceLostError } from './agentApi';
+import type { AgentApi } from './agentApi';
+import { AgentWorkerError, DeviceLostError } from './errors';
 
 /** The ArrayBuffers under a result: typed arrays at the top, in arrays, or in a plain object's fields. */
 function buffersOf(value: unknown, out: Set<ArrayBuffer>, depth = 0): Set<ArrayBuffer> {
@@ -35,8 +36,9 @@ export function withTransfer(api: AgentApi): AgentApi {
   installErrorTransfer();
   const wrapped: Record<string, unknown> = {};
   // The public methods (AgentApi keeps its helpers #private, so they are not listed here).
-  for (const name of Object.getOwnPropertyNames(AgentApi.prototype)) {
-    const f: unknown = Object.getOwnPropertyDescriptor(AgentApi.prototype, name)?.value;
+  const proto = Object.getPrototypeOf(api) as object; // AgentApi.prototype, without importing its code here
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    const f: unknown = Object.getOwnPropertyDescriptor(proto, name)?.value;
     if (name === 'constructor' || typeof f !== 'function') continue;
     wrapped[name] = async (...args: unknown[]) => {
       const r: unknown = await (f as (...a: unknown[]) => Promise<unknown>).apply(api, args);
