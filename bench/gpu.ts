@@ -13,8 +13,9 @@
  *      64·32 rows; C × OC of BENCH_100K / BENCH_400K's projections) plus one large square
  *      (1024³ on a real GPU, 256³ on SwiftShader — said in the table's title);
  *   3. attention GFLOP/s (causal: 4·B·NH·HS·T(T+1)/2 flop, QKᵀ and PV over the kept pairs), our
- *      attentionForward (which also stores P) against ORT running the attention block of our
- *      ONNX export (which computes the full masked T × T);
+ *      attentionForward (which also stores P) in each variant (v1 v2, src/backend/webgpu/
+ *      attention.ts) against ORT running the attention block of our ONNX export (which computes
+ *      the full masked T × T);
  *   4. models: tokens/s of one training step (forward with activations, next-token
  *      cross-entropy gradient on the device, backward, AdamW) and of sampling (64 one-token
  *      prompts × 31 new tokens, KV cache), `BackendModel` over `webgpuBackend` vs the same class
@@ -288,8 +289,10 @@ async function benchAttention(ctx: GpuContext, ort: OrtWebgpu | string, shapes: 
     return `attention: pending — src/backend/webgpu/attention.ts could not be loaded (${e instanceof Error ? e.message : String(e)})`;
   }
   const rng = new Rng(SEED, [2]);
+  const variants = mod.ATTENTION_VARIANTS;
+  const dflt = mod.ATTENTION_DEFAULT;
   const rows: string[][] = [];
-  const ratios: number[] = [];
+  const ratios = new Map<string, number[]>(variants.map((v) => [v, []]));
   for (const s of shapes) {
     const { B: b, T: t, NH, HS } = s;
     const C = NH * HS;
@@ -303,20 +306,24 @@ async function benchAttention(ctx: GpuContext, ort: OrtWebgpu | string, shapes: 
     const v = ctx.upload('f32', vh);
     const out = ctx.zeros('f32', n);
     const att = ctx.zeros('f32', b * NH * t * t);
-    const tm = await timeGpu(
-      () => {
-        mod.attentionForward(ctx, out, att, q, k, v, b, t, NH, HS);
-        ctx.flush();
-      },
-      () => ctx.finish(),
-      reps,
-      targetMs,
-    );
-    const ours = gflops(flop, tm);
+    const ours = new Map<string, number>();
+    for (const variant of variants) {
+      const tm = await timeGpu(
+        () => {
+          mod.attentionForward(ctx, out, att, q, k, v, b, t, NH, HS, variant);
+          ctx.flush();
+        },
+        () => ctx.finish(),
+        reps,
+        targetMs,
+      );
+      ours.set(variant, gflops(flop, tm));
+    }
+    mod.attentionForward(ctx, out, att, q, k, v, b, t, NH, HS, dflt);
     const ref = await ctx.download('f32', out);
     let peer = '—';
-    let ratio = '—';
     let diff = '—';
+    let g = NaN;
     if (typeof ort !== 'string') {
       await ctx.finish();
       const bufs = [ortUpload(ort, qh), ortUpload(ort, kh), ortUpload(ort, vh)] as const;
@@ -326,23 +333,32 @@ async function benchAttention(ctx: GpuContext, ort: OrtWebgpu | string, shapes: 
       const feeds = { q: gpuTensor(ort, bufs[0], dims), k: gpuTensor(ort, bufs[1], dims), v: gpuTensor(ort, bufs[2], dims) };
       const fetches = { out: gpuTensor(ort, y, dims) };
       const tp = await timeGpu(() => sess.run(feeds, fetches), () => ort.device.queue.onSubmittedWorkDone(), reps, targetMs);
-      const g = gflops(flop, tp);
+      g = gflops(flop, tp);
       peer = fmtG(g);
-      ratios.push(ours / g);
-      ratio = fmtRatio(ours / g);
+      for (const variant of variants) ratios.get(variant)!.push(ours.get(variant)! / g);
       diff = relDiff(await ortRead(ort, y, n), ref).toExponential(1);
       await sess.release();
       for (const x of [...bufs, y]) x.destroy();
     }
-    rows.push([s.label, `${b}×${t}×${NH}×${HS}`, (flop / 1e6).toFixed(1), fmtG(ours), peer, ratio, peak !== null ? `${((100 * ours) / peak).toFixed(1)} %` : '—', diff]);
+    const best = Math.max(...ours.values());
+    rows.push([
+      s.label,
+      `${b}×${t}×${NH}×${HS}`,
+      (flop / 1e6).toFixed(1),
+      ...variants.map((x) => fmtG(ours.get(x)!)),
+      peer,
+      ...variants.map((x) => (Number.isNaN(g) ? '—' : fmtRatio(ours.get(x)! / g))),
+      peak !== null ? `${((100 * best) / peak).toFixed(1)} %` : '—',
+      diff,
+    ]);
     for (const x of [q, k, v, out, att]) ctx.dispose(x);
   }
   const table = markdownTable(
-    ['shape', 'B×T×NH×HS', 'MFLOP', 'ours', 'ORT webgpu', 'ours / ORT', '% peak', 'ORT vs ours rel diff'],
+    ['shape', 'B×T×NH×HS', 'MFLOP', ...variants.map((x) => `${x}${x === dflt ? ' (default)' : ''}`), 'ORT webgpu', ...variants.map((x) => `${x} / ORT`), 'best % peak', `ORT vs ${dflt} rel diff`],
     rows,
-    [false, false, true, true, true, true, true, true],
+    [false, false, true, ...variants.map(() => true), true, ...variants.map(() => true), true, true],
   );
-  return `${table}\n${target('attention', ratios)}`;
+  return `${table}\n${variants.map((x) => target(`attention ${x}${x === dflt ? ' (default)' : ''}`, ratios.get(x)!)).join('\n')}`;
 }
 
 // ------------------------------------------------------------------ models

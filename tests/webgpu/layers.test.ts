@@ -1,6 +1,6 @@
 /**
- * WebGPU vs CPU twin: the model-layer kernels — embedding, RMSNorm, RoPE, causal attention (full,
- * backward, KV-cache write, cached forward), residual, SwiGLU and the composed MLP
+ * WebGPU vs CPU twin: the model-layer kernels — embedding, RMSNorm, RoPE, causal attention (full
+ * forward in each numbered variant, backward, KV-cache write, cached forward), residual, SwiGLU and the composed MLP
  * (src/backend/cpu/{embedding,rmsnorm,rope,attention,residual,mlp}.ts) — on fresh random inputs,
  * odd sizes, NaN-poisoned outputs with a guard band (tests/webgpu/gpu.ts), backward outputs
  * starting from random values (they accumulate).
@@ -238,6 +238,46 @@ describe.skipIf(ctx === null)(`WebGPU model-layer kernels (seed ${seed})`, () =>
     });
   }
 
+  // Every numbered variant of the full forward (src/backend/webgpu/attention.ts) on the same
+  // check as the default above: the cases above, plus ones that cross v2's blocks of query rows
+  // and key tiles (T 70, 45), its largest head (HS 64), odd head sizes (5, 3) and a head past v2's
+  // limit (HS 68: v2 falls back to v1); each run twice, bit for bit (deterministic).
+  for (const variant of G.ATTENTION_VARIANTS) {
+    for (const [B, T, NH, HS] of [[2, 13, 3, 8], [1, 1, 2, 5], [1, 70, 1, 24], [2, 45, 2, 64], [1, 33, 3, 3], [1, 17, 1, 68]] as const) {
+      it(`attentionForward ${variant} B=${B} T=${T} NH=${NH} HS=${HS}`, async () => {
+        const C = NH * HS;
+        const n = B * T * C;
+        const na = B * NH * T * T;
+        const shape = `B${B} T${T} NH${NH} HS${HS}`;
+        const q = rand(rng, n, -1.5, 1.5);
+        const k = rand(rng, n, -1.5, 1.5);
+        const v = rand(rng, n);
+        const want = new Float32Array(n);
+        const wantA = new Float32Array(na);
+        attentionForward(want, wantA, q, k, v, B, T, NH, HS);
+        const fOut = new Float32Array(n);
+        attentionForward(fOut, new Float32Array(na), q, k, absOf(v), B, T, NH, HS); // Σ P |v|
+        const [tq, tk, tv] = [q, k, v].map((x) => c.upload('f32', x)) as [G.GpuTensor<'f32'>, G.GpuTensor<'f32'>, G.GpuTensor<'f32'>];
+        const runs: Float32Array[][] = [];
+        for (let r = 0; r < 2; r++) {
+          const out = poisoned(c, n);
+          const att = poisoned(c, na);
+          const t0 = performance.now();
+          G.attentionForward(c, out, att, tq, tk, tv, B, T, NH, HS, variant);
+          const got = await readOut(c, out, n);
+          const ms = performance.now() - t0;
+          const gotA = await readOut(c, att, na);
+          runs.push([got, gotA]);
+          if (r > 0) continue;
+          expect(record(`attentionForward ${variant} out`, shape, got, want, fOut, 2e-5, ms)).toBeLessThanOrEqual(2e-5);
+          expect(record(`attentionForward ${variant} att`, shape, gotA, wantA, 1e-4, 2e-5)).toBeLessThanOrEqual(2e-5);
+        }
+        expect(new Uint32Array(runs[1]![0]!.buffer, runs[1]![0]!.byteOffset, n)).toEqual(new Uint32Array(runs[0]![0]!.buffer, runs[0]![0]!.byteOffset, n));
+        expect(new Uint32Array(runs[1]![1]!.buffer, runs[1]![1]!.byteOffset, na)).toEqual(new Uint32Array(runs[0]![1]!.buffer, runs[0]![1]!.byteOffset, na));
+      });
+    }
+  }
+
   for (const [B, NH, HS, Tmax, split] of [[2, 3, 8, 16, 9], [1, 2, 5, 7, 6]] as const) {
     it(`kvCacheWrite / attentionCachedForward B=${B} NH=${NH} HS=${HS} Tmax=${Tmax}`, async () => {
       // Prefill `split` positions, then one decoding step at pos0 = split; compare each with the CPU
@@ -285,7 +325,8 @@ describe.skipIf(ctx === null)(`WebGPU model-layer kernels (seed ${seed})`, () =>
         expect(record(`attentionCachedForward ${i === 0 ? 'prefill' : 'step'}`, shape, outs[i]!, wants[i]!, floors[i]!, 2e-5, i === 0 ? ms : 0)).toBeLessThanOrEqual(2e-5);
       }
       const full = poisoned(c, B * T * C);
-      G.attentionForward(c, full, c.zeros('f32', B * NH * T * T), c.upload('f32', q), c.upload('f32', k), c.upload('f32', v), B, T, NH, HS);
+      // v1: the cached forward runs attention.wgsl, so only v1's full forward matches it bit for bit.
+      G.attentionForward(c, full, c.zeros('f32', B * NH * T * T), c.upload('f32', q), c.upload('f32', k), c.upload('f32', v), B, T, NH, HS, 'v1');
       const gotFull = await readOut(c, full, B * T * C);
       const cached = new Float32Array(B * T * C);
       for (let b = 0; b < B; b++) {

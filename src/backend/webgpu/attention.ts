@@ -10,20 +10,54 @@
  * ds = P ⊙ (dP − Σ P dP)/√HS into a scratch [B·NH·T·T] and accumulates dq; then a thread per key
  * element sums its column for dk and dv.
  *
- * Not here: the q/k/v/o projections, RoPE, GQA, a flash-style tiled variant (variant 1 only;
- * a faster one would be attention_v2 and pass tests/webgpu/layers.test.ts first).
+ * The full forward has two numbered variants (`variant` argument, `ATTENTION_DEFAULT` is the
+ * backend's): v1 = shaders/attention.wgsl, a workgroup per query row with tree reductions;
+ * v2 = shaders/attention_v2.wgsl, a workgroup per (b, h, block of query rows), a thread per row,
+ * K / V tiles in workgroup memory, vec4 dots (HS ≤ 64; larger heads run v1). Both pass the same
+ * tests (tests/webgpu/layers.test.ts); the cached forward always runs v1 (attention.wgsl).
+ *
+ * Not here: the q/k/v/o projections, RoPE, GQA.
  */
 import { needLen, sizes } from './check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 
+export type AttentionVariant = 'v1' | 'v2';
+export const ATTENTION_VARIANTS: readonly AttentionVariant[] = ['v1', 'v2'];
+export const ATTENTION_DEFAULT: AttentionVariant = 'v2';
+
 const WG = 64;
+/** Largest head size variant 2 handles (its MAXHS4 · 4). */
+const V2_MAX_HS = 64;
+/** Workgroup memory variant 2's tile may take (bytes; the WebGPU minimum is 16384). */
+const V2_TILE_BYTES = 8192;
+const v2Kernels = new Map<string, ReturnType<typeof defineKernel>>();
+/**
+ * Variant 2's kernel for T and HS: rows per block WG (16 for T ≤ 16, else 32 — at T 128, 64-row
+ * blocks were no faster and split the causal work less evenly), BK keys per tile, HS4 = ⌈HS/4⌉.
+ */
+function fwdV2(T: number, HS: number): { k: ReturnType<typeof defineKernel>; wg: number } {
+  const wg = T <= 16 ? 16 : 32;
+  const HS4 = Math.ceil(HS / 4);
+  let bk = wg;
+  while (bk > 4 && bk * HS4 * 16 > V2_TILE_BYTES) bk >>= 1;
+  const key = `${wg}:${bk}:${HS4}`;
+  let k = v2Kernels.get(key);
+  if (k === undefined) {
+    k = defineKernel({ shaders: ['attention_row', 'attention_v2'], bindings: ['rw', 'rw', 'read', 'read', 'read'], overrides: { WG: wg, BK: bk, HS4 } });
+    v2Kernels.set(key, k);
+  }
+  return { k, wg };
+}
 const fwd = (zero: boolean) => defineKernel({ shaders: ['reduce', 'attention_row', 'attention'], bindings: ['rw', 'rw', 'read', 'read', 'read'], overrides: { WG, ZERO: zero ? 1 : 0 } });
 const bwdQ = defineKernel({ shaders: ['reduce', 'attention_row', 'attention_backward_dq'], bindings: ['rw', 'rw', 'read', 'read', 'read', 'read'], overrides: { WG } });
 const bwdKV = defineKernel({ shaders: ['attention_row', 'attention_backward_dkv'], bindings: ['rw', 'rw', 'read', 'read', 'read', 'read'], overrides: { WG } });
 const kvw = defineKernel({ shaders: 'kv_cache_write', bindings: ['rw', 'rw', 'read', 'read'], overrides: { WG } });
 
-/** out = causal softmax(QKᵀ/√HS)·V per head; saves P in `att`. Overwrites `out` and `att`. */
+/**
+ * out = causal softmax(QKᵀ/√HS)·V per head; saves P in `att`. Overwrites `out` and `att`.
+ * `variant` picks the shader (header); v2 with HS > 64 runs v1.
+ */
 export function attentionForward(
   ctx: GpuContext,
   out: GpuTensor<'f32'>,
@@ -35,12 +69,21 @@ export function attentionForward(
   T: number,
   NH: number,
   HS: number,
+  variant: AttentionVariant = ATTENTION_DEFAULT,
 ): void {
   const op = 'attentionForward';
   sizes(op, { B, T, NH, HS });
   needLen(op, { out, q, k, v }, B * T * NH * HS);
   needLen(op, { att }, B * NH * T * T);
   const rows = B * NH * T;
+  if (variant === 'v2' && HS >= 1 && HS <= V2_MAX_HS) {
+    if (rows === 0) return;
+    const { k: kern, wg } = fwdV2(T, HS);
+    const nblk = Math.ceil(T / wg);
+    const groups = B * NH * nblk;
+    ctx.run(kern, [u32(T), u32(NH), u32(HS), u32(nblk), u32(groups), f32(1 / Math.sqrt(HS))], [out, att, q, k, v], groups);
+    return;
+  }
   ctx.run(fwd(true), [u32(rows), u32(T), u32(NH), u32(HS), u32(T), u32(T), u32(0), f32(1 / Math.sqrt(HS))], [out, att, q, k, v], rows);
 }
 
