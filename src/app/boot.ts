@@ -162,8 +162,18 @@ export async function boot(): Promise<void> {
       const preset = r.state.preset ?? DEFAULT_PRESET;
       usePlayground.setState({ hide: r.state.hide });
       await openConfig(r.config, preset, 'Opening the shared experiment…');
-      if (r.state.step) await replayStep(r.state.step);
-      usePlayground.setState({ notice: r.state.step ? `Opened a shared experiment and replayed it to stage ${r.state.step.stage}${r.state.step.agent !== undefined ? `, agent ${r.state.step.agent}` : ''}.` : 'Opened a shared experiment.' });
+      const step = r.state.step;
+      if (step) await replayStep(step);
+      const s = usePlayground.getState();
+      const reached = step && (step.agent === undefined ? s.stages.length >= step.stage : s.stages.length >= step.stage || s.partial.some((p) => p.agent === step.agent));
+      const at = `stage ${s.stages.length}${s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : ''}`;
+      usePlayground.setState({
+        notice: !step
+          ? 'Opened a shared experiment.'
+          : reached
+            ? `Opened a shared experiment and replayed it to stage ${step.stage}${step.agent !== undefined ? `, agent ${step.agent}` : ''}.`
+            : `Opened a shared experiment; its replay to stage ${step.stage} stopped at ${at}. Step on, or Run, from here.`,
+      });
       void autosave();
       return;
     }

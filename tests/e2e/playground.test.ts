@@ -286,6 +286,26 @@ describe('playground page in Chromium', () => {
     await p.context().close();
   }, 600_000);
 
+  it('long work shows its progress and Cancel stops it where it is', async () => {
+    const p = await freshPage();
+    const hash = await encodeShare(makeShareState(presetConfig('climbing', { stages: 3000 }), { preset: 'climbing', step: { stage: 3000 } }));
+    await p.goto(url + hash, { waitUntil: 'load' });
+    const work = p.getByTestId('progress');
+    await work.getByText(/Replaying the link: agent step \d+ of 9000/).waitFor();
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length >= 3);
+    await work.getByTestId('cancel').click();
+    await settled(p);
+    const n = await p.locator('[data-testid="stage-row"]').count();
+    expect(n).toBeGreaterThanOrEqual(3);
+    expect(n).toBeLessThan(3000);
+    await p.waitForTimeout(300);
+    expect(await p.locator('[data-testid="stage-row"]').count()).toBe(n); // stopped, not paused in the background
+    expect(await p.getByTestId('notice').innerText()).toMatch(new RegExp(`replay to stage 3000 stopped at stage ${n}`));
+    await p.getByTestId('step-stage').click(); // and the page is usable
+    await p.waitForFunction((k) => document.querySelectorAll('[data-testid="stage-row"]').length === k + 1, n);
+    await p.context().close();
+  });
+
   it('malformed links each say what was wrong and open the defaults', async () => {
     const bad: [string, RegExp][] = [
       ['#v9.abc', /version/i],
