@@ -81,6 +81,7 @@ import type {
   TransformerState,
 } from './transformer/types';
 import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights, type WeightTensor } from './weights';
+import { checkGenerateArgs } from './transformer/generateArgs';
 
 export type * from './transformer/types';
 
@@ -107,9 +108,6 @@ function toMat(t: WeightTensor): Mat {
   }
 }
 
-function checkU32(what: string, x: number): void {
-  if (!Number.isInteger(x) || x < 0 || x > 0xffffffff) throw new ConfigError(what, x, `generate: "${what}" must be an integer in [0, 4294967295], got ${x}.`);
-}
 
 /**
  * A tiny Llama decoder with its trainable parameters in one flat array (header). `A` is the
@@ -591,27 +589,8 @@ export class Transformer<A extends FloatArray = Float32Array> {
   generate(prompts: readonly Int32Array[], opts: GenerateOptions): GenerateResult {
     const { d: C, vocab: V, layers: L } = this.cfg;
     const S = prompts.length;
-    const maxSeq = opts.maxSeq ?? this.cfg.maxSeq;
-    if (!Number.isInteger(maxSeq) || maxSeq < 1 || maxSeq > this.cfg.maxSeq) throw new ConfigError('maxSeq', maxSeq, `generate: maxSeq must be an integer in [1, ${this.cfg.maxSeq}] (the model's), got ${maxSeq}.`);
-    if (!Number.isInteger(opts.maxNew) || opts.maxNew < 0) throw new ConfigError('maxNew', opts.maxNew, `generate: maxNew must be an integer ≥ 0, got ${opts.maxNew}.`);
+    const { maxSeq, seq0, longest, total } = checkGenerateArgs(this.cfg, prompts, opts);
     const tau = opts.temperature;
-    if (!(tau >= 0) || !Number.isFinite(tau)) throw new ConfigError('temperature', tau, `generate: temperature must be a finite number ≥ 0, got ${tau}.`);
-    if (!Number.isInteger(opts.topK)) throw new ConfigError('topK', opts.topK, `generate: topK must be an integer (≤ 0 keeps all), got ${opts.topK}.`);
-    checkU32('seed', opts.seed);
-    checkU32('stream', opts.stream);
-    const seq0 = opts.seq0 ?? 0;
-    checkU32('seq0 + prompts − 1', seq0 + Math.max(0, S - 1));
-    let total = 0;
-    let longest = 0;
-    prompts.forEach((p, i) => {
-      if (p.length < 1) throw new ConfigError('prompts', i, `generate: prompt ${i} is empty; start it with BOS.`);
-      if (p.length > maxSeq) throw new ConfigError('prompts', i, `generate: prompt ${i} has ${p.length} tokens, more than maxSeq = ${maxSeq}.`);
-      for (let j = 0; j < p.length; j++) {
-        if (!(p[j]! >= 0 && p[j]! < V)) throw new ConfigError('prompts', i, `generate: prompt ${i} token ${j} is ${p[j]}, outside [0, ${V}).`);
-      }
-      total += p.length;
-      longest = Math.max(longest, p.length);
-    });
     const gen: number[][] = prompts.map(() => []);
     const lps: number[][] = prompts.map(() => []);
     const rows: number[][] = prompts.map(() => []);
