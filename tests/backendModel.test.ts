@@ -38,11 +38,12 @@ import { modelConfig, type ModelConfig } from '../src/model/config';
 import { BackendModel } from '../src/model/backendModel';
 import type { LoraConfig } from '../src/model/lora';
 import { Transformer } from '../src/model/transformer';
-import { dequantizeWeights, initWeights, loadModel, quantizeWeights, type ModelWeights } from '../src/model/weights';
+import { dequantizeWeights, loadModel, quantizeWeights, type ModelWeights } from '../src/model/weights';
 import { BackendLmAgent } from '../src/sat/backendAgent';
 import { parseConfig } from '../src/sat/config';
 import { createLlmExperiment, planLlm, runStages, type LlmExperiment } from '../src/sat/experiment';
 import { agentSteps } from '../src/sat/rollout';
+import { randomWeights } from './helpers/randomWeights';
 
 const SEED = 23;
 const rng = (...path: number[]): Rng => new Rng(SEED, path);
@@ -76,17 +77,6 @@ const TOL = 1e-6;
 /** d 32 so the projections with input dim d quantize (w2's input 48 stays f32). */
 const TINY = modelConfig({ vocab: 16, d: 32, layers: 2, heads: 2, hidden: 48, maxSeq: 24 }, { quantized: true });
 
-/** initWeights with logits of O(1) and norm gains ≠ 1 (as tests/transformer.test.ts). */
-function randomWeights(cfg: ModelConfig, r: Rng): ModelWeights {
-  const w = initWeights(cfg, r.fork(0));
-  const g = r.fork(1);
-  for (const [name, t] of w) {
-    if (t.dtype !== 'f32') continue;
-    if (name === 'tok_emb') for (let i = 0; i < t.data.length; i++) t.data[i] = t.data[i]! * 25;
-    if (t.shape.length === 1) for (let i = 0; i < t.data.length; i++) t.data[i] = 1 + 0.2 * g.normal();
-  }
-  return w;
-}
 
 const tokensOf = (n: number, V: number, r: Rng): Int32Array => Int32Array.from({ length: n }, () => r.int(V));
 

@@ -29,7 +29,8 @@ import { BENCH_100K, MODEL_PRESETS, modelConfig, type ModelConfig } from '../src
 import { loraParamCount, type LoraConfig } from '../src/model/lora';
 import { BOS, EOS, PAD } from '../src/model/tokenizer';
 import { Transformer } from '../src/model/transformer';
-import { initWeights, loadModel, quantizeWeights, saveModel, weightsQuant, type ModelWeights } from '../src/model/weights';
+import { initWeights, loadModel, quantizeWeights, saveModel, weightsQuant } from '../src/model/weights';
+import { randomWeights } from './helpers/randomWeights';
 
 const SEED = 11;
 
@@ -50,20 +51,6 @@ const TINY = modelConfig({ vocab: 12, d: 16, layers: 2, heads: 2, hidden: 24, ma
 /** d 32 so every matrix with input dim d quantizes; w2 (input 24) stays f32. */
 const TINY_Q = modelConfig({ vocab: 12, d: 32, layers: 2, heads: 2, hidden: 24, maxSeq: 16 }, { quantized: true });
 
-/**
- * initWeights, then made less tame: tok_emb std 0.5 (so logits are O(1), not O(0.01)) and norm
- * gains 1 + 0.2·N(0,1) (so their gradients are not a special case). Values stay f32-exact.
- */
-function randomWeights(cfg: ModelConfig, r: Rng): ModelWeights {
-  const w = initWeights(cfg, r.fork(0));
-  const g = r.fork(1);
-  for (const [name, t] of w) {
-    if (t.dtype !== 'f32') continue;
-    if (name === 'tok_emb') for (let i = 0; i < t.data.length; i++) t.data[i] = t.data[i]! * 25;
-    if (t.shape.length === 1) for (let i = 0; i < t.data.length; i++) t.data[i] = 1 + 0.2 * g.normal();
-  }
-  return w;
-}
 
 function randomTokens(n: number, V: number, r: Rng): Int32Array {
   return Int32Array.from({ length: n }, () => r.int(V));

@@ -36,11 +36,12 @@ import { Rng } from '../../src/core/rng';
 import { BackendModel } from '../../src/model/backendModel';
 import { modelConfig, type ModelConfig } from '../../src/model/config';
 import type { LoraConfig } from '../../src/model/lora';
-import { initWeights, loadModel, quantizeWeights, type ModelWeights } from '../../src/model/weights';
+import { loadModel, quantizeWeights, type ModelWeights } from '../../src/model/weights';
 import { BackendLmAgent } from '../../src/sat/backendAgent';
 import { parseConfig } from '../../src/sat/config';
 import { createLlmExperiment, planLlm, runStages, type LlmExperiment } from '../../src/sat/experiment';
 import { gpu, printTable, record, runSeed } from './gpu';
+import { randomWeights } from '../helpers/randomWeights';
 
 const ctx = typeof gpu === 'string' ? null : gpu;
 const seed = runSeed('model.test.ts');
@@ -50,16 +51,6 @@ const TINY = modelConfig({ vocab: 16, d: 32, layers: 2, heads: 2, hidden: 48, ma
 const SPEC: ClippedLossSpec = { level: 'token', tokenAgg: 'grpo', epsLow: 0.2, epsHigh: 0.28, beta: 0.05 };
 const TOL = 1e-3;
 
-function randomWeights(cfg: ModelConfig, r: Rng): ModelWeights {
-  const w = initWeights(cfg, r.fork(0));
-  const g = r.fork(1);
-  for (const [name, t] of w) {
-    if (t.dtype !== 'f32') continue;
-    if (name === 'tok_emb') for (let i = 0; i < t.data.length; i++) t.data[i] = t.data[i]! * 25;
-    if (t.shape.length === 1) for (let i = 0; i < t.data.length; i++) t.data[i] = 1 + 0.2 * g.normal();
-  }
-  return w;
-}
 
 const maxAbs = (a: ArrayLike<number>): number => {
   let m = 0;
