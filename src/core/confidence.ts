@@ -1,0 +1,158 @@
+/**
+ * One-sided lower confidence bounds on the mean of bounded i.i.d. samples — the "finite" term of
+ * the certificate (docs/certificate.md §5). Each function takes samples x₁ … x_N that are known to
+ * lie in [lo, hi], and a failure probability η, and returns L with
+ *
+ *   P( E[x] ≥ L ) ≥ 1 − η.
+ *
+ * Three bounds, tightest first; the certificate uses `betting` unless told otherwise:
+ *
+ *   betting     Waudby-Smith & Ramdas (2023), "Estimating means of bounded random variables by
+ *               betting", JRSS-B 86(1): the capital of a gambler who bets a predictable fraction
+ *               λ_i of her wealth that the mean exceeds m, K_N(m) = Π (1 + λ_i (z_i − m)), is a
+ *               non-negative martingale when m is the true mean, so by Markov's inequality
+ *               P(K_N(μ) ≥ 1/η) ≤ η; every m with K_N(m) ≥ 1/η is rejected. Variance-adaptive:
+ *               for small variance it is far tighter than Hoeffding, and it never needs the 7/3
+ *               range term of empirical Bernstein.
+ *   bernstein   Maurer & Pontil (2009), "Empirical Bernstein bounds and sample variance
+ *               penalization", Theorem 4: x̄ − √(2 V ln(2/η) / N) − 7 c ln(2/η) / (3 (N − 1)),
+ *               V the unbiased sample variance, c = hi − lo.
+ *   hoeffding   Hoeffding (1963): x̄ − c √(ln(1/η) / (2N)). The worst-case-range control.
+ *
+ * Every bound is computed on z = (x − lo)/(hi − lo) ∈ [0, 1] and mapped back, and is clamped to
+ * [lo, hi] (a bound below lo says nothing more than lo does). Samples outside [lo, hi] are a bug in
+ * the caller's range and throw RangeError: a range that does not cover the samples voids the bound.
+ *
+ * Not here: where the samples and ranges come from (src/sat/stage.ts, src/sat/certificate.ts), and
+ * two-sided or anytime-valid (confidence-sequence) versions.
+ */
+
+export type BoundKind = 'betting' | 'bernstein' | 'hoeffding';
+
+export const BOUND_KINDS: readonly BoundKind[] = ['betting', 'bernstein', 'hoeffding'];
+
+/** Samples scaled to [0, 1]; throws when one lies outside [lo, hi] (beyond rounding). */
+function scaled(xs: ArrayLike<number>, lo: number, hi: number, fn: string): Float64Array {
+  if (!(Number.isFinite(lo) && Number.isFinite(hi) && hi >= lo)) throw new RangeError(`${fn}: range [${lo}, ${hi}] is not a finite interval`);
+  const c = hi - lo;
+  const tol = 1e-9 * Math.max(1, Math.abs(lo), Math.abs(hi));
+  const z = new Float64Array(xs.length);
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i]!;
+    if (!Number.isFinite(x) || x < lo - tol || x > hi + tol) throw new RangeError(`${fn}: sample ${i} = ${x} lies outside the stated range [${lo}, ${hi}]`);
+    z[i] = c > 0 ? Math.min(1, Math.max(0, (x - lo) / c)) : 0;
+  }
+  return z;
+}
+
+function checkEta(eta: number, fn: string): void {
+  if (!(eta > 0 && eta < 1)) throw new RangeError(`${fn}: failure probability η = ${eta}; expected a number in (0, 1)`);
+}
+
+/** Largest share of the stake a bet may risk (Waudby-Smith & Ramdas use 1/2 or 3/4; any c < 1 keeps K > 0). */
+const BET_CAP = 0.75;
+
+/**
+ * The betting lower bound on [0, 1] samples ("predictable plug-in" bets tuned for a fixed N, with
+ * the hedged-capital cap; Waudby-Smith & Ramdas 2023, §4–§5):
+ *
+ *   λ_i(m) = min( λ̃_i, BET_CAP/m ),   λ̃_i = √(2 ln(1/η) / (N σ̂²_{i−1})),
+ *   μ̂_i = (½ + Σ_{k≤i} z_k)/(i + 1),   σ̂²_i = (¼ + Σ_{k≤i} (z_k − μ̂_k)²)/(i + 1),
+ *   K_N(m) = Π_i (1 + λ_i(m)·(z_i − m)).
+ *
+ * λ̃_i depends only on z_1 … z_{i−1} (it is predictable), so at the true mean K_N is a martingale
+ * with mean 1; z_i − m ≥ −m and λ_i(m)·m ≤ BET_CAP < 1 keep every factor positive. Each factor
+ * decreases in m, so the m that are not rejected (K_N(m) < 1/η) form an interval (L, 1]; L solves
+ * log K_N(L) = ln(1/η), found by Newton's method kept inside a bracket (bisection when a step
+ * would leave it). The cap BET_CAP/m instead of a fixed BET_CAP matters when the samples vary
+ * little compared with their range: near m = ½ it doubles the largest bet.
+ */
+function bettingLower01(z: Float64Array, eta: number): number {
+  const N = z.length;
+  const lt = new Float64Array(N);
+  const target = Math.log(1 / eta);
+  let sumZ = 0;
+  let sumSq = 0;
+  for (let i = 0; i < N; i++) {
+    lt[i] = Math.sqrt((2 * target) / (N * ((0.25 + sumSq) / (i + 1))));
+    sumZ += z[i]!;
+    sumSq += (z[i]! - (0.5 + sumZ) / (i + 2)) ** 2;
+  }
+  // f(m) = log K_N(m) − ln(1/η) and its derivative.
+  const fd = (m: number): [number, number] => {
+    const cap = m > 0 ? BET_CAP / m : Infinity;
+    let f = -target;
+    let d = 0;
+    for (let i = 0; i < N; i++) {
+      const zi = z[i]!;
+      if (lt[i]! <= cap) {
+        const q = 1 + lt[i]! * (zi - m);
+        f += Math.log(q);
+        d -= lt[i]! / q;
+      } else {
+        const q = 1 + cap * (zi - m); // = 1 + c·z/m − c
+        f += Math.log(q);
+        d -= (BET_CAP * zi) / (m * m * q);
+      }
+    }
+    return [f, d];
+  };
+  if (fd(0)[0] < 0) return 0; // not even m = 0 is rejected: the trivial bound
+  let a = 0; // f(a) ≥ 0: rejected
+  let b = 1; // f(b) < 0: log K_N(1) ≤ 0 < ln(1/η)
+  let x = 1;
+  for (let it = 0; it < 100 && b - a > 1e-12; it++) {
+    const [f, d] = fd(x);
+    if (f >= 0) a = x;
+    else b = x;
+    let next = d < 0 ? x - f / d : Number.NaN;
+    if (!(next > a && next < b)) next = 0.5 * (a + b);
+    if (Math.abs(next - x) < 1e-13) {
+      // Converged onto the root from one side: make sure the answer is a rejected point.
+      const probe = Math.max(a, b - 1e-10);
+      if (fd(probe)[0] >= 0) return probe;
+      next = 0.5 * (a + b);
+    }
+    x = next;
+  }
+  return a;
+}
+
+function bernsteinLower01(z: Float64Array, eta: number): number {
+  const N = z.length;
+  if (N < 2) return 0;
+  let mean = 0;
+  for (let i = 0; i < N; i++) mean += z[i]!;
+  mean /= N;
+  let ss = 0;
+  for (let i = 0; i < N; i++) ss += (z[i]! - mean) ** 2;
+  const V = ss / (N - 1);
+  const l = Math.log(2 / eta);
+  return Math.max(0, mean - Math.sqrt((2 * V * l) / N) - (7 * l) / (3 * (N - 1)));
+}
+
+function hoeffdingLower01(z: Float64Array, eta: number): number {
+  const N = z.length;
+  let mean = 0;
+  for (let i = 0; i < N; i++) mean += z[i]!;
+  mean /= N;
+  return Math.max(0, mean - Math.sqrt(Math.log(1 / eta) / (2 * N)));
+}
+
+const LOWER01: Record<BoundKind, (z: Float64Array, eta: number) => number> = {
+  betting: bettingLower01,
+  bernstein: bernsteinLower01,
+  hoeffding: hoeffdingLower01,
+};
+
+/**
+ * L with P(E[x] ≥ L) ≥ 1 − η, for i.i.d. samples known to lie in [lo, hi]. With no samples the
+ * only honest answer is lo.
+ */
+export function lowerConfidenceBound(kind: BoundKind, xs: ArrayLike<number>, lo: number, hi: number, eta: number): number {
+  const fn = `lowerConfidenceBound(${kind})`;
+  checkEta(eta, fn);
+  const z = scaled(xs, lo, hi, fn);
+  if (z.length === 0 || hi === lo) return lo;
+  return lo + (hi - lo) * LOWER01[kind](z, eta);
+}
