@@ -1,6 +1,7 @@
 /**
  * The playground's charts and timeline: the maths of src/app/charts/series.ts on records from a real
- * small run (the climbing preset, seed 7, a few stages, orders fixed / reverse / random) and on
+ * small run (the climbing preset, seed 7, a few stages, orders fixed / reverse / random; seed 11 for
+ * 8 stages to count certified ones) and on
  * fresh random inputs (seeded Rng 20261129), then every component rendered to static markup with
  * react-dom/server on that real data — its data-testid and a positive data-points must be there, and
  * its empty state must say what to do. (recharts draws little on the server: these tests check our
@@ -12,17 +13,18 @@ import { createElement as h } from 'react';
 import { renderToString } from 'react-dom/server';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
-import { certificate } from '../src/sat/certificate';
+import { certificate, type AgentCertInput, type BoundTerms } from '../src/sat/certificate';
 import { createExperiment, runStages, stepThrough, type TabularExperiment } from '../src/sat/experiment';
 import type { LmEpisodeRecord } from '../src/sat/lm';
 import { presetConfig } from '../src/sat/presets';
+import { stageRow } from '../src/app/stageRow';
 import { ADV_HIST_BINS, type AgentStepRecord, type StageRecord } from '../src/sat/stage';
 import {
   ADV_BINS, AdvantageChart, BetaChart, JChart, KlChart, OrderChart, Timeline, TranscriptTable, ViolationChart, WaterfallChart,
   advantageRows, aggregateViolation, betaRows, decadeTicks, executionOrder, niceScale, findStep, isVacuous, jSeries, klRows, lastStepRef, moveSelection,
   orderRows, partialStage, producerOf, toStepRef, violationPointsFromRuns, sqrtReference, symmetricHistogram, timelineStages, transcriptRows, violationFit,
   violationPointsFromStages, violationPointsFromSweep, waterfallRows,
-  type PartialStage, type TranscriptBatch, type TranscriptEpisode,
+  type PartialStage, type TranscriptBatch, type TranscriptEpisode, type Waterfall,
 } from '../src/app/charts';
 
 const SEED = 7;
@@ -117,48 +119,110 @@ describe('team J per stage', () => {
     const s = jSeries([]);
     expect(s.rows).toHaveLength(0);
     expect(s.stages).toBe(0);
+    expect(s.certifiedCount).toBe(0);
+  });
+
+  it('counts certified stages exactly as the run recorded cert/certified, on a climbing run of 8 stages', async () => {
+    const run = await runStages(createExperiment(presetConfig('climbing', { seed: 11 })), 8);
+    const want = run.filter((r) => r.metrics['cert/certified'] === 1).length;
+    expect(want).toBeGreaterThan(0); // the climbing game climbs: something to count
+    const s = jSeries(run, { span: exp.aMax });
+    expect(s.certifiedCount).toBe(want);
+    run.forEach((r, k) => {
+      expect(s.rows[k + 1]!.certified).toBe(r.metrics['cert/certified'] === 1);
+      expect(s.rows[k + 1]!.certified).toBe((r.metrics['cert/lower'] as number) > 0);
+      expect(stageRow(r, 3).certified).toBe(r.metrics['cert/certified'] === 1);
+    });
+    expect(s.rows[0]!.certified).toBeNull();
+    // The paper's γ form certifies nothing: its bound is vacuous.
+    expect(jSeries(run, { form: 'gamma', span: exp.aMax }).certifiedCount).toBe(0);
+    const html = renderToString(h(JChart, { records: run, span: exp.aMax }));
+    expect(html).toMatch(new RegExp(`data-testid="certified-count" data-value="${want}"`));
+    expect(html).toContain(`certified in <!-- -->${want} of 8 stages`);
   });
 });
 
 describe('certificate waterfall', () => {
-  it('runs gain → −shift → −bias → −finite to exactly the lower bound, beside the realised ΔJ (real run, both forms)', () => {
+  /** The running sum fresh gain → −shift → −bias → −finite ends exactly at the lower bound; the in-sample bar is outside it. */
+  function expectRunningSum(wf: Waterfall, t: BoundTerms, tol = 1e-9): void {
+    const sum = wf.rows.filter((x) => x.inSum);
+    expect(sum.map((x) => x.kind)).toEqual(['gain', 'shift', 'bias', 'finite']);
+    expect(sum[0]!.from).toBe(0);
+    for (let k = 1; k < sum.length; k++) expect(sum[k]!.from).toBe(sum[k - 1]!.to);
+    expect(sum[sum.length - 1]!.to).toBe(t.lower);
+    expect(close(sum.reduce((a, x) => a + x.value, 0), t.lower, tol)).toBe(true);
+    const ins = wf.rows.find((x) => x.kind === 'insample')!;
+    expect(ins.inSum).toBe(false);
+    expect(ins.total).toBe(true);
+    expect(ins.from).toBe(0);
+    expect(ins.to).toBe(t.gainInSample);
+    expect(wf.rows.find((x) => x.kind === 'lower')!.to).toBe(t.lower);
+    for (const x of wf.rows) expect(x.range[0]).toBeLessThanOrEqual(x.range[1]);
+    expect(wf.certified).toBe(t.lower > 0);
+    expect(wf.certified).toBe(t.certified);
+  }
+
+  it('runs fresh gain → −shift → −bias → −finite to exactly the lower bound, beside the in-sample gain and the realised ΔJ (real run, both forms)', () => {
     for (const r of records) {
       for (const form of ['episodic', 'gamma'] as const) {
         const wf = waterfallRows(r, form, exp.aMax);
         const t = form === 'gamma' ? r.certificate.gamma : r.certificate.episodic;
-        const [gain, shift, bias, finite, lower, realised] = wf.rows;
-        expect(wf.rows.map((x) => x.kind)).toEqual(['gain', 'shift', 'bias', 'finite', 'lower', 'realised']);
-        expect(gain!.from).toBe(0);
-        expect(shift!.from).toBe(gain!.to);
-        expect(bias!.from).toBe(shift!.to);
-        expect(finite!.from).toBe(bias!.to);
-        expect(close(finite!.to, t.lower)).toBe(true);
-        expect(close(gain!.value + shift!.value + bias!.value + finite!.value, t.lower)).toBe(true);
-        expect(lower!.to).toBe(t.lower);
-        expect(realised!.to).toBe(r.jAfter - r.jBefore);
-        for (const x of wf.rows) expect(x.range[0]).toBeLessThanOrEqual(x.range[1]);
+        expect(wf.rows.map((x) => x.kind)).toEqual(['insample', 'gain', 'shift', 'bias', 'finite', 'lower', 'realised']);
+        expect(wf.rows[0]!.label).toBe('in-sample gain (optimistic)');
+        expectRunningSum(wf, t);
+        expect(wf.rows[6]!.to).toBe(r.jAfter - r.jBefore);
         expect(wf.held).toBe(t.lower <= r.jAfter - r.jBefore);
         expect(wf.vacuous).toBe(form === 'gamma');
+        expect(close(wf.optimism, t.gainInSample - t.gain)).toBe(true);
+        if (form === 'episodic') {
+          // Our form: no shift, no bias, by construction; finite is the confidence width gain − lower.
+          expect(t.shift).toBe(0);
+          expect(t.bias).toBe(0);
+          expect(close(t.finite, t.gain - t.lower)).toBe(true);
+        }
       }
-      expect(waterfallRows(r).held).toBe(r.metrics['cert/held'] === 1);
+      const chosen = waterfallRows(r);
+      expect(chosen.held).toBe(r.metrics['cert/held'] === 1);
+      expect(chosen.certified).toBe(r.metrics['cert/certified'] === 1);
+      expect(close(chosen.rows[0]!.value, r.metrics['cert/gain_insample'] as number)).toBe(true);
+      expect(close(chosen.rows[1]!.value, r.metrics['cert/gain'] as number)).toBe(true);
     }
   });
 
-  it('sums to the lower bound on fresh random certificate inputs', () => {
+  it('sums to the lower bound on fresh random certificate inputs, whatever the in-sample gain, and certifies exactly when the bound is above 0', () => {
     const rng = new Rng(20261129, [1]);
-    for (let trial = 0; trial < 50; trial++) {
+    let certified = 0;
+    for (let trial = 0; trial < 200; trial++) {
       const n = 1 + rng.int(4);
-      const steps = Array.from({ length: n }, (_, agent) => ({
-        agent, gain: (rng.uniform() - 0.3) * 2, radius: rng.uniform() * 0.1, bias: rng.uniform() * 0.2, episodes: 1 + rng.int(200),
-      }));
-      const cert = certificate(steps, { n, aMax: 1 + rng.uniform() * 9, gamma: 0.5 + rng.uniform() * 0.49, horizon: 1 + rng.int(4), deltaConf: 0.05, form: trial % 2 ? 'gamma' : 'episodic' });
+      const steps: AgentCertInput[] = Array.from({ length: n }, (_, agent) => {
+        const moved = rng.uniform() > 0.1;
+        const gain = moved ? (rng.uniform() - 0.3) * 2 : 0;
+        const lower = moved ? gain - rng.uniform() * 0.5 : 0;
+        const A = 1 + rng.uniform() * 4;
+        return {
+          agent, gain, lower, gainInSample: moved ? gain + (rng.uniform() - 0.2) * 2 : 0, range: moved ? [-A, A] : [0, 0],
+          units: 1 + rng.int(5000), episodes: 1 + rng.int(20000), clip: rng.uniform() > 0.5 ? Infinity : 2, klMax: moved ? rng.uniform() * 0.1 : 0,
+          turns: 1 + rng.int(3), bias: rng.uniform() * 0.2, moved,
+        };
+      });
+      const opts = { n, aMax: 1 + rng.uniform() * 9, gamma: 0.5 + rng.uniform() * 0.49, deltaConf: 0.05, form: trial % 2 ? 'gamma' : 'episodic' } as const;
+      const sum = steps.reduce((a, x) => a + x.gain, 0);
+      const joint = { gain: sum, lower: sum - rng.uniform() * 0.5 };
+      const cert = certificate(steps, joint, opts);
       const dJ = (rng.uniform() - 0.5) * 2;
       const rec = { ...records[0]!, certificate: cert, jBefore: 0, jAfter: dJ } as StageRecord;
       const wf = waterfallRows(rec);
-      expect(close(wf.rows[3]!.to, cert.chosen.lower, 1e-12)).toBe(true);
-      expect(close(wf.rows.slice(0, 4).reduce((s, x) => s + x.value, 0), cert.chosen.lower, 1e-12)).toBe(true);
+      expectRunningSum(wf, cert.chosen, 1e-12);
       expect(wf.held).toBe(cert.chosen.lower <= dJ);
+      if (wf.certified) certified++;
+      // The in-sample gain moves only its own bar: every bar of the sum, and the verdicts, stay put.
+      const other = certificate(steps.map((s) => ({ ...s, gainInSample: s.gainInSample + 10 * (rng.uniform() - 0.5) })), joint, opts);
+      const wf2 = waterfallRows({ ...rec, certificate: other } as StageRecord);
+      expect(wf2.rows.filter((x) => x.kind !== 'insample')).toEqual(wf.rows.filter((x) => x.kind !== 'insample'));
+      expect([wf2.held, wf2.certified]).toEqual([wf.held, wf.certified]);
     }
+    expect(certified).toBeGreaterThan(0);
+    expect(certified).toBeLessThan(200);
   });
 
   it('calls a bound vacuous only below the largest possible drop', () => {
@@ -410,7 +474,7 @@ describe('components render to static markup with real data', () => {
     const last = records[STAGES - 1]!;
     const cases: [string, ReturnType<typeof h>, number][] = [
       ['chart-j', h(JChart, { records, span: exp.aMax }), STAGES],
-      ['chart-waterfall', h(WaterfallChart, { record: last, form: 'gamma', onFormChange: () => {}, gamma: 0.99, span: exp.aMax }), 6],
+      ['chart-waterfall', h(WaterfallChart, { record: last, form: 'gamma', onFormChange: () => {}, gamma: 0.99, span: exp.aMax }), 7],
       ['chart-adv', h(AdvantageChart, { step, aClip: exp.cfg.aClip }), ADV_BINS],
       ['chart-kl', h(KlChart, { step, alpha: exp.cfg.alpha }), klRows(step).rows.length],
       ['chart-beta', h(BetaChart, { records, current: partial, nAgents: 3 }), STAGES * 3 + 1],
@@ -426,11 +490,26 @@ describe('components render to static markup with real data', () => {
     expect(wf).toContain('data-testid="vacuous-note"');
     expect(wf).toContain('Vacuous');
     expect(wf).toContain('aria-checked="true"');
+    expect(wf).not.toContain('data-testid="certified-note"'); // the γ form certifies nothing
+    const episodic = renderToString(h(WaterfallChart, { record: last, form: 'episodic', span: exp.aMax, deltaConf: 0.05 }));
+    expect(last.certificate.episodic.certified).toBe(true);
+    expect(episodic).toContain('data-testid="certified-note"');
+    expect(episodic).toContain('certified improvement');
+    expect(episodic).toContain('with probability ≥ 95 %');
+    expect(episodic).not.toContain('data-testid="vacuous-note"');
+    for (const cite of ['SAT.md', 'UX.md', 'ARCHITECTURE.md']) expect(episodic + renderToString(cases[0]![1]) + renderToString(cases[6]![1])).not.toContain(cite);
     const tl = renderToString(cases[6]![1]);
     expect(tl.match(/data-testid="timeline-cell"/g)).toHaveLength(3 * (STAGES + 1));
     expect(tl.match(/aria-selected="true"/g)).toHaveLength(1);
     expect(tl.match(/data-status="pending"/g)).toHaveLength(2);
     expect(tl).toContain('data-cursor="true"');
+    // Each finished stage's header title says whether it was certified.
+    for (const r of records) {
+      const title = new RegExp(`title="stage ${r.stage}: ([^"]*)"`).exec(tl)![1]!;
+      expect(title.startsWith('certified improvement')).toBe(r.metrics['cert/certified'] === 1);
+      expect(title).toContain(r.metrics['cert/held'] === 1 ? 'certificate held' : 'certificate not held');
+    }
+    expect(tl).toContain(`title="stage ${STAGES + 1}: running"`);
   });
 
   it('draws the violation chart from sweep points with its fit', () => {

@@ -34,11 +34,29 @@ describe('npm run sat', () => {
     for (const v of ['resample', 'naive', 'simultaneous']) expect(r.out).toMatch(new RegExp(`^${v}\\s+-?\\d+\\.\\d{3} ± \\d+\\.\\d{3}`, 'm'));
   });
 
-  it('--sweep prints a row per value and a fitted exponent', () => {
-    const r = sat('--preset', 'delta-sweep', '--stages', '4', '--sweep', 'delta=0.001,0.01,0.1', '--seeds', '2');
-    expect(r.code).toBe(0);
+  it('--sweep delta=… on delta-sweep runs the δ-sweep protocol: mean KL/δ, violation rate, exponent with a bootstrap CI', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sat-cli-')), 'sweep.json');
+    const r = sat('--preset', 'delta-sweep', '--stages', '2', '--sweep', 'delta=0.001,0.01,0.1', '--seeds', '3', '--json', file);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/only δ changes: lr = 0\.18·√\(δ\/0\.01\), epochs 1, maxBacktracks 0/);
+    for (const d of ['0.001', '0.01', '0.1']) expect(r.out).toMatch(new RegExp(`^${d.replace('.', '\\.')}\\s+\\d\\.\\d{4}\\s+\\d\\.\\d{3} ± \\d\\.\\d{3}`, 'm'));
+    expect(r.out).toMatch(/scaling check: mean KL\/δ from \d\.\d{3} to \d\.\d{3}/);
+    expect(r.out).toMatch(/fit violation rate ≈ c·δ\^p: p = -?\d\.\d{3}, 95% CI \[-?\d\.\d{3}, -?\d\.\d{3}\]/);
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    expect(json.points).toHaveLength(3);
+    expect(json.protocol.seeds).toEqual([1, 2, 3]);
+    expect(json.ci.lo).toBeLessThanOrEqual(json.fit.p);
+    expect(json.ci.hi).toBeGreaterThanOrEqual(json.fit.p);
+  });
+
+  it('--sweep on another preset runs it at each value as it is (no lr scaling), and --fixed-lr needs a δ sweep', () => {
+    const r = sat('--preset', 'relay', '--stages', '2', '--sweep', 'delta=0.001,0.01,0.1', '--seeds', '2', '--set', 'maxBacktracks=0', '--set', 'onExhausted=keep', '--set', 'certEpisodes=64');
+    expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/delta=0\.001/);
-    expect(r.out).toMatch(/fit KL violation rate ≈ c·delta\^p: p = -?\d/);
+    expect(r.out).toMatch(/KL viol rate/);
+    const bad = sat('--preset', 'relay', '--fixed-lr');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--sqrt-delta and --fixed-lr go with --sweep delta=/);
   });
 
   it('runs a language team from the shipped models and swaps an agent for a larger one with Stage-0', () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { mean } from '../src/core/stats';
-import { boundTerms } from '../src/sat/certificate';
+import { certificate } from '../src/sat/certificate';
 import { parseConfig, type Config } from '../src/sat/config';
 import { bestResponseLogits, createExperiment, currentJ, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
@@ -93,56 +93,22 @@ describe('trust-region monitor', () => {
 });
 
 describe('certificate', () => {
-  it('the γ form at γ = 0.99 is vacuous: about −47,000 for n = 3, A_max = 5, δ = 0.05 (SAT.md §7)', () => {
-    const steps = [0, 1, 2].map((agent) => ({ agent, gain: 0.1, radius: 0.05, bias: 0, episodes: 64 }));
-    const g = boundTerms(steps, { n: 3, aMax: 5, gamma: 0.99, horizon: 1, deltaConf: 0.05 }, 'gamma');
+  it('the γ form at γ = 0.99 is vacuous: about −47,000 for n = 3, A_max = 5, δ = 0.05 (docs/certificate.md §9)', () => {
+    const steps = [0, 1, 2].map((agent) => ({
+      agent, gain: 0.1, lower: 0.05, gainInSample: 0.2, range: [-5, 5] as const, units: 64, episodes: 64, clip: Infinity, klMax: 0.05, turns: 1, bias: 0, moved: true,
+    }));
+    const c = certificate(steps, { gain: 0.3, lower: 0.2 }, { n: 3, aMax: 5, gamma: 0.99, deltaConf: 0.05, form: 'episodic' });
     // By hand: 2·0.99/0.01² · 5 · 3·√(0.025) = 19800 · 5 · 0.474342 = 46,959.9
-    expect(g.shift).toBeCloseTo(19800 * 5 * 3 * Math.sqrt(0.025), 6);
-    expect(g.lower).toBeLessThan(-46000);
-    const e = boundTerms(steps, { n: 3, aMax: 5, gamma: 0.99, horizon: 1, deltaConf: 0.05 }, 'episodic');
-    expect(e.shift).toBe(0); // one decision per episode: nothing to shift
-    // finite = 3 · 5·√(log(2·3/0.05)/(2·64)) by hand
-    expect(e.finite).toBeCloseTo(3 * 5 * Math.sqrt(Math.log(120) / 128), 12);
-  });
-
-  it('holds in ≥ 1 − δ_conf of ≥ 200 random stages (resample), and fails without its finite-sample term', async () => {
-    const tasks: Record<string, unknown>[] = [
-      { task: 'climbing', agents: 2 }, { task: 'climbing', agents: 3 }, { task: 'penalty', agents: 2 },
-      { task: 'random-matrix', agents: 3, actions: 3 }, { task: 'relay', agents: 3, actions: 2 },
-      { task: 'router', agents: 3, actions: 3 }, { task: 'guess', agents: 3, actions: 3, protocol: 'vote' },
-    ];
-    const rng = new Rng(2024);
-    const deltaConf = 0.05;
-    let n = 0;
-    const hold = { full: 0, noFinite: 0, noShift: 0 };
-    let slack = 0;
-    for (let r = 0; r < 50; r++) {
-      const t = tasks[r % tasks.length]!;
-      const exp = await run({
-        ...t, estimator: 'resample', stages: 5, deltaConf, seed: rng.int(1e6), initScale: 0.5 + rng.uniform(),
-        delta: [0.01, 0.05, 0.2][rng.int(3)], lr: [0.1, 0.3][rng.int(2)], batch: [4, 8][rng.int(2)],
-      });
-      for (const s of exp.stages) {
-        const dJ = s.jAfter - s.jBefore; // exact, by enumeration
-        const b = boundTerms(s.steps.map((x) => x.cert), { n: exp.team.length, aMax: exp.aMax, gamma: 0.99, horizon: exp.game.horizon, deltaConf }, 'episodic');
-        expect(s.metrics['cert/lower']).toBe(b.lower);
-        n++;
-        if (b.lower <= dJ) hold.full++;
-        if (b.gain - b.shift - b.bias <= dJ) hold.noFinite++;
-        if (b.gain - b.bias - b.finite <= dJ) hold.noShift++;
-        slack += (dJ - b.lower) / exp.aMax;
-      }
-    }
-    const rate = (k: number) => k / n;
-    console.log(
-      `certificate over ${n} stages: held ${rate(hold.full).toFixed(3)}; without finite term ${rate(hold.noFinite).toFixed(3)}; ` +
-        `without shift term ${rate(hold.noShift).toFixed(3)}; mean slack (ΔJ − lower)/A_max = ${(slack / n).toFixed(3)}`,
-    );
-    expect(n).toBeGreaterThanOrEqual(200);
-    expect(rate(hold.full)).toBeGreaterThanOrEqual(1 - deltaConf);
-    // Negative control: the measured gain alone is optimistic (fitted on the same episodes), so
-    // without the finite-sample width the bound must fail often.
-    expect(rate(hold.noFinite)).toBeLessThan(1 - deltaConf);
+    expect(c.gamma.shift).toBeCloseTo(19800 * 5 * 3 * Math.sqrt(0.025), 6);
+    expect(c.gamma.lower).toBeLessThan(-46000);
+    // Ours: the stage's joint bound; no shift, no bias; finite = gain − lower.
+    expect(c.episodic.shift).toBe(0);
+    expect(c.episodic.bias).toBe(0);
+    expect(c.episodic.lower).toBe(0.2);
+    expect(c.episodic.finite).toBeCloseTo(0.3 - 0.2, 12);
+    expect(c.episodic.gainInSample).toBeCloseTo(0.6, 12);
+    expect(c.episodic.certified).toBe(true);
+    expect(c.chosen).toBe(c.episodic);
   });
 
   it('resample has zero bias; reuse estimators measure a bias after the first agent', async () => {

@@ -46,6 +46,14 @@ describe('configured swap', () => {
       // Same team before the swap either way (the seat is all that differs).
       expect(raw.jBefore).toBe(s0.jBefore);
       expect(s0.lambdaHist.reduce((x, y) => x + y, 0)).toBe(3); // relay agent 1 has 3 states
+      // The swap's own certificate (docs/certificate.md §8): a floor from its largest per-state KL,
+      // ≤ δ₀ with Stage-0, so the floor is at least −√(δ₀/2)·A; it holds in both cases.
+      const A = 1; // relay rewards lie in [0, 1]
+      expect(s0.certRadius).toBeLessThanOrEqual(s0.delta0 * (1 + 1e-6));
+      expect(s0.certFloor).toBeGreaterThanOrEqual(-Math.sqrt((s0.delta0 * (1 + 1e-6)) / 2) * A);
+      expect(raw.certRadius).toBeGreaterThan(raw.delta0);
+      for (const w of [s0, raw]) expect(w.jAfter - w.jBefore).toBeGreaterThanOrEqual(w.certFloor);
+      console.log(`relay-pnp seed ${seed}: swap ΔJ ${(s0.jAfter - s0.jBefore).toFixed(4)} ≥ floor ${s0.certFloor.toFixed(4)} (Stage-0); raw ${(raw.jAfter - raw.jBefore).toFixed(4)} ≥ ${raw.certFloor.toFixed(4)}`);
     });
   }
 

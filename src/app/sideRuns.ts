@@ -4,23 +4,32 @@
  *
  *   compareOrders()  the same config and seed under each update order σ (fixed, reverse, random,
  *                    greedy when the geometric gain is on) — visual debugging of update order
- *   sweepDeltas()    the same config at five radii δ, the radius monitored but not enforced (no
- *                    backtracking, steps kept — as the delta-sweep preset and the paper's plot) —
- *                    points of the violation-rate-vs-δ chart
+ *   sweepDeltas()    the δ-sweep protocol of src/sat/deltaSweep.ts, as the CLI runs it for the
+ *                    delta-sweep preset: only δ changes (same tables and seeds, one step with
+ *                    lr ∝ √δ, no backtracking, fixed β; docs/method.md §9.2) — the violation-rate
+ *                    chart's points, fit, bootstrap CI and KL/δ check. It runs the open settings
+ *                    when the delta-sweep preset is open (edited or not), else that preset's own
+ *                    settings at the open seed: the other games have a handful of states and, at
+ *                    their own lr, steps far inside δ, so every rate would be 0 and nothing tested.
  *
- * Language presets are refused with a message: a side run of a language team costs minutes per
- * stage on a CPU, which belongs in the CLI (`npm run sat -- --sweep …`), not behind a button.
+ * Comparing orders refuses language presets with a message: a side run of a language team costs
+ * minutes per stage on a CPU, which belongs in the CLI (`npm run sat -- --compare …`), not behind a
+ * button.
  *
  * Not here: the main experiment (session.ts) or drawing (charts/).
  */
 import { isLlmTask, parseConfig, type Config } from '../sat/config';
+import { presetConfig } from '../sat/presets';
+import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { createExperiment, runStages } from '../sat/experiment';
 import type { StageRecord } from '../sat/stage';
 import { longWork, yieldToBrowser } from './session';
 import { usePlayground } from './store';
 
-/** The radii of the δ sweep (log-spaced over two decades around the presets' values). */
-export const SWEEP_DELTAS: readonly number[] = [0.001, 0.003, 0.01, 0.03, 0.1];
+/** The radii of the δ sweep (deltaSweep.ts's defaults, as the CLI's). */
+export { SWEEP_DELTAS };
+/** Stages per sweep run in the page: the config's own, capped (the delta-sweep preset has 5). */
+export const SWEEP_MAX_STAGES = 10;
 
 function tabularConfig(what: string): Config | null {
   const cfg = usePlayground.getState().config;
@@ -63,21 +72,30 @@ export async function compareOrders(): Promise<void> {
   });
 }
 
-/** The same config at each δ of SWEEP_DELTAS; results land in the store's `sweep`. */
+/** The sweep's settings: the open ones on the delta-sweep preset (tabular), else that preset's at the open seed. */
+export function sweepBase(open: Config | null, preset: string): Config {
+  if (open && preset === 'delta-sweep' && !isLlmTask(open.task)) return open;
+  return presetConfig('delta-sweep', open ? { seed: open.seed } : {});
+}
+
+/**
+ * The δ-sweep protocol (sweepBase's δ and lr are the reference point of lr ∝ √δ), at each δ of
+ * SWEEP_DELTAS over SWEEP_SEEDS seeds from the base's seed; the result lands in the store's `sweep`
+ * (a cancelled sweep keeps the seeds it finished for every δ).
+ */
 export async function sweepDeltas(): Promise<void> {
-  const cfg = tabularConfig('The δ sweep');
-  if (!cfg) return;
-  const stages = Math.min(cfg.stages, 20);
-  const total = SWEEP_DELTAS.length * stages;
+  const { config, preset } = usePlayground.getState();
+  const cfg = sweepBase(config, preset);
+  const stages = Math.min(cfg.stages, SWEEP_MAX_STAGES);
+  const seeds = Array.from({ length: SWEEP_SEEDS }, (_, i) => cfg.seed + i).filter((s) => s <= 0xffffffff);
   await longWork('Sweeping δ…', async (progress, cancelled) => {
-    const runs: { delta: number; stages: StageRecord[] }[] = [];
-    let done = 0;
-    for (const delta of SWEEP_DELTAS) {
-      const c = parseConfig({ ...cfg, delta, deltas: [], maxBacktracks: 0, onExhausted: 'keep' });
-      const recs = await runSide(c, stages, () => progress(++done, total, `Sweeping δ = ${delta}: stage ${done % stages || stages} / ${stages}`), cancelled);
-      runs.push({ delta, stages: recs });
-      if (cancelled()) break;
-    }
-    usePlayground.setState({ sweep: runs });
+    const r = await deltaSweep({
+      base: cfg, deltas: SWEEP_DELTAS, seeds, stages, cancelled,
+      onProgress: async (done, total, what) => {
+        progress(done, total, what);
+        await yieldToBrowser();
+      },
+    });
+    if (r) usePlayground.setState({ sweep: r });
   });
 }

@@ -1,9 +1,11 @@
 /**
  * What the stage table shows of one finished stage: a flat, plain-number summary of a
- * `StageRecord` (SAT.md §9 metric keys), cheap to keep for thousands of stages and easy to test.
+ * `StageRecord` (the metric keys of docs/method.md §9), cheap to keep for thousands of stages and
+ * easy to test.
  *
- * Not here: running stages (run.ts) or drawing them (components/StageTable.tsx). Charts in a later
- * issue will read the full records by metric prefix; this row is only the table's view.
+ * Not here: running stages (src/sat/experiment.ts, driven by session.ts) or drawing them
+ * (components/StageTable.tsx). The charts read the full records (charts/series.ts); this row is
+ * only the table's view.
  */
 import type { StageRecord } from '../sat/stage';
 
@@ -17,6 +19,11 @@ export interface StageRow {
   readonly certLower: number;
   /** cert/held: dJ ≥ the lower bound. */
   readonly held: boolean;
+  /**
+   * cert/certified: the lower bound is above 0, a certified improvement (docs/certificate.md §12).
+   * Records saved before the metric existed: the same rule on cert/lower.
+   */
+  readonly certified: boolean;
   /** σ: agents in the order they were updated. */
   readonly order: readonly number[];
   /** Per agent (by index, not by position in σ): (1−α)-quantile of per-state KL to π_cur. */
@@ -40,6 +47,7 @@ export function stageRow(rec: StageRecord, nAgents: number): StageRow {
     dJ: num(m, 'team/dJ'),
     certLower: num(m, 'cert/lower'),
     held: num(m, 'cert/held') === 1,
+    certified: Number.isNaN(num(m, 'cert/certified')) ? num(m, 'cert/lower') > 0 : num(m, 'cert/certified') === 1,
     order: Array.isArray(sigma) ? sigma : rec.order,
     klQ: agents.map((j) => num(m, `agent/${j}/kl_q`)),
     backtracks: agents.map((j) => num(m, `agent/${j}/backtracks`)),

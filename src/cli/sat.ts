@@ -3,10 +3,19 @@
  *
  *   npm run sat -- --preset climbing --stages 20 --seed 1 [--set key=value …] [--json FILE]
  *   npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds 10
- *   npm run sat -- --preset delta-sweep --sweep delta=0.001,0.003,0.01,0.03,0.1 --seeds 5
+ *   npm run sat -- --preset delta-sweep --sweep delta=0.001,0.002,0.005,0.01,0.02,0.05,0.1 [--seeds 10] [--fixed-lr]
  *   npm run sat -- --preset relay --swap 1=best --swap-stage 10 [--no-stage0]
  *   npm run sat -- --preset arith-pnp --swap 1=arithmetic-M --swap-stage 3 [--stage0 0.1 | --no-stage0] [--swap-seat student]
+ *   npm run sat -- --certify-report [--presets a,b,…] [--seeds 5] [--stages 30]
  *   npm run sat -- --help          (every setting, its default, range and meaning)
+ *
+ * `--sweep delta=…` on the delta-sweep preset (or on any tabular preset with --sqrt-delta) runs the
+ * δ-sweep protocol of src/sat/deltaSweep.ts — only δ changes: same tables and seeds, one Adam step
+ * per update with lr ∝ √δ, no backtracking, fixed β (docs/method.md §9.2) — and prints per δ the
+ * mean KL/δ (the check that the step scaled with the radius), the violation rate, and the fitted
+ * exponent of v ≈ c·δ^p with a bootstrap 95 % CI over seeds (10 seeds unless --seeds). --fixed-lr
+ * keeps lr at the preset's value instead (the old protocol, as a negative control). Any other
+ * --sweep key=… runs the preset at each value and fits the violation rate as it comes.
  *
  * The same metric keys as the JSON export and the charts (SAT.md §9). Errors in the settings exit
  * with status 2 and a message naming the key, the value and what is allowed.
@@ -26,7 +35,9 @@ import { ProjectedLmAgent } from '../sat/projectedAgent';
 import { lambdaHistogram } from '../sat/stage0';
 import { loadModel } from '../model/weights';
 import { PRESETS, presetConfig } from '../sat/presets';
-import type { StageRecord } from '../sat/stage';
+import { swapFloor, type StageRecord } from '../sat/stage';
+import { certReport, type CertReportRow } from '../sat/certReport';
+import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
 
 interface Args {
   preset: string;
@@ -40,18 +51,29 @@ interface Args {
   /** Language swaps with Stage-0: the projection samples at once (default), or the distilled student. */
   swapSeat: 'projection' | 'student';
   quiet: boolean;
+  /** --certify-report: how often the certificate proves an improvement, per preset. */
+  certifyReport: boolean;
+  presets?: string[];
+  seedsGiven: boolean;
+  /** --sweep delta=…: run the δ-sweep protocol (deltaSweep.ts) on any tabular preset, not only delta-sweep. */
+  sqrtDelta: boolean;
+  /** The δ-sweep protocol with lr fixed (the negative control). */
+  fixedLr: boolean;
 }
 
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
-                     [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N]
-                     [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]] [--quiet] [--help]
+                     [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N [--sqrt-delta] [--fixed-lr]]
+                     [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
+                     [--certify-report [--presets a,b,…] [--seeds N]] [--quiet] [--help]
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
+--sweep delta=… on delta-sweep (or with --sqrt-delta): only δ changes, lr ∝ √δ, one step, no backtracking;
+  prints mean KL/δ, the violation rate and its exponent with a bootstrap CI over seeds (--fixed-lr: lr fixed).
 Presets: ${PRESETS.map((p) => p.name).join(', ')}`;
 
 class UsageError extends Error {}
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false };
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false };
   const need = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
@@ -69,7 +91,7 @@ function parseArgs(argv: string[]): Args {
       case '--seeds': {
         const n = Number(need(i, f));
         if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UsageError(`--seeds must be an integer in [1, 1000], got ${argv[i + 1]}`);
-        a.seeds = n; i++; break;
+        a.seeds = n; a.seedsGiven = true; i++; break;
       }
       case '--sweep': {
         const [k, v] = parseAssignment(need(i, f));
@@ -94,6 +116,10 @@ function parseArgs(argv: string[]): Args {
         a.swapSeat = v; i++; break;
       }
       case '--quiet': a.quiet = true; break;
+      case '--sqrt-delta': a.sqrtDelta = true; break;
+      case '--fixed-lr': a.fixedLr = true; break;
+      case '--certify-report': a.certifyReport = true; break;
+      case '--presets': a.presets = need(i, f).split(',').map((s) => s.trim()).filter(Boolean); i++; break;
       case '--help': case '-h': printHelp(); process.exit(0);
       default: throw new UsageError(`Unknown flag ${f}`);
     }
@@ -116,7 +142,7 @@ const pad = (s: string, w: number) => s.padStart(w);
 
 function stageHeader(n: number): string {
   const per = (name: string) => Array.from({ length: n }, (_, j) => `${name}${j}`.padStart(8)).join('');
-  return `${'stage'.padStart(5)}${'J'.padStart(9)}${'ΔJ'.padStart(9)}${'lower'.padStart(10)}${'held'.padStart(5)}${'σ'.padStart(8)}${per('klq')}${per('viol')}${per('bt')}`;
+  return `${'stage'.padStart(5)}${'J'.padStart(9)}${'ΔJ'.padStart(9)}${'lower'.padStart(10)}${'held'.padStart(5)}${'cert'.padStart(5)}${'σ'.padStart(8)}${per('klq')}${per('viol')}${per('bt')}`;
 }
 
 function stageRow(s: StageRecord, n: number): string {
@@ -124,7 +150,7 @@ function stageRow(s: StageRecord, n: number): string {
   const per = (key: string, f: (x: number) => string) => Array.from({ length: n }, (_, j) => pad(f(m[`agent/${j}/${key}`] as number), 8)).join('');
   return (
     pad(String(s.stage), 5) + pad(fmt(s.jAfter), 9) + pad(fmt(m['team/dJ'] as number), 9) + pad(fmt(m['cert/lower'] as number), 10) +
-    pad(m['cert/held'] === 1 ? '●' : '○', 5) + pad(s.order.join(''), 8) + per('kl_q', sci) + per('viol_rate', (x) => fmt(x, 2)) + per('backtracks', (x) => String(x))
+    pad(m['cert/held'] === 1 ? '●' : '○', 5) + pad(m['cert/certified'] === 1 ? '✓' : '·', 5) + pad(s.order.join(''), 8) + per('kl_q', sci) + per('viol_rate', (x) => fmt(x, 2)) + per('backtracks', (x) => String(x))
   );
 }
 
@@ -191,6 +217,10 @@ function lmSwapSeat(cfg: Config, seat: Args['swapSeat'], log?: (line: string) =>
       klQuantiles: { q50: r.klSeated.q50, q90: r.klSeated.q90, q99: r.klSeated.q99 },
       outsideBefore: r.klPre.aboveDelta, outsideAfter: r.klSeated.aboveDelta,
       lambdaHist: counts, jBefore: r.jBefore, jAfter: r.jAfter,
+      // Stage-0 solves λ(s) at every token state the seat samples from, so each token's KL ≤ δ0 and a
+      // message's KL (the sum along it) ≤ maxNew·δ0. Without Stage-0 no radius is known.
+      certRadius: r.stage0 && r.seat === 'projection' ? cfg.maxNew * cfg.stage0Delta : Number.NaN,
+      certFloor: swapFloor(r.stage0 && r.seat === 'projection' ? cfg.maxNew * cfg.stage0Delta : Number.NaN, exp.env.agentTurns(j), exp.env.rewardRange[1] - exp.env.rewardRange[0]),
     };
   };
 }
@@ -232,6 +262,11 @@ async function main(): Promise<void> {
     if (!args.quiet && process.stderr.isTTY) process.stderr.write(`\r${msg}\x1b[K`);
   };
 
+  if (args.certifyReport) {
+    await printCertifyReport(args, progress);
+    return;
+  }
+
   if (args.compare) {
     const rows: string[][] = [];
     const json: Record<string, unknown> = {};
@@ -257,6 +292,12 @@ async function main(): Promise<void> {
     if (args.json) writeFileSync(args.json, JSON.stringify({ preset: args.preset, settings: args.sets, seeds: args.seeds, variants: json }, null, 1));
     return;
   }
+
+  if (args.sweep && args.sweep.key === 'delta' && (args.preset === 'delta-sweep' || args.sqrtDelta)) {
+    await printDeltaSweep(args, base, progress);
+    return;
+  }
+  if (args.fixedLr || args.sqrtDelta) throw new UsageError('--sqrt-delta and --fixed-lr go with --sweep delta=… (the δ-sweep protocol)');
 
   if (args.sweep) {
     const { key, values } = args.sweep;
@@ -319,11 +360,88 @@ async function main(): Promise<void> {
     { seat: args.swapSeat, log: (line) => console.log(line) },
   );
   const held = mean(exp.stages.map((s) => s.metrics['cert/held'] as number));
-  console.log(`\nfinal J ${fmt(exp.stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(exp.stages), 2)} of stages; certificate held in ${fmt(held, 2)} of stages`);
+  const certified = mean(exp.stages.map((s) => s.metrics['cert/certified'] as number));
+  console.log(`\nfinal J ${fmt(exp.stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(exp.stages), 2)} of stages; certificate held in ${fmt(held, 2)} of stages and certified an improvement in ${fmt(certified, 2)}`);
   if (args.json) {
     writeFileSync(args.json, JSON.stringify({ preset: args.preset, config: cfg, j0: exp.j0, stages: exp.stages.map((s) => s.metrics) }, null, 1));
     console.log(`metrics written to ${args.json}`);
   }
+}
+
+/**
+ * --sweep delta=… under the δ-sweep protocol (src/sat/deltaSweep.ts): one row per δ and the fitted
+ * exponent with its bootstrap interval; --json writes the whole result.
+ */
+async function printDeltaSweep(args: Args, base: Config, progress: (msg: string) => void): Promise<void> {
+  if (isLlmTask(base.task)) throw new UsageError('the δ-sweep protocol runs tabular games only');
+  const deltas = args.sweep!.values.map((v) => {
+    const d = Number(v);
+    if (!(d >= CONFIG.delta.min && d <= CONFIG.delta.max)) throw new UsageError(`--sweep delta: "${v}" is not a radius in [${CONFIG.delta.min}, ${CONFIG.delta.max}]`);
+    return d;
+  });
+  if (new Set(deltas).size < 2) throw new UsageError('--sweep delta=… needs at least two different radii to fit an exponent');
+  const nSeeds = args.seedsGiven ? args.seeds : SWEEP_SEEDS;
+  const seeds = Array.from({ length: nSeeds }, (_, i) => base.seed + i);
+  const lrScaling = args.fixedLr ? 'fixed' : 'sqrt';
+  const r = (await deltaSweep({ base, deltas, seeds, stages: base.stages, lrScaling, onProgress: (done, total, what) => progress(`${what} (${done}/${total})`) }))!;
+  progress('');
+  const pr = r.protocol;
+  console.log(
+    `preset ${args.preset}: ${pr.task}, ${pr.agents} agents × ${pr.actions} actions (${pr.states} local states), ${pr.stages} stages × ${nSeeds} seeds (${seeds[0]}..${seeds.at(-1)}) per δ
+` +
+      `only δ changes: ${lrScaling === 'sqrt' ? `lr = ${pr.lrRef}·√(δ/${pr.deltaRef})` : `lr fixed at ${pr.lrRef} (negative control)`}, epochs 1, maxBacktracks 0, onExhausted keep, betaAdapt off (β = ${base.beta})
+`,
+  );
+  const rows = r.points.map((p) => [
+    String(p.delta), fmt(p.lr, 4), `${fmt(p.klOverDelta)} ± ${fmt(p.klOverDeltaSd)}`, fmt(p.klOverDeltaQ50), fmt(p.klOverDeltaQ90),
+    fmt(p.violRate, 4), `${fmt(Math.min(...p.violRateBySeed), 3)}..${fmt(Math.max(...p.violRateBySeed), 3)}`, String(p.visits),
+  ]);
+  console.log(table(['δ', 'lr', 'mean KL/δ ± sd', 'KL/δ q50', 'KL/δ q90', 'viol rate', 'per seed', 'visits'], rows));
+  console.log(`
+scaling check: mean KL/δ from ${fmt(Math.min(...r.points.map((p) => p.klOverDelta)))} to ${fmt(Math.max(...r.points.map((p) => p.klOverDelta)))} across δ (max/min ${fmt(r.klSpread, 2)}; 1 = the step scaled exactly with the radius)`);
+  if (r.fit) {
+    const ci = r.ci ? `, 95% CI [${fmt(r.ci.lo)}, ${fmt(r.ci.hi)}] (bootstrap over seeds, ${r.ci.used} of ${r.ci.resamples} resamples fitted)` : ' (one seed: no interval)';
+    console.log(`fit violation rate ≈ c·δ^p: p = ${fmt(r.fit.p)}${ci}, c = ${fmt(r.fit.c, 4)}, r² = ${fmt(r.fit.r2)} over ${r.fit.used} δ with rate > 0`);
+    const half = r.ci ? (r.ci.lo <= 0.5 && 0.5 <= r.ci.hi ? 'inside the interval' : 'outside the interval') : 'no interval to compare';
+    console.log(`the paper's √δ law is p = 0.5: ${half}`);
+  } else {
+    console.log(`no fit: fewer than two δ gave a violation rate > 0 (a power law needs two)`);
+  }
+  if (args.json) writeFileSync(args.json, JSON.stringify({ preset: args.preset, settings: args.sets, ...r }, null, 1));
+}
+
+/** The tabular presets whose certificate the report measures by default (the swap and sweep presets excluded). */
+const CERT_REPORT_TABULAR = ['climbing', 'climbing2', 'penalty', 'relay', 'router', 'random-matrix'];
+
+/**
+ * --certify-report: per preset, at its own settings, over seeds 1..N (5 by default; language presets
+ * 3), the share of improving stages the certificate proved and how tight it was (certReport.ts).
+ */
+async function printCertifyReport(args: Args, progress: (msg: string) => void): Promise<void> {
+  const names = args.presets ?? CERT_REPORT_TABULAR;
+  const rows: string[][] = [];
+  const out: CertReportRow[] = [];
+  for (const name of names) {
+    const llm = PRESETS.find((p) => p.name === name)?.kind === 'llm';
+    const seeds = args.seedsGiven ? args.seeds : llm ? 3 : 5;
+    const row = await certReport(name, (seed) => presetConfig(name, { ...args.sets, seed: String(seed) }), seeds, async (cfg) => {
+      progress(`${name}: seed ${cfg.seed}/${seeds}`);
+      return runOne(cfg);
+    });
+    out.push(row);
+    rows.push([
+      name, `${row.seeds}×${row.stages / row.seeds}`, String(row.improved), `${row.certified} (${fmt(100 * row.certifiedFraction, 0)} %)`,
+      fmt(row.tightness, 2), fmt(row.provedShare, 2), fmt(row.holdRate, 3), String(row.falseCertified),
+      fmt(row.certEpisodesPerAgent, 0), fmt(row.msPerStage, 0), `${fmt(100 * row.certTimeShare, 0)} %`,
+      Number.isFinite(row.episodesToCertify) ? fmt(row.episodesToCertify, 0) : '—',
+    ]);
+  }
+  progress('');
+  console.log('Does the certificate certify? Among the stages whose realised ΔJ > 0 (exact for tabular games, held-out J for language teams):');
+  console.log('certified = lower bound > 0; tightness = Σ lower / Σ ΔJ; proved = Σ max(lower, 0) / Σ ΔJ; held = lower ≤ ΔJ over all stages.\n');
+  console.log(table(['preset', 'seeds×stages', 'ΔJ>0', 'certified', 'tightness', 'proved', 'held', 'false cert', 'cert ep/agent', 'ms/stage', 'cert time', 'ep to certify'], rows));
+  console.log('\nep to certify: over improving stages with a positive fresh gain, the median episodes per agent at which the width would fall below the gain (width ∝ 1/√N).');
+  if (args.json) writeFileSync(args.json, JSON.stringify({ settings: args.sets, rows: out }, null, 1));
 }
 
 // `npm run sat … | head` closes the pipe early: that is not an error.

@@ -156,9 +156,12 @@ export const CONFIG = {
   customOrder: intList({ group: 'order', default: [], min: 0, max: 5, maxLength: 6, doc: 'σ for order=custom: a permutation of 0..n−1, e.g. 2,0,1.' }),
 
   // — certificate (SAT.md §7) —
-  certForm: enumOf({ group: 'certificate', default: 'episodic', options: ['episodic', 'gamma'], doc: "Which penalty form decides cert/lower: episodic = finite horizon H, no discount (docs/certificate.md); gamma = the paper's discounted form (vacuous at γ=0.99). Both are always reported." }),
+  certForm: enumOf({ group: 'certificate', default: 'episodic', options: ['episodic', 'gamma'], doc: "Which form decides cert/lower: episodic = our certificate, a fresh-batch importance-sampling bound with no shift or bias term (docs/certificate.md); gamma = the paper's discounted form (vacuous at γ=0.99). Both are always reported." }),
   gamma: float({ group: 'certificate', default: 0.99, min: 0, max: 0.9999, doc: 'γ of the paper\u2019s discounted certificate form.' }),
   deltaConf: float({ group: 'certificate', default: 0.05, min: 1e-6, max: 0.5, log: true, doc: 'δ_conf: the certificate holds with probability ≥ 1 − δ_conf.' }),
+  certEpisodes: int({ group: 'certificate', default: 0, min: 0, max: 1000000, doc: 'Episodes of each agent\u2019s certification batch: drawn under π̂ⁱ⁻¹ before its update and never used by it, so its gain estimate is honest (docs/certificate.md §4). More episodes, a tighter bound. 0 = auto: 16,384 on tabular games (cheap), 256 for language teams.' }),
+  certBound: enumOf({ group: 'certificate', default: 'betting', options: ['betting', 'bernstein', 'hoeffding'], doc: 'The one-sided confidence bound behind the finite-sample term: betting (Waudby-Smith & Ramdas 2023, variance-adaptive, tightest), bernstein (empirical Bernstein, Maurer & Pontil 2009), hoeffding (worst-case range, the control).' }),
+  certClip: float({ group: 'certificate', default: 2, min: 1, max: 1e6, log: true, doc: 'c: the importance ratio is truncated at c in the certificate\u2019s estimator of language agents, whose ratios have no known bound (tabular agents need none: the exact range of every trajectory\u2019s ratio is known). Smaller c, a narrower range but a more pessimistic estimate (docs/certificate.md §4).' }),
   geoIters: int({ group: 'certificate', default: 50, min: 0, max: 200, doc: 'Fisher-vector products (conjugate gradient, and up to 20 Lanczos steps) behind the information-geometric gain κ√δ̄ − aδ̄; 0 = skip it (and greedy order, which needs κ).' }),
   aMax: float({ group: 'certificate', default: 0, min: 0, max: 1e6, doc: 'A_max: bound on |advantage| in reward units; 0 = the task\u2019s reward range R_max − R_min.' }),
 
@@ -400,6 +403,11 @@ export function parseAssignment(s: string): [string, string] {
 export function resolvedProtocol(c: Config) {
   if (c.protocol !== 'auto') return c.protocol;
   return isLlmTask(c.task) ? 'chain' : TASKS[c.task as TaskName].defaultProtocol;
+}
+
+/** Certification episodes per agent step: `certEpisodes`, or for 0 (auto) 16,384 on tabular games and 256 for language teams. */
+export function certEpisodesOf(c: Config): number {
+  return c.certEpisodes > 0 ? c.certEpisodes : isLlmTask(c.task) ? 256 : 16384;
 }
 
 /** The radius δ_i of agent i. */

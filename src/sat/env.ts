@@ -4,12 +4,13 @@
  * this interface, so the same loop trains tabular tables on exact games and language models on
  * verifiable text tasks.
  *
- *   TabularEnv   a TabularGame; J is exact (enumeration), so its confidence half-width is 0.
+ *   TabularEnv   a TabularGame; J is exact (enumeration), so its confidence half-width is 0, and
+ *                the certificate's summand has an exact range (enumeration again, `certSample`).
  *
  * Not here: sampling details (rollout.ts) or the games themselves (src/tasks).
  */
 import type { Rng } from '../core/rng';
-import { exactJ } from '../tasks/tabular';
+import { exactJ, forEachTrajectory } from '../tasks/tabular';
 import type { TabularGame } from '../tasks/types';
 import { sampleBatch, tablePolicy, teamTables } from './rollout';
 import type { AgentPolicy, Batch } from './types';
@@ -30,10 +31,25 @@ export interface TeamEnv {
   readonly rewardRange: readonly [number, number];
   /** True when evaluate() is cheap enough to run after every agent step (exact tabular J). */
   readonly evaluatePerAgent: boolean;
-  /** Samples B groups × G episodes (group-major) under the team's current policies. */
-  rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng): Promise<Batch>;
+  /**
+   * Episodes in one independent unit of a certification batch: the `independent` protocol's slots
+   * (sample k of a group is answered by agent k mod n, so a unit holds one episode per slot), else 1.
+   */
+  readonly slots: number;
+  /** Most turns at which `agent` acts in one episode (a language agent's turn is one message). */
+  agentTurns(agent: number): number;
+  /** Most action steps in one turn of an agent (1 for tables, maxNew tokens for a language agent). */
+  readonly stepsPerTurn: number;
+  /**
+   * Samples B groups × G episodes (group-major) under the team's current policies. `record: false`
+   * keeps the batch out of what the page shows (a certification batch is not training data).
+   */
+  rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts?: { record?: boolean }): Promise<Batch>;
   /** The current team's J. */
   evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation>;
+  /** Exact certificates (tabular games): every agent's table now, and the summand's exact range. */
+  tables?(team: readonly AgentPolicy[]): Promise<Float64Array[]>;
+  certSample?(before: readonly Float64Array[], agent: number, newTable: Float64Array, b: number, N: number, rng: Rng): { x: Float64Array; range: [number, number] };
 }
 
 export class TabularEnv implements TeamEnv {
@@ -51,8 +67,79 @@ export class TabularEnv implements TeamEnv {
   get rewardRange(): readonly [number, number] {
     return this.game.rewardRange;
   }
+  get slots(): number {
+    return this.game.nSlots;
+  }
+  readonly stepsPerTurn = 1;
+  agentTurns(agent: number): number {
+    if (!this.turnsOf) {
+      // The game's structure, not a policy's: every branch is enumerated under the uniform policy.
+      const most = new Array<number>(this.game.nAgents).fill(0);
+      forEachTrajectory(this.game, (a) => new Float64Array(this.game.nActions[a]!).fill(1 / this.game.nActions[a]!), (t) => {
+        const count = new Array<number>(this.game.nAgents).fill(0);
+        for (const turn of t.history) for (const d of turn.decisions) count[d.agent]!++;
+        count.forEach((c, a) => (most[a] = Math.max(most[a]!, c)));
+      });
+      this.turnsOf = most;
+    }
+    return this.turnsOf[agent]!;
+  }
+  private turnsOf?: number[];
   async rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng): Promise<Batch> {
     return sampleBatch(this.game, await teamTables(this.game, team), B, G, rng);
+  }
+  /** Every agent's full table [nObs × nActions] now (what certSample compares against). */
+  async tables(team: readonly AgentPolicy[]): Promise<Float64Array[]> {
+    return teamTables(this.game, team);
+  }
+  /**
+   * A certification sample of agent j's step (docs/certificate.md §4–§5): N episodes drawn i.i.d.
+   * under the old team `before` (π̂ⁱ⁻¹), each scored with the summand X(τ) = (r_j(τ) − 1)·(R(τ) − b),
+   * where r_j(τ) is the product over agent j's decisions of newTable/oldTable; and the exact interval
+   * of X over every trajectory the old team can produce.
+   *
+   * The game is a small finite tree, so the episodes are drawn from its exact trajectory
+   * distribution (enumerated once, then inverse-CDF draws from `rng`): the same distribution a
+   * rollout samples from, at a millisecond for 65,536 episodes instead of a second.
+   */
+  certSample(before: readonly Float64Array[], agent: number, newTable: Float64Array, b: number, N: number, rng: Rng): { x: Float64Array; range: [number, number] } {
+    const A = this.game.nActions[agent]!;
+    const old = before[agent]!;
+    const cdf: number[] = [];
+    const value: number[] = [];
+    let total = 0;
+    let lo = Infinity;
+    let hi = -Infinity;
+    forEachTrajectory(this.game, tablePolicy(this.game, before), (t) => {
+      if (!(t.prob > 0)) return; // a branch the old team never samples
+      let r = 1;
+      for (const turn of t.history) {
+        turn.decisions.forEach((d, k) => {
+          if (d.agent !== agent) return;
+          const i = d.obs * A + turn.actions[k]!;
+          r *= newTable[i]! / old[i]!;
+        });
+      }
+      const x = (r - 1) * (t.reward - b);
+      lo = Math.min(lo, x);
+      hi = Math.max(hi, x);
+      total += t.prob;
+      cdf.push(total);
+      value.push(x);
+    });
+    const x = new Float64Array(N);
+    for (let e = 0; e < N; e++) {
+      const u = rng.uniform() * total;
+      let a = 0;
+      let z = cdf.length - 1;
+      while (a < z) {
+        const m = (a + z) >> 1;
+        if (cdf[m]! > u) z = m;
+        else a = m + 1;
+      }
+      x[e] = value[a]!;
+    }
+    return { x, range: [lo, hi] };
   }
   async evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation> {
     return { J: exactJ(this.game, tablePolicy(this.game, await teamTables(this.game, team))), ci: 0, exact: true };

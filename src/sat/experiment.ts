@@ -32,7 +32,7 @@ import { agentModelName, type Config, isLlmTask, resolvedProtocol } from './conf
 import { TabularEnv, type TeamEnv, type TeamEvaluation } from './env';
 import { LmAgent, LmEnv } from './lm';
 import { tablePolicy, teamTables } from './rollout';
-import { runStage, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
+import { runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
 import type { AgentPolicy } from './types';
 import { lambdaHistogram, projectTable } from './stage0';
 import { TabularSoftmaxAgent } from './tabularAgent';
@@ -241,7 +241,12 @@ async function swapIfDue(exp: Experiment): Promise<SwapSummary | undefined> {
   const pre = await bestResponseLogits(tab, c.swapAgent);
   const r = await swapAgent(tab, c.swapAgent, pre, { stage0: c.swapStage0, delta0: c.stage0Delta });
   const share = (kls: readonly number[]) => (kls.length ? kls.filter((k) => k > c.stage0Delta * (1 + 1e-9)).length / kls.length : 0);
+  // Every state of the table, visited or not: the exact largest KL, the radius the floor needs.
+  const certRadius = Math.max(0, ...(r.stage0 ? r.kls : r.klsPre));
+  const [rMin, rMax] = exp.env.rewardRange;
   return {
+    certRadius,
+    certFloor: swapFloor(certRadius, exp.env.agentTurns(r.agent), rMax - rMin),
     agent: r.agent,
     incoming: 'best response',
     stage0: r.stage0,

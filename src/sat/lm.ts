@@ -361,6 +361,21 @@ export class LmEnv implements TeamEnv {
     return this.task.rewardRange;
   }
 
+  /** `independent`: sample k of a group is answered by agent k mod n, so a unit holds one per agent. */
+  get slots(): number {
+    return this.protocol === 'independent' ? this.nAgents : 1;
+  }
+
+  /** Every protocol lets an agent speak at most once per episode (a turn is one whole message). */
+  agentTurns(_agent: number): number {
+    return 1;
+  }
+
+  /** A message has at most maxNew token steps (its end-of-message token included). */
+  get stepsPerTurn(): number {
+    return this.opts.maxNew;
+  }
+
   /** Plays `problems[i]` once each (sample index `samples[i]`), all episodes advancing turn by turn. */
   private async play(team: readonly AgentPolicy[], problems: readonly Problem[], samples: readonly number[], rng: Rng): Promise<{ written: Written[][]; messages: Message[][] }> {
     const E = problems.length;
@@ -390,7 +405,7 @@ export class LmEnv implements TeamEnv {
     return { written, messages };
   }
 
-  async rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng): Promise<Batch> {
+  async rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts: { record?: boolean } = {}): Promise<Batch> {
     const problems: Problem[] = [];
     const samples: number[] = [];
     for (let g = 0; g < B; g++) {
@@ -433,14 +448,15 @@ export class LmEnv implements TeamEnv {
     }
 
     const episodes: Episode[] = [];
-    this.lastEpisodes = [];
+    const records: LmEpisodeRecord[] = [];
     problems.forEach((problem, e) => {
       const spec: TeamSpec = { protocol: this.protocol, nAgents: this.nAgents, sample: samples[e]! };
       const verdict = teamVerdict(spec, this.task, problem, messages[e]!);
       const turns: AgentTurn[] = perEpisode[e]!.map((s) => ({ agent: s.agent, t: s.t, obs: s.step, action: s.action, logp: logp[s.step]! }));
       episodes.push({ prompt: problem.index, slot: samples[e]! % this.nAgents, group: Math.floor(e / G), turns, reward: verdict.reward });
-      this.lastEpisodes.push({ problem, sample: samples[e]!, messages: messages[e]!, reward: verdict.reward, correct: verdict.correct });
+      records.push({ problem, sample: samples[e]!, messages: messages[e]!, reward: verdict.reward, correct: verdict.correct });
     });
+    if (opts.record !== false) this.lastEpisodes = records;
     return { episodes, groups: B, groupSize: G, context };
   }
 

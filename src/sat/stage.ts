@@ -8,8 +8,9 @@
  *       repeat epochs: one optimizer step on L_j (§5), then the trust-region check (§6):
  *           (1−α)-quantile of KL > δ_j  ⇒  undo the step (parameters and optimizer state),
  *                                           β ×1.5, retry; out of tries ⇒ reject | keep | shrink
- *       π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾; record the agent's certificate inputs
- *   certificate (§7); J(π̄) exactly (tabular) ⇒ realised ΔJ and cert/held
+ *       π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾; its certificate: the gain on a certification batch drawn under π̂ⁱ⁻¹
+ *           before the update and never used by it, and a lower confidence bound on that gain
+ *   certificate (§7) = Σ of the agents' bounds; J(π̄) exactly (tabular) ⇒ realised ΔJ, cert/held
  *
  * `runStage` is an async generator: it yields after every agent step (the playground's
  * "Step agent ▸") and returns the stage record. Every random draw comes from a named sub-stream
@@ -26,8 +27,8 @@
 import { histogram } from '../core/stats';
 import type { Rng } from '../core/rng';
 import { groupAdvantages, predecessorLogRatios } from './advantages';
-import { certificate, type AgentCertInput, type Certificate } from './certificate';
-import { agentDelta, type Config } from './config';
+import { certificate, freshBound, perAgentEta, type AgentCertInput, type Certificate } from './certificate';
+import { agentDelta, certEpisodesOf, type Config } from './config';
 import { geometricGain, geometryAt } from './geometry';
 import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monitor';
 import { chooseOrder } from './order';
@@ -39,7 +40,7 @@ import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from './types';
 export type Metrics = Record<string, number | number[]>;
 
 /** Sub-stream purposes (the second element of every fork path). */
-const STREAM = { stageBatch: 1, resample: 2, probe: 3, order: 4 } as const;
+const STREAM = { stageBatch: 1, resample: 2, probe: 3, order: 4, cert: 5 } as const;
 
 /** Histogram bins of the advantage chart: fixed edges over [−A_clip, A_clip]. */
 export const ADV_HIST_BINS = 20;
@@ -112,6 +113,19 @@ export interface SwapSummary {
   /** Team J just before and just after the swap. */
   readonly jBefore: number;
   readonly jAfter: number;
+  /**
+   * The swap's own certificate (docs/certificate.md §8), deterministic: jAfter − jBefore ≥ certFloor
+   * = −max(1, m_j·√(certRadius/2))·A with m_j the agent's turns per episode and certRadius the largest
+   * per-state KL between the seated policy and the agent it replaced (≤ δ₀ with Stage-0; NaN when
+   * not known, and then the floor is the trivial −A).
+   */
+  readonly certRadius: number;
+  readonly certFloor: number;
+}
+
+/** The swap floor of SwapSummary.certFloor: −min(1, m·√(radius/2))·A (J cannot fall by more than A anyway). */
+export function swapFloor(radius: number, turns: number, span: number): number {
+  return Number.isFinite(radius) ? -Math.min(1, turns * Math.sqrt(Math.max(0, radius) / 2)) * span : -span;
 }
 
 /** The agent's own steps in `batch`, with per-episode advantages and weights. */
@@ -138,6 +152,62 @@ async function measuredGain(agent: AgentPolicy, batch: Batch, raw: Float64Array,
   return (g / Math.max(1, u.length)) * (G / (G - 1));
 }
 
+/** What certifyStep needs from before the update (the team is π̂ⁱ⁻¹ then). */
+interface CertDraw {
+  /** Language teams: the certification batch itself, rolled out under π̂ⁱ⁻¹. */
+  readonly batch?: Batch;
+  /** Tabular games: every agent's table under π̂ⁱ⁻¹ (the env samples from them after the update). */
+  readonly before?: Float64Array[];
+}
+
+/**
+ * Agent j's certificate (docs/certificate.md §4–§5): per unit of a certification batch drawn under
+ * π̂ⁱ⁻¹ from its own stream — never seen by the update — the summand X = (min(r_j, c) − 1)·(R − b),
+ * with r_j the trajectory ratio π̂ⁱ/π̂ⁱ⁻¹; then Ĝ = mean X and L = its one-sided (1 − δ_conf/n)
+ * lower confidence bound.
+ *
+ * The range of X must be known without looking at the batch. Tabular games: no truncation
+ * (c = ∞), b = the training batch's mean reward (independent of the certification batch), and the
+ * exact range of X over every trajectory the old team can produce (enumeration). Language teams:
+ * c = certClip and b = R_min, so min(r, c) ∈ [0, c] and R − b ∈ [0, A] give X ∈ [−A, (c − 1)·A];
+ * truncating r can only lower E[X], because R − b ≥ 0. A unit is one episode, or for the
+ * `independent` protocol one episode per slot (env.slots), averaged.
+ */
+async function certifyStep(
+  env: TeamEnv, team: readonly AgentPolicy[], agent: AgentPolicy, draw: CertDraw, trainMean: number, moved: boolean, cfg: Config, n: number, rng: Rng,
+): Promise<Pick<AgentCertInput, 'gain' | 'lower' | 'range' | 'units' | 'episodes' | 'clip' | 'moved'> & { x: Float64Array }> {
+  const units = draw.batch ? draw.batch.groups : certEpisodesOf(cfg);
+  const episodes = draw.batch ? draw.batch.episodes.length : certEpisodesOf(cfg);
+  // A rejected update restores the parameters bit for bit: ΔJ_i = 0 exactly, nothing to estimate.
+  if (!moved) return { gain: 0, lower: 0, range: [0, 0], units, episodes, clip: 1, moved, x: new Float64Array(units) };
+  let x: Float64Array;
+  let range: [number, number];
+  let clip = Infinity;
+  if (draw.before && env.certSample && env.tables) {
+    const after = (await env.tables(team))[agent.index]!;
+    ({ x, range } = env.certSample(draw.before, agent.index, after, trainMean, episodes, rng));
+  } else {
+    const batch = draw.batch!;
+    const [rMin, rMax] = env.rewardRange;
+    const A = rMax - rMin;
+    clip = cfg.certClip;
+    range = [-A, (clip - 1) * A];
+    const s = agentSteps(batch, agent.index);
+    const u = new Float64Array(episodes);
+    if (s.obs.length > 0) {
+      const now = await agent.logProbs(s);
+      for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
+    }
+    const G = batch.groupSize;
+    x = new Float64Array(units);
+    batch.episodes.forEach((ep, e) => {
+      x[Math.floor(e / G)]! += ((Math.min(Math.exp(u[e]!), clip) - 1) * (ep.reward - rMin)) / G;
+    });
+  }
+  const { gain, lower } = freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound);
+  return { gain, lower, range, units, episodes, clip, moved, x };
+}
+
 function rewardsOf(batch: Batch): Float64Array {
   return Float64Array.from(batch.episodes, (e) => e.reward);
 }
@@ -159,6 +229,12 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   const estimator = simultaneous ? 'naive' : cfg.estimator;
   let msRollout = 0;
   let msUpdate = 0;
+  let msCert = 0;
+  let certEpisodes = 0;
+  // The stage's joint certificate (docs/certificate.md §5): per unit index t, the sum over agents
+  // of their t-th summands, and the sum of their ranges.
+  let certSum: Float64Array | null = null;
+  const certRange: [number, number] = [0, 0];
   let decisions = 0;
   let episodesUsed = 0;
 
@@ -195,7 +271,16 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     const predecessors = simultaneous ? [] : order.slice(0, i);
     const delta = agentDelta(cfg, j);
 
-    // 3a. Data and advantages under π̂ⁱ⁻¹ (§4).
+    // 3a. The certification batch under π̂ⁱ⁻¹, before anything about this update is decided; its
+    // own stream, so the training run is the same whatever certEpisodes is.
+    t0 = now();
+    const certRng = rng.fork(stage, STREAM.cert, i);
+    const draw: CertDraw = env.certSample && env.tables
+      ? { before: await env.tables(team) }
+      : { batch: await env.rollout(team, Math.max(1, Math.ceil(certEpisodesOf(cfg) / env.slots)), env.slots, certRng, { record: false }) };
+    msCert += now() - t0;
+
+    // 3b. Data and advantages under π̂ⁱ⁻¹ (§4).
     t0 = now();
     let batch = stageBatch;
     let adv = stageAdv;
@@ -230,7 +315,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     }
     msRollout += now() - t0;
 
-    // 3b. Optimise L_j inside the trust region (§5, §6).
+    // 3c. Optimise L_j inside the trust region (§5, §6).
     t0 = now();
     const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, env.horizon);
     const rawBatch: AgentBatch = { ...agentBatch, adv: adv.raw };
@@ -283,7 +368,17 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     const after = await agent.snapshot();
     msUpdate += now() - t0;
 
-    // 3c. The certificate's inputs for this agent, and what really happened (exact ΔJ).
+    // 3d. The certificate for this agent, and what really happened (exact ΔJ).
+    t0 = now();
+    const trainMean = rewardsOf(batch).reduce((a, r) => a + r, 0) / Math.max(1, batch.episodes.length);
+    const { x: certX, ...fresh } = await certifyStep(env, team, agent, draw, trainMean, !rejected, cfg, n, certRng);
+    certSum ??= new Float64Array(certX.length);
+    if (certSum.length !== certX.length) throw new RangeError(`certification batches of ${certSum.length} and ${certX.length} units in one stage`);
+    for (let t = 0; t < certX.length; t++) certSum[t]! += certX[t]!;
+    certRange[0] += fresh.range[0];
+    certRange[1] += fresh.range[1];
+    certEpisodes += draw.batch ? draw.batch.episodes.length : fresh.moved ? fresh.episodes : 0;
+    msCert += now() - t0;
     const gain = await measuredGain(agent, batch, adv.raw, weight);
     const geoGain = geo ? geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean) : { gain: NaN };
     const bias = probe ? Math.abs(gain - (await measuredGain(agent, probe.batch, probe.raw, new Float64Array(probe.raw.length).fill(1)))) : 0;
@@ -292,12 +387,17 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     const evaluateNow = env.evaluatePerAgent || i === n - 1;
     if (evaluateNow) lastEval = await env.evaluate(team);
     const jNow = evaluateNow ? lastEval.J : NaN;
-    const cert: AgentCertInput = { agent: j, gain, radius: check.q, bias, episodes: batch.episodes.length };
+    const cert: AgentCertInput = { agent: j, ...fresh, gainInSample: gain, klMax: env.stepsPerTurn * check.max, turns: env.agentTurns(j), bias };
     const p = `agent/${j}/`;
     const metrics: Metrics = {
       [p + 'surrogate']: last.surrogate,
       [p + 'objective']: last.objective,
-      [p + 'gain']: gain,
+      [p + 'gain']: fresh.gain,
+      [p + 'gain_insample']: gain,
+      [p + 'cert_lower']: fresh.lower,
+      [p + 'cert_lo']: fresh.range[0],
+      [p + 'cert_hi']: fresh.range[1],
+      [p + 'cert_clip']: fresh.clip,
       [p + 'gain_geo']: geoGain.gain,
       [p + 'kappa']: geo ? geo.kappa : NaN,
       [p + 'bias']: bias,
@@ -325,8 +425,9 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   }
 
   // ── 4. The certificate against the realised improvement. ──
-  const cert = certificate(steps.map((s) => s.cert), {
-    n, aMax: ctx.aMax, gamma: cfg.gamma, horizon: env.horizon, deltaConf: cfg.deltaConf, form: cfg.certForm,
+  const joint = freshBound(certSum ?? new Float64Array(0), certRange, cfg.deltaConf, cfg.certBound);
+  const cert = certificate(steps.map((s) => s.cert), joint, {
+    n, aMax: ctx.aMax, gamma: cfg.gamma, deltaConf: cfg.deltaConf, form: cfg.certForm,
   });
   const dJ = jPrev - jStart;
   const metrics: Metrics = {
@@ -334,11 +435,14 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'team/dJ': dJ,
     'team/J_ci': lastEval.ci, // 0 when J is exact (tabular enumeration)
     'cert/gain': cert.chosen.gain,
+    'cert/gain_insample': cert.chosen.gainInSample,
     'cert/shift': cert.chosen.shift,
     'cert/bias': cert.chosen.bias,
     'cert/finite': cert.chosen.finite,
     'cert/lower': cert.chosen.lower,
     'cert/held': cert.chosen.lower <= dJ ? 1 : 0,
+    'cert/certified': cert.chosen.certified ? 1 : 0,
+    'cert/episodes': certEpisodes,
     'cert/oracle': cert.chosen.oracle,
     'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
     'cert/lower_episodic': cert.episodic.lower,
@@ -349,6 +453,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'order/sigma': order,
     'perf/ms_rollout': msRollout,
     'perf/ms_update': msUpdate,
+    'perf/ms_cert': msCert,
     'perf/tokens_per_s': decisions / Math.max(1e-9, (msRollout + msUpdate) / 1000),
     'perf/episodes': episodesUsed,
   };

@@ -3,7 +3,8 @@
  * never `playwright install`). It builds the app with Vite's JS API into a temporary folder, serves
  * it with `vite preview` on a free 127.0.0.1 port, and drives it at 1280×800 as a user would:
  * the default preset opens with one Web Worker per agent; Step agent, Step stage, Run/Pause and the
- * keyboard move the timeline and fill every chart; a share link opened in a fresh browser context
+ * keyboard move the timeline and fill every chart (the waterfall says "certified improvement", the
+ * stage table ticks certified stages ✓); a share link opened in a fresh browser context
  * replays identical metrics; malformed links each show their own message and open the defaults;
  * a reload restores the last agent step from IndexedDB; export → import round-trips and a damaged
  * file is refused; a bad setting names itself. A screenshot after a few stages goes to
@@ -172,6 +173,15 @@ describe('playground page in Chromium', () => {
     for (const id of ['chart-j', 'chart-waterfall', 'chart-adv', 'chart-kl', 'chart-beta']) {
       expect(await points(page, id), id).toBeGreaterThan(0);
     }
+    // The climbing game climbs: the certificate promises an improvement, and the page says so.
+    expect(await page.getByTestId('certified-note').innerText()).toMatch(/certified improvement/);
+    expect(await page.getByTestId('chart-waterfall').innerText()).toMatch(/in-sample gain/);
+    const certCells = page.locator('[data-testid="stage-row"] [data-testid="cell-cert"][data-certified="1"]');
+    expect(await certCells.count()).toBeGreaterThan(0);
+    expect(await certCells.first().innerText()).toContain('✓');
+    const certified = Number(await page.getByTestId('certified-count').getAttribute('data-value'));
+    expect(certified).toBe(await certCells.count());
+    expect(await page.getByTestId('certified-count').innerText()).toContain(`certified in ${certified} of ${n} stages`);
     const values = (await page.getByTestId('cell-j').evaluateAll((cells) => cells.map((c) => Number(c.getAttribute('data-value')))));
     for (const v of values) expect(Number.isFinite(v)).toBe(true);
     await page.mouse.move(0, 0);

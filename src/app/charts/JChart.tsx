@@ -1,17 +1,18 @@
 /**
  * "Did the team improve as much as promised?" — team J after each stage with its 95 % band, the
- * certificate's floor J_before + lower bound (SAT.md §7), and each stage's mark:
- * filled ink when the certificate held (J ended at or above its floor), hollow red when it did not.
- * The floor is a short grey bar at each stage.
+ * certificate's floor J_before + lower bound (docs/certificate.md §12), and each stage's mark:
+ * filled ink when the certificate held (J ended at or above its floor), hollow red when it did not,
+ * and a ✓ above it when the stage was certified — its bound above 0, a promised improvement, not
+ * just a promise that J would not fall too far. The floor is a short grey bar at each stage.
  * A floor far below the picture (a vacuous bound) is drawn as ▼ on the bottom edge and said in words.
  *
  * Not here: computing rows (series.ts `jSeries`), picking the certificate form (a prop).
  */
-import { Area, CartesianGrid, ComposedChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
+import { Area, CartesianGrid, ComposedChart, Line, Tooltip, XAxis, YAxis, useXAxisScale, useYAxisScale, type DotItemDotProps } from 'recharts';
 import { fixed3, signed3 } from '../format';
 import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
-import { term } from './fmt';
+import { CHECK, kOfN, term } from './fmt';
 import { jSeries, type FormChoice, type JRow } from './series';
 import type { StageRecord } from '../../sat/stage';
 
@@ -28,6 +29,12 @@ export interface JChartProps {
   readonly height?: number;
 }
 
+/** A ✓ drawn as a path (crisp at any zoom, no font needed), centred 11 px above (cx, cy). */
+function CheckMark({ cx, cy }: { cx: number; cy: number }) {
+  const y = cy - 11;
+  return <path d={`M${cx - 3.5},${y} L${cx - 1},${y + 2.75} L${cx + 3.75},${y - 3}`} fill="none" stroke={INK} strokeWidth={1.75} strokeLinecap="round" strokeLinejoin="round" data-certified="true" />;
+}
+
 function JDot(props: DotItemDotProps) {
   const { cx, cy, payload } = props;
   const row = payload as JRow;
@@ -38,6 +45,26 @@ function JDot(props: DotItemDotProps) {
     <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.5} fill={HELD_FILL} stroke="#fff" strokeWidth={1} />
   ) : (
     <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.25} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />
+  );
+}
+
+/**
+ * The ✓ of every certified stage, on a layer of its own: the line's dots are clipped to the plot
+ * area, which would cut a ✓ over a point at the top of the scale in half.
+ */
+function CertMarks({ rows }: { rows: readonly JRow[] }) {
+  const x = useXAxisScale();
+  const y = useYAxisScale();
+  if (!x || !y) return null;
+  return (
+    <g className="j-cert-marks" aria-hidden="true">
+      {rows.map((r) => {
+        if (!r.certified) return null;
+        const cx = x(r.stage);
+        const cy = y(r.j);
+        return typeof cx === 'number' && typeof cy === 'number' && Number.isFinite(cx) && Number.isFinite(cy) ? <CheckMark key={r.stage} cx={cx} cy={cy} /> : null;
+      })}
+    </g>
   );
 }
 
@@ -64,7 +91,12 @@ function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { 
       {row.held !== null && (
         <>
           <div>realised ΔJ {signed3(row.dJ!)}</div>
-          <div>certified ΔJ ≥ {fixed3(row.lower!)}</div>
+          <div>certified ΔJ ≥ {term(row.lower!)}</div>
+          {row.certified && (
+            <div className="chart-certified">
+              <span aria-hidden="true">{CHECK}</span> certified improvement (bound &gt; 0)
+            </div>
+          )}
           <div className="chart-tip-held">
             <HeldGlyph held={row.held} /> {row.held ? 'held' : 'not held'}
           </div>
@@ -90,8 +122,9 @@ export function JChart({ records, form = 'chosen', span, j0ci, width, height = D
           <span>
             J now <b className="num">{last ? fixed3(last.j) : '—'}</b>
           </span>
-          <span>
-            held in {s.heldCount} of {s.stages} stages
+          <span>held in {kOfN(s.heldCount, s.stages)}</span>
+          <span className={s.certifiedCount > 0 ? 'chart-certified' : undefined} data-testid="certified-count" data-value={s.certifiedCount}>
+            <span aria-hidden="true">{CHECK}</span> certified in {kOfN(s.certifiedCount, s.stages)}
           </span>
           {s.clipped > 0 && (
             <span className="chart-warn">
@@ -104,14 +137,16 @@ export function JChart({ records, form = 'chosen', span, j0ci, width, height = D
       howTo={
         <>
           The line is team J after each stage (shaded: its 95 % interval; none when J is exact). The short grey bars are the
-          certificate&apos;s floor for that stage, J before the stage plus the certified lower bound (SAT.md §7). A dot on or
-          above its floor is filled (held); a hollow red ring means the team ended below what was certified. Healthy: J climbs or
-          holds, every dot filled, floors just under the line.
+          certificate&apos;s floor for that stage, J before the stage plus the certified lower bound (docs/certificate.md §12). A
+          dot on or above its floor is filled (held); a hollow red ring means the team ended below what was certified. A ✓ marks
+          a certified stage: its bound is above 0, so the floor sits above the previous J and the stage promised a real
+          improvement, measured on certification batches its updates never saw (§4). Healthy: J climbs, every dot filled and
+          ticked, floors just under the line.
         </>
       }
     >
       {(w) => (
-        <ComposedChart width={w} height={height} data={s.rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
+        <ComposedChart width={w} height={height} data={s.rows} margin={{ top: 16, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} vertical={false} />
           <XAxis dataKey="stage" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
           <YAxis domain={[s.domain[0], s.domain[1]]} ticks={[...s.ticks]} allowDataOverflow tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
@@ -119,6 +154,7 @@ export function JChart({ records, form = 'chosen', span, j0ci, width, height = D
           <Area dataKey="band" stroke="none" fill={BAND_FILL} isAnimationActive={false} />
           <Line dataKey="floorShown" stroke="none" dot={FloorDot} activeDot={false} isAnimationActive={false} name="certified floor" />
           <Line dataKey="j" stroke={INK} strokeWidth={2} dot={JDot} isAnimationActive={false} name="team J" />
+          <CertMarks rows={s.rows} />
         </ComposedChart>
       )}
     </ChartFrame>

@@ -1,51 +1,70 @@
 /**
  * "Do trust-region violations grow like √δ?" — the fraction of visited states whose KL exceeds δ,
- * against δ, on log–log axes (SAT.md §10 claim 5): one mark per (source, δ) — this run's agent
- * steps averaged per δ, sweep points as given — the fitted power law v ≈ c·δ^p (solid) and a √δ
- * reference line of slope ½ through the points' centre (dotted).
+ * against δ, on log–log axes (docs/method.md §6.1, §9.2): this run's agent steps averaged per δ,
+ * and — after **Sweep δ** — the δ sweep's points (src/sat/deltaSweep.ts: only δ changes, one step
+ * with lr ∝ √δ, no backtracking), with its fitted power law v ≈ c·δ^p (solid), the bootstrap 95 %
+ * interval of p as two thin lines through the fit's centre, a √δ reference line of slope ½ through
+ * the points' centre (dotted), and the scaling check (mean KL/δ per δ) in the readout and tooltips.
+ * Without a sweep the fit, if any, is over this run's points.
  *
- * Not here: the aggregation and fit (series.ts `aggregateViolation`, `violationFit`, stats.fitPowerLaw)
- * or running sweeps (the session runs them and passes the points).
+ * Not here: the aggregation and fits (series.ts `aggregateViolation`, `violationFit`,
+ * `deltaSweepFit`, stats.fitPowerLaw) or running sweeps (sideRuns.ts runs them; the panel passes
+ * the result).
  */
 import { CartesianGrid, ComposedChart, Legend, Line, Scatter, Tooltip, XAxis, YAxis } from 'recharts';
+import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import { sci, short } from '../format';
 import { GRID, INK, MUTED_INK, teamSeries } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
 import { pct } from './fmt';
-import { aggregateViolation, decadeTicks, sqrtReference, violationFit, type ViolationPoint } from './series';
+import {
+  aggregateViolation, decadeTicks, deltaSweepFit, klScaleCheck, sqrtReference, violationFit, violationPointsFromDeltaSweep,
+  type SweepViolationPoint, type ViolationFit, type ViolationPoint,
+} from './series';
 
 export interface ViolationChartProps {
-  /** Points from this run (series.violationPointsFromStages) and sweeps (series.violationPointsFromSweep). */
+  /** Points from this run (series.violationPointsFromStages) and any others (series.violationPointsFromSweep). */
   readonly points: readonly ViolationPoint[];
+  /** The δ sweep's result (sideRuns.sweepDeltas), if one was run. */
+  readonly sweep?: DeltaSweepResult | null;
   readonly width?: number;
   readonly height?: number;
 }
 
 function VTooltip({ active, payload }: { active?: boolean; payload?: readonly { payload?: unknown }[] }) {
-  const p = payload?.[0]?.payload as (ViolationPoint & { x?: number }) | undefined;
+  const p = payload?.[0]?.payload as (ViolationPoint & Partial<SweepViolationPoint>) | undefined;
   if (!active || !p || p.source === undefined) return null;
   return (
     <div className="chart-tip">
       <div className="chart-tip-title">{p.source}</div>
       <div>δ = {sci(p.delta)}</div>
       <div>violation rate {pct(p.rate, 2)}</div>
-      {p.weight !== undefined && p.weight > 1 && <div className="muted">mean of {p.weight} agent steps</div>}
+      {p.klOverDelta !== undefined && <div>mean KL/δ {short(p.klOverDelta)} (lr {short(p.lr ?? Number.NaN)})</div>}
+      {p.seeds !== undefined && <div className="muted">{p.weight} visits over {p.seeds} seeds</div>}
+      {p.seeds === undefined && p.weight !== undefined && p.weight > 1 && <div className="muted">mean of {p.weight} agent steps</div>}
     </div>
   );
 }
 
-export function ViolationChart({ points, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
-  const agg = aggregateViolation(points);
+const asRows = (line: readonly (readonly [number, number])[]) => line.map(([delta, rate]) => ({ delta, rate }));
+
+export function ViolationChart({ points, sweep, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
+  const sweepPts = sweep ? violationPointsFromDeltaSweep(sweep) : [];
+  const agg: ViolationPoint[] = [...aggregateViolation(points), ...sweepPts].sort((a, b) => a.delta - b.delta);
   const positive = agg.filter((p) => p.rate > 0);
   const zeros = agg.length - positive.length;
-  const fit = violationFit(points);
-  const ref = sqrtReference(points);
+  const sweepFit = sweep ? deltaSweepFit(sweep) : null;
+  const fit: ViolationFit | null = sweep ? sweepFit : violationFit(points);
+  const ref = sweep ? sqrtReference(sweepPts) : sqrtReference(points);
+  const check = sweep ? klScaleCheck(sweep) : null;
   const sources = [...new Set(positive.map((p) => p.source))];
   const deltas = new Set(agg.map((p) => p.delta));
-  const xs = [...positive.map((p) => p.delta), ...(ref ? ref.map((r) => r[0]) : [])];
-  const ys = [...positive.map((p) => p.rate), ...(ref ? ref.map((r) => r[1]) : []), ...(fit ? fit.line.map((r) => r[1]) : [])];
+  const lines = [...(ref ?? []), ...(fit ? fit.line : []), ...(sweepFit?.band ? [...sweepFit.band.lo, ...sweepFit.band.hi] : [])];
+  const xs = [...positive.map((p) => p.delta), ...lines.map((r) => r[0])];
+  const ys = [...positive.map((p) => p.rate), ...lines.map((r) => r[1])].filter((y) => y > 0);
   const xScale = positive.length > 0 ? decadeTicks(Math.min(...xs), Math.max(...xs)) : null;
   const yScale = positive.length > 0 ? decadeTicks(Math.min(...ys), Math.max(...ys)) : null;
+  const half = sweepFit?.ci ? (sweepFit.ci.lo <= 0.5 && 0.5 <= sweepFit.ci.hi ? 'inside' : 'outside') : null;
   return (
     <ChartFrame
       testid="chart-violation"
@@ -56,29 +75,42 @@ export function ViolationChart({ points, width, height = DEFAULT_HEIGHT }: Viola
         agg.length > 0 ? (
           <>No visited state went past δ yet ({agg.length} δ value{agg.length > 1 ? 's' : ''}, every rate 0): nothing to draw on a log scale.</>
         ) : (
-          <>Step an agent to see its violation rate; run a δ sweep to see the exponent.</>
+          <>Step an agent to see its violation rate; press Sweep δ to see the exponent.</>
         )
       }
       readout={
         <>
           {fit ? (
-            <span>
-              fit v ≈ {short(fit.c)}·δ<sup>{short(fit.p)}</sup>, r² = {short(fit.r2)} over {fit.used} points
+            <span data-testid="violation-fit">
+              fit v ≈ {short(fit.c)}·δ<sup>{short(fit.p)}</sup>
+              {sweepFit?.ci && (
+                <>
+                  , p 95 % CI [{short(sweepFit.ci.lo)}, {short(sweepFit.ci.hi)}] (bootstrap over {sweep!.protocol.seeds.length} seeds; √δ's ½ is {half})
+                </>
+              )}
+              , r² = {short(fit.r2)} over {fit.used} points
             </span>
           ) : (
             <span className="muted">
-              {deltas.size < 2 ? 'one δ only: run a sweep (the delta-sweep preset) to fit the exponent' : 'fewer than two δ with a rate > 0: no fit'}
+              {sweep ? 'the sweep: fewer than two δ with a rate > 0, no fit' : deltas.size < 2 ? 'one δ only: press Sweep δ to fit the exponent' : 'fewer than two δ with a rate > 0: no fit'}
             </span>
           )}
+          {check && (
+            <span data-testid="violation-kl-check">
+              check: mean KL/δ {short(check.min)}–{short(check.max)} across δ (max/min {short(check.spread)}; 1 = step scaled exactly with δ)
+            </span>
+          )}
+          {sweep && !sweep.complete && <span className="muted">sweep cancelled: {sweep.protocol.seeds.length} seed{sweep.protocol.seeds.length > 1 ? 's' : ''} finished</span>}
           {zeros > 0 && <span className="muted">{zeros} point{zeros > 1 ? 's' : ''} at rate 0 not drawn</span>}
         </>
       }
       howTo={
         <>
-          Each mark is the share of visited states whose KL went past the radius δ, at that δ (both axes logarithmic). The solid
-          line is the least-squares fit v ≈ c·δ^p; the dotted one has slope ½, the √δ law the paper reports (SAT.md §10, claim 5).
-          Healthy with backtracking on: rates near 0. With the monitor watching but not enforcing (delta-sweep), a fitted p near
-          0.5 reproduces the paper.
+          Each mark is the share of visited states whose KL went past the radius δ, at that δ (both axes logarithmic). Sweep δ runs
+          the delta-sweep preset (its open settings, if that preset is open; a relay with 264 states) at seven radii with only δ changing — same tables and seeds, one Adam step per update with lr ∝ √δ, no
+          backtracking, fixed β — so the step is scaled to the radius: mean KL/δ should stay flat (the check). The solid line is the
+          least-squares fit v ≈ c·δ^p, the thin ones its 95 % interval; the dotted one has slope ½, the √δ law the paper reports.
+          On the delta-sweep preset we measure p ≈ 0, not ½ (docs/method.md §9.2). With backtracking on, rates stay near 0.
         </>
       }
     >
@@ -92,8 +124,14 @@ export function ViolationChart({ points, width, height = DEFAULT_HEIGHT }: Viola
           {sources.map((src, k) => (
             <Scatter key={src} name={src} data={positive.filter((p) => p.source === src)} dataKey="rate" fill={teamSeries(k).stroke} isAnimationActive={false} />
           ))}
-          {fit && <Line name={`fit p = ${short(fit.p)}`} data={fit.line.map(([delta, rate]) => ({ delta, rate }))} dataKey="rate" stroke={INK} strokeWidth={1.5} dot={false} isAnimationActive={false} />}
-          {ref && <Line name="√δ reference" data={ref.map(([delta, rate]) => ({ delta, rate }))} dataKey="rate" stroke={MUTED_INK} strokeDasharray="2 3" dot={false} isAnimationActive={false} />}
+          {fit && <Line name={`fit p = ${short(fit.p)}`} data={asRows(fit.line)} dataKey="rate" stroke={INK} strokeWidth={1.5} dot={false} isAnimationActive={false} />}
+          {sweepFit?.band && (
+            <Line name="95 % CI of p" data={asRows(sweepFit.band.lo)} dataKey="rate" stroke={INK} strokeWidth={0.75} strokeOpacity={0.6} dot={false} isAnimationActive={false} />
+          )}
+          {sweepFit?.band && (
+            <Line name="95 % CI of p (upper)" legendType="none" data={asRows(sweepFit.band.hi)} dataKey="rate" stroke={INK} strokeWidth={0.75} strokeOpacity={0.6} dot={false} isAnimationActive={false} />
+          )}
+          {ref && <Line name="√δ reference" data={asRows(ref)} dataKey="rate" stroke={MUTED_INK} strokeDasharray="2 3" dot={false} isAnimationActive={false} />}
         </ComposedChart>
       )}
     </ChartFrame>

@@ -1,20 +1,26 @@
 /**
- * "Where did the promise come from?" — one stage's certificate (SAT.md §7) as a waterfall: the
- * measured gain ΣG_i up from 0, then −shift, −bias, −finite down from where the last bar ended, so
- * the running end is the lower bound; the lower bound again as a total from 0, beside the realised
- * ΔJ (filled ink when it reached the bound, hollow red when it did not). A toggle switches between
- * the episodic form and the paper's γ form, and when the bound is vacuous the chart says so in words.
+ * "Where did the promise come from?" — one stage's certificate as a waterfall (docs/certificate.md
+ * §4–§6, §12): the fresh gain Σ Ĝ_i — each agent's importance-sampling gain measured on a
+ * certification batch its update never saw — up from 0, then −shift, −bias, −finite down from where
+ * the last bar ended, so the running end is the lower bound; the lower bound again as a total from
+ * 0, beside the realised ΔJ (filled ink when it reached the bound, hollow red when it did not).
+ * First, hatched and outside the sum, the in-sample gain: the same estimate scored on the agents'
+ * own training batches, which the update was fitted to — the optimism a fresh batch removes.
+ * A toggle switches between our episodic form and the paper's γ form (§9); the readout says
+ * "certified improvement" when the bound is above 0, held / not held, and, when the bound is
+ * vacuous, says so in words.
  *
  * Not here: the cumulative arithmetic (series.ts `waterfallRows`), choosing the stage (a prop).
  */
+import { useId } from 'react';
 import { Bar, BarChart, CartesianGrid, LabelList, Rectangle, ReferenceLine, Tooltip, XAxis, YAxis, type BarShapeProps } from 'recharts';
 import type { CertForm } from '../../sat/certificate';
 import type { StageRecord } from '../../sat/stage';
 import { fixed3 } from '../format';
 import { GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph, Toggle } from './ChartFrame';
-import { grouped, term } from './fmt';
-import { waterfallRows, type FormChoice, type WaterfallRow } from './series';
+import { CHECK, grouped, pct, term } from './fmt';
+import { waterfallRows, type FormChoice, type Waterfall, type WaterfallRow } from './series';
 
 export interface WaterfallChartProps {
   /** The stage to explain (usually the selected or the latest one); null before the first stage ends. */
@@ -29,11 +35,14 @@ export interface WaterfallChartProps {
   readonly horizon?: number;
   /** R_max − R_min: a bound below −span is vacuous. */
   readonly span?: number;
+  /** δ_conf of the run, for "with probability ≥ 1 − δ_conf" (words only; default: "high probability"). */
+  readonly deltaConf?: number;
   readonly width?: number;
   readonly height?: number;
 }
 
 const FILL: Record<WaterfallRow['kind'], string> = {
+  insample: MUTED_INK,
   gain: '#4b5563',
   shift: '#9ca3af',
   bias: '#b8bcc2',
@@ -42,34 +51,75 @@ const FILL: Record<WaterfallRow['kind'], string> = {
   realised: INK,
 };
 
-function shapeFor(held: boolean) {
+/**
+ * The x-axis names, broken so that 7 bars fit a half-width panel (~48 px a bar): only the
+ * diagnostic has a third line, so its "(optimistic)" has that row to itself.
+ */
+const TICK_LINES: Record<WaterfallRow['kind'], readonly string[]> = {
+  insample: ['in-sample', 'gain', '(optimistic)'],
+  gain: ['fresh', 'gain'],
+  shift: ['−shift'],
+  bias: ['−bias'],
+  finite: ['−finite'],
+  lower: ['= bound'],
+  realised: ['real ΔJ'],
+};
+
+function shapeFor(held: boolean, hatch: string) {
   return function WaterfallBar(p: BarShapeProps) {
     const row = p.payload as WaterfallRow;
+    if (row.kind === 'insample') return <Rectangle {...p} fill={`url(#${hatch})`} stroke={MUTED_INK} strokeWidth={1} strokeDasharray="3 2" />;
     if (row.kind === 'realised' && !held) return <Rectangle {...p} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
     return <Rectangle {...p} fill={FILL[row.kind]} stroke="none" />;
   };
 }
 
-function WfTooltip({ active, payload }: { active?: boolean; payload?: readonly { payload?: unknown }[] }) {
+/** An x-axis name; the axis' value is the row's label, unique per row. */
+function Tick({ x, y, payload, rows }: { x?: number | string; y?: number | string; payload?: { value?: unknown }; rows: readonly WaterfallRow[] }) {
+  const kind = rows.find((r) => r.label === payload?.value)?.kind;
+  const lines = kind ? TICK_LINES[kind] : [String(payload?.value ?? '')];
+  return (
+    <text x={Number(x)} y={Number(y)} textAnchor="middle" fontSize={11} fill={kind === 'insample' ? MUTED_INK : INK} fontStyle={kind === 'insample' ? 'italic' : undefined}>
+      {lines.map((l, k) => (
+        <tspan key={k} x={Number(x)} dy={k === 0 ? '0.9em' : '1.1em'}>
+          {l}
+        </tspan>
+      ))}
+    </text>
+  );
+}
+
+function WfTooltip({ active, payload, wf }: { active?: boolean; payload?: readonly { payload?: unknown }[]; wf: Waterfall }) {
   const row = payload?.[0]?.payload as WaterfallRow | undefined;
   if (!active || !row) return null;
   return (
     <div className="chart-tip">
       <div className="chart-tip-title">{row.label}</div>
       <div>{term(row.value)}</div>
-      {!row.total && (
+      {row.inSum && (
         <div className="muted">
           {term(row.from)} → {term(row.to)}
         </div>
       )}
+      {row.kind === 'insample' && (
+        <div className="muted">
+          scored on the batches the agents were trained on; not part of the bound
+          {Number.isFinite(wf.optimism) ? ` (${wf.optimism >= 0 ? 'above' : 'below'} the fresh gain by ${term(Math.abs(wf.optimism))})` : ''}
+        </div>
+      )}
+      {row.kind === 'gain' && <div className="muted">scored on certification batches no update saw</div>}
+      {(row.kind === 'shift' || row.kind === 'bias') && wf.form === 'episodic' && <div className="muted">0 by construction in the episodic form</div>}
+      {row.kind === 'finite' && wf.form === 'episodic' && <div className="muted">the width of the one-sided confidence bound</div>}
     </div>
   );
 }
 
-export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, horizon, span, width, height = DEFAULT_HEIGHT }: WaterfallChartProps) {
+export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, horizon, span, deltaConf, width, height = DEFAULT_HEIGHT }: WaterfallChartProps) {
+  const hatch = `wf-hatch-${useId().replace(/[^A-Za-z0-9_-]/g, '')}`;
   const wf = record ? waterfallRows(record, form, span) : null;
   const shown: CertForm = wf ? wf.form : form === 'gamma' ? 'gamma' : 'episodic';
   const formName = shown === 'gamma' ? `γ form${gamma !== undefined ? ` (γ = ${gamma})` : ''}` : `episodic form${horizon !== undefined ? ` (H = ${horizon})` : ''}`;
+  const confidence = deltaConf !== undefined && deltaConf > 0 && deltaConf < 1 ? `with probability ≥ ${pct(1 - deltaConf, deltaConf < 0.01 ? 2 : 0)}` : 'with high probability';
   return (
     <ChartFrame
       testid="chart-waterfall"
@@ -84,8 +134,8 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
             value={shown}
             onChange={onFormChange}
             options={[
-              { value: 'episodic', label: 'episodic', title: 'Finite horizon H, no discount (docs/certificate.md)' },
-              { value: 'gamma', label: 'γ (paper)', title: "The paper's discounted form; vacuous at γ = 0.99" },
+              { value: 'episodic', label: 'episodic', title: 'Our certificate: fresh gains on certification batches, no shift or bias term (docs/certificate.md §12)' },
+              { value: 'gamma', label: 'γ (paper)', title: "The paper's discounted form, as a control; vacuous at γ = 0.99 (docs/certificate.md §9)" },
             ]}
           />
         )
@@ -99,6 +149,11 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
             <span>
               lower bound <b className="num">{term(wf.terms.lower)}</b> vs realised ΔJ <b className="num">{term(wf.dJ)}</b>
             </span>
+            {wf.certified && (
+              <span className="chart-certified" data-testid="certified-note" title={`The bound is above 0: ${confidence} the team improved this stage (docs/certificate.md §12)`}>
+                <span aria-hidden="true">{CHECK}</span> certified improvement
+              </span>
+            )}
             <span className="chart-held">
               <HeldGlyph held={wf.held} /> {wf.held ? 'held' : 'not held'}
             </span>
@@ -115,22 +170,31 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
       }
       howTo={
         <>
-          Bars left to right: the measured gain of the stage&apos;s agent updates, minus the policy-shift penalty (grows with the
-          KL radius), minus the estimator&apos;s bias, minus the finite-sample width; what is left is the certified lower bound on
-          ΔJ, shown beside the ΔJ that really happened (SAT.md §7). Healthy: the realised bar reaches at least the bound (filled).
-          A bound far below zero is true but says little — with γ = 0.99 the shift penalty alone is thousands of times the gain.
+          The hatched bar is the in-sample gain: each agent&apos;s gain scored on the very batch it was trained on — optimistic,
+          since the update was fitted to that data, and not part of the bound. The bound starts from the fresh gain: the same
+          trajectory-ratio estimate (docs/certificate.md §3) on a certification batch no update ever saw (§4). Then −shift and
+          −bias, both 0 by construction in our episodic form because the ratio is exact (§6) and large only in the paper&apos;s γ
+          form (§9); then −finite, the width of the one-sided confidence bound on the summed fresh gains (§5). What is left is the lower bound on
+          ΔJ, {confidence} (§12), beside the ΔJ that really happened. Healthy: bound above 0 (certified improvement) and the real
+          bar at least as tall (held, filled).
         </>
       }
     >
       {(w) =>
         wf && (
           <BarChart width={w} height={height} data={wf.rows} margin={{ top: 18, right: 16, bottom: 4, left: 4 }}>
+            <defs>
+              <pattern id={hatch} width={6} height={6} patternUnits="userSpaceOnUse" patternTransform="rotate(45)">
+                <rect width={6} height={6} fill="#fff" />
+                <line x1={0} y1={0} x2={0} y2={6} stroke={MUTED_INK} strokeWidth={2} strokeOpacity={0.55} />
+              </pattern>
+            </defs>
             <CartesianGrid stroke={GRID} vertical={false} />
-            <XAxis dataKey="label" tickLine={false} stroke={MUTED_INK} fontSize={12} interval={0} />
+            <XAxis dataKey="label" tickLine={false} stroke={MUTED_INK} fontSize={12} interval={0} height={46} tick={<Tick rows={wf.rows} />} />
             <YAxis tickFormatter={(v: number) => term(v)} width={64} stroke={MUTED_INK} fontSize={12} />
             <ReferenceLine y={0} stroke={MUTED_INK} />
-            <Tooltip content={<WfTooltip />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
-            <Bar dataKey="range" shape={shapeFor(wf.held)} isAnimationActive={false}>
+            <Tooltip content={<WfTooltip wf={wf} />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
+            <Bar dataKey="range" shape={shapeFor(wf.held, hatch)} isAnimationActive={false}>
               <LabelList dataKey="value" position="top" fontSize={11} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
             </Bar>
           </BarChart>

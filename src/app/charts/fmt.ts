@@ -1,7 +1,8 @@
 /**
  * Number formats the charts need beyond ../format.ts: bound terms that may be tiny (1e−3) or huge
- * (−4.7e4, the vacuous γ form), ratios, percentages and log-axis ticks. Built on ../format.ts so the
- * typographic minus and the em dash for missing values are the same everywhere.
+ * (−4.7e4, the vacuous γ form), ratios, percentages, log-axis ticks, counts in words ("3 of 8
+ * stages") and the ✓ of a certified improvement. Built on ../format.ts so the typographic minus and
+ * the em dash for missing values are the same everywhere.
  *
  * Not here: choosing what to show (components) or any computation of the shown numbers (series.ts).
  */
@@ -32,4 +33,12 @@ export function pct(x: number, digits = 1): string {
 /** A tick on a log10 axis (value = log10 of the quantity): "1e−3". */
 export function decade(log10: number): string {
   return sci(10 ** log10);
+}
+
+/** The mark of a certified improvement (bound > 0), the same in the charts, the table and the timeline. */
+export const CHECK = '\u2713';
+
+/** "k of n stages" / "1 of 1 stage". */
+export function kOfN(k: number, n: number, noun = 'stage'): string {
+  return `${k} of ${n} ${noun}${n === 1 ? '' : 's'}`;
 }

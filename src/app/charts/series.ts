@@ -5,14 +5,16 @@
  * Node on real runs (tests/charts.test.ts):
  *
  *   jSeries            team J per stage with its confidence band, the certified floor
- *                      J_before + lower bound, held / not held (SAT.md §7), and a y-domain that
- *                      keeps a vacuous floor from flattening the picture
- *   waterfallRows      gain, −shift, −bias, −finite → lower bound, beside realised ΔJ (§7)
- *   advantageRows      histogram of one agent step's advantages, normalised or raw (§4)
- *   klRows             per-state KL of one agent step on log-spaced bins, δ and the quantile (§6)
- *   violation*         KL violation rate against δ, the power-law fit v ≈ c·δ^p and a √δ line (§10.5)
- *   betaRows           β and backtracks per agent step (§6)
- *   orderRows          several labelled J-per-stage series on one stage axis (§10.3)
+ *                      J_before + lower bound, held / not held, certified (bound > 0)
+ *                      (docs/certificate.md §12), and a y-domain that keeps a vacuous floor from
+ *                      flattening the picture
+ *   waterfallRows      fresh gain, −shift, −bias, −finite → lower bound, beside realised ΔJ, with
+ *                      the in-sample gain as a diagnostic outside the sum (docs/certificate.md §4–§6)
+ *   advantageRows      histogram of one agent step's advantages, normalised or raw (docs/method.md §4)
+ *   klRows             per-state KL of one agent step on log-spaced bins, δ and the quantile (docs/method.md §6)
+ *   violation*         KL violation rate against δ, the power-law fit v ≈ c·δ^p and a √δ line (docs/method.md §9.2)
+ *   betaRows           β and backtracks per agent step (docs/method.md §6.2, §6.4)
+ *   orderRows          several labelled J-per-stage series on one stage axis (docs/method.md §3.1)
  *   transcriptRows     language episodes with, per message, the agent step whose policy wrote it
  *   timelineStages     the stages × agents grid with σ positions and outcomes (the timeline)
  *
@@ -21,6 +23,7 @@
  */
 import { fitPowerLaw, histogram, type PowerLawFit } from '../../core/stats';
 import type { BoundTerms, CertForm } from '../../sat/certificate';
+import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 
 // ─────────────────────────────────────────────────────────────────────────────────────────────
@@ -66,6 +69,16 @@ export function realisedDJ(rec: StageRecord): number {
 /** "Held" exactly as stage.ts decides cert/held: lower bound ≤ realised ΔJ. */
 export function heldUnder(rec: StageRecord, form: FormChoice): boolean {
   return termsOf(rec, form).lower <= realisedDJ(rec);
+}
+
+/**
+ * "Certified" exactly as certificate.ts decides it: the lower bound is above 0, so the team
+ * improved with probability ≥ 1 − δ_conf (docs/certificate.md §12). Records saved before the
+ * field existed fall back to the same rule on their lower bound.
+ */
+export function certifiedUnder(rec: StageRecord, form: FormChoice): boolean {
+  const t = termsOf(rec, form);
+  return typeof t.certified === 'boolean' ? t.certified : t.lower > 0;
 }
 
 /**
@@ -168,6 +181,8 @@ export interface JRow {
   readonly floorClipped: boolean;
   /** Lower bound ≤ realised ΔJ (null at stage 0). */
   readonly held: boolean | null;
+  /** Lower bound > 0: the stage certifiably improved the team (null at stage 0). */
+  readonly certified: boolean | null;
   readonly dJ: number | null;
   readonly lower: number | null;
   /** The row's J again, only for held / not-held stages: the marks' series. */
@@ -183,16 +198,20 @@ export interface JSeries {
   /** Stages whose floor is below the drawn domain. */
   readonly clipped: number;
   readonly heldCount: number;
+  /** Stages whose bound is above 0 (certified improvement). */
+  readonly certifiedCount: number;
   readonly stages: number;
   /** Stages whose bound is vacuous (below −span). */
   readonly vacuous: number;
 }
 
 /**
- * J per stage with its band and the certified floor. The y-domain covers every band and every floor
- * that lies within one "J range" (at least `span`/4, at least 0.1) below the lowest band; floors
- * further down are clipped to the bottom edge and counted, so one vacuous bound cannot squash the
- * J curve into a flat line.
+ * J per stage with its band, the certified floor, and per stage whether the certificate held
+ * (bound ≤ realised ΔJ) and whether it certified an improvement (bound > 0) — two different
+ * claims: a vacuous bound holds without certifying anything. The y-domain covers every band and
+ * every floor that lies within one "J range" (at least `span`/4, at least 0.1) below the lowest
+ * band; floors further down are clipped to the bottom edge and counted, so one vacuous bound cannot
+ * squash the J curve into a flat line.
  */
 export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoice; span?: number; j0ci?: number } = {}): JSeries {
   const form = opts.form ?? 'chosen';
@@ -201,7 +220,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
   if (first) {
     const j = first.jBefore;
     const ci = opts.j0ci !== undefined && Number.isFinite(opts.j0ci) ? opts.j0ci : 0;
-    raw.push({ stage: first.stage - 1, j, ci, band: [j - ci, j + ci], floor: null, held: null, dJ: null, lower: null, jHeld: null, jNotHeld: null });
+    raw.push({ stage: first.stage - 1, j, ci, band: [j - ci, j + ci], floor: null, held: null, certified: null, dJ: null, lower: null, jHeld: null, jNotHeld: null });
   }
   for (const r of records) {
     const ci = Number.isFinite(r.evaluation.ci) ? r.evaluation.ci : 0;
@@ -209,7 +228,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     const dJ = realisedDJ(r);
     const held = lower <= dJ;
     raw.push({
-      stage: r.stage, j: r.jAfter, ci, band: [r.jAfter - ci, r.jAfter + ci], floor: r.jBefore + lower, held, dJ, lower,
+      stage: r.stage, j: r.jAfter, ci, band: [r.jAfter - ci, r.jAfter + ci], floor: r.jBefore + lower, held, certified: certifiedUnder(r, form), dJ, lower,
       jHeld: held ? r.jAfter : null, jNotHeld: held ? null : r.jAfter,
     });
   }
@@ -219,7 +238,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     lo = Math.min(lo, r.band[0]);
     hi = Math.max(hi, r.band[1]);
   }
-  if (!Number.isFinite(lo)) return { rows: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, stages: 0, vacuous: 0 };
+  if (!Number.isFinite(lo)) return { rows: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, certifiedCount: 0, stages: 0, vacuous: 0 };
   const reach = Math.max(hi - lo, (opts.span ?? 0) / 4, 0.1);
   const allowed = lo - reach;
   for (const r of raw) if (r.floor !== null && Number.isFinite(r.floor) && r.floor >= allowed) lo = Math.min(lo, r.floor);
@@ -236,6 +255,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
   return {
     rows, domain, ticks: nice.ticks, clipped,
     heldCount: staged.filter((r) => r.held).length,
+    certifiedCount: staged.filter((r) => r.certified).length,
     stages: staged.length,
     vacuous: staged.filter((r) => isVacuous(r.lower!, opts.span)).length,
   };
@@ -245,20 +265,27 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
 // Certificate waterfall
 // ─────────────────────────────────────────────────────────────────────────────────────────────
 
-export type WaterfallKind = 'gain' | 'shift' | 'bias' | 'finite' | 'lower' | 'realised';
+/**
+ * gain: Σ fresh gains (the certification batch); insample: Σ gains on the agents' own training
+ * batches (a diagnostic beside it, not in the sum); shift, bias, finite: the penalties; lower, realised:
+ * the totals.
+ */
+export type WaterfallKind = 'insample' | 'gain' | 'shift' | 'bias' | 'finite' | 'lower' | 'realised';
 
 export interface WaterfallRow {
   readonly kind: WaterfallKind;
   readonly label: string;
-  /** The term's signed contribution (gain +, penalties −); for totals the total itself. */
+  /** The term's signed contribution (gain +, penalties −); for totals and the diagnostic, the value itself. */
   readonly value: number;
   /** Where the bar starts and ends on the ΔJ axis. */
   readonly from: number;
   readonly to: number;
   /** [min(from, to), max(from, to)]: the floating bar. */
   readonly range: readonly [number, number];
-  /** Totals (lower bound, realised ΔJ) start at 0; terms float. */
+  /** Totals (lower bound, realised ΔJ) and the diagnostic start at 0; terms float. */
   readonly total: boolean;
+  /** True for a step of the running sum fresh gain → −shift → −bias → −finite = lower bound. */
+  readonly inSum: boolean;
 }
 
 export interface Waterfall {
@@ -267,35 +294,44 @@ export interface Waterfall {
   readonly terms: BoundTerms;
   readonly dJ: number;
   readonly held: boolean;
+  /** Lower bound > 0: a certified improvement (docs/certificate.md §12). */
+  readonly certified: boolean;
   readonly vacuous: boolean;
   /** How many times larger the penalties are than the gain (Infinity when the gain is ≤ 0). */
   readonly penaltyOverGain: number;
+  /** In-sample gain − fresh gain: how much scoring an update on its own training data flattered it (NaN when not recorded). */
+  readonly optimism: number;
 }
 
-function bar(kind: WaterfallKind, label: string, value: number, from: number, to: number, total: boolean): WaterfallRow {
-  return { kind, label, value, from, to, range: [Math.min(from, to), Math.max(from, to)], total };
+function bar(kind: WaterfallKind, label: string, value: number, from: number, to: number, total: boolean, inSum: boolean): WaterfallRow {
+  return { kind, label, value, from, to, range: [Math.min(from, to), Math.max(from, to)], total, inSum };
 }
 
 /**
- * The bound of one stage as cumulative bars: gain from 0 up, then each penalty down from where the
- * previous bar ended; the running end after "−finite" is the lower bound, drawn again as a total from
- * 0, beside the realised ΔJ. By construction the last term ends exactly at gain − shift − bias − finite.
+ * The bound of one stage as cumulative bars: the fresh gain from 0 up, then each penalty down from
+ * where the previous bar ended; the running end after "−finite" is exactly the lower bound (the
+ * last step is drawn to it, so float rounding in gain − finite cannot leave a gap), drawn again as
+ * a total from 0, beside the realised ΔJ. The in-sample gain stands first, from 0, as a diagnostic
+ * outside the sum (omitted for records saved before it was measured).
  */
 export function waterfallRows(rec: StageRecord, form: FormChoice = 'chosen', span?: number): Waterfall {
   const t = termsOf(rec, form);
   const dJ = realisedDJ(rec);
   const rows: WaterfallRow[] = [];
+  const inSample = typeof t.gainInSample === 'number' && Number.isFinite(t.gainInSample) ? t.gainInSample : Number.NaN;
+  if (Number.isFinite(inSample)) rows.push(bar('insample', 'in-sample gain (optimistic)', inSample, 0, inSample, true, false));
   let at = 0;
-  rows.push(bar('gain', 'gain', t.gain, at, (at += t.gain), false));
-  rows.push(bar('shift', '−shift', -t.shift, at, (at -= t.shift), false));
-  rows.push(bar('bias', '−bias', -t.bias, at, (at -= t.bias), false));
-  rows.push(bar('finite', '−finite', -t.finite, at, (at -= t.finite), false));
-  rows.push(bar('lower', '= bound', t.lower, 0, t.lower, true));
-  rows.push(bar('realised', 'real ΔJ', dJ, 0, dJ, true));
+  rows.push(bar('gain', 'fresh gain', t.gain, at, (at += t.gain), false, true));
+  rows.push(bar('shift', '−shift', -t.shift, at, (at -= t.shift), false, true));
+  rows.push(bar('bias', '−bias', -t.bias, at, (at -= t.bias), false, true));
+  rows.push(bar('finite', '−finite', -t.finite, at, t.lower, false, true));
+  rows.push(bar('lower', '= bound', t.lower, 0, t.lower, true, false));
+  rows.push(bar('realised', 'real ΔJ', dJ, 0, dJ, true, false));
   const penalties = t.shift + t.bias + t.finite;
   return {
-    rows, form: resolvedForm(rec, form), terms: t, dJ, held: t.lower <= dJ, vacuous: isVacuous(t.lower, span),
+    rows, form: resolvedForm(rec, form), terms: t, dJ, held: t.lower <= dJ, certified: certifiedUnder(rec, form), vacuous: isVacuous(t.lower, span),
     penaltyOverGain: t.gain > 0 ? penalties / t.gain : Infinity,
+    optimism: inSample - t.gain,
   };
 }
 
@@ -468,6 +504,56 @@ export function sqrtReference(points: readonly ViolationPoint[]): (readonly [num
   const lo = Math.min(...pos.map((p) => p.delta)) / 2;
   const hi = Math.max(...pos.map((p) => p.delta)) * 2;
   return [[lo, c0 * Math.sqrt(lo)], [hi, c0 * Math.sqrt(hi)]];
+}
+
+/** One δ of a δ sweep (src/sat/deltaSweep.ts, docs/method.md §9.2): its pooled violation rate, and the scaling check. */
+export interface SweepViolationPoint extends ViolationPoint {
+  /** Mean per-visit KL / δ (flat across δ ⇔ the step was scaled to the radius). */
+  readonly klOverDelta: number;
+  readonly lr: number;
+  /** Seeds pooled into the rate. */
+  readonly seeds: number;
+}
+
+/** The sweep's label on the chart: which lr protocol it ran. */
+export function deltaSweepSource(r: DeltaSweepResult): string {
+  const game = `${r.protocol.task} ${r.protocol.agents}×${r.protocol.actions}`;
+  return r.protocol.lrScaling === 'sqrt' ? `δ sweep (${game}), lr ∝ √δ` : `δ sweep (${game}), lr fixed`;
+}
+
+/** One point per δ of a sweep (rate pooled over seeds, weighted by visits). */
+export function violationPointsFromDeltaSweep(r: DeltaSweepResult, source = deltaSweepSource(r)): SweepViolationPoint[] {
+  return r.points.map((p) => ({ delta: p.delta, rate: p.violRate, source, weight: p.visits, klOverDelta: p.klOverDelta, lr: p.lr, seeds: r.protocol.seeds.length }));
+}
+
+export interface DeltaSweepFitView extends ViolationFit {
+  /** The bootstrap 95 % interval of p (over seeds), if the sweep had more than one seed. */
+  readonly ci: { readonly lo: number; readonly hi: number } | null;
+  /** Lines of slope ci.lo and ci.hi through the fit at the geometric centre of the fitted δ: the interval, drawn. */
+  readonly band: { readonly lo: readonly (readonly [number, number])[]; readonly hi: readonly (readonly [number, number])[] } | null;
+}
+
+/** The sweep's own fit v ≈ c·δ^p (rates pooled over seeds) with its interval; null without a fit. */
+export function deltaSweepFit(r: DeltaSweepResult): DeltaSweepFitView | null {
+  if (!r.fit) return null;
+  const used = r.points.filter((p) => p.violRate > 0).map((p) => p.delta);
+  const lo = Math.min(...used);
+  const hi = Math.max(...used);
+  const { c, p } = r.fit;
+  const line: [number, number][] = [[lo, c * lo ** p], [hi, c * hi ** p]];
+  if (!r.ci) return { ...r.fit, line, ci: null, band: null };
+  const mid = Math.exp(used.reduce((s, d) => s + Math.log(d), 0) / used.length);
+  const vMid = c * mid ** p;
+  const through = (q: number): [number, number][] => [[lo, vMid * (lo / mid) ** q], [hi, vMid * (hi / mid) ** q]];
+  return { ...r.fit, line, ci: { lo: r.ci.lo, hi: r.ci.hi }, band: { lo: through(r.ci.lo), hi: through(r.ci.hi) } };
+}
+
+/** The scaling check in three numbers: the smallest and largest per-δ mean KL/δ, and their ratio (1 = exact). */
+export function klScaleCheck(r: DeltaSweepResult): { readonly min: number; readonly max: number; readonly spread: number } {
+  const ks = r.points.map((p) => p.klOverDelta);
+  const min = Math.min(...ks);
+  const max = Math.max(...ks);
+  return { min, max, spread: min > 0 ? max / min : Number.NaN };
 }
 
 // ─────────────────────────────────────────────────────────────────────────────────────────────

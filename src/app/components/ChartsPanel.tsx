@@ -23,7 +23,6 @@ import {
   partialStage,
   toStepRef,
   transcriptRows,
-  violationPointsFromRuns,
   violationPointsFromStages,
 } from '../charts';
 import { compareOrders, sweepDeltas } from '../sideRuns';
@@ -50,7 +49,7 @@ export function ChartsPanel() {
   const ref = useMemo(() => (selected ? toStepRef(stages, current, selected) : lastStepRef(stages, current)), [stages, current, selected]);
   const step = useMemo(() => findStep(stages, current, ref), [stages, current, ref]);
   const stageInView = useMemo(() => stages.find((r) => r.stage === ref?.stage) ?? stages[stages.length - 1] ?? null, [stages, ref]);
-  const violation = useMemo(() => [...violationPointsFromStages(stages, 'this run', current), ...violationPointsFromRuns(sweep)], [stages, current, sweep]);
+  const violation = useMemo(() => violationPointsFromStages(stages, 'this run', current), [stages, current]);
   const batch = useMemo(() => {
     if (!ref) return transcripts[transcripts.length - 1] ?? null;
     return transcripts.find((b) => b.stage === ref.stage && b.before === step?.position) ?? transcripts[transcripts.length - 1] ?? null;
@@ -67,18 +66,18 @@ export function ChartsPanel() {
       <SwapCard records={stages} />
       <div className="charts-grid">
         <JChart records={stages} form={certForm} span={span} j0ci={j0?.ci} />
-        <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} />
+        <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />
         <AdvantageChart step={step} aClip={cfg.aClip} />
         <KlChart step={step} alpha={cfg.alpha} />
         <BetaChart records={stages} current={current} nAgents={nAgents} />
-        <ViolationChart points={violation} />
+        <ViolationChart points={violation} sweep={sweep} />
         <div className="chart-with-action">
           <OrderChart series={orders} form={certForm} />
           <div className="chart-actions">
             <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders()} title="Run this config and seed under every update order σ, side by side">
               Compare orders
             </button>
-            <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas()} title="Run this config at five radii δ with the radius monitored but not enforced (no backtracking), to place points on the violation-rate chart">
+            <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas()} title="Rerun this game at seven radii δ over ten seeds with only δ changing (same tables and seeds, one step with lr ∝ √δ, no backtracking, fixed β): the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check (the open settings on the delta-sweep preset, else that preset's relay with many states)">
               Sweep δ
             </button>
           </div>

@@ -1,7 +1,8 @@
 /**
- * One row per finished stage: J, ΔJ, the certificate's lower bound and whether it held, the update
- * order σ, and per agent the trust-region KL quantile and backtracks. Every header has a tooltip
- * saying how to read it; the line under the table says what a held certificate means.
+ * One row per finished stage: J, ΔJ, the certificate's lower bound, whether it held and whether it
+ * certified an improvement (✓: bound above 0), the update order σ, and per agent the trust-region KL
+ * quantile and backtracks. Every header has a tooltip saying how to read it; the line under the
+ * table says what held and certified mean.
  *
  * Not here: the charts that answer the same questions in pictures (../charts), or any computation —
  * rows are made by stageRow.ts.
@@ -11,8 +12,10 @@ import type { Config } from '../../sat/config';
 import { count, fixed3, sci, short, signed3 } from '../format';
 import { stageRow, type StageRow } from '../stageRow';
 import { usePlayground } from '../store';
+import { CHECK } from '../charts/fmt';
 import { INK, NOT_HELD } from '../theme';
 import { AgentChip } from './AgentChip';
+import '../charts/charts.css';
 
 function HeldMark({ held }: { held: boolean }) {
   return (
@@ -21,6 +24,22 @@ function HeldMark({ held }: { held: boolean }) {
         {held ? <circle cx="6" cy="6" r="5" fill={INK} /> : <circle cx="6" cy="6" r="4.25" fill="none" stroke={NOT_HELD} strokeWidth="1.75" />}
       </svg>
       <span className="sr-only">{held ? 'held' : 'not held'}</span>
+    </span>
+  );
+}
+
+const CERTIFIED_WORDS = 'Certified: the lower bound is above 0, so with high probability (1 − δ_conf) the team improved this stage';
+
+function CertMark({ certified }: { certified: boolean }) {
+  return certified ? (
+    <span className="cert-mark" title={CERTIFIED_WORDS}>
+      <span aria-hidden="true">{CHECK}</span>
+      <span className="sr-only">certified</span>
+    </span>
+  ) : (
+    <span className="cert-none" title="Not certified: the lower bound is not above 0, so it promises no improvement (it may still hold)">
+      <span aria-hidden="true">·</span>
+      <span className="sr-only">not certified</span>
     </span>
   );
 }
@@ -40,6 +59,9 @@ const Row = memo(function Row({ row }: { row: StageRow }) {
       </td>
       <td className="center">
         <HeldMark held={row.held} />
+      </td>
+      <td className="center" data-testid="cell-cert" data-certified={row.certified ? 1 : 0}>
+        <CertMark certified={row.certified} />
       </td>
       <td className="order">
         {row.order.map((a, i) => (
@@ -63,6 +85,13 @@ const Row = memo(function Row({ row }: { row: StageRow }) {
   );
 });
 
+/** The lower-bound column's tooltip, in the words of the form the run's cert/lower uses. */
+function lowerTitle(form: Config['certForm']): string {
+  return form === 'gamma'
+    ? "Lower bound on ΔJ in the paper's γ form (certForm = gamma, a control): fresh gain − policy-shift penalty − estimator bias − Hoeffding width, all scaled by 1/(1−γ) (docs/certificate.md §9). At γ = 0.99 it is vacuous: far below anything J could lose."
+    : 'Certified lower bound on ΔJ: a one-sided lower confidence bound on the agents\' summed fresh gains, each measured on a certification batch its update never saw — fresh gain minus the confidence width; no shift or bias term, both 0 by construction (docs/certificate.md §4–§6). Negative means it only promises J will not fall further than that.';
+}
+
 /** What a table belongs to. */
 interface RunInfo {
   readonly preset: string;
@@ -71,10 +100,12 @@ interface RunInfo {
   readonly j0: number;
   readonly delta: number;
   readonly alpha: number;
+  readonly certForm: Config['certForm'];
 }
 
 function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
   const held = rows.filter((r) => r.held).length;
+  const certified = rows.filter((r) => r.certified).length;
   return (
     <div className="table-caption" data-testid="run-caption">
       <span>
@@ -85,7 +116,7 @@ function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
       </span>
       {rows.length > 0 && (
         <span>
-          certificate held in {held} of {rows.length} stages
+          certificate held in {held} of {rows.length} stages, certified an improvement in {certified}
         </span>
       )}
     </div>
@@ -110,7 +141,7 @@ export function StageTable() {
       </div>
     );
   }
-  const info: RunInfo = { preset, seed: cfg.seed, nAgents, j0: j0.J, delta: cfg.delta, alpha: cfg.alpha };
+  const info: RunInfo = { preset, seed: cfg.seed, nAgents, j0: j0.J, delta: cfg.delta, alpha: cfg.alpha, certForm: cfg.certForm };
   const n = info.nAgents;
   const agents = Array.from({ length: n }, (_, j) => j);
   return (
@@ -130,11 +161,14 @@ export function StageTable() {
               <th rowSpan={2} className="num" title="Realised change of J during this stage.">
                 ΔJ
               </th>
-              <th rowSpan={2} className="num" title="Certified lower bound on ΔJ from the stage's own data: measured gain − policy-shift penalty − estimator bias − finite-sample width. Negative means it only promises J will not fall further than that.">
+              <th rowSpan={2} className="num" title={lowerTitle(info.certForm)}>
                 Certified ΔJ ≥
               </th>
               <th rowSpan={2} className="center" title="Filled dot: ΔJ was at least the certified bound. Hollow red circle: it was not.">
                 Held
+              </th>
+              <th rowSpan={2} className="center" title={`${CERTIFIED_WORDS} — a promise of progress, not only of a bounded fall (docs/certificate.md §12). A dot: the bound is 0 or below.`}>
+                Cert
               </th>
               <th rowSpan={2} title="Update order σ: who was trained first, second, …; each agent is trained on advantages that account for its predecessors' updates.">
                 Order σ
@@ -172,6 +206,9 @@ export function StageTable() {
         </span>
         <span className="legend-item">
           <HeldMark held={false} /> not held
+        </span>
+        <span className="legend-item">
+          <CertMark certified /> certified: the bound is above 0, a promised improvement
         </span>
         <span className="muted">A negative bound promises only that J falls by no more than that. Hover a column title for how to read it.</span>
       </p>

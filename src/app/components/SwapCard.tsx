@@ -1,8 +1,9 @@
 /**
- * "What did the swap do?": the plug-and-play swap of a stage (SAT.md §8) in numbers and one small
- * picture — who was swapped for what, how far the seated policy is from the agent it replaced
+ * "What did the swap do?": the plug-and-play swap of a stage (docs/method.md §8) in numbers and one
+ * small picture — who was swapped for what, how far the seated policy is from the agent it replaced
  * (KL quantiles against δ₀, share of states outside before and after Stage-0), the λ(s) histogram
- * of the projection, and the team's J just before and after.
+ * of the projection, the team's J just before and after, and the swap's own certificate: the floor
+ * its largest per-state KL radius guarantees (docs/certificate.md §8).
  *
  * Not here: making the swap (src/sat/experiment.ts swapIfDue) or its maths (stage0.ts).
  */
@@ -36,6 +37,17 @@ export function SwapCard({ records }: { records: readonly StageRecord[] }) {
         )}
         . Team J {fixed3(s.jBefore)} → {fixed3(s.jAfter)} ({signed3(s.jAfter - s.jBefore)}).
       </p>
+      {s.certFloor !== undefined && (
+        <p data-testid="swap-cert">
+          Certified: the swap cannot have lowered J by more than <strong>{fixed3(-s.certFloor)}</strong>
+          {Number.isFinite(s.certRadius) ? (
+            <> — its largest KL to the replaced agent at any state is {sci(s.certRadius)}{s.stage0 ? ` (≤ δ₀ by Stage-0)` : ''}, and one step of that size moves J by at most that much (docs/certificate.md §8).</>
+          ) : (
+            <> — no per-state radius is known without Stage-0, so only the trivial bound (the reward range) applies.</>
+          )}{' '}
+          {s.jAfter - s.jBefore >= s.certFloor ? 'Held.' : 'Not held.'}
+        </p>
+      )}
       <p className="muted">
         KL(seated ‖ replaced) over the agent’s states, visit-weighted: median {sci(s.klQuantiles.q50)}, 90 % {sci(s.klQuantiles.q90)}, 99 % {sci(s.klQuantiles.q99)}. Outside δ₀:{' '}
         {pct(s.outsideBefore)} of states before the projection, <strong data-testid="swap-outside">{pct(s.outsideAfter)}</strong> as seated.

@@ -1,6 +1,8 @@
 /**
- * The timeline of UX.md: stages across, agents down, each cell numbered by the agent's position in
- * that stage's update order σ — "who was updated when, and where are we". A cell shows the step's
+ * The timeline: stages across, agents down, each cell numbered by the agent's position in
+ * that stage's update order σ — "who was updated when, and where are we". Each finished stage's
+ * header carries its held / not-held mark, and its title says whether the stage was certified
+ * (lower bound above 0, docs/certificate.md §12). A cell shows the step's
  * outcome (accepted; accepted after backtracks ↺; rejected, struck through; not run yet, dashed),
  * the cursor (the last agent step run, ringed in ink) and the selection (filled in the agent's
  * colour). Clicking a cell selects that agent step; the grid is one tab stop, and the arrow keys
@@ -13,7 +15,7 @@
 import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react';
 import type { StageRecord } from '../../sat/stage';
 import { HeldGlyph } from '../charts/ChartFrame';
-import { lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type PositionRef, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
+import { certifiedUnder, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type PositionRef, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from './AgentChip';
 import '../charts/charts.css';
@@ -41,6 +43,12 @@ const STATUS_WORDS: Record<TimelineCell['status'], string> = {
   pending: 'not run yet',
 };
 
+/** A stage header's title: "stage 4: certified improvement, certificate held". */
+export function stageTitle(st: TimelineStage, certified: boolean | null): string {
+  if (!st.finished) return `stage ${st.stage}: running`;
+  return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held ? 'held' : 'not held'}`;
+}
+
 const same = (a: StepRef | null | undefined, b: StepRef | null | undefined) => !!a && !!b && a.stage === b.stage && a.agent === b.agent;
 const keyOf = (r: StepRef) => `${r.stage}:${r.agent}`;
 
@@ -55,6 +63,7 @@ function whereWords(stages: readonly TimelineStage[], here: StepRef | null): str
 
 export function Timeline({ nAgents, records, current, selected: selectedIn, onSelect: report, cursor }: TimelineProps) {
   const stages = timelineStages(records, nAgents, current);
+  const certified = new Map(records.map((r) => [r.stage, certifiedUnder(r, 'chosen')]));
   const selected = toStepRef(records, current, selectedIn);
   const onSelect = (ref: StepRef) => {
     const c = stages.find((st) => st.stage === ref.stage)?.cells[ref.agent];
@@ -112,7 +121,7 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
               stage
             </div>
             {stages.map((st) => (
-              <div role="columnheader" key={st.stage} className={`timeline-stage ${st.finished ? '' : 'running'}`} title={st.finished ? `stage ${st.stage}: certificate ${st.held ? 'held' : 'not held'}` : `stage ${st.stage}: running`}>
+              <div role="columnheader" key={st.stage} className={`timeline-stage ${st.finished ? '' : 'running'}`} title={stageTitle(st, certified.get(st.stage) ?? null)} data-certified={st.finished ? (certified.get(st.stage) ? 1 : 0) : undefined}>
                 <span>{st.stage}</span>
                 {st.held !== null ? <HeldGlyph held={st.held} size={9} /> : <span className="timeline-running-dot" aria-hidden="true" />}
               </div>
@@ -166,7 +175,7 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
       </div>
       <p className="chart-howto timeline-legend">
         <span className="chart-howto-label">How to read this:</span> each column is a stage, each row an agent; the number is the
-        agent&apos;s turn in that stage&apos;s update order σ (SAT.md §3). <span className="legend-cell done">1</span> accepted{' '}
+        agent&apos;s turn in that stage&apos;s update order σ (docs/method.md §3); hover a stage number for its certificate. <span className="legend-cell done">1</span> accepted{' '}
         <span className="legend-cell backtracked">1<span className="timeline-bt">↺</span></span> accepted after backtracking{' '}
         <span className="legend-cell rejected">1</span> rejected <span className="legend-cell pending">1</span> not run yet{' '}
         <span className="legend-cell done cursor">1</span> latest step. Click a cell, or use the arrow keys, to show that step in the charts.

@@ -15,6 +15,7 @@
 import { create } from 'zustand';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, type Field } from '../../sat/config';
 import { PRESETS, presetConfig } from '../../sat/presets';
+import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 import type { AgentInfo } from '../../sat/types';
 import type { TranscriptBatch } from '../charts/series';
@@ -91,8 +92,8 @@ export interface MetricsSlice {
   selected: Selected | null;
   /** The same seed under other update orders (order comparison chart). */
   orders: readonly SeriesRun[];
-  /** Runs of a δ sweep, one per δ (violation-rate chart). */
-  sweep: readonly { delta: number; stages: readonly StageRecord[] }[];
+  /** The δ sweep's result (src/sat/deltaSweep.ts: per δ mean KL/δ and violation rate, the fit and its CI), or null. */
+  sweep: DeltaSweepResult | null;
   /** Language tasks: a few episodes of the batch each agent step trained on (the latest ones). */
   transcripts: readonly TranscriptBatch[];
   /** R_max − R_min of the task (a bound below −span is vacuous) and the horizon H. */
@@ -126,7 +127,7 @@ export const DEFAULT_PRESET = PRESETS[0]!.name;
 
 const initialForm = formOf(presetConfig(DEFAULT_PRESET));
 
-export const emptyMetrics = (): MetricsSlice => ({ j0: null, stages: [], partial: [], selected: null, orders: [], sweep: [], transcripts: [], span: 0, horizon: 1 });
+export const emptyMetrics = (): MetricsSlice => ({ j0: null, stages: [], partial: [], selected: null, orders: [], sweep: null, transcripts: [], span: 0, horizon: 1 });
 
 /** Transcript batches kept (the latest agent steps'); older ones are dropped to bound memory. */
 export const MAX_TRANSCRIPT_BATCHES = 60;
