@@ -32,6 +32,7 @@
 import { fork } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-web';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, describeConfig, paramCount, type ModelConfig } from '../src/model/config';
@@ -41,6 +42,7 @@ import { Transformer } from '../src/model/transformer';
 import { initWeights } from '../src/model/weights';
 import { MemoryProbe, median, timeReps } from './measure';
 import { renderTables, type ModelResult, type Reference } from './report';
+import { type FlagSpec, readFlags } from '../src/cli/flags';
 
 const B = 64;
 const T = 32;
@@ -163,18 +165,32 @@ function runChild(name: string): Promise<ModelResult> {
   });
 }
 
+/**
+ * This file's flags (node:util's parseArgs, via src/cli/flags.ts): `--gpu` hands the whole command
+ * line to bench/gpu.ts, which reads its own; `--child NAME` is how runChild starts a model's run.
+ */
+const CPU_FLAGS = { gpu: { type: 'boolean' }, child: { type: 'string' } } as const satisfies FlagSpec;
+
 async function main(): Promise<void> {
-  if (process.argv.includes('--gpu')) {
+  const argv = process.argv.slice(2);
+  if (parseArgs({ args: argv, options: CPU_FLAGS, strict: false }).values.gpu === true) {
     // `npm run bench -- --gpu`: the WebGPU bench (bench/gpu.ts) instead of this one.
     const { runGpuBench } = await import('./gpu');
-    await runGpuBench(process.argv.slice(2));
+    await runGpuBench(argv);
     return;
   }
-  const i = process.argv.indexOf('--child');
-  if (i >= 0) {
-    const name = process.argv[i + 1];
-    const m = MODELS.find((x) => x.name === name);
-    if (!m) throw new Error(`unknown bench model ${name}`);
+  let child: string | undefined;
+  try {
+    for (const f of readFlags(argv, CPU_FLAGS, (m) => new Error(m))) if (f.name === 'child') child = f.value;
+  } catch (e) {
+    const m = (e as Error).message;
+    console.log(`npm run bench: ${m.startsWith('Unknown flag') ? `${m.replace(/^Unknown flag/, 'unknown option')}; known: --gpu (the WebGPU bench, with its own options: bench/gpu.ts)` : m}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (child !== undefined) {
+    const m = MODELS.find((x) => x.name === child);
+    if (!m) throw new Error(`unknown bench model ${child}`);
     const r = await measureModel(m.name, m.cfg);
     process.send!(r, () => process.exit(0));
     return;

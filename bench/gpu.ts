@@ -47,7 +47,9 @@
  *
  * Options (after `npm run bench --`): --gpu (this bench), --peak-gflops=X (the card's f32 peak,
  * to print % of peak), --quick (fewer shapes and models, for a smoke run), --batch=B (sequences
- * per batch in the model section, e.g. --batch=64 on SwiftShader for the memory at full shape).
+ * per batch in the model section, e.g. --batch=64 on SwiftShader for the memory at full shape);
+ * `--peak-gflops X` and `--batch B` work too (node:util's parseArgs, via src/cli/flags.ts). An
+ * unknown option, or a value that is not a number, is named and the bench exits with status 2.
  *
  * Not here: correctness (tests/webgpu/* are the tests; the ORT/ours max relative difference is
  * printed only as a sanity check), the CPU bench (bench/cpu.ts), a browser run (see
@@ -70,6 +72,7 @@ import { initWeights } from '../src/model/weights';
 import { median } from './measure';
 import { attentionModel, createSession, gpuTensor, loadOrtWebgpu, matmulModel, ortEmpty, ortRead, ortUpload, type OrtWebgpu } from './ortWebgpu';
 import { markdownTable } from './report';
+import { type FlagSpec, readFlags } from '../src/cli/flags';
 
 const B = 64;
 const T = 32;
@@ -84,19 +87,39 @@ interface Options {
   readonly batch: number | null;
 }
 
+/** The bench's flags, for node:util's parseArgs (src/cli/flags.ts); `--gpu` is how bench/cpu.ts sends us here. */
+const GPU_FLAGS = {
+  gpu: { type: 'boolean' }, quick: { type: 'boolean' }, browser: { type: 'boolean' },
+  'peak-gflops': { type: 'string' }, batch: { type: 'string' },
+} as const satisfies FlagSpec;
+const KNOWN = 'known: --gpu --quick --peak-gflops=<GFLOP/s> --batch=<sequences>';
+
 /** The options, or a message naming the one that is not understood. */
 function parseOptions(argv: readonly string[]): Options | string {
   let peak: number | null = null;
   let batch: number | null = null;
-  for (const a of argv) {
-    const m = /^--peak-gflops=(\d+(?:\.\d+)?)$/.exec(a);
-    const b = /^--batch=([1-9]\d*)$/.exec(a);
-    if (m) peak = Number(m[1]);
-    else if (b) batch = Number(b[1]);
-    else if (a === '--browser') return '--browser: not implemented — onnxruntime-web\'s webgpu EP runs in Node here (bench/ortWebgpu.ts); a headless-Chromium variant is the documented fallback (docs/performance.md)';
-    else if (a !== '--gpu' && a !== '--quick') return `unknown option ${a}; known: --gpu --quick --peak-gflops=<GFLOP/s> --batch=<sequences>`;
+  let quick = false;
+  try {
+    for (const { name, flag, value } of readFlags(argv, GPU_FLAGS, (m) => new Error(`${m.replace(/^Unknown flag/, 'unknown option')}; ${KNOWN}`))) {
+      switch (name as keyof typeof GPU_FLAGS) {
+        case 'peak-gflops':
+          if (!/^\d+(?:\.\d+)?$/.test(value!)) return `${flag} expects the card's f32 peak in GFLOP/s (a number, e.g. --peak-gflops=67000), got ${value}`;
+          peak = Number(value);
+          break;
+        case 'batch':
+          if (!/^[1-9]\d*$/.test(value!)) return `${flag} expects a positive integer (sequences of ${T} tokens per batch), got ${value}`;
+          batch = Number(value);
+          break;
+        case 'browser':
+          return '--browser: not implemented — onnxruntime-web\'s webgpu EP runs in Node here (bench/ortWebgpu.ts); a headless-Chromium variant is the documented fallback (docs/performance.md)';
+        case 'quick': quick = true; break;
+        case 'gpu': break;
+      }
+    }
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
   }
-  return { peakGflops: peak, quick: argv.includes('--quick'), batch };
+  return { peakGflops: peak, quick, batch };
 }
 
 // ------------------------------------------------------------------ GPU memory accounting

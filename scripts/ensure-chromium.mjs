@@ -5,7 +5,8 @@
  * `apt-get update && apt-get install -y chromium`, printing what it does; if not root, fails with
  * a message saying the one command to run. Never skips silently.
  *
- * Usable as a module (`await ensureChromium()`, from the e2e test) or a command
+ * Usable as a module (`await ensureChromium()`: the Vitest global setup tests/setup/global.ts runs it
+ * once before any test file, and the e2e test again for its path) or a command
  * (`node scripts/ensure-chromium.mjs`). Plain Node, no dependencies, so it runs before `npm ci`.
  *
  * Not here: downloading browsers from anywhere else — no `playwright install`, no snap, no

@@ -15,6 +15,9 @@
  * `pretrain`), unchanged. The wall time printed at the end and stored as the card's
  * pretrainSeconds includes starting the workers.
  *
+ * Flags are read by node:util's parseArgs (flags.ts); a bad one exits with status 2 and a message
+ * naming it (an unknown flag, a missing value, a number out of its range).
+ *
  * Not here: the training maths (src/train/pretrain.ts) or the worker pool (src/train/parallel.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -29,6 +32,7 @@ import { initWeights, quantizeWeights, saveModel } from '../model/weights';
 import { isLlmTaskName, LLM_TASK_NAMES, makeLlmTask } from '../tasks/llm/index';
 import { defaultWorkers, pretrainParallel } from '../train/parallel';
 import { heldOutAccuracy, pretrain, ZOO_EVAL_COUNT, type PretrainOptions } from '../train/pretrain';
+import { type FlagSpec, readFlags } from './flags';
 
 const USAGE = `Usage: npm run pretrain -- --task ${LLM_TASK_NAMES.join('|')} --size S|M|L [--minutes 20] [--steps N] [--level L] [--seed S] [--batch B] [--lr LR] [--quant q8|q4|f32] [--out DIR] [--eval N] [--workers W (default ${defaultWorkers()}; 1 = single thread)]`;
 
@@ -47,36 +51,43 @@ interface Args {
   workers: number;
 }
 
+/** Every flag of `npm run pretrain`, for node:util's parseArgs (read in order by flags.ts). */
+const FLAGS = {
+  task: { type: 'string' }, size: { type: 'string' }, level: { type: 'string' }, minutes: { type: 'string' }, steps: { type: 'string' },
+  seed: { type: 'string' }, batch: { type: 'string' }, lr: { type: 'string' }, quant: { type: 'string' }, out: { type: 'string' },
+  eval: { type: 'string' }, workers: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const satisfies FlagSpec;
+
 function parse(argv: string[]): Args {
   const a: Args = { task: 'arithmetic', size: 'S', minutes: 20, steps: 1e9, seed: 1, batch: 32, lr: 3e-3, quant: 'q8', out: 'public/models', evalCount: ZOO_EVAL_COUNT, workers: defaultWorkers() };
-  const num = (flag: string, v: string | undefined, min: number, max: number, int = false): number => {
+  const num = (flag: string, v: string, min: number, max: number, int = false): number => {
     const x = Number(v);
-    if (v === undefined || !Number.isFinite(x) || x < min || x > max || (int && !Number.isInteger(x))) {
-      throw new SatError('usage', `${flag} must be ${int ? 'an integer' : 'a number'} in [${min}, ${max}], got ${v}`);
+    if (v.trim() === '' || !Number.isFinite(x) || x < min || x > max || (int && !Number.isInteger(x))) {
+      throw new SatError('usage', `${flag} must be ${int ? 'an integer' : 'a number'} in [${min}, ${max}], got ${v === '' ? '""' : v}`);
     }
     return x;
   };
-  for (let i = 0; i < argv.length; i++) {
-    const f = argv[i]!;
-    const v = argv[i + 1];
-    switch (f) {
-      case '--help':
-      case '-h':
+  // An unknown flag's (or stray word's) message carries the usage line, as it always did.
+  const fail = (m: string) => new SatError('usage', /^(Unknown flag|Unexpected argument) /.test(m) ? `${m}. ${USAGE}` : m);
+  for (const { name, flag: f, value } of readFlags(argv, FLAGS, fail)) {
+    // readFlags has checked that a value flag has its value.
+    const v = value!;
+    switch (name as keyof typeof FLAGS) {
+      case 'help':
         console.log(USAGE);
         process.exit(0);
-      case '--task': a.task = v ?? ''; i++; break;
-      case '--size': a.size = v ?? ''; i++; break;
-      case '--level': a.level = num(f, v, 1, 4, true); i++; break;
-      case '--minutes': a.minutes = num(f, v, 0.01, 600); i++; break;
-      case '--steps': a.steps = num(f, v, 1, 1e9, true); i++; break;
-      case '--seed': a.seed = num(f, v, 0, 4294967295, true); i++; break;
-      case '--batch': a.batch = num(f, v, 1, 4096, true); i++; break;
-      case '--lr': a.lr = num(f, v, 1e-6, 1); i++; break;
-      case '--quant': a.quant = v ?? ''; i++; break;
-      case '--out': a.out = v ?? ''; i++; break;
-      case '--eval': a.evalCount = num(f, v, 1, 100000, true); i++; break;
-      case '--workers': a.workers = num(f, v, 1, 64, true); i++; break;
-      default: throw new SatError('usage', `Unknown flag ${f}. ${USAGE}`);
+      case 'task': a.task = v; break;
+      case 'size': a.size = v; break;
+      case 'level': a.level = num(f, v, 1, 4, true); break;
+      case 'minutes': a.minutes = num(f, v, 0.01, 600); break;
+      case 'steps': a.steps = num(f, v, 1, 1e9, true); break;
+      case 'seed': a.seed = num(f, v, 0, 4294967295, true); break;
+      case 'batch': a.batch = num(f, v, 1, 4096, true); break;
+      case 'lr': a.lr = num(f, v, 1e-6, 1); break;
+      case 'quant': a.quant = v; break;
+      case 'out': a.out = v; break;
+      case 'eval': a.evalCount = num(f, v, 1, 100000, true); break;
+      case 'workers': a.workers = num(f, v, 1, 64, true); break;
     }
   }
   if (!isLlmTaskName(a.task)) throw new SatError('usage', `--task must be one of ${LLM_TASK_NAMES.join(', ')}, got "${a.task}"`);

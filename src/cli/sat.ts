@@ -17,8 +17,11 @@
  * keeps lr at the preset's value instead (the old protocol, as a negative control). Any other
  * --sweep key=… runs the preset at each value and fits the violation rate as it comes.
  *
- * The same metric keys as the JSON export and the charts (SAT.md §9). Errors in the settings exit
+ * The same metric keys as the JSON export and the charts (docs/method.md §9). Errors in the settings exit
  * with status 2 and a message naming the key, the value and what is allowed.
+ *
+ * Flags are read by node:util's parseArgs (flags.ts): `--flag value` or `--flag=value`; `--set` may
+ * repeat; an unknown flag, or one missing its value, exits with status 2 and names it.
  *
  * Not here: any algorithm (src/sat) — this file parses flags and prints tables.
  */
@@ -38,6 +41,7 @@ import { PRESETS, presetConfig } from '../sat/presets';
 import { swapFloor, type StageRecord } from '../sat/stage';
 import { certReport, type CertReportRow } from '../sat/certReport';
 import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
+import { type FlagSpec, readFlags } from './flags';
 
 interface Args {
   preset: string;
@@ -72,56 +76,59 @@ Presets: ${PRESETS.map((p) => p.name).join(', ')}`;
 
 class UsageError extends Error {}
 
-function parseArgs(argv: string[]): Args {
+/** Every flag of `npm run sat`, for node:util's parseArgs (read in order by flags.ts). */
+const FLAGS = {
+  preset: { type: 'string' }, stages: { type: 'string' }, seed: { type: 'string' }, set: { type: 'string', multiple: true }, json: { type: 'string' },
+  compare: { type: 'string' }, seeds: { type: 'string' }, sweep: { type: 'string' },
+  swap: { type: 'string' }, stage0: { type: 'string' }, 'swap-stage': { type: 'string' }, 'no-stage0': { type: 'boolean' }, 'swap-seat': { type: 'string' },
+  quiet: { type: 'boolean' }, 'sqrt-delta': { type: 'boolean' }, 'fixed-lr': { type: 'boolean' },
+  'certify-report': { type: 'boolean' }, presets: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const satisfies FlagSpec;
+
+function readArgs(argv: string[]): Args {
   const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false };
-  const need = (i: number, flag: string): string => {
-    const v = argv[i + 1];
-    if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const f = argv[i]!;
-    switch (f) {
-      case '--preset': a.preset = need(i, f); i++; break;
-      case '--stages': a.sets.stages = need(i, f); i++; break;
-      case '--seed': a.sets.seed = need(i, f); i++; break;
-      case '--set': { const [k, v] = parseAssignment(need(i, f)); a.sets[k] = v; i++; break; }
-      case '--json': a.json = need(i, f); i++; break;
-      case '--compare': a.compare = need(i, f).split(',').map((s) => s.trim()).filter(Boolean); i++; break;
-      case '--seeds': {
-        const n = Number(need(i, f));
-        if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UsageError(`--seeds must be an integer in [1, 1000], got ${argv[i + 1]}`);
-        a.seeds = n; a.seedsGiven = true; i++; break;
+  const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const { name, value } of readFlags(argv, FLAGS, (m) => new UsageError(m))) {
+    // readFlags has checked that a value flag has its value and a switch has none.
+    const v = value!;
+    switch (name as keyof typeof FLAGS) {
+      case 'preset': a.preset = v; break;
+      case 'stages': a.sets.stages = v; break;
+      case 'seed': a.sets.seed = v; break;
+      case 'set': { const [k, x] = parseAssignment(v); a.sets[k] = x; break; }
+      case 'json': a.json = v; break;
+      case 'compare': a.compare = list(v); break;
+      case 'seeds': {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UsageError(`--seeds must be an integer in [1, 1000], got ${v}`);
+        a.seeds = n; a.seedsGiven = true; break;
       }
-      case '--sweep': {
-        const [k, v] = parseAssignment(need(i, f));
-        a.sweep = { key: k, values: v.split(',').map((s) => s.trim()).filter(Boolean) }; i++; break;
+      case 'sweep': {
+        const [k, x] = parseAssignment(v);
+        a.sweep = { key: k, values: list(x) }; break;
       }
       // The swap flags are shorthands for the swap settings (swapAgent, swapTo, swapAt, swapStage0,
       // stage0Delta), so a swap from the command line is the same swap a share link replays.
-      case '--swap': {
-        const m = /^(\d+)=(best|[A-Za-z]+-([A-Za-z0-9]+))$/.exec(need(i, f));
-        if (!m) throw new UsageError(`--swap expects J=best (tabular: the best response to the team) or J=<task>-<size> (language: e.g. 1=arithmetic-M), got ${argv[i + 1]}`);
+      case 'swap': {
+        const m = /^(\d+)=(best|[A-Za-z]+-([A-Za-z0-9]+))$/.exec(v);
+        if (!m) throw new UsageError(`--swap expects J=best (tabular: the best response to the team) or J=<task>-<size> (language: e.g. 1=arithmetic-M), got ${v}`);
         a.sets.swapAgent = m[1]!;
         a.sets.swapTo = m[2] === 'best' ? 'best' : m[3]!;
         if (m[2] !== 'best') a.swapModel = m[2]!;
-        i++; break;
+        break;
       }
-      case '--stage0': a.sets.stage0Delta = need(i, f); a.sets.swapStage0 = 'true'; i++; break;
-      case '--swap-stage': a.sets.swapAt = need(i, f); i++; break;
-      case '--no-stage0': a.sets.swapStage0 = 'false'; break;
-      case '--swap-seat': {
-        const v = need(i, f);
+      case 'stage0': a.sets.stage0Delta = v; a.sets.swapStage0 = 'true'; break;
+      case 'swap-stage': a.sets.swapAt = v; break;
+      case 'no-stage0': a.sets.swapStage0 = 'false'; break;
+      case 'swap-seat':
         if (v !== 'projection' && v !== 'student') throw new UsageError(`--swap-seat expects projection (sample from the Stage-0 projection itself) or student (from its distilled student), got ${v}`);
-        a.swapSeat = v; i++; break;
-      }
-      case '--quiet': a.quiet = true; break;
-      case '--sqrt-delta': a.sqrtDelta = true; break;
-      case '--fixed-lr': a.fixedLr = true; break;
-      case '--certify-report': a.certifyReport = true; break;
-      case '--presets': a.presets = need(i, f).split(',').map((s) => s.trim()).filter(Boolean); i++; break;
-      case '--help': case '-h': printHelp(); process.exit(0);
-      default: throw new UsageError(`Unknown flag ${f}`);
+        a.swapSeat = v; break;
+      case 'quiet': a.quiet = true; break;
+      case 'sqrt-delta': a.sqrtDelta = true; break;
+      case 'fixed-lr': a.fixedLr = true; break;
+      case 'certify-report': a.certifyReport = true; break;
+      case 'presets': a.presets = list(v); break;
+      case 'help': printHelp(); process.exit(0);
     }
   }
   return a;
@@ -253,7 +260,7 @@ async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => 
 }
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  const args = readArgs(process.argv.slice(2));
   const base = presetConfig(args.preset, args.sets);
   if (args.swapModel && args.swapModel !== `${base.task}-${base.swapTo}`) {
     throw new UsageError(`--swap names ${args.swapModel}, but the task is ${base.task}: swap in one of its own shipped models, e.g. ${base.task}-M`);

@@ -1,8 +1,11 @@
 /**
- * Shared pieces of the WebGPU kernel tests (convention 3 of ARCHITECTURE.md):
+ * Shared pieces of the WebGPU kernel tests:
  *   - `gpu`: one GpuContext for the test file, on whatever adapter the machine has, else on
- *     Chromium's SwiftShader (software Vulkan, so CI without a GPU runs the WGSL); when there is
- *     no adapter at all, `gpu` is a reason string and the file's suites skip, printing it;
+ *     Chromium's SwiftShader (software Vulkan, so CI without a GPU runs the WGSL; the global
+ *     setup, tests/setup/global.ts, installs Chromium before any file runs). When there is no
+ *     adapter at all, importing this file FAILS the test file with the reason — a green run never
+ *     hides GPU tests that did not run — unless SAT_ALLOW_NO_GPU=1: then `gpu` is the reason
+ *     string, printed, and the file's suites skip (`describe.skipIf(typeof gpu === 'string')`);
  *   - a fresh seed per run derived from Date.now() (printed; rerun a failure with
  *     SAT_GPU_SEED=<seed>), random inputs that are never all zero, NaN-poisoned outputs with a
  *     guard band past the end that must stay NaN (catches out-of-bounds writes);
@@ -28,9 +31,22 @@ async function open(): Promise<GpuContext | string> {
   return new GpuContext(res.device);
 }
 
-/** The file's context, or why there is none. */
+/** SAT_ALLOW_NO_GPU=1: without an adapter the GPU test files skip (printing why) instead of failing. */
+export const ALLOW_NO_GPU = globalThis.process?.env.SAT_ALLOW_NO_GPU === '1';
+
+/** The file's context, or (only with SAT_ALLOW_NO_GPU=1) why there is none. */
 export const gpu: GpuContext | string = await open();
-if (typeof gpu === 'string') console.log(`[webgpu tests] SKIPPED — no WebGPU adapter: ${gpu}`);
+if (typeof gpu === 'string') {
+  if (!ALLOW_NO_GPU) {
+    throw new Error(
+      `[webgpu tests] this GPU test file cannot run — ${gpu}. ` +
+        'On a machine without a GPU the adapter is Chromium\'s SwiftShader (/usr/lib/chromium/vk_swiftshader_icd.json): ' +
+        'install it with `sudo apt-get install -y chromium` (Debian/Ubuntu), and check that VK_ICD_FILENAMES, if set, names a driver that exists. ' +
+        'To skip the GPU tests instead, run with SAT_ALLOW_NO_GPU=1.',
+    );
+  }
+  console.log(`[webgpu tests] SKIPPED: this file's GPU tests do not run (SAT_ALLOW_NO_GPU=1) — ${gpu}`);
+}
 
 /** This run's seed (printed): SAT_GPU_SEED overrides. */
 export function runSeed(file: string): number {
