@@ -5,8 +5,8 @@
  *    bit for bit, the KL is exactly 0, and trainStep reports objective = mean w·Ã exactly;
  *  - the exact KL equals a brute-force Σ_a p(a)(log p(a) − log q(a)) computed here with plain Math
  *    from distributions(), before and after training steps;
- *  - team KL = sum of agent KLs for product policies (SAT.md, Lemma): on 100 random teams of 2–4
- *    agents on one shared state, the brute-force KL over the joint action space equals Σ_i KL_i;
+ *  - team KL = sum of agent KLs for product policies (the paper's lemma for the factorised team
+ *    policy of docs/method.md §2.1): on 100 random teams of 2–4 agents on one shared state, the brute-force KL over the joint action space equals Σ_i KL_i;
  *  - trainStep is an ascent step (the favoured action's probability rises; the first Adam step
  *    moves each logit by lr·sign(∂L/∂z), with ∂L/∂z from finite differences of the objective);
  *    surrogateGradient matches finite differences of (1/N) Σ w A (r − 1); fisherVectorProduct
@@ -86,7 +86,7 @@ function randomBatch(rng: Rng, nObs: number, A: number, N: number): AgentBatch {
   };
 }
 
-/** The objective of SAT.md §5 (sequence level) as a function of the whole logit table. */
+/** The objective of docs/method.md §5.1 (sequence level) as a function of the whole logit table. */
 function objectiveOfTable(z: ArrayLike<number>, refLp: Float64Array, A: number, b: AgentBatch, s: ObjectiveSpec): number {
   const lp = logProbTable(z, A);
   const u = new Float64Array(b.nEpisodes);
@@ -236,7 +236,7 @@ describe('klToReference', () => {
   });
 });
 
-describe('team KL = sum of agent KLs for product policies (SAT.md, Lemma)', () => {
+describe('team KL = sum of agent KLs for product policies (the paper\'s lemma, docs/method.md §2.1)', () => {
   it('holds to 1e-12 on 100 random teams of 2–4 agents on one shared state (seed 31337)', async () => {
     const rng = new Rng(31337, [3]);
     let worst = 0;

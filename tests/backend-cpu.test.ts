@@ -1,6 +1,7 @@
 /**
  * Tests for the CPU reference kernels (src/backend/cpu/) — the twins every WebGPU kernel must
- * match (ARCHITECTURE.md conventions 1, 3, 4).
+ * match: a plain CPU twin for every kernel, each compared with the GPU on fresh random inputs, and
+ * every backward checked against finite differences.
  *
  * Every differentiable op runs through one harness on random inputs (never zeros, f32-exact
  * values, small odd sizes), with the loss L = Σ_j ⟨out_j, R_j⟩ for random R_j:

@@ -11,7 +11,7 @@
  * the task registry, and every config the parser accepts builds a game.
  *
  * Expected values (messages' ranges, coerced numbers) are written out by hand from the table in
- * SAT.md / config.ts, not read back from the code under test.
+ * docs/method.md §11 / config.ts, not read back from the code under test.
  */
 
 import { describe, expect, it } from 'vitest';
@@ -71,7 +71,7 @@ describe('the CONFIG table', () => {
     const c = parseConfig({});
     expect(c).toEqual(defaultConfig());
     expect(() => checkConsistency(defaultConfig())).not.toThrow();
-    // A few defaults the spec fixes (SAT.md §4–§6).
+    // A few defaults the method fixes (docs/method.md §4–§6).
     expect(c.aClip).toBe(5);
     expect(c.epsLow).toBe(0.2);
     expect(c.epsHigh).toBe(0.2);
@@ -344,7 +344,7 @@ describe('inconsistent settings', () => {
         else expectConfigError(() => parseConfig(input), 'protocol', [`"${protocol}"`, `"${task}"`]);
       }
     }
-    // The guess task offers all four (SAT.md §2).
+    // The guess task offers all four (docs/method.md §2.2).
     for (const p of ['independent', 'chain', 'vote', 'router']) expect(parseConfig({ task: 'guess', protocol: p }).protocol).toBe(p);
   });
 

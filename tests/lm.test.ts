@@ -64,7 +64,7 @@ describe('language-model agents', () => {
     expect(stops).toBeGreaterThanOrEqual(0);
   });
 
-  it('a stage runs end to end, emits the SAT.md §9 keys, and is deterministic given the seed', async () => {
+  it('a stage runs end to end, emits the docs/method.md §9 keys, and is deterministic given the seed', async () => {
     const run = async () => {
       const exp = await createLlmExperiment(settings({ seed: 4 }), loader);
       await runStages(exp, 1);

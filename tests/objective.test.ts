@@ -1,7 +1,7 @@
 /**
- * Tests for the per-agent objective of SAT.md §5 (src/backend/cpu/objective.ts →
+ * Tests for the per-agent objective of docs/method.md §5 (src/backend/cpu/objective.ts →
  * `clippedLossBackward`, the one implementation every agent uses) and the sequence-aware
- * advantages of SAT.md §4 (src/sat/advantages.ts).
+ * advantages of docs/method.md §4 (src/sat/advantages.ts).
  *
  * Advantages: group normalisation (population std, ε = 1e-8) against values computed by hand in
  * this file, the all-equal group giving 0 (not NaN), the 'batch' and 'none' modes and the weighted
@@ -108,7 +108,7 @@ function kinkMargin(p: Problem, s: ObjectiveSpec): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Advantages (SAT.md §4)
+// Advantages (docs/method.md §4)
 // ---------------------------------------------------------------------------------------------
 
 describe('groupAdvantages', () => {
@@ -254,7 +254,7 @@ describe('predecessorLogRatios', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// The objective (SAT.md §5)
+// The objective (docs/method.md §5)
 // ---------------------------------------------------------------------------------------------
 
 const VARIANTS: ObjectiveSpec[] = [

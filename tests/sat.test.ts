@@ -182,7 +182,7 @@ describe('determinism, orders, metrics', () => {
     for (const s of [...rnd.stages, ...(await run({ ...base, order: 'greedy' })).stages]) expect([...s.order].sort().join()).toBe('0,1,2,3');
   });
 
-  it('every run emits the metric keys of SAT.md §9', async () => {
+  it('every run emits the metric keys of docs/method.md §9', async () => {
     const exp = await run({ task: 'relay', agents: 3, actions: 2, stages: 1 });
     const keys = Object.keys(exp.stages[0]!.metrics);
     const required = ['team/J', 'team/dJ', 'team/J_ci', 'cert/gain', 'cert/shift', 'cert/bias', 'cert/finite', 'cert/lower', 'cert/held', 'order/sigma', 'perf/ms_rollout', 'perf/ms_update', 'perf/tokens_per_s'];

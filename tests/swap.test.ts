@@ -1,5 +1,5 @@
 /**
- * The configured plug-and-play swap (swapAgent / swapAt / swapTo / swapStage0, SAT.md §8) as the
+ * The configured plug-and-play swap (swapAgent / swapAt / swapTo / swapStage0, docs/method.md §8.3) as the
  * stage loop runs it: it happens exactly before stage swapAt, is a pure function of the seed (a
  * replayed run swaps identically), Stage-0 keeps every state of the seat within δ₀ while a raw
  * seat leaves it, the summary agrees with a manual swap, and every inconsistent setting names

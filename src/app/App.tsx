@@ -1,7 +1,7 @@
 /**
- * The page's layout (UX.md: controls left, timeline top, charts in a grid, transcripts below):
- * header across the top; the settings column; the content area with the error banner, the step
- * bar, the team, the timeline, the charts and the stage table.
+ * The page's layout, dense but calm (controls left, timeline top, charts in a grid, transcripts
+ * below): header across the top; the settings column; the content area with the error banner, the
+ * step bar, the team, the timeline, the charts and the stage table.
  *
  * Not here: state (store/), actions (session.ts), or start-up (boot.ts).
  */

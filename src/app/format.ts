@@ -1,7 +1,8 @@
 /**
- * Number formatting for the page, at the precision each quantity deserves (UX.md): J and its
- * bounds to 3 decimals, KL in scientific notation, signed changes with an explicit sign. Uses the
- * typographic minus (U+2212) so columns of numbers line up; `NaN`/missing values show as an em dash.
+ * Number formatting for the page, at the precision each quantity deserves (no false digits): J
+ * and its bounds to 3 decimals, KL in scientific notation, signed changes with an explicit sign.
+ * Uses the typographic minus (U+2212) so columns of numbers line up; `NaN`/missing values show as
+ * an em dash.
  *
  * Not here: choosing which metric to show (components) or parsing user input (config.ts).
  */

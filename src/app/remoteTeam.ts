@@ -1,7 +1,9 @@
 /**
- * A team whose agents live in Web Workers, one worker per agent (ARCHITECTURE.md convention 6):
- * the main thread keeps the stage loop (src/sat/stage.ts, unchanged) and drives each agent through
- * its typed `Remote<AgentApi>`; each worker owns its model, optimizer and backend.
+ * A team whose agents live in Web Workers, one worker per agent (the worker boundary is where the
+ * parameters are: an agent's whole update is one call to its worker, and parameter-sized vectors
+ * never cross it in the loop): the main thread keeps the stage loop (src/sat/stage.ts, unchanged)
+ * and drives each agent through its typed `Remote<AgentApi>`; each worker owns its model, optimizer
+ * and backend.
  *
  *   const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load });
  *   await runStages(exp, 3);          // the same functions as an in-process experiment

@@ -1,7 +1,8 @@
 /**
- * The playground's session: one experiment, driven from the main thread step by step (SAT.md §3)
- * while the agents do their work elsewhere (one Web Worker each, see ../workers). These are the
- * page's actions, as plain module functions (ARCHITECTURE.md convention 7): the buttons, the
+ * The playground's session: one experiment, driven from the main thread step by step (the stage
+ * of docs/method.md §3) while the agents do their work elsewhere (one Web Worker each, see
+ * ../workers). These are the page's actions, as plain module functions rather than React hooks
+ * (they talk to the workers, so they live outside the components): the buttons, the
  * keyboard shortcuts, share links and autosave all call them, and they write the store.
  *
  *   applySettings()  build a fresh team from the form (loading models, measuring J₀)

@@ -1,8 +1,9 @@
 /**
- * The playground's colours (UX.md "Visual language"): one colour per agent, the same everywhere
- * (table, later the timeline and every chart), neutral ink for team-level series, and one red
- * reserved for "certificate not held". Agent colours follow the Okabe–Ito palette, which stays
- * distinguishable for the common colour-vision deficiencies; red is left out of it on purpose.
+ * The playground's colours, so a colour always means the same thing: one colour per agent, the same
+ * everywhere (table, later the timeline and every chart), neutral ink for team-level series, and
+ * one red reserved for "certificate not held". Agent colours follow the Okabe–Ito palette, which
+ * stays distinguishable for the common colour-vision deficiencies; red is left out of it on
+ * purpose.
  *
  * Not here: layout or typography (styles.css).
  */

@@ -47,8 +47,8 @@ export type TensorKinds = { [K in keyof HostTensors]: unknown };
 export type TensorKind = keyof HostTensors;
 
 /**
- * The objective's settings, SAT.md §5 (structurally the `ObjectiveSpec` of src/sat/types.ts, of
- * which it needs only these fields; the backend may not import from src/sat).
+ * The objective's settings, docs/method.md §5 (structurally the `ObjectiveSpec` of
+ * src/sat/types.ts, of which it needs only these fields; the backend may not import from src/sat).
  */
 export interface ClippedLossSpec {
   readonly level: 'sequence' | 'token';

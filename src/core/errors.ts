@@ -1,5 +1,6 @@
 /**
- * Errors are values with a message a person can act on (ARCHITECTURE.md convention 10).
+ * Errors are values with a message a person can act on: what went wrong, what was kept, and what
+ * to do — and the user's experiment is never lost.
  * Every failure the user can cause or meet has its own class and a stable `code`, so the UI can
  * show a specific banner and tests can assert the exact kind — never a bare `Error`.
  *

@@ -1,5 +1,5 @@
 /**
- * Sequence-aware advantages (SAT.md §4): group normalisation, clipping, and the per-episode
+ * Sequence-aware advantages (docs/method.md §4): group normalisation, clipping, and the per-episode
  * weights of the estimator modes that reuse the stage batch.
  *
  *   raw_e = R_e − μ_g                         (reward units; μ_g the (weighted) mean of e's group)

@@ -1,5 +1,5 @@
 /**
- * The one typed config table (ARCHITECTURE.md convention 5, after TensorFlow Playground's PROPS):
+ * The one typed config table (after TensorFlow Playground's PROPS; docs/method.md §11):
  * every setting of an experiment, with its type, default, range and a doc comment written for the
  * person who will read it as a tooltip. The same table drives the CLI flags (`--set key=value`),
  * the UI form and the share link, so a setting exists in exactly one place.
@@ -89,7 +89,7 @@ export const CONFIG = {
   }),
   protocol: enumOf({
     group: 'task', default: 'auto', options: ['auto', 'independent', 'chain', 'vote', 'router'],
-    doc: "How agents share an episode (SAT.md §2). 'auto' uses the task's own protocol (chain for language tasks); the guess and language tasks offer all four.",
+    doc: "How agents share an episode (docs/method.md §2.2). 'auto' uses the task's own protocol (chain for language tasks); the guess and language tasks offer all four.",
   }),
   agents: int({ group: 'task', default: 3, min: 1, max: 6, doc: 'Number of agents n in the team (tabular games: 2–6; language tasks: 1–4, one turn marker each).' }),
   actions: int({ group: 'task', default: 3, min: 2, max: 8, doc: 'Actions per agent m (fixed at 3 for the climbing and penalty games).' }),
@@ -115,12 +115,12 @@ export const CONFIG = {
   stages: int({ group: 'run', default: 30, min: 1, max: 10000, doc: 'Number of stages (each updates every agent once).' }),
   scheme: enumOf({
     group: 'run', default: 'sequential', options: ['sequential', 'simultaneous'],
-    doc: "sequential = SAT (one agent at a time, SAT.md §3). simultaneous = the joint-update baseline: every agent from the same stage batch and advantages at once (the estimator setting does not apply).",
+    doc: "sequential = SAT (one agent at a time, docs/method.md §3). simultaneous = the joint-update baseline: every agent from the same stage batch and advantages at once (the estimator setting does not apply).",
   }),
   batch: int({ group: 'run', default: 8, min: 1, max: 4096, doc: 'B: prompts per stage batch.' }),
   group: int({ group: 'run', default: 8, min: 2, max: 256, doc: 'G: samples per prompt (the GRPO group).' }),
 
-  // — advantages (SAT.md §4) —
+  // — advantages (docs/method.md §4) —
   estimator: enumOf({
     group: 'advantage', default: 'resample', options: ['resample', 'truncated-is', 'happo', 'naive'],
     doc: 'How agent σ(i) gets advantages under the intermediate team π̂ⁱ⁻¹: resample = fresh episodes (exact theory, zero bias); truncated-is = reuse the batch with per-episode weight Π min(1, ρ_t); happo = reuse with the product of predecessors\u2019 ratios; naive = reuse the stage advantages.',
@@ -132,7 +132,7 @@ export const CONFIG = {
   aClip: float({ group: 'advantage', default: 5, min: 0.1, max: 100, doc: 'A_clip: normalised advantages are clipped to [−A_clip, A_clip].' }),
   probeEpisodes: int({ group: 'advantage', default: 64, min: 1, max: 100000, doc: 'Episodes of the fresh on-policy probe that measures the bias ζ of reuse estimators.' }),
 
-  // — objective (SAT.md §5) —
+  // — objective (docs/method.md §5) —
   objective: enumOf({ group: 'objective', default: 'sequence', options: ['sequence', 'token'], doc: 'sequence = one ratio per episode over all of the agent\u2019s steps (SAT); token = per-step ratios (GRPO/DAPO style), for comparison.' }),
   tokenAgg: enumOf({ group: 'objective', default: 'grpo', options: ['grpo', 'bnpo', 'dr_grpo'], doc: 'Aggregation of the token-level variant: grpo = mean per episode then over episodes; bnpo = over all steps; dr_grpo = sum over steps / (episodes × horizon).' }),
   epsLow: float({ group: 'objective', default: 0.2, min: 0.001, max: 0.99, doc: 'ε_low: the ratio is clipped below at 1 − ε_low.' }),
@@ -143,19 +143,19 @@ export const CONFIG = {
   epochs: int({ group: 'objective', default: 4, min: 1, max: 100, doc: 'Optimizer steps per agent update (each followed by the trust-region check).' }),
   weightDecay: float({ group: 'objective', default: 0, min: 0, max: 1, doc: 'Decoupled weight decay (AdamW) on the agent parameters.' }),
 
-  // — trust region (SAT.md §6) —
+  // — trust region (docs/method.md §6) —
   delta: float({ group: 'trust', default: 0.02, min: 1e-6, max: 10, log: true, doc: 'δ: per-state KL radius of every agent (unless deltas sets them one by one).' }),
   deltas: floatList({ group: 'trust', default: [], min: 1e-6, max: 10, maxLength: 6, doc: 'Per-agent radii δ_i, one per agent; empty = every agent uses δ.' }),
   alpha: float({ group: 'trust', default: 0.05, min: 0, max: 0.5, doc: 'α: the monitor checks the (1−α)-quantile of the per-state KL against δ.' }),
   maxBacktracks: int({ group: 'trust', default: 5, min: 0, max: 20, doc: 'Tries per optimizer step: a violating step is undone (parameters and optimizer state) and retried with β×1.5.' }),
-  retryLrFactor: float({ group: 'trust', default: 1, min: 0.01, max: 1, doc: 'Learning-rate factor of each retry after a backtrack: 1 = retry the same step with a larger β only (SAT.md §6); 0.5 = also halve the step, which Adam needs (its step size hardly depends on β).' }),
+  retryLrFactor: float({ group: 'trust', default: 1, min: 0.01, max: 1, doc: 'Learning-rate factor of each retry after a backtrack: 1 = retry the same step with a larger β only (docs/method.md §6.2); 0.5 = also halve the step, which Adam needs (its step size hardly depends on β).' }),
   onExhausted: enumOf({ group: 'trust', default: 'reject', options: ['reject', 'keep', 'shrink'], doc: 'When tries run out: reject = the agent keeps π_cur this stage (HATRPO); keep = keep the violating step (the released code); shrink = halve the step until inside the radius.' }),
 
-  // — update order (SAT.md §3) —
+  // — update order (docs/method.md §3.1) —
   order: enumOf({ group: 'order', default: 'fixed', options: ['fixed', 'random', 'reverse', 'custom', 'greedy'], doc: 'Update order σ: fixed 0..n−1, random per stage, reverse, custom (customOrder), greedy = by the predicted first-order gain κ√δ at the stage start, largest first.' }),
   customOrder: intList({ group: 'order', default: [], min: 0, max: 5, maxLength: 6, doc: 'σ for order=custom: a permutation of 0..n−1, e.g. 2,0,1.' }),
 
-  // — certificate (SAT.md §7) —
+  // — certificate (docs/method.md §7, docs/certificate.md) —
   certForm: enumOf({ group: 'certificate', default: 'episodic', options: ['episodic', 'gamma'], doc: "Which form decides cert/lower: episodic = our certificate, a fresh-batch importance-sampling bound with no shift or bias term (docs/certificate.md); gamma = the paper's discounted form (vacuous at γ=0.99). Both are always reported." }),
   gamma: float({ group: 'certificate', default: 0.99, min: 0, max: 0.9999, doc: 'γ of the paper\u2019s discounted certificate form.' }),
   deltaConf: float({ group: 'certificate', default: 0.05, min: 1e-6, max: 0.5, log: true, doc: 'δ_conf: the certificate holds with probability ≥ 1 − δ_conf.' }),
@@ -165,11 +165,11 @@ export const CONFIG = {
   geoIters: int({ group: 'certificate', default: 50, min: 0, max: 200, doc: 'Fisher-vector products (conjugate gradient, and up to 20 Lanczos steps) behind the information-geometric gain κ√δ̄ − aδ̄; 0 = skip it (and greedy order, which needs κ).' }),
   aMax: float({ group: 'certificate', default: 0, min: 0, max: 1e6, doc: 'A_max: bound on |advantage| in reward units; 0 = the task\u2019s reward range R_max − R_min.' }),
 
-  // — plug-and-play (SAT.md §8) —
+  // — plug-and-play (docs/method.md §8) —
   swapAgent: int({ group: 'swap', default: -1, min: -1, max: 5, doc: 'Plug-and-play: the agent whose seat gets a different policy before stage swapAt (−1 = no swap). Tabular games swap in the best response to the team; language teams swap in the shipped model of size swapTo.' }),
   swapAt: int({ group: 'swap', default: 1, min: 1, max: 10000, doc: 'The swap happens just before this stage starts.' }),
   swapTo: enumOf({ group: 'swap', default: 'best', options: ['best', 'S', 'M', 'L'], doc: 'What is swapped in: best = the best response to the current team (tabular games); S / M / L = the shipped model <task>-<size> (language teams).' }),
-  swapStage0: bool({ group: 'swap', default: true, doc: 'Project the incoming policy into the δ_0 ball around the agent it replaces, per state (Stage-0, SAT.md §8); off = seat it as it is.' }),
+  swapStage0: bool({ group: 'swap', default: true, doc: 'Project the incoming policy into the δ_0 ball around the agent it replaces, per state (Stage-0, docs/method.md §8.1); off = seat it as it is.' }),
   stage0Delta: float({ group: 'swap', default: 0.01, min: 1e-6, max: 10, log: true, doc: 'δ_0: Stage-0 projects a swapped-in agent to within this KL of the agent it replaces, per state.' }),
 } as const satisfies Record<string, Field>;
 

@@ -6,8 +6,8 @@
  *   for await (const step of stepThrough(exp)) …   // agent by agent
  *   await runStages(exp, 20);                        // or stage by stage
  *
- * Also the tabular plug-and-play swap (SAT.md §8): replace one agent's table by another policy,
- * projected by Stage-0 into the δ_0 ball around the agent it replaces.
+ * Also the tabular plug-and-play swap (docs/method.md §8.2): replace one agent's table by another
+ * policy, projected by Stage-0 into the δ_0 ball around the agent it replaces.
  *
  * The seam for agents that live elsewhere (one Web Worker per agent, src/app/remoteTeam.ts):
  * `planTabular` / `planLlm` build everything but the agents — game or task, env, A_max — and
@@ -293,9 +293,10 @@ export interface SwapReport {
 }
 
 /**
- * Plug-and-play (SAT.md §8), tabular: agent j's table is replaced by `preLogits` ([nObs × nActions]),
- * projected per state into KL ≤ δ_0 of the current table when `stage0` is true (for a table the
- * projected policy is represented exactly, so "distillation" is exact). Resets its optimizer.
+ * Plug-and-play (docs/method.md §8.2), tabular: agent j's table is replaced by `preLogits`
+ * ([nObs × nActions]), projected per state into KL ≤ δ_0 of the current table when `stage0` is true
+ * (for a table the projected policy is represented exactly, so "distillation" is exact). Resets its
+ * optimizer.
  */
 export async function swapAgent(exp: TableExperiment, j: number, preLogits: Float64Array, opts: { stage0: boolean; delta0?: number }): Promise<SwapReport> {
   const agent = exp.team[j];

@@ -1,5 +1,6 @@
 /**
- * The information-geometric gain of SAT.md §7(b): G ≈ κ√δ̄ − a·δ̄, with
+ * The information-geometric gain of docs/method.md §7.3 (its form: docs/certificate.md §11):
+ * G ≈ κ√δ̄ − a·δ̄, with
  *   κ = √(2 gᵀ(F+εI)⁻¹g)        g = ∇θ of the surrogate at θ_cur, F = Fisher on visited states
  *   a = L_loc / λ_min(F+εI)     L_loc = ‖g(θ_new) − g(θ_cur)‖ / ‖θ_new − θ_cur‖ (measured smoothness)
  * gᵀ(F+εI)⁻¹g is solved by conjugate gradient with Fisher-vector products (never forming F), and

@@ -1,6 +1,6 @@
 /**
- * Plug-and-play for language-model agents (SAT.md §8): agent j is replaced by a different
- * pretrained model π_pre (e.g. a larger one) without retraining the others.
+ * Plug-and-play for language-model agents (docs/method.md §9b, §8.1): agent j is replaced by a
+ * different pretrained model π_pre (e.g. a larger one) without retraining the others.
  *
  * With Stage-0 (the default seat, `seat: 'projection'`), the seat samples from the projection
  * itself at once: a ProjectedLmAgent (src/sat/projectedAgent.ts) solves, at every token state it

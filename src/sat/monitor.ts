@@ -1,5 +1,5 @@
 /**
- * The trust-region monitor of SAT.md §6: after each optimizer step on agent j, the exact KL
+ * The trust-region monitor of docs/method.md §6: after each optimizer step on agent j, the exact KL
  * κ(s) = KL(π_θ⁽ʲ⁾(·|s) ‖ π_cur⁽ʲ⁾(·|s)) at every state j visited in the batch (one value per visit,
  * so states count by their occupancy), its empirical (1−α)-quantile q and the violation rate.
  *

@@ -1,6 +1,6 @@
 /**
- * Update orders σ (SAT.md §3). The certificate holds for any σ; the order changes the numbers,
- * which is what the playground's order comparison shows.
+ * Update orders σ (docs/method.md §3.1). The certificate holds for any σ; the order changes the
+ * numbers, which is what the playground's order comparison shows.
  *
  *   fixed    0, 1, …, n−1
  *   reverse  n−1, …, 0

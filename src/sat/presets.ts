@@ -1,6 +1,6 @@
 /**
- * Named experiments: a partial config plus two sentences on what to look for (UX.md "Teaching
- * affordances"). The CLI's --preset and the playground's gallery read this list.
+ * Named experiments: a partial config plus two sentences on what to look for, so a teacher can
+ * open a lesson with one click. The CLI's --preset and the playground's gallery read this list.
  *
  * Not here: settings' meaning (config.ts owns every default, range and doc).
  */
@@ -105,7 +105,7 @@ export const PRESETS: readonly Preset[] = [
       batch: 48, group: 8, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 3, evalEpisodes: 256, geoIters: 4,
     },
     lookFor:
-      'The single-agent baseline of SAT.md §10 claim 1: one model with 15× the parameters of an S, given as many episodes per stage as the three-agent team (SAT resamples for every agent).',
+      'The single-agent baseline of claim 1 (docs/method.md §10b): one model with 15× the parameters of an S, given as many episodes per stage as the three-agent team (SAT resamples for every agent).',
   },
   {
     kind: 'llm',

@@ -1,6 +1,6 @@
 /**
- * The seat of a plug-and-play swap with Stage-0 (SAT.md §8), for language-model agents: a policy
- * that samples from the Stage-0 projection itself, token by token,
+ * The seat of a plug-and-play swap with Stage-0 (docs/method.md §9b), for language-model agents:
+ * a policy that samples from the Stage-0 projection itself, token by token,
  *
  *   π_new(·|s) ∝ π_pre(·|s)^{1/(1+λ(s))} · π_cur(·|s)^{λ(s)/(1+λ(s))},   KL(π_new‖π_cur) ≤ δ0,
  *
@@ -52,9 +52,10 @@
  * sampled" holds (π_cur = π_new), and the distance the hand-over travels — distillation error plus
  * the RL step — is exactly the KL the monitor measures and the certificate charges.
  *
- * `surrogateGradient` and `fisherVectorProduct` are always the student's, at its current parameters:
- * in 'projection' mode that is the student before the hand-over distillation, so the
- * information-geometric gain recorded for the hand-over step (SAT.md §7b) is only indicative.
+ * `surrogateGradient` and `fisherVectorProduct` are always the student's, at its current
+ * parameters: in 'projection' mode that is the student before the hand-over distillation, so the
+ * information-geometric gain recorded for the hand-over step (docs/method.md §7.3) is only
+ * indicative.
  *
  * Snapshots carry one extra trailing parameter: 1 in 'projection' mode, 0 in 'student' mode
  * (geometry.ts reads only the first P entries). `interpolate(from, f)` (the 'shrink' policy) from a

@@ -1,5 +1,5 @@
 /**
- * One SAT stage (SAT.md §3, Algorithm 1), top to bottom:
+ * One SAT stage (docs/method.md §3; the paper's Algorithm 1), top to bottom:
  *
  *   B ← rollout(π_cur)                         the stage batch, on-policy
  *   σ ← order(B)
@@ -36,7 +36,7 @@ import type { TeamEnv, TeamEvaluation } from './env';
 import { agentSteps } from './rollout';
 import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from './types';
 
-/** Metric values: numbers, or arrays (histograms, σ). Keys follow SAT.md §9. */
+/** Metric values: numbers, or arrays (histograms, σ). Keys: docs/method.md §9. */
 export type Metrics = Record<string, number | number[]>;
 
 /** Sub-stream purposes (the second element of every fork path). */
@@ -96,7 +96,7 @@ export interface StageRecord {
   readonly swap?: SwapSummary;
 }
 
-/** What a plug-and-play swap did to one seat (SAT.md §8), in plain numbers. */
+/** What a plug-and-play swap did to one seat (docs/method.md §8.3), in plain numbers. */
 export interface SwapSummary {
   readonly agent: number;
   /** What was swapped in: "best response" or a model name. */

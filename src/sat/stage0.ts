@@ -1,7 +1,8 @@
 /**
- * Stage-0 alignment (SAT.md §8): before a swapped-in pretrained agent π_pre takes part in a stage,
- * each state's action distribution is projected into the KL ball of radius δ0 around the current
- * agent π_cur, so the first SAT stage starts inside the trust region the certificate assumes.
+ * Stage-0 alignment (docs/method.md §8.1): before a swapped-in pretrained agent π_pre takes part in
+ * a stage, each state's action distribution is projected into the KL ball of radius δ0 around the
+ * current agent π_cur, so the first SAT stage starts inside the trust region the certificate
+ * assumes.
  *
  * The problem, per state s (dropping s):
  *
@@ -187,7 +188,7 @@ function projectValidated(
  *
  * @param logitsPre logits (or log-probs) of π_pre over the actions
  * @param logitsCur logits (or log-probs) of π_cur over the same actions
- * @param delta0    KL radius δ0 > 0 (SAT.md §8 default 0.01)
+ * @param delta0    KL radius δ0 > 0 (the stage0Delta setting, default 0.01; docs/method.md §8.2)
  * @throws ConfigError('stage0Delta') for δ0 ≤ 0 or non-finite; ConfigError('stage0Tol' |
  *         'stage0MaxIter') for bad options; RangeError for a length mismatch or no actions;
  *         NumericError for a non-finite logit.

@@ -74,7 +74,7 @@ export interface AgentBatch extends StepSet {
   readonly horizon: number;
 }
 
-/** Settings of the per-agent objective L_j (SAT.md §5). */
+/** Settings of the per-agent objective L_j (docs/method.md §5). */
 export interface ObjectiveSpec {
   readonly level: 'sequence' | 'token';
   readonly tokenAgg: 'grpo' | 'bnpo' | 'dr_grpo';
@@ -121,7 +121,7 @@ export interface AgentPolicy {
   setReference(): Promise<void>;
   /** Exact KL(π_θ(·|s) ‖ π_cur(·|s)) over the full action set, at each listed step's state. */
   klToReference(steps: StepSet): Promise<Float64Array>;
-  /** Gradient of L_j (SAT.md §5) at the current parameters and one optimizer ascent step. */
+  /** Gradient of L_j (docs/method.md §5) at the current parameters and one optimizer ascent step. */
   trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport>;
   /**
    * ∇θ of the reward-unit importance-sampling surrogate (1/N) Σ_e w_e A_e (r_e − 1) at the current

@@ -4,7 +4,7 @@
  * its correct answer target(x) comes from a seeded permutation of 0..m-1. The verifier scores 1
  * for the correct answer, else 0.
  *
- * How each protocol plays it (SAT.md §2):
+ * How each protocol plays it (docs/method.md §2.2):
  * - independent: nSlots = n; in slot k only agent k acts, seeing x, and its answer is graded.
  * - chain: agents 0..n-1 speak in turn; agent 0 sees x, agent t ≥ 1 sees x and the previous
  *   message a_{t-1} (local state x·m + a_{t-1}); the last message is graded.

@@ -1,13 +1,14 @@
 /**
  * The shape every tabular team game has: a prompt, then turns; at each turn only the agents in the
- * active set act (masked activation, SAT.md §2), each seeing its own local state; a verifier scores
- * the finished episode. Transitions are deterministic given the prompt and the joint actions, so a
- * game is a finite tree and J(π) can be computed exactly by enumeration (`src/tasks/tabular.ts`).
+ * active set act (masked activation, docs/method.md §2.1), each seeing its own local state; a
+ * verifier scores the finished episode. Transitions are deterministic given the prompt and the
+ * joint actions, so a game is a finite tree and J(π) can be computed exactly by enumeration
+ * (`src/tasks/tabular.ts`).
  *
  * Not here: language-model tasks (token-level turns), which arrive with the model layer.
  */
 
-/** The four ways agents share an episode (SAT.md §2). */
+/** The four ways agents share an episode (docs/method.md §2.2). */
 export type Protocol = 'independent' | 'chain' | 'vote' | 'router';
 
 /** One agent acting at one turn: who acts and which of its local states it is in. */

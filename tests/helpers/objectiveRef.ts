@@ -1,5 +1,5 @@
 /**
- * An independent f64 statement of SAT's per-agent clipped objective (SAT.md §5) and of its
+ * An independent f64 statement of SAT's per-agent clipped objective (docs/method.md §5) and of its
  * gradient with respect to the logits — plain Math, no code shared with the kernel under test
  * (src/backend/cpu/objective.ts → `clippedLossBackward`). Used by tests/objective.test.ts and
  * tests/backend-cpu.test.ts.
@@ -59,7 +59,7 @@ export function logSoftmaxRows(z: ArrayLike<number>, V: number, tau = 1): Float6
   return out;
 }
 
-/** min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), written from SAT.md §5. */
+/** min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), written from docs/method.md §5.1. */
 export function clippedTermRef(u: number, a: number, s: RefSpec): number {
   const r = Math.exp(u);
   const rc = Math.min(1 + s.epsHigh, Math.max(1 - s.epsLow, r));

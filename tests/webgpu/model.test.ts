@@ -1,10 +1,10 @@
 /**
- * BackendModel (src/model/backendModel.ts) on WebGPU against BackendModel on the CPU backend
- * (convention 4 of ARCHITECTURE.md, llm.c `test_gpt2.c`): the same model, weights and inputs,
- * compared on the forward logits, one whole training step (forward with keep, the SAT
- * clipped-loss gradient w.r.t. the logits, backward, AdamW) — loss statistics, every gradient,
- * the parameter update — and KV-cache generation. Full mode (random f32 weights), LoRA over Q8
- * and over Q4 (random weights), and LoRA over the shipped Q8 public/models/arithmetic-S.
+ * BackendModel (src/model/backendModel.ts) on WebGPU against BackendModel on the CPU backend (one
+ * whole step checked on the GPU against the reference, as llm.c `test_gpt2.c` does): the same
+ * model, weights and inputs, compared on the forward logits, one whole training step (forward with
+ * keep, the SAT clipped-loss gradient w.r.t. the logits, backward, AdamW) — loss statistics, every
+ * gradient, the parameter update — and KV-cache generation. Full mode (random f32 weights), LoRA
+ * over Q8 and over Q4 (random weights), and LoRA over the shipped Q8 public/models/arithmetic-S.
  *
  * Tolerances (GPU kernels accumulate in f32, the CPU in f64; ~20 chained ops):
  *   logits, stats, gradients   max |g − c| / max(|c|, 1e-2·max|c|) ≤ 1e-3

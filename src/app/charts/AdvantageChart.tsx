@@ -1,6 +1,6 @@
 /**
  * "Which episodes pushed agent j, and which way?" — the histogram of one agent step's advantages,
- * one count per episode of the batch it was trained on (SAT.md §4): normalised Ã (what the
+ * one count per episode of the batch it was trained on (docs/method.md §4): normalised Ã (what the
  * objective multiplies, clipped to ±A_clip) or raw R − μ (reward units). Bars in the agent's colour.
  *
  * Not here: binning (series.ts `advantageRows`), choosing the agent step (a prop).
@@ -92,7 +92,7 @@ export function AdvantageChart({ step, mode, defaultMode = 'norm', onModeChange,
       howTo={
         <>
           Each episode of the batch the agent was trained on adds one count at its advantage: right of 0 its actions become more
-          likely, left of 0 less (SAT.md §4; under <i>resample</i> the batch was drawn after its predecessors&apos; updates).
+          likely, left of 0 less (docs/method.md §4; under <i>resample</i> the batch was drawn after its predecessors&apos; updates).
           Healthy: mass on both sides. A spike at 0 means every sample of a prompt scored the same — nothing to learn from.
         </>
       }

@@ -1,7 +1,8 @@
 /**
  * "How hard did the trust region push back?" — per agent step, in run order: the KL penalty β each
  * agent carries out of the step (one line per agent, in its colour, log scale) and the step's
- * backtracks (bars in the agent's colour; hollow dot = the step was rejected) (SAT.md §6).
+ * backtracks (bars in the agent's colour; hollow dot = the step was rejected). Backtracking and
+ * adaptive β: docs/method.md §6.2–§6.4.
  *
  * Not here: the rows (series.ts `betaRows`) or the β schedule itself (src/sat/monitor.ts).
  */
@@ -76,7 +77,7 @@ export function BetaChart({ records, current, nAgents, width, height = DEFAULT_H
       howTo={
         <>
           Lines: each agent&apos;s KL penalty β after each of its updates (log scale). Bars: how many times the monitor undid a step
-          that left the trust region and retried with β × 1.5 (SAT.md §6); a hollow dot marks an update rejected after all
+          that left the trust region and retried with β × 1.5 (docs/method.md §6.2); a hollow dot marks an update rejected after all
           tries. β falls (÷ 1.5) when an update stays well inside δ. Healthy: few bars, β settling rather than climbing every stage.
         </>
       }

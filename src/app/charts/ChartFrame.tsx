@@ -1,9 +1,10 @@
 /**
  * The frame every chart shares: a titled section (the question it answers), the plot or a calm
  * placeholder when there is nothing to plot yet, and a one-line "how to read this" note (what it
- * shows, what a healthy run looks like, which part of SAT.md it illustrates). The section carries
- * the chart's stable `data-testid` and its number of plotted points in `data-points`, so browser and
- * SSR tests can assert a non-empty series without reading SVG.
+ * shows, what a healthy run looks like, which section of docs/method.md or docs/certificate.md it
+ * illustrates). The section carries the chart's stable `data-testid` and its number of plotted
+ * points in `data-points`, so browser and SSR tests can assert a non-empty series without reading
+ * SVG.
  *
  * Also `useMeasuredWidth`: the plot's width from a ResizeObserver on its box, starting from a fixed
  * fallback so the first render (and server rendering, and headless Chromium before layout) never
@@ -44,7 +45,7 @@ export interface ChartFrameProps {
   readonly testid: string;
   /** The question the chart answers. */
   readonly title: ReactNode;
-  /** What it shows, what healthy looks like, which part of SAT.md. */
+  /** What it shows, what healthy looks like, which docs section (docs/method.md or docs/certificate.md). */
   readonly howTo: ReactNode;
   /** Plotted points (0 shows the placeholder). */
   readonly points: number;
@@ -93,7 +94,7 @@ export function Toggle<T extends string>({ value, options, onChange, label }: { 
   );
 }
 
-/** The held / not-held mark of UX.md: filled ink disc, or hollow red ring. */
+/** The held / not-held mark used in every chart: filled ink disc, or hollow red ring. */
 export function HeldGlyph({ held, size = 12 }: { held: boolean; size?: number }) {
   const r = size / 2;
   return (

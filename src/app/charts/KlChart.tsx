@@ -1,7 +1,8 @@
 /**
  * "How far did agent j move?" — the per-state KL κ(s) = KL(π_new(·|s) ‖ π_cur(·|s)) of one agent
- * step, one count per visited state, on log-spaced bins (SAT.md §6), with the trust-region radius δ
- * (solid) and the monitor's (1−α)-quantile q (dashed). Bars past δ are drawn solid, the rest tinted.
+ * step, one count per visited state, on log-spaced bins (docs/method.md §6.1), with the
+ * trust-region radius δ (solid) and the monitor's (1−α)-quantile q (dashed). Bars past δ are drawn
+ * solid, the rest tinted.
  *
  * Not here: binning (series.ts `klRows`), the monitor itself (src/sat/monitor.ts).
  */
@@ -75,7 +76,7 @@ export function KlChart({ step, alpha, perDecade = 4, width, height = DEFAULT_HE
         <>
           One count per state the agent visited, at the KL between its new and old action distribution there (log scale; κ = 0
           counts in the leftmost bin). The solid line is the radius δ, the dashed one the monitor&apos;s {qLabel}: the update is
-          kept only when q ≤ δ, otherwise it is undone and retried with a larger β (SAT.md §6). Healthy: the mass sits left of δ,
+          kept only when q ≤ δ, otherwise it is undone and retried with a larger β (docs/method.md §6.1–§6.2). Healthy: the mass sits left of δ,
           the dashed line just inside it — the agent used its budget without leaving the trust region.
         </>
       }

@@ -1,8 +1,8 @@
 /**
  * "Does the update order change the outcome?" — team J per stage for the same seed under two or
- * more update orders σ (SAT.md §10 claim 3: the certificate holds for any σ, the numbers change),
- * one neutral-ink line per order, each with its own dash; marks filled where that stage's
- * certificate held, hollow red where it did not.
+ * more update orders σ (claim 3 of docs/method.md §10b: the certificate holds for any σ, the
+ * numbers change), one neutral-ink line per order, each with its own dash; marks filled where that
+ * stage's certificate held, hollow red where it did not.
  *
  * Not here: running the extra orders (the session does, and passes one StageRecord[] per order) or
  * merging them (series.ts `orderRows`).
@@ -77,7 +77,7 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
       howTo={
         <>
           Each line is the same seed and settings trained with a different update order σ. SAT&apos;s certificate holds whatever the
-          order (SAT.md §10, claim 3) — look for filled marks on every line — but which agent moves first changes what the others
+          order (docs/method.md §10b, claim 3) — look for filled marks on every line — but which agent moves first changes what the others
           react to, so the curves may part. Lines that end far apart mean the order matters for this game.
         </>
       }

@@ -1,7 +1,8 @@
 /**
  * "What did the agents say?" — for language tasks, a table of episodes from one rollout: the prompt
  * (and reference answer), each agent's message in its colour with the agent step whose update
- * produced the policy that wrote it, the verifier's verdict and the reward (UX.md "Transcripts").
+ * produced the policy that wrote it, the verifier's verdict and the reward, so a reader can see
+ * which update wrote what.
  *
  * Not here: recording episodes (the session snapshots `LmEnv.lastEpisodes` after each agent step,
  * see series.ts `TranscriptBatch`) or working out producers (series.ts `transcriptRows`).
@@ -47,7 +48,7 @@ export function TranscriptTable({ rows, caption, onSelectStep }: TranscriptTable
       howTo={
         <>
           One row per episode: the prompt, then each message in turn order in its agent&apos;s colour, then the verifier&apos;s
-          verdict and reward (SAT.md §2: the reward comes from a verifier at the end). Under each message, the agent step whose
+          verdict and reward (docs/method.md §2.1: the reward comes from a verifier at the end). Under each message, the agent step whose
           update produced the policy that wrote it (&ldquo;initial&rdquo; = not yet trained); click it to select that step.
           Healthy: verdicts turn from ✗ to ✓ as stages pass, and later agents in a chain repair earlier mistakes.
         </>

@@ -1,8 +1,9 @@
 /**
  * The left column: the presets gallery (each with its "what to look for") and every setting of the
- * one config table, grouped as SAT.md is (task, model, run, advantages, objective, trust region,
- * order, certificate, swap). Each control's tooltip is its doc comment and allowed range; a share
- * link's `<key>_hide=true` hides it. Edits are drafts until Apply (Enter) builds a fresh team.
+ * one config table, grouped in the order of docs/method.md's sections (task, model, run,
+ * advantages, objective, trust region, order, certificate, swap; the list is docs/method.md §11).
+ * Each control's tooltip is its doc comment and allowed range; a share link's `<key>_hide=true`
+ * hides it. Edits are drafts until Apply (Enter) builds a fresh team.
  *
  * Not here: the step controls (StepControls.tsx) or the team builder (TeamBuilder.tsx).
  */

@@ -1,6 +1,7 @@
 /**
  * The top bar: the page's name, the one sentence that says what SAT is and what to press
- * (UX.md "First minute"), and where the agents run, always visible (UX.md "Always honest").
+ * (a newcomer's first minute starts here), and where the agents run, always visible: the page
+ * never hides which backend produced its numbers.
  *
  * Not here: controls (Controls.tsx, StepControls.tsx) or any run state beyond the backend line.
  */

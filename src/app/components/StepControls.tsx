@@ -1,7 +1,8 @@
 /**
- * The step-through bar (UX.md "First minute"): Step agent ▸, Step stage ▸▸, Run ▶ / Pause ❚❚,
- * Reset, the speed, and — while long work runs — its progress with a Cancel button. Keyboard:
- * → or A steps an agent, S a stage, Space runs/pauses, R resets (not while typing in a field).
+ * The step-through bar, the first thing a newcomer presses: Step agent ▸, Step stage ▸▸,
+ * Run ▶ / Pause ❚❚, Reset, the speed, and — while long work runs — its progress with a Cancel
+ * button. Keyboard: → or A steps an agent, S a stage, Space runs/pauses, R resets (not while typing
+ * in a field).
  *
  * Not here: what the actions do (session.ts), or sharing and files (ShareBar.tsx).
  */

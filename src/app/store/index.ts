@@ -1,5 +1,6 @@
 /**
- * The page's state (zustand, ARCHITECTURE.md convention 7): one store built from four slices —
+ * The page's state (zustand: one store, a slice per concern, components reading it with narrow
+ * selectors): one store built from four slices —
  *
  *   experiment  what the user set up: preset, the settings form (as typed), hidden controls
  *   run         what the session is doing: status, progress of long work, speed, the team's agents

@@ -1,10 +1,10 @@
 /**
- * The gradient of SAT's per-agent objective (SAT.md §5) with respect to the policy's logits —
- * the one implementation of the objective, used by every agent (the tabular agent on f64 logit
- * rows at τ = 1, the language-model agent on f32 logits at its sampling temperature) and the CPU
- * reference of the GPU loss kernel. It takes raw logits and a temperature τ, accepts Float32Array
- * or Float64Array and computes in f64; checked against an independent f64 statement of the formula
- * and finite differences (tests/objective.test.ts, tests/backend-cpu.test.ts):
+ * The gradient of SAT's per-agent objective (docs/method.md §5.3) with respect to the policy's
+ * logits — the one implementation of the objective, used by every agent (the tabular agent on f64
+ * logit rows at τ = 1, the language-model agent on f32 logits at its sampling temperature) and the
+ * CPU reference of the GPU loss kernel. It takes raw logits and a temperature τ, accepts
+ * Float32Array or Float64Array and computes in f64; checked against an independent f64 statement of
+ * the formula and finite differences (tests/objective.test.ts, tests/backend-cpu.test.ts):
  *
  *   lp = log_softmax(z_θ/τ), lq = log_softmax(z_ref/τ)                      per step k
  *   u_e = Σ_{k ∈ e} (lp_k[a_k] − lq_k[a_k]),  r_e = exp(u_e)

@@ -1,7 +1,8 @@
 /**
  * Log-probabilities over the vocabulary, their gather at target ids, and the exact per-state
  * KL divergence between two policies given by logits — CPU reference. With temperature τ > 0
- * (SAT.md §5: ratios and KL use the sampling temperature, so r = 1 exactly before any step):
+ * (docs/method.md §5.4, §9b: ratios and KL use the sampling temperature, so r = 1 exactly before
+ * any step):
  *   lp_v = z_v/τ − log Σ_u exp(z_u/τ)                 (max-shifted: no exp of a positive number)
  *   dz_v += (dlp_v − p_v Σ_u dlp_u) / τ               (log-softmax backward, p = exp(lp))
  *   gather: out_n = lp[n, target_n];  dlp[n, target_n] += dout_n

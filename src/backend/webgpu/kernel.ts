@@ -1,5 +1,6 @@
 /**
- * The thin-wrapper machinery every WebGPU kernel uses (convention 2 of ARCHITECTURE.md):
+ * The thin-wrapper machinery every WebGPU kernel uses (a kernel is a WGSL file, a thin wrapper that
+ * knows only its dispatch shape and cache key, and a test against its CPU twin):
  *   - `GpuTensor`: a storage buffer with an element kind and length (the backend's handle);
  *   - `GpuContext`: owns the device; upload / zeros / fill / download / dispose tensors (buffers
  *     are pooled by size class and reused after `dispose`); compiles each kernel once per cache

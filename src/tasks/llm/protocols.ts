@@ -1,7 +1,7 @@
 /**
- * How a team of n language-model agents shares one episode (SAT.md §2), as pure text plumbing:
- * who is active at each turn (masked activation), the context string each active agent sees,
- * and the team's answer and reward once the episode is over. No model is called here.
+ * How a team of n language-model agents shares one episode (docs/method.md §2.2), as pure text
+ * plumbing: who is active at each turn (masked activation), the context string each active agent
+ * sees, and the team's answer and reward once the episode is over. No model is called here.
  *
  * Context format. Special tokens are written in context strings as literal markers, which the
  * char-level tokenizer maps to its special tokens (each marker is ONE token):
