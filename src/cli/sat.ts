@@ -7,6 +7,7 @@
  *   npm run sat -- --preset relay --swap 1=best --swap-stage 10 [--no-stage0]
  *   npm run sat -- --preset arith-pnp --swap 1=arithmetic-M --swap-stage 3 [--stage0 0.1 | --no-stage0] [--swap-seat student]
  *   npm run sat -- --certify-report [--presets a,b,…] [--seeds 5] [--stages 30]
+ *   npm run sat -- --preset arith-team --stages 2 --profile   (per stage: time, passes and tokens per phase)
  *   npm run sat -- --help          (every setting, its default, range and meaning)
  *
  * `--sweep delta=…` on the delta-sweep preset (or on any tabular preset with --sqrt-delta) runs the
@@ -40,6 +41,7 @@ import { loadModel } from '../model/weights';
 import { PRESETS, presetConfig } from '../sat/presets';
 import { swapFloor, type StageRecord } from '../sat/stage';
 import { certReport, type CertReportRow } from '../sat/certReport';
+import { attachProfiler, profileTable } from './profile';
 import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { type FlagSpec, readFlags } from './flags';
 
@@ -57,6 +59,8 @@ interface Args {
   quiet: boolean;
   /** --certify-report: how often the certificate proves an improvement, per preset. */
   certifyReport: boolean;
+  /** --profile: per stage, where the time goes (phases, passes, tokens; src/cli/profile.ts). */
+  profile: boolean;
   presets?: string[];
   seedsGiven: boolean;
   /** --sweep delta=…: run the δ-sweep protocol (deltaSweep.ts) on any tabular preset, not only delta-sweep. */
@@ -68,7 +72,7 @@ interface Args {
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N [--sqrt-delta] [--fixed-lr]]
                      [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
-                     [--certify-report [--presets a,b,…] [--seeds N]] [--quiet] [--help]
+                     [--certify-report [--presets a,b,…] [--seeds N]] [--profile] [--quiet] [--help]
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
 --sweep delta=… on delta-sweep (or with --sqrt-delta): only δ changes, lr ∝ √δ, one step, no backtracking;
   prints mean KL/δ, the violation rate and its exponent with a bootstrap CI over seeds (--fixed-lr: lr fixed).
@@ -82,11 +86,11 @@ const FLAGS = {
   compare: { type: 'string' }, seeds: { type: 'string' }, sweep: { type: 'string' },
   swap: { type: 'string' }, stage0: { type: 'string' }, 'swap-stage': { type: 'string' }, 'no-stage0': { type: 'boolean' }, 'swap-seat': { type: 'string' },
   quiet: { type: 'boolean' }, 'sqrt-delta': { type: 'boolean' }, 'fixed-lr': { type: 'boolean' },
-  'certify-report': { type: 'boolean' }, presets: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  'certify-report': { type: 'boolean' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
 } as const satisfies FlagSpec;
 
 function readArgs(argv: string[]): Args {
-  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false };
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, profile: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false };
   const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
   for (const { name, value } of readFlags(argv, FLAGS, (m) => new UsageError(m))) {
     // readFlags has checked that a value flag has its value and a switch has none.
@@ -127,6 +131,7 @@ function readArgs(argv: string[]): Args {
       case 'sqrt-delta': a.sqrtDelta = true; break;
       case 'fixed-lr': a.fixedLr = true; break;
       case 'certify-report': a.certifyReport = true; break;
+      case 'profile': a.profile = true; break;
       case 'presets': a.presets = list(v); break;
       case 'help': printHelp(); process.exit(0);
     }
@@ -242,12 +247,17 @@ function tabularSwapLine(s: StageRecord, cfg: Config): string {
   );
 }
 
-async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void } = {}): Promise<Experiment> {
+async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean } = {}): Promise<Experiment> {
   const exp = await openExperiment(cfg);
   if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(cfg, opts.seat ?? 'projection', opts.log);
+  const profiling = opts.profile ? attachProfiler(exp) : null;
   await runStages(exp, cfg.stages, (s) => {
     if (s.swap && !isLlmTask(cfg.task)) opts.log?.(tabularSwapLine(s, cfg));
     onStage?.(s, exp);
+    if (profiling) {
+      opts.log?.(profileTable(s, profiling));
+      profiling.profiler.reset();
+    }
     const seat = s.swap ? exp.team[s.swap.agent] : undefined;
     if (seat instanceof ProjectedLmAgent) {
       if (seat.lastDistil.states > 0) opts.log?.(`  hand-over step: the student was distilled on its batch's ${seat.lastDistil.states} token states (sampled by the projection), KL(π_new‖π_θ) = ${sci(seat.lastDistil.kl)}`);
@@ -364,7 +374,7 @@ async function main(): Promise<void> {
       }
       console.log(stageRow(s, n));
     },
-    { seat: args.swapSeat, log: (line) => console.log(line) },
+    { seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile },
   );
   const held = mean(exp.stages.map((s) => s.metrics['cert/held'] as number));
   const certified = mean(exp.stages.map((s) => s.metrics['cert/certified'] as number));

@@ -34,6 +34,7 @@ import { LmAgent, LmEnv } from './lm';
 import { tablePolicy, teamTables } from './rollout';
 import { runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
 import type { AgentPolicy } from './types';
+import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
 import { TabularSoftmaxAgent } from './tabularAgent';
 
@@ -49,6 +50,8 @@ export interface Experiment {
   readonly stages: StageRecord[];
   /** The team's latest evaluation, if still current (reused as the next stage's start; a swap clears it). */
   lastEval?: TeamEvaluation;
+  /** Told each stage's phases when set (npm run sat -- --profile). */
+  profiler?: StageProfiler;
   /** Language teams: how to seat model `name` in agent j's place (the configured swap); see swapIfDue. */
   swapModel?: (exp: Experiment, j: number, name: string) => Promise<SwapSummary>;
 }
@@ -210,7 +213,7 @@ export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promi
 /** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
   const swap = await swapIfDue(exp);
-  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax, startEval: exp.lastEval });
+  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax, startEval: exp.lastEval, profiler: exp.profiler });
   for (;;) {
     const r = await gen.next();
     if (r.done) {

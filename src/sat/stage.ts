@@ -34,6 +34,7 @@ import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monit
 import { chooseOrder } from './order';
 import type { TeamEnv, TeamEvaluation } from './env';
 import { agentSteps } from './rollout';
+import type { StageProfiler } from './profile';
 import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from './types';
 
 /** Metric values: numbers, or arrays (histograms, σ). Keys: docs/method.md §9. */
@@ -59,6 +60,8 @@ export interface StageContext {
   readonly aMax: number;
   /** The team's evaluation at the stage start, when already known (the previous stage's end). */
   readonly startEval?: TeamEvaluation;
+  /** Told which phase the stage is in (npm run sat -- --profile); absent, nothing is measured. */
+  readonly profiler?: StageProfiler;
 }
 
 export interface AgentStepRecord {
@@ -222,6 +225,7 @@ function now(): number {
 
 export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepRecord, StageRecord, void> {
   const { env, cfg, team, rng, stage, betas } = ctx;
+  const phase = (p: Parameters<StageProfiler['enter']>[0]) => ctx.profiler?.enter(p);
   const n = team.length;
   const B = cfg.batch;
   const G = cfg.group;
@@ -240,8 +244,10 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
   // ── 1. The stage batch under π_cur, and every agent's π_cur frozen as its reference. ──
   let t0 = now();
+  phase('evaluate');
   const start0 = ctx.startEval ?? (await env.evaluate(team));
   const jStart = start0.J;
+  phase('rollout');
   const stageBatch = await env.rollout(team, B, G, rng.fork(stage, STREAM.stageBatch));
   episodesUsed += stageBatch.episodes.length;
   for (const ep of stageBatch.episodes) decisions += ep.turns.length;
@@ -252,6 +258,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
   let predicted: number[] | undefined;
   if (cfg.order === 'greedy') {
+    phase('order');
     predicted = [];
     for (const a of team) {
       const raw = buildAgentBatch(stageBatch, a.index, stageAdv.raw, new Float64Array(stageBatch.episodes.length).fill(1), env.horizon);
@@ -274,6 +281,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     // 3a. The certification batch under π̂ⁱ⁻¹, before anything about this update is decided; its
     // own stream, so the training run is the same whatever certEpisodes is.
     t0 = now();
+    phase('certificate');
     const certRng = rng.fork(stage, STREAM.cert, i);
     const draw: CertDraw = env.certSample && env.tables
       ? { before: await env.tables(team) }
@@ -282,6 +290,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
     // 3b. Data and advantages under π̂ⁱ⁻¹ (§4).
     t0 = now();
+    phase('resample');
     let batch = stageBatch;
     let adv = stageAdv;
     let weight = new Float64Array(stageBatch.episodes.length).fill(1);
@@ -308,6 +317,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     // A fresh on-policy probe under π̂ⁱ⁻¹ measures the bias ζ of reuse estimators (§7).
     let probe: { batch: Batch; raw: Float64Array } | undefined;
     if (estimator !== 'resample' && i > 0) {
+      phase('probe');
       const pg = Math.max(1, Math.ceil(cfg.probeEpisodes / G));
       const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i));
       episodesUsed += pb.episodes.length;
@@ -320,6 +330,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, env.horizon);
     const rawBatch: AgentBatch = { ...agentBatch, adv: adv.raw };
     // The information-geometric gain (§7b) needs κ and λ_min: skipped when geoIters = 0.
+    if (cfg.geoIters > 0) phase('geometry');
     const geo = cfg.geoIters > 0 ? await geometryAt(await agent.surrogateGradient(rawBatch), (v) => agent.fisherVectorProduct(agentBatch, v), cfg.geoIters) : null;
     const start = await agent.snapshot();
     let beta = betas[j]!;
@@ -335,7 +346,9 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       // shrinks the step itself — an Adam step's size barely depends on β.
       let lr = cfg.lr;
       for (let attempt = 0; ; attempt++) {
+        phase(attempt > 0 ? 'retry' : 'train');
         last = await agent.trainStep(agentBatch, objectiveSpec(cfg, beta, lr));
+        if (attempt === 0) phase('monitor');
         kl = await agent.klToReference(agentBatch);
         check = checkTrustRegion(kl, delta, cfg.alpha);
         if (check.ok) break;
@@ -350,6 +363,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       }
     }
     if (exhausted) {
+      phase('monitor');
       if (cfg.onExhausted === 'reject') {
         await agent.restore(start);
         rejected = true;
@@ -370,6 +384,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
     // 3d. The certificate for this agent, and what really happened (exact ΔJ).
     t0 = now();
+    phase('certificate');
     const trainMean = rewardsOf(batch).reduce((a, r) => a + r, 0) / Math.max(1, batch.episodes.length);
     const { x: certX, ...fresh } = await certifyStep(env, team, agent, draw, trainMean, !rejected, cfg, n, certRng);
     certSum ??= new Float64Array(certX.length);
@@ -379,12 +394,16 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     certRange[1] += fresh.range[1];
     certEpisodes += draw.batch ? draw.batch.episodes.length : fresh.moved ? fresh.episodes : 0;
     msCert += now() - t0;
+    phase('gain');
     const gain = await measuredGain(agent, batch, adv.raw, weight);
+    if (geo) phase('geometry');
     const geoGain = geo ? geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean) : { gain: NaN };
+    phase('gain');
     const bias = probe ? Math.abs(gain - (await measuredGain(agent, probe.batch, probe.raw, new Float64Array(probe.raw.length).fill(1)))) : 0;
     // J after this agent's update: after every agent when evaluation is cheap (exact), otherwise
     // only after the last one (NaN in between; the stage's ΔJ is still exact in what it compares).
     const evaluateNow = env.evaluatePerAgent || i === n - 1;
+    phase('evaluate');
     if (evaluateNow) lastEval = await env.evaluate(team);
     const jNow = evaluateNow ? lastEval.J : NaN;
     const cert: AgentCertInput = { agent: j, ...fresh, gainInSample: gain, klMax: env.stepsPerTurn * check.max, turns: env.agentTurns(j), bias };
@@ -421,11 +440,14 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     };
     steps.push(record);
     if (evaluateNow) jPrev = jNow;
+    ctx.profiler?.stop();
     yield record;
   }
 
   // ── 4. The certificate against the realised improvement. ──
+  phase('certificate');
   const joint = freshBound(certSum ?? new Float64Array(0), certRange, cfg.deltaConf, cfg.certBound);
+  ctx.profiler?.stop();
   const cert = certificate(steps.map((s) => s.cert), joint, {
     n, aMax: ctx.aMax, gamma: cfg.gamma, deltaConf: cfg.deltaConf, form: cfg.certForm,
   });

@@ -1,0 +1,49 @@
+/**
+ * The stage profile (src/sat/profile.ts, src/cli/profile.ts): the stage loop names its phases, the
+ * counters land in the phase in force, and profiling changes no number the run computes.
+ *
+ * Not here: what the phases cost (npm run sat -- --profile prints that; it is not a timed test).
+ */
+import { describe, expect, it } from 'vitest';
+import { attachProfiler, profileTable } from '../src/cli/profile';
+import { createExperiment, runStages } from '../src/sat/experiment';
+import { presetConfig } from '../src/sat/presets';
+import { StageProfiler } from '../src/sat/profile';
+
+const strip = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('perf/')));
+
+describe('stage profile', () => {
+  it('counts land in the phase in force; nothing is counted outside a phase', () => {
+    const p = new StageProfiler();
+    p.count('x');
+    p.enter('train');
+    p.count('x', 2);
+    p.enter('monitor');
+    p.count('x');
+    p.stop();
+    p.count('x', 5);
+    expect(p.phases.get('train')!.counts.x).toBe(2);
+    expect(p.phases.get('monitor')!.counts.x).toBe(1);
+    expect([...p.phases.keys()]).toEqual(['train', 'monitor']);
+    for (const t of p.phases.values()) expect(t.ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('a profiled relay stage goes through its phases, counts agent calls, and computes the same metrics', async () => {
+    const cfg = presetConfig('relay', { stages: 2, geoIters: 5 });
+    const plain = createExperiment(cfg);
+    await runStages(plain, 2);
+    const profiled = createExperiment(cfg);
+    const prof = attachProfiler(profiled);
+    const seen = new Set<string>();
+    const tables: string[] = [];
+    await runStages(profiled, 2, (s) => {
+      for (const [ph, t] of prof.profiler.phases) if (Object.keys(t.counts).length > 0) seen.add(ph);
+      tables.push(profileTable(s, prof));
+      prof.profiler.reset();
+    });
+    for (const ph of ['evaluate', 'rollout', 'certificate', 'resample', 'geometry', 'train', 'monitor']) expect(seen.has(ph), ph).toBe(true);
+    expect(profiled.stages.map((s) => strip(s.metrics))).toEqual(plain.stages.map((s) => strip(s.metrics)));
+    expect(tables[0]).toMatch(/^stage 1 profile:\nphase/);
+    console.log(tables[0]);
+  });
+});
