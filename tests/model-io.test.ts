@@ -1,8 +1,9 @@
 /**
  * Tests for the model file layer (src/model): configs and parameter counts, safetensors read/write
  * and every error path of the reader, Q8/Q4 quantization bounds and layouts, the model file
- * (save → load, and each way a file can be wrong), the char tokenizer, the model card, and LoRA
- * state (zero initial delta, merge/unmerge).
+ * (save → load, and each way a file can be wrong, including the regressions the fuzzer in
+ * tests/fuzz.test.ts found: deeply nested shapes and metadata, messages quoting a file at any
+ * length), the char tokenizer, the model card, and LoRA state (zero initial delta, merge/unmerge).
  *
  * Seeds: Rng(1234) for weights and data unless stated at the use. Deterministic throughout.
  * Not here: the forward/backward pass (tests of src/backend).
@@ -478,6 +479,38 @@ describe('model file', () => {
     expectError(() => loadModel(edited(f32file, (_t, m) => (m.card = '{}'))), FormatError, 'model card is missing field "name"');
     expectError(() => loadModel(edited(f32file, (_t, m) => (m.quant = 'q8'))), FormatError, 'card says quant "f32"');
   });
+
+  it('refuses what the fuzzer (tests/fuzz.test.ts) found with a FormatError of bounded length', () => {
+    /** The file with its header JSON text replaced (data section kept). */
+    const withHeader = (bytes: Uint8Array, edit: (text: string) => string): Uint8Array => {
+      const n = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+      const text = new TextEncoder().encode(edit(new TextDecoder().decode(bytes.subarray(8, 8 + n))));
+      const out = new Uint8Array(8 + text.length + bytes.length - 8 - n);
+      new DataView(out.buffer).setUint32(0, text.length, true);
+      out.set(text, 8);
+      out.set(bytes.subarray(8 + n), 8 + text.length);
+      return out;
+    };
+    const short = (e: Error) => expect(e.message.length, e.message.slice(0, 200)).toBeLessThanOrEqual(600);
+    // A shape nested 100,000 deep used to overflow JSON.stringify's stack (a RangeError escaped).
+    const deep = withHeader(f32file, (t) => t.replace('"shape":[32]', `"shape":${'['.repeat(100_000)}${']'.repeat(100_000)}`));
+    short(expectError(() => loadModel(deep), FormatError, '"shape" must be an array of non-negative integers, got an array of 1 entry (some of them nested)'));
+    // So did a config nested deep inside __metadata__ (config.ts prints values with JSON.stringify).
+    short(expectError(() => loadModel(edited(f32file, (_t, m) => (m.config = JSON.stringify({ ...TINY, d: 0 }).replace('"d":0', `"d":${'['.repeat(10_000)}${']'.repeat(10_000)}`)))), FormatError, '__metadata__ "config" nests deeper than 8 levels'));
+    // Messages that quoted the file at any length (100,000 characters and more) are cut.
+    short(expectError(() => loadModel(edited(f32file, (_t, m) => (m.config = JSON.stringify({ ...TINY, layers: 'x'.repeat(100_000) })))), FormatError, 'config is invalid', 'Model config "layers" = "xxxx', '…'));
+    short(expectError(() => loadModel(edited(f32file, (_t, m) => (m.card = JSON.stringify({ ...cardToJsonObj(), ['z'.repeat(100_000)]: 1 })))), FormatError, 'model card has unknown field "zzz'));
+    short(expectError(() => loadModel(withHeader(f32file, (t) => t.replace('"shape":[32]', `"${'k'.repeat(50_000)}":1,"shape":[32]`))), FormatError, 'unknown field "kkk', '(50000 characters)'));
+    const ones = new Array<number>(20_000).fill(1);
+    short(expectError(() => loadModel(withHeader(f32file, (t) => t.replace('"shape":[32]', `"shape":[${ones.join(',')},33]`))), FormatError, '[1, 1, 1, 1, …, 1, 33] (20001 dims)'));
+    const long = 'w'.repeat(5000);
+    short(expectError(() => loadModel(edited(f32file, (t) => t.set(long, { dtype: 'F32', shape: [1], data: new Float32Array(1) }))), FormatError, 'unexpected tensor "www', '(5000 characters)'));
+  });
+
+  /** The TINY f32 card as parsed JSON. */
+  function cardToJsonObj(): Record<string, unknown> {
+    return JSON.parse(readSafetensors(f32file).metadata.card!) as Record<string, unknown>;
+  }
 
   it('saveModel refuses inconsistent inputs', () => {
     expectError(() => saveModel(TINY, weights, card(TINY, 'q8')), ConfigError, 'card says quant "q8"', '"f32"');

@@ -14,10 +14,15 @@
  * bad header length or blob, a header that is not JSON / not an object / of another format, a
  * config out of range or inconsistent (parseConfig's message), an agent count that differs from
  * the config, inconsistent snapshot sizes (optimizer state, info, the game's table), a dangling blob reference or unknown tag, malformed
- * stage records, a bad cursor. Random garbage never throws.
+ * stage records, a bad cursor. Random garbage never throws. And the regressions the fuzzer
+ * (tests/fuzz.test.ts) found: every field of a stage record typed (numbers, counts, agents, list
+ * lengths), σ matching the steps, each blob referred to exactly once, finite weights and β, a deep
+ * "format" or an object-valued setting described rather than printed as "[object Object]", a long
+ * unknown setting refused at once, a −0 cursor read as 0.
  *
  * Expected facts (CRC-32 of "123456789", ranges) are written out by hand, not read from the code.
  */
+import { exactDiff } from './helpers/exactDiff';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import {
@@ -39,37 +44,6 @@ import type { StageRecord } from '../src/sat/stage';
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/** Exact deep equality: numbers by Object.is (NaN = NaN, 0 ≠ −0), typed arrays by type and bits. */
-function exactDiff(a: unknown, b: unknown, path = '$'): string | null {
-  if (typeof a === 'number' || typeof b === 'number') return Object.is(a, b) ? null : `${path}: ${String(a)} ≠ ${String(b)}`;
-  if (ArrayBuffer.isView(a) || ArrayBuffer.isView(b)) {
-    if (!ArrayBuffer.isView(a) || !ArrayBuffer.isView(b) || a.constructor !== b.constructor) return `${path}: typed array types differ`;
-    const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    if (x.length !== y.length) return `${path}: lengths ${x.length} ≠ ${y.length}`;
-    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return `${path}: byte ${i} differs`;
-    return null;
-  }
-  if (Array.isArray(a) || Array.isArray(b)) {
-    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return `${path}: arrays differ in shape`;
-    for (let i = 0; i < a.length; i++) {
-      const d = exactDiff(a[i], b[i], `${path}[${i}]`);
-      if (d) return d;
-    }
-    return null;
-  }
-  if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object') {
-    const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined).sort();
-    const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined).sort();
-    if (ka.join('\u0001') !== kb.join('\u0001')) return `${path}: keys [${ka.join(', ')}] ≠ [${kb.join(', ')}]`;
-    for (const k of ka) {
-      const d = exactDiff((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${path}.${k}`);
-      if (d) return d;
-    }
-    return null;
-  }
-  return Object.is(a, b) ? null : `${path}: ${String(a)} ≠ ${String(b)}`;
-}
 
 const CFG = presetConfig('relay', { stages: 3, batch: 4, seed: 5 });
 
@@ -276,6 +250,44 @@ describe('experiment file: every corruption has its own message', () => {
     expectFail(parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].metrics = { x: JSON.parse(deep) }))), 'format', 'nests more than 64');
 
     expect(new Set(messages).size).toBe(messages.length);
+  });
+
+  it('refuses what the fuzzer (tests/fuzz.test.ts) found accepted or garbled, each with its own message', async () => {
+    const { bytes } = await sample();
+    const edit = (f: (h: any, blobs: Blob64[]) => void) => parseExperimentFile(rewrite(bytes, f));
+    // Fields of a stage record beyond the few that used to be checked: types, counts, agents, lengths.
+    expectFail(edit((h) => (h.stages[0].steps[0].cert.range[0] = '0')), 'stages', 'stage record 1 is malformed', 'step 0.cert.range[0] is the text "0", expected a number');
+    expectFail(edit((h) => (h.stages[1].steps[2].check.ok = 1)), 'stages', 'stage record 2', 'step 2.check.ok is 1, expected true or false');
+    expectFail(edit((h) => delete h.stages[0].certificate.episodic.lower), 'stages', 'certificate.episodic.lower is missing, expected a number');
+    expectFail(edit((h) => (h.stages[0].steps[1].cert.units += 0.25)), 'stages', 'step 1.cert.units is', 'expected a whole number ≥ 0');
+    expectFail(edit((h) => (h.stages[0].steps[1].cert.agent = 1e21)), 'stages', 'step 1.cert.agent names agent 1e+21, not one of 0..2');
+    expectFail(edit((h) => (h.stages[1].evaluation.accuracy = 'high')), 'stages', 'evaluation.accuracy is the text "high", expected a number');
+    const swap = { agent: 1, incoming: 'best response', stage0: true, delta0: 0.05, klQuantiles: { q50: 0, q90: 0, q99: 0 }, outsideBefore: 0, outsideAfter: 0, lambdaHist: [1, 2, 3], jBefore: 0, jAfter: 0, certRadius: 0, certFloor: 0 };
+    expectFail(edit((h) => (h.stages[0].swap = swap)), 'stages', 'swap.lambdaHist is a list of 3, expected a list of 6');
+    // What ties a record together: σ and the steps, each step's certificate input.
+    expectFail(edit((h) => h.stages[0].order.reverse()), 'stages', "step 0 is agent 0's, but σ puts agent 2 at position 0");
+    expectFail(edit((h) => (h.stages[0].steps[0].cert.agent = 1)), 'stages', "its certificate input is agent 1's");
+    // Blobs: each referred to exactly once.
+    expectFail(edit((_h, blobs) => blobs.push(new Float64Array(2))), 'format', `blob ${(decodeContainer(bytes) as { value: { blobs: unknown[] } }).value.blobs.length}`, 'is referred to by nothing');
+    expectFail(edit((h) => (h.stages[0].steps[0].kl = h.stages[0].steps[1].kl)), 'format', 'header.stages[0].steps[1].kl refers to blob', 'which header.stages[0].steps[0].kl already uses');
+    // Non-finite weights and β (training never saves them).
+    expectFail(edit((h, blobs) => (blobs[h.agents[1].params.$f64]![3] = NaN)), 'snapshot', "agent 1's parameter 3 is NaN");
+    expectFail(edit((h) => (h.betas[2] = { $num: 'Infinity' })), 'agents', "agent 2's β is Infinity");
+    // A "format" field nested deep: described, not "[object Object]" nor the catch-all for a stack overflow.
+    const c = decodeContainer(bytes);
+    if (!c.ok) throw new Error(c.error);
+    const deepFormat = c.value.header.replace('"format":"sat-playground-experiment"', `"format":${'['.repeat(100_000)}${']'.repeat(100_000)}`);
+    expectFail(parseExperimentFile(encodeContainer(deepFormat, c.value.blobs)), 'format', 'names the format a list of 1');
+    // A setting that is an object, and an unknown setting with a 100,000-character name (its
+    // "did you mean" edit distance took 1.75 s in parseConfig; refused at once here).
+    expectFail(edit((h) => (h.config.lr = { x: 1 })), 'config', 'setting "lr" is an object');
+    const t0 = performance.now();
+    expectFail(edit((h) => (h.config['y'.repeat(100_000)] = 1)), 'config', 'a key of 100000 characters');
+    expect(performance.now() - t0).toBeLessThan(1000);
+    // A −0 cursor reads as 0, so that a re-export gives the same value back.
+    const r = edit((h) => (h.cursor.step = { $num: '-0' }));
+    if (!r.ok) throw new Error(r.error);
+    expect(Object.is(r.value.cursor.step, 0)).toBe(true);
   });
 
   it('never throws on random bytes or random damage (seeded)', async () => {

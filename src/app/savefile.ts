@@ -33,8 +33,11 @@
  * text-mode transfer, an unknown version, truncation (at which byte), extra bytes, a checksum
  * mismatch, a header that is not JSON, a config out of range or inconsistent (parseConfig's own
  * message), an agent count that does not match the config, snapshots of inconsistent sizes (with
- * each other, with the agent's info, or — tabular games — with the game's table),
- * malformed stage records, a bad cursor — is `{ ok: false, code, error }` with a specific message.
+ * each other, with the agent's info, or — tabular games — with the game's table), non-finite
+ * weights, optimizer state or β, stage records that are not what the stage loop writes (every
+ * field of StageRecord has its type checked — numbers, whole counts, agent indices, list lengths —
+ * and σ must match the steps), a blob referred to twice or by nothing, a bad cursor — is
+ * `{ ok: false, code, error }` with a specific message of bounded length.
  *
  * Not here: reading or writing files and IndexedDB (the page and persist.ts), rebuilding a team
  * from the data (session.ts), compression (weights hardly compress; a person may gzip the file).
@@ -44,6 +47,7 @@ import { ConfigError, FormatError } from '../core/errors';
 import { type Config, isLlmTask, parseConfig, resolvedProtocol } from '../sat/config';
 import { makeGame, type TaskName } from '../tasks/index';
 import type { StageRecord } from '../sat/stage';
+import { LAMBDA_EDGES } from '../sat/stage0';
 import type { AgentInfo, AgentSnapshot } from '../sat/types';
 
 /** The file's signature: the first 8 bytes. */
@@ -56,6 +60,12 @@ export const EXPERIMENT_FORMAT = 'sat-playground-experiment';
 export const MAX_EXPERIMENT_BYTES = 1024 * 1024 * 1024;
 /** Deepest nesting of the header JSON that is read (the records nest about 5 deep). */
 export const MAX_HEADER_DEPTH = 64;
+/** Largest β read (the adaptive β is capped there, as in monitor.ts). */
+export const MAX_BETA = 1e4;
+/** Longest settings key read (the real ones are under 20 characters). */
+const MAX_KEY_LENGTH = 64;
+/** Longest reason quoted from another module's message. */
+const MAX_REASON = 700;
 /** Suggested file name extension for exports. */
 export const EXPERIMENT_EXTENSION = '.satexp';
 
@@ -348,16 +358,21 @@ function toJson(v: unknown, blobs: Blob64[], root: string, trail: Trail = []): u
   throw new FormatError(`Cannot save ${where()}: a ${typeof v} is not a storable value.`);
 }
 
-/** The inverse of toJson; throws FileFail('format') naming the path of anything malformed. */
-function fromJson(v: unknown, blobs: readonly Blob64[], trail: Trail = []): unknown {
+/**
+ * The inverse of toJson; throws FileFail('format') naming the path of anything malformed. `users`
+ * records where each blob is referred to: the writer gives every typed array its own blob, so a
+ * blob referred to twice (two arrays that would alias) is refused here, and one referred to by
+ * nothing by `checkAllUsed`.
+ */
+function fromJson(v: unknown, blobs: readonly Blob64[], users: (string | undefined)[], trail: Trail = []): unknown {
   if (v === null || typeof v !== 'object') return v;
   const where = () => at('header', trail);
-  if (trail.length > MAX_HEADER_DEPTH) throw new FileFail('format', `its header nests more than ${MAX_HEADER_DEPTH} deep at ${where()}.`);
+  if (trail.length > MAX_HEADER_DEPTH) throw new FileFail('format', `its header nests more than ${MAX_HEADER_DEPTH} deep, below ${at('header', trail.slice(0, 6))}.`);
   if (Array.isArray(v)) {
     const out: unknown[] = new Array<unknown>(v.length);
     for (let i = 0; i < v.length; i++) {
       trail.push(i);
-      out[i] = fromJson(v[i], blobs, trail);
+      out[i] = fromJson(v[i], blobs, users, trail);
       trail.pop();
     }
     return out;
@@ -376,6 +391,9 @@ function fromJson(v: unknown, blobs: readonly Blob64[], trail: Trail = []): unkn
     const b = typeof k === 'number' && Number.isInteger(k) ? blobs[k] : undefined;
     if (!b) throw new FileFail('format', `${where()} refers to blob ${JSON.stringify(k)}, but the file has ${blobs.length} blobs.`);
     if (blobType(b).tag !== bt.tag) throw new FileFail('format', `${where()} expects a ${bt.tag.slice(1)} blob, but blob ${k} holds ${blobType(b).tag.slice(1)} values.`);
+    const first = users[k as number];
+    if (first !== undefined) throw new FileFail('format', `${where()} refers to blob ${k}, which ${first} already uses; every array of an exported experiment has its own blob.`);
+    users[k as number] = where();
     return b;
   }
   const out: Record<string, unknown> = {};
@@ -386,10 +404,19 @@ function fromJson(v: unknown, blobs: readonly Blob64[], trail: Trail = []): unkn
       name = k.slice(1);
     }
     trail.push(name);
-    put(out, name, fromJson(o[k], blobs, trail));
+    put(out, name, fromJson(o[k], blobs, users, trail));
     trail.pop();
   }
   return out;
+}
+
+/** After fromJson: a blob that nothing referred to is refused (checked last, after the fields that should have). */
+function checkAllUsed(users: readonly (string | undefined)[], blobs: readonly Blob64[]): void {
+  const unused = users.indexOf(undefined);
+  if (unused >= 0) {
+    const b = blobs[unused]!;
+    throw new FileFail('format', `blob ${unused} of ${blobs.length} (${b.length} ${blobType(b).tag.slice(1)} values) is referred to by nothing in its header; the file was edited or not written by the playground.`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,18 +486,24 @@ function need(cond: boolean, code: ExperimentErrorCode, reason: string): asserts
 
 function readHeader(raw: unknown, blobs: readonly Blob64[]): ExperimentData {
   need(isObj(raw), 'format', 'its header is not a JSON object.');
-  need(raw.format === EXPERIMENT_FORMAT, 'format', `its header names the format ${JSON.stringify(String(raw.format).slice(0, 60))}, not "${EXPERIMENT_FORMAT}".`);
-  const h = fromJson(raw, blobs) as Obj;
+  need(raw.format === EXPERIMENT_FORMAT, 'format', `its header names the format ${describe(raw.format)}, not "${EXPERIMENT_FORMAT}".`);
+  const users = new Array<string | undefined>(blobs.length).fill(undefined);
+  const h = fromJson(raw, blobs, users) as Obj;
   need(typeof h.createdAt === 'string' && h.createdAt.length <= 64, 'format', 'its header has no valid "createdAt" date.');
   need(typeof h.presetName === 'string' && h.presetName.length <= 64, 'format', 'its header has no valid "presetName".');
 
   // The config, checked as any input is.
   need(isObj(h.config), 'config', 'its header has no config object.');
+  const longKey = Object.keys(h.config).find((k) => k.length > MAX_KEY_LENGTH);
+  need(longKey === undefined, 'config', `its settings have a key of ${longKey?.length} characters (${describe(longKey)}); no setting has a name that long.`);
+  // parseConfig prints a value with String(): an object would read "[object Object]".
+  const odd = Object.entries(h.config).find(([, v]) => !isSettingValue(v) && !(Array.isArray(v) && v.every(isSettingValue)));
+  need(odd === undefined, 'config', `its setting ${JSON.stringify(odd?.[0])} is ${describe(odd?.[1])}; a setting is a number, a text, true or false, or a list of them.`);
   let config: Config;
   try {
     config = parseConfig(h.config);
   } catch (e) {
-    throw new FileFail('config', `its settings are not valid: ${e instanceof ConfigError ? e.message : String(e)}`);
+    throw new FileFail('config', `its settings are not valid: ${clip(e instanceof ConfigError ? e.message : String(e), MAX_REASON)}`);
   }
   const n = config.agents;
 
@@ -481,6 +514,8 @@ function readHeader(raw: unknown, blobs: readonly Blob64[]): ExperimentData {
   checkTableSizes(config, agents);
   const betas = h.betas;
   need(Array.isArray(betas) && betas.length === n && betas.every((b) => typeof b === 'number'), 'agents', `its β list is not ${n} numbers (one per agent).`);
+  const badBeta = betas.findIndex((b) => !(Number.isFinite(b) && b >= 0 && b <= MAX_BETA));
+  need(badBeta < 0, 'agents', `agent ${badBeta}'s β is ${describe(betas[badBeta])}; a β is a finite number in [0, ${MAX_BETA}].`);
 
   // Cursor and stages.
   const c = h.cursor;
@@ -492,6 +527,7 @@ function readHeader(raw: unknown, blobs: readonly Blob64[]): ExperimentData {
   need(c.step < n, 'cursor', `its cursor says ${c.step} agent steps of the stage in progress are done, but a stage has only ${n} (agents 0..${n - 1}).`);
   need(c.step === 0 || c.stage < config.stages, 'cursor', `its cursor has ${c.step} agent steps past the last stage (${config.stages}).`);
   stages.forEach((s, i) => checkStage(s, i, n));
+  checkAllUsed(users, blobs);
 
   return {
     config,
@@ -500,12 +536,33 @@ function readHeader(raw: unknown, blobs: readonly Blob64[]): ExperimentData {
     stages: stages as StageRecord[],
     agents,
     betas: betas as number[],
-    cursor: { stage: c.stage, step: c.step },
+    cursor: { stage: c.stage + 0, step: c.step + 0 }, // + 0: a −0 tag reads as 0, as it is written back
   };
 }
 
+function isSettingValue(v: unknown): boolean {
+  return typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean';
+}
+
 function isCount(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0;
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+/** A value as a message shows it: short, whatever it is (never the whole of a long text or list). */
+function describe(v: unknown): string {
+  if (v === undefined) return 'missing';
+  if (v === null) return 'null';
+  if (typeof v === 'number') return Object.is(v, -0) ? '-0' : String(v);
+  if (typeof v === 'boolean') return String(v);
+  if (typeof v === 'string') return `the text ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}${v.length > 40 ? ` (${v.length} characters)` : ''}`;
+  if (v instanceof Float64Array || v instanceof Float32Array || v instanceof Int32Array) return `a blob of ${v.length} ${blobType(v).tag.slice(1)} values`;
+  if (Array.isArray(v)) return `a list of ${v.length}`;
+  return 'an object';
+}
+
+/** `text`, cut to `max` characters. */
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 function readAgent(a: unknown, i: number): SavedAgent {
@@ -514,6 +571,10 @@ function readAgent(a: unknown, i: number): SavedAgent {
   need(params instanceof Float64Array, 'snapshot', `agent ${i} has no parameter blob of doubles.`);
   need(optim instanceof Float64Array, 'snapshot', `agent ${i} has no optimizer-state blob of doubles.`);
   need(optim.length === 1 + 2 * params.length, 'snapshot', `agent ${i}'s snapshot sizes are inconsistent: ${params.length} parameters need an optimizer state of 1 + 2·${params.length} = ${1 + 2 * params.length} values ([step, m…, v…]), it has ${optim.length}.`);
+  const p = firstNonFinite(params);
+  need(p < 0, 'snapshot', `agent ${i}'s parameter ${p} is ${params[p]}; the saved weights are corrupt (training never saves a non-finite weight).`);
+  const q = firstNonFinite(optim);
+  need(q < 0, 'snapshot', `agent ${i}'s optimizer state value ${q} is ${optim[q]}; the saved optimizer state is corrupt.`);
   if (info === undefined) return { snapshot: { params, optim } };
   need(
     isObj(info) && typeof info.name === 'string' && (info.kind === 'tabular' || info.kind === 'lm') && isCount(info.parameters) && typeof info.backend === 'string',
@@ -522,6 +583,11 @@ function readAgent(a: unknown, i: number): SavedAgent {
   );
   need(info.parameters === params.length, 'snapshot', `agent ${i}'s snapshot sizes are inconsistent: its info says ${info.parameters} parameters, its parameter blob has ${params.length}.`);
   return { snapshot: { params, optim }, info: { name: info.name, kind: info.kind, parameters: info.parameters, backend: info.backend } };
+}
+
+function firstNonFinite(a: Float64Array): number {
+  for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i]!)) return i;
+  return -1;
 }
 
 /** Tabular games: each agent's table must be the game's nObs × nActions for these settings. */
@@ -539,36 +605,155 @@ function checkTableSizes(c: Config, agents: readonly SavedAgent[]): void {
   });
 }
 
-/** Shape checks of one stage record: what the charts and the stage loop read. */
+// ---------------------------------------------------------------------------------------------
+// Stage records: every field the stage loop writes (src/sat/stage.ts StageRecord), with its type.
+
+/**
+ * What one value of a record must be: any number (NaN and ±Infinity included: a record holds them,
+ * e.g. J after a language agent's step, or an unbounded clip), a count (whole, ≥ 0), an agent index
+ * (0..n−1), true/false, a text, a blob of doubles, a metrics record ({name: number | number[]}),
+ * one of some texts, a list, or an object with required and optional fields. Fields a record has
+ * beyond its schema are kept as they are.
+ */
+type Spec =
+  | 'number'
+  | 'count'
+  | 'agent'
+  | 'boolean'
+  | 'string'
+  | 'f64'
+  | 'metrics'
+  | { readonly oneOf: readonly string[] }
+  | { readonly list: Spec; readonly length?: number }
+  | { readonly fields: Readonly<Record<string, Spec>>; readonly optional?: Readonly<Record<string, Spec>> };
+
+const numbers = (...keys: string[]): Record<string, Spec> => Object.fromEntries(keys.map((k) => [k, 'number' as const]));
+
+const BOUND_TERMS: Spec = { fields: { ...numbers('gain', 'gainInSample', 'shift', 'bias', 'finite', 'lower', 'oracle'), certified: 'boolean' } };
+const STEP_SPEC: Spec = {
+  fields: {
+    stage: 'count',
+    position: 'count',
+    agent: 'agent',
+    metrics: 'metrics',
+    advNorm: 'f64',
+    advRaw: 'f64',
+    kl: 'f64',
+    delta: 'number',
+    check: { fields: { ...numbers('q', 'mean', 'max', 'violRate'), ok: 'boolean' } },
+    accepted: 'boolean',
+    backtracks: 'count',
+    ...numbers('jBefore', 'jAfter'),
+    cert: {
+      fields: {
+        agent: 'agent',
+        ...numbers('gain', 'lower', 'gainInSample', 'clip', 'klMax', 'bias'),
+        range: { list: 'number', length: 2 },
+        units: 'count',
+        episodes: 'count',
+        turns: 'count',
+        moved: 'boolean',
+      },
+    },
+  },
+};
+const SWAP_SPEC: Spec = {
+  fields: {
+    agent: 'agent',
+    incoming: 'string',
+    stage0: 'boolean',
+    klQuantiles: { fields: numbers('q50', 'q90', 'q99') },
+    lambdaHist: { list: 'count', length: LAMBDA_EDGES.length - 1 },
+    ...numbers('delta0', 'outsideBefore', 'outsideAfter', 'jBefore', 'jAfter', 'certRadius', 'certFloor'),
+  },
+};
+const STAGE_SPEC: Spec = {
+  fields: {
+    stage: 'count',
+    order: { list: 'agent' },
+    // steps: checked one by one before the rest (STEP_SPEC), so that a message names "step k".
+    certificate: { fields: { chosen: BOUND_TERMS, gamma: BOUND_TERMS, episodic: BOUND_TERMS, form: { oneOf: ['episodic', 'gamma'] } } },
+    ...numbers('jBefore', 'jAfter'),
+    metrics: 'metrics',
+    evaluation: { fields: { J: 'number', ci: 'number', exact: 'boolean' }, optional: { accuracy: 'number' } },
+  },
+  optional: { swap: SWAP_SPEC },
+};
+
+function expected(spec: Spec, n: number): string {
+  if (typeof spec === 'string') {
+    return {
+      number: 'a number',
+      count: 'a whole number ≥ 0',
+      agent: `an agent 0..${n - 1}`,
+      boolean: 'true or false',
+      string: 'a text',
+      f64: 'an array of doubles',
+      metrics: 'an object of metrics',
+    }[spec];
+  }
+  if ('oneOf' in spec) return spec.oneOf.map((x) => JSON.stringify(x)).join(' or ');
+  if ('list' in spec) return spec.length === undefined ? 'a list' : `a list of ${spec.length}`;
+  return 'an object';
+}
+
+/** Checks `v` against `spec`; the first mismatch throws FileFail('stages') naming its path in the record. */
+function checkSpec(v: unknown, spec: Spec, path: string, n: number, bad: (what: string) => FileFail): void {
+  const wrong = () => bad(`${path} is ${describe(v)}, expected ${expected(spec, n)}`);
+  if (spec === 'number') {
+    if (typeof v !== 'number') throw wrong();
+  } else if (spec === 'count') {
+    if (!isCount(v)) throw wrong();
+  } else if (spec === 'agent') {
+    if (typeof v !== 'number') throw wrong();
+    if (!isCount(v) || v >= n) throw bad(`${path} names agent ${describe(v)}, not one of 0..${n - 1}`);
+  } else if (spec === 'boolean') {
+    if (typeof v !== 'boolean') throw wrong();
+  } else if (spec === 'string') {
+    if (typeof v !== 'string') throw wrong();
+  } else if (spec === 'f64') {
+    if (!(v instanceof Float64Array)) throw bad(`${path} is not an array of doubles (it is ${describe(v)})`);
+  } else if (spec === 'metrics') {
+    if (!isObj(v)) throw wrong();
+    for (const [k, x] of Object.entries(v)) {
+      if (typeof x === 'number') continue;
+      if (Array.isArray(x) && x.every((y) => typeof y === 'number')) continue;
+      throw bad(`${path}: metric ${JSON.stringify(k.length > 60 ? `${k.slice(0, 60)}…` : k)} is neither a number nor a list of numbers`);
+    }
+  } else if ('oneOf' in spec) {
+    if (typeof v !== 'string' || !spec.oneOf.includes(v)) throw wrong();
+  } else if ('list' in spec) {
+    if (!Array.isArray(v) || (spec.length !== undefined && v.length !== spec.length)) throw wrong();
+    v.forEach((x, i) => checkSpec(x, spec.list, `${path}[${i}]`, n, bad));
+  } else {
+    if (!isObj(v)) throw wrong();
+    for (const [k, s] of Object.entries(spec.fields)) checkSpec(v[k], s, path ? `${path}.${k}` : k, n, bad);
+    for (const [k, s] of Object.entries(spec.optional ?? {})) if (v[k] !== undefined) checkSpec(v[k], s, path ? `${path}.${k}` : k, n, bad);
+  }
+}
+
+/**
+ * One stage record: every field of its schema, then what ties them together — its number, σ a
+ * permutation of the agents, one step per agent in σ's order (a finished stage has them all), each
+ * step numbered by stage and position, and its certificate input for its own agent.
+ */
 function checkStage(s: unknown, i: number, n: number): void {
   const at = `stage record ${i + 1}`;
   const bad = (what: string) => new FileFail('stages', `${at} is malformed: ${what}.`);
-  if (!isObj(s)) throw bad('it is not an object');
-  if (s.stage !== i + 1) throw bad(`it is numbered ${JSON.stringify(s.stage)}, expected ${i + 1}`);
-  for (const k of ['jBefore', 'jAfter'] as const) if (typeof s[k] !== 'number') throw bad(`"${k}" is not a number`);
-  checkMetrics(s.metrics, `${at}.metrics`, bad);
-  if (!Array.isArray(s.order) || !s.order.every((a) => isCount(a) && a < n)) throw bad(`"order" is not a list of agents 0..${n - 1}`);
-  if (!isObj(s.certificate) || !isObj(s.certificate.chosen)) throw bad('"certificate" is missing');
-  if (!isObj(s.evaluation) || typeof s.evaluation.J !== 'number') throw bad('"evaluation" is missing');
-  if (!Array.isArray(s.steps) || s.steps.length > n) throw bad(`"steps" is not a list of at most ${n} agent steps`);
-  s.steps.forEach((st: unknown, k: number) => {
+  if (!isObj(s)) throw bad(`it is ${describe(s)}, not an object`);
+  if (s.stage === undefined) throw bad(`it has no "stage" number (expected ${i + 1})`);
+  if (s.stage !== i + 1) throw bad(`it is numbered ${describe(s.stage)}, expected ${i + 1}`);
+  // Steps first, each by its own name ("step 1.cert.range[0]"), then the rest of the record.
+  const steps = s.steps;
+  if (!Array.isArray(steps) || steps.length !== n) throw bad(`"steps" is ${describe(steps)}, expected a list of ${n} agent steps (one per agent)`);
+  steps.forEach((st: unknown, k: number) => checkSpec(st, STEP_SPEC, `step ${k}`, n, bad));
+  checkSpec(s, STAGE_SPEC, '', n, bad);
+  const order = s.order as number[];
+  if (order.length !== n || new Set(order).size !== n) throw bad(`"order" [${order.slice(0, 8).join(', ')}] is not a permutation of the agents 0..${n - 1}`);
+  (steps as StageRecord['steps']).forEach((st, k) => {
     const sat = `step ${k}`;
-    if (!isObj(st)) throw bad(`${sat} is not an object`);
-    if (!isCount(st.agent) || st.agent >= n) throw bad(`${sat} names agent ${JSON.stringify(st.agent)}, not one of 0..${n - 1}`);
-    if (st.stage !== i + 1 || st.position !== k) throw bad(`${sat} is numbered stage ${JSON.stringify(st.stage)}, position ${JSON.stringify(st.position)}`);
-    for (const f of ['advNorm', 'advRaw', 'kl'] as const) if (!(st[f] instanceof Float64Array)) throw bad(`${sat}.${f} is not an array of doubles`);
-    for (const f of ['delta', 'jBefore', 'jAfter', 'backtracks'] as const) if (typeof st[f] !== 'number') throw bad(`${sat}.${f} is not a number`);
-    if (typeof st.accepted !== 'boolean') throw bad(`${sat}.accepted is not true or false`);
-    if (!isObj(st.check) || !isObj(st.cert)) throw bad(`${sat} lacks its trust-region check or certificate inputs`);
-    checkMetrics(st.metrics, `${at}.${sat}.metrics`, bad);
+    if (st.stage !== i + 1 || st.position !== k) throw bad(`${sat} is numbered stage ${st.stage}, position ${st.position}`);
+    if (st.agent !== order[k]) throw bad(`${sat} is agent ${st.agent}'s, but σ puts agent ${order[k]} at position ${k}`);
+    if (st.cert.agent !== st.agent) throw bad(`${sat} is agent ${st.agent}'s, but its certificate input is agent ${st.cert.agent}'s`);
   });
-}
-
-function checkMetrics(m: unknown, at: string, bad: (what: string) => FileFail): void {
-  if (!isObj(m)) throw bad(`${at} is not an object`);
-  for (const [k, v] of Object.entries(m)) {
-    if (typeof v === 'number') continue;
-    if (Array.isArray(v) && v.every((x) => typeof x === 'number')) continue;
-    throw bad(`metric "${k.slice(0, 60)}" is neither a number nor a list of numbers`);
-  }
 }

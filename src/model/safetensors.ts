@@ -11,7 +11,9 @@
  * The reader is strict, as the reference implementation is: tensors must exactly tile the data
  * section (start at 0, no gaps, no overlaps, nothing after the last one), each tensor's byte
  * length must equal numel·sizeof(dtype), and every failure is a FormatError that says what is
- * wrong and where. Tensor data is copied out, so the result does not alias the input bytes.
+ * wrong and where — in a message of bounded length whatever the file holds (long names are cut,
+ * long shapes abbreviated, deeply nested values described rather than printed). Tensor data is
+ * copied out, so the result does not alias the input bytes.
  *
  * dtypes in memory: F64 Float64Array, F32 Float32Array, F16 and BF16 Uint16Array (raw bits; see
  * src/core/f16.ts), I32/U32/I16/U16/I8/U8 the matching typed array. BOOL, I64, U64 and the F8
@@ -76,8 +78,31 @@ function numel(shape: readonly number[]): number {
   return n;
 }
 
-function showShape(shape: readonly unknown[]): string {
-  return `[${shape.join(', ')}]`;
+/** A shape as messages show it: every dim of a short one, the first and last few of a long one. */
+export function showShape(shape: readonly unknown[]): string {
+  if (shape.length <= 8) return `[${shape.join(', ')}]`;
+  return `[${shape.slice(0, 4).join(', ')}, …, ${shape.slice(-2).join(', ')}] (${shape.length} dims)`;
+}
+
+/** A name or other text from a file, quoted for a message: at most 80 characters of it. */
+export function quote(text: string): string {
+  return text.length <= 80 ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, 80))}… (${text.length} characters)`;
+}
+
+/**
+ * A value from a file's header as a message shows it, whatever it is: never recursive (a value
+ * nested 100,000 deep would overflow JSON.stringify's stack) and never long.
+ */
+function preview(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'string') return quote(v);
+  if (Array.isArray(v)) {
+    const flat = v.length <= 8 && v.every((x) => x === null || ['number', 'boolean', 'string'].includes(typeof x));
+    if (flat) return `[${v.map((x) => (typeof x === 'string' ? quote(x) : String(x))).join(', ')}]`;
+    return `an array of ${v.length} entr${v.length === 1 ? 'y' : 'ies'}${v.some((x) => typeof x === 'object' && x !== null) ? ' (some of them nested)' : ''}`;
+  }
+  return `an object with ${Object.keys(v as object).length} field(s)`;
 }
 
 /**
@@ -96,7 +121,7 @@ export function writeSafetensors(
     const meta: Record<string, string> = {};
     for (const k of metaKeys) {
       const v = metadata[k];
-      if (typeof v !== 'string') throw new FormatError(`safetensors: metadata "${k}" must be a string, got ${typeof v}`);
+      if (typeof v !== 'string') throw new FormatError(`safetensors: metadata ${quote(k)} must be a string, got ${typeof v}`);
       meta[k] = v;
     }
     header.__metadata__ = meta;
@@ -104,19 +129,19 @@ export function writeSafetensors(
   let offset = 0;
   for (const [name, t] of entries) {
     if (name === '' || name === '__metadata__') throw new FormatError(`safetensors: "${name}" cannot be a tensor name`);
-    if (!isDtype(t.dtype)) throw new FormatError(`safetensors: tensor "${name}" has unknown dtype "${String(t.dtype)}"`);
+    if (!isDtype(t.dtype)) throw new FormatError(`safetensors: tensor ${quote(name)} has unknown dtype ${preview(t.dtype)}`);
     const spec = DTYPES[t.dtype];
     if (!spec.is(t.data)) {
-      throw new FormatError(`safetensors: tensor "${name}" is ${t.dtype} but its data is a ${t.data.constructor.name}`);
+      throw new FormatError(`safetensors: tensor ${quote(name)} is ${t.dtype} but its data is a ${t.data.constructor.name}`);
     }
     if (!t.shape.every((s) => Number.isSafeInteger(s) && s >= 0)) {
-      throw new FormatError(`safetensors: tensor "${name}" shape ${showShape(t.shape)} must be non-negative integers`);
+      throw new FormatError(`safetensors: tensor ${quote(name)} shape ${showShape(t.shape)} must be non-negative integers`);
     }
     const n = numel(t.shape);
     if (n !== t.data.length) {
-      throw new FormatError(`safetensors: tensor "${name}" has ${t.data.length} values but shape ${showShape(t.shape)} needs ${n}`);
+      throw new FormatError(`safetensors: tensor ${quote(name)} has ${t.data.length} values but shape ${showShape(t.shape)} needs ${n}`);
     }
-    if (Object.prototype.hasOwnProperty.call(header, name)) throw new FormatError(`safetensors: tensor "${name}" given twice`);
+    if (Object.prototype.hasOwnProperty.call(header, name)) throw new FormatError(`safetensors: tensor ${quote(name)} given twice`);
     const end = offset + t.data.byteLength;
     header[name] = { dtype: t.dtype, shape: [...t.shape], data_offsets: [offset, end] };
     offset = end;
@@ -196,7 +221,7 @@ export function readSafetensors(bytes: Uint8Array): Safetensors {
       throw new FormatError('safetensors: "__metadata__" must be an object of string values');
     }
     for (const [k, v] of Object.entries(rawMeta as Record<string, unknown>)) {
-      if (typeof v !== 'string') throw new FormatError(`safetensors: "__metadata__" value "${k}" must be a string, got ${v === null ? 'null' : typeof v}`);
+      if (typeof v !== 'string') throw new FormatError(`safetensors: "__metadata__" value ${quote(k)} must be a string, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
       metadata[k] = v;
     }
   }
@@ -205,25 +230,25 @@ export function readSafetensors(bytes: Uint8Array): Safetensors {
   const entries: Entry[] = [];
   for (const [name, raw] of Object.entries(h)) {
     if (name === '__metadata__') continue;
-    const where = `safetensors: tensor "${name}"`;
+    const where = `safetensors: tensor ${quote(name)}`;
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       throw new FormatError(`${where}: entry must be an object with dtype, shape and data_offsets`);
     }
     const r = raw as Record<string, unknown>;
     for (const k of Object.keys(r)) {
-      if (!ENTRY_KEYS.includes(k)) throw new FormatError(`${where}: unknown field "${k}" (allowed: ${ENTRY_KEYS.join(', ')})`);
+      if (!ENTRY_KEYS.includes(k)) throw new FormatError(`${where}: unknown field ${quote(k)} (allowed: ${ENTRY_KEYS.join(', ')})`);
     }
     const dtype = r.dtype;
-    if (typeof dtype !== 'string') throw new FormatError(`${where}: "dtype" must be a string such as "F32", got ${JSON.stringify(dtype) ?? 'nothing'}`);
+    if (typeof dtype !== 'string') throw new FormatError(`${where}: "dtype" must be a string such as "F32", got ${preview(dtype)}`);
     if (!isDtype(dtype)) {
       if (KNOWN_UNSUPPORTED.includes(dtype)) {
         throw new FormatError(`${where}: dtype "${dtype}" is valid safetensors but not supported here (supported: ${Object.keys(DTYPES).join(', ')})`);
       }
-      throw new FormatError(`${where}: unknown dtype "${dtype}" (supported: ${Object.keys(DTYPES).join(', ')})`);
+      throw new FormatError(`${where}: unknown dtype ${quote(dtype)} (supported: ${Object.keys(DTYPES).join(', ')})`);
     }
     const shape = r.shape;
     if (!Array.isArray(shape) || !shape.every((s) => typeof s === 'number' && Number.isSafeInteger(s) && s >= 0)) {
-      throw new FormatError(`${where}: "shape" must be an array of non-negative integers, got ${JSON.stringify(shape) ?? 'nothing'}`);
+      throw new FormatError(`${where}: "shape" must be an array of non-negative integers, got ${preview(shape)}`);
     }
     const offs = r.data_offsets;
     if (
@@ -231,7 +256,7 @@ export function readSafetensors(bytes: Uint8Array): Safetensors {
       offs.length !== 2 ||
       !offs.every((s) => typeof s === 'number' && Number.isSafeInteger(s) && s >= 0)
     ) {
-      throw new FormatError(`${where}: "data_offsets" must be [begin, end] with non-negative integers, got ${JSON.stringify(offs) ?? 'nothing'}`);
+      throw new FormatError(`${where}: "data_offsets" must be [begin, end] with non-negative integers, got ${preview(offs)}`);
     }
     const [begin, end] = offs as [number, number];
     if (end < begin) throw new FormatError(`${where}: data_offsets [${begin}, ${end}] end before they begin`);
@@ -244,7 +269,7 @@ export function readSafetensors(bytes: Uint8Array): Safetensors {
     }
     if (end > dataLen) {
       throw new FormatError(
-        `safetensors: file is truncated or its offsets are out of bounds: tensor "${name}" needs data bytes [${begin}, ${end}) but only ${dataLen} bytes follow the header (file is ${L} bytes, expected at least ${8 + N + end})`,
+        `safetensors: file is truncated or its offsets are out of bounds: tensor ${quote(name)} needs data bytes [${begin}, ${end}) but only ${dataLen} bytes follow the header (file is ${L} bytes, expected at least ${8 + N + end})`,
       );
     }
     entries.push({ name, dtype, shape: [...(shape as number[])], begin, end });
@@ -256,12 +281,12 @@ export function readSafetensors(bytes: Uint8Array): Safetensors {
   for (const e of entries) {
     if (e.begin < pos && prev) {
       throw new FormatError(
-        `safetensors: tensors "${prev.name}" [${prev.begin}, ${prev.end}) and "${e.name}" [${e.begin}, ${e.end}) overlap in the data section`,
+        `safetensors: tensors ${quote(prev.name)} [${prev.begin}, ${prev.end}) and ${quote(e.name)} [${e.begin}, ${e.end}) overlap in the data section`,
       );
     }
     if (e.begin > pos) {
       throw new FormatError(
-        `safetensors: data bytes [${pos}, ${e.begin}) before tensor "${e.name}" belong to no tensor; tensors must be packed contiguously from offset 0`,
+        `safetensors: data bytes [${pos}, ${e.begin}) before tensor ${quote(e.name)} belong to no tensor; tensors must be packed contiguously from offset 0`,
       );
     }
     pos = e.end;

@@ -31,7 +31,8 @@
  * "quant" is "f32" when every tensor is f32, otherwise the one quantized kind the file uses (q8
  * and q4 are not mixed in one file). `loadModel` checks all of it: every expected tensor present
  * with the right shape and dtype, no unknown extras, f32 values and f16 scales finite — each
- * failure a FormatError naming the tensor.
+ * failure a FormatError naming the tensor, of bounded length whatever the file holds (the config
+ * and card JSON nest at most MAX_METADATA_DEPTH deep; long texts are cut).
  *
  * Not here: the forward/backward pass (src/backend), LoRA adapters (lora.ts), the card's fields
  * (card.ts).
@@ -50,7 +51,7 @@ import {
   quantizeQ8,
   type QuantKind,
 } from './quant';
-import { readSafetensors, writeSafetensors, type StTensor } from './safetensors';
+import { quote, readSafetensors, showShape, writeSafetensors, type StTensor } from './safetensors';
 
 export interface F32Tensor {
   readonly dtype: 'f32';
@@ -140,9 +141,10 @@ function numel(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }
 
-function showShape(s: readonly number[]): string {
-  return `[${s.join(', ')}]`;
-}
+/** Deepest nesting of the config or card JSON in a model file that is read (a card nests 2 deep). */
+export const MAX_METADATA_DEPTH = 8;
+/** Longest message a model file's refusal has (a longer one is cut: a crafted file can hold anything). */
+const MAX_MESSAGE = 600;
 
 /** True for a 2-D shape whose input dim (last) is a multiple of 32: it may be stored q8/q4. */
 export function isQuantizable(shape: readonly number[]): boolean {
@@ -314,11 +316,36 @@ export interface LoadedModel {
 function parseJsonField(metadata: Record<string, string>, key: string): unknown {
   const text = metadata[key];
   if (text === undefined) throw new FormatError(`model file: __metadata__ has no "${key}"; the file was not written by saveModel`);
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (e) {
-    throw new FormatError(`model file: __metadata__ "${key}" is not valid JSON (${e instanceof Error ? e.message : String(e)})`);
+    throw new FormatError(tidy(`model file: __metadata__ "${key}" is not valid JSON (${e instanceof Error ? e.message : String(e)})`));
   }
+  // The checkers downstream (config.ts, card.ts) print values with JSON.stringify, which overflows
+  // the stack on a value nested thousands deep: such a value is refused here, by a loop.
+  if (nestedDeeperThan(value, MAX_METADATA_DEPTH)) {
+    throw new FormatError(`model file: __metadata__ "${key}" nests deeper than ${MAX_METADATA_DEPTH} levels; a ${key} is a small JSON object (the file is corrupt)`);
+  }
+  return value;
+}
+
+/** True when `v` has arrays/objects nested more than `limit` deep (iterative: no recursion). */
+function nestedDeeperThan(v: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    if (d >= limit) return true;
+    for (const y of Object.values(x as object)) stack.push([y, d + 1]);
+  }
+  return false;
+}
+
+/** A message of bounded length: quoted texts over 60 characters cut, then the whole at MAX_MESSAGE. */
+function tidy(message: string): string {
+  const short = message.replace(/"((?:[^"\\]|\\.){60})(?:[^"\\]|\\.)+"/g, (_m, head: string) => `"${head}…"`);
+  return short.length <= MAX_MESSAGE ? short : `${short.slice(0, MAX_MESSAGE - 1)}…`;
 }
 
 function shapeEq(a: readonly number[], b: readonly number[]): boolean {
@@ -331,24 +358,31 @@ export function loadModel(bytes: Uint8Array): LoadedModel {
   const format = metadata.format;
   if (format !== MODEL_FORMAT) {
     throw new FormatError(
-      `not a SAT Playground model: __metadata__ "format" is ${format === undefined ? 'missing' : `"${format}"`}, expected "${MODEL_FORMAT}"`,
+      `not a SAT Playground model: __metadata__ "format" is ${format === undefined ? 'missing' : quote(format)}, expected "${MODEL_FORMAT}"`,
     );
   }
   if (metadata.version !== MODEL_FORMAT_VERSION) {
-    throw new FormatError(`model file version "${metadata.version ?? ''}" is not supported; this build reads version ${MODEL_FORMAT_VERSION} (re-export the model)`);
+    throw new FormatError(`model file version ${quote(metadata.version ?? '')} is not supported; this build reads version ${MODEL_FORMAT_VERSION} (re-export the model)`);
   }
   const quant = metadata.quant;
   if (quant !== 'f32' && quant !== 'q8' && quant !== 'q4') {
-    throw new FormatError(`model file: __metadata__ "quant" is ${quant === undefined ? 'missing' : `"${quant}"`}; expected "f32", "q8" or "q4"`);
+    throw new FormatError(`model file: __metadata__ "quant" is ${quant === undefined ? 'missing' : quote(quant)}; expected "f32", "q8" or "q4"`);
   }
   let cfg: ModelConfig;
   try {
     cfg = parseConfig(parseJsonField(metadata, 'config'), { quantized: quant !== 'f32' });
   } catch (e) {
-    if (e instanceof ConfigError) throw new FormatError(`model file: its config is invalid: ${e.message}`);
+    if (e instanceof ConfigError) throw new FormatError(tidy(`model file: its config is invalid: ${e.message}`));
     throw e;
   }
-  const card = validateCard(parseJsonField(metadata, 'card'));
+  let card: ModelCard;
+  try {
+    card = validateCard(parseJsonField(metadata, 'card'));
+  } catch (e) {
+    // validateCard quotes what it finds (an unknown field's name, say), whatever its length.
+    if (e instanceof FormatError) throw new FormatError(tidy(e.message));
+    throw e;
+  }
   if (!sameConfig(card.config, cfg)) throw new FormatError(`model file: the card's config (${describeConfig(card.config)}) differs from the file's (${describeConfig(cfg)})`);
   if (card.quant !== quant) throw new FormatError(`model file: the card says quant "${card.quant}" but the file's quant is "${quant}"`);
 
@@ -410,7 +444,7 @@ export function loadModel(bytes: Uint8Array): LoadedModel {
   }
   for (const key of tensors.keys()) {
     if (!used.has(key)) {
-      throw new FormatError(`model file: unexpected tensor "${key}"; it is not part of a model with this config (${describeConfig(cfg)})`);
+      throw new FormatError(`model file: unexpected tensor ${quote(key)}; it is not part of a model with this config (${describeConfig(cfg)})`);
     }
   }
   return { cfg, weights, card };
