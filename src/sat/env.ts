@@ -129,7 +129,9 @@ export class TabularEnv implements TeamEnv {
     });
     const x = new Float64Array(N);
     for (let e = 0; e < N; e++) {
-      const u = rng.uniform() * total;
+      // 53-bit uniforms: a 24-bit grid could not reach trajectories rarer than 2⁻²⁴, and the
+      // estimator's mean would drift from ΔJ_i by up to (trajectories × 2⁻²⁴) × the range.
+      const u = (((rng.nextU32() >>> 5) * 67108864 + (rng.nextU32() >>> 6)) / 9007199254740992) * total;
       let a = 0;
       let z = cdf.length - 1;
       while (a < z) {
