@@ -47,8 +47,12 @@ export interface TeamEnv {
   rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts?: { record?: boolean }): Promise<Batch>;
   /** The current team's J. */
   evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation>;
-  /** Exact certificates (tabular games): every agent's table now, and the summand's exact range. */
+  /**
+   * Exact certificates (tabular games): every agent's table now, one agent's table now, and a
+   * certification sample with the summand's exact range.
+   */
   tables?(team: readonly AgentPolicy[]): Promise<Float64Array[]>;
+  agentTable?(agent: AgentPolicy): Promise<Float64Array>;
   certSample?(before: readonly Float64Array[], agent: number, newTable: Float64Array, b: number, N: number, rng: Rng): { x: Float64Array; range: [number, number] };
 }
 
@@ -91,6 +95,10 @@ export class TabularEnv implements TeamEnv {
   /** Every agent's full table [nObs × nActions] now (what certSample compares against). */
   async tables(team: readonly AgentPolicy[]): Promise<Float64Array[]> {
     return teamTables(this.game, team);
+  }
+  /** One agent's full table [nObs × nActions] now (one call to the agent, not one per agent). */
+  async agentTable(agent: AgentPolicy): Promise<Float64Array> {
+    return agent.distributions({ obs: Int32Array.from({ length: this.game.nObs[agent.index]! }, (_, s) => s) });
   }
   /**
    * A certification sample of agent j's step (docs/certificate.md §4–§5): N episodes drawn i.i.d.

@@ -8,9 +8,10 @@
  *       repeat epochs: one optimizer step on L_j (§5), then the trust-region check (§6):
  *           (1−α)-quantile of KL > δ_j  ⇒  undo the step (parameters and optimizer state),
  *                                           β ×1.5, retry; out of tries ⇒ reject | keep | shrink
- *       π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾; its certificate: the gain on a certification batch drawn under π̂ⁱ⁻¹
- *           before the update and never used by it, and a lower confidence bound on that gain
- *   certificate (§7) = Σ of the agents' bounds; J(π̄) exactly (tabular) ⇒ realised ΔJ, cert/held
+ *       π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾; its certificate summands: the importance-weighted gain on a
+ *           certification batch drawn under π̂ⁱ⁻¹ before the update and never used by it
+ *   certificate (§7) = one lower confidence bound on the agents' summands added unit by unit;
+ *   J(π̄) exactly (tabular) ⇒ realised ΔJ, cert/held, cert/certified
  *
  * `runStage` is an async generator: it yields after every agent step (the playground's
  * "Step agent ▸") and returns the stage record. Every random draw comes from a named sub-stream
@@ -118,7 +119,7 @@ export interface SwapSummary {
   readonly jAfter: number;
   /**
    * The swap's own certificate (docs/certificate.md §8), deterministic: jAfter − jBefore ≥ certFloor
-   * = −max(1, m_j·√(certRadius/2))·A with m_j the agent's turns per episode and certRadius the largest
+   * = −min(1, m_j·√(certRadius/2))·A with m_j the agent's turns per episode and certRadius the largest
    * per-state KL between the seated policy and the agent it replaced (≤ δ₀ with Stage-0; NaN when
    * not known, and then the floor is the trivial −A).
    */
@@ -146,13 +147,23 @@ function buildAgentBatch(batch: Batch, agent: number, adv: Float64Array, weight:
  */
 async function measuredGain(agent: AgentPolicy, batch: Batch, raw: Float64Array, weight: Float64Array): Promise<number> {
   const G = batch.groupSize;
-  const s = agentSteps(batch, agent.index);
-  const now = await agent.logProbs(s);
-  const u = new Float64Array(batch.episodes.length);
-  for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
+  const u = await episodeLogRatios(agent, batch);
   let g = 0;
   for (let e = 0; e < u.length; e++) g += weight[e]! * raw[e]! * Math.expm1(u[e]!);
   return (g / Math.max(1, u.length)) * (G / (G - 1));
+}
+
+/**
+ * Per episode of `batch`, log r = Σ over the agent's steps of (log π_θ now − the log-prob recorded
+ * when the batch was sampled): the log of its sequence ratio (0 where the agent never acts).
+ */
+async function episodeLogRatios(agent: AgentPolicy, batch: Batch): Promise<Float64Array> {
+  const s = agentSteps(batch, agent.index);
+  const u = new Float64Array(batch.episodes.length);
+  if (s.obs.length === 0) return u;
+  const now = await agent.logProbs(s);
+  for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
+  return u;
 }
 
 /** What certifyStep needs from before the update (the team is π̂ⁱ⁻¹ then). */
@@ -160,7 +171,7 @@ interface CertDraw {
   /** Language teams: the certification batch itself, rolled out under π̂ⁱ⁻¹. */
   readonly batch?: Batch;
   /** Tabular games: every agent's table under π̂ⁱ⁻¹ (the env samples from them after the update). */
-  readonly before?: Float64Array[];
+  readonly before?: readonly Float64Array[];
 }
 
 /**
@@ -177,8 +188,8 @@ interface CertDraw {
  * `independent` protocol one episode per slot (env.slots), averaged.
  */
 async function certifyStep(
-  env: TeamEnv, team: readonly AgentPolicy[], agent: AgentPolicy, draw: CertDraw, trainMean: number, moved: boolean, cfg: Config, n: number, rng: Rng,
-): Promise<Pick<AgentCertInput, 'gain' | 'lower' | 'range' | 'units' | 'episodes' | 'clip' | 'moved'> & { x: Float64Array }> {
+  env: TeamEnv, agent: AgentPolicy, draw: CertDraw, trainMean: number, moved: boolean, cfg: Config, n: number, rng: Rng,
+): Promise<Pick<AgentCertInput, 'gain' | 'lower' | 'range' | 'units' | 'episodes' | 'clip' | 'moved'> & { x: Float64Array; after?: Float64Array }> {
   const units = draw.batch ? draw.batch.groups : certEpisodesOf(cfg);
   const episodes = draw.batch ? draw.batch.episodes.length : certEpisodesOf(cfg);
   // A rejected update restores the parameters bit for bit: ΔJ_i = 0 exactly, nothing to estimate.
@@ -186,8 +197,9 @@ async function certifyStep(
   let x: Float64Array;
   let range: [number, number];
   let clip = Infinity;
-  if (draw.before && env.certSample && env.tables) {
-    const after = (await env.tables(team))[agent.index]!;
+  let after: Float64Array | undefined;
+  if (draw.before && env.certSample && env.agentTable) {
+    after = await env.agentTable(agent);
     ({ x, range } = env.certSample(draw.before, agent.index, after, trainMean, episodes, rng));
   } else {
     const batch = draw.batch!;
@@ -195,12 +207,7 @@ async function certifyStep(
     const A = rMax - rMin;
     clip = cfg.certClip;
     range = [-A, (clip - 1) * A];
-    const s = agentSteps(batch, agent.index);
-    const u = new Float64Array(episodes);
-    if (s.obs.length > 0) {
-      const now = await agent.logProbs(s);
-      for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
-    }
+    const u = await episodeLogRatios(agent, batch);
     const G = batch.groupSize;
     x = new Float64Array(units);
     batch.episodes.forEach((ep, e) => {
@@ -208,7 +215,7 @@ async function certifyStep(
     });
   }
   const { gain, lower } = freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound);
-  return { gain, lower, range, units, episodes, clip, moved, x };
+  return { gain, lower, range, units, episodes, clip, moved, x, after };
 }
 
 function rewardsOf(batch: Batch): Float64Array {
@@ -254,6 +261,9 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   await Promise.all(team.map((a) => a.setReference()));
   const stageAdv = groupAdvantages(rewardsOf(stageBatch), B, G, cfg.norm, cfg.aClip);
   msRollout += now() - t0;
+  // Tabular games: every agent's table under π_cur = π̂⁰, fetched once; kept up to date as agents
+  // move, so each certification sample knows its π̂ⁱ⁻¹ without asking every agent again.
+  let tables = env.certSample && env.agentTable && env.tables ? await env.tables(team) : undefined;
 
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
   let predicted: number[] | undefined;
@@ -283,8 +293,8 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     t0 = now();
     phase('certificate');
     const certRng = rng.fork(stage, STREAM.cert, i);
-    const draw: CertDraw = env.certSample && env.tables
-      ? { before: await env.tables(team) }
+    const draw: CertDraw = tables
+      ? { before: tables }
       : { batch: await env.rollout(team, Math.max(1, Math.ceil(certEpisodesOf(cfg) / env.slots)), env.slots, certRng, { record: false }) };
     msCert += now() - t0;
 
@@ -386,7 +396,10 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     t0 = now();
     phase('certificate');
     const trainMean = rewardsOf(batch).reduce((a, r) => a + r, 0) / Math.max(1, batch.episodes.length);
-    const { x: certX, ...fresh } = await certifyStep(env, team, agent, draw, trainMean, !rejected, cfg, n, certRng);
+    const { x: certX, after: tableAfter, ...fresh } = await certifyStep(env, agent, draw, trainMean, !rejected, cfg, n, certRng);
+    // Only agent j moved: the tables of π̂ⁱ are those of π̂ⁱ⁻¹ with its new one (a rejected update
+    // restored it exactly).
+    if (tables && tableAfter) tables = tables.map((t, k) => (k === j ? tableAfter : t));
     certSum ??= new Float64Array(certX.length);
     if (certSum.length !== certX.length) throw new RangeError(`certification batches of ${certSum.length} and ${certX.length} units in one stage`);
     for (let t = 0; t < certX.length; t++) certSum[t]! += certX[t]!;
