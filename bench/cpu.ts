@@ -4,11 +4,11 @@
  * A printed table, not a test (nothing is asserted). See docs/performance.md for the results.
  *
  * Shapes are identical for every model: batch B = 64 sequences × T = 32 tokens.
- *   train    Transformer.trainOnSequences (full fine-tuning: forward + backward + AdamW) on
- *            random tokens [B × T] → B·T / step time
+ *   train    trainOnSequences (src/model/loss.ts: full fine-tuning, forward + next-token loss +
+ *            backward + AdamW) on random tokens [B × T] → B·T / step time
  *   sample   generate(64 one-token prompts, 31 new tokens each, τ = 1, no stop) with the KV cache
  *            → generated tokens (64·31) / call time
- *   forward  Transformer.forward(tokens, B, T), no activations kept → B·T / call time
+ *   forward  Model.forward(tokens, B, T), no activations kept → B·T / call time
  *   ORT      exportOnnx(cfg, model.exportWeights(), T) run by onnxruntime-web, wasm provider,
  *            1 thread (like ours: single-threaded JS), graphOptimizationLevel 'all' → B·T / run
  * Each phase is warmed up (2 calls; 5 for ORT, whose first runs are slow), then timed over
@@ -26,7 +26,7 @@
  * over the fork IPC channel as JSON.
  *
  * Not here: the WebGPU backend's numbers (`npm run bench -- --gpu` runs bench/gpu.ts instead of
- * this file's bench), correctness (tests/onnx.test.ts checks ORT against Transformer.forward;
+ * this file's bench), correctness (tests/onnx.test.ts checks ORT against Model.forward;
  * here only the relative difference is printed as a sanity check).
  */
 import { fork } from 'node:child_process';
@@ -38,7 +38,9 @@ import { Rng } from '../src/core/rng';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, describeConfig, paramCount, type ModelConfig } from '../src/model/config';
 import { exportOnnx } from '../src/model/onnx';
 import { BOS } from '../src/model/tokenizer';
-import { Transformer } from '../src/model/transformer';
+import { cpuBackend } from '../src/backend/cpu';
+import { trainOnSequences } from '../src/model/loss';
+import { Model } from '../src/model/model';
 import { initWeights } from '../src/model/weights';
 import { MemoryProbe, median, timeReps } from './measure';
 import { renderTables, type ModelResult, type Reference } from './report';
@@ -79,21 +81,21 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
   const probe = new MemoryProbe(4);
   const baselineRss = process.memoryUsage().rss;
   const rng = new Rng(SEED, [paramCount(cfg)]);
-  const model = new Transformer(cfg, initWeights(cfg, rng.fork(0)), { trainable: 'full' });
+  const model = new Model(cpuBackend, cfg, initWeights(cfg, rng.fork(0)), { trainable: 'full' });
   const data = rng.fork(1);
   const tokens = Int32Array.from({ length: B * T }, () => 1 + data.int(cfg.vocab - 1)); // no PAD: every position is a target
 
   // train
   probe.phase(0);
-  const train = (): number => model.trainOnSequences(tokens, B, T, { lr: 1e-3 });
+  const train = (): Promise<number> => trainOnSequences(model, tokens, B, T, { lr: 1e-3 });
   const trainMs = await timeReps(train, 1, repsFor(await once(train)), probe);
 
   // sample
   probe.phase(1);
   const prompts = Array.from({ length: B }, () => Int32Array.of(BOS));
   let sampleTokens = 0;
-  const sample = (): void => {
-    const r = model.generate(prompts, { maxNew: NEW, temperature: 1, topK: 0, seed: SEED, stream: 0, stop: -1 });
+  const sample = async (): Promise<void> => {
+    const r = await model.generate(prompts, { maxNew: NEW, temperature: 1, topK: 0, seed: SEED, stream: 0, stop: -1 });
     sampleTokens = r.tokens.reduce((s, t) => s + t.length, 0);
   };
   const sampleMs = await timeReps(sample, 1, repsFor(await once(sample)), probe);
@@ -110,7 +112,7 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
   // ORT on the same weights and tokens
   probe.phase(3);
   ort.env.wasm.numThreads = 1;
-  const bytes = exportOnnx(cfg, model.exportWeights(), T);
+  const bytes = exportOnnx(cfg, await model.exportWeights(), T);
   const t0 = performance.now();
   const sess = await ort.InferenceSession.create(bytes, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
   const ortCreateMs = performance.now() - t0;

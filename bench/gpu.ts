@@ -18,8 +18,8 @@
  *      the full masked T × T);
  *   4. models: tokens/s of one training step (forward with activations, next-token
  *      cross-entropy gradient on the device, backward, AdamW) and of sampling (64 one-token
- *      prompts × 31 new tokens, KV cache), `BackendModel` over `webgpuBackend` vs the same class
- *      over `cpuBackend` (the CPU twin; bench/cpu.ts times the `Transformer` class instead);
+ *      prompts × 31 new tokens, KV cache), `Model` over `webgpuBackend` vs the same class
+ *      over `cpuBackend` (the CPU twin; bench/cpu.ts times it against onnxruntime-web);
  *   5. GPU memory per model (= per agent: one model and one device per agent worker): bytes of
  *      GPU buffers created, counted by wrapping device.createBuffer / GPUBuffer.destroy around a
  *      fresh GpuContext per model (pooled buffers are never destroyed, so this is the pool's
@@ -66,7 +66,8 @@ import { MATMUL_DEFAULT, MATMUL_VARIANTS, matmulForward, type MatmulVariant } fr
 import { softwareFallback } from '../src/backend/webgpu/node';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, describeConfig, paramCount, type ModelConfig } from '../src/model/config';
-import type { BackendModel } from '../src/model/backendModel';
+import { trainOnSequences } from '../src/model/loss';
+import { Model } from '../src/model/model';
 import { BOS } from '../src/model/tokenizer';
 import { initWeights } from '../src/model/weights';
 import { median } from './measure';
@@ -392,37 +393,6 @@ interface ModelRun {
   readonly params: number;
 }
 
-/**
- * One training step on the backend: logits = forward(keep); next-token cross-entropy
- * L = −(1/N) Σ log softmax(logits)[target] (targets = the next token; the last position predicts
- * token 0 of its row — a bench, not a curriculum); dlogits by gatherBackward + logSoftmaxBackward;
- * backward; AdamW. Synchronised by downloading L's per-row terms.
- */
-function trainStep<X extends TensorKinds>(be: Backend<X>, model: BackendModel<X>, tokens: Int32Array, B: number, V: number): () => Promise<void> {
-  const N = B * T;
-  const targets = new Int32Array(N);
-  for (let i = 0; i < N; i++) targets[i] = tokens[(i % T) === T - 1 ? i - (T - 1) : i + 1]!;
-  const tgt = be.upload('i32', targets);
-  const logp = be.zeros('f32', N * V);
-  const lrow = be.zeros('f32', N);
-  const dlogp = be.zeros('f32', N * V);
-  const dlogits = be.zeros('f32', N * V);
-  const dout = be.upload('f32', new Float32Array(N).fill(-1 / N));
-  return async () => {
-    const logits = model.forward(tokens, B, T, { keep: true });
-    be.logSoftmaxForward(logp, logits, N, V, 1);
-    be.gatherForward(lrow, logp, tgt, N, V);
-    be.fill(dlogp, 0);
-    be.gatherBackward(dlogp, dout, tgt, N, V);
-    be.fill(dlogits, 0);
-    be.logSoftmaxBackward(dlogits, dlogp, logp, N, V, 1);
-    model.zeroGrad();
-    model.backward(dlogits);
-    model.adamStep({ lr: 1e-3 });
-    await be.download('f32', lrow);
-  };
-}
-
 async function timeSteps(fn: () => Promise<unknown>, reps: number): Promise<number> {
   await fn();
   const ms: number[] = [];
@@ -435,13 +405,12 @@ async function timeSteps(fn: () => Promise<unknown>, reps: number): Promise<numb
 }
 
 async function runModel<X extends TensorKinds>(be: Backend<X>, cfg: ModelConfig, B: number, reps: number, afterBuild: () => void, afterTrain: () => void): Promise<ModelRun> {
-  const { BackendModel: Model } = await import('../src/model/backendModel');
   const rng = new Rng(SEED, [paramCount(cfg)]);
   const model = new Model(be, cfg, initWeights(cfg, rng.fork(0)), { trainable: 'full' });
   afterBuild();
   const data = rng.fork(1);
   const tokens = Int32Array.from({ length: B * T }, () => 1 + data.int(cfg.vocab - 1));
-  const trainMs = await timeSteps(trainStep(be, model, tokens, B, cfg.vocab), reps);
+  const trainMs = await timeSteps(() => trainOnSequences(model, tokens, B, T, { lr: 1e-3 }), reps);
   afterTrain();
   const prompts = Array.from({ length: B }, () => Int32Array.of(BOS));
   let generated = 0;
@@ -463,12 +432,6 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
     return `models: pending — src/backend/webgpu/index.ts failed to load (${e instanceof Error ? e.message : String(e)})`;
   }
   if (typeof webgpuBackend !== 'function') return 'models: pending — src/backend/webgpu/index.ts does not export webgpuBackend yet';
-  try {
-    const m = (await import('../src/model/backendModel')) as Record<string, unknown>;
-    if (typeof m.BackendModel !== 'function') return 'models: pending — src/model/backendModel.ts does not export BackendModel yet';
-  } catch (e) {
-    return `models: pending — src/model/backendModel.ts failed to load (${e instanceof Error ? e.message : String(e)})`;
-  }
   const thr: string[][] = [];
   const mem: string[][] = [];
   for (const { name, cfg } of models) {
@@ -512,7 +475,7 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
     mem,
     [false, true, true, true, true, true],
   );
-  return `Tokens/s (median; train = ${B}·${T} tokens per step, sample = ${B} prompts × ${NEW} new tokens; BackendModel over webgpuBackend vs over cpuBackend):\n\n${t1}\n\nGPU memory per model (= per agent), MiB of GPU buffers created (pooled; the high-water mark), cumulative:\n\n${t2}`;
+  return `Tokens/s (median; train = ${B}·${T} tokens per step, sample = ${B} prompts × ${NEW} new tokens; Model over webgpuBackend vs over cpuBackend):\n\n${t1}\n\nGPU memory per model (= per agent), MiB of GPU buffers created (pooled; the high-water mark), cumulative:\n\n${t2}`;
 }
 
 // ------------------------------------------------------------------ main

@@ -1,5 +1,5 @@
 /**
- * Tests for the tabular softmax agent (src/sat/tabularAgent.ts), the reference `AgentPolicy`.
+ * Tests for the tabular softmax agent (src/sat/agents/tabular.ts), the reference `AgentPolicy`.
  *
  *  - r = 1 exactly before the first step: after setReference the log-probs equal the reference
  *    bit for bit, the KL is exactly 0, and trainStep reports objective = mean w·Ã exactly;
@@ -22,7 +22,7 @@ import { describe, expect, it } from 'vitest';
 import { NumericError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
 import { logSoftmax } from '../src/sat/softmax';
-import { TabularSoftmaxAgent } from '../src/sat/tabularAgent';
+import { TabularSoftmaxAgent } from '../src/sat/agents/tabular';
 import type { AgentBatch, ObjectiveSpec } from '../src/sat/types';
 
 // ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { certificate, type AgentCertInput, type BoundTerms } from '../src/sat/certificate';
 import { createExperiment, runStages, stepThrough, type TabularExperiment } from '../src/sat/experiment';
-import type { LmEpisodeRecord } from '../src/sat/lm';
+import type { LmEpisodeRecord } from '../src/sat/env/lm';
 import { presetConfig } from '../src/sat/presets';
 import { stageRow } from '../src/app/stageRow';
 import { ADV_HIST_BINS, type AgentStepRecord, type StageRecord } from '../src/sat/stage';

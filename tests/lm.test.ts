@@ -14,7 +14,7 @@ import { EOS, vocabSize } from '../src/model/tokenizer';
 import { initWeights, saveModel } from '../src/model/weights';
 import { parseConfig } from '../src/sat/config';
 import { createLlmExperiment, runStages } from '../src/sat/experiment';
-import type { LmSteps } from '../src/sat/lm';
+import type { LmSteps } from '../src/sat/agents/lm';
 import { agentSteps } from '../src/sat/rollout';
 
 const tinyCfg = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
@@ -83,7 +83,7 @@ describe('language-model agents', () => {
     await agent.setReference();
     const s = agentSteps(batch, 0);
     const rng = new Rng(12);
-    const v = Float64Array.from({ length: agent.model.params.length }, () => rng.normal() * 1e-2);
+    const v = Float64Array.from({ length: agent.model.paramCount() }, () => rng.normal() * 1e-2);
     const fv = await agent.fisherVectorProduct(s, v);
     const f2v = await agent.fisherVectorProduct(s, v.map((x) => 2 * x));
     let vfv = 0;
@@ -104,10 +104,10 @@ describe('language-model agents', () => {
     const g = await agent.surrogateGradient(ab);
     const dir = Float64Array.from({ length: g.length }, () => rng.normal());
     const surrogate = async (eps: number) => {
-      const base = agent.model.params.slice();
-      for (let i = 0; i < base.length; i++) agent.model.params[i] = base[i]! + eps * dir[i]!;
+      const base = await agent.model.getParams();
+      agent.model.setParams(base.map((x, i) => x + eps * dir[i]!));
       const lp = await agent.logProbs(s);
-      agent.model.params.set(base);
+      agent.model.setParams(base);
       const u = new Float64Array(N);
       lp.forEach((x, k) => (u[s.episodeOf[k]!]! += x - s.logp[k]!));
       return u.reduce((acc, ue, e) => acc + adv[e]! * Math.expm1(ue), 0) / N;

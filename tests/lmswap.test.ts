@@ -1,5 +1,5 @@
 /**
- * Plug-and-play for language agents (src/sat/lmSwap.ts, src/sat/projectedAgent.ts) on tiny random
+ * Plug-and-play for language agents (src/sat/lmSwap.ts, src/sat/agents/projected.ts) on tiny random
  * models built in the test: with Stage-0 the seat samples from the projection π_new itself — every
  * state it visits is within δ0 of π_cur, its token frequencies match its distributions, λ = 0
  * reproduces π_pre exactly, the same seed gives the same tokens — and the student takes over
@@ -12,15 +12,18 @@ import { Rng } from '../src/core/rng';
 import { makeCard } from '../src/model/card';
 import { modelConfig } from '../src/model/config';
 import { EOS, tokenizer, vocabSize } from '../src/model/tokenizer';
-import { Transformer } from '../src/model/transformer';
+import { cpuBackend } from '../src/backend/cpu';
+import { Model } from '../src/model/model';
 import { dequantizeWeights, initWeights, loadModel, saveModel } from '../src/model/weights';
 import { parseConfig } from '../src/sat/config';
-import { createLlmExperiment, runStages, type LlmExperiment } from '../src/sat/experiment';
-import { gatherRows, LmAgent, pack, type LmSteps } from '../src/sat/lm';
+import { createLlmExperiment, runStages, type LlmExperiment, type LmSeat } from '../src/sat/experiment';
+import { LmAgent, type LmSteps } from '../src/sat/agents/lm';
 import { swapLmAgent } from '../src/sat/lmSwap';
-import { ProjectedLmAgent } from '../src/sat/projectedAgent';
+import { ProjectedLmAgent } from '../src/sat/agents/projected';
 import { agentSteps } from '../src/sat/rollout';
 import type { AgentBatch, StepSet } from '../src/sat/types';
+import { createRemoteExperiment, type RemoteAgent } from '../src/app/remoteTeam';
+import { nodeAgentWorker } from './helpers/nodeAgentWorker';
 
 function modelBytes(d: number, seed: number, name: string) {
   const cfg = modelConfig({ vocab: vocabSize, d, layers: 1, heads: 2, hidden: 2 * d, maxSeq: 64 });
@@ -32,7 +35,8 @@ function modelBytes(d: number, seed: number, name: string) {
 }
 
 const small = modelBytes(32, 1, 'arithmetic-S');
-const big = loadModel(modelBytes(64, 2, 'arithmetic-M'));
+const bigBytes = modelBytes(64, 2, 'arithmetic-M');
+const big = loadModel(bigBytes);
 const DELTA0 = 0.01;
 
 async function team() {
@@ -41,10 +45,10 @@ async function team() {
 const opts = { delta0: DELTA0, distillSteps: 60, distillLr: 3e-3, B: 2, G: 4, seed: 3 };
 
 /** A team whose agent 1 was just swapped for the M model with Stage-0; also the outgoing agent. */
-async function swapped(o: Partial<typeof opts> = {}): Promise<{ exp: LlmExperiment; seat: ProjectedLmAgent; old: LmAgent }> {
+async function swapped(o: Partial<typeof opts> = {}): Promise<{ exp: LlmExperiment; seat: ProjectedLmAgent; old: LmSeat }> {
   const exp = await team();
   const old = exp.team[1]!;
-  await swapLmAgent(exp, 1, 'arithmetic-M', big, { ...opts, ...o, stage0: true });
+  await swapLmAgent(exp, 1, 'arithmetic-M', bigBytes, { ...opts, ...o, stage0: true });
   const seat = exp.team[1]!;
   if (!(seat instanceof ProjectedLmAgent)) throw new Error('the Stage-0 seat is not a ProjectedLmAgent');
   return { exp, seat, old };
@@ -100,7 +104,7 @@ function chiSquare(counts: number[], p: Float64Array, n: number): { stat: number
 describe('language plug-and-play', () => {
   it('Stage-0 seats the projection itself: inside δ0 of π_cur at every swap state, and the distilled student moves towards it', async () => {
     const exp = await team();
-    const r = await swapLmAgent(exp, 1, 'arithmetic-M', big, { ...opts, stage0: true });
+    const r = await swapLmAgent(exp, 1, 'arithmetic-M', bigBytes, { ...opts, stage0: true });
     expect(r.seat).toBe('projection');
     expect(r.states).toBeGreaterThan(0);
     expect(r.klPre.q99).toBeGreaterThan(DELTA0); // the raw new model is outside the ball…
@@ -125,7 +129,7 @@ describe('language plug-and-play', () => {
     const pNew = await seat.distributions(steps);
     const pCur = await old.distributions(steps);
     const kl = rowKl(pNew, pCur, K, V);
-    const proj = seat.projectionAt(steps);
+    const proj = await seat.projectionAt(steps);
     for (let k = 0; k < K; k++) expect(kl[k]!).toBeLessThanOrEqual(DELTA0 * (1 + 1e-3) + 1e-7);
     expect(Array.from(proj.lambdas).some((l) => l > 0)).toBe(true);
     // The rollout recorded the projection's log-probs (the policy that sampled), so ratios start at 1.
@@ -138,7 +142,7 @@ describe('language plug-and-play', () => {
     const context = Int32Array.from(tokenizer.encode('3+4=', { bos: true }));
     const state = stateAfter(context);
     const pNew = await seat.distributions(state);
-    const lam = seat.projectionAt(state).lambdas[0]!;
+    const lam = (await seat.projectionAt(state)).lambdas[0]!;
     expect(lam).toBeGreaterThan(0); // a state where the projection binds
     const V = seat.model.cfg.vocab;
     const copies = 400;
@@ -153,7 +157,7 @@ describe('language plug-and-play', () => {
     const ok = chiSquare(counts, pNew, n);
     expect(ok.stat).toBeLessThan(ok.crit);
     // The same counts against the unprojected π_pre: the test can fail, and does.
-    const pre = new LmAgent(1, new Transformer(big.cfg, dequantizeWeights(big.weights), { trainable: 'none' }), { temperature: seat.temperature });
+    const pre = new LmAgent(1, new Model(cpuBackend, big.cfg, dequantizeWeights(big.weights), { trainable: 'none' }), { temperature: seat.temperature });
     const bad = chiSquare(counts, await pre.distributions(state), n);
     expect(bad.stat).toBeGreaterThan(bad.crit);
     console.log(`[swap] sampling at one state (λ = ${lam.toFixed(3)}): χ² ${ok.stat.toFixed(1)} vs π_new (critical ${ok.crit.toFixed(1)}), ${bad.stat.toFixed(1)} vs π_pre (critical ${bad.crit.toFixed(1)})`);
@@ -161,11 +165,11 @@ describe('language plug-and-play', () => {
 
   it('λ = 0 reproduces π_pre exactly when π_pre is inside the ball: same distributions, same tokens', async () => {
     const { exp, seat } = await swapped({ delta0: 1e3 });
-    const preModel = new Transformer(big.cfg, dequantizeWeights(big.weights), { trainable: 'none' });
+    const preModel = new Model(cpuBackend, big.cfg, dequantizeWeights(big.weights), { trainable: 'none' });
     const pre = new LmAgent(1, preModel, { temperature: seat.temperature, topK: seat.topK });
     const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(5));
     const steps = agentSteps(batch, 1);
-    expect(Array.from(seat.projectionAt(steps).lambdas).every((l) => l === 0)).toBe(true);
+    expect(Array.from((await seat.projectionAt(steps)).lambdas).every((l) => l === 0)).toBe(true);
     const a = await seat.distributions(steps);
     const b = await pre.distributions(steps);
     for (let i = 0; i < a.length; i++) expect(Math.abs(a[i]! - b[i]!)).toBeLessThan(1e-12);
@@ -196,15 +200,14 @@ describe('language plug-and-play', () => {
     const V = seat.model.cfg.vocab;
     const tau = seat.temperature;
     const ab: AgentBatch = { nEpisodes: batch.episodes.length, obs: s.obs, actions: s.actions, episodeOf: s.episodeOf, context: s.context, adv: new Float64Array(batch.episodes.length), weight: new Float64Array(batch.episodes.length).fill(1), horizon: exp.env.horizon };
-    const studentKl = () => {
-      const p = pack(ab);
-      const z = gatherRows(seat.model.forward(p.tokens, p.B, p.T), p.row, V);
+    const studentKl = async () => {
+      const z = await seat.student.currentLogits(ab);
       const out = new Float32Array(K);
-      klForward(out, z, Float32Array.from(seat.projectionAt(ab).logp, (x) => tau * x), K, V, tau);
+      klForward(out, z, Float32Array.from((await seat.projectionAt(ab)).logp, (x) => tau * x), K, V, tau);
       return out;
     };
     const mean = (xs: ArrayLike<number>) => Array.from(xs).reduce((a, b) => a + b, 0) / xs.length;
-    const before = mean(studentKl());
+    const before = mean(await studentKl());
     expect(Array.from(await seat.klToReference(ab))).toEqual(new Array<number>(K).fill(0)); // the projection is π_cur
     const start = await seat.snapshot();
     const zeroStep = { level: 'sequence', tokenAgg: 'grpo', epsLow: 0.2, epsHigh: 0.2, beta: 0, lr: 0, weightDecay: 0 } as const;
@@ -213,18 +216,18 @@ describe('language plug-and-play', () => {
     expect(seat.lastDistil.states).toBe(K); // distilled on the batch's own states…
     // …with lr = 0 the RL step leaves the distilled student as it is: the monitor sees KL(π_θ‖π_new) exactly.
     const got = await seat.klToReference(ab);
-    const want = studentKl();
+    const want = await studentKl();
     for (let k = 0; k < K; k++) expect(got[k]!).toBeCloseTo(Math.max(0, want[k]!), 6);
     expect(mean(got)).toBeLessThan(before);
     expect(got.some((x) => x > 0)).toBe(true);
     const distilledOnce = seat.lastDistil;
-    const after = seat.model.params.slice();
+    const after = await seat.model.getParams();
     await seat.restore(start); // a backtrack or a rejection: the projection samples again
     expect(seat.sampler).toBe('projection');
     expect(Array.from(await seat.klToReference(ab))).toEqual(new Array<number>(K).fill(0));
     await seat.trainStep(ab, zeroStep); // the retry reuses the distillation: same student, not recomputed
     expect(seat.lastDistil).toBe(distilledOnce);
-    expect(Array.from(seat.model.params)).toEqual(Array.from(after));
+    expect(Array.from(await seat.model.getParams())).toEqual(Array.from(after));
   });
 
   it('the SAT stage loop runs with the projected seat and ends with the student or the projection holding it', async () => {
@@ -237,7 +240,7 @@ describe('language plug-and-play', () => {
 
   it('seat "student" keeps the earlier behaviour: the distilled student samples at once', async () => {
     const exp = await team();
-    const r = await swapLmAgent(exp, 1, 'arithmetic-M', big, { ...opts, stage0: true, seat: 'student' });
+    const r = await swapLmAgent(exp, 1, 'arithmetic-M', bigBytes, { ...opts, stage0: true, seat: 'student' });
     expect(r.seat).toBe('student');
     expect(exp.team[1]).not.toBeInstanceOf(ProjectedLmAgent);
     expect(r.klSeated).toEqual(r.klStudent);
@@ -245,12 +248,33 @@ describe('language plug-and-play', () => {
 
   it('without Stage-0 the new model takes the seat unchanged', async () => {
     const exp = await team();
-    const r = await swapLmAgent(exp, 1, 'arithmetic-M', big, { ...opts, stage0: false });
+    const r = await swapLmAgent(exp, 1, 'arithmetic-M', bigBytes, { ...opts, stage0: false });
     expect(r.seat).toBe('raw');
     expect(r.lambdas.every((l) => l === 0)).toBe(true);
     expect(r.klSeated).toEqual(r.klPre);
-    const direct = new Transformer(big.cfg, big.weights, { trainable: 'none' });
+    const direct = new Model(cpuBackend, big.cfg, big.weights, { trainable: 'none' });
     const toks = Int32Array.from([1, 20, 30, 4]);
-    expect(Array.from(exp.team[1]!.model.forward(toks, 1, 4))).toEqual(Array.from(direct.forward(toks, 1, 4)));
+    const V = big.cfg.vocab; // a model's logits tensor may be longer than B·T·V (grow-only): compare the call's rows
+    expect(Array.from(exp.team[1]!.model.forward(toks, 1, 4).subarray(0, 4 * V))).toEqual(Array.from(direct.forward(toks, 1, 4).subarray(0, 4 * V)));
   });
+
+  it('in workers (the page\'s path): the same swap report and the same next stage as in-process, with one swapIn call', async () => {
+    const cfg = parseConfig({ task: 'arithmetic', level: 1, agents: 2, protocol: 'chain', batch: 2, group: 4, evalEpisodes: 8, maxNew: 4, stages: 2, swapAgent: 1, swapAt: 2, swapTo: 'M', stage0Delta: DELTA0 });
+    const load = async (n: string) => (n === 'arithmetic-M' ? bigBytes : small);
+    const local = await createLlmExperiment(cfg, load);
+    const remote = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load });
+    try {
+      const a = await runStages(local, 2);
+      const b = await runStages(remote, 2);
+      expect(b[1]!.swap).toBeDefined();
+      expect(b[1]!.swap).toEqual(a[1]!.swap);
+      expect(b[1]!.swap!.certFloor).toBeGreaterThan(-1);
+      const strip = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('perf/ms_') && k !== 'perf/tokens_per_s'));
+      expect(b.map((s) => strip(s.metrics))).toEqual(a.map((s) => strip(s.metrics)));
+      expect((remote.team[1] as RemoteAgent).calls.get('swapIn')).toBe(1);
+      expect((local.team[1] as ProjectedLmAgent).sampler).toBeDefined();
+    } finally {
+      remote.terminate();
+    }
+  }, 120_000);
 });

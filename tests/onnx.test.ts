@@ -1,13 +1,14 @@
 /**
  * Tests for the ONNX export (src/model/onnx.ts): the exported graph, run by onnxruntime-web's wasm
  * provider in Node (the same package the app ships; no download: ORT finds its .wasm next to its
- * own module in node_modules/onnxruntime-web/dist), must reproduce Transformer.forward's logits.
+ * own module in node_modules/onnxruntime-web/dist), must reproduce the logits of `Model.forward`
+ * (src/model/model.ts) on the f32 CPU backend (`cpuBackend`).
  *
  * Models (MODEL_PRESETS.S: vocab 64, d 32, 2 layers, 4 heads, hidden 96):
  *   random   initWeights as is (tok_emb std 0.02, so the logits are small, ~0.4);
- *   trained  40 steps of trainOnSequences (lr 1e-2) on a repeating pattern, so the weights have
- *            moved off their init and the logits are O(1–10);
- *   q8       the trained model quantized to Q8: the Transformer runs the Q8 base ('none' mode), ONNX
+ *   trained  40 steps of trainOnSequences (src/model/loss.ts, lr 1e-2) on a repeating pattern, so
+ *            the weights have moved off their init and the logits are O(1–10);
+ *   q8       the trained model quantized to Q8: the Model runs the Q8 base ('none' mode), ONNX
  *            gets dequantizeWeights of it;
  *   bench    BENCH_100K's shape (vocab 40, hidden 172 — not a multiple of 32) from random init.
  * Each runs random tokens B = 3, T = 16, and the check is max |ours − ORT| / max |ours| (the
@@ -31,13 +32,14 @@
  */
 import * as ort from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ropeForward, ropeTable } from '../src/backend/cpu';
+import { cpuBackend, ropeForward, ropeTable } from '../src/backend/cpu';
 import { ConfigError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, MODEL_PRESETS, modelConfig, type ModelConfig } from '../src/model/config';
 import { exportOnnx, ropeConstants } from '../src/model/onnx';
 import { varint } from '../src/model/onnx/protobuf';
-import { Transformer } from '../src/model/transformer';
+import { trainOnSequences } from '../src/model/loss';
+import { Model } from '../src/model/model';
 import { dequantizeWeights, initWeights, quantizeWeights, type ModelWeights } from '../src/model/weights';
 
 const SEED = 17;
@@ -50,7 +52,7 @@ const rng = (...path: number[]): Rng => new Rng(SEED, path);
 const measured: [string, number, number, number, string][] = [];
 afterAll(() => {
   const rows = measured.map(([l, a, m, r, bound]) => `${l.padEnd(24)} ${a.toExponential(2).padStart(9)} ${m.toFixed(3).padStart(9)} ${r.toExponential(2).padStart(9)}  ${bound}`);
-  console.log(`ONNX (onnxruntime-web wasm) vs Transformer.forward, B = ${B}, T = ${T}:\n${'model'.padEnd(24)} ${'max |Δ|'.padStart(9)} ${'max |z|'.padStart(9)} ${'rel'.padStart(9)}\n${rows.join('\n')}`);
+  console.log(`ONNX (onnxruntime-web wasm) vs Model.forward (cpuBackend), B = ${B}, T = ${T}:\n${'model'.padEnd(24)} ${'max |Δ|'.padStart(9)} ${'max |z|'.padStart(9)} ${'rel'.padStart(9)}\n${rows.join('\n')}`);
 });
 
 beforeAll(() => {
@@ -75,6 +77,9 @@ async function runOrt(sess: ort.InferenceSession, tokens: Int32Array, b: number,
   return logits.data as Float32Array;
 }
 
+/** The f32 CPU model over `w` (inference only). */
+const inference = (cfg: ModelConfig, w: ModelWeights): Model => new Model(cpuBackend, cfg, w, { trainable: 'none' });
+
 function maxAbs(a: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]!));
@@ -89,10 +94,10 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 }
 
 /** Exports `onnxWeights`, runs ORT and `model` on the same tokens, records and checks the error. */
-async function parity(label: string, cfg: ModelConfig, model: Transformer, onnxWeights: ModelWeights, tokens: Int32Array): Promise<void> {
+async function parity(label: string, cfg: ModelConfig, model: Model, onnxWeights: ModelWeights, tokens: Int32Array): Promise<void> {
   const sess = await session(exportOnnx(cfg, onnxWeights, T));
   const got = await runOrt(sess, tokens, B, T);
-  const want = model.forward(tokens, B, T);
+  const want = model.forward(tokens, B, T).subarray(0, B * T * cfg.vocab); // the model's buffer may be longer
   expect(got.length).toBe(B * T * cfg.vocab);
   const abs = maxAbsDiff(got, want);
   const scale = maxAbs(want);
@@ -102,8 +107,8 @@ async function parity(label: string, cfg: ModelConfig, model: Transformer, onnxW
 }
 
 /** initWeights, then `steps` next-token steps on a repeating pattern; returns the f32 weights. */
-function trainedWeights(cfg: ModelConfig, r: Rng, steps: number): ModelWeights {
-  const model = new Transformer(cfg, initWeights(cfg, r.fork(0)), { trainable: 'full' });
+async function trainedWeights(cfg: ModelConfig, r: Rng, steps: number): Promise<ModelWeights> {
+  const model = new Model(cpuBackend, cfg, initWeights(cfg, r.fork(0)), { trainable: 'full' });
   const Bt = 8;
   const Tt = 32;
   const data = r.fork(1);
@@ -113,37 +118,40 @@ function trainedWeights(cfg: ModelConfig, r: Rng, steps: number): ModelWeights {
       const off = data.int(5);
       for (let t = 0; t < Tt; t++) tokens[b * Tt + t] = 4 + ((off + 3 * t) % 11); // no PAD targets
     }
-    model.trainOnSequences(tokens, Bt, Tt, { lr: 1e-2 });
+    await trainOnSequences(model, tokens, Bt, Tt, { lr: 1e-2 });
   }
   return model.exportWeights();
 }
 
-describe('exportOnnx parity with Transformer.forward (onnxruntime-web, wasm)', () => {
+describe('exportOnnx parity with Model.forward (onnxruntime-web, wasm)', () => {
   const cfg = MODEL_PRESETS.S;
-  const trained = trainedWeights(cfg, rng(1), 40);
+  let trained: ModelWeights;
+  beforeAll(async () => {
+    trained = await trainedWeights(cfg, rng(1), 40);
+  });
 
   it('random init (MODEL_PRESETS.S)', async () => {
     const w = initWeights(cfg, rng(0));
-    await parity('S random', cfg, new Transformer(cfg, w, { trainable: 'none' }), w, randomTokens(B * T, cfg.vocab, rng(0, 1)));
+    await parity('S random', cfg, inference(cfg, w), w, randomTokens(B * T, cfg.vocab, rng(0, 1)));
   });
 
   it('trained (40 AdamW steps)', async () => {
-    const model = new Transformer(cfg, trained, { trainable: 'none' });
+    const model = inference(cfg, trained);
     const tokens = randomTokens(B * T, cfg.vocab, rng(1, 2));
     expect(maxAbs(model.forward(tokens, B, T))).toBeGreaterThan(1); // the weights did move
     await parity('S trained', cfg, model, trained, tokens);
   });
 
-  it('Q8: ONNX of the dequantized weights vs the Transformer on the Q8 base', async () => {
+  it('Q8: ONNX of the dequantized weights vs the Model on the Q8 base', async () => {
     const q8 = quantizeWeights(cfg, trained, 'q8');
     expect(q8.get('layers.0.wq')!.dtype).toBe('q8');
-    await parity('S trained, Q8', cfg, new Transformer(cfg, q8, { trainable: 'none' }), dequantizeWeights(q8), randomTokens(B * T, cfg.vocab, rng(2)));
+    await parity('S trained, Q8', cfg, inference(cfg, q8), dequantizeWeights(q8), randomTokens(B * T, cfg.vocab, rng(2)));
   });
 
   it('BENCH_100K shape (vocab 40, hidden 172)', async () => {
     const c = BENCH_100K;
     const w = initWeights(c, rng(3));
-    await parity('BENCH_100K random', c, new Transformer(c, w, { trainable: 'none' }), w, randomTokens(B * T, c.vocab, rng(3, 1)));
+    await parity('BENCH_100K random', c, inference(c, w), w, randomTokens(B * T, c.vocab, rng(3, 1)));
   });
 
   it('would catch a RoPE error: θ = 5000 in the export moves the logits far outside the tolerance', async () => {
@@ -151,7 +159,7 @@ describe('exportOnnx parity with Transformer.forward (onnxruntime-web, wasm)', (
     const sess = await session(exportOnnx(wrong, trained, T));
     const tokens = randomTokens(B * T, cfg.vocab, rng(6));
     const got = await runOrt(sess, tokens, B, T);
-    const want = new Transformer(cfg, trained, { trainable: 'none' }).forward(tokens, B, T);
+    const want = inference(cfg, trained).forward(tokens, B, T);
     const rel = maxAbsDiff(got, want) / maxAbs(want);
     measured.push(['S trained, θ 5000 (bug)', maxAbsDiff(got, want), maxAbs(want), rel, `> ${(100 * TOL).toExponential(0)} (must be caught)`]);
     expect(rel).toBeGreaterThan(100 * TOL);

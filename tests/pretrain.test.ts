@@ -4,18 +4,20 @@
  * single-thread step within f32 rounding, is deterministic, and fails cleanly when a worker
  * throws, and `npm run pretrain` (a seconds-long run, on 1 and on 2 workers) writes a model file
  * and a card that load back with matching contents. Seeds fixed here: model init 2, 5, 7; data
- * 3, 4, 6, 11. The shipped models' own accuracy is checked in zoo.test.ts.
+ * 3, 4, 6, 11. Every model is a `Model` (src/model/model.ts) on the f32 CPU backend. The shipped
+ * models' own accuracy is checked in zoo.test.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cpuBackend } from '../src/backend/cpu';
 import { Rng } from '../src/core/rng';
 import { cardFromJson } from '../src/model/card';
 import { modelConfig } from '../src/model/config';
 import { AGENT_TOKENS, BOS, EOS, SEP, tokenizer, vocabSize } from '../src/model/tokenizer';
-import { Transformer } from '../src/model/transformer';
+import { Model } from '../src/model/model';
 import { initWeights, loadModel } from '../src/model/weights';
 import { pretrainExample } from '../src/tasks/llm/corpus';
 import { arithmetic } from '../src/tasks/llm/index';
@@ -24,7 +26,7 @@ import { crossEntropyStep, pretrain, type PretrainExample, type PretrainOptions 
 
 /** Tiny model for the worker tests (a 1-layer, d 32 model: each step is a few milliseconds). */
 const tinyCfg = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
-const tinyModel = (seed: number): Transformer => new Transformer(tinyCfg, initWeights(tinyCfg, new Rng(seed)), { trainable: 'full' });
+const tinyModel = (seed: number): Model => new Model(cpuBackend, tinyCfg, initWeights(tinyCfg, new Rng(seed)), { trainable: 'full' });
 
 /** Random sequences (never zeros) of random lengths 6..40, the loss starting at a random position. */
 function randomBatch(rng: Rng, B: number): PretrainExample[] {
@@ -66,14 +68,14 @@ describe('pretraining', () => {
     expect(chains).toBeGreaterThan(20);
   });
 
-  it('next-token training lowers the loss on the answers', () => {
+  it('next-token training lowers the loss on the answers', async () => {
     const cfg = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
-    const model = new Transformer(cfg, initWeights(cfg, new Rng(2)), { trainable: 'full' });
+    const model = new Model(cpuBackend, cfg, initWeights(cfg, new Rng(2)), { trainable: 'full' });
     const rng = new Rng(4);
     const batch = () => Array.from({ length: 16 }, (_, b) => pretrainExample(task, rng.fork(b + Math.floor(rng.uniform() * 1e6))));
-    const first = crossEntropyStep(model, batch(), 3e-3, 0).loss;
+    const first = (await crossEntropyStep(model, batch(), 3e-3, 0)).loss;
     let last = first;
-    for (let s = 0; s < 150; s++) last = crossEntropyStep(model, batch(), 3e-3, 0).loss;
+    for (let s = 0; s < 150; s++) last = (await crossEntropyStep(model, batch(), 3e-3, 0)).loss;
     console.log(`[pretrain] loss ${first.toFixed(3)} → ${last.toFixed(3)} after 150 steps`);
     expect(last).toBeLessThan(first * 0.6);
   });
@@ -115,19 +117,20 @@ describe('pretraining', () => {
         for (let step = 0; step < 5; step++) {
           const batch = randomBatch(rng, 13); // odd: shards of 6 and 7 with different lengths T
           const lr = 3e-3;
-          const r = crossEntropyStep(single, batch, lr, 0.01);
+          const r = await crossEntropyStep(single, batch, lr, 0.01);
           const r2 = await pool2.step(batch, lr, 0.01);
           const r1 = await pool1.step(batch, lr, 0.01);
           // Gradients relative to the largest entry of the whole gradient (entries near 0 have no scale of their own).
+          const [gSingle, gTwo, pSingle, pTwo, pOne] = await Promise.all([single.getGrads(), two.getGrads(), single.getParams(), two.getParams(), one.getParams()]);
           let gmax = 0;
-          for (const g of single.grads) gmax = Math.max(gmax, Math.abs(g));
-          worstGrad = Math.max(worstGrad, maxRelDiff(single.grads, two.grads, gmax));
-          worstParam = Math.max(worstParam, maxRelDiff(single.params, two.params, 1e-2));
+          for (const g of gSingle) gmax = Math.max(gmax, Math.abs(g));
+          worstGrad = Math.max(worstGrad, maxRelDiff(gSingle, gTwo, gmax));
+          worstParam = Math.max(worstParam, maxRelDiff(pSingle, pTwo, 1e-2));
           if (step === 0) [firstGrad, firstParam] = [worstGrad, worstParam];
           expect(Math.abs(r2.loss - r.loss)).toBeLessThan(1e-6 * r.loss); // f32 parameters differ after step 0
           // One worker holds the whole batch: the same numbers as the single-thread step, bit for bit.
           expect(r1.loss).toBe(r.loss);
-          expect(Array.from(one.params)).toEqual(Array.from(single.params));
+          expect(Array.from(pOne)).toEqual(Array.from(pSingle));
         }
         const f = (x: number): string => x.toExponential(2);
         console.log(`[pretrain] 2 workers vs 1 thread, max rel diff — gradient (of max |g|): step 0 ${f(firstGrad)}, steps 0–4 ${f(worstGrad)}; parameters (of max(|p|, 1e-2)): after step 0 ${f(firstParam)}, after 5 steps ${f(worstParam)}`);
@@ -148,26 +151,27 @@ describe('pretraining', () => {
       for (let k = 0; k < 2; k++) {
         const model = tinyModel(7);
         const r = await pretrainParallel(model, task2, o, 2);
-        runs.push({ r, params: model.params.slice(), m: model.m.slice(), t: model.t });
+        const state = await model.getState(); // params and [t, m, v]
+        runs.push({ r, params: state.params, optim: state.optim, t: model.t });
       }
       const [a, b] = runs as [(typeof runs)[0], (typeof runs)[0]];
       expect(a.r.steps).toBe(6);
       expect(b.r.finalLoss).toBe(a.r.finalLoss);
       expect(b.t).toBe(6);
       expect(Buffer.from(b.params.buffer).equals(Buffer.from(a.params.buffer))).toBe(true);
-      expect(Buffer.from(b.m.buffer).equals(Buffer.from(a.m.buffer))).toBe(true);
+      expect(Buffer.from(b.optim.buffer).equals(Buffer.from(a.optim.buffer))).toBe(true);
       // …and a 1-worker pool run is the single-thread run exactly.
       const ref = tinyModel(7);
-      const refRun = pretrain(ref, task2, o);
+      const refRun = await pretrain(ref, task2, o);
       const pooled = tinyModel(7);
       const pooledRun = await pretrainParallel(pooled, task2, o, 1);
       expect(pooledRun.finalLoss).toBe(refRun.finalLoss);
-      expect(Buffer.from(pooled.params.buffer).equals(Buffer.from(ref.params.buffer))).toBe(true);
+      expect(Buffer.from((await pooled.getParams()).buffer).equals(Buffer.from((await ref.getParams()).buffer))).toBe(true);
     });
 
     it('a worker that throws rejects the step with a specific error and the pool shuts down', async () => {
       const model = tinyModel(5);
-      const before = model.params.slice();
+      const before = await model.getParams();
       const pool = await DataParallelTrainer.create(model, 2);
       const batch = randomBatch(new Rng(3), 4);
       batch[3] = { tokens: new Int32Array(100).fill(5), lossFrom: 50 }; // longer than maxSeq 64, in shard 1
@@ -183,7 +187,7 @@ describe('pretraining', () => {
       const exited = await Promise.race([pool.whenExited().then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 10_000)))]);
       clearTimeout(timer);
       expect(exited).toBe(true);
-      expect(Array.from(model.params)).toEqual(Array.from(before));
+      expect(Array.from(await model.getParams())).toEqual(Array.from(before));
       await expect(pool.step(batch.slice(0, 2), 3e-3, 0)).rejects.toThrow(/pretrain worker 1 failed/);
       await pool.close();
     });

@@ -88,11 +88,11 @@ describe('configured swap', () => {
     }
   });
 
-  it('a language swap without a model seat says where to run it', async () => {
+  it('a language swap on an experiment built without a model loader says so', async () => {
     // A tabular experiment object with a language config is enough to reach the check.
     const exp = createExperiment(presetConfig('relay'));
     const lm = { ...exp, cfg: parseConfig({ task: 'arithmetic', agents: 3, swapAgent: 1, swapTo: 'M', swapAt: 1 }) };
     await expect(stepThrough(lm).next()).rejects.toThrow(SatError);
-    await expect(stepThrough(lm).next()).rejects.toThrow(/command line/);
+    await expect(stepThrough(lm).next()).rejects.toThrow(/needs a model loader/);
   });
 });

@@ -4,8 +4,10 @@
  *       table and for a small language model;
  *   (b) the whole remote path — comlink over node:worker_threads (tests/helpers/nodeAgentWorker.ts),
  *       one worker per agent — gives bit-identical stage metrics to the in-process run (timings
- *       aside), for the climbing preset and a tiny language team, and step-set keys hit;
- *   (c) errors cross with their class, and a worker that dies rejects the call instead of hanging.
+ *       aside), for the climbing preset and a tiny language team;
+ *   (d) an agent step costs its worker one `update` call plus the rollouts' calls: counted per
+ *       agent step (tabular and language), at most the rollout turns plus a small constant;
+ *   (c) errors cross with their class, and a worker that dies rejects the call instead of hanging;
  * Seeds are fixed in each test; the language model is random (built here), so its rewards are
  * mostly 0 — this checks the plumbing, not learning.
  */
@@ -18,11 +20,12 @@ import { vocabSize } from '../src/model/tokenizer';
 import { initWeights, saveModel } from '../src/model/weights';
 import { groupAdvantages } from '../src/sat/advantages';
 import { parseConfig, type Config } from '../src/sat/config';
-import { bestResponseLogits, createExperiment, createLlmExperiment, planLlm, planTabular, runStages, swapAgent } from '../src/sat/experiment';
+import { bestResponseLogits, createExperiment, createLlmExperiment, planLlm, planTabular, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import { agentSteps } from '../src/sat/rollout';
 import type { StageRecord } from '../src/sat/stage';
 import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from '../src/sat/types';
+import { agentGeometry, updateAgent, type UpdatePlan } from '../src/sat/update';
 import { createRemoteExperiment, RemoteAgent, type RemoteExperiment } from '../src/app/remoteTeam';
 import { AgentApi, AgentWorkerError, CPU_BACKEND } from '../src/workers/agentApi';
 import { live, nodeAgentWorker } from './helpers/nodeAgentWorker';
@@ -52,32 +55,40 @@ function agentBatch(batch: Batch, j: number, horizon: number): AgentBatch {
 }
 
 /**
- * Calls every AgentPolicy method on both agents in the same order and expects identical results.
- * `key` (AgentApi only) names the batch's step set, as the remote proxy does.
+ * Calls every AgentPolicy method on both agents in the same order and expects identical results,
+ * ending with a whole update (update.ts) run by AgentApi against updateAgent in-process.
  */
-async function sameEverywhere(local: AgentPolicy, api: AgentApi, batch: AgentBatch, key: number | undefined): Promise<void> {
+async function sameEverywhere(local: AgentPolicy, api: AgentApi, batch: AgentBatch): Promise<void> {
   const probe = { obs: batch.obs, actions: batch.actions, context: batch.context };
-  expect(await api.distributions(probe, key)).toEqual(await local.distributions(probe));
-  expect(await api.logProbs(probe, key)).toEqual(await local.logProbs(probe));
+  expect(await api.distributions(probe)).toEqual(await local.distributions(probe));
+  expect(await api.logProbs(probe)).toEqual(await local.logProbs(probe));
   await Promise.all([local.setReference(), api.setReference()]);
   const s0 = await local.snapshot();
   expect(await api.snapshot()).toEqual(s0);
   for (let k = 0; k < 2; k++) {
-    expect(await api.trainStep(batch, spec, key)).toEqual(await local.trainStep(batch, spec));
-    expect(await api.klToReference(batch, key)).toEqual(await local.klToReference(batch));
+    expect(await api.trainStep(batch, spec)).toEqual(await local.trainStep(batch, spec));
+    expect(await api.klToReference(batch)).toEqual(await local.klToReference(batch));
   }
   const g = await local.surrogateGradient(batch);
-  expect(await api.surrogateGradient(batch, key)).toEqual(g);
-  expect(await api.fisherVectorProduct(batch, g, key)).toEqual(await local.fisherVectorProduct(batch, g));
+  expect(await api.surrogateGradient(batch)).toEqual(g);
+  expect(await api.fisherVectorProduct(batch, g)).toEqual(await local.fisherVectorProduct(batch, g));
   const s1 = await local.snapshot();
   expect(await api.snapshot()).toEqual(s1);
   await Promise.all([local.interpolate(s0, 0.5), api.interpolate(s0, 0.5)]);
   expect(await api.snapshot()).toEqual(await local.snapshot());
   await Promise.all([local.restore(s1), api.restore(s1)]);
-  expect(await api.logProbs(probe, key)).toEqual(await local.logProbs(probe));
+  expect(await api.logProbs(probe)).toEqual(await local.logProbs(probe));
   const info = await local.info();
   expect(await api.info()).toEqual({ ...info, backend: CPU_BACKEND });
   expect(await api.memoryBytes()).toBeGreaterThan(0);
+  const plan: UpdatePlan = {
+    batch, rawAdv: batch.adv, delta: 1e-4, beta: 0.01, // a tiny radius: the retries and 'reject' run too
+    settings: { objective: 'sequence', tokenAgg: 'grpo', epsLow: 0.2, epsHigh: 0.2, lr: 0.05, weightDecay: 0, epochs: 2, alpha: 0.1, maxBacktracks: 2, retryLrFactor: 0.5, onExhausted: 'reject', betaAdapt: true, geoIters: 2 },
+    after: { logProbs: [batch], distributions: probe },
+  };
+  expect(await api.update(plan)).toEqual(await updateAgent(local, plan));
+  expect(await api.snapshot()).toEqual(await local.snapshot());
+  expect(await api.kappa(batch, batch.adv, 2)).toBe((await agentGeometry(local, batch, batch.adv, 2)).kappa);
 }
 
 /** Metrics minus wall-clock timings (perf/ms_*, perf/tokens_per_s), which differ run to run. */
@@ -96,8 +107,8 @@ function expectSameRun(remote: readonly StageRecord[], local: readonly StageReco
 }
 
 const opened: RemoteExperiment[] = [];
-async function remote(cfg: Config, extra: { stepSetKeys?: boolean } = {}): Promise<RemoteExperiment> {
-  const exp = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load, ...extra });
+async function remote(cfg: Config): Promise<RemoteExperiment> {
+  const exp = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load });
   opened.push(exp);
   return exp;
 }
@@ -118,7 +129,7 @@ describe('AgentApi used directly equals the in-process agent', () => {
       const api = new AgentApi();
       await api.init({ kind: 'tabular', ...specs[agent.index]! });
       expect(await api.getLogits()).toEqual(agent.getLogits());
-      await sameEverywhere(agent, api, agentBatch(batch, agent.index, exp.env.horizon), undefined);
+      await sameEverywhere(agent, api, agentBatch(batch, agent.index, exp.env.horizon));
       const z = Float64Array.from({ length: agent.nObs * agent.nActions }, (_, i) => Math.sin(i));
       agent.setLogits(z);
       await api.setLogits(z);
@@ -127,38 +138,20 @@ describe('AgentApi used directly equals the in-process agent', () => {
     }
   });
 
-  it('language model: every method plus generate, with and without step-set keys, and keys hit', async () => {
+  it('language model: every method plus generate', async () => {
     const cfg = lmSettings();
     const specs = planLlm(cfg).agents;
-    for (const key of [undefined, 42]) {
-      const exp = await createLlmExperiment(cfg, load);
-      const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(9));
-      for (const agent of exp.team) {
-        const api = new AgentApi();
-        await api.init({ kind: 'lm', modelName: exp.modelName, model: modelBytes, ...specs[agent.index]! });
-        const ctx = [Int32Array.of(1, 5, 6), Int32Array.of(1, 7)];
-        const gOpts = { maxNew: 4, seed: 5, stream: agent.index };
-        expect(await api.generate(ctx, gOpts)).toEqual(await agent.generate(ctx, gOpts));
-        await sameEverywhere(agent, api, agentBatch(batch, agent.index, exp.env.horizon), key);
-        const stats = await api.cacheStats();
-        if (key === undefined) expect(stats).toEqual({ hits: 0, misses: 0 });
-        else expect(stats.hits).toBeGreaterThan(5);
-        await expect(api.getLogits()).rejects.toThrow(AgentWorkerError);
-      }
-    }
-  });
-
-  it('a keyed step set is answered from the obs first sent under that key, even when a later call clones it', async () => {
-    const exp = await createLlmExperiment(lmSettings(), load);
+    const exp = await createLlmExperiment(cfg, load);
     const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(9));
-    const b = agentBatch(batch, 0, exp.env.horizon);
-    const api = new AgentApi();
-    await api.init({ kind: 'lm', modelName: exp.modelName, model: modelBytes, ...planLlm(exp.cfg).agents[0]! });
-    await api.setReference();
-    const first = await api.klToReference(b, 1);
-    const cloned = structuredClone(b);
-    expect(await api.klToReference(cloned, 1)).toEqual(first);
-    expect(await api.cacheStats()).toEqual({ hits: 1, misses: 1 });
+    for (const agent of exp.team) {
+      const api = new AgentApi();
+      await api.init({ kind: 'lm', modelName: exp.modelName, model: modelBytes, ...specs[agent.index]! });
+      const ctx = [Int32Array.of(1, 5, 6), Int32Array.of(1, 7)];
+      const gOpts = { maxNew: 4, seed: 5, stream: agent.index };
+      expect(await api.generate(ctx, gOpts)).toEqual(await agent.generate(ctx, gOpts));
+      await sameEverywhere(agent, api, agentBatch(batch, agent.index, exp.env.horizon));
+      await expect(api.getLogits()).rejects.toThrow(AgentWorkerError);
+    }
   });
 
   it('says plainly when used before init', async () => {
@@ -185,7 +178,7 @@ describe('a team of workers (comlink over node:worker_threads)', () => {
     exp.terminate();
   });
 
-  it('a language team: the same stage metrics as in-process, and the worker reuses keyed step sets', async () => {
+  it('a language team: the same stage metrics as in-process', async () => {
     const cfg = lmSettings({ seed: 2 });
     const local = await createLlmExperiment(cfg, load);
     const exp = await remote(cfg);
@@ -193,19 +186,57 @@ describe('a team of workers (comlink over node:worker_threads)', () => {
     expect(exp.infos[0]!.kind).toBe('lm');
     expect(await (exp.team[0] as RemoteAgent).memoryBytes()).toBeGreaterThan(modelBytes.byteLength);
     expectSameRun(await runStages(exp, 1), await runStages(local, 1));
-    const stats = await Promise.all(exp.team.map((a) => (a as RemoteAgent).cacheStats()));
-    for (const s of stats) expect(s.hits).toBeGreaterThan(0);
     exp.terminate();
   });
 
-  it('without step-set keys the numbers are the same (the keys only save work)', async () => {
-    const cfg = lmSettings({ seed: 2 });
-    const keyed = await remote(cfg);
-    const plain = await remote(cfg, { stepSetKeys: false });
-    expectSameRun(await runStages(plain, 1), await runStages(keyed, 1));
-    expect(await (plain.team[0] as RemoteAgent).cacheStats()).toEqual({ hits: 0, misses: 0 });
-    keyed.terminate();
-    plain.terminate();
+  /**
+   * Worker calls per agent step, counted: the agent being updated makes exactly one `update` call
+   * and nothing else of the update's kind (trainStep, klToReference, snapshots, Fisher products…);
+   * every other call serves a rollout. Language: per rollout an agent writes one message (one
+   * `generate` per turn it speaks) and scores it (one `logProbs`); a tabular rollout asks each
+   * agent once for its table (`distributions`).
+   */
+  it('an agent step costs its worker one update call plus the rollouts\' calls', async () => {
+    const updateKind = ['trainStep', 'klToReference', 'snapshot', 'restore', 'interpolate', 'surrogateGradient', 'fisherVectorProduct'];
+    const perStep = async (cfg: Config): Promise<{ calls: number[]; byName: Record<string, number>[] }> => {
+      const exp = await remote(cfg);
+      const team = exp.team as RemoteAgent[];
+      const total = () => team.reduce((s, a) => s + a.callCount, 0);
+      const names = () => team.map((a) => Object.fromEntries(a.calls));
+      const calls: number[] = [];
+      const byName: Record<string, number>[] = [];
+      const gen = stepThrough(exp);
+      let before = total();
+      let prev = names();
+      for (let r = await gen.next(); !r.done; r = await gen.next()) {
+        calls.push(total() - before);
+        const now = names();
+        const j = r.value.agent;
+        const diff: Record<string, number> = {};
+        for (const [k, v] of Object.entries(now[j]!)) if (v - (prev[j]![k] ?? 0) > 0) diff[k] = v - (prev[j]![k] ?? 0);
+        byName.push(diff);
+        before = total();
+        prev = now;
+      }
+      exp.terminate();
+      return { calls, byName };
+    };
+    const tab = await perStep(presetConfig('climbing', { seed: 4, stages: 1 }));
+    const lm = await perStep(lmSettings({ seed: 2 }));
+    console.log(`[workers] worker calls per agent step — climbing: ${tab.calls.join(', ')}; language (2 agents, chain): ${lm.calls.join(', ')}`);
+    for (const d of [...tab.byName, ...lm.byName]) {
+      expect(d.update).toBe(1);
+      for (const k of updateKind) expect(d[k], k).toBeUndefined();
+    }
+    // Tabular (n = 3): one update, and a resampled batch's rollout (one table per agent); J comes
+    // from the tables the stage keeps. The first step also carries the stage start: evaluation,
+    // stage batch, references, tables (one call per agent each).
+    const n = 3;
+    tab.calls.forEach((c, i) => expect(c).toBeLessThanOrEqual(1 + n + (i === 0 ? 4 * n : 0)));
+    // Language (n = 2, one message each per episode): a rollout costs ≤ n generate + n logProbs,
+    // an evaluation n generate. Per step: one update, the certification batch, a probe, the
+    // stage-end evaluation; the first step also the start's evaluation, stage batch and references.
+    lm.calls.forEach((c, i) => expect(c).toBeLessThanOrEqual(1 + 2 * (2 + 2) + 2 + (i === 0 ? 2 + (2 + 2) + 2 : 0)));
   });
 });
 

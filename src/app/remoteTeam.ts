@@ -1,9 +1,10 @@
 /**
  * A team whose agents live in Web Workers, one worker per agent (the worker boundary is where the
- * parameters are: an agent's whole update is one call to its worker, and parameter-sized vectors
- * never cross it in the loop): the main thread keeps the stage loop (src/sat/stage.ts, unchanged)
- * and drives each agent through its typed `Remote<AgentApi>`; each worker owns its model, optimizer
- * and backend.
+ * parameters are: an agent's whole update — train epochs, monitor, retries, geometry — is ONE
+ * call to its worker, `update` (src/sat/update.ts), and parameter-sized vectors never cross it in
+ * the loop): the main thread keeps the stage loop (src/sat/stage.ts), the environment and the
+ * rollouts (turn by turn) and drives each agent through its typed `Remote<AgentApi>`; each worker
+ * owns its model, optimizer and backend.
  *
  *   const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load });
  *   await runStages(exp, 3);          // the same functions as an in-process experiment
@@ -15,10 +16,10 @@
  * share link replays a run wherever its agents ran (timings aside).
  *
  * Crossing the boundary: arguments are cloned (the stage loop keeps using its batches and
- * snapshots); results come back transferred (src/workers/wire.ts). Step sets are numbered by the
- * identity of their obs array so a worker's LmAgent reuses its padded batch and reference logits
- * (agentApi.ts, "Step-set keys"). A worker that dies rejects every pending and later call with
- * an AgentWorkerError naming the agent — never a hang.
+ * snapshots); results come back transferred (src/workers/wire.ts). Every agent counts the calls
+ * it made to its worker, per method (`calls`), which is how tests/workers.test.ts holds an agent
+ * step to the rollout turns plus a small constant. A worker that dies rejects every pending and
+ * later call with an AgentWorkerError naming the agent — never a hang.
  *
  * Not here: the agent (src/workers/agentApi.ts), the store and buttons that use this (src/app).
  */
@@ -27,9 +28,12 @@ import { ConfigError } from '../core/errors';
 import { Rng } from '../core/rng';
 import { planLlm, planTabular, type Experiment, type ModelLoader, type TableAgent, type TableExperiment } from '../sat/experiment';
 import { isLlmTask, type Config } from '../sat/config';
-import type { TabularEnv } from '../sat/env';
-import type { GenerateOptions, LmAgentPolicy, LmEnv } from '../sat/lm';
+import type { TabularEnv } from '../sat/env/tabular';
+import type { GenerateOptions, LmAgentPolicy } from '../sat/agents/lm';
+import type { LmEnv } from '../sat/env/lm';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
+import type { UpdatePlan, UpdateResult } from '../sat/update';
+import { configuredLmSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
 import type { AgentApi, AgentSpec } from '../workers/agentApi';
 import { AgentWorkerError } from '../workers/errors';
 import { installErrorTransfer } from '../workers/wire';
@@ -101,103 +105,106 @@ class Link {
   }
 }
 
-export interface RemoteAgentOptions {
-  /** Number step sets so the worker reuses its per-step-set caches (default true; false only to measure). */
-  readonly stepSetKeys?: boolean;
-}
-
-/** Step-set numbers, shared by all agents (obs arrays are per-agent anyway). */
-const stepSetKeys = new WeakMap<Int32Array, number>();
-let nextKey = 1;
-
 /** An agent in a worker: the AgentPolicy (and generate) the stage loop and LmEnv call. */
 export class RemoteAgent implements LmAgentPolicy {
   readonly index: number;
-  protected readonly link: Link;
-  private readonly keys: boolean;
+  /** Calls made to the worker so far, per AgentApi method (what one agent step costs). */
+  readonly calls = new Map<string, number>();
+  private readonly link: Link;
 
-  constructor(index: number, worker: AgentWorker, opts: RemoteAgentOptions = {}) {
+  constructor(index: number, worker: AgentWorker) {
     installErrorTransfer();
     this.index = index;
     this.link = new Link(worker, index);
-    this.keys = opts.stepSetKeys ?? true;
   }
 
-  /** The step set's number (the same for the same obs array), or undefined when keys are off. */
-  private key(steps: StepSet): number | undefined {
-    if (!this.keys) return undefined;
-    let k = stepSetKeys.get(steps.obs);
-    if (k === undefined) {
-      k = nextKey++;
-      stepSetKeys.set(steps.obs, k);
-    }
-    return k;
+  /** One counted call of AgentApi method `name`. */
+  protected call<T>(name: string, f: (api: Remote<AgentApi>) => Promise<T>): Promise<T> {
+    this.calls.set(name, (this.calls.get(name) ?? 0) + 1);
+    return this.link.call(f);
+  }
+
+  /** Total calls made to the worker so far. */
+  get callCount(): number {
+    let n = 0;
+    for (const c of this.calls.values()) n += c;
+    return n;
   }
 
   /** Builds the agent in its worker (an LmSpec's model bytes should be transferred: see createRemoteExperiment). */
   init(spec: AgentSpec, transferList: Transferable[] = []): Promise<void> {
-    return this.link.call((api) => api.init(transfer(spec, transferList)));
+    return this.call('init', (api) => api.init(transfer(spec, transferList)));
   }
 
   info(): Promise<AgentInfo> {
-    return this.link.call((api) => api.info());
+    return this.call('info', (api) => api.info());
   }
 
   memoryBytes(): Promise<number> {
-    return this.link.call((api) => api.memoryBytes());
-  }
-
-  cacheStats(): Promise<{ hits: number; misses: number }> {
-    return this.link.call((api) => api.cacheStats());
+    return this.call('memoryBytes', (api) => api.memoryBytes());
   }
 
   distributions(steps: StepSet): Promise<Float64Array> {
-    return this.link.call((api) => api.distributions(steps, this.key(steps)));
+    return this.call('distributions', (api) => api.distributions(steps));
   }
 
   logProbs(steps: StepSet): Promise<Float64Array> {
-    return this.link.call((api) => api.logProbs(steps, this.key(steps)));
+    return this.call('logProbs', (api) => api.logProbs(steps));
   }
 
   setReference(): Promise<void> {
-    return this.link.call((api) => api.setReference());
+    return this.call('setReference', (api) => api.setReference());
   }
 
   klToReference(steps: StepSet): Promise<Float64Array> {
-    return this.link.call((api) => api.klToReference(steps, this.key(steps)));
+    return this.call('klToReference', (api) => api.klToReference(steps));
   }
 
   trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
-    return this.link.call((api) => api.trainStep(batch, spec, this.key(batch)));
+    return this.call('trainStep', (api) => api.trainStep(batch, spec));
   }
 
   surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
-    return this.link.call((api) => api.surrogateGradient(batch, this.key(batch)));
+    return this.call('surrogateGradient', (api) => api.surrogateGradient(batch));
   }
 
   fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
-    return this.link.call((api) => api.fisherVectorProduct(steps, v, this.key(steps)));
+    return this.call('fisherVectorProduct', (api) => api.fisherVectorProduct(steps, v));
+  }
+
+  /** The whole update in the worker: one round trip (src/sat/update.ts). */
+  update(plan: UpdatePlan): Promise<UpdateResult> {
+    return this.call('update', (api) => api.update(plan));
+  }
+
+  /** A language swap made in the worker (lmSwap.ts `swapLmAgent` calls it: SwapsInPlace). */
+  swapIn(modelName: string, file: Uint8Array, steps: StepSet, o: SeatSwapOptions): Promise<SeatSwapReport> {
+    return this.call('swapIn', (api) => api.swapIn(modelName, file, steps, o));
+  }
+
+  kappa(batch: AgentBatch, rawAdv: Float64Array, iters: number): Promise<number> {
+    return this.call('kappa', (api) => api.kappa(batch, rawAdv, iters));
   }
 
   snapshot(): Promise<AgentSnapshot> {
-    return this.link.call((api) => api.snapshot());
+    return this.call('snapshot', (api) => api.snapshot());
   }
 
   restore(s: AgentSnapshot): Promise<void> {
-    return this.link.call((api) => api.restore(s));
+    return this.call('restore', (api) => api.restore(s));
   }
 
   interpolate(from: AgentSnapshot, f: number): Promise<void> {
-    return this.link.call((api) => api.interpolate(from, f));
+    return this.call('interpolate', (api) => api.interpolate(from, f));
   }
 
   generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
-    return this.link.call((api) => api.generate(contexts, opts));
+    return this.call('generate', (api) => api.generate(contexts, opts));
   }
 
   /** For tests and demonstrations: destroys the worker's GPU device (false when it has none). */
   loseDevice(): Promise<boolean> {
-    return this.link.call((api) => api.loseDevice());
+    return this.call('loseDevice', (api) => api.loseDevice());
   }
 
   /** Ends the worker; pending and later calls reject with AgentWorkerError. */
@@ -211,22 +218,22 @@ export class RemoteTableAgent extends RemoteAgent implements TableAgent {
   readonly nObs: number;
   readonly nActions: number;
 
-  constructor(index: number, worker: AgentWorker, nObs: number, nActions: number, opts: RemoteAgentOptions = {}) {
-    super(index, worker, opts);
+  constructor(index: number, worker: AgentWorker, nObs: number, nActions: number) {
+    super(index, worker);
     this.nObs = nObs;
     this.nActions = nActions;
   }
 
   getLogits(): Promise<Float64Array> {
-    return this.link.call((api) => api.getLogits());
+    return this.call('getLogits', (api) => api.getLogits());
   }
 
   setLogits(z: Float64Array): Promise<void> {
-    return this.link.call((api) => api.setLogits(z));
+    return this.call('setLogits', (api) => api.setLogits(z));
   }
 }
 
-export interface RemoteExperimentOptions extends RemoteAgentOptions {
+export interface RemoteExperimentOptions {
   /** Starts one agent's worker: `makeAgentWorker` in the page, a worker_threads adapter in Node. */
   readonly makeWorker: () => Worker | AgentWorker;
   /** Reads a shipped model's bytes (language tasks only). */
@@ -269,7 +276,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
   try {
     if (!isLlmTask(cfg.task)) {
       const { game, env, aMax, agents } = planTabular(cfg);
-      const team = agents.map((init) => new RemoteTableAgent(init.index, asAgentWorker(opts.makeWorker()), init.nObs, init.nActions, opts));
+      const team = agents.map((init) => new RemoteTableAgent(init.index, asAgentWorker(opts.makeWorker()), init.nObs, init.nActions));
       started.push(...team);
       await Promise.all(team.map((a, i) => a.init({ kind: 'tabular', ...agents[i]! })));
       const infos = await Promise.all(team.map((a) => a.info()));
@@ -280,7 +287,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     const { modelName, env, aMax, agents } = planLlm(cfg);
     const files = new Map<string, Uint8Array>();
     for (const f of new Set(agents.map((a) => a.modelFile))) files.set(f, await opts.load(f));
-    const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker()), opts));
+    const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker())));
     started.push(...team);
     await Promise.all(
       team.map((a, i) => {
@@ -293,7 +300,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     );
     const infos = await Promise.all(team.map((a) => a.info()));
     const j0 = (await env.evaluate(team)).J;
-    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName, infos, terminate };
+    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName, infos, terminate, swapModel: configuredLmSwap(opts.load) };
   } catch (e) {
     terminate();
     throw e;

@@ -25,7 +25,7 @@ import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type TeamHandle } from './team';
 import type { TranscriptBatch } from './charts/series';
-import type { LmEnv } from '../sat/lm';
+import type { LmEnv } from '../sat/env/lm';
 import { emptyMetrics, formOf, MAX_TRANSCRIPT_BATCHES, usePlayground, type Form, type Progress, type Speed } from './store';
 
 // ── the one experiment ────────────────────────────────────────────────────────────────────────

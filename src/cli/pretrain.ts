@@ -27,7 +27,8 @@ import { Rng } from '../core/rng';
 import { makeCard, cardToJson } from '../model/card';
 import { MODEL_PRESETS, type ModelSize, paramCount } from '../model/config';
 import type { QuantKind } from '../model/quant';
-import { Transformer } from '../model/transformer';
+import { cpuBackend } from '../backend/cpu';
+import { Model } from '../model/model';
 import { initWeights, quantizeWeights, saveModel } from '../model/weights';
 import { isLlmTaskName, LLM_TASK_NAMES, makeLlmTask } from '../tasks/llm/index';
 import { defaultWorkers, pretrainParallel } from '../train/parallel';
@@ -102,7 +103,7 @@ async function main(): Promise<void> {
   const cfg = MODEL_PRESETS[a.size as ModelSize];
   const name = `${a.task}-${a.size}`;
   console.log(`pretraining ${name}: ${paramCount(cfg).toLocaleString('en')} parameters (d ${cfg.d}, ${cfg.layers} layers, ${cfg.heads} heads, hidden ${cfg.hidden}), task ${task.name} level ${task.level}, budget ${a.minutes} min / ${a.steps} steps, ${a.workers} worker${a.workers === 1 ? ' (single thread)' : 's (data parallel)'}`);
-  const model = new Transformer(cfg, initWeights(cfg, new Rng(a.seed, [0x696e])), { trainable: 'full' });
+  const model = new Model(cpuBackend, cfg, initWeights(cfg, new Rng(a.seed, [0x696e])), { trainable: 'full' });
   const opts: PretrainOptions = {
     seed: a.seed, batch: a.batch, lr: a.lr, weightDecay: 0.01, steps: a.steps, seconds: a.minutes * 60, every: 100,
     onProgress: (p) => {
@@ -112,14 +113,14 @@ async function main(): Promise<void> {
     },
   };
   const t0 = Date.now();
-  const run = a.workers === 1 ? pretrain(model, task, opts) : await pretrainParallel(model, task, opts, a.workers);
+  const run = a.workers === 1 ? await pretrain(model, task, opts) : await pretrainParallel(model, task, opts, a.workers);
   const wallSeconds = (Date.now() - t0) / 1000;
   if (process.stdout.isTTY) process.stdout.write('\n');
-  const f32 = model.exportWeights();
+  const f32 = await model.exportWeights();
   const weights = quantizeWeights(cfg, f32, a.quant as QuantKind);
-  const quantModel = new Transformer(cfg, weights, { trainable: 'none' });
-  const accF32 = heldOutAccuracy(model, task, a.evalCount).accuracy;
-  const evalQ = heldOutAccuracy(quantModel, task, a.evalCount);
+  const quantModel = new Model(cpuBackend, cfg, weights, { trainable: 'none' });
+  const accF32 = (await heldOutAccuracy(model, task, a.evalCount)).accuracy;
+  const evalQ = await heldOutAccuracy(quantModel, task, a.evalCount);
   console.log(`trained ${run.steps} steps in ${wallSeconds.toFixed(1)} s wall time on ${a.workers} worker${a.workers === 1 ? '' : 's'} (${(run.steps / Math.max(1e-3, wallSeconds)).toFixed(1)} steps/s), final loss ${run.finalLoss.toFixed(4)}; held-out accuracy (greedy, ${a.evalCount} problems): f32 ${(100 * accF32).toFixed(1)} %, ${a.quant} ${(100 * evalQ.accuracy).toFixed(1)} %`);
   for (const e of evalQ.examples) console.log(`  ${e.prompt}${e.answer}  ${e.correct ? '✓' : '✗'}`);
   const card = makeCard(cfg, {

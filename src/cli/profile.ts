@@ -10,7 +10,7 @@
  *
  * Not here: the phases themselves (stage.ts names them), any timing inside kernels.
  */
-import { LmAgent } from '../sat/lm';
+import { LmAgent } from '../sat/agents/lm';
 import type { Experiment } from '../sat/experiment';
 import { STAGE_PHASES, StageProfiler } from '../sat/profile';
 import type { StageRecord } from '../sat/stage';

@@ -33,13 +33,12 @@ import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, pa
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLlmTask } from '../sat/config';
-import { createExperiment, createLlmExperiment, runStages, type Experiment, type LlmExperiment } from '../sat/experiment';
-import { swapLmAgent } from '../sat/lmSwap';
-import { ProjectedLmAgent } from '../sat/projectedAgent';
+import { createExperiment, createLlmExperiment, runStages, type Experiment } from '../sat/experiment';
+import { configuredLmSwap } from '../sat/lmSwap';
+import { ProjectedLmAgent } from '../sat/agents/projected';
 import { lambdaHistogram } from '../sat/stage0';
-import { loadModel } from '../model/weights';
 import { PRESETS, presetConfig } from '../sat/presets';
-import { swapFloor, type StageRecord } from '../sat/stage';
+import type { StageRecord } from '../sat/stage';
 import { certReport, type CertReportRow } from '../sat/certReport';
 import { attachProfiler, profileTable } from './profile';
 import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
@@ -204,37 +203,21 @@ async function openExperiment(cfg: Config): Promise<Experiment> {
 }
 
 /**
- * How a language team seats its configured swap (experiment.ts calls it before stage swapAt): the
- * shipped model is loaded from disk, projected by Stage-0 (unless swapStage0 is off) and distilled
- * (lmSwap.ts); `log` gets the full report.
+ * How a language team seats its configured swap (experiment.ts calls it before stage swapAt):
+ * lmSwap.ts `configuredLmSwap` with the model read from disk; `log` gets the full report.
  */
-function lmSwapSeat(cfg: Config, seat: Args['swapSeat'], log?: (line: string) => void): NonNullable<Experiment['swapModel']> {
-  return async (exp, j, name) => {
-    const r = await swapLmAgent(exp as LlmExperiment, j, name, loadModel(await loadFromDisk(name)), {
-      stage0: cfg.swapStage0, delta0: cfg.stage0Delta, distillSteps: 150, distillLr: 1e-3, B: cfg.batch, G: cfg.group, seed: cfg.seed, seat,
-    });
+function lmSwapSeat(seat: Args['swapSeat'], cfg: Config, log?: (line: string) => void): NonNullable<Experiment['swapModel']> {
+  return configuredLmSwap(loadFromDisk, seat, (r) => {
     const q = (x: { q50: number; q90: number; q99: number; aboveDelta: number }) => `${sci(x.q50)}/${sci(x.q90)}/${sci(x.q99)} (${fmt(100 * x.aboveDelta, 1)} % > δ)`;
-    const counts = lambdaHistogram(r.lambdas);
     const seats = { projection: 'the projection π_new samples (per token, λ(s) solved at sampling time)', student: 'the distilled student samples', raw: 'the new model samples as it is' };
     log?.(
-      `swap before stage ${cfg.swapAt}: agent ${j} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${seats[r.seat]}; ${r.states} token states\n` +
+      `swap before stage ${cfg.swapAt}: agent ${r.agent} ← ${r.model}, Stage-0 ${r.stage0 ? `on (δ0 = ${cfg.stage0Delta}, distilled: KL(π_new‖π_θ) = ${sci(r.distillKl)})` : 'off'}; ${seats[r.seat]}; ${r.states} token states\n` +
         `  held-out J ${fmt(r.jBefore)} → ${fmt(r.jAfter)}\n` +
         `  KL to π_cur q50/q90/q99: π_pre ${q(r.klPre)}; projected ${q(r.klProjected)}; student ${q(r.klStudent)}; seated ${q(r.klSeated)}\n` +
         (r.stage0 ? `  hand-over KL(π_θ‖π_new) of the distilled student q50/q90/q99: ${q(r.handover)}\n` : '') +
-        `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${counts.join(' ')}`,
+        `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${lambdaHistogram(r.lambdas).join(' ')}`,
     );
-    // In the stage record: shares of token states above the agent's radius δ (= δ0 in arith-pnp).
-    return {
-      agent: j, incoming: r.model, stage0: r.stage0, delta0: cfg.stage0Delta,
-      klQuantiles: { q50: r.klSeated.q50, q90: r.klSeated.q90, q99: r.klSeated.q99 },
-      outsideBefore: r.klPre.aboveDelta, outsideAfter: r.klSeated.aboveDelta,
-      lambdaHist: counts, jBefore: r.jBefore, jAfter: r.jAfter,
-      // Stage-0 solves λ(s) at every token state the seat samples from, so each token's KL ≤ δ0 and a
-      // message's KL (the sum along it) ≤ maxNew·δ0. Without Stage-0 no radius is known.
-      certRadius: r.stage0 && r.seat === 'projection' ? cfg.maxNew * cfg.stage0Delta : Number.NaN,
-      certFloor: swapFloor(r.stage0 && r.seat === 'projection' ? cfg.maxNew * cfg.stage0Delta : Number.NaN, exp.env.agentTurns(j), exp.env.rewardRange[1] - exp.env.rewardRange[0]),
-    };
-  };
+  });
 }
 
 /** The configured swap of a tabular team, in one line (the stage record carries the numbers). */
@@ -249,7 +232,7 @@ function tabularSwapLine(s: StageRecord, cfg: Config): string {
 
 async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean } = {}): Promise<Experiment> {
   const exp = await openExperiment(cfg);
-  if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(cfg, opts.seat ?? 'projection', opts.log);
+  if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(opts.seat ?? 'projection', cfg, opts.log);
   const profiling = opts.profile ? attachProfiler(exp) : null;
   await runStages(exp, cfg.stages, (s) => {
     if (s.swap && !isLlmTask(cfg.task)) opts.log?.(tabularSwapLine(s, cfg));

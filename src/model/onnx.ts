@@ -1,5 +1,5 @@
 /**
- * ONNX export of the tiny Llama's forward pass (the same maths as Transformer.forward), for a fixed
+ * ONNX export of the tiny Llama's forward pass (the same maths as Model.forward, src/model/model.ts), for a fixed
  * sequence length T and a dynamic batch B:
  *   input  `tokens` int64 [B, T]  →  output `logits` float [B, T, V]   (positions 0..T−1)
  * The file is a plain ModelProto (ir_version 8, default-domain opset 17) written by our own

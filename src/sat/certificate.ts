@@ -26,7 +26,7 @@
  * is vacuous.
  *
  * Not here: drawing the certification batch or computing r (src/sat/stage.ts), the summand's exact
- * range on tabular games (src/sat/env.ts), the confidence bounds themselves (src/core/confidence.ts).
+ * range on tabular games (src/sat/env/tabular.ts), the confidence bounds themselves (src/core/confidence.ts).
  */
 import { lowerConfidenceBound, type BoundKind } from '../core/confidence';
 

@@ -21,7 +21,9 @@
 import { Rng } from '../core/rng';
 import { weightedQuantile } from '../core/stats';
 import { ConfigError, SatError } from '../core/errors';
-import { Transformer } from '../model/transformer';
+import { Model } from '../model/model';
+import { cpuBackend } from '../backend/cpu';
+import type { Backend, HostTensors, TensorKinds } from '../backend/types';
 import { dequantizeWeights, loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
 import { makeGame } from '../tasks/index';
 import { makeLlmTask } from '../tasks/llm/index';
@@ -29,14 +31,18 @@ import { exactJ, stateVisitProbs } from '../tasks/tabular';
 import type { TabularGame } from '../tasks/types';
 import type { TaskName } from '../tasks/index';
 import { agentModelName, type Config, isLlmTask, resolvedProtocol } from './config';
-import { TabularEnv, type TeamEnv, type TeamEvaluation } from './env';
-import { LmAgent, LmEnv } from './lm';
+import { TabularEnv } from './env/tabular';
+import type { TeamEnv, TeamEvaluation } from './env/types';
+import { LmAgent } from './agents/lm';
+import type { ProjectedLmAgent } from './agents/projected';
+import { LmEnv } from './env/lm';
 import { tablePolicy, teamTables } from './rollout';
 import { runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
 import type { AgentPolicy } from './types';
 import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
-import { TabularSoftmaxAgent } from './tabularAgent';
+import { configuredLmSwap } from './lmSwap';
+import { TabularSoftmaxAgent } from './agents/tabular';
 
 export interface Experiment {
   readonly cfg: Config;
@@ -52,7 +58,7 @@ export interface Experiment {
   lastEval?: TeamEvaluation;
   /** Told each stage's phases when set (npm run sat -- --profile). */
   profiler?: StageProfiler;
-  /** Language teams: how to seat model `name` in agent j's place (the configured swap); see swapIfDue. */
+  /** Language teams: how to seat model `name` in agent j's place (the configured swap; lmSwap.ts `configuredLmSwap` by default); see swapIfDue. */
   swapModel?: (exp: Experiment, j: number, name: string) => Promise<SwapSummary>;
 }
 
@@ -79,10 +85,13 @@ export interface TableExperiment extends Experiment {
   readonly team: readonly TableAgent[];
 }
 
+/** A language team's seat: an agent, or the Stage-0 projection of a plug-and-play swap (src/sat/agents/projected.ts). */
+export type LmSeat = LmAgent | ProjectedLmAgent;
+
 /** A team of small language models on a verifiable text task. */
 export interface LlmExperiment extends Experiment {
   readonly env: LmEnv;
-  readonly team: LmAgent[];
+  readonly team: LmSeat[];
   /** The model file every agent started from, e.g. "arithmetic-S". */
   readonly modelName: string;
 }
@@ -179,13 +188,14 @@ export function planLlm(cfg: Config): LlmPlan {
 }
 
 /**
- * The in-process agent an `LmInit` describes, over a loaded model. `full` (lora = 0 only) is the
- * dequantized weights; pass one copy to every agent of a team (each copies it into its params).
+ * The agent an `LmInit` describes, over a loaded model, on a backend (the CPU kernels unless
+ * given). `full` (lora = 0 only) is the dequantized weights; pass one copy to every agent of a
+ * team (each uploads its own parameters from it).
  */
-export function lmAgent(init: LmInit, loaded: LoadedModel, full?: ModelWeights): LmAgent {
+export function lmAgent<X extends TensorKinds = HostTensors>(init: LmInit, loaded: LoadedModel, be: Backend<X> = cpuBackend as unknown as Backend<X>, full?: ModelWeights): LmAgent<X> {
   const model = init.lora === 0
-    ? new Transformer(loaded.cfg, full ?? dequantizeWeights(loaded.weights), { trainable: 'full' })
-    : new Transformer(loaded.cfg, loaded.weights, { trainable: 'lora', lora: { rank: init.lora, alpha: init.loraAlpha }, seed: init.seed });
+    ? new Model(be, loaded.cfg, full ?? dequantizeWeights(loaded.weights), { trainable: 'full' })
+    : new Model(be, loaded.cfg, loaded.weights, { trainable: 'lora', lora: { rank: init.lora, alpha: init.loraAlpha }, seed: init.seed });
   return new LmAgent(init.index, model, { name: init.name, temperature: init.temperature, topK: init.topK });
 }
 
@@ -204,10 +214,10 @@ export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promi
   }
   const team = agents.map((init) => {
     const m = files.get(init.modelFile)!;
-    return lmAgent(init, m.loaded, m.full);
+    return lmAgent(init, m.loaded, cpuBackend, m.full);
   });
   const j0 = (await env.evaluate(team)).J;
-  return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName };
+  return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName, swapModel: configuredLmSwap(load) };
 }
 
 /** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
@@ -230,14 +240,14 @@ export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRec
  * The configured plug-and-play swap (swapAgent ≥ 0), made just before stage `swapAt` starts: a
  * pure function of the team and the seed, so a replayed run swaps identically. Tabular games seat
  * the best response to the team (Stage-0-projected unless swapStage0 is off); language teams seat
- * a shipped model through `exp.swapModel` (set by the CLI, which can load models and owns the
- * distillation settings) — without one, a language swap fails with a message saying so.
+ * a shipped model through `exp.swapModel` (lmSwap.ts `configuredLmSwap` over the experiment's
+ * model loader, in-process or in the seat's worker) — without one, it fails with a message.
  */
 async function swapIfDue(exp: Experiment): Promise<SwapSummary | undefined> {
   const c = exp.cfg;
   if (c.swapAgent < 0 || exp.stages.length + 1 !== c.swapAt) return undefined;
   if (isLlmTask(c.task)) {
-    if (!exp.swapModel) throw new SatError('swap', `Swapping a language agent (swapAgent = ${c.swapAgent}) needs the model loader and distillation of the command line: run npm run sat -- --preset … --set swapAgent=${c.swapAgent}. The playground swaps tabular agents only.`);
+    if (!exp.swapModel) throw new SatError('swap', `Swapping a language agent (swapAgent = ${c.swapAgent}) needs a model loader: this experiment was built without one (createLlmExperiment and createRemoteExperiment set it).`);
     return exp.swapModel(exp, c.swapAgent, `${c.task}-${c.swapTo}`);
   }
   const tab = exp as TableExperiment;

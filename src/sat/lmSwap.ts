@@ -3,7 +3,7 @@
  * different pretrained model π_pre (e.g. a larger one) without retraining the others.
  *
  * With Stage-0 (the default seat, `seat: 'projection'`), the seat samples from the projection
- * itself at once: a ProjectedLmAgent (src/sat/projectedAgent.ts) solves, at every token state it
+ * itself at once: a ProjectedLmAgent (src/sat/agents/projected.ts) solves, at every token state it
  * meets, λ(s) of
  *
  *   π_new(·|s) ∝ π_pre(·|s)^{1/(1+λ(s))} · π_cur(·|s)^{λ(s)/(1+λ(s))},   KL(π_new‖π_cur) ≤ δ_0
@@ -13,7 +13,7 @@
  * weights, starting at θ_pre, are distilled towards π_new on the token states of a fresh rollout
  * of the current team (states from d^{π_cur}) by minimising (1/K) Σ_s KL(π_new‖π_θ) with AdamW.
  *
- * Hand-over (projectedAgent.ts has the details): the distilled student is the seat's trainable
+ * Hand-over (agents/projected.ts has the details): the distilled student is the seat's trainable
  * policy. At the next stage's setReference() π_new becomes the seat's π_cur, so the student's
  * first SAT update — distilled once more on that update's own batch (`stageDistillSteps`), then one
  * ordinary step — is trained and checked against the policy that sampled the batch (ratios
@@ -28,19 +28,32 @@
  *
  * Without Stage-0 the new model simply takes agent j's seat as it is.
  *
- * Not here: the projection maths (stage0.ts), the two-model sampler (projectedAgent.ts) or the
+ * Where it runs: the team's J and the rollout whose states are projected and distilled on need the
+ * environment (the main thread: `swapLmAgent`); the rest — building the incoming model, the
+ * projection, the distillation, the new seat — needs the seat's parameters, so it runs beside them
+ * (`seatSwap`): in-process, or in the seat's Web Worker, on whatever backend the seat uses.
+ * `configuredLmSwap` makes the configured swap (swapAgent/swapAt) of the CLI and the page.
+ *
+ * Everything runs on the outgoing agent's backend (the CPU kernels in the CLI, the worker's in the
+ * page): the incoming model is built there, beside the frozen outgoing one.
+ *
+ * Not here: the projection maths (stage0.ts), the two-model sampler (agents/projected.ts) or the
  * tabular swap (experiment.ts).
  */
 import { Rng } from '../core/rng';
 import { quantile } from '../core/stats';
 import { klForward } from '../backend/cpu/softmax';
-import type { LoadedModel } from '../model/weights';
-import { dequantizeWeights } from '../model/weights';
-import { Transformer } from '../model/transformer';
-import type { LlmExperiment } from './experiment';
-import { gatherRows, LmAgent, pack } from './lm';
-import { distil, ProjectedLmAgent, projectRows } from './projectedAgent';
+import type { TensorKinds } from '../backend/types';
+import { Model } from '../model/model';
+import { dequantizeWeights, loadModel, type LoadedModel } from '../model/weights';
+import type { Experiment, LmSeat } from './experiment';
+import { LmAgent, logitRows, pack } from './agents/lm';
+import { ProjectedLmAgent, projectRows } from './agents/projected';
+import type { LmEnv } from './env/lm';
 import { agentSteps } from './rollout';
+import { swapFloor } from './stage';
+import { lambdaHistogram } from './stage0';
+import type { AgentPolicy, StepSet } from './types';
 
 export interface LmSwapOptions {
   readonly stage0: boolean;
@@ -117,26 +130,53 @@ function kls(P: Float32Array, Q: Float32Array, K: number, V: number, tau: number
   return out;
 }
 
-export async function swapLmAgent(exp: LlmExperiment, j: number, modelName: string, loaded: LoadedModel, o: LmSwapOptions): Promise<LmSwapReport> {
-  const old = exp.team[j];
-  if (!old) throw new RangeError(`swap: no agent ${j} in a team of ${exp.team.length}`);
+/** The agent behind a seat: the seat itself, or a projected seat's student. */
+function seatAgent(seat: LmSeat): LmAgent<TensorKinds> {
+  return (seat instanceof ProjectedLmAgent ? seat.student : seat) as LmAgent<TensorKinds>;
+}
+
+/** What the seat's side of a swap measured (everything but the team's J before and after). */
+export type SeatSwapReport = Omit<LmSwapReport, 'jBefore' | 'jAfter'>;
+
+/** The seat's side of a swap, for `seatSwap` (plain data: it crosses to the seat's worker). */
+export interface SeatSwapOptions extends Omit<LmSwapOptions, 'B' | 'G' | 'seed'> {
+  /** The seat's trust radius δ_j (the report's "above δ" shares). */
+  readonly delta: number;
+}
+
+/** An agent that can take a swap where it lives (an agent in a worker: remoteTeam.ts `swapIn`). */
+export interface SwapsInPlace {
+  swapIn(modelName: string, file: Uint8Array, steps: StepSet, o: SeatSwapOptions): Promise<SeatSwapReport>;
+}
+
+function swapsInPlace(a: unknown): a is SwapsInPlace {
+  return typeof (a as Partial<SwapsInPlace>).swapIn === 'function';
+}
+
+/**
+ * The seat's side of a swap (header), run wherever agent j's parameters are — in-process, or in
+ * its worker (src/workers/agentApi.ts `swapIn`): builds the incoming model on the outgoing agent's
+ * backend, projects and distils it on `steps` (agent j's token states from a rollout of the current
+ * team), and returns the new seat with the report. The outgoing seat's model becomes π_cur of the
+ * projection; nothing trains it afterwards.
+ */
+export async function seatSwap(oldSeat: LmSeat, modelName: string, loaded: LoadedModel, steps: StepSet, o: SeatSwapOptions): Promise<{ seat: LmSeat; report: SeatSwapReport }> {
+  const old = seatAgent(oldSeat);
+  const j = old.index;
   if (loaded.cfg.vocab !== old.model.cfg.vocab) throw new RangeError(`swap: ${modelName} has vocabulary ${loaded.cfg.vocab}, the team uses ${old.model.cfg.vocab}`);
   const tau = old.temperature;
   const V = old.model.cfg.vocab;
-  const delta = exp.cfg.deltas.length > 0 ? exp.cfg.deltas[j]! : exp.cfg.delta;
-  const jBefore = (await exp.env.evaluate(exp.team)).J;
-
-  // States from d^{π_cur}: a fresh rollout of the current team.
-  const batch = await exp.env.rollout(exp.team, o.B, o.G, new Rng(o.seed, [0x73776170]));
-  const steps = agentSteps(batch, j);
+  const be = old.model.be;
+  const delta = o.delta;
   const p = pack(steps);
   const K = steps.obs.length;
-  const zCur = gatherRows(old.model.forward(p.tokens, p.B, p.T), p.row, V);
+  const zCur = await logitRows(old.model, p.tokens, p.B, p.T, p.row);
   const weights = dequantizeWeights(loaded.weights);
   // π_pre stays frozen (it is half of the projection); the student is a trainable copy.
-  const pre = new Transformer(loaded.cfg, weights, { trainable: 'none' });
-  const model = new Transformer(loaded.cfg, weights, { trainable: 'full' });
-  const zPre = gatherRows(pre.forward(p.tokens, p.B, p.T), p.row, V);
+  const pre = new Model(be, loaded.cfg, weights, { trainable: 'none' });
+  const name = `${modelName}#${j}`;
+  const student = new LmAgent(j, new Model(be, loaded.cfg, weights, { trainable: 'full' }), { name, temperature: tau, topK: old.topK });
+  const zPre = await logitRows(pre, p.tokens, p.B, p.T, p.row);
 
   // π_new per state, as logits τ·log π_new so that softmax(·/τ) = π_new.
   const zNew = new Float32Array(K * V);
@@ -148,16 +188,16 @@ export async function swapLmAgent(exp: LlmExperiment, j: number, modelName: stri
   } else zNew.set(zPre);
 
   // Distil π_new into the new model's own weights: minimise (1/K) Σ_s KL(π_new‖π_θ).
-  const distillKl = o.stage0 ? distil(model, p, zNew, K, tau, o.distillSteps, o.distillLr) : 0;
-  const zStudent = gatherRows(model.forward(p.tokens, p.B, p.T), p.row, V);
-  const seat: LmSwapReport['seat'] = !o.stage0 ? 'raw' : (o.seat ?? 'projection');
-  const zSeat = seat === 'projection' ? zNew : seat === 'raw' ? zPre : zStudent;
+  const distillKl = o.stage0 ? await student.distil(steps, zNew, o.distillSteps, o.distillLr) : 0;
+  const zStudent = await student.currentLogits(steps);
+  const seatKind: LmSwapReport['seat'] = !o.stage0 ? 'raw' : (o.seat ?? 'projection');
+  const zSeat = seatKind === 'projection' ? zNew : seatKind === 'raw' ? zPre : zStudent;
 
-  const report = {
+  const report: SeatSwapReport = {
     agent: j,
     model: modelName,
     stage0: o.stage0,
-    seat,
+    seat: seatKind,
     states: K,
     lambdas,
     klPre: quantiles(kls(zPre, zCur, K, V, tau), delta),
@@ -167,22 +207,75 @@ export async function swapLmAgent(exp: LlmExperiment, j: number, modelName: stri
     distillKl,
     handover: quantiles(o.stage0 ? kls(zStudent, zNew, K, V, tau) : new Float32Array(K), delta),
   };
-  // The new model takes the seat with a fresh optimizer; the others are untouched.
-  model.setState({ params: model.params.slice(), optim: new Float32Array(1 + 2 * model.params.length) });
-  const name = `${modelName}#${j}`;
-  if (seat === 'projection') {
-    // The outgoing agent's model is no longer in the team: nothing trains it, so it stays π_cur.
-    const projected = new ProjectedLmAgent(j, model, {
-      pre, cur: old.model, delta0: o.delta0, name, temperature: tau, topK: old.topK,
+  // The new model takes the seat with a fresh optimizer and a reference at its own weights.
+  const n = student.model.paramCount();
+  student.model.setState({ params: await student.model.getParams(), optim: new Float32Array(1 + 2 * n) });
+  await student.setReference();
+  if (seatKind === 'projection') {
+    const projected = new ProjectedLmAgent(student, {
+      pre, cur: old.model, delta0: o.delta0,
       distil: { steps: o.stageDistillSteps ?? o.distillSteps, lr: o.distillLr },
     });
     await projected.setReference(); // π_new is the seat's π_cur until a stage hands it to the student
-    exp.team[j] = projected;
-  } else {
-    exp.team[j] = new LmAgent(j, model, { name, temperature: tau, topK: old.topK });
+    return { seat: projected as LmSeat, report };
+  }
+  pre.dispose();
+  return { seat: student as LmSeat, report };
+}
+
+/**
+ * Swaps agent j of a language team for the model in `file` (header): J before, the rollout whose
+ * states are projected and distilled on, the seat's side (`seatSwap`, in the seat's worker when it
+ * has one), J after. Works on in-process and worker teams alike.
+ */
+export async function swapLmAgent(exp: Experiment & { readonly env: LmEnv }, j: number, modelName: string, file: Uint8Array, o: LmSwapOptions): Promise<LmSwapReport> {
+  const oldSeat = exp.team[j];
+  if (!oldSeat) throw new RangeError(`swap: no agent ${j} in a team of ${exp.team.length}`);
+  const delta = exp.cfg.deltas.length > 0 ? exp.cfg.deltas[j]! : exp.cfg.delta;
+  const jBefore = (await exp.env.evaluate(exp.team)).J;
+
+  // States from d^{π_cur}: a fresh rollout of the current team.
+  const batch = await exp.env.rollout(exp.team, o.B, o.G, new Rng(o.seed, [0x73776170]));
+  const steps: StepSet = { ...agentSteps(batch, j), context: batch.context };
+  const so: SeatSwapOptions = { stage0: o.stage0, delta0: o.delta0, distillSteps: o.distillSteps, distillLr: o.distillLr, delta, ...(o.stageDistillSteps !== undefined ? { stageDistillSteps: o.stageDistillSteps } : {}), ...(o.seat ? { seat: o.seat } : {}) };
+  let report: SeatSwapReport;
+  if (swapsInPlace(oldSeat)) report = await oldSeat.swapIn(modelName, file, steps, so);
+  else {
+    const r = await seatSwap(oldSeat as LmSeat, modelName, loadModel(file), steps, so);
+    (exp.team as AgentPolicy[])[j] = r.seat;
+    report = r.report;
   }
   const after = await exp.env.evaluate(exp.team);
   exp.lastEval = after;
-  const jAfter = after.J;
-  return { ...report, jBefore, jAfter };
+  return { ...report, jBefore, jAfter: after.J };
+}
+
+/** Distillation at a configured swap (the CLI's and the page's): AdamW steps and rate towards π_new. */
+export const SWAP_DISTILL = { steps: 150, lr: 1e-3 } as const;
+
+/**
+ * The configured swap of a language team (experiment.ts `swapIfDue` calls it before stage swapAt):
+ * the shipped model `name` read by `load`, projected by Stage-0 (unless swapStage0 is off) and
+ * distilled; the stage record's SwapSummary. `onReport` sees the full report (the CLI prints it).
+ */
+export function configuredLmSwap(load: (name: string) => Promise<Uint8Array>, seat: 'projection' | 'student' = 'projection', onReport?: (r: LmSwapReport) => void): NonNullable<Experiment['swapModel']> {
+  return async (exp, j, name) => {
+    const cfg = exp.cfg;
+    const r = await swapLmAgent(exp as Experiment & { env: LmEnv }, j, name, await load(name), {
+      stage0: cfg.swapStage0, delta0: cfg.stage0Delta, distillSteps: SWAP_DISTILL.steps, distillLr: SWAP_DISTILL.lr, B: cfg.batch, G: cfg.group, seed: cfg.seed, seat,
+    });
+    onReport?.(r);
+    // Stage-0 solves λ(s) at every token state the seat samples from, so each token's KL ≤ δ0 and a
+    // message's KL (the sum along it) ≤ maxNew·δ0. Without Stage-0 no radius is known.
+    const radius = r.stage0 && r.seat === 'projection' ? cfg.maxNew * cfg.stage0Delta : Number.NaN;
+    return {
+      agent: j, incoming: r.model, stage0: r.stage0, delta0: cfg.stage0Delta,
+      // Shares of token states above the agent's radius δ (= δ0 in arith-pnp).
+      klQuantiles: { q50: r.klSeated.q50, q90: r.klSeated.q90, q99: r.klSeated.q99 },
+      outsideBefore: r.klPre.aboveDelta, outsideAfter: r.klSeated.aboveDelta,
+      lambdaHist: lambdaHistogram(r.lambdas), jBefore: r.jBefore, jAfter: r.jAfter,
+      certRadius: radius,
+      certFloor: swapFloor(radius, exp.env.agentTurns(j), exp.env.rewardRange[1] - exp.env.rewardRange[0]),
+    };
+  };
 }

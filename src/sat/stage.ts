@@ -30,13 +30,13 @@ import type { Rng } from '../core/rng';
 import { groupAdvantages, predecessorLogRatios } from './advantages';
 import { certificate, freshBound, perAgentEta, type AgentCertInput, type Certificate } from './certificate';
 import { agentDelta, certEpisodesOf, type Config } from './config';
-import { geometricGain, geometryAt } from './geometry';
-import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monitor';
 import { chooseOrder } from './order';
-import type { TeamEnv, TeamEvaluation } from './env';
+import type { TeamEnv, TeamEvaluation } from './env/types';
 import { agentSteps } from './rollout';
 import type { StageProfiler } from './profile';
-import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from './types';
+import type { TrustCheck } from './monitor';
+import type { AgentBatch, AgentPolicy, Batch } from './types';
+import { agentGeometry, updateAgent, type UpdatePlan, type UpdateSettings } from './update';
 
 /** Metric values: numbers, or arrays (histograms, σ). Keys: docs/method.md §9. */
 export type Metrics = Record<string, number | number[]>;
@@ -140,28 +140,26 @@ function buildAgentBatch(batch: Batch, agent: number, adv: Float64Array, weight:
 
 /**
  * Measured surrogate gain (reward units): (1/N) Σ_e w_e·raw_e·(r_e − 1)·G/(G−1),
- * r_e = exp(Σ (log π_θ − log π_sampled)). Agent j is still at π_cur in every batch it is trained on,
- * so the recorded log-probs are π_cur's. The factor G/(G−1) turns the group-mean baseline, which
- * includes the episode itself, into the leave-one-out baseline (RLOO): without it the estimate of
- * J(π̂ⁱ) − J(π̂ⁱ⁻¹) for a fixed θ would be short by a factor (1 − 1/G) (docs/certificate.md).
+ * r_e = exp(Σ (log π_θ − log π_sampled)), from the episodes' log-ratios `u`. Agent j is still at
+ * π_cur in every batch it is trained on, so the recorded log-probs are π_cur's. The factor
+ * G/(G−1) turns the group-mean baseline, which includes the episode itself, into the
+ * leave-one-out baseline (RLOO): without it the estimate of J(π̂ⁱ) − J(π̂ⁱ⁻¹) for a fixed θ would
+ * be short by a factor (1 − 1/G) (docs/certificate.md).
  */
-async function measuredGain(agent: AgentPolicy, batch: Batch, raw: Float64Array, weight: Float64Array): Promise<number> {
+function measuredGain(batch: Batch, u: Float64Array, raw: Float64Array, weight: Float64Array): number {
   const G = batch.groupSize;
-  const u = await episodeLogRatios(agent, batch);
   let g = 0;
   for (let e = 0; e < u.length; e++) g += weight[e]! * raw[e]! * Math.expm1(u[e]!);
   return (g / Math.max(1, u.length)) * (G / (G - 1));
 }
 
 /**
- * Per episode of `batch`, log r = Σ over the agent's steps of (log π_θ now − the log-prob recorded
- * when the batch was sampled): the log of its sequence ratio (0 where the agent never acts).
+ * Per episode of `batch`, log r = Σ over the agent's steps `s` of (log π_θ now (`now`, one per
+ * step) − the log-prob recorded when the batch was sampled): the log of its sequence ratio (0
+ * where the agent never acts).
  */
-async function episodeLogRatios(agent: AgentPolicy, batch: Batch): Promise<Float64Array> {
-  const s = agentSteps(batch, agent.index);
+function episodeLogRatios(batch: Batch, s: { readonly episodeOf: Int32Array; readonly logp: Float64Array }, now: Float64Array): Float64Array {
   const u = new Float64Array(batch.episodes.length);
-  if (s.obs.length === 0) return u;
-  const now = await agent.logProbs(s);
   for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
   return u;
 }
@@ -172,6 +170,14 @@ interface CertDraw {
   readonly batch?: Batch;
   /** Tabular games: every agent's table under π̂ⁱ⁻¹ (the env samples from them after the update). */
   readonly before?: readonly Float64Array[];
+}
+
+/** What certifyStep needs from after the update (update.ts measured it beside the parameters). */
+interface AfterUpdate {
+  /** Language teams: per episode of the certification batch, log r_j. */
+  readonly certLogRatios?: Float64Array;
+  /** Tabular games: agent j's new table. */
+  readonly table?: Float64Array;
 }
 
 /**
@@ -187,9 +193,9 @@ interface CertDraw {
  * truncating r can only lower E[X], because R − b ≥ 0. A unit is one episode, or for the
  * `independent` protocol one episode per slot (env.slots), averaged.
  */
-async function certifyStep(
-  env: TeamEnv, agent: AgentPolicy, draw: CertDraw, trainMean: number, moved: boolean, cfg: Config, n: number, rng: Rng,
-): Promise<Pick<AgentCertInput, 'gain' | 'lower' | 'range' | 'units' | 'episodes' | 'clip' | 'moved'> & { x: Float64Array; after?: Float64Array }> {
+function certifyStep(
+  env: TeamEnv, j: number, draw: CertDraw, after: AfterUpdate, trainMean: number, moved: boolean, cfg: Config, n: number, rng: Rng,
+): Pick<AgentCertInput, 'gain' | 'lower' | 'range' | 'units' | 'episodes' | 'clip' | 'moved'> & { x: Float64Array } {
   const units = draw.batch ? draw.batch.groups : certEpisodesOf(cfg);
   const episodes = draw.batch ? draw.batch.episodes.length : certEpisodesOf(cfg);
   // A rejected update restores the parameters bit for bit: ΔJ_i = 0 exactly, nothing to estimate.
@@ -197,17 +203,15 @@ async function certifyStep(
   let x: Float64Array;
   let range: [number, number];
   let clip = Infinity;
-  let after: Float64Array | undefined;
-  if (draw.before && env.certSample && env.agentTable) {
-    after = await env.agentTable(agent);
-    ({ x, range } = env.certSample(draw.before, agent.index, after, trainMean, episodes, rng));
+  if (draw.before && env.certSample && after.table) {
+    ({ x, range } = env.certSample(draw.before, j, after.table, trainMean, episodes, rng));
   } else {
     const batch = draw.batch!;
     const [rMin, rMax] = env.rewardRange;
     const A = rMax - rMin;
     clip = cfg.certClip;
     range = [-A, (clip - 1) * A];
-    const u = await episodeLogRatios(agent, batch);
+    const u = after.certLogRatios!;
     const G = batch.groupSize;
     x = new Float64Array(units);
     batch.episodes.forEach((ep, e) => {
@@ -215,15 +219,20 @@ async function certifyStep(
     });
   }
   const { gain, lower } = freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound);
-  return { gain, lower, range, units, episodes, clip, moved, x, after };
+  return { gain, lower, range, units, episodes, clip, moved, x };
 }
 
 function rewardsOf(batch: Batch): Float64Array {
   return Float64Array.from(batch.episodes, (e) => e.reward);
 }
 
-function objectiveSpec(cfg: Config, beta: number, lr: number): ObjectiveSpec {
-  return { level: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta, lr, weightDecay: cfg.weightDecay };
+/** The update's slice of the config (plain data: it crosses to a worker). */
+function updateSettings(cfg: Config): UpdateSettings {
+  return {
+    objective: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, lr: cfg.lr, weightDecay: cfg.weightDecay,
+    epochs: cfg.epochs, alpha: cfg.alpha, maxBacktracks: cfg.maxBacktracks, retryLrFactor: cfg.retryLrFactor, onExhausted: cfg.onExhausted,
+    betaAdapt: cfg.betaAdapt, geoIters: cfg.geoIters,
+  };
 }
 
 function now(): number {
@@ -263,7 +272,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   msRollout += now() - t0;
   // Tabular games: every agent's table under π_cur = π̂⁰, fetched once; kept up to date as agents
   // move, so each certification sample knows its π̂ⁱ⁻¹ without asking every agent again.
-  let tables = env.certSample && env.agentTable && env.tables ? await env.tables(team) : undefined;
+  let tables = env.certSample && env.tableSteps && env.tables ? await env.tables(team) : undefined;
 
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
   let predicted: number[] | undefined;
@@ -271,9 +280,9 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     phase('order');
     predicted = [];
     for (const a of team) {
-      const raw = buildAgentBatch(stageBatch, a.index, stageAdv.raw, new Float64Array(stageBatch.episodes.length).fill(1), env.horizon);
-      const geo = await geometryAt(await a.surrogateGradient(raw), (v) => a.fisherVectorProduct(raw, v), cfg.geoIters);
-      predicted.push(geo.kappa * Math.sqrt(agentDelta(cfg, a.index)));
+      const ab = buildAgentBatch(stageBatch, a.index, stageAdv.norm, new Float64Array(stageBatch.episodes.length).fill(1), env.horizon);
+      const kappa = a.kappa ? await a.kappa(ab, stageAdv.raw, cfg.geoIters) : (await agentGeometry(a, ab, stageAdv.raw, cfg.geoIters)).kappa;
+      predicted.push(kappa * Math.sqrt(agentDelta(cfg, a.index)));
     }
   }
   const order = chooseOrder(cfg.order, n, { rng: rng.fork(stage, STREAM.order), custom: cfg.customOrder, predictedGain: predicted });
@@ -335,71 +344,41 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     }
     msRollout += now() - t0;
 
-    // 3c. Optimise L_j inside the trust region (§5, §6).
+    // 3c. Optimise L_j inside the trust region (§5, §6), beside the parameters (update.ts): one
+    // call for an agent in a worker. It also returns, after the update, the log-probs the gains
+    // below need (training batch, certification batch, probe) and a table's new distributions.
     t0 = now();
     const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, env.horizon);
-    const rawBatch: AgentBatch = { ...agentBatch, adv: adv.raw };
-    // The information-geometric gain (§7b) needs κ and λ_min: skipped when geoIters = 0.
-    if (cfg.geoIters > 0) phase('geometry');
-    const geo = cfg.geoIters > 0 ? await geometryAt(await agent.surrogateGradient(rawBatch), (v) => agent.fisherVectorProduct(agentBatch, v), cfg.geoIters) : null;
-    const start = await agent.snapshot();
-    let beta = betas[j]!;
-    let backtracks = 0;
-    let exhausted = false;
-    let rejected = false;
-    let check: TrustCheck = checkTrustRegion(new Float64Array(0), delta, cfg.alpha);
-    let kl: Float64Array = new Float64Array(agentBatch.obs.length);
-    let last = { objective: 0, surrogate: 0, clipfrac: 0, gradNorm: 0 };
-    for (let epoch = 0; epoch < cfg.epochs && !exhausted; epoch++) {
-      const pre = await agent.snapshot();
-      // A retry restores the parameters and optimizer state, raises β, and (retryLrFactor < 1)
-      // shrinks the step itself — an Adam step's size barely depends on β.
-      let lr = cfg.lr;
-      for (let attempt = 0; ; attempt++) {
-        phase(attempt > 0 ? 'retry' : 'train');
-        last = await agent.trainStep(agentBatch, objectiveSpec(cfg, beta, lr));
-        if (attempt === 0) phase('monitor');
-        kl = await agent.klToReference(agentBatch);
-        check = checkTrustRegion(kl, delta, cfg.alpha);
-        if (check.ok) break;
-        if (attempt >= cfg.maxBacktracks) {
-          exhausted = true;
-          break;
-        }
-        backtracks++;
-        beta = raiseBeta(beta);
-        lr *= cfg.retryLrFactor;
-        await agent.restore(pre);
-      }
-    }
-    if (exhausted) {
-      phase('monitor');
-      if (cfg.onExhausted === 'reject') {
-        await agent.restore(start);
-        rejected = true;
-      } else if (cfg.onExhausted === 'shrink') {
-        // Halve the step toward π_cur until the quantile is inside δ (KL = 0 at π_cur, so this ends).
-        for (let h = 0; h < 40 && !check.ok; h++) {
-          await agent.interpolate(start, 0.5);
-          kl = await agent.klToReference(agentBatch);
-          check = checkTrustRegion(kl, delta, cfg.alpha);
-        }
-      }
-      kl = await agent.klToReference(agentBatch);
-      check = checkTrustRegion(kl, delta, cfg.alpha);
-    }
-    if (cfg.betaAdapt) betas[j] = check.q < delta / 1.5 ? lowerBeta(beta) : beta;
-    const after = await agent.snapshot();
+    const certSteps = draw.batch ? agentSteps(draw.batch, j) : null;
+    const probeSteps = probe ? agentSteps(probe.batch, j) : null;
+    const plan: UpdatePlan = {
+      batch: agentBatch,
+      rawAdv: adv.raw,
+      delta,
+      beta: betas[j]!,
+      settings: updateSettings(cfg),
+      after: {
+        logProbs: [agentBatch, ...(certSteps ? [certSteps] : []), ...(probeSteps ? [probeSteps] : [])],
+        ...(draw.before && env.tableSteps ? { distributions: env.tableSteps(j) } : {}),
+      },
+    };
+    const up = agent.update ? await agent.update(plan) : await updateAgent(agent, plan, phase);
+    const { kl, check, last, backtracks, rejected } = up;
+    betas[j] = up.beta;
+    const [lpBatch, ...lpRest] = up.after.logProbs;
+    const lpCert = certSteps ? lpRest.shift()! : null;
+    const lpProbe = probeSteps ? lpRest.shift()! : null;
     msUpdate += now() - t0;
 
     // 3d. The certificate for this agent, and what really happened (exact ΔJ).
     t0 = now();
     phase('certificate');
     const trainMean = rewardsOf(batch).reduce((a, r) => a + r, 0) / Math.max(1, batch.episodes.length);
-    const { x: certX, after: tableAfter, ...fresh } = await certifyStep(env, agent, draw, trainMean, !rejected, cfg, n, certRng);
+    const after: AfterUpdate = { certLogRatios: lpCert && draw.batch ? episodeLogRatios(draw.batch, certSteps!, lpCert) : undefined, table: up.after.distributions };
+    const { x: certX, ...fresh } = certifyStep(env, j, draw, after, trainMean, !rejected, cfg, n, certRng);
     // Only agent j moved: the tables of π̂ⁱ are those of π̂ⁱ⁻¹ with its new one (a rejected update
     // restored it exactly).
-    if (tables && tableAfter) tables = tables.map((t, k) => (k === j ? tableAfter : t));
+    if (tables && after.table) tables = tables.map((t, k) => (k === j ? after.table! : t));
     certSum ??= new Float64Array(certX.length);
     if (certSum.length !== certX.length) throw new RangeError(`certification batches of ${certSum.length} and ${certX.length} units in one stage`);
     for (let t = 0; t < certX.length; t++) certSum[t]! += certX[t]!;
@@ -408,16 +387,14 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     certEpisodes += draw.batch ? draw.batch.episodes.length : fresh.moved ? fresh.episodes : 0;
     msCert += now() - t0;
     phase('gain');
-    const gain = await measuredGain(agent, batch, adv.raw, weight);
-    if (geo) phase('geometry');
-    const geoGain = geo ? geometricGain(geo, await agent.surrogateGradient(rawBatch), start.params, after.params, check.mean) : { gain: NaN };
-    phase('gain');
-    const bias = probe ? Math.abs(gain - (await measuredGain(agent, probe.batch, probe.raw, new Float64Array(probe.raw.length).fill(1)))) : 0;
+    const gain = measuredGain(batch, episodeLogRatios(batch, agentSteps(batch, j), lpBatch!), adv.raw, weight);
+    const bias = probe ? Math.abs(gain - measuredGain(probe.batch, episodeLogRatios(probe.batch, probeSteps!, lpProbe!), probe.raw, new Float64Array(probe.raw.length).fill(1))) : 0;
     // J after this agent's update: after every agent when evaluation is cheap (exact), otherwise
     // only after the last one (NaN in between; the stage's ΔJ is still exact in what it compares).
     const evaluateNow = env.evaluatePerAgent || i === n - 1;
     phase('evaluate');
-    if (evaluateNow) lastEval = await env.evaluate(team);
+    // Tabular games: from the tables the stage keeps up to date (agent j's new one came back with its update).
+    if (evaluateNow) lastEval = tables && env.evaluateTables ? env.evaluateTables(tables) : await env.evaluate(team);
     const jNow = evaluateNow ? lastEval.J : NaN;
     const cert: AgentCertInput = { agent: j, ...fresh, gainInSample: gain, klMax: env.stepsPerTurn * check.max, turns: env.agentTurns(j), bias };
     const p = `agent/${j}/`;
@@ -430,8 +407,8 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       [p + 'cert_lo']: fresh.range[0],
       [p + 'cert_hi']: fresh.range[1],
       [p + 'cert_clip']: fresh.clip,
-      [p + 'gain_geo']: geoGain.gain,
-      [p + 'kappa']: geo ? geo.kappa : NaN,
+      [p + 'gain_geo']: up.geoGain,
+      [p + 'kappa']: up.kappa,
       [p + 'bias']: bias,
       [p + 'kl_q']: check.q,
       [p + 'kl_mean']: check.mean,

@@ -1,14 +1,15 @@
 /**
  * The shapes the SAT core works with: episodes, the per-agent training batch, the objective's
- * settings, and the `AgentPolicy` interface that any agent — a tabular softmax table now, a small
- * language model on the CPU or WebGPU backend later — implements so the stage loop can train it.
+ * settings, and the `AgentPolicy` interface that any agent — a tabular softmax table, a small
+ * language model on the CPU or WebGPU backend — implements so the stage loop can train it.
  *
  * Every method of `AgentPolicy` returns a Promise: an agent may live in a Web Worker (comlink) or
  * on a GPU, and the stage loop must not care.
  *
- * Not here: how an agent computes anything (see `tabularAgent.ts`), or how episodes are sampled
+ * Not here: how an agent computes anything (see src/sat/agents/), or how episodes are sampled
  * (see `rollout.ts`).
  */
+import type { UpdatePlan, UpdateResult } from './update';
 
 /** One agent's action at one turn of an episode. (Tabular: one step; a language model's turn is a message of many token-steps.) */
 export interface AgentTurn {
@@ -134,4 +135,12 @@ export interface AgentPolicy {
   restore(s: AgentSnapshot): Promise<void>;
   /** θ ← θ_from + f·(θ − θ_from), optimizer state from `from` (the 'shrink' policy). */
   interpolate(from: AgentSnapshot, f: number): Promise<void>;
+  /**
+   * Optional, for an agent whose parameters live elsewhere (a Web Worker): its whole update run
+   * there, with the result of src/sat/update.ts `updateAgent(agent, plan)` on the agent itself.
+   * Absent, the stage loop calls updateAgent here.
+   */
+  update?(plan: UpdatePlan): Promise<UpdateResult>;
+  /** Optional, likewise: κ of `agentGeometry(agent, batch, rawAdv, iters)` (the greedy order's predicted gain). */
+  kappa?(batch: AgentBatch, rawAdv: Float64Array, iters: number): Promise<number>;
 }

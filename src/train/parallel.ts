@@ -29,7 +29,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { SatError } from '../core/errors';
 import type { ModelConfig } from '../model/config';
-import type { Transformer } from '../model/transformer';
+import type { Model } from '../model/model';
 import type { LlmTask } from '../tasks/llm/types';
 import { PretrainRun, targetCount, type PretrainExample, type PretrainOptions } from './pretrain';
 
@@ -98,7 +98,7 @@ export class DataParallelTrainer {
   readonly shardMs: number[];
 
   private constructor(
-    private readonly model: Transformer,
+    private readonly model: Model,
     private readonly workers: Worker[],
   ) {
     this.pending = workers.map(() => null);
@@ -116,13 +116,14 @@ export class DataParallelTrainer {
   }
 
   /** Starts W workers, each with a replica of `model` (trainable 'full', f32), and waits until all are ready. */
-  static async create(model: Transformer, workers: number): Promise<DataParallelTrainer> {
+  static async create(model: Model, workers: number): Promise<DataParallelTrainer> {
     if (!Number.isInteger(workers) || workers < 1) throw new PretrainWorkerError(-1, `DataParallelTrainer: workers must be an integer ≥ 1, got ${workers}.`);
     if (model.trainable !== 'full') throw new PretrainWorkerError(-1, `DataParallelTrainer trains all weights (trainable 'full'); this model is '${model.trainable}'.`);
-    if (!(model.params instanceof Float32Array)) throw new PretrainWorkerError(-1, 'DataParallelTrainer needs an f32 model (Float32Array parameters).');
+    if (model.be.name !== 'cpu') throw new PretrainWorkerError(-1, `DataParallelTrainer runs replicas on the CPU backend; this model is on ${model.be.name}.`);
     const entry = new URL('./pretrainWorker.mjs', import.meta.url);
+    const params = await model.getParams();
     const ws = Array.from({ length: workers }, (_, index) => {
-      const init: WorkerInit = { cfg: model.cfg, params: model.params, index };
+      const init: WorkerInit = { cfg: model.cfg, params, index };
       return new Worker(entry, { workerData: init, name: `pretrain-${index}` });
     });
     const pool = new DataParallelTrainer(model, ws);
@@ -187,19 +188,20 @@ export class DataParallelTrainer {
     const W = this.workers.length;
     const bounds = shardBounds(examples.length, W);
     const seq = this.seq++;
+    const current = await this.model.getParams();
     const replies = await Promise.all(
       this.workers.map(async (w, i) => {
         const shard = examples.slice(bounds[i]!, bounds[i + 1]!);
         if (shard.length === 0) return null; // fewer examples than workers: this one sits out
         const reply = this.request(i);
-        const params = (this.model.params as Float32Array).slice();
+        const params = current.slice();
         const msg: ToWorker = { type: 'step', seq, params, examples: shard, count };
         w.postMessage(msg, [params.buffer]);
         return reply;
       }),
     );
     // Σ shard gradients in shard order (deterministic), then the single optimizer step.
-    const grads = this.model.grads;
+    const grads = new Float32Array(this.model.paramCount());
     let first = true;
     let lossSum = 0;
     let tokens = 0;
@@ -213,7 +215,8 @@ export class DataParallelTrainer {
       lossSum += r.lossSum;
       tokens += r.tokens;
     }
-    this.model.adamStep(lr, weightDecay);
+    this.model.setGrads(grads);
+    this.model.adamStep({ lr, weightDecay });
     return { loss: lossSum / count, tokens };
   }
 
@@ -232,7 +235,7 @@ export class DataParallelTrainer {
  * reports (PretrainRun), each step through a DataParallelTrainer. The pool is closed at the end,
  * also when a step fails (the error is rethrown).
  */
-export async function pretrainParallel(model: Transformer, task: LlmTask, o: PretrainOptions, workers: number): Promise<{ steps: number; seconds: number; finalLoss: number }> {
+export async function pretrainParallel(model: Model, task: LlmTask, o: PretrainOptions, workers: number): Promise<{ steps: number; seconds: number; finalLoss: number }> {
   const pool = await DataParallelTrainer.create(model, workers);
   try {
     const run = new PretrainRun(task, o);

@@ -10,7 +10,9 @@
  */
 import { Rng } from '../core/rng';
 import { EOS, tokenizer } from '../model/tokenizer';
-import type { Transformer } from '../model/transformer';
+import type { HostTensors, TensorKinds } from '../backend/types';
+import { nextTokenLoss } from '../model/loss';
+import type { Model } from '../model/model';
 import { pretrainExample, soloPromptTokens } from '../tasks/llm/corpus';
 import type { LlmTask } from '../tasks/llm/types';
 
@@ -52,10 +54,11 @@ export function targetCount(examples: readonly PretrainExample[]): number {
 }
 
 /**
- * Forward and backward of Σ CE / `count` over the loss positions of `examples`, leaving its
- * gradient in `model.grads` (zeroed first); no optimizer step. Row (b, t) of the logits predicts
- * token t+1; it counts when t+1 ≥ lossFrom of its example. Returns the SUMMED loss (not divided
- * by count) and the padded tokens B·T.
+ * Forward and backward of Σ CE / `count` over the loss positions of `examples` (the one
+ * next-token loss, src/model/loss.ts), leaving its gradient in the model's gradients (zeroed
+ * first); no optimizer step. Row (b, t) of the logits predicts token t+1; it counts when
+ * t+1 ≥ lossFrom of its example. Returns the SUMMED loss (not divided by count) and the padded
+ * tokens B·T.
  *
  * `count` is the target-token count of the WHOLE batch (default: of `examples`). A data-parallel
  * shard passes the whole batch's count, so that each shard's gradient is its share of the
@@ -64,41 +67,24 @@ export function targetCount(examples: readonly PretrainExample[]): number {
  * weight gradients differs). Dividing by the shard's own count would weight a short shard's
  * tokens more than a long one's.
  */
-export function crossEntropyGrad(model: Transformer, examples: readonly PretrainExample[], count = targetCount(examples)): { lossSum: number; tokens: number } {
+export async function crossEntropyGrad<X extends TensorKinds>(model: Model<X>, examples: readonly PretrainExample[], count = targetCount(examples)): Promise<{ lossSum: number; tokens: number }> {
   const B = examples.length;
   const T = Math.max(...examples.map((e) => e.tokens.length));
-  const V = model.cfg.vocab;
-  const tokens = new Int32Array(B * T);
+  const tokens = new Int32Array(B * T); // right-padded with PAD, which is never a target
   examples.forEach((e, b) => tokens.set(e.tokens, b * T));
   model.zeroGrad();
-  const logits = model.forward(tokens, B, T, { keep: true });
-  const dlogits = new Float32Array(logits.length);
-  let loss = 0;
-  examples.forEach((e, b) => {
-    for (let t = e.lossFrom - 1; t < e.tokens.length - 1; t++) {
-      const row = (b * T + t) * V;
-      let m = -Infinity;
-      for (let v = 0; v < V; v++) m = Math.max(m, logits[row + v]!);
-      let sum = 0;
-      for (let v = 0; v < V; v++) sum += Math.exp(logits[row + v]! - m);
-      const target = e.tokens[t + 1]!;
-      loss -= logits[row + target]! - m - Math.log(sum);
-      // ∂(mean CE)/∂z_v = (softmax_v − 1[v = target]) / count
-      for (let v = 0; v < V; v++) dlogits[row + v] = (Math.exp(logits[row + v]! - m) / sum - (v === target ? 1 : 0)) / count;
-    }
-  });
-  model.backward(dlogits);
-  return { lossSum: loss, tokens: B * T };
+  const { lossSum } = await nextTokenLoss(model, { tokens, B, T, lossFrom: Int32Array.from(examples, (e) => e.lossFrom) }, { backward: true, count });
+  return { lossSum, tokens: B * T };
 }
 
 /**
  * One step of next-token cross-entropy on the loss positions of `examples` (crossEntropyGrad,
  * then one AdamW step, all on this thread); returns the mean loss.
  */
-export function crossEntropyStep(model: Transformer, examples: readonly PretrainExample[], lr: number, weightDecay: number): { loss: number; tokens: number } {
+export async function crossEntropyStep<X extends TensorKinds>(model: Model<X>, examples: readonly PretrainExample[], lr: number, weightDecay: number): Promise<{ loss: number; tokens: number }> {
   const count = targetCount(examples);
-  const r = crossEntropyGrad(model, examples, count);
-  model.adamStep(lr, weightDecay);
+  const r = await crossEntropyGrad(model, examples, count);
+  model.adamStep({ lr, weightDecay });
   return { loss: r.lossSum / count, tokens: r.tokens };
 }
 
@@ -158,9 +144,9 @@ export class PretrainRun {
  * Trains on this thread until the step or time budget runs out (`--workers 1`). Returns the number
  * of steps and seconds. The data-parallel twin is `pretrainParallel` (src/train/parallel.ts).
  */
-export function pretrain(model: Transformer, task: LlmTask, o: PretrainOptions): { steps: number; seconds: number; finalLoss: number } {
+export async function pretrain<X extends TensorKinds>(model: Model<X>, task: LlmTask, o: PretrainOptions): Promise<{ steps: number; seconds: number; finalLoss: number }> {
   const run = new PretrainRun(task, o);
-  for (let s = run.next(); s !== null; s = run.next()) run.record(crossEntropyStep(model, s.examples, s.lr, o.weightDecay));
+  for (let s = run.next(); s !== null; s = run.next()) run.record(await crossEntropyStep(model, s.examples, s.lr, o.weightDecay));
   return run.result();
 }
 
@@ -168,12 +154,12 @@ export function pretrain(model: Transformer, task: LlmTask, o: PretrainOptions):
 export const ZOO_EVAL_COUNT = 500;
 
 /** Held-out accuracy of greedy answers in the solo format (agent 0's turn marker). */
-export function heldOutAccuracy(model: Transformer, task: LlmTask, count: number, batch = 64): { accuracy: number; examples: { prompt: string; answer: string; correct: boolean }[] } {
+export async function heldOutAccuracy<X extends TensorKinds = HostTensors>(model: Model<X>, task: LlmTask, count: number, batch = 64): Promise<{ accuracy: number; examples: { prompt: string; answer: string; correct: boolean }[] }> {
   let correct = 0;
   const examples: { prompt: string; answer: string; correct: boolean }[] = [];
   for (let start = 0; start < count; start += batch) {
     const problems = Array.from({ length: Math.min(batch, count - start) }, (_, i) => task.generate('heldout', start + i));
-    const out = model.generate(problems.map((p) => soloPromptTokens(p)), { maxNew: task.maxAnswerChars + 1, temperature: 0, topK: 1, seed: 0, stream: 0, stop: EOS });
+    const out = await model.generate(problems.map((p) => soloPromptTokens(p)), { maxNew: task.maxAnswerChars + 1, temperature: 0, topK: 1, seed: 0, stream: 0, stop: EOS });
     problems.forEach((p, i) => {
       const text = tokenizer.decode(out.tokens[i]!, { skipSpecial: true });
       const ok = task.verify(p, text).correct;

@@ -12,7 +12,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Rng } from '../core/rng';
-import { Transformer } from '../model/transformer';
+import { cpuBackend } from '../backend/cpu';
+import { Model } from '../model/model';
 import { initWeights } from '../model/weights';
 import type { FromWorker, ToWorker, WorkerInit } from './parallel';
 import { crossEntropyGrad } from './pretrain';
@@ -21,18 +22,18 @@ const port = parentPort;
 if (port === null) throw new Error('pretrainWorker.ts runs as a worker thread (see src/train/parallel.ts), not as a script.');
 const init = workerData as WorkerInit;
 // The initial weights are overwritten by the parameters of every step; they only size the replica.
-const model = new Transformer(init.cfg, initWeights(init.cfg, new Rng(0)), { trainable: 'full' });
-model.setState({ params: init.params });
+const model = new Model(cpuBackend, init.cfg, initWeights(init.cfg, new Rng(0)), { trainable: 'full' });
+model.setParams(init.params);
 
 const send = (m: FromWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
 
-port.on('message', (m: ToWorker) => {
+port.on('message', async (m: ToWorker) => {
   try {
     const t0 = performance.now();
-    model.setState({ params: m.params });
-    const r = crossEntropyGrad(model, m.examples, m.count);
-    const grads = model.grads.slice();
-    send({ type: 'grad', seq: m.seq, grads, lossSum: r.lossSum, tokens: r.tokens, ms: performance.now() - t0 }, [grads.buffer]);
+    model.setParams(m.params);
+    const r = await crossEntropyGrad(model, m.examples, m.count);
+    const grads = await model.getGrads();
+    send({ type: 'grad', seq: m.seq, grads, lossSum: r.lossSum, tokens: r.tokens, ms: performance.now() - t0 }, [grads.buffer as ArrayBuffer]);
   } catch (e) {
     send({ type: 'error', seq: m.seq, name: e instanceof Error ? e.name : 'Error', message: e instanceof Error ? e.message : String(e) });
   }

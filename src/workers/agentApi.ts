@@ -9,19 +9,15 @@
  *   await api.init({ kind: 'tabular', index: 0, nObs: 3, nActions: 3, initScale: 0.5, seed: 1, path: [0, 0] });
  *   const p = await api.distributions({ obs: Int32Array.of(0, 1, 2) });
  *
- * Step-set keys. An `LmAgent` caches the padded token batch and π_cur's logits behind a step set
- * by the identity of its `obs` array (one forward pass saved per trainStep and klToReference).
- * Across a worker boundary every call clones a new array, so identity is lost: the caller may pass
- * a `key` (a number naming that step set; src/app/remoteTeam.ts numbers them by identity on its
- * side), and AgentApi hands the agent the SAME obs array for every call with that key. A key is a
- * promise that the step set has not changed since it was first sent.
+ * One call per agent step: `update(plan)` runs the agent's whole update here (src/sat/update.ts),
+ * beside the parameters; the other methods serve rollouts (generate, logProbs, distributions),
+ * stage starts (setReference) and snapshots.
  *
  * Results: every typed array a method returns is fresh and referenced by nobody here, so the
- * worker side may transfer it (src/workers/wire.ts `withTransfer`). Arguments are never kept
- * except a keyed step set's `obs` (copied by the clone anyway when it crossed a boundary).
+ * worker side may transfer it (src/workers/wire.ts `withTransfer`). Arguments are never kept.
  *
- * Not here: comlink (wire.ts, agent.worker.ts), the stage loop (src/sat/stage.ts, on the main
- * thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
+ * Not here: comlink (wire.ts, agent.worker.ts), the stage loop and the environment (src/sat/stage.ts,
+ * on the main thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
  */
 import { AgentWorkerError, DeviceLostError } from './errors';
 
@@ -30,13 +26,14 @@ import { acquireDevice, isSoftwareAdapter } from '../backend/webgpu/device';
 import { GpuContext } from '../backend/webgpu/kernel';
 import { softwareFallback } from '../backend/webgpu/node';
 import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
-import { BackendModel } from '../model/backendModel';
-import { dequantizeWeights, loadModel, type LoadedModel } from '../model/weights';
-import { BackendLmAgent } from '../sat/backendAgent';
-import { lmAgent, tableAgent, type LmInit, type TableInit } from '../sat/experiment';
-import { LmAgent, type GenerateOptions, type LmAgentPolicy } from '../sat/lm';
-import { TabularSoftmaxAgent } from '../sat/tabularAgent';
+import { loadModel, type LoadedModel } from '../model/weights';
+import { lmAgent, tableAgent, type LmInit, type LmSeat, type TableInit } from '../sat/experiment';
+import type { ProjectedLmAgent } from '../sat/agents/projected';
+import { seatSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
+import { LmAgent, type GenerateOptions, type LmAgentPolicy } from '../sat/agents/lm';
+import { TabularSoftmaxAgent } from '../sat/agents/tabular';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
+import { agentGeometry, updateAgent, type UpdatePlan, type UpdateResult } from '../sat/update';
 
 /** A table agent: the same description createExperiment uses, so the initial table is identical. */
 export interface TableSpec extends TableInit {
@@ -64,10 +61,7 @@ export type AgentSpec = TableSpec | LmSpec;
 /** The agent's backend as the page names it. */
 export const CPU_BACKEND = 'cpu (TypeScript)';
 
-type AnyAgent = TabularSoftmaxAgent | LmAgent | BackendLmAgent<GpuTensors>;
-
-/** How many keyed step sets AgentApi remembers (a stage uses a handful per agent step). */
-const KEYED_STEP_SETS = 32;
+type AnyAgent = TabularSoftmaxAgent | LmSeat | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors>;
 
 export class AgentApi {
   #agent: AnyAgent | null = null;
@@ -78,16 +72,9 @@ export class AgentApi {
   #lost: DeviceLostError | null = null;
   /** Bytes of the model file (LM agents): its frozen base stays resident in LoRA mode. */
   #modelBytes = 0;
-  /** key → the obs array every call with that key sees (insertion order = least recently used first). */
-  #keyed = new Map<number, Int32Array>();
-  #hits = 0;
-  #misses = 0;
 
   /** Builds (or replaces) the agent. */
   async init(spec: AgentSpec): Promise<void> {
-    this.#keyed.clear();
-    this.#hits = 0;
-    this.#misses = 0;
     if (spec.kind === 'tabular') {
       this.#agent = tableAgent(spec);
       this.#modelBytes = 0;
@@ -105,7 +92,7 @@ export class AgentApi {
     return lmAgent(spec, loaded);
   }
 
-  /** The same agent over this worker's own GPUDevice (src/model/backendModel.ts on webgpuBackend). */
+  /** The same agent over this worker's own GPUDevice (src/model/model.ts on webgpuBackend). */
   async #gpuAgent(spec: LmSpec, loaded: LoadedModel): Promise<AnyAgent> {
     // 'auto' means the browser's WebGPU: a page (or worker) with navigator.gpu. Node has none, so
     // the CLI and Node tests stay on the CPU unless they ask for 'webgpu' (Dawn) explicitly.
@@ -135,10 +122,8 @@ export class AgentApi {
     const ctx = new GpuContext(r.device);
     this.#gpu = { device: r.device, ctx };
     const be = webgpuBackend(ctx, r.description);
-    const weights = spec.lora === 0 ? dequantizeWeights(loaded.weights) : loaded.weights;
-    const model = new BackendModel(be, loaded.cfg, weights, spec.lora === 0 ? { trainable: 'full' } : { trainable: 'lora', lora: { rank: spec.lora, alpha: spec.loraAlpha }, seed: spec.seed });
     this.#backend = be.name;
-    return new BackendLmAgent(spec.index, model, { name: spec.name, temperature: spec.temperature, topK: spec.topK });
+    return lmAgent(spec, loaded, be);
   }
 
   get #a(): AnyAgent {
@@ -185,22 +170,6 @@ export class AgentApi {
     return a;
   }
 
-  /** The step set with the obs array first sent under `key` (so the agent's identity caches hit). */
-  #steps<S extends StepSet>(s: S, key: number | undefined): S {
-    if (key === undefined) return s;
-    const hit = this.#keyed.get(key);
-    if (hit && hit.length === s.obs.length) {
-      this.#hits++;
-      this.#keyed.delete(key);
-      this.#keyed.set(key, hit);
-      return hit === s.obs ? s : { ...s, obs: hit };
-    }
-    this.#misses++;
-    this.#keyed.set(key, s.obs);
-    if (this.#keyed.size > KEYED_STEP_SETS) this.#keyed.delete(this.#keyed.keys().next().value!);
-    return s;
-  }
-
   /** Name, kind, trainable parameter count, and the backend it runs on. */
   async info(): Promise<AgentInfo> {
     return { ...(await this.#a.info()), backend: this.#backend };
@@ -214,41 +183,67 @@ export class AgentApi {
   async memoryBytes(): Promise<number> {
     const a = this.#a;
     if (a instanceof TabularSoftmaxAgent) return 5 * a.nObs * a.nActions * Float64Array.BYTES_PER_ELEMENT;
-    if (a instanceof BackendLmAgent) return this.#gpu?.ctx.storageBytes ?? 0; // GPU buffers created
-    return 5 * a.model.params.length * a.model.params.BYTES_PER_ELEMENT + this.#modelBytes;
+    if (this.#gpu !== null) return this.#gpu.ctx.storageBytes; // GPU buffers created
+    return 5 * a.model.paramCount() * Float32Array.BYTES_PER_ELEMENT + this.#modelBytes;
   }
 
-  /** Keyed step sets seen again (hits) and first seen (misses) since init. */
-  async cacheStats(): Promise<{ hits: number; misses: number }> {
-    return { hits: this.#hits, misses: this.#misses };
+  async distributions(steps: StepSet): Promise<Float64Array> {
+    return this.#call((a) => a.distributions(steps));
   }
 
-  async distributions(steps: StepSet, key?: number): Promise<Float64Array> {
-    return this.#call((a) => a.distributions(this.#steps(steps, key)));
-  }
-
-  async logProbs(steps: StepSet, key?: number): Promise<Float64Array> {
-    return this.#call((a) => a.logProbs(this.#steps(steps, key)));
+  async logProbs(steps: StepSet): Promise<Float64Array> {
+    return this.#call((a) => a.logProbs(steps));
   }
 
   async setReference(): Promise<void> {
     return this.#call((a) => a.setReference());
   }
 
-  async klToReference(steps: StepSet, key?: number): Promise<Float64Array> {
-    return this.#call((a) => a.klToReference(this.#steps(steps, key)));
+  async klToReference(steps: StepSet): Promise<Float64Array> {
+    return this.#call((a) => a.klToReference(steps));
   }
 
-  async trainStep(batch: AgentBatch, spec: ObjectiveSpec, key?: number): Promise<TrainReport> {
-    return this.#call((a) => a.trainStep(this.#steps(batch, key), spec));
+  async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
+    return this.#call((a) => a.trainStep(batch, spec));
   }
 
-  async surrogateGradient(batch: AgentBatch, key?: number): Promise<Float64Array> {
-    return this.#call((a) => a.surrogateGradient(this.#steps(batch, key)));
+  async surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
+    return this.#call((a) => a.surrogateGradient(batch));
   }
 
-  async fisherVectorProduct(steps: StepSet, v: Float64Array, key?: number): Promise<Float64Array> {
-    return this.#call((a) => a.fisherVectorProduct(this.#steps(steps, key), v));
+  async fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
+    return this.#call((a) => a.fisherVectorProduct(steps, v));
+  }
+
+  /**
+   * The agent's whole update (src/sat/update.ts `updateAgent`): train epochs, monitor, retries,
+   * geometry and the after-update measurements, in this worker, in one call. The plan's step
+   * sets arrive in one message, so a set used twice in it (the batch and its after-update
+   * log-probs) is one array here and the agent's caches hit without keys.
+   */
+  async update(plan: UpdatePlan): Promise<UpdateResult> {
+    return this.#call((a) => updateAgent(a, plan));
+  }
+
+  /**
+   * A plug-and-play swap of this language agent (src/sat/lmSwap.ts `seatSwap`), here beside its
+   * parameters and on its backend: the incoming model `file` is projected and distilled on `steps`
+   * (its token states from a rollout of the current team) and becomes this worker's agent — the
+   * Stage-0 seat over the outgoing model, or the new model itself.
+   */
+  async swapIn(modelName: string, file: Uint8Array, steps: StepSet, o: SeatSwapOptions): Promise<SeatSwapReport> {
+    const old = this.#lm('swapIn') as LmSeat;
+    return this.#call(async () => {
+      const r = await seatSwap(old, modelName, loadModel(file), steps, o);
+      this.#agent = r.seat;
+      this.#modelBytes += file.byteLength;
+      return r.report;
+    });
+  }
+
+  /** κ at the current parameters (update.ts `agentGeometry`), for the greedy order; one call. */
+  async kappa(batch: AgentBatch, rawAdv: Float64Array, iters: number): Promise<number> {
+    return this.#call(async (a) => (await agentGeometry(a, batch, rawAdv, iters)).kappa);
   }
 
   async snapshot(): Promise<AgentSnapshot> {

@@ -1,5 +1,5 @@
 /**
- * Test weights for the model tests (transformer, backendModel, webgpu/model): `initWeights`, then
+ * Test weights for the model tests (model, webgpu/model): `initWeights`, then
  * made less tame — tok_emb scaled ×25 (so logits are O(1), not O(0.01)) and norm gains
  * 1 + 0.2·N(0,1) (so their gradients are not a special case). Values stay f32-exact.
  *

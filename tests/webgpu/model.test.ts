@@ -1,5 +1,5 @@
 /**
- * BackendModel (src/model/backendModel.ts) on WebGPU against BackendModel on the CPU backend (one
+ * The Model (src/model/model.ts) on WebGPU against the same Model on the f32 CPU backend (one
  * whole step checked on the GPU against the reference, as llm.c `test_gpt2.c` does): the same
  * model, weights and inputs, compared on the forward logits, one whole training step (forward with
  * keep, the SAT clipped-loss gradient w.r.t. the logits, backward, AdamW) — loss statistics, every
@@ -18,14 +18,15 @@
  *   a SAT stage                one whole stage (arithmetic-S, LoRA r4 over Q8, 2 agents, chain,
  *                              a small batch and 3 Fisher-vector products so SwiftShader
  *                              finishes in ~30 s) with a team of
- *                              BackendLmAgents on WebGPU vs the same team on the CPU backend:
+ *                              LmAgents (src/sat/agents/lm.ts) on WebGPU vs the same team on
+ *                              the CPU backend:
  *                              the rollouts must be identical (same sampled tokens), and every
  *                              metric within 1e-3·max(|cpu|, 1e-3) — 1e-2 for the Fisher-derived
  *                              κ and gain_geo (a finite difference of f32 gradients).
  * Without a WebGPU adapter (and no SwiftShader), the suite is skipped with the reason printed.
  *
- * Not here: the per-kernel precision tests (the other files in this folder), BackendModel vs the
- * Transformer (tests/backendModel.test.ts).
+ * Not here: the per-kernel precision tests (the other files in this folder), the model's own
+ * maths on the CPU (finite differences in f64, tests/model.test.ts).
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -33,19 +34,18 @@ import { cpuBackend } from '../../src/backend/cpu/index';
 import type { Backend, ClippedLossSpec, TensorKinds } from '../../src/backend/types';
 import { webgpuBackend } from '../../src/backend/webgpu/index';
 import { Rng } from '../../src/core/rng';
-import { BackendModel } from '../../src/model/backendModel';
+import { Model } from '../../src/model/model';
 import { modelConfig, type ModelConfig } from '../../src/model/config';
 import type { LoraConfig } from '../../src/model/lora';
 import { loadModel, quantizeWeights, type ModelWeights } from '../../src/model/weights';
-import { BackendLmAgent } from '../../src/sat/backendAgent';
 import { parseConfig } from '../../src/sat/config';
-import { createLlmExperiment, planLlm, runStages, type LlmExperiment } from '../../src/sat/experiment';
+import { createLlmExperiment, lmAgent, planLlm, runStages, type LlmExperiment } from '../../src/sat/experiment';
 import { gpu, printTable, record, runSeed } from './gpu';
 import { randomWeights } from '../helpers/randomWeights';
 
 const ctx = typeof gpu === 'string' ? null : gpu;
 const seed = runSeed('model.test.ts');
-afterAll(() => printTable('BackendModel on WebGPU vs on the CPU backend'));
+afterAll(() => printTable('Model on WebGPU vs on the CPU backend'));
 
 const TINY = modelConfig({ vocab: 16, d: 32, layers: 2, heads: 2, hidden: 48, maxSeq: 24 }, { quantized: true });
 const SPEC: ClippedLossSpec = { level: 'token', tokenAgg: 'grpo', epsLow: 0.2, epsHigh: 0.28, beta: 0.05 };
@@ -78,12 +78,12 @@ function cases(): Case[] {
 }
 
 /** The case's model on backend `be` (LoRA A from seed 7, B = 0). */
-function build<X extends TensorKinds>(be: Backend<X>, c: Case): BackendModel<X> {
-  return c.lora ? new BackendModel(be, c.cfg, c.w, { trainable: 'lora', lora: c.lora, seed: 7 }) : new BackendModel(be, c.cfg, c.w, { trainable: 'full' });
+function build<X extends TensorKinds>(be: Backend<X>, c: Case): Model<X> {
+  return c.lora ? new Model(be, c.cfg, c.w, { trainable: 'lora', lora: c.lora, seed: 7 }) : new Model(be, c.cfg, c.w, { trainable: 'full' });
 }
 
 /** One whole step on `m`; returns logits, stats, gradients, params before and after. */
-async function step<X extends TensorKinds>(m: BackendModel<X>, tok: Int32Array, B: number, T: number, zRef: Float32Array, actions: Int32Array, adv: Float32Array, weight: Float32Array, lr: number) {
+async function step<X extends TensorKinds>(m: Model<X>, tok: Int32Array, B: number, T: number, zRef: Float32Array, actions: Int32Array, adv: Float32Array, weight: Float32Array, lr: number) {
   const be = m.be;
   const V = m.cfg.vocab;
   const N = B * T;
@@ -102,7 +102,7 @@ async function step<X extends TensorKinds>(m: BackendModel<X>, tok: Int32Array, 
   return { logits, stats: await be.download('f32', stats), grads, before, after };
 }
 
-describe.skipIf(ctx === null)('BackendModel: WebGPU equals the CPU backend', () => {
+describe.skipIf(ctx === null)('Model: WebGPU equals the CPU backend', () => {
   const all = ctx === null ? [] : cases();
   const be = ctx === null ? null : webgpuBackend(ctx);
 
@@ -181,21 +181,15 @@ describe.skipIf(ctx === null)('BackendModel: WebGPU equals the CPU backend', () 
   });
 });
 
-describe.skipIf(ctx === null)('a SAT stage with BackendLmAgents: WebGPU equals the CPU backend', () => {
+describe.skipIf(ctx === null)('a SAT stage with LmAgents: WebGPU equals the CPU backend', () => {
   it('the same rollouts and the same stage metrics (1e-3; Fisher-derived 1e-2)', async () => {
     const loader = async (name: string): Promise<Uint8Array> => new Uint8Array(readFileSync(`public/models/${name}.safetensors`));
     const cfg = parseConfig({ task: 'arithmetic', level: 3, agents: 2, protocol: 'chain', batch: 2, group: 2, evalEpisodes: 8, maxNew: 4, lr: 3e-4, delta: 1, geoIters: 3, epochs: 1, stages: 1, seed: 4, lora: 4 });
     async function experiment<X extends TensorKinds>(be: Backend<X>): Promise<LlmExperiment> {
       const e = await createLlmExperiment(cfg, loader);
       const loaded = loadModel(await loader(e.modelName));
-      const team = planLlm(e.cfg).agents.map(
-        (init) =>
-          new BackendLmAgent(init.index, new BackendModel(be, loaded.cfg, loaded.weights, { trainable: 'lora', lora: { rank: init.lora, alpha: init.loraAlpha }, seed: init.seed }), {
-            name: init.name,
-            temperature: init.temperature,
-            topK: init.topK,
-          }),
-      );
+      // The team rebuilt on `be`, each agent as experiment.ts builds it (lmAgent: LoRA r4 over the Q8 file).
+      const team = planLlm(e.cfg).agents.map((init) => lmAgent(init, loaded, be));
       return { ...e, team } as unknown as LlmExperiment;
     }
     const ec = await experiment(cpuBackend);

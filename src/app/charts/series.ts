@@ -643,7 +643,7 @@ export interface TranscriptMessage {
   readonly text: string;
 }
 
-/** One episode as LmEnv records it (src/sat/lm.ts `LmEpisodeRecord`, which this shape accepts as is). */
+/** One episode as LmEnv records it (src/sat/env/lm.ts `LmEpisodeRecord`, which this shape accepts as is). */
 export interface TranscriptEpisode {
   readonly problem: { readonly id: string; readonly prompt: string; readonly answer: string };
   readonly sample: number;

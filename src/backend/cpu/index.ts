@@ -3,9 +3,15 @@
  * (src/backend/types.ts), one method per function, same name, same argument order. Tensors are
  * plain typed arrays, ops run at once, and `download` resolves immediately with a copy.
  *
+ * Two precisions over the same kernels (they accept Float32Array or Float64Array):
+ *   cpuBackend    float tensors are Float32Array — what the product runs;
+ *   cpuBackend64  float tensors are Float64Array — the same model in f64, for the finite-difference
+ *                 gradient checks (tests/model.test.ts). Uploads widen f32 data exactly; `download`
+ *                 returns f32 as the interface says (read the handles themselves for f64 values).
+ *
  * Not here: any kernel maths (each op lives in its own file in this folder).
  */
-import type { Backend, HostTensors, TensorKind } from '../types';
+import type { Backend, HostTensors, TensorKind, TensorKinds } from '../types';
 import { adamwStep } from './adamw';
 import { attentionBackward, attentionCachedForward, attentionForward, kvCacheWrite } from './attention';
 import { embeddingBackward, embeddingForward } from './embedding';
@@ -40,6 +46,51 @@ const ctors: { [K in TensorKind]: new (n: number) => HostTensors[K] } = {
   u16: Uint16Array,
 };
 
+/** The tensor kinds of the f64 CPU backend: float tensors are Float64Array, the rest as HostTensors. */
+export interface HostTensors64 extends Omit<HostTensors, 'f32'> {
+  f32: Float64Array;
+}
+
+/** Every op of the Backend interface over plain typed arrays (both precisions share them). */
+type Ops<X extends TensorKinds> = Omit<Backend<X>, 'name' | 'upload' | 'zeros' | 'fill' | 'download' | 'dispose'>;
+
+function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
+  return {
+    embeddingForward,
+    embeddingBackward,
+    rmsnormForward,
+    rmsnormBackward,
+    ropeForward,
+    ropeBackward,
+    attentionForward,
+    attentionBackward,
+    kvCacheWrite,
+    attentionCachedForward,
+    matmulForward,
+    matmulBackward,
+    matmulForwardQ8,
+    matmulForwardQ4,
+    matmulBackwardInputQ8,
+    matmulBackwardInputQ4,
+    residualForward,
+    residualBackward,
+    swigluForward,
+    swigluBackward,
+    mlpForward,
+    mlpBackward,
+    logSoftmaxForward,
+    logSoftmaxBackward,
+    gatherForward,
+    gatherBackward,
+    klForward,
+    klBackward,
+    clippedLossBackward: (dlogits, stats, lt, lr, actions, episodeOf, adv, weight, K, V, N, horizon, temperature, spec, scale) =>
+      void clippedLossBackward(dlogits, stats, lt, lr, actions, episodeOf, adv, weight, K, V, N, horizon, temperature, spec, scale),
+    adamwStep,
+    sampleForward,
+  } as Ops<X>;
+}
+
 /** The CPU reference as a Backend: handles are the typed arrays themselves. */
 export const cpuBackend: Backend<HostTensors> = {
   name: 'cpu',
@@ -48,36 +99,16 @@ export const cpuBackend: Backend<HostTensors> = {
   fill: (t, value) => void t.fill(value),
   download: (_kind, t) => Promise.resolve(t.slice() as typeof t),
   dispose: () => undefined,
-  embeddingForward,
-  embeddingBackward,
-  rmsnormForward,
-  rmsnormBackward,
-  ropeForward,
-  ropeBackward,
-  attentionForward,
-  attentionBackward,
-  kvCacheWrite,
-  attentionCachedForward,
-  matmulForward,
-  matmulBackward,
-  matmulForwardQ8,
-  matmulForwardQ4,
-  matmulBackwardInputQ8,
-  matmulBackwardInputQ4,
-  residualForward,
-  residualBackward,
-  swigluForward,
-  swigluBackward,
-  mlpForward,
-  mlpBackward,
-  logSoftmaxForward,
-  logSoftmaxBackward,
-  gatherForward,
-  gatherBackward,
-  klForward,
-  klBackward,
-  clippedLossBackward: (dlogits, stats, lt, lr, actions, episodeOf, adv, weight, K, V, N, horizon, temperature, spec, scale) =>
-    void clippedLossBackward(dlogits, stats, lt, lr, actions, episodeOf, adv, weight, K, V, N, horizon, temperature, spec, scale),
-  adamwStep,
-  sampleForward,
+  ...ops<HostTensors>(),
+};
+
+/** The same kernels in f64 (header): float handles are Float64Array. */
+export const cpuBackend64: Backend<HostTensors64> = {
+  name: 'cpu-f64',
+  upload: (kind, data) => (kind === 'f32' ? Float64Array.from(data) : data.slice()) as HostTensors64[typeof kind],
+  zeros: (kind, length) => (kind === 'f32' ? new Float64Array(length) : new ctors[kind](length)) as HostTensors64[typeof kind],
+  fill: (t, value) => void t.fill(value),
+  download: (kind, t) => Promise.resolve((kind === 'f32' ? Float32Array.from(t as Float64Array) : (t as Int32Array).slice()) as HostTensors[typeof kind]),
+  dispose: () => undefined,
+  ...ops<HostTensors64>(),
 };

@@ -1,40 +1,55 @@
 /**
- * The tiny Llama-family decoder of src/model/transformer.ts, assembled from `Backend<X>` ops only
- * (src/backend/types.ts), so the same model runs on the CPU reference or on WebGPU. Same config,
- * same weight layout, same 'full' / 'lora' / 'none' modes, same maths op for op as `Transformer`
- * (see its header for the equations): on `cpuBackend` the same kernels run on the same values in
- * the same order, so logits, gradients and AdamW steps equal the Transformer's bit for bit.
+ * The tiny Llama-family decoder — the one model of the project — assembled from `Backend<X>` ops
+ * only (src/backend/types.ts), so the same code runs on the CPU reference kernels (`cpuBackend`,
+ * f32; `cpuBackend64`, f64 for the finite-difference tests) or on WebGPU (`webgpuBackend`).
+ * Pre-norm blocks, tied embeddings:
  *
- * Where the parameters live: on the backend, one tensor per named slot (`layout`, in the
- * Transformer's flat order), with a gradient, AdamW m and v tensor each. The Backend interface has
- * no sub-tensor views, so the Transformer's one flat array becomes per-slot tensors, and AdamW runs
- * per slot (it is elementwise: identical numbers). The flat vector the rest of the app speaks
- * (`getParams`, `getState`, snapshots) is packed on the backend — a row scatter
+ *   x₀ = E[tokens]                                            (embeddingForward)
+ *   per layer l:
+ *     h  = rmsnorm(x; g_attn)                                 (rmsnormForward)
+ *     q  = rope(h·Wqᵀ),  k = rope(h·Wkᵀ),  v = h·Wvᵀ          (matmul*, ropeForward, pos 0..T−1)
+ *     x ← x + attn(q, k, v)·Woᵀ                               (attentionForward: causal softmax)
+ *     h  = rmsnorm(x; g_mlp)
+ *     x ← x + (silu(h·W1ᵀ) ⊙ h·W3ᵀ)·W2ᵀ                       (SwiGLU, swigluForward)
+ *   logits = rmsnorm(x; g_final) · Eᵀ                         (tied head: matmul with tok_emb)
+ * Backward is the exact reverse chain of the kernels' backwards (each cites its maths).
+ *
+ * Trainable parameters, by mode:
+ *   'full'  every weight, in `weightNames` order (needs all-f32 weights);
+ *   'lora'  (A [r × in], B [out × r]) per adapted projection in `loraTargets` order; the base (f32,
+ *           Q8 or Q4) is frozen and never merged — y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ;
+ *   'none'  no parameters (inference only).
+ *
+ * Where the parameters live: on the backend, one tensor per named slot (`layout`), with a
+ * gradient, AdamW m and v tensor each (AdamW is elementwise, so it runs per slot with the numbers
+ * of one step over the flat vector). The flat vector the rest of the app speaks (`getParams`,
+ * `getState`, snapshots; slot offsets in `layout`) is packed on the backend — a row scatter
  * (embeddingBackward into a zeroed flat tensor, rows of g = gcd(slot sizes) elements) — and
- * downloaded ONCE; `setParams` / `setState` upload once and gather back (embeddingForward).
+ * downloaded ONCE; `setParams` / `setState` upload once and gather back (embeddingForward). No op
+ * writes a tensor it also reads (a WebGPU dispatch may not bind one buffer as both read-only and
+ * writable), so rotary positions read a separate pre-rotation buffer and a LoRA projection adds
+ * into a fresh output.
  *
- * Deviations from the Transformer's buffer use (values unchanged): no op writes a tensor it also
- * reads (a WebGPU dispatch may not bind one buffer as both read-only and writable), so rotary
- * positions read a separate pre-rotation buffer and a LoRA projection adds into a fresh output.
- *
- * Sampling (`generate`): the Transformer decodes a "ragged" batch (per-sequence positions through
- * subarray views). Backend ops take one pos0 per call and no views, so prompts are grouped by
- * length: a group advances in lock step (same position), with its own KV cache [S_g × Tmax × C]
- * per layer. Prefill runs group by group (T = P), and each sequence's last hidden row is gathered
+ * Sampling (`generate`): every prompt is prefilled at its own positions 0..P−1 (no padding).
+ * Backend ops take one pos0 per call and no views, so prompts are grouped by length: a group
+ * advances in lock step (same position), with its own KV cache [S_g × Tmax × C] per layer.
+ * Prefill runs group by group (T = P), and each sequence's last hidden row is gathered
  * (embeddingForward as a row gather) and scattered (embeddingBackward into zeros) into one
  * [S × C] tensor in prompt order. A decoding step runs one row per prompt: norms, projections and
  * the MLP over all S rows at once, and per group only RoPE, the cache write and attention, on the
  * group's rows gathered out and scattered back (rows whose sequence has ended compute unused
  * values). Each step ends with ONE final norm, head and `sampleForward` over the S rows (Philox
- * counter (step, seq0 + prompt index), as Transformer.generate) and ONE download of S token ids.
- * Every kernel computes each row on its own, so the tokens equal the Transformer's for the same
- * seed wherever the logits agree (on cpuBackend: always, bit for bit).
+ * counter (step, seq0 + prompt index)) and ONE download of S token ids. Every kernel computes each
+ * row on its own (one accumulator per element), so batched decoding gives bit for bit the logits
+ * of one-by-one decoding and of a plain forward over prompt + generated tokens, and the tokens of a
+ * prompt do not depend on what else is in the batch.
  *
- * Shape letters as in Transformer: B, T, N = B·T, C = d, NH, HS, H, V, L, r, S prompts, Tmax.
+ * Shape letters: B batch, T time, N = B·T rows, C = d (model width), NH heads, HS = C/NH head
+ * size, H hidden (SwiGLU), V vocabulary, L layers, r LoRA rank, S number of prompts, Tmax cache
+ * length (≤ maxSeq).
  *
  * Not here: the kernels (src/backend), weight files and quantization (weights.ts), LoRA init
- * (lora.ts), RL losses (the caller turns them into dlogits on the backend), next-token
- * pretraining helpers and ONNX export (Transformer keeps those; they are CPU-side tools).
+ * (lora.ts), losses (next-token: loss.ts; RL: the agents turn them into dlogits on the backend).
  */
 import { ropeTable, rowLogSumExp } from '../backend/cpu';
 import type { AdamWParams, Backend, HostTensors, TensorKind, TensorKinds } from '../backend/types';
@@ -42,17 +57,17 @@ import { ConfigError } from '../core/errors';
 import { Rng } from '../core/rng';
 import { validateConfig, type ModelConfig } from './config';
 import { initLora, LORA_ALL, validateLoraConfig, type LoraConfig, type LoraTarget } from './lora';
-import type { GenerateOptions, ParamSlot, Trainable, TransformerOptions } from './transformer/types';
-import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights } from './weights';
-import { checkGenerateArgs } from './transformer/generateArgs';
+import type { GenerateOptions, GenerateResult, ModelOptions, ParamSlot, Trainable } from './types';
+import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights, type WeightTensor } from './weights';
+import { checkGenerateArgs } from './generateArgs';
 
-/** Constructor options: the Transformer's (trainable, lora, seed); always f32. */
-export type BackendModelOptions = Omit<TransformerOptions<Float32Array>, 'floatArray'>;
+export type * from './types';
+
 
 /** A set of parameter tensors, one per `layout` slot (the current ones, or a copy such as a reference). */
 export type ParamSet<X extends TensorKinds> = readonly X['f32'][];
 
-export interface BackendForwardOptions<X extends TensorKinds> {
+export interface ForwardOptions<X extends TensorKinds> {
   /** Keep the activations for `backward` (current parameters only). Default false. */
   readonly keep?: boolean;
   /** Write the logits here (≥ B·T·V elements) instead of the model's own buffer. */
@@ -61,19 +76,8 @@ export interface BackendForwardOptions<X extends TensorKinds> {
   readonly params?: ParamSet<X>;
 }
 
-/** What `generate` returns: tokens and stops always; log-probs and logits with `returnLogits`. */
-export interface BackendGenerateResult {
-  readonly tokens: Int32Array[];
-  readonly stopped: boolean[];
-  /** With returnLogits: log π(token) at τ (τ = 1 when greedy), as Transformer.generate. */
-  readonly logp?: Float32Array[];
-  readonly stopLogp?: Float32Array;
-  /** With returnLogits: [k × V] logits of each sampled token (stop included). */
-  readonly logits?: Float32Array[];
-}
-
-/** Parameter state downloaded: params [n] and optim = [t, m (n), v (n)] (TransformerState layout). */
-export interface BackendModelState {
+/** Parameter state downloaded: params [n] and optim = [t, m (n), v (n)] (AdamW step count and moments). */
+export interface ModelState {
   readonly params: Float32Array;
   readonly optim: Float32Array;
 }
@@ -156,12 +160,12 @@ function gcd(a: number, b: number): number {
 
 
 /** The tiny Llama decoder over a Backend (header). */
-export class BackendModel<X extends TensorKinds = HostTensors> {
+export class Model<X extends TensorKinds = HostTensors> {
   readonly be: Backend<X>;
   readonly cfg: ModelConfig;
   readonly trainable: Trainable;
   readonly lora: LoraConfig | null;
-  /** Named slices of the flat parameter vector (the Transformer's order); one tensor each here. */
+  /** Named slices of the flat parameter vector; one backend tensor each. */
   readonly layout: readonly ParamSlot[];
   /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one tensor per slot. */
   readonly params: X['f32'][];
@@ -196,16 +200,18 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
   private packIdx = new Map<string, X['i32']>();
   /** Frozen weights uploaded by the constructor (released by `dispose`). */
   private readonly frozen: X[TensorKind][] = [];
+  /** The caller's weights: the frozen base in 'lora' / 'none' mode is read from here by `exportWeights` (do not mutate them). */
+  private readonly base: ModelWeights;
 
-  constructor(be: Backend<X>, cfg: ModelConfig, weights: ModelWeights, opts: BackendModelOptions) {
+  constructor(be: Backend<X>, cfg: ModelConfig, weights: ModelWeights, opts: ModelOptions) {
     validateConfig(cfg);
     checkWeights(cfg, weights);
     const mode = opts.trainable;
     if (mode !== 'full' && mode !== 'lora' && mode !== 'none') {
-      throw new ConfigError('trainable', mode, `BackendModel "trainable" must be 'full', 'lora' or 'none', got ${JSON.stringify(mode)}.`);
+      throw new ConfigError('trainable', mode, `Model "trainable" must be 'full', 'lora' or 'none', got ${JSON.stringify(mode)}.`);
     }
-    if (mode === 'lora' && !opts.lora) throw new ConfigError('lora', opts.lora, "BackendModel with trainable 'lora' needs a LoRA config (opts.lora: { rank, alpha, targets? }).");
-    if (mode !== 'lora' && opts.lora) throw new ConfigError('lora', opts.lora, `BackendModel got a LoRA config but trainable is '${mode}'; use trainable 'lora'.`);
+    if (mode === 'lora' && !opts.lora) throw new ConfigError('lora', opts.lora, "Model with trainable 'lora' needs a LoRA config (opts.lora: { rank, alpha, targets? }).");
+    if (mode !== 'lora' && opts.lora) throw new ConfigError('lora', opts.lora, `Model got a LoRA config but trainable is '${mode}'; use trainable 'lora'.`);
     if (opts.lora) validateLoraConfig(cfg, opts.lora);
     if (mode === 'full') {
       for (const [name, t] of weights) {
@@ -215,13 +221,14 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
       }
     }
     this.be = be;
+    this.base = weights;
     this.cfg = cfg;
     this.trainable = mode;
     this.lora = opts.lora ?? null;
     const { d: C, layers: L } = cfg;
     this.HS = C / cfg.heads;
 
-    // --- the layout (the Transformer's, slot for slot) and its host values ---
+    // --- the layout and its host values ---
     const layout: ParamSlot[] = [];
     let n = 0;
     const add = (name: string, shape: number[]): void => {
@@ -267,7 +274,9 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
       const t = weights.get(name)!;
       return { kind: 'fixed', t: this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t))) };
     };
-    // tok_emb is the embedding table and the head; quantized, it is dequantized once (as Transformer).
+    // tok_emb is both the embedding table and the head. Quantized, it is dequantized once into
+    // f32 [V × C]: the lookup needs f32 rows, and matmulForwardQ8/Q4 equal matmulForward on the
+    // dequantized matrix bit for bit (quant.ts), so the head's numbers are those of the Q8/Q4 path.
     this.emb = f32('tok_emb');
     this.finalNorm = f32('final_norm');
     this.attnNorm = [];
@@ -346,9 +355,20 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
     for (const g of this.grads) this.be.fill(g, 0);
   }
 
+  /** grads ← s·grads (gradient clipping): per slot through a scratch tensor, as no op may read and write one tensor. */
+  scaleGrads(s: number): void {
+    const be = this.be;
+    const tmp = be.zeros('f32', Math.max(1, ...this.layout.map((x) => x.size)));
+    this.layout.forEach((x, i) => {
+      be.residualForward(tmp, this.zeroSlot, this.grads[i]!, x.size, s);
+      be.residualForward(this.grads[i]!, this.zeroSlot, tmp, x.size, 1);
+    });
+    be.dispose(tmp);
+  }
+
   /** One AdamW step per slot (elementwise, so equal to a step over the flat vector); t ← t + 1. */
   adamStep(hp: AdamWParams): void {
-    if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "adamStep: this BackendModel is inference-only (trainable 'none').");
+    if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "adamStep: this model is inference-only (trainable 'none').");
     this.t += 1;
     this.layout.forEach((s, i) => this.be.adamwStep(this.params[i]!, this.grads[i]!, this.m[i]!, this.v[i]!, s.size, this.t, hp));
   }
@@ -413,14 +433,20 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
     return this.pack([this.grads]);
   }
 
+  /** Sets the gradient from a flat vector (one upload), e.g. data-parallel shards summed elsewhere. */
+  setGrads(flat: ArrayLike<number>): void {
+    if (flat.length !== this.n) throw new ConfigError('grads', flat.length, `setGrads: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
+    this.unpack(Float32Array.from(flat), [this.grads]);
+  }
+
   /** Sets the parameters from a flat vector (one upload); the optimizer state is kept. */
   setParams(flat: ArrayLike<number>): void {
     if (flat.length !== this.n) throw new ConfigError('params', flat.length, `setParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
     this.unpack(Float32Array.from(flat), [this.params]);
   }
 
-  /** Params and optimizer state ([t, m…, v…], as Transformer.getState), in one download. */
-  async getState(): Promise<BackendModelState> {
+  /** Params and optimizer state ([t, m…, v…]), in one download. */
+  async getState(): Promise<ModelState> {
     const n = this.n;
     const all = await this.pack([this.params, this.m, this.v]);
     const optim = new Float32Array(1 + 2 * n);
@@ -443,6 +469,48 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
     for (let i = 0; i < 2 * n; i++) all[n + i] = o[1 + i]!;
     this.t = t;
     this.unpack(all, [this.params, this.m, this.v]);
+  }
+
+  /**
+   * The model as f32 weights (fresh arrays), for saveModel and the ONNX export: 'full' is the
+   * parameters; 'lora' dequantizes the frozen base and merges W' = W + (α/r)·B·A (lora.ts
+   * `loraDelta` maths, summed in f64 and rounded once); 'none' dequantizes. One download.
+   */
+  async exportWeights(): Promise<ModelWeights> {
+    const cfg = this.cfg;
+    const flat = await this.getParams();
+    const slot = (name: string): Float32Array => {
+      const s = this.layout[this.slots.get(name)!]!;
+      return flat.subarray(s.offset, s.offset + s.size);
+    };
+    const lora = new Map(this.lins.flat().filter((lin) => lin.lora !== null).map((lin) => [lin.name, lin.lora!] as const));
+    const out: ModelWeights = new Map();
+    for (const name of weightNames(cfg)) {
+      const shape = expectedShape(cfg, name);
+      if (this.trainable === 'full') {
+        out.set(name, { dtype: 'f32', shape, data: slot(name).slice() });
+        continue;
+      }
+      const t = this.base.get(name) as WeightTensor;
+      const w = t.dtype === 'f32' ? t.data.slice() : dequantizeTensor(t);
+      const lo = lora.get(name);
+      if (lo !== undefined) {
+        const [OC, C] = shape as [number, number];
+        const a = slot(`${name}.lora_a`);
+        const b = slot(`${name}.lora_b`);
+        const acc = new Float64Array(C);
+        for (let o = 0; o < OC; o++) {
+          acc.fill(0);
+          for (let k = 0; k < lo.rank; k++) {
+            const bk = b[o * lo.rank + k]!;
+            for (let c = 0; c < C; c++) acc[c]! += bk * a[k * C + c]!;
+          }
+          for (let c = 0; c < C; c++) w[o * C + c] = w[o * C + c]! + lo.scale * acc[c]!;
+        }
+      }
+      out.set(name, { dtype: 'f32', shape, data: w });
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- buffers
@@ -576,11 +644,13 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
   }
 
   /**
-   * logits [B × T × V] for tokens [B × T] at positions 0..T−1 (Transformer.forward). Returns the
-   * model's own logits tensor (overwritten by the next forward) unless `out` is given. With `keep`,
+   * logits [B × T × V] for tokens [B × T] at positions 0..T−1. Causal attention makes trailing
+   * padding harmless to the earlier positions (the caller ignores logits there). Returns the
+   * model's own logits tensor — grow-only, so it may hold more than B·T·V values; only the first
+   * B·T·V are this call's — overwritten by the next forward, unless `out` is given. With `keep`,
    * activations stay for `backward` until the next forward.
    */
-  forward(tokens: Int32Array, B: number, T: number, opts: BackendForwardOptions<X> = {}): X['f32'] {
+  forward(tokens: Int32Array, B: number, T: number, opts: ForwardOptions<X> = {}): X['f32'] {
     const be = this.be;
     const { d: C, vocab: V, heads: NH, maxSeq, layers: L, normEps } = this.cfg;
     if (!Number.isInteger(B) || B < 1 || !Number.isInteger(T) || T < 1) throw new ConfigError('shape', [B, T], `forward: B and T must be integers ≥ 1, got B = ${B}, T = ${T}.`);
@@ -626,7 +696,7 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
    * ACCUMULATING ∂L/∂params into `grads` (call zeroGrad first). Frozen tensors get no gradient.
    */
   backward(dlogits: X['f32']): void {
-    if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "backward: this BackendModel is inference-only (trainable 'none').");
+    if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "backward: this model is inference-only (trainable 'none').");
     const kept = this.kept;
     const acts = this.acts;
     if (kept === null || acts === null) throw new ConfigError('keep', false, 'backward: call forward(tokens, B, T, { keep: true }) first; a forward without keep (or none) came last.');
@@ -679,9 +749,11 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
   /**
    * Samples continuations of each prompt with a KV cache (header: prompts grouped by length, one
    * sample and one download of S ids per step; with `returnLogits` also one download of the S
-   * logit rows). Same stopping rules and Philox counters as Transformer.generate.
+   * logit rows). Prompt i is sequence seq0 + i for the sampler and its k-th generated token uses
+   * step k, so the same seed gives the same tokens whatever else is in the batch. A sequence ends at
+   * `stop` (not returned), after `maxNew` tokens, or when prompt + generated reaches maxSeq.
    */
-  async generate(prompts: readonly Int32Array[], opts: GenerateOptions): Promise<BackendGenerateResult> {
+  async generate(prompts: readonly Int32Array[], opts: GenerateOptions): Promise<GenerateResult> {
     const be = this.be;
     const { d: C, vocab: V, heads: NH, layers: L, normEps } = this.cfg;
     const HS = this.HS;
@@ -694,7 +766,7 @@ export class BackendModel<X extends TensorKinds = HostTensors> {
     const rows: number[][] = prompts.map(() => []);
     const stopped = prompts.map(() => false);
     const stopLogp = new Float32Array(S).fill(NaN);
-    const done = (): BackendGenerateResult => ({
+    const done = (): GenerateResult => ({
       tokens: gen.map((g) => Int32Array.from(g)),
       stopped,
       ...(withLogits ? { logp: lps.map((g) => Float32Array.from(g)), stopLogp, logits: rows.map((r) => Float32Array.from(r)) } : {}),

@@ -1,13 +1,13 @@
 /**
- * The checks every `generate` makes on its arguments before sampling a token, shared by the CPU
- * Transformer and the Backend model (src/model/backendModel.ts) so both refuse the same inputs
- * with the same messages: maxSeq within the model's, maxNew ≥ 0, τ ≥ 0, integer top-k, u32 Philox
+ * The checks every `generate` makes on its arguments before sampling a token, kept apart from the
+ * model (src/model/model.ts) so the Stage-0 sampler (src/sat/agents/projected.ts) refuses the same
+ * inputs with the same messages: maxSeq within the model's, maxNew ≥ 0, τ ≥ 0, integer top-k, u32 Philox
  * key and sequence ids, prompts non-empty, within maxSeq, tokens inside the vocabulary.
  *
  * Not here: sampling itself (each model's generate) or the Philox counter layout (sampling.ts).
  */
-import { ConfigError } from '../../core/errors';
-import type { ModelConfig } from '../config';
+import { ConfigError } from '../core/errors';
+import type { ModelConfig } from './config';
 import type { GenerateOptions } from './types';
 
 function checkU32(what: string, x: number): void {

@@ -1,60 +1,18 @@
 /**
- * The team's environment as the stage loop sees it: something that can roll out episodes under the
- * team's current policies and measure the team's return J. The stage loop (stage.ts) only talks to
- * this interface, so the same loop trains tabular tables on exact games and language models on
- * verifiable text tasks.
- *
- *   TabularEnv   a TabularGame; J is exact (enumeration), so its confidence half-width is 0, and
- *                the certificate's summand has an exact range (enumeration again, `certSample`).
+ * The environment of a tabular team (the `TeamEnv` of types.ts): a TabularGame; J is exact
+ * (enumeration), so its confidence half-width is 0, and the certificate's summand has an exact
+ * range (enumeration again, `certSample`).
  *
  * Not here: sampling details (rollout.ts) or the games themselves (src/tasks).
  */
-import type { Rng } from '../core/rng';
-import { exactJ, forEachTrajectory } from '../tasks/tabular';
-import type { TabularGame } from '../tasks/types';
-import { sampleBatch, tablePolicy, teamTables } from './rollout';
-import type { AgentPolicy, Batch } from './types';
+import type { Rng } from '../../core/rng';
+import { exactJ, forEachTrajectory } from '../../tasks/tabular';
+import type { TabularGame } from '../../tasks/types';
+import { sampleBatch, tablePolicy, teamTables } from '../rollout';
+import type { AgentPolicy, Batch, StepSet } from '../types';
+import type { TeamEnv, TeamEvaluation } from './types';
 
-export interface TeamEvaluation {
-  /** The team's expected return. */
-  readonly J: number;
-  /** Half-width of its 95 % confidence interval (0 when exact). */
-  readonly ci: number;
-  /** True when J is exact rather than estimated. */
-  readonly exact: boolean;
-}
-
-export interface TeamEnv {
-  readonly nAgents: number;
-  /** Largest number of turns in an episode (H of the episodic certificate). */
-  readonly horizon: number;
-  readonly rewardRange: readonly [number, number];
-  /** True when evaluate() is cheap enough to run after every agent step (exact tabular J). */
-  readonly evaluatePerAgent: boolean;
-  /**
-   * Episodes in one independent unit of a certification batch: the `independent` protocol's slots
-   * (sample k of a group is answered by agent k mod n, so a unit holds one episode per slot), else 1.
-   */
-  readonly slots: number;
-  /** Most turns at which `agent` acts in one episode (a language agent's turn is one message). */
-  agentTurns(agent: number): number;
-  /** Most action steps in one turn of an agent (1 for tables, maxNew tokens for a language agent). */
-  readonly stepsPerTurn: number;
-  /**
-   * Samples B groups × G episodes (group-major) under the team's current policies. `record: false`
-   * keeps the batch out of what the page shows (a certification batch is not training data).
-   */
-  rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts?: { record?: boolean }): Promise<Batch>;
-  /** The current team's J. */
-  evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation>;
-  /**
-   * Exact certificates (tabular games): every agent's table now, one agent's table now, and a
-   * certification sample with the summand's exact range.
-   */
-  tables?(team: readonly AgentPolicy[]): Promise<Float64Array[]>;
-  agentTable?(agent: AgentPolicy): Promise<Float64Array>;
-  certSample?(before: readonly Float64Array[], agent: number, newTable: Float64Array, b: number, N: number, rng: Rng): { x: Float64Array; range: [number, number] };
-}
+export type { TeamEnv, TeamEvaluation } from './types';
 
 export class TabularEnv implements TeamEnv {
   readonly game: TabularGame;
@@ -96,9 +54,9 @@ export class TabularEnv implements TeamEnv {
   async tables(team: readonly AgentPolicy[]): Promise<Float64Array[]> {
     return teamTables(this.game, team);
   }
-  /** One agent's full table [nObs × nActions] now (one call to the agent, not one per agent). */
-  async agentTable(agent: AgentPolicy): Promise<Float64Array> {
-    return agent.distributions({ obs: Int32Array.from({ length: this.game.nObs[agent.index]! }, (_, s) => s) });
+  /** Every state of agent j, as the step set whose `distributions` are its full table [nObs × nActions]. */
+  tableSteps(agent: number): StepSet {
+    return { obs: Int32Array.from({ length: this.game.nObs[agent]! }, (_, s) => s) };
   }
   /**
    * A certification sample of agent j's step (docs/certificate.md §4–§5): N episodes drawn i.i.d.
@@ -152,6 +110,10 @@ export class TabularEnv implements TeamEnv {
     return { x, range: [lo, hi] };
   }
   async evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation> {
-    return { J: exactJ(this.game, tablePolicy(this.game, await teamTables(this.game, team))), ci: 0, exact: true };
+    return this.evaluateTables(await teamTables(this.game, team));
+  }
+  /** J of the team whose tables are `tables` (exact; no call to any agent). */
+  evaluateTables(tables: readonly Float64Array[]): TeamEvaluation {
+    return { J: exactJ(this.game, tablePolicy(this.game, tables)), ci: 0, exact: true };
   }
 }

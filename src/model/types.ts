@@ -1,27 +1,22 @@
 /**
- * The public option, state and result types of the Transformer (src/model/transformer.ts), kept
- * apart so callers (workers, the RL loop, the CLI) can import them without the class.
+ * The public option and result types of the model (src/model/model.ts), kept apart so callers
+ * (workers, the RL loop, the CLI) can import them without the class.
  *
  * Not here: any behaviour.
  */
-import type { FloatArray } from '../../backend/types';
-import type { LoraConfig } from '../lora';
+import type { LoraConfig } from './lora';
 
 /** Which parameters train. */
 export type Trainable = 'full' | 'lora' | 'none';
 
-/** A constructor of the float array type the model computes in. */
-export type FloatArrayCtor<A extends FloatArray> = new (length: number) => A;
-
-export interface TransformerOptions<A extends FloatArray = Float32Array> {
+/** How a model is built (the backend and its float precision are the constructor's first argument). */
+export interface ModelOptions {
   /** 'full': all weights (f32 only); 'lora': adapters over a frozen base; 'none': inference. */
   readonly trainable: Trainable;
   /** Required for (and only for) trainable 'lora'. */
   readonly lora?: LoraConfig;
   /** Seed of the LoRA A init (initLora with Rng(seed)). Default 0. */
   readonly seed?: number;
-  /** Float32Array (default) or Float64Array (gradient checks). */
-  readonly floatArray?: FloatArrayCtor<A>;
 }
 
 /** One named slice of the flat parameter array. */
@@ -31,19 +26,6 @@ export interface ParamSlot {
   readonly offset: number;
   readonly size: number;
   readonly shape: readonly number[];
-}
-
-/** A snapshot: params [n] and optim = [t, m (n), v (n)] (AdamW step count and moments). */
-export interface TransformerState<A extends FloatArray = Float32Array> {
-  readonly params: A;
-  readonly optim: A;
-}
-
-export interface ForwardOptions<A extends FloatArray = Float32Array> {
-  /** Keep the activations for `backward`. Default false. */
-  readonly keep?: boolean;
-  /** Write the logits here (length ≥ B·T·V) instead of a fresh array. */
-  readonly out?: A;
 }
 
 export interface GenerateOptions {
@@ -67,16 +49,17 @@ export interface GenerateOptions {
   readonly returnLogits?: boolean;
 }
 
+/** What `generate` returns: tokens and stops always; log-probs and logits with `returnLogits`. */
 export interface GenerateResult {
   /** Per prompt: the generated tokens, without the stop token. */
   readonly tokens: Int32Array[];
-  /** Per prompt: log π(token) = log_softmax(z/τ)[token] over the full vocabulary (τ = 1 when τ = 0). */
-  readonly logp: Float32Array[];
   /** Per prompt: whether it ended by sampling `stop`. */
   readonly stopped: boolean[];
-  /** Per prompt: log π(stop) when stopped, else NaN (the stop token is a sampled action too). */
-  readonly stopLogp: Float32Array;
-  /** Per prompt, with returnLogits: [k × V], the logits of each sampled token (stop included). */
+  /** With returnLogits, per prompt: log π(token) = log_softmax(z/τ)[token] over the full vocabulary (τ = 1 when τ = 0). */
+  readonly logp?: Float32Array[];
+  /** With returnLogits, per prompt: log π(stop) when stopped, else NaN (the stop token is a sampled action too). */
+  readonly stopLogp?: Float32Array;
+  /** With returnLogits, per prompt: [k × V], the logits of each sampled token (stop included). */
   readonly logits?: Float32Array[];
 }
 

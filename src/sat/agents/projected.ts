@@ -9,17 +9,19 @@
  * (src/sat/stage0.ts `projectState`: λ = 0 when π_pre is already inside the ball, else bisection),
  * from both models' logits at the sampling temperature τ.
  *
- * `generate` runs both models on every live prefix at every decoding step, projects the two
- * next-token distributions and draws the token with the same counter-based sampler as
- * `Transformer.generate` (sampleForward's Philox counter (seed, stream, step, sequence)), so the
- * same seed gives the same tokens, and a projection equal to π_pre (λ = 0 everywhere) gives exactly
- * π_pre's tokens. The two forwards are full (uncached) passes over each prefix: the Transformer has
- * no public one-token KV-cache step, and with messages of a few tokens the recomputation is cheap;
- * it also makes the sampled distribution the very one `distributions`/`logProbs` report (both come
- * from the same full forward pass, as LmAgent's do).
+ * It is a policy wrapper over three models on one backend — the CPU kernels or WebGPU alike: the
+ * two frozen halves of the projection (π_pre, π_cur) and the trainable student (an ordinary
+ * `LmAgent`, below). `generate` runs both frozen models on every live prefix at every decoding
+ * step, projects the two next-token distributions on the host and draws the token with the same
+ * counter-based sampler as `Model.generate` (sampleForward's Philox counter (seed, stream, step,
+ * sequence)), so the same seed gives the same tokens, and a projection equal to π_pre (λ = 0
+ * everywhere) gives exactly π_pre's tokens. The two forwards are full (uncached) passes over each
+ * prefix — with messages of a few tokens the recomputation is cheap — which makes the sampled
+ * distribution the very one `distributions`/`logProbs` report (both come from the same full
+ * forward pass, as LmAgent's do).
  *
- * The hand-over to the new model's own weights. The class extends LmAgent: its trainable model is
- * the *student* — θ_pre distilled towards π_new by src/sat/lmSwap.ts. It has two modes:
+ * The hand-over to the new model's own weights. The trainable part is the *student* — θ_pre
+ * distilled towards π_new by src/sat/lmSwap.ts. The seat has two modes:
  *
  *   'projection'  (from the swap on) generate / distributions / logProbs are π_new's. A
  *                 `setReference()` in this mode makes π_new the reference π_cur of the stage: the
@@ -64,19 +66,19 @@
  * (the default) is exact.
  *
  * Not here: the projection maths (stage0.ts), the swap itself and its first distillation on states
- * from d^{π_cur} (lmSwap.ts; the loss, `distil`, lives here so both use it), or a KV-cached
- * two-model decoder (it would need a one-step decode API in src/model/transformer.ts).
+ * from d^{π_cur} (lmSwap.ts; the loss is `LmAgent.distil`, used by both), or a KV-cached
+ * two-model decoder (a one-step decode API on Model would make long messages cheaper).
  * top-k truncation is applied to π_new when sampling, but log-probs use the full π_new (as LmAgent).
  */
-import { ConfigError } from '../core/errors';
-import { sampleForward } from '../backend/cpu/sampling';
-import { gatherForward, klBackward, klForward } from '../backend/cpu/softmax';
-import type { FloatArray } from '../backend/types';
-import { EOS } from '../model/tokenizer';
-import type { Transformer } from '../model/transformer';
-import { gatherRows, LmAgent, pack, scatterRows, type GenerateOptions, type Pack } from './lm';
-import { projectState } from './stage0';
-import type { AgentBatch, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from './types';
+import { ConfigError } from '../../core/errors';
+import { sampleForward } from '../../backend/cpu/sampling';
+import { gatherForward, klForward } from '../../backend/cpu/softmax';
+import type { FloatArray, HostTensors, TensorKinds } from '../../backend/types';
+import type { Model } from '../../model/model';
+import { EOS } from '../../model/tokenizer';
+import { projectState } from '../stage0';
+import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
+import { logitRows, pack, type GenerateOptions, type LmAgent, type LmAgentPolicy } from './lm';
 
 /** The Stage-0 projection of K states' next-token distributions. */
 export interface ProjectedRows {
@@ -112,40 +114,13 @@ export function projectRows(zPre: FloatArray, zCur: FloatArray, K: number, V: nu
   return { logp, lambdas, kl, klPre };
 }
 
-/**
- * Distils π_new into `model`'s own weights: `steps` AdamW steps (learning rate `lr`, no weight
- * decay) on (1/K) Σ_s KL(π_new(·|s) ‖ π_θ(·|s)) over the K states of `p` (`zNew` = τ·log π_new,
- * [K × V]). Returns the mean KL(π_new‖π_θ) after the last step. The optimizer state is the model's.
- */
-export function distil(model: Transformer, p: Pack, zNew: Float32Array, K: number, tau: number, steps: number, lr: number): number {
-  const V = model.cfg.vocab;
-  if (K === 0) return 0;
-  const dout = new Float32Array(K).fill(1 / K);
-  for (let step = 0; step < steps; step++) {
-    model.zeroGrad();
-    const zTheta = gatherRows(model.forward(p.tokens, p.B, p.T, { keep: true }), p.row, V);
-    const dRows = new Float32Array(K * V);
-    klBackward(null, dRows, dout, zNew, zTheta, K, V, tau);
-    const dFull = new Float32Array(p.B * p.T * V);
-    scatterRows(dFull, dRows, p.row, V);
-    model.backward(dFull);
-    model.adamStep(lr, 0);
-  }
-  const kl = new Float32Array(K);
-  klForward(kl, zNew, gatherRows(model.forward(p.tokens, p.B, p.T), p.row, V), K, V, tau);
-  return kl.reduce((a, b) => a + b, 0) / K;
-}
-
-export interface ProjectedLmAgentOptions {
-  /** The incoming pretrained model π_pre (read only). */
-  readonly pre: Transformer;
-  /** The outgoing agent's model at π_cur (read only: nothing may train it afterwards). */
-  readonly cur: Transformer;
+export interface ProjectedLmAgentOptions<X extends TensorKinds> {
+  /** The incoming pretrained model π_pre (read only), on the student's backend. */
+  readonly pre: Model<X>;
+  /** The outgoing agent's model at π_cur (read only: nothing may train it afterwards), same backend. */
+  readonly cur: Model<X>;
   /** Stage-0 radius δ0 > 0. */
   readonly delta0: number;
-  readonly name?: string;
-  readonly temperature?: number;
-  readonly topK?: number;
   /**
    * Distillation inside the hand-over step: the seat's first trainStep in 'projection' mode first
    * takes `steps` AdamW steps (rate `lr`) of KL(π_new‖π_θ) on the batch's token states, with a
@@ -156,9 +131,11 @@ export interface ProjectedLmAgentOptions {
 
 export type SeatSampler = 'projection' | 'student';
 
-export class ProjectedLmAgent extends LmAgent {
-  readonly pre: Transformer;
-  readonly cur: Transformer;
+export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements LmAgentPolicy {
+  /** The trainable model that takes over the seat (θ_pre after distillation), as an ordinary agent. */
+  readonly student: LmAgent<X>;
+  readonly pre: Model<X>;
+  readonly cur: Model<X>;
   readonly delta0: number;
   private mode: SeatSampler = 'projection';
   /** Whether the last setReference() froze π_new (true) or the student's parameters (false). */
@@ -170,17 +147,39 @@ export class ProjectedLmAgent extends LmAgent {
   /** Mean KL(π_new‖π_θ) after the last hand-over distillation, and on how many states (NaN / 0: none yet). */
   lastDistil = { kl: NaN, states: 0 };
 
-  /** `student` is the trainable model (θ_pre after distillation) that takes over the seat. */
-  constructor(index: number, student: Transformer, o: ProjectedLmAgentOptions) {
-    super(index, student, { name: o.name, temperature: o.temperature, topK: o.topK });
-    const V = student.cfg.vocab;
+  constructor(student: LmAgent<X>, o: ProjectedLmAgentOptions<X>) {
+    const V = student.model.cfg.vocab;
+    const index = student.index;
     if (o.pre.cfg.vocab !== V || o.cur.cfg.vocab !== V) throw new RangeError(`projected agent ${index}: vocabularies differ (student ${V}, π_pre ${o.pre.cfg.vocab}, π_cur ${o.cur.cfg.vocab})`);
-    if (!(this.temperature > 0)) throw new ConfigError('temperature', this.temperature, `projected agent ${index}: Stage-0 projects distributions at τ > 0, got τ = ${this.temperature}`);
+    if (o.pre.be !== student.model.be || o.cur.be !== student.model.be) throw new RangeError(`projected agent ${index}: π_pre, π_cur and the student must share one backend`);
+    if (!(student.temperature > 0)) throw new ConfigError('temperature', student.temperature, `projected agent ${index}: Stage-0 projects distributions at τ > 0, got τ = ${student.temperature}`);
     if (!(o.delta0 > 0) || !Number.isFinite(o.delta0)) throw new ConfigError('stage0Delta', o.delta0, `projected agent ${index}: δ0 must be a finite number > 0, got ${o.delta0}`);
+    this.student = student;
     this.pre = o.pre;
     this.cur = o.cur;
     this.delta0 = o.delta0;
     this.distilOpts = o.distil && o.distil.steps > 0 ? o.distil : null;
+  }
+
+  get index(): number {
+    return this.student.index;
+  }
+
+  /** The seat's trainable model (the student's). */
+  get model(): Model<X> {
+    return this.student.model;
+  }
+
+  get name(): string {
+    return this.student.name;
+  }
+
+  get temperature(): number {
+    return this.student.temperature;
+  }
+
+  get topK(): number {
+    return this.student.topK;
   }
 
   /** Who samples for the seat now: the projection π_new, or the student that took over. */
@@ -189,11 +188,15 @@ export class ProjectedLmAgent extends LmAgent {
   }
 
   private get vocab(): number {
-    return this.model.cfg.vocab;
+    return this.student.model.cfg.vocab;
+  }
+
+  info(): Promise<AgentInfo> {
+    return this.student.info();
   }
 
   /** π_new at every step's state (full forward passes of both frozen models), cached per step set. */
-  projectionAt(steps: StepSet): ProjectedRows {
+  async projectionAt(steps: StepSet): Promise<ProjectedRows> {
     const hit = this.projCache.get(steps.obs);
     if (hit) return hit;
     const V = this.vocab;
@@ -202,8 +205,8 @@ export class ProjectedLmAgent extends LmAgent {
     if (K === 0) out = { logp: new Float64Array(0), lambdas: new Float64Array(0), kl: new Float64Array(0), klPre: new Float64Array(0) };
     else {
       const p = pack(steps);
-      const zPre = gatherRows(this.pre.forward(p.tokens, p.B, p.T), p.row, V);
-      const zCur = gatherRows(this.cur.forward(p.tokens, p.B, p.T), p.row, V);
+      const zPre = await logitRows(this.pre, p.tokens, p.B, p.T, p.row);
+      const zCur = await logitRows(this.cur, p.tokens, p.B, p.T, p.row);
       out = projectRows(zPre, zCur, K, V, this.temperature, this.delta0);
     }
     this.projCache.set(steps.obs, out);
@@ -211,38 +214,38 @@ export class ProjectedLmAgent extends LmAgent {
   }
 
   /** π_new as logits at τ (softmax(z/τ) = π_new), the form LmAgent's reference takes. */
-  private projectionLogits(steps: StepSet): Float32Array {
+  async projectionLogits(steps: StepSet): Promise<Float32Array> {
     const tau = this.temperature;
-    return Float32Array.from(this.projectionAt(steps).logp, (x) => tau * x);
+    return Float32Array.from((await this.projectionAt(steps)).logp, (x) => tau * x);
   }
 
-  override async distributions(steps: StepSet): Promise<Float64Array> {
-    if (this.mode === 'student') return super.distributions(steps);
-    return this.projectionAt(steps).logp.map(Math.exp);
+  async distributions(steps: StepSet): Promise<Float64Array> {
+    if (this.mode === 'student') return this.student.distributions(steps);
+    return (await this.projectionAt(steps)).logp.map(Math.exp);
   }
 
-  override async logProbs(steps: StepSet): Promise<Float64Array> {
-    if (this.mode === 'student') return super.logProbs(steps);
+  async logProbs(steps: StepSet): Promise<Float64Array> {
+    if (this.mode === 'student') return this.student.logProbs(steps);
     const actions = steps.actions;
     if (!actions || actions.length !== steps.obs.length) throw new RangeError(`agent ${this.index}: logProbs needs one action per step`);
     const out = new Float64Array(steps.obs.length);
-    gatherForward(out, this.projectionAt(steps).logp, actions, steps.obs.length, this.vocab);
+    gatherForward(out, (await this.projectionAt(steps)).logp, actions, steps.obs.length, this.vocab);
     return out;
   }
 
   /** Freezes π_cur: π_new while the projection holds the seat, else the student's parameters. */
-  override async setReference(): Promise<void> {
-    await super.setReference();
+  async setReference(): Promise<void> {
+    await this.student.setReference();
     this.refIsProjection = this.mode === 'projection';
-    if (this.refIsProjection) this.setReferencePolicy((s) => this.projectionLogits(s));
+    if (this.refIsProjection) this.student.setReferencePolicy((s) => this.projectionLogits(s));
   }
 
-  override async klToReference(steps: StepSet): Promise<Float64Array> {
-    if (this.mode === 'student') return super.klToReference(steps);
+  async klToReference(steps: StepSet): Promise<Float64Array> {
+    if (this.mode === 'student') return this.student.klToReference(steps);
     const K = steps.obs.length;
     if (this.refIsProjection) return new Float64Array(K); // π_θ = π_new = π_cur
     const out = new Float32Array(K);
-    klForward(out, this.projectionLogits(steps), this.referenceLogits(steps), K, this.vocab, this.temperature);
+    klForward(out, await this.projectionLogits(steps), await this.student.referenceLogits(steps), K, this.vocab, this.temperature);
     return Float64Array.from(out, (x) => Math.max(0, x));
   }
 
@@ -251,62 +254,71 @@ export class ProjectedLmAgent extends LmAgent {
    * π_new on the batch's states (once per batch and starting point; retries reuse it), becomes the
    * policy (π_tar), and takes one ordinary step.
    */
-  override async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
+  async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
+    const model = this.student.model;
     if (this.mode === 'projection' && this.distilOpts && batch.obs.length > 0) {
-      const params = this.model.params;
+      const params = await model.getParams();
       const d = this.distilled;
       const fresh = () => new Float32Array(1 + 2 * params.length);
       if (d && d.obs === batch.obs && d.from.length === params.length && d.from.every((x, i) => x === params[i])) {
-        this.model.setState({ params: d.to, optim: fresh() });
+        model.setState({ params: d.to, optim: fresh() });
       } else {
-        const from = params.slice();
-        this.model.setState({ params: from, optim: fresh() });
-        const K = batch.obs.length;
-        const kl = distil(this.model, pack(batch), this.projectionLogits(batch), K, this.temperature, this.distilOpts.steps, this.distilOpts.lr);
-        this.lastDistil = { kl, states: K };
-        this.distilled = { obs: batch.obs, from, to: this.model.params.slice() };
-        this.model.setState({ params: this.model.params.slice(), optim: fresh() });
+        model.setState({ params, optim: fresh() });
+        const kl = await this.student.distil(batch, await this.projectionLogits(batch), this.distilOpts.steps, this.distilOpts.lr);
+        this.lastDistil = { kl, states: batch.obs.length };
+        const to = await model.getParams();
+        this.distilled = { obs: batch.obs, from: params, to };
+        model.setState({ params: to, optim: fresh() });
       }
     }
     this.mode = 'student';
-    return super.trainStep(batch, spec);
+    return this.student.trainStep(batch, spec);
   }
 
-  override async snapshot(): Promise<AgentSnapshot> {
-    const s = await super.snapshot();
+  surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
+    return this.student.surrogateGradient(batch);
+  }
+
+  fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
+    return this.student.fisherVectorProduct(steps, v);
+  }
+
+  async snapshot(): Promise<AgentSnapshot> {
+    const s = await this.student.snapshot();
     const params = new Float64Array(s.params.length + 1);
     params.set(s.params);
     params[s.params.length] = this.mode === 'projection' ? 1 : 0;
     return { params, optim: s.optim };
   }
 
-  override async restore(s: AgentSnapshot): Promise<void> {
-    const P = this.model.params.length;
+  async restore(s: AgentSnapshot): Promise<void> {
+    const P = this.student.model.paramCount();
     if (s.params.length !== P + 1) throw new RangeError(`agent ${this.index}: snapshot of ${s.params.length} values, a projected seat's has ${P + 1}`);
-    await super.restore({ params: s.params.subarray(0, P), optim: s.optim });
+    await this.student.restore({ params: s.params.subarray(0, P), optim: s.optim });
     this.mode = s.params[P] === 1 ? 'projection' : 'student';
   }
 
-  override async interpolate(from: AgentSnapshot, f: number): Promise<void> {
+  async interpolate(from: AgentSnapshot, f: number): Promise<void> {
     const wasStudent = this.mode === 'student';
-    const now = this.model.params.slice();
+    const now = await this.student.model.getParams();
     await this.restore(from);
-    const P = this.model.params.length;
-    for (let i = 0; i < P; i++) this.model.params[i] = from.params[i]! + f * (now[i]! - from.params[i]!);
+    const p = new Float32Array(now.length);
+    for (let i = 0; i < p.length; i++) p[i] = from.params[i]! + f * (now[i]! - from.params[i]!);
+    this.student.model.setParams(p);
     if (wasStudent && f !== 0) this.mode = 'student';
   }
 
-  override async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
-    if (this.mode === 'student') return super.generate(contexts, opts);
+  async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
+    if (this.mode === 'student') return this.student.generate(contexts, opts);
     return this.generateProjected(contexts, opts);
   }
 
   /**
    * Token-by-token sampling from π_new. Sequence s of the call draws its k-th token with
-   * sampleForward's counter (seed, stream, step k, sequence s), as Transformer.generate does; a
+   * sampleForward's counter (seed, stream, step k, sequence s), as Model.generate does; a
    * sequence ends at EOS, after maxNew tokens, or when it reaches either model's maxSeq.
    */
-  private generateProjected(contexts: readonly Int32Array[], opts: GenerateOptions): { tokens: Int32Array[]; stopped: boolean[] } {
+  private async generateProjected(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
     const V = this.vocab;
     const tau = this.temperature;
     const maxSeq = Math.min(this.pre.cfg.maxSeq, this.cur.cfg.maxSeq);
@@ -326,8 +338,8 @@ export class ProjectedLmAgent extends LmAgent {
         tokens.set(gen[s]!, b * T + contexts[s]!.length);
         rows[b] = b * T + lens[b]! - 1;
       });
-      const zPre = gatherRows(this.pre.forward(tokens, B, T), rows, V);
-      const zCur = gatherRows(this.cur.forward(tokens, B, T), rows, V);
+      const zPre = await logitRows(this.pre, tokens, B, T, rows);
+      const zCur = await logitRows(this.cur, tokens, B, T, rows);
       const proj = projectRows(zPre, zCur, B, V, tau, this.delta0);
       const next: number[] = [];
       live.forEach((s, b) => {

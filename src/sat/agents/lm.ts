@@ -1,36 +1,115 @@
 /**
- * A language-model agent over `BackendModel` (src/model/backendModel.ts), so the SAT loop can
- * train it on the CPU backend or on WebGPU: the `LmAgentPolicy` of src/sat/lm.ts, mirroring
- * `LmAgent` method for method (same packing of step sets, same reference semantics, same
- * objective, same Fisher-vector product by a central difference of the KL gradient, same
- * snapshot layout).
+ * The language-model agent: the `AgentPolicy` the tabular tables implement, for one small
+ * transformer (`Model`, src/model/model.ts) on any backend — the CPU kernels or WebGPU — so the
+ * same class trains in the CLI, in the page's workers and on a GPU.
+ *
+ * States are token prefixes. A message is a sequence of token steps: at step k the agent saw the
+ * prefix seq[0..pos) and emitted the token seq[pos]. Episodes therefore hold one `AgentTurn` per
+ * token (obs = the step's index in the batch's `LmSteps` table, action = the token), so the SAT
+ * core's per-step machinery — sequence ratios, exact per-state KL over the full vocabulary,
+ * trust-region quantiles — applies unchanged. The end-of-message token is an action too: an agent
+ * learns when to stop. Every log-prob used in a ratio comes from the same full forward pass at the
+ * sampling temperature (never from the KV-cached sampler), so r = 1 exactly before the first step.
  *
  * What runs where:
  *   - on the backend: every forward and backward, the gather of the step rows out of the
  *     [B·T × V] logits (embeddingForward used as a row gather) and the scatter of their gradient
  *     back (embeddingBackward into zeros), the clipped-loss gradient, the KL, AdamW; the frozen
  *     reference π_cur is a device copy of the parameters, and its logits at a step set are cached
- *     on the device;
+ *     on the device (per step set, by the identity of its `obs` array, until the reference moves);
  *   - downloaded: per call, what the caller needs — [K × V] logit rows for `distributions` /
- *     `logProbs` (the log-softmax then runs in f64 on the host exactly as LmAgent's, so log-probs
- *     are bit-equal on the CPU backend), K KL values, the 4 loss statistics and the flat gradient
- *     (its norm is a reported metric and the finiteness guard), S token ids per decoding step.
+ *     `logProbs` (the log-softmax then runs in f64 on the host), K KL values, the 4 loss statistics
+ *     and the flat gradient (its norm is a reported metric and the finiteness guard), S token ids
+ *     per decoding step.
+ * The objective's per-episode inputs (advantages and IS weights, f64 in the batch) travel as f32
+ * tensors, as they must on a GPU.
  *
- * Parity with LmAgent on the CPU backend: everything is bit-equal except that the objective's
- * per-episode inputs (advantages and IS weights, f64 in the batch) travel as f32 tensors, as they
- * must on a GPU; that perturbs the gradient by f32 rounding (~1e-7 relative), so a stage's
- * metrics agree to a stated tolerance rather than exactly (tests/backendModel.test.ts).
- *
- * Not here: the model's maths (BackendModel), the environment (LmEnv in lm.ts), choosing a
- * backend or a device (the worker does), the Stage-0 projection (projectedAgent.ts, CPU only).
+ * Not here: the model's maths (src/model/model.ts), the environment (src/sat/env/lm.ts), choosing
+ * a backend or a device (the worker does), the Stage-0 projection (projected.ts wraps this class).
  */
-import type { Backend, ClippedLossSpec, HostTensors, TensorKinds } from '../backend/types';
-import { gatherForward, logSoftmaxForward } from '../backend/cpu/softmax';
-import { NumericError } from '../core/errors';
-import type { BackendModel } from '../model/backendModel';
-import { EOS } from '../model/tokenizer';
-import { pack, type GenerateOptions, type LmAgentPolicy, type Pack } from './lm';
-import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from './types';
+import type { Backend, ClippedLossSpec, HostTensors, TensorKinds } from '../../backend/types';
+import { gatherForward, logSoftmaxForward } from '../../backend/cpu/softmax';
+import { NumericError } from '../../core/errors';
+import type { Model } from '../../model/model';
+import { EOS } from '../../model/tokenizer';
+import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
+
+/** The token-prefix states behind a batch's step handles: step i predicts seqs[stepSeq[i]][stepPos[i]]. */
+export interface LmSteps {
+  readonly seqs: readonly Int32Array[];
+  readonly stepSeq: Int32Array;
+  readonly stepPos: Int32Array;
+}
+
+export interface GenerateOptions {
+  readonly maxNew: number;
+  readonly seed: number;
+  readonly stream: number;
+}
+
+/** An agent that can also write messages (what an LM environment needs to roll out). */
+export interface LmAgentPolicy extends AgentPolicy {
+  /** Samples one message per context; each message ends before the stop token. */
+  generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }>;
+}
+
+function asLmSteps(steps: StepSet): LmSteps {
+  const c = steps.context as LmSteps | undefined;
+  if (!c || !Array.isArray(c.seqs) || !(c.stepSeq instanceof Int32Array)) {
+    throw new TypeError('a language-model agent needs the batch context (token sequences) with its steps');
+  }
+  return c;
+}
+
+/** The distinct sequences behind some steps, right-padded into one [B × T] batch. */
+export interface Pack {
+  readonly B: number;
+  readonly T: number;
+  readonly tokens: Int32Array;
+  /** Per step: the flat row (b·T + pos − 1) whose logits predict the step's token. */
+  readonly row: Int32Array;
+}
+
+export function pack(steps: StepSet): Pack {
+  const c = asLmSteps(steps);
+  const slot = new Map<number, number>();
+  const seqIds: number[] = [];
+  for (const o of steps.obs) {
+    const s = c.stepSeq[o]!;
+    if (!slot.has(s)) {
+      slot.set(s, seqIds.length);
+      seqIds.push(s);
+    }
+  }
+  const T = Math.max(1, ...seqIds.map((s) => c.seqs[s]!.length));
+  const B = Math.max(1, seqIds.length);
+  const tokens = new Int32Array(B * T); // PAD = 0 after each sequence (harmless under causal attention)
+  seqIds.forEach((s, b) => tokens.set(c.seqs[s]!, b * T));
+  const row = new Int32Array(steps.obs.length);
+  steps.obs.forEach((o, k) => {
+    row[k] = slot.get(c.stepSeq[o]!)! * T + c.stepPos[o]! - 1;
+  });
+  return { B, T, tokens, row };
+}
+
+/**
+ * Logits of a model at the rows `row` of tokens [B × T] ([K × V], downloaded): one forward, one
+ * row gather on the backend, one download. For frozen models (a Stage-0 projection's two halves).
+ */
+export async function logitRows<X extends TensorKinds>(model: Model<X>, tokens: Int32Array, B: number, T: number, row: Int32Array): Promise<Float32Array> {
+  const be = model.be;
+  const K = row.length;
+  const V = model.cfg.vocab;
+  if (K === 0) return new Float32Array(0);
+  const full = model.forward(tokens, B, T);
+  const idx = be.upload('i32', row);
+  const out = be.zeros('f32', K * V);
+  be.embeddingForward(out, idx, full, 1, K, V);
+  const z = await be.download('f32', out);
+  be.dispose(idx);
+  be.dispose(out);
+  return z;
+}
 
 /** A step set's padded batch, with its row index uploaded once. */
 interface DevicePack<X extends TensorKinds> {
@@ -39,10 +118,10 @@ interface DevicePack<X extends TensorKinds> {
   readonly row: X['i32'];
 }
 
-export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAgentPolicy {
+export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPolicy {
   readonly index: number;
   readonly name: string;
-  readonly model: BackendModel<X>;
+  readonly model: Model<X>;
   /** Sampling temperature τ; every log-prob, ratio and KL uses the same τ. */
   readonly temperature: number;
   readonly topK: number;
@@ -51,10 +130,13 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
   /** π_cur's logits at a step set ([K × V], on the device), until the reference changes. */
   private refCache = new Map<Int32Array, X['f32']>();
   private packCache = new Map<Int32Array, DevicePack<X>>();
-  /** A reference given by its logits at τ (a Stage-0 projection), else null (see LmAgent). */
-  private refFn: ((steps: StepSet) => Float32Array) | null = null;
+  /**
+   * A reference policy that is not a parameter vector of this model (a Stage-0 projection,
+   * projected.ts): [K × V] logits at τ per step set. Null: π_cur = the frozen `ref`.
+   */
+  private refFn: ((steps: StepSet) => Promise<Float32Array>) | null = null;
 
-  constructor(index: number, model: BackendModel<X>, opts: { name?: string; temperature?: number; topK?: number } = {}) {
+  constructor(index: number, model: Model<X>, opts: { name?: string; temperature?: number; topK?: number } = {}) {
     this.index = index;
     this.model = model;
     this.name = opts.name ?? `lm-${index}`;
@@ -98,10 +180,10 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
   }
 
   /** π_cur's logits at every step (device, cached; do not dispose). */
-  private refLogitsAt(steps: StepSet, d: DevicePack<X>): X['f32'] {
+  private async refLogitsAt(steps: StepSet, d: DevicePack<X>): Promise<X['f32']> {
     const hit = this.refCache.get(steps.obs);
     if (hit) return hit;
-    const z = this.refFn ? this.be.upload('f32', this.refFn(steps)) : this.logitsAt(d, { params: this.ref });
+    const z = this.refFn ? this.be.upload('f32', await this.refFn(steps)) : this.logitsAt(d, { params: this.ref });
     this.refCache.set(steps.obs, z);
     return z;
   }
@@ -142,8 +224,13 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
     this.clearCaches();
   }
 
-  /** π_cur = a policy given by its logits at τ per step set (as LmAgent.setReferencePolicy). */
-  setReferencePolicy(logitsAt: (steps: StepSet) => Float32Array): void {
+  /**
+   * Makes π_cur (the reference of ratios, KL and the trust region) a policy given by its logits
+   * at τ — [K × V] per step set — instead of this model's frozen parameters, until the next
+   * `setReference()`. Used when another policy sampled the batch this model is trained on (the
+   * Stage-0 projection of a plug-and-play swap, projected.ts).
+   */
+  setReferencePolicy(logitsAt: (steps: StepSet) => Promise<Float32Array>): void {
     this.refFn = logitsAt;
     this.clearCaches();
   }
@@ -152,14 +239,14 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
   async referenceLogits(steps: StepSet): Promise<Float32Array> {
     const d = this.packOf(steps);
     if (d.K === 0) return new Float32Array(0);
-    return this.be.download('f32', this.refLogitsAt(steps, d));
+    return this.be.download('f32', await this.refLogitsAt(steps, d));
   }
 
   async klToReference(steps: StepSet): Promise<Float64Array> {
     const d = this.packOf(steps);
     const K = d.K;
     if (K === 0) return new Float64Array(0);
-    const zRef = this.refLogitsAt(steps, d);
+    const zRef = await this.refLogitsAt(steps, d);
     const z = this.logitsAt(d);
     const out = this.be.zeros('f32', K);
     this.be.klForward(out, z, zRef, K, this.V, this.temperature);
@@ -178,11 +265,11 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
   }
 
   /** The clipped-loss gradient (scale as clippedLossBackward) of the current parameters, accumulated into grads; returns the stats tensor. */
-  private objectiveBackward(batch: AgentBatch, spec: ClippedLossSpec, scale: number): X['f32'] {
+  private async objectiveBackward(batch: AgentBatch, spec: ClippedLossSpec, scale: number): Promise<X['f32']> {
     const be = this.be;
     const d = this.packOf(batch);
     const K = d.K;
-    const zRef = this.refLogitsAt(batch, d);
+    const zRef = await this.refLogitsAt(batch, d);
     this.model.zeroGrad();
     const z = this.logitsAt(d, { keep: true });
     const dRows = be.zeros('f32', Math.max(1, K * this.V));
@@ -201,7 +288,7 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
 
   async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
     // scale −1: the gradient of the loss −L, which AdamW descends.
-    const statsT = this.objectiveBackward(batch, spec, -1);
+    const statsT = await this.objectiveBackward(batch, spec, -1);
     const st = await this.be.download('f32', statsT);
     this.be.dispose(statsT);
     const [objective, surrogate, klMean, clipfrac] = [st[0]!, st[1]!, st[2]!, st[3]!];
@@ -219,11 +306,14 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
   async surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
     // The unclipped, unpenalised surrogate (1/N) Σ w A (r − 1): a clip band too wide to bind, β = 0.
     const spec = { level: 'sequence', tokenAgg: 'grpo', epsLow: 1 - 1e-12, epsHigh: 1e12, beta: 0 } as const;
-    this.be.dispose(this.objectiveBackward(batch, spec, 1));
+    this.be.dispose(await this.objectiveBackward(batch, spec, 1));
     return Float64Array.from(await this.model.getGrads());
   }
 
-  /** F v by a central difference of the KL gradient (as LmAgent.fisherVectorProduct). */
+  /**
+   * F v by a central difference of the gradient of θ' ↦ (1/K) Σ_k KL(π_θ(·|s_k) ‖ π_θ'(·|s_k)) at
+   * θ' = θ ± εv: that function's Hessian at θ' = θ is the Fisher of π_θ on the steps.
+   */
   async fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
     const be = this.be;
     const d = this.packOf(steps);
@@ -256,6 +346,48 @@ export class BackendLmAgent<X extends TensorKinds = HostTensors> implements LmAg
     be.dispose(zP);
     be.dispose(dout);
     return out;
+  }
+
+  /** Logits at τ under the current parameters at every step's state ([K × V]; one download). */
+  async currentLogits(steps: StepSet): Promise<Float32Array> {
+    const d = this.packOf(steps);
+    if (d.K === 0) return new Float32Array(0);
+    const zt = this.logitsAt(d);
+    const z = await this.be.download('f32', zt);
+    this.be.dispose(zt);
+    return z;
+  }
+
+  /**
+   * Distils a target policy into this model's own weights: `nSteps` AdamW steps (rate `lr`, no
+   * weight decay) on (1/K) Σ_s KL(π_target(·|s) ‖ π_θ(·|s)) over the K states of `steps`
+   * (`zTarget` = [K × V] logits at τ of the target, e.g. τ·log π_new of a Stage-0 projection).
+   * Uses the model's optimizer state. Returns the mean KL(π_target‖π_θ) after the last step.
+   */
+  async distil(steps: StepSet, zTarget: Float32Array, nSteps: number, lr: number): Promise<number> {
+    const be = this.be;
+    const d = this.packOf(steps);
+    const K = d.K;
+    const V = this.V;
+    if (K === 0) return 0;
+    const zT = be.upload('f32', zTarget);
+    const dout = be.upload('f32', new Float32Array(K).fill(1 / K));
+    for (let step = 0; step < nSteps; step++) {
+      this.model.zeroGrad();
+      const z = this.logitsAt(d, { keep: true });
+      const dz = be.zeros('f32', K * V);
+      be.klBackward(null, dz, dout, zT, z, K, V, this.temperature);
+      this.backwardFrom(d, dz);
+      be.dispose(z);
+      be.dispose(dz);
+      this.model.adamStep({ lr, weightDecay: 0 });
+    }
+    const z = this.logitsAt(d);
+    const klT = be.zeros('f32', K);
+    be.klForward(klT, zT, z, K, V, this.temperature);
+    const kl = await be.download('f32', klT);
+    for (const t of [zT, dout, z, klT]) be.dispose(t);
+    return kl.reduce((a, b) => a + b, 0) / K;
   }
 
   async snapshot(): Promise<AgentSnapshot> {

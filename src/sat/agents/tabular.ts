@@ -7,11 +7,11 @@
  * Not here: the objective's maths (src/backend/cpu/objective.ts → `clippedLossBackward`, the one
  * implementation every agent uses).
  */
-import { NumericError } from '../core/errors';
-import type { Rng } from '../core/rng';
-import { clippedLossBackward } from '../backend/cpu/objective';
-import { logSoftmax } from './softmax';
-import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from './types';
+import { NumericError } from '../../core/errors';
+import type { Rng } from '../../core/rng';
+import { clippedLossBackward } from '../../backend/cpu/objective';
+import { logSoftmax } from '../softmax';
+import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
 
 const ADAM_B1 = 0.9;
 const ADAM_B2 = 0.999;

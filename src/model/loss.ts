@@ -1,0 +1,107 @@
+/**
+ * Next-token cross-entropy — the one language-modelling loss of the project, used by pretraining
+ * (src/train), the bench (bench/cpu.ts) and the tests — over a `Model` on any backend.
+ *
+ * A batch is tokens [B × T]; row (b, t) of the logits predicts token (b, t + 1). A target counts
+ * when t + 1 ≥ lossFrom[b] (default 1: every next token) and the target is not PAD (so right
+ * padding never counts). With M the number of targets that count and `count` the denominator
+ * (default M; a data-parallel shard passes the whole batch's M, src/train/parallel.ts):
+ *
+ *   loss = (1/count) Σ (logsumexp(z) − z[target]),   ∂loss/∂z = (softmax(z) − onehot(target)) / count.
+ *
+ * Everything runs on the model's backend — logSoftmaxForward and gatherForward for the per-row
+ * terms, gatherBackward and logSoftmaxBackward (with per-row weights w/count, w = 0 where the
+ * target does not count) for the logit gradient — and only the B·T per-row log-probs are
+ * downloaded, so the same loss serves the CPU and a GPU. `backward` ACCUMULATES into the model's
+ * gradients; call zeroGrad first.
+ *
+ * Not here: the RL objectives (the agents compute those on the backend, src/sat/agents/lm.ts).
+ */
+import type { TensorKinds } from '../backend/types';
+import { ConfigError, NumericError } from '../core/errors';
+import type { Model } from './model';
+import { PAD } from './tokenizer';
+import type { TrainOptions } from './types';
+
+/** A next-token batch: tokens [B × T], and per row the first position whose token is a target. */
+export interface NextTokenBatch {
+  readonly tokens: Int32Array;
+  readonly B: number;
+  readonly T: number;
+  /** Per row b: targets are positions ≥ lossFrom[b] (≥ 1). Default: 1 for every row. */
+  readonly lossFrom?: Int32Array;
+}
+
+/**
+ * Σ CE over the batch's targets (header) and, with `backward`, its gradient divided by `count`
+ * accumulated into the model's gradients. Returns the SUMMED loss and the number of targets.
+ */
+export async function nextTokenLoss<X extends TensorKinds>(
+  model: Model<X>,
+  batch: NextTokenBatch,
+  opts: { readonly backward?: boolean; readonly count?: number } = {},
+): Promise<{ lossSum: number; targets: number }> {
+  const { tokens, B, T, lossFrom } = batch;
+  const V = model.cfg.vocab;
+  const N = B * T;
+  const backward = opts.backward ?? false;
+  // Row (b, t) predicts token (b, t + 1); w = 1 where that target counts, else 0 (target 0 there).
+  const targets = new Int32Array(N);
+  const w = new Float32Array(N);
+  let M = 0;
+  for (let b = 0; b < B; b++) {
+    for (let t = Math.max(1, lossFrom?.[b] ?? 1); t < T; t++) {
+      const target = tokens[b * T + t]!;
+      if (target === PAD) continue;
+      targets[b * T + t - 1] = target;
+      w[b * T + t - 1] = 1;
+      M++;
+    }
+  }
+  const count = opts.count ?? M;
+  if (M === 0) throw new ConfigError('tokens', 'no targets', 'nextTokenLoss: no target position (every next token is PAD or before lossFrom, or T = 1).');
+  if (!(count >= M)) throw new ConfigError('count', count, `nextTokenLoss: count = ${count} is below the batch's ${M} targets.`);
+  const be = model.be;
+  const logits = model.forward(tokens, B, T, { keep: backward });
+  const tgt = be.upload('i32', targets);
+  const logp = be.zeros('f32', N * V);
+  const lrow = be.zeros('f32', N);
+  be.logSoftmaxForward(logp, logits, N, V, 1);
+  be.gatherForward(lrow, logp, tgt, N, V);
+  const owned: X[keyof X][] = [tgt, logp, lrow];
+  if (backward) {
+    // ∂(Σ_i w_i·(−log p_i[target_i]) / count)/∂logp, then through the log-softmax to the logits.
+    const dout = be.upload('f32', w.map((x) => -x / count));
+    const dlogp = be.zeros('f32', N * V);
+    const dlogits = be.zeros('f32', N * V);
+    be.gatherBackward(dlogp, dout, tgt, N, V);
+    be.logSoftmaxBackward(dlogits, dlogp, logp, N, V, 1);
+    model.backward(dlogits);
+    owned.push(dout, dlogp, dlogits);
+  }
+  const lp = await be.download('f32', lrow);
+  for (const t of owned) be.dispose(t as X['f32']);
+  let lossSum = 0;
+  for (let i = 0; i < N; i++) if (w[i] !== 0) lossSum -= lp[i]!;
+  if (!Number.isFinite(lossSum)) throw new NumericError(`nextTokenLoss: the loss is ${lossSum}; the model or its inputs produced non-finite logits.`);
+  return { lossSum, targets: M };
+}
+
+/**
+ * One next-token training step on tokens [B × T] (every next token that is not PAD is a target):
+ * zeroGrad, mean loss + backward, optional global-norm clipping, AdamW. Returns the loss before
+ * the step. A non-finite loss or gradient throws NumericError and leaves the parameters untouched.
+ */
+export async function trainOnSequences<X extends TensorKinds>(model: Model<X>, tokens: Int32Array, B: number, T: number, opts: TrainOptions): Promise<number> {
+  model.zeroGrad();
+  const { lossSum, targets } = await nextTokenLoss(model, { tokens, B, T }, { backward: true });
+  const grads = await model.getGrads();
+  let norm2 = 0;
+  for (const g of grads) norm2 += g * g;
+  const norm = Math.sqrt(norm2);
+  if (!Number.isFinite(norm)) throw new NumericError(`trainOnSequences: the gradient norm is ${norm}; no step taken.`);
+  const clip = opts.maxGradNorm ?? 0;
+  if (clip > 0 && norm > clip) model.scaleGrads(clip / norm);
+  model.adamStep({ lr: opts.lr, weightDecay: opts.weightDecay ?? 0 });
+  return lossSum / targets;
+}
