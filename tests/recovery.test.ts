@@ -182,7 +182,10 @@ async function killedRun(cfg: Config, preset: string, seed: number): Promise<str
     expect(built.length).toBe(team + 2);
     expect(currentTeam()).toBe(built[team + 1]!.handle);
     expect(shown()).toEqual(ref.shown[t - 1]);
-    expect(sessionState()?.partialSteps).toBe(t - 1 - ref.stageEnd[stage - 1]!);
+    const partial = usePlayground.getState().partial;
+    expect(partial.length).toBe(t - 1 - ref.stageEnd[stage - 1]!);
+    const last = partial[partial.length - 1];
+    expect(sessionState()?.cursor).toEqual(last ? { stage: last.stage, agent: last.agent } : { stage: usePlayground.getState().stages.length });
     expect(await liveSnapshots()).toEqual(ref.snapshots[t - 1]);
     usePlayground.setState({ error: null, status: 'ready' });
     t--; // the failed step is stepped again

@@ -77,14 +77,14 @@ describe('session', () => {
       stages: [...st.stages],
       agents: st.boundary.snapshots.map((snapshot) => ({ snapshot })),
       betas: [...st.boundary.betas],
-      cursor: { stage: st.stages.length, step: st.partialSteps },
+      cursor: st.cursor,
     });
     const want = usePlayground.getState();
     const parsed = parseExperimentFile(bytes);
     if (!parsed.ok) throw new Error(parsed.error);
     await openConfig(presetConfig('relay'), 'relay', 'elsewhere'); // something else in between
     const v = parsed.value;
-    await restoreSession({ config: v.config, preset: v.presetName, stages: v.stages, partialSteps: v.cursor.step, boundary: { stages: v.cursor.stage, snapshots: v.agents.map((a) => a.snapshot), betas: v.betas } }, 'restore');
+    await restoreSession({ config: v.config, preset: v.presetName, stages: v.stages, cursor: v.cursor, boundary: { stages: v.stages.length, snapshots: v.agents.map((a) => a.snapshot), betas: v.betas } }, 'restore');
     const got = usePlayground.getState();
     expect(strip(got.stages)).toEqual(strip(want.stages));
     expect(got.partial.map((p) => [p.agent, p.jAfter])).toEqual(want.partial.map((p) => [p.agent, p.jAfter]));

@@ -32,7 +32,7 @@ function toFileData(s: SessionState): ExperimentData {
       return a ? { snapshot, info: { name: a.name, kind: a.kind, parameters: a.parameters, backend: a.backend } } : { snapshot };
     }),
     betas: [...s.boundary.betas],
-    cursor: { stage: s.stages.length, step: s.partialSteps },
+    cursor: s.cursor,
   };
 }
 
@@ -41,8 +41,8 @@ function fromFileData(d: ExperimentData): SessionState {
     config: d.config,
     preset: d.presetName,
     stages: d.stages,
-    partialSteps: d.cursor.step,
-    boundary: { stages: d.cursor.stage, snapshots: d.agents.map((a) => a.snapshot), betas: d.betas },
+    cursor: d.cursor,
+    boundary: { stages: d.stages.length, snapshots: d.agents.map((a) => a.snapshot), betas: d.betas },
   };
 }
 

@@ -24,6 +24,7 @@ import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type TeamHandle } from './team';
+import { reached, refOf, type StepRef } from './stepRef';
 import type { TranscriptBatch } from './charts/series';
 import type { LmEnv } from '../sat/lm';
 import { emptyMetrics, formOf, MAX_TRANSCRIPT_BATCHES, usePlayground, type Form, type Progress, type Speed } from './store';
@@ -357,8 +358,8 @@ export interface SessionState {
   readonly preset: string;
   /** Finished stages (their records are the charts' data). */
   readonly stages: readonly StageRecord[];
-  /** Agent steps recorded in the stage in progress (replayed on restore). */
-  readonly partialSteps: number;
+  /** The last completed agent step (the steps of the stage in progress up to it are replayed on restore). */
+  readonly cursor: StepRef;
   /** The team at the end of the last finished stage. */
   readonly boundary: Boundary;
 }
@@ -367,7 +368,8 @@ export interface SessionState {
 export function sessionState(): SessionState | null {
   const s = usePlayground.getState();
   if (!team || !boundary || !s.config || boundary.stages !== s.stages.length) return null;
-  return { config: s.config, preset: s.preset, stages: s.stages, partialSteps: s.partial.length, boundary };
+  const last = s.partial[s.partial.length - 1];
+  return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary };
 }
 
 /**
@@ -396,8 +398,9 @@ async function restoreInto(saved: SessionState, label: string, keepSideRuns = fa
   boundary = { ...saved.boundary, stages: saved.stages.length };
   // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.
   usePlayground.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });
-  for (let k = 0; k < saved.partialSteps; k++) {
-    setProgress({ label: `Replaying agent step ${k + 1} of ${saved.partialSteps} of the stage in progress`, done: k, total: saved.partialSteps, cancellable: false });
+  // Replay the stage in progress until the cursor's agent has moved (at most one step per agent).
+  for (let k = 0; k < n && !reached(usePlayground.getState().stages.length, usePlayground.getState().partial, saved.cursor); k++) {
+    setProgress({ label: `Replaying agent step ${k + 1} of the stage in progress`, done: k, total: n, cancellable: false });
     await advanceOnce(team);
   }
 }
