@@ -31,7 +31,7 @@
  * — and shrinks the metrics' JSON about tenfold. fflate reads and writes gzip synchronously in the
  * browser and in Node; it does not check gzip's trailer when it inflates, so `readContainer`
  * compares the trailer with the one fflate writes for the inflated bytes (`gzipTrailer`).
- * Inflating stops as soon as the contents pass MAX_EXPERIMENT_BYTES (a gzip bomb costs that much).
+ * Inflating (inflate.ts) stops as soon as the contents pass MAX_EXPERIMENT_BYTES.
  *
  * Files of format version 1 (the playground's own container before this one, signature
  * "\x89SAT\r\n\x1a\n") are refused with a message saying so; they are not converted.
@@ -55,7 +55,7 @@
  * Not here: reading or writing files and IndexedDB (the page, persist.ts and autosave.ts),
  * rebuilding a team from the data (session.ts). No React, no DOM: runs in Node tests.
  */
-import { Gzip, Inflate, gzipSync } from 'fflate';
+import { Gzip, gzipSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
 import { readSafetensors, writeSafetensors, type StDtype, type StTensor } from '../model/safetensors';
 import { type Config, isLlmTask, parseConfig, resolvedProtocol } from '../sat/config';
@@ -63,6 +63,7 @@ import { makeGame, type TaskName } from '../tasks/index';
 import type { StageRecord } from '../sat/stage';
 import { LAMBDA_EDGES } from '../sat/stage0';
 import type { AgentInfo, AgentSnapshot } from '../sat/types';
+import { inflateCapped } from './inflate';
 import type { StepRef } from './stepRef';
 
 /** gzip's signature (ID1 ID2 CM = deflate): the first 3 bytes of every experiment file. */
@@ -201,30 +202,14 @@ function sameBytes(a: Uint8Array, at: number, b: Uint8Array, from = 0, to = b.le
 }
 
 /** Inflates raw deflate data with a cap on the output; a stream that needs more input is FileFail('truncated'). */
-function inflateCapped(data: Uint8Array, fileLength: number, maxBytes: number): Uint8Array {
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  const inflater = new Inflate((chunk) => {
-    total += chunk.length;
-    if (total > maxBytes) throw new FileFail('too-large', `it decompresses to more than the ${maxBytes} bytes this playground reads.`);
-    parts.push(chunk);
-  });
-  try {
-    for (let i = 0; i < data.length; i += INFLATE_SLICE) inflater.push(data.subarray(i, i + INFLATE_SLICE), i + INFLATE_SLICE >= data.length);
-  } catch (e) {
-    if (e instanceof FileFail) throw e;
-    if ((e as { code?: number }).code === 0) {
-      throw new FileFail('truncated', `the file is truncated at byte ${fileLength}: its compressed data ends before the end of the stream (it was probably cut short while downloading or copying, or it is corrupted).`);
-    }
-    throw new FileFail('checksum', `its compressed data is damaged (${e instanceof Error ? e.message : String(e)}): the file is corrupted.`);
+function inflateOrFail(data: Uint8Array, fileLength: number, maxBytes: number): Uint8Array {
+  const r = inflateCapped(data, maxBytes, INFLATE_SLICE);
+  if (r.ok) return r.bytes;
+  if (r.why === 'too-large') throw new FileFail('too-large', `it decompresses to more than the ${maxBytes} bytes this playground reads.`);
+  if (r.why === 'eof') {
+    throw new FileFail('truncated', `the file is truncated at byte ${fileLength}: its compressed data ends before the end of the stream (it was probably cut short while downloading or copying, or it is corrupted).`);
   }
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  throw new FileFail('checksum', `its compressed data is damaged (${r.detail}): the file is corrupted.`);
 }
 
 /**
@@ -237,14 +222,14 @@ function gunzipChecked(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const n = bytes.length;
   const h = gzipHeaderLength(bytes);
   if (n < h + 10) throw new FileFail('truncated', `the file is truncated at byte ${n} (at least ${h + 10} bytes were expected); it was probably cut short while downloading or copying.`);
-  const contents = inflateCapped(bytes.subarray(h), n, maxBytes);
+  const contents = inflateOrFail(bytes.subarray(h), n, maxBytes);
   const want = gzipTrailer(contents);
   if (sameBytes(bytes, n - 8, want)) return contents;
   for (let p = h; p + 8 < n; p++) {
     if (sameBytes(bytes, p, want)) throw new FileFail('trailing', `it has ${n - p - 8} unexpected bytes after its end at byte ${p + 8}; something was appended to it.`);
   }
   try {
-    inflateCapped(bytes.subarray(h, n - 8), n, maxBytes);
+    inflateOrFail(bytes.subarray(h, n - 8), n, maxBytes);
   } catch (e) {
     if (e instanceof FileFail && e.code === 'truncated') {
       throw new FileFail('truncated', `the file is truncated at byte ${n}, inside gzip's 8-byte trailer (its checksum and length); it was probably cut short while downloading or copying.`);
