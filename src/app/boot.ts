@@ -17,6 +17,7 @@ import { parseExperimentFile, serializeExperiment, type ExperimentData } from '.
 import { decodeShare, encodeShare, makeShareState } from './share';
 import { currentTeam, describeError, onStep, openConfig, replayTo, restoreSession, sessionState, type SessionState } from './session';
 import { DEFAULT_PRESET, usePlayground } from './store';
+import { refOf, type StepRef } from './stepRef';
 
 // ── files ─────────────────────────────────────────────────────────────────────────────────────
 
@@ -111,13 +112,13 @@ export async function shareLink(): Promise<string> {
   const s = usePlayground.getState();
   if (!s.config) throw new SatError('state', 'Nothing to share yet: the team is still being built.');
   const last = s.partial[s.partial.length - 1];
-  const step = last ? { stage: last.stage, agent: last.agent } : s.stages.length > 0 ? { stage: s.stages.length } : undefined;
+  const step = last ? refOf(last) : s.stages.length > 0 ? { stage: s.stages.length } : undefined;
   const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide }));
   return `${location.origin}${location.pathname}${location.search}${hash}`;
 }
 
 /** Replays to a link's step: `stage` finished stages, or up to agent `agent`'s update in stage `stage`. */
-async function replayStep(step: { stage: number; agent?: number }): Promise<void> {
+async function replayStep(step: StepRef): Promise<void> {
   if (step.agent === undefined) return replayTo(step.stage);
   await replayTo(step.stage - 1);
   const team = currentTeam();

@@ -61,7 +61,7 @@ export function ChartsPanel() {
   return (
     <>
       <section className="timeline-section" aria-label="Timeline">
-        <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={(r, position) => select({ stage: r.stage, position })} />
+        <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={select} />
       </section>
       <SwapCard records={stages} />
       <div className="charts-grid">
@@ -83,7 +83,7 @@ export function ChartsPanel() {
           </div>
         </div>
       </div>
-      {transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={(r) => select({ stage: r.stage, position: r.position })} />}
+      {transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={select} />}
     </>
   );
 }

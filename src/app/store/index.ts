@@ -20,6 +20,7 @@ import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 import type { AgentInfo } from '../../sat/types';
 import type { TranscriptBatch } from '../charts/series';
+import { findStep, type StepRef } from '../stepRef';
 
 /** The settings form: every config key as the text the user typed (checked by parseConfig on apply). */
 export type Form = Record<ConfigKey, string>;
@@ -71,13 +72,6 @@ export interface RunSlice {
   config: Config | null;
 }
 
-export interface Selected {
-  /** 1-based stage of the step in view. */
-  readonly stage: number;
-  /** Position in σ (0-based). */
-  readonly position: number;
-}
-
 export interface SeriesRun {
   readonly label: string;
   readonly stages: readonly StageRecord[];
@@ -90,7 +84,7 @@ export interface MetricsSlice {
   /** Agent steps of the stage in progress (empty between stages). */
   partial: readonly AgentStepRecord[];
   /** The agent step in view; null = the latest. */
-  selected: Selected | null;
+  selected: StepRef | null;
   /** The same seed under other update orders (order comparison chart). */
   orders: readonly SeriesRun[];
   /** The δ sweep's result (src/sat/deltaSweep.ts: per δ mean KL/δ and violation rate, the fit and its CI), or null. */
@@ -162,7 +156,7 @@ export function setSpeed(speed: Speed): void {
   usePlayground.setState({ speed });
 }
 
-export function select(sel: Selected | null): void {
+export function select(sel: StepRef | null): void {
   usePlayground.setState({ selected: sel });
 }
 
@@ -183,9 +177,5 @@ export function allSteps(s: Pick<PlaygroundState, 'stages' | 'partial'>): AgentS
 /** The agent step in view: the selected one, else the latest. */
 export function stepInView(s: Pick<PlaygroundState, 'stages' | 'partial' | 'selected'>): AgentStepRecord | null {
   const all = allSteps(s);
-  if (s.selected) {
-    const hit = all.find((r) => r.stage === s.selected!.stage && r.position === s.selected!.position);
-    if (hit) return hit;
-  }
-  return all[all.length - 1] ?? null;
+  return findStep(all, s.selected) ?? all[all.length - 1] ?? null;
 }
