@@ -50,7 +50,7 @@ import {
   serializeExperiment,
 } from '../src/app/savefile';
 import { openExperimentBytes } from '../src/app/boot';
-import { sessionState } from '../src/app/session';
+import { Session } from '../src/app/session';
 import { usePlayground } from '../src/app/store';
 import { createExperiment, createLlmExperiment, runStages, type Experiment } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
@@ -672,7 +672,8 @@ describe('fuzz: experiment files', () => {
     // The page's import path: a store with an experiment on it, and no session.
     usePlayground.setState({ preset: 'relay-pnp', stages: bases[1]!.data.stages, config: bases[1]!.data.config, status: 'ready', error: null });
     const storeBefore = { ...usePlayground.getState() };
-    const sessionBefore = sessionState();
+    const session = new Session(usePlayground);
+    const sessionBefore = session.sessionState();
 
     const tally = new Tally();
     const findings: string[] = [];
@@ -714,14 +715,14 @@ describe('fuzz: experiment files', () => {
       if (k % 8 === 0) {
         // The page's import of the same bytes: refused, said so, nothing else touched.
         imports++;
-        const ok = await openExperimentBytes(m.bytes, 'fuzz.satexp');
+        const ok = await openExperimentBytes(session, m.bytes, 'fuzz.satexp');
         const s = usePlayground.getState();
         if (ok) findings.push(`${id}, ${m.kind}: the page imported a file parseExperimentFile refused`);
         if (!s.error?.includes(r.error)) findings.push(`${id}, ${m.kind}: the page's banner does not carry the reason`);
         for (const key of Object.keys(storeBefore) as (keyof typeof storeBefore)[]) {
           if (key !== 'error' && s[key] !== storeBefore[key]) findings.push(`${id}, ${m.kind}: a refused import changed the store's "${String(key)}"`);
         }
-        if (sessionState() !== sessionBefore) findings.push(`${id}, ${m.kind}: a refused import changed the session`);
+        if (session.sessionState() !== sessionBefore) findings.push(`${id}, ${m.kind}: a refused import changed the session`);
         usePlayground.setState({ error: null });
       }
     }

@@ -1,6 +1,5 @@
 /**
- * Tests for the experiment file (src/app/savefile.ts) and the autosave wrapper's no-IndexedDB path
- * (src/app/persist.ts).
+ * Tests for the experiment file (src/app/savefile.ts). The autosave has its own (tests/autosave.test.ts).
  *
  * Round trip of a real small experiment (relay preset, 2 stages, agents' snapshot() at the stage
  * boundary, a cursor one agent step into stage 3): parse(serialize(x)) equals x exactly — every
@@ -46,7 +45,6 @@ import {
   parseExperimentFile,
   serializeExperiment,
 } from '../src/app/savefile';
-import { clearAutosave, loadAutosave, saveAutosave } from '../src/app/persist';
 import { createExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
@@ -373,18 +371,5 @@ describe('experiment file: every corruption has its own message', () => {
       const r = parseExperimentFile(b);
       if (!r.ok) expect(r.error.endsWith(FALLBACK), `case ${k}`).toBe(true);
     }
-  });
-});
-
-describe('autosave without IndexedDB (Node, private mode)', () => {
-  it('returns a message instead of throwing', async () => {
-    expect(typeof (globalThis as { indexedDB?: unknown }).indexedDB).toBe('undefined');
-    const s = await saveAutosave(new Uint8Array([1, 2, 3]));
-    expect(s.ok).toBe(false);
-    expect(!s.ok && s.error).toMatch(/no IndexedDB storage.*Export experiment/);
-    const l = await loadAutosave();
-    expect(!l.ok && l.error).toMatch(/cannot read the autosaved experiment/);
-    const c = await clearAutosave();
-    expect(!c.ok && c.error).toMatch(/cannot clear the autosaved experiment/);
   });
 });

@@ -9,7 +9,10 @@
  *   ui          what the page says: the error banner and passing notices
  *
  * Components read with narrow selectors (`usePlayground((s) => s.stages)`); everything that talks
- * to workers lives in ../session.ts as plain module functions, which write here with setState.
+ * to workers lives in a Session (../session.ts), which writes here with setState. The page has one
+ * store, `usePlayground`; `createPlaygroundStore` makes another (a test's second session).
+ *
+ * The stage history lives here only: `stages` (finished) and `partial` (the stage in progress).
  *
  * Not here: running anything, or formatting.
  */
@@ -127,25 +130,31 @@ export const emptyMetrics = (): MetricsSlice => ({ j0: null, stages: [], partial
 /** Transcript batches kept (the latest agent steps'); older ones are dropped to bound memory. */
 export const MAX_TRANSCRIPT_BATCHES = 60;
 
-export const usePlayground = create<PlaygroundState>()(() => ({
-  // experiment
-  preset: DEFAULT_PRESET,
-  form: initialForm,
-  applied: initialForm,
-  hide: [],
-  // run
-  status: 'idle',
-  progress: null,
-  speed: 'normal',
-  agents: [],
-  backend: 'starting…',
-  config: null,
-  // metrics
-  ...emptyMetrics(),
-  // ui
-  error: null,
-  notice: null,
-}));
+/** A fresh store in its initial state. */
+export function createPlaygroundStore() {
+  return create<PlaygroundState>()(() => ({
+    // experiment
+    preset: DEFAULT_PRESET,
+    form: initialForm,
+    applied: initialForm,
+    hide: [],
+    // run
+    status: 'idle',
+    progress: null,
+    speed: 'normal',
+    agents: [],
+    backend: 'starting…',
+    config: null,
+    // metrics
+    ...emptyMetrics(),
+    // ui
+    error: null,
+    notice: null,
+  }));
+}
+
+/** The page's store. */
+export const usePlayground = createPlaygroundStore();
 
 /** Form edits (no effect on the running experiment until applied). */
 export function setField(key: ConfigKey, text: string): void {
