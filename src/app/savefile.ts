@@ -57,7 +57,7 @@
  */
 import { Gzip, gzipSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
-import { readSafetensors, writeSafetensors, type StDtype, type StTensor } from '../model/safetensors';
+import { readSafetensors, writeSafetensors, type StTensor } from '../model/safetensors';
 import { type Config, isLlmTask, parseConfig, resolvedProtocol } from '../sat/config';
 import { makeGame, type TaskName } from '../tasks/index';
 import type { StageRecord } from '../sat/stage';
