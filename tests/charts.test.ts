@@ -371,16 +371,16 @@ describe('β, orders, transcripts', () => {
     const at = { stage: 2, before: 1 }; // sampled after σ(0) of stage 2 was updated
     const first = r2.order[0]!;
     const later = r2.order[2]!;
-    expect(producerOf(first, at, records)).toEqual(records[1]!.steps[0]!.accepted ? { stage: 2, agent: first, position: 0 } : producerOf(first, { stage: 2, before: 0 }, records));
+    expect(producerOf(first, at, records)).toEqual(records[1]!.steps[0]!.accepted ? { stage: 2, agent: first } : producerOf(first, { stage: 2, before: 0 }, records));
     const prevLater = records[0]!.steps.find((s) => s.agent === later)!;
-    expect(producerOf(later, at, records)).toEqual(prevLater.accepted ? { stage: 1, agent: later, position: prevLater.position } : null);
+    expect(producerOf(later, at, records)).toEqual(prevLater.accepted ? { stage: 1, agent: later } : null);
     expect(producerOf(first, { stage: 1, before: 0 }, records)).toBeNull();
     // A rejected step produced nothing: its agent keeps the policy of its previous accepted step.
     const rejected = records.map((r, k) =>
       k === 1 ? { ...r, steps: r.steps.map((s) => (s.agent === first ? { ...s, accepted: false } : s)) } : r,
     ) as StageRecord[];
     const prevFirst = records[0]!.steps.find((s) => s.agent === first)!;
-    expect(producerOf(first, { stage: 3, before: 0 }, rejected)).toEqual(prevFirst.accepted ? { stage: 1, agent: first, position: prevFirst.position } : null);
+    expect(producerOf(first, { stage: 3, before: 0 }, rejected)).toEqual(prevFirst.accepted ? { stage: 1, agent: first } : null);
 
     // LmEnv's episode record is a TranscriptEpisode as it stands (checked by the compiler).
     const lm: LmEpisodeRecord = {
@@ -423,18 +423,20 @@ describe('timeline', () => {
     expect(lastStepRef(records, partial)).toEqual({ stage: STAGES + 1, agent: partial.steps[0]!.agent });
   });
 
-  it('names a step by agent or by σ position alike, and builds the running stage from the store’s partial steps', () => {
+  it('names a step by agent, or a stage by its last step, and builds the running stage from the store’s partial steps', () => {
     const cur = partialStage(partial.steps)!;
     expect(cur.stage).toBe(STAGES + 1);
     expect(partialStage([])).toBeNull();
     for (const r of records) {
       for (const s of r.steps) {
-        expect(toStepRef(records, cur, { stage: s.stage, position: s.position })).toEqual({ stage: s.stage, agent: s.agent });
         expect(toStepRef(records, cur, { stage: s.stage, agent: s.agent })).toEqual({ stage: s.stage, agent: s.agent });
       }
+      const last = r.steps[r.steps.length - 1]!;
+      expect(toStepRef(records, cur, { stage: r.stage })).toEqual({ stage: r.stage, agent: last.agent });
     }
-    expect(toStepRef(records, cur, { stage: STAGES + 1, position: 2 })).toBeNull(); // not run yet
-    const html = renderToString(h(Timeline, { nAgents: 3, records, current: cur, selected: { stage: 2, position: 0 }, onSelect: () => {} }));
+    const pending = [0, 1, 2].find((a) => !partial.steps.some((p) => p.agent === a))!;
+    expect(toStepRef(records, cur, { stage: STAGES + 1, agent: pending })).toBeNull(); // not run yet
+    const html = renderToString(h(Timeline, { nAgents: 3, records, current: cur, selected: { stage: 2, agent: records[1]!.order[0]! }, onSelect: () => {} }));
     const sel = /<div[^>]*aria-selected="true"[^>]*>/.exec(html)![0];
     expect(sel).toContain(`data-agent="${records[1]!.order[0]}"`);
     expect(sel).toContain('data-stage="2"');

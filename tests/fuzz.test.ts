@@ -6,10 +6,11 @@
  *
  * Experiment files: ≥ 1,000 mutants of files exported from real runs — a climbing team with the
  * cursor inside a stage, the relay-pnp preset with its plug-and-play swap, and a two-agent
- * language team on the shipped arithmetic-S model. Mutations: truncation, appended bytes, bit
- * flips in the fixed fields / header JSON / blobs / checksum, lying lengths, blob counts and blob
- * types, and — re-packed with a correct checksum, so that the content checks and not the CRC must
- * catch them — JSON edits (numbers to strings, NaN tags, huge values, deleted / added / duplicated
+ * language team on the shipped arithmetic-S model. Mutations of the gzip layer: truncation,
+ * appended bytes, bit flips in the gzip header / compressed data / trailer, a lying length; of the
+ * container inside it, re-compressed so that gzip's CRC-32 is right and the container's own checks
+ * must catch them: lying header lengths, tensors relabelled, reshaped, renamed, missing or extra,
+ * the metadata's format and version; and — re-packed the same way — JSON edits (numbers to strings, NaN tags, huge values, deleted / added / duplicated
  * entries, deep nesting, huge strings), blobs of the wrong type or size, missing, extra or shared
  * blobs, non-finite weights, inconsistent cursors and configs. Each mutant must be either refused
  * with the module's own result (a known code, the file's fixed wording, a short message naming what
@@ -34,6 +35,8 @@
 import { exactDiff } from './helpers/exactDiff';
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { gzipSync, inflateSync } from 'fflate';
 import { FormatError, SatError } from '../src/core/errors';
 import { f16ToF32 } from '../src/core/f16';
 import { Rng } from '../src/core/rng';
@@ -41,14 +44,13 @@ import {
   type Blob64,
   type ExperimentData,
   type ExperimentErrorCode,
-  crc32,
   decodeContainer,
   encodeContainer,
   parseExperimentFile,
   serializeExperiment,
 } from '../src/app/savefile';
 import { openExperimentBytes } from '../src/app/boot';
-import { sessionState } from '../src/app/session';
+import { Session } from '../src/app/session';
 import { usePlayground } from '../src/app/store';
 import { createExperiment, createLlmExperiment, runStages, type Experiment } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
@@ -131,11 +133,9 @@ function setU32(bytes: Uint8Array, at: number, v: number): Uint8Array {
   return out;
 }
 
-/** Recomputes an experiment file's trailing CRC-32 (so that the content checks must catch an edit). */
-function fixCrc(bytes: Uint8Array): Uint8Array {
-  const out = bytes.slice();
-  if (out.length >= 4) new DataView(out.buffer).setUint32(out.length - 4, crc32(out, 0, out.length - 4), true);
-  return out;
+/** An experiment file made of edited contents: compressed again, so gzip's CRC-32 is right and the content checks must catch the edit. */
+function regzip(contents: Uint8Array): Uint8Array {
+  return gzipSync(contents, { mtime: 0 });
 }
 
 function time<T>(f: () => T): [T, number] {
@@ -158,9 +158,8 @@ interface ExpBase {
   readonly bytes: Uint8Array;
   readonly header: string;
   readonly blobs: Blob64[];
-  /** Byte offset of each blob's [type, count] words. */
-  readonly blobAt: number[];
-  readonly H: number;
+  /** The file's contents: the safetensors bytes inside the gzip. */
+  readonly contents: Uint8Array;
   readonly leaves: Path[];
   readonly objects: Path[];
   readonly arrays: Path[];
@@ -185,7 +184,7 @@ const SUFFIX = ' Nothing was loaded; the experiment on the page is unchanged.';
 /** The module's catch-alls: a refusal that reaches one of them is an error nobody named. */
 const GENERIC = [/failed unexpectedly/, /nests too deeply to read/, /\[object Object\]/];
 
-async function exportOf(exp: Experiment, preset: string, step: number): Promise<ExperimentData> {
+async function exportOf(exp: Experiment, preset: string, agent?: number): Promise<ExperimentData> {
   const snaps = await Promise.all(exp.team.map((a) => a.snapshot()));
   const infos = await Promise.all(exp.team.map((a) => a.info()));
   return {
@@ -195,7 +194,7 @@ async function exportOf(exp: Experiment, preset: string, step: number): Promise<
     stages: exp.stages,
     agents: snaps.map((snapshot, i) => ({ snapshot, info: infos[i]! })),
     betas: exp.betas.slice(),
-    cursor: { stage: exp.stages.length, step },
+    cursor: agent === undefined ? { stage: exp.stages.length } : { stage: exp.stages.length + 1, agent },
   };
 }
 
@@ -220,18 +219,12 @@ function makeExpBase(name: string, data: ExperimentData): ExpBase {
   const bytes = serializeExperiment(data);
   const c = decodeContainer(bytes);
   if (!c.ok) throw new Error(`${name}: ${c.error}`);
-  const H = new DataView(bytes.buffer).getUint32(16, true);
-  const blobAt: number[] = [];
-  let o = 20 + H + 4;
-  for (const b of c.value.blobs) {
-    blobAt.push(o);
-    o += 8 + b.byteLength;
-  }
+  const contents = new Uint8Array(gunzipSync(bytes));
   const leaves: Path[] = [];
   const objects: Path[] = [];
   const arrays: Path[] = [];
   walk(JSON.parse(c.value.header) as Json, [], leaves, objects, arrays);
-  return { name, data, before: structuredClone(data), bytes, header: c.value.header, blobs: c.value.blobs, blobAt, H, leaves, objects, arrays, n: data.config.agents };
+  return { name, data, before: structuredClone(data), bytes, header: c.value.header, blobs: c.value.blobs, contents, leaves, objects, arrays, n: data.config.agents };
 }
 
 function getAt(root: Json, path: Path): Json {
@@ -328,9 +321,10 @@ function jsonEdit(b: ExpBase, rng: Rng): ExpMutant {
       setAt(h, leaf, 'x'.repeat(pick(rng, [65, 5000, 200_000])));
       return out('huge string');
     case 9: {
-      const c = h as { cursor: { stage: number; step: number } };
-      const f = rng.int(2) === 0 ? 'stage' : 'step';
-      c.cursor[f] = pick(rng, [c.cursor[f] + 1, c.cursor[f] - 1, 0, b.n, 1e9, -1]);
+      const c = h as { cursor: { stage: number; agent?: number } };
+      const f = rng.int(2) === 0 ? 'stage' : 'agent';
+      const was = c.cursor[f] ?? 0;
+      c.cursor[f] = pick(rng, [was + 1, was - 1, 0, b.n, 1e9, -1]);
       return { kind: `cursor.${f} moved`, bytes: repack(h, blobs), must: 'either', codes: CONTENT_CODES };
     }
     case 10: {
@@ -386,11 +380,11 @@ function jsonEdit(b: ExpBase, rng: Rng): ExpMutant {
       return { kind: `a non-finite or huge value in blob ${k}`, bytes: repack(h, blobs), must: 'either', codes: CONTENT_CODES };
     }
     case 12: {
-      // A random byte of the header text changed, checksum recomputed.
-      const out2 = b.bytes.slice();
-      const at = 20 + rng.int(b.H);
-      out2[at] = rng.int(4) === 0 ? rng.int(256) : out2[at]! ^ (1 << rng.int(8));
-      return { kind: 'header byte changed, checksum fixed', bytes: fixCrc(out2), must: 'either', codes: CONTENT_CODES };
+      // A random character of the header text changed, the file compressed again.
+      const at = rng.int(b.header.length);
+      const ch = rng.int(4) === 0 ? String.fromCharCode(32 + rng.int(95)) : String.fromCharCode(b.header.charCodeAt(at) ^ (1 << rng.int(7)));
+      const text = b.header.slice(0, at) + ch + b.header.slice(at + 1);
+      return { kind: 'header character changed, checksum right', bytes: encodeContainer(text, blobs), must: 'either', codes: CONTENT_CODES };
     }
     default: {
       // A number edited to another number: usually a legitimate file.
@@ -401,10 +395,30 @@ function jsonEdit(b: ExpBase, rng: Rng): ExpMutant {
   }
 }
 
+/** True when `bytes` (a mutated file) still inflates to exactly the original contents (a flip in bits deflate ignores). */
+function sameContents(bytes: Uint8Array, contents: Uint8Array): boolean {
+  try {
+    const got = inflateSync(bytes.subarray(10, bytes.length - 8));
+    return got.length === contents.length && got.every((x, i) => x === contents[i]);
+  } catch {
+    return false;
+  }
+}
+
+/** The safetensors header of a file's contents, and a container built from an edited one (no checks). */
+function innerHeader(contents: Uint8Array): Record<string, Json> {
+  const N = new DataView(contents.buffer, contents.byteOffset).getUint32(0, true);
+  return JSON.parse(new TextDecoder().decode(contents.subarray(8, 8 + N))) as Record<string, Json>;
+}
+
+function innerData(contents: Uint8Array): Uint8Array {
+  const N = new DataView(contents.buffer, contents.byteOffset).getUint32(0, true);
+  return contents.subarray(8 + N);
+}
+
 function containerEdit(b: ExpBase, rng: Rng): ExpMutant {
   const n = b.bytes.length;
   const op = rng.int(11);
-  const view = new DataView(b.bytes.buffer, b.bytes.byteOffset, b.bytes.byteLength);
   switch (op) {
     case 0: {
       const cut = rng.int(n);
@@ -418,57 +432,87 @@ function containerEdit(b: ExpBase, rng: Rng): ExpMutant {
       return { kind: `${extra} bytes appended`, bytes: out, must: 'refuse', codes: ['trailing'], mention: [`${extra} unexpected bytes`] };
     }
     case 2: {
-      const at = rng.int(20);
+      // The gzip header: signature, method and flags must hold; mtime, XFL and OS mean nothing to a reader.
+      const at = rng.int(10);
       const bytes = flipBits(b.bytes, rng, at, at + 1, 1);
-      const codes: ExperimentErrorCode[] = at < 8 ? ['magic', 'text-mode'] : at < 12 ? ['version'] : at < 16 ? ['truncated', 'trailing', 'too-large', 'layout'] : ['checksum'];
-      return { kind: `bit flip in fixed byte ${at}`, bytes, must: 'refuse', codes };
+      if (at >= 4) return { kind: `bit flip in gzip header byte ${at} (mtime, XFL, OS)`, bytes, must: 'either', codes: ALL_CODES };
+      if (at === 3 && (bytes[3]! ^ b.bytes[3]!) === 1) return { kind: 'FTEXT flag flipped (a hint only)', bytes, must: 'either', codes: ALL_CODES };
+      const codes: ExperimentErrorCode[] = at < 2 ? ['magic', 'text-mode'] : at === 2 ? ['magic'] : ['layout', 'truncated', 'checksum', 'trailing'];
+      return { kind: `bit flip in gzip header byte ${at}`, bytes, must: 'refuse', codes };
     }
-    case 3: {
-      const k = 1 + rng.int(4);
-      return { kind: `${k} bit flips in the header JSON`, bytes: flipBits(b.bytes, rng, 20, 20 + b.H, k), must: 'refuse', codes: ['checksum'], mention: ['checksum mismatch'] };
-    }
+    case 3:
     case 4: {
+      // Compressed data: a flip that leaves the inflated contents as they were (padding bits,
+      // a stored block's redundant length) is no damage; any other is refused.
       const k = 1 + rng.int(4);
-      return { kind: `${k} bit flips in the blobs`, bytes: flipBits(b.bytes, rng, 20 + b.H, n - 4, k), must: 'refuse', codes: ['checksum'], mention: ['checksum mismatch'] };
+      const bytes = flipBits(b.bytes, rng, 10, n - 8, k);
+      const harmless = sameContents(bytes, b.contents);
+      return { kind: `${k} bit flips in the compressed data`, bytes, must: harmless ? 'either' : 'refuse', codes: ['checksum', 'truncated'], mention: [/checksum mismatch|compressed data is damaged|ends before the end of the stream|inside gzip's 8-byte trailer/] };
     }
     case 5:
-      return { kind: 'bit flip in the checksum', bytes: flipBits(b.bytes, rng, n - 4, n, 1), must: 'refuse', codes: ['checksum'], mention: ['checksum mismatch'] };
+      return { kind: 'bit flip in the gzip trailer', bytes: flipBits(b.bytes, rng, n - 8, n, 1), must: 'refuse', codes: ['checksum'], mention: ['checksum mismatch'] };
     case 6: {
-      const v = pick(rng, [0, 1, 20, n - 1, n + 1, n + 1000, 0x40000001, 0xffffffff, rng.nextU32()]);
-      return { kind: `length field says ${v}`, bytes: setU32(b.bytes, 12, v), must: v === n ? 'either' : 'refuse', codes: ['truncated', 'trailing', 'too-large', 'layout'] };
+      const v = pick(rng, [0, 1, 20, n - 1, n + 1, b.contents.length - 1, b.contents.length + 1, 0x40000001, 0xffffffff, rng.nextU32()]);
+      return { kind: `gzip length field says ${v}`, bytes: setU32(b.bytes, n - 4, v), must: v === b.contents.length ? 'either' : 'refuse', codes: ['checksum'], mention: ['checksum mismatch'] };
     }
     case 7: {
-      const H = view.getUint32(16, true);
-      const v = pick(rng, [0, 1, H - 1, H + 1, H + 4, H + 8, n, 0xffffffff, rng.int(n)]);
-      if (v === H) return { kind: 'no-op', bytes: b.bytes, must: 'either' };
-      return { kind: `header length says ${v} (checksum fixed)`, bytes: fixCrc(setU32(b.bytes, 16, v)), must: 'refuse', codes: ['layout', 'json'] };
+      // The container's header length lies (gzip right).
+      const N = new DataView(b.contents.buffer, b.contents.byteOffset).getUint32(0, true);
+      const v = pick(rng, [0, 1, 7, N - 1, N + 1, N + 8, b.contents.length, 0xffffffff, rng.int(b.contents.length)]);
+      if (v === N) return { kind: 'no-op', bytes: b.bytes, must: 'either' };
+      return { kind: `container header length says ${v}`, bytes: regzip(setU32(b.contents, 0, v)), must: 'refuse', codes: ['layout'], mention: ['not a valid container'] };
     }
     case 8: {
-      const K = b.blobs.length;
-      const v = pick(rng, [0, K - 1, K + 1, K * 2, 0xffffffff]);
-      return { kind: `blob count says ${v} (checksum fixed)`, bytes: fixCrc(setU32(b.bytes, 20 + b.H, v)), must: v === K ? 'either' : 'refuse', codes: ['layout'] };
-    }
-    case 9: {
-      const k = rng.int(b.blobs.length);
-      const at = b.blobAt[k]!;
-      const r = rng.int(3);
+      // A tensor relabelled, reshaped, renamed, dropped or added (gzip right).
+      const h = innerHeader(b.contents);
+      const data = innerData(b.contents);
+      const names = Object.keys(h).filter((x) => x !== '__metadata__');
+      const k = rng.int(names.length);
+      const e = h[String(k)] as { dtype: string; shape: number[]; data_offsets: [number, number] };
+      const r = rng.int(5);
       if (r === 0) {
-        const t = pick(rng, [0, 2, 3, 4, 99, 0xffffffff]);
-        return { kind: `blob ${k} type says ${t} (checksum fixed)`, bytes: fixCrc(setU32(b.bytes, at, t)), must: 'refuse', codes: ['layout', 'format'] };
+        // Same bytes read as 32-bit values: the container is fine, the reference must catch it.
+        e.dtype = pick(rng, ['F32', 'I32']);
+        e.shape = [e.shape[0]! * 2];
+        return { kind: `tensor ${k} relabelled as 32-bit values`, bytes: regzip(packSt(h, data)), must: 'refuse', codes: ['format'], mention: [`blob ${k}`] };
       }
       if (r === 1) {
-        // Same bytes read as f32 or i32: the container is fine, the reference must catch it.
-        const count = view.getUint32(at + 4, true);
-        const bytes = fixCrc(setU32(setU32(b.bytes, at, pick(rng, [2, 3])), at + 4, count * 2));
-        return { kind: `blob ${k} relabelled as 32-bit values (checksum fixed)`, bytes, must: 'refuse', codes: ['format'], mention: [`blob ${k}`] };
+        e.dtype = pick(rng, ['U8', 'F16', 'I16', 'BF16']);
+        e.shape = [(e.data_offsets[1] - e.data_offsets[0]) / (e.dtype === 'U8' ? 1 : 2)];
+        return { kind: `tensor ${k} of dtype ${e.dtype}`, bytes: regzip(packSt(h, data)), must: 'refuse', codes: ['layout'], mention: [`blob ${k}`] };
       }
-      const count = view.getUint32(at + 4, true);
-      const v = pick(rng, [0, count - 1, count + 1, count * 2, 0xffffffff]);
-      return { kind: `blob ${k} count says ${v} (checksum fixed)`, bytes: fixCrc(setU32(b.bytes, at + 4, v)), must: v === count ? 'either' : 'refuse', codes: ['layout'] };
+      if (r === 2) {
+        e.shape = pick(rng, [[1, e.shape[0]!], [e.shape[0]!, 1], [], [e.shape[0]! + 1]]);
+        return { kind: `tensor ${k} reshaped to [${e.shape.join(', ')}]`, bytes: regzip(packSt(h, data)), must: 'refuse', codes: ['layout'] };
+      }
+      if (r === 3) {
+        const to = pick(rng, ['x', '-1', '01', String(names.length), String(names.length + 5), ' 0']);
+        h[to] = h[String(k)]!;
+        delete h[String(k)];
+        return { kind: `tensor ${k} renamed "${to}"`, bytes: regzip(packSt(h, data)), must: 'refuse', codes: ['layout', 'format'] };
+      }
+      const st = readSafetensors(b.contents);
+      if (rng.int(2) === 0) st.tensors.set(String(names.length), { dtype: 'F64', shape: [2], data: new Float64Array(2) });
+      else st.tensors.delete(String(names.length - 1));
+      return { kind: 'a tensor added or dropped', bytes: regzip(writeSafetensors(st.tensors, st.metadata)), must: 'refuse', codes: ['format', 'layout'], mention: [/blob/] };
+    }
+    case 9: {
+      // The metadata: format, version or header missing or changed (gzip right).
+      const st = readSafetensors(b.contents);
+      const key = pick(rng, ['format', 'version', 'header']);
+      const v = pick(rng, [undefined, '', '1', '3', 'sat-playground-experiment/stage', 'x']);
+      const meta = { ...st.metadata };
+      if (v === undefined) delete meta[key];
+      else meta[key] = v;
+      const same = meta[key] === st.metadata[key];
+      const codes: ExperimentErrorCode[] = key === 'format' ? ['format'] : key === 'version' ? ['version'] : ['format', 'json'];
+      return { kind: `metadata "${key}" ${v === undefined ? 'missing' : `= "${v}"`}`, bytes: regzip(writeSafetensors(st.tensors, meta)), must: same ? 'either' : 'refuse', codes };
     }
     default: {
-      const v = pick(rng, [0, 2, 3, 255, 0xffffffff]);
-      return { kind: `version ${v}`, bytes: fixCrc(setU32(b.bytes, 8, v)), must: 'refuse', codes: ['version'], mention: [`version ${v}`] };
+      // A file of the older format version 1: its signature, then the rest of this file.
+      const out = b.bytes.slice();
+      out.set([0x89, 0x53, 0x41, 0x54, 0x0d, 0x0a, 0x1a, 0x0a]);
+      return { kind: 'a version 1 signature', bytes: out, must: 'refuse', codes: ['version'], mention: ['from an older version of the playground'] };
     }
   }
 }
@@ -553,8 +597,10 @@ function acceptedProblems(v: ExperimentData, b: ExpBase, refSwap: unknown): stri
     if (x.info !== undefined) conform(x.info, b.data.agents[i]!.info, `$.agents[${i}].info`, b.n, problems, refSwap);
   });
   if (problems.length > 0) return problems; // the checks below read the fields checked above
-  if (v.cursor.stage !== v.stages.length) problems.push('cursor.stage ≠ number of stages');
-  if (!(v.cursor.step >= 0 && v.cursor.step < v.config.agents && Number.isInteger(v.cursor.step))) problems.push('cursor.step out of range');
+  const a = v.cursor.agent;
+  if (v.cursor.stage !== v.stages.length + (a === undefined ? 0 : 1)) problems.push('cursor.stage ≠ the number of stages (+ 1 with an agent)');
+  if (a !== undefined && !(a >= 0 && a < v.config.agents && Number.isInteger(a))) problems.push('cursor.agent out of range');
+  if (v.cursor.stage > v.config.stages) problems.push('cursor past the last stage');
   if (v.agents.length !== v.config.agents || v.betas.length !== v.config.agents) problems.push('agent count ≠ config.agents');
   v.betas.forEach((x, i) => {
     if (!(Number.isFinite(x) && x >= 0 && x <= 1e4)) problems.push(`betas[${i}] = ${x}`);
@@ -612,7 +658,7 @@ describe('fuzz: experiment files', () => {
     await runStages(lm, 1);
     const bases = [
       makeExpBase('climbing', await exportOf(climb, 'climbing', 1)),
-      makeExpBase('relay-pnp', await exportOf(pnp, 'relay-pnp', 0)),
+      makeExpBase('relay-pnp', await exportOf(pnp, 'relay-pnp')),
       makeExpBase('arith-team', await exportOf(lm, 'arith-team', 1)),
     ];
     const refSwap = bases[1]!.data.stages[1]!.swap;
@@ -626,7 +672,8 @@ describe('fuzz: experiment files', () => {
     // The page's import path: a store with an experiment on it, and no session.
     usePlayground.setState({ preset: 'relay-pnp', stages: bases[1]!.data.stages, config: bases[1]!.data.config, status: 'ready', error: null });
     const storeBefore = { ...usePlayground.getState() };
-    const sessionBefore = sessionState();
+    const session = new Session(usePlayground);
+    const sessionBefore = session.sessionState();
 
     const tally = new Tally();
     const findings: string[] = [];
@@ -668,14 +715,14 @@ describe('fuzz: experiment files', () => {
       if (k % 8 === 0) {
         // The page's import of the same bytes: refused, said so, nothing else touched.
         imports++;
-        const ok = await openExperimentBytes(m.bytes, 'fuzz.satexp');
+        const ok = await openExperimentBytes(session, m.bytes, 'fuzz.satexp');
         const s = usePlayground.getState();
         if (ok) findings.push(`${id}, ${m.kind}: the page imported a file parseExperimentFile refused`);
         if (!s.error?.includes(r.error)) findings.push(`${id}, ${m.kind}: the page's banner does not carry the reason`);
         for (const key of Object.keys(storeBefore) as (keyof typeof storeBefore)[]) {
           if (key !== 'error' && s[key] !== storeBefore[key]) findings.push(`${id}, ${m.kind}: a refused import changed the store's "${String(key)}"`);
         }
-        if (sessionState() !== sessionBefore) findings.push(`${id}, ${m.kind}: a refused import changed the session`);
+        if (session.sessionState() !== sessionBefore) findings.push(`${id}, ${m.kind}: a refused import changed the session`);
         usePlayground.setState({ error: null });
       }
     }

@@ -16,7 +16,7 @@
  * the rebuild) and runs the stages twice, well over 10 s on a 2-core machine, so 20 seeds would
  * take minutes: the count ran and that reason are printed. The kill plan of each seed is printed.
  *
- * The session's openTeam (src/app/team.ts) runs agents in-process when there is no Web Worker
+ * The Session's openTeam (src/app/team.ts) runs agents in-process when there is no Web Worker
  * (Node); here it is replaced by its own worker branch, with Node workers and a file loader.
  */
 import { readFileSync } from 'node:fs';
@@ -24,7 +24,7 @@ import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Endpoint } from 'comlink';
 import { Rng } from '../src/core/rng';
 import { createRemoteExperiment, type AgentWorker, type RemoteAgent } from '../src/app/remoteTeam';
-import { currentTeam, openConfig, sessionState, stepAgent } from '../src/app/session';
+import { Session } from '../src/app/session';
 import { usePlayground } from '../src/app/store';
 import type { TeamHandle } from '../src/app/team';
 import type { Config } from '../src/sat/config';
@@ -71,6 +71,9 @@ function tapped(w: AgentWorker, team: number, agent: number, calls: number[]): A
   return { endpoint, onDeath: (cb) => w.onDeath(cb), terminate: () => w.terminate() };
 }
 
+/** The page's session over the page's store; its teams come from the mocked team.ts above. */
+const session = new Session(usePlayground);
+
 const load = async (name: string): Promise<Uint8Array> => new Uint8Array(readFileSync(`public/models/${name}.safetensors`));
 
 /** team.ts's worker branch, with Node workers (tapped) and the model files read from public/models. */
@@ -102,7 +105,7 @@ function shown() {
 async function liveSnapshots(): Promise<AgentSnapshot[]> {
   uncounted = true;
   try {
-    return await Promise.all(currentTeam()!.exp.team.map((a) => a.snapshot()));
+    return await Promise.all(session.currentTeam()!.exp.team.map((a) => a.snapshot()));
   } finally {
     uncounted = false;
   }
@@ -124,12 +127,12 @@ function ok(): void {
 }
 
 async function uninterrupted(cfg: Config, preset: string): Promise<Trace> {
-  await openConfig(cfg, preset, 'reference');
+  await session.openConfig(cfg, preset, 'reference');
   ok();
   const b = built[built.length - 1]!;
   const trace: Trace = { shown: [shown()], snapshots: [await liveSnapshots()], calls: [b.calls.slice()], stageEnd: [0] };
   for (let t = 1; usePlayground.getState().status !== 'done'; t++) {
-    await stepAgent();
+    await session.stepAgent();
     ok();
     trace.calls.push(b.calls.slice());
     trace.shown.push(shown());
@@ -159,14 +162,14 @@ async function killedRun(cfg: Config, preset: string, seed: number): Promise<str
   expect(failing).toBeGreaterThan(t0);
   expect(failing).toBeLessThanOrEqual(t1);
 
-  await openConfig(cfg, preset, 'killed');
+  await session.openConfig(cfg, preset, 'killed');
   ok();
   const team = built.length - 1;
   kill = { team, agent, atCall, fired: false };
   let failures = 0;
   for (let t = 1; usePlayground.getState().status !== 'done'; t++) {
     expect(t).toBeLessThanOrEqual(ref.shown.length); // one agent step per press, one press repeated
-    await stepAgent();
+    await session.stepAgent();
     const s = usePlayground.getState();
     if (!s.error) {
       expect(shown()).toEqual(ref.shown[t]);
@@ -180,9 +183,12 @@ async function killedRun(cfg: Config, preset: string, seed: number): Promise<str
     expect(s.error).toMatch(/The experiment is back at the last completed agent step: every step shown is kept\. The agents now run in fresh workers: step again to go on\.$/);
     // Rebuilt in fresh workers, exactly at the last completed agent step.
     expect(built.length).toBe(team + 2);
-    expect(currentTeam()).toBe(built[team + 1]!.handle);
+    expect(session.currentTeam()).toBe(built[team + 1]!.handle);
     expect(shown()).toEqual(ref.shown[t - 1]);
-    expect(sessionState()?.partialSteps).toBe(t - 1 - ref.stageEnd[stage - 1]!);
+    const partial = usePlayground.getState().partial;
+    expect(partial.length).toBe(t - 1 - ref.stageEnd[stage - 1]!);
+    const last = partial[partial.length - 1];
+    expect(session.sessionState()?.cursor).toEqual(last ? { stage: last.stage, agent: last.agent } : { stage: usePlayground.getState().stages.length });
     expect(await liveSnapshots()).toEqual(ref.snapshots[t - 1]);
     usePlayground.setState({ error: null, status: 'ready' });
     t--; // the failed step is stepped again
@@ -199,7 +205,7 @@ beforeEach(() => {
 });
 
 afterAll(async () => {
-  currentTeam()?.terminate();
+  session.currentTeam()?.terminate();
   for (const b of built) b.handle.terminate();
   for (let t = 0; t < 100 && live.size > 0; t++) await new Promise((r) => setTimeout(r, 20));
   expect(live.size).toBe(0);

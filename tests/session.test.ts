@@ -4,15 +4,16 @@
  * records as the experiment runner; a step that fails (here a NaN loss injected into one agent)
  * reports a specific message and leaves the experiment exactly at the last completed agent step,
  * from which stepping on reproduces the undisturbed run; the session state round-trips through
- * the save format and restores to identical records. Seeds: the climbing preset's (seed 1).
+ * the save format and restores to identical records; two sessions, each with its own store, run
+ * independently. Seeds: the climbing preset's (seed 1).
  *
  * Not here: rendering (tests/e2e) or the save format's own corruption cases (tests/savefile.test.ts).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { NumericError } from '../src/core/errors';
 import { serializeExperiment, parseExperimentFile } from '../src/app/savefile';
-import { currentExperiment, openConfig, restoreSession, sessionState, stepAgent, stepStage } from '../src/app/session';
-import { usePlayground } from '../src/app/store';
+import { Session } from '../src/app/session';
+import { createPlaygroundStore, usePlayground } from '../src/app/store';
 import { createExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
@@ -23,34 +24,35 @@ function strip(recs: readonly StageRecord[]) {
 }
 
 const cfg = presetConfig('climbing', { stages: 6 });
+const session = new Session(usePlayground);
 
 beforeEach(async () => {
   usePlayground.setState({ error: null, notice: null });
-  await openConfig(cfg, 'climbing', 'test');
+  await session.openConfig(cfg, 'climbing', 'test');
 });
 
 describe('session', () => {
   it('agent by agent equals the experiment runner', async () => {
-    for (let k = 0; k < 3 * 3; k++) await stepAgent();
-    await stepStage();
+    for (let k = 0; k < 3 * 3; k++) await session.stepAgent();
+    await session.stepStage();
     const ref = await runStages(createExperiment(cfg), 4);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
     expect(usePlayground.getState().status).toBe('ready');
   });
 
   it('a NaN in one agent step: specific message, back at the last completed step, nothing lost', async () => {
-    await stepStage();
-    await stepAgent(); // stage 2, first agent
+    await session.stepStage();
+    await session.stepAgent(); // stage 2, first agent
     const before = usePlayground.getState();
     const kept = { stages: before.stages, partial: before.partial.map((p) => p.agent) };
     // Sabotage the next agent to train: its loss turns NaN (as a diverging model's would).
-    const exp = currentExperiment()!;
+    const exp = session.currentExperiment()!;
     for (const a of exp.team) {
       a.trainStep = async () => {
         throw new NumericError('the clipped loss of agent 1 is NaN; expected a finite number');
       };
     }
-    await stepAgent();
+    await session.stepAgent();
     const s = usePlayground.getState();
     expect(s.status).toBe('error');
     expect(s.error).toMatch(/NaN/);
@@ -59,17 +61,17 @@ describe('session', () => {
     expect(s.partial.map((p) => p.agent)).toEqual(kept.partial);
     // The rebuilt team is healthy: stepping on reproduces the run that never failed.
     usePlayground.setState({ error: null });
-    await stepStage();
-    await stepStage();
+    await session.stepStage();
+    await session.stepStage();
     const ref = await runStages(createExperiment(cfg), 3);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
   });
 
   it('save → restore lands on the same agent step and continues identically', async () => {
-    await stepStage();
-    await stepAgent();
-    await stepAgent();
-    const st = sessionState()!;
+    await session.stepStage();
+    await session.stepAgent();
+    await session.stepAgent();
+    const st = session.sessionState()!;
     const bytes = serializeExperiment({
       config: st.config,
       presetName: st.preset,
@@ -77,20 +79,40 @@ describe('session', () => {
       stages: [...st.stages],
       agents: st.boundary.snapshots.map((snapshot) => ({ snapshot })),
       betas: [...st.boundary.betas],
-      cursor: { stage: st.stages.length, step: st.partialSteps },
+      cursor: st.cursor,
     });
     const want = usePlayground.getState();
     const parsed = parseExperimentFile(bytes);
     if (!parsed.ok) throw new Error(parsed.error);
-    await openConfig(presetConfig('relay'), 'relay', 'elsewhere'); // something else in between
+    await session.openConfig(presetConfig('relay'), 'relay', 'elsewhere'); // something else in between
     const v = parsed.value;
-    await restoreSession({ config: v.config, preset: v.presetName, stages: v.stages, partialSteps: v.cursor.step, boundary: { stages: v.cursor.stage, snapshots: v.agents.map((a) => a.snapshot), betas: v.betas } }, 'restore');
+    await session.restoreSession({ config: v.config, preset: v.presetName, stages: v.stages, cursor: v.cursor, boundary: { stages: v.stages.length, snapshots: v.agents.map((a) => a.snapshot), betas: v.betas } }, 'restore');
     const got = usePlayground.getState();
     expect(strip(got.stages)).toEqual(strip(want.stages));
     expect(got.partial.map((p) => [p.agent, p.jAfter])).toEqual(want.partial.map((p) => [p.agent, p.jAfter]));
-    await stepStage();
-    await stepStage();
+    await session.stepStage();
+    await session.stepStage();
     const ref = await runStages(createExperiment(cfg), 3);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
+  });
+
+  it('two sessions, each with its own store, do not share anything', async () => {
+    const a = new Session(createPlaygroundStore());
+    const b = new Session(createPlaygroundStore());
+    await a.openConfig(cfg, 'climbing', 'a');
+    await b.openConfig(presetConfig('relay', { stages: 3 }), 'relay', 'b');
+    await a.stepStage();
+    await a.stepAgent();
+    expect(b.store.getState().stages).toHaveLength(0);
+    expect(b.store.getState().partial).toHaveLength(0);
+    await b.stepStage();
+    expect(a.store.getState().stages).toHaveLength(1);
+    expect(a.store.getState().partial).toHaveLength(1);
+    expect(a.sessionState()!.config.task).toBe('climbing');
+    expect(b.sessionState()!.config.task).toBe('relay');
+    await a.stepStage();
+    expect(strip(a.store.getState().stages)).toEqual(strip(await runStages(createExperiment(cfg), 2)));
+    expect(strip(b.store.getState().stages)).toEqual(strip(await runStages(createExperiment(presetConfig('relay', { stages: 3 })), 1)));
+    expect(a.currentTeam()).not.toBe(b.currentTeam());
   });
 });

@@ -265,6 +265,17 @@ describe('share links: every malformed link opens the defaults with its own mess
     expect(new Set(messages).size).toBe(messages.length);
   });
 
+  it('a v1 link deflated by the platform (as earlier versions wrote links) opens to the same state as one written now', async () => {
+    const state = makeShareState(presetConfig('relay', { lr: 0.23, seed: 9 }), { preset: 'relay', step: { stage: 2, agent: 1 }, hide: ['seed'] });
+    const now = await encodeShare(state);
+    const before = await craft(canonicalJson({ lr: 0.23, preset: 'relay', seed: 9, seed_hide: true, step: { agent: 1, stage: 2 } }));
+    const a = await decodeShare(now);
+    const b = await decodeShare(before);
+    if (!a.ok || !b.ok) throw new Error(`${!a.ok ? a.error : ''} ${!b.ok ? b.error : ''}`);
+    expect(b.state).toEqual(a.state);
+    expect(b.config).toEqual(a.config);
+  });
+
   it('a zip bomb (3 MB of JSON in a link under the length cap) is refused past the decoded cap, quickly', async () => {
     const big = new TextEncoder().encode(`{"task":"${'a'.repeat(3_000_000)}"}`);
     const bomb = await craft(big);

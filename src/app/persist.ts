@@ -1,37 +1,46 @@
 /**
- * Autosave (issue "The playground", item 6): one experiment file (savefile.ts bytes) kept in the
- * browser's IndexedDB so that a reload restores the last completed agent step.
+ * The autosave's storage (issue "The playground", item 6): a key-value store that survives a
+ * reload, and the one place that turns its failures into messages.
  *
- *   saveAutosave(bytes: Uint8Array): Promise<PersistResult>          replace the autosave
- *   loadAutosave(): Promise<LoadResult>                                { ok, bytes | null }
- *   clearAutosave(): Promise<PersistResult>                            forget it (a new experiment)
+ *   PartStore          get / getMany / setMany / delMany / keys — the calls autosave.ts makes
+ *   browserStore()     the page's: IndexedDB database "sat-playground", object store "autosave",
+ *                      through idb-keyval
+ *   guarded(doing, f)  runs f; `{ ok: true, value }` or `{ ok: false, error }`, never a throw
  *
- *   PersistResult = { ok: true } | { ok: false, error }
- *   LoadResult    = { ok: true, bytes: Uint8Array | null, savedAt?: string } | { ok: false, error }
+ * Why idb-keyval: IndexedDB's request/transaction/version events are a lot of code to get right;
+ * idb-keyval (600 bytes) is get/set over one object store with atomic setMany and getMany, and
+ * `createStore` gives it our own database and store names (the same ones earlier versions used,
+ * so an old autosave is found and reported rather than left behind).
  *
- * Storage: database "sat-playground" (version 1), object store "autosave", one record under the
- * key "current": { bytes, savedAt }. Calls are queued, so saves land in the order they were asked.
+ * Nothing here throws or rejects to the caller of `guarded`: no IndexedDB (private mode, a
+ * sandboxed frame, Node), a refused or blocked open, a full disk (QuotaExceededError) or an aborted
+ * transaction each come back as `{ ok: false, error }` with a message for the banner — the
+ * experiment in the page is untouched, and the message says to export it to a file. A store that
+ * never answers times out (PERSIST_TIMEOUT_MS) instead of hanging the caller. Calls are queued,
+ * so writes land in the order they were asked.
  *
- * Nothing here throws or rejects: no IndexedDB (private mode, a sandboxed frame, Node), a refused
- * or blocked open, a full disk (QuotaExceededError) or an aborted transaction each come back as
- * `{ ok: false, error }` with a message for the banner — the experiment in the page is untouched,
- * and the message says to export it to a file. An open that never answers times out
- * (PERSIST_TIMEOUT_MS) instead of hanging the caller.
- *
- * Not here: the file format and its checks (savefile.ts), deciding when to save (session.ts),
- * anything React. Unit tests cover only the "no IndexedDB" path (Node has none); the browser e2e
- * test covers the rest.
+ * Not here: what is stored under which key (autosave.ts) or the bytes' format (savefile.ts).
+ * A PartStore is injectable: tests hand in an in-memory one (tests/helpers/memoryStore.ts); the
+ * browser e2e test covers IndexedDB itself.
  */
+import { createStore, delMany, get, getMany, keys, setMany, type UseStore } from 'idb-keyval';
 
 export const PERSIST_DB = 'sat-playground';
 export const PERSIST_STORE = 'autosave';
-const DB_VERSION = 1;
-const KEY = 'current';
-/** Longest wait for IndexedDB to answer one request, in milliseconds. */
+/** Longest wait for the store to answer one call, in milliseconds. */
 export const PERSIST_TIMEOUT_MS = 10_000;
 
-export type PersistResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
-export type LoadResult = { readonly ok: true; readonly bytes: Uint8Array | null; readonly savedAt?: string } | { readonly ok: false; readonly error: string };
+/** What the autosave needs of a store: idb-keyval's calls, so that a Map can stand in for IndexedDB. */
+export interface PartStore {
+  get(key: string): Promise<unknown>;
+  getMany(keys: readonly string[]): Promise<unknown[]>;
+  /** All or nothing (one transaction). */
+  setMany(entries: readonly (readonly [string, unknown])[]): Promise<void>;
+  delMany(keys: readonly string[]): Promise<void>;
+  keys(): Promise<string[]>;
+}
+
+export type Guarded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
 const KEEP = 'The experiment in this page is unaffected; use "Export experiment" to keep it in a file.';
 
@@ -39,8 +48,13 @@ class PersistFail {
   constructor(readonly reason: string) {}
 }
 
+/** Thrown by browserStore when the page has no IndexedDB at all. */
+class NoIndexedDb {}
+
 /** A DOMException (or anything) from IndexedDB, in words. */
 function explain(e: unknown, doing: string): string {
+  if (e instanceof PersistFail) return e.reason;
+  if (e instanceof NoIndexedDb) return `This browser offers no IndexedDB storage here (private browsing?), so the page cannot ${doing}.`;
   const name = e instanceof Error || (typeof DOMException !== 'undefined' && e instanceof DOMException) ? (e as { name: string }).name : '';
   const msg = e instanceof Error ? e.message : e === null || e === undefined ? '' : String(e);
   if (name === 'QuotaExceededError') return `The browser refused to ${doing}: its storage for this site is full.`;
@@ -65,123 +79,49 @@ function withTimeout<T>(p: Promise<T>, doing: string): Promise<T> {
   });
 }
 
-let dbPromise: Promise<IDBDatabase> | null = null;
-
-function openDb(doing: string): Promise<IDBDatabase> {
-  if (dbPromise) return dbPromise;
-  const p = new Promise<IDBDatabase>((resolve, reject) => {
-    const idb: IDBFactory | undefined = typeof indexedDB !== 'undefined' ? indexedDB : undefined;
-    if (!idb) {
-      reject(new PersistFail(`This browser offers no IndexedDB storage here (private browsing?), so the page cannot ${doing}.`));
-      return;
-    }
-    let req: IDBOpenDBRequest;
+/** The page's store: IndexedDB through idb-keyval; opened on first use, reopened after a failed open. */
+export function browserStore(): PartStore {
+  let store: UseStore | null = null;
+  const use = async <T>(call: (s: UseStore) => Promise<T>): Promise<T> => {
+    if (typeof indexedDB === 'undefined') throw new NoIndexedDb();
+    store ??= createStore(PERSIST_DB, PERSIST_STORE);
     try {
-      req = idb.open(PERSIST_DB, DB_VERSION);
+      return await call(store);
     } catch (e) {
-      reject(new PersistFail(explain(e, doing)));
-      return;
+      store = null; // idb-keyval keeps a failed open; try afresh next time (e.g. after another tab closed)
+      throw e;
     }
-    req.onupgradeneeded = () => {
-      if (!req.result.objectStoreNames.contains(PERSIST_STORE)) req.result.createObjectStore(PERSIST_STORE);
-    };
-    req.onsuccess = () => {
-      const db = req.result;
-      // Another tab upgrading the schema: step aside, reopen on the next call.
-      db.onversionchange = () => {
-        db.close();
-        dbPromise = null;
-      };
-      db.onclose = () => {
-        dbPromise = null;
-      };
-      resolve(db);
-    };
-    req.onerror = () => reject(new PersistFail(explain(req.error, doing)));
-    req.onblocked = () => reject(new PersistFail(`Another tab of the playground holds the saved data open, so this page cannot ${doing}; close the other tab and reload.`));
-  });
-  dbPromise = withTimeout(p, doing);
-  dbPromise.catch(() => {
-    dbPromise = null; // try again next time (e.g. after the other tab closed)
-  });
-  return dbPromise;
+  };
+  return {
+    get: (key) => use((s) => get(key, s)),
+    getMany: (ks) => use((s) => getMany([...ks], s)),
+    setMany: (entries) => use((s) => setMany(entries.map(([k, v]) => [k, v]), s)),
+    delMany: (ks) => use((s) => delMany([...ks], s)),
+    keys: () => use(async (s) => (await keys(s)).map(String)),
+  };
 }
 
-/** Runs one request in its own transaction; resolves when the transaction completes. */
-async function run<T>(mode: IDBTransactionMode, doing: string, op: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
-  const db = await openDb(doing);
-  return withTimeout(
-    new Promise<T>((resolve, reject) => {
-      let tx: IDBTransaction;
-      let req: IDBRequest<T>;
-      try {
-        tx = db.transaction(PERSIST_STORE, mode);
-        req = op(tx.objectStore(PERSIST_STORE));
-      } catch (e) {
-        reject(new PersistFail(explain(e, doing)));
-        return;
-      }
-      tx.oncomplete = () => resolve(req.result);
-      tx.onabort = () => reject(new PersistFail(explain(tx.error ?? req.error, doing)));
-      tx.onerror = () => undefined; // onabort follows and reports
-    }),
-    doing,
-  );
-}
-
-/** One call at a time, in order. */
+/** One call at a time, in order (per page: there is one autosave store). */
 let queue: Promise<unknown> = Promise.resolve();
-function queued<T>(fn: () => Promise<T>): Promise<T> {
-  const next = queue.then(fn, fn);
-  queue = next.catch(() => undefined);
+
+/**
+ * Runs `fn` against the store after the calls before it; never throws. `doing` completes "could not
+ * …" in the message ("autosave the experiment").
+ */
+export function guarded<T>(doing: string, fn: () => Promise<T>): Promise<Guarded<T>> {
+  const run = async (): Promise<Guarded<T>> => {
+    try {
+      return { ok: true, value: await withTimeout(fn(), doing) };
+    } catch (e) {
+      return { ok: false, error: `${explain(e, doing)} ${KEEP}` };
+    }
+  };
+  const next = queue.then(run, run);
+  queue = next;
   return next;
 }
 
-function reason(e: unknown, doing: string): string {
-  return `${e instanceof PersistFail ? e.reason : explain(e, doing)} ${KEEP}`;
-}
-
-/** Replaces the autosave with `bytes` (an experiment file). */
-export function saveAutosave(bytes: Uint8Array): Promise<PersistResult> {
-  const doing = 'autosave the experiment';
-  // Store exactly these bytes (a view would otherwise clone its whole underlying buffer).
-  const copy = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
-  return queued(async (): Promise<PersistResult> => {
-    try {
-      await run('readwrite', doing, (s) => s.put({ bytes: copy, savedAt: new Date().toISOString() }, KEY));
-      return { ok: true };
-    } catch (e) {
-      return { ok: false, error: reason(e, doing) };
-    }
-  });
-}
-
-/** The autosaved experiment file, or null when there is none. */
-export function loadAutosave(): Promise<LoadResult> {
-  const doing = 'read the autosaved experiment';
-  return queued(async (): Promise<LoadResult> => {
-    try {
-      const rec: unknown = await run('readonly', doing, (s) => s.get(KEY));
-      if (rec === undefined || rec === null) return { ok: true, bytes: null };
-      const r = rec as { bytes?: unknown; savedAt?: unknown };
-      const bytes = r.bytes instanceof Uint8Array ? r.bytes : r.bytes instanceof ArrayBuffer ? new Uint8Array(r.bytes) : null;
-      if (!bytes) return { ok: false, error: `The autosaved experiment is not in a form this playground reads; it was left as it is. ${KEEP}` };
-      return typeof r.savedAt === 'string' ? { ok: true, bytes, savedAt: r.savedAt } : { ok: true, bytes };
-    } catch (e) {
-      return { ok: false, error: reason(e, doing) };
-    }
-  });
-}
-
-/** Forgets the autosave. */
-export function clearAutosave(): Promise<PersistResult> {
-  const doing = 'clear the autosaved experiment';
-  return queued(async (): Promise<PersistResult> => {
-    try {
-      await run('readwrite', doing, (s) => s.delete(KEY));
-      return { ok: true };
-    } catch (e) {
-      return { ok: false, error: reason(e, doing) };
-    }
-  });
+/** The message for a stored value that is not what this playground writes. */
+export function unreadable(what: string): string {
+  return `The autosaved experiment is not in a form this playground reads (${what}); it was left as it is. ${KEEP}`;
 }

@@ -2,61 +2,79 @@
  * The experiment file (issue "The playground", item 6): one format for "Export experiment",
  * "Import experiment" and the IndexedDB autosave. It holds the config, the finished stages' records
  * (every metric the charts draw), every agent's parameters and optimizer state at the last stage
- * boundary, β per agent, and a cursor saying how many agent steps of the stage in progress to
- * replay (a run is fixed by its seed, so replaying them lands exactly on the last completed step).
+ * boundary, β per agent, and a cursor naming the last completed agent step (a StepRef, see
+ * stepRef.ts): { stage: k } when k stages are finished and none is in progress, { stage: k + 1,
+ * agent: a } when agent a's update was the last step done of stage k + 1. A run is fixed by its
+ * seed, so restoring the boundary and replaying until that agent has moved lands exactly on it.
  *
- * Layout (all integers little-endian u32):
+ * Layout (format version 2):
  *
- *   offset 0   magic    89 53 41 54 0D 0A 1A 0A  ("\x89SAT\r\n\x1a\n", PNG-style: a transfer that
- *                        strips the high bit or rewrites line ends breaks it visibly)
- *          8   version  1
- *         12   length   of the whole file in bytes, checksum included (truncation is told by byte)
- *         16   H        byte length of the header
- *         20   header   H bytes of UTF-8 JSON (below)
- *              K        number of blobs
- *              K ×      [type u32 (1 = f64, 2 = f32, 3 = i32), count u32, count × element bytes]
- *       end−4  CRC-32   (IEEE 802.3, the zlib/PNG one) of every byte before it
+ *   the file        one gzip member (RFC 1952), written by fflate with mtime 0 so that the same
+ *                   data gives the same bytes; gzip's trailer — the CRC-32 and the length (ISIZE)
+ *                   of the contents — is the integrity check
+ *   its contents    a safetensors file (src/model/safetensors.ts writes and reads it):
+ *                   u64 little-endian N, N bytes of JSON, then the data section
+ *     JSON          { "__metadata__": { "format": "sat-playground-experiment", "version": "2",
+ *                                        "header": "<the experiment header, JSON text>" },
+ *                     "0": { "dtype": "F64", "shape": [count], "data_offsets": [b, e] }, "1": … }
  *
- * The header JSON is `{ format: "sat-playground-experiment", createdAt, presetName, config, betas,
- * cursor, agents: [{ info?, params, optim }], stages }`. Typed arrays (agent weights and the
- * records' advNorm/advRaw/kl) are stored as binary blobs referenced from the JSON as
- * `{"$f64": k}`; numbers JSON cannot spell are `{"$num": "NaN" | "Infinity" | "-Infinity" | "-0"}`;
- * an object key that starts with "$" is written with one more "$". So every value round-trips
- * exactly, bit for bit.
+ * The header is `{ createdAt, presetName, config, betas, cursor, agents: [{ info?, params, optim }],
+ * stages }`. Typed arrays (agent weights and the records' advNorm/advRaw/kl) are the tensors, named
+ * by their index and referred to from the header as `{"$f64": k}` (`$f32`, `$i32`); numbers JSON
+ * cannot spell are `{"$num": "NaN" | "Infinity" | "-Infinity" | "-0"}`; an object key that starts
+ * with "$" is written with one more "$". So every value round-trips exactly, bit for bit.
  *
- * Why binary blobs rather than base64 inside the JSON: a language agent's snapshot is a few
- * million doubles; raw little-endian bytes are 8 bytes a value instead of 10.7, need no string of
- * tens of megabytes to be built and parsed, and keep every bit (NaN payloads, −0) without a
- * number-to-text round trip. The metrics stay JSON, so a person can still read the header.
+ * Why these pieces: safetensors is the container the repository already reads and writes for model
+ * files, strictly (tensors tile the data section, sizes match dtypes, bounded messages), so the
+ * experiment file needs no container code of its own; raw little-endian tensors keep every bit
+ * (NaN payloads, −0) at 8 bytes a double. gzip adds what safetensors lacks — a checksum and a length
+ * — and shrinks the metrics' JSON about tenfold. fflate reads and writes gzip synchronously in the
+ * browser and in Node; it does not check gzip's trailer when it inflates, so `readContainer`
+ * compares the trailer with the one fflate writes for the inflated bytes (`gzipTrailer`).
+ * Inflating (inflate.ts) stops as soon as the contents pass MAX_EXPERIMENT_BYTES.
  *
- * `parseExperimentFile` never throws: every problem — not an experiment file, a file mangled by a
- * text-mode transfer, an unknown version, truncation (at which byte), extra bytes, a checksum
- * mismatch, a header that is not JSON, a config out of range or inconsistent (parseConfig's own
- * message), an agent count that does not match the config, snapshots of inconsistent sizes (with
- * each other, with the agent's info, or — tabular games — with the game's table), non-finite
- * weights, optimizer state or β, stage records that are not what the stage loop writes (every
- * field of StageRecord has its type checked — numbers, whole counts, agent indices, list lengths —
- * and σ must match the steps), a blob referred to twice or by nothing, a bad cursor — is
- * `{ ok: false, code, error }` with a specific message of bounded length.
+ * Files of format version 1 (the playground's own container before this one, signature
+ * "\x89SAT\r\n\x1a\n") are refused with a message saying so; they are not converted.
  *
- * Not here: reading or writing files and IndexedDB (the page and persist.ts), rebuilding a team
- * from the data (session.ts), compression (weights hardly compress; a person may gzip the file).
- * No React, no DOM: runs in Node tests.
+ * `parseExperimentFile` never throws: every problem — not an experiment file, an older version, a
+ * file mangled by a text-mode transfer, truncation (at which byte), extra bytes, a checksum or
+ * length mismatch, damaged compressed data, contents that are not a valid container, a header that
+ * is not JSON, a config out of range or inconsistent (parseConfig's own message), an agent count
+ * that does not match the config, snapshots of inconsistent sizes (with each other, with the
+ * agent's info, or — tabular games — with the game's table), non-finite weights, optimizer state or
+ * β, stage records that are not what the stage loop writes (every field of StageRecord has its type
+ * checked — numbers, whole counts, agent indices, list lengths — and σ must match the steps), a blob
+ * referred to twice or by nothing, a bad cursor — is `{ ok: false, code, error }` with a specific
+ * message of bounded length.
+ *
+ * The autosave stores the same file cut into parts (`serializeParts` / `parseParts`): a small head
+ * (everything but the stages and the agents), the boundary (agents and β) and one part per stage
+ * record, each part a container of its own, so that a finished stage is written once; the parts are
+ * put back together and checked exactly as a file is.
+ *
+ * Not here: reading or writing files and IndexedDB (the page, persist.ts and autosave.ts),
+ * rebuilding a team from the data (session.ts). No React, no DOM: runs in Node tests.
  */
+import { Gzip, gzipSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
+import { readSafetensors, writeSafetensors, type StTensor } from '../model/safetensors';
 import { type Config, isLlmTask, parseConfig, resolvedProtocol } from '../sat/config';
 import { makeGame, type TaskName } from '../tasks/index';
 import type { StageRecord } from '../sat/stage';
 import { LAMBDA_EDGES } from '../sat/stage0';
 import type { AgentInfo, AgentSnapshot } from '../sat/types';
+import { inflateCapped } from './inflate';
+import type { StepRef } from './stepRef';
 
-/** The file's signature: the first 8 bytes. */
-export const EXPERIMENT_MAGIC: Uint8Array = Uint8Array.of(0x89, 0x53, 0x41, 0x54, 0x0d, 0x0a, 0x1a, 0x0a);
+/** gzip's signature (ID1 ID2 CM = deflate): the first 3 bytes of every experiment file. */
+export const EXPERIMENT_MAGIC: Uint8Array = Uint8Array.of(0x1f, 0x8b, 0x08);
+/** The signature of format version 1 files (refused with a message naming the older version). */
+export const OLD_EXPERIMENT_MAGIC: Uint8Array = Uint8Array.of(0x89, 0x53, 0x41, 0x54, 0x0d, 0x0a, 0x1a, 0x0a);
 /** Version written, and the only one read. */
-export const EXPERIMENT_VERSION = 1;
-/** The header's `format` field. */
+export const EXPERIMENT_VERSION = 2;
+/** The container's `format` metadata: a whole file. The autosave's parts add "/head", "/boundary", "/stage". */
 export const EXPERIMENT_FORMAT = 'sat-playground-experiment';
-/** Largest file read or written (bytes): far above a team of the shipped models with a long history. */
+/** Largest file read or written, compressed or not (bytes): far above a team of the shipped models with a long history. */
 export const MAX_EXPERIMENT_BYTES = 1024 * 1024 * 1024;
 /** Deepest nesting of the header JSON that is read (the records nest about 5 deep). */
 export const MAX_HEADER_DEPTH = 64;
@@ -69,22 +87,11 @@ const MAX_REASON = 700;
 /** Suggested file name extension for exports. */
 export const EXPERIMENT_EXTENSION = '.satexp';
 
-const FIXED = 20; // magic + version + length + H
-const TRAILER = 4; // CRC-32
-
 /** One agent as saved: its state at the last stage boundary, and what it is. */
 export interface SavedAgent {
   readonly snapshot: AgentSnapshot;
   /** Name, kind, parameter count and backend, when known (checked against the snapshot's size). */
   readonly info?: AgentInfo;
-}
-
-/** Where the saved run stands. */
-export interface ExperimentCursor {
-  /** Finished stages: equals `stages.length`; the agents are saved as they were after it. */
-  readonly stage: number;
-  /** Agent steps of the next stage already done (to replay on restore): 0 ≤ step < agents. */
-  readonly step: number;
 }
 
 export interface ExperimentData {
@@ -94,10 +101,12 @@ export interface ExperimentData {
   /** When the experiment was created (ISO 8601). */
   readonly createdAt: string;
   readonly stages: readonly StageRecord[];
+  /** The agents as they were after the last finished stage. */
   readonly agents: readonly SavedAgent[];
   /** β per agent at the boundary (adaptive β is carried across stages). */
   readonly betas: readonly number[];
-  readonly cursor: ExperimentCursor;
+  /** The last completed agent step: { stage: stages.length }, or { stage: stages.length + 1, agent }. */
+  readonly cursor: StepRef;
 }
 
 /** One class of failure each; the message says which and what to do. */
@@ -134,165 +143,186 @@ function failed<T>(code: ExperimentErrorCode, reason: string): ParseResult<T> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CRC-32 (IEEE, reflected polynomial 0xEDB88320), as in zlib and PNG.
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-/** CRC-32 of `bytes` (crc32("123456789") = 0xCBF43926). */
-export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number {
-  let c = 0xffffffff;
-  for (let i = start; i < end; i++) c = CRC_TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Blobs: typed arrays stored as raw little-endian bytes.
+// Blobs: typed arrays, stored as the container's tensors.
 
 export type Blob64 = Float64Array | Float32Array | Int32Array;
 const BLOB_TYPES = [
-  { code: 1, tag: '$f64', size: 8 },
-  { code: 2, tag: '$f32', size: 4 },
-  { code: 3, tag: '$i32', size: 4 },
+  { dtype: 'F64', tag: '$f64' },
+  { dtype: 'F32', tag: '$f32' },
+  { dtype: 'I32', tag: '$i32' },
 ] as const;
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 function blobType(a: Blob64): (typeof BLOB_TYPES)[number] {
   return a instanceof Float64Array ? BLOB_TYPES[0] : a instanceof Float32Array ? BLOB_TYPES[1] : BLOB_TYPES[2];
 }
 
-function writeBlob(view: DataView, bytes: Uint8Array, o: number, a: Blob64): number {
-  const t = blobType(a);
-  view.setUint32(o, t.code, true);
-  view.setUint32(o + 4, a.length, true);
-  o += 8;
-  if (LITTLE_ENDIAN) {
-    bytes.set(new Uint8Array(a.buffer, a.byteOffset, a.length * t.size), o);
-  } else {
-    for (let i = 0; i < a.length; i++) {
-      if (t.code === 1) view.setFloat64(o + 8 * i, a[i]!, true);
-      else if (t.code === 2) view.setFloat32(o + 4 * i, a[i]!, true);
-      else view.setInt32(o + 4 * i, a[i]!, true);
-    }
-  }
-  return o + a.length * t.size;
+// ---------------------------------------------------------------------------------------------
+// gzip through fflate, with the trailer check fflate leaves to its caller.
+
+/** Input slice fed to the inflater at a time: the output is counted (and capped) between slices. */
+const INFLATE_SLICE = 1 << 14;
+
+/** gzip's 8-byte trailer for `contents` (CRC-32 and ISIZE, little-endian), as fflate writes it. */
+function gzipTrailer(contents: Uint8Array): Uint8Array {
+  let last: Uint8Array = new Uint8Array(0);
+  // A stored (level 0) member: fflate computes the CRC while it copies; only the last chunk is kept.
+  const g = new Gzip({ level: 0, mtime: 0 }, (chunk, final) => {
+    if (final) last = chunk;
+  });
+  if (contents.length === 0) g.push(contents, true);
+  for (let i = 0; i < contents.length; i += INFLATE_SLICE) g.push(contents.subarray(i, i + INFLATE_SLICE), i + INFLATE_SLICE >= contents.length);
+  return last.subarray(last.length - 8);
 }
 
-function readBlob(bytes: Uint8Array, view: DataView, o: number, code: number, count: number): Blob64 {
-  const size = code === 1 ? 8 : 4;
-  const copy = bytes.slice(o, o + count * size); // fresh, aligned buffer
-  if (LITTLE_ENDIAN) return code === 1 ? new Float64Array(copy.buffer) : code === 2 ? new Float32Array(copy.buffer) : new Int32Array(copy.buffer);
-  const out = code === 1 ? new Float64Array(count) : code === 2 ? new Float32Array(count) : new Int32Array(count);
-  for (let i = 0; i < count; i++) out[i] = code === 1 ? view.getFloat64(o + 8 * i, true) : code === 2 ? view.getFloat32(o + 4 * i, true) : view.getInt32(o + 4 * i, true);
-  return out;
+/** Length of the gzip header at the start of `bytes` (RFC 1952 §2.3: optional fields skipped). */
+function gzipHeaderLength(bytes: Uint8Array): number {
+  const n = bytes.length;
+  const short = () => new FileFail('truncated', `the file is truncated at byte ${n}, inside its gzip header; it was probably cut short while downloading or copying.`);
+  if (n < 10) throw short();
+  const flags = bytes[3]!;
+  if (flags & 0xe0) throw new FileFail('layout', `its gzip header has reserved flag bits set (flags 0x${flags.toString(16)}); it was not written by a gzip program.`);
+  let o = 10;
+  if (flags & 4) {
+    if (o + 2 > n) throw short();
+    o += 2 + (bytes[o]! | (bytes[o + 1]! << 8));
+  }
+  for (const bit of [8, 16]) {
+    if (!(flags & bit)) continue; // FNAME, FCOMMENT: zero-terminated
+    while (o < n && bytes[o] !== 0) o++;
+    o++;
+  }
+  if (flags & 2) o += 2; // FHCRC
+  if (o > n) throw short();
+  return o;
+}
+
+function sameBytes(a: Uint8Array, at: number, b: Uint8Array, from = 0, to = b.length): boolean {
+  for (let i = from; i < to; i++) if (a[at + i - from] !== b[i]) return false;
+  return true;
+}
+
+/** Inflates raw deflate data with a cap on the output; a stream that needs more input is FileFail('truncated'). */
+function inflateOrFail(data: Uint8Array, fileLength: number, maxBytes: number): Uint8Array {
+  const r = inflateCapped(data, maxBytes, INFLATE_SLICE);
+  if (r.ok) return r.bytes;
+  if (r.why === 'too-large') throw new FileFail('too-large', `it decompresses to more than the ${maxBytes} bytes this playground reads.`);
+  if (r.why === 'eof') {
+    throw new FileFail('truncated', `the file is truncated at byte ${fileLength}: its compressed data ends before the end of the stream (it was probably cut short while downloading or copying, or it is corrupted).`);
+  }
+  throw new FileFail('checksum', `its compressed data is damaged (${r.detail}): the file is corrupted.`);
+}
+
+/**
+ * The contents of a gzip file, checked: inflated with a cap on their size, then gzip's trailer
+ * compared with the contents' own. That trailer found earlier in the file means bytes were
+ * appended; compressed data that runs into the last 8 bytes means the file was cut inside the
+ * trailer; otherwise a mismatch is corruption.
+ */
+function gunzipChecked(bytes: Uint8Array, maxBytes: number): Uint8Array {
+  const n = bytes.length;
+  const h = gzipHeaderLength(bytes);
+  if (n < h + 10) throw new FileFail('truncated', `the file is truncated at byte ${n} (at least ${h + 10} bytes were expected); it was probably cut short while downloading or copying.`);
+  const contents = inflateOrFail(bytes.subarray(h), n, maxBytes);
+  const want = gzipTrailer(contents);
+  if (sameBytes(bytes, n - 8, want)) return contents;
+  for (let p = h; p + 8 < n; p++) {
+    if (sameBytes(bytes, p, want)) throw new FileFail('trailing', `it has ${n - p - 8} unexpected bytes after its end at byte ${p + 8}; something was appended to it.`);
+  }
+  try {
+    inflateOrFail(bytes.subarray(h, n - 8), n, maxBytes);
+  } catch (e) {
+    if (e instanceof FileFail && e.code === 'truncated') {
+      throw new FileFail('truncated', `the file is truncated at byte ${n}, inside gzip's 8-byte trailer (its checksum and length); it was probably cut short while downloading or copying.`);
+    }
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const crc = new DataView(want.buffer, want.byteOffset, 8).getUint32(0, true);
+  throw new FileFail('checksum', `checksum mismatch (stored CRC-32 ${hex(view.getUint32(n - 8, true))} and length ${view.getUint32(n - 4, true)}, computed ${hex(crc)} and ${contents.length}): the file is corrupted.`);
+}
+
+function hex(x: number): string {
+  return `0x${x.toString(16).padStart(8, '0')}`;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The container: magic, version, length, header text, blobs, CRC. Exported for tests and tools.
+// The container: gzip of a safetensors file whose metadata holds the header. Exported for tests and tools.
 
-/** Packs a header text and blobs into a file (no check of the header's contents). */
-export function encodeContainer(header: string, blobs: readonly Blob64[], version = EXPERIMENT_VERSION): Uint8Array {
-  const head = new TextEncoder().encode(header);
-  let total = FIXED + head.length + 4 + TRAILER;
-  for (const b of blobs) total += 8 + b.length * blobType(b).size;
-  if (total > MAX_EXPERIMENT_BYTES) throw new FormatError(`The experiment would take ${total} bytes, more than the ${MAX_EXPERIMENT_BYTES} a file may have.`);
-  const bytes = new Uint8Array(total);
-  const view = new DataView(bytes.buffer);
-  bytes.set(EXPERIMENT_MAGIC, 0);
-  view.setUint32(8, version, true);
-  view.setUint32(12, total, true);
-  view.setUint32(16, head.length, true);
-  bytes.set(head, FIXED);
-  let o = FIXED + head.length;
-  view.setUint32(o, blobs.length, true);
-  o += 4;
-  for (const b of blobs) o = writeBlob(view, bytes, o, b);
-  view.setUint32(o, crc32(bytes, 0, o), true);
-  return bytes;
+/**
+ * Packs a header text and blobs into a file (no check of the header's contents). `format` names
+ * what it holds (EXPERIMENT_FORMAT, or an autosave part's); `version` is for tests of other versions.
+ */
+export function encodeContainer(header: string, blobs: readonly Blob64[], version = EXPERIMENT_VERSION, format = EXPERIMENT_FORMAT): Uint8Array {
+  const tensors = new Map<string, StTensor>(blobs.map((b, k) => [String(k), { dtype: blobType(b).dtype, shape: [b.length], data: b }]));
+  const inner = writeSafetensors(tensors, { format, version: String(version), header });
+  if (inner.length > MAX_EXPERIMENT_BYTES) throw new FormatError(`The experiment would take ${inner.length} bytes, more than the ${MAX_EXPERIMENT_BYTES} a file may have.`);
+  return gzipSync(inner, { mtime: 0 });
 }
 
-/** Unpacks a file's header text and blobs, checking signature, version, length and checksum. */
-export function decodeContainer(bytes: Uint8Array): ParseResult<{ header: string; blobs: Blob64[] }> {
+/** Unpacks a file's header text and blobs, checking signature, compression, checksum, container and version. */
+export function decodeContainer(bytes: Uint8Array, format = EXPERIMENT_FORMAT): ParseResult<{ header: string; blobs: Blob64[] }> {
   try {
-    return { ok: true, value: readContainer(bytes) };
+    return { ok: true, value: readContainer(bytes, format) };
   } catch (e) {
     if (e instanceof FileFail) return failed(e.code, e.reason);
     return failed('layout', `reading it failed unexpectedly (${e instanceof Error ? e.message : String(e)}).`);
   }
 }
 
-function readContainer(bytes: Uint8Array): { header: string; blobs: Blob64[] } {
+function checkSignature(bytes: Uint8Array): void {
   const n = bytes.length;
-  const truncated = (needed: number, exact: boolean) =>
-    new FileFail('truncated', `the file is truncated at byte ${n} (${exact ? '' : 'at least '}${needed} bytes were expected); it was probably cut short while downloading or copying.`);
-  // Signature.
-  const m = Math.min(n, EXPERIMENT_MAGIC.length);
-  let magicOk = true;
-  for (let i = 0; i < m; i++) if (bytes[i] !== EXPERIMENT_MAGIC[i]) magicOk = false;
   if (n === 0) throw new FileFail('truncated', 'the file is empty (0 bytes); it was probably cut short while downloading or copying.');
-  if (!magicOk) {
-    if (n >= 4 && bytes[1] === 0x53 && bytes[2] === 0x41 && bytes[3] === 0x54) {
-      throw new FileFail('text-mode', 'its signature was altered (high bit stripped or line endings rewritten): it was probably transferred as text; transfer it as a binary file.');
-    }
+  const old = Math.min(n, OLD_EXPERIMENT_MAGIC.length);
+  if (n >= 4 && sameBytes(bytes, 0, OLD_EXPERIMENT_MAGIC, 0, old)) {
+    throw new FileFail('version', 'it is an experiment file from an older version of the playground (format version 1); this version reads version 2 only and does not convert older files. Open it with the playground that wrote it, or run the experiment again from its settings.');
+  }
+  if (n >= 4 && bytes[1] === 0x53 && bytes[2] === 0x41 && bytes[3] === 0x54) {
+    throw new FileFail('text-mode', 'its signature was altered (high bit stripped or line endings rewritten) and it looks like an experiment file from an older version of the playground: it was probably transferred as text; transfer it as a binary file.');
+  }
+  if (bytes[0] === 0x1f && n === 1) throw new FileFail('truncated', 'the file is truncated at byte 1, inside its gzip header; it was probably cut short while downloading or copying.');
+  if (bytes[0] === 0x1f && bytes[1] === 0x0b) {
+    throw new FileFail('text-mode', 'its signature was altered (its high bits stripped): it was probably transferred as text; transfer it as a binary file.');
+  }
+  if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) {
     const first = bytes[0];
-    const what = first === 0x7b || first === 0x5b ? ' (it looks like a JSON text file)' : '';
-    throw new FileFail('magic', `it is not a SAT Playground experiment file${what}: exports start with the signature "\\x89SAT\\r\\n\\x1a\\n".`);
+    const what =
+      first === 0x7b || first === 0x5b ? ' (it looks like a JSON text file)'
+      : n >= 9 && bytes[8] === 0x7b && bytes[5] === 0 && bytes[6] === 0 && bytes[7] === 0 ? ' (it looks like the uncompressed contents of one: compress it again with gzip)'
+      : '';
+    throw new FileFail('magic', `it is not a SAT Playground experiment file${what}: exports are gzip files and start with the bytes 1f 8b.`);
   }
-  if (n < FIXED) throw truncated(FIXED + 4 + TRAILER, false);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const version = view.getUint32(8, true);
-  if (version !== EXPERIMENT_VERSION) {
-    throw new FileFail('version', `it is of format version ${version}, and this playground reads version ${EXPERIMENT_VERSION} only${version > EXPERIMENT_VERSION ? ' (it was written by a newer playground)' : ''}.`);
-  }
-  const total = view.getUint32(12, true);
-  if (total > MAX_EXPERIMENT_BYTES) throw new FileFail('too-large', `its header says it is ${total} bytes long, more than the ${MAX_EXPERIMENT_BYTES} this playground reads.`);
-  if (n > MAX_EXPERIMENT_BYTES) throw new FileFail('too-large', `it is ${n} bytes long, more than the ${MAX_EXPERIMENT_BYTES} this playground reads.`);
-  if (n < total) throw truncated(total, true);
-  if (n > total) throw new FileFail('trailing', `it has ${n - total} unexpected bytes after its end at byte ${total}; something was appended to it.`);
-  if (total < FIXED + 4 + TRAILER) throw new FileFail('layout', `its header says it is ${total} bytes long, too short for an experiment.`);
-  const stored = view.getUint32(n - TRAILER, true);
-  const computed = crc32(bytes, 0, n - TRAILER);
-  if (stored !== computed) {
-    throw new FileFail('checksum', `checksum mismatch (stored ${hex(stored)}, computed ${hex(computed)}): the file is corrupted.`);
-  }
-  // From here the bytes are what was written; a failure is a writer bug or a crafted file.
-  const H = view.getUint32(16, true);
-  const end = n - TRAILER;
-  if (FIXED + H + 4 > end) throw new FileFail('layout', `its header length ${H} runs past the end of the file.`);
-  let header: string;
-  try {
-    header = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(FIXED, FIXED + H));
-  } catch {
-    throw new FileFail('json', 'its header is not valid UTF-8 text.');
-  }
-  let o = FIXED + H;
-  const K = view.getUint32(o, true);
-  o += 4;
-  const blobs: Blob64[] = [];
-  for (let k = 0; k < K; k++) {
-    if (o + 8 > end) throw new FileFail('layout', `blob ${k} of ${K} starts past the end of the file.`);
-    const code = view.getUint32(o, true);
-    const count = view.getUint32(o + 4, true);
-    const t = BLOB_TYPES.find((x) => x.code === code);
-    if (!t) throw new FileFail('layout', `blob ${k} has an unknown type ${code}.`);
-    o += 8;
-    if (o + count * t.size > end) throw new FileFail('layout', `blob ${k} (${count} values) runs past the end of the file.`);
-    blobs.push(readBlob(bytes, view, o, code, count));
-    o += count * t.size;
-  }
-  if (o !== end) throw new FileFail('layout', `${end - o} bytes between the last blob and the checksum are unaccounted for.`);
-  return { header, blobs };
+  if (n >= 3 && bytes[2] !== 0x08) throw new FileFail('magic', `its gzip header names compression method ${bytes[2]}, not deflate (8); it is not an experiment file of this playground.`);
 }
 
-function hex(x: number): string {
-  return `0x${x.toString(16).padStart(8, '0')}`;
+function readContainer(bytes: Uint8Array, format: string, maxBytes = MAX_EXPERIMENT_BYTES): { header: string; blobs: Blob64[] } {
+  checkSignature(bytes);
+  if (bytes.length > MAX_EXPERIMENT_BYTES) throw new FileFail('too-large', `it is ${bytes.length} bytes long, more than the ${MAX_EXPERIMENT_BYTES} this playground reads.`);
+  const contents = gunzipChecked(bytes, maxBytes);
+  // From here the bytes are what was written; a failure is a writer bug or a crafted file.
+  let st: ReturnType<typeof readSafetensors>;
+  try {
+    st = readSafetensors(contents);
+  } catch (e) {
+    throw new FileFail('layout', `its contents are not a valid container: ${clip((e instanceof Error ? e.message : String(e)).replace(/^safetensors: /, ''), MAX_REASON)}.`);
+  }
+  const meta = st.metadata;
+  if (meta.format !== format) throw new FileFail('format', `its contents name the format ${describe(meta.format)}, not "${format}".`);
+  const version = meta.version;
+  if (version !== String(EXPERIMENT_VERSION)) {
+    const v = Number(version);
+    const shown = typeof version === 'string' && /^\d{1,6}$/.test(version) ? version : describe(version);
+    throw new FileFail('version', `it is of format version ${shown}, and this playground reads version ${EXPERIMENT_VERSION} only${Number.isFinite(v) && v > EXPERIMENT_VERSION ? ' (it was written by a newer playground)' : ''}.`);
+  }
+  if (typeof meta.header !== 'string') throw new FileFail('format', 'its contents hold no experiment header.');
+  const blobs: Blob64[] = new Array<Blob64>(st.tensors.size);
+  for (const [name, t] of st.tensors) {
+    const k = /^(0|[1-9]\d{0,9})$/.test(name) ? Number(name) : -1;
+    if (!(k >= 0 && k < blobs.length)) throw new FileFail('layout', `its tensor ${describe(name)} is not a blob number 0..${blobs.length - 1}.`);
+    const bt = BLOB_TYPES.find((x) => x.dtype === t.dtype);
+    if (!bt) throw new FileFail('layout', `blob ${k} has the type ${t.dtype}; an experiment holds F64, F32 and I32 blobs only.`);
+    if (t.shape.length !== 1) throw new FileFail('layout', `blob ${k} has the shape [${t.shape.slice(0, 8).join(', ')}]; a blob is a list of values (one dimension).`);
+    blobs[k] = t.data as Blob64;
+  }
+  return { header: meta.header, blobs };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -422,14 +452,23 @@ function checkAllUsed(users: readonly (string | undefined)[], blobs: readonly Bl
 // ---------------------------------------------------------------------------------------------
 // Public API.
 
-/**
- * The experiment as a file (also what autosave stores). Deterministic: the same data gives the
- * same bytes. Throws FormatError only for data that cannot be stored (a Map, a sparse array, …)
- * or a file over MAX_EXPERIMENT_BYTES — never for what the stage loop records.
- */
-export function serializeExperiment(data: ExperimentData): Uint8Array {
-  const blobs: Blob64[] = [];
-  const agents = data.agents.map((a, i) => {
+/** The `format` of each autosave part (the whole file's is EXPERIMENT_FORMAT). */
+export const PART_FORMATS = {
+  head: `${EXPERIMENT_FORMAT}/head`,
+  boundary: `${EXPERIMENT_FORMAT}/boundary`,
+  stage: `${EXPERIMENT_FORMAT}/stage`,
+} as const;
+
+type Head = Pick<ExperimentData, 'config' | 'presetName' | 'createdAt' | 'cursor'>;
+type Boundary = Pick<ExperimentData, 'agents' | 'betas'>;
+
+function headJson(d: Head, blobs: Blob64[]): Record<string, unknown> {
+  const cursor = d.cursor.agent === undefined ? { stage: d.cursor.stage } : { stage: d.cursor.stage, agent: d.cursor.agent };
+  return { createdAt: d.createdAt, presetName: d.presetName, config: toJson(d.config, blobs, 'config'), cursor };
+}
+
+function boundaryJson(d: Boundary, blobs: Blob64[]): Record<string, unknown> {
+  const agents = d.agents.map((a, i) => {
     const out: Record<string, unknown> = {
       params: toJson(a.snapshot.params, blobs, `agents[${i}].params`),
       optim: toJson(a.snapshot.optim, blobs, `agents[${i}].optim`),
@@ -437,38 +476,91 @@ export function serializeExperiment(data: ExperimentData): Uint8Array {
     if (a.info !== undefined) out.info = toJson(a.info, blobs, `agents[${i}].info`);
     return out;
   });
-  const header = {
-    format: EXPERIMENT_FORMAT,
-    createdAt: data.createdAt,
-    presetName: data.presetName,
-    config: toJson(data.config, blobs, 'config'),
-    betas: toJson(data.betas, blobs, 'betas'),
-    cursor: { stage: data.cursor.stage, step: data.cursor.step },
-    agents,
-    stages: toJson(data.stages, blobs, 'stages'),
-  };
-  return encodeContainer(JSON.stringify(header), blobs);
+  return { betas: toJson(d.betas, blobs, 'betas'), agents };
 }
 
 /**
- * Reads an experiment file. Never throws: `{ ok: true, value }`, or `{ ok: false, code, error }`
- * whose message names the problem (and, for truncation, the byte) and says nothing was loaded.
+ * The experiment as a file. Deterministic: the same data gives the same bytes. Throws FormatError
+ * only for data that cannot be stored (a Map, a sparse array, …) or a file over
+ * MAX_EXPERIMENT_BYTES — never for what the stage loop records.
  */
-export function parseExperimentFile(bytes: Uint8Array): ParseResult<ExperimentData> {
+export function serializeExperiment(data: ExperimentData): Uint8Array {
+  const blobs: Blob64[] = [];
+  const header = { ...headJson(data, blobs), ...boundaryJson(data, blobs), stages: toJson(data.stages, blobs, 'stages') };
+  return encodeContainer(JSON.stringify(header), blobs);
+}
+
+/** The autosave's head part: config, preset, date and cursor (a few kilobytes, rewritten after every agent step). */
+export function serializeHead(head: Head): Uint8Array {
+  const blobs: Blob64[] = [];
+  return encodeContainer(JSON.stringify(headJson(head, blobs)), blobs, EXPERIMENT_VERSION, PART_FORMATS.head);
+}
+
+/** The autosave's boundary part: the agents and β after the last finished stage (rewritten once per stage). */
+export function serializeBoundary(boundary: Boundary): Uint8Array {
+  const blobs: Blob64[] = [];
+  return encodeContainer(JSON.stringify(boundaryJson(boundary, blobs)), blobs, EXPERIMENT_VERSION, PART_FORMATS.boundary);
+}
+
+/** The autosave's part for one finished stage (written once). */
+export function serializeStage(rec: StageRecord): Uint8Array {
+  const blobs: Blob64[] = [];
+  return encodeContainer(JSON.stringify(toJson(rec, blobs, `stages[${rec.stage - 1}]`)), blobs, EXPERIMENT_VERSION, PART_FORMATS.stage);
+}
+
+/** A container's header, decoded (blob references resolved), and the check that every blob was referred to. */
+function readPart(bytes: Uint8Array, format: string, trail: Trail = [], maxBytes = MAX_EXPERIMENT_BYTES): { value: unknown; checkUsed: () => void } {
+  const { header, blobs } = readContainer(bytes, format, maxBytes);
+  let raw: unknown;
   try {
-    const { header, blobs } = readContainer(bytes);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(header);
-    } catch (e) {
-      throw new FileFail('json', `its header is not valid JSON (${e instanceof Error ? e.message.slice(0, 120) : 'parse error'}).`);
-    }
-    return { ok: true, value: readHeader(raw, blobs) };
+    raw = JSON.parse(header);
+  } catch (e) {
+    throw new FileFail('json', `its header is not valid JSON (${e instanceof Error ? e.message.slice(0, 120) : 'parse error'}).`);
+  }
+  const users = new Array<string | undefined>(blobs.length).fill(undefined);
+  const value = fromJson(raw, blobs, users, trail);
+  return { value, checkUsed: () => checkAllUsed(users, blobs) };
+}
+
+/** Runs a reader; every failure becomes the file's wording. */
+function guarded(read: () => ExperimentData): ParseResult<ExperimentData> {
+  try {
+    return { ok: true, value: read() };
   } catch (e) {
     if (e instanceof FileFail) return failed(e.code, e.reason);
     if (e instanceof RangeError) return failed('format', 'its header nests too deeply to read.');
     return failed('format', `reading it failed unexpectedly (${e instanceof Error ? e.message : String(e)}).`);
   }
+}
+
+/**
+ * Reads an experiment file. Never throws: `{ ok: true, value }`, or `{ ok: false, code, error }`
+ * whose message names the problem (and, for truncation, the byte) and says nothing was loaded.
+ * `maxBytes` caps the inflated contents (lowered by tests, to try a gzip bomb cheaply).
+ */
+export function parseExperimentFile(bytes: Uint8Array, maxBytes = MAX_EXPERIMENT_BYTES): ParseResult<ExperimentData> {
+  return guarded(() => {
+    const { value, checkUsed } = readPart(bytes, EXPERIMENT_FORMAT, [], maxBytes);
+    const data = readExperiment(value);
+    checkUsed();
+    return data;
+  });
+}
+
+/**
+ * Puts the autosave's parts back together and checks the whole exactly as parseExperimentFile
+ * checks a file (same messages). `stages[i]` is stage i + 1's part.
+ */
+export function parseParts(head: Uint8Array, boundary: Uint8Array, stages: readonly Uint8Array[]): ParseResult<ExperimentData> {
+  return guarded(() => {
+    const h = readPart(head, PART_FORMATS.head);
+    const b = readPart(boundary, PART_FORMATS.boundary);
+    const recs = stages.map((bytes, i) => readPart(bytes, PART_FORMATS.stage, ['stages', i]));
+    need(isObj(h.value) && isObj(b.value), 'format', 'its head or boundary part is not a JSON object.');
+    const data = readExperiment({ ...h.value, ...b.value, stages: recs.map((r) => r.value) });
+    for (const part of [h, b, ...recs]) part.checkUsed();
+    return data;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,11 +576,9 @@ function need(cond: boolean, code: ExperimentErrorCode, reason: string): asserts
   if (!cond) throw new FileFail(code, reason);
 }
 
-function readHeader(raw: unknown, blobs: readonly Blob64[]): ExperimentData {
-  need(isObj(raw), 'format', 'its header is not a JSON object.');
-  need(raw.format === EXPERIMENT_FORMAT, 'format', `its header names the format ${describe(raw.format)}, not "${EXPERIMENT_FORMAT}".`);
-  const users = new Array<string | undefined>(blobs.length).fill(undefined);
-  const h = fromJson(raw, blobs, users) as Obj;
+/** The decoded header (blob references resolved), checked field by field. */
+function readExperiment(h: unknown): ExperimentData {
+  need(isObj(h), 'format', 'its header is not a JSON object.');
   need(typeof h.createdAt === 'string' && h.createdAt.length <= 64, 'format', 'its header has no valid "createdAt" date.');
   need(typeof h.presetName === 'string' && h.presetName.length <= 64, 'format', 'its header has no valid "presetName".');
 
@@ -518,26 +608,31 @@ function readHeader(raw: unknown, blobs: readonly Blob64[]): ExperimentData {
   need(badBeta < 0, 'agents', `agent ${badBeta}'s β is ${describe(betas[badBeta])}; a β is a finite number in [0, ${MAX_BETA}].`);
 
   // Cursor and stages.
-  const c = h.cursor;
-  need(isObj(c) && isCount(c.stage) && isCount(c.step), 'cursor', 'its cursor is not {stage, step} with whole numbers ≥ 0.');
   need(Array.isArray(h.stages), 'stages', 'its header has no list of stages.');
   const stages = h.stages as unknown[];
-  need(c.stage === stages.length, 'cursor', `its cursor says ${c.stage} stages are finished, but it holds ${stages.length} stage records.`);
-  need(c.stage <= config.stages, 'cursor', `it holds ${c.stage} finished stages, more than its config's stages = ${config.stages}.`);
-  need(c.step < n, 'cursor', `its cursor says ${c.step} agent steps of the stage in progress are done, but a stage has only ${n} (agents 0..${n - 1}).`);
-  need(c.step === 0 || c.stage < config.stages, 'cursor', `its cursor has ${c.step} agent steps past the last stage (${config.stages}).`);
+  const cursor = readCursor(h.cursor, stages.length, config);
   stages.forEach((s, i) => checkStage(s, i, n));
-  checkAllUsed(users, blobs);
 
-  return {
-    config,
-    presetName: h.presetName,
-    createdAt: h.createdAt,
-    stages: stages as StageRecord[],
-    agents,
-    betas: betas as number[],
-    cursor: { stage: c.stage + 0, step: c.step + 0 }, // + 0: a −0 tag reads as 0, as it is written back
-  };
+  return { config, presetName: h.presetName, createdAt: h.createdAt, stages: stages as StageRecord[], agents, betas: betas as number[], cursor };
+}
+
+/** The cursor, a StepRef: the end of the last finished stage, or an agent's step of the next one. */
+function readCursor(c: unknown, k: number, config: Config): StepRef {
+  const n = config.agents;
+  need(
+    isObj(c) && isCount(c.stage) && (c.agent === undefined || isCount(c.agent)) && Object.keys(c).every((x) => x === 'stage' || x === 'agent'),
+    'cursor',
+    'its cursor is not {stage, agent?} with whole numbers ≥ 0.',
+  );
+  need(k <= config.stages, 'cursor', `it holds ${k} finished stages, more than its config's stages = ${config.stages}.`);
+  if (c.agent === undefined) {
+    need(c.stage === k, 'cursor', `its cursor says ${c.stage} stages are finished, but it holds ${k} stage records.`);
+    return { stage: k };
+  }
+  need(c.stage === k + 1, 'cursor', `its cursor names agent ${c.agent}'s step of stage ${c.stage}, but it holds ${k} stage records, so the stage in progress is ${k + 1}.`);
+  need(c.stage <= config.stages, 'cursor', `its cursor names a step of stage ${c.stage}, past the last stage (${config.stages}).`);
+  need(c.agent < n, 'cursor', `its cursor names agent ${c.agent}, but the team has only ${n} (agents 0..${n - 1}).`);
+  return { stage: c.stage + 0, agent: c.agent + 0 }; // + 0: a −0 tag reads as 0, as it is written back
 }
 
 function isSettingValue(v: unknown): boolean {

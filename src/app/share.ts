@@ -13,10 +13,14 @@
  *   preset        a name from PRESETS (absent = the defaults are the base)
  *   <config key>  a typed value (number, boolean, enum string, list of numbers) overriding the base
  *   <key>_hide    true: the control of <key> is hidden (any config key, and "preset" for the gallery)
- *   step          {stage ≥ 1, agent?}: replay to the end of that stage, or to agent `agent`'s update
+ *   step          a StepRef {stage ≥ 1, agent?} (stepRef.ts): replay to the end of that stage, or to agent `agent`'s update
  *                 within it; stage ≤ the config's stages, agent < its agents
  *
  * Opening a link replays the run: the seed is a config key, so same backend ⇒ identical metrics.
+ *
+ * The deflate is fflate's (links it writes are byte-for-byte the same in every browser); a link
+ * deflated by anything else, such as the platform's CompressionStream that earlier versions used,
+ * reads the same. base64url is the platform's btoa / atob with the URL alphabet.
  *
  * `decodeShare` never throws and never hangs: the hash and the inflated JSON are capped
  * (MAX_SHARE_HASH_CHARS, MAX_SHARE_JSON_BYTES; inflating stops as soon as the cap is passed, so a
@@ -30,11 +34,14 @@
  *
  * Not here: reading or writing `location.hash`, applying the state to the store, hiding controls,
  * or replaying the run (the page does those), and a plain-text `key=value` form (not needed).
- * No React, no DOM beyond the platform's CompressionStream / DecompressionStream (browsers, Node ≥ 18).
+ * No React, no DOM beyond btoa / atob (browsers, Node ≥ 16).
  */
+import { deflateSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, parseConfig } from '../sat/config';
 import { PRESETS, presetConfig } from '../sat/presets';
+import { inflateCapped } from './inflate';
+import type { StepRef } from './stepRef';
 
 /** The link format's version: the `1` of `#v1.`. A link of another version opens the defaults. */
 export const SHARE_VERSION = 1;
@@ -56,18 +63,12 @@ export const MAX_SHARE_STRING = 64;
 /** Controls that are not config keys but may still be hidden with `<name>_hide`. */
 export const HIDEABLE_EXTRA = ['preset'] as const;
 
-/** Which agent step a link jumps to: the end of stage `stage` (1-based), or agent `agent`'s update in it. */
-export interface ShareStep {
-  readonly stage: number;
-  readonly agent?: number;
-}
-
 export interface ShareState {
   /** A preset name (PRESETS); absent = the config's defaults are the base. */
   readonly preset?: string;
   /** Raw values of the config keys that differ from the preset (or defaults): key → typed value. */
   readonly config: Readonly<Partial<Record<ConfigKey, unknown>>>;
-  readonly step?: ShareStep;
+  readonly step?: StepRef;
   /** Keys whose control is hidden: config keys, or "preset". */
   readonly hide: readonly string[];
 }
@@ -128,108 +129,44 @@ function quote(v: unknown): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// base64url (RFC 4648 §5, no padding), strict: one spelling per byte string.
-
-const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-const B64_INDEX = new Int16Array(128).fill(-1);
-for (let i = 0; i < B64.length; i++) B64_INDEX[B64.charCodeAt(i)] = i;
+// base64url (RFC 4648 §5, no padding) over the platform's btoa / atob, strict: one spelling per byte string.
 
 export function base64urlEncode(bytes: Uint8Array): string {
-  let out = '';
-  let i = 0;
-  for (; i + 2 < bytes.length; i += 3) {
-    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
-    out += B64[n >>> 18]! + B64[(n >>> 12) & 63]! + B64[(n >>> 6) & 63]! + B64[n & 63]!;
-  }
-  const rest = bytes.length - i;
-  if (rest === 1) {
-    const n = bytes[i]! << 16;
-    out += B64[n >>> 18]! + B64[(n >>> 12) & 63]!;
-  } else if (rest === 2) {
-    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
-    out += B64[n >>> 18]! + B64[(n >>> 12) & 63]! + B64[(n >>> 6) & 63]!;
-  }
-  return out;
+  let binary = '';
+  for (let i = 0; i < bytes.length; i++) binary += String.fromCharCode(bytes[i]!); // a link is a few KiB at most
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
 /** Decodes base64url without padding; a string that is not exactly that is a ShareFail('base64'). */
 function base64urlDecode(s: string): Uint8Array {
   const bad = (why: string) => new ShareFail('base64', `its data is not valid base64url (${why}); the link may have been cut or altered when copied.`);
   if (s.length % 4 === 1) throw bad(`${s.length} characters cannot encode whole bytes`);
-  const out = new Uint8Array(Math.floor((s.length * 3) / 4));
-  let acc = 0;
-  let bits = 0;
-  let o = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    const v = c < 128 ? B64_INDEX[c]! : -1;
-    if (v < 0) throw bad(`character ${quote(s[i])} at position ${i + 1}`);
-    acc = (acc << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (acc >>> bits) & 0xff;
-      acc &= (1 << bits) - 1;
-    }
-  }
-  if (acc !== 0) throw bad('its last character has stray bits');
+  const i = s.search(/[^A-Za-z0-9_-]/);
+  if (i >= 0) throw bad(`character ${quote(s[i])} at position ${i + 1}`);
+  const binary = atob(s.replace(/-/g, '+').replace(/_/g, '/')); // atob takes unpadded input
+  const out = new Uint8Array(binary.length);
+  for (let k = 0; k < binary.length; k++) out[k] = binary.charCodeAt(k);
+  // atob ignores bits of the last character that encode no byte; a link has them zero.
+  if (base64urlEncode(out) !== s) throw bad('its last character has stray bits');
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------
-// deflate-raw through the platform's streams.
+// deflate-raw through fflate (synchronous, the same bytes in every browser and in Node).
 
-async function deflateRaw(bytes: Uint8Array): Promise<Uint8Array> {
-  const cs = new CompressionStream('deflate-raw');
-  const writer = cs.writable.getWriter();
-  void writer.write(bytes as Uint8Array<ArrayBuffer>).catch(() => undefined);
-  void writer.close().catch(() => undefined);
-  return new Uint8Array(await new Response(cs.readable).arrayBuffer());
-}
+/** Input fed to the inflater at a time: its output is counted between slices, so a bomb stops early. */
+const INFLATE_SLICE = 256;
 
 /**
- * Inflates `bytes`, stopping (and cancelling the stream) as soon as the output passes `cap`
- * bytes. Throws ShareFail('deflate') on damaged data and ShareFail('too-large') past the cap.
+ * Inflates `bytes`, stopping as soon as the output passes `cap` bytes. Throws ShareFail('deflate')
+ * on damaged or incomplete data and ShareFail('too-large') past the cap. Bytes after the end of
+ * the deflate stream are ignored (fflate stops at its final block).
  */
-async function inflateRawCapped(bytes: Uint8Array, cap: number): Promise<Uint8Array> {
-  let ds: DecompressionStream;
-  try {
-    ds = new DecompressionStream('deflate-raw');
-  } catch {
-    throw new ShareFail('deflate', 'this browser cannot decompress links (no DecompressionStream "deflate-raw"); please update it.');
-  }
-  const writer = ds.writable.getWriter();
-  const reader = ds.readable.getReader();
-  // Feed in small slices so a bomb's output is produced (and refused) piece by piece.
-  void (async () => {
-    for (let i = 0; i < bytes.length; i += 256) await writer.write(bytes.slice(i, i + 256));
-    await writer.close();
-  })().catch(() => undefined);
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  try {
-    for (;;) {
-      const r = await reader.read();
-      if (r.done) break;
-      total += r.value.length;
-      if (total > cap) {
-        void reader.cancel().catch(() => undefined);
-        void writer.abort().catch(() => undefined);
-        throw new ShareFail('too-large', `its settings decompress to more than ${cap} bytes (the most a link may hold).`);
-      }
-      parts.push(r.value);
-    }
-  } catch (e) {
-    if (e instanceof ShareFail) throw e;
-    throw new ShareFail('deflate', 'its compressed data is damaged or incomplete; the link may have been cut short when copied.');
-  }
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+function inflateRawCapped(bytes: Uint8Array, cap: number): Uint8Array {
+  const r = bytes.length === 0 ? null : inflateCapped(bytes, cap, INFLATE_SLICE);
+  if (r?.ok) return r.bytes;
+  if (r?.why === 'too-large') throw new ShareFail('too-large', `its settings decompress to more than ${cap} bytes (the most a link may hold).`);
+  throw new ShareFail('deflate', 'its compressed data is damaged or incomplete; the link may have been cut short when copied.');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -348,7 +285,7 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   return { state, config };
 }
 
-function readStep(v: unknown, c: Config): ShareStep {
+function readStep(v: unknown, c: Config): StepRef {
   const bad = (why: string) => new ShareFail('step', `"step" = ${quote(v)} ${why}.`);
   if (!isPlainObject(v)) throw bad('is not an object {stage, agent}');
   for (const k of Object.keys(v)) if (k !== 'stage' && k !== 'agent') throw bad(`has an unknown entry ${quote(k)} (allowed: stage, agent)`);
@@ -392,7 +329,7 @@ export async function encodeShare(state: ShareState): Promise<string> {
   }
   const json = new TextEncoder().encode(canonicalJson(obj));
   if (json.length > MAX_SHARE_JSON_BYTES) throw new FormatError(`Cannot make a share link: its settings take ${json.length} bytes, more than ${MAX_SHARE_JSON_BYTES}.`);
-  const hash = SHARE_PREFIX + base64urlEncode(await deflateRaw(json));
+  const hash = SHARE_PREFIX + base64urlEncode(deflateSync(json, { level: 9 }));
   if (hash.length > MAX_SHARE_HASH_CHARS) throw new FormatError(`Cannot make a share link: it would be ${hash.length} characters long, more than ${MAX_SHARE_HASH_CHARS}.`);
   return hash;
 }
@@ -417,7 +354,7 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
       return fail('version', `it is of format version ${version}, and this playground reads version ${SHARE_VERSION} only${version > SHARE_VERSION ? ' (it was made by a newer playground)' : ''}.`);
     }
     const compressed = base64urlDecode(h.slice(m[0].length));
-    const raw = await inflateRawCapped(compressed, MAX_SHARE_JSON_BYTES);
+    const raw = inflateRawCapped(compressed, MAX_SHARE_JSON_BYTES);
     let text: string;
     try {
       text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
@@ -442,7 +379,7 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
  * The state that shares `config`: only the keys that differ from `preset`'s config (or from the
  * defaults when no preset is named), plus the step and hidden controls.
  */
-export function makeShareState(config: Config, opts: { preset?: string; step?: ShareStep; hide?: readonly string[] } = {}): ShareState {
+export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[] } = {}): ShareState {
   const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
   const diff: Partial<Record<ConfigKey, unknown>> = {};
   for (const k of CONFIG_KEYS) {

@@ -23,19 +23,18 @@ import { presetConfig } from '../sat/presets';
 import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { createExperiment, runStages } from '../sat/experiment';
 import type { StageRecord } from '../sat/stage';
-import { longWork, yieldToBrowser } from './session';
-import { usePlayground } from './store';
+import { yieldToBrowser, type Session } from './session';
 
 /** The radii of the δ sweep (deltaSweep.ts's defaults, as the CLI's). */
 export { SWEEP_DELTAS };
 /** Stages per sweep run in the page: the config's own, capped (the delta-sweep preset has 5). */
 export const SWEEP_MAX_STAGES = 10;
 
-function tabularConfig(what: string): Config | null {
-  const cfg = usePlayground.getState().config;
+function tabularConfig(session: Session, what: string): Config | null {
+  const cfg = session.store.getState().config;
   if (!cfg) return null;
   if (isLlmTask(cfg.task)) {
-    usePlayground.setState({ notice: `${what} runs on tabular games in the page; for language teams use the CLI (npm run sat -- --preset … --compare / --sweep).` });
+    session.store.setState({ notice: `${what} runs on tabular games in the page; for language teams use the CLI (npm run sat -- --preset … --compare / --sweep).` });
     return null;
   }
   return cfg;
@@ -53,13 +52,13 @@ async function runSide(cfg: Config, stages: number, onStage: () => void, cancell
 }
 
 /** The same seed under every update order; results land in the store's `orders`. */
-export async function compareOrders(): Promise<void> {
-  const cfg = tabularConfig('Comparing orders');
+export async function compareOrders(session: Session): Promise<void> {
+  const cfg = tabularConfig(session, 'Comparing orders');
   if (!cfg) return;
   const orders = ['fixed', 'reverse', 'random', ...(cfg.geoIters > 0 ? ['greedy'] : [])] as const;
   const stages = cfg.stages;
   const total = orders.length * stages;
-  await longWork('Comparing orders…', async (progress, cancelled) => {
+  await session.longWork('Comparing orders…', async (progress, cancelled) => {
     const runs: { label: string; stages: StageRecord[] }[] = [];
     let done = 0;
     for (const order of orders) {
@@ -68,7 +67,7 @@ export async function compareOrders(): Promise<void> {
       runs.push({ label: `σ = ${order}`, stages: recs });
       if (cancelled()) break;
     }
-    usePlayground.setState({ orders: runs });
+    session.store.setState({ orders: runs });
   });
 }
 
@@ -83,12 +82,12 @@ export function sweepBase(open: Config | null, preset: string): Config {
  * SWEEP_DELTAS over SWEEP_SEEDS seeds from the base's seed; the result lands in the store's `sweep`
  * (a cancelled sweep keeps the seeds it finished for every δ).
  */
-export async function sweepDeltas(): Promise<void> {
-  const { config, preset } = usePlayground.getState();
+export async function sweepDeltas(session: Session): Promise<void> {
+  const { config, preset } = session.store.getState();
   const cfg = sweepBase(config, preset);
   const stages = Math.min(cfg.stages, SWEEP_MAX_STAGES);
   const seeds = Array.from({ length: SWEEP_SEEDS }, (_, i) => cfg.seed + i).filter((s) => s <= 0xffffffff);
-  await longWork('Sweeping δ…', async (progress, cancelled) => {
+  await session.longWork('Sweeping δ…', async (progress, cancelled) => {
     const r = await deltaSweep({
       base: cfg, deltas: SWEEP_DELTAS, seeds, stages, cancelled,
       onProgress: async (done, total, what) => {
@@ -96,6 +95,6 @@ export async function sweepDeltas(): Promise<void> {
         await yieldToBrowser();
       },
     });
-    if (r) usePlayground.setState({ sweep: r });
+    if (r) session.store.setState({ sweep: r });
   });
 }

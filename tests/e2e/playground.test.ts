@@ -6,7 +6,7 @@
  * keyboard move the timeline and fill every chart (the waterfall says "certified improvement", the
  * stage table ticks certified stages ✓); a share link opened in a fresh browser context
  * replays identical metrics; malformed links each show their own message and open the defaults;
- * a reload restores the last agent step from IndexedDB; export → import round-trips and a damaged
+ * a reload restores the last agent step from IndexedDB (one part per stage there); export → import round-trips and a damaged
  * file is refused; a bad setting names itself. A screenshot after a few stages goes to
  * test-results/ (or docs/screenshot.png with UPDATE_SCREENSHOT=1, for the README).
  *
@@ -338,10 +338,29 @@ describe('playground page in Chromium', () => {
     }
   });
 
-  it('a reload restores the last agent step from IndexedDB', async () => {
+  it('a reload restores the last agent step from IndexedDB, where each stage is a part of its own', async () => {
     await page.waitForTimeout(300); // let the last autosave land
     const want = await tableValues(page);
     const wantSteps = await stepsInTimeline(page);
+    // What IndexedDB holds: a manifest, the head, the boundary and one part per finished stage (src/app/autosave.ts).
+    const keys = await page.evaluate(
+      () =>
+        new Promise<string[]>((done, fail) => {
+          const open = indexedDB.open('sat-playground');
+          open.onerror = () => fail(open.error);
+          open.onsuccess = () => {
+            const req = open.result.transaction('autosave', 'readonly').objectStore('autosave').getAllKeys();
+            req.onerror = () => fail(req.error);
+            req.onsuccess = () => {
+              open.result.close();
+              done(req.result.map(String));
+            };
+          };
+        }),
+    );
+    const finished = await rows().count();
+    expect(finished).toBeGreaterThan(0);
+    expect(keys.sort()).toEqual(['boundary', 'head', 'manifest', ...Array.from({ length: finished }, (_, i) => `stage:${i + 1}`)].sort());
     await page.goto(url, { waitUntil: 'load' }); // no hash: the autosave
     await page.getByText(/Restored your last experiment/).waitFor();
     await settled(page);

@@ -12,14 +12,14 @@ import { fixed3 } from '../format';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from '../components/AgentChip';
 import { ChartFrame } from './ChartFrame';
-import type { ProducerRef, TranscriptRow } from './series';
+import type { StepRef, TranscriptRow } from './series';
 
 export interface TranscriptTableProps {
   readonly rows: readonly TranscriptRow[];
   /** Where the rollout came from, e.g. "stage 4, before step 2 (under π̂¹)". */
   readonly caption?: string;
-  /** Selecting a producer (click on "by stage 3 update"): {stage, agent, position (0-based in σ)}. */
-  readonly onSelectStep?: (ref: ProducerRef) => void;
+  /** Selecting a producer (click on "by stage 3 update"): the step that wrote the policy. */
+  readonly onSelectStep?: (ref: StepRef) => void;
 }
 
 function shown(text: string): string {

@@ -25,22 +25,13 @@ import { fitPowerLaw, histogram, type PowerLawFit } from '../../core/stats';
 import type { BoundTerms, CertForm } from '../../sat/certificate';
 import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
+import { findStep as findIn, refOf, type StepRef } from '../stepRef';
+
+export type { StepRef };
 
 // ─────────────────────────────────────────────────────────────────────────────────────────────
 // Shared shapes
 // ─────────────────────────────────────────────────────────────────────────────────────────────
-
-/** One agent step, by the stage it belongs to and the agent it updated. */
-export interface StepRef {
-  readonly stage: number;
-  readonly agent: number;
-}
-
-/** The same step named by its place in σ (0-based), as the store's `Selected` names it. */
-export interface PositionRef {
-  readonly stage: number;
-  readonly position: number;
-}
 
 /** A stage still running: its order σ (when known) and the agent steps done so far. */
 export interface PartialStage {
@@ -99,17 +90,14 @@ export function allSteps(records: readonly StageRecord[], current?: PartialStage
   return out;
 }
 
-/** The agent step `ref` points at, or null. */
+/** The agent step `ref` points at (a stage without an agent: its last step), or null. */
 export function findStep(records: readonly StageRecord[], current: PartialStage | null | undefined, ref: StepRef | null | undefined): AgentStepRecord | null {
-  if (!ref) return null;
-  return allSteps(records, current).find((s) => s.stage === ref.stage && s.agent === ref.agent) ?? null;
+  return findIn(allSteps(records, current), ref);
 }
 
-/** The step a {stage, agent} or {stage, position} reference names, as a {stage, agent} reference; null if it has not run. */
-export function toStepRef(records: readonly StageRecord[], current: PartialStage | null | undefined, ref: StepRef | PositionRef | null | undefined): StepRef | null {
-  if (!ref) return null;
-  if ('agent' in ref) return { stage: ref.stage, agent: ref.agent };
-  const s = allSteps(records, current).find((x) => x.stage === ref.stage && x.position === ref.position);
+/** The step `ref` names, with its agent filled in ({stage} names the stage's last step); null if it has not run. */
+export function toStepRef(records: readonly StageRecord[], current: PartialStage | null | undefined, ref: StepRef | null | undefined): Required<StepRef> | null {
+  const s = findStep(records, current, ref);
   return s ? { stage: s.stage, agent: s.agent } : null;
 }
 
@@ -120,7 +108,7 @@ export function partialStage(partial: readonly AgentStepRecord[], order?: readon
 }
 
 /** The latest agent step run ("where we are"), or null before the first. */
-export function lastStepRef(records: readonly StageRecord[], current?: PartialStage | null): StepRef | null {
+export function lastStepRef(records: readonly StageRecord[], current?: PartialStage | null): Required<StepRef> | null {
   const steps = allSteps(records, current);
   const s = steps[steps.length - 1];
   return s ? { stage: s.stage, agent: s.agent } : null;
@@ -666,14 +654,9 @@ export interface TranscriptBatch {
   readonly episodes: readonly TranscriptEpisode[];
 }
 
-/** An agent step named by agent and by its 0-based position in σ. */
-export interface ProducerRef extends StepRef {
-  readonly position: number;
-}
-
 export interface TranscriptCell extends TranscriptMessage {
   /** The agent step whose update produced the policy that wrote this message; null = the initial policy. */
-  readonly producer: ProducerRef | null;
+  readonly producer: StepRef | null;
 }
 
 export interface TranscriptRow {
@@ -691,19 +674,19 @@ export interface TranscriptRow {
  * step that ran before it — in this stage at a position < `before`, or in an earlier stage. A
  * rejected step kept π_cur, so it produced nothing. Null: the agent still has its initial policy.
  */
-export function producerOf(agent: number, at: { stage: number; before: number }, records: readonly StageRecord[], current?: PartialStage | null): ProducerRef | null {
+export function producerOf(agent: number, at: { stage: number; before: number }, records: readonly StageRecord[], current?: PartialStage | null): StepRef | null {
   const steps = allSteps(records, current);
   for (let k = steps.length - 1; k >= 0; k--) {
     const s = steps[k]!;
     if (s.agent !== agent || !s.accepted) continue;
-    if (s.stage < at.stage || (s.stage === at.stage && s.position < at.before)) return { stage: s.stage, agent: s.agent, position: s.position };
+    if (s.stage < at.stage || (s.stage === at.stage && s.position < at.before)) return refOf(s);
   }
   return null;
 }
 
 export function transcriptRows(batch: TranscriptBatch | null | undefined, records: readonly StageRecord[], opts: { current?: PartialStage | null; limit?: number } = {}): TranscriptRow[] {
   if (!batch) return [];
-  const cache = new Map<number, ProducerRef | null>();
+  const cache = new Map<number, StepRef | null>();
   const prod = (a: number) => {
     if (!cache.has(a)) cache.set(a, producerOf(a, batch, records, opts.current));
     return cache.get(a)!;
@@ -780,8 +763,8 @@ export function timelineStages(records: readonly StageRecord[], nAgents: number,
 }
 
 /** Cells in execution order (σ within each stage), for ←/→ navigation; pending cells without σ go last, by agent. */
-export function executionOrder(stages: readonly TimelineStage[]): StepRef[] {
-  const out: StepRef[] = [];
+export function executionOrder(stages: readonly TimelineStage[]): Required<StepRef>[] {
+  const out: Required<StepRef>[] = [];
   for (const st of stages) {
     const cells = [...st.cells].sort((a, b) => (a.position ?? 1e9 + a.agent) - (b.position ?? 1e9 + b.agent));
     for (const c of cells) out.push({ stage: c.stage, agent: c.agent });
@@ -796,7 +779,7 @@ export type NavKey = 'ArrowLeft' | 'ArrowRight' | 'ArrowUp' | 'ArrowDown' | 'Hom
  * stages), ↑/↓ to the agent above/below in the same stage, Home/End to the first/last step run.
  * Only steps that have run can be selected; returns `from` when the move would leave them.
  */
-export function moveSelection(stages: readonly TimelineStage[], from: StepRef | null, key: NavKey): StepRef | null {
+export function moveSelection(stages: readonly TimelineStage[], from: Required<StepRef> | null, key: NavKey): Required<StepRef> | null {
   const ran = executionOrder(stages).filter((r) => stages.find((s) => s.stage === r.stage)?.cells[r.agent]?.status !== 'pending');
   if (ran.length === 0) return from;
   const idx = from ? ran.findIndex((r) => r.stage === from.stage && r.agent === from.agent) : -1;

@@ -25,11 +25,13 @@ import {
   transcriptRows,
   violationPointsFromStages,
 } from '../charts';
+import { useSession } from '../sessionContext';
 import { compareOrders, sweepDeltas } from '../sideRuns';
 import { select, usePlayground } from '../store';
 import { SwapCard } from './SwapCard';
 
 export function ChartsPanel() {
+  const session = useSession();
   const stages = usePlayground((s) => s.stages);
   const partial = usePlayground((s) => s.partial);
   const selected = usePlayground((s) => s.selected);
@@ -61,7 +63,7 @@ export function ChartsPanel() {
   return (
     <>
       <section className="timeline-section" aria-label="Timeline">
-        <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={(r, position) => select({ stage: r.stage, position })} />
+        <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={select} />
       </section>
       <SwapCard records={stages} />
       <div className="charts-grid">
@@ -74,16 +76,16 @@ export function ChartsPanel() {
         <div className="chart-with-action">
           <OrderChart series={orders} form={certForm} />
           <div className="chart-actions">
-            <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders()} title="Run this config and seed under every update order σ, side by side">
+            <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders(session)} title="Run this config and seed under every update order σ, side by side">
               Compare orders
             </button>
-            <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas()} title="Rerun this game at seven radii δ over ten seeds with only δ changing (same tables and seeds, one step with lr ∝ √δ, no backtracking, fixed β): the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check (the open settings on the delta-sweep preset, else that preset's relay with many states)">
+            <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title="Rerun this game at seven radii δ over ten seeds with only δ changing (same tables and seeds, one step with lr ∝ √δ, no backtracking, fixed β): the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check (the open settings on the delta-sweep preset, else that preset's relay with many states)">
               Sweep δ
             </button>
           </div>
         </div>
       </div>
-      {transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={(r) => select({ stage: r.stage, position: r.position })} />}
+      {transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={select} />}
     </>
   );
 }

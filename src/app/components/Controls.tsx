@@ -9,7 +9,7 @@
  */
 import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, type ConfigKey, type Field, type Group } from '../../sat/config';
 import { PRESETS, findPreset } from '../../sat/presets';
-import { applySettings, choosePreset } from '../session';
+import { useSession } from '../sessionContext';
 import { isDirty, setField, usePlayground } from '../store';
 
 const GROUPS: readonly { group: Group; title: string; open: boolean }[] = [
@@ -66,6 +66,7 @@ function FieldControl({ k, disabled }: { k: ConfigKey; disabled: boolean }) {
 }
 
 export function PresetGallery() {
+  const session = useSession();
   const preset = usePlayground((s) => s.preset);
   const status = usePlayground((s) => s.status);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
@@ -84,7 +85,7 @@ export function PresetGallery() {
             data-testid={`preset-${x.name}`}
             disabled={busy}
             title={x.title}
-            onClick={() => void choosePreset(x.name)}
+            onClick={() => void session.choosePreset(x.name)}
           >
             <span className="preset-name">{x.name}</span>
             <span className={`kind kind-${x.kind}`}>{x.kind === 'llm' ? 'LM' : 'table'}</span>
@@ -104,6 +105,7 @@ export function PresetGallery() {
 }
 
 export function Controls() {
+  const session = useSession();
   const hide = usePlayground((s) => s.hide);
   const status = usePlayground((s) => s.status);
   const task = usePlayground((s) => s.form.task);
@@ -119,7 +121,7 @@ export function Controls() {
         noValidate // parseConfig's message names the setting and its range; the browser's bubble would not
         onSubmit={(e) => {
           e.preventDefault();
-          void applySettings();
+          void session.applySettings();
         }}
       >
         <div className="settings-head">

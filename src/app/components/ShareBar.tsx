@@ -8,10 +8,12 @@
 import { useRef, useState } from 'react';
 import { experimentBytes, openExperimentBytes, shareLink } from '../boot';
 import { describeError } from '../session';
+import { useSession } from '../sessionContext';
 import { EXPERIMENT_EXTENSION } from '../savefile';
 import { usePlayground } from '../store';
 
 export function ShareBar() {
+  const session = useSession();
   const status = usePlayground((s) => s.status);
   const [link, setLink] = useState<string | null>(null);
   const file = useRef<HTMLInputElement>(null);
@@ -19,7 +21,7 @@ export function ShareBar() {
 
   const copy = async () => {
     try {
-      const url = await shareLink();
+      const url = await shareLink(session);
       setLink(url);
       try {
         await navigator.clipboard.writeText(url);
@@ -33,7 +35,7 @@ export function ShareBar() {
   };
 
   const exportFile = () => {
-    const bytes = experimentBytes();
+    const bytes = experimentBytes(session);
     if (!bytes) {
       usePlayground.setState({ notice: 'Nothing to export yet.' });
       return;
@@ -52,7 +54,7 @@ export function ShareBar() {
   const importFile = async (f: File | undefined) => {
     if (!f) return;
     const bytes = new Uint8Array(await f.arrayBuffer());
-    await openExperimentBytes(bytes, `The file “${f.name}”`);
+    await openExperimentBytes(session, bytes, `The file “${f.name}”`);
     if (file.current) file.current.value = '';
   };
 

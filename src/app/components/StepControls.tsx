@@ -7,7 +7,7 @@
  * Not here: what the actions do (session.ts), or sharing and files (ShareBar.tsx).
  */
 import { useEffect } from 'react';
-import { cancelWork, pause, play, reset, stepAgent, stepStage } from '../session';
+import { useSession } from '../sessionContext';
 import { setSpeed, usePlayground, type Speed } from '../store';
 
 export const SHORTCUTS: readonly { keys: string; what: string }[] = [
@@ -25,6 +25,7 @@ function typingIn(target: EventTarget | null): boolean {
 
 /** Global shortcuts; mounted once by the bar. */
 function useShortcuts(): void {
+  const session = useSession();
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey || typingIn(e.target)) return;
@@ -36,32 +37,33 @@ function useShortcuts(): void {
         case 'a':
         case 'A':
           e.preventDefault();
-          void stepAgent();
+          void session.stepAgent();
           break;
         case 's':
         case 'S':
           e.preventDefault();
-          void stepStage();
+          void session.stepStage();
           break;
         case ' ':
           e.preventDefault();
-          if (status === 'running') pause();
-          else void play();
+          if (status === 'running') session.pause();
+          else void session.play();
           break;
         case 'r':
         case 'R':
           e.preventDefault();
-          void reset();
+          void session.reset();
           break;
       }
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, []);
+  }, [session]);
 }
 
 export function StepControls() {
   useShortcuts();
+  const session = useSession();
   const status = usePlayground((s) => s.status);
   const progress = usePlayground((s) => s.progress);
   const speed = usePlayground((s) => s.speed);
@@ -74,10 +76,10 @@ export function StepControls() {
   const done = status === 'done';
   return (
     <div className="stepbar" role="toolbar" aria-label="Step through SAT">
-      <button type="button" data-testid="step-agent" disabled={noTeam || working || running || done} onClick={() => void stepAgent()} title="One agent update of the current stage (→ or A)">
+      <button type="button" data-testid="step-agent" disabled={noTeam || working || running || done} onClick={() => void session.stepAgent()} title="One agent update of the current stage (→ or A)">
         Step agent ▸
       </button>
-      <button type="button" data-testid="step-stage" disabled={noTeam || working || running || done} onClick={() => void stepStage()} title="Finish the current stage (S)">
+      <button type="button" data-testid="step-stage" disabled={noTeam || working || running || done} onClick={() => void session.stepStage()} title="Finish the current stage (S)">
         Step stage ▸▸
       </button>
       <button
@@ -85,12 +87,12 @@ export function StepControls() {
         className="primary"
         data-testid="run"
         disabled={noTeam || working || (done && !running)}
-        onClick={() => (running ? pause() : void play())}
+        onClick={() => (running ? session.pause() : void session.play())}
         title="Keep stepping at the chosen speed; press again to pause (Space)"
       >
         {running ? 'Pause ❚❚' : 'Run ▶'}
       </button>
-      <button type="button" data-testid="reset" disabled={working || running} onClick={() => void reset()} title="A fresh team with the same settings and seed (R)">
+      <button type="button" data-testid="reset" disabled={working || running} onClick={() => void session.reset()} title="A fresh team with the same settings and seed (R)">
         Reset
       </button>
       <label className="speed" title="Pause between agent steps while running">
@@ -114,7 +116,7 @@ export function StepControls() {
             </span>
           )}
           {progress.cancellable && (
-            <button type="button" className="small" data-testid="cancel" onClick={cancelWork}>
+            <button type="button" className="small" data-testid="cancel" onClick={() => session.cancelWork()}>
               Cancel
             </button>
           )}

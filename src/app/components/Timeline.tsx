@@ -15,9 +15,10 @@
 import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react';
 import type { StageRecord } from '../../sat/stage';
 import { HeldGlyph } from '../charts/ChartFrame';
-import { certifiedUnder, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type PositionRef, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
+import { certifiedUnder, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from './AgentChip';
+import { sameStep } from '../stepRef';
 import '../charts/charts.css';
 
 export interface TimelineProps {
@@ -26,12 +27,12 @@ export interface TimelineProps {
   readonly records: readonly StageRecord[];
   /** The running stage (σ when known, steps so far). */
   readonly current?: PartialStage | null;
-  /** The agent step in view, by agent or by position in σ (the store's `Selected`); null = none selected. */
-  readonly selected: StepRef | PositionRef | null;
-  /** Called with the step a click or an arrow key selects: {stage, agent} and its 0-based position in σ. */
-  readonly onSelect: (ref: StepRef, position: number) => void;
+  /** The agent step in view (the store's `selected`); null = none selected. */
+  readonly selected: StepRef | null;
+  /** Called with the step a click or an arrow key selects (one that has run). */
+  readonly onSelect: (ref: StepRef) => void;
   /** "Where we are": default the last agent step run. */
-  readonly cursor?: StepRef | null;
+  readonly cursor?: Required<StepRef> | null;
 }
 
 const NAV_KEYS: readonly NavKey[] = ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End'];
@@ -49,11 +50,10 @@ export function stageTitle(st: TimelineStage, certified: boolean | null): string
   return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held ? 'held' : 'not held'}`;
 }
 
-const same = (a: StepRef | null | undefined, b: StepRef | null | undefined) => !!a && !!b && a.stage === b.stage && a.agent === b.agent;
-const keyOf = (r: StepRef) => `${r.stage}:${r.agent}`;
+const keyOf = (r: Required<StepRef>) => `${r.stage}:${r.agent}`;
 
 /** "stage 13: 1 of 3 agents updated (latest: agent 0)" — where the run stands, in words. */
-function whereWords(stages: readonly TimelineStage[], here: StepRef | null): string {
+function whereWords(stages: readonly TimelineStage[], here: Required<StepRef> | null): string {
   const last = stages[stages.length - 1];
   if (!last) return '';
   const done = last.cells.filter((c) => c.status !== 'pending').length;
@@ -65,9 +65,9 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
   const stages = timelineStages(records, nAgents, current);
   const certified = new Map(records.map((r) => [r.stage, certifiedUnder(r, 'chosen')]));
   const selected = toStepRef(records, current, selectedIn);
-  const onSelect = (ref: StepRef) => {
+  const onSelect = (ref: Required<StepRef>) => {
     const c = stages.find((st) => st.stage === ref.stage)?.cells[ref.agent];
-    if (c && c.position !== null && c.status !== 'pending') report(ref, c.position - 1);
+    if (c && c.status !== 'pending') report(ref);
   };
   const here = cursor === undefined ? lastStepRef(records, current) : cursor;
   const cells = useRef(new Map<string, HTMLDivElement>());
@@ -88,7 +88,7 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
     if (!(NAV_KEYS as readonly string[]).includes(e.key)) return;
     e.preventDefault();
     const next = moveSelection(stages, selected ?? here, e.key as NavKey);
-    if (next && !same(next, selected)) onSelect(next);
+    if (next && !sameStep(next, selected)) onSelect(next);
   };
 
   if (stages.length === 0) {
@@ -135,8 +135,8 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
               {stages.map((st) => {
                 const c = st.cells[a]!;
                 const ref = { stage: c.stage, agent: c.agent };
-                const isSel = same(ref, selected);
-                const isHere = same(ref, here);
+                const isSel = sameStep(ref, selected);
+                const isHere = sameStep(ref, here);
                 const pending = c.status === 'pending';
                 const label = `stage ${c.stage}, agent ${c.agent}${c.position !== null ? `, position ${c.position} in σ` : ''}: ${STATUS_WORDS[c.status]}${c.backtracks > 0 ? ` (${c.backtracks} backtrack${c.backtracks > 1 ? 's' : ''})` : ''}${isHere ? ' — latest step' : ''}`;
                 return (
@@ -147,7 +147,7 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
                       if (el) cells.current.set(keyOf(ref), el);
                       else cells.current.delete(keyOf(ref));
                     }}
-                    tabIndex={same(ref, tabStop) ? 0 : -1}
+                    tabIndex={sameStep(ref, tabStop) ? 0 : -1}
                     aria-selected={isSel}
                     aria-disabled={pending || undefined}
                     aria-label={label}

@@ -9,7 +9,10 @@
  *   ui          what the page says: the error banner and passing notices
  *
  * Components read with narrow selectors (`usePlayground((s) => s.stages)`); everything that talks
- * to workers lives in ../session.ts as plain module functions, which write here with setState.
+ * to workers lives in a Session (../session.ts), which writes here with setState. The page has one
+ * store, `usePlayground`; `createPlaygroundStore` makes another (a test's second session).
+ *
+ * The stage history lives here only: `stages` (finished) and `partial` (the stage in progress).
  *
  * Not here: running anything, or formatting.
  */
@@ -20,6 +23,7 @@ import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 import type { AgentInfo } from '../../sat/types';
 import type { TranscriptBatch } from '../charts/series';
+import { findStep, type StepRef } from '../stepRef';
 
 /** The settings form: every config key as the text the user typed (checked by parseConfig on apply). */
 export type Form = Record<ConfigKey, string>;
@@ -71,13 +75,6 @@ export interface RunSlice {
   config: Config | null;
 }
 
-export interface Selected {
-  /** 1-based stage of the step in view. */
-  readonly stage: number;
-  /** Position in σ (0-based). */
-  readonly position: number;
-}
-
 export interface SeriesRun {
   readonly label: string;
   readonly stages: readonly StageRecord[];
@@ -90,7 +87,7 @@ export interface MetricsSlice {
   /** Agent steps of the stage in progress (empty between stages). */
   partial: readonly AgentStepRecord[];
   /** The agent step in view; null = the latest. */
-  selected: Selected | null;
+  selected: StepRef | null;
   /** The same seed under other update orders (order comparison chart). */
   orders: readonly SeriesRun[];
   /** The δ sweep's result (src/sat/deltaSweep.ts: per δ mean KL/δ and violation rate, the fit and its CI), or null. */
@@ -133,25 +130,31 @@ export const emptyMetrics = (): MetricsSlice => ({ j0: null, stages: [], partial
 /** Transcript batches kept (the latest agent steps'); older ones are dropped to bound memory. */
 export const MAX_TRANSCRIPT_BATCHES = 60;
 
-export const usePlayground = create<PlaygroundState>()(() => ({
-  // experiment
-  preset: DEFAULT_PRESET,
-  form: initialForm,
-  applied: initialForm,
-  hide: [],
-  // run
-  status: 'idle',
-  progress: null,
-  speed: 'normal',
-  agents: [],
-  backend: 'starting…',
-  config: null,
-  // metrics
-  ...emptyMetrics(),
-  // ui
-  error: null,
-  notice: null,
-}));
+/** A fresh store in its initial state. */
+export function createPlaygroundStore() {
+  return create<PlaygroundState>()(() => ({
+    // experiment
+    preset: DEFAULT_PRESET,
+    form: initialForm,
+    applied: initialForm,
+    hide: [],
+    // run
+    status: 'idle',
+    progress: null,
+    speed: 'normal',
+    agents: [],
+    backend: 'starting…',
+    config: null,
+    // metrics
+    ...emptyMetrics(),
+    // ui
+    error: null,
+    notice: null,
+  }));
+}
+
+/** The page's store. */
+export const usePlayground = createPlaygroundStore();
 
 /** Form edits (no effect on the running experiment until applied). */
 export function setField(key: ConfigKey, text: string): void {
@@ -162,7 +165,7 @@ export function setSpeed(speed: Speed): void {
   usePlayground.setState({ speed });
 }
 
-export function select(sel: Selected | null): void {
+export function select(sel: StepRef | null): void {
   usePlayground.setState({ selected: sel });
 }
 
@@ -183,9 +186,5 @@ export function allSteps(s: Pick<PlaygroundState, 'stages' | 'partial'>): AgentS
 /** The agent step in view: the selected one, else the latest. */
 export function stepInView(s: Pick<PlaygroundState, 'stages' | 'partial' | 'selected'>): AgentStepRecord | null {
   const all = allSteps(s);
-  if (s.selected) {
-    const hit = all.find((r) => r.stage === s.selected!.stage && r.position === s.selected!.position);
-    if (hit) return hit;
-  }
-  return all[all.length - 1] ?? null;
+  return findStep(all, s.selected) ?? all[all.length - 1] ?? null;
 }

@@ -1,0 +1,174 @@
+/**
+ * Autosave (issue "The playground", item 6): after every agent step the session is kept in a
+ * PartStore (persist.ts; IndexedDB in the page) so that a reload restores the last completed
+ * agent step — written incrementally, so that the cost of a step does not grow with the history.
+ *
+ * What is stored, by key (the parts are savefile.ts containers, each checked by its gzip CRC):
+ *
+ *   manifest     { format: "sat-playground-autosave", version: 2, stages: k, savedAt }
+ *   head         serializeHead: config, preset, date, cursor      — rewritten after every agent step
+ *   boundary     serializeBoundary: agents and β after stage k    — rewritten when a stage finishes
+ *   stage:<i>    serializeStage: stage i's record, i = 1..k       — written once, when stage i finishes
+ *
+ * Every write is one setMany (one transaction, all or nothing): manifest and head, plus the
+ * boundary and the new stage parts when a stage finished. A new experiment (Apply, Reset, a link,
+ * an import, a recovery's rebuild) is written whole, then the parts it no longer has are deleted;
+ * the manifest names how many stage parts belong to it, so a leftover is never read. Loading reads
+ * the manifest, then every part in one getMany, and checks the whole as a file is checked
+ * (savefile.ts `parseParts`, the same messages).
+ *
+ * Earlier versions kept one whole file under the key "current"; found, it is opened as a file,
+ * which refuses it with the message saying it comes from an older version.
+ *
+ * Not here: storage and its errors (persist.ts), the bytes (savefile.ts), start-up (boot.ts).
+ */
+import { parseExperimentFile, parseParts, serializeBoundary, serializeHead, serializeStage, type ExperimentData } from './savefile';
+import { guarded, unreadable, type PartStore } from './persist';
+import { fileDataOf, type Boundary, type Session } from './session';
+import type { StageRecord } from '../sat/stage';
+
+export const AUTOSAVE_FORMAT = 'sat-playground-autosave';
+export const AUTOSAVE_VERSION = 2;
+/** The key of stage i's part. */
+export const stageKey = (i: number): string => `stage:${i}`;
+/** Where earlier versions kept their one autosave file. */
+const LEGACY_KEY = 'current';
+
+export type AutosaveLoad =
+  | { readonly ok: true; readonly data: ExperimentData | null }
+  /** `stored`: the store answered and holds something unreadable (boot clears it); else the store failed. */
+  | { readonly ok: false; readonly error: string; readonly stored: boolean };
+
+interface Manifest {
+  readonly format: string;
+  readonly version: number;
+  readonly stages: number;
+  readonly savedAt: string;
+}
+
+export class Autosave {
+  private saving = false;
+  private again = false;
+  private reported = false;
+  /** The stage records and boundary the store holds for this experiment; null: nothing written by this page yet. */
+  private written: { stages: readonly StageRecord[]; boundary: Boundary; createdAt: string } | null = null;
+  private lastHead: Uint8Array | null = null;
+  /** Writes made and bytes handed to the store (the cost of autosaving; tests read it). */
+  readonly stats = { writes: 0, bytes: 0 };
+
+  constructor(
+    private readonly session: Session,
+    private readonly store: PartStore,
+  ) {}
+
+  /** Saves after every agent step the session records; returns the unsubscribe. */
+  attach(): () => void {
+    return this.session.onStep(() => void this.save());
+  }
+
+  /** Saves now, or right after the save in flight (never two at once, never a stale one last). */
+  async save(): Promise<void> {
+    if (this.saving) {
+      this.again = true;
+      return;
+    }
+    this.saving = true;
+    try {
+      do {
+        this.again = false;
+        const error = await this.writeOnce();
+        if (error && !this.reported) {
+          this.reported = true; // say it once, not after every step
+          this.session.store.setState({ error: `Autosave failed: ${error}` });
+        }
+        if (!error) this.reported = false;
+      } while (this.again);
+    } finally {
+      this.saving = false;
+    }
+  }
+
+  /** Resolves when no save is in flight (tests wait on it before reloading). */
+  async settled(): Promise<void> {
+    while (this.saving) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** Writes what changed since the last write; returns the error message, or null. */
+  private async writeOnce(): Promise<string | null> {
+    const s = this.session.sessionState();
+    if (!s) return null;
+    const w = this.written;
+    const k = s.stages.length;
+    const continues = w !== null && w.stages.length <= k && w.stages.every((r, i) => s.stages[i] === r) && (w.stages.length < k || w.boundary === s.boundary);
+    const createdAt = continues ? w.createdAt : new Date().toISOString();
+    const entries: [string, unknown][] = [];
+    if (!continues || w.boundary !== s.boundary) {
+      const data = fileDataOf(s, this.session.store.getState().agents, createdAt);
+      entries.push(['boundary', serializeBoundary(data)]);
+      for (const rec of s.stages.slice(continues ? w.stages.length : 0)) entries.push([stageKey(rec.stage), serializeStage(rec)]);
+    }
+    const head = serializeHead({ config: s.config, presetName: s.preset, createdAt, cursor: s.cursor });
+    if (entries.length === 0 && this.lastHead && sameBytes(head, this.lastHead)) return null;
+    const manifest: Manifest = { format: AUTOSAVE_FORMAT, version: AUTOSAVE_VERSION, stages: k, savedAt: new Date().toISOString() };
+    entries.push(['head', head], ['manifest', manifest]);
+    const r = await guarded('autosave the experiment', async () => {
+      await this.store.setMany(entries);
+      if (!continues) {
+        // Parts of an earlier experiment: never read (the manifest says how many stages there are), deleted to free the space.
+        const stale = (await this.store.keys()).filter((key) => key === LEGACY_KEY || (key.startsWith('stage:') && !(Number(key.slice(6)) <= k)));
+        if (stale.length > 0) await this.store.delMany(stale);
+      }
+    });
+    if (!r.ok) return r.error;
+    this.written = { stages: s.stages, boundary: s.boundary, createdAt };
+    this.lastHead = head;
+    this.stats.writes++;
+    for (const [, v] of entries) this.stats.bytes += v instanceof Uint8Array ? v.length : JSON.stringify(v).length;
+    return null;
+  }
+
+  /** The autosaved experiment (checked as a file is), null when there is none. */
+  async load(): Promise<AutosaveLoad> {
+    type Found = { kind: 'none' } | { kind: 'legacy'; value: unknown } | { kind: 'bad-manifest' } | { kind: 'parts'; parts: unknown[] };
+    const r = await guarded('read the autosaved experiment', async (): Promise<Found> => {
+      const keys = await this.store.keys();
+      if (!keys.includes('manifest')) return keys.includes(LEGACY_KEY) ? { kind: 'legacy', value: await this.store.get(LEGACY_KEY) } : { kind: 'none' };
+      const manifest = await this.store.get('manifest');
+      if (!isManifest(manifest)) return { kind: 'bad-manifest' };
+      return { kind: 'parts', parts: await this.store.getMany(['head', 'boundary', ...Array.from({ length: manifest.stages }, (_, i) => stageKey(i + 1))]) };
+    });
+    if (!r.ok) return { ok: false, error: r.error, stored: false };
+    const got = r.value;
+    if (got.kind === 'none') return { ok: true, data: null };
+    if (got.kind === 'legacy') {
+      const bytes = (got.value as { bytes?: unknown } | undefined)?.bytes;
+      const file = bytes instanceof Uint8Array ? parseExperimentFile(bytes) : null;
+      return { ok: false, stored: true, error: file && !file.ok ? file.error : unreadable('an autosave of an older version of the playground') };
+    }
+    if (got.kind === 'bad-manifest') return { ok: false, stored: true, error: unreadable(`its manifest is not {format: "${AUTOSAVE_FORMAT}", version: ${AUTOSAVE_VERSION}, stages}`) };
+    const names = ['head', 'boundary', ...got.parts.slice(2).map((_, i) => stageKey(i + 1))];
+    const missing = got.parts.findIndex((p) => !(p instanceof Uint8Array));
+    if (missing >= 0) return { ok: false, stored: true, error: unreadable(`its part "${names[missing]}" is ${got.parts[missing] === undefined ? 'missing' : 'not bytes'}`) };
+    const [head, boundary, ...stages] = got.parts as Uint8Array[];
+    const data = parseParts(head!, boundary!, stages);
+    if (!data.ok) return { ok: false, stored: true, error: data.error };
+    return { ok: true, data: data.value };
+  }
+
+  /** Forgets the autosave (every key of the store). */
+  async clear(): Promise<string | null> {
+    const r = await guarded('clear the autosaved experiment', async () => this.store.delMany(await this.store.keys()));
+    this.written = null;
+    this.lastHead = null;
+    return r.ok ? null : r.error;
+  }
+}
+
+function isManifest(m: unknown): m is Manifest {
+  const x = m as Partial<Manifest> | null;
+  return !!x && typeof x === 'object' && x.format === AUTOSAVE_FORMAT && x.version === AUTOSAVE_VERSION && Number.isSafeInteger(x.stages) && x.stages! >= 0 && x.stages! <= 1e6;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
