@@ -36,7 +36,7 @@ import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-web';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, describeConfig, paramCount, type ModelConfig } from '../src/model/config';
-import { exportOnnx } from '../src/model/onnx';
+import { exportOnnx } from './onnx/export';
 import { BOS } from '../src/model/tokenizer';
 import { cpuBackend } from '../src/backend/cpu';
 import { trainOnSequences } from '../src/model/loss';

@@ -2,10 +2,10 @@
  * The GPU bench's peer (bench/gpu.ts): onnxruntime-web's **webgpu** execution provider, run in
  * Node in the same process and on the same adapter as our kernels (checked: the adapter of the
  * device ORT creates is printed beside ours), on one-node or few-node ONNX graphs written with
- * our protobuf encoder (src/model/onnx/protobuf.ts):
+ * our protobuf encoder (bench/onnx/protobuf.ts):
  *   - `matmulModel(N, C, OC, W)`:  Y [N × OC] = A [N × C] · Wt,  Wt = Wᵀ [C × OC] an initializer
  *     (the same weights, held on the GPU like ours); one MatMul node;
- *   - `attentionModel(B, T, NH, HS)`: the attention block of src/model/onnx.ts (q, k, v [B, T, C]
+ *   - `attentionModel(B, T, NH, HS)`: the attention block of bench/onnx/export.ts (q, k, v [B, T, C]
  *     → Reshape → Transpose → MatMul → ·1/√HS → + causal mask → Softmax → MatMul → Transpose →
  *     Reshape → [B, T, C]) — the graph ORT runs for our exported model.
  * ORT creates its OWN GPUDevice (as in a browser), requesting the features it wants (subgroups,
@@ -33,7 +33,7 @@
  * kernels (tests/webgpu/*); the ORT output is compared with ours only as a sanity check.
  */
 import type * as Ort from 'onnxruntime-web';
-import { Msg } from '../src/model/onnx/protobuf';
+import { Msg } from './onnx/protobuf';
 
 export type OrtModule = typeof Ort;
 

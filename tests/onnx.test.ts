@@ -1,5 +1,5 @@
 /**
- * Tests for the ONNX export (src/model/onnx.ts): the exported graph, run by onnxruntime-web's wasm
+ * Tests for the ONNX export (bench/onnx/export.ts): the exported graph, run by onnxruntime-web's wasm
  * provider in Node (the same package the app ships; no download: ORT finds its .wasm next to its
  * own module in node_modules/onnxruntime-web/dist), must reproduce the logits of `Model.forward`
  * (src/model/model.ts) on the f32 CPU backend (`cpuBackend`).
@@ -36,8 +36,8 @@ import { cpuBackend, ropeForward, ropeTable } from '../src/backend/cpu';
 import { ConfigError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, MODEL_PRESETS, modelConfig, type ModelConfig } from '../src/model/config';
-import { exportOnnx, ropeConstants } from '../src/model/onnx';
-import { varint } from '../src/model/onnx/protobuf';
+import { exportOnnx, ropeConstants } from '../bench/onnx/export';
+import { varint } from '../bench/onnx/protobuf';
 import { trainOnSequences } from '../src/model/loss';
 import { Model } from '../src/model/model';
 import { dequantizeWeights, initWeights, quantizeWeights, type ModelWeights } from '../src/model/weights';

@@ -1,5 +1,5 @@
 /**
- * A minimal protobuf *encoder* — just what writing an ONNX ModelProto needs (onnx.ts):
+ * A minimal protobuf *encoder* — just what writing an ONNX ModelProto needs (export.ts):
  *   tag      = (field << 3) | wire type   (0 varint, 1 fixed64, 2 length-delimited, 5 fixed32)
  *   varint   = 7 bits a byte, low group first, high bit = "more"; a negative int64 is its 64-bit
  *              two's complement, so always 10 bytes (done with BigInt, exact for any safe integer)

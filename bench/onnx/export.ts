@@ -33,10 +33,10 @@
  * Not here: the KV-cache / incremental decoding, training, LoRA (merge it first: exportWeights),
  * quantized ONNX ops, loading ONNX back.
  */
-import { ConfigError } from '../core/errors';
-import { validateConfig, type ModelConfig } from './config';
-import { Msg } from './onnx/protobuf';
-import { checkWeights, type ModelWeights } from './weights';
+import { ConfigError } from '../../src/core/errors';
+import { validateConfig, type ModelConfig } from '../../src/model/config';
+import { Msg } from './protobuf';
+import { checkWeights, type ModelWeights } from '../../src/model/weights';
 
 /** ONNX TensorProto.DataType codes used here. */
 const FLOAT = 1;
