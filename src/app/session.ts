@@ -68,6 +68,13 @@ const SPEED_MS: Record<Speed, number> = { slow: 700, normal: 150, fast: 0 };
  * Hands the thread back to the browser so clicks and repaints get through. A MessageChannel task,
  * unlike setTimeout(0), is not clamped to 4 ms when nested, nor throttled in a background tab.
  */
+/** Step stage shows an agent step once this long has passed since the last thing shown, ms. */
+export const SHOW_EVERY_MS = 100;
+
+function now(): number {
+  return performance.now();
+}
+
 export function yieldToBrowser(): Promise<void> {
   return new Promise((resolve) => {
     const ch = new MessageChannel();
@@ -113,6 +120,12 @@ export class Session {
   private generation = 0;
   /** Told after every recorded agent step (autosave hooks in here). */
   private readonly stepListeners = new Set<() => void>();
+  /**
+   * Agent steps of the stage in progress done but not yet in the store (Step stage shows a stage
+   * that finishes within SHOW_EVERY_MS once, at its end, instead of re-drawing every chart after
+   * every agent), with the transcripts they add. `flush` moves them to the store.
+   */
+  private unshown: { steps: AgentStepRecord[]; transcripts: readonly TranscriptBatch[] } | null = null;
 
   constructor(
     /** Where what people see is written: the page's `usePlayground`, or a test's own store. */
@@ -181,6 +194,7 @@ export class Session {
   private async build(cfg: Config, label: string): Promise<void> {
     const my = ++this.generation;
     this.gen = null;
+    this.unshown = null;
     const old = this.team;
     this.team = null;
     old?.terminate();
@@ -239,17 +253,18 @@ export class Session {
    * One agent update. When it is the stage's last agent, the stage is closed too (certificate, J),
    * so the team's J gets its point as soon as every agent has moved.
    */
-  private async advance(): Promise<void> {
+  private async advance(show = true): Promise<void> {
     if (!this.team) throw new SatError('state', 'No experiment is loaded yet: pick a preset or press Apply.');
     const my = this.generation;
     const before = this.sessionState();
     try {
-      await this.advanceOnce(this.team);
+      await this.advanceOnce(this.team, show);
     } catch (e) {
       // A failed step (a NaN loss, a dead worker, a lost device) leaves the stage half-done and the
       // agents in an unknown state: put the team back exactly where the last completed agent step
       // left it — the snapshot at the stage boundary plus a deterministic replay — then report.
       if (my === this.generation && before) {
+        this.unshown = null;
         try {
           await this.restoreInto(before, 'Recovering the last completed agent step…', true);
         } catch (again) {
@@ -267,7 +282,8 @@ export class Session {
     }
   }
 
-  private async advanceOnce(t: TeamHandle): Promise<void> {
+  /** One agent step; `show` false keeps it out of the store (and off the screen) until `flush` or the stage's end. */
+  private async advanceOnce(t: TeamHandle, show = true): Promise<void> {
     const exp = t.exp;
     const my = this.generation;
     if (!this.gen) this.gen = stepThrough(exp);
@@ -277,20 +293,32 @@ export class Session {
       await this.closeStage(r.value);
       return;
     }
-    this.store.setState((s) => ({ partial: [...s.partial, r.value], selected: null, transcripts: withTranscript(s.transcripts, exp, r.value) }));
+    const u = this.unshown ?? { steps: [], transcripts: this.state.transcripts };
+    this.unshown = { steps: [...u.steps, r.value], transcripts: withTranscript(u.transcripts, exp, r.value) };
     if (r.value.position === exp.team.length - 1) {
       const end = await this.gen.next();
       if (my !== this.generation) return;
       if (!end.done) throw new Error('the stage yielded more agent steps than the team has agents');
       await this.closeStage(end.value);
-    }
+    } else if (show) this.flush();
+  }
+
+  /** Puts the agent steps not yet shown into the store (one re-draw), then tells the step listeners. */
+  private flush(): void {
+    const u = this.unshown;
+    if (u === null) return;
+    this.unshown = null;
+    this.store.setState((s) => ({ partial: [...s.partial, ...u.steps], selected: null, transcripts: u.transcripts }));
     for (const fn of this.stepListeners) fn();
   }
 
   private async closeStage(rec: StageRecord): Promise<void> {
     this.gen = null;
     if (this.team) this.boundary = await this.takeBoundary(rec.stage);
-    this.store.setState((s) => ({ stages: [...s.stages, rec], partial: [], selected: null }));
+    const u = this.unshown;
+    this.unshown = null;
+    this.store.setState((s) => ({ stages: [...s.stages, rec], partial: [], selected: null, ...(u ? { transcripts: u.transcripts } : {}) }));
+    for (const fn of this.stepListeners) fn();
   }
 
   private canStep(): boolean {
@@ -307,13 +335,27 @@ export class Session {
     await this.exclusive('busy', () => this.advance());
   }
 
+  /**
+   * Step stage: the agents of the current stage one by one. A step is shown as soon as
+   * SHOW_EVERY_MS have passed since the last thing shown (a language stage shows every agent);
+   * a faster stage is drawn once, when it ends.
+   */
   async stepStage(): Promise<void> {
     if (!this.canStep()) return;
     await this.exclusive('busy', async () => {
       const start = this.state.stages.length;
-      while (this.state.stages.length === start && !this.stopRequested) {
-        await this.advance();
-        await yieldToBrowser();
+      let shown = now();
+      try {
+        while (this.state.stages.length === start && !this.stopRequested) {
+          const show = now() - shown >= SHOW_EVERY_MS;
+          await this.advance(show);
+          if (show) {
+            shown = now();
+            await yieldToBrowser();
+          }
+        }
+      } finally {
+        this.flush();
       }
     });
   }
@@ -379,7 +421,8 @@ export class Session {
     const s = this.state;
     const b = this.boundary;
     if (!this.team || !b || !s.config || b.stages !== s.stages.length) return null;
-    const last = s.partial[s.partial.length - 1];
+    const partial = this.unshown ? [...s.partial, ...this.unshown.steps] : s.partial;
+    const last = partial[partial.length - 1];
     return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b };
   }
 
