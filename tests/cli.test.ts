@@ -92,7 +92,7 @@ describe('npm run sat', () => {
       [['--stages', '0'], /"stages" = "0" is out of range/],
       [['--set', 'task=arithmetic', '--set', 'model=L', '--set', 'task=countdown'], /"model" = "L" is not shipped for task "countdown"/],
       [['--preset', 'arith-pnp', '--swap', '1=arithmetic-XL', '--stages', '1', '--set', 'evalEpisodes=8'], /"swapTo" = "XL" is not an allowed choice; expected one of best, S, M, L/],
-      [['--preset', 'arith-pnp', '--swap', '1=countdown-M', '--stages', '1'], /--swap names countdown-M, but the task is arithmetic/],
+      [['--preset', 'arith-pnp', '--swap', '1=countdown-M', '--swap-stage', '1', '--stages', '1'], /--swap names countdown-M, but the task is arithmetic/],
       [['--preset', 'relay', '--swap', '5=best'], /"swapAgent" = 5 names no agent/],
     ];
     for (const [args, msg] of cases) {

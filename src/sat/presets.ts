@@ -135,9 +135,10 @@ export const PRESETS: readonly Preset[] = [
     settings: {
       task: 'arithmetic', level: 1, model: 'S', agents: 3, protocol: 'chain', stages: 12,
       batch: 16, group: 8, lr: 5e-4, epochs: 2, delta: 0.1, beta: 0.05, retryLrFactor: 0.5, maxNew: 3, evalEpisodes: 256, stage0Delta: 0.1, geoIters: 4,
+      swapAgent: 1, swapAt: 3, swapTo: 'M', swapStage0: true,
     },
     lookFor:
-      'Run with --swap 1=arithmetic-M --swap-stage 3 (Stage-0 on, δ0 = δ) and again with --no-stage0: with Stage-0 the projection of M into the trust region samples for the seat at once and hands it to the distilled M at agent 1\'s first update; the raw M starts outside the radius on most states. Compare the first stage after the swap (8 seeds: fewer backtracks with Stage-0, ΔJ within noise).',
+      'Before stage 3 agent 1\'s seat gets the M model (in the page, in agent 1\'s worker; in the CLI the same, or --swap 1=arithmetic-M --swap-stage K): with Stage-0 (δ0 = δ) the projection of M into the trust region samples for the seat at once and hands it to the distilled M at agent 1\'s first update — the swap card shows the shares of token states outside δ before and after the projection. Set swapStage0 = false (or --no-stage0): the raw M starts outside the radius on most states. Compare the first stage after the swap (8 seeds: fewer backtracks with Stage-0, ΔJ within noise).',
   },
 ];
 

@@ -5,7 +5,8 @@
  * the default preset opens with one Web Worker per agent; Step agent, Step stage, Run/Pause and the
  * keyboard move the timeline and fill every chart (the waterfall says "certified improvement", the
  * stage table ticks certified stages ✓); a share link opened in a fresh browser context
- * replays identical metrics; malformed links each show their own message and open the defaults;
+ * replays identical metrics; a language plug-and-play swap (arith-pnp) runs in the agents' workers and
+ * shows its card; malformed links each show their own message and open the defaults;
  * a reload restores the last agent step from IndexedDB (one part per stage there); export → import round-trips and a damaged
  * file is refused; a bad setting names itself. A screenshot after a few stages goes to
  * test-results/ (or docs/screenshot.png with UPDATE_SCREENSHOT=1, for the README).
@@ -259,6 +260,30 @@ describe('playground page in Chromium', () => {
     expect(await p.getByTestId('cfg-agentModels').inputValue()).toBe('S,M,S');
     await p.context().close();
   }, 300_000);
+
+  it('arith-pnp swaps agent 1 for the M model in the page: the swap card, then the next stage trains the new seat', async () => {
+    // The preset's own swap (agent 1 ← arithmetic-M, Stage-0), moved to stage 2 and shrunk so it runs in seconds.
+    const cfg = presetConfig('arith-pnp', { swapAt: 2, stages: 3, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1 });
+    const p = await freshPage();
+    await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-pnp' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S');
+    expect(await p.getByTestId('swap-card').count()).toBe(0);
+    for (const k of [1, 2]) {
+      await p.getByTestId('step-stage').click();
+      await p.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, k, { timeout: 240_000 });
+      await settled(p);
+    }
+    const card = p.getByTestId('swap-card');
+    expect(await card.innerText()).toMatch(/Before stage 2, agent 1.*arithmetic-M.*projected by Stage-0/s);
+    // The floor −min(1, m·√(maxNew·δ₀/2))·A: a finite radius is known (Stage-0), so not the trivial bound.
+    expect(await p.getByTestId('swap-cert').innerText()).toMatch(/Certified: the swap cannot have lowered J by more than 0\.[0-9]+ — its largest KL/);
+    // The stage after the swap trained agent 1's new seat: its row has a finite J and agent 1 took a step in it.
+    expect(Number.isFinite(Number(await p.getByTestId('cell-j').nth(1).getAttribute('data-value')))).toBe(true);
+    expect(await points(p, 'timeline')).toBe(6);
+    await p.context().close();
+  }, 600_000);
 
   it('language agents run on WebGPU in Chromium; a device destroyed mid-stage is recovered', async () => {
     // backend = webgpu: this machine's only adapter is SwiftShader, which `auto` passes over (slower than the CPU kernels).
