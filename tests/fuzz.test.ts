@@ -33,6 +33,7 @@
  * Not here: the hand-written case per message (tests/savefile.test.ts, tests/model-io.test.ts).
  */
 import { exactDiff } from './helpers/exactDiff';
+import type { StageRecord } from '../src/sat/stage';
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
@@ -184,17 +185,17 @@ const SUFFIX = ' Nothing was loaded; the experiment on the page is unchanged.';
 /** The module's catch-alls: a refusal that reaches one of them is an error nobody named. */
 const GENERIC = [/failed unexpectedly/, /nests too deeply to read/, /\[object Object\]/];
 
-async function exportOf(exp: Experiment, preset: string, agent?: number): Promise<ExperimentData> {
+async function exportOf(exp: Experiment, stages: StageRecord[], preset: string, agent?: number): Promise<ExperimentData> {
   const snaps = await Promise.all(exp.team.map((a) => a.snapshot()));
   const infos = await Promise.all(exp.team.map((a) => a.info()));
   return {
     config: exp.cfg,
     presetName: preset,
     createdAt: '2026-01-10T09:00:00.000Z',
-    stages: exp.stages,
+    stages,
     agents: snaps.map((snapshot, i) => ({ snapshot, info: infos[i]! })),
     betas: exp.betas.slice(),
-    cursor: agent === undefined ? { stage: exp.stages.length } : { stage: exp.stages.length + 1, agent },
+    cursor: agent === undefined ? { stage: stages.length } : { stage: stages.length + 1, agent },
   };
 }
 
@@ -648,18 +649,18 @@ describe('fuzz: experiment files', () => {
   it(`refuses every damaged file with its own message, accepts only well-formed ones (${EXPERIMENT_MUTANTS} mutants)`, async () => {
     // Base files from real runs.
     const climb = createExperiment(presetConfig('climbing', { stages: 6, batch: 8, seed: 11 }));
-    await runStages(climb, 3);
+    const climbStages = await runStages(climb, 3);
     const pnp = createExperiment(presetConfig('relay-pnp', { stages: 5, swapAt: 2, batch: 8, seed: 12 }));
-    await runStages(pnp, 3);
+    const pnpStages = await runStages(pnp, 3);
     const lm = await createLlmExperiment(
       presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, stages: 3, lora: 2, epochs: 1, seed: 13 }),
       async (name) => new Uint8Array(readFileSync(`public/models/${name}.safetensors`)),
     );
-    await runStages(lm, 1);
+    const lmStages = await runStages(lm, 1);
     const bases = [
-      makeExpBase('climbing', await exportOf(climb, 'climbing', 1)),
-      makeExpBase('relay-pnp', await exportOf(pnp, 'relay-pnp')),
-      makeExpBase('arith-team', await exportOf(lm, 'arith-team', 1)),
+      makeExpBase('climbing', await exportOf(climb, climbStages, 'climbing', 1)),
+      makeExpBase('relay-pnp', await exportOf(pnp, pnpStages, 'relay-pnp')),
+      makeExpBase('arith-team', await exportOf(lm, lmStages, 'arith-team', 1)),
     ];
     const refSwap = bases[1]!.data.stages[1]!.swap;
     expect(refSwap, 'the relay-pnp base has its swap in stage 2').toBeDefined();

@@ -67,8 +67,7 @@ describe('language-model agents', () => {
   it('a stage runs end to end, emits the docs/method.md §9 keys, and is deterministic given the seed', async () => {
     const run = async () => {
       const exp = await createLlmExperiment(settings({ seed: 4 }), loader);
-      await runStages(exp, 1);
-      return exp.stages[0]!.metrics;
+      return (await runStages(exp, 1))[0]!.metrics;
     };
     const a = await run();
     for (const k of ['team/J', 'team/dJ', 'team/J_ci', 'cert/lower', 'cert/held', 'order/sigma', 'agent/0/kl_q', 'agent/1/viol_rate', 'agent/0/adv_hist', 'agent/1/grad_norm']) expect(a).toHaveProperty([k]);

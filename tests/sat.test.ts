@@ -13,11 +13,11 @@ import { bestResponseLogits, createExperiment, currentJ, runStages, stepThrough,
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 
+/** A run: the experiment, with the records of its stages (the caller keeps the history). */
 async function run(settings: Record<string, unknown>, stages?: number) {
   const cfg = parseConfig(settings);
   const exp = createExperiment(cfg);
-  await runStages(exp, stages ?? cfg.stages);
-  return exp;
+  return Object.assign(exp, { stages: await runStages(exp, stages ?? cfg.stages) });
 }
 
 const monotonicityViolation = (st: readonly StageRecord[]) => st.filter((s) => s.jAfter - s.jBefore < -1e-9).length / st.length;
@@ -138,10 +138,9 @@ describe('SAT vs the simultaneous baseline', () => {
       res[v] = { finals: [], viol: [] };
       for (const seed of seeds) {
         const cfg: Config = presetConfig('climbing', v === 'simultaneous' ? { scheme: 'simultaneous', seed } : { estimator: v, seed });
-        const exp = createExperiment(cfg);
-        await runStages(exp, cfg.stages);
-        res[v]!.finals.push(exp.stages.at(-1)!.jAfter);
-        res[v]!.viol.push(monotonicityViolation(exp.stages));
+        const stages = await runStages(createExperiment(cfg), cfg.stages);
+        res[v]!.finals.push(stages.at(-1)!.jAfter);
+        res[v]!.viol.push(monotonicityViolation(stages));
       }
     }
     const sat = res.resample!;

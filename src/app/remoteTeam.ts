@@ -281,7 +281,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
       await Promise.all(team.map((a, i) => a.init({ kind: 'tabular', ...agents[i]! })));
       const infos = await Promise.all(team.map((a) => a.info()));
       const j0 = (await env.evaluate(team)).J;
-      return { kind: 'tabular', cfg, game, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], infos, terminate };
+      return { kind: 'tabular', cfg, game, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, infos, terminate };
     }
     if (!opts.load) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" trains language models: createRemoteExperiment needs a model loader (opts.load).`);
     const { modelName, env, aMax, agents } = planLlm(cfg);
@@ -300,7 +300,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     );
     const infos = await Promise.all(team.map((a) => a.info()));
     const j0 = (await env.evaluate(team)).J;
-    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName, infos, terminate, swapModel: configuredLmSwap(opts.load) };
+    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, infos, terminate, swapModel: configuredLmSwap(opts.load) };
   } catch (e) {
     terminate();
     throw e;

@@ -17,9 +17,8 @@
  * Only one action runs at a time; a second click while one runs is ignored (buttons show it).
  * Every failure keeps what was done so far and says so in the banner.
  *
- * The stage history lives in the store alone (`stages`, `partial`). src/sat's Experiment keeps
- * its own list of records too — it numbers the next stage by it — so a restore seeds that list;
- * nothing here reads it back.
+ * The stage history lives in the store alone (`stages`, `partial`); src/sat's Experiment only
+ * counts the stages done (it numbers the next one by it), which a restore sets.
  *
  * Not here: drawing (components, charts), the share-link and file formats (share.ts, savefile.ts),
  * saving (autosave.ts), or the algorithm (src/sat).
@@ -448,8 +447,8 @@ export class Session {
     if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
     await Promise.all(exp.team.map((a, i) => a.restore(saved.boundary.snapshots[i]!)));
     exp.betas.splice(0, exp.betas.length, ...saved.boundary.betas);
-    // src/sat numbers the next stage (and times a swap) by its own record list: seed it.
-    exp.stages.splice(0, exp.stages.length, ...saved.stages);
+    // src/sat numbers the next stage (and times a swap) by its count of stages done.
+    exp.stagesDone = saved.stages.length;
     exp.lastEval = saved.stages[saved.stages.length - 1]?.evaluation;
     this.boundary = { ...saved.boundary, stages: saved.stages.length };
     // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.

@@ -230,11 +230,11 @@ function tabularSwapLine(s: StageRecord, cfg: Config): string {
   );
 }
 
-async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean } = {}): Promise<Experiment> {
+async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean } = {}): Promise<{ exp: Experiment; stages: StageRecord[] }> {
   const exp = await openExperiment(cfg);
   if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(opts.seat ?? 'projection', cfg, opts.log);
   const profiling = opts.profile ? attachProfiler(exp) : null;
-  await runStages(exp, cfg.stages, (s) => {
+  const stages = await runStages(exp, cfg.stages, (s) => {
     if (s.swap && !isLlmTask(cfg.task)) opts.log?.(tabularSwapLine(s, cfg));
     onStage?.(s, exp);
     if (profiling) {
@@ -249,7 +249,7 @@ async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => 
         : `  hand-over: agent ${s.swap!.agent}'s update was not accepted — the projection keeps sampling; the next stage tries again`);
     }
   });
-  return exp;
+  return { exp, stages };
 }
 
 async function main(): Promise<void> {
@@ -277,10 +277,10 @@ async function main(): Promise<void> {
       for (let s = 0; s < args.seeds; s++) {
         progress(`${v}: seed ${s + 1}/${args.seeds}`);
         const cfg = presetConfig(args.preset, { ...args.sets, ...variantSettings(v), seed: String(base.seed + s) });
-        const exp = await runOne(cfg);
-        finals.push(exp.stages.at(-1)!.jAfter);
-        viol.push(monotonicityViolation(exp.stages));
-        held.push(mean(exp.stages.map((x) => x.metrics['cert/held'] as number)));
+        const { stages } = await runOne(cfg);
+        finals.push(stages.at(-1)!.jAfter);
+        viol.push(monotonicityViolation(stages));
+        held.push(mean(stages.map((x) => x.metrics['cert/held'] as number)));
       }
       const ci = meanCI(finals);
       rows.push([v, `${fmt(ci.mean)} ± ${fmt(ci.halfWidth)}`, `${fmt(Math.min(...finals))}..${fmt(Math.max(...finals))}`, fmt(mean(viol)), fmt(mean(held))]);
@@ -311,9 +311,9 @@ async function main(): Promise<void> {
       for (let s = 0; s < args.seeds; s++) {
         progress(`${key}=${val}: seed ${s + 1}/${args.seeds}`);
         const cfg = presetConfig(args.preset, { ...args.sets, [key]: val, seed: String(base.seed + s) });
-        const exp = await runOne(cfg);
-        for (const st of exp.stages) for (const step of st.steps) viol.push(step.check.violRate);
-        mono.push(monotonicityViolation(exp.stages));
+        const { stages } = await runOne(cfg);
+        for (const st of stages) for (const step of st.steps) viol.push(step.check.violRate);
+        mono.push(monotonicityViolation(stages));
       }
       const v = mean(viol);
       const m = mean(mono);
@@ -346,7 +346,7 @@ async function main(): Promise<void> {
   const n = cfg.agents;
   console.log(`preset ${args.preset}: ${JSON.stringify(diffFromDefaults(cfg))}`);
   let printedHeader = false;
-  const exp = await runOne(
+  const { exp, stages } = await runOne(
     cfg,
     (s, e) => {
       if (!printedHeader) {
@@ -359,11 +359,11 @@ async function main(): Promise<void> {
     },
     { seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile },
   );
-  const held = mean(exp.stages.map((s) => s.metrics['cert/held'] as number));
-  const certified = mean(exp.stages.map((s) => s.metrics['cert/certified'] as number));
-  console.log(`\nfinal J ${fmt(exp.stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(exp.stages), 2)} of stages; certificate held in ${fmt(held, 2)} of stages and certified an improvement in ${fmt(certified, 2)}`);
+  const held = mean(stages.map((s) => s.metrics['cert/held'] as number));
+  const certified = mean(stages.map((s) => s.metrics['cert/certified'] as number));
+  console.log(`\nfinal J ${fmt(stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(stages), 2)} of stages; certificate held in ${fmt(held, 2)} of stages and certified an improvement in ${fmt(certified, 2)}`);
   if (args.json) {
-    writeFileSync(args.json, JSON.stringify({ preset: args.preset, config: cfg, j0: exp.j0, stages: exp.stages.map((s) => s.metrics) }, null, 1));
+    writeFileSync(args.json, JSON.stringify({ preset: args.preset, config: cfg, j0: exp.j0, stages: stages.map((s) => s.metrics) }, null, 1));
     console.log(`metrics written to ${args.json}`);
   }
 }
@@ -426,7 +426,7 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
     const seeds = args.seedsGiven ? args.seeds : llm ? 3 : 5;
     const row = await certReport(name, (seed) => presetConfig(name, { ...args.sets, seed: String(seed) }), seeds, async (cfg) => {
       progress(`${name}: seed ${cfg.seed}/${seeds}`);
-      return runOne(cfg);
+      return (await runOne(cfg)).stages;
     });
     out.push(row);
     rows.push([

@@ -9,7 +9,6 @@
  * Not here: running a stage (experiment.ts) or printing (src/cli/sat.ts).
  */
 import type { Config } from './config';
-import type { Experiment } from './experiment';
 import type { StageRecord } from './stage';
 
 export interface CertReportRow {
@@ -49,9 +48,9 @@ export interface CertReportRow {
 
 const num = (s: StageRecord, k: string): number => s.metrics[k] as number;
 
-/** The report row of one preset from its finished runs (one Experiment per seed). */
-export function certReportRow(preset: string, runs: readonly Experiment[]): CertReportRow {
-  const stages = runs.flatMap((r) => r.stages);
+/** The report row of one preset from its finished runs (one run's stage records per seed). */
+export function certReportRow(preset: string, runs: readonly (readonly StageRecord[])[]): CertReportRow {
+  const stages = runs.flat();
   const improved = stages.filter((s) => num(s, 'team/dJ') > 0);
   const certified = improved.filter((s) => num(s, 'cert/lower') > 0);
   const sumDJ = improved.reduce((a, s) => a + num(s, 'team/dJ'), 0);
@@ -88,9 +87,9 @@ export function certReportRow(preset: string, runs: readonly Experiment[]): Cert
 
 /** Runs `preset` for `seeds` seeds (seed0, seed0 + 1, …) with `open` and returns its row. */
 export async function certReport(
-  preset: string, configFor: (seed: number) => Config, seeds: number, run: (cfg: Config) => Promise<Experiment>, seed0 = 1,
+  preset: string, configFor: (seed: number) => Config, seeds: number, run: (cfg: Config) => Promise<readonly StageRecord[]>, seed0 = 1,
 ): Promise<CertReportRow> {
-  const runs: Experiment[] = [];
+  const runs: (readonly StageRecord[])[] = [];
   for (let s = 0; s < seeds; s++) runs.push(await run(configFor(seed0 + s)));
   return certReportRow(preset, runs);
 }

@@ -53,7 +53,12 @@ export interface Experiment {
   readonly aMax: number;
   /** J of the initial team (exact for tabular games, a held-out estimate for language tasks). */
   readonly j0: number;
-  readonly stages: StageRecord[];
+  /**
+   * Stages the team has been through (numbers the next one, times a swap). The records themselves
+   * belong to the caller — runStages returns them, the page keeps them in its store — so a
+   * history is never kept twice.
+   */
+  stagesDone: number;
   /** The team's latest evaluation, if still current (reused as the next stage's start; a swap clears it). */
   lastEval?: TeamEvaluation;
   /** Told each stage's phases when set (npm run sat -- --profile). */
@@ -143,7 +148,7 @@ export function createExperiment(cfg: Config): TabularExperiment {
   const { game, env, aMax, agents } = planTabular(cfg);
   const team = agents.map(tableAgent);
   const j0 = exactJ(game, tablePolicy(game, team.map((a) => a.distributionTable())));
-  return { cfg, game, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [] };
+  return { cfg, game, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0 };
 }
 
 /** Stream purpose for the language team's evaluation seed. */
@@ -217,18 +222,18 @@ export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promi
     return lmAgent(init, m.loaded, cpuBackend, m.full);
   });
   const j0 = (await env.evaluate(team)).J;
-  return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stages: [], modelName, swapModel: configuredLmSwap(load) };
+  return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, swapModel: configuredLmSwap(load) };
 }
 
-/** Runs the next stage agent by agent: yields every agent step, records the stage when it ends. */
+/** Runs the next stage agent by agent: yields every agent step, returns the stage's record when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
   const swap = await swapIfDue(exp);
-  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stages.length + 1, aMax: exp.aMax, startEval: exp.lastEval, profiler: exp.profiler });
+  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stagesDone + 1, aMax: exp.aMax, startEval: exp.lastEval, profiler: exp.profiler });
   for (;;) {
     const r = await gen.next();
     if (r.done) {
       const rec = swap ? { ...r.value, swap } : r.value;
-      exp.stages.push(rec);
+      exp.stagesDone += 1;
       exp.lastEval = rec.evaluation;
       return rec;
     }
@@ -245,7 +250,7 @@ export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRec
  */
 async function swapIfDue(exp: Experiment): Promise<SwapSummary | undefined> {
   const c = exp.cfg;
-  if (c.swapAgent < 0 || exp.stages.length + 1 !== c.swapAt) return undefined;
+  if (c.swapAgent < 0 || exp.stagesDone + 1 !== c.swapAt) return undefined;
   if (isLlmTask(c.task)) {
     if (!exp.swapModel) throw new SatError('swap', `Swapping a language agent (swapAgent = ${c.swapAgent}) needs a model loader: this experiment was built without one (createLlmExperiment and createRemoteExperiment set it).`);
     return exp.swapModel(exp, c.swapAgent, `${c.task}-${c.swapTo}`);
