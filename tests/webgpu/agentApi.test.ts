@@ -4,7 +4,9 @@
  * buffers, starts from the same parameters as the CPU agent and writes the same tokens for the
  * same seed; destroying its device mid-run makes every later call fail with a DeviceLostError
  * that says what happened — never a hang, never garbage; `'auto'` in Node (no navigator.gpu)
- * stays on the CPU and says why. Model: public/models/arithmetic-S (LoRA r4 over its Q8 base).
+ * stays on the CPU and says why; a language plug-and-play swap (`swapIn`) builds the Stage-0 seat
+ * on the worker's GPU, with the CPU worker's report and distributions. Models: public/models/
+ * arithmetic-S (LoRA r4 over its Q8 base), arithmetic-M as the incoming model of the swap.
  *
  * Without an adapter the suite skips, printing the reason (tests/webgpu/gpu.ts).
  *
@@ -13,6 +15,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { LmSteps } from '../../src/sat/agents/lm';
+import type { StepSet } from '../../src/sat/types';
 import { AgentApi, DeviceLostError, type LmSpec } from '../../src/workers/agentApi';
 import { gpu } from './gpu';
 
@@ -57,6 +61,44 @@ describe.skipIf(typeof gpu === 'string')('AgentApi on WebGPU', () => {
     expect((err as Error).message).toMatch(/safe in the last snapshot/);
     await expect(g.snapshot()).rejects.toBeInstanceOf(DeviceLostError);
   }, 120_000);
+
+  it('a language swap in the worker builds the Stage-0 seat on the GPU, with the CPU worker\'s report and distributions', async () => {
+    const incoming = new Uint8Array(readFileSync(join(import.meta.dirname, '../../public/models/arithmetic-M.safetensors')));
+    // Agent 0's token states: every position after each prompt of two short messages.
+    const seqs = [Int32Array.of(1, 20, 21, 30, 26, 29, 22, 23), Int32Array.of(1, 22, 30, 23, 29, 24)];
+    const stepSeq: number[] = [];
+    const stepPos: number[] = [];
+    seqs.forEach((q, i) => {
+      for (let pos = 5; pos < q.length; pos++) (stepSeq.push(i), stepPos.push(pos));
+    });
+    const context: LmSteps = { seqs, stepSeq: Int32Array.from(stepSeq), stepPos: Int32Array.from(stepPos) };
+    const steps: StepSet = { obs: Int32Array.from(stepSeq, (_, k) => k), actions: Int32Array.from(stepSeq, (s, k) => seqs[s]![stepPos[k]!]!), context };
+    const o = { stage0: true, delta0: 0.05, distillSteps: 5, distillLr: 1e-3, delta: 0.05 };
+    const g = new AgentApi();
+    const c = new AgentApi();
+    await g.init(spec('webgpu'));
+    await c.init(spec('cpu'));
+    const rg = await g.swapIn('arithmetic-M', incoming, steps, o);
+    const rc = await c.swapIn('arithmetic-M', incoming, steps, o);
+    expect(rg.seat).toBe('projection');
+    expect(rg.states).toBe(steps.obs.length);
+    expect(rg.states).toBe(rc.states);
+    // Before any distillation the two halves of the projection are f32 forwards: equal to ~1e-5.
+    for (const q of ['q50', 'q90', 'q99'] as const) {
+      expect(Math.abs(rg.klPre[q] - rc.klPre[q])).toBeLessThan(1e-4 * Math.max(1, rc.klPre[q]));
+      expect(Math.abs(rg.klProjected[q] - rc.klProjected[q])).toBeLessThan(1e-3 * Math.max(1e-2, rc.klProjected[q]) + 1e-6);
+    }
+    expect(rc.klPre.q99).toBeGreaterThan(o.delta0); // the raw M is outside the ball somewhere: the projection binds
+    expect(rg.klProjected.q99).toBeLessThanOrEqual(o.delta0 * (1 + 1e-3));
+    rg.lambdas.forEach((l, k) => expect(Math.abs(l - rc.lambdas[k]!)).toBeLessThan(1e-3 * Math.max(1, rc.lambdas[k]!)));
+    const pg = await g.distributions(steps);
+    const pc = await c.distributions(steps);
+    let worst = 0;
+    for (let i = 0; i < pc.length; i++) worst = Math.max(worst, Math.abs(pg[i]! - pc[i]!));
+    expect(worst).toBeLessThan(1e-4);
+    expect((await g.info()).name).toBe('arithmetic-M#0');
+    expect((await g.info()).backend).toMatch(/^webgpu/);
+  }, 300_000);
 
   it("'auto' in Node (no navigator.gpu) stays on the CPU and says why", async () => {
     const a = new AgentApi();
