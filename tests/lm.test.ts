@@ -2,7 +2,8 @@
  * Language-model agents in the SAT loop, on a tiny random model built in the test (no shipped
  * file needed): r = 1 exactly before the first step, exact KL = 0 at the reference, per-token
  * steps with the end-of-message token as an action, a whole stage emitting the §9 metrics,
- * determinism given the seed, and the gradient/Fisher methods the certificate uses.
+ * determinism given the seed, and the gradient/Fisher methods the certificate uses (the Fisher-vector
+ * product against an f64 central difference of the KL gradient computed here, its independent twin).
  * Seeds are fixed; the model is random, so the task reward is mostly 0 — these tests check the
  * plumbing and the maths, not learning (the learning curve is measured by the CLI; see README).
  */
@@ -14,7 +15,10 @@ import { EOS, vocabSize } from '../src/model/tokenizer';
 import { initWeights, saveModel } from '../src/model/weights';
 import { parseConfig } from '../src/sat/config';
 import { createLlmExperiment, runStages } from '../src/sat/experiment';
-import type { LmSteps } from '../src/sat/agents/lm';
+import { cpuBackend64 } from '../src/backend/cpu';
+import { klBackward } from '../src/backend/cpu/softmax';
+import { Model } from '../src/model/model';
+import { pack, type LmAgent, type LmSteps } from '../src/sat/agents/lm';
 import { agentSteps } from '../src/sat/rollout';
 
 const tinyCfg = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
@@ -116,5 +120,59 @@ describe('language-model agents', () => {
     const gd = g.reduce((acc, x, i) => acc + x * dir[i]!, 0);
     console.log(`[lm] surrogate gradient along a random direction: analytic ${gd.toExponential(4)}, finite difference ${fd.toExponential(4)}`);
     expect(Math.abs(gd - fd)).toBeLessThan(2e-2 * Math.max(1e-6, Math.abs(fd)) + 1e-5);
+  });
+
+  it('the Fisher-vector product equals the Hessian of the KL, an f64 central difference of its gradient computed here', async () => {
+    const exp = await createLlmExperiment(settings(), loader);
+    const agent = exp.team[0] as LmAgent;
+    const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(21));
+    await agent.setReference();
+    const s = agentSteps(batch, 0);
+    const P = agent.model.paramCount();
+    const rng = new Rng(13);
+    const v = Float64Array.from({ length: P }, () => rng.normal());
+    const fv = await agent.fisherVectorProduct(s, v);
+    // The twin: Hessian of θ' ↦ (1/K) Σ_k KL(π_θ(·|s_k) ‖ π_θ'(·|s_k)) at θ' = θ, along v, by a
+    // central difference of its gradient, in f64 (cpuBackend64) on the same weights.
+    const ref = new Model(cpuBackend64, agent.model.cfg, await agent.model.exportWeights(), { trainable: 'full' });
+    const pk = pack(s);
+    const K = s.obs.length;
+    const V = agent.model.cfg.vocab;
+    const tau = agent.temperature;
+    const rowsOf = (full: Float64Array) => {
+      const out = new Float64Array(K * V);
+      pk.row.forEach((r, k) => out.set(full.subarray(r * V, (r + 1) * V), k * V));
+      return out;
+    };
+    const theta = new Float64Array(P);
+    ref.layout.forEach((sl, i) => theta.set(ref.params[i]!, sl.offset));
+    const setTheta = (x: Float64Array) => ref.layout.forEach((sl, i) => ref.params[i]!.set(x.subarray(sl.offset, sl.offset + sl.size)));
+    const zP = rowsOf(ref.forward(pk.tokens, pk.B, pk.T));
+    const h = 1e-5;
+    const grad = (sgn: number): Float64Array => {
+      setTheta(theta.map((x, i) => x + sgn * h * v[i]!));
+      ref.zeroGrad();
+      const zQ = rowsOf(ref.forward(pk.tokens, pk.B, pk.T, { keep: true }));
+      const dQ = new Float64Array(K * V);
+      klBackward(null, dQ, new Float64Array(K).fill(1 / K), zP, zQ, K, V, tau);
+      const full = new Float64Array(pk.B * pk.T * V);
+      pk.row.forEach((r, k) => full.set(dQ.subarray(k * V, (k + 1) * V), r * V));
+      ref.backward(full);
+      const g = new Float64Array(P);
+      ref.layout.forEach((sl, i) => g.set(ref.grads[i]!, sl.offset));
+      return g;
+    };
+    const gp = grad(1);
+    const gm = grad(-1);
+    let err = 0;
+    let scale = 0;
+    for (let i = 0; i < P; i++) {
+      const r = (gp[i]! - gm[i]!) / (2 * h);
+      err = Math.max(err, Math.abs(fv[i]! - r));
+      scale = Math.max(scale, Math.abs(r));
+    }
+    console.log(`[lm] Fisher-vector product vs the f64 Hessian of the KL: max |Δ| / max |ref| = ${(err / scale).toExponential(2)} over ${P} parameters, ${K} states`);
+    expect(scale).toBeGreaterThan(0);
+    expect(err / scale).toBeLessThan(1e-2);
   });
 });

@@ -192,10 +192,15 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly zeroSlot: X['f32'];
   private readonly ranks: (number | null)[];
   private acts: Acts<X> | null = null;
+  /** Activations of forwards over another parameter set (`opts.params`): they never touch what `keep` kept. */
+  private otherActs: Acts<X> | null = null;
   private genActs: Acts<X> | null = null;
   private gs: GradScratch<X> | null = null;
   private logitsBuf: { t: X['f32']; n: number } | null = null;
-  private kept: { B: number; T: number; tokens: X['i32'] } | null = null;
+  /** What the last forward with `keep` kept: its shape, its tokens (device and the caller's array) and the parameters' version then. */
+  private kept: { B: number; T: number; tokens: X['i32']; host: Int32Array; version: number } | null = null;
+  /** Bumped whenever the current parameters change (adamStep, setParams, setState). */
+  private version = 0;
   private lastTokens: X['i32'] | null = null;
   private packIdx = new Map<string, X['i32']>();
   /** Frozen weights uploaded by the constructor (released by `dispose`). */
@@ -328,12 +333,12 @@ export class Model<X extends TensorKinds = HostTensors> {
     for (const t of [...this.params, ...this.grads, ...this.m, ...this.v, this.zeroSlot, this.sinkC, this.rope]) be.dispose(t);
     for (const t of this.frozen) be.dispose(t);
     for (const t of this.packIdx.values()) be.dispose(t);
-    for (const a of [this.acts, this.genActs, this.gs]) if (a !== null) for (const t of a.all) be.dispose(t);
+    for (const a of [this.acts, this.otherActs, this.genActs, this.gs]) if (a !== null) for (const t of a.all) be.dispose(t);
     if (this.logitsBuf !== null) be.dispose(this.logitsBuf.t);
     if (this.lastTokens !== null) be.dispose(this.lastTokens);
     this.frozen.length = 0;
     this.packIdx.clear();
-    this.acts = this.genActs = this.gs = null;
+    this.acts = this.otherActs = this.genActs = this.gs = null;
     this.logitsBuf = null;
     this.lastTokens = null;
     this.kept = null;
@@ -370,6 +375,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   adamStep(hp: AdamWParams): void {
     if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "adamStep: this model is inference-only (trainable 'none').");
     this.t += 1;
+    this.version++;
     this.layout.forEach((s, i) => this.be.adamwStep(this.params[i]!, this.grads[i]!, this.m[i]!, this.v[i]!, s.size, this.t, hp));
   }
 
@@ -385,6 +391,21 @@ export class Model<X extends TensorKinds = HostTensors> {
   /** Overwrites `dst` (a ParamSet of this model) with the current parameters. */
   copyParamsInto(dst: ParamSet<X>): void {
     this.layout.forEach((s, i) => this.be.residualForward(dst[i]!, this.params[i]!, this.zeroSlot, s.size, 1));
+  }
+
+  /** Overwrites `dst` (a ParamSet of this model, e.g. from copyParams) with the flat vector `flat` (one upload). */
+  writeParams(dst: ParamSet<X>, flat: ArrayLike<number>): void {
+    if (flat.length !== this.n) throw new ConfigError('params', flat.length, `writeParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
+    this.unpack(Float32Array.from(flat), [dst]);
+  }
+
+  /**
+   * Whether the activations kept by the last `forward(tokens, …, { keep: true })` are still there
+   * for these very tokens (the same array) at the current parameters — so a caller may call
+   * `backward` again without a new forward (several Fisher-vector products at one θ).
+   */
+  keptFor(tokens: Int32Array): boolean {
+    return this.kept !== null && this.kept.host === tokens && this.kept.version === this.version;
   }
 
   /** Releases a ParamSet made by copyParams. */
@@ -442,6 +463,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   /** Sets the parameters from a flat vector (one upload); the optimizer state is kept. */
   setParams(flat: ArrayLike<number>): void {
     if (flat.length !== this.n) throw new ConfigError('params', flat.length, `setParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
+    this.version++;
     this.unpack(Float32Array.from(flat), [this.params]);
   }
 
@@ -468,6 +490,7 @@ export class Model<X extends TensorKinds = HostTensors> {
     for (let i = 0; i < n; i++) all[i] = state.params[i]!;
     for (let i = 0; i < 2 * n; i++) all[n + i] = o[1 + i]!;
     this.t = t;
+    this.version++;
     this.unpack(all, [this.params, this.m, this.v]);
   }
 
@@ -547,6 +570,14 @@ export class Model<X extends TensorKinds = HostTensors> {
     if (a !== null) for (const t of a.all) this.be.dispose(t);
     this.acts = this.makeActs(Math.max(N, a?.capN ?? 0), Math.max(att, a?.capAtt ?? 0), Math.max(nSets, a?.sets.length ?? 0));
     return this.acts;
+  }
+
+  private otherParamsActs(N: number, att: number): Acts<X> {
+    const a = this.otherActs;
+    if (a !== null && a.capN >= N && a.capAtt >= att) return a;
+    if (a !== null) for (const t of a.all) this.be.dispose(t);
+    this.otherActs = this.makeActs(Math.max(N, a?.capN ?? 0), Math.max(att, a?.capAtt ?? 0), 1);
+    return this.otherActs;
   }
 
   private samplingActs(N: number): Acts<X> {
@@ -648,7 +679,8 @@ export class Model<X extends TensorKinds = HostTensors> {
    * padding harmless to the earlier positions (the caller ignores logits there). Returns the
    * model's own logits tensor — grow-only, so it may hold more than B·T·V values; only the first
    * B·T·V are this call's — overwritten by the next forward, unless `out` is given. With `keep`,
-   * activations stay for `backward` until the next forward.
+   * activations stay for `backward` until the next forward over the current parameters; a forward
+   * over another set (`params`) has buffers of its own and leaves them alone.
    */
   forward(tokens: Int32Array, B: number, T: number, opts: ForwardOptions<X> = {}): X['f32'] {
     const be = this.be;
@@ -670,11 +702,14 @@ export class Model<X extends TensorKinds = HostTensors> {
       out = this.logitsBuf.t;
     }
     const HS = this.HS;
-    const acts = this.trainActs(N, B * NH * T * T, keep);
-    if (this.lastTokens !== null) be.dispose(this.lastTokens);
+    const other = opts.params !== undefined;
+    const acts = other ? this.otherParamsActs(N, B * NH * T * T) : this.trainActs(N, B * NH * T * T, keep);
     const tok = be.upload('i32', tokens.slice(0, N));
-    this.lastTokens = tok;
-    this.kept = null;
+    if (!other) {
+      if (this.lastTokens !== null) be.dispose(this.lastTokens);
+      this.lastTokens = tok;
+      this.kept = null;
+    }
     be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P), B, T, C);
     const attention = (s: LayerActs<X>): void => {
       be.ropeForward(s.q, acts.qraw, this.rope, B, T, NH, HS, 0);
@@ -687,7 +722,8 @@ export class Model<X extends TensorKinds = HostTensors> {
     }
     be.rmsnormForward(acts.lnf, acts.rstdf, acts.res[L]!, this.at(this.finalNorm, P), 1, N, C, normEps);
     be.matmulForward(out, acts.lnf, this.at(this.emb, P), 1, N, C, V);
-    if (keep) this.kept = { B, T, tokens: tok };
+    if (keep) this.kept = { B, T, tokens: tok, host: tokens, version: this.version };
+    if (other) be.dispose(tok); // after the ops that read it were issued (a GPU backend releases it once they ran)
     return out;
   }
 

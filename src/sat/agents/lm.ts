@@ -135,6 +135,10 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
    * projected.ts): [K × V] logits at τ per step set. Null: π_cur = the frozen `ref`.
    */
   private refFn: ((steps: StepSet) => Promise<Float32Array>) | null = null;
+  /** Fisher-vector products: the step set, p at θ and θ itself, valid while the model keeps that forward (Model.keptFor). */
+  private fvpAt: { obs: Int32Array; p: Float64Array; theta: Float32Array } | null = null;
+  /** Two parameter sets for θ ± εv (allocated at the first product). */
+  private fvpSets: X['f32'][][] | null = null;
 
   constructor(index: number, model: Model<X>, opts: { name?: string; temperature?: number; topK?: number } = {}) {
     this.index = index;
@@ -311,40 +315,68 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   }
 
   /**
-   * F v by a central difference of the gradient of θ' ↦ (1/K) Σ_k KL(π_θ(·|s_k) ‖ π_θ'(·|s_k)) at
-   * θ' = θ ± εv: that function's Hessian at θ' = θ is the Fisher of π_θ on the steps.
+   * F v, the Fisher of π_θ on the steps times v (docs/method.md §7.3), in its Gauss–Newton form
+   *
+   *   F v = (1/K) Σ_k J_kᵀ H_k (J_k v),   H_k = (diag(p_k) − p_k p_kᵀ)/τ²,   p_k = softmax(z_k/τ),
+   *
+   * J_k = ∂z_k/∂θ the logits' Jacobian — the Hessian of θ' ↦ (1/K) Σ_k KL(π_θ(·|s_k) ‖ π_θ'(·|s_k))
+   * at θ' = θ. J v comes from a central difference of the logits (two forwards over θ ± εv, on
+   * parameter sets of their own), H (J v) is exact on the host, and Jᵀ(·) is ONE backward through
+   * the activations kept at θ — which stay kept across the products of one conjugate-gradient
+   * solve (`Model.keptFor`), so a product costs two forwards and a backward.
    */
   async fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
     const be = this.be;
     const d = this.packOf(steps);
     const K = d.K;
     const V = this.V;
+    const tau = this.temperature;
     let vn = 0;
     for (const x of v) vn += x * x;
     vn = Math.sqrt(vn);
     const out = new Float64Array(v.length);
     if (vn === 0 || K === 0) return out;
-    const zP = this.logitsAt(d);
-    const eps = 1e-3 / vn;
-    const theta = await this.model.getParams();
-    const dout = be.upload('f32', new Float32Array(K).fill(1 / K));
-    const moved = new Float32Array(theta.length);
-    for (const sgn of [1, -1]) {
-      for (let i = 0; i < theta.length; i++) moved[i] = theta[i]! + sgn * eps * v[i]!;
-      this.model.setParams(moved);
-      this.model.zeroGrad();
-      const zQ = this.logitsAt(d, { keep: true });
-      const dQ = be.zeros('f32', K * V);
-      be.klBackward(null, dQ, dout, zP, zQ, K, V, this.temperature);
-      this.backwardFrom(d, dQ);
-      be.dispose(zQ);
-      be.dispose(dQ);
-      const g = await this.model.getGrads();
-      for (let i = 0; i < out.length; i++) out[i]! += (sgn * g[i]!) / (2 * eps);
+    // θ, and p at θ with the activations kept for the backward (once per step set and θ).
+    let at = this.fvpAt;
+    if (at === null || at.obs !== steps.obs || !this.model.keptFor(d.p.tokens)) {
+      const zt = this.logitsAt(d, { keep: true });
+      const z = await be.download('f32', zt);
+      be.dispose(zt);
+      const p = new Float64Array(K * V);
+      logSoftmaxForward(p, z, K, V, tau);
+      for (let i = 0; i < p.length; i++) p[i] = Math.exp(p[i]!);
+      at = this.fvpAt = { obs: steps.obs, p, theta: await this.model.getParams() };
     }
-    this.model.setParams(theta);
-    be.dispose(zP);
-    be.dispose(dout);
+    const sets = (this.fvpSets ??= [this.model.copyParams(), this.model.copyParams()]);
+    const eps = 1e-3 / vn;
+    const theta = at.theta;
+    const moved = new Float32Array(theta.length);
+    const zs: Float32Array[] = [];
+    for (const [k, sgn] of [[0, 1], [1, -1]] as const) {
+      for (let i = 0; i < theta.length; i++) moved[i] = theta[i]! + sgn * eps * v[i]!;
+      this.model.writeParams(sets[k]!, moved);
+      const zt = this.logitsAt(d, { params: sets[k]! });
+      zs.push(await be.download('f32', zt));
+      be.dispose(zt);
+    }
+    // h_k = H_k (J_k v) / K, with J_k v = (z(θ+εv) − z(θ−εv)) / 2ε.
+    const h = new Float32Array(K * V);
+    const jv = new Float64Array(V);
+    const scale = 1 / (K * tau * tau);
+    for (let k = 0; k < K; k++) {
+      let pj = 0;
+      for (let a = 0; a < V; a++) {
+        jv[a] = (zs[0]![k * V + a]! - zs[1]![k * V + a]!) / (2 * eps);
+        pj += at.p[k * V + a]! * jv[a]!;
+      }
+      for (let a = 0; a < V; a++) h[k * V + a] = scale * at.p[k * V + a]! * (jv[a]! - pj);
+    }
+    const hT = be.upload('f32', h);
+    this.model.zeroGrad();
+    this.backwardFrom(d, hT);
+    be.dispose(hT);
+    const g = await this.model.getGrads();
+    for (let i = 0; i < out.length; i++) out[i] = g[i]!;
     return out;
   }
 
