@@ -175,4 +175,19 @@ describe('language-model agents', () => {
     expect(scale).toBeGreaterThan(0);
     expect(err / scale).toBeLessThan(1e-2);
   });
+
+  it('a rollout scoring one agent samples the same episodes and records that agent\'s log-probs only', async () => {
+    const exp = await createLlmExperiment(settings(), loader);
+    const all = await exp.env.rollout(exp.team, 2, 4, new Rng(31));
+    const one = await exp.env.rollout(exp.team, 2, 4, new Rng(31), { scored: [1] });
+    expect(one.episodes.map((e) => [e.reward, e.turns.map((t) => [t.agent, t.action])])).toEqual(all.episodes.map((e) => [e.reward, e.turns.map((t) => [t.agent, t.action])]));
+    let scored = 0;
+    one.episodes.forEach((e, i) =>
+      e.turns.forEach((t, k) => {
+        if (t.agent === 1) (expect(t.logp).toBe(all.episodes[i]!.turns[k]!.logp), scored++);
+        else expect(t.logp).toBeNaN();
+      }),
+    );
+    expect(scored).toBeGreaterThan(0);
+  });
 });

@@ -304,7 +304,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     const certRng = rng.fork(stage, STREAM.cert, i);
     const draw: CertDraw = tables
       ? { before: tables }
-      : { batch: await env.rollout(team, Math.max(1, Math.ceil(certEpisodesOf(cfg) / env.slots)), env.slots, certRng, { record: false }) };
+      : { batch: await env.rollout(team, Math.max(1, Math.ceil(certEpisodesOf(cfg) / env.slots)), env.slots, certRng, { record: false, scored: [j] }) };
     msCert += now() - t0;
 
     // 3b. Data and advantages under π̂ⁱ⁻¹ (§4).
@@ -314,7 +314,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     let adv = stageAdv;
     let weight = new Float64Array(stageBatch.episodes.length).fill(1);
     if (i > 0 && predecessors.length > 0 && estimator === 'resample') {
-      batch = await env.rollout(team, B, G, rng.fork(stage, STREAM.resample, i));
+      batch = await env.rollout(team, B, G, rng.fork(stage, STREAM.resample, i), { scored: [j] }); // only agent j trains on it
       episodesUsed += batch.episodes.length;
       for (const ep of batch.episodes) decisions += ep.turns.length;
       adv = groupAdvantages(rewardsOf(batch), B, G, cfg.norm, cfg.aClip);
@@ -338,7 +338,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     if (estimator !== 'resample' && i > 0) {
       phase('probe');
       const pg = Math.max(1, Math.ceil(cfg.probeEpisodes / G));
-      const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i));
+      const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i), { scored: [j] }); // agent j's gain on it
       episodesUsed += pb.episodes.length;
       probe = { batch: pb, raw: groupAdvantages(rewardsOf(pb), pg, G, cfg.norm, cfg.aClip).raw };
     }

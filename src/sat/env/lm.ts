@@ -14,7 +14,7 @@ import { nextTurn, protocolHorizon, teamVerdict, type Message, type TeamSpec } f
 import type { LlmTask, Problem } from '../../tasks/llm/types';
 import type { LmAgentPolicy, LmSteps } from '../agents/lm';
 import type { AgentPolicy, AgentTurn, Batch, Episode } from '../types';
-import type { TeamEnv, TeamEvaluation } from './types';
+import type { RolloutOptions, TeamEnv, TeamEvaluation } from './types';
 
 export interface LmEnvOptions {
   /** Most tokens per message (the end-of-message token included). */
@@ -113,7 +113,7 @@ export class LmEnv implements TeamEnv {
     return { written, messages };
   }
 
-  async rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts: { record?: boolean } = {}): Promise<Batch> {
+  async rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts: RolloutOptions = {}): Promise<Batch> {
     const problems: Problem[] = [];
     const samples: number[] = [];
     for (let g = 0; g < B; g++) {
@@ -146,9 +146,11 @@ export class LmEnv implements TeamEnv {
     });
     const context: LmSteps = { seqs, stepSeq: Int32Array.from(stepSeq), stepPos: Int32Array.from(stepPos) };
 
-    // log π_cur of every step, from each agent's full forward pass (so ratios start at exactly 1).
-    const logp = new Float64Array(stepSeq.length);
+    // log π_cur of every step, from each agent's full forward pass (so ratios start at exactly 1);
+    // NaN for the agents not `scored`.
+    const logp = new Float64Array(stepSeq.length).fill(NaN);
     for (let a = 0; a < team.length; a++) {
+      if (opts.scored && !opts.scored.includes(a)) continue;
       const mine = perEpisode.flat().filter((s) => s.agent === a);
       if (mine.length === 0) continue;
       const lp = await team[a]!.logProbs({ obs: Int32Array.from(mine, (s) => s.step), actions: Int32Array.from(mine, (s) => s.action), context });

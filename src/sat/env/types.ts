@@ -18,6 +18,12 @@ export interface TeamEvaluation {
   readonly exact: boolean;
 }
 
+/** Options of `TeamEnv.rollout`. */
+export interface RolloutOptions {
+  readonly record?: boolean;
+  readonly scored?: readonly number[];
+}
+
 export interface TeamEnv {
   readonly nAgents: number;
   /** Largest number of turns in an episode (H of the episodic certificate). */
@@ -36,9 +42,12 @@ export interface TeamEnv {
   readonly stepsPerTurn: number;
   /**
    * Samples B groups × G episodes (group-major) under the team's current policies. `record: false`
-   * keeps the batch out of what the page shows (a certification batch is not training data).
+   * keeps the batch out of what the page shows (a certification batch is not training data);
+   * `scored` lists the agents whose steps need their log-probs recorded (default: all) — a batch
+   * only one agent trains or is certified on skips the others' scoring passes (their steps' logp
+   * is NaN then). Sampling does not depend on it.
    */
-  rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts?: { record?: boolean }): Promise<Batch>;
+  rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts?: RolloutOptions): Promise<Batch>;
   /** The current team's J. */
   evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation>;
   /**
