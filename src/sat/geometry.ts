@@ -3,10 +3,11 @@
  * G ≈ κ√δ̄ − a·δ̄, with
  *   κ = √(2 gᵀ(F+εI)⁻¹g)        g = ∇θ of the surrogate at θ_cur, F = Fisher on visited states
  *   a = L_loc / λ_min(F+εI)     L_loc = ‖g(θ_new) − g(θ_cur)‖ / ‖θ_new − θ_cur‖ (measured smoothness)
- * gᵀ(F+εI)⁻¹g is solved by conjugate gradient with Fisher-vector products (never forming F), and
- * λ_min by Lanczos started from g: for a softmax policy g lies in the range of F (each state's
- * block sums to zero), so the Krylov space avoids F's null directions (logit shifts, unvisited
- * states) and λ_min is the smallest curvature the update can actually feel.
+ * Both come from one Lanczos run started from g with Fisher-vector products (never forming F):
+ * gᵀ(F+εI)⁻¹g from the tridiagonal's (1,1) inverse entry (equal to conjugate gradient's answer
+ * after as many steps), and λ_min as its smallest Ritz value. For a softmax policy g lies in the
+ * range of F (each state's block sums to zero), so the Krylov space avoids F's null directions
+ * (logit shifts, unvisited states) and λ_min is the smallest curvature the update can feel.
  *
  * Not here: the agents' gradients (each AgentPolicy supplies g and F·v).
  */
@@ -20,27 +21,6 @@ function dot(a: Float64Array, b: Float64Array): number {
 }
 
 export type MatVec = (v: Float64Array) => Promise<Float64Array>;
-
-/** Solves (F+εI)x = b by conjugate gradient; returns x. */
-export async function conjugateGradient(fvp: MatVec, b: Float64Array, eps = FISHER_EPS, maxIter = 50, tol = 1e-12): Promise<Float64Array> {
-  const x = new Float64Array(b.length);
-  const r = b.slice();
-  const p = b.slice();
-  let rr = dot(r, r);
-  for (let it = 0; it < maxIter && rr > tol; it++) {
-    const fp = await fvp(p);
-    for (let i = 0; i < fp.length; i++) fp[i]! += eps * p[i]!;
-    const alpha = rr / dot(p, fp);
-    for (let i = 0; i < x.length; i++) {
-      x[i]! += alpha * p[i]!;
-      r[i]! -= alpha * fp[i]!;
-    }
-    const rrNew = dot(r, r);
-    for (let i = 0; i < p.length; i++) p[i] = r[i]! + (rrNew / rr) * p[i]!;
-    rr = rrNew;
-  }
-  return x;
-}
 
 /** Eigenvalues of a small symmetric matrix (cyclic Jacobi rotations). */
 export function symmetricEigenvalues(a: number[][]): number[] {
@@ -75,13 +55,19 @@ export function symmetricEigenvalues(a: number[][]): number[] {
   return m.map((row, i) => row[i]!).sort((x, y) => x - y);
 }
 
-/** Smallest Ritz value of F on the Krylov space of `start` (Lanczos with full reorthogonalisation). */
-export async function lanczosMinEig(fvp: MatVec, start: Float64Array, steps = 20): Promise<number> {
+/** The Lanczos tridiagonal T = Qᵀ F Q on the Krylov space of `start` (full reorthogonalisation): its diagonal and off-diagonal. */
+export interface Tridiagonal {
+  readonly alpha: readonly number[];
+  readonly beta: readonly number[];
+}
+
+/** `steps` Lanczos steps on F from `start` (one Fisher-vector product each; stops early on an invariant subspace). */
+export async function lanczos(fvp: MatVec, start: Float64Array, steps: number): Promise<Tridiagonal> {
   const norm0 = Math.sqrt(dot(start, start));
-  if (norm0 === 0) return 0;
-  const Q: Float64Array[] = [start.map((x) => x / norm0)];
   const alpha: number[] = [];
   const beta: number[] = [];
+  if (norm0 === 0) return { alpha, beta };
+  const Q: Float64Array[] = [start.map((x) => x / norm0)];
   for (let k = 0; k < Math.min(steps, start.length); k++) {
     const w = await fvp(Q[k]!);
     const a = dot(w, Q[k]!);
@@ -92,12 +78,28 @@ export async function lanczosMinEig(fvp: MatVec, start: Float64Array, steps = 20
     }
     const b = Math.sqrt(dot(w, w));
     if (b < 1e-10 * Math.max(1, Math.abs(a))) break;
-    beta.push(b);
-    Q.push(w.map((x) => x / b));
+    if (k + 1 < steps) {
+      beta.push(b);
+      Q.push(w.map((x) => x / b));
+    }
   }
-  const k = alpha.length;
-  const T = Array.from({ length: k }, (_, i) => Array.from({ length: k }, (_, j) => (i === j ? alpha[i]! : Math.abs(i - j) === 1 ? beta[Math.min(i, j)]! : 0)));
-  return symmetricEigenvalues(T)[0]!;
+  return { alpha, beta: beta.slice(0, Math.max(0, alpha.length - 1)) };
+}
+
+/** e₁ᵀ (T + εI)⁻¹ e₁ for a tridiagonal T (the Thomas algorithm; T + εI is positive definite). */
+function firstOfInverse(t: Tridiagonal, eps: number): number {
+  const k = t.alpha.length;
+  // Solve (T + εI) y = e₁: forward sweep, then back substitution.
+  const c = new Float64Array(k);
+  const d = new Float64Array(k);
+  for (let i = 0; i < k; i++) {
+    const diag = t.alpha[i]! + eps - (i > 0 ? t.beta[i - 1]! * c[i - 1]! : 0);
+    c[i] = i + 1 < k ? t.beta[i]! / diag : 0;
+    d[i] = ((i === 0 ? 1 : 0) - (i > 0 ? t.beta[i - 1]! * d[i - 1]! : 0)) / diag;
+  }
+  let y = d[k - 1]!;
+  for (let i = k - 2; i >= 0; i--) y = d[i]! - c[i]! * y;
+  return y;
 }
 
 export interface GeometryBefore {
@@ -109,16 +111,21 @@ export interface GeometryBefore {
 }
 
 /**
- * κ and λ_min at θ_cur, from the surrogate gradient g and Fisher-vector products, with at most
- * `iters` products for CG and as many Lanczos steps (each product costs a language agent two
- * forward/backward passes, so the CLI's language presets use few).
+ * κ and λ_min at θ_cur, from the surrogate gradient g and `iters` Fisher-vector products — ONE
+ * Lanczos run from g serves both. With Q the Lanczos basis of the Krylov space K_k(F, g) and
+ * T = QᵀFQ, the Galerkin solution of (F+εI)x = g on that space (what k steps of conjugate
+ * gradient compute, in exact arithmetic) gives gᵀx = ‖g‖²·e₁ᵀ(T+εI)⁻¹e₁, so
+ *   κ = √(2‖g‖² e₁ᵀ(T+εI)⁻¹e₁),   λ_min = max(0, min eig T) + ε.
+ * Each product costs a language agent two forwards and one backward, so its presets use few.
  */
 export async function geometryAt(g: Float64Array, fvp: MatVec, iters = 50): Promise<GeometryBefore> {
   const gg = dot(g, g);
-  if (gg === 0) return { g, kappa: 0, lambdaMin: FISHER_EPS };
-  const x = await conjugateGradient(fvp, g, FISHER_EPS, iters);
-  const kappa = Math.sqrt(Math.max(0, 2 * dot(g, x)));
-  const lambdaMin = Math.max(0, await lanczosMinEig(fvp, g, Math.min(20, iters))) + FISHER_EPS;
+  if (gg === 0 || iters < 1) return { g, kappa: 0, lambdaMin: FISHER_EPS };
+  const t = await lanczos(fvp, g, iters);
+  const kappa = Math.sqrt(Math.max(0, 2 * gg * firstOfInverse(t, FISHER_EPS)));
+  const k = t.alpha.length;
+  const T = Array.from({ length: k }, (_, i) => Array.from({ length: k }, (_, j) => (i === j ? t.alpha[i]! : Math.abs(i - j) === 1 ? t.beta[Math.min(i, j)]! : 0)));
+  const lambdaMin = Math.max(0, symmetricEigenvalues(T)[0]!) + FISHER_EPS;
   return { g, kappa, lambdaMin };
 }
 
