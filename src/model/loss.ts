@@ -62,16 +62,18 @@ export async function nextTokenLoss<X extends TensorKinds>(
   if (M === 0) throw new ConfigError('tokens', 'no targets', 'nextTokenLoss: no target position (every next token is PAD or before lossFrom, or T = 1).');
   if (!(count >= M)) throw new ConfigError('count', count, `nextTokenLoss: count = ${count} is below the batch's ${M} targets.`);
   const be = model.be;
-  const logits = model.forward(tokens, B, T, { keep: backward });
+  // Uploads first: on a GPU an upload submits the work pending before it, so uploading between
+  // the forward and the loss would cost a command submission each.
   const tgt = be.upload('i32', targets);
+  const dout = backward ? be.upload('f32', w.map((x) => -x / count)) : null;
+  const logits = model.forward(tokens, B, T, { keep: backward });
   const logp = be.zeros('f32', N * V);
   const lrow = be.zeros('f32', N);
   be.logSoftmaxForward(logp, logits, N, V, 1);
   be.gatherForward(lrow, logp, tgt, N, V);
   const owned: X[keyof X][] = [tgt, logp, lrow];
-  if (backward) {
+  if (dout !== null) {
     // ∂(Σ_i w_i·(−log p_i[target_i]) / count)/∂logp, then through the log-softmax to the logits.
-    const dout = be.upload('f32', w.map((x) => -x / count));
     const dlogp = be.zeros('f32', N * V);
     const dlogits = be.zeros('f32', N * V);
     be.gatherBackward(dlogp, dout, tgt, N, V);

@@ -217,6 +217,27 @@ describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed}
     console.log(`[webgpu tests] backend name: ${gpuBe.name}`);
   });
 
+  it('counts what it asks of the GPU: one dispatch per op, ops recorded into one submission, a read-back submits once', async () => {
+    const gpuBe: Backend<GpuTensors> = webgpuBackend(c);
+    await gpuBe.download('f32', gpuBe.zeros('f32', 1)); // nothing pending from earlier tests
+    const x = gpuBe.upload('f32', Float32Array.of(1, 2, 3, 4));
+    const y = gpuBe.zeros('f32', 4);
+    const before = { ...c.counts };
+    gpuBe.residualForward(y, x, x, 4, 1);
+    gpuBe.residualForward(x, y, y, 4, 0.5);
+    gpuBe.swigluForward(y, x, x, 4);
+    expect(c.counts.dispatches - before.dispatches).toBe(3);
+    expect(c.counts.submissions - before.submissions).toBe(0); // still recording
+    const out = await gpuBe.download('f32', y);
+    expect(c.counts.submissions - before.submissions).toBe(1);
+    expect(c.counts.downloads - before.downloads).toBe(1);
+    expect(c.counts.uploads - before.uploads).toBe(0);
+    const ref = new Float32Array(4);
+    const x2 = Float32Array.of(3, 6, 9, 12); // y = x + x, then x = y + y/2
+    cpuBackend.swigluForward(ref, x2, x2, 4);
+    out.forEach((v, i) => expect(Math.abs(v - ref[i]!)).toBeLessThan(1e-5 * Math.abs(ref[i]!))); // the GPU's exp rounds differently
+  });
+
   it('memory ops: upload / download / zeros / fill / dispose on every kind', async () => {
     const gpuBe: Backend<GpuTensors> = webgpuBackend(c);
     const n = 7;

@@ -148,6 +148,13 @@ export class GpuContext {
   /** A 16-byte buffer bound where a kernel has an optional output the caller passed as null. */
   readonly dummy: GpuTensor<'f32'>;
 
+  /**
+   * What this context has asked of the GPU so far: compute dispatches, command submissions, host
+   * writes (uploads; each first submits what is pending, to keep order) and read-backs. Read the
+   * difference around a step to know what it costs (`npm run bench -- --gpu` prints them).
+   */
+  readonly counts = { dispatches: 0, submissions: 0, uploads: 0, downloads: 0 };
+
   /** WebGPU validation / out-of-memory errors not yet reported (thrown by the next download). */
   private readonly errors: string[] = [];
 
@@ -190,6 +197,7 @@ export class GpuContext {
   upload<K extends TensorKind>(kind: K, data: HostTensors[K]): GpuTensor<K> {
     const byteLength = data.length * ELEMENT_BYTES[kind];
     const buffer = this.allocate(byteLength, `upload(${kind}[${data.length}])`);
+    this.counts.uploads++;
     const padded = Math.ceil(byteLength / 4) * 4;
     // queue.writeBuffer runs before any still-unsubmitted commands: submit them first, so that a
     // pooled buffer they still use is not overwritten ahead of them.
@@ -231,6 +239,7 @@ export class GpuContext {
     const ctor = CTORS[kind];
     if (padded === 0) return new ctor(new ArrayBuffer(0), 0, 0);
     const staging = this.device.createBuffer({ size: padded, usage: READBACK_USAGE });
+    this.counts.downloads++;
     this.enc().copyBufferToBuffer(t.buffer, 0, staging, 0, padded);
     this.flush();
     await staging.mapAsync(MAP_READ);
@@ -319,6 +328,7 @@ export class GpuContext {
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y);
     pass.end();
+    this.counts.dispatches++;
   }
 
   private uniform(data: ArrayBuffer): GPUBuffer {
@@ -342,6 +352,7 @@ export class GpuContext {
     const cb = this.encoder.finish();
     this.encoder = null;
     this.device.queue.submit([cb]);
+    this.counts.submissions++;
     const done = this.inFlightUniform;
     this.inFlightUniform = [];
     void this.device.queue.onSubmittedWorkDone().then(() => this.freeUniform.push(...done));

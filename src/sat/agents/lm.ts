@@ -274,16 +274,17 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const d = this.packOf(batch);
     const K = d.K;
     const zRef = await this.refLogitsAt(batch, d);
-    this.model.zeroGrad();
-    const z = this.logitsAt(d, { keep: true });
-    const dRows = be.zeros('f32', Math.max(1, K * this.V));
-    const stats = be.zeros('f32', 4);
+    // Uploads before the forward: on a GPU each upload first submits the work pending before it.
     const up = [
       be.upload('i32', batch.actions),
       be.upload('i32', batch.episodeOf),
       be.upload('f32', Float32Array.from(batch.adv)),
       be.upload('f32', Float32Array.from(batch.weight)),
     ] as const;
+    this.model.zeroGrad();
+    const z = this.logitsAt(d, { keep: true });
+    const dRows = be.zeros('f32', Math.max(1, K * this.V));
+    const stats = be.zeros('f32', 4);
     be.clippedLossBackward(dRows, stats, z, zRef, up[0], up[1], up[2], up[3], K, this.V, batch.nEpisodes, batch.horizon, this.temperature, spec, scale);
     this.backwardFrom(d, dRows);
     for (const t of [z, dRows, ...up]) be.dispose(t);
@@ -351,11 +352,13 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const eps = 1e-3 / vn;
     const theta = at.theta;
     const moved = new Float32Array(theta.length);
-    const zs: Float32Array[] = [];
     for (const [k, sgn] of [[0, 1], [1, -1]] as const) {
       for (let i = 0; i < theta.length; i++) moved[i] = theta[i]! + sgn * eps * v[i]!;
-      this.model.writeParams(sets[k]!, moved);
-      const zt = this.logitsAt(d, { params: sets[k]! });
+      this.model.writeParams(sets[k]!, moved); // both uploads before any forward (see objectiveBackward)
+    }
+    const zts = sets.map((set) => this.logitsAt(d, { params: set }));
+    const zs: Float32Array[] = [];
+    for (const zt of zts) {
       zs.push(await be.download('f32', zt));
       be.dispose(zt);
     }
