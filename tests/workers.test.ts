@@ -228,11 +228,11 @@ describe('a team of workers (comlink over node:worker_threads)', () => {
       expect(d.update).toBe(1);
       for (const k of updateKind) expect(d[k], k).toBeUndefined();
     }
-    // Tabular (n = 3): one update, and a resampled batch's rollout (one table per agent); J comes
-    // from the tables the stage keeps. The first step also carries the stage start: evaluation,
-    // stage batch, references, tables (one call per agent each).
+    // Tabular (n = 3): one update and nothing else — the stage keeps the team's tables, so J, the
+    // resampled batches and the certificate ask no agent. The first step also carries the stage
+    // start: the tables and the references (one call per agent each).
     const n = 3;
-    tab.calls.forEach((c, i) => expect(c).toBeLessThanOrEqual(1 + n + (i === 0 ? 4 * n : 0)));
+    tab.calls.forEach((c, i) => expect(c).toBeLessThanOrEqual(1 + (i === 0 ? 2 * n : 0)));
     // Language (n = 2, one message each per episode): a rollout costs ≤ n generate + n logProbs,
     // an evaluation n generate. Per step: one update, the certification batch, a probe, the
     // stage-end evaluation; the first step also the start's evaluation, stage batch and references.

@@ -260,19 +260,20 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
 
   // ── 1. The stage batch under π_cur, and every agent's π_cur frozen as its reference. ──
   let t0 = now();
+  // Tabular games: every agent's table under π_cur = π̂⁰, fetched once and kept up to date as
+  // agents move, so J, the rollouts and each certification sample's π̂ⁱ⁻¹ need no agent call.
+  phase('rollout');
+  let tables = env.certSample && env.tableSteps && env.tables ? await env.tables(team) : undefined;
   phase('evaluate');
-  const start0 = ctx.startEval ?? (await env.evaluate(team));
+  const start0 = ctx.startEval ?? (tables && env.evaluateTables ? env.evaluateTables(tables) : await env.evaluate(team));
   const jStart = start0.J;
   phase('rollout');
-  const stageBatch = await env.rollout(team, B, G, rng.fork(stage, STREAM.stageBatch));
+  const stageBatch = await env.rollout(team, B, G, rng.fork(stage, STREAM.stageBatch), tables ? { tables } : {});
   episodesUsed += stageBatch.episodes.length;
   for (const ep of stageBatch.episodes) decisions += ep.turns.length;
   await Promise.all(team.map((a) => a.setReference()));
   const stageAdv = groupAdvantages(rewardsOf(stageBatch), B, G, cfg.norm, cfg.aClip);
   msRollout += now() - t0;
-  // Tabular games: every agent's table under π_cur = π̂⁰, fetched once; kept up to date as agents
-  // move, so each certification sample knows its π̂ⁱ⁻¹ without asking every agent again.
-  let tables = env.certSample && env.tableSteps && env.tables ? await env.tables(team) : undefined;
 
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
   let predicted: number[] | undefined;
@@ -314,7 +315,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     let adv = stageAdv;
     let weight = new Float64Array(stageBatch.episodes.length).fill(1);
     if (i > 0 && predecessors.length > 0 && estimator === 'resample') {
-      batch = await env.rollout(team, B, G, rng.fork(stage, STREAM.resample, i), { scored: [j] }); // only agent j trains on it
+      batch = await env.rollout(team, B, G, rng.fork(stage, STREAM.resample, i), { scored: [j], ...(tables ? { tables } : {}) }); // only agent j trains on it
       episodesUsed += batch.episodes.length;
       for (const ep of batch.episodes) decisions += ep.turns.length;
       adv = groupAdvantages(rewardsOf(batch), B, G, cfg.norm, cfg.aClip);
@@ -338,7 +339,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     if (estimator !== 'resample' && i > 0) {
       phase('probe');
       const pg = Math.max(1, Math.ceil(cfg.probeEpisodes / G));
-      const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i), { scored: [j] }); // agent j's gain on it
+      const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i), { scored: [j], ...(tables ? { tables } : {}) }); // agent j's gain on it
       episodesUsed += pb.episodes.length;
       probe = { batch: pb, raw: groupAdvantages(rewardsOf(pb), pg, G, cfg.norm, cfg.aClip).raw };
     }

@@ -10,7 +10,7 @@ import { exactJ, forEachTrajectory } from '../../tasks/tabular';
 import type { TabularGame } from '../../tasks/types';
 import { sampleBatch, tablePolicy, teamTables } from '../rollout';
 import type { AgentPolicy, Batch, StepSet } from '../types';
-import type { TeamEnv, TeamEvaluation } from './types';
+import type { RolloutOptions, TeamEnv, TeamEvaluation } from './types';
 
 export type { TeamEnv, TeamEvaluation } from './types';
 
@@ -47,8 +47,9 @@ export class TabularEnv implements TeamEnv {
     return this.turnsOf[agent]!;
   }
   private turnsOf?: number[];
-  async rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng): Promise<Batch> {
-    return sampleBatch(this.game, await teamTables(this.game, team), B, G, rng);
+  /** B × G episodes under the team's tables — `opts.tables` when the caller has them (no agent is asked then). */
+  async rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts: RolloutOptions = {}): Promise<Batch> {
+    return sampleBatch(this.game, opts.tables ?? (await teamTables(this.game, team)), B, G, rng);
   }
   /** Every agent's full table [nObs × nActions] now (what certSample compares against). */
   async tables(team: readonly AgentPolicy[]): Promise<Float64Array[]> {

@@ -22,6 +22,8 @@ export interface TeamEvaluation {
 export interface RolloutOptions {
   readonly record?: boolean;
   readonly scored?: readonly number[];
+  /** Tabular games: the team's current tables, when the caller already holds them (the rollout then asks no agent). */
+  readonly tables?: readonly Float64Array[];
 }
 
 export interface TeamEnv {
@@ -45,7 +47,8 @@ export interface TeamEnv {
    * keeps the batch out of what the page shows (a certification batch is not training data);
    * `scored` lists the agents whose steps need their log-probs recorded (default: all) — a batch
    * only one agent trains or is certified on skips the others' scoring passes (their steps' logp
-   * is NaN then). Sampling does not depend on it.
+   * is NaN then). Sampling does not depend on it. `tables` (tabular games) spares the agents the
+   * question when the caller keeps the team's tables up to date.
    */
   rollout(team: readonly AgentPolicy[], B: number, G: number, rng: Rng, opts?: RolloutOptions): Promise<Batch>;
   /** The current team's J. */
