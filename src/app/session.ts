@@ -285,8 +285,13 @@ export class Session {
   private async advanceOnce(t: TeamHandle, show = true): Promise<void> {
     const exp = t.exp;
     const my = this.generation;
+    // The configured swap runs before its stage's first agent step (a language swap distils for a
+    // while): say so, unless something else (a replay) already shows its progress.
+    const swap = !this.gen && exp.cfg.swapAgent >= 0 && exp.stagesDone + 1 === exp.cfg.swapAt && !this.state.progress ? { label: swapLabel(exp.cfg), done: 0, total: 1, cancellable: false } : null;
+    if (swap) this.setProgress(swap);
     if (!this.gen) this.gen = stepThrough(exp);
     const r = await this.gen.next();
+    if (swap && this.state.progress === swap) this.setProgress(null);
     if (my !== this.generation) return;
     if (r.done) {
       await this.closeStage(r.value);
@@ -459,6 +464,13 @@ export class Session {
       await this.advanceOnce(team);
     }
   }
+}
+
+/** What the progress bar says while the configured plug-and-play swap runs (before its stage's first agent step). */
+function swapLabel(cfg: Config): string {
+  const what = cfg.swapTo === 'best' ? 'the best response to the team' : `the ${cfg.task}-${cfg.swapTo} model`;
+  const how = cfg.swapStage0 ? `projected by Stage-0 (δ₀ = ${cfg.stage0Delta})${cfg.swapTo === 'best' ? '' : ' and distilled'}` : 'as it is';
+  return `Swapping agent ${cfg.swapAgent}'s seat for ${what}, ${how}, then stage ${cfg.swapAt}'s first agent…`;
 }
 
 /** Language tasks: keeps a few episodes of the batch this agent step trained on. */

@@ -272,6 +272,8 @@ describe('playground page in Chromium', () => {
     expect(await p.getByTestId('swap-card').count()).toBe(0);
     for (const k of [1, 2]) {
       await p.getByTestId('step-stage').click();
+      // The swap runs before stage 2's first agent step, with its own progress line.
+      if (k === 2) await p.getByText(/Swapping agent 1's seat for the arithmetic-M model, projected by Stage-0/).waitFor({ timeout: 120_000 });
       await p.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, k, { timeout: 240_000 });
       await settled(p);
     }
