@@ -1,7 +1,8 @@
 /**
- * `npm run bench`: the CPU backend's speed and memory on four models, beside onnxruntime-web
- * (wasm) running the same exported model, and the issue's TF.js 4.22 wasm reference figures.
- * A printed table, not a test (nothing is asserted). See docs/performance.md for the results.
+ * `npm run bench`: the CPU backend's speed and memory on four models, beside two peers measured in
+ * the same run on the same shapes, weights and tokens: TF.js 4.22 (wasm backend) running the same
+ * tiny Llama (bench/tfjs.ts), and onnxruntime-web (wasm) running the exported model. A printed
+ * table, not a test (nothing is asserted). See docs/performance.md for the results.
  *
  * Shapes are identical for every model: batch B = 64 sequences × T = 32 tokens.
  *   train    trainOnSequences (src/model/loss.ts: full fine-tuning, forward + next-token loss +
@@ -11,23 +12,30 @@
  *   forward  Model.forward(tokens, B, T), no activations kept → B·T / call time
  *   ORT      exportOnnx(cfg, model.exportWeights(), T) run by onnxruntime-web, wasm provider,
  *            1 thread (like ours: single-threaded JS), graphOptimizationLevel 'all' → B·T / run
- * Each phase is warmed up (2 calls; 5 for ORT, whose first runs are slow), then timed over
- * 5…25 repetitions (about 4 s of work, at least 5) and the MEDIAN is reported.
+ *   TF.js    the same three phases in TF.js (bench/tfjs.ts: what is built, one thread, and why
+ *            two training configurations — "stock" autodiff and "fixed" transpose-then-matMul)
+ * Ours and ORT: each phase is warmed up (2 calls; 5 for ORT, whose first runs are slow), then
+ * timed over 5…25 repetitions (about 4 s of work, at least 5). TF.js, to keep the run short (its
+ * stock training step is over a second at 400k): 2 warm-up calls, then 3…10 repetitions (about
+ * 2 s of work, at least 3). The MEDIAN is reported.
  *
- * Memory: every model runs in its own child process (fork of this file with `--child NAME`), so a
- * model's peaks do not include the previous model's garbage. Phases run in the order train,
- * sample, forward, ORT; bench/measure.ts samples the process RSS every ~2 ms from a worker thread
- * (a high-water mark during each phase) and heapUsed / arrayBuffers after every repetition. The
- * "peak RSS (ours)" column is process.resourceUsage().maxRSS just before ORT is loaded — the
- * whole-process peak of our three phases, the number comparable to TF.js's peak. RSS includes
- * Node + tsx (the "RSS start" column) and, in the last phase, the ORT wasm runtime.
+ * Memory: every model runs in two child processes, one after the other (forks of this file):
+ * `--child NAME` (ours, then ORT) and `--tfjs NAME` (TF.js only), so neither side's peak includes
+ * the other's runtime or garbage — in particular TF.js's wasm heap, which only grows. Ours: phases
+ * train, sample, forward, ORT; bench/measure.ts samples the process RSS every ~2 ms from a worker
+ * thread (a high-water mark during each phase) and heapUsed / arrayBuffers after every repetition.
+ * "peak RSS (ours)" is process.resourceUsage().maxRSS just before ORT is loaded — the
+ * whole-process peak of our three phases. TF.js: phases train stock, train fixed, sample,
+ * forward, same probe; "peak RSS (TF.js)" is maxRSS after them (before the sanity checks, which
+ * build our Model in that process to compare logits). Both children load the same modules before
+ * measuring ("RSS start"); the TF.js child then imports @tensorflow/tfjs + the wasm backend.
  *
- * The whole run takes about a minute on a 2-core machine (Node 20); each child's result comes back
- * over the fork IPC channel as JSON.
+ * The whole run takes about a minute and a half on a 2-core machine (Node 20); each child's
+ * result comes back over the fork IPC channel as JSON.
  *
  * Not here: the WebGPU backend's numbers (`npm run bench -- --gpu` runs bench/gpu.ts instead of
- * this file's bench), correctness (tests/onnx.test.ts checks ORT against Model.forward;
- * here only the relative difference is printed as a sanity check).
+ * this file's bench), correctness (tests/onnx.test.ts checks ORT against Model.forward; here only
+ * the relative differences of ORT's and TF.js's logits are printed as sanity checks).
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -41,9 +49,9 @@ import { BOS } from '../src/model/tokenizer';
 import { cpuBackend } from '../src/backend/cpu';
 import { trainOnSequences } from '../src/model/loss';
 import { Model } from '../src/model/model';
-import { initWeights } from '../src/model/weights';
+import { initWeights, type ModelWeights } from '../src/model/weights';
 import { MemoryProbe, median, timeReps } from './measure';
-import { renderTables, type ModelResult, type Reference } from './report';
+import { renderTables, type ModelResult, type TfjsResult } from './report';
 import { type FlagSpec, readFlags } from '../src/cli/flags';
 
 const B = 64;
@@ -58,15 +66,14 @@ const MODELS: readonly { name: string; cfg: ModelConfig }[] = [
   { name: 'BENCH_400K', cfg: BENCH_400K },
 ];
 
-/** The issue's TF.js 4.22 wasm figures (tokens/s, peak MB) at the same shapes. */
-const REFERENCE = new Map<string, Reference>([
-  ['BENCH_100K', { train: 2000, sample: 8450, peakMb: 270 }],
-  ['BENCH_400K', { train: 560, sample: 3660, peakMb: 410 }],
-]);
-
 /** Repetitions for ~4 s of timed work given one call's time, clamped to [5, 25]. */
 function repsFor(ms: number): number {
   return Math.min(25, Math.max(5, Math.round(4000 / Math.max(ms, 1))));
+}
+
+/** TF.js repetitions: ~2 s of timed work, clamped to [3, 10] (header). */
+function tfjsRepsFor(ms: number): number {
+  return Math.min(10, Math.max(3, Math.round(2000 / Math.max(ms, 1))));
 }
 
 /** One untimed-for-the-table call (the first warm-up); returns its ms to size the repetitions. */
@@ -76,14 +83,32 @@ async function once(fn: () => unknown): Promise<number> {
   return performance.now() - t0;
 }
 
+/** The initial weights and the token batch, the same in both children (same seed). */
+function benchInputs(cfg: ModelConfig): { weights: ModelWeights; tokens: Int32Array } {
+  const rng = new Rng(SEED, [paramCount(cfg)]);
+  const weights = initWeights(cfg, rng.fork(0));
+  const data = rng.fork(1);
+  const tokens = Int32Array.from({ length: B * T }, () => 1 + data.int(cfg.vocab - 1)); // no PAD: every position is a target
+  return { weights, tokens };
+}
+
+/** max |a − b| / max |a|. */
+function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < a.length; i++) {
+    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
+    scale = Math.max(scale, Math.abs(a[i]!));
+  }
+  return diff / scale;
+}
+
 /** Runs every phase for one model (in a child process) and returns what it measured. */
 async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult> {
   const probe = new MemoryProbe(4);
   const baselineRss = process.memoryUsage().rss;
-  const rng = new Rng(SEED, [paramCount(cfg)]);
-  const model = new Model(cpuBackend, cfg, initWeights(cfg, rng.fork(0)), { trainable: 'full' });
-  const data = rng.fork(1);
-  const tokens = Int32Array.from({ length: B * T }, () => 1 + data.int(cfg.vocab - 1)); // no PAD: every position is a target
+  const { weights, tokens } = benchInputs(cfg);
+  const model = new Model(cpuBackend, cfg, weights, { trainable: 'full' });
 
   // train
   probe.phase(0);
@@ -122,12 +147,7 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
     theirs = (await sess.run({ tokens: input })).logits!.data as Float32Array;
   };
   const ortMs = await timeReps(run, 4, repsFor(await once(run)), probe);
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < ours.length; i++) {
-    diff = Math.max(diff, Math.abs(ours[i]! - theirs[i]!));
-    scale = Math.max(scale, Math.abs(ours[i]!));
-  }
+  const ortRelDiff = relDiff(ours, theirs);
   await sess.release();
   const peakRssAll = process.resourceUsage().maxRSS * 1024;
   await probe.stop();
@@ -143,7 +163,7 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
     forwardMs,
     ortMs,
     ortCreateMs,
-    ortRelDiff: diff / scale,
+    ortRelDiff,
     baselineRss,
     mem: { train: probe.peaks(0), sample: probe.peaks(1), forward: probe.peaks(2), ort: probe.peaks(3) },
     peakRssOurs,
@@ -151,13 +171,88 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
   };
 }
 
-/** Forks this file for one model and waits for its result. */
-function runChild(name: string): Promise<ModelResult> {
+/** The TF.js phases for one model (in its own child process, header) and the sanity checks. */
+async function measureTfjs(name: string, cfg: ModelConfig): Promise<TfjsResult> {
+  const probe = new MemoryProbe(4);
+  const baselineRss = process.memoryUsage().rss;
+  const { weights, tokens } = benchInputs(cfg);
+  const { loadTfjs, TfjsLlama, matmulProbe } = await import('./tfjs');
+  const { tf, version, threads, simd, multithread } = await loadTfjs();
+  const importRss = process.memoryUsage().rss;
+  const model = new TfjsLlama(tf, cfg, weights);
+  const tok = tf.tensor1d(tokens, 'int32');
+  // onehot(next token) per row, zero rows at t = T−1 (no target): the loss's mask.
+  const V = cfg.vocab;
+  const tgt = new Float32Array(B * T * V);
+  for (let b = 0; b < B; b++) for (let t = 0; t + 1 < T; t++) tgt[(b * T + t) * V + tokens[b * T + t + 1]!] = 1;
+  const target = tf.tensor2d(tgt, [B * T, V]);
+  const count = B * (T - 1);
+  const theirs = model.forward(tok, B, T); // initial weights, for the logits check below
+
+  const train = async (mode: 'stock' | 'fixed', phase: number): Promise<number[]> => {
+    probe.phase(phase);
+    const opt = tf.train.adam(1e-3, 0.9, 0.999, 1e-8);
+    const step = (): number => model.trainStep(opt, tok, target, count, B, T, mode);
+    const ms = await timeReps(step, 1, tfjsRepsFor(await once(step)), probe);
+    opt.dispose();
+    return ms;
+  };
+  const trainStockMs = await train('stock', 0);
+  const trainFixedMs = await train('fixed', 1);
+
+  probe.phase(2);
+  const first = new Int32Array(B).fill(BOS);
+  let sampleTokens = 0;
+  const sample = (): void => {
+    sampleTokens = model.generate(first, NEW, SEED).length;
+  };
+  const sampleMs = await timeReps(sample, 1, tfjsRepsFor(await once(sample)), probe);
+
+  probe.phase(3);
+  const forward = (): void => {
+    model.forward(tok, B, T);
+  };
+  const forwardMs = await timeReps(forward, 1, tfjsRepsFor(await once(forward)), probe);
+  const peakRss = process.resourceUsage().maxRSS * 1024;
+  await probe.stop();
+
+  // Sanity checks, after the peak was read: fixed vs stock gradients, our logits vs TF.js's.
+  const gradRelDiff = tf.tidy(() => {
+    const a = model.grads(tok, target, count, B, T, 'stock').grads;
+    const b = model.grads(tok, target, count, B, T, 'fixed').grads;
+    const flat = (g: typeof a): Float32Array => Float32Array.from(Object.keys(g).flatMap((k) => Array.from(g[k]!.dataSync())));
+    return relDiff(flat(a), flat(b));
+  });
+  const matmul = matmulProbe(tf, B * T, cfg.d, cfg.hidden);
+  const ours = new Model(cpuBackend, cfg, weights, { trainable: 'none' }).forward(tokens, B, T);
+  return {
+    name,
+    version,
+    threads,
+    simd,
+    multithread,
+    trainStockMs,
+    trainFixedMs,
+    sampleMs,
+    sampleTokens,
+    forwardMs,
+    relDiff: relDiff(ours, theirs),
+    gradRelDiff,
+    matmul,
+    baselineRss,
+    importRss,
+    mem: { stock: probe.peaks(0), fixed: probe.peaks(1), sample: probe.peaks(2), forward: probe.peaks(3) },
+    peakRss,
+  };
+}
+
+/** Forks this file for one model (`--child` ours + ORT, `--tfjs` TF.js) and waits for its result. */
+function runChild<R>(flag: '--child' | '--tfjs', name: string): Promise<R> {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--child', name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    let result: ModelResult | null = null;
+    const child = fork(fileURLToPath(import.meta.url), [flag, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    let result: R | null = null;
     child.on('message', (m) => {
-      result = m as ModelResult;
+      result = m as R;
     });
     child.on('error', reject);
     child.on('exit', (code) => {
@@ -169,9 +264,10 @@ function runChild(name: string): Promise<ModelResult> {
 
 /**
  * This file's flags (node:util's parseArgs, via src/cli/flags.ts): `--gpu` hands the whole command
- * line to bench/gpu.ts, which reads its own; `--child NAME` is how runChild starts a model's run.
+ * line to bench/gpu.ts, which reads its own; `--child NAME` and `--tfjs NAME` are how runChild
+ * starts a model's two runs.
  */
-const CPU_FLAGS = { gpu: { type: 'boolean' }, child: { type: 'string' } } as const satisfies FlagSpec;
+const CPU_FLAGS = { gpu: { type: 'boolean' }, child: { type: 'string' }, tfjs: { type: 'string' } } as const satisfies FlagSpec;
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -182,35 +278,45 @@ async function main(): Promise<void> {
     return;
   }
   let child: string | undefined;
+  let tfjsChild: string | undefined;
   try {
-    for (const f of readFlags(argv, CPU_FLAGS, (m) => new Error(m))) if (f.name === 'child') child = f.value;
+    for (const f of readFlags(argv, CPU_FLAGS, (m) => new Error(m))) {
+      if (f.name === 'child') child = f.value;
+      if (f.name === 'tfjs') tfjsChild = f.value;
+    }
   } catch (e) {
     const m = (e as Error).message;
     console.log(`npm run bench: ${m.startsWith('Unknown flag') ? `${m.replace(/^Unknown flag/, 'unknown option')}; known: --gpu (the WebGPU bench, with its own options: bench/gpu.ts)` : m}`);
     process.exitCode = 2;
     return;
   }
-  if (child !== undefined) {
-    const m = MODELS.find((x) => x.name === child);
-    if (!m) throw new Error(`unknown bench model ${child}`);
-    const r = await measureModel(m.name, m.cfg);
+  if (child !== undefined || tfjsChild !== undefined) {
+    const m = MODELS.find((x) => x.name === (child ?? tfjsChild));
+    if (!m) throw new Error(`unknown bench model ${child ?? tfjsChild}`);
+    const r = child !== undefined ? await measureModel(m.name, m.cfg) : await measureTfjs(m.name, m.cfg);
     process.send!(r, () => process.exit(0));
     return;
   }
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-  console.log(`SAT Playground CPU bench — ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, onnxruntime-web ${ort.env.versions.web ?? '?'}`);
+  console.log(`SAT Playground CPU bench — ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, onnxruntime-web ${ort.env.versions.web ?? '?'}, TF.js (see each model's line)`);
   console.log(`shapes: batch ${B} × ${T} tokens (sampling: ${B} one-token prompts × ${NEW} new tokens)\n`);
   const t0 = performance.now();
-  const results: ModelResult[] = [];
+  const rows: { ours: ModelResult; tfjs: TfjsResult }[] = [];
   for (const m of MODELS) {
-    const r = await runChild(m.name);
-    results.push(r);
+    const r = await runChild<ModelResult>('--child', m.name);
+    const t = await runChild<TfjsResult>('--tfjs', m.name);
+    rows.push({ ours: r, tfjs: t });
     const reps = [r.trainMs, r.sampleMs, r.forwardMs, r.ortMs].map((x) => x.length).join('/');
+    const treps = [t.trainStockMs, t.trainFixedMs, t.sampleMs, t.forwardMs].map((x) => x.length).join('/');
+    const mm = t.matmul;
     console.log(
-      `${m.name.padEnd(10)} ${r.describe}\n           reps train/sample/forward/ORT ${reps}; ORT session ${r.ortCreateMs.toFixed(0)} ms; ORT vs ours max rel diff ${r.ortRelDiff.toExponential(1)}; process peak RSS with ORT ${(r.peakRssAll / 2 ** 20).toFixed(0)} MiB`,
+      `${m.name.padEnd(10)} ${r.describe}\n` +
+        `           ours: reps train/sample/forward/ORT ${reps}; ORT session ${r.ortCreateMs.toFixed(0)} ms; ORT vs ours max rel diff ${r.ortRelDiff.toExponential(1)}; process peak RSS with ORT ${(r.peakRssAll / 2 ** 20).toFixed(0)} MiB\n` +
+        `           TF.js ${t.version} wasm (threads ${t.threads}, SIMD ${t.simd}, multithread support ${t.multithread}): reps stock/fixed/sample/forward ${treps}; TF.js vs ours logits max rel diff ${t.relDiff.toExponential(1)}; fixed vs stock gradients ${t.gradRelDiff.toExponential(1)}\n` +
+        `           TF.js matMul ${B * T}×${m.cfg.d}→${m.cfg.hidden}, ms: NN ${mm.nn.toFixed(1)}, NT (dy·Wᵀ, stock dx) ${mm.nt.toFixed(1)}, TN (xᵀ·dy, stock dW) ${mm.tn.toFixed(1)}, transpose then NN (fixed dW) ${mm.transposeNn.toFixed(1)}`,
     );
   }
-  console.log(`\n${renderTables(results, REFERENCE, median)}\n`);
+  console.log(`\n${renderTables(rows, median)}\n`);
   console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 

@@ -1,19 +1,38 @@
 /**
- * The bench's printed tables (bench/cpu.ts): one result per model → two Markdown tables, the
- * throughput one and the memory one, with the issue's TF.js reference figures as columns. The
- * same text is pasted into docs/performance.md, so it is Markdown that also reads well in a
- * terminal (columns padded).
+ * The bench's printed tables (bench/cpu.ts): per model, our child's result and the TF.js child's
+ * → three Markdown tables: throughput (ours, TF.js stock / fixed, ORT, and the ratios), our
+ * memory, TF.js's memory. Every figure is measured in the run; ratios are ours ÷ peer, training
+ * against the better of the two TF.js configurations. The same text is pasted into
+ * docs/performance.md, so it is Markdown that also reads well in a terminal (columns padded).
  *
  * Not here: the measuring (bench/cpu.ts, bench/measure.ts).
  */
 import type { PhaseMemory } from './measure';
 
-/** TF.js 4.22 (wasm backend) figures from the issue, same shapes (batch 64 × 32 tokens). */
-export interface Reference {
-  readonly train: number;
-  readonly sample: number;
-  /** Peak process memory, MB. */
-  readonly peakMb: number;
+/** What one model's TF.js child process measured (bench/tfjs.ts). Times in ms, memory in bytes. */
+export interface TfjsResult {
+  readonly name: string;
+  readonly version: string;
+  readonly threads: number;
+  readonly simd: boolean;
+  readonly multithread: boolean;
+  readonly trainStockMs: number[];
+  readonly trainFixedMs: number[];
+  readonly sampleMs: number[];
+  readonly sampleTokens: number;
+  readonly forwardMs: number[];
+  /** max |ours − TF.js| / max |ours|, logits of the initial weights on the bench batch. */
+  readonly relDiff: number;
+  /** The same for the gradients, fixed vs stock (same maths, other kernels). */
+  readonly gradRelDiff: number;
+  /** ms per product at N × C → hidden (w1's shape): NN, NT, TN flags and transpose-then-NN. */
+  readonly matmul: { readonly nn: number; readonly nt: number; readonly tn: number; readonly transposeNn: number };
+  /** RSS before TF.js is imported, and after import + wasm backend ready (before the model). */
+  readonly baselineRss: number;
+  readonly importRss: number;
+  readonly mem: { readonly stock: PhaseMemory; readonly fixed: PhaseMemory; readonly sample: PhaseMemory; readonly forward: PhaseMemory };
+  /** process.resourceUsage().maxRSS after the four phases (bytes). */
+  readonly peakRss: number;
 }
 
 /** What one model's child process measured. Times in ms (every repetition), memory in bytes. */
@@ -63,32 +82,66 @@ export function tokensPerSecond(tokens: number, ms: readonly number[], med: (xs:
   return tokens / (med(ms) / 1000);
 }
 
-/** The throughput table (tokens/s, medians) and the memory table (MiB). */
-export function renderTables(results: readonly ModelResult[], refs: ReadonlyMap<string, Reference>, med: (xs: readonly number[]) => number): string {
-  const thr = results.map((r) => {
-    const ref = refs.get(r.name);
+/** One field of several phases' memory, MiB to one decimal, "a / b / c". */
+function perPhase(phases: readonly PhaseMemory[], key: 'heapUsed' | 'arrayBuffers'): string {
+  return phases.map((m) => (m[key] / MiB).toFixed(1)).join(' / ');
+}
+
+/** A ratio: two decimals, one from 10 up ("0.35", "12.3"). */
+function fmtRatio(x: number): string {
+  return x >= 10 ? x.toFixed(1) : x.toFixed(2);
+}
+
+/** The throughput table (tokens/s, medians), our memory table and TF.js's (MiB). */
+export function renderTables(rows: readonly { readonly ours: ModelResult; readonly tfjs: TfjsResult }[], med: (xs: readonly number[]) => number): string {
+  const thr = rows.map(({ ours: r, tfjs: t }) => {
     const N = r.batch * r.seq;
+    const train = tokensPerSecond(N, r.trainMs, med);
+    const stock = tokensPerSecond(N, t.trainStockMs, med);
+    const fixed = tokensPerSecond(N, t.trainFixedMs, med);
+    const sample = tokensPerSecond(r.sampleTokens, r.sampleMs, med);
+    const tSample = tokensPerSecond(t.sampleTokens, t.sampleMs, med);
     const fwd = tokensPerSecond(N, r.forwardMs, med);
+    const tFwd = tokensPerSecond(N, t.forwardMs, med);
     const ort = tokensPerSecond(N, r.ortMs, med);
     return [
       r.name,
       fmtInt(r.params),
-      fmtInt(tokensPerSecond(N, r.trainMs, med)),
-      ref ? `≈ ${fmtInt(ref.train)}` : '—',
-      fmtInt(tokensPerSecond(r.sampleTokens, r.sampleMs, med)),
-      ref ? `≈ ${fmtInt(ref.sample)}` : '—',
+      fmtInt(train),
+      fmtInt(stock),
+      fmtInt(fixed),
+      fmtRatio(train / Math.max(stock, fixed)),
+      fmtInt(sample),
+      fmtInt(tSample),
+      fmtRatio(sample / tSample),
       fmtInt(fwd),
+      fmtInt(tFwd),
       fmtInt(ort),
-      (fwd / ort).toFixed(2),
+      fmtRatio(fwd / tFwd),
+      fmtRatio(fwd / ort),
     ];
   });
   const t1 = markdownTable(
-    ['model', 'params', 'train (ours)', 'train (TF.js)', 'sample (ours)', 'sample (TF.js)', 'forward (ours)', 'forward (ORT wasm)', 'ours / ORT'],
+    [
+      'model',
+      'params',
+      'train (ours)',
+      'train TF.js stock',
+      'train TF.js fixed',
+      'train: ours / best TF.js',
+      'sample (ours)',
+      'sample (TF.js)',
+      'sample: ours / TF.js',
+      'forward (ours)',
+      'forward (TF.js)',
+      'forward (ORT)',
+      'fwd: ours / TF.js',
+      'fwd: ours / ORT',
+    ],
     thr,
-    [false, true, true, true, true, true, true, true, true],
+    [false, ...new Array<boolean>(13).fill(true)],
   );
-  const mem = results.map((r) => {
-    const ref = refs.get(r.name);
+  const mem = rows.map(({ ours: r, tfjs: t }) => {
     const { train, sample, forward, ort } = r.mem;
     return [
       r.name,
@@ -97,16 +150,40 @@ export function renderTables(results: readonly ModelResult[], refs: ReadonlyMap<
       fmtMiB(sample.rss),
       fmtMiB(forward.rss),
       fmtMiB(r.peakRssOurs),
-      ref ? `≈ ${ref.peakMb}` : '—',
+      fmtMiB(t.peakRss),
+      fmtRatio(r.peakRssOurs / t.peakRss),
       fmtMiB(ort.rss),
-      [train, sample, forward, ort].map((m) => (m.heapUsed / MiB).toFixed(1)).join(' / '),
-      [train, sample, forward, ort].map((m) => (m.arrayBuffers / MiB).toFixed(1)).join(' / '),
+      perPhase([train, sample, forward, ort], 'heapUsed'),
+      perPhase([train, sample, forward, ort], 'arrayBuffers'),
     ];
   });
   const t2 = markdownTable(
-    ['model', 'RSS start', 'RSS train', 'RSS sample', 'RSS forward', 'peak RSS (ours)', 'TF.js peak', 'RSS + ORT', 'heapUsed tr / sa / fw / ORT', 'arrayBuffers tr / sa / fw / ORT'],
+    ['model', 'RSS start', 'RSS train', 'RSS sample', 'RSS forward', 'peak RSS (ours)', 'peak RSS (TF.js)', 'ours / TF.js', 'RSS + ORT', 'heapUsed tr / sa / fw / ORT', 'arrayBuffers tr / sa / fw / ORT'],
     mem,
-    [false, true, true, true, true, true, true, true, true, true],
+    [false, ...new Array<boolean>(10).fill(true)],
   );
-  return `Throughput, tokens/s (median of the timed repetitions):\n\n${t1}\n\nMemory, MiB (peak during each phase; one fresh process per model):\n\n${t2}`;
+  const tmem = rows.map(({ tfjs: t }) => {
+    const { stock, fixed, sample, forward } = t.mem;
+    return [
+      t.name,
+      fmtMiB(t.baselineRss),
+      fmtMiB(t.importRss),
+      fmtMiB(stock.rss),
+      fmtMiB(fixed.rss),
+      fmtMiB(sample.rss),
+      fmtMiB(forward.rss),
+      fmtMiB(t.peakRss),
+      perPhase([stock, fixed, sample, forward], 'heapUsed'),
+    ];
+  });
+  const t3 = markdownTable(
+    ['model', 'RSS start', 'RSS + TF.js loaded', 'RSS train stock', 'RSS train fixed', 'RSS sample', 'RSS forward', 'peak RSS (TF.js)', 'heapUsed st / fx / sa / fw'],
+    tmem,
+    [false, ...new Array<boolean>(8).fill(true)],
+  );
+  return [
+    `Throughput, tokens/s (median of the timed repetitions; ratios ours ÷ peer, training against the better TF.js configuration):\n\n${t1}`,
+    `Memory, ours, MiB (peak during each phase; one fresh process per model):\n\n${t2}`,
+    `Memory, TF.js, MiB (its own fresh process per model; TF.js keeps tensors in the wasm heap, inside RSS but not in heapUsed):\n\n${t3}`,
+  ].join('\n\n');
 }
