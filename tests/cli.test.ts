@@ -1,7 +1,7 @@
 /**
  * The `npm run sat` command line: a run prints one row per stage, --compare and --sweep print
- * their tables, --json writes the §9 metric keys, and bad input exits with status 2 and a message
- * that names the problem. Runs the real entry point in a child process.
+ * their tables, --json writes the §9 metric keys, --export-recipe writes a real run's config, and
+ * bad input exits with status 2 and a message that names the problem. Runs the real entry point in a child process.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -26,6 +26,22 @@ describe('npm run sat', () => {
     expect(json.stages).toHaveLength(3);
     expect(Object.keys(json.stages[0])).toEqual(expect.arrayContaining(['team/J', 'cert/lower', 'cert/held', 'agent/0/kl_q', 'order/sigma']));
     expect(json.config.seed).toBe(5);
+  });
+
+  it('--export-recipe writes a SAT-style YAML and verl overrides that import back to the settings', async () => {
+    const { readRecipe } = await import('../src/sat/recipe');
+    const { presetConfig } = await import('../src/sat/presets');
+    const { parseConfig } = await import('../src/sat/config');
+    const file = join(mkdtempSync(join(tmpdir(), 'sat-cli-')), 'team.sat.yaml');
+    const r = sat('--preset', 'arith-team', '--set', 'delta=0.07', '--export-recipe', file, '--hf', 'S=my-org/small');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/wrote .*team\.sat\.yaml \(SAT-style config\) and .*\.verl\.txt \(\d+ verl overrides\); \d+ settings have no counterpart/);
+    const cfg = presetConfig('arith-team', { delta: '0.07' });
+    const back = readRecipe(readFileSync(file, 'utf8'), parseConfig({ task: 'arithmetic', agents: 3 }), { models: { S: 'my-org/small', M: 'm', L: 'l' } });
+    for (const k of ['delta', 'beta', 'group', 'alpha', 'maxBacktracks', 'model', 'agents'] as const) expect(back[k], k).toEqual(cfg[k]);
+    const verl = readFileSync(`${file}.verl.txt`, 'utf8').trim().split('\n');
+    expect(verl).toContain('actor_rollout_ref.model.path=my-org/small');
+    expect(verl).toContain(`data.train_batch_size=${cfg.batch}`);
   });
 
   it('--compare prints a row per variant with mean ± CI', () => {
@@ -87,6 +103,7 @@ describe('npm run sat', () => {
       [["--set", "delta=abc"], /Setting "delta" = "abc" is not a number; expected a number in \[1e-6, 10\]/],
       [['--set', 'detla=0.1'], /Unknown setting "detla"\. Did you mean "delta"\?/],
       [['--set', 'order=custom', '--set', 'customOrder=0,0,1'], /customOrder.*not a permutation/],
+      [['--hf', 'X=org/model', '--export-recipe', 'never-written.yaml'], /--hf maps the zoo's sizes S, M and L to Hugging Face ids, got "X"/],
       [['--preset', 'nope'], /Unknown preset "nope"/],
       [['--frobnicate'], /Unknown flag --frobnicate/],
       [['--stages', '0'], /"stages" = "0" is out of range/],

@@ -33,7 +33,8 @@ import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, pa
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLlmTask } from '../sat/config';
-import { createExperiment, createLlmExperiment, runStages, type Experiment } from '../sat/experiment';
+import { createExperiment, createLlmExperiment, planLlm, planTabular, runStages, type Experiment } from '../sat/experiment';
+import { DEFAULT_MODELS, recipe } from '../sat/recipe';
 import { configuredLmSwap } from '../sat/lmSwap';
 import { ProjectedLmAgent } from '../sat/agents/projected';
 import { lambdaHistogram } from '../sat/stage0';
@@ -66,12 +67,17 @@ interface Args {
   sqrtDelta: boolean;
   /** The δ-sweep protocol with lr fixed (the negative control). */
   fixedLr: boolean;
+  /** --export-recipe FILE: the settings as a SAT-style YAML (FILE) and verl overrides (FILE.verl.txt). */
+  exportRecipe?: string;
+  /** --hf S=id,M=id,L=id: the Hugging Face ids the zoo's sizes map to in a recipe. */
+  hf: Partial<Record<'S' | 'M' | 'L', string>>;
 }
 
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N [--sqrt-delta] [--fixed-lr]]
                      [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
                      [--certify-report [--presets a,b,…] [--seeds N]] [--profile] [--quiet] [--help]
+                     [--export-recipe FILE [--hf S=org/model,M=…,L=…]]
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
 --sweep delta=… on delta-sweep (or with --sqrt-delta): only δ changes, lr ∝ √δ, one step, no backtracking;
   prints mean KL/δ, the violation rate and its exponent with a bootstrap CI over seeds (--fixed-lr: lr fixed).
@@ -86,10 +92,11 @@ const FLAGS = {
   swap: { type: 'string' }, stage0: { type: 'string' }, 'swap-stage': { type: 'string' }, 'no-stage0': { type: 'boolean' }, 'swap-seat': { type: 'string' },
   quiet: { type: 'boolean' }, 'sqrt-delta': { type: 'boolean' }, 'fixed-lr': { type: 'boolean' },
   'certify-report': { type: 'boolean' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+  'export-recipe': { type: 'string' }, hf: { type: 'string' },
 } as const satisfies FlagSpec;
 
 function readArgs(argv: string[]): Args {
-  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, profile: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false };
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, profile: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false, hf: {} };
   const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
   for (const { name, value } of readFlags(argv, FLAGS, (m) => new UsageError(m))) {
     // readFlags has checked that a value flag has its value and a switch has none.
@@ -130,6 +137,14 @@ function readArgs(argv: string[]): Args {
       case 'sqrt-delta': a.sqrtDelta = true; break;
       case 'fixed-lr': a.fixedLr = true; break;
       case 'certify-report': a.certifyReport = true; break;
+      case 'export-recipe': a.exportRecipe = v; break;
+      case 'hf':
+        for (const item of list(v)) {
+          const [size, id] = parseAssignment(item);
+          if (size !== 'S' && size !== 'M' && size !== 'L') throw new UsageError(`--hf maps the zoo's sizes S, M and L to Hugging Face ids, got "${size}" in "${item}"`);
+          a.hf[size] = id;
+        }
+        break;
       case 'profile': a.profile = true; break;
       case 'presets': a.presets = list(v); break;
       case 'help': printHelp(); process.exit(0);
@@ -264,6 +279,16 @@ async function main(): Promise<void> {
 
   if (args.certifyReport) {
     await printCertifyReport(args, progress);
+    return;
+  }
+
+  if (args.exportRecipe) {
+    // A_max of aMax = 0 is the task's reward range (read from its plan; no model is loaded).
+    const range = isLlmTask(base.task) ? planLlm(base).aMax : planTabular(base).aMax;
+    const r = recipe(base, { ...DEFAULT_MODELS, ...args.hf }, base.aMax > 0 ? base.aMax : range);
+    writeFileSync(args.exportRecipe, r.yaml);
+    writeFileSync(`${args.exportRecipe}.verl.txt`, `${r.verl.join('\n')}\n`);
+    console.log(`wrote ${args.exportRecipe} (SAT-style config) and ${args.exportRecipe}.verl.txt (${r.verl.length} verl overrides); ${r.unmapped.length} settings have no counterpart (docs/real-run.md says why): ${r.unmapped.join(', ')}`);
     return;
   }
 

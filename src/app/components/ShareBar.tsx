@@ -1,12 +1,15 @@
 /**
  * Sharing and files: "Copy link" (settings, seed and the current step in the URL hash — opening it
- * replays the run), "Export" (the experiment as a .satexp file: settings, metrics, agent weights)
- * and "Import" (validated; a bad file gets a specific message and changes nothing).
+ * replays the run), "Export" (the experiment as a .satexp file: settings, metrics, agent weights),
+ * "Import" (validated; a bad file gets a specific message and changes nothing; a SAT-style .yaml
+ * opens its settings) and "Export for a real run" (the settings as a SAT-style YAML and verl
+ * overrides, with the Hugging Face ids the zoo's sizes map to; docs/real-run.md).
  *
  * Not here: the formats (share.ts, savefile.ts) or start-up (boot.ts).
  */
 import { useRef, useState } from 'react';
-import { experimentBytes, openExperimentBytes, shareLink } from '../boot';
+import { experimentBytes, openExperimentBytes, openRecipeText, recipeOf, shareLink } from '../boot';
+import { DEFAULT_MODELS, type ModelMap } from '../../sat/recipe';
 import { describeError } from '../session';
 import { useSession } from '../sessionContext';
 import { EXPERIMENT_EXTENSION } from '../savefile';
@@ -16,6 +19,7 @@ export function ShareBar() {
   const session = useSession();
   const status = usePlayground((s) => s.status);
   const [link, setLink] = useState<string | null>(null);
+  const [recipeOpen, setRecipeOpen] = useState(false);
   const file = useRef<HTMLInputElement>(null);
   const working = status === 'busy' || status === 'running' || status === 'loading';
 
@@ -53,8 +57,8 @@ export function ShareBar() {
 
   const importFile = async (f: File | undefined) => {
     if (!f) return;
-    const bytes = new Uint8Array(await f.arrayBuffer());
-    await openExperimentBytes(session, bytes, `The file “${f.name}”`);
+    if (/\.ya?ml$/i.test(f.name)) await openRecipeText(session, await f.text(), `“${f.name}”`);
+    else await openExperimentBytes(session, new Uint8Array(await f.arrayBuffer()), `The file “${f.name}”`);
     if (file.current) file.current.value = '';
   };
 
@@ -67,9 +71,54 @@ export function ShareBar() {
       <button type="button" className="small" data-testid="export" disabled={working} onClick={exportFile} title="Save settings, metrics and agent weights as a file">
         Export
       </button>
-      <label className="file-btn" title="Open an exported experiment file">
-        <input ref={file} type="file" accept={EXPERIMENT_EXTENSION} data-testid="import" disabled={working} onChange={(e) => void importFile(e.target.files?.[0])} />
+      <label className="file-btn" title="Open an exported experiment file, or a real run's SAT-style YAML (its settings)">
+        <input ref={file} type="file" accept={`${EXPERIMENT_EXTENSION},.yaml,.yml`} data-testid="import" disabled={working} onChange={(e) => void importFile(e.target.files?.[0])} />
         <span>Import</span>
+      </label>
+      <button type="button" className="small" data-testid="export-recipe" disabled={working} onClick={() => setRecipeOpen((o) => !o)} title="These settings as a config for a real run: SAT-style YAML and verl overrides (docs/real-run.md)" aria-expanded={recipeOpen}>
+        Export for a real run
+      </button>
+      {recipeOpen && <RecipePanel />}
+    </div>
+  );
+}
+
+/** The recipe: the Hugging Face ids for the zoo's sizes, the YAML to download, the verl overrides to copy. */
+function RecipePanel() {
+  const session = useSession();
+  usePlayground((s) => s.config); // re-render when the settings change
+  const [models, setModels] = useState<ModelMap>(DEFAULT_MODELS);
+  let r;
+  try {
+    r = recipeOf(session, models);
+  } catch (e) {
+    return <div className="recipe-panel" role="alert">{describeError(e, '')}</div>;
+  }
+  const download = () => {
+    const s = usePlayground.getState();
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([r.yaml], { type: 'application/yaml' }));
+    a.download = `${s.preset}.sat.yaml`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+  };
+  return (
+    <div className="recipe-panel" data-testid="recipe-panel" aria-label="Export for a real run">
+      <p className="muted">The zoo's sizes as Hugging Face ids (placeholders: pick checkpoints for your task):</p>
+      {(['S', 'M', 'L'] as const).map((size) => (
+        <label key={size} className="recipe-model">
+          {size}{' '}
+          <input data-testid={`recipe-model-${size}`} value={models[size]} onChange={(e) => setModels({ ...models, [size]: e.target.value })} />
+        </label>
+      ))}
+      <button type="button" className="small" data-testid="recipe-download" onClick={download}>
+        Download SAT-style YAML
+      </button>
+      <label className="recipe-verl">
+        verl overrides ({r.verl.length}; {r.unmapped.length} settings have no counterpart — docs/real-run.md says why)
+        <textarea readOnly data-testid="recipe-verl" rows={6} value={r.verl.join('\n')} onFocus={(e) => e.currentTarget.select()} />
       </label>
     </div>
   );
