@@ -19,7 +19,9 @@
  *   4. models: tokens/s of one training step (forward with activations, next-token
  *      cross-entropy gradient on the device, backward, AdamW) and of sampling (64 one-token
  *      prompts × 31 new tokens, KV cache), `Model` over `webgpuBackend` vs the same class
- *      over `cpuBackend` (the CPU twin; bench/cpu.ts times it against onnxruntime-web);
+ *      over `cpuBackend` (the CPU twin; bench/cpu.ts times it against onnxruntime-web); and what
+ *      each asks of the GPU (GpuContext.counts): dispatches and command submissions per training
+ *      step and per decoded token;
  *   5. GPU memory per model (= per agent: one model and one device per agent worker): bytes of
  *      GPU buffers created, counted by wrapping device.createBuffer / GPUBuffer.destroy around a
  *      fresh GpuContext per model (pooled buffers are never destroyed, so this is the pool's
@@ -391,7 +393,11 @@ interface ModelRun {
   readonly trainTps: number;
   readonly sampleTps: number;
   readonly params: number;
+  /** Dispatches and submissions per training step and per decode step (WebGPU only). */
+  readonly counts?: { readonly stepDispatches: number; readonly stepSubmits: number; readonly tokenDispatches: number; readonly tokenSubmits: number };
 }
+
+type Counts = { readonly dispatches: number; readonly submissions: number };
 
 async function timeSteps(fn: () => Promise<unknown>, reps: number): Promise<number> {
   await fn();
@@ -404,7 +410,7 @@ async function timeSteps(fn: () => Promise<unknown>, reps: number): Promise<numb
   return median(ms);
 }
 
-async function runModel<X extends TensorKinds>(be: Backend<X>, cfg: ModelConfig, B: number, reps: number, afterBuild: () => void, afterTrain: () => void): Promise<ModelRun> {
+async function runModel<X extends TensorKinds>(be: Backend<X>, cfg: ModelConfig, B: number, reps: number, afterBuild: () => void, afterTrain: () => void, counts?: () => Counts): Promise<ModelRun> {
   const rng = new Rng(SEED, [paramCount(cfg)]);
   const model = new Model(be, cfg, initWeights(cfg, rng.fork(0)), { trainable: 'full' });
   afterBuild();
@@ -418,7 +424,20 @@ async function runModel<X extends TensorKinds>(be: Backend<X>, cfg: ModelConfig,
     const r = await model.generate(prompts, { maxNew: NEW, temperature: 1, topK: 0, seed: SEED, stream: 0, stop: -1 });
     generated = r.tokens.reduce((s, x) => s + x.length, 0);
   }, reps);
-  return { trainTps: (B * T) / (trainMs / 1000), sampleTps: generated / (sampleMs / 1000), params: model.paramCount() };
+  let measured: ModelRun['counts'];
+  if (counts) {
+    // One more of each, counted (the timed runs above warmed every pipeline up).
+    const c0 = counts();
+    await trainOnSequences(model, tokens, B, T, { lr: 1e-3 });
+    const c1 = counts();
+    await model.generate(prompts, { maxNew: NEW, temperature: 1, topK: 0, seed: SEED, stream: 0, stop: -1 });
+    const c2 = counts();
+    measured = {
+      stepDispatches: c1.dispatches - c0.dispatches, stepSubmits: c1.submissions - c0.submissions,
+      tokenDispatches: (c2.dispatches - c1.dispatches) / NEW, tokenSubmits: (c2.submissions - c1.submissions) / NEW,
+    };
+  }
+  return { trainTps: (B * T) / (trainMs / 1000), sampleTps: generated / (sampleMs / 1000), params: model.paramCount(), ...(measured ? { counts: measured } : {}) };
 }
 
 async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: readonly { name: string; cfg: ModelConfig }[], B: number, reps: number): Promise<string> {
@@ -443,11 +462,11 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
     let trained = 0;
     let gpu: ModelRun;
     try {
-      gpu = await runModel(be, cfg, B, reps, () => (built = meter.live - base), () => (trained = meter.live - base));
+      gpu = await runModel(be, cfg, B, reps, () => (built = meter.live - base), () => (trained = meter.live - base), () => ({ ...ctx.counts }));
     } catch (e) {
       const msg = e instanceof Error ? e.message.split('\n')[0]! : String(e);
       console.log(`failed: ${msg}`);
-      thr.push([name, paramCount(cfg).toLocaleString('en-US'), `failed: ${msg}`, '—', '—', '—', '—', '—']);
+      thr.push([name, paramCount(cfg).toLocaleString('en-US'), `failed: ${msg}`, '—', '—', '—', '—', '—', '—', '—']);
       continue;
     }
     const sampled = meter.live - base;
@@ -462,13 +481,15 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
       Math.round(gpu.sampleTps).toLocaleString('en-US'),
       Math.round(cpu.sampleTps).toLocaleString('en-US'),
       fmtRatio(gpu.sampleTps / cpu.sampleTps),
+      gpu.counts ? `${gpu.counts.stepDispatches} / ${gpu.counts.stepSubmits}` : '—',
+      gpu.counts ? `${gpu.counts.tokenDispatches.toFixed(1)} / ${gpu.counts.tokenSubmits.toFixed(1)}` : '—',
     ]);
     mem.push([name, gpu.params.toLocaleString('en-US'), ((16 * gpu.params) / MiB).toFixed(2), (built / MiB).toFixed(2), (trained / MiB).toFixed(2), (sampled / MiB).toFixed(2)]);
   }
   const t1 = markdownTable(
-    ['model', 'params', 'train WebGPU', 'train CPU', 'GPU / CPU', 'sample WebGPU', 'sample CPU', 'GPU / CPU'],
+    ['model', 'params', 'train WebGPU', 'train CPU', 'GPU / CPU', 'sample WebGPU', 'sample CPU', 'GPU / CPU', 'dispatches / submits per step', 'per token'],
     thr,
-    [false, true, true, true, true, true, true, true],
+    [false, true, true, true, true, true, true, true, true, true],
   );
   const t2 = markdownTable(
     ['model', 'params n', '16·n (p, g, m, v)', 'GPU after build', 'GPU after train step', 'GPU after sampling'],
