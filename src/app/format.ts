@@ -45,3 +45,12 @@ export function short(x: number): string {
 export function count(x: number): string {
   return Number.isFinite(x) ? String(Math.round(x)) : MISSING;
 }
+
+/**
+ * A backend line's short form — what runs where, before its " — why" (e.g. "cpu (TypeScript)" of
+ * "cpu (TypeScript) — the only WebGPU adapter is a software one…"): the page says the short form
+ * once and keeps the whole sentence for the hover.
+ */
+export function backendShort(line: string): string {
+  return line.split(' — ')[0]!.trim();
+}

@@ -9,7 +9,9 @@
  * shows its card; malformed links each show their own message and open the defaults;
  * a reload restores the last agent step from IndexedDB (one part per stage there); export → import
  * round-trips and a damaged file is refused; the settings export for a real run (SAT-style YAML,
- * verl overrides) and such a YAML imports back; a bad setting names itself. A screenshot after a few stages goes to
+ * verl overrides) and such a YAML imports back; at 1280×720 and 1920×1080 the step controls,
+ * the team and the timeline are on the first screen (screenshots in test-results/); a bad setting
+ * names itself. A screenshot after a few stages goes to
  * test-results/ (or docs/screenshot.png with UPDATE_SCREENSHOT=1, for the README).
  *
  * If /usr/bin/chromium is missing it is installed by scripts/ensure-chromium.mjs when running as
@@ -246,7 +248,9 @@ describe('playground page in Chromium', () => {
     await settled(p);
     expect(p.workers().length).toBe(3);
     // backend = auto on a machine whose only WebGPU adapter is software: the CPU, and the page says why.
-    expect(await p.getByTestId('agent-0-backend').innerText()).toMatch(/^cpu \(TypeScript\) — the only WebGPU adapter is a software one/);
+    // Said once, short; the reason is on hover.
+    expect(await p.getByTestId('agent-0-backend').innerText()).toBe('cpu (TypeScript)');
+    expect(await p.getByTestId('agent-0-backend').getAttribute('title')).toMatch(/cpu \(TypeScript\) — the only WebGPU adapter is a software one/);
     await p.getByTestId('step-agent').click();
     await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 1, undefined, { timeout: 180_000 });
     await settled(p);
@@ -287,6 +291,29 @@ describe('playground page in Chromium', () => {
     expect(await points(p, 'timeline')).toBe(6);
     await p.context().close();
   }, 600_000);
+
+  it('on a projector (1280×720) and a full-HD screen the first screen shows the step controls, the team and the timeline', async () => {
+    for (const [width, height] of [[1280, 720], [1920, 1080]] as const) {
+      const ctx = await browser!.newContext({ viewport: { width, height }, deviceScaleFactor: 1 });
+      const p = await ctx.newPage();
+      p.setDefaultTimeout(60_000);
+      await p.goto(url + (await encodeShare(makeShareState(presetConfig('arith-team'), { preset: 'arith-team' }))), { waitUntil: 'load' });
+      await p.waitForFunction(() => document.querySelector('[data-testid="agent-0"]')?.textContent?.includes('arithmetic-S'), undefined, { timeout: 120_000 });
+      await settled(p);
+      mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+      await p.screenshot({ path: join(ROOT, 'test-results', `first-screen-${width}x${height}.png`) });
+      for (const id of ['step-agent', 'step-stage', 'run', 'team', 'timeline']) {
+        const box = await p.getByTestId(id).boundingBox();
+        expect(box, id).not.toBeNull();
+        expect(box!.y + box!.height, `${id} bottom at ${width}×${height}`).toBeLessThanOrEqual(height);
+      }
+      // The backend is said once, short, in the header; its reason is on hover.
+      const backend = p.getByTestId('backend');
+      expect(await backend.innerText()).toMatch(/^3 Web Workers, cpu \(TypeScript\)$/);
+      expect(await backend.getAttribute('title')).toMatch(/ — /);
+      await ctx.close();
+    }
+  }, 300_000);
 
   it('language agents run on WebGPU in Chromium; a device destroyed mid-stage is recovered', async () => {
     // backend = webgpu: this machine's only adapter is SwiftShader, which `auto` passes over (slower than the CPU kernels).

@@ -9,7 +9,7 @@
  */
 import { useState, type CSSProperties } from 'react';
 import { agentDelta, isLlmTask } from '../../sat/config';
-import { short } from '../format';
+import { short, backendShort } from '../format';
 import { isDirty, setField, usePlayground } from '../store';
 import { agentColor } from '../theme';
 import { tooltip } from './Controls';
@@ -87,8 +87,8 @@ export function TeamBuilder() {
             </div>
             <div className="agent-meta">
               <span title="Parameters the agent trains">{a.parameters.toLocaleString('en')} params</span>
-              <span data-testid={`agent-${a.index}-backend`} title="Where this agent's model, optimizer and kernels run">
-                {a.backend}
+              <span data-testid={`agent-${a.index}-backend`} title={`Where this agent's model, optimizer and kernels run: ${a.backend}`}>
+                {backendShort(a.backend)}
               </span>
               {a.backend.startsWith('webgpu') ? (
                 <span data-testid={`agent-${a.index}-memory`} title="GPU buffers this agent's device holds (parameters, gradients, optimizer state, activations)">
