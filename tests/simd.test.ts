@@ -13,12 +13,13 @@
  * Also: shapes that are not multiples of 4 (every padding path), N = 1, C = 1, OC = 1, bench-sized
  * ones (2048 rows); accumulation into non-zero gradients; null outputs in the backward; Q8/Q4 equal
  * to the SIMD dense matmul on dequantized weights bit for bit; f64 arguments take the TS path;
+ * with WebAssembly.validate stubbed to fail, a fresh simd.ts runs the TS twins and warns once;
  * short buffers throw the TS twins' RangeErrors; `cpuBackend` really dispatches to the kernel and a
  * small Model's logits on it stay close to `cpuBackendReference`'s; the committed artifact equals a
  * fresh build of wasm/kernels.ts byte for byte.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ARTIFACT, buildKernels, renderArtifact } from '../scripts/build-wasm.mjs';
 import {
   cpuBackend,
@@ -311,6 +312,43 @@ describe('cpuBackend uses the SIMD kernels', () => {
       }
       console.log(`Model S ${kind} forward: max|Δlogit| / max|logit| = ${(maxDiff / maxAbs).toExponential(2)}`);
       expect(maxDiff / maxAbs, kind).toBeLessThan(1e-5);
+    }
+  });
+});
+
+describe('without WebAssembly SIMD', () => {
+  it('a fresh simd.ts runs the TS twins bit for bit, and says so once', async () => {
+    vi.resetModules();
+    const validate = vi.spyOn(WebAssembly, 'validate').mockReturnValue(false);
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const fresh = await import('../src/backend/cpu/simd');
+      const r = rng();
+      const [B, T, C, OC] = [1, 9, 32, 5];
+      const inp = rand(T * C, r), w = rand(OC * C, r), dout = rand(T * OC, r);
+      const want = new Float32Array(T * OC), got = new Float32Array(T * OC);
+      matmulForward(want, inp, w, B, T, C, OC);
+      fresh.simdMatmulForward(got, inp, w, B, T, C, OC);
+      expect(got).toEqual(want);
+      const di = rand(T * C, r), dw = rand(OC * C, r);
+      const wantI = di.slice(), wantW = dw.slice();
+      matmulBackward(wantI, wantW, dout, inp, w, B, T, C, OC);
+      fresh.simdMatmulBackward(di, dw, dout, inp, w, B, T, C, OC);
+      expect(di).toEqual(wantI);
+      expect(dw).toEqual(wantW);
+      const q = quantizeQ8(w, OC, C);
+      matmulForwardQ8(want, inp, q.q, q.scales, B, T, C, OC);
+      fresh.simdMatmulForwardQ8(got, inp, q.q, q.scales, B, T, C, OC);
+      expect(got).toEqual(want);
+      expect(fresh.simdAvailable()).toBe(false);
+      expect(fresh.simdUnavailableReason()).toMatch(/SIMD/);
+      expect(fresh.simdKernelCalls()).toBe(0);
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(String(warn.mock.calls[0]![0])).toMatch(/using the TypeScript matmuls/);
+    } finally {
+      validate.mockRestore();
+      warn.mockRestore();
+      vi.resetModules();
     }
   });
 });

@@ -16,8 +16,8 @@
  *
  * Memory: one linear memory, owned here; each call lays its operands out from the module's heap
  * base (16-byte aligned) and grows the memory when a call needs more (it never shrinks; the largest
- * bench call, a dW of 344 × 128 over 2048 rows, needs ~5 MB). Growing detaches old views, so views
- * are re-made after every grow.
+ * bench call, BENCH_400K's w2 backward — 2048 rows, C 344, OC 128, both gradients — needs ~7 MB).
+ * Growing detaches old views, so views are re-made after every grow.
  *
  * Copies, and why this is still faster: each call copies its inputs in (TypedArray.set, or a
  * transposing/padding loop for W in the forward and for rows whose width is not a multiple of 4)
