@@ -23,10 +23,13 @@
  * an element falls in (every path is the same ascending f32 sum), so it is deterministic and
  * independent of R and J.
  *
+ * Gradients accumulate here (`acc`): the loader copies the gradient in, the kernel adds its sums at
+ * the store, the loader copies it back — two memcpys instead of a JS `+=` loop.
+ *
  * Memory: no allocator, no GC (`--runtime stub`): the loader owns the exported linear memory and
  * passes byte offsets above `heapBase()`; every pointer must be 16-byte aligned for B and out.
  *
- * Not here: copies in and out, padding, accumulation into gradients (simd.ts), quantized weights
+ * Not here: copies in and out, padding (simd.ts), quantized weights
  * (dequantized by the loader), attention and the row kernels (still TypeScript).
  */
 
@@ -35,8 +38,18 @@ export function heapBase(): usize {
   return (__heap_base + 15) & ~(<usize>15);
 }
 
-/** out[R × J] = A · B (header); overwrites out. J must be a multiple of 4. */
-export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize, R: i32, K: i32): void {
+/** f32x4 store of s, or of (what is there) + s when accumulating. */
+// @ts-ignore: decorator
+@inline function put(p: usize, s: v128, acc: bool): void {
+  v128.store(p, acc ? f32x4.add(v128.load(p), s) : s);
+}
+
+/**
+ * out[R × J] = A · B (header), or out += A · B when `acc` ≠ 0 (the sum is completed in its lane
+ * first, then added once: f32(out + Σ)). J must be a multiple of 4.
+ */
+export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize, R: i32, K: i32, acc: i32): void {
+  const ac = acc != 0;
   const bRow = (<usize>J) << 2; // bytes per row of B and of out
   const aR = (<usize>ars) << 2;
   const aK = (<usize>aks) << 2;
@@ -76,14 +89,14 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
         bp += bRow;
       }
       const o = out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4;
-      v128.store(o, s00);
-      v128.store(o, s01, 16);
-      v128.store(o + bRow, s10);
-      v128.store(o + bRow, s11, 16);
-      v128.store(o + 2 * bRow, s20);
-      v128.store(o + 2 * bRow, s21, 16);
-      v128.store(o + 3 * bRow, s30);
-      v128.store(o + 3 * bRow, s31, 16);
+      put(o, s00, ac);
+      put(o + 16, s01, ac);
+      put(o + bRow, s10, ac);
+      put(o + bRow + 16, s11, ac);
+      put(o + 2 * bRow, s20, ac);
+      put(o + 2 * bRow + 16, s21, ac);
+      put(o + 3 * bRow, s30, ac);
+      put(o + 3 * bRow + 16, s31, ac);
     }
     for (; r < R; r++) {
       let p0 = a + (<usize>r) * aR;
@@ -97,8 +110,8 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
         bp += bRow;
       }
       const o = out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4;
-      v128.store(o, s0);
-      v128.store(o, s1, 16);
+      put(o, s0, ac);
+      put(o + 16, s1, ac);
     }
   }
   for (; j < J; j += 4) {
@@ -124,10 +137,10 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
         bp += bRow;
       }
       const o = out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4;
-      v128.store(o, s0);
-      v128.store(o + bRow, s1);
-      v128.store(o + 2 * bRow, s2);
-      v128.store(o + 3 * bRow, s3);
+      put(o, s0, ac);
+      put(o + bRow, s1, ac);
+      put(o + 2 * bRow, s2, ac);
+      put(o + 3 * bRow, s3, ac);
     }
     for (; r < R; r++) {
       let p0 = a + (<usize>r) * aR;
@@ -138,7 +151,7 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
         p0 += aK;
         bp += bRow;
       }
-      v128.store(out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4, s0);
+      put(out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4, s0, ac);
     }
   }
 }

@@ -21,11 +21,12 @@
  *
  * Copies, and why this is still faster: each call copies its inputs in (TypedArray.set, or a
  * transposing/padding loop for W in the forward and for rows whose width is not a multiple of 4)
- * and its result out, i.e. O(N·C + N·OC + OC·C) element moves for O(N·C·OC) multiply-adds — at the
- * bench shapes (C, OC ≥ 32) at least 32 flops per moved element. The result comes back through JS
- * (`out[i] = tmp[i]`, or `d[i] += tmp[i]` for gradients — accumulation happens here, in the same
- * f32(init + sum) rounding a wasm add would give). Keeping tensors resident in wasm memory would
- * remove the copies but not the detach-on-grow problem; not worth it at these sizes.
+ * and its result out (gradients are copied in too: the kernel adds its sums to them, f32(init + sum),
+ * and they are copied back), i.e. O(N·C + N·OC + OC·C) element moves for O(N·C·OC) multiply-adds — at
+ * the bench shapes (C, OC ≥ 32) at least 32 flops per moved element. Measured at N = 2048 (bench shapes): the
+ * copies are 9–13% of a forward call and 11–21% of a backward call (bench/simd.ts includes them).
+ * Keeping tensors resident in wasm memory would remove the copies but not the detach-on-grow problem
+ * (every handle would be a view that a grow invalidates); not done.
  *
  * Numerics: the kernel sums each element in ONE f32 lane in ascending order of the contracted index
  * (the TS twins use an f64 accumulator), so results differ from the TS twins by at most
@@ -54,7 +55,7 @@ import { KERNELS_WASM_BASE64 } from './wasm/kernels.wasm';
 interface Kernels {
   readonly memory: WebAssembly.Memory;
   heapBase(): number;
-  gemm(a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number): void;
+  gemm(a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number): void;
 }
 
 /** (i32.const 0; i8x16.splat; i8x16.popcnt) in a function returning v128: validates iff SIMD is there. */
@@ -139,18 +140,13 @@ function copyIn(at: number, src: Float32Array, rows: number, cols: number, strid
   }
 }
 
-/** dst[r·cols + c] (+)= f32[at + r·stride + c]. */
-function copyOut(dst: Float32Array, at: number, rows: number, cols: number, stride: number, accumulate: boolean): void {
-  if (!accumulate && stride === cols) {
+/** dst[r·cols + c] = f32[at + r·stride + c]. */
+function copyOut(dst: Float32Array, at: number, rows: number, cols: number, stride: number): void {
+  if (stride === cols) {
     dst.set(f32.subarray(at, at + rows * cols));
     return;
   }
-  for (let r = 0; r < rows; r++) {
-    const s = at + r * stride;
-    const d = r * cols;
-    if (accumulate) for (let c = 0; c < cols; c++) dst[d + c]! += f32[s + c]!;
-    else dst.set(f32.subarray(s, s + cols), d);
-  }
+  for (let r = 0; r < rows; r++) dst.set(f32.subarray(at + r * stride, at + r * stride + cols), r * cols);
 }
 
 /** out = inp · Wᵀ on the kernel; all f32, sizes already checked. */
@@ -165,8 +161,8 @@ function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Fl
   }
   f32.set(inp.subarray(0, N * C), pi);
   calls++;
-  k.gemm(pi * 4, C, 1, pw * 4, OCp, po * 4, N, C);
-  copyOut(out, po, N, OC, OCp, false);
+  k.gemm(pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0);
+  copyOut(out, po, N, OC, OCp);
 }
 
 /** dinp += dout · W and/or dW += doutᵀ · inp on the kernel; all f32, sizes already checked. */
@@ -194,15 +190,17 @@ function backwardF32(
   f32.set(dout.subarray(0, N * OC), pd);
   if (dinp !== null) {
     copyIn(pw, weight, OC, C, Cp);
+    copyIn(pgi, dinp, N, C, Cp);
     calls++;
-    k.gemm(pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC);
-    copyOut(dinp, pgi, N, C, Cp, true);
+    k.gemm(pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1);
+    copyOut(dinp, pgi, N, C, Cp);
   }
   if (dweight !== null) {
     copyIn(pi, inp, N, C, Cp);
+    copyIn(pgw, dweight, OC, C, Cp);
     calls++;
-    k.gemm(pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N);
-    copyOut(dweight, pgw, OC, C, Cp, true);
+    k.gemm(pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N, 1);
+    copyOut(dweight, pgw, OC, C, Cp);
   }
 }
 
