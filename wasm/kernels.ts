@@ -13,8 +13,8 @@
  *
  * Tiling: a 4 × 8 tile of `out` (4 rows of A, two f32x4 columns of B) lives in 8 v128 registers;
  * each step k loads two B vectors and splats four A scalars (v128.load32_splat), i.e. 8 mul + 8 add
- * per 6 loads. 4 × 8 keeps 8 accumulators + 2 B vectors + 1 splat inside the 16 xmm registers V8
- * has on x64, so nothing spills. Column blocks are the outer loop so a K × 8 strip of B stays in
+ * per 6 loads. 4 × 8 keeps 8 accumulators + 2 B vectors + 1 splat within the 16 xmm registers V8
+ * has on x64, so it should not spill (chosen for that; V8's machine code not inspected). Column blocks are the outer loop so a K × 8 strip of B stays in
  * cache while every row tile of A streams past it. Tails: a 4-column block, then single rows.
  *
  * Numerics: each output element is ONE f32 accumulator (one lane) summed in ascending k — not the
@@ -29,8 +29,8 @@
  * Memory: no allocator, no GC (`--runtime stub`): the loader owns the exported linear memory and
  * passes byte offsets above `heapBase()`; every pointer must be 16-byte aligned for B and out.
  *
- * Not here: copies in and out, padding (simd.ts), quantized weights
- * (dequantized by the loader), attention and the row kernels (still TypeScript).
+ * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
+ * attention and the row kernels (still TypeScript).
  */
 
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */

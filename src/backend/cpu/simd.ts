@@ -22,15 +22,17 @@
  * Copies, and why this is still faster: each call copies its inputs in (TypedArray.set, or a
  * transposing/padding loop for W in the forward and for rows whose width is not a multiple of 4)
  * and its result out (gradients are copied in too: the kernel adds its sums to them, f32(init + sum),
- * and they are copied back), i.e. O(N·C + N·OC + OC·C) element moves for O(N·C·OC) multiply-adds — at
- * the bench shapes (C, OC ≥ 32) at least 32 flops per moved element. Measured at N = 2048 (bench shapes): the
- * copies are 9–13% of a forward call and 11–21% of a backward call (bench/simd.ts includes them).
+ * and they are copied back), i.e. O(N·C + N·OC + OC·C) element moves for O(N·C·OC) multiply-adds —
+ * at the bench shapes (C, OC ≥ 32) at least ~32 flops per moved element. Measured at N = 2048 (bench
+ * shapes): the copies are 9–13% of a forward call and 11–21% of a backward call (bench/simd.ts
+ * includes them).
  * Keeping tensors resident in wasm memory would remove the copies but not the detach-on-grow problem
  * (every handle would be a view that a grow invalidates); not done.
  *
  * Numerics: the kernel sums each element in ONE f32 lane in ascending order of the contracted index
  * (the TS twins use an f64 accumulator), so results differ from the TS twins by at most
- * K·2⁻²⁴·Σ|a·b| (K the sum length) plus one rounding of the result; in practice ~√K·2⁻²⁴.
+ * K·2⁻²⁴·Σ|a·b| (K the sum length) plus one rounding of the result; observed, ≤ ~5·2⁻²⁴·Σ|a·b|
+ * even at K = 2048 (tests/simd.test.ts prints the worst case of each run).
  * Deterministic, and independent of the tile an element falls in. The quantized variants
  * dequantize the weight with the TS code (dequantizeQ8/Q4) and run the same dense kernel, so on this
  * path, too, a quantized matmul equals the dense one on dequantized weights bit for bit.
