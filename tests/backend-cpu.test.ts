@@ -36,7 +36,7 @@ import {
   attentionCachedForward,
   attentionForward,
   clippedLossBackward,
-  cpuBackend,
+  cpuBackendReference,
   dequantizeQ4,
   dequantizeQ8,
   embeddingBackward,
@@ -1024,7 +1024,9 @@ describe('a whole tiny Llama block from the ops', () => {
 
 describe('cpuBackend', () => {
   it('upload/zeros/download round-trip and ops match the plain functions', async () => {
-    const be = cpuBackend;
+    // The reference adapter is the plain functions bit for bit; cpuBackend's matmuls run on the
+    // WebAssembly SIMD kernels (f32 lanes), checked against these in tests/simd.test.ts.
+    const be = cpuBackendReference;
     const rng = new Rng(7, [60]);
     const [B, T, C, OC] = [1, 3, 5, 4];
     const inp = be.upload('f32', Float32Array.from(randArr(rng, B * T * C)));

@@ -3,11 +3,18 @@
  * (src/backend/types.ts), one method per function, same name, same argument order. Tensors are
  * plain typed arrays, ops run at once, and `download` resolves immediately with a copy.
  *
- * Two precisions over the same kernels (they accept Float32Array or Float64Array):
- *   cpuBackend    float tensors are Float32Array — what the product runs;
- *   cpuBackend64  float tensors are Float64Array — the same model in f64, for the finite-difference
- *                 gradient checks (tests/model.test.ts). Uploads widen f32 data exactly; `download`
- *                 returns f32 as the interface says (read the handles themselves for f64 values).
+ * Three backends over the same TypeScript kernels (they accept Float32Array or Float64Array):
+ *   cpuBackend           float tensors are Float32Array — what the product runs. The matmul family
+ *                        (matmulForward, matmulBackward, the Q8/Q4 forwards and input gradients) runs
+ *                        on the WebAssembly SIMD kernels of simd.ts when the platform has them
+ *                        (f32-lane sums: within K·2⁻²⁴·Σ|a·b| of the TS twins, not bit-equal), else
+ *                        on the TS kernels;
+ *   cpuBackendReference  the same with every op on the TS kernels (f64 accumulators): the twin the
+ *                        SIMD path is tested and benchmarked against (tests/simd.test.ts);
+ *   cpuBackend64         float tensors are Float64Array — the same model in f64, for the finite-difference
+ *                        gradient checks (tests/model.test.ts), always on the TS kernels. Uploads widen
+ *                        f32 data exactly; `download` returns f32 as the interface says (read the
+ *                        handles themselves for f64 values).
  *
  * Not here: any kernel maths (each op lives in its own file in this folder).
  */
@@ -23,6 +30,14 @@ import { residualBackward, residualForward } from './residual';
 import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
 import { sampleForward } from './sampling';
+import {
+  simdMatmulBackward,
+  simdMatmulBackwardInputQ4,
+  simdMatmulBackwardInputQ8,
+  simdMatmulForward,
+  simdMatmulForwardQ4,
+  simdMatmulForwardQ8,
+} from './simd';
 import { gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
 
 export * from './adamw';
@@ -36,6 +51,7 @@ export * from './residual';
 export * from './rmsnorm';
 export * from './rope';
 export * from './sampling';
+export { simdAvailable, simdKernelCalls, simdUnavailableReason } from './simd';
 export * from './softmax';
 
 const ctors: { [K in TensorKind]: new (n: number) => HostTensors[K] } = {
@@ -91,14 +107,32 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
   } as Ops<X>;
 }
 
-/** The CPU reference as a Backend: handles are the typed arrays themselves. */
-export const cpuBackend: Backend<HostTensors> = {
-  name: 'cpu',
+/** Memory calls of the f32 backends: handles are the typed arrays themselves. */
+const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'download' | 'dispose'> = {
   upload: (_kind, data) => data.slice() as typeof data,
   zeros: (kind, length) => new ctors[kind](length),
   fill: (t, value) => void t.fill(value),
   download: (_kind, t) => Promise.resolve(t.slice() as typeof t),
   dispose: () => undefined,
+};
+
+/** The CPU backend (header): TS kernels, with the matmul family on WebAssembly SIMD when available. */
+export const cpuBackend: Backend<HostTensors> = {
+  name: 'cpu',
+  ...memory32,
+  ...ops<HostTensors>(),
+  matmulForward: simdMatmulForward,
+  matmulBackward: simdMatmulBackward,
+  matmulForwardQ8: simdMatmulForwardQ8,
+  matmulForwardQ4: simdMatmulForwardQ4,
+  matmulBackwardInputQ8: simdMatmulBackwardInputQ8,
+  matmulBackwardInputQ4: simdMatmulBackwardInputQ4,
+};
+
+/** The CPU reference in f32 (header): every op on the TypeScript kernels. */
+export const cpuBackendReference: Backend<HostTensors> = {
+  name: 'cpu-reference',
+  ...memory32,
   ...ops<HostTensors>(),
 };
 

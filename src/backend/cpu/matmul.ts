@@ -131,13 +131,19 @@ export function matmulForwardRange(
   }
 }
 
-/** out = inp · Wᵀ (header). Overwrites `out`. */
-export function matmulForward(out: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, OC: number): void {
+/** matmulForward's argument checks (shared with its SIMD twin, simd.ts); returns N = B·T. */
+export function checkMatmulForward(out: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, OC: number): number {
   sizes('matmulForward', { B, T, C, OC });
   const N = B * T;
   need('matmulForward', 'out', out, N * OC);
   need('matmulForward', 'inp', inp, N * C);
   need('matmulForward', 'weight', weight, OC * C);
+  return N;
+}
+
+/** out = inp · Wᵀ (header). Overwrites `out`. */
+export function matmulForward(out: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, OC: number): void {
+  const N = checkMatmulForward(out, inp, weight, B, T, C, OC);
   const OB = ocBlock(C);
   for (let o0 = 0; o0 < OC; o0 += OB) matmulForwardRange(out, inp, weight, o0, N, C, OC, o0, Math.min(OC, o0 + OB));
 }
@@ -292,17 +298,33 @@ export function matmulBackward(
   C: number,
   OC: number,
 ): void {
+  const N = checkMatmulBackward(dinp, dweight, dout, inp, weight, B, T, C, OC);
+  if (dinp !== null) matmulBackwardInputRows(dinp, dout, weight, N, C, OC);
+  if (dweight !== null) matmulBackwardWeightRows(dweight, dout, inp, N, C, OC);
+}
+
+/** matmulBackward's argument checks (shared with its SIMD twin, simd.ts); returns N = B·T. */
+export function checkMatmulBackward(
+  dinp: FloatArray | null,
+  dweight: FloatArray | null,
+  dout: FloatArray,
+  inp: FloatArray,
+  weight: FloatArray,
+  B: number,
+  T: number,
+  C: number,
+  OC: number,
+): number {
   sizes('matmulBackward', { B, T, C, OC });
   const N = B * T;
   need('matmulBackward', 'dout', dout, N * OC);
   if (dinp !== null) {
     need('matmulBackward', 'dinp', dinp, N * C);
     need('matmulBackward', 'weight', weight, OC * C);
-    matmulBackwardInputRows(dinp, dout, weight, N, C, OC);
   }
   if (dweight !== null) {
     need('matmulBackward', 'dweight', dweight, OC * C);
     need('matmulBackward', 'inp', inp, N * C);
-    matmulBackwardWeightRows(dweight, dout, inp, N, C, OC);
   }
+  return N;
 }

@@ -1,0 +1,9 @@
+/**
+ * Types for scripts/build-wasm.mjs (plain JS so `npm run build:wasm` needs no TypeScript loader).
+ * Not here: any behaviour.
+ */
+export declare const SOURCE: string;
+export declare const ARTIFACT: string;
+export declare const ASC_FLAGS: readonly string[];
+export declare function buildKernels(): Promise<Uint8Array>;
+export declare function renderArtifact(bytes: Uint8Array): string;
