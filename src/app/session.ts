@@ -26,7 +26,7 @@
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, parseConfig, type Config } from '../sat/config';
-import { stepThrough, type Experiment } from '../sat/experiment';
+import { stepThrough, swapDue, type Experiment } from '../sat/experiment';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
@@ -287,7 +287,7 @@ export class Session {
     const my = this.generation;
     // The configured swap runs before its stage's first agent step (a language swap distils for a
     // while): say so, unless something else (a replay) already shows its progress.
-    const swap = !this.gen && exp.cfg.swapAgent >= 0 && exp.stagesDone + 1 === exp.cfg.swapAt && !this.state.progress ? { label: swapLabel(exp.cfg), done: 0, total: 1, cancellable: false } : null;
+    const swap = !this.gen && swapDue(exp) && !this.state.progress ? { label: swapLabel(exp.cfg), done: 0, total: 1, cancellable: false } : null;
     if (swap) this.setProgress(swap);
     if (!this.gen) this.gen = stepThrough(exp);
     const r = await this.gen.next();

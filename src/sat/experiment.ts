@@ -248,9 +248,14 @@ export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRec
  * a shipped model through `exp.swapModel` (lmSwap.ts `configuredLmSwap` over the experiment's
  * model loader, in-process or in the seat's worker) — without one, it fails with a message.
  */
+/** Whether the configured swap happens before the next stage (the page says so while it runs). */
+export function swapDue(exp: Experiment): boolean {
+  return exp.cfg.swapAgent >= 0 && exp.stagesDone + 1 === exp.cfg.swapAt;
+}
+
 async function swapIfDue(exp: Experiment): Promise<SwapSummary | undefined> {
   const c = exp.cfg;
-  if (c.swapAgent < 0 || exp.stagesDone + 1 !== c.swapAt) return undefined;
+  if (!swapDue(exp)) return undefined;
   if (isLlmTask(c.task)) {
     if (!exp.swapModel) throw new SatError('swap', `Swapping a language agent (swapAgent = ${c.swapAgent}) needs a model loader: this experiment was built without one (createLlmExperiment and createRemoteExperiment set it).`);
     return exp.swapModel(exp, c.swapAgent, `${c.task}-${c.swapTo}`);

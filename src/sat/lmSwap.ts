@@ -135,6 +135,16 @@ function seatAgent(seat: LmSeat): LmAgent<TensorKinds> {
   return (seat instanceof ProjectedLmAgent ? seat.student : seat) as LmAgent<TensorKinds>;
 }
 
+/**
+ * Releases what the outgoing seat held and nothing keeps using (GPU buffers on WebGPU; a no-op on
+ * the CPU): its model unless it is the new projection's π_cur (`kept`), and a projected seat's
+ * own frozen halves.
+ */
+function releaseDropped(oldSeat: LmSeat, kept: unknown): void {
+  const models = oldSeat instanceof ProjectedLmAgent ? [oldSeat.student.model, oldSeat.pre, oldSeat.cur] : [oldSeat.model];
+  for (const m of models) if (m !== kept) m.dispose();
+}
+
 /** What the seat's side of a swap measured (everything but the team's J before and after). */
 export type SeatSwapReport = Omit<LmSwapReport, 'jBefore' | 'jAfter'>;
 
@@ -217,9 +227,11 @@ export async function seatSwap(oldSeat: LmSeat, modelName: string, loaded: Loade
       distil: { steps: o.stageDistillSteps ?? o.distillSteps, lr: o.distillLr },
     });
     await projected.setReference(); // π_new is the seat's π_cur until a stage hands it to the student
+    releaseDropped(oldSeat, old.model);
     return { seat: projected as LmSeat, report };
   }
   pre.dispose();
+  releaseDropped(oldSeat, null);
   return { seat: student as LmSeat, report };
 }
 
