@@ -1,7 +1,7 @@
 /**
  * End-to-end test of the playground page in a real browser (Debian's Chromium via playwright-core,
- * never `playwright install`). It builds the app with Vite's JS API into a temporary folder, serves
- * it with `vite preview` on a free 127.0.0.1 port, and drives it at 1280×800 as a user would:
+ * never `playwright install`), opened by ./harness.ts (a production build served by `vite preview`).
+ * It drives the page at 1280×800 as a user would:
  * the default preset opens with one Web Worker per agent; Step agent, Step stage, Run/Pause and the
  * keyboard move the timeline and fill every chart (the waterfall says "certified improvement", the
  * stage table ticks certified stages ✓); a share link opened in a fresh browser context
@@ -14,112 +14,49 @@
  * names itself. A screenshot after a few stages goes to
  * test-results/ (or docs/screenshot.png with UPDATE_SCREENSHOT=1, for the README).
  *
- * If /usr/bin/chromium is missing it is installed by scripts/ensure-chromium.mjs when running as
- * root; otherwise the test fails with the command to run. It never skips.
+ * If /usr/bin/chromium is missing the harness installs it (scripts/ensure-chromium.mjs) when
+ * running as root; otherwise the test fails with the command to run. It never skips.
  *
  * Not here: the SAT maths (unit tests in tests/*.test.ts) or WebGPU kernels.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { type Browser, type Page, chromium } from 'playwright-core';
-import { build, preview, type PreviewServer } from 'vite';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
 import { encodeShare, makeShareState } from '../../src/app/share';
 import { presetConfig } from '../../src/sat/presets';
+import { openPlayground, type Playground, points, ROOT, settled, SETUP_TIMEOUT_MS } from './harness';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const CONFIG_FILE = join(ROOT, 'vite.config.ts');
 /**
  * Where the screenshot goes: test-results/ (ignored by git) on every run, so `npm test` leaves the
  * tree clean; `UPDATE_SCREENSHOT=1 npm run test:e2e` refreshes the README's docs/screenshot.png.
  */
 const SCREENSHOT = join(ROOT, process.env.UPDATE_SCREENSHOT === '1' ? 'docs/screenshot.png' : 'test-results/playground.png');
-const CHROMIUM_ARGS = [
-  '--headless=new',
-  '--no-sandbox',
-  '--enable-unsafe-webgpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 
-let outDir = '';
-let server: PreviewServer | undefined;
-let browser: Browser | undefined;
+let pg: Playground;
 let page: Page;
 let url = '';
-/** Uncaught exceptions and console errors seen on the page; the test expects none. */
-const pageErrors: string[] = [];
-
-/** Builds as production would, whatever NODE_ENV Vitest set (it would otherwise bundle dev React). */
-async function buildApp(dir: string): Promise<void> {
-  const saved = process.env.NODE_ENV;
-  process.env.NODE_ENV = 'production';
-  try {
-    await build({ root: ROOT, configFile: CONFIG_FILE, mode: 'production', logLevel: 'warn', build: { outDir: dir, emptyOutDir: true, sourcemap: false } });
-  } finally {
-    if (saved === undefined) delete process.env.NODE_ENV;
-    else process.env.NODE_ENV = saved;
-  }
-}
+/** Uncaught exceptions and console errors seen on the pages; the test expects none. */
+let pageErrors: string[] = [];
 
 beforeAll(async () => {
-  const executablePath = await ensureChromium();
-  outDir = mkdtempSync(join(tmpdir(), 'sat-e2e-dist-'));
-  await buildApp(outDir);
-  server = await preview({ root: ROOT, configFile: CONFIG_FILE, logLevel: 'warn', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: true, open: false } });
-  const addr = server.httpServer.address() as AddressInfo | null;
-  if (!addr || typeof addr !== 'object') throw new Error('vite preview did not report a listening address');
-  url = `http://127.0.0.1:${addr.port}/`;
-  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS, timeout: 60_000 });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(`console.error: ${m.text()}`);
-  });
-  page.setDefaultTimeout(60_000); // CI runs every test file at once on 2 cores
-}, 15 * 60_000); // room for a first-time `apt-get install chromium`
+  pg = await openPlayground();
+  url = pg.url;
+  pageErrors = pg.errors;
+  page = await pg.freshPage();
+}, SETUP_TIMEOUT_MS);
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  if (outDir) rmSync(outDir, { recursive: true, force: true });
+  await pg?.close();
 });
 
-
 const rows = () => page.locator('[data-testid="stage-row"]');
-/** Number of plotted points a chart reports (data-points). */
-async function points(p: Page, id: string): Promise<number> {
-  return Number(await p.getByTestId(id).getAttribute('data-points'));
-}
 /** Every number of the stage table (J, ΔJ, bound, KL quantiles), in order: the run's fingerprint. */
 async function tableValues(p: Page): Promise<string[]> {
   return p.locator('[data-testid="stage-row"] [data-value]').evaluateAll((cells) => cells.map((c) => c.getAttribute('data-value') ?? ''));
 }
-/** Waits until the session is idle again (no step or long work in flight). */
-async function settled(p: Page): Promise<void> {
-  await p.waitForFunction(() => {
-    const b = document.querySelector('[data-testid="step-agent"]') as HTMLButtonElement | null;
-    const r = document.querySelector('[data-testid="run"]') as HTMLButtonElement | null;
-    return !!b && !!r && !document.querySelector('[data-testid="progress"]') && r.textContent?.includes('Run') && (!b.disabled || r.disabled);
-  });
-}
 async function stepsInTimeline(p: Page): Promise<number> {
   return points(p, 'timeline');
-}
-/** A fresh browser context: its own IndexedDB, so no autosave leaks between pages. */
-async function freshPage(): Promise<Page> {
-  const ctx = await browser!.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-  const p = await ctx.newPage();
-  p.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
-  p.setDefaultTimeout(60_000);
-  return p;
 }
 
 describe('playground page in Chromium', () => {
@@ -212,7 +149,7 @@ describe('playground page in Chromium', () => {
     expect(link).toMatch(/#v1\./);
     const want = await tableValues(page);
     const wantSteps = await stepsInTimeline(page);
-    const other = await freshPage();
+    const other = await pg.freshPage();
     await other.goto(link, { waitUntil: 'load' });
     await other.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
     await settled(other);
@@ -224,7 +161,7 @@ describe('playground page in Chromium', () => {
   it('a teacher\'s link: hidden controls stay hidden; the plug-and-play swap shows its card', async () => {
     // Made by the page's own encoder, in Node: the link format is the contract.
     const hash = await encodeShare(makeShareState(presetConfig('relay-pnp'), { preset: 'relay-pnp', step: { stage: 8 }, hide: ['preset', 'lr', 'seed'] }));
-    const p = await freshPage();
+    const p = await pg.freshPage();
     await p.goto(url + hash, { waitUntil: 'load' });
     await p.getByText(/replayed it to stage 8/).waitFor({ timeout: 120_000 });
     await settled(p);
@@ -240,7 +177,7 @@ describe('playground page in Chromium', () => {
   });
 
   it('a language preset loads its model into the workers and steps an agent, with transcripts', async () => {
-    const p = await freshPage();
+    const p = await pg.freshPage();
     await p.goto(url, { waitUntil: 'load' });
     await settled(p);
     await p.getByTestId('preset-arith-team').click();
@@ -269,7 +206,7 @@ describe('playground page in Chromium', () => {
   it('arith-pnp swaps agent 1 for the M model in the page: the swap card, then the next stage trains the new seat', async () => {
     // The preset's own swap (agent 1 ← arithmetic-M, Stage-0), moved to stage 2 and shrunk so it runs in seconds.
     const cfg = presetConfig('arith-pnp', { swapAt: 2, stages: 3, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1 });
-    const p = await freshPage();
+    const p = await pg.freshPage();
     await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-pnp' }))), { waitUntil: 'load' });
     await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
     await settled(p);
@@ -294,9 +231,7 @@ describe('playground page in Chromium', () => {
 
   it('on a projector (1280×720) and a full-HD screen the first screen shows the step controls, the team and the timeline', async () => {
     for (const [width, height] of [[1280, 720], [1920, 1080]] as const) {
-      const ctx = await browser!.newContext({ viewport: { width, height }, deviceScaleFactor: 1 });
-      const p = await ctx.newPage();
-      p.setDefaultTimeout(60_000);
+      const p = await pg.freshPage({ width, height });
       await p.goto(url + (await encodeShare(makeShareState(presetConfig('arith-team'), { preset: 'arith-team' }))), { waitUntil: 'load' });
       await p.waitForFunction(() => document.querySelector('[data-testid="agent-0"]')?.textContent?.includes('arithmetic-S'), undefined, { timeout: 120_000 });
       await settled(p);
@@ -311,14 +246,14 @@ describe('playground page in Chromium', () => {
       const backend = p.getByTestId('backend');
       expect(await backend.innerText()).toMatch(/^3 Web Workers, cpu \(TypeScript\)$/);
       expect(await backend.getAttribute('title')).toMatch(/ — /);
-      await ctx.close();
+      await p.context().close();
     }
   }, 300_000);
 
   it('language agents run on WebGPU in Chromium; a device destroyed mid-stage is recovered', async () => {
     // backend = webgpu: this machine's only adapter is SwiftShader, which `auto` passes over (slower than the CPU kernels).
     const cfg = presetConfig('arith-team', { backend: 'webgpu', agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
-    const p = await freshPage();
+    const p = await pg.freshPage();
     await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
     await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
     await settled(p);
@@ -352,7 +287,7 @@ describe('playground page in Chromium', () => {
   }, 600_000);
 
   it('long work shows its progress and Cancel stops it where it is', async () => {
-    const p = await freshPage();
+    const p = await pg.freshPage();
     const hash = await encodeShare(makeShareState(presetConfig('climbing', { stages: 3000 }), { preset: 'climbing', step: { stage: 3000 } }));
     await p.goto(url + hash, { waitUntil: 'load' });
     const work = p.getByTestId('progress');
@@ -380,7 +315,7 @@ describe('playground page in Chromium', () => {
       ['#v1.AAAA', /deflate|compress|corrupt|damaged/i],
     ];
     for (const [hash, message] of bad) {
-      const p = await freshPage();
+      const p = await pg.freshPage();
       await p.goto(url + hash, { waitUntil: 'load' });
       const banner = p.getByTestId('error');
       await banner.waitFor({ state: 'visible' });
@@ -447,7 +382,7 @@ describe('playground page in Chromium', () => {
   });
 
   it('exports the settings for a real run (SAT-style YAML, verl overrides) and imports such a YAML back', async () => {
-    const p = await freshPage();
+    const p = await pg.freshPage();
     await p.goto(url, { waitUntil: 'load' });
     await settled(p);
     await p.getByTestId('export-recipe').click();

@@ -1,0 +1,110 @@
+/**
+ * What every browser test of the page shares: build the app with Vite's JS API into a temporary
+ * folder (as production would), serve it with `vite preview` on a free 127.0.0.1 port, and open
+ * Debian's Chromium through playwright-core (never `playwright install`; scripts/ensure-chromium.mjs
+ * installs it when running as root, or fails with the command to run). A page records its uncaught
+ * exceptions and console errors in `errors`, which a test expects to be empty at its end.
+ *
+ * Each test file opens its own playground (`openPlayground` in beforeAll, `close` in afterAll):
+ * the build takes ~2 s, and files stay independent of one another.
+ *
+ * Not here: what a test does on the page (tests/e2e/*.test.ts).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Browser, type Page, chromium } from 'playwright-core';
+import { build, preview, type PreviewServer } from 'vite';
+import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+const CONFIG_FILE = join(ROOT, 'vite.config.ts');
+export const CHROMIUM_ARGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--enable-unsafe-webgpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+/** Generous: CI runs every test file at once on 2 cores. */
+export const PAGE_TIMEOUT_MS = 60_000;
+/** Room for a first-time `apt-get install chromium` in beforeAll. */
+export const SETUP_TIMEOUT_MS = 15 * 60_000;
+
+export interface Playground {
+  readonly url: string;
+  readonly browser: Browser;
+  /** Uncaught exceptions and console errors of every page opened through `freshPage`. */
+  readonly errors: string[];
+  /** A page in a fresh browser context (its own IndexedDB, so no autosave leaks between pages). */
+  freshPage(viewport?: { width: number; height: number }): Promise<Page>;
+  close(): Promise<void>;
+}
+
+/** Builds as production would, whatever NODE_ENV Vitest set (it would otherwise bundle dev React). */
+async function buildApp(dir: string): Promise<void> {
+  const saved = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ root: ROOT, configFile: CONFIG_FILE, mode: 'production', logLevel: 'warn', build: { outDir: dir, emptyOutDir: true, sourcemap: false } });
+  } finally {
+    if (saved === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = saved;
+  }
+}
+
+/** Builds, serves and opens the browser; call in beforeAll with SETUP_TIMEOUT_MS. */
+export async function openPlayground(): Promise<Playground> {
+  const executablePath = await ensureChromium();
+  const outDir = mkdtempSync(join(tmpdir(), 'sat-e2e-dist-'));
+  await buildApp(outDir);
+  const server: PreviewServer = await preview({
+    root: ROOT,
+    configFile: CONFIG_FILE,
+    logLevel: 'warn',
+    build: { outDir },
+    preview: { host: '127.0.0.1', port: 0, strictPort: true, open: false },
+  });
+  const addr = server.httpServer.address() as AddressInfo | null;
+  if (!addr || typeof addr !== 'object') throw new Error('vite preview did not report a listening address');
+  const browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS, timeout: PAGE_TIMEOUT_MS });
+  const errors: string[] = [];
+  return {
+    url: `http://127.0.0.1:${addr.port}/`,
+    browser,
+    errors,
+    async freshPage(viewport = { width: 1280, height: 800 }) {
+      const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+      const p = await ctx.newPage();
+      p.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+      p.on('console', (m) => {
+        if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
+      });
+      p.setDefaultTimeout(PAGE_TIMEOUT_MS);
+      return p;
+    },
+    async close() {
+      await browser.close();
+      await server.close();
+      rmSync(outDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Waits until the session is idle again (no step or long work in flight). */
+export async function settled(p: Page): Promise<void> {
+  await p.waitForFunction(() => {
+    const b = document.querySelector('[data-testid="step-agent"]') as HTMLButtonElement | null;
+    const r = document.querySelector('[data-testid="run"]') as HTMLButtonElement | null;
+    return !!b && !!r && !document.querySelector('[data-testid="progress"]') && r.textContent?.includes('Run') && (!b.disabled || r.disabled);
+  });
+}
+
+/** Number of plotted points a chart reports (data-points). */
+export async function points(p: Page, id: string): Promise<number> {
+  return Number(await p.getByTestId(id).getAttribute('data-points'));
+}
