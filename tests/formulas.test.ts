@@ -1,7 +1,8 @@
 /**
  * The charts' formula cards (src/app/charts/formulas.ts) on records from real runs: a short tabular
  * run (the climbing preset, seed 7, 3 stages, episodic form; one more stage under certForm = gamma)
- * and a tiny language run (a random 1-layer model built here, a 2-agent chain, 1 stage). For every
+ * and a tiny language run (a random 1-layer model built here, a 2-agent chain, 1 stage); the order
+ * card on that run and the same seed under the reverse order. For every
  * card and every record it fills: each slot names a metric key the record really has, the
  * substituted number is exactly that metric, the shown text is the chart's own format, the TeX
  * typesets with KaTeX (the page's options) and the typeset HTML carries each number once as
@@ -26,16 +27,19 @@ import { parseConfig } from '../src/sat/config';
 import { createExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { AgentStepRecord, StageRecord } from '../src/sat/stage';
-import { bindFormula, FORMULAS, formatSlot, KATEX_OPTIONS, slotKey, texNumber, type FormulaDef } from '../src/app/charts/formulas';
-import { AdvantageChart, BetaChart, JChart, KlChart, ViolationChart, WaterfallChart, violationPointsFromStages } from '../src/app/charts';
+import { bindFormula, FORMULAS, formatSlot, KATEX_OPTIONS, orderFormula, slotKey, texNumber, type FormulaDef } from '../src/app/charts/formulas';
+import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, ViolationChart, WaterfallChart, violationPointsFromStages } from '../src/app/charts';
 
 let tabular: StageRecord[];
 let gamma: StageRecord[];
 let lm: StageRecord[];
+/** The same seed under the reverse order, 2 stages: a second series for the order card. */
+let reverse: StageRecord[];
 
 beforeAll(async () => {
   tabular = await runStages(createExperiment(presetConfig('climbing', { seed: 7 })), 3);
   gamma = await runStages(createExperiment(presetConfig('climbing', { seed: 7, certForm: 'gamma' })), 1);
+  reverse = await runStages(createExperiment(presetConfig('climbing', { seed: 7, order: 'reverse' })), 2);
   const tiny = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
   const bytes = saveModel(tiny, initWeights(tiny, new Rng(5)), makeCard(tiny, { name: 'arithmetic-S', task: 'arithmetic level 1', dataSeed: 5, heldOutAccuracy: 0, pretrainSeconds: 0, quant: 'f32' }));
   const exp = await createLlmExperiment(
@@ -139,6 +143,23 @@ describe('formula cards on real records', () => {
     for (let k = 1; k < tabular.length; k++) expect(tabular[k]!.jBefore).toBe(tabular[k - 1]!.metrics['team/J']);
   });
 
+  it('the order card: one row per series, each number from that series\' last stage, typeset', () => {
+    const series = [{ label: 'σ = 0→1→2', stages: tabular }, { label: 'σ = 2→1→0', stages: reverse }];
+    const def = orderFormula(series.map((x) => x.label));
+    const lasts = series.map((x) => x.stages[x.stages.length - 1]!);
+    const card = bindFormula(def, lasts.map((r) => r.metrics));
+    expect(card.slots).toHaveLength(6);
+    for (const sl of card.slots) {
+      expect(sl.value, sl.name).toBe(lasts[sl.from!]!.metrics[sl.key]);
+      expect(sl.term).toBe(`s${sl.from}`);
+    }
+    expect(lasts[0]!.metrics['team/J']).not.toBe(lasts[1]!.metrics['team/J']); // two different runs, two different rows
+    const html = katex.renderToString(card.tex, KATEX_OPTIONS);
+    expect([...html.matchAll(/data-metric="([^"]+)" data-value="([^"]+)"/g)].map((m) => Number(m[2]))).toEqual(card.slots.map((x) => x.value));
+    expect(def.note).toContain('σ₁: σ = 0→1→2; σ₂: σ = 2→1→0');
+    expect(renderToString(h(OrderChart, { series }))).toContain('data-formula="order"');
+  });
+
   it('numbers become TeX: the typographic minus, e-notation, percentages and the missing dash', () => {
     expect(texNumber('\u22121.2e\u22123')).toBe('-1.2\\times 10^{-3}');
     expect(texNumber('4.5 %')).toBe('4.5\\,\\%');
@@ -159,7 +180,7 @@ describe('formula cards on real records', () => {
 
   it('every card cites docs sections that exist', () => {
     const text = { 'docs/method.md': readFileSync(join(import.meta.dirname, '../docs/method.md'), 'utf8'), 'docs/certificate.md': readFileSync(join(import.meta.dirname, '../docs/certificate.md'), 'utf8') };
-    for (const def of Object.values(FORMULAS)) {
+    for (const def of [...Object.values(FORMULAS), orderFormula(['one order'])]) {
       const parts = def.docs.split(';').map((p) => p.trim());
       for (const part of parts) {
         const file = part.match(/^(docs\/\w+\.md)/)?.[1] as keyof typeof text | undefined;

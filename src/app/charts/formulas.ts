@@ -5,7 +5,10 @@
  * metric key it shows (docs/method.md §9), how it is formatted, and which part of the chart draws
  * it (the term a click highlights).
  *
- *   bindFormula(def, metrics, agent)   the card for one stage record's or agent step's metrics:
+ *   orderFormula(labels)               the order comparison's card, built for its series (one row
+ *                                      per order σ_k: its last stage's J, bound and ΔJ)
+ *   bindFormula(def, metrics, agent)   the card for one stage record's or agent step's metrics
+ *                                      (or one per series, for the order card):
  *                                      each slot's key resolved (agent/<j>/… → agent/2/…), its raw
  *                                      number, the text shown, and the whole TeX, in which every
  *                                      number is wrapped as \htmlData{metric=…, value=…, term=…}
@@ -38,6 +41,8 @@ export interface FormulaSlot {
   readonly term: string;
   /** Subtracted in the formula: a negative number is written in parentheses. */
   readonly subtracted?: boolean;
+  /** Which of several records' metrics it reads (the order card: series k); default the only one. */
+  readonly from?: number;
 }
 
 /** {{rel:name}} in `numeric` becomes ≤ when slot `left`'s number ≤ slot `right`'s, else >. */
@@ -47,7 +52,7 @@ export interface FormulaRelation {
   readonly right: string;
 }
 
-export type FormulaId = 'waterfall' | 'waterfall-gamma' | 'j' | 'adv' | 'kl' | 'beta' | 'violation';
+export type FormulaId = 'waterfall' | 'waterfall-gamma' | 'j' | 'adv' | 'kl' | 'beta' | 'violation' | 'order';
 
 export interface FormulaDef {
   readonly id: FormulaId;
@@ -83,7 +88,7 @@ const CERT_SLOTS: readonly FormulaSlot[] = [
 const CERT_NUMERIC =
   String.raw`L = \underbrace{ {{gain}} }_{\text{gain}} - \underbrace{ {{shift}} }_{\text{shift}} - \underbrace{ {{bias}} }_{\text{bias}} - \underbrace{ {{finite}} }_{\text{finite}} = {{lower}} \\ L \;{{rel:held}}\; \Delta J = {{dJ}}`;
 
-export const FORMULAS: Readonly<Record<FormulaId, FormulaDef>> = {
+export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>> = {
   waterfall: {
     id: 'waterfall',
     title: 'The certificate, episodic form',
@@ -160,6 +165,30 @@ export const FORMULAS: Readonly<Record<FormulaId, FormulaDef>> = {
   },
 };
 
+/**
+ * The order comparison's card for series labelled `labels` (σ_1 … σ_n in the TeX, the labels in the
+ * note: KaTeX's strict mode takes no Unicode in \text): per series, its last finished stage's
+ * team/J, cert/lower and team/dJ, read from that series' record (slot `from` = k).
+ */
+export function orderFormula(labels: readonly string[]): FormulaDef {
+  const rows = labels.map((_, k) => String.raw`\sigma_{${k + 1}}:\ \ J = {{J${k}}},\quad L = {{L${k}}} \;{{rel:h${k}}}\; \Delta J = {{dJ${k}}}`);
+  return {
+    id: 'order',
+    title: 'The certificate under each order, at its last stage',
+    source: 'stage',
+    docs: 'docs/method.md §3.1, §10b; docs/certificate.md §2',
+    symbolic: String.raw`\Delta J^{\sigma} \ \ge\ L^{\sigma}\ 	ext{ for every order } \sigma`,
+    numeric: rows.join(String.raw` \ `),
+    slots: labels.flatMap((_, k) => [
+      { ...slot(`J${k}`, 'team/J', 'fixed3', `s${k}`), from: k },
+      { ...slot(`L${k}`, 'cert/lower', 'term', `s${k}`), from: k },
+      { ...slot(`dJ${k}`, 'team/dJ', 'term', `s${k}`), from: k },
+    ]),
+    relations: labels.map((_, k) => ({ name: `h${k}`, left: `L${k}`, right: `dJ${k}` })),
+    note: `${labels.map((l, k) => `σ${k < 9 ? String.fromCharCode(0x2081 + k) : k + 1}: ${l}`).join('; ')}. Held: L ≤ ΔJ.`,
+  };
+}
+
 /** One substituted number of a card. */
 export interface BoundSlot extends FormulaSlot {
   /** The metric key with the agent filled in. */
@@ -206,11 +235,15 @@ export function texNumber(shown: string): string {
   return s.replace(/ ?%$/, String.raw`\,\%`);
 }
 
-/** The card for `metrics` (a stage record's or an agent step's); `agent` fills agent/<j>/ keys. */
-export function bindFormula(def: FormulaDef, metrics: Metrics, agent?: number): BoundFormula {
+/**
+ * The card for `metrics` (a stage record's or an agent step's; for the order card, one per series,
+ * picked by each slot's `from`); `agent` fills agent/<j>/ keys.
+ */
+export function bindFormula(def: FormulaDef, metrics: Metrics | readonly Metrics[], agent?: number): BoundFormula {
   const slots: BoundSlot[] = def.slots.map((s) => {
     const key = slotKey(s, agent);
-    const v = metrics[key];
+    const m: Metrics | undefined = Array.isArray(metrics) ? (metrics as readonly Metrics[])[s.from ?? 0] : (metrics as Metrics);
+    const v = m?.[key];
     const value = typeof v === 'number' ? v : Number.NaN;
     return { ...s, key, value, shown: formatSlot(s.format, value) };
   });
