@@ -1,6 +1,6 @@
 /**
  * The formula cards and the worksheet prompt on the real page (Chromium, ./harness.ts): the climbing
- * preset opens, its "predict, then run" Reveal first asks for stages; one stage is stepped; the
+ * preset opens, its "predict, then run" Reveal first asks for stages (and hides again); one stage is stepped; the
  * waterfall's, the KL chart's and the J chart's cards open (KaTeX and its fonts load from the built
  * page itself, nothing from elsewhere), and every number in them — its data-value — equals what the
  * page shows for that metric elsewhere: the charts' readouts (their data-metric / data-value), the
@@ -79,6 +79,9 @@ describe('formula cards and the worksheet prompt in Chromium', () => {
     const a = page.getByTestId('worksheet-answer');
     expect(await a.getAttribute('data-ready')).toBe('false');
     expect(await a.innerText()).toMatch(/Run 5 more stages first/);
+    await page.getByTestId('worksheet-hide').click();
+    expect(await page.getByTestId('worksheet-answer').count()).toBe(0);
+    await page.getByTestId('worksheet-reveal').click(); // shown again, and it stays open while stages run
   });
 
   it('after one stage, the waterfall card\'s numbers are the page\'s: readouts, stage table, bar labels', async () => {

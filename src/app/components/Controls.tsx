@@ -88,14 +88,21 @@ function Worksheet({ preset }: { preset: string }) {
         <button type="button" className="small" data-testid="worksheet-reveal" onClick={() => setShown(true)} title="Show what this run measured (write your prediction down first)">
           Reveal
         </button>
-      ) : result && !result.ready ? (
-        <div className="worksheet-answer muted" data-testid="worksheet-answer" data-ready="false">
-          Run {result.need - result.have} more stage{result.need - result.have === 1 ? '' : 's'} first: the answer reads stages 1–{result.need} ({result.have} done).
-        </div>
       ) : (
         result && (
-          <div className="worksheet-answer" data-testid="worksheet-answer" data-ready="true">
-            <span className="look-label">This run:</span> {result.answer.text}
+          <div className="worksheet-answer" data-testid="worksheet-answer" data-ready={result.ready ? 'true' : 'false'} aria-live="polite">
+            {result.ready ? (
+              <>
+                <span className="look-label">This run:</span> {result.answer.text}
+              </>
+            ) : (
+              <span className="muted">
+                Run {result.need - result.have} more stage{result.need - result.have === 1 ? '' : 's'} first: the answer reads stages 1–{result.need} ({result.have} done).
+              </span>
+            )}{' '}
+            <button type="button" className="linkish" data-testid="worksheet-hide" onClick={() => setShown(false)} title="Hide the answer again (for the next group)">
+              hide
+            </button>
           </div>
         )
       )}
