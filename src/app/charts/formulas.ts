@@ -5,6 +5,8 @@
  * metric key it shows (docs/method.md §9), how it is formatted, and which part of the chart draws
  * it (the term a click highlights).
  *
+ *   FORMULAS                           the cards of the waterfall (episodic and γ form), J, advantage,
+ *                                      KL, β and violation charts
  *   orderFormula(labels)               the order comparison's card, built for its series (one row
  *                                      per order σ_k: its last stage's J, bound and ΔJ)
  *   bindFormula(def, metrics, agent)   the card for one stage record's or agent step's metrics
@@ -148,7 +150,7 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
     title: 'Backtracking and adaptive β, latest agent step',
     source: 'step',
     docs: 'docs/method.md §6.2, §6.4',
-    symbolic: String.raw`\text{retry: } \beta \leftarrow \min(10^4, \max(1.5\,\beta, 10^{-2})) \\ \text{after: } \beta_j \leftarrow \beta/1.5 \ \text{ if } q < \delta_j/1.5`,
+    symbolic: String.raw`\text{retry: } \beta \leftarrow \min(10^4, \max(1.5\,\beta, 10^{-2})) \\ \text{after (betaAdapt): } \beta_j \leftarrow \max(10^{-4}, \beta/1.5) \ \text{ if } q < \delta_j/1.5`,
     numeric: String.raw`\beta_j = {{beta}}\ \text{after}\ {{bt}}\ \text{backtracks} \\ q = {{q}},\qquad \delta_j = {{delta}}`,
     slots: [slot('beta', 'agent/<j>/beta', 'sci', 'beta'), slot('bt', 'agent/<j>/backtracks', 'count', 'backtracks'), slot('q', 'agent/<j>/kl_q', 'sci', 'beta'), slot('delta', 'agent/<j>/delta', 'sci', 'beta')],
     note: 'β is the value the agent carries to its next update.',
