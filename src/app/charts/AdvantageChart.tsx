@@ -2,6 +2,8 @@
  * "Which episodes pushed agent j, and which way?" — the histogram of one agent step's advantages,
  * one count per episode of the batch it was trained on (docs/method.md §4): normalised Ã (what the
  * objective multiplies, clipped to ±A_clip) or raw R − μ (reward units). Bars in the agent's colour.
+ * Its formula card (formulas.ts `adv`) writes the normalisation and the clipped objective with the
+ * step's agent/<j>/surrogate, clipfrac and grad_norm; a term clicked there outlines the bars.
  *
  * Not here: binning (series.ts `advantageRows`), choosing the agent step (a prop).
  */
@@ -9,8 +11,9 @@ import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts';
 import type { AgentStepRecord } from '../../sat/stage';
 import { fixed3, short } from '../format';
-import { agentColor, GRID, MUTED_INK } from '../theme';
+import { agentColor, GRID, INK, MUTED_INK } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, Toggle } from './ChartFrame';
+import { bindFormula, FORMULAS } from './formulas';
 import { pct } from './fmt';
 import { ADV_BINS, ADV_ZERO, advantageRows, niceScale, type AdvMode, type BinRow } from './series';
 
@@ -58,6 +61,7 @@ export function AdvantageChart({ step, mode, defaultMode = 'norm', onModeChange,
   const hi = rows[rows.length - 1]?.hi ?? 1;
   const ticks = niceScale(lo, hi, 6).ticks.filter((t) => t >= lo - 1e-9 && t <= hi + 1e-9);
   const who = step ? `agent ${step.agent}` : 'an agent';
+  const formula = step ? bindFormula(FORMULAS.adv, step.metrics, step.agent) : null;
   return (
     <ChartFrame
       testid="chart-adv"
@@ -65,6 +69,7 @@ export function AdvantageChart({ step, mode, defaultMode = 'norm', onModeChange,
       points={n > 0 ? rows.length : 0}
       width={width}
       empty={<>Step an agent to see the advantages it was trained on.</>}
+      formula={formula}
       actions={
         <Toggle<AdvMode>
           label="Advantage scale"
@@ -97,13 +102,13 @@ export function AdvantageChart({ step, mode, defaultMode = 'norm', onModeChange,
         </>
       }
     >
-      {(w) => (
-        <BarChart width={w} height={height} data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }} barCategoryGap={1}>
+      {(w, picked) => (
+        <BarChart width={w} height={height} data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }} barCategoryGap={1} className={picked === 'bars' ? 'highlighted' : undefined}>
           <CartesianGrid stroke={GRID} vertical={false} />
           <XAxis dataKey="mid" type="number" domain={[lo, hi]} ticks={ticks} tickFormatter={(v: number) => short(v)} stroke={MUTED_INK} fontSize={12} tickLine={false} />
           <YAxis allowDecimals={false} width={40} stroke={MUTED_INK} fontSize={12} />
           <Tooltip content={<AdvTooltip />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
-          <Bar dataKey="count" fill={color} isAnimationActive={false} />
+          <Bar dataKey="count" fill={color} stroke={picked === 'bars' ? INK : undefined} strokeWidth={picked === 'bars' ? 2 : 0} isAnimationActive={false} />
         </BarChart>
       )}
     </ChartFrame>

@@ -6,6 +6,10 @@
  * points in `data-points`, so browser and SSR tests can assert a non-empty series without reading
  * SVG.
  *
+ * Under the note, a chart may pass its formula card (formulas.ts, FormulaCard.tsx): the frame keeps
+ * the term picked there — the one piece of state a card shares with its own plot — hands it to
+ * the plot (`children(width, picked)`) to highlight, and marks the section `data-highlight`.
+ *
  * Also `useMeasuredWidth`: the plot's width from a ResizeObserver on its box, starting from a fixed
  * fallback so the first render (and server rendering, and headless Chromium before layout) never
  * draws at width 0 — recharts' ResponsiveContainer measures 0 there.
@@ -13,6 +17,8 @@
  * Not here: any data or maths (series.ts), or any one chart's drawing.
  */
 import { type ReactNode, type RefObject, useEffect, useRef, useState } from 'react';
+import { FormulaCard } from './FormulaCard';
+import type { BoundFormula } from './formulas';
 import { HELD_FILL, NOT_HELD } from '../theme';
 import './charts.css';
 
@@ -55,28 +61,36 @@ export interface ChartFrameProps {
   readonly actions?: ReactNode;
   /** A line of numbers or words above the plot (readout, honesty notes). */
   readonly readout?: ReactNode;
-  /** Draws the plot at the measured width. */
-  readonly children: (width: number) => ReactNode;
+  /** The formula card under the note (formulas.ts `bindFormula`); null or absent: none. */
+  readonly formula?: BoundFormula | null;
+  /** Said instead of a card when there is no formula to show (e.g. a form the run does not record). */
+  readonly formulaNote?: ReactNode;
+  /** Draws the plot at the measured width; `picked` is the term picked in the formula card (to highlight). */
+  readonly children: (width: number, picked: string | null) => ReactNode;
   readonly width?: number;
   readonly className?: string;
 }
 
-export function ChartFrame({ testid, title, howTo, points, empty, actions, readout, children, width, className }: ChartFrameProps) {
+export function ChartFrame({ testid, title, howTo, points, empty, actions, readout, formula, formulaNote, children, width, className }: ChartFrameProps) {
   const [ref, measured] = useMeasuredWidth<HTMLDivElement>(width ?? DEFAULT_WIDTH);
+  const [picked, setPicked] = useState<string | null>(null);
   const w = width ?? measured;
+  const hl = formula && points > 0 ? picked : null;
   return (
-    <section className={`chart ${className ?? ''}`} data-testid={testid} data-points={points} aria-label={typeof title === 'string' ? title : undefined}>
+    <section className={`chart ${className ?? ''}`} data-testid={testid} data-points={points} data-highlight={hl ?? undefined} aria-label={typeof title === 'string' ? title : undefined}>
       <header className="chart-head">
         <h3 className="chart-title">{title}</h3>
         {actions && <div className="chart-actions">{actions}</div>}
       </header>
       {points > 0 && readout && <div className="chart-readout">{readout}</div>}
       <div className="chart-plot" ref={ref}>
-        {points > 0 ? children(w) : <div className="chart-empty" data-testid={`${testid}-empty`}>{empty}</div>}
+        {points > 0 ? children(w, hl) : <div className="chart-empty" data-testid={`${testid}-empty`}>{empty}</div>}
       </div>
       <p className="chart-howto">
         <span className="chart-howto-label">How to read this:</span> {howTo}
       </p>
+      {points > 0 && formula && <FormulaCard formula={formula} picked={hl} onPick={setPicked} />}
+      {points > 0 && !formula && formulaNote && <p className="formula-card-none muted">{formulaNote}</p>}
     </section>
   );
 }

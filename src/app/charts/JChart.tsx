@@ -5,6 +5,8 @@
  * and a ✓ above it when the stage was certified — its bound above 0, a promised improvement, not
  * just a promise that J would not fall too far. The floor is a short grey bar at each stage.
  * A floor far below the picture (a vacuous bound) is drawn as ▼ on the bottom edge and said in words.
+ * Its formula card (formulas.ts `j`) writes the latest stage's team/J, team/dJ and cert/lower; a
+ * term clicked there thickens the line or enlarges the floors.
  *
  * Not here: computing rows (series.ts `jSeries`), picking the certificate form (a prop).
  */
@@ -12,8 +14,9 @@ import { Area, CartesianGrid, ComposedChart, Line, Tooltip, XAxis, YAxis, useXAx
 import { fixed3, signed3 } from '../format';
 import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
+import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, kOfN, term } from './fmt';
-import { jSeries, type FormChoice, type JRow } from './series';
+import { jSeries, resolvedForm, type FormChoice, type JRow } from './series';
 import type { StageRecord } from '../../sat/stage';
 
 export interface JChartProps {
@@ -68,14 +71,24 @@ function CertMarks({ rows }: { rows: readonly JRow[] }) {
   );
 }
 
-function FloorDot(props: DotItemDotProps) {
-  const { cx, cy, payload, index } = props;
-  const row = payload as JRow;
-  if (cx === undefined || cy === undefined || row.floorShown === null) return <g key={`f${index}`} />;
-  if (row.floorClipped) {
-    return <path key={`f${index}`} d={`M${cx - 4},${cy - 7} L${cx + 4},${cy - 7} L${cx},${cy - 1} Z`} fill={MUTED_INK} />;
-  }
-  return <rect key={`f${index}`} x={cx - 7} y={cy - 1} width={14} height={2} fill={MUTED_INK} />;
+/** A stage's floor mark; `big` when the formula card picked the floor (drawn in ink, twice the size). */
+function floorDot(big: boolean) {
+  return function FloorDot(props: DotItemDotProps) {
+    const { cx, cy, payload, index } = props;
+    const row = payload as JRow;
+    if (cx === undefined || cy === undefined || row.floorShown === null) return <g key={`f${index}`} />;
+    const k = big ? 2 : 1;
+    const mark = row.floorClipped ? (
+      <path d={`M${cx - 4 * k},${cy - 7 * k} L${cx + 4 * k},${cy - 7 * k} L${cx},${cy - 1} Z`} fill={big ? INK : MUTED_INK} />
+    ) : (
+      <rect x={cx - 7 * k} y={cy - k} width={14 * k} height={2 * k} fill={big ? INK : MUTED_INK} />
+    );
+    return (
+      <g key={`f${index}`} {...(big ? { 'data-highlighted': 'floor' } : {})}>
+        {mark}
+      </g>
+    );
+  };
 }
 
 function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { payload?: unknown }[] }) {
@@ -109,6 +122,8 @@ function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { 
 export function JChart({ records, form = 'chosen', span, j0ci, width, height = DEFAULT_HEIGHT }: JChartProps) {
   const s = jSeries(records, { form, span, j0ci });
   const last = s.rows[s.rows.length - 1];
+  const lastRec = records[records.length - 1];
+  const formula = lastRec && resolvedForm(lastRec, form) === lastRec.certificate.form ? bindFormula(FORMULAS.j, lastRec.metrics) : null;
   const lowest = Math.min(...s.rows.filter((r) => r.floorClipped).map((r) => r.lower!));
   return (
     <ChartFrame
@@ -117,10 +132,15 @@ export function JChart({ records, form = 'chosen', span, j0ci, width, height = D
       points={s.stages}
       width={width}
       empty={<>Step a stage to see the team&apos;s J and what the certificate promised for it.</>}
+      formula={formula}
+      formulaNote={lastRec && <>The formula card shows the form the run records (certForm = {lastRec.certificate.form}).</>}
       readout={
         <>
           <span>
-            J now <b className="num">{last ? fixed3(last.j) : '—'}</b>
+            J now{' '}
+            <b className="num" {...(lastRec ? { 'data-metric': 'team/J', 'data-value': lastRec.metrics['team/J'] as number } : {})}>
+              {last ? fixed3(last.j) : '—'}
+            </b>
           </span>
           <span>held in {kOfN(s.heldCount, s.stages)}</span>
           <span className={s.certifiedCount > 0 ? 'chart-certified' : undefined} data-testid="certified-count" data-value={s.certifiedCount}>
@@ -145,15 +165,15 @@ export function JChart({ records, form = 'chosen', span, j0ci, width, height = D
         </>
       }
     >
-      {(w) => (
+      {(w, picked) => (
         <ComposedChart width={w} height={height} data={s.rows} margin={{ top: 16, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} vertical={false} />
           <XAxis dataKey="stage" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
           <YAxis domain={[s.domain[0], s.domain[1]]} ticks={[...s.ticks]} allowDataOverflow tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
           <Tooltip content={<JTooltip />} />
           <Area dataKey="band" stroke="none" fill={BAND_FILL} isAnimationActive={false} />
-          <Line dataKey="floorShown" stroke="none" dot={FloorDot} activeDot={false} isAnimationActive={false} name="certified floor" />
-          <Line dataKey="j" stroke={INK} strokeWidth={2} dot={JDot} isAnimationActive={false} name="team J" />
+          <Line dataKey="floorShown" stroke="none" dot={floorDot(picked === 'floor')} activeDot={false} isAnimationActive={false} name="certified floor" />
+          <Line dataKey="j" stroke={INK} strokeWidth={picked === 'j' ? 4 : 2} className={picked === 'j' ? 'highlighted' : undefined} dot={JDot} isAnimationActive={false} name="team J" />
           <CertMarks rows={s.rows} />
         </ComposedChart>
       )}

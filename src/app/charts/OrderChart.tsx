@@ -2,7 +2,8 @@
  * "Does the update order change the outcome?" — team J per stage for the same seed under two or
  * more update orders σ (claim 3 of docs/method.md §10b: the certificate holds for any σ, the
  * numbers change), one neutral-ink line per order, each with its own dash; marks filled where that
- * stage's certificate held, hollow red where it did not.
+ * stage's certificate held, hollow red where it did not. Its formula card (formulas.ts
+ * `orderFormula`) writes each order's last stage J, bound and ΔJ; a row clicked there thickens its line.
  *
  * Not here: running the extra orders (the session does, and passes one StageRecord[] per order) or
  * merging them (series.ts `orderRows`).
@@ -11,7 +12,8 @@ import { CartesianGrid, LineChart, Line, Tooltip, XAxis, YAxis, type DotItemDotP
 import { fixed3 } from '../format';
 import { GRID, HELD_FILL, MUTED_INK, NOT_HELD, teamSeries } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
-import { orderRows, orderSummary, type FormChoice, type OrderRow, type OrderSeries } from './series';
+import { bindFormula, orderFormula } from './formulas';
+import { orderRows, orderSummary, resolvedForm, type FormChoice, type OrderRow, type OrderSeries } from './series';
 
 export interface OrderChartProps {
   /** One series per order, e.g. { label: 'σ = 0→1→2', stages } (the store's SeriesRun[] as is). */
@@ -59,6 +61,8 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
   const summary = orderSummary(series, form);
   const points = series.reduce((s, x) => s + x.stages.length, 0);
   const names = series.map((s) => s.label);
+  const lasts = series.map((s) => s.stages[s.stages.length - 1]);
+  const formula = lasts.length > 0 && lasts.every((r) => r && resolvedForm(r, form) === r.certificate.form) ? bindFormula(orderFormula(names), lasts.map((r) => r!.metrics)) : null;
   return (
     <ChartFrame
       testid="chart-orders"
@@ -66,6 +70,7 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
       points={series.length >= 1 ? points : 0}
       width={width}
       empty={<>Compare orders to see the same seed trained under two or more update orders σ side by side.</>}
+      formula={formula}
       readout={summary.map((s, k) => (
         <span key={k} className="order-key">
           <svg width="26" height="8" aria-hidden="true">
@@ -82,14 +87,14 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
         </>
       }
     >
-      {(w) => (
+      {(w, picked) => (
         <LineChart width={w} height={height} data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} vertical={false} />
           <XAxis dataKey="stage" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
           <YAxis domain={['auto', 'auto']} tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
           <Tooltip content={<OTooltip names={names} />} />
           {series.map((s, k) => (
-            <Line key={k} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={1.75} dot={dotFor(k)} connectNulls isAnimationActive={false} />
+            <Line key={k} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={picked === `s${k}` ? 3.5 : 1.75} className={picked === `s${k}` ? 'highlighted' : undefined} dot={dotFor(k)} connectNulls isAnimationActive={false} />
           ))}
         </LineChart>
       )}

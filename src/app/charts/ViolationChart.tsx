@@ -5,7 +5,9 @@
  * with lr ∝ √δ, no backtracking), with its fitted power law v ≈ c·δ^p (solid), the bootstrap 95 %
  * interval of p as two thin lines through the fit's centre, a √δ reference line of slope ½ through
  * the points' centre (dotted), and the scaling check (mean KL/δ per δ) in the readout and tooltips.
- * Without a sweep the fit, if any, is over this run's points.
+ * Without a sweep the fit, if any, is over this run's points. Its formula card (formulas.ts
+ * `violation`) writes v for the agent step in view (agent/<j>/viol_rate at agent/<j>/delta); a term
+ * clicked there enlarges this run's points.
  *
  * Not here: the aggregation and fits (series.ts `aggregateViolation`, `violationFit`,
  * `deltaSweepFit`, stats.fitPowerLaw) or running sweeps (sideRuns.ts runs them; the panel passes
@@ -16,6 +18,8 @@ import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import { sci, short } from '../format';
 import { GRID, INK, MUTED_INK, teamSeries } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
+import { bindFormula, FORMULAS } from './formulas';
+import type { AgentStepRecord } from '../../sat/stage';
 import { pct } from './fmt';
 import {
   aggregateViolation, decadeTicks, deltaSweepFit, klScaleCheck, sqrtReference, violationFit, violationPointsFromDeltaSweep,
@@ -27,6 +31,8 @@ export interface ViolationChartProps {
   readonly points: readonly ViolationPoint[];
   /** The δ sweep's result (sideRuns.sweepDeltas), if one was run. */
   readonly sweep?: DeltaSweepResult | null;
+  /** The latest agent step, for the formula card (none without it). */
+  readonly step?: AgentStepRecord | null;
   readonly width?: number;
   readonly height?: number;
 }
@@ -46,9 +52,15 @@ function VTooltip({ active, payload }: { active?: boolean; payload?: readonly { 
   );
 }
 
+/** This run's points when its formula card picked them: larger, ringed in ink. */
+function BigPoint(p: { cx?: number; cy?: number; fill?: unknown }) {
+  return <circle cx={p.cx} cy={p.cy} r={7} fill={typeof p.fill === 'string' ? p.fill : MUTED_INK} stroke={INK} strokeWidth={2} data-highlighted="points" />;
+}
+
 const asRows = (line: readonly (readonly [number, number])[]) => line.map(([delta, rate]) => ({ delta, rate }));
 
-export function ViolationChart({ points, sweep, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
+export function ViolationChart({ points, sweep, step, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
+  const formula = step ? bindFormula(FORMULAS.violation, step.metrics, step.agent) : null;
   const sweepPts = sweep ? violationPointsFromDeltaSweep(sweep) : [];
   const agg: ViolationPoint[] = [...aggregateViolation(points), ...sweepPts].sort((a, b) => a.delta - b.delta);
   const positive = agg.filter((p) => p.rate > 0);
@@ -71,6 +83,7 @@ export function ViolationChart({ points, sweep, width, height = DEFAULT_HEIGHT }
       title="Do trust-region violations grow like √δ?"
       points={positive.length}
       width={width}
+      formula={formula}
       empty={
         agg.length > 0 ? (
           <>No visited state went past δ yet ({agg.length} δ value{agg.length > 1 ? 's' : ''}, every rate 0): nothing to draw on a log scale.</>
@@ -114,7 +127,7 @@ export function ViolationChart({ points, sweep, width, height = DEFAULT_HEIGHT }
         </>
       }
     >
-      {(w) => (
+      {(w, picked) => (
         <ComposedChart width={w} height={height} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} />
           <XAxis dataKey="delta" type="number" scale="log" domain={xScale!.domain} ticks={xScale!.ticks} allowDataOverflow tickFormatter={(v: number) => sci(v)} stroke={MUTED_INK} fontSize={12} name="δ" />
@@ -122,7 +135,15 @@ export function ViolationChart({ points, sweep, width, height = DEFAULT_HEIGHT }
           <Tooltip content={<VTooltip />} />
           <Legend verticalAlign="top" height={22} iconSize={10} wrapperStyle={{ fontSize: 12 }} />
           {sources.map((src, k) => (
-            <Scatter key={src} name={src} data={positive.filter((p) => p.source === src)} dataKey="rate" fill={teamSeries(k).stroke} isAnimationActive={false} />
+            <Scatter
+              key={src}
+              name={src}
+              data={positive.filter((p) => p.source === src)}
+              dataKey="rate"
+              fill={teamSeries(k).stroke}
+              {...(picked === 'points' && src === 'this run' ? { shape: BigPoint } : {})}
+              isAnimationActive={false}
+            />
           ))}
           {fit && <Line name={`fit p = ${short(fit.p)}`} data={asRows(fit.line)} dataKey="rate" stroke={INK} strokeWidth={1.5} dot={false} isAnimationActive={false} />}
           {sweepFit?.band && (

@@ -8,7 +8,8 @@
  * own training batches, which the update was fitted to — the optimism a fresh batch removes.
  * A toggle switches between our episodic form and the paper's γ form (§9); the readout says
  * "certified improvement" when the bound is above 0, held / not held, and, when the bound is
- * vacuous, says so in words.
+ * vacuous, says so in words. Its formula card (formulas.ts `waterfall` / `waterfall-gamma`) writes the
+ * same sum with the record's cert/… numbers; a term clicked there outlines its bar here.
  *
  * Not here: the cumulative arithmetic (series.ts `waterfallRows`), choosing the stage (a prop).
  */
@@ -19,6 +20,7 @@ import type { StageRecord } from '../../sat/stage';
 import { fixed3 } from '../format';
 import { GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph, Toggle } from './ChartFrame';
+import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, grouped, pct, term } from './fmt';
 import { waterfallRows, type FormChoice, type Waterfall, type WaterfallRow } from './series';
 
@@ -65,12 +67,22 @@ const TICK_LINES: Record<WaterfallRow['kind'], readonly string[]> = {
   realised: ['real ΔJ'],
 };
 
-function shapeFor(held: boolean, hatch: string) {
+function shapeFor(held: boolean, hatch: string, picked: string | null) {
   return function WaterfallBar(p: BarShapeProps) {
     const row = p.payload as WaterfallRow;
-    if (row.kind === 'insample') return <Rectangle {...p} fill={`url(#${hatch})`} stroke={MUTED_INK} strokeWidth={1} strokeDasharray="3 2" />;
-    if (row.kind === 'realised' && !held) return <Rectangle {...p} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
-    return <Rectangle {...p} fill={FILL[row.kind]} stroke="none" />;
+    let bar;
+    if (row.kind === 'insample') bar = <Rectangle {...p} fill={`url(#${hatch})`} stroke={MUTED_INK} strokeWidth={1} strokeDasharray="3 2" />;
+    else if (row.kind === 'realised' && !held) bar = <Rectangle {...p} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
+    else bar = <Rectangle {...p} fill={FILL[row.kind]} stroke="none" />;
+    if (row.kind !== picked) return bar;
+    // Picked in the formula card: the bar outlined in ink, drawn over a pale halo.
+    const { x = 0, y = 0, width = 0, height = 0 } = p as { x?: number; y?: number; width?: number; height?: number };
+    return (
+      <g data-highlighted={row.kind}>
+        <rect x={x - 3} y={Math.min(y, y + height) - 3} width={width + 6} height={Math.abs(height) + 6} fill="rgba(31,35,40,0.08)" stroke={INK} strokeWidth={2} rx={2} />
+        {bar}
+      </g>
+    );
   };
 }
 
@@ -119,6 +131,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
   const wf = record ? waterfallRows(record, form, span) : null;
   const shown: CertForm = wf ? wf.form : form === 'gamma' ? 'gamma' : 'episodic';
   const formName = shown === 'gamma' ? `γ form${gamma !== undefined ? ` (γ = ${gamma})` : ''}` : `episodic form${horizon !== undefined ? ` (H = ${horizon})` : ''}`;
+  const formula = record && wf && wf.form === record.certificate.form ? bindFormula(FORMULAS[wf.form === 'gamma' ? 'waterfall-gamma' : 'waterfall'], record.metrics) : null;
   const confidence = deltaConf !== undefined && deltaConf > 0 && deltaConf < 1 ? `with probability ≥ ${pct(1 - deltaConf, deltaConf < 0.01 ? 2 : 0)}` : 'with high probability';
   return (
     <ChartFrame
@@ -127,6 +140,8 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
       points={wf ? wf.rows.length : 0}
       width={width}
       empty={<>Step a stage to see its certificate term by term.</>}
+      formula={formula}
+      formulaNote={record && <>The formula card shows the form the run records (certForm = {record.certificate.form}); switch back to it to see the card.</>}
       actions={
         onFormChange && (
           <Toggle<CertForm>
@@ -147,7 +162,8 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
               stage {record!.stage}, {formName}
             </span>
             <span>
-              lower bound <b className="num">{term(wf.terms.lower)}</b> vs realised ΔJ <b className="num">{term(wf.dJ)}</b>
+              lower bound <b className="num" {...(formula ? { 'data-metric': 'cert/lower', 'data-value': wf.terms.lower } : {})}>{term(wf.terms.lower)}</b> vs realised ΔJ{' '}
+              <b className="num" data-metric="team/dJ" data-value={record!.metrics['team/dJ'] as number}>{term(wf.dJ)}</b>
             </span>
             {wf.certified && (
               <span className="chart-certified" data-testid="certified-note" title={`The bound is above 0: ${confidence} the team improved this stage (docs/certificate.md §12)`}>
@@ -180,7 +196,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
         </>
       }
     >
-      {(w) =>
+      {(w, picked) =>
         wf && (
           <BarChart width={w} height={height} data={wf.rows} margin={{ top: 18, right: 16, bottom: 4, left: 4 }}>
             <defs>
@@ -194,7 +210,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
             <YAxis tickFormatter={(v: number) => term(v)} width={64} stroke={MUTED_INK} fontSize={12} />
             <ReferenceLine y={0} stroke={MUTED_INK} />
             <Tooltip content={<WfTooltip wf={wf} />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
-            <Bar dataKey="range" shape={shapeFor(wf.held, hatch)} isAnimationActive={false}>
+            <Bar dataKey="range" shape={shapeFor(wf.held, hatch, picked)} isAnimationActive={false}>
               <LabelList dataKey="value" position="top" fontSize={11} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
             </Bar>
           </BarChart>

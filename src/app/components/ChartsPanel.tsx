@@ -72,7 +72,7 @@ export function ChartsPanel() {
         <AdvantageChart step={step} aClip={cfg.aClip} />
         <KlChart step={step} alpha={cfg.alpha} />
         <BetaChart records={stages} current={current} nAgents={nAgents} />
-        <ViolationChart points={violation} sweep={sweep} />
+        <ViolationChart points={violation} sweep={sweep} step={step} />
         <div className="chart-with-action">
           <OrderChart series={orders} form={certForm} />
           <div className="chart-actions">

@@ -1,5 +1,6 @@
 /**
- * The left column: the presets gallery (each with its "what to look for") and every setting of the
+ * The left column: the presets gallery (each with its "what to look for" and its "predict, then
+ * run" question, whose Reveal shows the answer this run measured — src/sat/worksheet.ts) and every setting of the
  * one config table, grouped in the order of docs/method.md's sections (task, model, run,
  * advantages, objective, trust region, order, certificate, swap; the list is docs/method.md §11).
  * Each control's tooltip is its doc comment and allowed range; a share link's `<key>_hide=true`
@@ -7,8 +8,10 @@
  *
  * Not here: the step controls (StepControls.tsx) or the team builder (TeamBuilder.tsx).
  */
+import { useState } from 'react';
 import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, type ConfigKey, type Field, type Group } from '../../sat/config';
 import { PRESETS, findPreset } from '../../sat/presets';
+import { answerWorksheet, WORKSHEET } from '../../sat/worksheet';
 import { useSession } from '../sessionContext';
 import { isDirty, setField, usePlayground } from '../store';
 
@@ -65,6 +68,48 @@ function FieldControl({ k, disabled }: { k: ConfigKey; disabled: boolean }) {
   );
 }
 
+/**
+ * The preset's worksheet prompt: the question, and behind Reveal the answer computed from the
+ * stages this run has finished (or how many more it needs). Keyed by preset, so a new preset
+ * starts hidden again.
+ */
+function Worksheet({ preset }: { preset: string }) {
+  const [shown, setShown] = useState(false);
+  const stages = usePlayground((s) => s.stages);
+  const q = WORKSHEET[preset];
+  if (!q) return null;
+  const result = shown ? answerWorksheet(preset, stages) : null;
+  return (
+    <div className="worksheet" data-testid="worksheet" style={{ display: 'flex', flexDirection: 'column', alignItems: 'flex-start', gap: 4, marginTop: 6 }}>
+      <div>
+        <span className="look-label">Predict, then run.</span> <span data-testid="worksheet-question">{q.question}</span>
+      </div>
+      {!shown ? (
+        <button type="button" className="small" data-testid="worksheet-reveal" onClick={() => setShown(true)} title="Show what this run measured (write your prediction down first)">
+          Reveal
+        </button>
+      ) : (
+        result && (
+          <div className="worksheet-answer" data-testid="worksheet-answer" data-ready={result.ready ? 'true' : 'false'} aria-live="polite">
+            {result.ready ? (
+              <>
+                <span className="look-label">This run:</span> {result.answer.text}
+              </>
+            ) : (
+              <span className="muted">
+                Run {result.need - result.have} more stage{result.need - result.have === 1 ? '' : 's'} first: the answer reads stages 1–{result.need} ({result.have} done).
+              </span>
+            )}{' '}
+            <button type="button" className="linkish" data-testid="worksheet-hide" onClick={() => setShown(false)} title="Hide the answer again (for the next group)">
+              hide
+            </button>
+          </div>
+        )
+      )}
+    </div>
+  );
+}
+
 export function PresetGallery() {
   const session = useSession();
   const preset = usePlayground((s) => s.preset);
@@ -99,6 +144,7 @@ export function PresetGallery() {
         <div className="preset-look">
           <span className="look-label">What to look for.</span> {p.lookFor}
         </div>
+        <Worksheet key={preset} preset={preset} />
       </div>
     </section>
   );
