@@ -1,0 +1,153 @@
+/**
+ * Comparing update orders σ from where a team stands (docs/method.md §3.1, claim 3 of §10b): the
+ * team's next stages run once per order, each from the same start, on the SAME agents — in this
+ * process or in their workers (src/app/remoteTeam.ts), whichever the experiment holds:
+ *
+ *   const r = await compareOrdersFrom(exp, { orders: ['fixed', 'reverse'], stages: 2 });
+ *   r.runs[k].stages      // order k's StageRecords, numbered on from exp.stagesDone
+ *
+ *   start  ← every agent's snapshot (parameters + optimizer state), the team's evaluation
+ *   for each σ: restore start; run `stages` stages with order σ (a side experiment: its own
+ *               config, environment, β and stage count, the same agents and seed streams)
+ *   restore start                                           ← the experiment is as it was
+ *
+ * Why the orders run one after another in the same agents rather than in a fresh team per order:
+ * memory stays bounded by one snapshot of the team whatever the number of orders (per agent its
+ * trainable parameters and the two Adam moments, f64 — about 0.7 MB for an arithmetic-S agent),
+ * no model is loaded twice, and no worker is started. The experiment's own state — β, its stage
+ * count, its last evaluation, its environment's transcripts — is never touched: each side
+ * experiment has copies. Call it at a stage boundary (the agents' frozen reference is reset by
+ * the next stage's start, so parameters and optimizer state are the whole of what a stage
+ * carries over); the page's Compare orders does (src/app/sideRuns.ts).
+ *
+ * The same streams: a side stage draws every random number from the run seed's named sub-streams
+ * (stage, purpose, …), so order σ's stages are exactly those an experiment configured with σ
+ * would run from the same start (tests/orders-lm.test.ts checks it against in-process runs).
+ * Each order's held-out J comes with the evaluation's 95 % interval (`StageRecord.evaluation.ci`,
+ * core/stats `meanCI` over the held-out problems, as the team J chart shows it).
+ *
+ * A language team's configured plug-and-play swap is not made in a side run: it replaces the
+ * agent in its worker, which a restore of parameters cannot undo (tabular swaps are a restore of
+ * the table and stay). Cancel is checked between agent steps: a cancelled comparison keeps the
+ * stages each order finished and drops the one in progress.
+ *
+ * Not here: the page's button, progress bar and store (src/app/sideRuns.ts), the order rule itself
+ * (order.ts), drawing (src/app/charts/OrderChart.tsx).
+ */
+import { Rng } from '../core/rng';
+import { isLlmTask, parseConfig, type Config } from './config';
+import { LmEnv } from './env/lm';
+import type { TeamEnv } from './env/types';
+import { stepThrough, type Experiment } from './experiment';
+import type { OrderKind } from './order';
+import type { StageRecord } from './stage';
+import type { AgentPolicy, AgentSnapshot } from './types';
+
+/** The orders a comparison runs by default (docs/method.md §3.1). */
+export function ordersToCompare(cfg: Config): OrderKind[] {
+  // With two language agents each stage's random σ is one of the other two, at a language stage's price.
+  const random = !(isLlmTask(cfg.task) && cfg.agents < 3);
+  return ['fixed', 'reverse', ...(random ? (['random'] as const) : []), ...(cfg.geoIters > 0 ? (['greedy'] as const) : [])];
+}
+
+/** What a comparison shows for order σ. */
+export function orderLabel(order: OrderKind): string {
+  return `σ = ${order}`;
+}
+
+export interface OrderRun {
+  readonly order: OrderKind;
+  readonly label: string;
+  /** The stages this order finished (all of them unless the comparison stopped early). */
+  readonly stages: StageRecord[];
+}
+
+export interface CompareFromOptions {
+  readonly orders: readonly OrderKind[];
+  /** Stages per order. */
+  readonly stages: number;
+  /** Checked before every agent step; true stops the comparison there. */
+  readonly cancelled?: () => boolean;
+  /** Told before every agent step: agent steps done, of `total`, and what runs next. */
+  readonly onProgress?: (done: number, total: number, what: string) => void | Promise<void>;
+}
+
+export interface CompareFromResult {
+  readonly runs: OrderRun[];
+  /** Bytes of the team's snapshot held for the comparison (parameters and optimizer state, f64): all it adds to memory besides the records. */
+  readonly startBytes: number;
+  /** null when every order ran every stage; else why it stopped (an error is returned, not thrown: the team was restored first). */
+  readonly stopped: null | { readonly why: 'cancelled' } | { readonly why: 'error'; readonly error: unknown };
+}
+
+/** A fresh environment with the same task and settings, so the side run's transcripts are its own. */
+function sideEnv(env: TeamEnv): TeamEnv {
+  return env instanceof LmEnv ? new LmEnv(env.task, env.protocol, env.nAgents, env.opts) : env;
+}
+
+/** The experiment as it would run under order σ from here: copies of everything a stage mutates, the same agents. */
+function sideExperiment(exp: Experiment, order: OrderKind, startEval: NonNullable<Experiment['lastEval']>): Experiment {
+  const lm = isLlmTask(exp.cfg.task);
+  const cfg = parseConfig({ ...exp.cfg, order, customOrder: [], ...(lm ? { swapAgent: -1 } : {}) });
+  return {
+    ...exp,
+    cfg,
+    env: sideEnv(exp.env),
+    rng: new Rng(exp.rng.seed, exp.rng.path),
+    betas: exp.betas.slice(),
+    stagesDone: exp.stagesDone,
+    lastEval: startEval,
+    profiler: undefined,
+  };
+}
+
+async function restoreTeam(team: readonly AgentPolicy[], start: readonly AgentSnapshot[]): Promise<void> {
+  await Promise.all(team.map((a, i) => a.restore(start[i]!)));
+}
+
+/**
+ * Runs `stages` stages under each order from the team's current state, one order after another in
+ * the same agents, and puts every agent back where it started (also after a cancel or an error).
+ * Throws only when that restore fails (a dead worker): the experiment is then not usable.
+ */
+export async function compareOrdersFrom(exp: Experiment, o: CompareFromOptions): Promise<CompareFromResult> {
+  const n = exp.team.length;
+  const start = await Promise.all(exp.team.map((a) => a.snapshot()));
+  // One evaluation of the start for every order (the experiment's own, when it has one).
+  const startEval = exp.lastEval ?? (await sideEnv(exp.env).evaluate(exp.team));
+  const total = o.orders.length * o.stages * n;
+  const runs: OrderRun[] = [];
+  let stopped: CompareFromResult['stopped'] = null;
+  let done = 0;
+  try {
+    orders: for (const [k, order] of o.orders.entries()) {
+      if (k > 0) await restoreTeam(exp.team, start);
+      const side = sideExperiment(exp, order, startEval);
+      const run: OrderRun = { order, label: orderLabel(order), stages: [] };
+      runs.push(run);
+      for (let s = 0; s < o.stages; s++) {
+        const gen = stepThrough(side);
+        for (let i = 0; ; i++) {
+          if (i < n) {
+            if (o.cancelled?.()) {
+              stopped = { why: 'cancelled' };
+              break orders;
+            }
+            await o.onProgress?.(done, total, `Comparing orders: ${run.label} (${k + 1} of ${o.orders.length}), stage ${s + 1} of ${o.stages}, agent step ${i + 1} of ${n}`);
+          }
+          const r = await gen.next();
+          if (r.done) {
+            run.stages.push(r.value);
+            break;
+          }
+          done++;
+        }
+      }
+    }
+  } catch (e) {
+    stopped = { why: 'error', error: e };
+  }
+  await restoreTeam(exp.team, start);
+  const startBytes = start.reduce((b, x) => b + x.params.byteLength + x.optim.byteLength, 0);
+  return { runs, startBytes, stopped };
+}
