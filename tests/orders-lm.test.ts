@@ -14,6 +14,9 @@
  *     included), says the experiment is as it was, refuses mid-stage with a message, and the next
  *     stage is the twin's; its Cancel (session.cancelWork, pressed while a step is announced)
  *     keeps the order that finished and the experiment.
+ *   - the δ sweep from where the team stands (deltaSweep.ts with a TeamStart's side runs): in the
+ *     workers equal to in-process, the experiment stepping on as its twin; the page session's
+ *     Sweep δ fills the sweep, refuses mid-stage, keeps the experiment.
  * The team: two arithmetic-S agents (public/models, the shipped model: real rewards, so the
  * intervals are not degenerate), chain protocol, tiny batches; seed 3.
  *
@@ -25,14 +28,15 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRemoteExperiment, type RemoteAgent, type RemoteExperiment } from '../src/app/remoteTeam';
 import { Session } from '../src/app/session';
-import { compareOrders } from '../src/app/sideRuns';
+import { compareOrders, LM_SWEEP_SEEDS, sweepDeltas } from '../src/app/sideRuns';
 import { createPlaygroundStore } from '../src/app/store';
 import { orderRows, orderSummary } from '../src/app/charts/series';
 import { parseConfig, type Config } from '../src/sat/config';
 import { createLlmExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { LmEnv } from '../src/sat/env/lm';
-import { compareOrdersFrom, ordersToCompare } from '../src/sat/orderComparison';
+import { deltaSweep, SWEEP_DELTAS } from '../src/sat/deltaSweep';
+import { compareOrdersFrom, ordersToCompare, TeamStart } from '../src/sat/orderComparison';
 import type { OrderKind } from '../src/sat/order';
 import type { StageRecord } from '../src/sat/stage';
 import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';
@@ -198,6 +202,51 @@ describe('the page session compares a language team\'s orders', () => {
     expect(s.orders.map((o) => [o.label, o.stages.length])).toEqual([['σ = fixed', 1]]);
     expect(s.status).toBe('ready');
     await session.stepStage();
+    const { first, then } = await inProcess('fixed', 1);
+    expect(store.getState().stages.map(stable)).toEqual([stable(first), stable(then[0]!)]);
+  }, 240_000);
+});
+
+describe('the δ sweep of a language team from where it stands (same machinery)', () => {
+  it('in the workers equals in-process from the same start; the experiment steps on as its twin', async () => {
+    const sweep = async (exp: Parameters<typeof TeamStart.take>[0]) => {
+      const start = await TeamStart.take(exp);
+      try {
+        return await deltaSweep({ base: cfg, deltas: [0.01, 0.1], seeds: [3, 4], stages: 1, open: (c) => start.side(c) });
+      } finally {
+        await start.restore();
+      }
+    };
+    const exp = await remote();
+    await runStages(exp, 1);
+    const r = await sweep(exp);
+    expect(r!.complete).toBe(true);
+    expect(r!.protocol.states).toBe(0);
+    for (const p of r!.points) {
+      expect(p.visits).toBeGreaterThan(0);
+      expect(p.klOverDelta).toBeGreaterThan(0); // one step, never undone: every run moved
+    }
+    const local = await createLlmExperiment(cfg, load);
+    await runStages(local, 1);
+    expect(await sweep(local)).toEqual(r);
+    const [next] = await runStages(exp, 1);
+    const [twin] = await runStages(local, 1);
+    expect(stable(next!)).toEqual(stable(twin!));
+    console.log(`[orders-lm] language δ sweep from stage 1: ${r!.points.map((p) => `δ = ${p.delta}: violation rate ${p.violRate.toFixed(3)}, KL/δ ${p.klOverDelta.toFixed(3)} over ${p.visits} visits`).join('; ')}`);
+  }, 240_000);
+
+  it('the page session: Sweep δ fills the violation chart\'s sweep, refuses mid-stage, and keeps the experiment', async () => {
+    const { store, session } = await sessionAtStage1();
+    await sweepDeltas(session);
+    const s = store.getState();
+    expect(s.error).toBeNull();
+    expect(s.sweep?.points.map((p) => p.delta)).toEqual([...SWEEP_DELTAS]);
+    expect(s.sweep?.protocol.seeds).toHaveLength(LM_SWEEP_SEEDS);
+    expect(s.notice).toMatch(/Swept 7 radii δ over 3 of 3 seeds, one stage each from stage 1; your experiment is as it was/);
+    await session.stepAgent();
+    await sweepDeltas(session);
+    expect(store.getState().notice).toMatch(/starts at a stage boundary: finish stage 2 first/);
+    await session.stepAgent();
     const { first, then } = await inProcess('fixed', 1);
     expect(store.getState().stages.map(stable)).toEqual([stable(first), stable(then[0]!)]);
   }, 240_000);

@@ -18,8 +18,10 @@
  *                    settings at the open seed: the other games have a handful of states and, at
  *                    their own lr, steps far inside δ, so every rate would be 0 and nothing tested.
  *
- * Sweeping δ stays a tabular protocol (deltaSweep.ts); on a language preset it runs the
- * delta-sweep preset's relay at the open seed.
+ * Sweeping δ on a language team runs the same protocol from where the team stands, with the open
+ * settings as the reference point: seven radii over LM_SWEEP_SEEDS seeds, one stage each, every run
+ * from one snapshot of the team in its own agents (workers), restored after; Cancel stops between
+ * runs.
  *
  * Not here: the main experiment (session.ts) or drawing (charts/).
  */
@@ -27,7 +29,7 @@ import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
 import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { createExperiment, runStages } from '../sat/experiment';
-import { compareOrdersFrom, orderLabel, ordersToCompare } from '../sat/orderComparison';
+import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../sat/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
 
@@ -124,6 +126,14 @@ async function compareLanguageOrders(session: Session, cfg: Config): Promise<voi
   });
 }
 
+/** What the Sweep δ button does for this config, in one sentence (its tooltip). */
+export function sweepDeltasTitle(cfg: Config): string {
+  if (isLlmTask(cfg.task)) {
+    return `Run one stage from where your team stands at seven radii δ over ${LM_SWEEP_SEEDS} seeds with only δ changing (one step with lr ∝ √δ from these settings' δ and lr, no backtracking, fixed β), in the agents' workers: the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check; then the team is put back exactly as it was`;
+  }
+  return "Rerun this game at seven radii δ over ten seeds with only δ changing (same tables and seeds, one step with lr ∝ √δ, no backtracking, fixed β): the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check (the open settings on the delta-sweep preset, else that preset's relay with many states)";
+}
+
 /** The sweep's settings: the open ones on the delta-sweep preset (tabular), else that preset's at the open seed. */
 export function sweepBase(open: Config | null, preset: string): Config {
   if (open && preset === 'delta-sweep' && !isLlmTask(open.task)) return open;
@@ -137,6 +147,7 @@ export function sweepBase(open: Config | null, preset: string): Config {
  */
 export async function sweepDeltas(session: Session): Promise<void> {
   const { config, preset } = session.store.getState();
+  if (config && isLlmTask(config.task)) return sweepLanguageDeltas(session, config);
   const cfg = sweepBase(config, preset);
   const stages = Math.min(cfg.stages, SWEEP_MAX_STAGES);
   const seeds = Array.from({ length: SWEEP_SEEDS }, (_, i) => cfg.seed + i).filter((s) => s <= 0xffffffff);
@@ -149,5 +160,43 @@ export async function sweepDeltas(session: Session): Promise<void> {
       },
     });
     if (r) session.store.setState({ sweep: r });
+  });
+}
+
+/** Seeds per δ when sweeping a language team (a language stage takes seconds; the tabular sweep has SWEEP_SEEDS). */
+export const LM_SWEEP_SEEDS = 3;
+
+/**
+ * The δ sweep of a language team from where it stands: the open settings are the reference point
+ * (δ_ref, lr_ref); every (seed, δ) run is one stage from the same snapshot of the team, in its own
+ * agents (TeamStart, orderComparison.ts), which are put back after — the experiment is as it was.
+ */
+async function sweepLanguageDeltas(session: Session, cfg: Config): Promise<void> {
+  const exp = session.currentExperiment();
+  const s = session.store.getState();
+  if (!exp) return;
+  if (s.partial.length > 0) {
+    session.store.setState({ notice: `The δ sweep starts at a stage boundary: finish stage ${s.stages.length + 1} first (Step stage), then Sweep δ.` });
+    return;
+  }
+  const seeds = Array.from({ length: LM_SWEEP_SEEDS }, (_, i) => cfg.seed + i).filter((x) => x <= 0xffffffff);
+  await session.longWork('Sweeping δ…', async (progress, cancelled) => {
+    const start = await TeamStart.take(exp);
+    let r: Awaited<ReturnType<typeof deltaSweep>> = null;
+    try {
+      r = await deltaSweep({
+        base: cfg, deltas: SWEEP_DELTAS, seeds, stages: 1, cancelled, open: (c) => start.side(c),
+        onProgress: async (done, total, what) => {
+          progress(done, total, `${what} (from stage ${exp.stagesDone}, in your team's own agents)`);
+          await yieldToBrowser();
+        },
+      });
+    } finally {
+      await start.restore();
+    }
+    if (r) session.store.setState({ sweep: r });
+    session.store.setState({
+      notice: `${r?.complete ? 'Swept' : 'Cancelled the sweep of'} ${SWEEP_DELTAS.length} radii δ over ${r?.protocol.seeds.length ?? 0} of ${seeds.length} seeds, one stage each from stage ${exp.stagesDone}; your experiment is as it was.`,
+    });
   });
 }

@@ -11,6 +11,9 @@
  *               config, environment, β and stage count, the same agents and seed streams)
  *   restore start                                           ← the experiment is as it was
  *
+ * `TeamStart` is that start and its side experiments, for any side run from where a team stands
+ * (the language δ sweep of deltaSweep.ts uses it too).
+ *
  * Why the orders run one after another in the same agents rather than in a fresh team per order:
  * memory stays bounded by one snapshot of the team whatever the number of orders (per agent its
  * trainable parameters and the two Adam moments, f64 — about 0.7 MB for an arithmetic-S agent),
@@ -36,12 +39,11 @@
  */
 import { Rng } from '../core/rng';
 import { isLlmTask, parseConfig, type Config } from './config';
-import { LmEnv } from './env/lm';
 import type { TeamEnv } from './env/types';
-import { stepThrough, type Experiment } from './experiment';
+import { planLlm, stepThrough, type Experiment } from './experiment';
 import type { OrderKind } from './order';
 import type { StageRecord } from './stage';
-import type { AgentPolicy, AgentSnapshot } from './types';
+import type { AgentSnapshot } from './types';
 
 /** The orders a comparison runs by default (docs/method.md §3.1). */
 export function ordersToCompare(cfg: Config): OrderKind[] {
@@ -80,29 +82,58 @@ export interface CompareFromResult {
   readonly stopped: null | { readonly why: 'cancelled' } | { readonly why: 'error'; readonly error: unknown };
 }
 
-/** A fresh environment with the same task and settings, so the side run's transcripts are its own. */
-function sideEnv(env: TeamEnv): TeamEnv {
-  return env instanceof LmEnv ? new LmEnv(env.task, env.protocol, env.nAgents, env.opts) : env;
+/**
+ * A team's start, held for side runs (an order comparison here, a δ sweep in deltaSweep.ts): every
+ * agent's snapshot and the team's evaluation. `side(cfg)` puts the agents back to it and returns the
+ * experiment `cfg` would be from there — the same agents; its own environment (planLlm(cfg)'s for a
+ * language team: its transcripts are its own), β, stage count and seed streams (new Rng(cfg.seed));
+ * the configured language swap off (it would replace the agent in its worker). `restore()` puts the
+ * agents back once more; the experiment itself is never written to.
+ */
+export class TeamStart {
+  private constructor(
+    private readonly exp: Experiment,
+    private readonly start: readonly AgentSnapshot[],
+    private readonly startEval: NonNullable<Experiment['lastEval']>,
+  ) {}
+
+  /** Snapshots the team (one evaluation too, when the experiment has none yet). Call it at a stage boundary. */
+  static async take(exp: Experiment): Promise<TeamStart> {
+    const start = await Promise.all(exp.team.map((a) => a.snapshot()));
+    const startEval = exp.lastEval ?? (await planEnv(exp, exp.cfg).evaluate(exp.team));
+    return new TeamStart(exp, start, startEval);
+  }
+
+  /** Bytes of the snapshot (parameters and optimizer state, f64): what the side runs add to memory besides their records. */
+  get bytes(): number {
+    return this.start.reduce((b, x) => b + x.params.byteLength + x.optim.byteLength, 0);
+  }
+
+  /** The agents restored to the start, as the experiment `cfg` would run them from there. */
+  async side(cfg: Config): Promise<Experiment> {
+    await this.restore();
+    const exp = this.exp;
+    const c = isLlmTask(cfg.task) && cfg.swapAgent >= 0 ? parseConfig({ ...cfg, swapAgent: -1 }) : cfg;
+    return {
+      ...exp,
+      cfg: c,
+      env: planEnv(exp, c),
+      rng: new Rng(c.seed),
+      betas: exp.betas.slice(), // the team's β where it stands (adaptive β carries across stages)
+      stagesDone: exp.stagesDone,
+      lastEval: this.startEval,
+      profiler: undefined,
+    };
+  }
+
+  async restore(): Promise<void> {
+    await Promise.all(this.exp.team.map((a, i) => a.restore(this.start[i]!)));
+  }
 }
 
-/** The experiment as it would run under order σ from here: copies of everything a stage mutates, the same agents. */
-function sideExperiment(exp: Experiment, order: OrderKind, startEval: NonNullable<Experiment['lastEval']>): Experiment {
-  const lm = isLlmTask(exp.cfg.task);
-  const cfg = parseConfig({ ...exp.cfg, order, customOrder: [], ...(lm ? { swapAgent: -1 } : {}) });
-  return {
-    ...exp,
-    cfg,
-    env: sideEnv(exp.env),
-    rng: new Rng(exp.rng.seed, exp.rng.path),
-    betas: exp.betas.slice(),
-    stagesDone: exp.stagesDone,
-    lastEval: startEval,
-    profiler: undefined,
-  };
-}
-
-async function restoreTeam(team: readonly AgentPolicy[], start: readonly AgentSnapshot[]): Promise<void> {
-  await Promise.all(team.map((a, i) => a.restore(start[i]!)));
+/** The environment `cfg` plans, for a language team (fresh: its transcripts are its own); a tabular one is stateless and shared. */
+function planEnv(exp: Experiment, cfg: Config): TeamEnv {
+  return isLlmTask(cfg.task) ? planLlm(cfg).env : exp.env;
 }
 
 /**
@@ -112,17 +143,14 @@ async function restoreTeam(team: readonly AgentPolicy[], start: readonly AgentSn
  */
 export async function compareOrdersFrom(exp: Experiment, o: CompareFromOptions): Promise<CompareFromResult> {
   const n = exp.team.length;
-  const start = await Promise.all(exp.team.map((a) => a.snapshot()));
-  // One evaluation of the start for every order (the experiment's own, when it has one).
-  const startEval = exp.lastEval ?? (await sideEnv(exp.env).evaluate(exp.team));
+  const start = await TeamStart.take(exp);
   const total = o.orders.length * o.stages * n;
   const runs: OrderRun[] = [];
   let stopped: CompareFromResult['stopped'] = null;
   let done = 0;
   try {
     orders: for (const [k, order] of o.orders.entries()) {
-      if (k > 0) await restoreTeam(exp.team, start);
-      const side = sideExperiment(exp, order, startEval);
+      const side = await start.side(parseConfig({ ...exp.cfg, order, customOrder: [] }));
       const run: OrderRun = { order, label: orderLabel(order), stages: [] };
       runs.push(run);
       for (let s = 0; s < o.stages; s++) {
@@ -147,7 +175,6 @@ export async function compareOrdersFrom(exp: Experiment, o: CompareFromOptions):
   } catch (e) {
     stopped = { why: 'error', error: e };
   }
-  await restoreTeam(exp.team, start);
-  const startBytes = start.reduce((b, x) => b + x.params.byteLength + x.optim.byteLength, 0);
-  return { runs, startBytes, stopped };
+  await start.restore();
+  return { runs, startBytes: start.bytes, stopped };
 }

@@ -6,7 +6,9 @@
  * names the order and the agent step of each of the four agent steps and offers Cancel — and the order chart shows two series,
  * each point with its held-out 95 % interval (error bars, "±" in the legend). The user's own
  * experiment is as it was: its next stage gives the stage table a fresh page shows after the same
- * link and the same step without any comparison.
+ * link and the same step without any comparison. Sweep δ (the same machinery) runs seven radii
+ * over three seeds from stage 1 onto the violation chart, and the experiment again steps on as
+ * the fresh page's.
  *
  * Not here: the comparison's numbers against in-process runs, and Cancel's exact stopping point
  * (tests/orders-lm.test.ts); tabular comparisons (tests/e2e/playground.test.ts).
@@ -51,6 +53,17 @@ async function stepStage(p: Page): Promise<void> {
   await settled(p);
 }
 
+/** The experiment on `p` is as it was: its next stage equals a fresh page's on the same link that ran no side run. Closes both. */
+async function expectAsIfNothingHappened(p: Page, link: string): Promise<void> {
+  await stepStage(p);
+  const other = await openAtStage1(link);
+  await stepStage(other);
+  expect(await tableValues(p)).toEqual(await tableValues(other));
+  await other.context().close();
+  await p.context().close();
+  expect(pg.errors).toEqual([]);
+}
+
 describe('Compare orders on a language team (arith-team, two agents)', () => {
   it('two orders from stage 1 in the workers, two series with CIs; the experiment steps on as if nothing happened', async () => {
     const link = pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
@@ -87,13 +100,21 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
     expect(await p.getByTestId('notice').innerText()).toMatch(/Compared 2 orders from stage 1.*your experiment is as it was/);
     console.log(`[e2e orders] two orders of one arith-team stage (2 agents) compared in ${(ms / 1000).toFixed(1)} s: ${keys.join('; ')}`);
 
-    // The experiment is as it was: its next stage equals a fresh page's that never compared.
-    await stepStage(p);
-    const other = await openAtStage1(link);
-    await stepStage(other);
-    expect(await tableValues(p)).toEqual(await tableValues(other));
-    await other.context().close();
-    await p.context().close();
-    expect(pg.errors).toEqual([]);
+    await expectAsIfNothingHappened(p, link);
+  }, 300_000);
+
+  it('Sweep δ runs from stage 1 in the workers onto the violation chart; the experiment steps on as if nothing happened', async () => {
+    const link = pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
+    const p = await openAtStage1(link);
+    const before = await points(p, 'chart-violation');
+    const t0 = Date.now();
+    await p.getByTestId('sweep-delta').click();
+    await p.getByTestId('notice').getByText(/Swept 7 radii δ over 3 of 3 seeds, one stage each from stage 1; your experiment is as it was/).waitFor({ timeout: 180_000 });
+    await settled(p);
+    const ms = Date.now() - t0;
+    expect(await points(p, 'chart-violation')).toBeGreaterThan(before);
+    expect(await p.getByTestId('chart-violation').innerText()).toMatch(/δ sweep \(arithmetic team of 2\), lr ∝ √δ/);
+    console.log(`[e2e orders] δ sweep of arith-team (2 agents), 7 radii × 3 seeds × 1 stage, in ${(ms / 1000).toFixed(1)} s`);
+    await expectAsIfNothingHappened(p, link);
   }, 300_000);
 });

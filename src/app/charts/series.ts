@@ -505,7 +505,8 @@ export interface SweepViolationPoint extends ViolationPoint {
 
 /** The sweep's label on the chart: which lr protocol it ran. */
 export function deltaSweepSource(r: DeltaSweepResult): string {
-  const game = `${r.protocol.task} ${r.protocol.agents}×${r.protocol.actions}`;
+  // A language team's states are token prefixes (protocol.states = 0): name the team, not a table shape.
+  const game = r.protocol.states === 0 ? `${r.protocol.task} team of ${r.protocol.agents}` : `${r.protocol.task} ${r.protocol.agents}×${r.protocol.actions}`;
   return r.protocol.lrScaling === 'sqrt' ? `δ sweep (${game}), lr ∝ √δ` : `δ sweep (${game}), lr fixed`;
 }
 
