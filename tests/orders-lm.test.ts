@@ -8,6 +8,8 @@
  *     again when repeated (a seed fixes it);
  *   - the experiment is untouched: β, stage count, last evaluation and transcripts as they were,
  *     and its next stage equals that of a twin that never compared;
+ *   - a side run that fails (a NaN loss injected into one agent) returns its error with the
+ *     finished orders and leaves every agent exactly as it was;
  *   - Cancel stops before the next agent step (the workers made exactly the updates of the steps
  *     done), and the experiment still steps on as its twin;
  *   - the page's session: Compare orders on a language team fills the order chart's series (CIs
@@ -24,6 +26,7 @@
  * (tests/e2e/playground.test.ts).
  */
 import { readFileSync } from 'node:fs';
+import { NumericError } from '../src/core/errors';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRemoteExperiment, type RemoteAgent, type RemoteExperiment } from '../src/app/remoteTeam';
@@ -160,6 +163,28 @@ async function sessionAtStage1() {
   await session.stepStage();
   return { store, session };
 }
+
+describe('a side run that fails', () => {
+  it('a NaN loss in σ = reverse: the error comes back with the finished order, and every agent is restored exactly', async () => {
+    const exp = await createLlmExperiment(cfg, load);
+    await runStages(exp, 1);
+    const before = await Promise.all(exp.team.map((a) => a.snapshot()));
+    let armed = false;
+    const agent = exp.team[1]!;
+    const trainStep = agent.trainStep.bind(agent);
+    // Agent 1's loss turns NaN once σ = reverse has started (it runs agent 1 first).
+    agent.trainStep = async (b, spec) => {
+      if (armed) throw new NumericError('the clipped loss of agent 1 is NaN; expected a finite number');
+      return trainStep(b, spec);
+    };
+    const r = await compareOrdersFrom(exp, { orders: ['fixed', 'reverse'], stages: 1, onProgress: (_d, _t, what) => void (armed ||= what.includes('σ = reverse')) });
+    agent.trainStep = trainStep;
+    expect(r.stopped?.why).toBe('error');
+    expect(r.stopped?.why === 'error' && r.stopped.error).toBeInstanceOf(NumericError);
+    expect(r.runs.map((x) => [x.label, x.stages.length])).toEqual([['σ = fixed', 1], ['σ = reverse', 0]]);
+    expect(await Promise.all(exp.team.map((a) => a.snapshot()))).toEqual(before);
+  }, 240_000);
+});
 
 describe('the page session compares a language team\'s orders', () => {
   it('fills the order series with CIs, keeps the experiment, and refuses mid-stage', async () => {
