@@ -1,9 +1,15 @@
 /**
- * Side runs the charts compare against the main experiment, run in this tab stage by stage (with
- * progress and Cancel; tabular games take milliseconds per stage):
+ * Side runs the charts compare against the main experiment, with progress and Cancel:
  *
  *   compareOrders()  the same config and seed under each update order σ (fixed, reverse, random,
- *                    greedy when the geometric gain is on) — visual debugging of update order
+ *                    greedy when the geometric gain is on) — visual debugging of update order.
+ *                    Tabular games: whole runs from stage 0, in this tab, stage by stage (a
+ *                    stage takes milliseconds). Language teams: the run's stages left (at
+ *                    least 1, at most 3) from where the team stands, in the agents' own
+ *                    workers, one order after another from one snapshot of the team (src/sat/orderComparison.ts; Cancel
+ *                    stops within one agent step), after which the experiment is exactly as it
+ *                    was — its next step gives the numbers it would have given without the
+ *                    comparison. It starts at a stage boundary (mid-stage it says so).
  *   sweepDeltas()    the δ-sweep protocol of src/sat/deltaSweep.ts, as the CLI runs it for the
  *                    delta-sweep preset: only δ changes (same tables and seeds, one step with
  *                    lr ∝ √δ, no backtracking, fixed β; docs/method.md §9.2) — the violation-rate
@@ -12,9 +18,10 @@
  *                    settings at the open seed: the other games have a handful of states and, at
  *                    their own lr, steps far inside δ, so every rate would be 0 and nothing tested.
  *
- * Comparing orders refuses language presets with a message: a side run of a language team costs
- * minutes per stage on a CPU, which belongs in the CLI (`npm run sat -- --compare …`), not behind a
- * button.
+ * Sweeping δ on a language team runs the same protocol from where the team stands, with the open
+ * settings as the reference point: seven radii over LM_SWEEP_SEEDS seeds, one stage each, every run
+ * from one snapshot of the team in its own agents (workers), restored after; Cancel stops between
+ * runs.
  *
  * Not here: the main experiment (session.ts) or drawing (charts/).
  */
@@ -22,6 +29,7 @@ import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
 import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { createExperiment, runStages } from '../sat/experiment';
+import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../sat/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
 
@@ -29,15 +37,12 @@ import { yieldToBrowser, type Session } from './session';
 export { SWEEP_DELTAS };
 /** Stages per sweep run in the page: the config's own, capped (the delta-sweep preset has 5). */
 export const SWEEP_MAX_STAGES = 10;
+/** Most stages per order when comparing orders of a language team (a language stage takes seconds). */
+export const LM_ORDER_STAGES = 3;
 
-function tabularConfig(session: Session, what: string): Config | null {
-  const cfg = session.store.getState().config;
-  if (!cfg) return null;
-  if (isLlmTask(cfg.task)) {
-    session.store.setState({ notice: `${what} runs on tabular games in the page; for language teams use the CLI (npm run sat -- --preset … --compare / --sweep).` });
-    return null;
-  }
-  return cfg;
+/** Stages per order for a language team with `done` stages behind it: the run's stages left, at least 1, at most LM_ORDER_STAGES. */
+export function languageOrderStages(cfg: Config, done: number): number {
+  return Math.min(LM_ORDER_STAGES, Math.max(1, cfg.stages - done));
 }
 
 async function runSide(cfg: Config, stages: number, onStage: () => void, cancelled: () => boolean): Promise<StageRecord[]> {
@@ -51,11 +56,19 @@ async function runSide(cfg: Config, stages: number, onStage: () => void, cancell
   return out;
 }
 
+/** What the Compare orders button does for this config, in one sentence (its tooltip). */
+export function compareOrdersTitle(cfg: Config, done: number): string {
+  if (!isLlmTask(cfg.task)) return 'Run this config and seed under every update order σ, side by side';
+  const k = languageOrderStages(cfg, done);
+  return `Run the next ${k} stage${k === 1 ? '' : 's'} from where your team stands under each update order σ (${ordersToCompare(cfg).join(', ')}), one after another in the agents' workers, each point with its held-out 95 % interval; then the team is put back exactly as it was`;
+}
+
 /** The same seed under every update order; results land in the store's `orders`. */
 export async function compareOrders(session: Session): Promise<void> {
-  const cfg = tabularConfig(session, 'Comparing orders');
+  const cfg = session.store.getState().config;
   if (!cfg) return;
-  const orders = ['fixed', 'reverse', 'random', ...(cfg.geoIters > 0 ? ['greedy'] : [])] as const;
+  if (isLlmTask(cfg.task)) return compareLanguageOrders(session, cfg);
+  const orders = ordersToCompare(cfg);
   const stages = cfg.stages;
   const total = orders.length * stages;
   await session.longWork('Comparing orders…', async (progress, cancelled) => {
@@ -64,11 +77,61 @@ export async function compareOrders(session: Session): Promise<void> {
     for (const order of orders) {
       const c = parseConfig({ ...cfg, order, customOrder: [] });
       const recs = await runSide(c, stages, () => progress(++done, total, `Comparing orders: σ = ${order}, stage ${done % stages || stages} / ${stages}`), cancelled);
-      runs.push({ label: `σ = ${order}`, stages: recs });
+      runs.push({ label: orderLabel(order), stages: recs });
       if (cancelled()) break;
     }
     session.store.setState({ orders: runs });
   });
+}
+
+/**
+ * A language team's orders, from where it stands, in its own workers (orderComparison.ts): the
+ * run's stages left (at least 1, at most LM_ORDER_STAGES) under each order; the experiment is
+ * restored after.
+ */
+async function compareLanguageOrders(session: Session, cfg: Config): Promise<void> {
+  const exp = session.currentExperiment();
+  const s = session.store.getState();
+  if (!exp) return;
+  if (exp.team.length < 2) {
+    session.store.setState({ notice: 'A team of one agent has one update order: there is nothing to compare.' });
+    return;
+  }
+  if (s.partial.length > 0) {
+    session.store.setState({ notice: `Orders are compared from a stage boundary: finish stage ${s.stages.length + 1} first (Step stage), then Compare orders.` });
+    return;
+  }
+  const orders = ordersToCompare(cfg);
+  const stages = languageOrderStages(cfg, exp.stagesDone);
+  const swapNote = cfg.swapAgent >= 0 && exp.stagesDone < cfg.swapAt && cfg.swapAt <= exp.stagesDone + stages ? ' The configured swap is not made in the comparison (it replaces the agent in its worker).' : '';
+  await session.longWork('Comparing orders…', async (progress, cancelled) => {
+    const r = await compareOrdersFrom(exp, {
+      orders, stages, cancelled,
+      onProgress: async (done, total, what) => {
+        progress(done, total, what);
+        await yieldToBrowser();
+      },
+    });
+    const runs = r.runs.filter((x) => x.stages.length > 0).map((x) => ({ label: x.label, stages: x.stages }));
+    session.store.setState({ orders: runs });
+    const from = `from stage ${exp.stagesDone}, ${stages} stage${stages === 1 ? '' : 's'} per order`;
+    if (r.stopped?.why === 'cancelled') {
+      session.store.setState({ notice: `Comparing orders cancelled (${from}); the finished stages are shown and your experiment is as it was.${swapNote}` });
+    } else if (r.stopped?.why === 'error') {
+      const e = r.stopped.error;
+      session.store.setState({ notice: `Comparing orders stopped: ${e instanceof Error ? e.message : String(e)} The finished stages are shown; your experiment is as it was.` });
+    } else {
+      session.store.setState({ notice: `Compared ${orders.length} orders ${from} on your team's own agents; your experiment is as it was.${swapNote}` });
+    }
+  });
+}
+
+/** What the Sweep δ button does for this config, in one sentence (its tooltip). */
+export function sweepDeltasTitle(cfg: Config): string {
+  if (isLlmTask(cfg.task)) {
+    return `Run one stage from where your team stands at seven radii δ over ${LM_SWEEP_SEEDS} seeds with only δ changing (one step with lr ∝ √δ from these settings' δ and lr, no backtracking, fixed β), in the agents' workers: the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check; then the team is put back exactly as it was`;
+  }
+  return "Rerun this game at seven radii δ over ten seeds with only δ changing (same tables and seeds, one step with lr ∝ √δ, no backtracking, fixed β): the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check (the open settings on the delta-sweep preset, else that preset's relay with many states)";
 }
 
 /** The sweep's settings: the open ones on the delta-sweep preset (tabular), else that preset's at the open seed. */
@@ -84,6 +147,7 @@ export function sweepBase(open: Config | null, preset: string): Config {
  */
 export async function sweepDeltas(session: Session): Promise<void> {
   const { config, preset } = session.store.getState();
+  if (config && isLlmTask(config.task)) return sweepLanguageDeltas(session, config);
   const cfg = sweepBase(config, preset);
   const stages = Math.min(cfg.stages, SWEEP_MAX_STAGES);
   const seeds = Array.from({ length: SWEEP_SEEDS }, (_, i) => cfg.seed + i).filter((s) => s <= 0xffffffff);
@@ -96,5 +160,43 @@ export async function sweepDeltas(session: Session): Promise<void> {
       },
     });
     if (r) session.store.setState({ sweep: r });
+  });
+}
+
+/** Seeds per δ when sweeping a language team (a language stage takes seconds; the tabular sweep has SWEEP_SEEDS). */
+export const LM_SWEEP_SEEDS = 3;
+
+/**
+ * The δ sweep of a language team from where it stands: the open settings are the reference point
+ * (δ_ref, lr_ref); every (seed, δ) run is one stage from the same snapshot of the team, in its own
+ * agents (TeamStart, orderComparison.ts), which are put back after — the experiment is as it was.
+ */
+async function sweepLanguageDeltas(session: Session, cfg: Config): Promise<void> {
+  const exp = session.currentExperiment();
+  const s = session.store.getState();
+  if (!exp) return;
+  if (s.partial.length > 0) {
+    session.store.setState({ notice: `The δ sweep starts at a stage boundary: finish stage ${s.stages.length + 1} first (Step stage), then Sweep δ.` });
+    return;
+  }
+  const seeds = Array.from({ length: LM_SWEEP_SEEDS }, (_, i) => cfg.seed + i).filter((x) => x <= 0xffffffff);
+  await session.longWork('Sweeping δ…', async (progress, cancelled) => {
+    const start = await TeamStart.take(exp);
+    let r: Awaited<ReturnType<typeof deltaSweep>> = null;
+    try {
+      r = await deltaSweep({
+        base: cfg, deltas: SWEEP_DELTAS, seeds, stages: 1, cancelled, open: (c) => start.side(c),
+        onProgress: async (done, total, what) => {
+          progress(done, total, `${what} (from stage ${exp.stagesDone}, in your team's own agents)`);
+          await yieldToBrowser();
+        },
+      });
+    } finally {
+      await start.restore();
+    }
+    if (r) session.store.setState({ sweep: r });
+    session.store.setState({
+      notice: `${r?.complete ? 'Swept' : 'Cancelled the sweep of'} ${SWEEP_DELTAS.length} radii δ over ${r?.protocol.seeds.length ?? 0} of ${seeds.length} seeds, one stage each from stage ${exp.stagesDone}; your experiment is as it was.`,
+    });
   });
 }

@@ -2,7 +2,7 @@
  * The δ sweep: does the KL violation rate grow like √δ (docs/method.md §6.1, §9.2)? A protocol in
  * which only the radius δ changes, and the numbers that test the claim.
  *
- * For every seed and every δ the same tabular config is run (`sweepConfig`), so the same seed gives
+ * For every seed and every δ the same config is run (`sweepConfig`), so the same seed gives
  * the same starting tables and the same stage-batch streams (docs/method.md §10). What the protocol
  * pins, whatever the base config says:
  *
@@ -29,13 +29,17 @@
  * replacement, pool each δ's violations and visits over the drawn seeds, refit p (a seeded Rng,
  * so the interval is deterministic).
  *
+ * Each run is a fresh tabular team by default (one costs milliseconds). A language team is swept
+ * from where it stands (`open`: every (seed, δ) run starts from one snapshot of its agents,
+ * orderComparison.ts `TeamStart`), so the radius is the only difference between its runs too.
+ *
  * Not here: printing (src/cli/sat.ts), the page's button (src/app/sideRuns.ts), the chart
- * (src/app/charts/ViolationChart.tsx), language teams (tabular games only: one run costs ms).
+ * (src/app/charts/ViolationChart.tsx).
  */
 import { Rng } from '../core/rng';
 import { fitPowerLaw, mean, quantile, sampleStd, type PowerLawFit } from '../core/stats';
 import { type Config, isLlmTask, parseConfig } from './config';
-import { createExperiment, runStages } from './experiment';
+import { createExperiment, runStages, type Experiment, type TableExperiment } from './experiment';
 
 /** The radii the preset and the page sweep by default: three decades' worth, log-spaced. */
 export const SWEEP_DELTAS: readonly number[] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1];
@@ -85,6 +89,12 @@ export interface DeltaSweepOptions {
   readonly onProgress?: (done: number, total: number, what: string) => void | Promise<void>;
   /** Checked between stages; a cancelled sweep returns the seeds it finished for every δ (null if none). */
   readonly cancelled?: () => boolean;
+  /**
+   * Builds each run's experiment from its config (default: createExperiment, a fresh tabular team).
+   * A language sweep passes a TeamStart's `side` (orderComparison.ts): every run starts from the
+   * same snapshot of a team where it stands, in its own agents (workers in the page).
+   */
+  readonly open?: (cfg: Config) => Experiment | Promise<Experiment>;
 }
 
 export interface DeltaSweepPoint {
@@ -115,7 +125,7 @@ export interface DeltaSweepResult {
     readonly task: string;
     readonly agents: number;
     readonly actions: number;
-    /** Local states per agent summed over the team (how many rows the tables have). */
+    /** Local states per agent summed over the team (how many rows the tables have); 0 for a language team (its states are token prefixes, counted as visits). */
     readonly states: number;
     readonly stages: number;
     readonly seeds: readonly number[];
@@ -167,7 +177,7 @@ function tryFit(deltas: readonly number[], rates: readonly number[]): PowerLawFi
 export async function deltaSweep(opts: DeltaSweepOptions): Promise<DeltaSweepResult | null> {
   const { base, deltas, seeds, stages } = opts;
   const scaling = opts.lrScaling ?? 'sqrt';
-  if (isLlmTask(base.task)) throw new RangeError('deltaSweep runs tabular games only (a language run costs minutes per stage)');
+  if (isLlmTask(base.task) && !opts.open) throw new RangeError('deltaSweep builds fresh tabular teams; a language sweep runs from a team where it stands (opts.open: a TeamStart\'s side)');
   if (deltas.length < 2) throw new RangeError(`deltaSweep needs at least two radii δ, got ${deltas.length}`);
   if (seeds.length < 1) throw new RangeError('deltaSweep needs at least one seed');
   if (!Number.isInteger(stages) || stages < 1) throw new RangeError(`deltaSweep: stages must be a positive integer, got ${stages}`);
@@ -180,8 +190,9 @@ export async function deltaSweep(opts: DeltaSweepOptions): Promise<DeltaSweepRes
     const row: Cell[] = [];
     for (const delta of deltas) {
       const cfg = sweepConfig(base, delta, seed, scaling);
-      const exp = createExperiment(cfg);
-      states = exp.game.nObs.reduce((a, b) => a + b, 0);
+      const exp = opts.open ? await opts.open(cfg) : createExperiment(cfg);
+      const game = (exp as Partial<TableExperiment>).game;
+      states = game ? game.nObs.reduce((a, b) => a + b, 0) : 0;
       const cell: Cell = { visits: 0, violations: 0, klSum: 0, ratios: [] };
       for (let k = 0; k < stages; k++) {
         if (cancelled()) break;

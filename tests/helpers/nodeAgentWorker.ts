@@ -29,3 +29,9 @@ export function nodeAgentWorker(opts: NodeWorkerOptions = {}): AgentWorker {
     terminate: () => void w.terminate(),
   };
 }
+
+/** Waits (up to 2 s) for every worker started here to exit; returns how many are still alive (a test expects 0). */
+export async function workersStillAlive(): Promise<number> {
+  for (let t = 0; t < 100 && live.size > 0; t++) await new Promise((r) => setTimeout(r, 20));
+  return live.size;
+}

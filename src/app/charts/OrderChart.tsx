@@ -2,13 +2,15 @@
  * "Does the update order change the outcome?" — team J per stage for the same seed under two or
  * more update orders σ (claim 3 of docs/method.md §10b: the certificate holds for any σ, the
  * numbers change), one neutral-ink line per order, each with its own dash; marks filled where that
- * stage's certificate held, hollow red where it did not. Its formula card (formulas.ts
- * `orderFormula`) writes each order's last stage J, bound and ΔJ; a row clicked there thickens its line.
+ * stage's certificate held, hollow red where it did not. Where J is a held-out estimate (language
+ * teams) each point carries its 95 % interval as an error bar, and the legend and tooltip say ±.
+ * Its formula card (formulas.ts `orderFormula`) writes each order's last stage J, bound and ΔJ; a
+ * row clicked there thickens its line.
  *
  * Not here: running the extra orders (the session does, and passes one StageRecord[] per order) or
  * merging them (series.ts `orderRows`).
  */
-import { CartesianGrid, LineChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
+import { CartesianGrid, ErrorBar, LineChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
 import { fixed3 } from '../format';
 import { GRID, HELD_FILL, MUTED_INK, NOT_HELD, teamSeries } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
@@ -48,6 +50,7 @@ function OTooltip({ active, payload, label, names }: { active?: boolean; payload
         row[`s${k}`] === undefined ? null : (
           <div key={k}>
             {n}: <b>{fixed3(row[`s${k}`]!)}</b>
+            {row[`e${k}`] !== undefined ? ` ± ${fixed3(row[`e${k}`]!)}` : ''}
             {row[`h${k}`] === 0 ? ' (not held)' : ''}
           </div>
         ),
@@ -63,6 +66,7 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
   const names = series.map((s) => s.label);
   const lasts = series.map((s) => s.stages[s.stages.length - 1]);
   const formula = lasts.length > 0 && lasts.every((r) => r && resolvedForm(r, form) === r.certificate.form) ? bindFormula(orderFormula(names), lasts.map((r) => r!.metrics)) : null;
+  const withCi = series.map((_, k) => rows.some((r) => r[`e${k}`] !== undefined));
   return (
     <ChartFrame
       testid="chart-orders"
@@ -76,14 +80,19 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
           <svg width="26" height="8" aria-hidden="true">
             <line x1="0" y1="4" x2="26" y2="4" stroke={teamSeries(k).stroke} strokeWidth="2" strokeDasharray={teamSeries(k).dash} />
           </svg>
-          {s.label}: J <b className="num">{fixed3(s.finalJ)}</b>, held {s.held}/{s.stages}
+          <span>
+            {s.label}: J <b className="num" data-testid={`order-final-${k}`} data-value={s.finalJ} data-ci={s.finalCi}>{fixed3(s.finalJ)}</b>
+            {s.finalCi > 0 ? ` ± ${fixed3(s.finalCi)}` : ''}, held {s.held}/{s.stages}
+          </span>
         </span>
       ))}
       howTo={
         <>
           Each line is the same seed and settings trained with a different update order σ. SAT&apos;s certificate holds whatever the
           order (docs/method.md §10b, claim 3) — look for filled marks on every line — but which agent moves first changes what the others
-          react to, so the curves may part. Lines that end far apart mean the order matters for this game.
+          react to, so the curves may part. Lines that end far apart mean the order matters for this game. On a language team the
+          orders run the next stages from where your team stands, and the bars are each held-out J&apos;s 95 % interval: lines whose
+          bars overlap are not told apart by this evaluation.
         </>
       }
     >
@@ -94,7 +103,9 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
           <YAxis domain={['auto', 'auto']} tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
           <Tooltip content={<OTooltip names={names} />} />
           {series.map((s, k) => (
-            <Line key={k} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={picked === `s${k}` ? 3.5 : 1.75} className={picked === `s${k}` ? 'highlighted' : undefined} dot={dotFor(k)} connectNulls isAnimationActive={false} />
+            <Line key={k} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={picked === `s${k}` ? 3.5 : 1.75} className={picked === `s${k}` ? 'highlighted' : undefined} dot={dotFor(k)} connectNulls isAnimationActive={false}>
+              {withCi[k] && <ErrorBar dataKey={`e${k}`} width={4 + 3 * k} strokeWidth={1} stroke={teamSeries(k).stroke} isAnimationActive={false} />}
+            </Line>
           ))}
         </LineChart>
       )}

@@ -505,7 +505,8 @@ export interface SweepViolationPoint extends ViolationPoint {
 
 /** The sweep's label on the chart: which lr protocol it ran. */
 export function deltaSweepSource(r: DeltaSweepResult): string {
-  const game = `${r.protocol.task} ${r.protocol.agents}×${r.protocol.actions}`;
+  // A language team's states are token prefixes (protocol.states = 0): name the team, not a table shape.
+  const game = r.protocol.states === 0 ? `${r.protocol.task} team of ${r.protocol.agents}` : `${r.protocol.task} ${r.protocol.agents}×${r.protocol.actions}`;
   return r.protocol.lrScaling === 'sqrt' ? `δ sweep (${game}), lr ∝ √δ` : `δ sweep (${game}), lr fixed`;
 }
 
@@ -588,11 +589,15 @@ export interface OrderSeries {
 
 export interface OrderRow {
   readonly stage: number;
-  /** `s<k>`: series k's J after the stage; `h<k>`: 1 held / 0 not / undefined at stage 0. */
-  readonly [key: `s${number}` | `h${number}`]: number | undefined;
+  /**
+   * `s<k>`: series k's J after the stage; `h<k>`: 1 held / 0 not / undefined at stage 0; `e<k>`:
+   * the 95 % half-width of that J's held-out evaluation (StageRecord.evaluation.ci), where it is
+   * an estimate (undefined where J is exact, and at the start).
+   */
+  readonly [key: `s${number}` | `h${number}` | `e${number}`]: number | undefined;
 }
 
-/** One row per stage (stage 0 = each series' start), series k's J under `s<k>`. */
+/** One row per stage (stage 0 = each series' start), series k's J under `s<k>`, its CI half-width under `e<k>`. */
 export function orderRows(series: readonly OrderSeries[], form: FormChoice = 'chosen'): OrderRow[] {
   const rows = new Map<number, Record<string, number>>();
   const at = (stage: number) => {
@@ -607,16 +612,18 @@ export function orderRows(series: readonly OrderSeries[], form: FormChoice = 'ch
       const row = at(r.stage);
       row[`s${k}`] = r.jAfter;
       row[`h${k}`] = heldUnder(r, form) ? 1 : 0;
+      if (!r.evaluation.exact && Number.isFinite(r.evaluation.ci) && r.evaluation.ci > 0) row[`e${k}`] = r.evaluation.ci;
     }
   });
   return [...rows.values()].sort((a, b) => a.stage! - b.stage!) as unknown as OrderRow[];
 }
 
-/** Final J and held count of each series, for the legend. */
-export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; held: number; stages: number }[] {
+/** Final J (with its 95 % half-width, 0 when exact) and held count of each series, for the legend. */
+export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; finalCi: number; held: number; stages: number }[] {
   return series.map((s) => {
     const last = s.stages[s.stages.length - 1];
-    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, held: s.stages.filter((r) => heldUnder(r, form)).length, stages: s.stages.length };
+    const ci = last && !last.evaluation.exact && Number.isFinite(last.evaluation.ci) ? last.evaluation.ci : 0;
+    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: s.stages.filter((r) => heldUnder(r, form)).length, stages: s.stages.length };
   });
 }
 

@@ -26,7 +26,7 @@ import {
   violationPointsFromStages,
 } from '../charts';
 import { useSession } from '../sessionContext';
-import { compareOrders, sweepDeltas } from '../sideRuns';
+import { compareOrders, compareOrdersTitle, sweepDeltas, sweepDeltasTitle } from '../sideRuns';
 import { select, usePlayground } from '../store';
 import { SwapCard } from './SwapCard';
 
@@ -76,10 +76,10 @@ export function ChartsPanel() {
         <div className="chart-with-action">
           <OrderChart series={orders} form={certForm} />
           <div className="chart-actions">
-            <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders(session)} title="Run this config and seed under every update order σ, side by side">
+            <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders(session)} title={compareOrdersTitle(cfg, stages.length)}>
               Compare orders
             </button>
-            <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title="Rerun this game at seven radii δ over ten seeds with only δ changing (same tables and seeds, one step with lr ∝ √δ, no backtracking, fixed β): the violation rate per δ, its fitted exponent with a bootstrap CI, and the mean KL/δ check (the open settings on the delta-sweep preset, else that preset's relay with many states)">
+            <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title={sweepDeltasTitle(cfg)}>
               Sweep δ
             </button>
           </div>
