@@ -1,0 +1,246 @@
+/**
+ * The token inspector's numbers (src/sat/inspect.ts, docs/method.md §9b.1),
+ * checked against an independent recomputation: a tiny random model, a real rollout's batch with
+ * seeded advantages of both signs, one update run by the agent's own AgentApi (as in its worker),
+ * then, here, every listed token's log π_new and log π_cur from the model's forward pass over that
+ * token's sequence alone (unpadded, one sequence at a time — not the agent's packed batch) at the
+ * parameters before and after the update, the log-softmax at τ written out in f64, the ratio, the
+ * clip decision stated as docs/method.md §5.3 words it (Ã > 0 and r > 1+ε_high, or Ã < 0 and
+ * r < 1−ε_low, with r the episode's ratio under `sequence` and the token's under `token`), and the
+ * exact per-state KL of §5.4. The update's settings are chosen so that some terms end clipped and
+ * some not (asserted, so the clip check cannot pass vacuously).
+ *
+ * Also: a rejected update inspects as π_new = π_cur exactly; only the latest update is kept, and
+ * the reasons given otherwise; the next-token bars (`topTokens`).
+ */
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../src/core/rng';
+import { Model } from '../src/model/model';
+import { loadModel } from '../src/model/weights';
+import { parseConfig, type Config } from '../src/sat/config';
+import { createLlmExperiment, lmAgent, planLlm } from '../src/sat/experiment';
+import { topTokens, type TokenInspection } from '../src/sat/inspect';
+import type { LmSteps } from '../src/sat/agents/lm';
+import { agentSteps } from '../src/sat/rollout';
+import type { AgentBatch } from '../src/sat/types';
+import type { UpdatePlan, UpdateSettings } from '../src/sat/update';
+import { AgentApi } from '../src/workers/agentApi';
+import { tinyModelBytes } from './helpers/tinyModel';
+
+const modelBytes = tinyModelBytes(5);
+const load = async () => modelBytes;
+const TAU = 0.8;
+const EPS = 0.2;
+
+function lmSettings(): Config {
+  return parseConfig({ task: 'arithmetic', level: 1, agents: 2, protocol: 'chain', batch: 3, group: 4, evalEpisodes: 8, maxNew: 4, temperature: TAU, stages: 1 });
+}
+
+function settings(objective: 'sequence' | 'token', extra: Partial<UpdateSettings> = {}): UpdateSettings {
+  return {
+    objective, tokenAgg: 'grpo', epsLow: EPS, epsHigh: EPS, lr: 0.0005, weightDecay: 0, epochs: 2, alpha: 0.05,
+    maxBacktracks: 0, retryLrFactor: 1, onExhausted: 'keep', betaAdapt: false, geoIters: 0, ...extra,
+  };
+}
+
+/** A rollout of the tiny team, agent j's batch with seeded advantages of both signs and weights ≠ 1. */
+async function setup(j: number) {
+  const cfg = lmSettings();
+  const exp = await createLlmExperiment(cfg, load);
+  const batch = await exp.env.rollout(exp.team, 3, 4, new Rng(9));
+  const s = agentSteps(batch, j);
+  const N = batch.episodes.length;
+  const rng = new Rng(21, [j]);
+  const adv = Float64Array.from({ length: N }, () => 4 * rng.uniform() - 2);
+  const weight = Float64Array.from({ length: N }, () => 0.5 + rng.uniform());
+  const agentBatch: AgentBatch = { nEpisodes: N, obs: s.obs, actions: s.actions, episodeOf: s.episodeOf, context: s.context, adv, weight, horizon: exp.env.horizon };
+  const rawAdv = Float64Array.from(adv, (a) => a / 3);
+  const api = new AgentApi();
+  const init = planLlm(cfg).agents[j]!;
+  await api.init({ kind: 'lm', modelName: 'arithmetic-S', model: modelBytes.slice(), ...init });
+  // The independent twin: the same model file, its own Model, driven by plain forward passes.
+  const twin = lmAgent(init, loadModel(modelBytes)).model;
+  return { api, agentBatch, rawAdv, twin };
+}
+
+/** log_softmax(z/τ) of one row, in f64, written out. */
+function logSoftmaxRow(z: Float32Array, off: number, V: number): number[] {
+  const x = Array.from({ length: V }, (_, b) => z[off + b]! / TAU);
+  const m = Math.max(...x);
+  const lse = m + Math.log(x.reduce((s, v) => s + Math.exp(v - m), 0));
+  return x.map((v) => v - lse);
+}
+
+/** Per step k of the batch: log π(·|s_k) at the given parameters, one sequence per forward pass. */
+function rowsAt(twin: Model, params: Float64Array, batch: AgentBatch): number[][] {
+  twin.setParams(params);
+  const ctx = batch.context as LmSteps;
+  const V = twin.cfg.vocab;
+  const bySeq = new Map<number, Float32Array>();
+  return Array.from(batch.obs, (o) => {
+    const sq = ctx.stepSeq[o]!;
+    if (!bySeq.has(sq)) {
+      const seq = ctx.seqs[sq]!;
+      bySeq.set(sq, twin.forward(seq, 1, seq.length) as Float32Array);
+    }
+    return logSoftmaxRow(bySeq.get(sq)!, (ctx.stepPos[o]! - 1) * V, V);
+  });
+}
+
+/** §5.3 in words: the clipped branch is active when Ã > 0 and r > 1+ε_high, or Ã < 0 and r < 1−ε_low. */
+function clippedByTheBook(r: number, adv: number, epsLow: number, epsHigh: number): boolean {
+  return (adv > 0 && r > 1 + epsHigh) || (adv < 0 && r < 1 - epsLow);
+}
+
+async function inspected(api: AgentApi): Promise<TokenInspection> {
+  const ans = await api.inspect(100);
+  if (!ans.ok) throw new Error(`no inspection: ${ans.reason}`);
+  return ans.inspection;
+}
+
+describe('token inspector: the numbers equal an independent recomputation from the model', () => {
+  for (const objective of ['sequence', 'token'] as const) {
+    it(`${objective} objective: log π_new, log π_cur, ratio, clip decision, KL and contribution of every token`, async () => {
+      const j = 1;
+      const { api, agentBatch, rawAdv, twin } = await setup(j);
+      const before = (await api.snapshot()).params;
+      // A sequence ratio multiplies its message's token ratios, so it leaves the clip band after a
+      // smaller step: each objective gets the rate at which its clip decision goes both ways.
+      const plan: UpdatePlan = { batch: agentBatch, rawAdv, delta: 10, beta: 0, settings: settings(objective, { lr: objective === 'sequence' ? 0.0002 : 0.0005 }) };
+      const res = await api.update(plan);
+      expect(res.rejected).toBe(false);
+      const after = (await api.snapshot()).params;
+      const ins = await inspected(api);
+      const V = twin.cfg.vocab;
+      const K = agentBatch.obs.length;
+      expect(ins.nTokens).toBe(K);
+      expect(ins.objective).toBe(objective);
+      expect(ins.temperature).toBe(TAU);
+      const cur = rowsAt(twin, before, agentBatch);
+      const nw = rowsAt(twin, after, agentBatch);
+      // Per episode u_e from the recomputation.
+      const u = new Float64Array(agentBatch.nEpisodes);
+      for (let k = 0; k < K; k++) u[agentBatch.episodeOf[k]!]! += nw[k]![agentBatch.actions[k]!]! - cur[k]![agentBatch.actions[k]!]!;
+      let listed = 0;
+      let clipped = 0;
+      let worst = 0;
+      const ctx = agentBatch.context as LmSteps;
+      for (const ep of ins.episodes) {
+        expect(ep.adv).toBe(agentBatch.adv[ep.e]);
+        expect(ep.weight).toBe(agentBatch.weight[ep.e]);
+        expect(ep.rawAdv).toBe(rawAdv[ep.e]);
+        expect(ep.logRatio).toBeCloseTo(u[ep.e]!, 9);
+        for (const m of ep.messages) {
+          m.tokens.forEach((t, i) => {
+            const k = t.k;
+            const a = agentBatch.actions[k]!;
+            expect(agentBatch.episodeOf[k]).toBe(ep.e);
+            expect(t.token).toBe(a);
+            // The message's context is the sequence up to its first token.
+            if (i === 0) expect(Array.from(m.context)).toEqual(Array.from(ctx.seqs[ctx.stepSeq[agentBatch.obs[k]!]!]!.slice(0, ctx.stepPos[agentBatch.obs[k]!]!)));
+            const lpN = nw[k]![a]!;
+            const lpC = cur[k]![a]!;
+            const r = Math.exp(lpN - lpC);
+            let kl = 0;
+            for (let b = 0; b < V; b++) kl += Math.exp(nw[k]![b]!) * (nw[k]![b]! - cur[k]![b]!);
+            const rTerm = objective === 'sequence' ? Math.exp(u[ep.e]!) : r;
+            const clip = clippedByTheBook(rTerm, ep.adv, EPS, EPS);
+            worst = Math.max(worst, Math.abs(t.logpNew - lpN), Math.abs(t.logpCur - lpC), Math.abs(t.ratio - r) / r, Math.abs(t.kl - Math.max(0, kl)));
+            expect(t.clipped, `token ${k}: r = ${rTerm}, Ã = ${ep.adv}`).toBe(clip);
+            expect(t.contribution).toBeCloseTo(ep.weight * ep.adv * (lpN - lpC), 9);
+            // The next-token distributions at this state, before and after.
+            for (let b = 0; b < V; b++) {
+              expect(Math.abs(ins.pNew[t.row * V + b]! - Math.exp(nw[k]![b]!))).toBeLessThan(1e-6);
+              expect(Math.abs(ins.pCur[t.row * V + b]! - Math.exp(cur[k]![b]!))).toBeLessThan(1e-6);
+            }
+            // The monitor's own κ (the f32 KL kernel) agrees with the inspector's f64 KL.
+            expect(Math.abs(t.kl - res.kl[k]!)).toBeLessThan(1e-5 + 1e-4 * t.kl);
+            listed++;
+            if (t.clipped) clipped++;
+          });
+        }
+      }
+      console.log(`inspect (${objective}): ${listed} tokens listed of ${K}, ${clipped} clipped, largest gap to the recomputation ${worst.toExponential(2)}`);
+      expect(worst).toBeLessThan(1e-9);
+      expect(listed).toBe(K);
+      // The settings make the update move far enough that the clip decision goes both ways.
+      expect(clipped).toBeGreaterThan(0);
+      expect(clipped).toBeLessThan(listed);
+      expect(ins.klMax).toBeGreaterThan(0);
+      // The summary covers the whole batch.
+      expect(ins.klMean).toBeCloseTo(res.check.mean, 5);
+    });
+  }
+
+  it('a rejected update inspects as π_new = π_cur: every ratio exactly 1, every KL exactly 0, nothing clipped', async () => {
+    const { api, agentBatch, rawAdv } = await setup(0);
+    const plan: UpdatePlan = { batch: agentBatch, rawAdv, delta: 1e-6, beta: 0, settings: settings('sequence', { lr: 0.05, onExhausted: 'reject' }) };
+    const res = await api.update(plan);
+    expect(res.rejected).toBe(true);
+    const ins = await inspected(api);
+    expect(ins.rejected).toBe(true);
+    const tokens = ins.episodes.flatMap((e) => e.messages.flatMap((m) => m.tokens));
+    expect(tokens.length).toBeGreaterThan(0);
+    for (const t of tokens) {
+      expect(t.ratio).toBe(1);
+      expect(t.kl).toBe(0);
+      expect(t.clipped).toBe(false);
+      expect(t.contribution === 0).toBe(true);
+    }
+  });
+
+  it('only the latest update is kept: before any update, after a restore and for a table the answer says why', async () => {
+    const { api, agentBatch, rawAdv } = await setup(0);
+    const first = await api.inspect();
+    expect(first.ok).toBe(false);
+    if (!first.ok) expect(first.reason).toMatch(/has not been updated yet/);
+    const snap = await api.snapshot();
+    await api.update({ batch: agentBatch, rawAdv, delta: 10, beta: 0, settings: settings('sequence') });
+    expect((await api.inspect()).ok).toBe(true);
+    // A second inspection gives the same numbers (nothing moved).
+    const a = await inspected(api);
+    const b = await inspected(api);
+    expect(b.episodes).toEqual(a.episodes);
+    // Listing fewer episodes lists the first ones.
+    const two = (await api.inspect(2)) as { ok: true; inspection: TokenInspection };
+    expect(two.inspection.episodes.map((e) => e.e)).toEqual(a.episodes.slice(0, 2).map((e) => e.e));
+    await api.restore(snap);
+    const gone = await api.inspect();
+    expect(gone.ok).toBe(false);
+    if (!gone.ok) expect(gone.reason).toMatch(/restored from a snapshot/);
+    const table = new AgentApi();
+    await table.init({ kind: 'tabular', index: 0, nObs: 2, nActions: 2, initScale: 0.5, seed: 1, path: [0, 0] });
+    const t = await table.inspect();
+    expect(t.ok).toBe(false);
+    if (!t.ok) expect(t.reason).toMatch(/is a table/);
+  });
+});
+
+describe('topTokens: the next-token bars', () => {
+  it('the k most likely tokens under either policy, the sampled one always among them, and the rest of the mass', () => {
+    const V = 10;
+    const rng = new Rng(3);
+    const norm = (x: number[]) => {
+      const s = x.reduce((a, b) => a + b, 0);
+      return x.map((v) => v / s);
+    };
+    const pCur = Float32Array.from([...norm(Array.from({ length: V }, () => rng.uniform())), ...norm(Array.from({ length: V }, () => rng.uniform()))]);
+    const pNew = Float32Array.from([...norm(Array.from({ length: V }, () => rng.uniform())), ...norm(Array.from({ length: V }, () => rng.uniform()))]);
+    const row = 1;
+    const score = (b: number) => Math.max(pCur[row * V + b]!, pNew[row * V + b]!);
+    const least = Array.from({ length: V }, (_, b) => b).sort((x, y) => score(x) - score(y))[0]!;
+    const bars = topTokens(pCur, pNew, row, V, 4, least);
+    expect(bars.length).toBe(5);
+    expect(bars[4]!.token).toBeNull();
+    const shown = bars.slice(0, 4).map((b) => b.token!);
+    expect(shown).toContain(least);
+    // The other three are the three best by max(π_cur, π_new).
+    const best = Array.from({ length: V }, (_, b) => b).sort((x, y) => score(y) - score(x)).slice(0, 3);
+    expect(shown.slice(0, 3)).toEqual(best);
+    for (const which of ['pCur', 'pNew'] as const) {
+      const total = bars.reduce((s, b) => s + b[which], 0);
+      expect(Math.abs(total - 1)).toBeLessThan(1e-6);
+    }
+    for (const b of bars.slice(0, 4)) expect(b.pNew).toBe(pNew[row * V + b.token!]);
+  });
+});
