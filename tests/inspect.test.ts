@@ -1,21 +1,25 @@
 /**
- * The token inspector's numbers (src/sat/inspect.ts, docs/method.md §9b.1),
- * checked against an independent recomputation: a tiny random model, a real rollout's batch with
- * seeded advantages of both signs, one update run by the agent's own AgentApi (as in its worker),
- * then, here, every listed token's log π_new and log π_cur from the model's forward pass over that
- * token's sequence alone (unpadded, one sequence at a time — not the agent's packed batch) at the
- * parameters before and after the update, the log-softmax at τ written out in f64, the ratio, the
- * clip decision stated as docs/method.md §5.3 words it (Ã > 0 and r > 1+ε_high, or Ã < 0 and
- * r < 1−ε_low, with r the episode's ratio under `sequence` and the token's under `token`), and the
- * exact per-state KL of §5.4. The update's settings are chosen so that some terms end clipped and
- * some not (asserted, so the clip check cannot pass vacuously).
+ * The token inspector's numbers (src/sat/inspect.ts, docs/method.md §9b.1), checked against an
+ * independent recomputation: a tiny random model, a real rollout's batch with seeded advantages of
+ * both signs, one update run by the agent's own AgentApi (as in its worker); then every listed
+ * token's numbers recomputed by tests/helpers/inspectRef.ts from the model's forward pass over each
+ * sequence alone at the parameters before and after the update — log π_new, log π_cur, the ratio,
+ * the clip decision as docs/method.md §5.3 words it (r the episode's ratio under `sequence`, the
+ * token's under `token`), the exact per-state KL of §5.4, the contribution and both next-token
+ * distributions — and the KL also against the monitor's own f32 kernel. The update's settings are
+ * chosen so that some terms end clipped and some not (asserted, so the clip check cannot pass
+ * vacuously).
  *
  * Also: a rejected update inspects as π_new = π_cur exactly; only the latest update is kept, and
- * the reasons given otherwise; the next-token bars (`topTokens`).
+ * the reasons given otherwise; the next-token bars (`topTokens`); and the drawing (server-rendered):
+ * one button per token, the clipped ones outlined, green for a positive contribution and red for a
+ * negative one, the KL bar red exactly where KL > δ.
  */
+import { createElement as h } from 'react';
+import { renderToString } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
+import { InspectionView } from '../src/app/components/TokenInspector';
 import { Rng } from '../src/core/rng';
-import { Model } from '../src/model/model';
 import { loadModel } from '../src/model/weights';
 import { parseConfig, type Config } from '../src/sat/config';
 import { createLlmExperiment, lmAgent, planLlm } from '../src/sat/experiment';
@@ -25,6 +29,7 @@ import { agentSteps } from '../src/sat/rollout';
 import type { AgentBatch } from '../src/sat/types';
 import type { UpdatePlan, UpdateSettings } from '../src/sat/update';
 import { AgentApi } from '../src/workers/agentApi';
+import { clippedByTheBook, logPolicyRows, referenceNumbers } from './helpers/inspectRef';
 import { tinyModelBytes } from './helpers/tinyModel';
 
 const modelBytes = tinyModelBytes(5);
@@ -63,35 +68,6 @@ async function setup(j: number) {
   return { api, agentBatch, rawAdv, twin };
 }
 
-/** log_softmax(z/τ) of one row, in f64, written out. */
-function logSoftmaxRow(z: Float32Array, off: number, V: number): number[] {
-  const x = Array.from({ length: V }, (_, b) => z[off + b]! / TAU);
-  const m = Math.max(...x);
-  const lse = m + Math.log(x.reduce((s, v) => s + Math.exp(v - m), 0));
-  return x.map((v) => v - lse);
-}
-
-/** Per step k of the batch: log π(·|s_k) at the given parameters, one sequence per forward pass. */
-function rowsAt(twin: Model, params: Float64Array, batch: AgentBatch): number[][] {
-  twin.setParams(params);
-  const ctx = batch.context as LmSteps;
-  const V = twin.cfg.vocab;
-  const bySeq = new Map<number, Float32Array>();
-  return Array.from(batch.obs, (o) => {
-    const sq = ctx.stepSeq[o]!;
-    if (!bySeq.has(sq)) {
-      const seq = ctx.seqs[sq]!;
-      bySeq.set(sq, twin.forward(seq, 1, seq.length) as Float32Array);
-    }
-    return logSoftmaxRow(bySeq.get(sq)!, (ctx.stepPos[o]! - 1) * V, V);
-  });
-}
-
-/** §5.3 in words: the clipped branch is active when Ã > 0 and r > 1+ε_high, or Ã < 0 and r < 1−ε_low. */
-function clippedByTheBook(r: number, adv: number, epsLow: number, epsHigh: number): boolean {
-  return (adv > 0 && r > 1 + epsHigh) || (adv < 0 && r < 1 - epsLow);
-}
-
 async function inspected(api: AgentApi): Promise<TokenInspection> {
   const ans = await api.inspect(100);
   if (!ans.ok) throw new Error(`no inspection: ${ans.reason}`);
@@ -116,11 +92,7 @@ describe('token inspector: the numbers equal an independent recomputation from t
       expect(ins.nTokens).toBe(K);
       expect(ins.objective).toBe(objective);
       expect(ins.temperature).toBe(TAU);
-      const cur = rowsAt(twin, before, agentBatch);
-      const nw = rowsAt(twin, after, agentBatch);
-      // Per episode u_e from the recomputation.
-      const u = new Float64Array(agentBatch.nEpisodes);
-      for (let k = 0; k < K; k++) u[agentBatch.episodeOf[k]!]! += nw[k]![agentBatch.actions[k]!]! - cur[k]![agentBatch.actions[k]!]!;
+      const ref = referenceNumbers(agentBatch, logPolicyRows(twin, before, agentBatch, TAU), logPolicyRows(twin, after, agentBatch, TAU));
       let listed = 0;
       let clipped = 0;
       let worst = 0;
@@ -129,29 +101,23 @@ describe('token inspector: the numbers equal an independent recomputation from t
         expect(ep.adv).toBe(agentBatch.adv[ep.e]);
         expect(ep.weight).toBe(agentBatch.weight[ep.e]);
         expect(ep.rawAdv).toBe(rawAdv[ep.e]);
-        expect(ep.logRatio).toBeCloseTo(u[ep.e]!, 9);
+        expect(ep.logRatio).toBeCloseTo(ref.u[ep.e]!, 9);
         for (const m of ep.messages) {
           m.tokens.forEach((t, i) => {
             const k = t.k;
-            const a = agentBatch.actions[k]!;
+            const want = ref.tokens[k]!;
             expect(agentBatch.episodeOf[k]).toBe(ep.e);
-            expect(t.token).toBe(a);
+            expect(t.token).toBe(agentBatch.actions[k]);
             // The message's context is the sequence up to its first token.
             if (i === 0) expect(Array.from(m.context)).toEqual(Array.from(ctx.seqs[ctx.stepSeq[agentBatch.obs[k]!]!]!.slice(0, ctx.stepPos[agentBatch.obs[k]!]!)));
-            const lpN = nw[k]![a]!;
-            const lpC = cur[k]![a]!;
-            const r = Math.exp(lpN - lpC);
-            let kl = 0;
-            for (let b = 0; b < V; b++) kl += Math.exp(nw[k]![b]!) * (nw[k]![b]! - cur[k]![b]!);
-            const rTerm = objective === 'sequence' ? Math.exp(u[ep.e]!) : r;
-            const clip = clippedByTheBook(rTerm, ep.adv, EPS, EPS);
-            worst = Math.max(worst, Math.abs(t.logpNew - lpN), Math.abs(t.logpCur - lpC), Math.abs(t.ratio - r) / r, Math.abs(t.kl - Math.max(0, kl)));
-            expect(t.clipped, `token ${k}: r = ${rTerm}, Ã = ${ep.adv}`).toBe(clip);
-            expect(t.contribution).toBeCloseTo(ep.weight * ep.adv * (lpN - lpC), 9);
+            const rTerm = objective === 'sequence' ? Math.exp(ref.u[ep.e]!) : want.ratio;
+            worst = Math.max(worst, Math.abs(t.logpNew - want.logpNew), Math.abs(t.logpCur - want.logpCur), Math.abs(t.ratio - want.ratio) / want.ratio, Math.abs(t.kl - want.kl));
+            expect(t.clipped, `token ${k}: r = ${rTerm}, Ã = ${ep.adv}`).toBe(clippedByTheBook(rTerm, ep.adv, EPS, EPS));
+            expect(t.contribution).toBeCloseTo(ep.weight * ep.adv * (want.logpNew - want.logpCur), 9);
             // The next-token distributions at this state, before and after.
             for (let b = 0; b < V; b++) {
-              expect(Math.abs(ins.pNew[t.row * V + b]! - Math.exp(nw[k]![b]!))).toBeLessThan(1e-6);
-              expect(Math.abs(ins.pCur[t.row * V + b]! - Math.exp(cur[k]![b]!))).toBeLessThan(1e-6);
+              expect(Math.abs(ins.pNew[t.row * V + b]! - want.pNew[b]!)).toBeLessThan(1e-6);
+              expect(Math.abs(ins.pCur[t.row * V + b]! - want.pCur[b]!)).toBeLessThan(1e-6);
             }
             // The monitor's own κ (the f32 KL kernel) agrees with the inspector's f64 KL.
             expect(Math.abs(t.kl - res.kl[k]!)).toBeLessThan(1e-5 + 1e-4 * t.kl);
@@ -213,6 +179,40 @@ describe('token inspector: the numbers equal an independent recomputation from t
     const t = await table.inspect();
     expect(t.ok).toBe(false);
     if (!t.ok) expect(t.reason).toMatch(/is a table/);
+  });
+});
+
+describe('the inspector as drawn (server-rendered)', () => {
+  it('one button per token; clipped outlined; colour by the contribution\'s sign; the KL bar red exactly where KL > δ', async () => {
+    const { api, agentBatch, rawAdv } = await setup(1);
+    await api.update({ batch: agentBatch, rawAdv, delta: 10, beta: 0, settings: settings('token') });
+    const got = await inspected(api);
+    // Here the update moved every token the way its advantage asked (all 45 contributions > 0); the
+    // view reads only a contribution's sign and size, so every other token's is negated to draw
+    // both colours. And a radius inside the KLs' range, so the bars go both ways.
+    const kls = got.episodes.flatMap((e) => e.messages.flatMap((m) => m.tokens.map((t) => t.kl))).sort((a, b) => a - b);
+    const ins: TokenInspection = {
+      ...got,
+      delta: kls[Math.floor(kls.length / 2)]!,
+      episodes: got.episodes.map((e) => ({ ...e, messages: e.messages.map((m) => ({ ...m, tokens: m.tokens.map((t) => ({ ...t, contribution: t.k % 2 ? -t.contribution : t.contribution })) })) })),
+    };
+    const tokens = ins.episodes.flatMap((e) => e.messages.flatMap((m) => m.tokens));
+    const html = renderToString(h(InspectionView, { ins }));
+    const count = (re: RegExp) => (html.match(re) ?? []).length;
+    expect(count(/data-testid="inspector-token"/g)).toBe(tokens.length);
+    const clipped = tokens.filter((t) => t.clipped).length;
+    expect(clipped).toBeGreaterThan(0);
+    expect(count(/class="ti-token clipped/g)).toBe(clipped);
+    const over = tokens.filter((t) => t.kl > ins.delta).length;
+    expect(over).toBeGreaterThan(0);
+    expect(over).toBeLessThan(tokens.length);
+    expect(count(/class="ti-kl over"/g)).toBe(over);
+    expect(tokens.some((t) => t.contribution > 0) && tokens.some((t) => t.contribution < 0)).toBe(true);
+    // Each colour once more, in the legend's swatch.
+    expect(count(/background:rgba\(0, 158, 115/g)).toBe(tokens.filter((t) => t.contribution > 0).length + 1);
+    expect(count(/background:rgba\(213, 94, 0/g)).toBe(tokens.filter((t) => t.contribution < 0).length + 1);
+    // One tab stop for all the tokens.
+    expect(count(/tabindex="0"/g)).toBe(1);
   });
 });
 
