@@ -10,10 +10,11 @@
  * chosen so that some terms end clipped and some not (asserted, so the clip check cannot pass
  * vacuously).
  *
- * Also: a rejected update inspects as π_new = π_cur exactly; only the latest update is kept, and
- * the reasons given otherwise; the next-token bars (`topTokens`); and the drawing (server-rendered):
- * one button per token, the clipped ones outlined, green for a positive contribution and red for a
- * negative one, the KL bar red exactly where KL > δ.
+ * Also: a rejected update inspects as π_new = π_cur exactly; only the latest update is kept (its
+ * K × V × 4 bytes counted in memoryBytes), and the reasons given otherwise; the next-token bars
+ * (`topTokens`); and the drawing (server-rendered): one button per token, the clipped ones
+ * outlined, green for a positive contribution and red for a negative one, the KL bar red exactly
+ * where KL > δ.
  */
 import { createElement as h } from 'react';
 import { renderToString } from 'react-dom/server';
@@ -161,8 +162,11 @@ describe('token inspector: the numbers equal an independent recomputation from t
     expect(first.ok).toBe(false);
     if (!first.ok) expect(first.reason).toMatch(/has not been updated yet/);
     const snap = await api.snapshot();
+    const m0 = await api.memoryBytes();
     await api.update({ batch: agentBatch, rawAdv, delta: 10, beta: 0, settings: settings('sequence') });
     expect((await api.inspect()).ok).toBe(true);
+    // What the worker keeps for it: π_cur's logits at the batch's K states, K × V × 4 bytes.
+    expect((await api.memoryBytes()) - m0).toBe(agentBatch.obs.length * 64 * 4);
     // A second inspection gives the same numbers (nothing moved).
     const a = await inspected(api);
     const b = await inspected(api);

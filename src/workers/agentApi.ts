@@ -190,14 +190,16 @@ export class AgentApi {
 
   /**
    * Rough resident bytes: parameters, gradients (LM), optimizer moments and the reference copy,
-   * plus the model file for an LM (its frozen base, or the weights copied into params). Activation
-   * buffers, which grow with the batch, are not counted.
+   * plus the model file for an LM (its frozen base, or the weights copied into params) and what it
+   * keeps of its latest update for the token inspector (π_cur's K × V logits, host memory).
+   * Activation buffers, which grow with the batch, are not counted.
    */
   async memoryBytes(): Promise<number> {
     const a = this.#a;
     if (a instanceof TabularSoftmaxAgent) return 5 * a.nObs * a.nActions * Float64Array.BYTES_PER_ELEMENT;
-    if (this.#gpu !== null) return this.#gpu.ctx.storageBytes; // GPU buffers created
-    return 5 * a.model.paramCount() * Float32Array.BYTES_PER_ELEMENT + this.#modelBytes;
+    const kept = this.#kept?.zCur.byteLength ?? 0;
+    if (this.#gpu !== null) return this.#gpu.ctx.storageBytes + kept; // GPU buffers created
+    return 5 * a.model.paramCount() * Float32Array.BYTES_PER_ELEMENT + this.#modelBytes + kept;
   }
 
   async distributions(steps: StepSet): Promise<Float64Array> {
