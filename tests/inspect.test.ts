@@ -14,12 +14,18 @@
  * K × V × 4 bytes counted in memoryBytes), and the reasons given otherwise; the next-token bars
  * (`topTokens`); and the drawing (server-rendered): one button per token, the clipped ones
  * outlined, green for a positive contribution and red for a negative one, the KL bar red exactly
- * where KL > δ.
+ * where KL > δ. Through the page's Session over Node worker threads: which steps can be inspected
+ * (each agent's latest update, also after the next stage has started) and that a step asked for
+ * while an inspection is in flight waits for it instead of being dropped.
  */
 import { createElement as h } from 'react';
 import { renderToString } from 'react-dom/server';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { InspectionView } from '../src/app/components/TokenInspector';
+import { createRemoteExperiment, type RemoteAgent } from '../src/app/remoteTeam';
+import { Session, type TeamOpener } from '../src/app/session';
+import { createPlaygroundStore } from '../src/app/store';
+import { presetConfig } from '../src/sat/presets';
 import { Rng } from '../src/core/rng';
 import { loadModel } from '../src/model/weights';
 import { parseConfig, type Config } from '../src/sat/config';
@@ -31,6 +37,7 @@ import type { AgentBatch } from '../src/sat/types';
 import type { UpdatePlan, UpdateSettings } from '../src/sat/update';
 import { AgentApi } from '../src/workers/agentApi';
 import { clippedByTheBook, logPolicyRows, referenceNumbers } from './helpers/inspectRef';
+import { nodeAgentWorker } from './helpers/nodeAgentWorker';
 import { tinyModelBytes } from './helpers/tinyModel';
 
 const modelBytes = tinyModelBytes(5);
@@ -39,7 +46,7 @@ const TAU = 0.8;
 const EPS = 0.2;
 
 function lmSettings(): Config {
-  return parseConfig({ task: 'arithmetic', level: 1, agents: 2, protocol: 'chain', batch: 3, group: 4, evalEpisodes: 8, maxNew: 4, temperature: TAU, stages: 1 });
+  return parseConfig({ task: 'arithmetic', level: 1, agents: 2, protocol: 'chain', batch: 3, group: 4, evalEpisodes: 8, maxNew: 4, temperature: TAU, stages: 3 });
 }
 
 function settings(objective: 'sequence' | 'token', extra: Partial<UpdateSettings> = {}): UpdateSettings {
@@ -184,6 +191,68 @@ describe('token inspector: the numbers equal an independent recomputation from t
     expect(t.ok).toBe(false);
     if (!t.ok) expect(t.reason).toMatch(/is a table/);
   });
+});
+
+describe('Session.inspectStep: the page asks the agent\'s worker', () => {
+  /** The page's team.ts with Node worker threads for Web Workers. */
+  const opener: TeamOpener = async (cfg) => {
+    const exp = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load });
+    return { exp, agents: exp.infos.map((info, index) => ({ ...info, index })), backend: 'Node workers', terminate: () => exp.terminate() };
+  };
+  const session = new Session(createPlaygroundStore(), opener);
+  afterAll(() => session.currentTeam()?.terminate());
+
+  it('each agent\'s latest update, also after the next stage started; older steps and steps not yet run say why; a step waits for an inspection in flight', async () => {
+    await session.openConfig(lmSettings(), 'arith-team', 'test');
+    const store = session.store;
+    const first = await session.inspectStep({ stage: 1, agent: 0 });
+    expect(first.ok).toBe(false);
+    if (!first.ok) expect(first.reason).toMatch(/Agent 0 has not been updated since this team was built/);
+    await session.stepAgent(); // stage 1, agent 0
+    const a0 = await session.inspectStep({ stage: 1, agent: 0 });
+    expect(a0.ok && a0.inspection.agent === 0 && a0.inspection.nTokens > 0).toBe(true);
+    // Asked while an inspection is in flight, a step runs after it (it is not dropped): its first
+    // call to any worker comes after the inspection's answer.
+    const team = session.currentExperiment()!.team as RemoteAgent[];
+    const log: string[] = [];
+    const inspect0 = team[0]!.inspect.bind(team[0]);
+    team[0]!.inspect = async (n) => {
+      const r = await inspect0(n);
+      log.push('inspected');
+      return r;
+    };
+    for (const a of team) {
+      const generate = a.generate.bind(a);
+      a.generate = (c, o) => (log.push('step calls a worker'), generate(c, o));
+    }
+    const during = session.inspectStep({ stage: 1, agent: 0 });
+    await session.stepAgent(); // stage 1, agent 1: closes the stage
+    expect((await during).ok).toBe(true);
+    expect(log[0]).toBe('inspected');
+    expect(log.length).toBeGreaterThan(1);
+    expect(store.getState().stages.length).toBe(1);
+    const a1 = await session.inspectStep({ stage: 1, agent: 1 });
+    if (!a1.ok) throw new Error(a1.reason);
+    await session.stepAgent(); // stage 2, agent 0 (the stage start re-froze every agent's π_cur)
+    const old = await session.inspectStep({ stage: 1, agent: 0 });
+    expect(old.ok).toBe(false);
+    if (!old.ok) expect(old.reason).toMatch(/Only an agent's latest update can be inspected .*agent 0 has updated since, in stage 2/);
+    expect((await session.inspectStep({ stage: 2, agent: 0 })).ok).toBe(true);
+    // Agent 1 has not moved since its stage-1 update: the same numbers as before stage 2 began.
+    const again = await session.inspectStep({ stage: 1, agent: 1 });
+    if (!again.ok) throw new Error(again.reason);
+    expect(again.inspection.episodes).toEqual(a1.inspection.episodes);
+    expect(Array.from(again.inspection.pNew)).toEqual(Array.from(a1.inspection.pNew));
+  }, 120_000);
+
+  it('a table says the inspector is for language agents', async () => {
+    await session.openConfig(presetConfig('climbing'), 'climbing', 'test');
+    await session.stepAgent();
+    const step = session.store.getState().partial[0]!;
+    const ans = await session.inspectStep({ stage: step.stage, agent: step.agent });
+    expect(ans.ok).toBe(false);
+    if (!ans.ok) expect(ans.reason).toMatch(/is a table: the token inspector is for language agents/);
+  }, 60_000);
 });
 
 describe('the inspector as drawn (server-rendered)', () => {
