@@ -148,7 +148,7 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
   const [hover, setHover] = useState<number | null>(null);
   const [open, setOpen] = useState<number | null>(null);
   const buttons = useRef<(HTMLButtonElement | null)[]>([]);
-  const index = new Map(flat.map((f, i) => [f.t, i]));
+  const index = useMemo(() => new Map(flat.map((f, i) => [f.t, i])), [flat]);
   const shown = hover ?? (open !== null ? open : null);
 
   const move = (i: number) => {
@@ -257,6 +257,7 @@ export function TokenInspector({ step }: TokenInspectorProps) {
   useEffect(() => {
     if (!open || !step || !idle) return;
     let live = true;
+    setAnswer(null); // never show an earlier answer (another experiment's step of the same name) meanwhile
     void session.inspectStep(step).then((a) => {
       if (live) setAnswer({ key, a });
     });
