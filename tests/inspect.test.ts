@@ -10,14 +10,17 @@
  * chosen so that some terms end clipped and some not (asserted, so the clip check cannot pass
  * vacuously).
  *
- * Also: a rejected update inspects as π_new = π_cur exactly; only the latest update is kept (its
- * K × V × 4 bytes counted in memoryBytes), and the reasons given otherwise; the next-token bars
- * (`topTokens`); and the drawing (server-rendered): one button per token, the clipped ones
- * outlined, green for a positive contribution and red for a negative one, the KL bar red exactly
- * where KL > δ. Through the page's Session over Node worker threads: which steps can be inspected
- * (each agent's latest update, also after the next stage has started) and that a step asked for
- * while an inspection is in flight waits for it instead of being dropped.
+ * Also: a rejected update inspects as π_new = π_cur exactly; a Stage-0 seat is inspected against
+ * the projection it sampled from (public/models arithmetic-S → arithmetic-M); only the latest
+ * update is kept (its K × V × 4 bytes counted in memoryBytes), and the reasons given otherwise; the
+ * next-token bars (`topTokens`); and the drawing (server-rendered): one button per token, the
+ * clipped ones outlined, green for a positive contribution and red for a negative one, the KL bar
+ * red exactly where KL > δ. Through the page's Session over Node worker threads: which steps can be
+ * inspected (each agent's latest update, also after the next stage has started) and that a step
+ * asked for while an inspection is in flight waits for it instead of being dropped.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createElement as h } from 'react';
 import { renderToString } from 'react-dom/server';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -27,6 +30,7 @@ import { Session, type TeamOpener } from '../src/app/session';
 import { createPlaygroundStore } from '../src/app/store';
 import { presetConfig } from '../src/sat/presets';
 import { Rng } from '../src/core/rng';
+import { tokenizer } from '../src/model/tokenizer';
 import { loadModel } from '../src/model/weights';
 import { parseConfig, type Config } from '../src/sat/config';
 import { createLlmExperiment, lmAgent, planLlm } from '../src/sat/experiment';
@@ -162,6 +166,45 @@ describe('token inspector: the numbers equal an independent recomputation from t
       expect(t.contribution === 0).toBe(true);
     }
   });
+
+  it('a Stage-0 seat (plug-and-play swap): π_cur is the projection it sampled from, π_new the student after its update', async () => {
+    const file = (name: string) => new Uint8Array(readFileSync(join(import.meta.dirname, '../public/models', `${name}.safetensors`)));
+    const api = new AgentApi();
+    await api.init({ kind: 'lm', index: 0, name: 'arithmetic-S#0', modelFile: 'arithmetic-S', modelName: 'arithmetic-S', model: file('arithmetic-S'), lora: 4, loraAlpha: 16, seed: 7, temperature: 1, topK: 0 });
+    // Two short messages after arithmetic prompts: every message token a step of agent 0.
+    const texts = [['<bos>12+7=<a0>', '19<eos>'], ['<bos>3+4=<a0>', '72<eos>']];
+    const seqs = texts.map(([c, m]) => Int32Array.from(tokenizer.encode(c! + m!)));
+    const stepSeq: number[] = [];
+    const stepPos: number[] = [];
+    texts.forEach(([c], i) => {
+      for (let pos = tokenizer.encode(c!).length; pos < seqs[i]!.length; pos++) (stepSeq.push(i), stepPos.push(pos));
+    });
+    const context: LmSteps = { seqs, stepSeq: Int32Array.from(stepSeq), stepPos: Int32Array.from(stepPos) };
+    const b: AgentBatch = {
+      nEpisodes: 2, obs: Int32Array.from(stepSeq, (_, k) => k), actions: Int32Array.from(stepSeq, (q, k) => seqs[q]![stepPos[k]!]!), episodeOf: Int32Array.from(stepSeq),
+      context, adv: Float64Array.of(1.2, -0.8), weight: Float64Array.of(1, 1), horizon: 4,
+    };
+    await api.update({ batch: b, rawAdv: b.adv, delta: 10, beta: 0, settings: settings('sequence') });
+    await api.swapIn('arithmetic-M', file('arithmetic-M'), b, { stage0: true, delta0: 0.05, distillSteps: 3, distillLr: 1e-3, delta: 10 });
+    const gone = await api.inspect();
+    expect(!gone.ok && /seat was swapped/.test(gone.reason)).toBe(true);
+    await api.setReference(); // the next stage: the projection becomes the seat's π_cur
+    const projection = await api.distributions(b);
+    await api.update({ batch: b, rawAdv: b.adv, delta: 10, beta: 0, settings: settings('sequence', { lr: 1e-3 }) });
+    const student = await api.distributions(b);
+    const ins = await inspected(api);
+    const V = 64;
+    let worst = 0;
+    let moved = 0;
+    for (const t of ins.episodes.flatMap((e) => e.messages.flatMap((m) => m.tokens))) {
+      const a = b.actions[t.k]!;
+      worst = Math.max(worst, Math.abs(t.logpCur - Math.log(projection[t.k * V + a]!)), Math.abs(t.logpNew - Math.log(student[t.k * V + a]!)));
+      moved = Math.max(moved, Math.abs(t.logpNew - t.logpCur));
+    }
+    expect(ins.nTokens).toBe(b.obs.length);
+    expect(moved).toBeGreaterThan(1e-3);
+    expect(worst).toBeLessThan(1e-5); // π_cur through the student's reference (f32 logits of the projection) vs the projection's f64 log-probs
+  }, 120_000);
 
   it('only the latest update is kept: before any update, after a restore and for a table the answer says why', async () => {
     const { api, agentBatch, rawAdv } = await setup(0);
