@@ -33,6 +33,7 @@ import type { GenerateOptions, LmAgentPolicy } from '../sat/agents/lm';
 import type { LmEnv } from '../sat/env/lm';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
 import type { UpdatePlan, UpdateResult } from '../sat/update';
+import type { InspectAnswer } from '../sat/inspect';
 import { configuredLmSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
 import type { AgentApi, AgentSpec } from '../workers/agentApi';
 import { AgentWorkerError } from '../workers/errors';
@@ -175,6 +176,14 @@ export class RemoteAgent implements LmAgentPolicy {
   /** The whole update in the worker: one round trip (src/sat/update.ts). */
   update(plan: UpdatePlan): Promise<UpdateResult> {
     return this.call('update', (api) => api.update(plan));
+  }
+
+  /**
+   * The token inspector's numbers for this agent's latest update (AgentApi.inspect,
+   * docs/method.md §9b.1): one round trip, made when the page's inspector opens, never in the loop.
+   */
+  inspect(maxEpisodes?: number): Promise<InspectAnswer> {
+    return this.call('inspect', (api) => api.inspect(maxEpisodes) as Promise<InspectAnswer>); // (comlink's Remote splits the union)
   }
 
   /** A language swap made in the worker (lmSwap.ts `swapLmAgent` calls it: SwapsInPlace). */

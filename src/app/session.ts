@@ -13,6 +13,7 @@
  *   play() / pause() keep stepping at the chosen speed
  *   replayTo(ref)    step until an agent step (a StepRef) is reached: share links, restores
  *   cancelWork()     stop long work (loading, replaying a link, comparisons) between steps
+ *   inspectStep(ref) the token inspector's numbers for a language agent's latest update
  *
  * Only one action runs at a time; a second click while one runs is ignored (buttons show it).
  * Every failure keeps what was done so far and says so in the banner.
@@ -31,7 +32,8 @@ import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type TeamHandle } from './team';
-import { reached, refOf, type StepRef } from './stepRef';
+import { reached, refOf, sameStep, type StepRef } from './stepRef';
+import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
 import type { LmEnv } from '../sat/env/lm';
 import type { ExperimentData } from './savefile';
@@ -125,6 +127,10 @@ export class Session {
    * every agent), with the transcripts they add. `flush` moves them to the store.
    */
   private unshown: { steps: AgentStepRecord[]; transcripts: readonly TranscriptBatch[] } | null = null;
+  /** Per agent, its latest update since this team was built: the one step of it its worker can inspect. */
+  private latestUpdate = new Map<number, StepRef>();
+  /** The token inspector's call in flight, if any: an action waits for it, so no step moves an agent being read. */
+  private inspecting: Promise<unknown> | null = null;
 
   constructor(
     /** Where what people see is written: the page's `usePlayground`, or a test's own store. */
@@ -171,6 +177,7 @@ export class Session {
     this.stopRequested = false;
     this.store.setState({ status });
     try {
+      while (this.inspecting) await this.inspecting;
       await fn();
       if (this.state.status === status) this.store.setState({ status: this.team ? (this.finished() ? 'done' : 'ready') : 'idle' });
     } catch (e) {
@@ -194,6 +201,7 @@ export class Session {
     const my = ++this.generation;
     this.gen = null;
     this.unshown = null;
+    this.latestUpdate = new Map();
     const old = this.team;
     this.team = null;
     old?.terminate();
@@ -297,6 +305,7 @@ export class Session {
       await this.closeStage(r.value);
       return;
     }
+    this.latestUpdate.set(r.value.agent, refOf(r.value));
     const u = this.unshown ?? { steps: [], transcripts: this.state.transcripts };
     this.unshown = { steps: [...u.steps, r.value], transcripts: withTranscript(u.transcripts, exp, r.value) };
     if (r.value.position === exp.team.length - 1) {
@@ -416,6 +425,40 @@ export class Session {
         () => this.stopRequested,
       );
     });
+  }
+
+  /**
+   * The token inspector's numbers for agent step `ref` (docs/method.md §9b.1), from that agent's
+   * worker in one call. Only each agent's latest update can be inspected (its worker keeps that one
+   * alone); for any other step, while a step runs, or on a table, the answer says why. An action
+   * started meanwhile (a step) waits for the call, so no step moves the agent while it is read.
+   */
+  async inspectStep(ref: Required<StepRef>, maxEpisodes?: number): Promise<InspectAnswer> {
+    const no = (reason: string): InspectAnswer => ({ ok: false, reason });
+    const agent = this.team?.exp.team[ref.agent] as { inspect?: (n?: number) => Promise<InspectAnswer> } | undefined;
+    if (!agent) return no('No experiment is loaded yet.');
+    if (!agent.inspect) return no('This team\'s agents do not run in workers here, so their updates cannot be inspected.');
+    const latest = this.latestUpdate.get(ref.agent);
+    if (!latest) return no(`Agent ${ref.agent} has not been updated since this team was built (a restored session or a recovery rebuilds it): step it again to inspect its update.`);
+    if (!sameStep(latest, ref)) {
+      return no(`Only an agent's latest update can be inspected (its worker keeps that one alone): agent ${ref.agent} has updated since, in stage ${latest.stage}. Select that step to inspect it.`);
+    }
+    if (this.busy) return no('A step is in progress: the inspector reads the agent when it is done.');
+    const before = this.inspecting;
+    const call = (async (): Promise<InspectAnswer> => {
+      await before;
+      try {
+        return await agent.inspect!(maxEpisodes);
+      } catch (e) {
+        return no(describeError(e, 'The experiment is unchanged.'));
+      }
+    })();
+    this.inspecting = call;
+    try {
+      return await call;
+    } finally {
+      if (this.inspecting === call) this.inspecting = null;
+    }
   }
 
   // ── saving and restoring ────────────────────────────────────────────────────────────────────

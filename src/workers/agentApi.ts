@@ -11,7 +11,8 @@
  *
  * One call per agent step: `update(plan)` runs the agent's whole update here (src/sat/update.ts),
  * beside the parameters; the other methods serve rollouts (generate, logProbs, distributions),
- * stage starts (setReference) and snapshots.
+ * stage starts (setReference) and snapshots. `inspect()` answers the page's token inspector about
+ * the agent's latest update (src/sat/inspect.ts), on demand: one call when the inspector opens.
  *
  * Results: every typed array a method returns is fresh and referenced by nobody here, so the
  * worker side may transfer it (src/workers/wire.ts `withTransfer`). Arguments are never kept.
@@ -34,6 +35,7 @@ import { LmAgent, type GenerateOptions, type LmAgentPolicy } from '../sat/agents
 import { TabularSoftmaxAgent } from '../sat/agents/tabular';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
 import { agentGeometry, updateAgent, type UpdatePlan, type UpdateResult } from '../sat/update';
+import { inspectKept, keepForInspection, type InspectAnswer, type KeptUpdate } from '../sat/inspect';
 
 /** A table agent: the same description createExperiment uses, so the initial table is identical. */
 export interface TableSpec extends TableInit {
@@ -72,9 +74,20 @@ export class AgentApi {
   #lost: DeviceLostError | null = null;
   /** Bytes of the model file (LM agents): its frozen base stays resident in LoRA mode. */
   #modelBytes = 0;
+  /** The latest update, kept for `inspect` (LM agents; src/sat/inspect.ts says what and how much). */
+  #kept: KeptUpdate | null = null;
+  /** Why there is nothing to inspect, when `#kept` is null. */
+  #notKept = 'this agent has not been updated yet: step an agent first.';
+
+  /** Anything but an update moved the parameters: the kept update no longer describes π_new. */
+  #forget(why: string): void {
+    this.#kept = null;
+    this.#notKept = why;
+  }
 
   /** Builds (or replaces) the agent. */
   async init(spec: AgentSpec): Promise<void> {
+    this.#forget('this agent has not been updated yet: step an agent first.');
     if (spec.kind === 'tabular') {
       this.#agent = tableAgent(spec);
       this.#modelBytes = 0;
@@ -177,14 +190,16 @@ export class AgentApi {
 
   /**
    * Rough resident bytes: parameters, gradients (LM), optimizer moments and the reference copy,
-   * plus the model file for an LM (its frozen base, or the weights copied into params). Activation
-   * buffers, which grow with the batch, are not counted.
+   * plus the model file for an LM (its frozen base, or the weights copied into params) and what it
+   * keeps of its latest update for the token inspector (π_cur's K × V logits, host memory).
+   * Activation buffers, which grow with the batch, are not counted.
    */
   async memoryBytes(): Promise<number> {
     const a = this.#a;
     if (a instanceof TabularSoftmaxAgent) return 5 * a.nObs * a.nActions * Float64Array.BYTES_PER_ELEMENT;
-    if (this.#gpu !== null) return this.#gpu.ctx.storageBytes; // GPU buffers created
-    return 5 * a.model.paramCount() * Float32Array.BYTES_PER_ELEMENT + this.#modelBytes;
+    const kept = this.#kept?.zCur.byteLength ?? 0;
+    if (this.#gpu !== null) return this.#gpu.ctx.storageBytes + kept; // GPU buffers created
+    return 5 * a.model.paramCount() * Float32Array.BYTES_PER_ELEMENT + this.#modelBytes + kept;
   }
 
   async distributions(steps: StepSet): Promise<Float64Array> {
@@ -204,6 +219,7 @@ export class AgentApi {
   }
 
   async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
+    this.#forget('the agent took an optimizer step outside an update since.');
     return this.#call((a) => a.trainStep(batch, spec));
   }
 
@@ -222,7 +238,27 @@ export class AgentApi {
    * log-probs) is one array here and the agent's caches hit without keys.
    */
   async update(plan: UpdatePlan): Promise<UpdateResult> {
-    return this.#call((a) => updateAgent(a, plan));
+    this.#forget('its latest update did not finish.');
+    return this.#call(async (a) => {
+      const r = await updateAgent(a, plan);
+      if (!(a instanceof TabularSoftmaxAgent)) this.#kept = await keepForInspection(a, plan, r.rejected);
+      return r;
+    });
+  }
+
+  /**
+   * The token inspector's numbers for this agent's latest update (src/sat/inspect.ts
+   * `inspectKept`: π_cur as kept at the update, π_new = the parameters now, one forward pass), or
+   * why there are none — a table, no update yet, or the parameters moved since (a restore, a swap).
+   * The first `maxEpisodes` episodes are listed token by token.
+   */
+  async inspect(maxEpisodes?: number): Promise<InspectAnswer> {
+    return this.#call(async (a) => {
+      if (a instanceof TabularSoftmaxAgent) return { ok: false, reason: `agent ${a.index} is a table: the token inspector is for language agents.` };
+      const kept = this.#kept;
+      if (!kept) return { ok: false, reason: `Nothing to inspect for agent ${a.index}: ${this.#notKept}` };
+      return { ok: true, inspection: await inspectKept(a, kept, maxEpisodes) };
+    });
   }
 
   /**
@@ -234,6 +270,7 @@ export class AgentApi {
   async swapIn(modelName: string, file: Uint8Array, steps: StepSet, o: SeatSwapOptions): Promise<SeatSwapReport> {
     const old = this.#lm('swapIn') as LmSeat;
     return this.#call(async () => {
+      this.#forget('its seat was swapped for another model since.');
       const r = await seatSwap(old, modelName, loadModel(file), steps, o);
       this.#agent = r.seat;
       this.#modelBytes += file.byteLength;
@@ -251,10 +288,12 @@ export class AgentApi {
   }
 
   async restore(s: AgentSnapshot): Promise<void> {
+    this.#forget('its parameters were restored from a snapshot since (a restore or a recovery); step it again to inspect.');
     return this.#call((a) => a.restore(s));
   }
 
   async interpolate(from: AgentSnapshot, f: number): Promise<void> {
+    this.#forget('its parameters were moved (interpolated) since.');
     return this.#call((a) => a.interpolate(from, f));
   }
 

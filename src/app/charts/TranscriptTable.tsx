@@ -2,12 +2,13 @@
  * "What did the agents say?" — for language tasks, a table of episodes from one rollout: the prompt
  * (and reference answer), each agent's message in its colour with the agent step whose update
  * produced the policy that wrote it, the verifier's verdict and the reward, so a reader can see
- * which update wrote what.
+ * which update wrote what. Under it, the page's token inspector for the step in view (the
+ * `inspector` slot: components/TokenInspector.tsx).
  *
  * Not here: recording episodes (the session snapshots `LmEnv.lastEpisodes` after each agent step,
  * see series.ts `TranscriptBatch`) or working out producers (series.ts `transcriptRows`).
  */
-import type { CSSProperties } from 'react';
+import type { CSSProperties, ReactNode } from 'react';
 import { fixed3 } from '../format';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from '../components/AgentChip';
@@ -20,13 +21,15 @@ export interface TranscriptTableProps {
   readonly caption?: string;
   /** Selecting a producer (click on "by stage 3 update"): the step that wrote the policy. */
   readonly onSelectStep?: (ref: StepRef) => void;
+  /** Shown under the table: the token inspector of the step in view (docs/method.md §9b.1). */
+  readonly inspector?: ReactNode;
 }
 
 function shown(text: string): string {
   return text.length === 0 ? '∅ (empty)' : text;
 }
 
-export function TranscriptTable({ rows, caption, onSelectStep }: TranscriptTableProps) {
+export function TranscriptTable({ rows, caption, onSelectStep, inspector }: TranscriptTableProps) {
   const maxMsgs = Math.max(0, ...rows.map((r) => r.messages.length));
   const cols = Array.from({ length: maxMsgs }, (_, i) => i);
   const correct = rows.filter((r) => r.correct).length;
@@ -55,62 +58,65 @@ export function TranscriptTable({ rows, caption, onSelectStep }: TranscriptTable
       }
     >
       {() => (
-        <div className="transcript-wrap">
-          <table className="transcript">
-            <thead>
-              <tr>
-                <th>Prompt</th>
-                {cols.map((i) => (
-                  <th key={i}>Message {i + 1}</th>
-                ))}
-                <th>Verdict</th>
-                <th className="num">Reward</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.key} data-testid="transcript-row">
-                  <td className="prompt">
-                    <code>{r.prompt}</code>
-                    <div className="muted ref">
-                      answer <code>{r.reference}</code>
-                    </div>
-                  </td>
-                  {cols.map((i) => {
-                    const m = r.messages[i];
-                    if (!m) return <td key={i} />;
-                    return (
-                      <td key={i} className="msg" style={{ '--agent': agentColor(m.agent), '--agent-tint': agentTint(m.agent, 0.1) } as CSSProperties}>
-                        <div className="msg-head">
-                          <AgentChip agent={m.agent} label={`agent ${m.agent}`} />
-                        </div>
-                        <code className="msg-text">{shown(m.text)}</code>
-                        <div className="msg-by">
-                          {m.producer ? (
-                            onSelectStep ? (
-                              <button type="button" className="linkish" onClick={() => onSelectStep(m.producer!)} title="Select the agent step that produced this policy">
-                                by stage {m.producer.stage} update
-                              </button>
-                            ) : (
-                              <>by stage {m.producer.stage} update</>
-                            )
-                          ) : (
-                            'initial policy'
-                          )}
-                        </div>
-                      </td>
-                    );
-                  })}
-                  <td className={r.correct ? 'verdict ok' : 'verdict wrong'} title={r.reason}>
-                    {r.correct ? '✓ correct' : '✗ wrong'}
-                    {r.reason && <div className="muted reason">{r.reason}</div>}
-                  </td>
-                  <td className="num">{fixed3(r.reward)}</td>
+        <>
+          <div className="transcript-wrap">
+            <table className="transcript">
+              <thead>
+                <tr>
+                  <th>Prompt</th>
+                  {cols.map((i) => (
+                    <th key={i}>Message {i + 1}</th>
+                  ))}
+                  <th>Verdict</th>
+                  <th className="num">Reward</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+              </thead>
+              <tbody>
+                {rows.map((r) => (
+                  <tr key={r.key} data-testid="transcript-row">
+                    <td className="prompt">
+                      <code>{r.prompt}</code>
+                      <div className="muted ref">
+                        answer <code>{r.reference}</code>
+                      </div>
+                    </td>
+                    {cols.map((i) => {
+                      const m = r.messages[i];
+                      if (!m) return <td key={i} />;
+                      return (
+                        <td key={i} className="msg" style={{ '--agent': agentColor(m.agent), '--agent-tint': agentTint(m.agent, 0.1) } as CSSProperties}>
+                          <div className="msg-head">
+                            <AgentChip agent={m.agent} label={`agent ${m.agent}`} />
+                          </div>
+                          <code className="msg-text">{shown(m.text)}</code>
+                          <div className="msg-by">
+                            {m.producer ? (
+                              onSelectStep ? (
+                                <button type="button" className="linkish" onClick={() => onSelectStep(m.producer!)} title="Select the agent step that produced this policy">
+                                  by stage {m.producer.stage} update
+                                </button>
+                              ) : (
+                                <>by stage {m.producer.stage} update</>
+                              )
+                            ) : (
+                              'initial policy'
+                            )}
+                          </div>
+                        </td>
+                      );
+                    })}
+                    <td className={r.correct ? 'verdict ok' : 'verdict wrong'} title={r.reason}>
+                      {r.correct ? '✓ correct' : '✗ wrong'}
+                      {r.reason && <div className="muted reason">{r.reason}</div>}
+                    </td>
+                    <td className="num">{fixed3(r.reward)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          {inspector}
+        </>
       )}
     </ChartFrame>
   );

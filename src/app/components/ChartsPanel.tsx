@@ -29,6 +29,7 @@ import { useSession } from '../sessionContext';
 import { compareOrders, compareOrdersTitle, sweepDeltas, sweepDeltasTitle } from '../sideRuns';
 import { select, usePlayground } from '../store';
 import { SwapCard } from './SwapCard';
+import { TokenInspector } from './TokenInspector';
 
 export function ChartsPanel() {
   const session = useSession();
@@ -85,7 +86,7 @@ export function ChartsPanel() {
           </div>
         </div>
       </div>
-      {transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={select} />}
+      {transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={select} inspector={<TokenInspector step={ref} />} />}
     </>
   );
 }

@@ -28,8 +28,11 @@ import type { ClippedLossSpec, ClippedLossStats, FloatArray } from '../types';
 import { need, sizes } from './check';
 import { rowKl, rowLogSumExp } from './softmax';
 
-/** One term min(r·a, clip(r)·a): its value, d/du, and whether the clipped branch is active. */
-function clippedTerm(u: number, a: number, logLo: number, logHi: number): { value: number; dvdu: number; clipped: boolean } {
+/**
+ * One term min(r·a, clip(r)·a): its value, d/du, and whether the clipped branch is active (also
+ * what the token inspector marks as clipped, src/sat/inspect.ts).
+ */
+export function clippedTerm(u: number, a: number, logLo: number, logHi: number): { value: number; dvdu: number; clipped: boolean } {
   const r = Math.exp(u);
   const uc = Math.min(logHi, Math.max(logLo, u));
   const unclipped = r * a;

@@ -1,0 +1,300 @@
+/**
+ * The token inspector (docs/method.md §9b.1): for the language agent step in view, each of the
+ * updated agent's tokens in its training batch, coloured by its contribution w·Ã·log r (green: the
+ * update moved it the way its advantage asked; red: against), a dashed outline where its term is
+ * clipped at π_new, and a bar under it for its per-state KL against δ (full at δ, red beyond).
+ * Hovering or focusing a token shows log π_new, log π_cur, the ratio, the clip decision and the KL
+ * in the readout line; clicking it (or Enter) shows the next-token distribution before and after
+ * the update (the 8 likeliest tokens under either policy and the rest).
+ *
+ * Keyboard: Tab reaches the tokens as one stop; ← → move between tokens, Home / End jump to the
+ * first / last, Enter or Space opens the distribution, Escape closes it.
+ *
+ * The numbers come from the agent's worker, asked once when the inspector opens and again when the
+ * step in view changes (Session.inspectStep → AgentApi.inspect); nothing is shipped with the steps.
+ *
+ * Not here: the numbers (src/sat/inspect.ts), the transcripts around it (charts/TranscriptTable.tsx).
+ */
+import { type CSSProperties, type KeyboardEvent, useEffect, useMemo, useRef, useState } from 'react';
+import { tokenizer } from '../../model/tokenizer';
+import { topTokens, type EpisodeView, type InspectAnswer, type TokenInspection, type TokenView } from '../../sat/inspect';
+import { fixed3, sci, signed3 } from '../format';
+import { useSession } from '../sessionContext';
+import type { StepRef } from '../stepRef';
+import { usePlayground } from '../store';
+import { agentColor } from '../theme';
+import './TokenInspector.css';
+
+/** Tokens shown in the next-token chart (plus "rest"). */
+const TOP_K = 8;
+
+/** A token as text: visible stand-ins for space and newline, special tokens by their spelling. */
+export function tokenText(id: number): string {
+  const s = tokenizer.tokenString(id);
+  return s === ' ' ? '␣' : s === '\n' ? '⏎' : s;
+}
+
+function decode(ids: ArrayLike<number>): string {
+  return Array.from(ids, (id) => tokenizer.tokenString(id)).join('');
+}
+
+/** A number to 4 significant digits with the page's minus sign. */
+function num(x: number): string {
+  return Number.isFinite(x) ? x.toPrecision(4).replace(/-/g, '\u2212') : '—';
+}
+
+/** The token's colour: green for a positive contribution, red for a negative one, stronger with |c|. */
+function tint(c: number, max: number): string {
+  if (!(max > 0) || c === 0) return 'transparent';
+  const a = Math.min(1, Math.sqrt(Math.abs(c) / max)) * 0.75;
+  return c > 0 ? `rgba(0, 158, 115, ${a.toFixed(3)})` : `rgba(213, 94, 0, ${a.toFixed(3)})`;
+}
+
+interface Flat {
+  readonly t: TokenView;
+  readonly ep: EpisodeView;
+}
+
+function Readout({ f, ins }: { f: Flat | null; ins: TokenInspection }) {
+  if (!f) return <div className="ti-readout muted" data-testid="inspector-details">Hover or focus a token to see its numbers; click it for its next-token distribution.</div>;
+  const { t, ep } = f;
+  const seq = ins.objective === 'sequence';
+  const why = seq ? `episode ratio r_e = ${num(ep.ratio)}` : `ratio ${num(t.ratio)}`;
+  return (
+    <div
+      className="ti-readout"
+      data-testid="inspector-details"
+      data-k={t.k}
+      data-logp-new={t.logpNew}
+      data-logp-cur={t.logpCur}
+      data-ratio={t.ratio}
+      data-kl={t.kl}
+      data-clipped={t.clipped ? 1 : 0}
+      data-episode-ratio={ep.ratio}
+      aria-live="polite"
+    >
+      <code className="ti-tok">{tokenText(t.token)}</code>
+      <span>
+        log π_new <b data-testid="inspector-logp-new">{num(t.logpNew)}</b>
+      </span>
+      <span>
+        log π_cur <b data-testid="inspector-logp-cur">{num(t.logpCur)}</b>
+      </span>
+      <span>
+        ratio <b data-testid="inspector-ratio">{num(t.ratio)}</b>
+      </span>
+      {seq && (
+        <span title="The sequence objective's one ratio for the episode: the product of the agent's token ratios in it">
+          r_e <b>{num(ep.ratio)}</b>
+        </span>
+      )}
+      <span data-testid="inspector-clipped" title={`Clipped when Ã > 0 and the ratio exceeds 1 + ε_high, or Ã < 0 and it is below 1 − ε_low (docs/method.md §5.3), read at π_new; here Ã = ${fixed3(ep.adv)} and the ${why}`}>
+        {t.clipped ? 'clipped' : 'not clipped'}
+      </span>
+      <span>
+        KL <b data-testid="inspector-kl">{sci(t.kl)}</b> {t.kl > ins.delta ? '>' : '≤'} δ = {sci(ins.delta)}
+      </span>
+      <span>
+        w·Ã·log r <b>{signed3(t.contribution)}</b>
+      </span>
+    </div>
+  );
+}
+
+function DistChart({ f, ins, onClose }: { f: Flat; ins: TokenInspection; onClose: () => void }) {
+  const bars = useMemo(() => topTokens(ins.pCur, ins.pNew, f.t.row, ins.vocab, TOP_K, f.t.token), [f, ins]);
+  // The state s: the message's context and its tokens before this one.
+  const m = f.ep.messages.find((x) => x.tokens.includes(f.t))!;
+  const prefix = decode(m.context) + decode(m.tokens.slice(0, m.tokens.indexOf(f.t)).map((t) => t.token));
+  const max = Math.max(...bars.map((b) => Math.max(b.pCur, b.pNew)), 1e-12);
+  return (
+    <div className="ti-dist" data-testid="inspector-dist" role="region" aria-label="Next-token distribution before and after the update">
+      <div className="ti-dist-head">
+        <span>
+          Next token after <code title={prefix}>…{prefix.slice(-20)}</code>: π_cur (grey) and π_new (agent colour); the token it wrote is marked ▸
+        </span>
+        <button type="button" className="small" onClick={onClose} data-testid="inspector-dist-close">
+          Close
+        </button>
+      </div>
+      <table className="ti-bars">
+        <tbody>
+          {bars.map((b) => (
+            <tr key={b.token ?? 'rest'} data-testid="inspector-bar" data-token={b.token ?? 'rest'}>
+              <th scope="row">
+                {b.token === f.t.token ? '▸ ' : ''}
+                <code>{b.token === null ? 'rest' : tokenText(b.token)}</code>
+              </th>
+              <td className="ti-bar-cell">
+                <div className="ti-bar cur" style={{ width: `${(100 * b.pCur) / max}%` }} />
+                <div className="ti-bar new" style={{ width: `${(100 * b.pNew) / max}%` }} />
+              </td>
+              <td className="num">
+                {fixed3(b.pCur)} → {fixed3(b.pNew)}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The inspection drawn (exported for server-rendered tests; the page renders it inside TokenInspector). */
+export function InspectionView({ ins }: { ins: TokenInspection }) {
+  const flat = useMemo<Flat[]>(() => ins.episodes.flatMap((ep) => ep.messages.flatMap((m) => m.tokens.map((t) => ({ t, ep })))), [ins]);
+  const [focus, setFocus] = useState(0);
+  /** The token whose numbers the readout shows: the last hovered or focused (it stays, so the layout never jumps). */
+  const [hover, setHover] = useState<number | null>(null);
+  const [open, setOpen] = useState<number | null>(null);
+  const buttons = useRef<(HTMLButtonElement | null)[]>([]);
+  const index = useMemo(() => new Map(flat.map((f, i) => [f.t, i])), [flat]);
+  const shown = hover ?? (open !== null ? open : null);
+
+  const move = (i: number) => {
+    const j = Math.max(0, Math.min(flat.length - 1, i));
+    setFocus(j);
+    buttons.current[j]?.focus();
+  };
+  const onKey = (e: KeyboardEvent) => {
+    const keys: Record<string, () => void> = {
+      ArrowRight: () => move(focus + 1),
+      ArrowLeft: () => move(focus - 1),
+      Home: () => move(0),
+      End: () => move(flat.length - 1),
+      Escape: () => setOpen(null),
+    };
+    const f = keys[e.key];
+    // The page's own shortcuts (→ steps an agent, Space runs) must not fire from inside the tokens.
+    if (f || e.key === ' ' || e.key === 'Enter') e.stopPropagation();
+    if (f) {
+      e.preventDefault();
+      f();
+    }
+  };
+  const color = agentColor(ins.agent);
+  return (
+    <div className="ti" style={{ '--agent': color } as CSSProperties}>
+      <div className="ti-summary" data-testid="inspector-summary">
+        <span>
+          Agent {ins.agent}&apos;s update, objective = {ins.objective}
+          {ins.objective === 'token' ? ` (${ins.tokenAgg})` : ''}, ε = {ins.epsLow}/{ins.epsHigh}, δ = {sci(ins.delta)}
+        </span>
+        <span>
+          {ins.nTokens} tokens in {ins.nEpisodes} episodes; clipped at π_new: {(100 * ins.clipFrac).toFixed(0)} % of {ins.objective === 'sequence' ? 'episodes' : 'tokens'}; KL mean {sci(ins.klMean)}, max {sci(ins.klMax)}, {(100 * ins.violRate).toFixed(0)} % of states &gt; δ
+        </span>
+        {ins.rejected && <span className="ti-rejected">The update was rejected: π_new = π_cur, every ratio is 1.</span>}
+      </div>
+      <div className="ti-legend muted">
+        <span className="ti-swatch" style={{ background: tint(1, 1) }} /> moved as its advantage asked
+        <span className="ti-swatch" style={{ background: tint(-1, 1) }} /> against it
+        <span className="ti-swatch clipped" /> clipped
+        <span className="ti-kl-sample" /> KL / δ
+      </div>
+      <Readout f={shown !== null ? flat[shown]! : null} ins={ins} />
+      <div className="ti-episodes" role="group" aria-label="The agent's tokens: arrow keys move, Enter shows the distribution" onKeyDown={onKey}>
+        {ins.episodes.map((ep) => (
+          <div key={ep.e} className="ti-episode" data-testid="inspector-episode">
+            <div className="ti-ep-head muted">
+              episode {ep.e + 1}: Ã = {fixed3(ep.adv)}, w = {fixed3(ep.weight)}, r_e = {num(ep.ratio)}
+              {ins.objective === 'sequence' && ep.clipped ? ' (clipped)' : ''}
+            </div>
+            {ep.messages.map((m, mi) => (
+              <div key={mi} className="ti-msg">
+                <code className="ti-context" title={decode(m.context)}>
+                  {decode(m.context).slice(-24)}
+                </code>
+                {m.tokens.map((t) => {
+                  const i = index.get(t)!;
+                  return (
+                    <button
+                      key={t.k}
+                      type="button"
+                      ref={(el) => {
+                        buttons.current[i] = el;
+                      }}
+                      className={`ti-token${t.clipped ? ' clipped' : ''}${open === i ? ' open' : ''}`}
+                      style={{ background: tint(t.contribution, ins.maxAbsContribution) }}
+                      tabIndex={i === focus ? 0 : -1}
+                      data-testid="inspector-token"
+                      data-k={t.k}
+                      aria-label={`${tokenText(t.token)}: ratio ${num(t.ratio)}, ${t.clipped ? 'clipped' : 'not clipped'}, KL ${sci(t.kl)}`}
+                      onMouseEnter={() => setHover(i)}
+                      onFocus={() => {
+                        setFocus(i);
+                        setHover(i);
+                      }}
+                      onClick={() => setOpen(open === i ? null : i)}
+                    >
+                      {tokenText(t.token)}
+                      <span className={`ti-kl${t.kl > ins.delta ? ' over' : ''}`} style={{ width: `${Math.min(1, t.kl / ins.delta) * 100}%` }} />
+                    </button>
+                  );
+                })}
+              </div>
+            ))}
+          </div>
+        ))}
+      </div>
+      {open !== null && flat[open] && <DistChart f={flat[open]!} ins={ins} onClose={() => setOpen(null)} />}
+    </div>
+  );
+}
+
+export interface TokenInspectorProps {
+  /** The agent step in view (null before the first). */
+  readonly step: Required<StepRef> | null;
+}
+
+/** The "Inspect tokens" toggle and, when open, the inspection of the step in view. */
+export function TokenInspector({ step }: TokenInspectorProps) {
+  const session = useSession();
+  const status = usePlayground((s) => s.status);
+  const idle = status !== 'busy' && status !== 'running' && status !== 'loading';
+  const [open, setOpen] = useState(false);
+  const [answer, setAnswer] = useState<{ key: string; a: InspectAnswer } | null>(null);
+  const key = step ? `${step.stage}.${step.agent}` : '';
+  useEffect(() => {
+    if (!open || !step || !idle) return;
+    let live = true;
+    setAnswer(null); // never show an earlier answer (another experiment's step of the same name) meanwhile
+    void session.inspectStep(step).then((a) => {
+      if (live) setAnswer({ key, a });
+    });
+    return () => {
+      live = false;
+    };
+    // One call per opening and per step in view (`key` is the step's identity; `step` itself is a
+    // fresh object on every render of the panel).
+  }, [open, key, idle, session]);
+  const current = answer && answer.key === key ? answer.a : null;
+  return (
+    <div className="token-inspector" data-testid="inspector">
+      <button type="button" className="small" data-testid="inspect-tokens" aria-expanded={open} disabled={!step} onClick={() => setOpen(!open)} title="How the update in view moved each of the agent's tokens (docs/method.md §9b.1)">
+        {open ? 'Hide token inspector' : step ? `Inspect agent ${step.agent}'s tokens (stage ${step.stage})` : 'Inspect tokens'}
+      </button>
+      {open && (
+        <div className="ti-body" data-testid="inspector-body">
+          {!idle ? (
+            <p className="muted">The inspector reads the agent when the step in progress is done…</p>
+          ) : !current ? (
+            <p className="muted">Asking agent {step?.agent}&apos;s worker…</p>
+          ) : current.ok ? (
+            <InspectionView key={key} ins={current.inspection} />
+          ) : (
+            <p className="ti-unavailable" data-testid="inspector-unavailable">
+              {current.reason}
+            </p>
+          )}
+          <p className="chart-howto">
+            <span className="chart-howto-label">How to read this:</span> each of the agent&apos;s tokens in the batch its update trained on
+            (π_cur = the policy that wrote them, π_new = after the accepted update), coloured by w·Ã·log r: green where the update raised a
+            token of a better-than-average episode or lowered one of a worse, red the other way. A dashed outline: the term it belongs to is
+            clipped at π_new (under objective = sequence the whole episode&apos;s term, r_e = Π r). The bar under a token is its KL(π_new ‖ π_cur)
+            against δ, red beyond it (docs/method.md §5, §5.4, §9b.1). Healthy: mostly green, few red bars.
+          </p>
+        </div>
+      )}
+    </div>
+  );
+}
