@@ -1,17 +1,37 @@
 /**
- * `npm run bench:simd`: GFLOP/s of the f32 matmul family, TypeScript kernels (src/backend/cpu/matmul.ts,
- * f64 accumulators) vs the WebAssembly SIMD kernels (src/backend/cpu/simd.ts, copies in and out
- * included), at the bench's shapes: N = 64·32 = 2048 rows, and every (C → OC) a model of
- * bench/cpu.ts multiplies by — d→d (attention projections), d→hidden (w1, w3), hidden→d (w2),
- * d→vocab (the tied head). Forward counts 2·N·C·OC flops, backward (dinp and dW) 4·N·C·OC.
+ * `npm run bench:simd`: the TypeScript kernels of the CPU backend against their WebAssembly SIMD
+ * twins (src/backend/cpu/simd.ts, copies in and out included), at the bench's shapes, in two tables:
+ *   1. GFLOP/s of the f32 matmul family (src/backend/cpu/matmul.ts, f64 accumulators): N = 64·32 =
+ *      2048 rows and every (C → OC) a model of bench/cpu.ts multiplies by — d→d (attention
+ *      projections), d→hidden (w1, w3), hidden→d (w2), d→vocab (the tied head). Forward counts
+ *      2·N·C·OC flops, backward (dinp and dW) 4·N·C·OC.
+ *   2. ms per call of attention (B 64, T 32, the model's heads) and the row kernels (rmsnorm on
+ *      [2048 × d], swiglu on [2048 × hidden], log-softmax on [2048 × vocab]), forward and backward,
+ *      per model shape, with the ratio TS / SIMD.
  * Each cell: 2 warm-up calls, then the median of repetitions filling ~0.3 s (at least 3).
- * A printed table, nothing asserted; single-threaded, like the CPU backend.
+ * Printed tables, nothing asserted; single-threaded, like the CPU backend.
  *
  * Not here: whole-model numbers (`npm run bench`), correctness (tests/simd.test.ts).
  */
 import { Rng } from '../src/core/rng';
+import { attentionBackward, attentionForward } from '../src/backend/cpu/attention';
 import { matmulBackward, matmulForward } from '../src/backend/cpu/matmul';
-import { simdAvailable, simdMatmulBackward, simdMatmulForward } from '../src/backend/cpu/simd';
+import { swigluBackward, swigluForward } from '../src/backend/cpu/mlp';
+import { rmsnormBackward, rmsnormForward } from '../src/backend/cpu/rmsnorm';
+import {
+  simdAttentionBackward,
+  simdAttentionForward,
+  simdAvailable,
+  simdLogSoftmaxBackward,
+  simdLogSoftmaxForward,
+  simdMatmulBackward,
+  simdMatmulForward,
+  simdRmsnormBackward,
+  simdRmsnormForward,
+  simdSwigluBackward,
+  simdSwigluForward,
+} from '../src/backend/cpu/simd';
+import { logSoftmaxBackward, logSoftmaxForward } from '../src/backend/cpu/softmax';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, type ModelConfig } from '../src/model/config';
 
 const N = 64 * 32;
@@ -62,4 +82,40 @@ for (const [name, cfg] of MODELS) {
     const f = (x: number): string => x.toFixed(2).padStart(6);
     console.log(`${name.padEnd(11)} ${String(C).padStart(3)} → ${String(OC).padEnd(5)} |                ${f(fTs)} ${f(fSimd)} ${(fSimd / fTs).toFixed(1).padStart(4)} |                 ${f(bTs)} ${f(bSimd)} ${(bSimd / bTs).toFixed(1).padStart(4)}`);
   }
+}
+
+console.log('');
+console.log('model       kernel (shape)                    | forward ms  TS      SIMD    ×    | backward ms TS      SIMD    ×');
+const Bq = 64, Tq = 32;
+const f = (x: number): string => x.toFixed(3).padStart(7);
+const row = (name: string, what: string, fw: [() => void, () => void], bw: [() => void, () => void]): void => {
+  const [ft, fs, bt, bs] = [fw[0], fw[1], bw[0], bw[1]].map(msPerCall) as [number, number, number, number];
+  console.log(`${name.padEnd(11)} ${what.padEnd(33)} |             ${f(ft)} ${f(fs)} ${(ft / fs).toFixed(1).padStart(4)} |             ${f(bt)} ${f(bs)} ${(bt / bs).toFixed(1).padStart(4)}`);
+};
+for (const [name, cfg] of MODELS) {
+  const NH = cfg.heads, HS = cfg.d / cfg.heads, C = cfg.d, H = cfg.hidden, V = cfg.vocab;
+  const n = Bq * Tq * C, na = Bq * NH * Tq * Tq;
+  const q = rand(n), k = rand(n), v = rand(n), dout = rand(n), out = new Float32Array(n), att = new Float32Array(na);
+  const dq = new Float32Array(n), dk = new Float32Array(n), dv = new Float32Array(n);
+  attentionForward(out, att, q, k, v, Bq, Tq, NH, HS);
+  row(name, `attention (B64 T32 NH${NH} HS${HS})`, [() => attentionForward(out, att, q, k, v, Bq, Tq, NH, HS), () => simdAttentionForward(out, att, q, k, v, Bq, Tq, NH, HS)], [
+    () => attentionBackward(dq, dk, dv, dout, q, k, v, att, Bq, Tq, NH, HS),
+    () => simdAttentionBackward(dq, dk, dv, dout, q, k, v, att, Bq, Tq, NH, HS),
+  ]);
+  const w = rand(C), rstd = new Float32Array(N), dw = new Float32Array(C);
+  row(name, `rmsnorm (${N} × ${C})`, [() => rmsnormForward(out, rstd, q, w, 1, N, C), () => simdRmsnormForward(out, rstd, q, w, 1, N, C)], [
+    () => rmsnormBackward(dq, dw, dout, q, w, rstd, 1, N, C),
+    () => simdRmsnormBackward(dq, dw, dout, q, w, rstd, 1, N, C),
+  ]);
+  const a = rand(N * H), b = rand(N * H), g = rand(N * H), h = new Float32Array(N * H), da = new Float32Array(N * H), db = new Float32Array(N * H);
+  row(name, `swiglu (${N} × ${H})`, [() => swigluForward(h, a, b, N * H), () => simdSwigluForward(h, a, b, N * H)], [
+    () => swigluBackward(da, db, g, a, b, N * H),
+    () => simdSwigluBackward(da, db, g, a, b, N * H),
+  ]);
+  const z = rand(N * V), lp = new Float32Array(N * V), dlp = rand(N * V), dz = new Float32Array(N * V);
+  logSoftmaxForward(lp, z, N, V, 1);
+  row(name, `log-softmax (${N} × ${V})`, [() => logSoftmaxForward(lp, z, N, V, 1), () => simdLogSoftmaxForward(lp, z, N, V, 1)], [
+    () => logSoftmaxBackward(dz, dlp, lp, N, V, 1),
+    () => simdLogSoftmaxBackward(dz, dlp, lp, N, V, 1),
+  ]);
 }
