@@ -1,8 +1,8 @@
 /**
  * Tests for the WebAssembly SIMD kernels of the CPU backend (src/backend/cpu/simd.ts, kernels in
  * wasm/kernels.ts) against their TypeScript twins — the matmul family (matmul.ts, quant.ts), causal
- * attention forward / backward / cached forward (attention.ts), RMSNorm, SwiGLU and log-softmax
- * forward and backward (rmsnorm.ts, mlp.ts, softmax.ts) — on FRESH random inputs each run: the seed
+ * attention forward / backward / cached forward (attention.ts), RMSNorm, SwiGLU, log-softmax and
+ * RoPE forward and backward (rmsnorm.ts, mlp.ts, softmax.ts, rope.ts) — on FRESH random inputs each run: the seed
  * is printed (set SIMD_SEED=<n> to replay a run).
  *
  * Tolerance, per output element, derived from the sum length K (C forward, OC for dinp, N for dW):
@@ -25,7 +25,8 @@
  * kernel's polynomial e^x), evaluated on the very inputs; odd T, HS, C, V (every vector tail), one
  * key, T > 32 and bench-sized shapes; accumulation into non-zero gradients; poisoned outputs; the
  * cached forward (prefill, then one token at a time) equal to the SIMD full forward bit for bit;
- * SwiGLU at |a| > 87, where e^x is clamped (absolute error ≤ 1e−30 there); log-softmax in place.
+ * SwiGLU at |a| > 87, where e^x is clamped (absolute error ≤ 1e−30 there); log-softmax and RoPE
+ * in place.
  * The worst |Δ|/tol of each is printed.
  */
 import { readFileSync } from 'node:fs';
@@ -43,6 +44,9 @@ import {
   logSoftmaxForward,
   rmsnormBackward,
   rmsnormForward,
+  ropeBackward,
+  ropeForward,
+  ropeTable,
   swigluBackward,
   swigluForward,
   dequantizeQ4,
@@ -64,6 +68,8 @@ import {
   simdLogSoftmaxForward,
   simdRmsnormBackward,
   simdRmsnormForward,
+  simdRopeBackward,
+  simdRopeForward,
   simdSwigluBackward,
   simdSwigluForward,
   simdMatmulBackward,
@@ -581,6 +587,52 @@ describe('WebAssembly SIMD attention and row kernels vs their TypeScript twins',
     });
   }
 
+  // [B, T, NH, HS, pos0]: HS ≡ 2 mod 4 (the one-pair tail), HS = 2, an offset into the table, bench-sized.
+  for (const [B, T, NH, HS, pos0] of [
+    [1, 1, 1, 2, 0],
+    [2, 5, 3, 6, 3],
+    [3, 7, 2, 8, 0],
+    [1, 4, 4, 10, 9],
+    [64, 32, 4, 16, 0],
+  ] as const) {
+    const shape = `B${B} T${T} NH${NH} HS${HS} pos0 ${pos0}`;
+    it(`ropeForward / ropeBackward ${shape}; in place`, () => {
+      const r = rng();
+      const n = B * T * NH * HS;
+      const table = ropeTable(pos0 + T, HS) as Float32Array;
+      const x = rand(n, r), dy = rand(n, r), d0 = rand(n, r);
+      // Each output is one pair's 2-term dot product: f32 products and sum (3 roundings) against the
+      // twin's f64 sum rounded once: 1.01·4u·(|x0 cos| + |x1 sin|); backward adds 2u·|init|.
+      const mag = (v: Float32Array): Float64Array => {
+        const m = new Float64Array(n);
+        for (let row = 0; row < B * T; row++)
+          for (let h = 0; h < NH; h++)
+            for (let i = 0; i < HS; i += 2) {
+              const o = (row * NH + h) * HS + i, tb = (pos0 + (row % T)) * HS + i;
+              const a = Math.abs(v[o]! * table[tb]!) + Math.abs(v[o + 1]! * table[tb + 1]!);
+              const b = Math.abs(v[o]! * table[tb + 1]!) + Math.abs(v[o + 1]! * table[tb]!);
+              m[o] = 1.01 * 4 * U * a;
+              m[o + 1] = 1.01 * 4 * U * b;
+            }
+        return m;
+      };
+      const want = new Float32Array(n), got = new Float32Array(n).fill(NaN);
+      ropeForward(want, x, table, B, T, NH, HS, pos0);
+      simdRopeForward(got, x, table, B, T, NH, HS, pos0);
+      expectWithin('ropeForward', shape, got, want, mag(x));
+      const inPlace = x.slice();
+      simdRopeForward(inPlace, inPlace, table, B, T, NH, HS, pos0);
+      expect(inPlace).toEqual(got);
+      const wD = d0.slice(), gD = d0.slice();
+      ropeBackward(wD, dy, table, B, T, NH, HS, pos0);
+      simdRopeBackward(gD, dy, table, B, T, NH, HS, pos0);
+      // backward swaps which of cos, sin meets which input; mag() of dy covers both orders.
+      const mB = mag(dy), alt = new Float64Array(n);
+      for (let i = 0; i < n; i += 2) [alt[i], alt[i + 1]] = [Math.max(mB[i]!, mB[i + 1]!), Math.max(mB[i]!, mB[i + 1]!)];
+      expectWithin('ropeBackward', shape, gD, wD, alt.map((m, i) => m + 1.01 * 2 * U * Math.abs(d0[i]!)));
+    });
+  }
+
   it('short buffers and bad arguments throw the TS twins\u2019 RangeErrors; f64 arguments take the TS path bit for bit', () => {
     const f = (n: number): Float32Array => new Float32Array(n);
     expect(() => simdAttentionForward(f(11), f(8), f(12), f(12), f(12), 1, 2, 2, 3)).toThrow(/attentionForward: out has/);
@@ -626,6 +678,8 @@ describe('cpuBackend uses the SIMD kernels', () => {
       ['swigluBackward', simdSwigluBackward, swigluBackward],
       ['logSoftmaxForward', simdLogSoftmaxForward, logSoftmaxForward],
       ['logSoftmaxBackward', simdLogSoftmaxBackward, logSoftmaxBackward],
+      ['ropeForward', simdRopeForward, ropeForward],
+      ['ropeBackward', simdRopeBackward, ropeBackward],
     ] as const;
     for (const [name, simd] of rows) expect(cpuBackend[name], name).toBe(simd);
     for (const be of [cpuBackendReference, cpuBackend64]) {

@@ -2,7 +2,7 @@
  * WebAssembly SIMD kernels of the CPU backend, in AssemblyScript (compiled by `npm run build:wasm`,
  * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simd.ts):
  * `gemm` (the matmul family, this header), then causal attention forward/backward and the row
- * kernels — RMSNorm, SwiGLU, log-softmax, forward and backward — below the second rule, each
+ * kernels — RMSNorm, SwiGLU, log-softmax, RoPE, forward and backward — below the second rule, each
  * stating its maths by reference to its TypeScript twin in src/backend/cpu/.
  *
  * One kernel serves the whole f32 matmul family: a "broadcast × row" product
@@ -33,7 +33,7 @@
  * passes byte offsets above `heapBase()`; every pointer must be 16-byte aligned for B and out.
  *
  * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
- * embedding, RoPE, residual adds (memory-bound: they stay TypeScript), threads.
+ * embedding, residual adds (memory-bound: they stay TypeScript), threads.
  */
 
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */
@@ -521,6 +521,45 @@ export function logSoftmaxBwd(dz: usize, dlp: usize, lp: usize, N: i32, V: i32, 
     for (; v < V; v++) {
       const o = o0 + ((<usize>v) << 2);
       store<f32>(dz + o, load<f32>(dz + o) + (load<f32>(dlp + o) - sexp(load<f32>(lp + o)) * s) * invT);
+    }
+  }
+}
+
+/**
+ * RoPE (rope.ts header) on q or k [B × T × C], C = NH·HS, HS even, table [· × HS/2 × 2] of (cos, sin):
+ *   sgn = +1 (forward):  (y0, y1) = (x0 cos − x1 sin, x0 sin + x1 cos)
+ *   sgn = −1 (backward, the inverse rotation, acc ≠ 0 adds into out): (x0 cos + x1 sin, x1 cos − x0 sin)
+ * Two pairs per f32x4: x·(cos, cos, cos', cos') + (x1, x0, x1', x0')·(−sin, sin, −sin', sin')·sgn.
+ * `out` may be `inp` (each lane is read before it is written).
+ */
+export function ropeApply(out: usize, inp: usize, table: usize, B: i32, T: i32, NH: i32, HS: i32, pos0: i32, sgn: f32, acc: i32): void {
+  const C = NH * HS;
+  const flip = f32x4.mul(f32x4.replace_lane(f32x4.replace_lane(f32x4.splat(1), 0, -1), 2, -1), f32x4.splat(sgn));
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < T; t++) {
+      const tab = table + ((<usize>((pos0 + t) * HS)) << 2);
+      const row = (<usize>((b * T + t) * C)) << 2;
+      for (let h = 0; h < NH; h++) {
+        const base = row + ((<usize>(h * HS)) << 2);
+        let i = 0;
+        for (; i + 4 <= HS; i += 4) {
+          const o = (<usize>i) << 2;
+          const cs = v128.load(tab + o);
+          const x = v128.load(inp + base + o);
+          const c = v128.shuffle<f32>(cs, cs, 0, 0, 2, 2);
+          const s = f32x4.mul(v128.shuffle<f32>(cs, cs, 1, 1, 3, 3), flip);
+          const y = f32x4.add(f32x4.mul(x, c), f32x4.mul(v128.shuffle<f32>(x, x, 1, 0, 3, 2), s));
+          v128.store(out + base + o, acc != 0 ? f32x4.add(v128.load(out + base + o), y) : y);
+        }
+        if (i < HS) {
+          const o = (<usize>i) << 2;
+          const c = load<f32>(tab + o), s = load<f32>(tab + o + 4) * sgn;
+          const x0 = load<f32>(inp + base + o), x1 = load<f32>(inp + base + o + 4);
+          const y0 = x0 * c + x1 * -s, y1 = x1 * c + x0 * s;
+          store<f32>(out + base + o, acc != 0 ? load<f32>(out + base + o) + y0 : y0);
+          store<f32>(out + base + o + 4, acc != 0 ? load<f32>(out + base + o + 4) + y1 : y1);
+        }
+      }
     }
   }
 }

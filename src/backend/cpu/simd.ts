@@ -9,10 +9,11 @@
  *   simdRmsnormForward / Backward  = rmsnormForward / Backward  (rmsnorm.ts)
  *   simdSwigluForward / Backward   = swigluForward / Backward   (mlp.ts)
  *   simdLogSoftmaxForward / Backward = logSoftmaxForward / Backward (softmax.ts)
+ *   simdRopeForward / Backward     = ropeForward / Backward     (rope.ts)
  * Same arguments, same checks (the twins' own check functions), same semantics; `cpuBackend`
  * (index.ts) uses them, `cpuBackend64` and `cpuBackendReference` keep the TypeScript kernels.
  * Not worth a kernel (measured or plainly memory-bound: the copies in and out would cost as much
- * as the TS loop): embedding (a row gather), residual adds, RoPE, gather, the composite
+ * as the TS loop): embedding (a row gather), residual adds, gather, the composite
  * mlpForward/mlpBackward (the model calls the pieces), KL, the clipped loss, AdamW, sampling.
  *
  * Loading: synchronous (new WebAssembly.Module / Instance on ~1.3 KB of bytes — allowed in workers
@@ -77,6 +78,7 @@ import {
   matmulForwardQ8,
 } from './quant';
 import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
+import { checkRope, ropeBackward, ropeForward } from './rope';
 import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
 import { KERNELS_WASM_BASE64 } from './wasm/kernels.wasm';
 
@@ -92,6 +94,7 @@ interface Kernels {
   swigluBwd(da: number, db: number, dout: number, a: number, b: number, N: number): void;
   logSoftmaxFwd(out: number, z: number, N: number, V: number, invT: number, e: number): void;
   logSoftmaxBwd(dz: number, dlp: number, lp: number, N: number, V: number, invT: number): void;
+  ropeApply(out: number, inp: number, table: number, B: number, T: number, NH: number, HS: number, pos0: number, sgn: number, acc: number): void;
 }
 
 /** (i32.const 0; i8x16.splat; i8x16.popcnt) in a function returning v128: validates iff SIMD is there. */
@@ -477,4 +480,32 @@ export function simdLogSoftmaxBackward(dlogits: FloatArray, dlogp: FloatArray, l
   const o = stage(kn, [N * V, N * V, N * V], [dlogits, dlogp, logp].map((x, i): [number, Float32Array, number] => [i, x as Float32Array, N * V]));
   kn.logSoftmaxBwd(o[0]! * 4, o[1]! * 4, o[2]! * 4, N, V, 1 / temperature);
   back(dlogits as Float32Array, o[0]!, N * V);
+}
+
+/** RoPE on the SIMD kernel: forward (sgn 1, overwrites; out may be inp) or backward (sgn −1, accumulates). */
+function rope(op: 'ropeForward' | 'ropeBackward', out: Float32Array, inp: Float32Array, table: Float32Array, B: number, T: number, NH: number, HS: number, pos0: number): void {
+  checkRope(op, out, inp, table, B, T, NH, HS, pos0);
+  const kn = load()!;
+  const n = B * T * NH * HS, nt = (pos0 + T) * HS;
+  const bwd = op === 'ropeBackward';
+  const ins: [number, Float32Array, number][] = [
+    [1, inp, n],
+    [2, table, nt],
+  ];
+  if (bwd) ins.push([0, out, n]);
+  const [po, pi, pt] = stage(kn, [n, n, nt], ins) as [number, number, number];
+  kn.ropeApply(po * 4, pi * 4, pt * 4, B, T, NH, HS, pos0, bwd ? -1 : 1, bwd ? 1 : 0);
+  back(out, po, n);
+}
+
+/** y = R(φ) x per pair (rope.ts header), on the SIMD kernel when available. Overwrites out (which may be inp). */
+export function simdRopeForward(out: FloatArray, inp: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0 = 0): void {
+  if (!fast(out, inp, table) || B * T * NH * HS === 0) return ropeForward(out, inp, table, B, T, NH, HS, pos0);
+  rope('ropeForward', out as Float32Array, inp as Float32Array, table as Float32Array, B, T, NH, HS, pos0);
+}
+
+/** dx += R(φ)ᵀ dy (rope.ts header), on the SIMD kernel when available. Accumulates into dinp. */
+export function simdRopeBackward(dinp: FloatArray, dout: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0 = 0): void {
+  if (!fast(dinp, dout, table) || B * T * NH * HS === 0) return ropeBackward(dinp, dout, table, B, T, NH, HS, pos0);
+  rope('ropeBackward', dinp as Float32Array, dout as Float32Array, table as Float32Array, B, T, NH, HS, pos0);
 }
