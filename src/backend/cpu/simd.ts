@@ -16,8 +16,10 @@
  * as the TS loop): embedding (a row gather), residual adds, gather, the composite
  * mlpForward/mlpBackward (the model calls the pieces), KL, the clipped loss, AdamW, sampling.
  *
- * Loading: synchronous (new WebAssembly.Module / Instance on ~1.3 KB of bytes — allowed in workers
- * and Node, and under every browser's main-thread limit), on first use. Before that, SIMD support is
+ * Loading: synchronous (new WebAssembly.Module / Instance on ~15 KB of bytes — allowed in workers
+ * and Node; on a page's main thread too: headless Chromium 156 accepts these bytes there; a browser
+ * that limits synchronous main-thread compiles makes the constructor throw, and the fallback below
+ * takes over), on first use. Before that, SIMD support is
  * feature-detected with WebAssembly.validate on a 31-byte module using one SIMD instruction; if it
  * is missing (or instantiation throws), every function here runs its TypeScript twin instead and
  * says so once (console.warn). Float64Array arguments (the f64 backend) always take the TS path.
