@@ -1,9 +1,10 @@
 /**
- * A timing wrapper around a Backend: every op call is timed (performance.now before and after,
- * summed per op name), so a whole-model call can be split into its ops — "where does a forward's
- * time go". The wrapped backend is otherwise the same object: same handles, same results.
- * Used by bench/simd.ts (its third table). Timer overhead (~0.1 µs a call, a few hundred calls per
- * forward) is included in the totals.
+ * A timing wrapper around a Backend: every op call is timed in process CPU time (process.cpuUsage
+ * before and after, user + system, summed per op name; the CPU backend's ops are single-threaded,
+ * and CPU time leaves out the time other processes hold the core on a shared machine), so a
+ * whole-model call can be split into its ops — "where does a forward's time go". The wrapped
+ * backend is otherwise the same object: same handles, same results. Used by bench/simd.ts (its
+ * third table). Timer overhead (~1 µs a call, a few hundred calls per step) is in the totals.
  *
  * Not here: a profiler for the product (src/cli/profile.ts counts model calls per SAT stage phase),
  * the WebGPU backend (its ops are asynchronous: wall time per call would measure the queue, not the op).
@@ -12,7 +13,7 @@ import type { Backend, TensorKinds } from '../src/backend/types';
 
 export interface OpTimes<X extends TensorKinds> {
   readonly backend: Backend<X>;
-  /** ms and calls per op name since the last reset. */
+  /** CPU ms and calls per op name since the last reset. */
   readonly totals: Map<string, { ms: number; calls: number }>;
   reset(): void;
 }
@@ -28,12 +29,13 @@ export function timeOps<X extends TensorKinds>(be: Backend<X>): OpTimes<X> {
     }
     const fn = member as (...args: unknown[]) => unknown;
     wrapped[name] = (...args: unknown[]): unknown => {
-      const t0 = performance.now();
+      const c0 = process.cpuUsage();
       try {
         return fn(...args);
       } finally {
+        const c = process.cpuUsage(c0);
         const e = totals.get(name) ?? { ms: 0, calls: 0 };
-        e.ms += performance.now() - t0;
+        e.ms += (c.user + c.system) / 1000;
         e.calls++;
         totals.set(name, e);
       }
