@@ -1,8 +1,8 @@
 /**
  * Tests for the WebAssembly SIMD kernels of the CPU backend (src/backend/cpu/simd.ts, kernels in
  * wasm/kernels.ts) against their TypeScript twins — the matmul family (matmul.ts, quant.ts), causal
- * attention forward / backward / cached forward (attention.ts), RMSNorm, SwiGLU, log-softmax and
- * RoPE forward and backward (rmsnorm.ts, mlp.ts, softmax.ts, rope.ts) — on FRESH random inputs each run: the seed
+ * attention forward / backward / cached forward (attention.ts), RMSNorm, SwiGLU, log-softmax, RoPE
+ * and the residual add, forward and backward (rmsnorm.ts, mlp.ts, softmax.ts, rope.ts, residual.ts) — on FRESH random inputs each run: the seed
  * is printed (set SIMD_SEED=<n> to replay a run).
  *
  * Tolerance, per output element, derived from the sum length K (C forward, OC for dinp, N for dW):
@@ -42,6 +42,8 @@ import {
   kvCacheWrite,
   logSoftmaxBackward,
   logSoftmaxForward,
+  residualBackward,
+  residualForward,
   rmsnormBackward,
   rmsnormForward,
   ropeBackward,
@@ -66,6 +68,8 @@ import {
   simdAttentionForward,
   simdLogSoftmaxBackward,
   simdLogSoftmaxForward,
+  simdResidualBackward,
+  simdResidualForward,
   simdRmsnormBackward,
   simdRmsnormForward,
   simdRopeBackward,
@@ -633,6 +637,37 @@ describe('WebAssembly SIMD attention and row kernels vs their TypeScript twins',
     });
   }
 
+  for (const N of [1, 3, 4, 7, 2048 * 64 + 5]) {
+    it(`residualForward / residualBackward N${N}: bit-equal at scale 1, within 2u|a| + 4u|s·b| at scale 0.3; aliasing`, () => {
+      const r = rng();
+      const a = rand(N, r), b = rand(N, r), d0 = rand(N, r), d1 = rand(N, r);
+      const want = new Float32Array(N), got = new Float32Array(N).fill(NaN);
+      residualForward(want, a, b, N);
+      simdResidualForward(got, a, b, N);
+      expect(got).toEqual(want);
+      const s = 0.3; // not an f32: the kernel rounds it, and its product, once more than the twin
+      const tol = (x: Float32Array, y: Float32Array): Float64Array => Float64Array.from(x, (xi, i) => 1.01 * U * (2 * Math.abs(xi) + 4 * Math.abs(s * y[i]!)));
+      residualForward(want, a, b, N, s);
+      simdResidualForward(got, a, b, N, s);
+      expectWithin('residualForward (scale 0.3)', `N${N}`, got, want, tol(a, b));
+      const inPlace = a.slice();
+      simdResidualForward(inPlace, inPlace, b, N, s); // out = a
+      expect(inPlace).toEqual(got);
+      const [wA, wB, gA, gB] = [d0.slice(), d1.slice(), d0.slice(), d1.slice()];
+      residualBackward(wA, wB, b, N, s);
+      simdResidualBackward(gA, gB, b, N, s);
+      expect(gA).toEqual(wA);
+      expectWithin('residualBackward db (scale 0.3)', `N${N}`, gB, wB, tol(d1, b));
+      const onlyB = d1.slice();
+      simdResidualBackward(null, onlyB, b, N, s);
+      expect(onlyB).toEqual(gB);
+      const same = d0.slice(), sameWant = d0.slice(); // da and db the same array: both added
+      residualBackward(sameWant, sameWant, b, N, 1);
+      simdResidualBackward(same, same, b, N, 1);
+      expect(same).toEqual(sameWant);
+    });
+  }
+
   it('short buffers and bad arguments throw the TS twins\u2019 RangeErrors; f64 arguments take the TS path bit for bit', () => {
     const f = (n: number): Float32Array => new Float32Array(n);
     expect(() => simdAttentionForward(f(11), f(8), f(12), f(12), f(12), 1, 2, 2, 3)).toThrow(/attentionForward: out has/);
@@ -645,6 +680,8 @@ describe('WebAssembly SIMD attention and row kernels vs their TypeScript twins',
     expect(() => simdLogSoftmaxForward(f(4), f(4), 2, 2, 0)).toThrow(/temperature/);
     expect(() => simdLogSoftmaxBackward(f(4), f(3), f(4), 2, 2)).toThrow(/logSoftmaxBackward: dlogp has/);
     expect(() => simdSwigluForward(f(4), f(4), f(4), -1)).toThrow(/non-negative integer/);
+    expect(() => simdResidualForward(f(4), f(3), f(4), 4)).toThrow(/residualForward: a has/);
+    expect(() => simdResidualBackward(null, f(3), f(4), 4)).toThrow(/residualBackward: db has/);
 
     const r = rng();
     const [B, T, NH, HS] = [1, 5, 2, 3];
@@ -680,6 +717,8 @@ describe('cpuBackend uses the SIMD kernels', () => {
       ['logSoftmaxBackward', simdLogSoftmaxBackward, logSoftmaxBackward],
       ['ropeForward', simdRopeForward, ropeForward],
       ['ropeBackward', simdRopeBackward, ropeBackward],
+      ['residualForward', simdResidualForward, residualForward],
+      ['residualBackward', simdResidualBackward, residualBackward],
     ] as const;
     for (const [name, simd] of rows) expect(cpuBackend[name], name).toBe(simd);
     for (const be of [cpuBackendReference, cpuBackend64]) {

@@ -2,7 +2,7 @@
  * WebAssembly SIMD kernels of the CPU backend, in AssemblyScript (compiled by `npm run build:wasm`,
  * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simd.ts):
  * `gemm` (the matmul family, this header), then causal attention forward/backward and the row
- * kernels — RMSNorm, SwiGLU, log-softmax, RoPE, forward and backward — below the second rule, each
+ * kernels — RMSNorm, SwiGLU, log-softmax, RoPE, residual add, forward and backward — below the second rule, each
  * stating its maths by reference to its TypeScript twin in src/backend/cpu/.
  *
  * One kernel serves the whole f32 matmul family: a "broadcast × row" product
@@ -33,7 +33,7 @@
  * passes byte offsets above `heapBase()`; every pointer must be 16-byte aligned for B and out.
  *
  * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
- * embedding, residual adds (memory-bound: they stay TypeScript), threads.
+ * embedding (a row gather: it stays TypeScript), threads.
  */
 
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */
@@ -562,4 +562,19 @@ export function ropeApply(out: usize, inp: usize, table: usize, B: i32, T: i32, 
       }
     }
   }
+}
+
+/**
+ * out = a + s·b over N elements (residual.ts header; the backward is the same with out = a = the
+ * gradient: da += 1·dout, db += s·dout). `out` may alias `a` or `b`. With s = 1 every element is
+ * one correctly rounded f32 add (s·b is exact), bit-equal to the TS twin.
+ */
+export function axpy(out: usize, a: usize, b: usize, N: i32, s: f32): void {
+  const sv = f32x4.splat(s);
+  let i = 0;
+  for (; i + 4 <= N; i += 4) {
+    const o = (<usize>i) << 2;
+    v128.store(out + o, f32x4.add(v128.load(a + o), f32x4.mul(sv, v128.load(b + o))));
+  }
+  for (; i < N; i++) st(out, i, ld(a, i) + s * ld(b, i));
 }

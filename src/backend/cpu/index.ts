@@ -6,11 +6,11 @@
  * Three backends over the same TypeScript kernels (they accept Float32Array or Float64Array):
  *   cpuBackend           float tensors are Float32Array — what the product runs. The matmul family
  *                        (matmulForward, matmulBackward, the Q8/Q4 forwards and input gradients),
- *                        attention (forward, backward, cached forward), rmsnorm, swiglu, rope and
- *                        log-softmax (forward and backward) run on the WebAssembly SIMD kernels of
- *                        simd.ts when the platform has them (f32 sums and a polynomial exp: within
+ *                        attention (forward, backward, cached forward), rmsnorm, swiglu, rope,
+ *                        residual and log-softmax (forward and backward) run on the WebAssembly
+ *                        SIMD kernels of simd.ts when the platform has them (f32 sums and a polynomial exp: within
  *                        stated f32 bounds of the TS twins, not bit-equal), else on the TS kernels;
- *                        the rest (embedding, residual, gather, KL, the loss, AdamW, sampling)
+ *                        the rest (embedding, gather, KL, the loss, AdamW, sampling)
  *                        stays TS;
  *   cpuBackendReference  the same with every op on the TS kernels (f64 accumulators): the twin the
  *                        SIMD path is tested and benchmarked against (tests/simd.test.ts);
@@ -45,6 +45,8 @@ import {
   simdMatmulForward,
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
+  simdResidualBackward,
+  simdResidualForward,
   simdRmsnormBackward,
   simdRmsnormForward,
   simdRopeBackward,
@@ -152,6 +154,8 @@ export const cpuBackend: Backend<HostTensors> = {
   logSoftmaxBackward: simdLogSoftmaxBackward,
   ropeForward: simdRopeForward,
   ropeBackward: simdRopeBackward,
+  residualForward: simdResidualForward,
+  residualBackward: simdResidualBackward,
 };
 
 /** The CPU reference in f32 (header): every op on the TypeScript kernels. */

@@ -10,10 +10,11 @@
  *   simdSwigluForward / Backward   = swigluForward / Backward   (mlp.ts)
  *   simdLogSoftmaxForward / Backward = logSoftmaxForward / Backward (softmax.ts)
  *   simdRopeForward / Backward     = ropeForward / Backward     (rope.ts)
+ *   simdResidualForward / Backward = residualForward / Backward (residual.ts)
  * Same arguments, same checks (the twins' own check functions), same semantics; `cpuBackend`
  * (index.ts) uses them, `cpuBackend64` and `cpuBackendReference` keep the TypeScript kernels.
  * Not worth a kernel (measured or plainly memory-bound: the copies in and out would cost as much
- * as the TS loop): embedding (a row gather), residual adds, gather, the composite
+ * as the TS loop): embedding (a row gather), gather, the composite
  * mlpForward/mlpBackward (the model calls the pieces), KL, the clipped loss, AdamW, sampling.
  *
  * Loading: synchronous (new WebAssembly.Module / Instance on ~15 KB of bytes — allowed in workers
@@ -85,6 +86,7 @@ import {
   matmulForwardQ4,
   matmulForwardQ8,
 } from './quant';
+import { checkResidualBackward, checkResidualForward, residualBackward, residualForward } from './residual';
 import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { checkRope, ropeBackward, ropeForward } from './rope';
 import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
@@ -103,6 +105,7 @@ interface Kernels {
   logSoftmaxFwd(out: number, z: number, N: number, V: number, invT: number, e: number): void;
   logSoftmaxBwd(dz: number, dlp: number, lp: number, N: number, V: number, invT: number): void;
   ropeApply(out: number, inp: number, table: number, B: number, T: number, NH: number, HS: number, pos0: number, sgn: number, acc: number): void;
+  axpy(out: number, a: number, b: number, N: number, s: number): void;
 }
 
 /** (i32.const 0; i8x16.splat; i8x16.popcnt) in a function returning v128: validates iff SIMD is there. */
@@ -523,4 +526,35 @@ export function simdRopeForward(out: FloatArray, inp: FloatArray, table: FloatAr
 export function simdRopeBackward(dinp: FloatArray, dout: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0 = 0): void {
   if (!fast(dinp, dout, table) || B * T * NH * HS === 0) return ropeBackward(dinp, dout, table, B, T, NH, HS, pos0);
   rope('ropeBackward', dinp as Float32Array, dout as Float32Array, table as Float32Array, B, T, NH, HS, pos0);
+}
+
+/** out = a + scale·b (residual.ts header), on the SIMD kernel when available. `out` may alias a or b. */
+export function simdResidualForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number, scale = 1): void {
+  if (!fast(out, a, b) || N === 0) return residualForward(out, a, b, N, scale);
+  checkResidualForward(out, a, b, N);
+  const kn = load()!;
+  const [po, pa, pb] = stage(kn, [N, N, N], [
+    [1, a as Float32Array, N],
+    [2, b as Float32Array, N],
+  ]) as [number, number, number];
+  kn.axpy(po * 4, pa * 4, pb * 4, N, scale);
+  back(out as Float32Array, po, N);
+}
+
+/** da += dout, db += scale·dout (residual.ts header; null skips one), on the SIMD kernel when available. */
+export function simdResidualBackward(da: FloatArray | null, db: FloatArray | null, dout: FloatArray, N: number, scale = 1): void {
+  const outs = [da, db].filter((x): x is FloatArray => x !== null);
+  if (!fast(dout, ...outs) || N === 0) return residualBackward(da, db, dout, N, scale);
+  checkResidualBackward(da, db, dout, N);
+  const kn = load()!;
+  const [pd, pg] = stage(kn, [N, N], [[0, dout as Float32Array, N]]) as [number, number];
+  for (const [g, s] of [
+    [da, 1],
+    [db, scale],
+  ] as const) {
+    if (g === null) continue;
+    f32.set((g as Float32Array).subarray(0, N), pg);
+    kn.axpy(pg * 4, pg * 4, pd * 4, N, s);
+    back(g as Float32Array, pg, N);
+  }
 }
