@@ -23,11 +23,13 @@
  * takes over), on first use. Before that, SIMD support is
  * feature-detected with WebAssembly.validate on a 31-byte module using one SIMD instruction; if it
  * is missing (or instantiation throws), every function here runs its TypeScript twin instead and
- * says so once (console.warn). Float64Array arguments (the f64 backend) always take the TS path.
+ * says so once (console.warn). The module also uses bulk-memory instructions (memory.copy/fill),
+ * which every engine with SIMD has had longer. Float64Array arguments (the f64 backend) always take
+ * the TS path.
  *
  * Memory: one linear memory, owned here; each call lays its operands out from the module's heap
  * base (16-byte aligned) and grows the memory when a call needs more (it never shrinks; the largest
- * bench call, BENCH_400K's w2 backward — 2048 rows, C 344, OC 128, both gradients — needs ~7 MB).
+ * bench call, BENCH_400K's SwiGLU backward — five arrays of 2048 × 344 — needs ~14 MB).
  * Growing detaches old views, so views are re-made after every grow.
  *
  * Copies, and why this is still faster: each call copies its inputs in (TypedArray.set, or a
@@ -57,8 +59,8 @@
  * Attention and the row kernels copy every operand whole (one TypedArray.set each; the cached
  * forward only the cache rows in use) — O(size) moves for O(size) work in the row kernels, which
  * still pays because the TS loops run at a fraction of memcpy speed (bench/simd.ts prints both).
- * Their numerics: f32 sums and a polynomial e^x (about 1–2 ulps; clamped to [−87, 88], so it never
- * returns 0), not the f64 of the twins; tests/simd.test.ts derives a per-element bound for each
+ * Their numerics: f32 sums and a polynomial e^x (a few ulps, the tests allow 4; its argument is
+ * clamped to [−87, 88], so it never returns 0), not the f64 of the twins; tests/simd.test.ts derives a per-element bound for each
  * and prints the worst |Δ|/bound. The cached attention forward runs the same kernel as the full
  * one, so the two agree bit for bit (tested), as the TS twins do.
  *
@@ -149,7 +151,7 @@ export function simdUnavailableReason(): string {
   return unavailableReason;
 }
 
-/** How many matmul calls the SIMD kernel has served so far (tests check the backend really uses it). */
+/** How many SIMD kernel calls have been served so far (tests check the backend really uses them). */
 export function simdKernelCalls(): number {
   return calls;
 }
