@@ -1025,7 +1025,8 @@ describe('a whole tiny Llama block from the ops', () => {
 describe('cpuBackend', () => {
   it('upload/zeros/download round-trip and ops match the plain functions', async () => {
     // The reference adapter is the plain functions bit for bit; cpuBackend's matmuls run on the
-    // WebAssembly SIMD kernels (f32 lanes), checked against these in tests/simd.test.ts.
+    // WebAssembly SIMD kernels (f32 lanes), as do attention and the row kernels; all are checked
+    // against these in tests/simd.test.ts.
     const be = cpuBackendReference;
     const rng = new Rng(7, [60]);
     const [B, T, C, OC] = [1, 3, 5, 4];

@@ -1,6 +1,9 @@
 /**
  * WebAssembly SIMD kernels of the CPU backend, in AssemblyScript (compiled by `npm run build:wasm`,
- * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simd.ts).
+ * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simd.ts):
+ * `gemm` (the matmul family, this header), then causal attention forward/backward and the row
+ * kernels — RMSNorm, SwiGLU, log-softmax, RoPE, residual add, forward and backward — below the second rule, each
+ * stating its maths by reference to its TypeScript twin in src/backend/cpu/.
  *
  * One kernel serves the whole f32 matmul family: a "broadcast × row" product
  *   out[r, j] = Σ_k A(r, k) · B[k, j]        r < R, j < J (J a multiple of 4), k < K
@@ -30,7 +33,7 @@
  * passes byte offsets above `heapBase()`; every pointer must be 16-byte aligned for B and out.
  *
  * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
- * attention and the row kernels (still TypeScript).
+ * embedding (a row gather: it stays TypeScript), threads.
  */
 
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */
@@ -154,4 +157,424 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
       put(out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4, s0, ac);
     }
   }
+}
+
+// ───────────────────────── attention and the row kernels ─────────────────────────
+// Every pointer below is a byte offset into linear memory; every stride is in f32 elements.
+// Vector loops cover 4 elements at a time with a scalar tail in the same order, so no result
+// depends on where a tile boundary falls. Sums are single f32 accumulators (one lane each, or four
+// lanes added pairwise at the end for the row sums), in ascending index order within each lane.
+
+/**
+ * e^x in each lane: Cody–Waite reduction x = n·ln2 + r (ln2 split in two), a degree-7 polynomial
+ * for e^r on |r| ≤ ln2/2 (the Cephes expf coefficients), then ·2ⁿ through the exponent bits.
+ * x is clamped to [−87, 88] first, so the result is finite and normal: e^x for x < −87 (true value
+ * below ~1.6e−38) comes out ~1.6e−38 instead of 0 or a subnormal — an absolute error below 2e−38,
+ * and 0 exactly is never returned. NaN stays NaN. Relative error a few f32 ulps on [−87, 88]
+ * (tests/simd.test.ts bounds it at 4 ulps through the kernels that use it).
+ */
+// @ts-ignore: decorator
+@inline function vexp(x: v128): v128 {
+  x = f32x4.min(f32x4.max(x, f32x4.splat(-87.0)), f32x4.splat(88.0));
+  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
+  let r = f32x4.sub(x, f32x4.mul(n, f32x4.splat(0.693359375)));
+  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(-2.12194440e-4)));
+  let p = f32x4.splat(1.9875691500e-4);
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.3981999507e-3));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(8.3334519073e-3));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(4.1665795894e-2));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.6666665459e-1));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(5.0000001201e-1));
+  p = f32x4.add(f32x4.add(f32x4.mul(p, f32x4.mul(r, r)), r), f32x4.splat(1.0));
+  const e = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  return f32x4.mul(p, e);
+}
+
+/** vexp on one scalar (lane 0): the tails use it so a scalar element gets the same bits as a lane. */
+// @ts-ignore: decorator
+@inline function sexp(x: f32): f32 {
+  return f32x4.extract_lane(vexp(f32x4.splat(x)), 0);
+}
+
+/** Sum of the four lanes, ((l0 + l1) + (l2 + l3)). */
+// @ts-ignore: decorator
+@inline function hsum(v: v128): f32 {
+  return (f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1)) + (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
+}
+
+/** f32 load/store at element i of the array at byte offset p. */
+// @ts-ignore: decorator
+@inline function ld(p: usize, i: i32): f32 {
+  return load<f32>(p + ((<usize>i) << 2));
+}
+// @ts-ignore: decorator
+@inline function st(p: usize, i: i32, x: f32): void {
+  store<f32>(p + ((<usize>i) << 2), x);
+}
+
+/**
+ * dst[i] (+)= Σ_{j0 ≤ j < j1} w[j·ws] · m[j·ms + i]   for i < n: a weighted sum of rows of m, each
+ * element one f32 accumulator in ascending j, added to dst once at the end when `acc`.
+ */
+// @ts-ignore: decorator
+@inline function weightedRows(dst: usize, w: usize, ws: i32, m: usize, ms: i32, j0: i32, j1: i32, n: i32, acc: bool): void {
+  const wS = (<usize>ws) << 2;
+  const mS = (<usize>ms) << 2;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    let s = f32x4.splat(0);
+    let wp = w + (<usize>j0) * wS;
+    let mp = m + (<usize>j0) * mS + ((<usize>i) << 2);
+    for (let j = j0; j < j1; j++) {
+      s = f32x4.add(s, f32x4.mul(v128.load32_splat(wp), v128.load(mp)));
+      wp += wS;
+      mp += mS;
+    }
+    put(dst + ((<usize>i) << 2), s, acc);
+  }
+  for (; i < n; i++) {
+    let s: f32 = 0;
+    for (let j = j0; j < j1; j++) s += ld(w, j * ws) * ld(m, j * ms + i);
+    st(dst, i, acc ? ld(dst, i) + s : s);
+  }
+}
+
+/**
+ * dst[j] = Σ_{i < n} x[i] · mT[i·L4 + j]  for j < ceil4(len): dot products of x with the columns of
+ * a transposed matrix mT [n × L4], four columns per step, each one lane summed in ascending i
+ * (lanes past len are computed too and must be ignored by the caller).
+ */
+// @ts-ignore: decorator
+@inline function dotColumns(dst: usize, x: usize, mT: usize, L4: i32, n: i32, len: i32): void {
+  const row = (<usize>L4) << 2;
+  for (let j = 0; j < len; j += 4) {
+    let s = f32x4.splat(0);
+    let mp = mT + ((<usize>j) << 2);
+    for (let i = 0; i < n; i++) {
+      s = f32x4.add(s, f32x4.mul(v128.load32_splat(x + ((<usize>i) << 2)), v128.load(mp)));
+      mp += row;
+    }
+    v128.store(dst + ((<usize>j) << 2), s);
+  }
+}
+
+/** mT[i·L4 + j] = m[j·ms + i] for j < L, i < n; zero for L ≤ j < L4. */
+function transposeRows(mT: usize, m: usize, ms: i32, L: i32, L4: i32, n: i32): void {
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < L; j++) st(mT, i * L4 + j, ld(m, j * ms + i));
+    for (let j = L; j < L4; j++) st(mT, i * L4 + j, 0);
+  }
+}
+
+/**
+ * Causal attention forward (src/backend/cpu/attention.ts header), one head at a time:
+ * query row t of batch b (q, out [B × T × C], C = NH·HS) attends keys/values 0..pos0+t of that
+ * batch (k, v [B × Tkv × C]); s = (q·k)·scale, P = softmax(s) (max-shifted, vexp, f32 sum in
+ * ascending key order, then ·(1/sum)), out = Σ P·v. When att ≠ 0 (full forward: pos0 = 0,
+ * Tkv = T) P is stored in att [B × NH × T × T], zeros above the diagonal.
+ * Scratch: kt ≥ HS·ceil4(pos0 + T) floats (K of the head, transposed), p ≥ ceil4(pos0 + T) + 4.
+ * The full and the cached forward run this same code, so they agree bit for bit.
+ */
+export function attnForward(
+  q: usize, k: usize, v: usize, out: usize, att: usize,
+  B: i32, T: i32, NH: i32, HS: i32, Tkv: i32, pos0: i32, scale: f32, kt: usize, p: usize,
+): void {
+  const C = NH * HS;
+  const L = pos0 + T;
+  const L4 = (L + 3) & ~3;
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < NH; h++) {
+      const kv = ((<usize>(b * Tkv * C + h * HS)) << 2);
+      transposeRows(kt, k + kv, C, L, L4, HS);
+      for (let t = 0; t < T; t++) {
+        const row = ((<usize>((b * T + t) * C + h * HS)) << 2);
+        const len = pos0 + t + 1;
+        dotColumns(p, q + row, kt, L4, HS, len);
+        let max = -Infinity;
+        for (let j = 0; j < len; j++) {
+          const s = ld(p, j) * scale;
+          st(p, j, s);
+          if (s > max) max = s;
+        }
+        let sum: f32 = 0;
+        const mx = f32x4.splat(<f32>max);
+        for (let j = 0; j < len; j += 4) {
+          const pj = p + ((<usize>j) << 2);
+          v128.store(pj, vexp(f32x4.sub(v128.load(pj), mx)));
+        }
+        for (let j = 0; j < len; j++) sum += ld(p, j);
+        const inv = f32x4.splat(<f32>1 / sum);
+        for (let j = 0; j < len; j += 4) {
+          const pj = p + ((<usize>j) << 2);
+          v128.store(pj, f32x4.mul(v128.load(pj), inv));
+        }
+        weightedRows(out + row, p, 1, v + kv, C, 0, len, HS, false);
+        if (att != 0) {
+          const a = att + ((<usize>(((b * NH + h) * T + t) * T)) << 2);
+          memory.copy(a, p, (<usize>len) << 2);
+          memory.fill(a + ((<usize>len) << 2), 0, (<usize>(T - len)) << 2);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Causal attention backward (attention.ts header), one head at a time, accumulating into dq, dk, dv:
+ *   dP[t,t2] = dout_t · v_t2 (V of the head transposed into vt),  dot_t = Σ_t2 P·dP,
+ *   ds[t,t2] = P·(dP − dot_t)·scale (kept in ds [T × T]),
+ *   dq_t += Σ_{t2 ≤ t} ds[t,t2] k_t2,   dk_t2 += Σ_{t ≥ t2} ds[t,t2] q_t,   dv_t2 += Σ_{t ≥ t2} P[t,t2] dout_t.
+ * Each gradient element is one f32 sum, added to the incoming value once.
+ * Scratch: vt ≥ HS·ceil4(T) floats, ds ≥ T·T + 4.
+ */
+export function attnBackward(
+  dq: usize, dk: usize, dv: usize, dout: usize, q: usize, k: usize, v: usize, att: usize,
+  B: i32, T: i32, NH: i32, HS: i32, scale: f32, vt: usize, ds: usize,
+): void {
+  const C = NH * HS;
+  const T4 = (T + 3) & ~3;
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < NH; h++) {
+      const base = ((<usize>(b * T * C + h * HS)) << 2);
+      const P = att + ((<usize>((b * NH + h) * T * T)) << 2);
+      transposeRows(vt, v + base, C, T, T4, HS);
+      for (let t = 0; t < T; t++) {
+        const row = base + (<usize>(t * C) << 2);
+        const dsRow = ds + (<usize>(t * T) << 2);
+        const pRow = P + (<usize>(t * T) << 2);
+        dotColumns(dsRow, dout + row, vt, T4, HS, t + 1);
+        let dot: f32 = 0;
+        for (let j = 0; j <= t; j++) dot += ld(pRow, j) * ld(dsRow, j);
+        for (let j = 0; j <= t; j++) st(dsRow, j, ld(pRow, j) * (ld(dsRow, j) - dot) * scale);
+        weightedRows(dq + row, dsRow, 1, k + base, C, 0, t + 1, HS, true);
+      }
+      for (let t2 = 0; t2 < T; t2++) {
+        const row = base + (<usize>(t2 * C) << 2);
+        weightedRows(dk + row, ds + ((<usize>t2) << 2), T, q + base, C, t2, T, HS, true);
+        weightedRows(dv + row, P + ((<usize>t2) << 2), T, dout + base, C, t2, T, HS, true);
+      }
+    }
+  }
+}
+
+/** Σ_c x[c]·y[c] over n elements: four lanes (ascending c in each), then hsum, then the scalar tail. */
+// @ts-ignore: decorator
+@inline function dot(x: usize, y: usize, n: i32): f32 {
+  let s = f32x4.splat(0);
+  let c = 0;
+  for (; c + 4 <= n; c += 4) {
+    const o = (<usize>c) << 2;
+    s = f32x4.add(s, f32x4.mul(v128.load(x + o), v128.load(y + o)));
+  }
+  let r = hsum(s);
+  for (; c < n; c++) r += ld(x, c) * ld(y, c);
+  return r;
+}
+
+/** RMSNorm forward (rmsnorm.ts header) on N rows of C: rstd = 1/√(Σx²/C + eps), out = w ⊙ (x·rstd). */
+export function rmsnormFwd(out: usize, rstd: usize, inp: usize, w: usize, N: i32, C: i32, eps: f32): void {
+  for (let n = 0; n < N; n++) {
+    const x = inp + ((<usize>(n * C)) << 2);
+    const y = out + ((<usize>(n * C)) << 2);
+    const r: f32 = <f32>1 / Mathf.sqrt(dot(x, x, C) / <f32>C + eps);
+    st(rstd, n, r);
+    const rv = f32x4.splat(r);
+    let c = 0;
+    for (; c + 4 <= C; c += 4) {
+      const o = (<usize>c) << 2;
+      v128.store(y + o, f32x4.mul(v128.load(w + o), f32x4.mul(v128.load(x + o), rv)));
+    }
+    for (; c < C; c++) st(y, c, ld(w, c) * (ld(x, c) * r));
+  }
+}
+
+/**
+ * RMSNorm backward (rmsnorm.ts header), accumulating: gx = Σ dy·w·x, k = rstd²·gx/C,
+ * dinp += rstd·(dy·w − x·k),  dw += Σ_rows dy·x·rstd (dw summed in f32 in ascending row order).
+ * Scratch: g ≥ C floats (dy ⊙ w of the row).
+ */
+export function rmsnormBwd(dinp: usize, dw: usize, dout: usize, inp: usize, w: usize, rstd: usize, N: i32, C: i32, g: usize): void {
+  for (let n = 0; n < N; n++) {
+    const o0 = (<usize>(n * C)) << 2;
+    const x = inp + o0, dy = dout + o0, dx = dinp + o0;
+    const r = ld(rstd, n);
+    let c = 0;
+    for (; c + 4 <= C; c += 4) {
+      const o = (<usize>c) << 2;
+      v128.store(g + o, f32x4.mul(v128.load(dy + o), v128.load(w + o)));
+    }
+    for (; c < C; c++) st(g, c, ld(dy, c) * ld(w, c));
+    const kk: f32 = (r * r * dot(g, x, C)) / <f32>C;
+    const rv = f32x4.splat(r), kv = f32x4.splat(kk);
+    c = 0;
+    for (; c + 4 <= C; c += 4) {
+      const o = (<usize>c) << 2;
+      const xv = v128.load(x + o);
+      v128.store(dx + o, f32x4.add(v128.load(dx + o), f32x4.mul(rv, f32x4.sub(v128.load(g + o), f32x4.mul(xv, kv)))));
+      v128.store(dw + o, f32x4.add(v128.load(dw + o), f32x4.mul(f32x4.mul(v128.load(dy + o), xv), rv)));
+    }
+    for (; c < C; c++) {
+      const xc = ld(x, c);
+      st(dx, c, ld(dx, c) + r * (ld(g, c) - xc * kk));
+      st(dw, c, ld(dw, c) + ld(dy, c) * xc * r);
+    }
+  }
+}
+
+/** silu(a)·b lanes: a / (1 + e^−a) · b. */
+// @ts-ignore: decorator
+@inline function vswiglu(a: v128, b: v128): v128 {
+  return f32x4.mul(f32x4.div(a, f32x4.add(f32x4.splat(1), vexp(f32x4.neg(a)))), b);
+}
+
+/** out = silu(a) ⊙ b over N elements (mlp.ts header). The tail runs the same lanes on a splat. */
+export function swigluFwd(out: usize, a: usize, b: usize, N: i32): void {
+  let i = 0;
+  for (; i + 4 <= N; i += 4) {
+    const o = (<usize>i) << 2;
+    v128.store(out + o, vswiglu(v128.load(a + o), v128.load(b + o)));
+  }
+  for (; i < N; i++) st(out, i, f32x4.extract_lane(vswiglu(f32x4.splat(ld(a, i)), f32x4.splat(ld(b, i))), 0));
+}
+
+/** (da, db) lanes += dout·b·σ(a)(1 + a(1 − σ(a))), dout·a·σ(a), σ(a) = 1/(1 + e^−a). */
+// @ts-ignore: decorator
+@inline function swigluGrad(da: usize, db: usize, g: v128, a: v128, b: v128, lanes: i32): void {
+  const one = f32x4.splat(1);
+  const sg = f32x4.div(one, f32x4.add(one, vexp(f32x4.neg(a))));
+  const gda = f32x4.mul(f32x4.mul(f32x4.mul(g, b), sg), f32x4.add(one, f32x4.mul(a, f32x4.sub(one, sg))));
+  const gdb = f32x4.mul(f32x4.mul(g, a), sg);
+  if (lanes == 4) {
+    v128.store(da, f32x4.add(v128.load(da), gda));
+    v128.store(db, f32x4.add(v128.load(db), gdb));
+  } else {
+    store<f32>(da, load<f32>(da) + f32x4.extract_lane(gda, 0));
+    store<f32>(db, load<f32>(db) + f32x4.extract_lane(gdb, 0));
+  }
+}
+
+/** SwiGLU backward over N elements (mlp.ts header), accumulating into da, db. */
+export function swigluBwd(da: usize, db: usize, dout: usize, a: usize, b: usize, N: i32): void {
+  let i = 0;
+  for (; i + 4 <= N; i += 4) {
+    const o = (<usize>i) << 2;
+    swigluGrad(da + o, db + o, v128.load(dout + o), v128.load(a + o), v128.load(b + o), 4);
+  }
+  for (; i < N; i++) {
+    const o = (<usize>i) << 2;
+    swigluGrad(da + o, db + o, f32x4.splat(ld(dout, i)), f32x4.splat(ld(a, i)), f32x4.splat(ld(b, i)), 1);
+  }
+}
+
+/**
+ * log-softmax forward (softmax.ts header) on N rows of V: m = max z·invT, lse = m + log Σ e^(z·invT − m)
+ * (the sum in f32, ascending; the log in f64), out = z·invT − lse. A row whose max is ±∞ gets lse = m,
+ * like the TS twin. Scratch: e ≥ ceil4(V) floats.
+ */
+export function logSoftmaxFwd(out: usize, z: usize, N: i32, V: i32, invT: f32, e: usize): void {
+  const iv = f32x4.splat(invT);
+  for (let n = 0; n < N; n++) {
+    const zr = z + ((<usize>(n * V)) << 2);
+    const orow = out + ((<usize>(n * V)) << 2);
+    let m: f32 = -Infinity;
+    for (let v = 0; v < V; v++) {
+      const x = ld(zr, v) * invT;
+      if (x > m) m = x;
+    }
+    let lse = m;
+    if (m != -Infinity && m != Infinity) {
+      const mv = f32x4.splat(m);
+      let v = 0;
+      for (; v + 4 <= V; v += 4) {
+        const o = (<usize>v) << 2;
+        v128.store(e + o, vexp(f32x4.sub(f32x4.mul(v128.load(zr + o), iv), mv)));
+      }
+      for (; v < V; v++) st(e, v, sexp(ld(zr, v) * invT - m));
+      let s: f32 = 0;
+      for (v = 0; v < V; v++) s += ld(e, v);
+      lse = m + <f32>Math.log(<f64>s);
+    }
+    const lv = f32x4.splat(lse);
+    let v = 0;
+    for (; v + 4 <= V; v += 4) {
+      const o = (<usize>v) << 2;
+      v128.store(orow + o, f32x4.sub(f32x4.mul(v128.load(zr + o), iv), lv));
+    }
+    for (; v < V; v++) st(orow, v, ld(zr, v) * invT - lse);
+  }
+}
+
+/** log-softmax backward (softmax.ts header), accumulating: dz += (dlp − e^lp · Σ dlp)·invT per row. */
+export function logSoftmaxBwd(dz: usize, dlp: usize, lp: usize, N: i32, V: i32, invT: f32): void {
+  const iv = f32x4.splat(invT);
+  for (let n = 0; n < N; n++) {
+    const o0 = (<usize>(n * V)) << 2;
+    let s: f32 = 0;
+    for (let v = 0; v < V; v++) s += ld(dlp + o0, v);
+    const sv = f32x4.splat(s);
+    let v = 0;
+    for (; v + 4 <= V; v += 4) {
+      const o = o0 + ((<usize>v) << 2);
+      const d = f32x4.mul(f32x4.sub(v128.load(dlp + o), f32x4.mul(vexp(v128.load(lp + o)), sv)), iv);
+      v128.store(dz + o, f32x4.add(v128.load(dz + o), d));
+    }
+    for (; v < V; v++) {
+      const o = o0 + ((<usize>v) << 2);
+      store<f32>(dz + o, load<f32>(dz + o) + (load<f32>(dlp + o) - sexp(load<f32>(lp + o)) * s) * invT);
+    }
+  }
+}
+
+/**
+ * RoPE (rope.ts header) on q or k [B × T × C], C = NH·HS, HS even, table [· × HS/2 × 2] of (cos, sin):
+ *   sgn = +1 (forward):  (y0, y1) = (x0 cos − x1 sin, x0 sin + x1 cos)
+ *   sgn = −1 (backward, the inverse rotation, acc ≠ 0 adds into out): (x0 cos + x1 sin, x1 cos − x0 sin)
+ * Two pairs per f32x4: x·(cos, cos, cos', cos') + (x1, x0, x1', x0')·(−sin, sin, −sin', sin')·sgn.
+ * `out` may be `inp` (each lane is read before it is written).
+ */
+export function ropeApply(out: usize, inp: usize, table: usize, B: i32, T: i32, NH: i32, HS: i32, pos0: i32, sgn: f32, acc: i32): void {
+  const C = NH * HS;
+  const flip = f32x4.mul(f32x4.replace_lane(f32x4.replace_lane(f32x4.splat(1), 0, -1), 2, -1), f32x4.splat(sgn));
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < T; t++) {
+      const tab = table + ((<usize>((pos0 + t) * HS)) << 2);
+      const row = (<usize>((b * T + t) * C)) << 2;
+      for (let h = 0; h < NH; h++) {
+        const base = row + ((<usize>(h * HS)) << 2);
+        let i = 0;
+        for (; i + 4 <= HS; i += 4) {
+          const o = (<usize>i) << 2;
+          const cs = v128.load(tab + o);
+          const x = v128.load(inp + base + o);
+          const c = v128.shuffle<f32>(cs, cs, 0, 0, 2, 2);
+          const s = f32x4.mul(v128.shuffle<f32>(cs, cs, 1, 1, 3, 3), flip);
+          const y = f32x4.add(f32x4.mul(x, c), f32x4.mul(v128.shuffle<f32>(x, x, 1, 0, 3, 2), s));
+          v128.store(out + base + o, acc != 0 ? f32x4.add(v128.load(out + base + o), y) : y);
+        }
+        if (i < HS) {
+          const o = (<usize>i) << 2;
+          const c = load<f32>(tab + o), s = load<f32>(tab + o + 4) * sgn;
+          const x0 = load<f32>(inp + base + o), x1 = load<f32>(inp + base + o + 4);
+          const y0 = x0 * c + x1 * -s, y1 = x1 * c + x0 * s;
+          store<f32>(out + base + o, acc != 0 ? load<f32>(out + base + o) + y0 : y0);
+          store<f32>(out + base + o + 4, acc != 0 ? load<f32>(out + base + o + 4) + y1 : y1);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * out = a + s·b over N elements (residual.ts header; the backward is the same with out = a = the
+ * gradient: da += 1·dout, db += s·dout). `out` may alias `a` or `b`. With s = 1 every element is
+ * one correctly rounded f32 add (s·b is exact), bit-equal to the TS twin.
+ */
+export function axpy(out: usize, a: usize, b: usize, N: i32, s: f32): void {
+  const sv = f32x4.splat(s);
+  let i = 0;
+  for (; i + 4 <= N; i += 4) {
+    const o = (<usize>i) << 2;
+    v128.store(out + o, f32x4.add(v128.load(a + o), f32x4.mul(sv, v128.load(b + o))));
+  }
+  for (; i < N; i++) st(out, i, ld(a, i) + s * ld(b, i));
 }

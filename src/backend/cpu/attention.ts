@@ -73,6 +73,39 @@ function attendRow(
   if (att !== null) for (let t2 = 0; t2 < len; t2++) att[attOff + t2] = p[t2]!;
 }
 
+/** The argument checks of attentionForward (shared with its SIMD twin in simd.ts). */
+export function checkAttentionForward(out: FloatArray, att: FloatArray, q: FloatArray, k: FloatArray, v: FloatArray, B: number, T: number, NH: number, HS: number): void {
+  sizes('attentionForward', { B, T, NH, HS });
+  const n = B * T * NH * HS;
+  need('attentionForward', 'out', out, n);
+  need('attentionForward', 'att', att, B * NH * T * T);
+  need('attentionForward', 'q', q, n);
+  need('attentionForward', 'k', k, n);
+  need('attentionForward', 'v', v, n);
+}
+
+/** The argument checks of attentionBackward (shared with its SIMD twin). */
+export function checkAttentionBackward(
+  dq: FloatArray, dk: FloatArray, dv: FloatArray, dout: FloatArray, q: FloatArray, k: FloatArray, v: FloatArray, att: FloatArray,
+  B: number, T: number, NH: number, HS: number,
+): void {
+  sizes('attentionBackward', { B, T, NH, HS });
+  const n = B * T * NH * HS;
+  for (const [name, a] of [['dq', dq], ['dk', dk], ['dv', dv], ['dout', dout], ['q', q], ['k', k], ['v', v]] as const) need('attentionBackward', name, a, n);
+  need('attentionBackward', 'att', att, B * NH * T * T);
+}
+
+/** The argument checks of attentionCachedForward (shared with its SIMD twin). */
+export function checkAttentionCachedForward(out: FloatArray, q: FloatArray, kCache: FloatArray, vCache: FloatArray, B: number, T: number, NH: number, HS: number, pos0: number, Tmax: number): void {
+  sizes('attentionCachedForward', { B, T, NH, HS, pos0, Tmax });
+  if (pos0 + T > Tmax) throw new RangeError(`attentionCachedForward: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
+  const C = NH * HS;
+  need('attentionCachedForward', 'out', out, B * T * C);
+  need('attentionCachedForward', 'q', q, B * T * C);
+  need('attentionCachedForward', 'kCache', kCache, B * Tmax * C);
+  need('attentionCachedForward', 'vCache', vCache, B * Tmax * C);
+}
+
 /** out = causal softmax(QKᵀ/√HS)·V per head; saves P in `att`. Overwrites `out` and `att`. */
 export function attentionForward(
   out: FloatArray,
@@ -85,14 +118,8 @@ export function attentionForward(
   NH: number,
   HS: number,
 ): void {
-  sizes('attentionForward', { B, T, NH, HS });
+  checkAttentionForward(out, att, q, k, v, B, T, NH, HS);
   const C = NH * HS;
-  const n = B * T * C;
-  need('attentionForward', 'out', out, n);
-  need('attentionForward', 'att', att, B * NH * T * T);
-  need('attentionForward', 'q', q, n);
-  need('attentionForward', 'k', k, n);
-  need('attentionForward', 'v', v, n);
   const scale = 1 / Math.sqrt(HS);
   const p = new Float64Array(T);
   const acc = new Float64Array(HS);
@@ -124,11 +151,8 @@ export function attentionBackward(
   NH: number,
   HS: number,
 ): void {
-  sizes('attentionBackward', { B, T, NH, HS });
+  checkAttentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
   const C = NH * HS;
-  const n = B * T * C;
-  for (const [name, a] of [['dq', dq], ['dk', dk], ['dv', dv], ['dout', dout], ['q', q], ['k', k], ['v', v]] as const) need('attentionBackward', name, a, n);
-  need('attentionBackward', 'att', att, B * NH * T * T);
   const scale = 1 / Math.sqrt(HS);
   const dp = new Float64Array(T);
   const dqAcc = new Float64Array(HS);
@@ -214,13 +238,8 @@ export function attentionCachedForward(
   pos0: number,
   Tmax: number,
 ): void {
-  sizes('attentionCachedForward', { B, T, NH, HS, pos0, Tmax });
-  if (pos0 + T > Tmax) throw new RangeError(`attentionCachedForward: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
+  checkAttentionCachedForward(out, q, kCache, vCache, B, T, NH, HS, pos0, Tmax);
   const C = NH * HS;
-  need('attentionCachedForward', 'out', out, B * T * C);
-  need('attentionCachedForward', 'q', q, B * T * C);
-  need('attentionCachedForward', 'kCache', kCache, B * Tmax * C);
-  need('attentionCachedForward', 'vCache', vCache, B * Tmax * C);
   const scale = 1 / Math.sqrt(HS);
   const p = new Float64Array(pos0 + T);
   const acc = new Float64Array(HS);

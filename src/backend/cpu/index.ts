@@ -5,10 +5,13 @@
  *
  * Three backends over the same TypeScript kernels (they accept Float32Array or Float64Array):
  *   cpuBackend           float tensors are Float32Array — what the product runs. The matmul family
- *                        (matmulForward, matmulBackward, the Q8/Q4 forwards and input gradients) runs
- *                        on the WebAssembly SIMD kernels of simd.ts when the platform has them
- *                        (f32-lane sums: within K·2⁻²⁴·Σ|a·b| of the TS twins, not bit-equal), else
- *                        on the TS kernels;
+ *                        (matmulForward, matmulBackward, the Q8/Q4 forwards and input gradients),
+ *                        attention (forward, backward, cached forward), rmsnorm, swiglu, rope,
+ *                        residual and log-softmax (forward and backward) run on the WebAssembly
+ *                        SIMD kernels of simd.ts when the platform has them (f32 sums and a polynomial exp: within
+ *                        stated f32 bounds of the TS twins, not bit-equal), else on the TS kernels;
+ *                        the rest (embedding, gather, KL, the loss, AdamW, sampling)
+ *                        stays TS;
  *   cpuBackendReference  the same with every op on the TS kernels (f64 accumulators): the twin the
  *                        SIMD path is tested and benchmarked against (tests/simd.test.ts);
  *   cpuBackend64         float tensors are Float64Array — the same model in f64, for the finite-difference
@@ -31,12 +34,25 @@ import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
 import { sampleForward } from './sampling';
 import {
+  simdAttentionBackward,
+  simdAttentionCachedForward,
+  simdAttentionForward,
+  simdLogSoftmaxBackward,
+  simdLogSoftmaxForward,
   simdMatmulBackward,
   simdMatmulBackwardInputQ4,
   simdMatmulBackwardInputQ8,
   simdMatmulForward,
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
+  simdResidualBackward,
+  simdResidualForward,
+  simdRmsnormBackward,
+  simdRmsnormForward,
+  simdRopeBackward,
+  simdRopeForward,
+  simdSwigluBackward,
+  simdSwigluForward,
 } from './simd';
 import { gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
 
@@ -116,7 +132,7 @@ const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'downlo
   dispose: () => undefined,
 };
 
-/** The CPU backend (header): TS kernels, with the matmul family on WebAssembly SIMD when available. */
+/** The CPU backend (header): TS kernels, with the matmuls, attention and the row kernels on WebAssembly SIMD when available. */
 export const cpuBackend: Backend<HostTensors> = {
   name: 'cpu',
   ...memory32,
@@ -127,6 +143,19 @@ export const cpuBackend: Backend<HostTensors> = {
   matmulForwardQ4: simdMatmulForwardQ4,
   matmulBackwardInputQ8: simdMatmulBackwardInputQ8,
   matmulBackwardInputQ4: simdMatmulBackwardInputQ4,
+  attentionForward: simdAttentionForward,
+  attentionBackward: simdAttentionBackward,
+  attentionCachedForward: simdAttentionCachedForward,
+  rmsnormForward: simdRmsnormForward,
+  rmsnormBackward: simdRmsnormBackward,
+  swigluForward: simdSwigluForward,
+  swigluBackward: simdSwigluBackward,
+  logSoftmaxForward: simdLogSoftmaxForward,
+  logSoftmaxBackward: simdLogSoftmaxBackward,
+  ropeForward: simdRopeForward,
+  ropeBackward: simdRopeBackward,
+  residualForward: simdResidualForward,
+  residualBackward: simdResidualBackward,
 };
 
 /** The CPU reference in f32 (header): every op on the TypeScript kernels. */

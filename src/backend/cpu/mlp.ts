@@ -15,12 +15,23 @@ import type { FloatArray } from '../types';
 import { need, sizes } from './check';
 import { matmulBackward, matmulForward } from './matmul';
 
-/** out[i] = silu(a[i]) · b[i] over N elements. Overwrites `out`. */
-export function swigluForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
+/** The argument checks of swigluForward (shared with its SIMD twin in simd.ts). */
+export function checkSwigluForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
   sizes('swigluForward', { N });
   need('swigluForward', 'out', out, N);
   need('swigluForward', 'a', a, N);
   need('swigluForward', 'b', b, N);
+}
+
+/** The argument checks of swigluBackward (shared with its SIMD twin). */
+export function checkSwigluBackward(da: FloatArray, db: FloatArray, dout: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
+  sizes('swigluBackward', { N });
+  for (const [name, arr] of [['da', da], ['db', db], ['dout', dout], ['a', a], ['b', b]] as const) need('swigluBackward', name, arr, N);
+}
+
+/** out[i] = silu(a[i]) · b[i] over N elements. Overwrites `out`. */
+export function swigluForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
+  checkSwigluForward(out, a, b, N);
   for (let i = 0; i < N; i++) {
     const x = a[i]!;
     out[i] = (x / (1 + Math.exp(-x))) * b[i]!;
@@ -29,8 +40,7 @@ export function swigluForward(out: FloatArray, a: FloatArray, b: FloatArray, N: 
 
 /** da += dout·b·silu'(a), db += dout·silu(a) (header). Accumulates. */
 export function swigluBackward(da: FloatArray, db: FloatArray, dout: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
-  sizes('swigluBackward', { N });
-  for (const [name, arr] of [['da', da], ['db', db], ['dout', dout], ['a', a], ['b', b]] as const) need('swigluBackward', name, arr, N);
+  checkSwigluBackward(da, db, dout, a, b, N);
   for (let i = 0; i < N; i++) {
     const x = a[i]!;
     const sg = 1 / (1 + Math.exp(-x));

@@ -12,6 +12,31 @@
 import type { FloatArray } from '../types';
 import { need, sizes } from './check';
 
+/** The argument checks of rmsnormForward (shared with its SIMD twin in simd.ts). */
+export function checkRmsnormForward(out: FloatArray, rstd: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number): void {
+  sizes('rmsnormForward', { B, T, C });
+  const N = B * T;
+  need('rmsnormForward', 'out', out, N * C);
+  need('rmsnormForward', 'rstd', rstd, N);
+  need('rmsnormForward', 'inp', inp, N * C);
+  need('rmsnormForward', 'weight', weight, C);
+}
+
+/** The argument checks of rmsnormBackward (shared with its SIMD twin). */
+export function checkRmsnormBackward(
+  dinp: FloatArray, dweight: FloatArray, dout: FloatArray, inp: FloatArray, weight: FloatArray, rstd: FloatArray,
+  B: number, T: number, C: number,
+): void {
+  sizes('rmsnormBackward', { B, T, C });
+  const N = B * T;
+  need('rmsnormBackward', 'dinp', dinp, N * C);
+  need('rmsnormBackward', 'dweight', dweight, C);
+  need('rmsnormBackward', 'dout', dout, N * C);
+  need('rmsnormBackward', 'inp', inp, N * C);
+  need('rmsnormBackward', 'weight', weight, C);
+  need('rmsnormBackward', 'rstd', rstd, N);
+}
+
 /** y = w ⊙ x · rstd per row; saves rstd. Overwrites `out` and `rstd`. */
 export function rmsnormForward(
   out: FloatArray,
@@ -23,12 +48,8 @@ export function rmsnormForward(
   C: number,
   eps = 1e-5,
 ): void {
-  sizes('rmsnormForward', { B, T, C });
+  checkRmsnormForward(out, rstd, inp, weight, B, T, C);
   const N = B * T;
-  need('rmsnormForward', 'out', out, N * C);
-  need('rmsnormForward', 'rstd', rstd, N);
-  need('rmsnormForward', 'inp', inp, N * C);
-  need('rmsnormForward', 'weight', weight, C);
   for (let n = 0; n < N; n++) {
     const row = n * C;
     let ss = 0;
@@ -55,14 +76,8 @@ export function rmsnormBackward(
   T: number,
   C: number,
 ): void {
-  sizes('rmsnormBackward', { B, T, C });
+  checkRmsnormBackward(dinp, dweight, dout, inp, weight, rstd, B, T, C);
   const N = B * T;
-  need('rmsnormBackward', 'dinp', dinp, N * C);
-  need('rmsnormBackward', 'dweight', dweight, C);
-  need('rmsnormBackward', 'dout', dout, N * C);
-  need('rmsnormBackward', 'inp', inp, N * C);
-  need('rmsnormBackward', 'weight', weight, C);
-  need('rmsnormBackward', 'rstd', rstd, N);
   for (let n = 0; n < N; n++) {
     const row = n * C;
     const r = rstd[n]!;

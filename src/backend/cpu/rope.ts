@@ -33,7 +33,8 @@ export function ropeTable(Tmax: number, HS: number, theta = 10000, out: FloatArr
   return out;
 }
 
-function check(op: string, a: FloatArray, b: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0: number): void {
+/** The argument checks of ropeForward / ropeBackward (shared with their SIMD twins in simd.ts). */
+export function checkRope(op: string, a: FloatArray, b: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0: number): void {
   sizes(op, { B, T, NH, HS, pos0 });
   if (HS % 2 !== 0) throw new RangeError(`${op}: head size HS must be even, got ${HS}`);
   const n = B * T * NH * HS;
@@ -44,7 +45,7 @@ function check(op: string, a: FloatArray, b: FloatArray, table: FloatArray, B: n
 
 /** y = R(φ) x per pair (header). Overwrites `out`; `out` may be `inp` (in place). */
 export function ropeForward(out: FloatArray, inp: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0 = 0): void {
-  check('ropeForward', out, inp, table, B, T, NH, HS, pos0);
+  checkRope('ropeForward', out, inp, table, B, T, NH, HS, pos0);
   const C = NH * HS;
   const half = HS / 2;
   for (let b = 0; b < B; b++) {
@@ -68,7 +69,7 @@ export function ropeForward(out: FloatArray, inp: FloatArray, table: FloatArray,
 
 /** dx += R(φ)ᵀ dy (the inverse rotation). Accumulates into `dinp`. */
 export function ropeBackward(dinp: FloatArray, dout: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0 = 0): void {
-  check('ropeBackward', dinp, dout, table, B, T, NH, HS, pos0);
+  checkRope('ropeBackward', dinp, dout, table, B, T, NH, HS, pos0);
   const C = NH * HS;
   const half = HS / 2;
   for (let b = 0; b < B; b++) {

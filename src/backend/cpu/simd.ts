@@ -1,22 +1,35 @@
 /**
- * The WebAssembly SIMD matmul family of the CPU backend: loads the kernels (wasm/kernels.ts, bytes
- * committed in ./wasm/kernels.wasm.ts) and exposes drop-in twins of the TypeScript matmuls:
+ * The WebAssembly SIMD kernels of the CPU backend: loads them (wasm/kernels.ts, bytes committed in
+ * ./wasm/kernels.wasm.ts) and exposes drop-in twins of the TypeScript kernels:
  *   simdMatmulForward           = matmulForward           (matmul.ts)
  *   simdMatmulBackward          = matmulBackward          (matmul.ts; null outputs skipped, accumulates)
  *   simdMatmulForwardQ8 / Q4    = matmulForwardQ8 / Q4    (quant.ts)
  *   simdMatmulBackwardInputQ8/Q4 = matmulBackwardInputQ8/Q4 (quant.ts)
- * Same arguments, same checks, same semantics; `cpuBackend` (index.ts) uses them, `cpuBackend64`
- * and `cpuBackendReference` keep the TypeScript kernels.
+ *   simdAttentionForward / Backward / CachedForward = attentionForward / … (attention.ts)
+ *   simdRmsnormForward / Backward  = rmsnormForward / Backward  (rmsnorm.ts)
+ *   simdSwigluForward / Backward   = swigluForward / Backward   (mlp.ts)
+ *   simdLogSoftmaxForward / Backward = logSoftmaxForward / Backward (softmax.ts)
+ *   simdRopeForward / Backward     = ropeForward / Backward     (rope.ts)
+ *   simdResidualForward / Backward = residualForward / Backward (residual.ts)
+ * Same arguments, same checks (the twins' own check functions), same semantics; `cpuBackend`
+ * (index.ts) uses them, `cpuBackend64` and `cpuBackendReference` keep the TypeScript kernels.
+ * Not worth a kernel (measured or plainly memory-bound: the copies in and out would cost as much
+ * as the TS loop): embedding (a row gather), gather, the composite
+ * mlpForward/mlpBackward (the model calls the pieces), KL, the clipped loss, AdamW, sampling.
  *
- * Loading: synchronous (new WebAssembly.Module / Instance on ~1.3 KB of bytes — allowed in workers
- * and Node, and under every browser's main-thread limit), on first use. Before that, SIMD support is
+ * Loading: synchronous (new WebAssembly.Module / Instance on ~15 KB of bytes — allowed in workers
+ * and Node; on a page's main thread too: headless Chromium 156 accepts these bytes there; a browser
+ * that limits synchronous main-thread compiles makes the constructor throw, and the fallback below
+ * takes over), on first use. Before that, SIMD support is
  * feature-detected with WebAssembly.validate on a 31-byte module using one SIMD instruction; if it
  * is missing (or instantiation throws), every function here runs its TypeScript twin instead and
- * says so once (console.warn). Float64Array arguments (the f64 backend) always take the TS path.
+ * says so once (console.warn). The module also uses bulk-memory instructions (memory.copy/fill),
+ * which every engine with SIMD has had longer. Float64Array arguments (the f64 backend) always take
+ * the TS path.
  *
  * Memory: one linear memory, owned here; each call lays its operands out from the module's heap
  * base (16-byte aligned) and grows the memory when a call needs more (it never shrinks; the largest
- * bench call, BENCH_400K's w2 backward — 2048 rows, C 344, OC 128, both gradients — needs ~7 MB).
+ * bench call, BENCH_400K's SwiGLU backward — five arrays of 2048 × 344 — needs ~14 MB).
  * Growing detaches old views, so views are re-made after every grow.
  *
  * Copies, and why this is still faster: each call copies its inputs in (TypedArray.set, or a
@@ -33,16 +46,39 @@
  * (the TS twins use an f64 accumulator), so results differ from the TS twins by at most
  * K·2⁻²⁴·Σ|a·b| (K the sum length) plus one rounding of the result; observed, ≤ ~5·2⁻²⁴·Σ|a·b|
  * even at K = 2048 (tests/simd.test.ts prints the worst case of each run).
+ * The weight gradient's sum over the N rows is K-blocked: chunks of 128 rows (DW_ROWS), each
+ * chunk's f32 sum added to the gradient once — the error bound stays within (N + 2)·2⁻²⁴·(Σ|a·b| +
+ * |init|) (128 + N/128 roundings instead of N + 1). Without it every 8-column strip of the result
+ * re-read all of doutᵀ and inp at cache-unfriendly strides. A one-off A/B of this loop (three
+ * alternating runs, CPU time per call, copies included, N = 2048, both gradients): 25–30 GFLOP/s
+ * unblocked against 28–35 blocked (128 → 344: 25 vs 32–34; 64 → 172: 29–30 vs 33–35).
  * Deterministic, and independent of the tile an element falls in. The quantized variants
  * dequantize the weight with the TS code (dequantizeQ8/Q4) and run the same dense kernel, so on this
  * path, too, a quantized matmul equals the dense one on dequantized weights bit for bit.
  *
- * Not here: the kernel (wasm/kernels.ts), fused int8/int4 kernels (the weights are dequantized to
- * f32 first), attention and the row kernels (still TypeScript).
+ * Attention and the row kernels copy every operand whole (one TypedArray.set each; the cached
+ * forward only the cache rows in use) — O(size) moves for O(size) work in the row kernels, which
+ * still pays because the TS loops run at a fraction of memcpy speed (bench/simd.ts prints both).
+ * Their numerics: f32 sums and a polynomial e^x (a few ulps, the tests allow 4; its argument is
+ * clamped to [−87, 88], so it never returns 0), not the f64 of the twins; tests/simd.test.ts derives a per-element bound for each
+ * and prints the worst |Δ|/bound. The cached attention forward runs the same kernel as the full
+ * one, so the two agree bit for bit (tested), as the TS twins do.
+ *
+ * Not here: the kernels (wasm/kernels.ts), fused int8/int4 kernels (the weights are dequantized to
+ * f32 first), threads.
  */
 import type { FloatArray } from '../types';
 import { need, sizes } from './check';
+import {
+  attentionBackward,
+  attentionCachedForward,
+  attentionForward,
+  checkAttentionBackward,
+  checkAttentionCachedForward,
+  checkAttentionForward,
+} from './attention';
 import { checkMatmulBackward, checkMatmulForward, matmulBackward, matmulForward } from './matmul';
+import { checkSwigluBackward, checkSwigluForward, swigluBackward, swigluForward } from './mlp';
 import {
   QBLOCK,
   dequantizeQ4,
@@ -52,12 +88,26 @@ import {
   matmulForwardQ4,
   matmulForwardQ8,
 } from './quant';
+import { checkResidualBackward, checkResidualForward, residualBackward, residualForward } from './residual';
+import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
+import { checkRope, ropeBackward, ropeForward } from './rope';
+import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
 import { KERNELS_WASM_BASE64 } from './wasm/kernels.wasm';
 
 interface Kernels {
   readonly memory: WebAssembly.Memory;
   heapBase(): number;
   gemm(a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number): void;
+  attnForward(q: number, k: number, v: number, out: number, att: number, B: number, T: number, NH: number, HS: number, Tkv: number, pos0: number, scale: number, kt: number, p: number): void;
+  attnBackward(dq: number, dk: number, dv: number, dout: number, q: number, k: number, v: number, att: number, B: number, T: number, NH: number, HS: number, scale: number, vt: number, ds: number): void;
+  rmsnormFwd(out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void;
+  rmsnormBwd(dinp: number, dw: number, dout: number, inp: number, w: number, rstd: number, N: number, C: number, g: number): void;
+  swigluFwd(out: number, a: number, b: number, N: number): void;
+  swigluBwd(da: number, db: number, dout: number, a: number, b: number, N: number): void;
+  logSoftmaxFwd(out: number, z: number, N: number, V: number, invT: number, e: number): void;
+  logSoftmaxBwd(dz: number, dlp: number, lp: number, N: number, V: number, invT: number): void;
+  ropeApply(out: number, inp: number, table: number, B: number, T: number, NH: number, HS: number, pos0: number, sgn: number, acc: number): void;
+  axpy(out: number, a: number, b: number, N: number, s: number): void;
 }
 
 /** (i32.const 0; i8x16.splat; i8x16.popcnt) in a function returning v128: validates iff SIMD is there. */
@@ -86,7 +136,7 @@ function load(): Kernels | null {
   } catch (e) {
     kernels = null;
     unavailableReason = e instanceof Error ? e.message : String(e);
-    console.warn(`[cpu backend] WebAssembly SIMD kernels unavailable (${unavailableReason}); using the TypeScript matmuls`);
+    console.warn(`[cpu backend] WebAssembly SIMD kernels unavailable (${unavailableReason}); using the TypeScript kernels`);
   }
   return kernels;
 }
@@ -101,7 +151,7 @@ export function simdUnavailableReason(): string {
   return unavailableReason;
 }
 
-/** How many matmul calls the SIMD kernel has served so far (tests check the backend really uses it). */
+/** How many SIMD kernel calls have been served so far (tests check the backend really uses them). */
 export function simdKernelCalls(): number {
   return calls;
 }
@@ -167,6 +217,12 @@ function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Fl
   copyOut(out, po, N, OC, OCp);
 }
 
+/**
+ * Rows per chunk of the weight gradient's sum over N (header): 128 rows of a 4-column strip of doutᵀ
+ * and of an 8-column strip of inp are 2 × 8 KB of cache lines, so both stay in L1 across a chunk.
+ */
+const DW_ROWS = 128;
+
 /** dinp += dout · W and/or dW += doutᵀ · inp on the kernel; all f32, sizes already checked. */
 function backwardF32(
   k: Kernels,
@@ -201,7 +257,8 @@ function backwardF32(
     copyIn(pi, inp, N, C, Cp);
     copyIn(pgw, dweight, OC, C, Cp);
     calls++;
-    k.gemm(pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N, 1);
+    // K-blocked (header): chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
+    for (let n0 = 0; n0 < N; n0 += DW_ROWS) k.gemm((pd + n0 * OC) * 4, 1, OC, (pi + n0 * Cp) * 4, Cp, pgw * 4, OC, Math.min(DW_ROWS, N - n0), 1);
     copyOut(dweight, pgw, OC, C, Cp);
   }
 }
@@ -279,4 +336,227 @@ export function simdMatmulBackwardInputQ4(dinp: FloatArray, dout: FloatArray, q:
   if (!fast(dinp, dout)) return matmulBackwardInputQ4(dinp, dout, q, scales, B, T, C, OC);
   const w = dequantized('matmulBackwardInputQ4', q, scales, B, T, C, OC, ['dinp', dinp], ['dout', dout]);
   simdMatmulBackward(dinp, null, dout, w, w, B, T, C, OC);
+}
+
+// ───────────────────────── attention and the row kernels ─────────────────────────
+// Same pattern as the matmuls: the TS twin's checks, then operands copied into the kernel's memory
+// (one TypedArray.set each — every tensor here is used whole), the kernel, the results copied out.
+// Accumulated gradients are copied in and back out, so the kernel adds to them.
+
+/** Lays out the regions (f32 counts), copies `ins` ([region index, array, count]) into them. */
+function stage(k: Kernels, floats: number[], ins: [number, Float32Array, number][]): number[] {
+  const offs = layout(k, ...floats);
+  for (const [i, a, n] of ins) f32.set(a.subarray(0, n), offs[i]!);
+  calls++;
+  return offs;
+}
+
+/** dst[0..n) = the kernel memory at element offset `at`. */
+const back = (dst: Float32Array, at: number, n: number): void => dst.set(f32.subarray(at, at + n));
+
+/** out = causal softmax(QKᵀ/√HS)·V per head, P saved in att (attention.ts header), on the SIMD kernel when available. */
+export function simdAttentionForward(out: FloatArray, att: FloatArray, q: FloatArray, k: FloatArray, v: FloatArray, B: number, T: number, NH: number, HS: number): void {
+  const n = B * T * NH * HS;
+  if (!fast(out, att, q, k, v) || n === 0) return attentionForward(out, att, q, k, v, B, T, NH, HS);
+  checkAttentionForward(out, att, q, k, v, B, T, NH, HS);
+  const kn = load()!;
+  const na = B * NH * T * T;
+  const [pq, pk, pv, po, pa, pkt, pp] = stage(kn, [n, n, n, n, na, HS * ceil4(T), ceil4(T) + 4], [
+    [0, q as Float32Array, n],
+    [1, k as Float32Array, n],
+    [2, v as Float32Array, n],
+  ]) as [number, number, number, number, number, number, number];
+  kn.attnForward(pq * 4, pk * 4, pv * 4, po * 4, pa * 4, B, T, NH, HS, T, 0, 1 / Math.sqrt(HS), pkt * 4, pp * 4);
+  back(out as Float32Array, po, n);
+  back(att as Float32Array, pa, na);
+}
+
+/**
+ * Query rows at positions pos0..pos0+T−1 against cache rows 0..pos (attention.ts header), on the same
+ * SIMD kernel as simdAttentionForward (so a cached forward equals the full one bit for bit). Only the
+ * pos0 + T cache rows in use are copied in.
+ */
+export function simdAttentionCachedForward(
+  out: FloatArray, q: FloatArray, kCache: FloatArray, vCache: FloatArray,
+  B: number, T: number, NH: number, HS: number, pos0: number, Tmax: number,
+): void {
+  const C = NH * HS;
+  const n = B * T * C;
+  if (!fast(out, q, kCache, vCache) || n === 0) return attentionCachedForward(out, q, kCache, vCache, B, T, NH, HS, pos0, Tmax);
+  checkAttentionCachedForward(out, q, kCache, vCache, B, T, NH, HS, pos0, Tmax);
+  const kn = load()!;
+  const L = pos0 + T;
+  const [pq, pk, pv, po, pkt, pp] = stage(kn, [n, B * L * C, B * L * C, n, HS * ceil4(L), ceil4(L) + 4], [[0, q as Float32Array, n]]) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  for (let b = 0; b < B; b++) {
+    f32.set((kCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pk + b * L * C);
+    f32.set((vCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pv + b * L * C);
+  }
+  kn.attnForward(pq * 4, pk * 4, pv * 4, po * 4, 0, B, T, NH, HS, L, pos0, 1 / Math.sqrt(HS), pkt * 4, pp * 4);
+  back(out as Float32Array, po, n);
+}
+
+/** ∂/∂q, ∂/∂k, ∂/∂v of causal attention (attention.ts header), on the SIMD kernel when available. Accumulates. */
+export function simdAttentionBackward(
+  dq: FloatArray, dk: FloatArray, dv: FloatArray, dout: FloatArray, q: FloatArray, k: FloatArray, v: FloatArray, att: FloatArray,
+  B: number, T: number, NH: number, HS: number,
+): void {
+  const n = B * T * NH * HS;
+  if (!fast(dq, dk, dv, dout, q, k, v, att) || n === 0) return attentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
+  checkAttentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
+  const kn = load()!;
+  const na = B * NH * T * T;
+  const ins = [dq, dk, dv, dout, q, k, v].map((a, i): [number, Float32Array, number] => [i, a as Float32Array, n]);
+  const o = stage(kn, [n, n, n, n, n, n, n, na, HS * ceil4(T), T * T + 4], [...ins, [7, att as Float32Array, na]]);
+  kn.attnBackward(o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, o[6]! * 4, o[7]! * 4, B, T, NH, HS, 1 / Math.sqrt(HS), o[8]! * 4, o[9]! * 4);
+  back(dq as Float32Array, o[0]!, n);
+  back(dk as Float32Array, o[1]!, n);
+  back(dv as Float32Array, o[2]!, n);
+}
+
+/** RMSNorm forward (rmsnorm.ts header), on the SIMD kernel when available. Overwrites out and rstd. */
+export function simdRmsnormForward(out: FloatArray, rstd: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, eps = 1e-5): void {
+  const N = B * T;
+  if (!fast(out, rstd, inp, weight) || N * C === 0) return rmsnormForward(out, rstd, inp, weight, B, T, C, eps);
+  checkRmsnormForward(out, rstd, inp, weight, B, T, C);
+  const kn = load()!;
+  const [po, pr, pi, pw] = stage(kn, [N * C, N, N * C, C], [
+    [2, inp as Float32Array, N * C],
+    [3, weight as Float32Array, C],
+  ]) as [number, number, number, number];
+  kn.rmsnormFwd(po * 4, pr * 4, pi * 4, pw * 4, N, C, eps);
+  back(out as Float32Array, po, N * C);
+  back(rstd as Float32Array, pr, N);
+}
+
+/** RMSNorm backward (rmsnorm.ts header), on the SIMD kernel when available. Accumulates into dinp and dweight. */
+export function simdRmsnormBackward(
+  dinp: FloatArray, dweight: FloatArray, dout: FloatArray, inp: FloatArray, weight: FloatArray, rstd: FloatArray,
+  B: number, T: number, C: number,
+): void {
+  const N = B * T;
+  if (!fast(dinp, dweight, dout, inp, weight, rstd) || N * C === 0) return rmsnormBackward(dinp, dweight, dout, inp, weight, rstd, B, T, C);
+  checkRmsnormBackward(dinp, dweight, dout, inp, weight, rstd, B, T, C);
+  const kn = load()!;
+  const arrs: [Float32Array, number][] = [
+    [dinp as Float32Array, N * C],
+    [dweight as Float32Array, C],
+    [dout as Float32Array, N * C],
+    [inp as Float32Array, N * C],
+    [weight as Float32Array, C],
+    [rstd as Float32Array, N],
+  ];
+  const o = stage(kn, [...arrs.map(([, m]) => m), C], arrs.map(([a, m], i) => [i, a, m]));
+  kn.rmsnormBwd(o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, N, C, o[6]! * 4);
+  back(dinp as Float32Array, o[0]!, N * C);
+  back(dweight as Float32Array, o[1]!, C);
+}
+
+/** out = silu(a) ⊙ b (mlp.ts header), on the SIMD kernel when available. Overwrites out. */
+export function simdSwigluForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
+  if (!fast(out, a, b) || N === 0) return swigluForward(out, a, b, N);
+  checkSwigluForward(out, a, b, N);
+  const kn = load()!;
+  const [po, pa, pb] = stage(kn, [N, N, N], [
+    [1, a as Float32Array, N],
+    [2, b as Float32Array, N],
+  ]) as [number, number, number];
+  kn.swigluFwd(po * 4, pa * 4, pb * 4, N);
+  back(out as Float32Array, po, N);
+}
+
+/** SwiGLU backward (mlp.ts header), on the SIMD kernel when available. Accumulates into da, db. */
+export function simdSwigluBackward(da: FloatArray, db: FloatArray, dout: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
+  if (!fast(da, db, dout, a, b) || N === 0) return swigluBackward(da, db, dout, a, b, N);
+  checkSwigluBackward(da, db, dout, a, b, N);
+  const kn = load()!;
+  const o = stage(kn, [N, N, N, N, N], [da, db, dout, a, b].map((x, i): [number, Float32Array, number] => [i, x as Float32Array, N]));
+  kn.swigluBwd(o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, N);
+  back(da as Float32Array, o[0]!, N);
+  back(db as Float32Array, o[1]!, N);
+}
+
+/** log_softmax(logits/τ) per row (softmax.ts header), on the SIMD kernel when available. `out` may be `logits`. */
+export function simdLogSoftmaxForward(out: FloatArray, logits: FloatArray, N: number, V: number, temperature = 1): void {
+  if (!fast(out, logits) || N * V === 0) return logSoftmaxForward(out, logits, N, V, temperature);
+  checkLogSoftmaxForward(out, logits, N, V, temperature);
+  const kn = load()!;
+  const [po, pz, pe] = stage(kn, [N * V, N * V, ceil4(V)], [[1, logits as Float32Array, N * V]]) as [number, number, number];
+  kn.logSoftmaxFwd(po * 4, pz * 4, N, V, 1 / temperature, pe * 4);
+  back(out as Float32Array, po, N * V);
+}
+
+/** dlogits += (dlogp − p Σ dlogp)/τ per row (softmax.ts header), on the SIMD kernel when available. Accumulates. */
+export function simdLogSoftmaxBackward(dlogits: FloatArray, dlogp: FloatArray, logp: FloatArray, N: number, V: number, temperature = 1): void {
+  if (!fast(dlogits, dlogp, logp) || N * V === 0) return logSoftmaxBackward(dlogits, dlogp, logp, N, V, temperature);
+  checkLogSoftmaxBackward(dlogits, dlogp, logp, N, V, temperature);
+  const kn = load()!;
+  const o = stage(kn, [N * V, N * V, N * V], [dlogits, dlogp, logp].map((x, i): [number, Float32Array, number] => [i, x as Float32Array, N * V]));
+  kn.logSoftmaxBwd(o[0]! * 4, o[1]! * 4, o[2]! * 4, N, V, 1 / temperature);
+  back(dlogits as Float32Array, o[0]!, N * V);
+}
+
+/** RoPE on the SIMD kernel: forward (sgn 1, overwrites; out may be inp) or backward (sgn −1, accumulates). */
+function rope(op: 'ropeForward' | 'ropeBackward', out: Float32Array, inp: Float32Array, table: Float32Array, B: number, T: number, NH: number, HS: number, pos0: number): void {
+  checkRope(op, out, inp, table, B, T, NH, HS, pos0);
+  const kn = load()!;
+  const n = B * T * NH * HS, nt = (pos0 + T) * HS;
+  const bwd = op === 'ropeBackward';
+  const ins: [number, Float32Array, number][] = [
+    [1, inp, n],
+    [2, table, nt],
+  ];
+  if (bwd) ins.push([0, out, n]);
+  const [po, pi, pt] = stage(kn, [n, n, nt], ins) as [number, number, number];
+  kn.ropeApply(po * 4, pi * 4, pt * 4, B, T, NH, HS, pos0, bwd ? -1 : 1, bwd ? 1 : 0);
+  back(out, po, n);
+}
+
+/** y = R(φ) x per pair (rope.ts header), on the SIMD kernel when available. Overwrites out (which may be inp). */
+export function simdRopeForward(out: FloatArray, inp: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0 = 0): void {
+  if (!fast(out, inp, table) || B * T * NH * HS === 0) return ropeForward(out, inp, table, B, T, NH, HS, pos0);
+  rope('ropeForward', out as Float32Array, inp as Float32Array, table as Float32Array, B, T, NH, HS, pos0);
+}
+
+/** dx += R(φ)ᵀ dy (rope.ts header), on the SIMD kernel when available. Accumulates into dinp. */
+export function simdRopeBackward(dinp: FloatArray, dout: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0 = 0): void {
+  if (!fast(dinp, dout, table) || B * T * NH * HS === 0) return ropeBackward(dinp, dout, table, B, T, NH, HS, pos0);
+  rope('ropeBackward', dinp as Float32Array, dout as Float32Array, table as Float32Array, B, T, NH, HS, pos0);
+}
+
+/** out = a + scale·b (residual.ts header), on the SIMD kernel when available. `out` may alias a or b. */
+export function simdResidualForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number, scale = 1): void {
+  if (!fast(out, a, b) || N === 0) return residualForward(out, a, b, N, scale);
+  checkResidualForward(out, a, b, N);
+  const kn = load()!;
+  const [po, pa, pb] = stage(kn, [N, N, N], [
+    [1, a as Float32Array, N],
+    [2, b as Float32Array, N],
+  ]) as [number, number, number];
+  kn.axpy(po * 4, pa * 4, pb * 4, N, scale);
+  back(out as Float32Array, po, N);
+}
+
+/** da += dout, db += scale·dout (residual.ts header; null skips one), on the SIMD kernel when available. */
+export function simdResidualBackward(da: FloatArray | null, db: FloatArray | null, dout: FloatArray, N: number, scale = 1): void {
+  const outs = [da, db].filter((x): x is FloatArray => x !== null);
+  if (!fast(dout, ...outs) || N === 0) return residualBackward(da, db, dout, N, scale);
+  checkResidualBackward(da, db, dout, N);
+  const kn = load()!;
+  const [pd, pg] = stage(kn, [N, N], [[0, dout as Float32Array, N]]) as [number, number];
+  for (const [g, s] of [
+    [da, 1],
+    [db, scale],
+  ] as const) {
+    if (g === null) continue;
+    f32.set((g as Float32Array).subarray(0, N), pg);
+    kn.axpy(pg * 4, pg * 4, pd * 4, N, s);
+    back(g as Float32Array, pg, N);
+  }
 }

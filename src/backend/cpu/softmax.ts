@@ -35,12 +35,26 @@ export function rowLogSumExp(z: FloatArray, off: number, V: number, invT: number
   return m + Math.log(s);
 }
 
-/** logp = log_softmax(logits / τ) per row. Overwrites `out` (which may be `logits`). */
-export function logSoftmaxForward(out: FloatArray, logits: FloatArray, N: number, V: number, temperature = 1): void {
+/** The argument checks of logSoftmaxForward (shared with its SIMD twin in simd.ts). */
+export function checkLogSoftmaxForward(out: FloatArray, logits: FloatArray, N: number, V: number, temperature: number): void {
   sizes('logSoftmaxForward', { N, V });
   checkTemp('logSoftmaxForward', temperature);
   need('logSoftmaxForward', 'out', out, N * V);
   need('logSoftmaxForward', 'logits', logits, N * V);
+}
+
+/** The argument checks of logSoftmaxBackward (shared with its SIMD twin). */
+export function checkLogSoftmaxBackward(dlogits: FloatArray, dlogp: FloatArray, logp: FloatArray, N: number, V: number, temperature: number): void {
+  sizes('logSoftmaxBackward', { N, V });
+  checkTemp('logSoftmaxBackward', temperature);
+  need('logSoftmaxBackward', 'dlogits', dlogits, N * V);
+  need('logSoftmaxBackward', 'dlogp', dlogp, N * V);
+  need('logSoftmaxBackward', 'logp', logp, N * V);
+}
+
+/** logp = log_softmax(logits / τ) per row. Overwrites `out` (which may be `logits`). */
+export function logSoftmaxForward(out: FloatArray, logits: FloatArray, N: number, V: number, temperature = 1): void {
+  checkLogSoftmaxForward(out, logits, N, V, temperature);
   const invT = 1 / temperature;
   for (let n = 0; n < N; n++) {
     const off = n * V;
@@ -51,11 +65,7 @@ export function logSoftmaxForward(out: FloatArray, logits: FloatArray, N: number
 
 /** dlogits += (dlogp − p Σ dlogp)/τ per row. Accumulates. */
 export function logSoftmaxBackward(dlogits: FloatArray, dlogp: FloatArray, logp: FloatArray, N: number, V: number, temperature = 1): void {
-  sizes('logSoftmaxBackward', { N, V });
-  checkTemp('logSoftmaxBackward', temperature);
-  need('logSoftmaxBackward', 'dlogits', dlogits, N * V);
-  need('logSoftmaxBackward', 'dlogp', dlogp, N * V);
-  need('logSoftmaxBackward', 'logp', logp, N * V);
+  checkLogSoftmaxBackward(dlogits, dlogp, logp, N, V, temperature);
   const invT = 1 / temperature;
   for (let n = 0; n < N; n++) {
     const off = n * V;
