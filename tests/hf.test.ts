@@ -32,6 +32,7 @@ import { Model } from '../src/model/model';
 import { dequantizeQ4, dequantizeQ8, quantizeQ4, quantizeQ8 } from '../src/model/quant';
 import { dequantizeTensor, initWeights, type WeightTensor } from '../src/model/weights';
 import { modelConfig } from '../src/model/config';
+import { tokenizer as charTokenizer } from '../src/model/tokenizer';
 import { LmAgent } from '../src/sat/agents/lm';
 import { LmEnv } from '../src/sat/env/lm';
 import { cleanMessage, makeLlmTask, nextTurn, type LlmTaskName } from '../src/tasks/llm';
@@ -325,6 +326,14 @@ describe('tokenizer (d)', () => {
       }
     }
     expect(n).toBe(50);
+    // A message that ended at once (eos first) is the empty text.
+    expect(chat.decodeMessage(new Int32Array(0))).toBe('');
+  });
+
+  it('the char tokenizer fits a teammate\'s foreign text into its alphabet (lowered, the rest dropped); its own contexts are unchanged', () => {
+    expect(charTokenizer.encodeContext('what is 1+2?<a0>Héllo <b>\u0006 3<sep><a1>')).toEqual(charTokenizer.encode('what is 1+2?<a0>hllo b> 3<sep><a1>', { bos: true }));
+    const ctx = nextTurn({ protocol: 'chain', nAgents: 2, sample: 0 }, makeLlmTask('arithmetic', { seed: 1, level: 1 }).generate('train', 0), [{ turn: 0, agent: 0, text: '12' }])[0]!.context;
+    expect(charTokenizer.encodeContext(ctx)).toEqual(charTokenizer.encode(ctx, { bos: true }));
   });
 
   it('the end of a message: the chat template\'s eos_token, else generation_config / config.json eos_token_id', async () => {

@@ -123,8 +123,9 @@ export class HfTokenizer implements TextTokenizer {
     return this.tk.encode(text, { add_special_tokens: special }).ids;
   }
 
-  /** Ids → text; special tokens dropped unless `keepSpecial`. */
+  /** Ids → text; special tokens dropped unless `keepSpecial`. No ids (a message that ended at once) → ''. */
   decode(ids: ArrayLike<number>, keepSpecial = false): string {
+    if (ids.length === 0) return ''; // the library refuses an empty list
     return this.tk.decode(Array.from(ids), { skip_special_tokens: !keepSpecial });
   }
 

@@ -97,9 +97,28 @@ export class CharTokenizer implements TextTokenizer {
     this.vocabSize = this.idToString.length;
   }
 
-  /** `<bos>` + the context, each marker one special token. */
+  /**
+   * `<bos>` + the context, each marker one special token. A context may show a teammate's message
+   * written with another tokenizer (a loaded checkpoint's), which can hold any character: upper
+   * case is lowered, and a character still outside the alphabet (or a '<' that starts no special
+   * token) is dropped — so a mixed team never fails on its text. Contexts of char-tokenizer teams
+   * never hold such characters, so for them this is exactly `encode(context, { bos: true })`.
+   */
   encodeContext(context: string): number[] {
-    return this.encode(context, { bos: true });
+    let fit = '';
+    for (let i = 0; i < context.length; ) {
+      const special = context[i] === '<' ? SPECIAL_TOKENS.find((t) => context.startsWith(t, i)) : undefined;
+      if (special !== undefined) {
+        fit += special;
+        i += special.length;
+        continue;
+      }
+      const ch = String.fromCodePoint(context.codePointAt(i)!);
+      const low = ch.toLowerCase();
+      if (ch !== '<' && this.charToId.has(low)) fit += low;
+      i += ch.length;
+    }
+    return this.encode(fit, { bos: true });
   }
 
   decodeMessage(ids: ArrayLike<number>): string {
