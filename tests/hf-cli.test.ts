@@ -28,7 +28,7 @@ describe('npm run sat -- --agent-model', () => {
     expect(r.err).not.toContain('error:');
     expect(r.code).toBe(0);
     expect(r.err).toContain(`agent 1 ← ${dir}: d 64 · 2 layers · 4 heads · hidden 96 · vocab 272 · maxSeq 128 · untied head`);
-    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
+    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate for 4 sequences × 128 tokens: weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
     expect(r.err).toContain('reading 1/1 files');
     expect(r.err).toContain('quantizing 21/21 tensors');
     expect(r.err).toContain('agent 1 is tests/tiny-llama: ');
@@ -39,7 +39,7 @@ describe('npm run sat -- --agent-model', () => {
   it('refuses a checkpoint over --agent-memory before reading it, and names bad flags', () => {
     const big = sat('--preset', 'arith-team', ...SMALL, '--agent-model', `1=${dir}`, '--agent-memory', '0.5');
     expect(big.code).toBe(2);
-    expect(big.err).toMatch(/error: This checkpoint needs about [\d.]+ MiB .* but this machine \(80 % of its memory\) allows 512\.0 KiB/);
+    expect(big.err).toMatch(/error: This checkpoint needs about [\d.]+ MiB .* but --agent-memory allows 512\.0 KiB; quantize it/);
     expect(big.err).not.toContain('reading 1/1');
     expect(sat('--preset', 'arith-team', '--agent-model', 'x').err).toContain('--agent-model expects J=DIR');
     expect(sat('--preset', 'arith-team', '--agent-model', `7=${dir}`).err).toContain('--agent-model 7=…: the team has agents 0..2');

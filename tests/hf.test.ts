@@ -469,6 +469,11 @@ describe('malformed folders and refused options: each its own message', () => {
     expect(f.embeddingF32).toBe(0);
     expect(q8.embeddingF32).toBe(2 * 4 * 272 * 64); // untied: tok_emb and lm_head
     expect(r8.lora).toBe(4 * 4 * 2 * 8 * (8 * 64 + 3 * (64 + 96)));
+    // Activations: linear in the number of sequences, more than linear in their length (attention is T²).
+    const act = (sequences: number, seqLen: number) => estimateMemory(cfg, { quant: 'q8', loraRank: 8, sequences, seqLen }).activations;
+    expect(act(16, 32)).toBe(2 * act(8, 32));
+    expect(act(8, 64)).toBeGreaterThan(2 * act(8, 32));
+    expect(estimateMemory(cfg, { quant: 'q8', loraRank: 8 }).activations).toBe(act(8, cfg.maxSeq));
   });
 
   it('cancel: an aborted signal stops the load', async () => {

@@ -5,7 +5,9 @@
  * agent on it will hold is estimated from config.json and refused before anything is allocated
  * when it does not fit, then the checkpoint is converted and quantized on load (q8 unless
  * --agent-quant says otherwise) and trains LoRA adapters (rank = the `lora` setting, 8 when it
- * is 0) on the CPU backend, prompted with its own tokenizer (chat template when it has one).
+ * is 0) on the CPU backend, prompted with its own tokenizer (chat template when it has one), on
+ * contexts of at most HF_CLI_MAX_SEQ = 128 tokens. The estimate counts one training pass over the
+ * agent's batch × group messages at that length (an LM agent packs them into one forward).
  * Progress lines go to the `log` callback (stderr in the CLI).
  *
  * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts), flag parsing (sat.ts).
@@ -27,6 +29,9 @@ import type { Experiment, LlmExperiment } from '../sat/experiment';
 
 /** LoRA rank of a seated checkpoint when the `lora` setting is 0 (full training of a 100M model is not offered). */
 export const HF_DEFAULT_LORA_RANK = 8;
+
+/** Context of a seated checkpoint (positions): our tasks' turns, chat template included, fit well within it. */
+export const HF_CLI_MAX_SEQ = 128;
 
 /** The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name. */
 export async function readHfFolder(dir: string): Promise<HfFiles> {
@@ -59,13 +64,15 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   const lx = exp as LlmExperiment;
   const files = await readHfFolder(dir);
   const rank = cfg.lora > 0 ? cfg.lora : HF_DEFAULT_LORA_RANK;
+  // One training pass packs the agent's batch × group messages, each at most HF_CLI_MAX_SEQ tokens.
+  const budget = { loraRank: rank, sequences: cfg.batch * cfg.group, seqLen: HF_CLI_MAX_SEQ };
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
   const configBytes = files.get('config.json');
   if (configBytes !== undefined) {
     // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
     try {
-      const { cfg: mc } = parseHfConfig(JSON.parse(new TextDecoder().decode(configBytes)));
-      o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate ${describeEstimate(estimateMemory(mc, { quant: o.quant, loraRank: rank }))} (limit ${formatBytes(limit)})`);
+      const { cfg: mc } = parseHfConfig(JSON.parse(new TextDecoder().decode(configBytes)), { maxSeq: HF_CLI_MAX_SEQ });
+      o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${mc.maxSeq} tokens: ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
     } catch {
       // A bad config.json gets its specific message from the loader below.
     }
@@ -73,7 +80,8 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   let last = '';
   const m = await loadHfCheckpoint(files, {
     quant: o.quant,
-    memory: { limitBytes: limit, loraRank: rank, where: 'this machine (80 % of its memory)' },
+    maxSeq: HF_CLI_MAX_SEQ,
+    memory: { limitBytes: limit, where: o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory', ...budget },
     onProgress: (p) => {
       const line = `  ${p.phase} ${p.done}/${p.total}`;
       if (p.done === p.total && line !== last) o.log(`${line}${p.phase === 'reading' ? ' files' : ' tensors'}`);

@@ -148,7 +148,7 @@ export interface MemoryEstimate {
   readonly embeddingF32: number;
   /** LoRA adapters: parameters, gradient and two AdamW moments, f32 (0 without LoRA). */
   readonly lora: number;
-  /** Activations of one training forward+backward over `tokens` rows (kept for every layer) and their logits. */
+  /** Activations of one training forward+backward over `sequences` × `seqLen` rows (kept for every layer) and their logits. */
   readonly activations: number;
   readonly total: number;
 }
@@ -157,14 +157,18 @@ export interface EstimateOptions {
   readonly quant: QuantKind;
   /** LoRA rank (0: inference only / no adapter). */
   readonly loraRank: number;
-  /** Rows of a training batch, B·T (default 8·maxSeq). */
-  readonly tokens?: number;
+  /** Sequences of one training pass, B: an LM agent packs all its messages of a batch (batch × group) into one. Default 8. */
+  readonly sequences?: number;
+  /** Their padded length T. Default maxSeq (the worst case). */
+  readonly seqLen?: number;
 }
 
 /**
  * Memory an agent on `cfg` will hold, estimated from the config (before allocation). The
- * activations count what model.ts keeps per layer — 9 [N × d] and 3 [N × hidden] tensors, the
- * attention matrix [B·heads·T·T] with T = maxSeq — plus the [N × vocab] logits and their gradient.
+ * activations count what model.ts keeps per layer for N = B·T rows — 9 [N × d] and 3 [N × hidden]
+ * tensors and the attention matrix [B·heads·T·T] — plus the [N × vocab] logits and their gradient
+ * and the scratch of one layer's backward. It is an estimate: a batch whose sequences are shorter
+ * than `seqLen` holds less.
  */
 export function estimateMemory(cfg: ModelConfig, o: EstimateOptions): MemoryEstimate {
   const { vocab: V, d, hidden: H, layers: L, heads, maxSeq } = cfg;
@@ -173,8 +177,10 @@ export function estimateMemory(cfg: ModelConfig, o: EstimateOptions): MemoryEsti
   const weights = embMats * matrixBytes(V, d, o.quant) + L * perLayer + 4 * d;
   const embeddingF32 = o.quant === 'f32' ? 0 : embMats * 4 * V * d;
   const loraParams = o.loraRank > 0 ? L * o.loraRank * (4 * (d + d) + 2 * (d + H) + (H + d)) : 0;
-  const N = o.tokens ?? 8 * maxSeq;
-  const activations = 4 * (L * (N * (9 * d + 3 * H) + (N / maxSeq) * heads * maxSeq * maxSeq) + 2 * N * V + 8 * N * Math.max(d, H));
+  const Bs = o.sequences ?? 8;
+  const T = o.seqLen ?? maxSeq;
+  const N = Bs * T;
+  const activations = 4 * (L * (N * (9 * d + 3 * H) + Bs * heads * T * T) + 2 * N * V + 8 * N * Math.max(d, H));
   const lora = 4 * 4 * loraParams;
   return { weights, hostWeights: weights, embeddingF32, lora, activations, total: 2 * weights + embeddingF32 + lora + activations };
 }
@@ -197,7 +203,7 @@ export function checkFits(e: MemoryEstimate, limitBytes: number, where: string):
     throw new ConfigError(
       'memory',
       e.total,
-      `This checkpoint needs about ${formatBytes(e.total)} (${describeEstimate(e)}) but ${where} allows ${formatBytes(limitBytes)}; quantize it (q8 or q4), lower the LoRA rank or the context (maxSeq), or pick a smaller model.`,
+      `This checkpoint needs about ${formatBytes(e.total)} (${describeEstimate(e)}) but ${where} allows ${formatBytes(limitBytes)}; quantize it (q8 or q4), train on fewer sequences at once (batch × group), lower the LoRA rank or the context (maxSeq), or pick a smaller model.`,
     );
   }
 }

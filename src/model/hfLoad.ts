@@ -77,7 +77,7 @@ export interface HfLoadOptions {
   /** Aborts between tensors (the promise rejects with the signal's reason). */
   readonly signal?: AbortSignal;
   /** Refuse before reading any tensor when the estimate for an agent with this LoRA rank exceeds the limit. */
-  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string };
+  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number };
 }
 
 export interface HfModel {
@@ -214,7 +214,7 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
   if (quant !== 'f32' && cfg.d % 32 !== 0) {
     throw new ConfigError('hidden_size', cfg.d, `config.json: "hidden_size" = ${cfg.d} is not a multiple of 32, so the model cannot be stored ${quant}; load it as f32.`);
   }
-  if (opts.memory) checkFits(estimateMemory(cfg, { quant, loraRank: opts.memory.loraRank }), opts.memory.limitBytes, opts.memory.where);
+  if (opts.memory) checkFits(estimateMemory(cfg, { quant, ...opts.memory }), opts.memory.limitBytes, opts.memory.where);
   // The tokenizer first: it is small, and a folder without one fails before the big read.
   const tokenizer = new HfTokenizer(
     json(files, 'tokenizer.json', true),

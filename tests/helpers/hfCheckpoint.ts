@@ -113,9 +113,8 @@ function hfTensorShapes(s: Required<Omit<HfSpec, 'config' | 'seed' | 'dtype' | '
   return out;
 }
 
-/** bf16 bits of x, rounded to nearest even (as torch's .to(bfloat16)). */
-function bf16Bits(x: number): number {
-  const u = new Uint32Array(new Float32Array([x]).buffer)[0]!;
+/** bf16 bits of the f32 with bits `u`, rounded to nearest even (as torch's .to(bfloat16)). */
+function bf16Bits(u: number): number {
   return ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
@@ -138,9 +137,14 @@ export function hfCheckpoint(spec: HfSpec = {}): HfCheckpoint {
     for (let k = 0; k < n; k++) data[k] = (shape.length === 1 ? 1 : 0) + std * r.normal();
     if (dtype === 'F32') st.set(name, { dtype, shape, data });
     else {
-      const bits = Uint16Array.from(data, (x) => (dtype === 'BF16' ? bf16Bits(x) : f32ToF16(x)));
+      const bits = new Uint16Array(n);
+      const asU32 = new Uint32Array(data.buffer);
+      for (let k = 0; k < n; k++) bits[k] = dtype === 'BF16' ? bf16Bits(asU32[k]!) : f32ToF16(data[k]!);
       st.set(name, { dtype, shape, data: bits });
-      for (let k = 0; k < n; k++) data[k] = dtype === 'BF16' ? new Float32Array(new Uint32Array([bits[k]! << 16]).buffer)[0]! : f16ToF32(bits[k]!);
+      for (let k = 0; k < n; k++) {
+        if (dtype === 'BF16') asU32[k] = bits[k]! << 16;
+        else data[k] = f16ToF32(bits[k]!);
+      }
     }
     tensors.set(name, { shape, data });
   });
