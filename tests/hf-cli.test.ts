@@ -28,7 +28,7 @@ describe('npm run sat -- --agent-model', () => {
     expect(r.err).not.toContain('error:');
     expect(r.code).toBe(0);
     expect(r.err).toContain(`agent 1 ← ${dir}: d 64 · 2 layers · 4 heads · hidden 96 · vocab 272 · maxSeq 128 · untied head`);
-    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate for 4 sequences × 128 tokens: weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
+    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate for 4 sequences × 128 tokens \(sampling 8\): weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
     expect(r.err).toContain('reading 1/1 files');
     expect(r.err).toContain('quantizing 21/21 tensors');
     expect(r.err).toContain('agent 1 is tests/tiny-llama: ');

@@ -474,6 +474,10 @@ describe('malformed folders and refused options: each its own message', () => {
     expect(act(16, 32)).toBe(2 * act(8, 32));
     expect(act(8, 64)).toBeGreaterThan(2 * act(8, 32));
     expect(estimateMemory(cfg, { quant: 'q8', loraRank: 8 }).activations).toBe(act(8, cfg.maxSeq));
+    // Sampling: the KV cache, 2 · layers · prompts · seqLen · d f32 values, is most of it; it grows with the prompts.
+    const smp = (prompts: number) => estimateMemory(cfg, { quant: 'q8', loraRank: 8, sequences: 8, seqLen: 32, prompts }).sampling;
+    expect(smp(64)).toBeGreaterThan(4 * 2 * 2 * 64 * 32 * 64);
+    expect(smp(64)).toBe(8 * smp(8));
   });
 
   it('cancel: an aborted signal stops the load', async () => {

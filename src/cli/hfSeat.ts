@@ -7,7 +7,8 @@
  * --agent-quant says otherwise) and trains LoRA adapters (rank = the `lora` setting, 8 when it
  * is 0) on the CPU backend, prompted with its own tokenizer (chat template when it has one), on
  * contexts of at most HF_CLI_MAX_SEQ = 128 tokens. The estimate counts one training pass over the
- * agent's batch × group messages at that length (an LM agent packs them into one forward).
+ * agent's batch × group messages at that length (an LM agent packs them into one forward) and
+ * sampling max(batch × group, evalEpisodes) prompts at once.
  * Progress lines go to the `log` callback (stderr in the CLI).
  *
  * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts), flag parsing (sat.ts).
@@ -65,14 +66,15 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   const files = await readHfFolder(dir);
   const rank = cfg.lora > 0 ? cfg.lora : HF_DEFAULT_LORA_RANK;
   // One training pass packs the agent's batch × group messages, each at most HF_CLI_MAX_SEQ tokens.
-  const budget = { loraRank: rank, sequences: cfg.batch * cfg.group, seqLen: HF_CLI_MAX_SEQ };
+  // Sampling: a rollout's batch × group prompts, or an evaluation's evalEpisodes, at once.
+  const budget = { loraRank: rank, sequences: cfg.batch * cfg.group, seqLen: HF_CLI_MAX_SEQ, prompts: Math.max(cfg.batch * cfg.group, cfg.evalEpisodes) };
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
   const configBytes = files.get('config.json');
   if (configBytes !== undefined) {
     // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
     try {
       const { cfg: mc } = parseHfConfig(JSON.parse(new TextDecoder().decode(configBytes)), { maxSeq: HF_CLI_MAX_SEQ });
-      o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${mc.maxSeq} tokens: ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
+      o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${mc.maxSeq} tokens (sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
     } catch {
       // A bad config.json gets its specific message from the loader below.
     }

@@ -150,6 +150,8 @@ export interface MemoryEstimate {
   readonly lora: number;
   /** Activations of one training forward+backward over `sequences` × `seqLen` rows (kept for every layer) and their logits. */
   readonly activations: number;
+  /** Sampling `prompts` messages at once: the KV cache (every layer, seqLen positions) and one layer's prefill activations. */
+  readonly sampling: number;
   readonly total: number;
 }
 
@@ -161,14 +163,17 @@ export interface EstimateOptions {
   readonly sequences?: number;
   /** Their padded length T. Default maxSeq (the worst case). */
   readonly seqLen?: number;
+  /** Prompts sampled in one call (the rollout's batch × group, or an evaluation's episodes). Default `sequences`. */
+  readonly prompts?: number;
 }
 
 /**
  * Memory an agent on `cfg` will hold, estimated from the config (before allocation). The
  * activations count what model.ts keeps per layer for N = B·T rows — 9 [N × d] and 3 [N × hidden]
  * tensors and the attention matrix [B·heads·T·T] — plus the [N × vocab] logits and their gradient
- * and the scratch of one layer's backward. It is an estimate: a batch whose sequences are shorter
- * than `seqLen` holds less.
+ * and the scratch of one layer's backward; sampling `prompts` at once holds a KV cache of
+ * 2·layers·prompts·seqLen·d values and one layer's prefill activations. It is an estimate: a batch
+ * whose sequences are shorter than `seqLen` holds less.
  */
 export function estimateMemory(cfg: ModelConfig, o: EstimateOptions): MemoryEstimate {
   const { vocab: V, d, hidden: H, layers: L, heads, maxSeq } = cfg;
@@ -181,8 +186,11 @@ export function estimateMemory(cfg: ModelConfig, o: EstimateOptions): MemoryEsti
   const T = o.seqLen ?? maxSeq;
   const N = Bs * T;
   const activations = 4 * (L * (N * (9 * d + 3 * H) + Bs * heads * T * T) + 2 * N * V + 8 * N * Math.max(d, H));
+  const S = o.prompts ?? Bs;
+  const sampling = 4 * (2 * L * S * T * d + S * T * (9 * d + 3 * H) + S * heads * T * T + S * V);
   const lora = 4 * 4 * loraParams;
-  return { weights, hostWeights: weights, embeddingF32, lora, activations, total: 2 * weights + embeddingF32 + lora + activations };
+  // The model keeps its training and sampling buffers side by side (both grow-only), so they add.
+  return { weights, hostWeights: weights, embeddingF32, lora, activations, sampling, total: 2 * weights + embeddingF32 + lora + activations + sampling };
 }
 
 /** "1.23 GiB" / "456.7 MiB". */
@@ -192,9 +200,9 @@ export function formatBytes(n: number): string {
   return `${(n / 2 ** 10).toFixed(1)} KiB`;
 }
 
-/** One line: "weights 160.2 MiB + their host copy 160.2 MiB + f32 embedding 108.0 MiB + LoRA 12.1 MiB + activations 301.0 MiB = 581.3 MiB". */
+/** One line: "weights 150 MiB + their host copy 150 MiB + f32 embedding 108 MiB + LoRA 40 MiB + activations 1.7 GiB + sampling … = …". */
 export function describeEstimate(e: MemoryEstimate): string {
-  return `weights ${formatBytes(e.weights)} + their host copy ${formatBytes(e.hostWeights)} + f32 embedding ${formatBytes(e.embeddingF32)} + LoRA ${formatBytes(e.lora)} + activations ${formatBytes(e.activations)} = ${formatBytes(e.total)}`;
+  return `weights ${formatBytes(e.weights)} + their host copy ${formatBytes(e.hostWeights)} + f32 embedding ${formatBytes(e.embeddingF32)} + LoRA ${formatBytes(e.lora)} + activations ${formatBytes(e.activations)} + sampling ${formatBytes(e.sampling)} = ${formatBytes(e.total)}`;
 }
 
 /** Throws ConfigError('memory', …) before anything is allocated when the estimate exceeds `limitBytes`. */
@@ -203,7 +211,7 @@ export function checkFits(e: MemoryEstimate, limitBytes: number, where: string):
     throw new ConfigError(
       'memory',
       e.total,
-      `This checkpoint needs about ${formatBytes(e.total)} (${describeEstimate(e)}) but ${where} allows ${formatBytes(limitBytes)}; quantize it (q8 or q4), train on fewer sequences at once (batch × group), lower the LoRA rank or the context (maxSeq), or pick a smaller model.`,
+      `This checkpoint needs about ${formatBytes(e.total)} (${describeEstimate(e)}) but ${where} allows ${formatBytes(limitBytes)}; quantize it (q8 or q4), train and sample fewer sequences at once (batch × group, evalEpisodes), lower the LoRA rank or the context (maxSeq), or pick a smaller model.`,
     );
   }
 }

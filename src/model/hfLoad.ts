@@ -77,7 +77,7 @@ export interface HfLoadOptions {
   /** Aborts between tensors (the promise rejects with the signal's reason). */
   readonly signal?: AbortSignal;
   /** Refuse before reading any tensor when the estimate for an agent with this LoRA rank exceeds the limit. */
-  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number };
+  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number; readonly prompts?: number };
 }
 
 export interface HfModel {
