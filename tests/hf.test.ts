@@ -36,7 +36,7 @@ import { tokenizer as charTokenizer } from '../src/model/tokenizer';
 import { LmAgent } from '../src/sat/agents/lm';
 import { LmEnv } from '../src/sat/env/lm';
 import { cleanMessage, makeLlmTask, nextTurn, type LlmTaskName } from '../src/tasks/llm';
-import { hfCheckpoint, tinyTokenizerJson, SPECIAL, type HfCheckpoint, type HfSpec } from './helpers/hfCheckpoint';
+import { CHAT_TEMPLATE, hfCheckpoint, tinyTokenizerJson, SPECIAL, type HfCheckpoint, type HfSpec } from './helpers/hfCheckpoint';
 
 const TOL = 1e-4;
 
@@ -334,6 +334,14 @@ describe('tokenizer (d)', () => {
     expect(charTokenizer.encodeContext('what is 1+2?<a0>Héllo <b>\u0006 3<sep><a1>')).toEqual(charTokenizer.encode('what is 1+2?<a0>hllo b> 3<sep><a1>', { bos: true }));
     const ctx = nextTurn({ protocol: 'chain', nAgents: 2, sample: 0 }, makeLlmTask('arithmetic', { seed: 1, level: 1 }).generate('train', 0), [{ turn: 0, agent: 0, text: '12' }])[0]!.context;
     expect(charTokenizer.encodeContext(ctx)).toEqual(charTokenizer.encode(ctx, { bos: true }));
+  });
+
+  it('plain turns keep the tokenizer\'s own BOS (as tokenizer(text) does); chat turns add none (the template writes its own)', () => {
+    const info = { bosTokenId: 261, eosTokenId: 261 };
+    const plain = new HfTokenizer(tinyTokenizerJson({ bos: true }), { info, turns: 'plain' });
+    expect(plain.encodeContext('1+2=<a0>')).toEqual([261, ...plain.encode('1+2=\nagent 0:', false)]);
+    const chat = new HfTokenizer(tinyTokenizerJson({ bos: true }), { info, tokenizerConfig: { eos_token: '<|im_end|>', chat_template: CHAT_TEMPLATE } });
+    expect(chat.encodeContext('1+2=<a0>')[0]).toBe(262); // <|im_start|>, not a BOS
   });
 
   it('the end of a message: the chat template\'s eos_token, else generation_config / config.json eos_token_id', async () => {

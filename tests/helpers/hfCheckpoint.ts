@@ -65,8 +65,11 @@ export function byteChars(): string[] {
 export const SPECIAL = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as const;
 const MERGES: [string, string][] = [['Ġ', 't'], ['h', 'e'], ['Ġt', 'he'], ['1', '2'], ['+', '1']];
 
-/** A byte-level BPE tokenizer.json: ids 0..255 bytes, 256..260 merges, 261..263 SPECIAL. */
-export function tinyTokenizerJson(): Record<string, unknown> {
+/**
+ * A byte-level BPE tokenizer.json: ids 0..255 bytes, 256..260 merges, 261..263 SPECIAL. With
+ * `bos`, its post-processor puts <|endoftext|> (261) first, as Llama tokenizers put <s> first.
+ */
+export function tinyTokenizerJson(opts: { bos?: boolean } = {}): Record<string, unknown> {
   const vocab: Record<string, number> = {};
   byteChars().forEach((c, b) => (vocab[c] = b));
   MERGES.forEach(([a, b], i) => (vocab[a + b] = 256 + i));
@@ -79,7 +82,9 @@ export function tinyTokenizerJson(): Record<string, unknown> {
     added_tokens: special,
     normalizer: null,
     pre_tokenizer: byteLevel,
-    post_processor: byteLevel,
+    post_processor: opts.bos
+      ? { type: 'TemplateProcessing', single: [{ SpecialToken: { id: SPECIAL[0], type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [{ Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }], special_tokens: { [SPECIAL[0]]: { id: SPECIAL[0], ids: [256 + MERGES.length], tokens: [SPECIAL[0]] } } }
+      : byteLevel,
     decoder: byteLevel,
     model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: MERGES.map(([a, b]) => `${a} ${b}`) },
   };
