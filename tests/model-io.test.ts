@@ -123,7 +123,9 @@ describe('model config', () => {
     expect((expectError(() => modelConfig({ ...base, layers: 1.5 }), ConfigError, '"layers"') as ConfigError).key).toBe('layers');
     expect((expectError(() => modelConfig({ ...base, ropeTheta: 0 }), ConfigError, 'ropeTheta') as ConfigError).key).toBe('ropeTheta');
     expect((expectError(() => modelConfig({ ...base, normEps: NaN }), ConfigError, 'normEps') as ConfigError).key).toBe('normEps');
-    expect((expectError(() => validateConfig({ ...MODEL_PRESETS.S, tied: false as unknown as true }), ConfigError, 'tied') as ConfigError).key).toBe('tied');
+    expect((expectError(() => validateConfig({ ...MODEL_PRESETS.S, tied: 'yes' as unknown as boolean }), ConfigError, 'tied') as ConfigError).key).toBe('tied');
+    // An untied head (a separate lm_head) is a valid config; it counts V·d more parameters.
+    expect(paramBreakdown(modelConfig({ ...base, tied: false })).total - paramBreakdown(modelConfig(base)).total).toBe(64 * 32);
     // d = 48 is fine unquantized.
     expect(modelConfig({ ...base, d: 48, heads: 4 }).d).toBe(48);
     expectError(() => parseConfig({ ...MODEL_PRESETS.S, extra: 1 }), ConfigError, 'Unknown model config field "extra"');

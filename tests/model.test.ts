@@ -227,6 +227,26 @@ describe('Model gradients (cpuBackend64 finite differences)', () => {
     within('full: f32 grads vs f64 grads', relErr(await m32.getGrads(), g), 1e-4);
   });
 
+  it("'full', untied head (cfg.tied = false): lm_head and tok_emb get their own gradients, both matching central differences", () => {
+    const cfg = modelConfig({ ...TINY, tied: false });
+    const w = randomWeights(cfg, rng(4));
+    const model = new Model(cpuBackend64, cfg, w, { trainable: 'full' });
+    expect(model.paramCount()).toBe(12 * 16 * 2 + 2 * (4 * 16 * 16 + 3 * 16 * 24 + 2 * 16) + 16);
+    const tokens = randomTokens(B * T, cfg.vocab, rng(5));
+    const [g, fd] = gradCheck(model, tokens, B, T, randomArray(B * T * cfg.vocab, rng(6)));
+    within('full untied: grads vs finite differences (f64)', relErr(g, fd), 1e-6);
+    const slot = (name: string) => model.layout.findIndex((s) => s.name === name);
+    expect(maxAbs(model.grads[slot('lm_head')]!)).toBeGreaterThan(0);
+    expect(maxAbs(model.grads[slot('tok_emb')]!)).toBeGreaterThan(0);
+    // The head really is lm_head, not tok_emb: with lm_head zeroed every logit is exactly 0.
+    const z = Float64Array.from(model.forward(tokens, B, T));
+    const w2 = new Map(w);
+    w2.set('lm_head', { dtype: 'f32', shape: [cfg.vocab, 16], data: new Float32Array(cfg.vocab * 16) });
+    const zeroHead = new Model(cpuBackend64, cfg, w2, { trainable: 'none' }).forward(tokens, B, T);
+    expect(maxAbs(zeroHead)).toBe(0);
+    expect(maxAbs(z)).toBeGreaterThan(0);
+  });
+
   const loraCases: { label: string; cfg: ModelConfig; quant: 'f32' | 'q8' | 'q4'; lora: LoraConfig }[] = [
     { label: 'f32 base, d 16, all targets', cfg: TINY, quant: 'f32', lora: { rank: 2, alpha: 4 } },
     { label: 'Q8 base, d 32, all targets', cfg: TINY_Q, quant: 'q8', lora: { rank: 2, alpha: 4 } },

@@ -17,7 +17,7 @@
  *     att = Softmax((q·kᵀ) · 1/√HS + MASK)             — MASK [T × T]: −1e9 above the diagonal
  *     x ← x + Reshape(att·v → [B, T, d])·Woᵀ
  *     h = rmsnorm(x; g_mlp);  a = h·W1ᵀ;  x ← x + ((a ⊙ Sigmoid(a)) ⊙ h·W3ᵀ)·W2ᵀ
- *   logits = rmsnorm(x; g_final)·Eᵀ                   (tied head: Eᵀ stored as its own initializer)
+ *   logits = rmsnorm(x; g_final)·Hᵀ                   (H = tok_emb when tied, else lm_head; Hᵀ its own initializer)
  * RoPE follows src/backend/cpu/rope.ts: interleaved pairs (2i, 2i+1) inside each head,
  * φ = t·θ^(−2i/HS),  (y_2i, y_2i+1) = (x_2i cos φ − x_2i+1 sin φ,  x_2i sin φ + x_2i+1 cos φ).
  * So COS[t, 2i] = COS[t, 2i+1] = cos φ, SIN likewise with sin φ, and P is the signed permutation
@@ -191,7 +191,8 @@ export function exportOnnx(cfg: ModelConfig, weights: ModelWeights, T: number, o
 
   // ---- shared constants
   const emb = g.init('tok_emb', [V, C], w('tok_emb'));
-  const head = g.init('tok_emb_T', [C, V], transpose(w('tok_emb'), V, C));
+  const headName = cfg.tied ? 'tok_emb' : 'lm_head';
+  const head = g.init(`${headName}_T`, [C, V], transpose(w(headName), V, C));
   const eps = g.scalar('norm_eps', normEps);
   const one = g.scalar('one', 1);
   const scale = g.scalar('attn_scale', 1 / Math.sqrt(HS));

@@ -8,6 +8,8 @@
  *   npm run sat -- --preset arith-pnp --swap 1=arithmetic-M --swap-stage 3 [--stage0 0.1 | --no-stage0] [--swap-seat student]
  *   npm run sat -- --certify-report [--presets a,b,…] [--seeds 5] [--stages 30]
  *   npm run sat -- --preset arith-team --stages 2 --profile   (per stage: time, passes and tokens per phase)
+ *   npm run sat -- --preset arith-team --agent-model 1=path/to/hf-folder [--agent-quant q8|q4|f32] [--agent-memory MiB]
+ *                  (a Hugging Face Llama checkpoint as agent 1: hfSeat.ts, docs/models.md "Your own checkpoint")
  *   npm run sat -- --help          (every setting, its default, range and meaning)
  *
  * `--sweep delta=…` on the delta-sweep preset (or on any tabular preset with --sqrt-delta) runs the
@@ -44,6 +46,8 @@ import { certReport, type CertReportRow } from '../sat/certReport';
 import { attachProfiler, profileTable } from './profile';
 import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { type FlagSpec, readFlags } from './flags';
+import { seatHfAgent } from './hfSeat';
+import { QUANT_KINDS, type QuantKind } from '../model/quant';
 
 interface Args {
   preset: string;
@@ -71,6 +75,12 @@ interface Args {
   exportRecipe?: string;
   /** --hf S=id,M=id,L=id: the Hugging Face ids the zoo's sizes map to in a recipe. */
   hf: Partial<Record<'S' | 'M' | 'L', string>>;
+  /** --agent-model J=DIR (repeatable): Hugging Face checkpoint folders seated as agents (hfSeat.ts). */
+  agentModels: [number, string][];
+  /** --agent-quant: storage of a seated checkpoint's matrices (default q8). */
+  agentQuant: QuantKind;
+  /** --agent-memory MiB: refuse a checkpoint whose estimate exceeds it (default 80 % of the machine's memory). */
+  agentMemoryMiB?: number;
 }
 
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
@@ -78,6 +88,8 @@ const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--
                      [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
                      [--certify-report [--presets a,b,…] [--seeds N]] [--profile] [--quiet] [--help]
                      [--export-recipe FILE [--hf S=org/model,M=…,L=…]]
+                     [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB]]
+--agent-model seats the Hugging Face Llama checkpoint in folder DIR as agent J (LoRA over its quantized base).
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
 --sweep delta=… on delta-sweep (or with --sqrt-delta): only δ changes, lr ∝ √δ, one step, no backtracking;
   prints mean KL/δ, the violation rate and its exponent with a bootstrap CI over seeds (--fixed-lr: lr fixed).
@@ -93,10 +105,11 @@ const FLAGS = {
   quiet: { type: 'boolean' }, 'sqrt-delta': { type: 'boolean' }, 'fixed-lr': { type: 'boolean' },
   'certify-report': { type: 'boolean' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   'export-recipe': { type: 'string' }, hf: { type: 'string' },
+  'agent-model': { type: 'string', multiple: true }, 'agent-quant': { type: 'string' }, 'agent-memory': { type: 'string' },
 } as const satisfies FlagSpec;
 
 function readArgs(argv: string[]): Args {
-  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, profile: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false, hf: {} };
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, profile: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false, hf: {}, agentModels: [], agentQuant: 'q8' };
   const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
   for (const { name, value } of readFlags(argv, FLAGS, (m) => new UsageError(m))) {
     // readFlags has checked that a value flag has its value and a switch has none.
@@ -145,6 +158,22 @@ function readArgs(argv: string[]): Args {
           a.hf[size] = id;
         }
         break;
+      case 'agent-model': {
+        const m = /^(\d+)=(.+)$/.exec(v);
+        if (!m) throw new UsageError(`--agent-model expects J=DIR (agent index = a Hugging Face checkpoint folder), got ${v}`);
+        a.agentModels.push([Number(m[1]), m[2]!]);
+        break;
+      }
+      case 'agent-quant':
+        if (!(QUANT_KINDS as readonly string[]).includes(v)) throw new UsageError(`--agent-quant expects one of ${QUANT_KINDS.join(', ')}, got ${v}`);
+        a.agentQuant = v as QuantKind;
+        break;
+      case 'agent-memory': {
+        const n = Number(v);
+        if (!(n > 0 && Number.isFinite(n))) throw new UsageError(`--agent-memory expects a size in MiB > 0, got ${v}`);
+        a.agentMemoryMiB = n;
+        break;
+      }
       case 'profile': a.profile = true; break;
       case 'presets': a.presets = list(v); break;
       case 'help': printHelp(); process.exit(0);
@@ -210,11 +239,22 @@ async function loadFromDisk(name: string): Promise<Uint8Array> {
   }
 }
 
-async function openExperiment(cfg: Config): Promise<Experiment> {
+/** The --agent-model seats of a single run (with their quantization, memory limit and progress log). */
+interface HfSeats {
+  readonly seats: readonly [number, string][];
+  readonly quant: QuantKind;
+  readonly limitBytes?: number;
+  readonly log: (line: string) => void;
+}
+
+async function openExperiment(cfg: Config, hf?: HfSeats): Promise<Experiment> {
   if (isLlmTask(cfg.task) && cfg.backend === 'webgpu') {
     throw new SatError('usage', 'backend = webgpu runs in the page (npm run dev), one GPUDevice per agent worker; the command line trains on the CPU backend (backend = auto or cpu). GPU speed from Node: npm run bench -- --gpu.');
   }
-  return isLlmTask(cfg.task) ? createLlmExperiment(cfg, loadFromDisk) : createExperiment(cfg);
+  if (!isLlmTask(cfg.task)) return createExperiment(cfg);
+  let exp: Experiment = await createLlmExperiment(cfg, loadFromDisk);
+  for (const [j, dir] of hf?.seats ?? []) exp = await seatHfAgent(exp, cfg, j, dir, { quant: hf!.quant, limitBytes: hf!.limitBytes, log: hf!.log });
+  return exp;
 }
 
 /**
@@ -245,8 +285,8 @@ function tabularSwapLine(s: StageRecord, cfg: Config): string {
   );
 }
 
-async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean } = {}): Promise<{ exp: Experiment; stages: StageRecord[] }> {
-  const exp = await openExperiment(cfg);
+async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean; hf?: HfSeats } = {}): Promise<{ exp: Experiment; stages: StageRecord[] }> {
+  const exp = await openExperiment(cfg, opts.hf);
   if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(opts.seat ?? 'projection', cfg, opts.log);
   const profiling = opts.profile ? attachProfiler(exp) : null;
   const stages = await runStages(exp, cfg.stages, (s) => {
@@ -276,6 +316,10 @@ async function main(): Promise<void> {
   const progress = (msg: string) => {
     if (!args.quiet && process.stderr.isTTY) process.stderr.write(`\r${msg}\x1b[K`);
   };
+  if (args.agentModels.length > 0) {
+    if (!isLlmTask(base.task)) throw new UsageError(`--agent-model seats a language model, but preset ${args.preset} is the tabular game ${base.task}`);
+    if (args.compare || args.sweep || args.certifyReport || args.exportRecipe) throw new UsageError('--agent-model works with a single run (not with --compare, --sweep, --certify-report or --export-recipe)');
+  }
 
   if (args.certifyReport) {
     await printCertifyReport(args, progress);
@@ -382,7 +426,10 @@ async function main(): Promise<void> {
       }
       console.log(stageRow(s, n));
     },
-    { seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile },
+    {
+      seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile,
+      hf: args.agentModels.length > 0 ? { seats: args.agentModels, quant: args.agentQuant, limitBytes: args.agentMemoryMiB !== undefined ? args.agentMemoryMiB * 2 ** 20 : undefined, log: (line) => console.error(line) } : undefined,
+    },
   );
   const held = mean(stages.map((s) => s.metrics['cert/held'] as number));
   const certified = mean(stages.map((s) => s.metrics['cert/certified'] as number));

@@ -1,11 +1,17 @@
 /**
- * The shape of a tiny Llama-family decoder: RMSNorm, rotary positions, SwiGLU MLP, tied input /
- * output embeddings. A `ModelConfig` fixes every tensor shape (see `weights.ts` for the names),
+ * The shape of a small Llama-family decoder: RMSNorm, rotary positions, SwiGLU MLP, input and
+ * output embeddings tied (the playground's own models) or untied (many Hugging Face checkpoints,
+ * src/model/hfLoad.ts). A `ModelConfig` fixes every tensor shape (see `weights.ts` for the names),
  * and `paramCount` counts them:
  *
- *   params = V·d                                (tok_emb, also the output head: tied)
+ *   params = V·d                                (tok_emb; also the output head when tied)
+ *          + V·d                                (lm_head, only when untied)
  *          + layers · (4·d² + 3·d·hidden + 2·d)  (wq wk wv wo, w1 w3 w2, two RMSNorm gains)
  *          + d                                  (final_norm)
+ *
+ * Attention is multi-head with as many K/V heads as query heads: a grouped-query checkpoint
+ * (fewer K/V heads) is brought to this shape at load by repeating its K/V projection rows
+ * (hfLoad.ts says exactly what that means for training), so there is no `kvHeads` field here.
  *
  * Presets: S / M / L for the playground (vocab = the char tokenizer's 64) and the two reference
  * configs of the bench (vocab 40). L ≈ 4·M ≈ 16·S: hidden = 3·d throughout, d doubles per step.
@@ -37,8 +43,8 @@ export interface ModelConfig {
   readonly ropeTheta: number;
   /** RMSNorm ε (1e-5). */
   readonly normEps: number;
-  /** Output head = tok_emb. Always true (untied heads are not supported). */
-  readonly tied: true;
+  /** true: the output head is tok_emb; false: a separate `lm_head` [V × d]. Default true. */
+  readonly tied: boolean;
 }
 
 /** Block size of int8/int4 quantization along the input dim. */
@@ -80,7 +86,7 @@ function checkInt(key: string, v: unknown, min: number, max: number): void {
 /**
  * Checks a config; returns it unchanged or throws ConfigError naming the offending field.
  * Ranges: vocab 2..65536, d 2..8192, layers 1..128, heads 1..d with d % heads == 0 and an even
- * head size, hidden 1..65536, maxSeq 1..65536, ropeTheta > 0, 0 < normEps < 1, tied = true.
+ * head size, hidden 1..65536, maxSeq 1..65536, ropeTheta > 0, 0 < normEps < 1, tied a boolean.
  */
 export function validateConfig(cfg: ModelConfig, opts: ValidateOptions = {}): ModelConfig {
   checkInt('vocab', cfg.vocab, 2, 65536);
@@ -106,8 +112,8 @@ export function validateConfig(cfg: ModelConfig, opts: ValidateOptions = {}): Mo
   if (typeof cfg.normEps !== 'number' || !Number.isFinite(cfg.normEps) || cfg.normEps <= 0 || cfg.normEps >= 1) {
     throw new ConfigError('normEps', cfg.normEps, `Model config "normEps" = ${cfg.normEps} must be in (0, 1) (usually 1e-5).`);
   }
-  if (cfg.tied !== true) {
-    throw new ConfigError('tied', cfg.tied, `Model config "tied" = ${JSON.stringify(cfg.tied)}: only tied embeddings (true) are supported.`);
+  if (typeof cfg.tied !== 'boolean') {
+    throw new ConfigError('tied', cfg.tied, `Model config "tied" = ${JSON.stringify(cfg.tied)} must be true (head = tok_emb) or false (a separate lm_head).`);
   }
   if (opts.quantized && cfg.d % QUANT_BLOCK !== 0) {
     throw new ConfigError(
@@ -141,8 +147,10 @@ export function parseConfig(raw: unknown, opts: ValidateOptions = {}): ModelConf
 
 /** Parameter counts by part; `total` is what `paramCount` returns. */
 export interface ParamBreakdown {
-  /** V·d: token embedding, shared with the output head. */
+  /** V·d: token embedding (shared with the output head when tied). */
   readonly embedding: number;
+  /** V·d for an untied output head (lm_head), else 0. */
+  readonly head: number;
   /** 4·d² + 3·d·hidden + 2·d for one block. */
   readonly perLayer: number;
   /** d: the final RMSNorm gain. */
@@ -153,9 +161,10 @@ export interface ParamBreakdown {
 export function paramBreakdown(cfg: ModelConfig): ParamBreakdown {
   const { vocab: V, d, layers, hidden } = cfg;
   const embedding = V * d;
+  const head = cfg.tied ? 0 : V * d;
   const perLayer = 4 * d * d + 3 * d * hidden + 2 * d;
   const finalNorm = d;
-  return { embedding, perLayer, finalNorm, total: embedding + layers * perLayer + finalNorm };
+  return { embedding, head, perLayer, finalNorm, total: embedding + head + layers * perLayer + finalNorm };
 }
 
 /** Number of parameters (tied embeddings counted once). */
@@ -200,5 +209,5 @@ export function sameConfig(a: ModelConfig, b: ModelConfig): boolean {
 
 /** One line for people: "d 64 · 2 layers · 4 heads · hidden 172 · vocab 40 (101,696 params)". */
 export function describeConfig(cfg: ModelConfig): string {
-  return `d ${cfg.d} · ${cfg.layers} layer${cfg.layers === 1 ? '' : 's'} · ${cfg.heads} heads · hidden ${cfg.hidden} · vocab ${cfg.vocab} · maxSeq ${cfg.maxSeq} (${paramCount(cfg).toLocaleString('en-US')} params)`;
+  return `d ${cfg.d} · ${cfg.layers} layer${cfg.layers === 1 ? '' : 's'} · ${cfg.heads} heads · hidden ${cfg.hidden} · vocab ${cfg.vocab} · maxSeq ${cfg.maxSeq}${cfg.tied ? '' : ' · untied head'} (${paramCount(cfg).toLocaleString('en-US')} params)`;
 }

@@ -2,7 +2,7 @@
  * The tiny Llama-family decoder — the one model of the project — assembled from `Backend<X>` ops
  * only (src/backend/types.ts), so the same code runs on the CPU reference kernels (`cpuBackend`,
  * f32; `cpuBackend64`, f64 for the finite-difference tests) or on WebGPU (`webgpuBackend`).
- * Pre-norm blocks, tied embeddings:
+ * Pre-norm blocks; the head is tok_emb (tied) or lm_head (untied, cfg.tied = false):
  *
  *   x₀ = E[tokens]                                            (embeddingForward)
  *   per layer l:
@@ -11,7 +11,7 @@
  *     x ← x + attn(q, k, v)·Woᵀ                               (attentionForward: causal softmax)
  *     h  = rmsnorm(x; g_mlp)
  *     x ← x + (silu(h·W1ᵀ) ⊙ h·W3ᵀ)·W2ᵀ                       (SwiGLU, swigluForward)
- *   logits = rmsnorm(x; g_final) · Eᵀ                         (tied head: matmul with tok_emb)
+ *   logits = rmsnorm(x; g_final) · Hᵀ                         (H = tok_emb when tied, else lm_head)
  * Backward is the exact reverse chain of the kernels' backwards (each cites its maths).
  *
  * Trainable parameters, by mode:
@@ -185,6 +185,8 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly mlpNorm: FRef<X>[];
   private readonly finalNorm: FRef<X>;
   private readonly emb: FRef<X>;
+  /** The output head: `emb` itself when tied, else lm_head. */
+  private readonly head: FRef<X>;
   private readonly rope: X['f32'];
   /** Gradient sink of frozen norm gains [C]. */
   private readonly sinkC: X['f32'];
@@ -279,10 +281,12 @@ export class Model<X extends TensorKinds = HostTensors> {
       const t = weights.get(name)!;
       return { kind: 'fixed', t: this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t))) };
     };
-    // tok_emb is both the embedding table and the head. Quantized, it is dequantized once into
+    // tok_emb is the embedding table (and the head when tied). Quantized, it is dequantized once into
     // f32 [V × C]: the lookup needs f32 rows, and matmulForwardQ8/Q4 equal matmulForward on the
     // dequantized matrix bit for bit (quant.ts), so the head's numbers are those of the Q8/Q4 path.
     this.emb = f32('tok_emb');
+    // An untied lm_head is read the same way (f32; dequantized once when stored Q8/Q4).
+    this.head = cfg.tied ? this.emb : f32('lm_head');
     this.finalNorm = f32('final_norm');
     this.attnNorm = [];
     this.mlpNorm = [];
@@ -721,7 +725,7 @@ export class Model<X extends TensorKinds = HostTensors> {
       this.layerForward(l, P, s, acts, acts.res[l]!, s.mid, acts.res[l + 1]!, N, attention);
     }
     be.rmsnormForward(acts.lnf, acts.rstdf, acts.res[L]!, this.at(this.finalNorm, P), 1, N, C, normEps);
-    be.matmulForward(out, acts.lnf, this.at(this.emb, P), 1, N, C, V);
+    be.matmulForward(out, acts.lnf, this.at(this.head, P), 1, N, C, V);
     if (keep) this.kept = { B, T, tokens: tok, host: tokens, version: this.version };
     if (other) be.dispose(tok); // after the ops that read it were issued (a GPU backend releases it once they ran)
     return out;
@@ -745,8 +749,9 @@ export class Model<X extends TensorKinds = HostTensors> {
     const g = this.gradScratch(N);
     const gradOf = (r: FRef<X>): X['f32'] => (r.kind === 'slot' ? this.grads[r.slot]! : this.sinkC);
     const embGrad = this.emb.kind === 'slot' ? this.grads[this.emb.slot]! : null;
+    const headGrad = this.head.kind === 'slot' ? this.grads[this.head.slot]! : null; // = embGrad when tied
     be.fill(g.dlnf, 0);
-    be.matmulBackward(g.dlnf, embGrad, dlogits, acts.lnf, this.at(this.emb, P), 1, N, C, V);
+    be.matmulBackward(g.dlnf, headGrad, dlogits, acts.lnf, this.at(this.head, P), 1, N, C, V);
     be.fill(g.dx, 0);
     be.rmsnormBackward(g.dx, gradOf(this.finalNorm), g.dlnf, acts.res[L]!, this.at(this.finalNorm, P), acts.rstdf, 1, N, C);
     for (let l = L - 1; l >= 0; l--) {
@@ -905,7 +910,7 @@ export class Model<X extends TensorKinds = HostTensors> {
           last = acts.res[L]!;
         }
         be.rmsnormForward(lastLn, lastRstd, last, this.at(this.finalNorm, P0), 1, S, C, normEps);
-        be.matmulForward(logits, lastLn, this.at(this.emb, P0), 1, S, C, V);
+        be.matmulForward(logits, lastLn, this.at(this.head, P0), 1, S, C, V);
         be.sampleForward(sampled, logits, S, V, { seed: opts.seed, stream: opts.stream, step, temperature: tau, topK: opts.topK, seq0 });
         const ids = await be.download('i32', sampled);
         const z = withLogits ? await be.download('f32', logits) : null;

@@ -15,8 +15,13 @@
  * index) — never silently dropped or mapped to an "unknown" token. Upper case is not in the
  * alphabet: lower-case task text first.
  *
- * Not here: word-piece vocabularies, normalisation (lower-casing, Unicode folding), or the
- * prompt formats of particular tasks (those belong to src/tasks).
+ * `TextTokenizer` is what the language environment asks of any agent's tokenizer — this one or a
+ * checkpoint's own (hfTokenizer.ts): a protocol context → ids, message ids → text, and the
+ * end-of-message id.
+ *
+ * Not here: word-piece vocabularies (a Hugging Face tokenizer.json is read by hfTokenizer.ts
+ * through @huggingface/tokenizers), normalisation (lower-casing, Unicode folding), or the prompt
+ * formats of particular tasks (those belong to src/tasks).
  */
 import { FormatError } from '../core/errors';
 
@@ -58,8 +63,26 @@ function describeChar(ch: string): string {
   return `${shown} (U+${hex})`;
 }
 
+/**
+ * What the language environment (src/sat/env/lm.ts) needs of an agent's tokenizer. A context is
+ * protocol text with markers (<a_i>, <sep>; src/tasks/llm/protocols.ts); each tokenizer marks
+ * turns its own way (the char tokenizer: one special token per marker).
+ */
+export interface TextTokenizer {
+  /** Number of token ids (at most the model's vocab). */
+  readonly vocabSize: number;
+  /** The token that ends a message (the sampler stops there). */
+  readonly eos: number;
+  /** A protocol context → the ids the agent is prompted with (BOS included where the tokenizer adds one). */
+  encodeContext(context: string): number[];
+  /** The ids of a generated message (without the end token) → its text. */
+  decodeMessage(ids: ArrayLike<number>): string;
+}
+
 /** The char-level tokenizer. Stateless; use the shared `tokenizer` instance. */
-export class CharTokenizer {
+export class CharTokenizer implements TextTokenizer {
+  /** End of message: <eos>. */
+  readonly eos = EOS;
   /** Number of token ids (64). */
   readonly vocabSize: number;
   private readonly charToId = new Map<string, number>();
@@ -72,6 +95,34 @@ export class CharTokenizer {
       this.idToString.push(ch);
     }
     this.vocabSize = this.idToString.length;
+  }
+
+  /**
+   * `<bos>` + the context, each marker one special token. A context may show a teammate's message
+   * written with another tokenizer (a loaded checkpoint's), which can hold any character: upper
+   * case is lowered, and a character still outside the alphabet (or a '<' that starts no special
+   * token) is dropped — so a mixed team never fails on its text. Contexts of char-tokenizer teams
+   * never hold such characters, so for them this is exactly `encode(context, { bos: true })`.
+   */
+  encodeContext(context: string): number[] {
+    let fit = '';
+    for (let i = 0; i < context.length; ) {
+      const special = context[i] === '<' ? SPECIAL_TOKENS.find((t) => context.startsWith(t, i)) : undefined;
+      if (special !== undefined) {
+        fit += special;
+        i += special.length;
+        continue;
+      }
+      const ch = String.fromCodePoint(context.codePointAt(i)!);
+      const low = ch.toLowerCase();
+      if (ch !== '<' && this.charToId.has(low)) fit += low;
+      i += ch.length;
+    }
+    return this.encode(fit, { bos: true });
+  }
+
+  decodeMessage(ids: ArrayLike<number>): string {
+    return this.decode(ids);
   }
 
   /** The token id of a single alphabet character, or undefined. */

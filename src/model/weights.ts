@@ -3,7 +3,7 @@
  * (safetensors + scheme in `__metadata__`).
  *
  * Names and shapes (matrices are [out × in], row-major; y = W·x):
- *   tok_emb              [V × d]       token embedding; tied, so also the output head (logits = E·h)
+ *   tok_emb              [V × d]       token embedding; when tied, also the output head (logits = E·h)
  *   layers.{l}.attn_norm [d]           RMSNorm gain before attention
  *   layers.{l}.wq/wk/wv  [d × d]       query, key, value projections
  *   layers.{l}.wo        [d × d]       attention output projection
@@ -12,6 +12,7 @@
  *   layers.{l}.w3        [hidden × d]  SwiGLU up
  *   layers.{l}.w2        [d × hidden]  SwiGLU down
  *   final_norm           [d]
+ *   lm_head              [V × d]       the output head of an untied model (cfg.tied = false) only
  * `weightNames(cfg)` lists them in this order (layer by layer).
  *
  * In memory a tensor is f32, q8 or q4 (see quant.ts for the block layouts). Which tensors a
@@ -90,6 +91,7 @@ export function weightNames(cfg: ModelConfig): string[] {
   const names = ['tok_emb'];
   for (let l = 0; l < cfg.layers; l++) for (const t of LAYER_TENSORS) names.push(`layers.${l}.${t}`);
   names.push('final_norm');
+  if (!cfg.tied) names.push('lm_head');
   return names;
 }
 
@@ -103,6 +105,7 @@ export function shapeOf(cfg: ModelConfig, name: string): number[] | null {
   const { vocab: V, d, hidden } = cfg;
   if (name === 'tok_emb') return [V, d];
   if (name === 'final_norm') return [d];
+  if (name === 'lm_head') return cfg.tied ? null : [V, d];
   const m = /^layers\.(0|[1-9]\d*)\.([a-z0-9_]+)$/.exec(name);
   if (!m || Number(m[1]) >= cfg.layers) return null;
   switch (m[2]) {
@@ -131,7 +134,7 @@ export function expectedShape(cfg: ModelConfig, name: string): number[] {
     throw new ConfigError(
       'name',
       name,
-      `"${name}" is not a weight of this model (${cfg.layers} layers); names are tok_emb, final_norm and layers.{0..${cfg.layers - 1}}.{${LAYER_TENSORS.join(',')}}.`,
+      `"${name}" is not a weight of this model (${cfg.layers} layers${cfg.tied ? ', tied head' : ''}); names are tok_emb, final_norm${cfg.tied ? '' : ', lm_head'} and layers.{0..${cfg.layers - 1}}.{${LAYER_TENSORS.join(',')}}.`,
     );
   }
   return s;
@@ -154,7 +157,7 @@ export function isQuantizable(shape: readonly number[]): boolean {
 /**
  * Random init. Each tensor draws from its own stream `rng.fork(i)`, i = its index in
  * `weightNames(cfg)`, so adding a tensor never changes the others' values.
- *   tok_emb                N(0, 0.02²)   (tied: keeps initial logits near uniform)
+ *   tok_emb, lm_head       N(0, 0.02²)   (keeps initial logits near uniform)
  *   wq wk wv w1 w3         N(0, 1/in)    (unit-variance outputs for unit-variance inputs)
  *   wo w2                  N(0, 1/in) / √(2·layers)  (residual branches, GPT-2's scaling)
  *   norm gains             1
@@ -168,7 +171,7 @@ export function initWeights(cfg: ModelConfig, rng: Rng): ModelWeights {
     if (shape.length === 1) {
       data.fill(1);
     } else {
-      let std = name === 'tok_emb' ? 0.02 : 1 / Math.sqrt(shape[1]!);
+      let std = name === 'tok_emb' || name === 'lm_head' ? 0.02 : 1 / Math.sqrt(shape[1]!);
       if (name.endsWith('.wo') || name.endsWith('.w2')) std /= Math.sqrt(2 * cfg.layers);
       const r = rng.fork(i);
       for (let j = 0; j < data.length; j++) data[j] = r.normal() * std;

@@ -29,9 +29,9 @@
  */
 import type { Backend, ClippedLossSpec, HostTensors, TensorKinds } from '../../backend/types';
 import { gatherForward, logSoftmaxForward } from '../../backend/cpu/softmax';
-import { NumericError } from '../../core/errors';
+import { ConfigError, NumericError } from '../../core/errors';
 import type { Model } from '../../model/model';
-import { EOS } from '../../model/tokenizer';
+import { tokenizer as charTokenizer, type TextTokenizer } from '../../model/tokenizer';
 import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
 
 /** The token-prefix states behind a batch's step handles: step i predicts seqs[stepSeq[i]][stepPos[i]]. */
@@ -49,6 +49,8 @@ export interface GenerateOptions {
 
 /** An agent that can also write messages (what an LM environment needs to roll out). */
 export interface LmAgentPolicy extends AgentPolicy {
+  /** The agent's own tokenizer (a loaded checkpoint's); absent: the char tokenizer. It does not cross a worker boundary. */
+  readonly tokenizer?: TextTokenizer;
   /** Samples one message per context; each message ends before the stop token. */
   generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }>;
 }
@@ -125,6 +127,8 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   /** Sampling temperature τ; every log-prob, ratio and KL uses the same τ. */
   readonly temperature: number;
   readonly topK: number;
+  /** Encodes this agent's contexts and decodes its messages; its `eos` ends a message. */
+  readonly tokenizer: TextTokenizer;
   /** π_cur's parameters (a device copy), when the reference is this model's own frozen weights. */
   private ref: X['f32'][];
   /** π_cur's logits at a step set ([K × V], on the device), until the reference changes. */
@@ -140,12 +144,17 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   /** Two parameter sets for θ ± εv (allocated at the first product). */
   private fvpSets: X['f32'][][] | null = null;
 
-  constructor(index: number, model: Model<X>, opts: { name?: string; temperature?: number; topK?: number } = {}) {
+  constructor(index: number, model: Model<X>, opts: { name?: string; temperature?: number; topK?: number; tokenizer?: TextTokenizer } = {}) {
     this.index = index;
     this.model = model;
     this.name = opts.name ?? `lm-${index}`;
     this.temperature = opts.temperature ?? 1;
     this.topK = opts.topK ?? 0;
+    this.tokenizer = opts.tokenizer ?? charTokenizer;
+    // A tokenizer the caller brings must fit the model (tests run the char tokenizer's default over smaller toy vocabularies).
+    if (opts.tokenizer !== undefined && this.tokenizer.vocabSize > model.cfg.vocab) {
+      throw new ConfigError('tokenizer', this.tokenizer.vocabSize, `agent ${index}: its tokenizer has ${this.tokenizer.vocabSize} ids but its model's vocabulary is ${model.cfg.vocab}.`);
+    }
     this.ref = model.copyParams();
   }
 
@@ -443,7 +452,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   }
 
   async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
-    const r = await this.model.generate(contexts, { maxNew: opts.maxNew, temperature: this.temperature, topK: this.topK, seed: opts.seed, stream: opts.stream, stop: EOS });
+    const r = await this.model.generate(contexts, { maxNew: opts.maxNew, temperature: this.temperature, topK: this.topK, seed: opts.seed, stream: opts.stream, stop: this.tokenizer.eos });
     return { tokens: r.tokens, stopped: r.stopped };
   }
 }

@@ -5,11 +5,16 @@
  * table (`LmSteps`): one sequence per message, one step per message token (+ EOS), with log π_cur
  * of every step from each agent's own full forward pass (so ratios start at exactly 1).
  *
+ * Each agent's context is encoded, and its message decoded, by the agent's own tokenizer
+ * (`LmAgentPolicy.tokenizer`: a loaded checkpoint's, src/model/hfTokenizer.ts; else the char
+ * tokenizer), and its message ends at that tokenizer's end token — so a team may mix vocabularies:
+ * every token sequence in the batch belongs to the one agent that wrote it and is scored by it.
+ *
  * Not here: the agents (src/sat/agents), the model (src/model) or the protocols' text (src/tasks/llm).
  */
 import { Rng } from '../../core/rng';
 import { meanCI } from '../../core/stats';
-import { tokenizer, EOS } from '../../model/tokenizer';
+import { tokenizer as charTokenizer, type TextTokenizer } from '../../model/tokenizer';
 import { nextTurn, protocolHorizon, teamVerdict, type Message, type TeamSpec } from '../../tasks/llm/protocols';
 import type { LlmTask, Problem } from '../../tasks/llm/types';
 import type { LmAgentPolicy, LmSteps } from '../agents/lm';
@@ -41,6 +46,11 @@ export interface LmEpisodeRecord {
   readonly messages: readonly Message[];
   readonly reward: number;
   readonly correct: boolean;
+}
+
+/** The tokenizer an agent speaks with (the char tokenizer unless it brings its own). */
+function tokenizerOf(agent: AgentPolicy): TextTokenizer {
+  return (agent as LmAgentPolicy).tokenizer ?? charTokenizer;
 }
 
 export class LmEnv implements TeamEnv {
@@ -94,7 +104,7 @@ export class LmEnv implements TeamEnv {
       for (let e = 0; e < E; e++) {
         const spec: TeamSpec = { protocol: this.protocol, nAgents: this.nAgents, sample: samples[e]! };
         for (const slot of nextTurn(spec, problems[e]!, messages[e]!)) {
-          due.push({ e, agent: slot.agent, turn: slot.turn, context: Int32Array.from(tokenizer.encode(slot.context, { bos: true })) });
+          due.push({ e, agent: slot.agent, turn: slot.turn, context: Int32Array.from(tokenizerOf(team[slot.agent]!).encodeContext(slot.context)) });
         }
       }
       if (due.length === 0) break;
@@ -106,7 +116,7 @@ export class LmEnv implements TeamEnv {
         mine.forEach((d, i) => {
           const tokens = gen.tokens[i]!;
           written[d.e]!.push({ agent: a, turn: d.turn, context: d.context, tokens, stopped: gen.stopped[i]! });
-          messages[d.e]!.push({ turn: d.turn, agent: a, text: tokenizer.decode(tokens) });
+          messages[d.e]!.push({ turn: d.turn, agent: a, text: tokenizerOf(agent).decodeMessage(tokens) });
         });
       }
     }
@@ -135,7 +145,7 @@ export class LmEnv implements TeamEnv {
         const seq = new Int32Array(w.context.length + w.tokens.length + (w.stopped ? 1 : 0));
         seq.set(w.context);
         seq.set(w.tokens, w.context.length);
-        if (w.stopped) seq[seq.length - 1] = EOS;
+        if (w.stopped) seq[seq.length - 1] = tokenizerOf(team[w.agent]!).eos;
         const id = seqs.push(seq) - 1;
         for (let pos = w.context.length; pos < seq.length; pos++) {
           perEpisode[e]!.push({ agent: w.agent, t: w.turn, step: stepSeq.length, action: seq[pos]! });

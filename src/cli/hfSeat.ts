@@ -1,0 +1,101 @@
+/**
+ * `npm run sat -- --agent-model J=DIR`: seats a Hugging Face Llama checkpoint folder (DIR) as
+ * agent J of a language team. The folder's files are read from disk into the name → bytes map
+ * src/model/hfLoad.ts takes (the page builds the same map from File objects), the memory an
+ * agent on it will hold is estimated from config.json and refused before anything is allocated
+ * when it does not fit, then the checkpoint is converted and quantized on load (q8 unless
+ * --agent-quant says otherwise) and trains LoRA adapters (rank = the `lora` setting, 8 when it
+ * is 0) on the CPU backend, prompted with its own tokenizer (chat template when it has one), on
+ * contexts of at most HF_CLI_MAX_SEQ = 128 tokens. The estimate counts one training pass over the
+ * agent's batch × group messages at that length (an LM agent packs them into one forward) and
+ * sampling max(batch × group, evalEpisodes) prompts at once.
+ * Progress lines go to the `log` callback (stderr in the CLI).
+ *
+ * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts), flag parsing (sat.ts).
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { totalmem } from 'node:os';
+import { join } from 'node:path';
+import { cpuBackend } from '../backend/cpu';
+import { ConfigError, SatError } from '../core/errors';
+import { Rng } from '../core/rng';
+import { describeConfig } from '../model/config';
+import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
+import { loadHfCheckpoint, type HfFiles } from '../model/hfLoad';
+import { Model } from '../model/model';
+import type { QuantKind } from '../model/quant';
+import { LmAgent } from '../sat/agents/lm';
+import type { Config } from '../sat/config';
+import type { Experiment, LlmExperiment } from '../sat/experiment';
+
+/** LoRA rank of a seated checkpoint when the `lora` setting is 0 (full training of a 100M model is not offered). */
+export const HF_DEFAULT_LORA_RANK = 8;
+
+/** Context of a seated checkpoint (positions): our tasks' turns, chat template included, fit well within it. */
+export const HF_CLI_MAX_SEQ = 128;
+
+/** The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name. */
+export async function readHfFolder(dir: string): Promise<HfFiles> {
+  let names: string[];
+  try {
+    if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
+    names = await readdir(dir);
+  } catch {
+    throw new SatError('model', `--agent-model: "${dir}" is not a folder that can be read; give the folder holding config.json, model.safetensors and tokenizer.json`);
+  }
+  const files = new Map<string, Uint8Array>();
+  for (const name of names.sort()) {
+    if (name.endsWith('.safetensors') || name.endsWith('.json')) files.set(name, new Uint8Array(await readFile(join(dir, name))));
+  }
+  return files;
+}
+
+export interface HfSeatOptions {
+  readonly quant: QuantKind;
+  /** Refuse above this many bytes (default 80 % of the machine's memory). */
+  readonly limitBytes?: number;
+  readonly log: (line: string) => void;
+}
+
+/** Replaces agent `j` of a language experiment by the checkpoint in `dir`; returns the experiment with J at start re-estimated. */
+export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: string, o: HfSeatOptions): Promise<Experiment> {
+  if (!Number.isInteger(j) || j < 0 || j >= cfg.agents) {
+    throw new ConfigError('agent-model', j, `--agent-model ${j}=…: the team has agents 0..${cfg.agents - 1}.`);
+  }
+  const lx = exp as LlmExperiment;
+  const files = await readHfFolder(dir);
+  const rank = cfg.lora > 0 ? cfg.lora : HF_DEFAULT_LORA_RANK;
+  // One training pass packs the agent's batch × group messages, each at most HF_CLI_MAX_SEQ tokens.
+  // Sampling: a rollout's batch × group prompts, or an evaluation's evalEpisodes, at once.
+  const budget = { loraRank: rank, sequences: cfg.batch * cfg.group, seqLen: HF_CLI_MAX_SEQ, prompts: Math.max(cfg.batch * cfg.group, cfg.evalEpisodes) };
+  const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
+  const configBytes = files.get('config.json');
+  if (configBytes !== undefined) {
+    // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
+    try {
+      const { cfg: mc } = parseHfConfig(JSON.parse(new TextDecoder().decode(configBytes)), { maxSeq: HF_CLI_MAX_SEQ });
+      o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${mc.maxSeq} tokens (sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
+    } catch {
+      // A bad config.json gets its specific message from the loader below.
+    }
+  }
+  let last = '';
+  const m = await loadHfCheckpoint(files, {
+    quant: o.quant,
+    maxSeq: HF_CLI_MAX_SEQ,
+    memory: { limitBytes: limit, where: o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory', ...budget },
+    onProgress: (p) => {
+      const line = `  ${p.phase} ${p.done}/${p.total}`;
+      if (p.done === p.total && line !== last) o.log(`${line}${p.phase === 'reading' ? ' files' : ' tensors'}`);
+      last = line;
+    },
+  });
+  const model = new Model(cpuBackend, m.cfg, m.weights, { trainable: 'lora', lora: { rank, alpha: cfg.loraAlpha }, seed: new Rng(cfg.seed, [0x6866, j]).nextU32() });
+  const agent = new LmAgent(j, model, { name: `${m.name}#${j}`, temperature: cfg.temperature, topK: cfg.topK, tokenizer: m.tokenizer });
+  const old = lx.team[j]!;
+  lx.team[j] = agent;
+  if (old instanceof LmAgent) old.model.dispose();
+  o.log(`  agent ${j} is ${m.name}: ${agent.model.paramCount().toLocaleString('en-US')} LoRA parameters over a frozen ${o.quant} base; turns marked ${m.tokenizer.turns === 'chat' ? 'by its chat template' : 'as plain text ("agent i:")'}; messages end at token ${m.tokenizer.eos}`);
+  const j0 = (await lx.env.evaluate(lx.team)).J;
+  return { ...exp, j0 };
+}

@@ -1,0 +1,310 @@
+/**
+ * Loads a Hugging Face Llama-family checkpoint folder — config.json, model.safetensors (or the
+ * shards of model.safetensors.index.json), tokenizer.json (+ tokenizer_config.json and
+ * generation_config.json when present) — into our weights (weights.ts names and layout),
+ * converted to f32 and quantized on load to Q8/Q4 blocks when asked. The input is a map
+ * file name → bytes, so the CLI (fs reads) and the page (File objects) build the same thing.
+ *
+ * Name map (HF → ours), and what the load does to each:
+ *   model.embed_tokens.weight                    → tok_emb      [V × d]
+ *   model.layers.N.input_layernorm.weight        → layers.N.attn_norm
+ *   model.layers.N.self_attn.q_proj.weight       → layers.N.wq  rows permuted (RoPE layout, below)
+ *   model.layers.N.self_attn.k_proj.weight       → layers.N.wk  rows permuted, then K/V heads repeated
+ *   model.layers.N.self_attn.v_proj.weight       → layers.N.wv  K/V heads repeated
+ *   model.layers.N.self_attn.o_proj.weight       → layers.N.wo
+ *   model.layers.N.post_attention_layernorm.weight → layers.N.mlp_norm
+ *   model.layers.N.mlp.{gate,up,down}_proj.weight → layers.N.{w1,w3,w2}
+ *   model.norm.weight                            → final_norm
+ *   lm_head.weight                               → lm_head  (absent when tie_word_embeddings)
+ * (`…rotary_emb.inv_freq` buffers of old checkpoints are ignored: we compute the table.)
+ *
+ * RoPE layout. HF Llama rotates "half" pairs (i, i + HS/2) of each head; our kernel
+ * (src/backend/cpu/rope.ts) rotates interleaved pairs (2i, 2i+1), with the same frequency θ_i for
+ * pair i. So within every head, our q/k row 2i is HF row i and our row 2i+1 is HF row i + HS/2.
+ * The same permutation applied to q and k leaves every q·k dot product — hence attention — as
+ * HF computes it; v and o are untouched. (This is the inverse of the permutation HF's conversion
+ * script applies to Meta's checkpoints.)
+ *
+ * Grouped-query attention (num_key_value_heads = KV < heads). HF shares K/V head j between query
+ * heads j·g … j·g + g − 1 (g = heads / KV; `repeat_kv`). We repeat the K and V projection ROWS at
+ * load instead: our wk, wv are [d × d] with head h a copy of K/V head ⌊h/g⌋, so the forward pass
+ * is HF's exactly, with no new backend op. What this means:
+ *   - memory: wk and wv hold g× the rows (for SmolLM-135M, g = 3: +2·2·576·192 per layer);
+ *   - training: a LoRA adapter on wk / wv adapts each copy on its own, so the g copies of a group
+ *     may drift apart — the trained model is a (multi-head) superset of the GQA one and cannot be
+ *     folded back into KV heads unless the copies' deltas agree. Adapting only wq, wo and the MLP
+ *     (LoRA targets) keeps it exactly GQA.
+ *
+ * Checks, each a FormatError (files, tensors) or ConfigError (config.json fields, memory) naming
+ * the file, tensor or field: a missing file; a shard the index names but the folder lacks; a
+ * tensor missing, of the wrong shape, of a dtype other than F32 / F16 / BF16, or with a non-finite
+ * value; an unknown tensor; an lm_head in a tied checkpoint; truncated tensor data (the
+ * safetensors reader's own message, prefixed by the file name); and, before any tensor is read,
+ * a checkpoint whose estimated memory (hfConfig.ts estimateMemory) exceeds the given limit.
+ *
+ * Not here: config.json's fields (hfConfig.ts), the tokenizer (hfTokenizer.ts), the page's file
+ * picker and storage.
+ */
+import { ConfigError, FormatError } from '../core/errors';
+import { f16ToF32 } from '../core/f16';
+import type { ModelConfig } from './config';
+import { checkFits, estimateMemory, parseHfConfig, type HfInfo } from './hfConfig';
+import { HfTokenizer, type HfTurns } from './hfTokenizer';
+import { quantizeQ4, quantizeQ8, type QuantKind } from './quant';
+import { readSafetensors, showShape, type StTensor } from './safetensors';
+import { isQuantizable, weightNames, type ModelWeights, type WeightTensor } from './weights';
+
+/** A checkpoint folder: file name (relative to the folder, e.g. "model-00001-of-00002.safetensors") → bytes. */
+export type HfFiles = ReadonlyMap<string, Uint8Array>;
+
+export interface HfProgress {
+  readonly phase: 'reading' | 'converting' | 'quantizing';
+  /** Files read / tensors converted so far, of `total`. */
+  readonly done: number;
+  readonly total: number;
+  /** The file or tensor at hand. */
+  readonly item: string;
+}
+
+export interface HfLoadOptions {
+  /** Storage of the matrices after load (quantizable ones: input dim a multiple of 32). Default 'f32'. */
+  readonly quant?: QuantKind;
+  /** Longest context the model runs on (hfConfig.ts; default min(max_position_embeddings, 512)). */
+  readonly maxSeq?: number;
+  /** How turns are marked in the tokenizer's text (hfTokenizer.ts). Default: 'chat' if the tokenizer config has a chat template, else 'plain'. */
+  readonly turns?: HfTurns;
+  readonly onProgress?: (p: HfProgress) => void;
+  /** Aborts between tensors (the promise rejects with the signal's reason). */
+  readonly signal?: AbortSignal;
+  /** Refuse before reading any tensor when the estimate for an agent with this LoRA rank exceeds the limit. */
+  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number; readonly prompts?: number };
+}
+
+export interface HfModel {
+  readonly cfg: ModelConfig;
+  readonly weights: ModelWeights;
+  readonly info: HfInfo;
+  readonly tokenizer: HfTokenizer;
+  /** config.json's "_name_or_path" when it has one, else "checkpoint". */
+  readonly name: string;
+}
+
+const IGNORED = /^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/;
+const SUPPORTED_DTYPES = ['F32', 'F16', 'BF16'];
+
+/** HF tensor name of each of our weights. */
+export function hfName(ours: string): string {
+  if (ours === 'tok_emb') return 'model.embed_tokens.weight';
+  if (ours === 'final_norm') return 'model.norm.weight';
+  if (ours === 'lm_head') return 'lm_head.weight';
+  const m = /^layers\.(\d+)\.(\w+)$/.exec(ours);
+  if (!m) throw new ConfigError('name', ours, `"${ours}" is not one of our weight names.`);
+  const part: Record<string, string> = {
+    attn_norm: 'input_layernorm', mlp_norm: 'post_attention_layernorm',
+    wq: 'self_attn.q_proj', wk: 'self_attn.k_proj', wv: 'self_attn.v_proj', wo: 'self_attn.o_proj',
+    w1: 'mlp.gate_proj', w3: 'mlp.up_proj', w2: 'mlp.down_proj',
+  };
+  return `model.layers.${m[1]}.${part[m[2]!]}.weight`;
+}
+
+/** The [rows × cols] shape HF stores our weight `ours` with (K/V projections: kvHeads·headDim rows). */
+function hfShape(cfg: ModelConfig, info: HfInfo, ours: string): number[] {
+  const { vocab: V, d, hidden: H } = cfg;
+  const kvRows = info.kvHeads * (d / cfg.heads);
+  if (ours === 'tok_emb' || ours === 'lm_head') return [V, d];
+  if (ours === 'final_norm' || ours.endsWith('_norm')) return [d];
+  const p = ours.slice(ours.lastIndexOf('.') + 1);
+  if (p === 'wk' || p === 'wv') return [kvRows, d];
+  if (p === 'w1' || p === 'w3') return [H, d];
+  if (p === 'w2') return [d, H];
+  return [d, d];
+}
+
+let f16Table: Float32Array | null = null;
+
+/** f32 values of an F32 / F16 / BF16 safetensors tensor (a fresh array). */
+export function toF32(t: StTensor): Float32Array {
+  if (t.dtype === 'F32') return (t.data as Float32Array).slice();
+  const bits = t.data as Uint16Array;
+  const out = new Float32Array(bits.length);
+  if (t.dtype === 'BF16') {
+    // bf16 is the top half of an f32: shift the bits up.
+    const u = new Uint32Array(out.buffer);
+    for (let i = 0; i < bits.length; i++) u[i] = bits[i]! << 16;
+    return out;
+  }
+  if (f16Table === null) {
+    f16Table = new Float32Array(65536);
+    for (let h = 0; h < 65536; h++) f16Table[h] = f16ToF32(h);
+  }
+  for (let i = 0; i < bits.length; i++) out[i] = f16Table[bits[i]!]!;
+  return out;
+}
+
+/** HF rotate-half rows → our interleaved rows, within each of `nHeads` heads of size HS (header). */
+export function permuteRopeRows(w: Float32Array, nHeads: number, HS: number, cols: number): Float32Array {
+  const out = new Float32Array(w.length);
+  const half = HS / 2;
+  for (let h = 0; h < nHeads; h++) {
+    for (let i = 0; i < half; i++) {
+      const base = h * HS;
+      out.set(w.subarray((base + i) * cols, (base + i + 1) * cols), (base + 2 * i) * cols);
+      out.set(w.subarray((base + half + i) * cols, (base + half + i + 1) * cols), (base + 2 * i + 1) * cols);
+    }
+  }
+  return out;
+}
+
+/** K/V rows of `kvHeads` heads → `heads` heads, head h a copy of K/V head ⌊h / (heads/kvHeads)⌋ (HF repeat_kv). */
+export function repeatKvRows(w: Float32Array, kvHeads: number, heads: number, HS: number, cols: number): Float32Array {
+  if (kvHeads === heads) return w;
+  const g = heads / kvHeads;
+  const out = new Float32Array(heads * HS * cols);
+  for (let h = 0; h < heads; h++) {
+    const j = Math.floor(h / g);
+    out.set(w.subarray(j * HS * cols, (j + 1) * HS * cols), h * HS * cols);
+  }
+  return out;
+}
+
+function json(files: HfFiles, name: string, required: boolean): unknown {
+  const bytes = files.get(name);
+  if (bytes === undefined) {
+    if (!required) return undefined;
+    throw new FormatError(`checkpoint folder: "${name}" is missing; a Hugging Face Llama folder has config.json, model.safetensors (or its shards with model.safetensors.index.json) and tokenizer.json`);
+  }
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (e) {
+    throw new FormatError(`checkpoint folder: "${name}" is not valid JSON (${e instanceof Error ? e.message : String(e)})`);
+  }
+}
+
+/** Which file holds each tensor: the index's weight_map, or everything in model.safetensors. */
+function shardPlan(files: HfFiles): { shards: string[]; where: (tensor: string) => string | undefined } {
+  const index = json(files, 'model.safetensors.index.json', false);
+  if (index === undefined) {
+    if (!files.has('model.safetensors')) {
+      throw new FormatError('checkpoint folder: "model.safetensors" is missing (and there is no "model.safetensors.index.json" naming shards)');
+    }
+    return { shards: ['model.safetensors'], where: () => 'model.safetensors' };
+  }
+  const map = (index as { weight_map?: unknown } | null)?.weight_map;
+  if (typeof map !== 'object' || map === null || Array.isArray(map)) {
+    throw new FormatError('checkpoint folder: "model.safetensors.index.json" has no "weight_map" object (tensor name → shard file)');
+  }
+  const wm = map as Record<string, unknown>;
+  const shards: string[] = [];
+  for (const [tensor, file] of Object.entries(wm)) {
+    if (typeof file !== 'string') throw new FormatError(`checkpoint folder: "model.safetensors.index.json" maps tensor "${tensor}" to ${JSON.stringify(file)}, not a file name`);
+    if (!files.has(file)) throw new FormatError(`checkpoint folder: shard "${file}" is missing (model.safetensors.index.json puts tensor "${tensor}" in it)`);
+    if (!shards.includes(file)) shards.push(file);
+  }
+  return { shards, where: (t) => (typeof wm[t] === 'string' ? (wm[t] as string) : undefined) };
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
+
+/** Reads, checks, converts (and quantizes) a checkpoint folder; see the header for every step and check. */
+export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {}): Promise<HfModel> {
+  const quant = opts.quant ?? 'f32';
+  const progress = opts.onProgress ?? (() => {});
+  const rawConfig = json(files, 'config.json', true);
+  const { cfg, info } = parseHfConfig(rawConfig, { maxSeq: opts.maxSeq });
+  if (quant !== 'f32' && cfg.d % 32 !== 0) {
+    throw new ConfigError('hidden_size', cfg.d, `config.json: "hidden_size" = ${cfg.d} is not a multiple of 32, so the model cannot be stored ${quant}; load it as f32.`);
+  }
+  if (opts.memory) checkFits(estimateMemory(cfg, { quant, ...opts.memory }), opts.memory.limitBytes, opts.memory.where);
+  // The tokenizer first: it is small, and a folder without one fails before the big read.
+  const tokenizer = new HfTokenizer(
+    json(files, 'tokenizer.json', true),
+    { tokenizerConfig: json(files, 'tokenizer_config.json', false), generationConfig: json(files, 'generation_config.json', false), info, vocab: cfg.vocab, turns: opts.turns },
+  );
+
+  const plan = shardPlan(files);
+  const tensors = new Map<string, { t: StTensor; file: string }>();
+  for (const [i, file] of plan.shards.entries()) {
+    opts.signal?.throwIfAborted();
+    progress({ phase: 'reading', done: i, total: plan.shards.length, item: file });
+    await yieldToEventLoop();
+    let read;
+    try {
+      read = readSafetensors(files.get(file)!);
+    } catch (e) {
+      if (e instanceof FormatError) throw new FormatError(`${file}: ${e.message}`);
+      throw e;
+    }
+    for (const [name, t] of read.tensors) {
+      const want = plan.where(name);
+      if (want !== undefined && want !== file) throw new FormatError(`${file}: holds tensor "${name}", which model.safetensors.index.json puts in "${want}"`);
+      if (tensors.has(name)) throw new FormatError(`${file}: tensor "${name}" is also in "${tensors.get(name)!.file}"`);
+      tensors.set(name, { t, file });
+    }
+  }
+  progress({ phase: 'reading', done: plan.shards.length, total: plan.shards.length, item: '' });
+  if (cfg.tied && tensors.has('lm_head.weight')) {
+    throw new ConfigError('tie_word_embeddings', true, 'config.json: "tie_word_embeddings" = true, but the checkpoint has its own "lm_head.weight"; a tied model\'s head is model.embed_tokens.weight (fix the config: tie_word_embeddings false)');
+  }
+  const names = weightNames(cfg);
+  const expected = new Set(names.map(hfName));
+  for (const name of tensors.keys()) {
+    if (!expected.has(name) && !IGNORED.test(name)) {
+      throw new FormatError(`${tensors.get(name)!.file}: unexpected tensor "${name}"; it is not part of a Llama model with this config.json (${cfg.layers} layers${cfg.tied ? ', tied embeddings' : ''})`);
+    }
+  }
+
+  const HS = cfg.d / cfg.heads;
+  const weights: ModelWeights = new Map();
+  for (const [i, ours] of names.entries()) {
+    opts.signal?.throwIfAborted();
+    const hf = hfName(ours);
+    const found = tensors.get(hf);
+    const want = hfShape(cfg, info, ours);
+    if (!found) {
+      const where = plan.where(hf);
+      throw new FormatError(`checkpoint folder: tensor "${hf}" (shape ${showShape(want)}) is missing${where ? ` from "${where}", where model.safetensors.index.json puts it` : ''}`);
+    }
+    const { t, file } = found;
+    if (!SUPPORTED_DTYPES.includes(t.dtype)) throw new FormatError(`${file}: tensor "${hf}" has dtype ${t.dtype}; supported: ${SUPPORTED_DTYPES.join(', ')}`);
+    if (t.shape.length !== want.length || t.shape.some((s, k) => s !== want[k])) {
+      throw new FormatError(`${file}: tensor "${hf}" has shape ${showShape(t.shape)} but config.json implies ${showShape(want)}`);
+    }
+    progress({ phase: 'converting', done: i, total: names.length, item: hf });
+    if (i % 8 === 0) await yieldToEventLoop();
+    let data = toF32(t);
+    tensors.delete(hf); // the raw copy can go as soon as it is converted
+    for (let k = 0; k < data.length; k++) {
+      if (!Number.isFinite(data[k]!)) throw new FormatError(`${file}: tensor "${hf}" element ${k} is ${data[k]}; the weights are corrupt`);
+    }
+    const part = ours.slice(ours.lastIndexOf('.') + 1);
+    if (part === 'wq') data = permuteRopeRows(data, cfg.heads, HS, cfg.d);
+    if (part === 'wk') data = permuteRopeRows(data, info.kvHeads, HS, cfg.d);
+    if (part === 'wk' || part === 'wv') data = repeatKvRows(data, info.kvHeads, cfg.heads, HS, cfg.d);
+    const shape = ours === 'tok_emb' || ours === 'lm_head' ? [cfg.vocab, cfg.d] : part === 'wk' || part === 'wv' ? [cfg.d, cfg.d] : want;
+    let w: WeightTensor = { dtype: 'f32', shape, data };
+    if (quant !== 'f32' && isQuantizable(shape)) {
+      progress({ phase: 'quantizing', done: i, total: names.length, item: hf });
+      const [O, C] = [shape[0]!, shape[1]!];
+      w = quant === 'q8' ? { dtype: 'q8', shape, ...quantizeQ8(data, O, C, `tensor "${hf}"`) } : { dtype: 'q4', shape, ...quantizeQ4(data, O, C, `tensor "${hf}"`) };
+    }
+    weights.set(ours, w);
+  }
+  progress({ phase: quant === 'f32' ? 'converting' : 'quantizing', done: names.length, total: names.length, item: '' });
+  const named = (rawConfig as Record<string, unknown>)._name_or_path;
+  return { cfg, weights, info, tokenizer, name: typeof named === 'string' && named.length > 0 ? named.slice(0, 120) : 'checkpoint' };
+}
+
+/**
+ * A content hash of a folder (hex SHA-256 over "name\0sha256(bytes)\n" lines, files by name), so a
+ * share link can name the checkpoint it was made with and the page can tell whether a folder
+ * given later is the same one.
+ */
+export async function hfFolderHash(files: HfFiles): Promise<string> {
+  const hex = (b: ArrayBuffer): string => [...new Uint8Array(b)].map((x) => x.toString(16).padStart(2, '0')).join('');
+  let lines = '';
+  for (const name of [...files.keys()].sort()) {
+    const bytes = files.get(name)!;
+    lines += `${name}\0${hex(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>))}\n`;
+  }
+  return hex(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(lines)));
+}

@@ -1,0 +1,163 @@
+/**
+ * A checkpoint's own tokenizer: tokenizer.json read by @huggingface/tokenizers (Hugging Face's JS
+ * tokenizers — the same BPE / WordPiece / Unigram models, normalizers, pre-tokenizers and
+ * decoders as the Python library), and the chat template of tokenizer_config.json rendered by
+ * @huggingface/jinja. It satisfies `TextTokenizer` (tokenizer.ts), so the language environment
+ * (src/sat/env/lm.ts) encodes a task's contexts with the agent's own tokenizer.
+ *
+ * How turns are marked. Our protocols write contexts with markers (src/tasks/llm/protocols.ts):
+ * prompt + ( <a_i> message <sep> )* + <a_j>. A Hugging Face vocabulary has no such tokens, so:
+ *   'plain'  the markers become text:  prompt + ("\nagent i: " message)* + "\nagent j:"
+ *            — encoded with the tokenizer's own special tokens (its post-processor adds BOS when
+ *            the checkpoint does, as `tokenizer(text)` does in Python);
+ *   'chat'   (default when tokenizer_config.json has a chat_template) one user message holding
+ *            the prompt and the earlier messages as "agent i: message" lines, rendered with
+ *            add_generation_prompt, so the agent answers as the assistant — encoded without
+ *            added special tokens, as `apply_chat_template(tokenize=True)` does (the template
+ *            writes BOS itself).
+ * A message ends at `eos`: tokenizer_config.json's eos_token, else generation_config.json's
+ * eos_token_id, else config.json's (the first of a list). A tokenizer with none is refused.
+ *
+ * Not here: the char tokenizer (tokenizer.ts), model weights (hfLoad.ts).
+ */
+import { Template } from '@huggingface/jinja';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { FormatError } from '../core/errors';
+import type { HfInfo } from './hfConfig';
+import type { TextTokenizer } from './tokenizer';
+
+export type HfTurns = 'plain' | 'chat';
+
+export interface HfTokenizerOptions {
+  readonly tokenizerConfig?: unknown;
+  readonly generationConfig?: unknown;
+  /** bos/eos ids of config.json. */
+  readonly info?: Pick<HfInfo, 'bosTokenId' | 'eosTokenId'>;
+  /** The model's vocabulary size: every token id must be below it. */
+  readonly vocab?: number;
+  readonly turns?: HfTurns;
+}
+
+const MARKER = /<a(\d)>|<sep>|<bos>|<eos>/g;
+
+function obj(v: unknown): Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+/** A special token as tokenizer_config.json writes it: a string or { content }. */
+function tokenText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  const c = obj(v).content;
+  return typeof c === 'string' ? c : undefined;
+}
+
+function pickTemplate(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v)) {
+    const entries = v.map(obj);
+    const t = (entries.find((e) => e.name === 'default') ?? entries[0])?.template;
+    return typeof t === 'string' ? t : undefined;
+  }
+  return undefined;
+}
+
+function firstId(v: unknown): number | undefined {
+  const x = Array.isArray(v) ? v[0] : v;
+  return typeof x === 'number' && Number.isInteger(x) && x >= 0 ? x : undefined;
+}
+
+export class HfTokenizer implements TextTokenizer {
+  readonly vocabSize: number;
+  readonly eos: number;
+  readonly turns: HfTurns;
+  readonly bosToken: string | undefined;
+  readonly eosToken: string;
+  private readonly tk: Tokenizer;
+  private readonly template: Template | null;
+
+  constructor(tokenizerJson: unknown, opts: HfTokenizerOptions = {}) {
+    const tj = obj(tokenizerJson);
+    if (typeof tj.model !== 'object' || tj.model === null) throw new FormatError('tokenizer.json: has no "model" object; it is not a Hugging Face tokenizer file');
+    const tc = obj(opts.tokenizerConfig);
+    try {
+      this.tk = new Tokenizer(tj, tc);
+    } catch (e) {
+      throw new FormatError(`tokenizer.json: @huggingface/tokenizers cannot read it (${e instanceof Error ? e.message : String(e)})`);
+    }
+    const vocab = this.tk.get_vocab(true);
+    let maxId = -1;
+    for (const id of vocab.values()) maxId = Math.max(maxId, id);
+    this.vocabSize = maxId + 1;
+    if (opts.vocab !== undefined && this.vocabSize > opts.vocab) {
+      throw new FormatError(`tokenizer.json: has token ids up to ${maxId}, but config.json "vocab_size" = ${opts.vocab}; the tokenizer does not belong to this model`);
+    }
+    const eosText = tokenText(tc.eos_token);
+    const eos =
+      (eosText !== undefined ? this.tk.token_to_id(eosText) : undefined) ??
+      firstId(obj(opts.generationConfig).eos_token_id) ??
+      (opts.info?.eosTokenId ?? undefined);
+    if (eos === undefined) {
+      throw new FormatError('tokenizer: no end-of-sequence token (tokenizer_config.json "eos_token", generation_config.json or config.json "eos_token_id"); a message could never end');
+    }
+    this.eos = eos;
+    this.eosToken = this.tk.id_to_token(eos) ?? eosText ?? '';
+    const bos = tokenText(tc.bos_token) ?? (opts.info?.bosTokenId != null ? this.tk.id_to_token(opts.info.bosTokenId) : undefined);
+    this.bosToken = bos;
+    const source = pickTemplate(tc.chat_template);
+    const turns = opts.turns ?? (source !== undefined ? 'chat' : 'plain');
+    if (turns === 'chat' && source === undefined) throw new FormatError('tokenizer_config.json: has no "chat_template", so turns cannot be marked with one; use plain turns');
+    this.turns = turns;
+    this.template = null;
+    if (turns === 'chat') {
+      try {
+        this.template = new Template(source!);
+      } catch (e) {
+        throw new FormatError(`tokenizer_config.json: "chat_template" does not parse (${e instanceof Error ? e.message : String(e)})`);
+      }
+      this.renderChat('probe'); // a template that fails, fails at load
+    }
+  }
+
+  /** Text → ids with the tokenizer's own added special tokens (`tokenizer(text)` in Python) unless `special` is false. */
+  encode(text: string, special = true): number[] {
+    return this.tk.encode(text, { add_special_tokens: special }).ids;
+  }
+
+  /** Ids → text; special tokens dropped unless `keepSpecial`. No ids (a message that ended at once) → ''. */
+  decode(ids: ArrayLike<number>, keepSpecial = false): string {
+    if (ids.length === 0) return ''; // the library refuses an empty list
+    return this.tk.decode(Array.from(ids), { skip_special_tokens: !keepSpecial });
+  }
+
+  private renderChat(content: string): string {
+    try {
+      return this.template!.render({
+        messages: [{ role: 'user', content }],
+        add_generation_prompt: true,
+        bos_token: this.bosToken ?? '',
+        eos_token: this.eosToken,
+      });
+    } catch (e) {
+      throw new FormatError(`tokenizer_config.json: "chat_template" fails to render (${e instanceof Error ? e.message : String(e)})`);
+    }
+  }
+
+  /** A protocol context (markers and all) as the text this tokenizer encodes (header: plain or chat). */
+  renderContext(context: string): string {
+    if (this.turns === 'plain') {
+      return context.replace(MARKER, (m, agent: string | undefined) => (agent !== undefined ? `\nagent ${agent}:` : ''));
+    }
+    // chat: drop the final marker (the assistant turn is the agent's), earlier markers become lines.
+    const body = context.replace(/<a\d>$/, '').replace(MARKER, (m, agent: string | undefined) => (agent !== undefined ? `\nagent ${agent}: ` : ''));
+    return this.renderChat(body);
+  }
+
+  encodeContext(context: string): number[] {
+    const text = this.renderContext(context);
+    return this.turns === 'plain' ? this.encode(text, true) : this.encode(text, false);
+  }
+
+  decodeMessage(ids: ArrayLike<number>): string {
+    return this.decode(ids);
+  }
+}
