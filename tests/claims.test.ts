@@ -8,7 +8,8 @@
  *   - `npm run claims -- --quick` into a temp folder (seconds): five claims, one SVG each that parses
  *     as XML and holds the plotted series, verdicts from the allowed set and consistent with their
  *     tests, finite well-formed CIs, the commands in the markdown — its format, not its numbers;
- *   - the committed report is what the committed data generate (docs stay true), at the full scale;
+ *   - `--render` rewrites the same files from the data; the committed report is what the committed
+ *     data generate (docs stay true), at the full scale;
  *   - a seed fixes a claim's numbers; a cancelled claim returns null; bad input gets a specific error.
  *
  * Seeds: the claims' own (1 … n); no other randomness.
@@ -234,6 +235,17 @@ describe('npm run claims -- --quick', () => {
       expect(sh.slice(1).every((cmd) => cmd.includes('npm run sat -- --preset '))).toBe(true);
     }
     expect(md).toContain('at this scale');
+  });
+
+  it('--render writes the same markdown and SVGs again from the data, running nothing', () => {
+    const svg = join(dir, 'claims', svgName({ id: 3 }));
+    const before = [readFileSync(join(dir, 'claims.md'), 'utf8'), readFileSync(svg, 'utf8')];
+    rmSync(join(dir, 'claims.md'));
+    rmSync(svg);
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/claims.ts', '--render', '--quick', '--out', dir], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/running nothing/);
+    expect([readFileSync(join(dir, 'claims.md'), 'utf8'), readFileSync(svg, 'utf8')]).toEqual(before);
   });
 });
 

@@ -10,6 +10,9 @@
  *                                          the system's temp dir, printed) — the format check CI
  *                                          runs (tests/claims.test.ts); never over the committed report
  *   npm run claims -- --out DIR            DIR/claims.md, DIR/claims/claim-N.svg, DIR/data.json
+ *   npm run claims -- --render [--quick] [--out DIR]   rewrite the markdown and the SVGs from the
+ *                                          data as they are, running nothing (after a change to
+ *                                          claimsReport.ts)
  *
  * Progress goes to stderr, one line per claim to stdout. A usage error exits with status 2.
  *
@@ -25,25 +28,27 @@ import { claimSvg, claimsMarkdown, svgName } from './claimsReport';
 import { type FlagSpec, readFlags } from './flags';
 import { loadFromDisk } from './models';
 
-const USAGE = 'Usage: npm run claims -- [--quick] [--only 1,2,…] [--out DIR] [--quiet]';
+const USAGE = 'Usage: npm run claims -- [--quick] [--only 1,2,…] [--out DIR] [--render] [--quiet]';
 
 class UsageError extends Error {}
 
-const FLAGS = { quick: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const satisfies FlagSpec;
+const FLAGS = { quick: { type: 'boolean' }, render: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const satisfies FlagSpec;
 
 interface Args {
   scale: ClaimScale;
   only: number[];
   out?: string;
   quiet: boolean;
+  render: boolean;
 }
 
 function readArgs(argv: string[]): Args {
-  const a: Args = { scale: 'full', only: [...CLAIM_IDS], quiet: false };
+  const a: Args = { scale: 'full', only: [...CLAIM_IDS], quiet: false, render: false };
   for (const { name, value } of readFlags(argv, FLAGS, (m) => new UsageError(m))) {
     switch (name as keyof typeof FLAGS) {
       case 'quick': a.scale = 'quick'; break;
       case 'quiet': a.quiet = true; break;
+      case 'render': a.render = true; break;
       case 'out': a.out = value!; break;
       case 'only': {
         const ids = value!.split(',').map((s) => Number(s.trim()));
@@ -90,13 +95,19 @@ function writeReport(report: ClaimsReport, paths: ReportPaths): void {
 
 async function main(): Promise<void> {
   const args = readArgs(process.argv.slice(2));
+  if (args.render && args.scale === 'quick' && !args.out) throw new UsageError('--render --quick needs --out DIR: a quick report lives where it was written');
   const paths = args.out ? pathsIn(args.out) : args.scale === 'quick' ? pathsIn(mkdtempSync(join(tmpdir(), 'sat-claims-quick-'))) : COMMITTED;
   const progress = (msg: string) => {
     if (!args.quiet && process.stderr.isTTY) process.stderr.write(`\r${msg}\x1b[K`);
   };
-  const before = previous(paths.data, args.scale);
-  const kept = (before?.claims ?? []).filter((c) => !args.only.includes(c.id));
-  const seconds: Record<number, number> = { ...before?.seconds };
+  if (args.render) {
+    const r = previous(paths.data, args.scale);
+    if (!r) throw new UsageError(`--render: ${paths.data} holds no ${args.scale} report to render; run npm run claims${args.scale === 'quick' ? ' -- --quick' : ''} first`);
+    writeReport(r, paths);
+    console.log(`rewrote ${paths.markdown} and ${paths.svgDir}/claim-*.svg from ${paths.data} (${r.claims.length} claims), running nothing`);
+    return;
+  }
+  const seconds: Record<number, number> = {};
   const fresh: ClaimResult[] = [];
   for (const id of args.only) {
     const t0 = performance.now();
@@ -106,8 +117,11 @@ async function main(): Promise<void> {
     fresh.push(r!);
     console.log(`claim ${id} (${r!.title}): ${r!.verdict} — ${seconds[id]!.toFixed(0)} s`);
   }
+  // Read only now, so that a run of other claims that finished meanwhile is kept too.
+  const before = previous(paths.data, args.scale);
+  const kept = (before?.claims ?? []).filter((c) => !args.only.includes(c.id));
   const claims = [...kept, ...fresh].sort((a, b) => a.id - b.id);
-  writeReport({ format: 'sat-claims/1', scale: args.scale, claims, seconds }, paths);
+  writeReport({ format: 'sat-claims/1', scale: args.scale, claims, seconds: { ...before?.seconds, ...seconds } }, paths);
   console.log(`wrote ${paths.markdown}, ${paths.svgDir}/claim-*.svg and ${paths.data} (${claims.length} claims, scale ${args.scale})`);
 }
 

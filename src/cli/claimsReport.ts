@@ -52,7 +52,7 @@ export function claimSvg(plot: ClaimPlot): string {
     placed.push({ x: lx, row, text: it.text, i: it.i, dashed: !it.s.errorBars });
     lx += w + 14;
   }
-  const M = { left: 62, right: 24, top: LEGEND_TOP + (row + 1) * LEGEND_ROW + 6, bottom: 48 };
+  const M = { left: 62, right: 30, top: LEGEND_TOP + (row + 1) * LEGEND_ROW + 6, bottom: 48 };
   const yTicks = plotYTicks(plot);
   const [y0, y1] = [yTicks[0]!, yTicks.at(-1)!];
   const fx = plot.xLog ? Math.log10 : (x: number) => x;
@@ -173,7 +173,7 @@ export function claimsMarkdown(report: ClaimsReport, opts: MarkdownOptions): str
     ...report.claims.map((c) => `| ${c.id} | [${c.title}](#claim-${c.id}) | **${c.verdict}** | ${c.tests.map((t) => `${t.label}: ${interval(t.estimate)}`).join('; ')} |`),
     '',
     'Reproduce everything: `npm run claims` (writes this file, `docs/claims/*.svg` and the page\u2019s data); one claim: `npm run claims -- --only N`; ' +
-      'the seconds-long format check CI runs: `npm run claims -- --quick --out DIR`.',
+      'the seconds-long format check CI runs: `npm run claims -- --quick --out DIR`; this page and the SVGs again from the data, running nothing: `npm run claims -- --render`.',
   ];
   for (const c of report.claims) {
     const secs = opts.seconds?.[c.id];
