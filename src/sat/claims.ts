@@ -218,7 +218,7 @@ const LM_QUICK = { batch: '4', group: '2', evalEpisodes: '16', certEpisodes: '16
 const TAB_QUICK = { certEpisodes: '256' } as const;
 
 export const SCALES: Readonly<Record<ClaimId, Readonly<Record<ClaimScale, ScaleSpec>>>> = {
-  1: { full: { seeds: 5, stages: 8, settings: {} }, quick: { seeds: 2, stages: 1, settings: LM_QUICK } },
+  1: { full: { seeds: 5, stages: 15, settings: {} }, quick: { seeds: 2, stages: 1, settings: LM_QUICK } },
   2: { full: { seeds: 20, stages: 30, settings: {} }, quick: { seeds: 2, stages: 4, settings: TAB_QUICK } },
   3: { full: { seeds: 10, stages: 30, settings: {} }, quick: { seeds: 2, stages: 3, settings: { ...TAB_QUICK, geoIters: '4' } } },
   4: { full: { seeds: 5, stages: 3, settings: {} }, quick: { seeds: 2, stages: 2, settings: { ...LM_QUICK, swapAt: '2' } } },
