@@ -1,11 +1,14 @@
 /**
  * The page's layout, dense but calm (controls left, timeline top, charts in a grid, transcripts
  * below): header across the top; the settings column; the content area with the error banner, the
- * step bar, the team, the timeline, the charts and the stage table.
+ * step bar, the team, the timeline, the charts and the stage table. The Claims view
+ * (components/ClaimsView.tsx) takes the body's place while open.
  *
  * Not here: state (store/), actions (session.ts), or start-up (boot.ts).
  */
+import { useState } from 'react';
 import { ChartsPanel } from './components/ChartsPanel';
+import { ClaimsView } from './components/ClaimsView';
 import { Controls } from './components/Controls';
 import { Header } from './components/Header';
 import { ShareBar } from './components/ShareBar';
@@ -40,16 +43,22 @@ function Banners() {
 }
 
 export function App() {
+  // The Claims view replaces the body while open; the playground stays mounted underneath.
+  const [claims, setClaims] = useState(false);
   return (
     <div className="app">
       <Header />
-      <div className="body">
+      {claims && <ClaimsView onClose={() => setClaims(false)} />}
+      <div className="body" style={claims ? { display: 'none' } : undefined}>
         <Controls />
         <main className="content">
           <Banners />
           <div className="topbar">
             <StepControls />
             <ShareBar />
+            <button type="button" className="small" data-testid="open-claims" title="The five claims of docs/method.md §10b, measured: plots, verdicts, commands" onClick={() => setClaims(true)}>
+              Claims ▸
+            </button>
           </div>
           <TeamBuilder />
           <ChartsPanel />

@@ -32,8 +32,7 @@ import { writeFileSync } from 'node:fs';
 import { SatError } from '../core/errors';
 import { fitPowerLaw, mean, meanCI } from '../core/stats';
 import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, parseAssignment } from '../sat/config';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { loadFromDisk } from './models';
 import { isLlmTask } from '../sat/config';
 import { createExperiment, createLlmExperiment, planLlm, planTabular, runStages, type Experiment } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe } from '../sat/recipe';
@@ -227,16 +226,6 @@ function variantSettings(v: string): Record<string, string> {
   }
   if (v === 'simultaneous') return { scheme: 'simultaneous' };
   return { estimator: v, scheme: 'sequential' };
-}
-
-/** Shipped models are read from public/models/<name>.safetensors. */
-async function loadFromDisk(name: string): Promise<Uint8Array> {
-  const file = join('public', 'models', `${name}.safetensors`);
-  try {
-    return new Uint8Array(await readFile(file));
-  } catch {
-    throw new SatError('model', `Model file ${file} is missing: run \`npm run pretrain -- --task ${name.split('-')[0]} --size ${name.split('-')[1]}\` to build it.`);
-  }
 }
 
 /** The --agent-model seats of a single run (with their quantization, memory limit and progress log). */
