@@ -123,9 +123,27 @@ describe('token inspector (browser)', () => {
     }
     console.log(`inspector: ${n} tokens on the page, ${hovered} hovered and matched the recomputation (${clippedSeen} clipped)`);
 
-    // Keyboard: Tab from the toggle lands on the first token; → moves; Enter opens the chart; Escape closes it.
+    // Colour: by default w·Ã·log r (how the update moved the token); chosen, w·Ã·r (advantage × ratio).
+    const colourOf = async (i: number) => Number(await tokens.nth(i).getAttribute('data-colour'));
+    for (const [mode, value] of [
+      ['moved', (k: number, e: number) => ref.batch.weight[e]! * ref.batch.adv[e]! * Math.log(ref.tokens[k]!.ratio)],
+      ['term', (k: number, e: number) => ref.batch.weight[e]! * ref.batch.adv[e]! * ref.tokens[k]!.ratio],
+    ] as const) {
+      await p.getByTestId('inspector-colour').selectOption(mode);
+      for (let i = 0; i < hovered; i++) {
+        const k = Number(await tokens.nth(i).getAttribute('data-k'));
+        const want = value(k, ref.batch.episodeOf[k]!);
+        expect(Math.abs((await colourOf(i)) - want), `${mode} colour of token ${k}`).toBeLessThan(1e-9 * Math.max(1, Math.abs(want)));
+      }
+    }
+    await p.getByTestId('inspector-colour').selectOption('moved');
+
+    // Keyboard: Tab from the toggle reaches the colour choice, then the first token; → moves; Enter
+    // opens the chart; Escape closes it.
     await p.mouse.move(0, 0);
     await toggle.focus();
+    await p.keyboard.press('Tab');
+    await p.waitForFunction(() => document.activeElement?.getAttribute('data-testid') === 'inspector-colour');
     await p.keyboard.press('Tab');
     const k0 = await tokens.nth(0).getAttribute('data-k');
     await p.waitForFunction((kk) => document.querySelector('[data-testid="inspector-details"]')?.getAttribute('data-k') === kk, k0);

@@ -55,6 +55,19 @@ interface Flat {
   readonly ep: EpisodeView;
 }
 
+/**
+ * What a token's colour shows. `moved` (the default): w·Ã·log r_k, how the update moved the token
+ * in the direction its advantage asked — 0 for an unmoved token, and a message's tokens add up to
+ * its sequence term. `term`: w·Ã·r_k, the advantage times the ratio, i.e. the token's term of the
+ * unclipped surrogate (its sign is the advantage's; its size grows as the update raises the token).
+ */
+export type ColourBy = 'moved' | 'term';
+
+/** The value a token is coloured by (see ColourBy). */
+export function colourValue(f: Flat, by: ColourBy): number {
+  return by === 'moved' ? f.t.contribution : f.ep.weight * f.ep.adv * f.t.ratio;
+}
+
 function Readout({ f, ins }: { f: Flat | null; ins: TokenInspection }) {
   if (!f) return <div className="ti-readout muted" data-testid="inspector-details">Hover or focus a token to see its numbers; click it for its next-token distribution.</div>;
   const { t, ep } = f;
@@ -147,6 +160,8 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
   /** The token whose numbers the readout shows: the last hovered or focused (it stays, so the layout never jumps). */
   const [hover, setHover] = useState<number | null>(null);
   const [open, setOpen] = useState<number | null>(null);
+  const [colourBy, setColourBy] = useState<ColourBy>('moved');
+  const maxColour = useMemo(() => flat.reduce((m, f) => Math.max(m, Math.abs(colourValue(f, colourBy))), 0), [flat, colourBy]);
   const buttons = useRef<(HTMLButtonElement | null)[]>([]);
   const index = useMemo(() => new Map(flat.map((f, i) => [f.t, i])), [flat]);
   const shown = hover ?? (open !== null ? open : null);
@@ -186,8 +201,15 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
         {ins.rejected && <span className="ti-rejected">The update was rejected: π_new = π_cur, every ratio is 1.</span>}
       </div>
       <div className="ti-legend muted">
-        <span className="ti-swatch" style={{ background: tint(1, 1) }} /> moved as its advantage asked
-        <span className="ti-swatch" style={{ background: tint(-1, 1) }} /> against it
+        <label>
+          colour by{' '}
+          <select data-testid="inspector-colour" value={colourBy} onChange={(e) => setColourBy(e.target.value as ColourBy)}>
+            <option value="moved">w·Ã·log r (how the update moved it)</option>
+            <option value="term">w·Ã·r (advantage × ratio)</option>
+          </select>
+        </label>
+        <span className="ti-swatch" style={{ background: tint(1, 1) }} /> {colourBy === 'moved' ? 'moved as its advantage asked' : 'positive advantage'}
+        <span className="ti-swatch" style={{ background: tint(-1, 1) }} /> {colourBy === 'moved' ? 'against it' : 'negative'}
         <span className="ti-swatch clipped" /> clipped
         <span className="ti-kl-sample" /> KL / δ
       </div>
@@ -214,7 +236,8 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
                         buttons.current[i] = el;
                       }}
                       className={`ti-token${t.clipped ? ' clipped' : ''}${open === i ? ' open' : ''}`}
-                      style={{ background: tint(t.contribution, ins.maxAbsContribution) }}
+                      style={{ background: tint(colourValue(flat[i]!, colourBy), maxColour) }}
+                      data-colour={colourValue(flat[i]!, colourBy)}
                       tabIndex={i === focus ? 0 : -1}
                       data-testid="inspector-token"
                       data-k={t.k}
@@ -289,7 +312,9 @@ export function TokenInspector({ step }: TokenInspectorProps) {
           <p className="chart-howto">
             <span className="chart-howto-label">How to read this:</span> each of the agent&apos;s tokens in the batch its update trained on
             (π_cur = the policy that wrote them, π_new = after the accepted update), coloured by w·Ã·log r: green where the update raised a
-            token of a better-than-average episode or lowered one of a worse, red the other way. A dashed outline: the term it belongs to is
+            token of a better-than-average episode or lowered one of a worse, red the other way (or, chosen above, by
+            w·Ã·r — advantage × ratio, the token's term of the unclipped surrogate: green for a better-than-average
+            episode, stronger the more the update raised the token). A dashed outline: the term it belongs to is
             clipped at π_new (under objective = sequence the whole episode&apos;s term, r_e = Π r). The bar under a token is its KL(π_new ‖ π_cur)
             against δ, red beyond it (docs/method.md §5, §5.4, §9b.1). Healthy: mostly green, few red bars.
           </p>
