@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/interleaved.ts`: our forward against onnxruntime-web's, and our training step
+ * `npm run bench:interleaved`: our forward against onnxruntime-web's, and our training step
  * against TF.js's (its "fixed" configuration, the faster one in every `npm run bench` run),
  * INTERLEAVED — for a
  * machine shared with other work, where `npm run bench` (which times each phase in its own block of
