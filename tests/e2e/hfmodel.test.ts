@@ -1,0 +1,87 @@
+/**
+ * Browser test: a Hugging Face Llama checkpoint folder as an agent in the page (docs/models.md,
+ * "Your own checkpoint"). A tiny random checkpoint folder (tests/helpers/hfCheckpoint.ts) is given
+ * to agent 0's folder picker of a shrunk arith-team; the card shows the checkpoint (folder name +
+ * the same short hash Node computes), Step stage trains it as agent 0, and a reload (the autosave)
+ * seats it again from IndexedDB with the stage table intact. A malformed folder (a gpt2
+ * config.json) shows the loader's own message and changes nothing.
+ *
+ * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeShare, makeShareState } from '../../src/app/share';
+import { hfFolderHash } from '../../src/model/hfLoad';
+import { presetConfig } from '../../src/sat/presets';
+import { hfCheckpoint, writeHfFolder } from '../helpers/hfCheckpoint';
+import { openPlayground, settled, SETUP_TIMEOUT_MS, type Playground } from './harness';
+
+let pg: Playground;
+let dir: string;
+
+beforeAll(async () => {
+  pg = await openPlayground();
+  dir = mkdtempSync(join(tmpdir(), 'sat-hfmodel-'));
+}, SETUP_TIMEOUT_MS);
+
+afterAll(async () => {
+  await pg?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
+
+describe('your own checkpoint as an agent in the page', () => {
+  it('picks a folder for agent 0, steps a stage with it, and a reload seats it again; a gpt2 folder is refused and changes nothing', async () => {
+    const good = hfCheckpoint();
+    writeHfFolder(join(dir, 'tiny-llama'), good.files);
+    writeHfFolder(join(dir, 'gpt2-folder'), hfCheckpoint({ config: { model_type: 'gpt2' } }).files);
+    const hash = await hfFolderHash(good.files);
+    const name = `tiny-llama@${hash.slice(0, 8)}`;
+
+    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+    const p = await pg.freshPage();
+    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    const before = await p.getByTestId('agent-0').innerText();
+    expect(before).toContain('arithmetic-S#0');
+
+    // A malformed folder: the loader's message, and the team as it was.
+    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'gpt2-folder'));
+    await p.getByTestId('error').waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('error').innerText()).toMatch(/Agent 0's checkpoint: .*model_type.*gpt2.*The team was not changed\./s);
+    await settled(p);
+    expect(await p.getByTestId('agent-0').innerText()).toBe(before);
+    expect(await p.getByTestId('checkpoint-0-name').count()).toBe(0);
+
+    // The good folder: progress, then the card shows it.
+    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'tiny-llama'));
+    await p.getByTestId('checkpoint-0-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
+    const card = await p.getByTestId('agent-0').innerText();
+    expect(card).toContain(`${name}#0`);
+    expect(card).toMatch(/[\d,]+ base params/);
+    expect(await p.getByTestId('checkpoint-0-stored').innerText()).toMatch(/^kept in this browser: [\d.]+ KiB$/);
+    expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
+
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
+    await settled(p);
+    const row = await p.getByTestId('stage-row').first().innerText();
+
+    // A reload without the link: the autosave, with the seat restored from IndexedDB.
+    await p.goto(pg.url, { waitUntil: 'load' });
+    await p.getByText(/Restored your last experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('agent-0').innerText()).toContain(`${name}#0`);
+    expect(await p.evaluate(rows)).toBe(1);
+    expect(await p.getByTestId('stage-row').first().innerText()).toBe(row);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+});
