@@ -2,23 +2,26 @@
  * A Hugging Face checkpoint folder as a seat in the page (src/app/hfFiles.ts, docs/models.md "Your
  * own checkpoint"): the File list → name → bytes map (the same map, and hash, the CLI builds from
  * disk), the memory refusal before any weight is read, the loader's own messages, the storage
- * round trip over an in-memory store, and a seat built in a worker being the agent the CLI builds.
+ * round trip over an in-memory store, the share link's "checkpoints" field, and a seat built in a
+ * worker being the agent the CLI builds.
  *
  * Not here: the page itself (tests/e2e/hfmodel.test.ts), the loader's checks (tests/hf.test.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { deflateRawSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CheckpointStore, folderEntries, readCheckpointFolder, seatName, type FileLike } from '../src/app/hfFiles';
 import { createRemoteExperiment, type RemoteExperiment } from '../src/app/remoteTeam';
+import { base64urlEncode, decodeShare, encodeShare, makeShareState, SHARE_PREFIX } from '../src/app/share';
 import { readHfFolder } from '../src/cli/hfSeat';
 import { hfFolderHash, loadHfCheckpoint } from '../src/model/hfLoad';
 import { presetConfig } from '../src/sat/presets';
 import { HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed } from '../src/sat/hfSeat';
 import { hfCheckpoint, writeHfFolder } from './helpers/hfCheckpoint';
 import { MemoryStore } from './helpers/memoryStore';
-import { nodeAgentWorker } from './helpers/nodeAgentWorker';
+import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';
 
 /** A File as a folder picker gives it: its path under the picked folder, and a count of reads. */
 function fileOf(path: string, bytes: Uint8Array, reads?: string[]): FileLike {
@@ -71,10 +74,11 @@ describe('File list → name → bytes map', () => {
     expect(r.name.startsWith('tiny-llama@')).toBe(true);
   });
 
-  it('refuses an empty list, files from two folders, and two files of one name', () => {
+  it('refuses an empty list, files from two folders, two files of one name, and a folder dropped whole', () => {
     expect(() => folderEntries([])).toThrow(/no files were given/);
     expect(() => folderEntries([fileOf('a/config.json', enc({})), fileOf('b/tokenizer.json', enc({}))])).toThrow(/two folders, "a" and "b"/);
     expect(() => folderEntries([fileOf('config.json', enc({})), fileOf('config.json', enc({}))])).toThrow(/two files are named "config.json"/);
+    expect(() => folderEntries([fileOf('SmolLM-135M', new Uint8Array())])).toThrow(/none of the 1 file given is a \.json or \.safetensors file.*drop its files, or pick the folder/);
   });
 
   it('refuses a checkpoint that does not fit before reading any weight, naming every part of the estimate', async () => {
@@ -94,7 +98,7 @@ describe('File list → name → bytes map', () => {
 });
 
 describe('CheckpointStore', () => {
-  it('keeps the raw files under their hash and gives them back byte for byte; the seating round-trips and stale copies go', async () => {
+  it('keeps the raw files under their hash and gives them back byte for byte; the seating round-trips; a copy goes only when its seat lets it go', async () => {
     const mem = new MemoryStore();
     const store = new CheckpointStore(mem);
     const c = await readCheckpointFolder(picked('tiny-llama', hfCheckpoint().files), cfg, roomy);
@@ -108,8 +112,12 @@ describe('CheckpointStore', () => {
     expect(await store.load('0'.repeat(64))).toEqual({ ok: true, value: null });
     expect(await store.saveSeating([{ agent: 1, name: c.name, hash: c.hash }])).toEqual({ ok: true, value: undefined });
     expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 1, name: c.name, hash: c.hash }] });
-    await store.saveSeating([]);
-    expect(await store.load(c.hash)).toEqual({ ok: true, value: null }); // no seat holds it any more
+    await store.saveSeating([]); // a link without checkpoints: the stored copy stays
+    expect((await store.load(c.hash)).ok && mem.map.has(`checkpoint:${c.hash}`)).toBe(true);
+    await store.saveSeating([{ agent: 0, name: c.name, hash: c.hash }], [c.hash]); // still held by agent 0
+    expect(mem.map.has(`checkpoint:${c.hash}`)).toBe(true);
+    await store.saveSeating([], [c.hash]); // its seat went back to the shipped model
+    expect(await store.load(c.hash)).toEqual({ ok: true, value: null });
   });
 
   it('refuses a damaged stored copy and a malformed seating, saying so', async () => {
@@ -131,11 +139,49 @@ describe('CheckpointStore', () => {
   });
 });
 
+describe('share links: the seats\' checkpoints', () => {
+  const h = 'ab'.repeat(32);
+  const craft = (obj: unknown) => SHARE_PREFIX + base64urlEncode(deflateRawSync(new TextEncoder().encode(JSON.stringify(obj))));
+
+  it('records {agent, hash, name} per seat and reads it back exactly (sorted by agent)', async () => {
+    const cps = [{ agent: 1, name: 'SmolLM-135M@abababab', hash: h }, { agent: 0, name: 'tiny-llama@12345678', hash: '12'.repeat(32) }];
+    const link = await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: cps }));
+    const r = await decodeShare(link);
+    if (!r.ok) throw new Error(r.error);
+    expect(r.state.checkpoints).toEqual([cps[1], cps[0]]);
+    expect(r.config).toEqual(cfg);
+    const plain = await decodeShare(await encodeShare(makeShareState(cfg, { preset: 'arith-team' })));
+    expect(plain.ok && plain.state.checkpoints).toBeUndefined();
+  });
+
+  it('refuses a malformed field with a message naming what is wrong', async () => {
+    const base = { preset: 'arith-team', agents: 2 };
+    const cases: [unknown, RegExp][] = [
+      [{ ...base, checkpoints: [{ agent: 0, hash: 'xyz', name: 'a' }] }, /64 lowercase hex digits/],
+      [{ ...base, checkpoints: [{ agent: 2, hash: h, name: 'a' }] }, /integer in \[0, 1\]/],
+      [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a' }, { agent: 0, hash: h, name: 'b' }] }, /seats agent 0 twice/],
+      [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a'.repeat(65) }] }, /1\.\.64 printable characters/],
+      [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a', files: 1 }] }, /unknown entry "files"/],
+      [{ ...base, checkpoints: {} }, /not a non-empty list/],
+      [{ preset: 'climbing', checkpoints: [{ agent: 0, hash: h, name: 'a' }] }, /task "climbing" is not a language task/],
+    ];
+    for (const [obj, msg] of cases) {
+      const r = await decodeShare(craft(obj));
+      expect(r.ok, JSON.stringify(obj)).toBe(false);
+      if (!r.ok) {
+        expect(r.code).toBe('checkpoints');
+        expect(r.error).toMatch(msg);
+      }
+    }
+    await expect(encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 5, name: 'a', hash: h }] }))).rejects.toThrow(/Cannot make a share link: "checkpoints"/);
+  });
+});
+
 describe('a checkpoint seat in a worker', () => {
   const opened: RemoteExperiment[] = [];
   afterAll(() => opened.forEach((e) => e.terminate()));
 
-  it('is the agent the CLI builds: same name, parameters and held-out J as the in-process seat; a bad folder rejects with the loader\'s message', async () => {
+  it('is the agent the CLI builds: same name, parameters and held-out J as the in-process seat; a bad folder rejects with the loader\'s message; Cancel ends the new workers', async () => {
     const { files } = hfCheckpoint();
     const c = await readCheckpointFolder(picked('tiny-llama', files), cfg, roomy);
     const progress: string[] = [];
@@ -158,5 +204,11 @@ describe('a checkpoint seat in a worker', () => {
     bad.set('model.safetensors', files.get('model.safetensors')!.slice(0, 100));
     const broken = { ...c, files: bad };
     await expect(createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load, seats: new Map([[0, broken], [1, c]]), seatLimit: roomy })).rejects.toThrow(/model\.safetensors: /);
+    // Cancel: every worker started is ended, and the build rejects saying so.
+    const abort = new AbortController();
+    const cancelled = createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load, seats, seatLimit: roomy, signal: abort.signal, onSeatProgress: () => abort.abort() });
+    await expect(cancelled).rejects.toThrow(/Loading was cancelled; the team was not changed/);
+    exp.terminate();
+    expect(await workersStillAlive()).toBe(0);
   }, 120_000);
 });

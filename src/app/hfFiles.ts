@@ -67,6 +67,9 @@ export function folderEntries(list: readonly FileLike[]): { folder: string; entr
     if (entries.has(name)) throw new FormatError(`checkpoint folder: two files are named "${name}"`);
     entries.set(name, f);
   }
+  if (entries.size === 0) {
+    throw new FormatError(`checkpoint folder: none of the ${list.length} file${list.length === 1 ? '' : 's'} given is a .json or .safetensors file of the folder itself (a folder dropped whole is not opened: drop its files, or pick the folder)`);
+  }
   return { folder, entries };
 }
 
@@ -203,11 +206,15 @@ export class CheckpointStore {
     });
   }
 
-  /** Records the seating (and deletes stored checkpoints no seat holds any more). */
-  saveSeating(seats: readonly SeatRef[]): Promise<Guarded<void>> {
+  /**
+   * Records the seating, and deletes the stored checkpoints `drop` names (a seat's previous one)
+   * unless a seat still holds them. Nothing else is deleted: a link that seats other checkpoints
+   * leaves the ones this browser keeps in place.
+   */
+  saveSeating(seats: readonly SeatRef[], drop: readonly string[] = []): Promise<Guarded<void>> {
     return guarded('remember the seated checkpoints', async () => {
-      const keep = new Set(seats.map((s) => fileKey(s.hash)));
-      const stale = (await this.store.keys()).filter((k) => k.startsWith('checkpoint:') && !keep.has(k));
+      const keep = new Set(seats.map((s) => s.hash));
+      const stale = [...new Set(drop)].filter((h) => !keep.has(h)).map(fileKey);
       await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash }))]]);
       if (stale.length > 0) await this.store.delMany(stale);
     });

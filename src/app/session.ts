@@ -335,9 +335,9 @@ export class Session {
     return true;
   }
 
-  private async saveSeating(): Promise<void> {
+  private async saveSeating(drop: readonly string[] = []): Promise<void> {
     if (!this.checkpoints) return;
-    const r = await this.checkpoints.saveSeating([...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash })));
+    const r = await this.checkpoints.saveSeating([...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash })), drop);
     if (!r.ok) this.store.setState({ error: `Seated checkpoints: ${r.error}` });
   }
 
@@ -371,13 +371,14 @@ export class Session {
       }
       const seat: Seat = { name: c.name, hash: c.hash, files: c.files, params: c.params, stored: 'not stored', estimate: describeSeatEstimate(c.estimate) };
       const next = new Map(this.seats);
+      const previous = next.get(j)?.hash;
       next.set(j, seat);
       if (!(await this.rebuildWith(cfg, next, `Agent ${j} ← ${c.name}`))) return;
       this.missing.delete(j);
       if (this.checkpoints) {
         const saved = await this.checkpoints.save(c);
         seat.stored = saved.ok ? saved.value : saved.error;
-        await this.saveSeating();
+        await this.saveSeating(previous ? [previous] : []);
       } else seat.stored = 'this page has no storage';
       this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${seat.estimate}).` });
       ok = true;
@@ -391,9 +392,10 @@ export class Session {
     if (!cfg || (!this.seats.has(j) && !this.missing.has(j))) return;
     await this.exclusive('loading', async () => {
       const next = new Map(this.seats);
+      const previous = next.get(j)?.hash;
       next.delete(j);
       this.missing.delete(j);
-      if (await this.rebuildWith(cfg, next, `Agent ${j} back on ${cfg.task}-${cfg.model}`)) await this.saveSeating();
+      if (await this.rebuildWith(cfg, next, `Agent ${j} back on ${cfg.task}-${cfg.model}`)) await this.saveSeating(previous ? [previous] : []);
     });
   }
 

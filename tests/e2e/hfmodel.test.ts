@@ -4,7 +4,10 @@
  * to agent 0's folder picker of a shrunk arith-team; the card shows the checkpoint (folder name +
  * the same short hash Node computes), Step stage trains it as agent 0, and a reload (the autosave)
  * seats it again from IndexedDB with the stage table intact. A malformed folder (a gpt2
- * config.json) shows the loader's own message and changes nothing.
+ * config.json) shows the loader's own message and changes nothing. A share link records the seat
+ * as {agent, hash, name}: opened where the checkpoint is stored, the seat is there at once;
+ * opened in a fresh browser, the page says which checkpoint it needs, refuses a folder with
+ * another hash, and seats the right one.
  *
  * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
  */
@@ -81,6 +84,45 @@ describe('your own checkpoint as an agent in the page', () => {
     expect(await p.getByTestId('agent-0').innerText()).toContain(`${name}#0`);
     expect(await p.evaluate(rows)).toBe(1);
     expect(await p.getByTestId('stage-row').first().innerText()).toBe(row);
+
+    // A link that records the seat, opened where the checkpoint is stored: seated at once.
+    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 0, name, hash }] }))), { waitUntil: 'load' });
+    await p.reload({ waitUntil: 'load' }); // only the hash changed: the navigation above stayed in the document
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('checkpoint-0-missing').count()).toBe(0);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('a link naming a checkpoint this browser lacks says which, refuses a folder with another hash, and seats the right one', async () => {
+    const good = hfCheckpoint();
+    const hash = await hfFolderHash(good.files);
+    const name = `tiny-llama@${hash.slice(0, 8)}`;
+    writeHfFolder(join(dir, 'link', 'tiny-llama'), good.files);
+    writeHfFolder(join(dir, 'link', 'other-llama'), hfCheckpoint({ seed: 6 }).files);
+    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+    const p = await pg.freshPage();
+    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 1, name, hash }] }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('notice').innerText()).toContain(`It seats checkpoint ${name} as agent 1, which this browser does not keep`);
+    expect(await p.getByTestId('checkpoint-1-missing').innerText()).toContain(name);
+    expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
+
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'link', 'other-llama'));
+    await p.getByTestId('error').waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('error').innerText()).toMatch(new RegExp(`not the checkpoint the link needs, ${name.replace('.', '\\.')} \\(hash ${hash.slice(0, 8)}…\\); pick that folder\\..*The team was not changed`, 's'));
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-missing').count()).toBe(1);
+
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'link', 'tiny-llama'));
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
+    expect(await p.getByTestId('checkpoint-1-missing').count()).toBe(0);
     expect(pg.errors).toEqual([]);
     await p.context().close();
   }, 300_000);
