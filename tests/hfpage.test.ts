@@ -74,11 +74,11 @@ describe('File list → name → bytes map', () => {
     expect(r.name.startsWith('tiny-llama@')).toBe(true);
   });
 
-  it('refuses an empty list, files from two folders, two files of one name, and a folder dropped whole', () => {
+  it('refuses an empty list, files from two folders, two files of one name, and a list with no checkpoint file', () => {
     expect(() => folderEntries([])).toThrow(/no files were given/);
     expect(() => folderEntries([fileOf('a/config.json', enc({})), fileOf('b/tokenizer.json', enc({}))])).toThrow(/two folders, "a" and "b"/);
     expect(() => folderEntries([fileOf('config.json', enc({})), fileOf('config.json', enc({}))])).toThrow(/two files are named "config.json"/);
-    expect(() => folderEntries([fileOf('SmolLM-135M', new Uint8Array())])).toThrow(/none of the 1 file given is a \.json or \.safetensors file.*drop its files, or pick the folder/);
+    expect(() => folderEntries([fileOf('SmolLM-135M', new Uint8Array())])).toThrow(/none of the 1 file given is a \.json or \.safetensors file.*drop one folder, or its files, or pick the folder/);
   });
 
   it('refuses a checkpoint that does not fit before reading any weight, naming every part of the estimate', async () => {

@@ -68,7 +68,7 @@ export function folderEntries(list: readonly FileLike[]): { folder: string; entr
     entries.set(name, f);
   }
   if (entries.size === 0) {
-    throw new FormatError(`checkpoint folder: none of the ${list.length} file${list.length === 1 ? '' : 's'} given is a .json or .safetensors file of the folder itself (a folder dropped whole is not opened: drop its files, or pick the folder)`);
+    throw new FormatError(`checkpoint folder: none of the ${list.length} file${list.length === 1 ? '' : 's'} given is a .json or .safetensors file of the folder itself (drop one folder, or its files, or pick the folder)`);
   }
   return { folder, entries };
 }

@@ -7,7 +7,7 @@
  * config.json) shows the loader's own message and changes nothing. A share link records the seat
  * as {agent, hash, name}: opened where the checkpoint is stored, the seat is there at once;
  * opened in a fresh browser, the page says which checkpoint it needs, refuses a folder with
- * another hash, and seats the right one.
+ * another hash, and seats the right one. The folder's files dropped on a card seat it too.
  *
  * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
  */
@@ -123,6 +123,30 @@ describe('your own checkpoint as an agent in the page', () => {
     expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint ${name}`);
     expect(await p.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
     expect(await p.getByTestId('checkpoint-1-missing').count()).toBe(0);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('the folder\'s files dropped on agent 1\'s card seat it (named after its config, with no folder)', async () => {
+    const seeded = hfCheckpoint({ seed: 9 });
+    const hash = await hfFolderHash(seeded.files);
+    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+    const p = await pg.freshPage();
+    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    const files = [...seeded.files].map(([name, bytes]) => ({ name, b64: Buffer.from(bytes).toString('base64') }));
+    await p.evaluate((list) => {
+      const dt = new DataTransfer();
+      for (const f of list) dt.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+      const card = document.querySelector('[data-testid="agent-1"]')!;
+      card.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      card.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, files);
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint tiny-llama@${hash.slice(0, 8)}`);
+    expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S#0');
     expect(pg.errors).toEqual([]);
     await p.context().close();
   }, 300_000);

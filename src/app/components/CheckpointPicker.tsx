@@ -5,7 +5,7 @@
  * worker with progress and Cancel), and what the seat holds — the checkpoint's name (folder and
  * short hash), its parameters, the memory estimate and what this browser keeps of it. A seat a
  * share link names but this browser lacks says which checkpoint it needs and offers the picker
- * for exactly that folder. `dropFiles` lets the card take the folder's files dropped on it.
+ * for exactly that folder. `dropFiles` lets the card take the folder (or its files) dropped on it.
  * docs/models.md, "Your own checkpoint", says how it works and what is not done yet.
  *
  * Not here: reading and storing the files (hfFiles.ts), the team (session.ts).
@@ -17,12 +17,47 @@ import type { Session } from '../session';
 import { useSession } from '../sessionContext';
 import { usePlayground, type SeatView } from '../store';
 
-/** The card's drop handler: the dropped files (a folder's, selected and dragged) go to seat `agent`. */
+/** The files directly inside a dropped folder, named as a folder picker names them ("folder/file"). */
+async function folderFiles(dir: FileSystemDirectoryEntry): Promise<FileLike[]> {
+  const reader = dir.createReader();
+  const entries: FileSystemEntry[] = [];
+  for (;;) {
+    const batch = await new Promise<FileSystemEntry[]>((resolve, reject) => reader.readEntries(resolve, reject));
+    if (batch.length === 0) break; // readEntries answers in batches until an empty one
+    entries.push(...batch);
+  }
+  const files = entries.filter((x): x is FileSystemFileEntry => x.isFile);
+  return Promise.all(
+    files.map(async (x) => {
+      const f = await new Promise<File>((resolve, reject) => x.file(resolve, reject));
+      return { name: f.name, size: f.size, webkitRelativePath: `${dir.name}/${f.name}`, arrayBuffer: () => f.arrayBuffer() };
+    }),
+  );
+}
+
+/**
+ * The card's drop handler: a folder dropped whole (its own files; sub-folders are not read), or
+ * the folder's files selected and dragged, go to seat `agent`.
+ */
 export function dropFiles(session: Session, agent: number, expectHash?: string) {
   return (e: DragEvent<HTMLElement>): void => {
     if (e.dataTransfer.files.length === 0) return;
     e.preventDefault();
-    void session.seatCheckpoint(agent, [...e.dataTransfer.files] as FileLike[], expectHash);
+    // Entries must be taken while the event lasts; they are read after.
+    const dirs = [...e.dataTransfer.items].map((i) => i.webkitGetAsEntry?.() ?? null).filter((x): x is FileSystemDirectoryEntry => x?.isDirectory === true);
+    const plain = [...e.dataTransfer.files] as FileLike[];
+    void (async () => {
+      let list = plain;
+      if (dirs.length === 1) {
+        try {
+          list = await folderFiles(dirs[0]!);
+        } catch (err) {
+          session.store.setState({ error: `Agent ${agent}'s checkpoint: the dropped folder "${dirs[0]!.name}" could not be read (${err instanceof Error ? err.message : String(err)}); pick it with the folder picker instead. The team was not changed.` });
+          return;
+        }
+      }
+      await session.seatCheckpoint(agent, list, expectHash);
+    })();
   };
 }
 
