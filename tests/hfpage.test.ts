@@ -207,7 +207,7 @@ describe('a checkpoint seat in a worker', () => {
     // Cancel: every worker started is ended, and the build rejects saying so.
     const abort = new AbortController();
     const cancelled = createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load, seats, seatLimit: roomy, signal: abort.signal, onSeatProgress: () => abort.abort() });
-    await expect(cancelled).rejects.toThrow(/Loading was cancelled; the team was not changed/);
+    await expect(cancelled).rejects.toThrow(/Building the team was cancelled/);
     exp.terminate();
     expect(await workersStillAlive()).toBe(0);
   }, 120_000);

@@ -327,7 +327,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker())));
     started.push(...team);
     const cancelled = new Promise<never>((_, reject) => {
-      const stop = (): void => reject(new SatError('cancelled', 'Loading was cancelled; the team was not changed.'));
+      const stop = (): void => reject(new SatError('cancelled', 'Building the team was cancelled.'));
       if (opts.signal?.aborted) stop();
       opts.signal?.addEventListener('abort', stop, { once: true });
     });

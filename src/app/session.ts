@@ -43,6 +43,7 @@ import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type OpenExtras, type TeamHandle } from './team';
 import { CheckpointStore, describeSeatEstimate, pageSeatLimit, readCheckpointFolder, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
 import type { SeatCheckpoint } from './remoteTeam';
+import { formatBytes } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
@@ -120,7 +121,7 @@ export function configFromForm(form: Form): Config {
 export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void, extras?: OpenExtras) => Promise<TeamHandle>;
 
 /** A seated checkpoint, with what the card shows of it. */
-type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string };
+type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string; readonly needs?: string };
 
 export class Session {
   private team: TeamHandle | null = null;
@@ -263,7 +264,7 @@ export class Session {
       ...(signal ? { signal } : {}),
       onSeatProgress: (j, p) => {
         const seat = active.get(j)!;
-        this.setProgress({ label: `Agent ${j} ← ${seat.name}: ${p.phase} ${p.done}/${p.total}${p.item ? ` (${p.item})` : ''}`, done: p.done, total: Math.max(1, p.total), cancellable: signal !== null });
+        this.setProgress({ label: `Agent ${j} ← ${seat.name}${seat.needs ? ` (needs about ${seat.needs})` : ''}: ${p.phase} ${p.done}/${p.total}${p.item ? ` (${p.item})` : ''}`, done: p.done, total: Math.max(1, p.total), cancellable: signal !== null });
       },
     };
   }
@@ -319,7 +320,8 @@ export class Session {
       this.setProgress({ label: `${what}: starting the workers…`, done: 0, total: 1, cancellable: true });
       t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: true }), this.extras(cfg, seats, abort.signal));
     } catch (e) {
-      this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
+      if (e instanceof SatError && e.code === 'cancelled') this.store.setState({ notice: `${what}: cancelled; the team was not changed.` });
+      else this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
       return false;
     } finally {
       this.abort = null;
@@ -369,7 +371,7 @@ export class Session {
         this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
         return;
       }
-      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, params: c.params, stored: 'not stored', estimate: describeSeatEstimate(c.estimate) };
+      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, params: c.params, stored: 'not stored', estimate: describeSeatEstimate(c.estimate), needs: formatBytes(c.estimate.total) };
       const next = new Map(this.seats);
       const previous = next.get(j)?.hash;
       next.set(j, seat);
