@@ -233,7 +233,13 @@ export class Session {
     this.store.setState({ ...emptyMetrics(), config: cfg, agents: [], backend: 'starting…' });
     this.setProgress({ label, done: 0, total: 1, cancellable: false });
     await this.resolveSeats();
-    const t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: false }), this.extras(cfg, this.seats, null));
+    const seats = this.extras(cfg, this.seats, null);
+    let t: TeamHandle;
+    try {
+      t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: false }), seats.extras);
+    } finally {
+      seats.close();
+    }
     if (my !== this.generation) {
       t.terminate();
       return;
@@ -255,18 +261,27 @@ export class Session {
     return new Map(isLlmTask(cfg.task) ? [...seats].filter(([j]) => j < cfg.agents) : []);
   }
 
-  private extras(cfg: Config, seats: ReadonlyMap<number, Seat>, signal: AbortSignal | null): OpenExtras {
+  /**
+   * The seats' part of a build, and `close()`, called once the build settled: a worker's progress
+   * message that arrives later (or after Cancel) is dropped rather than left on screen.
+   */
+  private extras(cfg: Config, seats: ReadonlyMap<number, Seat>, signal: AbortSignal | null): { extras: OpenExtras; close: () => void } {
     const active = this.active(cfg, seats);
-    if (active.size === 0) return {};
-    return {
+    let open = true;
+    const close = (): void => {
+      open = false;
+    };
+    if (active.size === 0) return { extras: {}, close };
+    return { close, extras: {
       seats: active,
       seatLimit: pageSeatLimit(),
       ...(signal ? { signal } : {}),
       onSeatProgress: (j, p) => {
+        if (!open || signal?.aborted) return;
         const seat = active.get(j)!;
         this.setProgress({ label: `Agent ${j} ← ${seat.name}${seat.needs ? ` (needs about ${seat.needs})` : ''}: ${p.phase} ${p.done}/${p.total}${p.item ? ` (${p.item})` : ''}`, done: p.done, total: Math.max(1, p.total), cancellable: signal !== null });
       },
-    };
+    } };
   }
 
   private seatViews(cfg: Config): SeatView[] {
@@ -315,16 +330,18 @@ export class Session {
   private async rebuildWith(cfg: Config, seats: Map<number, Seat>, what: string): Promise<boolean> {
     const abort = new AbortController();
     this.abort = abort;
+    const part = this.extras(cfg, seats, abort.signal);
     let t: TeamHandle;
     try {
       this.setProgress({ label: `${what}: starting the workers…`, done: 0, total: 1, cancellable: true });
-      t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: true }), this.extras(cfg, seats, abort.signal));
+      t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: true }), part.extras);
     } catch (e) {
       if (e instanceof SatError && e.code === 'cancelled') this.store.setState({ notice: `${what}: cancelled; the team was not changed.` });
       else this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
       return false;
     } finally {
       this.abort = null;
+      part.close();
     }
     ++this.generation;
     this.gen = null;

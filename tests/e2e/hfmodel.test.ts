@@ -7,7 +7,8 @@
  * config.json) shows the loader's own message and changes nothing. A share link records the seat
  * as {agent, hash, name}: opened where the checkpoint is stored, the seat is there at once;
  * opened in a fresh browser, the page says which checkpoint it needs, refuses a folder with
- * another hash, and seats the right one. The folder's files dropped on a card seat it too.
+ * another hash, and seats the right one. The folder's files dropped on a card seat it too, and
+ * Cancel during a load keeps the team as it was.
  *
  * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
  */
@@ -147,6 +148,27 @@ describe('your own checkpoint as an agent in the page', () => {
     await settled(p);
     expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint tiny-llama@${hash.slice(0, 8)}`);
     expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S#0');
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('Cancel during a load ends it: the notice says so and the team is as it was', async () => {
+    // Big enough (about 7 M parameters, ~0.4 s to convert and quantize in Node) that the load outlasts a click.
+    const big = hfCheckpoint({ d: 256, layers: 12, heads: 4, kvHeads: 2, hidden: 512, seed: 11 });
+    writeHfFolder(join(dir, 'big-llama'), big.files);
+    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+    const p = await pg.freshPage();
+    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    const before = await p.getByTestId('agent-0').innerText();
+    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'big-llama'));
+    await p.getByTestId('cancel').click({ timeout: 30_000 });
+    await p.getByText(/Agent 0 ← big-llama@[0-9a-f]{8}: cancelled; the team was not changed\./).waitFor({ timeout: 60_000 });
+    await settled(p);
+    expect(await p.getByTestId('agent-0').innerText()).toBe(before);
+    expect(await p.getByTestId('checkpoint-0-name').count()).toBe(0);
+    expect(await p.getByTestId('error').count()).toBe(0);
     expect(pg.errors).toEqual([]);
     await p.context().close();
   }, 300_000);
