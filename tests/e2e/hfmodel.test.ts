@@ -16,7 +16,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeShare, makeShareState } from '../../src/app/share';
+import type { Page } from 'playwright-core';
+import { encodeShare, makeShareState, type ShareCheckpoint } from '../../src/app/share';
 import { hfFolderHash } from '../../src/model/hfLoad';
 import { presetConfig } from '../../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../helpers/hfCheckpoint';
@@ -37,6 +38,17 @@ afterAll(async () => {
 
 const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
 
+/** arith-team shrunk to two agents and tiny batches, so a stage runs in about a second. */
+const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+
+/** Opens `cfg` through a share link made here (with the seats' checkpoints it names) and waits until the team is built. */
+async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[]): Promise<void> {
+  await p.goto('about:blank'); // from the page itself, a change of hash alone would not load it again
+  await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', ...(checkpoints ? { checkpoints } : {}) }))), { waitUntil: 'load' });
+  await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+  await settled(p);
+}
+
 describe('your own checkpoint as an agent in the page', () => {
   it('picks a folder for agent 0, steps a stage with it, and a reload seats it again; a gpt2 folder is refused and changes nothing', async () => {
     const good = hfCheckpoint();
@@ -45,11 +57,8 @@ describe('your own checkpoint as an agent in the page', () => {
     const hash = await hfFolderHash(good.files);
     const name = `tiny-llama@${hash.slice(0, 8)}`;
 
-    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
     const p = await pg.freshPage();
-    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
-    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
-    await settled(p);
+    await openLink(p);
     const before = await p.getByTestId('agent-0').innerText();
     expect(before).toContain('arithmetic-S#0');
 
@@ -87,10 +96,7 @@ describe('your own checkpoint as an agent in the page', () => {
     expect(await p.getByTestId('stage-row').first().innerText()).toBe(row);
 
     // A link that records the seat, opened where the checkpoint is stored: seated at once.
-    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 0, name, hash }] }))), { waitUntil: 'load' });
-    await p.reload({ waitUntil: 'load' }); // only the hash changed: the navigation above stayed in the document
-    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
-    await settled(p);
+    await openLink(p, [{ agent: 0, name, hash }]);
     expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
     expect(await p.getByTestId('checkpoint-0-missing').count()).toBe(0);
     expect(pg.errors).toEqual([]);
@@ -103,11 +109,8 @@ describe('your own checkpoint as an agent in the page', () => {
     const name = `tiny-llama@${hash.slice(0, 8)}`;
     writeHfFolder(join(dir, 'link', 'tiny-llama'), good.files);
     writeHfFolder(join(dir, 'link', 'other-llama'), hfCheckpoint({ seed: 6 }).files);
-    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
     const p = await pg.freshPage();
-    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 1, name, hash }] }))), { waitUntil: 'load' });
-    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
-    await settled(p);
+    await openLink(p, [{ agent: 1, name, hash }]);
     expect(await p.getByTestId('notice').innerText()).toContain(`It seats checkpoint ${name} as agent 1, which this browser does not keep`);
     expect(await p.getByTestId('checkpoint-1-missing').innerText()).toContain(name);
     expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
@@ -131,11 +134,8 @@ describe('your own checkpoint as an agent in the page', () => {
   it('the folder\'s files dropped on agent 1\'s card seat it (named after its config, with no folder)', async () => {
     const seeded = hfCheckpoint({ seed: 9 });
     const hash = await hfFolderHash(seeded.files);
-    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
     const p = await pg.freshPage();
-    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
-    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
-    await settled(p);
+    await openLink(p);
     const files = [...seeded.files].map(([name, bytes]) => ({ name, b64: Buffer.from(bytes).toString('base64') }));
     await p.evaluate((list) => {
       const dt = new DataTransfer();
@@ -156,11 +156,8 @@ describe('your own checkpoint as an agent in the page', () => {
     // Big enough (about 7 M parameters, ~0.4 s to convert and quantize in Node) that the load outlasts a click.
     const big = hfCheckpoint({ d: 256, layers: 12, heads: 4, kvHeads: 2, hidden: 512, seed: 11 });
     writeHfFolder(join(dir, 'big-llama'), big.files);
-    const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
     const p = await pg.freshPage();
-    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
-    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
-    await settled(p);
+    await openLink(p);
     const before = await p.getByTestId('agent-0').innerText();
     await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'big-llama'));
     await p.getByTestId('cancel').click({ timeout: 30_000 });
