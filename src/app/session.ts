@@ -163,7 +163,10 @@ export class Session {
     private readonly checkpoints: CheckpointStore | null = typeof indexedDB === 'undefined' ? null : CheckpointStore.browser(),
   ) {}
 
-  /** Calls `fn` after every recorded agent step; returns the unsubscribe. */
+  /**
+   * Calls `fn` after every recorded agent step, and after a checkpoint seat built a fresh team (so
+   * the autosave never pairs the old team's snapshots with the new seating); returns the unsubscribe.
+   */
   onStep(fn: () => void): () => void {
     this.stepListeners.add(fn);
     return () => this.stepListeners.delete(fn);
@@ -399,6 +402,7 @@ export class Session {
         seat.stored = saved.ok ? saved.value : saved.error;
         await this.saveSeating(previous ? [previous] : []);
       } else seat.stored = 'this page has no storage';
+      for (const fn of this.stepListeners) fn();
       this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${seat.estimate}).` });
       ok = true;
     });
@@ -414,7 +418,10 @@ export class Session {
       const previous = next.get(j)?.hash;
       next.delete(j);
       this.missing.delete(j);
-      if (await this.rebuildWith(cfg, next, `Agent ${j} back on ${cfg.task}-${cfg.model}`)) await this.saveSeating(previous ? [previous] : []);
+      if (await this.rebuildWith(cfg, next, `Agent ${j} back on ${cfg.task}-${cfg.model}`)) {
+        await this.saveSeating(previous ? [previous] : []);
+        for (const fn of this.stepListeners) fn();
+      }
     });
   }
 

@@ -131,7 +131,7 @@ describe('your own checkpoint as an agent in the page', () => {
     await p.context().close();
   }, 300_000);
 
-  it('the folder\'s files dropped on agent 1\'s card seat it (named after its config, with no folder)', async () => {
+  it('the folder\'s files dropped on agent 1\'s card seat it (named after its config, with no folder), and a reload before any step keeps it', async () => {
     const seeded = hfCheckpoint({ seed: 9 });
     const hash = await hfFolderHash(seeded.files);
     const p = await pg.freshPage();
@@ -148,6 +148,11 @@ describe('your own checkpoint as an agent in the page', () => {
     await settled(p);
     expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint tiny-llama@${hash.slice(0, 8)}`);
     expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S#0');
+    // Seating wrote the fresh experiment to the autosave: a reload before any step restores it, seat and all.
+    await p.goto(pg.url, { waitUntil: 'load' });
+    await p.getByText(/Restored your last experiment: 0 stages/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint tiny-llama@${hash.slice(0, 8)}`);
     expect(pg.errors).toEqual([]);
     await p.context().close();
   }, 300_000);
