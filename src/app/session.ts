@@ -288,7 +288,7 @@ export class Session {
   }
 
   private seatViews(cfg: Config): SeatView[] {
-    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, params: c.params, stored: c.stored, ...(c.estimate ? { estimate: c.estimate } : {}) }));
+    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, params: c.params, stored: c.stored, ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
     for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, missing: true });
     return views.sort((a, b) => a.agent - b.agent);
   }

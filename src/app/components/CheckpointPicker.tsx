@@ -96,7 +96,7 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
           </span>
           {seat.params !== undefined && <span>{seat.params.toLocaleString('en')} base params (frozen, q8)</span>}
           <span data-testid={`checkpoint-${agent}-stored`}>{stored(seat.stored)}</span>
-          {seat.estimate && <span className="muted small-note">{seat.estimate}</span>}
+          {seat.needs && <span title={seat.estimate}>needs about {seat.needs} (estimate)</span>}
         </div>
       )}
       {seat?.missing && (

@@ -77,7 +77,8 @@ export interface SeatView {
   readonly params?: number;
   /** Bytes kept in this browser's storage, or why they are not. */
   readonly stored?: number | string;
-  /** The memory estimate shown before the load. */
+  /** The memory estimate made before the load: its total ("14.9 MiB") and every part, in words. */
+  readonly needs?: string;
   readonly estimate?: string;
 }
 
