@@ -144,6 +144,12 @@ export async function readCheckpointFolder(
   return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, estimate, bytes, params: checkpointParams(mc, info) };
 }
 
+/** The memory estimate for a folder already read (a stored one), for settings `cfg`. */
+export async function estimateOf(files: HfFiles, cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>): Promise<MemoryEstimate> {
+  const { readHfConfig } = await loader();
+  return estimateMemory(readHfConfig(files, HF_SEAT_MAX_SEQ).cfg, { quant: PAGE_SEAT_QUANT, ...hfSeatBudget(cfg) });
+}
+
 /** The estimate as the card shows it. */
 export function describeSeatEstimate(e: MemoryEstimate): string {
   return `memory estimate ${formatBytes(e.total)} (${describeEstimate(e)})`;

@@ -41,7 +41,7 @@ import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type OpenExtras, type TeamHandle } from './team';
-import { CheckpointStore, describeSeatEstimate, pageSeatLimit, readCheckpointFolder, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
+import { CheckpointStore, describeSeatEstimate, estimateOf, pageSeatLimit, readCheckpointFolder, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
 import type { SeatCheckpoint } from './remoteTeam';
 import { formatBytes } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
@@ -235,7 +235,7 @@ export class Session {
     old?.terminate();
     this.store.setState({ ...emptyMetrics(), config: cfg, agents: [], backend: 'starting…' });
     this.setProgress({ label, done: 0, total: 1, cancellable: false });
-    await this.resolveSeats();
+    await this.resolveSeats(cfg);
     const seats = this.extras(cfg, this.seats, null);
     let t: TeamHandle;
     try {
@@ -299,7 +299,7 @@ export class Session {
   }
 
   /** The seats the link / the stored seating asks for, from storage (once per request). */
-  private async resolveSeats(): Promise<void> {
+  private async resolveSeats(cfg: Config): Promise<void> {
     const wanted = this.wanted;
     if (wanted === null) return;
     this.wanted = null;
@@ -317,7 +317,10 @@ export class Session {
     this.missing = new Map();
     for (const ref of refs) {
       const got = this.checkpoints ? await this.checkpoints.load(ref.hash) : ({ ok: true, value: null } as const);
-      if (got.ok && got.value) this.seats.set(ref.agent, { ...got.value, stored: got.value.bytes });
+      if (got.ok && got.value) {
+        const e = await estimateOf(got.value.files, cfg);
+        this.seats.set(ref.agent, { ...got.value, stored: got.value.bytes, estimate: describeSeatEstimate(e), needs: formatBytes(e.total) });
+      }
       else {
         this.missing.set(ref.agent, ref);
         if (!got.ok) this.store.setState({ error: `Agent ${ref.agent}'s checkpoint ${ref.name}: ${got.error}` });

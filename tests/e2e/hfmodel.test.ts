@@ -78,6 +78,7 @@ describe('your own checkpoint as an agent in the page', () => {
     const card = await p.getByTestId('agent-0').innerText();
     expect(card).toContain(`${name}#0`);
     expect(card).toMatch(/[\d,]+ base params/);
+    const needs = /needs about [\d.]+ [KM]iB \(estimate\)/.exec(card)?.[0] ?? 'no estimate on the card';
     expect(await p.getByTestId('checkpoint-0-stored').innerText()).toMatch(/^kept in this browser: [\d.]+ KiB$/);
     expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
 
@@ -91,6 +92,7 @@ describe('your own checkpoint as an agent in the page', () => {
     await p.getByText(/Restored your last experiment/).waitFor({ timeout: 120_000 });
     await settled(p);
     expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('checkpoint-0').innerText()).toContain(needs); // the same estimate, made again from the stored config
     expect(await p.getByTestId('agent-0').innerText()).toContain(`${name}#0`);
     expect(await p.evaluate(rows)).toBe(1);
     expect(await p.getByTestId('stage-row').first().innerText()).toBe(row);
