@@ -3,8 +3,9 @@
  * links, and export / import of experiment files. Each function takes the page's Session.
  *
  * On load, in this order:
- *   1. a share link in the URL hash ⇒ its settings, then a replay to its step (progress shown,
- *      cancellable); a bad link opens the defaults with a banner saying exactly what was wrong;
+ *   1. a share link in the URL hash ⇒ its settings (and the checkpoints its seats hold, from this
+ *      browser's storage), then a replay to its step (progress shown, cancellable); a bad link
+ *      opens the defaults with a banner saying exactly what was wrong;
  *   2. else the autosave in IndexedDB ⇒ the last completed agent step, restored;
  *   3. else the default preset.
  *
@@ -88,7 +89,8 @@ export async function shareLink(session: Session): Promise<string> {
   if (!s.config) throw new SatError('state', 'Nothing to share yet: the team is still being built.');
   const last = s.partial[s.partial.length - 1];
   const step = last ? refOf(last) : s.stages.length > 0 ? { stage: s.stages.length } : undefined;
-  const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide }));
+  const checkpoints = s.seats.filter((x) => !x.missing).map(({ agent, name, hash }) => ({ agent, name, hash }));
+  const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide, checkpoints }));
   return `${location.origin}${location.pathname}${location.search}${hash}`;
 }
 
@@ -124,17 +126,22 @@ export async function boot(session: Session, autosave: Autosave): Promise<void> 
     if (r.ok) {
       const preset = r.state.preset ?? DEFAULT_PRESET;
       store.setState({ hide: r.state.hide });
+      session.useLinkSeats(r.state.checkpoints ?? []); // its seats' checkpoints, from this browser's storage (or asked for on the card)
       await session.openConfig(r.config, preset, 'Opening the shared experiment…');
       const step = r.state.step;
       if (step) await session.replayTo(step);
       const s = store.getState();
+      const needs = s.seats
+        .filter((x) => x.missing)
+        .map((x) => ` It seats checkpoint ${x.name} as agent ${x.agent}, which this browser does not keep: agent ${x.agent} runs the shipped model until you pick that folder on its card.`)
+        .join('');
       const at = `stage ${s.stages.length}${s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : ''}`;
       store.setState({
-        notice: !step
+        notice: (!step
           ? 'Opened a shared experiment.'
           : reached(s.stages.length, s.partial, step)
             ? `Opened a shared experiment and replayed it to stage ${step.stage}${step.agent !== undefined ? `, agent ${step.agent}` : ''}.`
-            : `Opened a shared experiment; its replay to stage ${step.stage} stopped at ${at}. Step on, or Run, from here.`,
+            : `Opened a shared experiment; its replay to stage ${step.stage} stopped at ${at}. Step on, or Run, from here.`) + needs,
       });
       void autosave.save();
       return;

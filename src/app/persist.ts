@@ -79,12 +79,16 @@ function withTimeout<T>(p: Promise<T>, doing: string): Promise<T> {
   });
 }
 
-/** The page's store: IndexedDB through idb-keyval; opened on first use, reopened after a failed open. */
-export function browserStore(): PartStore {
+/**
+ * The page's store: IndexedDB through idb-keyval; opened on first use, reopened after a failed open.
+ * `db` / `name` default to the autosave's; seated checkpoints have a database of their own
+ * (src/app/hfFiles.ts), since idb-keyval creates one object store per database.
+ */
+export function browserStore(db = PERSIST_DB, name = PERSIST_STORE): PartStore {
   let store: UseStore | null = null;
   const use = async <T>(call: (s: UseStore) => Promise<T>): Promise<T> => {
     if (typeof indexedDB === 'undefined') throw new NoIndexedDb();
-    store ??= createStore(PERSIST_DB, PERSIST_STORE);
+    store ??= createStore(db, name);
     try {
       return await call(store);
     } catch (e) {

@@ -21,10 +21,18 @@
  * step to the rollout turns plus a small constant. A worker that dies rejects every pending and
  * later call with an AgentWorkerError naming the agent — never a hang.
  *
+ * A seat may hold a Hugging Face checkpoint folder instead of the shipped model (`seats`): its
+ * files go to that agent's worker, which loads and quantizes them (src/workers/agentApi.ts
+ * `HfAgentSpec`), reporting progress; the same folder's tokenizer is built here too, because the
+ * environment encodes each agent's prompts on this thread with the agent's own tokenizer.
+ *
  * Not here: the agent (src/workers/agentApi.ts), the store and buttons that use this (src/app).
  */
-import { transfer, wrap, type Endpoint, type Remote } from 'comlink';
-import { ConfigError } from '../core/errors';
+import { proxy, transfer, wrap, type Endpoint, type Remote } from 'comlink';
+import { ConfigError, SatError } from '../core/errors';
+import type { HfFiles, HfProgress } from '../model/hfLoad';
+import type { TextTokenizer } from '../model/tokenizer';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatSeed } from '../sat/hfSeat';
 import { Rng } from '../core/rng';
 import { planLlm, planTabular, type Experiment, type ModelLoader, type TableAgent, type TableExperiment } from '../sat/experiment';
 import { isLlmTask, type Config } from '../sat/config';
@@ -112,6 +120,8 @@ export class RemoteAgent implements LmAgentPolicy {
   /** Calls made to the worker so far, per AgentApi method (what one agent step costs). */
   readonly calls = new Map<string, number>();
   private readonly link: Link;
+  /** A checkpoint seat's tokenizer (the environment encodes this agent's prompts with it); absent: the char tokenizer. */
+  tokenizer?: TextTokenizer;
 
   constructor(index: number, worker: AgentWorker) {
     installErrorTransfer();
@@ -133,8 +143,8 @@ export class RemoteAgent implements LmAgentPolicy {
   }
 
   /** Builds the agent in its worker (an LmSpec's model bytes should be transferred: see createRemoteExperiment). */
-  init(spec: AgentSpec, transferList: Transferable[] = []): Promise<void> {
-    return this.call('init', (api) => api.init(transfer(spec, transferList)));
+  init(spec: AgentSpec, transferList: Transferable[] = [], onProgress?: (p: HfProgress) => void): Promise<void> {
+    return this.call('init', (api) => api.init(transfer(spec, transferList), onProgress ? proxy(onProgress) : undefined));
   }
 
   info(): Promise<AgentInfo> {
@@ -242,11 +252,28 @@ export class RemoteTableAgent extends RemoteAgent implements TableAgent {
   }
 }
 
+/** A Hugging Face checkpoint folder seated as one agent (src/app/hfFiles.ts reads it). */
+export interface SeatCheckpoint {
+  /** Folder name and short hash, as the page shows it. */
+  readonly name: string;
+  /** hfFolderHash of the files. */
+  readonly hash: string;
+  readonly files: HfFiles;
+}
+
 export interface RemoteExperimentOptions {
   /** Starts one agent's worker: `makeAgentWorker` in the page, a worker_threads adapter in Node. */
   readonly makeWorker: () => Worker | AgentWorker;
   /** Reads a shipped model's bytes (language tasks only). */
   readonly load?: ModelLoader;
+  /** Seats (agent index → folder) that hold a checkpoint instead of the shipped model (language tasks). */
+  readonly seats?: ReadonlyMap<number, SeatCheckpoint>;
+  /** The memory a seated checkpoint may take, and what that limit is, in words. */
+  readonly seatLimit?: { readonly bytes: number; readonly where: string };
+  /** A seat's load progress (reading, converting, quantizing). */
+  readonly onSeatProgress?: (agent: number, p: HfProgress) => void;
+  /** Aborting ends every worker started and rejects with a SatError ("cancelled"). */
+  readonly signal?: AbortSignal;
 }
 
 interface RemoteParts {
@@ -294,19 +321,46 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     }
     if (!opts.load) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" trains language models: createRemoteExperiment needs a model loader (opts.load).`);
     const { modelName, env, aMax, agents } = planLlm(cfg);
+    const seats = opts.seats ?? new Map<number, SeatCheckpoint>();
     const files = new Map<string, Uint8Array>();
-    for (const f of new Set(agents.map((a) => a.modelFile))) files.set(f, await opts.load(f));
+    for (const f of new Set(agents.filter((a) => !seats.has(a.index)).map((a) => a.modelFile))) files.set(f, await opts.load(f));
     const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker())));
     started.push(...team);
-    await Promise.all(
+    const cancelled = new Promise<never>((_, reject) => {
+      const stop = (): void => reject(new SatError('cancelled', 'Building the team was cancelled.'));
+      if (opts.signal?.aborted) stop();
+      opts.signal?.addEventListener('abort', stop, { once: true });
+    });
+    cancelled.catch(() => {});
+    // The loader (and its tokenizer library) only when a seat needs it: the page's main chunk stays without it.
+    const hf = seats.size > 0 ? await import('../model/hfLoad') : null;
+    await Promise.race([cancelled, Promise.all(
       team.map((a, i) => {
         const init = agents[i]!;
+        const seat = seats.get(init.index);
+        if (seat && hf) {
+          const { hfTokenizerOf, readHfConfig } = hf;
+          // The tokenizer here (the environment encodes with it), the model in the worker.
+          const { cfg: mc, info } = readHfConfig(seat.files, HF_SEAT_MAX_SEQ);
+          a.tokenizer = hfTokenizerOf(seat.files, mc, info);
+          const copies = new Map([...seat.files].map(([k, v]) => [k, v.slice()] as const));
+          const limit = opts.seatLimit ?? { bytes: Number.MAX_SAFE_INTEGER, where: 'no limit' };
+          return a.init(
+            {
+              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: 'q8',
+              memory: { ...hfSeatBudget(cfg), limitBytes: limit.bytes, where: limit.where },
+              agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
+            },
+            [...copies.values()].map((v) => v.buffer),
+            opts.onSeatProgress ? (p) => opts.onSeatProgress!(init.index, p) : undefined,
+          );
+        }
         // Each worker gets its own copy, transferred: the loader may cache the bytes, and a Node
         // Buffer can be a view into a shared pool.
         const model = files.get(init.modelFile)!.slice();
         return a.init({ kind: 'lm', modelName: init.modelFile, model, backend: cfg.backend, ...init }, [model.buffer]);
       }),
-    );
+    )]);
     const infos = await Promise.all(team.map((a) => a.info()));
     const j0 = (await env.evaluate(team)).J;
     return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, infos, terminate, swapModel: configuredLmSwap(opts.load) };

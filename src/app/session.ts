@@ -14,6 +14,15 @@
  *   replayTo(ref)    step until an agent step (a StepRef) is reached: share links, restores
  *   cancelWork()     stop long work (loading, replaying a link, comparisons) between steps
  *   inspectStep(ref) the token inspector's numbers for a language agent's latest update
+ *   seatCheckpoint(j, files)  seat a Hugging Face checkpoint folder as agent j (a fresh team; the
+ *                    old one stays until the new one is built, so a bad folder changes nothing)
+ *   clearCheckpoint(j)        agent j back on the shipped model
+ *   useLinkSeats(refs)        the seats a share link names, for the next build
+ *
+ * Seated checkpoints are part of the experiment like the settings: every build (Apply, Reset, a
+ * restore, a recovery) seats them again, from the bytes kept in memory, and the page keeps their
+ * files and the seating in IndexedDB (hfFiles.ts `CheckpointStore`), so the first build after a
+ * reload seats them again without the folder.
  *
  * Only one action runs at a time; a second click while one runs is ignored (buttons show it).
  * Every failure keeps what was done so far and says so in the banner.
@@ -26,18 +35,21 @@
  */
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
-import { CONFIG_KEYS, parseConfig, type Config } from '../sat/config';
+import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
 import { stepThrough, swapDue, type Experiment } from '../sat/experiment';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
-import { openTeam, type TeamHandle } from './team';
+import { openTeam, type OpenExtras, type TeamHandle } from './team';
+import { CheckpointStore, describeSeatEstimate, estimateOf, pageSeatLimit, readCheckpointFolder, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
+import type { SeatCheckpoint } from './remoteTeam';
+import { formatBytes } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
 import type { LmEnv } from '../sat/env/lm';
 import type { ExperimentData } from './savefile';
-import { emptyMetrics, formOf, MAX_TRANSCRIPT_BATCHES, type AgentView, type Form, type PlaygroundState, type Progress, type Speed } from './store';
+import { emptyMetrics, formOf, MAX_TRANSCRIPT_BATCHES, type AgentView, type Form, type PlaygroundState, type Progress, type SeatView, type Speed } from './store';
 
 /**
  * The team at the last stage boundary: every agent's parameters and optimizer state, and β per
@@ -106,7 +118,10 @@ export function configFromForm(form: Form): Config {
 }
 
 /** Builds the team for a config (team.ts in the page; tests may pass their own). */
-export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void) => Promise<TeamHandle>;
+export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void, extras?: OpenExtras) => Promise<TeamHandle>;
+
+/** A seated checkpoint, with what the card shows of it. */
+type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string; readonly needs?: string };
 
 export class Session {
   private team: TeamHandle | null = null;
@@ -131,14 +146,27 @@ export class Session {
   private latestUpdate = new Map<number, StepRef>();
   /** The token inspector's call in flight, if any: an action waits for it, so no step moves an agent being read. */
   private inspecting: Promise<unknown> | null = null;
+  /** Seats on a checkpoint of their own (agent index → folder). */
+  private seats = new Map<number, Seat>();
+  /** Seats named (by a link) whose checkpoint this browser does not have. */
+  private missing = new Map<number, SeatRef>();
+  /** What the next build seats: the stored seating (first build), a link's, or nothing new (null). */
+  private wanted: readonly SeatRef[] | 'stored' | null = 'stored';
+  /** Cancels the checkpoint load in flight. */
+  private abort: AbortController | null = null;
 
   constructor(
     /** Where what people see is written: the page's `usePlayground`, or a test's own store. */
     readonly store: StoreApi<PlaygroundState>,
     private readonly open: TeamOpener = openTeam,
+    /** Where seated checkpoints are kept (IndexedDB in the page; none in Node unless a test gives one). */
+    private readonly checkpoints: CheckpointStore | null = typeof indexedDB === 'undefined' ? null : CheckpointStore.browser(),
   ) {}
 
-  /** Calls `fn` after every recorded agent step; returns the unsubscribe. */
+  /**
+   * Calls `fn` after every recorded agent step, and after a checkpoint seat built a fresh team (so
+   * the autosave never pairs the old team's snapshots with the new seating); returns the unsubscribe.
+   */
   onStep(fn: () => void): () => void {
     this.stepListeners.add(fn);
     return () => this.stepListeners.delete(fn);
@@ -207,14 +235,197 @@ export class Session {
     old?.terminate();
     this.store.setState({ ...emptyMetrics(), config: cfg, agents: [], backend: 'starting…' });
     this.setProgress({ label, done: 0, total: 1, cancellable: false });
-    const t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: false }));
+    await this.resolveSeats(cfg);
+    const seats = this.extras(cfg, this.seats, null);
+    let t: TeamHandle;
+    try {
+      t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: false }), seats.extras);
+    } finally {
+      seats.close();
+    }
     if (my !== this.generation) {
       t.terminate();
       return;
     }
+    await this.install(t);
+  }
+
+  /** A built team becomes the session's. */
+  private async install(t: TeamHandle): Promise<void> {
     this.team = t;
     this.boundary = await this.takeBoundary(0);
-    this.store.setState({ agents: t.agents, backend: t.backend, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon });
+    this.store.setState({ agents: t.agents, seats: this.seatViews(t.exp.cfg), backend: t.backend, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon });
+  }
+
+  // ── checkpoint seats ────────────────────────────────────────────────────────────────────────
+
+  /** The seats that apply to `cfg` (a language task with that many agents). */
+  private active(cfg: Config, seats: ReadonlyMap<number, Seat>): Map<number, Seat> {
+    return new Map(isLlmTask(cfg.task) ? [...seats].filter(([j]) => j < cfg.agents) : []);
+  }
+
+  /**
+   * The seats' part of a build, and `close()`, called once the build settled: a worker's progress
+   * message that arrives later (or after Cancel) is dropped rather than left on screen.
+   */
+  private extras(cfg: Config, seats: ReadonlyMap<number, Seat>, signal: AbortSignal | null): { extras: OpenExtras; close: () => void } {
+    const active = this.active(cfg, seats);
+    let open = true;
+    const close = (): void => {
+      open = false;
+    };
+    if (active.size === 0) return { extras: {}, close };
+    return { close, extras: {
+      seats: active,
+      seatLimit: pageSeatLimit(),
+      ...(signal ? { signal } : {}),
+      onSeatProgress: (j, p) => {
+        if (!open || signal?.aborted) return;
+        const seat = active.get(j)!;
+        this.setProgress({ label: `Agent ${j} ← ${seat.name}${seat.needs ? ` (needs about ${seat.needs})` : ''}: ${p.phase} ${p.done}/${p.total}${p.item ? ` (${p.item})` : ''}`, done: p.done, total: Math.max(1, p.total), cancellable: signal !== null });
+      },
+    } };
+  }
+
+  private seatViews(cfg: Config): SeatView[] {
+    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, params: c.params, stored: c.stored, ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
+    for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, missing: true });
+    return views.sort((a, b) => a.agent - b.agent);
+  }
+
+  /** The seats a share link names: seated at the next build from this browser's storage, or reported missing. */
+  useLinkSeats(refs: readonly SeatRef[]): void {
+    this.wanted = refs;
+  }
+
+  /** The seats the link / the stored seating asks for, from storage (once per request). */
+  private async resolveSeats(cfg: Config): Promise<void> {
+    const wanted = this.wanted;
+    if (wanted === null) return;
+    this.wanted = null;
+    let refs: readonly SeatRef[] = [];
+    if (wanted === 'stored') {
+      if (!this.checkpoints) return;
+      const r = await this.checkpoints.loadSeating();
+      if (!r.ok) {
+        this.store.setState({ error: `Seated checkpoints: ${r.error}` });
+        return;
+      }
+      refs = r.value;
+    } else refs = wanted;
+    this.seats = new Map();
+    this.missing = new Map();
+    for (const ref of refs) {
+      const got = this.checkpoints ? await this.checkpoints.load(ref.hash) : ({ ok: true, value: null } as const);
+      if (got.ok && got.value) {
+        const e = await estimateOf(got.value.files, cfg);
+        this.seats.set(ref.agent, { ...got.value, stored: got.value.bytes, estimate: describeSeatEstimate(e), needs: formatBytes(e.total) });
+      }
+      else {
+        this.missing.set(ref.agent, ref);
+        if (!got.ok) this.store.setState({ error: `Agent ${ref.agent}'s checkpoint ${ref.name}: ${got.error}` });
+      }
+    }
+    if (wanted !== 'stored') await this.checkpoints?.saveSeating([...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash })));
+  }
+
+  /**
+   * A fresh team with these seats, built while the current one stays; on failure or Cancel the
+   * current team is kept as it was and the banner says why.
+   */
+  private async rebuildWith(cfg: Config, seats: Map<number, Seat>, what: string): Promise<boolean> {
+    const abort = new AbortController();
+    this.abort = abort;
+    const part = this.extras(cfg, seats, abort.signal);
+    let t: TeamHandle;
+    try {
+      this.setProgress({ label: `${what}: starting the workers…`, done: 0, total: 1, cancellable: true });
+      t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: true }), part.extras);
+    } catch (e) {
+      if (e instanceof SatError && e.code === 'cancelled') this.store.setState({ notice: `${what}: cancelled; the team was not changed.` });
+      else this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
+      return false;
+    } finally {
+      this.abort = null;
+      part.close();
+    }
+    ++this.generation;
+    this.gen = null;
+    this.unshown = null;
+    this.latestUpdate = new Map();
+    this.team?.terminate();
+    this.seats = seats;
+    this.store.setState({ ...emptyMetrics(), config: cfg });
+    await this.install(t);
+    return true;
+  }
+
+  private async saveSeating(drop: readonly string[] = []): Promise<void> {
+    if (!this.checkpoints) return;
+    const r = await this.checkpoints.saveSeating([...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash })), drop);
+    if (!r.ok) this.store.setState({ error: `Seated checkpoints: ${r.error}` });
+  }
+
+  /**
+   * Seats the checkpoint folder `files` (a picker's or a drop's File list) as agent j of the
+   * applied language settings: config.json and the memory estimate first (refused before the
+   * weights are read when it does not fit), then the load in the seat's worker, with progress and
+   * Cancel, then storage. With `expectHash` (a link's seat) a folder with another hash is refused.
+   * Returns whether agent j now holds it; on failure the team is as it was.
+   */
+  async seatCheckpoint(j: number, files: readonly FileLike[], expectHash?: string): Promise<boolean> {
+    const cfg = this.state.config;
+    let ok = false;
+    await this.exclusive('loading', async () => {
+      const what = `Agent ${j}'s checkpoint`;
+      if (!cfg || !isLlmTask(cfg.task) || j < 0 || j >= cfg.agents) {
+        this.store.setState({ error: `${what}: a checkpoint can take a seat of a language team (agents 0..${(cfg?.agents ?? 1) - 1}); the team was not changed.` });
+        return;
+      }
+      let c;
+      try {
+        this.setProgress({ label: `${what}: reading config.json…`, done: 0, total: 1, cancellable: false });
+        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.setProgress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }));
+        if (expectHash !== undefined && c.hash !== expectHash) {
+          const want = this.missing.get(j);
+          throw new SatError('checkpoint', `this folder is ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…), not the checkpoint the link needs${want ? `, ${want.name}` : ''} (hash ${expectHash.slice(0, SHORT_HASH)}…); pick that folder.`);
+        }
+      } catch (e) {
+        this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
+        return;
+      }
+      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, params: c.params, stored: 'not stored', estimate: describeSeatEstimate(c.estimate), needs: formatBytes(c.estimate.total) };
+      const next = new Map(this.seats);
+      const previous = next.get(j)?.hash;
+      next.set(j, seat);
+      if (!(await this.rebuildWith(cfg, next, `Agent ${j} ← ${c.name}`))) return;
+      this.missing.delete(j);
+      if (this.checkpoints) {
+        const saved = await this.checkpoints.save(c);
+        seat.stored = saved.ok ? saved.value : saved.error;
+        await this.saveSeating(previous ? [previous] : []);
+      } else seat.stored = 'this page has no storage';
+      for (const fn of this.stepListeners) fn();
+      this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${seat.estimate}).` });
+      ok = true;
+    });
+    return ok;
+  }
+
+  /** Agent j back on the shipped model (a fresh team). */
+  async clearCheckpoint(j: number): Promise<void> {
+    const cfg = this.state.config;
+    if (!cfg || (!this.seats.has(j) && !this.missing.has(j))) return;
+    await this.exclusive('loading', async () => {
+      const next = new Map(this.seats);
+      const previous = next.get(j)?.hash;
+      next.delete(j);
+      this.missing.delete(j);
+      if (await this.rebuildWith(cfg, next, `Agent ${j} back on ${cfg.task}-${cfg.model}`)) {
+        await this.saveSeating(previous ? [previous] : []);
+        for (const fn of this.stepListeners) fn();
+      }
+    });
   }
 
   /** Applies the form: a fresh team from those settings (the previous experiment is dropped). */
@@ -394,6 +605,7 @@ export class Session {
   /** Cancels long work (a replay, a comparison) after the step in progress. */
   cancelWork(): void {
     this.stopRequested = true;
+    this.abort?.abort();
   }
 
   /**

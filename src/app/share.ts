@@ -15,6 +15,10 @@
  *   <key>_hide    true: the control of <key> is hidden (any config key, and "preset" for the gallery)
  *   step          a StepRef {stage ≥ 1, agent?} (stepRef.ts): replay to the end of that stage, or to agent `agent`'s update
  *                 within it; stage ≤ the config's stages, agent < its agents
+ *   checkpoints   language tasks: the seats that hold a Hugging Face checkpoint of their own,
+ *                 [{agent, hash, name}] (hash: hfFolderHash, 64 hex digits; name: "folder@short
+ *                 hash"); the files are not in the link — the page seats them from its storage,
+ *                 or says which checkpoint is needed and asks for the folder (docs/models.md)
  *
  * Opening a link replays the run: the seed is a config key, so same backend ⇒ identical metrics.
  *
@@ -38,7 +42,7 @@
  */
 import { deflateSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
-import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, parseConfig } from '../sat/config';
+import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, isLlmTask, parseConfig } from '../sat/config';
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
 import type { StepRef } from './stepRef';
@@ -71,6 +75,15 @@ export interface ShareState {
   readonly step?: StepRef;
   /** Keys whose control is hidden: config keys, or "preset". */
   readonly hide: readonly string[];
+  /** Seats on a checkpoint of their own, by agent (language tasks). */
+  readonly checkpoints?: readonly ShareCheckpoint[];
+}
+
+/** A seat's checkpoint as a link records it: which agent, and the folder's hash and name. */
+export interface ShareCheckpoint {
+  readonly agent: number;
+  readonly name: string;
+  readonly hash: string;
 }
 
 /** What went wrong with a link, one code per class of failure (the UI may, e.g., stay silent on 'empty'). */
@@ -92,7 +105,8 @@ export type ShareErrorCode =
   | 'inconsistent'
   | 'preset'
   | 'hide'
-  | 'step';
+  | 'step'
+  | 'checkpoints';
 
 export type ShareResult =
   | { readonly ok: true; readonly state: ShareState; readonly config: Config }
@@ -248,10 +262,13 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   const overrides: Partial<Record<ConfigKey, unknown>> = {};
   const hide: string[] = [];
   let rawStep: unknown;
+  let rawCheckpoints: unknown;
   for (const [k, v] of entries) {
     if (k === 'preset') continue;
     if (k === 'step') {
       rawStep = v;
+    } else if (k === 'checkpoints') {
+      rawCheckpoints = v;
     } else if (k.endsWith(HIDE_SUFFIX) && HIDEABLE.has(k.slice(0, -HIDE_SUFFIX.length))) {
       if (v !== true) throw new ShareFail('hide', `the hide flag "${k}" = ${quote(v)} must be true (leave it out to show the control).`);
       hide.push(k.slice(0, -HIDE_SUFFIX.length));
@@ -270,7 +287,7 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
       } catch (e) {
         if (e instanceof ConfigError) msg = e.message;
       }
-      throw new ShareFail('unknown-key', `${msg} A link may also hold "preset", "step" and "<setting>_hide".`);
+      throw new ShareFail('unknown-key', `${msg} A link may also hold "preset", "step", "checkpoints" and "<setting>_hide".`);
     }
   }
   let config: Config;
@@ -282,7 +299,26 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: overrides, hide: hide.sort() };
   if (preset !== undefined) state.preset = preset;
   if (rawStep !== undefined) state.step = readStep(rawStep, config);
+  if (rawCheckpoints !== undefined) state.checkpoints = readCheckpoints(rawCheckpoints, config);
   return { state, config };
+}
+
+function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
+  const bad = (why: string) => new ShareFail('checkpoints', `"checkpoints" = ${quote(v)} ${why}.`);
+  if (!isLlmTask(c.task)) throw bad(`seats checkpoints, but task "${c.task}" is not a language task`);
+  if (!Array.isArray(v) || v.length === 0) throw bad('is not a non-empty list of {agent, hash, name}');
+  const out: ShareCheckpoint[] = [];
+  for (const e of v) {
+    if (!isPlainObject(e)) throw bad('has an entry that is not an object {agent, hash, name}');
+    for (const k of Object.keys(e)) if (k !== 'agent' && k !== 'hash' && k !== 'name') throw bad(`has an unknown entry ${quote(k)} (allowed: agent, hash, name)`);
+    const { agent, hash, name } = e;
+    if (typeof agent !== 'number' || !Number.isInteger(agent) || agent < 0 || agent >= c.agents) throw bad(`needs each agent to be an integer in [0, ${c.agents - 1}] (the team's agents)`);
+    if (out.some((x) => x.agent === agent)) throw bad(`seats agent ${agent} twice`);
+    if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) throw bad('needs each hash to be 64 lowercase hex digits (the folder hash)');
+    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_SHARE_STRING || CONTROL.test(name)) throw bad(`needs each name to be 1..${MAX_SHARE_STRING} printable characters`);
+    out.push({ agent, hash, name });
+  }
+  return out.sort((a, b) => a.agent - b.agent);
 }
 
 function readStep(v: unknown, c: Config): StepRef {
@@ -307,6 +343,7 @@ function linkObject(state: ShareState): Record<string, unknown> {
   for (const k of state.hide) o[k + HIDE_SUFFIX] = true;
   if (state.preset !== undefined) o.preset = state.preset;
   if (state.step !== undefined) o.step = state.step.agent === undefined ? { stage: state.step.stage } : { stage: state.step.stage, agent: state.step.agent };
+  if (state.checkpoints !== undefined && state.checkpoints.length > 0) o.checkpoints = [...state.checkpoints].sort((a, b) => a.agent - b.agent).map((x) => ({ agent: x.agent, hash: x.hash, name: x.name }));
   return o;
 }
 
@@ -379,7 +416,7 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
  * The state that shares `config`: only the keys that differ from `preset`'s config (or from the
  * defaults when no preset is named), plus the step and hidden controls.
  */
-export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[] } = {}): ShareState {
+export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[] } = {}): ShareState {
   const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
   const diff: Partial<Record<ConfigKey, unknown>> = {};
   for (const k of CONFIG_KEYS) {
@@ -391,5 +428,6 @@ export function makeShareState(config: Config, opts: { preset?: string; step?: S
   const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diff, hide: [...new Set(opts.hide ?? [])].sort() };
   if (opts.preset !== undefined) state.preset = opts.preset;
   if (opts.step !== undefined) state.step = opts.step;
+  if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map((x) => ({ agent: x.agent, hash: x.hash, name: x.name }));
   return state;
 }

@@ -1,14 +1,16 @@
 /**
  * Builds the session's team in the browser: the experiment for a config, with every agent in its
  * own Web Worker when the browser has workers (one per agent, comlink; ../workers), in this tab
- * otherwise. Language presets fetch their shipped model files from `models/` next to the page.
+ * otherwise. Language presets fetch their shipped model files from `models/` next to the page;
+ * a seat may instead hold a Hugging Face checkpoint folder the person picked (`OpenExtras.seats`,
+ * loaded in that seat's worker: remoteTeam.ts).
  *
  * Not here: stepping (session.ts) or the agents' maths (src/sat).
  */
 import { FormatError, SatError } from '../core/errors';
 import { isLlmTask, type Config } from '../sat/config';
 import { createExperiment, createLlmExperiment, type Experiment, type ModelLoader } from '../sat/experiment';
-import { createRemoteExperiment, makeAgentWorker, type RemoteAgent } from './remoteTeam';
+import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from './remoteTeam';
 import type { AgentView } from './store';
 
 export interface TeamHandle {
@@ -34,19 +36,23 @@ export const fetchModel: ModelLoader = async (name) => {
   return new Uint8Array(await res.arrayBuffer());
 };
 
+/** Checkpoint seats, their load's progress and limit, and a signal that cancels the build. */
+export type OpenExtras = Pick<RemoteExperimentOptions, 'seats' | 'seatLimit' | 'onSeatProgress' | 'signal'>;
+
 /**
  * The team for `cfg`: in Web Workers (one per agent) when the browser has them — always, in any
  * browser this page supports — else in this tab, said plainly.
  */
-export async function openTeam(cfg: Config, onProgress: (msg: string) => void): Promise<TeamHandle> {
+export async function openTeam(cfg: Config, onProgress: (msg: string) => void, extras: OpenExtras = {}): Promise<TeamHandle> {
   onProgress(isLlmTask(cfg.task) ? `Loading ${cfg.task}-${cfg.model} into ${cfg.agents} workers and measuring the team’s held-out J…` : 'Starting one worker per agent…');
   if (typeof Worker === 'undefined') {
+    if ((extras.seats?.size ?? 0) > 0) throw new SatError('worker', 'A seat with its own checkpoint loads it in a Web Worker, and this browser has none; the team was not changed.');
     const exp = isLlmTask(cfg.task) ? await createLlmExperiment(cfg, fetchModel) : createExperiment(cfg);
     const infos = await Promise.all(exp.team.map((a) => a.info()));
     const agents = infos.map((info, index) => ({ ...info, index }));
     return { exp, agents, backend: `No Web Workers here: ${agents.length} agents in this tab, ${infos[0]?.backend ?? 'cpu'}`, terminate() {} };
   }
-  const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel });
+  const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel, ...extras });
   const memory = await Promise.all((exp.team as readonly RemoteAgent[]).map((a) => a.memoryBytes().catch(() => undefined)));
   const agents = exp.infos.map((info, index) => ({ ...info, index, memoryBytes: memory[index] }));
   const backends = [...new Set(agents.map((a) => a.backend))].join(' / ');

@@ -9,30 +9,29 @@
  * contexts of at most HF_CLI_MAX_SEQ = 128 tokens. The estimate counts one training pass over the
  * agent's batch × group messages at that length (an LM agent packs them into one forward) and
  * sampling max(batch × group, evalEpisodes) prompts at once.
- * Progress lines go to the `log` callback (stderr in the CLI).
+ * Progress lines go to the `log` callback (stderr in the CLI). The budget, the LoRA seed and the
+ * agent itself come from src/sat/hfSeat.ts, which the page's worker uses too.
  *
- * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts), flag parsing (sat.ts).
+ * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts, built by
+ * src/sat/hfSeat.ts), flag parsing (sat.ts).
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
-import { cpuBackend } from '../backend/cpu';
 import { ConfigError, SatError } from '../core/errors';
-import { Rng } from '../core/rng';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
 import { loadHfCheckpoint, type HfFiles } from '../model/hfLoad';
-import { Model } from '../model/model';
 import type { QuantKind } from '../model/quant';
 import { LmAgent } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
+import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed } from '../sat/hfSeat';
 
-/** LoRA rank of a seated checkpoint when the `lora` setting is 0 (full training of a 100M model is not offered). */
-export const HF_DEFAULT_LORA_RANK = 8;
+export { HF_DEFAULT_LORA_RANK };
 
-/** Context of a seated checkpoint (positions): our tasks' turns, chat template included, fit well within it. */
-export const HF_CLI_MAX_SEQ = 128;
+/** Context of a seated checkpoint (positions): src/sat/hfSeat.ts HF_SEAT_MAX_SEQ, the page's too. */
+export const HF_CLI_MAX_SEQ = HF_SEAT_MAX_SEQ;
 
 /** The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name. */
 export async function readHfFolder(dir: string): Promise<HfFiles> {
@@ -64,10 +63,8 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   }
   const lx = exp as LlmExperiment;
   const files = await readHfFolder(dir);
-  const rank = cfg.lora > 0 ? cfg.lora : HF_DEFAULT_LORA_RANK;
-  // One training pass packs the agent's batch × group messages, each at most HF_CLI_MAX_SEQ tokens.
-  // Sampling: a rollout's batch × group prompts, or an evaluation's evalEpisodes, at once.
-  const budget = { loraRank: rank, sequences: cfg.batch * cfg.group, seqLen: HF_CLI_MAX_SEQ, prompts: Math.max(cfg.batch * cfg.group, cfg.evalEpisodes) };
+  const budget = hfSeatBudget(cfg);
+  const rank = budget.loraRank;
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
   const configBytes = files.get('config.json');
   if (configBytes !== undefined) {
@@ -90,8 +87,7 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
       last = line;
     },
   });
-  const model = new Model(cpuBackend, m.cfg, m.weights, { trainable: 'lora', lora: { rank, alpha: cfg.loraAlpha }, seed: new Rng(cfg.seed, [0x6866, j]).nextU32() });
-  const agent = new LmAgent(j, model, { name: `${m.name}#${j}`, temperature: cfg.temperature, topK: cfg.topK, tokenizer: m.tokenizer });
+  const agent = hfSeatAgent(j, m, { loraRank: rank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK });
   const old = lx.team[j]!;
   lx.team[j] = agent;
   if (old instanceof LmAgent) old.model.dispose();

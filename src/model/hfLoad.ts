@@ -180,6 +180,25 @@ function json(files: HfFiles, name: string, required: boolean): unknown {
   }
 }
 
+/** The folder's config.json, read and checked (hfConfig.ts) — the loader's first step, which the page also runs before reading any weights. */
+export function readHfConfig(files: HfFiles, maxSeq?: number): { cfg: ModelConfig; info: HfInfo; raw: unknown } {
+  const raw = json(files, 'config.json', true);
+  return { ...parseHfConfig(raw, { maxSeq }), raw };
+}
+
+/**
+ * The folder's tokenizer (tokenizer.json, with tokenizer_config.json and generation_config.json
+ * when present), for a config parsed from its config.json. loadHfCheckpoint builds the model's
+ * with it; the page builds the same one on the main thread, where a worker's agent encodes its
+ * prompts (src/sat/env/lm.ts: the tokenizer does not cross the worker boundary).
+ */
+export function hfTokenizerOf(files: HfFiles, cfg: ModelConfig, info: HfInfo, turns?: HfTurns): HfTokenizer {
+  return new HfTokenizer(
+    json(files, 'tokenizer.json', true),
+    { tokenizerConfig: json(files, 'tokenizer_config.json', false), generationConfig: json(files, 'generation_config.json', false), info, vocab: cfg.vocab, turns },
+  );
+}
+
 /** Which file holds each tensor: the index's weight_map, or everything in model.safetensors. */
 function shardPlan(files: HfFiles): { shards: string[]; where: (tensor: string) => string | undefined } {
   const index = json(files, 'model.safetensors.index.json', false);
@@ -209,17 +228,13 @@ const yieldToEventLoop = (): Promise<void> => new Promise((r) => setTimeout(r, 0
 export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {}): Promise<HfModel> {
   const quant = opts.quant ?? 'f32';
   const progress = opts.onProgress ?? (() => {});
-  const rawConfig = json(files, 'config.json', true);
-  const { cfg, info } = parseHfConfig(rawConfig, { maxSeq: opts.maxSeq });
+  const { cfg, info, raw: rawConfig } = readHfConfig(files, opts.maxSeq);
   if (quant !== 'f32' && cfg.d % 32 !== 0) {
     throw new ConfigError('hidden_size', cfg.d, `config.json: "hidden_size" = ${cfg.d} is not a multiple of 32, so the model cannot be stored ${quant}; load it as f32.`);
   }
   if (opts.memory) checkFits(estimateMemory(cfg, { quant, ...opts.memory }), opts.memory.limitBytes, opts.memory.where);
   // The tokenizer first: it is small, and a folder without one fails before the big read.
-  const tokenizer = new HfTokenizer(
-    json(files, 'tokenizer.json', true),
-    { tokenizerConfig: json(files, 'tokenizer_config.json', false), generationConfig: json(files, 'generation_config.json', false), info, vocab: cfg.vocab, turns: opts.turns },
-  );
+  const tokenizer = hfTokenizerOf(files, cfg, info, opts.turns);
 
   const plan = shardPlan(files);
   const tensors = new Map<string, { t: StTensor; file: string }>();

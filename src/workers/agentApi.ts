@@ -17,6 +17,11 @@
  * Results: every typed array a method returns is fresh and referenced by nobody here, so the
  * worker side may transfer it (src/workers/wire.ts `withTransfer`). Arguments are never kept.
  *
+ * A language seat may also be a Hugging Face checkpoint folder (`HfAgentSpec`, kind "hf"): its
+ * files cross once, transferred; the worker runs the loader (src/model/hfLoad.ts: checks, convert,
+ * quantize, reporting progress to the `onProgress` callback init takes — a comlink proxy from the
+ * page) and builds the agent as the CLI does (src/sat/hfSeat.ts), on the CPU backend.
+ *
  * Not here: comlink (wire.ts, agent.worker.ts), the stage loop and the environment (src/sat/stage.ts,
  * on the main thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
  */
@@ -27,7 +32,11 @@ import { acquireDevice, isSoftwareAdapter } from '../backend/webgpu/device';
 import { GpuContext } from '../backend/webgpu/kernel';
 import { softwareFallback } from '../backend/webgpu/node';
 import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
-import { loadModel, type LoadedModel } from '../model/weights';
+import type { HostTensors } from '../backend/types';
+import { loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
+import { loadHfCheckpoint, type HfFiles, type HfProgress } from '../model/hfLoad';
+import type { QuantKind } from '../model/quant';
+import { hfSeatAgent, HF_SEAT_MAX_SEQ, type HfSeatAgentOptions, type HfSeatBudget } from '../sat/hfSeat';
 import { lmAgent, tableAgent, type LmInit, type LmSeat, type TableInit } from '../sat/experiment';
 import type { ProjectedLmAgent } from '../sat/agents/projected';
 import { seatSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
@@ -58,7 +67,28 @@ export interface LmSpec extends LmInit {
   readonly backend?: 'cpu' | 'webgpu' | 'auto';
 }
 
-export type AgentSpec = TableSpec | LmSpec;
+/** A language seat on a Hugging Face checkpoint folder (src/sat/hfSeat.ts builds the agent). */
+export interface HfAgentSpec {
+  readonly kind: 'hf';
+  readonly index: number;
+  /** What the page calls the checkpoint (folder name and short hash); the agent is "<name>#index". */
+  readonly name: string;
+  /** The folder's files by name (src/app/hfFiles.ts). Send copies the caller will not use again, and transfer them. */
+  readonly files: HfFiles;
+  readonly quant: QuantKind;
+  /** Refused before any tensor is read when the estimate for this budget exceeds limitBytes ("where" names the limit). */
+  readonly memory: HfSeatBudget & { readonly limitBytes: number; readonly where: string };
+  readonly agent: HfSeatAgentOptions;
+}
+
+export type AgentSpec = TableSpec | LmSpec | HfAgentSpec;
+
+/** Bytes a loaded model's tensors hold (data and scales). */
+function weightBytes(w: ModelWeights): number {
+  let n = 0;
+  for (const t of w.values()) for (const v of Object.values(t)) if (ArrayBuffer.isView(v)) n += v.byteLength;
+  return n;
+}
 
 /** The agent's backend as the page names it. */
 export const CPU_BACKEND = 'cpu (TypeScript)';
@@ -85,10 +115,15 @@ export class AgentApi {
     this.#notKept = why;
   }
 
-  /** Builds (or replaces) the agent. */
-  async init(spec: AgentSpec): Promise<void> {
+  /** Builds (or replaces) the agent; an `hf` spec reports the load's progress to `onProgress`. */
+  async init(spec: AgentSpec, onProgress?: (p: HfProgress) => void): Promise<void> {
     this.#forget('this agent has not been updated yet: step an agent first.');
-    if (spec.kind === 'tabular') {
+    if (spec.kind === 'hf') {
+      const m = await loadHfCheckpoint(spec.files, { quant: spec.quant, maxSeq: HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p) });
+      this.#modelBytes = weightBytes(m.weights);
+      this.#backend = CPU_BACKEND;
+      this.#agent = hfSeatAgent<HostTensors>(spec.index, m, { ...spec.agent, name: spec.name });
+    } else if (spec.kind === 'tabular') {
       this.#agent = tableAgent(spec);
       this.#modelBytes = 0;
     } else if (spec.kind === 'lm') {
@@ -96,7 +131,7 @@ export class AgentApi {
       this.#modelBytes = spec.model.byteLength;
       this.#agent = (spec.backend ?? 'cpu') === 'cpu' ? this.#cpuAgent(spec, loaded) : await this.#gpuAgent(spec, loaded);
     } else {
-      throw new AgentWorkerError(`agent worker: unknown agent kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; expected "tabular" or "lm".`);
+      throw new AgentWorkerError(`agent worker: unknown agent kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; expected "tabular", "lm" or "hf".`);
     }
   }
 

@@ -3,15 +3,19 @@
  * size per agent), its own radius δ_i, the backend its worker runs on and the memory it holds —
  * and the update order σ as chips you can drag (or move with the ◂ ▸ buttons) to set a custom
  * order. Edits go to the settings form (agentModels, deltas, order = custom, customOrder) and take
- * effect on Apply, like every other setting.
+ * effect on Apply, like every other setting. A language agent's card also takes a Hugging Face
+ * checkpoint folder of your own (CheckpointPicker.tsx: the picker, or the files dropped on the
+ * card), which builds a fresh team at once.
  *
- * Not here: running agents (session.ts) or their colours (theme.ts).
+ * Not here: running agents (session.ts), reading checkpoints (hfFiles.ts) or colours (theme.ts).
  */
 import { useState, type CSSProperties } from 'react';
 import { agentDelta, isLlmTask } from '../../sat/config';
 import { short, backendShort } from '../format';
+import { useSession } from '../sessionContext';
 import { isDirty, setField, usePlayground } from '../store';
 import { agentColor } from '../theme';
+import { CheckpointPicker, dropFiles } from './CheckpointPicker';
 import { tooltip } from './Controls';
 
 function bytes(n: number | undefined): string {
@@ -38,6 +42,8 @@ function formOrder(orderText: string, customText: string, n: number): number[] {
 
 export function TeamBuilder() {
   const agents = usePlayground((s) => s.agents);
+  const seats = usePlayground((s) => s.seats);
+  const session = useSession();
   const cfg = usePlayground((s) => s.config);
   const order = usePlayground((s) => s.form.order);
   const custom = usePlayground((s) => s.form.customOrder);
@@ -79,7 +85,14 @@ export function TeamBuilder() {
     <section className="team" aria-label="Team" data-testid="team">
       <div className="team-agents">
         {agents.map((a) => (
-          <div key={a.index} className="agent-card" data-testid={`agent-${a.index}`} style={{ '--agent': agentColor(a.index) } as CSSProperties}>
+          <div
+            key={a.index}
+            className="agent-card"
+            data-testid={`agent-${a.index}`}
+            style={{ '--agent': agentColor(a.index) } as CSSProperties}
+            onDragOver={llm ? (e) => e.dataTransfer.types.includes('Files') && e.preventDefault() : undefined}
+            onDrop={llm ? dropFiles(session, a.index, seats.find((x) => x.agent === a.index && x.missing)?.hash) : undefined}
+          >
             <div className="agent-head">
               <span className="agent-dot" aria-hidden="true" />
               <strong>agent {a.index}</strong>
@@ -100,7 +113,7 @@ export function TeamBuilder() {
                 </span>
               )}
             </div>
-            {llm && !hide.includes('agentModels') && (
+            {llm && !hide.includes('agentModels') && !seats.some((x) => x.agent === a.index && !x.missing) && (
               <label className="agent-delta" title={tooltip('agentModels')}>
                 model
                 <select data-testid={`model-${a.index}`} value={models.length === n ? models[a.index] : modelText} onChange={(e) => setModel(a.index, e.target.value)}>
@@ -112,6 +125,7 @@ export function TeamBuilder() {
                 </select>
               </label>
             )}
+            {llm && !hide.includes('agentModels') && <CheckpointPicker agent={a.index} seat={seats.find((x) => x.agent === a.index)} />}
             {!hide.includes('deltas') && (
               <label className="agent-delta" title={tooltip('deltas')}>
                 δ<sub>{a.index}</sub>

@@ -62,6 +62,26 @@ export interface AgentView extends AgentInfo {
   readonly memoryBytes?: number;
 }
 
+/**
+ * A language seat's own checkpoint (src/app/hfFiles.ts; docs/models.md "Your own checkpoint"):
+ * seated, or named by a share link but not in this browser's storage (`missing`).
+ */
+export interface SeatView {
+  readonly agent: number;
+  /** Folder name and short hash, e.g. "SmolLM-135M@1a2b3c4d". */
+  readonly name: string;
+  /** hfFolderHash of its files (hex). */
+  readonly hash: string;
+  readonly missing?: boolean;
+  /** The checkpoint's own parameters (its config). */
+  readonly params?: number;
+  /** Bytes kept in this browser's storage, or why they are not. */
+  readonly stored?: number | string;
+  /** The memory estimate made before the load: its total ("14.9 MiB") and every part, in words. */
+  readonly needs?: string;
+  readonly estimate?: string;
+}
+
 export type Speed = 'slow' | 'normal' | 'fast';
 
 export interface RunSlice {
@@ -69,6 +89,8 @@ export interface RunSlice {
   progress: Progress | null;
   speed: Speed;
   agents: readonly AgentView[];
+  /** Seats holding (or, from a link, needing) a checkpoint of their own. */
+  seats: readonly SeatView[];
   /** One line on where agents run (e.g. "3 Web Workers, CPU backend"), always visible. */
   backend: string;
   /** The applied config (null until the first experiment is built). */
@@ -143,6 +165,7 @@ export function createPlaygroundStore() {
     progress: null,
     speed: 'normal',
     agents: [],
+    seats: [],
     backend: 'starting…',
     config: null,
     // metrics

@@ -1,0 +1,118 @@
+/**
+ * "Your own checkpoint…" on a language agent's card: a folder picker (`<input type=file
+ * webkitdirectory multiple>`) that seats a Hugging Face Llama checkpoint folder as that agent
+ * (Session.seatCheckpoint: config.json and the memory estimate first, then the load in the seat's
+ * worker with progress and Cancel), and what the seat holds — the checkpoint's name (folder and
+ * short hash), its parameters, the memory estimate and what this browser keeps of it. A seat a
+ * share link names but this browser lacks says which checkpoint it needs and offers the picker
+ * for exactly that folder. `dropFiles` lets the card take the folder (or its files) dropped on it.
+ * docs/models.md, "Your own checkpoint", says how it works and what is not done yet.
+ *
+ * Not here: reading and storing the files (hfFiles.ts), the team (session.ts).
+ */
+import type { DragEvent } from 'react';
+import { formatBytes } from '../../model/hfConfig';
+import type { FileLike } from '../hfFiles';
+import type { Session } from '../session';
+import { useSession } from '../sessionContext';
+import { usePlayground, type SeatView } from '../store';
+
+/** The files directly inside a dropped folder, named as a folder picker names them ("folder/file"). */
+async function folderFiles(dir: FileSystemDirectoryEntry): Promise<FileLike[]> {
+  const reader = dir.createReader();
+  const entries: FileSystemEntry[] = [];
+  for (;;) {
+    const batch = await new Promise<FileSystemEntry[]>((resolve, reject) => reader.readEntries(resolve, reject));
+    if (batch.length === 0) break; // readEntries answers in batches until an empty one
+    entries.push(...batch);
+  }
+  const files = entries.filter((x): x is FileSystemFileEntry => x.isFile);
+  return Promise.all(
+    files.map(async (x) => {
+      const f = await new Promise<File>((resolve, reject) => x.file(resolve, reject));
+      return { name: f.name, size: f.size, webkitRelativePath: `${dir.name}/${f.name}`, arrayBuffer: () => f.arrayBuffer() };
+    }),
+  );
+}
+
+/**
+ * The card's drop handler: a folder dropped whole (its own files; sub-folders are not read), or
+ * the folder's files selected and dragged, go to seat `agent`.
+ */
+export function dropFiles(session: Session, agent: number, expectHash?: string) {
+  return (e: DragEvent<HTMLElement>): void => {
+    if (e.dataTransfer.files.length === 0) return;
+    e.preventDefault();
+    // Entries must be taken while the event lasts; they are read after.
+    const dirs = [...e.dataTransfer.items].map((i) => i.webkitGetAsEntry?.() ?? null).filter((x): x is FileSystemDirectoryEntry => x?.isDirectory === true);
+    const plain = [...e.dataTransfer.files] as FileLike[];
+    void (async () => {
+      let list = plain;
+      if (dirs.length === 1) {
+        try {
+          list = await folderFiles(dirs[0]!);
+        } catch (err) {
+          session.store.setState({ error: `Agent ${agent}'s checkpoint: the dropped folder "${dirs[0]!.name}" could not be read (${err instanceof Error ? err.message : String(err)}); pick it with the folder picker instead. The team was not changed.` });
+          return;
+        }
+      }
+      await session.seatCheckpoint(agent, list, expectHash);
+    })();
+  };
+}
+
+function stored(v: number | string | undefined): string {
+  if (v === undefined) return '';
+  return typeof v === 'number' ? `kept in this browser: ${formatBytes(v)}` : `not kept in this browser: ${v}`;
+}
+
+export function CheckpointPicker({ agent, seat }: { readonly agent: number; readonly seat: SeatView | undefined }) {
+  const session = useSession();
+  const busy = usePlayground((s) => s.status === 'loading' || s.status === 'busy' || s.status === 'running');
+  const expect = seat?.missing ? seat.hash : undefined;
+  const picker = (
+    <label className="checkpoint-pick" title="A Hugging Face Llama-family folder (config.json, model.safetensors, tokenizer.json); it loads in this agent's worker, quantized q8, with LoRA adapters to train">
+      {seat?.missing ? 'Pick its folder…' : seat ? 'Another checkpoint…' : 'Your own checkpoint…'}
+      <input
+        type="file"
+        multiple
+        disabled={busy}
+        data-testid={`checkpoint-${agent}-input`}
+        ref={(el) => el?.setAttribute('webkitdirectory', '')}
+        onChange={(e) => {
+          const list = e.currentTarget.files ? ([...e.currentTarget.files] as FileLike[]) : [];
+          e.currentTarget.value = ''; // the same folder may be picked again
+          if (list.length > 0) void session.seatCheckpoint(agent, list, expect);
+        }}
+      />
+    </label>
+  );
+  return (
+    <div className="checkpoint" data-testid={`checkpoint-${agent}`}>
+      {seat && !seat.missing && (
+        <div className="checkpoint-seat">
+          <span data-testid={`checkpoint-${agent}-name`} title={`folder hash ${seat.hash}`}>
+            checkpoint <strong>{seat.name}</strong>
+          </span>
+          {seat.params !== undefined && <span>{seat.params.toLocaleString('en')} base params (frozen, q8)</span>}
+          <span data-testid={`checkpoint-${agent}-stored`}>{stored(seat.stored)}</span>
+          {seat.needs && <span title={seat.estimate}>needs about {seat.needs} (estimate)</span>}
+        </div>
+      )}
+      {seat?.missing && (
+        <div className="checkpoint-missing" data-testid={`checkpoint-${agent}-missing`} role="status">
+          The link seats checkpoint <strong>{seat.name}</strong> (hash {seat.hash.slice(0, 8)}…) here, and this browser does not have it: agent {agent} runs the shipped
+          model until you pick that folder.
+        </div>
+      )}
+      <div className="checkpoint-actions">
+        {picker}
+        {seat && (
+          <button type="button" className="tiny" disabled={busy} data-testid={`checkpoint-${agent}-clear`} onClick={() => void session.clearCheckpoint(agent)}>
+            shipped model
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}

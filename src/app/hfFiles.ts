@@ -1,0 +1,240 @@
+/**
+ * A Hugging Face checkpoint folder in the page: from the File objects a folder picker (or a drop)
+ * gives to the name → bytes map src/model/hfLoad.ts takes, checked against memory first, and kept
+ * in the browser's storage so a reload seats it again without the folder (docs/models.md, "Your
+ * own checkpoint").
+ *
+ *   folderEntries(list)            File list → { folder, entries: name → File }: a file's name is its
+ *                                  path in the folder (webkitRelativePath minus the top folder, or
+ *                                  its name); like the CLI, only the folder's own *.json and
+ *                                  *.safetensors files are kept (so both hash a folder alike)
+ *   readCheckpointFolder(list, …)  reads config.json alone, estimates the agent's memory and refuses
+ *                                  before reading the weights when it does not fit; then reads
+ *                                  every file and hashes the folder (hfFolderHash)
+ *   CheckpointStore                the raw files by folder hash, and which seat holds which
+ *                                  checkpoint, over a PartStore (IndexedDB database
+ *                                  "sat-playground-checkpoints" in the page)
+ *
+ * The loader (and the tokenizer library under it) is imported on first use, so the page's main
+ * chunk stays without it until a folder is picked or a stored one is seated.
+ *
+ * The raw files are stored, not the converted model: a reload re-runs the same load (same bytes,
+ * same quantization, same LoRA seed), so a restored seat is the seat that was saved, bit for bit.
+ *
+ * Not here: the load itself (src/model/hfLoad.ts, in the seat's worker), the picker
+ * (components/CheckpointPicker.tsx), the team (session.ts, remoteTeam.ts).
+ */
+import { ConfigError, FormatError } from '../core/errors';
+import type { ModelConfig } from '../model/config';
+import { checkFits, describeEstimate, estimateMemory, formatBytes, type HfInfo, type MemoryEstimate } from '../model/hfConfig';
+import type { HfFiles } from '../model/hfLoad';
+import type { Config } from '../sat/config';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget } from '../sat/hfSeat';
+import { browserStore, guarded, type Guarded, type PartStore } from './persist';
+import type { SeatCheckpoint } from './remoteTeam';
+
+/** What the page needs of a File (a Blob with a name; a folder picker adds webkitRelativePath). */
+export interface FileLike {
+  readonly name: string;
+  readonly size: number;
+  readonly webkitRelativePath?: string;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+
+/** The quantization a seated checkpoint is loaded with in the page (as the CLI's default). */
+export const PAGE_SEAT_QUANT = 'q8';
+
+/** Characters of the folder hash shown after the folder's name. */
+export const SHORT_HASH = 8;
+
+const KEPT = /^[^/]+\.(json|safetensors)$/;
+
+/** The folder's files by their name in it, and the folder's name ("" for files dropped on their own). */
+export function folderEntries(list: readonly FileLike[]): { folder: string; entries: Map<string, FileLike> } {
+  if (list.length === 0) throw new FormatError('checkpoint folder: no files were given; pick the folder holding config.json, model.safetensors and tokenizer.json');
+  let folder = '';
+  const entries = new Map<string, FileLike>();
+  for (const f of list) {
+    const rel = f.webkitRelativePath ?? '';
+    const cut = rel.indexOf('/');
+    const name = cut >= 0 ? rel.slice(cut + 1) : f.name;
+    if (cut >= 0) {
+      const top = rel.slice(0, cut);
+      if (folder !== '' && top !== folder) throw new FormatError(`checkpoint folder: the files come from two folders, "${folder}" and "${top}"; pick one checkpoint folder`);
+      folder = top;
+    }
+    if (!KEPT.test(name)) continue; // README.md, .gitattributes, sub-folders: not read, as in the CLI
+    if (entries.has(name)) throw new FormatError(`checkpoint folder: two files are named "${name}"`);
+    entries.set(name, f);
+  }
+  if (entries.size === 0) {
+    throw new FormatError(`checkpoint folder: none of the ${list.length} file${list.length === 1 ? '' : 's'} given is a .json or .safetensors file of the folder itself (drop one folder, or its files, or pick the folder)`);
+  }
+  return { folder, entries };
+}
+
+/** The memory a seat may take in this page, and what that limit is, in words. */
+export function pageSeatLimit(): { bytes: number; where: string } {
+  // navigator.deviceMemory (Chromium; GiB, rounded and capped at 8) — half of it for one seat. A
+  // worker's ArrayBuffers live outside its JS heap, so the heap limit is not the bound.
+  const gib = (globalThis as { navigator?: { deviceMemory?: number } }).navigator?.deviceMemory;
+  if (typeof gib === 'number' && gib > 0) return { bytes: Math.floor((gib / 2) * 2 ** 30), where: `this page (half of the ${gib} GiB the browser reports, navigator.deviceMemory)` };
+  return { bytes: 2 * 2 ** 30, where: 'this page (2 GiB: the browser does not report its memory)' };
+}
+
+/** The loader module, loaded on first use (it brings the tokenizer library). */
+const loader = () => import('../model/hfLoad');
+
+/** Parameters of the checkpoint as its config describes it (K/V projections at kvHeads rows). */
+export function checkpointParams(cfg: ModelConfig, info: Pick<HfInfo, 'kvHeads'>): number {
+  const { vocab: V, d, hidden: H, layers: L } = cfg;
+  const kv = info.kvHeads * (d / cfg.heads);
+  return (cfg.tied ? 1 : 2) * V * d + L * (2 * d * d + 2 * kv * d + 3 * H * d + 2 * d) + d;
+}
+
+/** A folder read and checked, ready to seat. */
+export interface ReadCheckpoint extends SeatCheckpoint {
+  readonly estimate: MemoryEstimate;
+  /** checkpointParams of its config. */
+  readonly params: number;
+  /** Bytes of its files. */
+  readonly bytes: number;
+}
+
+/** "folder@1a2b3c4d" (or the config's name when the files came without a folder). */
+export function seatName(folder: string, hash: string, configName: string): string {
+  const base = (folder || configName.split('/').pop() || 'checkpoint').slice(0, 48);
+  return `${base}@${hash.slice(0, SHORT_HASH)}`;
+}
+
+async function bytesOf(f: FileLike): Promise<Uint8Array> {
+  return new Uint8Array(await f.arrayBuffer());
+}
+
+/**
+ * Reads a checkpoint folder for settings `cfg`: config.json first (its own checks, hfConfig.ts),
+ * the memory estimate against `limit` (a ConfigError naming every part when it does not fit —
+ * before any weight is read), then every file, and the folder hash. `onRead(done, total)` after
+ * each file.
+ */
+export async function readCheckpointFolder(
+  list: readonly FileLike[],
+  cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>,
+  limit: { bytes: number; where: string },
+  onRead?: (done: number, total: number) => void,
+): Promise<ReadCheckpoint> {
+  const { folder, entries } = folderEntries(list);
+  const { readHfConfig, hfFolderHash } = await loader();
+  const configFile = entries.get('config.json');
+  const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf(configFile)]] : []);
+  const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
+  const estimate = estimateMemory(mc, { quant: PAGE_SEAT_QUANT, ...hfSeatBudget(cfg) });
+  checkFits(estimate, limit.bytes, limit.where);
+  const files = new Map<string, Uint8Array>();
+  const names = [...entries.keys()].sort();
+  let bytes = 0;
+  for (const [i, name] of names.entries()) {
+    const b = name === 'config.json' ? head.get(name)! : await bytesOf(entries.get(name)!);
+    files.set(name, b);
+    bytes += b.byteLength;
+    onRead?.(i + 1, names.length);
+  }
+  const hash = await hfFolderHash(files);
+  const named = (raw as { _name_or_path?: unknown })._name_or_path;
+  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, estimate, bytes, params: checkpointParams(mc, info) };
+}
+
+/** The memory estimate for a folder already read (a stored one), for settings `cfg`. */
+export async function estimateOf(files: HfFiles, cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>): Promise<MemoryEstimate> {
+  const { readHfConfig } = await loader();
+  return estimateMemory(readHfConfig(files, HF_SEAT_MAX_SEQ).cfg, { quant: PAGE_SEAT_QUANT, ...hfSeatBudget(cfg) });
+}
+
+/** The estimate as the card shows it. */
+export function describeSeatEstimate(e: MemoryEstimate): string {
+  return `memory estimate ${formatBytes(e.total)} (${describeEstimate(e)})`;
+}
+
+// ── storage ───────────────────────────────────────────────────────────────────────────────────
+
+/** Which seat holds which checkpoint (what a reload, and a share link, need to seat it again). */
+export interface SeatRef {
+  readonly agent: number;
+  readonly name: string;
+  readonly hash: string;
+}
+
+export const CHECKPOINT_DB = 'sat-playground-checkpoints';
+const SEATING_KEY = 'seating';
+const fileKey = (hash: string): string => `checkpoint:${hash}`;
+
+/** A stored checkpoint: its name and raw files. */
+interface StoredCheckpoint {
+  readonly name: string;
+  readonly files: readonly (readonly [string, Uint8Array])[];
+}
+
+function isHash(h: unknown): h is string {
+  return typeof h === 'string' && /^[0-9a-f]{64}$/.test(h);
+}
+
+/** The raw files of seated checkpoints by folder hash, and the page's seating, in a PartStore. */
+export class CheckpointStore {
+  constructor(private readonly store: PartStore) {}
+
+  /** The page's: IndexedDB through idb-keyval (persist.ts). */
+  static browser(): CheckpointStore {
+    return new CheckpointStore(browserStore(CHECKPOINT_DB, 'files'));
+  }
+
+  /** Keeps a checkpoint's files under its hash; the value is the bytes stored. */
+  save(c: SeatCheckpoint): Promise<Guarded<number>> {
+    return guarded('keep the checkpoint in this browser', async () => {
+      const files = [...c.files].map(([k, v]) => [k, v] as const);
+      await this.store.setMany([[fileKey(c.hash), { name: c.name, files } satisfies StoredCheckpoint]]);
+      return files.reduce((n, [, v]) => n + v.byteLength, 0);
+    });
+  }
+
+  /** The checkpoint stored under `hash` (null when there is none); its files are re-hashed, so a damaged copy is refused. */
+  load(hash: string): Promise<Guarded<(SeatCheckpoint & { bytes: number; params: number }) | null>> {
+    return guarded('read the stored checkpoint', async () => {
+      const v = (await this.store.get(fileKey(hash))) as Partial<StoredCheckpoint> | undefined;
+      if (v === undefined) return null;
+      if (typeof v.name !== 'string' || !Array.isArray(v.files) || !v.files.every((e) => Array.isArray(e) && typeof e[0] === 'string' && e[1] instanceof Uint8Array)) {
+        throw new FormatError(`the stored checkpoint ${hash.slice(0, SHORT_HASH)} is not in a form this page reads`);
+      }
+      const files = new Map(v.files.map(([k, b]) => [k, b] as const));
+      const { hfFolderHash, readHfConfig } = await loader();
+      if ((await hfFolderHash(files)) !== hash) throw new FormatError(`the stored checkpoint ${v.name} no longer matches its hash (the browser's copy is damaged); pick its folder again`);
+      const { cfg, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+      return { name: v.name, hash, files, bytes: v.files.reduce((n, [, b]) => n + b.byteLength, 0), params: checkpointParams(cfg, info) };
+    });
+  }
+
+  /**
+   * Records the seating, and deletes the stored checkpoints `drop` names (a seat's previous one)
+   * unless a seat still holds them. Nothing else is deleted: a link that seats other checkpoints
+   * leaves the ones this browser keeps in place.
+   */
+  saveSeating(seats: readonly SeatRef[], drop: readonly string[] = []): Promise<Guarded<void>> {
+    return guarded('remember the seated checkpoints', async () => {
+      const keep = new Set(seats.map((s) => s.hash));
+      const stale = [...new Set(drop)].filter((h) => !keep.has(h)).map(fileKey);
+      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash }))]]);
+      if (stale.length > 0) await this.store.delMany(stale);
+    });
+  }
+
+  /** The seating last recorded ([] when none). */
+  loadSeating(): Promise<Guarded<SeatRef[]>> {
+    return guarded('read the seated checkpoints', async () => {
+      const v = await this.store.get(SEATING_KEY);
+      if (v === undefined) return [];
+      if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s?.agent) && typeof s?.name === 'string' && isHash(s?.hash))) {
+        throw new ConfigError('seating', v, 'the stored seating of checkpoints is not in a form this page reads');
+      }
+      return v as SeatRef[];
+    });
+  }
+}

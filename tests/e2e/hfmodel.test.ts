@@ -1,0 +1,179 @@
+/**
+ * Browser test: a Hugging Face Llama checkpoint folder as an agent in the page (docs/models.md,
+ * "Your own checkpoint"). A tiny random checkpoint folder (tests/helpers/hfCheckpoint.ts) is given
+ * to agent 0's folder picker of a shrunk arith-team; the card shows the checkpoint (folder name +
+ * the same short hash Node computes), Step stage trains it as agent 0, and a reload (the autosave)
+ * seats it again from IndexedDB with the stage table intact. A malformed folder (a gpt2
+ * config.json) shows the loader's own message and changes nothing. A share link records the seat
+ * as {agent, hash, name}: opened where the checkpoint is stored, the seat is there at once;
+ * opened in a fresh browser, the page says which checkpoint it needs, refuses a folder with
+ * another hash, and seats the right one. The folder's files dropped on a card seat it too, and
+ * Cancel during a load keeps the team as it was.
+ *
+ * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { encodeShare, makeShareState, type ShareCheckpoint } from '../../src/app/share';
+import { hfFolderHash } from '../../src/model/hfLoad';
+import { presetConfig } from '../../src/sat/presets';
+import { hfCheckpoint, writeHfFolder } from '../helpers/hfCheckpoint';
+import { openPlayground, settled, SETUP_TIMEOUT_MS, type Playground } from './harness';
+
+let pg: Playground;
+let dir: string;
+
+beforeAll(async () => {
+  pg = await openPlayground();
+  dir = mkdtempSync(join(tmpdir(), 'sat-hfmodel-'));
+}, SETUP_TIMEOUT_MS);
+
+afterAll(async () => {
+  await pg?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
+
+/** arith-team shrunk to two agents and tiny batches, so a stage runs in about a second. */
+const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+
+/** Opens `cfg` through a share link made here (with the seats' checkpoints it names) and waits until the team is built. */
+async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[]): Promise<void> {
+  await p.goto('about:blank'); // from the page itself, a change of hash alone would not load it again
+  await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', ...(checkpoints ? { checkpoints } : {}) }))), { waitUntil: 'load' });
+  await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+  await settled(p);
+}
+
+describe('your own checkpoint as an agent in the page', () => {
+  it('picks a folder for agent 0, steps a stage with it, and a reload seats it again; a gpt2 folder is refused and changes nothing', async () => {
+    const good = hfCheckpoint();
+    writeHfFolder(join(dir, 'tiny-llama'), good.files);
+    writeHfFolder(join(dir, 'gpt2-folder'), hfCheckpoint({ config: { model_type: 'gpt2' } }).files);
+    const hash = await hfFolderHash(good.files);
+    const name = `tiny-llama@${hash.slice(0, 8)}`;
+
+    const p = await pg.freshPage();
+    await openLink(p);
+    const before = await p.getByTestId('agent-0').innerText();
+    expect(before).toContain('arithmetic-S#0');
+
+    // A malformed folder: the loader's message, and the team as it was.
+    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'gpt2-folder'));
+    await p.getByTestId('error').waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('error').innerText()).toMatch(/Agent 0's checkpoint: .*model_type.*gpt2.*The team was not changed\./s);
+    await settled(p);
+    expect(await p.getByTestId('agent-0').innerText()).toBe(before);
+    expect(await p.getByTestId('checkpoint-0-name').count()).toBe(0);
+
+    // The good folder: progress, then the card shows it.
+    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'tiny-llama'));
+    await p.getByTestId('checkpoint-0-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
+    const card = await p.getByTestId('agent-0').innerText();
+    expect(card).toContain(`${name}#0`);
+    expect(card).toMatch(/[\d,]+ base params/);
+    const needs = /needs about [\d.]+ [KM]iB \(estimate\)/.exec(card)?.[0] ?? 'no estimate on the card';
+    expect(await p.getByTestId('checkpoint-0-stored').innerText()).toMatch(/^kept in this browser: [\d.]+ KiB$/);
+    expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
+
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
+    await settled(p);
+    const row = await p.getByTestId('stage-row').first().innerText();
+
+    // A reload without the link: the autosave, with the seat restored from IndexedDB.
+    await p.goto(pg.url, { waitUntil: 'load' });
+    await p.getByText(/Restored your last experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('checkpoint-0').innerText()).toContain(needs); // the same estimate, made again from the stored config
+    expect(await p.getByTestId('agent-0').innerText()).toContain(`${name}#0`);
+    expect(await p.evaluate(rows)).toBe(1);
+    expect(await p.getByTestId('stage-row').first().innerText()).toBe(row);
+
+    // A link that records the seat, opened where the checkpoint is stored: seated at once.
+    await openLink(p, [{ agent: 0, name, hash }]);
+    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('checkpoint-0-missing').count()).toBe(0);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('a link naming a checkpoint this browser lacks says which, refuses a folder with another hash, and seats the right one', async () => {
+    const good = hfCheckpoint();
+    const hash = await hfFolderHash(good.files);
+    const name = `tiny-llama@${hash.slice(0, 8)}`;
+    writeHfFolder(join(dir, 'link', 'tiny-llama'), good.files);
+    writeHfFolder(join(dir, 'link', 'other-llama'), hfCheckpoint({ seed: 6 }).files);
+    const p = await pg.freshPage();
+    await openLink(p, [{ agent: 1, name, hash }]);
+    expect(await p.getByTestId('notice').innerText()).toContain(`It seats checkpoint ${name} as agent 1, which this browser does not keep`);
+    expect(await p.getByTestId('checkpoint-1-missing').innerText()).toContain(name);
+    expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
+
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'link', 'other-llama'));
+    await p.getByTestId('error').waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('error').innerText()).toMatch(new RegExp(`not the checkpoint the link needs, ${name.replace('.', '\\.')} \\(hash ${hash.slice(0, 8)}…\\); pick that folder\\..*The team was not changed`, 's'));
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-missing').count()).toBe(1);
+
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'link', 'tiny-llama'));
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
+    expect(await p.getByTestId('checkpoint-1-missing').count()).toBe(0);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('the folder\'s files dropped on agent 1\'s card seat it (named after its config, with no folder), and a reload before any step keeps it', async () => {
+    const seeded = hfCheckpoint({ seed: 9 });
+    const hash = await hfFolderHash(seeded.files);
+    const p = await pg.freshPage();
+    await openLink(p);
+    const files = [...seeded.files].map(([name, bytes]) => ({ name, b64: Buffer.from(bytes).toString('base64') }));
+    await p.evaluate((list) => {
+      const dt = new DataTransfer();
+      for (const f of list) dt.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+      const card = document.querySelector('[data-testid="agent-1"]')!;
+      card.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      card.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, files);
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint tiny-llama@${hash.slice(0, 8)}`);
+    expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S#0');
+    // Seating wrote the fresh experiment to the autosave: a reload before any step restores it, seat and all.
+    await p.goto(pg.url, { waitUntil: 'load' });
+    await p.getByText(/Restored your last experiment: 0 stages/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint tiny-llama@${hash.slice(0, 8)}`);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('Cancel during a load ends it: the notice says so and the team is as it was', async () => {
+    // Big enough (about 7 M parameters, ~0.4 s to convert and quantize in Node) that the load outlasts a click.
+    const big = hfCheckpoint({ d: 256, layers: 12, heads: 4, kvHeads: 2, hidden: 512, seed: 11 });
+    writeHfFolder(join(dir, 'big-llama'), big.files);
+    const p = await pg.freshPage();
+    await openLink(p);
+    const before = await p.getByTestId('agent-0').innerText();
+    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'big-llama'));
+    await p.getByTestId('cancel').click({ timeout: 30_000 });
+    await p.getByText(/Agent 0 ← big-llama@[0-9a-f]{8}: cancelled; the team was not changed\./).waitFor({ timeout: 60_000 });
+    await settled(p);
+    expect(await p.getByTestId('agent-0').innerText()).toBe(before);
+    expect(await p.getByTestId('checkpoint-0-name').count()).toBe(0);
+    expect(await p.getByTestId('error').count()).toBe(0);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+});
