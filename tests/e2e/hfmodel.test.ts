@@ -1,8 +1,9 @@
 /**
  * Browser test: a Hugging Face Llama checkpoint folder as an agent in the page (docs/models.md,
  * "Your own checkpoint"). A tiny random checkpoint folder (tests/helpers/hfCheckpoint.ts) is given
- * to agent 0's folder picker of a shrunk arith-team; the card shows the checkpoint (folder name +
- * the same short hash Node computes), Step stage trains it as agent 0, and a reload (the autosave)
+ * to agent 1's folder picker of a shrunk arith-team (the second seat, as `--agent-model 1=DIR` in
+ * the CLI); the card shows the checkpoint (folder name + the same short hash Node computes), Step
+ * stage trains it as agent 1, and a reload (the autosave)
  * seats it again from IndexedDB with the stage table intact. A malformed folder (a gpt2
  * config.json) shows the loader's own message and changes nothing. A share link records the seat
  * as {agent, hash, name}: opened where the checkpoint is stored, the seat is there at once;
@@ -50,7 +51,7 @@ async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[]): Prom
 }
 
 describe('your own checkpoint as an agent in the page', () => {
-  it('picks a folder for agent 0, steps a stage with it, and a reload seats it again; a gpt2 folder is refused and changes nothing', async () => {
+  it('picks a folder for agent 1, steps a stage with it, and a reload seats it again; a gpt2 folder is refused and changes nothing', async () => {
     const good = hfCheckpoint();
     writeHfFolder(join(dir, 'tiny-llama'), good.files);
     writeHfFolder(join(dir, 'gpt2-folder'), hfCheckpoint({ config: { model_type: 'gpt2' } }).files);
@@ -59,28 +60,28 @@ describe('your own checkpoint as an agent in the page', () => {
 
     const p = await pg.freshPage();
     await openLink(p);
-    const before = await p.getByTestId('agent-0').innerText();
-    expect(before).toContain('arithmetic-S#0');
+    const before = await p.getByTestId('agent-1').innerText();
+    expect(before).toContain('arithmetic-S#1');
 
     // A malformed folder: the loader's message, and the team as it was.
-    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'gpt2-folder'));
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'gpt2-folder'));
     await p.getByTestId('error').waitFor({ timeout: 60_000 });
-    expect(await p.getByTestId('error').innerText()).toMatch(/Agent 0's checkpoint: .*model_type.*gpt2.*The team was not changed\./s);
+    expect(await p.getByTestId('error').innerText()).toMatch(/Agent 1's checkpoint: .*model_type.*gpt2.*The team was not changed\./s);
     await settled(p);
-    expect(await p.getByTestId('agent-0').innerText()).toBe(before);
-    expect(await p.getByTestId('checkpoint-0-name').count()).toBe(0);
+    expect(await p.getByTestId('agent-1').innerText()).toBe(before);
+    expect(await p.getByTestId('checkpoint-1-name').count()).toBe(0);
 
     // The good folder: progress, then the card shows it.
-    await p.getByTestId('checkpoint-0-input').setInputFiles(join(dir, 'tiny-llama'));
-    await p.getByTestId('checkpoint-0-name').waitFor({ timeout: 120_000 });
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'tiny-llama'));
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
     await settled(p);
-    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
-    const card = await p.getByTestId('agent-0').innerText();
-    expect(card).toContain(`${name}#0`);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint ${name}`);
+    const card = await p.getByTestId('agent-1').innerText();
+    expect(card).toContain(`${name}#1`);
     expect(card).toMatch(/[\d,]+ base params/);
     const needs = /needs about [\d.]+ [KM]iB \(estimate\)/.exec(card)?.[0] ?? 'no estimate on the card';
-    expect(await p.getByTestId('checkpoint-0-stored').innerText()).toMatch(/^kept in this browser: [\d.]+ KiB$/);
-    expect(await p.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
+    expect(await p.getByTestId('checkpoint-1-stored').innerText()).toMatch(/^kept in this browser: [\d.]+ KiB$/);
+    expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S#0');
 
     await p.getByTestId('step-stage').click();
     await p.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
@@ -91,16 +92,16 @@ describe('your own checkpoint as an agent in the page', () => {
     await p.goto(pg.url, { waitUntil: 'load' });
     await p.getByText(/Restored your last experiment/).waitFor({ timeout: 120_000 });
     await settled(p);
-    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
-    expect(await p.getByTestId('checkpoint-0').innerText()).toContain(needs); // the same estimate, made again from the stored config
-    expect(await p.getByTestId('agent-0').innerText()).toContain(`${name}#0`);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('checkpoint-1').innerText()).toContain(needs); // the same estimate, made again from the stored config
+    expect(await p.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
     expect(await p.evaluate(rows)).toBe(1);
     expect(await p.getByTestId('stage-row').first().innerText()).toBe(row);
 
     // A link that records the seat, opened where the checkpoint is stored: seated at once.
-    await openLink(p, [{ agent: 0, name, hash }]);
-    expect(await p.getByTestId('checkpoint-0-name').innerText()).toBe(`checkpoint ${name}`);
-    expect(await p.getByTestId('checkpoint-0-missing').count()).toBe(0);
+    await openLink(p, [{ agent: 1, name, hash }]);
+    expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint ${name}`);
+    expect(await p.getByTestId('checkpoint-1-missing').count()).toBe(0);
     expect(pg.errors).toEqual([]);
     await p.context().close();
   }, 300_000);
