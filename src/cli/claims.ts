@@ -22,15 +22,13 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { SatError } from '../core/errors';
 import { CLAIM_IDS, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim } from '../sat/claims';
 import { claimSvg, claimsMarkdown, svgName } from './claimsReport';
-import { type FlagSpec, readFlags } from './flags';
+import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { loadFromDisk } from './models';
 
 const USAGE = 'Usage: npm run claims -- [--quick] [--only 1,2,…] [--out DIR] [--render] [--quiet]';
 
-class UsageError extends Error {}
 
 const FLAGS = { quick: { type: 'boolean' }, render: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const satisfies FlagSpec;
 
@@ -125,16 +123,4 @@ async function main(): Promise<void> {
   console.log(`wrote ${paths.markdown}, ${paths.svgDir}/claim-*.svg and ${paths.data} (${claims.length} claims, scale ${args.scale})`);
 }
 
-process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code === 'EPIPE') process.exit(0);
-  throw e;
-});
-
-main().catch((e: unknown) => {
-  if (e instanceof SatError || e instanceof UsageError || e instanceof RangeError) {
-    console.error(`error: ${e.message}`);
-    if (e instanceof UsageError) console.error(USAGE);
-    process.exit(2);
-  }
-  throw e;
-});
+runCommand(main, USAGE);

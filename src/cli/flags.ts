@@ -11,10 +11,34 @@
  * --stages` — says `--preset needs a value`; a switch given a value, or a stray word, is named.
  * A value may start with a single dash (`--seed -1` is a number for the command to judge).
  *
+ * `runCommand` is the commands' common ending: a closed pipe (`npm run sat … | head`) ends quietly;
+ * a mistake the command can name — a SatError, a UsageError (then the usage follows), a RangeError
+ * — prints `error: …` and exits with status 2; anything else is a bug and is thrown.
+ *
  * Not here: what the values mean or which are allowed (each command checks its own, with its own
  * message), the usage texts.
  */
 import { parseArgs } from 'node:util';
+import { SatError } from '../core/errors';
+
+/** A mistake in the command line itself (its usage text is printed after the message). */
+export class UsageError extends Error {}
+
+/** Runs a command's `main` with the common ending (see the header). */
+export function runCommand(main: () => Promise<void>, usage: string): void {
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+  main().catch((e: unknown) => {
+    if (e instanceof SatError || e instanceof UsageError || e instanceof RangeError) {
+      console.error(`error: ${e.message}`);
+      if (e instanceof UsageError) console.error(usage);
+      process.exit(2);
+    }
+    throw e;
+  });
+}
 
 /**
  * A command's flags: long name → a switch (`boolean`) or a flag with a value (`string`);

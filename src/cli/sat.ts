@@ -44,7 +44,7 @@ import type { StageRecord } from '../sat/stage';
 import { certReport, type CertReportRow } from '../sat/certReport';
 import { attachProfiler, profileTable } from './profile';
 import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
-import { type FlagSpec, readFlags } from './flags';
+import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { seatHfAgent } from './hfSeat';
 import { QUANT_KINDS, type QuantKind } from '../model/quant';
 
@@ -94,7 +94,6 @@ Compare variants: an estimator (resample, truncated-is, happo, naive), simultane
   prints mean KL/δ, the violation rate and its exponent with a bootstrap CI over seeds (--fixed-lr: lr fixed).
 Presets: ${PRESETS.map((p) => p.name).join(', ')}`;
 
-class UsageError extends Error {}
 
 /** Every flag of `npm run sat`, for node:util's parseArgs (read in order by flags.ts). */
 const FLAGS = {
@@ -505,17 +504,4 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
   if (args.json) writeFileSync(args.json, JSON.stringify({ settings: args.sets, rows: out }, null, 1));
 }
 
-// `npm run sat … | head` closes the pipe early: that is not an error.
-process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code === 'EPIPE') process.exit(0);
-  throw e;
-});
-
-main().catch((e: unknown) => {
-  if (e instanceof SatError || e instanceof UsageError || e instanceof RangeError) {
-    console.error(`error: ${e.message}`);
-    if (e instanceof UsageError) console.error(USAGE);
-    process.exit(2);
-  }
-  throw e;
-});
+runCommand(main, USAGE);
