@@ -276,15 +276,13 @@ describe('share links: every malformed link opens the defaults with its own mess
     expect(b.config).toEqual(a.config);
   });
 
-  it('a zip bomb (3 MB of JSON in a link under the length cap) is refused past the decoded cap, quickly', async () => {
+  it('a zip bomb (3 MB of JSON in a link under the length cap) is refused past the decoded cap', async () => {
     const big = new TextEncoder().encode(`{"task":"${'a'.repeat(3_000_000)}"}`);
     const bomb = await craft(big);
     expect(bomb.length).toBeLessThanOrEqual(MAX_SHARE_HASH_CHARS);
-    const t0 = performance.now();
-    const r = await decodeShare(bomb);
-    const ms = performance.now() - t0;
-    expectFail(r, 'too-large', `more than ${MAX_SHARE_JSON_BYTES} bytes`);
-    expect(ms).toBeLessThan(1000);
+    // Refused by the capped inflater, which stops as soon as the cap is passed (tested without a
+    // clock in tests/savefile.test.ts: a bomb damaged past its first part is still 'too-large').
+    expectFail(await decodeShare(bomb), 'too-large', `more than ${MAX_SHARE_JSON_BYTES} bytes`);
     // Just over the cap is refused too; just under it is read (and then judged on its contents).
     const over = await craft(`{"task":"${'a'.repeat(MAX_SHARE_JSON_BYTES)}"}`);
     expectFail(await decodeShare(over), 'too-large');

@@ -347,7 +347,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
           const limit = opts.seatLimit ?? { bytes: Number.MAX_SAFE_INTEGER, where: 'no limit' };
           return a.init(
             {
-              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: 'q8',
+              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: 'q8', backend: cfg.backend,
               memory: { ...hfSeatBudget(cfg), limitBytes: limit.bytes, where: limit.where },
               agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
             },

@@ -20,7 +20,8 @@
  * A language seat may also be a Hugging Face checkpoint folder (`HfAgentSpec`, kind "hf"): its
  * files cross once, transferred; the worker runs the loader (src/model/hfLoad.ts: checks, convert,
  * quantize, reporting progress to the `onProgress` callback init takes — a comlink proxy from the
- * page) and builds the agent as the CLI does (src/sat/hfSeat.ts), on the CPU backend.
+ * page) and builds the agent as the CLI does (src/sat/hfSeat.ts), on the backend its spec asks
+ * for (the CPU, or this worker's own GPUDevice — the same choice as a shipped model's).
  *
  * Not here: comlink (wire.ts, agent.worker.ts), the stage loop and the environment (src/sat/stage.ts,
  * on the main thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
@@ -32,7 +33,7 @@ import { acquireDevice, isSoftwareAdapter } from '../backend/webgpu/device';
 import { GpuContext } from '../backend/webgpu/kernel';
 import { softwareFallback } from '../backend/webgpu/node';
 import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
-import type { HostTensors } from '../backend/types';
+import type { Backend, HostTensors } from '../backend/types';
 import { loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
 import { loadHfCheckpoint, type HfFiles, type HfProgress } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
@@ -71,6 +72,8 @@ export interface LmSpec extends LmInit {
 export interface HfAgentSpec {
   readonly kind: 'hf';
   readonly index: number;
+  /** Where it runs, as LmSpec.backend says ('cpu' when absent). */
+  readonly backend?: LmSpec['backend'];
   /** What the page calls the checkpoint (folder name and short hash); the agent is "<name>#index". */
   readonly name: string;
   /** The folder's files by name (src/app/hfFiles.ts). Send copies the caller will not use again, and transfer them. */
@@ -121,8 +124,10 @@ export class AgentApi {
     if (spec.kind === 'hf') {
       const m = await loadHfCheckpoint(spec.files, { quant: spec.quant, maxSeq: HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p) });
       this.#modelBytes = weightBytes(m.weights);
-      this.#backend = CPU_BACKEND;
-      this.#agent = hfSeatAgent<HostTensors>(spec.index, m, { ...spec.agent, name: spec.name });
+      const options = { ...spec.agent, name: spec.name };
+      const gpu = spec.backend === undefined || spec.backend === 'cpu' ? { why: '' } : await this.#gpuBackend(spec.index, spec.backend);
+      this.#backend = 'be' in gpu ? gpu.be.name : gpu.why ? `${CPU_BACKEND} — ${gpu.why}` : CPU_BACKEND;
+      this.#agent = 'be' in gpu ? hfSeatAgent<GpuTensors>(spec.index, m, options, gpu.be) : hfSeatAgent<HostTensors>(spec.index, m, options);
     } else if (spec.kind === 'tabular') {
       this.#agent = tableAgent(spec);
       this.#modelBytes = 0;
@@ -142,10 +147,19 @@ export class AgentApi {
 
   /** The same agent over this worker's own GPUDevice (src/model/model.ts on webgpuBackend). */
   async #gpuAgent(spec: LmSpec, loaded: LoadedModel): Promise<AnyAgent> {
+    const gpu = await this.#gpuBackend(spec.index, spec.backend === 'webgpu' ? 'webgpu' : 'auto');
+    return 'be' in gpu ? lmAgent<GpuTensors>(spec, loaded, gpu.be) : this.#cpuAgent(spec, loaded, gpu.why);
+  }
+
+  /**
+   * This worker's own GPUDevice as a backend, for backend = 'webgpu' or 'auto'; or why the agent
+   * stays on the CPU ('auto' without a hardware adapter). 'webgpu' without a device is an error.
+   */
+  async #gpuBackend(index: number, backend: 'webgpu' | 'auto'): Promise<{ be: Backend<GpuTensors> } | { why: string }> {
     // 'auto' means the browser's WebGPU: a page (or worker) with navigator.gpu. Node has none, so
     // the CLI and Node tests stay on the CPU unless they ask for 'webgpu' (Dawn) explicitly.
-    if (spec.backend === 'auto' && (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu === undefined) {
-      return this.#cpuAgent(spec, loaded, 'this browser has no WebGPU (navigator.gpu)');
+    if (backend === 'auto' && (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu === undefined) {
+      return { why: 'this browser has no WebGPU (navigator.gpu)' };
     }
     const fallback = softwareFallback(); // Node without a GPU driver: Chromium's SwiftShader, if installed
     let inUse = true; // false once this device is given back below: its loss is then expected
@@ -154,24 +168,24 @@ export class AgentApi {
       onLost: ({ reason, message }) => {
         if (!inUse) return;
         this.#lost = new DeviceLostError(
-          `Agent ${spec.index}'s GPU device was lost (${reason}${message ? `: ${message}` : ''}); its weights and optimizer state are safe in the last snapshot.`,
+          `Agent ${index}'s GPU device was lost (${reason}${message ? `: ${message}` : ''}); its weights and optimizer state are safe in the last snapshot.`,
         );
       },
     });
     if (!r.ok) {
-      if (spec.backend === 'webgpu') throw new AgentWorkerError(`agent ${spec.index}: backend = webgpu was asked for, but ${r.reason}`);
-      return this.#cpuAgent(spec, loaded, `no WebGPU: ${r.reason}`);
+      if (backend === 'webgpu') throw new AgentWorkerError(`agent ${index}: backend = webgpu was asked for, but ${r.reason}`);
+      return { why: `no WebGPU: ${r.reason}` };
     }
-    if (spec.backend === 'auto' && isSoftwareAdapter(r.adapter)) {
+    if (backend === 'auto' && isSoftwareAdapter(r.adapter)) {
       inUse = false;
       r.device.destroy();
-      return this.#cpuAgent(spec, loaded, `the only WebGPU adapter is a software one (${r.description}), slower here than the CPU backend; set backend = webgpu to use it anyway`);
+      return { why: `the only WebGPU adapter is a software one (${r.description}), slower here than the CPU backend; set backend = webgpu to use it anyway` };
     }
     const ctx = new GpuContext(r.device);
     this.#gpu = { device: r.device, ctx };
     const be = webgpuBackend(ctx, r.description);
     this.#backend = be.name;
-    return lmAgent(spec, loaded, be);
+    return { be };
   }
 
   get #a(): AnyAgent {

@@ -5,8 +5,10 @@
  * same seed; destroying its device mid-run makes every later call fail with a DeviceLostError
  * that says what happened — never a hang, never garbage; `'auto'` in Node (no navigator.gpu)
  * stays on the CPU and says why; a language plug-and-play swap (`swapIn`) builds the Stage-0 seat
- * on the worker's GPU, with the CPU worker's report and distributions. Models: public/models/
- * arithmetic-S (LoRA r4 over its Q8 base), arithmetic-M as the incoming model of the swap.
+ * on the worker's GPU, with the CPU worker's report and distributions; a Hugging Face checkpoint
+ * seat (kind "hf": a tiny random GQA checkpoint, Q8 on load) asked for 'webgpu' runs there, from
+ * the CPU seat's parameters and with its tokens. Models: public/models/arithmetic-S (LoRA r4 over
+ * its Q8 base), arithmetic-M as the incoming model of the swap.
  *
  * Without an adapter the suite skips, printing the reason (tests/webgpu/gpu.ts).
  *
@@ -17,7 +19,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { LmSteps } from '../../src/sat/agents/lm';
 import type { StepSet } from '../../src/sat/types';
-import { AgentApi, DeviceLostError, type LmSpec } from '../../src/workers/agentApi';
+import { AgentApi, DeviceLostError, type HfAgentSpec, type LmSpec } from '../../src/workers/agentApi';
+import { hfCheckpoint } from '../helpers/hfCheckpoint';
 import { gpu } from './gpu';
 
 const model = new Uint8Array(readFileSync(join(import.meta.dirname, '../../public/models/arithmetic-S.safetensors')));
@@ -99,6 +102,33 @@ describe.skipIf(typeof gpu === 'string')('AgentApi on WebGPU', () => {
     expect((await g.info()).name).toBe('arithmetic-M#0');
     expect((await g.info()).backend).toMatch(/^webgpu/);
   }, 300_000);
+
+  it('a Hugging Face checkpoint seat asked for webgpu runs on the GPU, from the CPU seat\'s parameters and with its tokens', async () => {
+    const files = hfCheckpoint({ kvHeads: 2, tied: false, dtype: 'BF16' }).files;
+    const hf = (backend: HfAgentSpec['backend']): HfAgentSpec => ({
+      kind: 'hf', index: 1, name: 'tiny@0123abcd', backend, quant: 'q8', files: new Map([...files].map(([k, v]) => [k, v.slice()])),
+      memory: { loraRank: 4, sequences: 4, seqLen: 32, prompts: 4, limitBytes: Number.MAX_SAFE_INTEGER, where: 'no limit' },
+      agent: { loraRank: 4, loraAlpha: 8, seed: 5, temperature: 1, topK: 0 },
+    });
+    const g = new AgentApi();
+    const c = new AgentApi();
+    await g.init(hf('webgpu'));
+    await c.init(hf('cpu'));
+    expect((await g.info()).backend).toMatch(/^webgpu/);
+    expect((await c.info()).backend).toBe('cpu (TypeScript)');
+    expect((await g.info()).name).toBe('tiny@0123abcd#1');
+    const sg = await g.snapshot();
+    const sc = await c.snapshot();
+    expect(sg.params.length).toBe(sc.params.length);
+    let worst = 0;
+    for (let i = 0; i < sc.params.length; i++) worst = Math.max(worst, Math.abs(sg.params[i]! - sc.params[i]!));
+    expect(worst).toBeLessThan(1e-6);
+    const opts = { maxNew: 4, seed: 11, stream: 3 };
+    const few = [Int32Array.of(1, 5, 9, 12), Int32Array.of(1, 7, 3)];
+    const a = await g.generate(few, opts);
+    const b = await c.generate(few, opts);
+    expect(a.tokens.map((t) => [...t])).toEqual(b.tokens.map((t) => [...t]));
+  }, 120_000);
 
   it("'auto' in Node (no navigator.gpu) stays on the CPU and says why", async () => {
     const a = new AgentApi();
