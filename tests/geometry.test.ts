@@ -13,7 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { FISHER_EPS, geometryAt } from '../src/sat/geometry';
 
-const seed = Math.floor(Math.random() * 2 ** 31);
+/** Fresh each run; GEOMETRY_SEED=<n> replays one (the suite's name prints it). */
+const seed = process.env.GEOMETRY_SEED !== undefined ? Number(process.env.GEOMETRY_SEED) : Math.floor(Math.random() * 2 ** 31);
 
 /** A random orthogonal n×n matrix (Gram–Schmidt on normal columns), column-major rows[i][j] = U_ij. */
 function orthogonal(n: number, rng: Rng): number[][] {
