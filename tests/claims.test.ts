@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SatError } from '../src/core/errors';
 import {
-  CLAIM_IDS, type ClaimPlot, type ClaimsReport, combineVerdicts, estimate, niceTicks, paired, runClaim, VERDICTS, verdictOf,
+  CLAIM_IDS, type ClaimPlot, type ClaimsReport, combineVerdicts, estimate, niceTicks, paired, runClaim, VERDICTS, verdictOf, wilson,
 } from '../src/sat/claims';
 import { claimSvg, claimsMarkdown, svgName } from '../src/cli/claimsReport';
 
@@ -119,6 +119,23 @@ describe('the verdict rule', () => {
     expect(e.mean - e.lo).toBeCloseTo(1.963243, 5);
     expect(paired([3, 5], [1, 1])).toEqual([2, 4]);
     expect(() => paired([1, 2], [1])).toThrow(/2 values against 1/);
+  });
+
+  it('wilson is the score interval of a share, inside [0, 1] and with a width at 0 and at n of n', () => {
+    // Tabulated values (Newcombe 1998, method 3): 9/10 → [0.5958, 0.9821]; 0/10 → [0, 0.2775].
+    const a = wilson(9, 10, 2);
+    expect(a.mean).toBe(0.9);
+    expect(a.lo).toBeCloseTo(0.5958, 4);
+    expect(a.hi).toBeCloseTo(0.9821, 4);
+    expect(a).toMatchObject({ n: 2, trials: 10, method: 'wilson' });
+    const z = wilson(0, 10, 2);
+    expect(z.lo).toBe(0);
+    expect(z.hi).toBeCloseTo(0.2775, 4);
+    // All held: t over seeds would give [1, 1]; Wilson keeps a lower end below 1 (1 − 0.2775 by symmetry).
+    const all = wilson(10, 10, 2);
+    expect(all.hi).toBe(1);
+    expect(all.lo).toBeCloseTo(1 - 0.2775, 4);
+    for (const [k, n] of [[1.5, 10], [11, 10], [0, 0], [-1, 4]] as const) expect(() => wilson(k, n, 1)).toThrow(/wilson/);
   });
 });
 
@@ -256,6 +273,16 @@ describe('the committed report', () => {
     expect(committed.scale).toBe('full');
     expect(committed.claims.map((c) => c.id)).toEqual([...CLAIM_IDS]);
     for (const c of committed.claims) expect(c.seeds.length, `claim ${c.id}`).toBeGreaterThanOrEqual(5);
+  });
+
+  it('claim 3\u2019s shares near 1 use Wilson intervals over the pooled stages, which stay inside [0, 1]', () => {
+    const c3 = committed.claims.find((c) => c.id === 3)!;
+    for (const t of c3.tests) {
+      expect(t.estimate.method).toBe('wilson');
+      expect(t.estimate.trials).toBeGreaterThan(t.estimate.n);
+      expect(t.estimate.hi).toBeLessThanOrEqual(1);
+      expect(t.estimate.lo).toBeGreaterThanOrEqual(0);
+    }
   });
 
   it('docs/claims.md and docs/claims/*.svg are exactly what the committed data generate (rerun npm run claims after changing the claims)', () => {

@@ -131,7 +131,7 @@ describe('SAT vs the simultaneous baseline', () => {
     expect(a.stages.map((s) => s.jAfter)).toEqual(b.stages.map((s) => s.jAfter));
   });
 
-  it('on the climbing preset over 20 seeds, SAT (resample) ends higher and falls less often than simultaneous', async () => {
+  it('climbing, seeds 1–20 fixed: SAT (resample) ends higher on average and its mean falling-stage share is lower than simultaneous (a regression check of these seeds; claim 2 itself is tested statistically in docs/claims.md)', async () => {
     const seeds = Array.from({ length: 20 }, (_, i) => i + 1);
     const res: Record<string, { finals: number[]; viol: number[] }> = {};
     for (const v of ['resample', 'simultaneous']) {

@@ -14,7 +14,7 @@
  *
  * Not here: running the claims (src/sat/claims.ts) or writing files (src/cli/claims.ts).
  */
-import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate } from '../sat/claims';
+import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../sat/claims';
 
 const W = 560;
 const H = 340;
@@ -162,8 +162,8 @@ export function claimsMarkdown(report: ClaimsReport, opts: MarkdownOptions): str
     `The five claims of [docs/method.md §10b](method.md#s10b), each run over several seeds at ${scaleWords}. ` +
       'A verdict is a verdict **at this scale**: it says what these runs show, not what the paper\u2019s models would do.',
     '',
-    'Every interval is a 95 % confidence interval: Student t over seeds (paired by seed where two variants share a seed), ' +
-      'or, for claim 5\u2019s exponent, a percentile bootstrap over seeds. The rule for every test: it **holds** when the interval ' +
+    'Every interval is a 95 % confidence interval: Student t over seeds (paired by seed where two variants share a seed); ' +
+      'for claim 3\u2019s shares near 1, Wilson\u2019s score interval over the stages pooled across seeds; for claim 5\u2019s exponent, a percentile bootstrap over seeds. The rule for every test: it **holds** when the interval ' +
       'lies on the claimed side of its threshold, **does not hold** when it lies on the other side, and is **not established** ' +
       'when it contains the threshold; a claim holds when all its tests hold and does not hold when any does not. ' +
       `The numbers behind this page are in [\`${opts.dataPath}\`](${opts.dataPath}); the page\u2019s **Claims** view draws the same data and re-runs the tabular claims (2, 3, 5) live.`,
@@ -191,7 +191,7 @@ export function claimsMarkdown(report: ClaimsReport, opts: MarkdownOptions): str
       '',
       '| test | mean [95 % CI] | n | needs | verdict |',
       '|---|---|---|---|---|',
-      ...c.tests.map((t) => `| ${t.label} | ${interval(t.estimate)} | ${t.estimate.n} | ${needs(t)} | ${t.verdict} |`),
+      ...c.tests.map((t) => `| ${t.label} | ${interval(t.estimate)} | ${sampleSize(t.estimate)} | ${needs(t)} | ${t.verdict} |`),
       '',
       c.summary,
       '',

@@ -51,7 +51,9 @@ export interface Estimate {
   readonly hi: number;
   /** Seeds behind it. */
   readonly n: number;
-  readonly method: 'student-t' | 'bootstrap';
+  /** 'wilson' only: the trials pooled over the seeds (stages), of which mean · trials succeeded. */
+  readonly trials?: number;
+  readonly method: 'student-t' | 'bootstrap' | 'wilson';
 }
 
 export interface ClaimTest {
@@ -185,6 +187,31 @@ export function estimate(xs: readonly number[]): Estimate {
   return { mean: c.mean, lo: c.lo, hi: c.hi, n: c.n, method: 'student-t' };
 }
 
+/**
+ * Wilson's score 95 % interval (Wilson 1927) of a share: k successes in `trials` pooled over
+ * `seeds` seeds. For a share near 1 it is the right interval where Student t is not: it stays in
+ * [0, 1] and keeps a width when every trial succeeded (t over seeds gives upper ends above 1 and a
+ * zero-width interval at 10 of 10). It treats the trials as independent; stages of one seed are
+ * not quite, which the verdict's wording says.
+ */
+export function wilson(k: number, trials: number, seeds: number): Estimate {
+  if (!(Number.isInteger(k) && Number.isInteger(trials) && trials > 0 && k >= 0 && k <= trials)) throw new RangeError(`wilson: ${k} successes in ${trials} trials`);
+  const z = 1.959963984540054;
+  const p = k / trials;
+  const z2n = (z * z) / trials;
+  const centre = (p + z2n / 2) / (1 + z2n);
+  const half = (z / (1 + z2n)) * Math.sqrt((p * (1 - p)) / trials + z2n / (4 * trials));
+  // At k = 0 (k = trials) the lower (upper) end is exactly 0 (1); rounding would leave 1 − 1e-16.
+  const lo = k === 0 ? 0 : Math.max(0, centre - half);
+  const hi = k === trials ? 1 : Math.min(1, centre + half);
+  return { mean: p, lo, hi, n: seeds, trials, method: 'wilson' };
+}
+
+/** The n column: seeds, or for a Wilson interval the trials pooled over them ("300 (10 seeds)"). */
+export function sampleSize(e: Estimate): string {
+  return e.trials !== undefined ? `${e.trials} (${e.n} seeds)` : String(e.n);
+}
+
 function test(label: string, est: Estimate, direction: ClaimTest['direction'], threshold: number, exclude?: number): ClaimTest {
   return { label, estimate: est, direction, threshold, ...(exclude !== undefined ? { exclude } : {}), verdict: verdictOf(est, direction, threshold, exclude) };
 }
@@ -289,8 +316,6 @@ async function runConfig(cfg: Config, ctx: ClaimContext, progress: Progress, lab
 const jCurve = (r: Run) => [r.j0, ...r.stages.map((s) => s.jAfter)];
 /** Share of stages in which J fell (ΔJ < 0 beyond rounding). */
 export const fallRate = (stages: readonly StageRecord[]) => stages.filter((s) => (s.metrics['team/dJ'] as number) < -1e-9).length / Math.max(1, stages.length);
-/** Share of stages whose certificate held (lower bound ≤ realised ΔJ). */
-export const holdRate = (stages: readonly StageRecord[]) => mean(stages.map((s) => s.metrics['cert/held'] as number));
 
 /** Each variant's settings over the seeds: one Run per (variant, seed), variant-major; null when cancelled. */
 async function runVariants(variants: readonly { name: string; preset: string; settings: Record<string, string> }[], seeds: readonly number[], stages: number, ctx: ClaimContext): Promise<Run[][] | null> {
@@ -422,7 +447,7 @@ const claim3: ClaimDef = {
   title: 'Any order',
   statement: 'The certificate holds for any update order σ, though σ changes the numbers.',
   kind: 'tabular',
-  rule: 'Holds when, for every order, the 95 % CI of the share of stages whose certificate held lies above 1 − δ_conf (the bound\u2019s promised rate); does not hold when it lies below for some order; otherwise not established.',
+  rule: 'Holds when, for every order, the 95 % Wilson interval of the share of stages whose certificate held (stages pooled over seeds) lies above 1 − δ_conf (the bound\u2019s promised rate); does not hold when it lies below for some order; otherwise not established.',
   async run(scale, ctx) {
     const sc = scaleOf(3, scale);
     const seeds = seedList(sc.seeds);
@@ -430,19 +455,21 @@ const claim3: ClaimDef = {
     const runs = await runVariants(variants, seeds, sc.stages, ctx);
     if (!runs) return null;
     const target = 1 - presetConfig('order').deltaConf;
-    const holds = runs.map((rs) => rs.map((r) => holdRate(r.stages)));
     const finals = runs.map((rs) => rs.map((r) => r.stages.at(-1)!.jAfter));
-    const tests = ORDERS.map((o, i) => test(`share of stages whose certificate held, σ = ${o}`, estimate(holds[i]!), 'above', target));
-    const points = holds.map((h, i) => {
-      const e = estimate(h);
-      return { x: i, y: e.mean, lo: e.lo, hi: e.hi };
+    const held = (r: Run) => r.stages.filter((s) => s.metrics['cert/held'] === 1).length;
+    const holds = runs.map((rs) => rs.map((r) => held(r) / Math.max(1, r.stages.length)));
+    // A share near 1: Wilson over the stages pooled across seeds, not t over seeds (see wilson).
+    const shares = runs.map((rs) => {
+      return wilson(rs.reduce((k, r) => k + held(r), 0), rs.reduce((n, r) => n + r.stages.length, 0), rs.length);
     });
+    const tests = ORDERS.map((o, i) => test(`share of stages whose certificate held, σ = ${o}`, shares[i]!, 'above', target));
+    const points = shares.map((e, i) => ({ x: i, y: e.mean, lo: e.lo, hi: e.hi }));
     return {
       ...head(this, scale, seeds),
       setup: `order preset (relay, 3 agents), σ ∈ {${ORDERS.join(', ')}}, ${stagesWord(sc.stages)}, seeds ${seeds[0]}–${seeds.at(-1)}${settingsWords(sc.settings)}`,
       tests,
       verdict: combineVerdicts(tests.map((x) => x.verdict)),
-      summary: `Certificate held in ${ORDERS.map((o, i) => `${f3(mean(holds[i]!))} (${o})`).join(', ')} of stages, against 1 − δ_conf = ${target}; final J ${ORDERS.map((o, i) => `${f3(mean(finals[i]!))} (${o})`).join(', ')} — the order changes the numbers, not the guarantee.`,
+      summary: `Certificate held in ${ORDERS.map((o, i) => `${ci(shares[i]!)} (${o})`).join(', ')} of stages, against 1 − δ_conf = ${target}; final J ${ORDERS.map((o, i) => `${f3(mean(finals[i]!))} (${o})`).join(', ')} — the order changes the numbers, not the guarantee.`,
       commands: [claimsCommand(3, scale), `npm run sat -- --preset order --compare ${ORDERS.map((o) => `order=${o}`).join(',')} --seeds ${sc.seeds} --stages ${sc.stages}${setFlags(sc.settings)}`],
       plot: {
         title: 'Share of stages whose certificate held, by update order', xLabel: 'update order σ', yLabel: 'certificate held (share of stages)', xLog: false,

@@ -17,7 +17,7 @@
 import { useRef, useState } from 'react';
 import { CartesianGrid, ComposedChart, ErrorBar, Legend, Line, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import committedData from '../claims/data.json';
-import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim } from '../../sat/claims';
+import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim, sampleSize } from '../../sat/claims';
 import { useMeasuredWidth } from '../charts/ChartFrame';
 import { GRID, MUTED_INK } from '../theme';
 import { yieldToBrowser } from '../session';
@@ -144,7 +144,7 @@ function ClaimCard({ claim: c, live, seconds, job, onRerun, onCancel, onShowComm
               <td className="num">
                 {f3(t.estimate.mean)} [{f3(t.estimate.lo)}, {f3(t.estimate.hi)}]
               </td>
-              <td className="num">{t.estimate.n}</td>
+              <td className="num">{sampleSize(t.estimate)}</td>
               <td>{t.verdict}</td>
             </tr>
           ))}
@@ -217,7 +217,7 @@ export function ClaimsView({ onClose }: { onClose: () => void }) {
           <h2>The claims, measured</h2>
           <p className="muted">
             The five claims of docs/method.md §10b, each over several seeds at toy scale — a verdict is a verdict at the scale it ran at. Every interval is 95 %: Student t over seeds (paired where
-            two variants share a seed), a bootstrap for claim 5&rsquo;s exponent. A test holds when its interval lies on the claimed side of the threshold, does not hold when it lies on the other
+            two variants share a seed), Wilson&rsquo;s score interval for claim 3&rsquo;s shares near 1 (stages pooled over seeds), a bootstrap for claim 5&rsquo;s exponent. A test holds when its interval lies on the claimed side of the threshold, does not hold when it lies on the other
             side, and is not established when it contains it. Reproduce all of it with <code>npm run claims</code> (docs/claims.md).
           </p>
         </div>
