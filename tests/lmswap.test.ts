@@ -51,7 +51,7 @@ async function swapped(o: Partial<typeof opts> = {}): Promise<{ exp: LlmExperime
   await swapLmAgent(exp, 1, 'arithmetic-M', bigBytes, { ...opts, ...o, stage0: true });
   const seat = exp.team[1]!;
   if (!(seat instanceof ProjectedLmAgent)) throw new Error('the Stage-0 seat is not a ProjectedLmAgent');
-  return { exp, seat, old };
+  return { exp, seat: seat as ProjectedLmAgent, old }; // in-process: the CPU backend's tensors
 }
 
 /** One state: the next token after `context` (a one-step StepSet over a one-sequence table). */
@@ -255,7 +255,7 @@ describe('language plug-and-play', () => {
     const direct = new Model(cpuBackend, big.cfg, big.weights, { trainable: 'none' });
     const toks = Int32Array.from([1, 20, 30, 4]);
     const V = big.cfg.vocab; // a model's logits tensor may be longer than B·T·V (grow-only): compare the call's rows
-    expect(Array.from(exp.team[1]!.model.forward(toks, 1, 4).subarray(0, 4 * V))).toEqual(Array.from(direct.forward(toks, 1, 4).subarray(0, 4 * V)));
+    expect(Array.from((exp.team[1] as LmAgent).model.forward(toks, 1, 4).subarray(0, 4 * V))).toEqual(Array.from(direct.forward(toks, 1, 4).subarray(0, 4 * V)));
   });
 
   it('in workers (the page\'s path): the same swap report and the same next stage as in-process, with one swapIn call', async () => {

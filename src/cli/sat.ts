@@ -8,6 +8,7 @@
  *   npm run sat -- --preset arith-pnp --swap 1=arithmetic-M --swap-stage 3 [--stage0 0.1 | --no-stage0] [--swap-seat student]
  *   npm run sat -- --certify-report [--presets a,b,…] [--seeds 5] [--stages 30]
  *   npm run sat -- --preset arith-team --stages 2 --profile   (per stage: time, passes and tokens per phase)
+ *   npm run sat -- --preset arith-team --set backend=webgpu   (one GPUDevice per agent through Node's webgpu package: gpu.ts)
  *   npm run sat -- --preset arith-team --agent-model 1=path/to/hf-folder [--agent-quant q8|q4|f32] [--agent-memory MiB]
  *                  (a Hugging Face Llama checkpoint as agent 1: hfSeat.ts, docs/models.md "Your own checkpoint")
  *   npm run sat -- --help          (every setting, its default, range and meaning)
@@ -46,6 +47,7 @@ import { attachProfiler, profileTable } from './profile';
 import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { seatHfAgent } from './hfSeat';
+import { cliGpuBackends, type CliGpu } from './gpu';
 import { QUANT_KINDS, type QuantKind } from '../model/quant';
 
 interface Args {
@@ -235,14 +237,26 @@ interface HfSeats {
   readonly log: (line: string) => void;
 }
 
-async function openExperiment(cfg: Config, hf?: HfSeats): Promise<Experiment> {
-  if (isLlmTask(cfg.task) && cfg.backend === 'webgpu') {
-    throw new SatError('usage', 'backend = webgpu runs in the page (npm run dev), one GPUDevice per agent worker; the command line trains on the CPU backend (backend = auto or cpu). GPU speed from Node: npm run bench -- --gpu.');
+/**
+ * The run's experiment, and its GPU devices when backend = webgpu (a language team on one device
+ * per agent, gpu.ts; 'auto' stays on the CPU here, as Node has no browser WebGPU to prefer).
+ */
+async function openExperiment(cfg: Config, hf?: HfSeats): Promise<{ exp: Experiment; gpu: CliGpu | null }> {
+  if (!isLlmTask(cfg.task)) return { exp: createExperiment(cfg), gpu: null };
+  if (cfg.backend === 'webgpu') {
+    if (hf && hf.seats.length > 0) throw new UsageError('--agent-model with backend = webgpu: the command line seats a checkpoint on the CPU backend only (the page runs it on WebGPU); drop one of the two');
+    const gpu = cliGpuBackends();
+    try {
+      const exp = await createLlmExperiment(cfg, loadFromDisk, { backendOf: (i) => gpu.backendOf(i) });
+      return { exp, gpu };
+    } catch (e) {
+      gpu.release();
+      throw e;
+    }
   }
-  if (!isLlmTask(cfg.task)) return createExperiment(cfg);
   let exp: Experiment = await createLlmExperiment(cfg, loadFromDisk);
   for (const [j, dir] of hf?.seats ?? []) exp = await seatHfAgent(exp, cfg, j, dir, { quant: hf!.quant, limitBytes: hf!.limitBytes, log: hf!.log });
-  return exp;
+  return { exp, gpu: null };
 }
 
 /**
@@ -274,12 +288,19 @@ function tabularSwapLine(s: StageRecord, cfg: Config): string {
 }
 
 async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void, opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean; hf?: HfSeats } = {}): Promise<{ exp: Experiment; stages: StageRecord[] }> {
-  const exp = await openExperiment(cfg, opts.hf);
+  const { exp, gpu } = await openExperiment(cfg, opts.hf);
+  if (gpu) opts.log?.(`backend webgpu, one device per agent:\n  ${gpu.adapters.join('\n  ')}`);
   if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(opts.seat ?? 'projection', cfg, opts.log);
   const profiling = opts.profile ? attachProfiler(exp) : null;
+  let gpuCounts = gpu?.counts() ?? null;
   const stages = await runStages(exp, cfg.stages, (s) => {
     if (s.swap && !isLlmTask(cfg.task)) opts.log?.(tabularSwapLine(s, cfg));
     onStage?.(s, exp);
+    if (gpu) {
+      const c = gpu.counts();
+      opts.log?.(`  stage ${s.stage} on the GPU: ${c.dispatches - gpuCounts!.dispatches} dispatches in ${c.submissions - gpuCounts!.submissions} command submissions (all agents)`);
+      gpuCounts = c;
+    }
     if (profiling) {
       opts.log?.(profileTable(s, profiling));
       profiling.profiler.reset();
@@ -291,7 +312,11 @@ async function runOne(cfg: Config, onStage?: (s: StageRecord, e: Experiment) => 
         ? `  hand-over: agent ${s.swap!.agent}'s first update was accepted — its student (the distilled ${s.swap!.incoming}) holds the seat from now on`
         : `  hand-over: agent ${s.swap!.agent}'s update was not accepted — the projection keeps sampling; the next stage tries again`);
     }
-  });
+  }).catch((e: unknown) => {
+    // A call on a lost device fails with whatever the backend saw; the loss is the news.
+    const lost = gpu?.lost();
+    throw lost ? new SatError('backend', `${lost}; the run stopped after ${exp.stagesDone} stage(s). ${e instanceof Error ? e.message : String(e)}`) : e;
+  }).finally(() => gpu?.release());
   return { exp, stages };
 }
 

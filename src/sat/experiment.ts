@@ -24,6 +24,7 @@ import { ConfigError, SatError } from '../core/errors';
 import { Model } from '../model/model';
 import { cpuBackend } from '../backend/cpu';
 import type { Backend, HostTensors, TensorKinds } from '../backend/types';
+import type { GpuTensors } from '../backend/webgpu/backend';
 import { dequantizeWeights, loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
 import { makeGame } from '../tasks/index';
 import { makeLlmTask } from '../tasks/llm/index';
@@ -91,7 +92,8 @@ export interface TableExperiment extends Experiment {
 }
 
 /** A language team's seat: an agent, or the Stage-0 projection of a plug-and-play swap (src/sat/agents/projected.ts). */
-export type LmSeat = LmAgent | ProjectedLmAgent;
+/** A language seat, on any backend (HostTensors: the CPU; GpuTensors: a WebGPU device). */
+export type LmSeat = LmAgent | ProjectedLmAgent | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors>;
 
 /** A team of small language models on a verifiable text task. */
 export interface LlmExperiment extends Experiment {
@@ -204,12 +206,21 @@ export function lmAgent<X extends TensorKinds = HostTensors>(init: LmInit, loade
   return new LmAgent(init.index, model, { name: init.name, temperature: init.temperature, topK: init.topK });
 }
 
+/** Where a language team's agents run in-process (the page's workers choose their own: src/workers/agentApi.ts). */
+export interface LlmBackends {
+  /**
+   * Agent `index`'s WebGPU backend, asked once per agent in index order — one device each, as in
+   * the page (the CLI's backend = webgpu, src/cli/sat.ts). Without it every agent is on the CPU.
+   */
+  readonly backendOf?: (index: number) => Promise<Backend<GpuTensors>>;
+}
+
 /**
  * A language team: every agent starts from its shipped model `<task>-<size>` (`model`, or its own
  * entry of `agentModels`; full weights when lora = 0, else a LoRA adapter over the frozen quantized
  * base), on the task's train split; J is estimated on held-out problems.
  */
-export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promise<LlmExperiment> {
+export async function createLlmExperiment(cfg: Config, load: ModelLoader, opts: LlmBackends = {}): Promise<LlmExperiment> {
   const { modelName, env, aMax, agents } = planLlm(cfg);
   // Each distinct model file is loaded (and dequantized) once, whatever the number of agents on it.
   const files = new Map<string, { loaded: LoadedModel; full?: ModelWeights }>();
@@ -217,10 +228,11 @@ export async function createLlmExperiment(cfg: Config, load: ModelLoader): Promi
     const loaded = loadModel(await load(f));
     files.set(f, { loaded, full: cfg.lora === 0 ? dequantizeWeights(loaded.weights) : undefined });
   }
-  const team = agents.map((init) => {
+  const team: LmSeat[] = [];
+  for (const init of agents) {
     const m = files.get(init.modelFile)!;
-    return lmAgent(init, m.loaded, cpuBackend, m.full);
-  });
+    team.push(opts.backendOf ? lmAgent(init, m.loaded, await opts.backendOf(init.index), m.full) : lmAgent(init, m.loaded, cpuBackend, m.full));
+  }
   const j0 = (await env.evaluate(team)).J;
   return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, swapModel: configuredLmSwap(load) };
 }

@@ -1,0 +1,72 @@
+/**
+ * The command line's WebGPU agents (`--set backend=webgpu` on a language preset): one GPUDevice
+ * per agent, as in the page (one device per agent worker, src/workers/agentApi.ts), from the
+ * machine's own driver through Node's `webgpu` package (Dawn; src/backend/webgpu/device.ts), or
+ * Chromium's SwiftShader when the machine has none (src/backend/webgpu/node.ts `softwareFallback`;
+ * correct, and one to two orders of magnitude slower than the CPU backend — docs/performance.md).
+ *
+ *   const gpu = cliGpuBackends(log);
+ *   const exp = await createLlmExperiment(cfg, loadFromDisk, { backendOf: gpu.backendOf });
+ *   …
+ *   gpu.release();                    // destroys the devices (the process can then exit)
+ *
+ * A device that cannot be had ends the run before any work with the reason (exit status 1, a
+ * SatError 'backend'); a device lost mid-run is reported by `lost()` — the stage loop's next call
+ * on it then fails, and the CLI prints which agent's device went and why.
+ *
+ * Same seed + same backend ⇒ the same run (the kernels are deterministic on a given adapter), but
+ * not the CPU backend's numbers bit for bit: f32 sums in another order (tests/webgpu/*).
+ *
+ * Not here: the kernels, the page's choice between 'auto', 'webgpu' and 'cpu' (agentApi.ts).
+ */
+import { SatError } from '../core/errors';
+import type { Backend } from '../backend/types';
+import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
+import { acquireDevice } from '../backend/webgpu/device';
+import { GpuContext } from '../backend/webgpu/kernel';
+import { softwareFallback } from '../backend/webgpu/node';
+
+export interface CliGpu {
+  /** Agent `index`'s backend on a device of its own (createLlmExperiment's `backendOf`). */
+  backendOf(index: number): Promise<Backend<GpuTensors>>;
+  /** One line per agent: its adapter. */
+  readonly adapters: string[];
+  /** The first device loss seen, as a sentence naming the agent; null while none. */
+  lost(): string | null;
+  /** Destroys every device made here (their loss is then expected and not reported). */
+  release(): void;
+  /** Dispatches and command submissions of every agent's context so far (what `--profile` prints beside the phases). */
+  counts(): { dispatches: number; submissions: number };
+}
+
+export function cliGpuBackends(): CliGpu {
+  const devices: GPUDevice[] = [];
+  const contexts: GpuContext[] = [];
+  const adapters: string[] = [];
+  let lost: string | null = null;
+  let released = false;
+  const fallback = softwareFallback();
+  return {
+    adapters,
+    async backendOf(index) {
+      const r = await acquireDevice({
+        ...(fallback ? { node: fallback } : {}),
+        onLost: ({ reason, message }) => {
+          if (!released && lost === null) lost = `agent ${index}'s GPU device was lost (${reason}${message ? `: ${message}` : ''})`;
+        },
+      });
+      if (!r.ok) throw new SatError('backend', `backend = webgpu: agent ${index} got no GPU device — ${r.reason}. Run with --set backend=cpu (the default on the command line) instead.`);
+      devices.push(r.device);
+      const ctx = new GpuContext(r.device);
+      contexts.push(ctx);
+      adapters.push(`agent ${index}: ${r.description}`);
+      return webgpuBackend(ctx, r.description);
+    },
+    lost: () => lost,
+    release() {
+      released = true;
+      for (const d of devices) d.destroy();
+    },
+    counts: () => contexts.reduce((s, c) => ({ dispatches: s.dispatches + c.counts.dispatches, submissions: s.submissions + c.counts.submissions }), { dispatches: 0, submissions: 0 }),
+  };
+}
