@@ -66,7 +66,9 @@ export function attachProfiler(exp: Experiment): Profiling {
   let bench = Number.NaN;
   exp.team.forEach((agent: AgentPolicy, k) => {
     if (agent instanceof LmAgent) {
-      if (k === 0) bench = trainTokensPerSecond(agent);
+      // The plain step is timed on the CPU backend only: a GPU seat's calls return before the GPU
+      // has done the work, so this synchronous loop would time the submissions, not the step.
+      if (k === 0 && agent.model.be.name.startsWith('cpu')) bench = trainTokensPerSecond(agent as LmAgent);
       let lastTokens = 0; // a backward pass runs over the tokens of the kept forward before it
       tap(agent.model, 'forward', (a) => {
         lastTokens = (a[1] as number) * (a[2] as number);

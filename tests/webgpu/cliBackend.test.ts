@@ -7,6 +7,7 @@
  *   - the same seed gives the same first agent step twice (its record, bit for bit);
  *   - the team starts where the CPU team starts (held-out J of the initial team: the samplers
  *     write the same tokens; tests/webgpu/agentApi.test.ts checks that per agent);
+ *   - --profile's counting works on GPU seats (passes counted; no plain-step rate timed there);
  *   - release() destroys the devices without reporting a loss; the CLI refuses --agent-model
  *     with backend = webgpu with a message (exit status 2).
  *
@@ -15,6 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliGpuBackends } from '../../src/cli/gpu';
+import { attachProfiler, profileTable } from '../../src/cli/profile';
 import { loadFromDisk } from '../../src/cli/models';
 import { LmAgent } from '../../src/sat/agents/lm';
 import { presetConfig } from '../../src/sat/presets';
@@ -29,13 +31,15 @@ async function gpuRun(whole: boolean) {
   const g = cliGpuBackends();
   try {
     const exp = await createLlmExperiment(cfg, loadFromDisk, { backendOf: (i) => g.backendOf(i) });
+    // --profile's counting (the whole run only): it wraps the agents in place and changes no number.
+    const profiling = whole ? attachProfiler(exp) : null;
     const before = g.counts();
     const gen = stepThrough(exp);
     const first = await gen.next();
     if (first.done) throw new Error('the stage ended before its first agent step');
     let stage: StageRecord | null = null;
     if (whole) for (let r = await gen.next(); ; r = await gen.next()) if (r.done) { stage = r.value; break; }
-    return { exp, first: first.value, stage, work: g.counts().dispatches - before.dispatches, adapters: g.adapters, lost: g.lost() };
+    return { exp, first: first.value, stage, profile: stage && profiling ? profileTable(stage, profiling) : '', work: g.counts().dispatches - before.dispatches, adapters: g.adapters, lost: g.lost() };
   } finally {
     g.release();
   }
@@ -52,6 +56,9 @@ describe.skipIf(typeof gpu === 'string')('the CLI on backend = webgpu', () => {
     expect(a.work).toBeGreaterThan(0);
     expect(a.lost).toBeNull();
     const s = a.stage!;
+    // The profile counted the GPU seats' passes; the plain-step rate is not timed on a GPU (profile.ts).
+    expect(a.profile).toMatch(/^total\s+\d+\s+100 %\s+[1-9]/m);
+    expect(a.profile).not.toMatch(/plain training step/);
     expect(Number.isFinite(s.jAfter)).toBe(true);
     expect(Number.isFinite(s.metrics['cert/lower'] as number)).toBe(true);
     // The same seed again, up to the first agent's update (half the cost): the same step record.

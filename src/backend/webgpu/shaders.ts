@@ -4,7 +4,9 @@
  *   - under Vite (dev server, production build, Vitest) through `import.meta.glob(…, '?raw')`,
  *     which inlines every shaders/*.wgsl as a string at build time;
  *   - under plain Node (tsx: CLI, bench) `import.meta.glob` does not exist, so the file is read
- *     from disk next to this module (`process.getBuiltinModule('node:fs')`, synchronous).
+ *     from disk next to this module (`process.getBuiltinModule('node:fs')`, synchronous) — or,
+ *     for a one-file bundle (scripts/gpu-pack.sh's, which has no shaders/ beside it), from
+ *     shaders/ under the working directory (the repo root, where scripts/gpu-run.sh runs it).
  *
  * Not here: compiling (kernel.ts), any preprocessing beyond concatenating several named sources.
  */
@@ -30,8 +32,12 @@ export function shaderSource(name: string): string {
     const proc = globalThis.process;
     if (typeof proc?.getBuiltinModule === 'function') {
       const fs = proc.getBuiltinModule('node:fs');
-      const url = new URL(`../../../shaders/${name}.wgsl`, import.meta.url);
-      if (fs.existsSync(url)) src = fs.readFileSync(url, 'utf8');
+      for (const url of [new URL(`../../../shaders/${name}.wgsl`, import.meta.url), new URL(`shaders/${name}.wgsl`, proc.getBuiltinModule('node:url').pathToFileURL(`${proc.cwd()}/`))]) {
+        if (fs.existsSync(url)) {
+          src = fs.readFileSync(url, 'utf8');
+          break;
+        }
+      }
     }
   }
   if (src === undefined) throw new Error(`WebGPU: no shader shaders/${name}.wgsl`);
