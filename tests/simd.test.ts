@@ -83,7 +83,7 @@ import {
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
 } from '../src/backend/cpu/simd';
-import { KERNELS_WASM_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
+import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
 import { Rng } from '../src/core/rng';
 import { MODEL_PRESETS } from '../src/model/config';
 import { Model } from '../src/model/model';
@@ -819,9 +819,11 @@ describe('without WebAssembly SIMD', () => {
 });
 
 describe('the committed kernels artifact', () => {
-  it(`${ARTIFACT} is a fresh build of wasm/kernels.ts, byte for byte`, async () => {
+  it(`${ARTIFACT} is a fresh build of wasm/kernels.ts, byte for byte (both builds)`, async () => {
     const bytes = await buildKernels();
+    const shared = await buildKernels(true);
     expect(Buffer.from(KERNELS_WASM_BASE64, 'base64').equals(Buffer.from(bytes))).toBe(true);
-    expect(readFileSync(ARTIFACT, 'utf8')).toBe(renderArtifact(bytes));
+    expect(Buffer.from(KERNELS_WASM_SHARED_BASE64, 'base64').equals(Buffer.from(shared))).toBe(true);
+    expect(readFileSync(ARTIFACT, 'utf8')).toBe(renderArtifact(bytes, shared));
   });
 });

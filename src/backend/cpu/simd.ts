@@ -92,7 +92,11 @@ import { checkResidualBackward, checkResidualForward, residualBackward, residual
 import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { checkRope, ropeBackward, ropeForward } from './rope';
 import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { KERNELS_WASM_BASE64 } from './wasm/kernels.wasm';
+import { blockedGemm, noPool, startPool, threadPlan } from './threads';
+import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from './wasm/kernels.wasm';
+
+/** The shared-memory build's maximum, in 64 KiB pages (scripts/build-wasm.mjs ASC_SHARED_FLAGS). */
+const SHARED_MAX_PAGES = 65536;
 
 interface Kernels {
   readonly memory: WebAssembly.Memory;
@@ -130,8 +134,7 @@ function load(): Kernels | null {
   try {
     if (typeof WebAssembly !== 'object') throw new Error('no WebAssembly');
     if (!WebAssembly.validate(SIMD_PROBE)) throw new Error('WebAssembly SIMD (v128) is not supported here');
-    const inst = new WebAssembly.Instance(new WebAssembly.Module(decode(KERNELS_WASM_BASE64)), {});
-    kernels = inst.exports as unknown as Kernels;
+    kernels = instantiate();
     f32 = new Float32Array(kernels.memory.buffer);
   } catch (e) {
     kernels = null;
@@ -139,6 +142,30 @@ function load(): Kernels | null {
     console.warn(`[cpu backend] WebAssembly SIMD kernels unavailable (${unavailableReason}); using the TypeScript kernels`);
   }
   return kernels;
+}
+
+/**
+ * The kernels: the shared-memory build with helper threads (threads.ts) when the platform allows and
+ * more than one thread is configured, else the unshared build on this thread alone (as before
+ * threads), saying why once in the console when it is the platform's doing.
+ */
+function instantiate(): Kernels {
+  const plan = threadPlan();
+  let why = plan.why;
+  if (plan.threads > 1) {
+    try {
+      const module = new WebAssembly.Module(decode(KERNELS_WASM_SHARED_BASE64));
+      const memory = new WebAssembly.Memory({ initial: 1, maximum: SHARED_MAX_PAGES, shared: true });
+      const k = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Kernels;
+      startPool(module, memory);
+      return k;
+    } catch (e) {
+      why = `no shared WebAssembly memory (${e instanceof Error ? e.message : String(e)})`;
+    }
+  }
+  noPool(why);
+  if (why.startsWith('no ')) console.info(`[cpu backend] WebAssembly SIMD kernels on one thread: ${why}`);
+  return new WebAssembly.Instance(new WebAssembly.Module(decode(KERNELS_WASM_BASE64)), {}).exports as unknown as Kernels;
 }
 
 /** Whether the SIMD kernels are in use (loads them on first call); false → TypeScript fallback. */
@@ -213,7 +240,7 @@ function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Fl
   }
   f32.set(inp.subarray(0, N * C), pi);
   calls++;
-  k.gemm(pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0);
+  blockedGemm(k.gemm, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
   copyOut(out, po, N, OC, OCp);
 }
 
@@ -250,7 +277,7 @@ function backwardF32(
     copyIn(pw, weight, OC, C, Cp);
     copyIn(pgi, dinp, N, C, Cp);
     calls++;
-    k.gemm(pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1);
+    blockedGemm(k.gemm, pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1, OC);
     copyOut(dinp, pgi, N, C, Cp);
   }
   if (dweight !== null) {
@@ -258,7 +285,7 @@ function backwardF32(
     copyIn(pgw, dweight, OC, C, Cp);
     calls++;
     // K-blocked (header): chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
-    for (let n0 = 0; n0 < N; n0 += DW_ROWS) k.gemm((pd + n0 * OC) * 4, 1, OC, (pi + n0 * Cp) * 4, Cp, pgw * 4, OC, Math.min(DW_ROWS, N - n0), 1);
+    blockedGemm(k.gemm, pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N, 1, DW_ROWS);
     copyOut(dweight, pgw, OC, C, Cp);
   }
 }

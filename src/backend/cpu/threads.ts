@@ -1,0 +1,290 @@
+/**
+ * Threads for the CPU backend's WebAssembly SIMD matmuls (simd.ts): a fork-join pool of helper
+ * threads that instantiate the SAME kernels module (the shared-memory build of wasm/kernels.ts) on
+ * the SAME shared WebAssembly.Memory as the calling thread, and take shares of a `gemm`'s output
+ * rows. Node: worker_threads (unref'd, so they never keep a process alive); a browser (the page's
+ * agent workers): Web Workers from a Blob URL of the small plain-JS program HELPER_JS below — no
+ * bundler involved. Each helper gets {module, memory, control, id} by postMessage.
+ *
+ * One job at a time, published by the caller in `control` (an Int32Array on a SharedArrayBuffer):
+ * the gemm's arguments, and for each helper taking part a slot (generation, first row, end row);
+ * then the generation counter is bumped (Atomics.store + Atomics.notify), the caller runs its own
+ * share (the first rows), and waits (Atomics.wait) until every helper's share is counted done.
+ * A helper spins briefly on the counter after each job, then sleeps in Atomics.wait. A helper that
+ * has not said ready yet (its worker still starting) is simply not given a share: the first calls
+ * never wait for worker start-up.
+ *
+ * Bit-identical for any thread count: only output rows are split (forward and input gradient: the
+ * N rows; weight gradient: the OC rows, every K-block of the sum over N done by the same thread in
+ * the same order), and the kernel's result for an element does not depend on the tile or the row
+ * range it falls in (wasm/kernels.ts header), so every element is the same f32 sum in the same order.
+ * Shares are multiples of 4 rows (the kernel's row tile). Below MIN_WORK multiply-adds a call stays
+ * on the caller (a wake-up costs microseconds; break-even measured, docs/performance.md "Threads").
+ *
+ * Thread count (the caller included): default min(cores, 4) — navigator.hardwareConcurrency, or
+ * os.availableParallelism() in Node; 4 because each of the page's agents has a worker of its own and
+ * the matmuls stop scaling well before that on memory bandwidth at these sizes. Overrides: the
+ * SAT_THREADS environment variable (Node), `setCpuThreads(n)` (tests, the bench). 1 is the
+ * single-thread path: simd.ts then loads the unshared build, exactly as before threads.
+ *
+ * Where threads are impossible — no SharedArrayBuffer (a page that is not cross-origin isolated:
+ * its server must send COOP/COEP, docs/performance.md), Atomics.wait not allowed (a page's main
+ * thread), no Worker / worker_threads — `threadPlan` says why, and simd.ts runs single-threaded.
+ *
+ * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simd.ts), threading of the
+ * non-matmul kernels (attention, row kernels: single-threaded).
+ */
+
+/** Control words (Int32Array indices). */
+const GEN = 0; // job generation, bumped per job
+const JOB = 4; // a, ars, aks, b, J, out, K, acc, KB (9 words)
+const READY = 16; // READY + i: helper i instantiated and waiting
+const SLOT = 32; // SLOT + 3i: state, first row, end row of helper i's share
+/** A slot's state: the job's generation (≥ 1) while its share waits, then TAKEN (a helper runs it) and FINISHED, or FINISHED straight away when the caller took it back. */
+const TAKEN = -1;
+const FINISHED = -2;
+/** Most threads (the caller included). */
+export const MAX_THREADS = 16;
+const CONTROL_WORDS = SLOT + 3 * (MAX_THREADS - 1);
+/** Spin iterations (each one Atomics.load) before sleeping, for helpers and for the caller. */
+const SPIN = 20000;
+/**
+ * Fewest multiply-adds (R·K·J) worth splitting: below it the wake-up and the wait cost more than the
+ * second core saves (measured on a 2-core machine: docs/performance.md "Threads").
+ */
+export const MIN_WORK = 1 << 17;
+
+/** The helper thread's program: plain JS, the same text for worker_threads (eval) and a Blob Worker. */
+const HELPER_JS = `'use strict';
+const start = (d) => {
+  const gemm = new WebAssembly.Instance(d.module, { env: { memory: d.memory } }).exports.gemm;
+  const c = new Int32Array(d.control), s = ${SLOT} + 3 * d.id;
+  let g = Atomics.load(c, ${GEN});
+  Atomics.store(c, ${READY} + d.id, 1);
+  for (;;) {
+    for (let i = 0; i < ${SPIN} && Atomics.load(c, ${GEN}) === g; i++);
+    Atomics.wait(c, ${GEN}, g);
+    g = Atomics.load(c, ${GEN});
+    if (Atomics.load(c, s) !== g) continue;
+    const r0 = c[s + 1], R = c[s + 2] - r0;
+    const a = c[${JOB}], ars = c[${JOB + 1}], aks = c[${JOB + 2}], b = c[${JOB + 3}], J = c[${JOB + 4}];
+    const out = c[${JOB + 5}], K = c[${JOB + 6}], acc = c[${JOB + 7}], KB = c[${JOB + 8}];
+    if (Atomics.compareExchange(c, s, g, ${TAKEN}) !== g) continue;
+    for (let k0 = 0; k0 < K; k0 += KB) gemm(a + 4 * (r0 * ars + k0 * aks), ars, aks, b + 4 * k0 * J, J, out + 4 * r0 * J, R, Math.min(KB, K - k0), acc);
+    Atomics.store(c, s, ${FINISHED});
+    Atomics.notify(c, s);
+  }
+};
+if (typeof require === 'function') require('node:worker_threads').parentPort.once('message', start);
+else self.onmessage = (e) => start(e.data);
+`;
+
+type Gemm = (a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number) => void;
+
+interface NodeWorker {
+  unref(): void;
+  on(ev: 'error', cb: (e: unknown) => void): void;
+  postMessage(m: unknown): void;
+}
+interface NodeProcess {
+  versions?: { node?: string };
+  env?: Record<string, string | undefined>;
+  getBuiltinModule?: (id: string) => unknown;
+}
+const nodeProcess = (): NodeProcess | null => {
+  const p = (globalThis as { process?: NodeProcess }).process;
+  return p?.versions?.node !== undefined && typeof p.getBuiltinModule === 'function' ? p : null;
+};
+
+/** Cores here (navigator.hardwareConcurrency, or os.availableParallelism() in Node; 1 if unknown). */
+function cores(): number {
+  const p = nodeProcess();
+  if (p !== null) return (p.getBuiltinModule!('node:os') as { availableParallelism(): number }).availableParallelism();
+  return (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1;
+}
+
+const clampThreads = (n: number): number => Math.max(1, Math.min(MAX_THREADS, Math.floor(n)));
+
+/** The configured thread count (header): SAT_THREADS in Node, else min(cores, 4). */
+function configuredThreads(): number {
+  const env = nodeProcess()?.env?.SAT_THREADS;
+  if (env !== undefined && env !== '' && Number.isFinite(Number(env))) return clampThreads(Number(env));
+  return clampThreads(Math.min(cores(), 4));
+}
+
+let wanted = configuredThreads();
+/** The work threshold in use (MIN_WORK; tests lower it to split small calls too). */
+let threshold = MIN_WORK;
+
+/** Why this thread cannot use helper threads ('' when it can). */
+function impossible(): string {
+  if (typeof SharedArrayBuffer !== 'function') {
+    return 'no SharedArrayBuffer (the page is not cross-origin isolated: its server must send Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)';
+  }
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+  } catch {
+    return 'Atomics.wait is not allowed on this thread (a page’s main thread)';
+  }
+  if (nodeProcess() === null && (typeof Worker !== 'function' || typeof Blob !== 'function')) return 'no Worker here';
+  return '';
+}
+
+/**
+ * Whether simd.ts should load the shared-memory build and start helpers: `threads` > 1 when it
+ * should, else 1 and `why` (the configured count, or what the platform lacks).
+ */
+export function threadPlan(): { threads: number; why: string } {
+  if (wanted <= 1) return { threads: 1, why: `one thread configured (${nodeProcess()?.env?.SAT_THREADS !== undefined ? 'SAT_THREADS' : 'one core'})` };
+  const why = impossible();
+  return why ? { threads: 1, why } : { threads: wanted, why: '' };
+}
+
+interface Pool {
+  readonly module: WebAssembly.Module;
+  readonly memory: WebAssembly.Memory;
+  readonly control: Int32Array;
+  started: number;
+}
+
+let pool: Pool | null = null;
+let notThreadedWhy = '';
+let jobs = 0;
+let shares = 0;
+let stolen = 0;
+
+/** Starts helpers up to `wanted` − 1 (not waiting for them: they say ready in `control`). */
+function grow(p: Pool): void {
+  const node = nodeProcess();
+  let url = '';
+  for (; p.started < Math.min(wanted, MAX_THREADS) - 1; p.started++) {
+    const msg = { module: p.module, memory: p.memory, control: p.control.buffer, id: p.started };
+    try {
+      if (node !== null) {
+        const { Worker: W } = node.getBuiltinModule!('node:worker_threads') as { Worker: new (code: string, o: { eval: true; name: string }) => NodeWorker };
+        const w = new W(HELPER_JS, { eval: true, name: `sat-cpu-${p.started + 1}` });
+        w.unref();
+        w.on('error', (e) => console.warn(`[cpu backend] helper thread ${msg.id + 1} failed: ${String(e)}`));
+        w.postMessage(msg);
+      } else {
+        url ||= URL.createObjectURL(new Blob([HELPER_JS], { type: 'text/javascript' }));
+        const w = new Worker(url, { name: `sat-cpu-${p.started + 1}` });
+        w.onerror = (e) => console.warn(`[cpu backend] helper thread ${msg.id + 1} failed: ${e.message}`);
+        w.postMessage(msg);
+      }
+    } catch (e) {
+      console.warn(`[cpu backend] could not start a helper thread (${e instanceof Error ? e.message : String(e)}); using ${p.started + 1}`);
+      return;
+    }
+  }
+}
+
+/** Called by simd.ts once it runs the shared-memory build on `memory`: starts the helpers. */
+export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory): void {
+  pool = { module, memory, control: new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4)), started: 0 };
+  grow(pool);
+}
+
+/** Called by simd.ts when it runs single-threaded: why (shown by cpuThreads). */
+export function noPool(why: string): void {
+  notThreadedWhy = why;
+}
+
+/**
+ * Sets the thread count (the caller included; 1 = single-threaded) for the calls that follow, and the
+ * work threshold (multiply-adds below which a call is not split; tests set 0); starts more helpers
+ * if needed. Threads need the shared-memory build, chosen when the kernels load (on the
+ * first call): set a count > 1 before that, or with SAT_THREADS, for a process that started at 1.
+ */
+export function setCpuThreads(n: number, minWork = MIN_WORK): void {
+  wanted = clampThreads(n);
+  threshold = minWork;
+  if (pool !== null) grow(pool);
+}
+
+/** How many helpers say ready (not counting the caller). */
+function readyHelpers(p: Pool): number {
+  let n = 0;
+  for (let i = 0; i < p.started; i++) if (Atomics.load(p.control, READY + i) === 1) n++;
+  return n;
+}
+
+/** The CPU backend's threads now: configured count, threads ready (the caller included), jobs split, why one. */
+export interface CpuThreads {
+  readonly threads: number;
+  readonly ready: number;
+  readonly jobs: number;
+  readonly shares: number;
+  /** Helpers' shares the caller took back and ran itself (the helper had not started it). */
+  readonly stolen: number;
+  readonly why: string;
+}
+
+/** The pool's state (cpuThreads().ready > 1 once helpers are up); `why` says why there is none. */
+export function cpuThreads(): CpuThreads {
+  const ready = pool === null ? 1 : 1 + Math.min(readyHelpers(pool), wanted - 1);
+  return { threads: pool === null ? 1 : wanted, ready, jobs, shares, stolen, why: pool === null ? notThreadedWhy : '' };
+}
+
+/** Resolves when `n` threads (the caller included) are ready, or after `timeoutMs` (tests, the bench). */
+export async function cpuThreadsReady(n = wanted, timeoutMs = 10_000): Promise<number> {
+  const t0 = Date.now();
+  while (cpuThreads().ready < n && Date.now() - t0 < timeoutMs) await new Promise((r) => setTimeout(r, 5));
+  return cpuThreads().ready;
+}
+
+/**
+ * The K-blocked gemm: for k0 = 0, KB, 2KB, … < K, gemm(a + 4·k0·aks, ars, aks, b + 4·k0·J, J, out, R,
+ * min(KB, K − k0), acc) — each block's sums added to out (acc) in turn; KB = K is one plain call.
+ * Split over R between the caller and the ready helpers when it is worth it (header); the same
+ * numbers either way.
+ */
+export function blockedGemm(gemm: Gemm, a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number, KB: number): void {
+  const p = pool;
+  const helpers = p === null || wanted <= 1 || R * K * J < threshold || R < 8 ? 0 : Math.min(readyHelpers(p), wanted - 1);
+  const rows = helpers === 0 ? R : (Math.ceil(R / (helpers + 1)) + 3) & ~3; // rows per share, a multiple of 4
+  const share = (r0: number, r1: number): void => {
+    for (let k0 = 0; k0 < K; k0 += KB) gemm(a + 4 * (r0 * ars + k0 * aks), ars, aks, b + 4 * k0 * J, J, out + 4 * r0 * J, r1 - r0, Math.min(KB, K - k0), acc);
+  };
+  if (helpers === 0) return share(0, R);
+  const c = p!.control;
+  let g = (Atomics.load(c, GEN) + 1) | 0;
+  if (g <= 0) g = 1; // states ≤ 0 are TAKEN / FINISHED / unused
+  c[JOB] = a;
+  c[JOB + 1] = ars;
+  c[JOB + 2] = aks;
+  c[JOB + 3] = b;
+  c[JOB + 4] = J;
+  c[JOB + 5] = out;
+  c[JOB + 6] = K;
+  c[JOB + 7] = acc;
+  c[JOB + 8] = KB;
+  const given: number[] = [];
+  for (let i = 0, r0 = rows; i < p!.started && r0 < R; i++) {
+    if (Atomics.load(c, READY + i) !== 1) continue;
+    c[SLOT + 3 * i + 1] = r0;
+    c[SLOT + 3 * i + 2] = Math.min(r0 + rows, R);
+    Atomics.store(c, SLOT + 3 * i, g);
+    given.push(i);
+    r0 += rows;
+  }
+  Atomics.store(c, GEN, g);
+  Atomics.notify(c, GEN);
+  jobs++;
+  shares += given.length + 1;
+  share(0, Math.min(rows, R));
+  // Shares no helper has taken yet (asleep, or descheduled on a busy machine) are taken back and
+  // run here; then wait for the ones being run.
+  for (const i of given) {
+    const s = SLOT + 3 * i;
+    if (Atomics.compareExchange(c, s, g, FINISHED) === g) {
+      stolen++;
+      share(c[s + 1]!, c[s + 2]!);
+    }
+  }
+  for (const i of given) {
+    const s = SLOT + 3 * i;
+    for (let n = 0; n < SPIN && Atomics.load(c, s) === TAKEN; n++);
+    while (Atomics.load(c, s) === TAKEN) Atomics.wait(c, s, TAKEN);
+  }
+}
