@@ -104,6 +104,14 @@ export async function settled(p: Page): Promise<void> {
   });
 }
 
+/**
+ * The page's agent workers (one per agent): its Web Workers less the CPU kernels' helper threads,
+ * which each language agent's worker starts from a blob: URL (src/backend/cpu/threads.ts).
+ */
+export function agentWorkers(p: Page): ReturnType<Page['workers']> {
+  return p.workers().filter((w) => !w.url().startsWith('blob:'));
+}
+
 /** Number of plotted points a chart reports (data-points). */
 export async function points(p: Page, id: string): Promise<number> {
   return Number(await p.getByTestId(id).getAttribute('data-points'));
