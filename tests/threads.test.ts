@@ -3,7 +3,8 @@
  * threaded results equal the single-thread SIMD results BIT FOR BIT, on FRESH random inputs each
  * run (the seed is printed; THREADS_SEED=<n> replays a run):
  *   matmul forward, backward (both gradients, accumulating, and each alone), and the Q8 / Q4
- *   forward and input gradient, at shapes with odd sizes, R below the thread count, R not a multiple
+ *   forward and input gradient, and causal attention forward / backward / cached forward (split over
+ *   the batch), at shapes with odd sizes, R below the thread count, R not a multiple
  *   of 4 or of the share size, a weight gradient over several K-blocks, bench-sized rows — with the
  *   work threshold at 0 (every call with R ≥ 8 split) and at its default;
  *   a model training step (preset S, full fine-tuning: forward, loss, backward, AdamW) with 4
@@ -18,6 +19,9 @@
  */
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  simdAttentionBackward,
+  simdAttentionCachedForward,
+  simdAttentionForward,
   simdAvailable,
   simdMatmulBackward,
   simdMatmulBackwardInputQ4,
@@ -122,6 +126,32 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
       };
       const [one, many] = both(run, 4, 0);
       expectSameBits(many, one, `N ${N} C ${C} OC ${OC}`);
+    }
+  });
+
+  it('attention forward, backward and cached forward (split over the batch)', () => {
+    const r = rng();
+    for (const [B, T, NH, HS] of [
+      [1, 5, 2, 4],
+      [3, 7, 3, 5],
+      [5, 17, 2, 8],
+      [64, 32, 4, 16],
+    ] as const) {
+      const C = NH * HS, n = B * T * C;
+      const q = rand(n, r), k = rand(n, r), v = rand(n, r), dout = rand(n, r), g0 = rand(n, r);
+      const pos0 = 3, Tmax = pos0 + T + 2;
+      const kc = rand(B * Tmax * C, r), vc = rand(B * Tmax * C, r);
+      const run = (): Float32Array[] => {
+        const out = new Float32Array(n), att = new Float32Array(B * NH * T * T);
+        simdAttentionForward(out, att, q, k, v, B, T, NH, HS);
+        const dq = g0.slice(), dk = g0.slice(), dv = g0.slice();
+        simdAttentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
+        const cached = new Float32Array(n);
+        simdAttentionCachedForward(cached, q, kc, vc, B, T, NH, HS, pos0, Tmax);
+        return [out, att, dq, dk, dv, cached];
+      };
+      const [one, many] = both(run, 4, 0);
+      expectSameBits(many, one, `B ${B} T ${T} NH ${NH} HS ${HS}`);
     }
   });
 

@@ -92,7 +92,7 @@ import { checkResidualBackward, checkResidualForward, residualBackward, residual
 import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { checkRope, ropeBackward, ropeForward } from './rope';
 import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { blockedGemm, noPool, startPool, threadPlan } from './threads';
+import { attnBackwardSplit, attnForwardSplit, blockedGemm, noPool, scratchCopies, startPool, threadPlan } from './threads';
 import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from './wasm/kernels.wasm';
 
 /** The shared-memory build's maximum, in 64 KiB pages (scripts/build-wasm.mjs ASC_SHARED_FLAGS). */
@@ -240,7 +240,7 @@ function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Fl
   }
   f32.set(inp.subarray(0, N * C), pi);
   calls++;
-  blockedGemm(k.gemm, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
+  blockedGemm(k, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
   copyOut(out, po, N, OC, OCp);
 }
 
@@ -277,7 +277,7 @@ function backwardF32(
     copyIn(pw, weight, OC, C, Cp);
     copyIn(pgi, dinp, N, C, Cp);
     calls++;
-    blockedGemm(k.gemm, pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1, OC);
+    blockedGemm(k, pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1, OC);
     copyOut(dinp, pgi, N, C, Cp);
   }
   if (dweight !== null) {
@@ -285,7 +285,7 @@ function backwardF32(
     copyIn(pgw, dweight, OC, C, Cp);
     calls++;
     // K-blocked (header): chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
-    blockedGemm(k.gemm, pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N, 1, DW_ROWS);
+    blockedGemm(k, pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N, 1, DW_ROWS);
     copyOut(dweight, pgw, OC, C, Cp);
   }
 }
@@ -378,6 +378,15 @@ function stage(k: Kernels, floats: number[], ins: [number, Float32Array, number]
   return offs;
 }
 
+/**
+ * An attention kernel's two scratch buffers (`first`, `second` floats), once per thread that may run
+ * a share (threads.ts `scratchCopies`): `floats` in all, copy t at t·stride, `second` after `first`.
+ */
+function attnScratch(first: number, second: number): { floats: number; stride: number; second: number } {
+  const stride = ceil4(first) + ceil4(second);
+  return { floats: stride * scratchCopies(), stride, second: ceil4(first) };
+}
+
 /** dst[0..n) = the kernel memory at element offset `at`. */
 const back = (dst: Float32Array, at: number, n: number): void => dst.set(f32.subarray(at, at + n));
 
@@ -388,12 +397,13 @@ export function simdAttentionForward(out: FloatArray, att: FloatArray, q: FloatA
   checkAttentionForward(out, att, q, k, v, B, T, NH, HS);
   const kn = load()!;
   const na = B * NH * T * T;
-  const [pq, pk, pv, po, pa, pkt, pp] = stage(kn, [n, n, n, n, na, HS * ceil4(T), ceil4(T) + 4], [
+  const sc = attnScratch(HS * ceil4(T), ceil4(T) + 4);
+  const [pq, pk, pv, po, pa, ps] = stage(kn, [n, n, n, n, na, sc.floats], [
     [0, q as Float32Array, n],
     [1, k as Float32Array, n],
     [2, v as Float32Array, n],
-  ]) as [number, number, number, number, number, number, number];
-  kn.attnForward(pq * 4, pk * 4, pv * 4, po * 4, pa * 4, B, T, NH, HS, T, 0, 1 / Math.sqrt(HS), pkt * 4, pp * 4);
+  ]) as [number, number, number, number, number, number];
+  attnForwardSplit(kn, pq * 4, pk * 4, pv * 4, po * 4, pa * 4, B, T, NH, HS, T, 0, 1 / Math.sqrt(HS), ps * 4, (ps + sc.second) * 4, sc.stride * 4);
   back(out as Float32Array, po, n);
   back(att as Float32Array, pa, na);
 }
@@ -413,19 +423,13 @@ export function simdAttentionCachedForward(
   checkAttentionCachedForward(out, q, kCache, vCache, B, T, NH, HS, pos0, Tmax);
   const kn = load()!;
   const L = pos0 + T;
-  const [pq, pk, pv, po, pkt, pp] = stage(kn, [n, B * L * C, B * L * C, n, HS * ceil4(L), ceil4(L) + 4], [[0, q as Float32Array, n]]) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const sc = attnScratch(HS * ceil4(L), ceil4(L) + 4);
+  const [pq, pk, pv, po, ps] = stage(kn, [n, B * L * C, B * L * C, n, sc.floats], [[0, q as Float32Array, n]]) as [number, number, number, number, number];
   for (let b = 0; b < B; b++) {
     f32.set((kCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pk + b * L * C);
     f32.set((vCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pv + b * L * C);
   }
-  kn.attnForward(pq * 4, pk * 4, pv * 4, po * 4, 0, B, T, NH, HS, L, pos0, 1 / Math.sqrt(HS), pkt * 4, pp * 4);
+  attnForwardSplit(kn, pq * 4, pk * 4, pv * 4, po * 4, 0, B, T, NH, HS, L, pos0, 1 / Math.sqrt(HS), ps * 4, (ps + sc.second) * 4, sc.stride * 4);
   back(out as Float32Array, po, n);
 }
 
@@ -440,8 +444,9 @@ export function simdAttentionBackward(
   const kn = load()!;
   const na = B * NH * T * T;
   const ins = [dq, dk, dv, dout, q, k, v].map((a, i): [number, Float32Array, number] => [i, a as Float32Array, n]);
-  const o = stage(kn, [n, n, n, n, n, n, n, na, HS * ceil4(T), T * T + 4], [...ins, [7, att as Float32Array, na]]);
-  kn.attnBackward(o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, o[6]! * 4, o[7]! * 4, B, T, NH, HS, 1 / Math.sqrt(HS), o[8]! * 4, o[9]! * 4);
+  const sc = attnScratch(HS * ceil4(T), T * T + 4);
+  const o = stage(kn, [n, n, n, n, n, n, n, na, sc.floats], [...ins, [7, att as Float32Array, na]]);
+  attnBackwardSplit(kn, o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, o[6]! * 4, o[7]! * 4, B, T, NH, HS, 1 / Math.sqrt(HS), o[8]! * 4, (o[8]! + sc.second) * 4, sc.stride * 4);
   back(dq as Float32Array, o[0]!, n);
   back(dk as Float32Array, o[1]!, n);
   back(dv as Float32Array, o[2]!, n);

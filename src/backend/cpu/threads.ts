@@ -37,28 +37,53 @@
 
 /** Control words (Int32Array indices). */
 const GEN = 0; // job generation, bumped per job
-const JOB = 4; // a, ars, aks, b, J, out, K, acc, KB (9 words)
-const READY = 16; // READY + i: helper i instantiated and waiting
-const SLOT = 32; // SLOT + 3i: state, first row, end row of helper i's share
+const JOB = 4; // the job: its kind (GEMM, ATTN_FWD, ATTN_BWD), then its arguments (up to 15 words)
+const READY = 20; // READY + i: helper i instantiated and waiting
+const SLOT = 36; // SLOT + 3i: state, first row, end row of helper i's share
 /** A slot's state: the job's generation (≥ 1) while its share waits, then TAKEN (a helper runs it) and FINISHED, or FINISHED straight away when the caller took it back. */
 const TAKEN = -1;
 const FINISHED = -2;
+/** Job kinds. */
+const GEMM = 0;
+const ATTN_FWD = 1;
+const ATTN_BWD = 2;
 /** Most threads (the caller included). */
 export const MAX_THREADS = 16;
 const CONTROL_WORDS = SLOT + 3 * (MAX_THREADS - 1);
 /** Spin iterations (each one Atomics.load) before sleeping, for helpers and for the caller. */
 const SPIN = 20000;
 /**
- * Fewest multiply-adds (R·K·J) worth splitting: below it the wake-up and the wait cost more than the
- * second core saves (measured on a 2-core machine: docs/performance.md "Threads").
+ * Fewest multiply-adds worth splitting (a gemm's R·K·J; attention's B·NH·T·Tkv·HS): below it the
+ * wake-up and the wait cost more than the second core saves (docs/performance.md "Threads").
  */
 export const MIN_WORK = 1 << 17;
 
-/** The helper thread's program: plain JS, the same text for worker_threads (eval) and a Blob Worker. */
+/**
+ * The helper thread's program: plain JS, the same text for worker_threads (eval) and a Blob Worker.
+ * `run(kind, r0, r1, t)` is the share [r0, r1) — output rows of a gemm, batch entries of attention —
+ * on thread t's scratch (attention only; t = 0 is the caller's); JOB words as `forkJoin` writes them.
+ */
+const SHARE_JS = `(ex, c, f) => (kind, r0, r1, t) => {
+  const j = ${JOB + 1};
+  if (kind === ${GEMM}) {
+    const a = c[j], ars = c[j + 1], aks = c[j + 2], b = c[j + 3], J = c[j + 4], out = c[j + 5], K = c[j + 6], acc = c[j + 7], KB = c[j + 8];
+    for (let k0 = 0; k0 < K; k0 += KB) ex.gemm(a + 4 * (r0 * ars + k0 * aks), ars, aks, b + 4 * k0 * J, J, out + 4 * r0 * J, r1 - r0, Math.min(KB, K - k0), acc);
+  } else if (kind === ${ATTN_FWD}) {
+    const T = c[j + 5], NH = c[j + 6], HS = c[j + 7], Tkv = c[j + 8], pos0 = c[j + 9], ss = c[j + 13], C = NH * HS, att = c[j + 4];
+    ex.attnForward(c[j] + 4 * r0 * T * C, c[j + 1] + 4 * r0 * Tkv * C, c[j + 2] + 4 * r0 * Tkv * C, c[j + 3] + 4 * r0 * T * C, att === 0 ? 0 : att + 4 * r0 * NH * T * T,
+      r1 - r0, T, NH, HS, Tkv, pos0, f[j + 10], c[j + 11] + t * ss, c[j + 12] + t * ss);
+  } else {
+    const T = c[j + 8], NH = c[j + 9], HS = c[j + 10], ss = c[j + 14], o = 4 * r0 * T * NH * HS;
+    ex.attnBackward(c[j] + o, c[j + 1] + o, c[j + 2] + o, c[j + 3] + o, c[j + 4] + o, c[j + 5] + o, c[j + 6] + o, c[j + 7] + 4 * r0 * NH * T * T,
+      r1 - r0, T, NH, HS, f[j + 11], c[j + 12] + t * ss, c[j + 13] + t * ss);
+  }
+}`;
 const HELPER_JS = `'use strict';
+const share = ${SHARE_JS};
 const start = (d) => {
-  const gemm = new WebAssembly.Instance(d.module, { env: { memory: d.memory } }).exports.gemm;
+  const ex = new WebAssembly.Instance(d.module, { env: { memory: d.memory } }).exports;
   const c = new Int32Array(d.control), s = ${SLOT} + 3 * d.id;
+  const run = share(ex, c, new Float32Array(d.control));
   let g = Atomics.load(c, ${GEN});
   Atomics.store(c, ${READY} + d.id, 1);
   for (;;) {
@@ -66,11 +91,9 @@ const start = (d) => {
     Atomics.wait(c, ${GEN}, g);
     g = Atomics.load(c, ${GEN});
     if (Atomics.load(c, s) !== g) continue;
-    const r0 = c[s + 1], R = c[s + 2] - r0;
-    const a = c[${JOB}], ars = c[${JOB + 1}], aks = c[${JOB + 2}], b = c[${JOB + 3}], J = c[${JOB + 4}];
-    const out = c[${JOB + 5}], K = c[${JOB + 6}], acc = c[${JOB + 7}], KB = c[${JOB + 8}];
+    const kind = c[${JOB}], r0 = c[s + 1], r1 = c[s + 2];
     if (Atomics.compareExchange(c, s, g, ${TAKEN}) !== g) continue;
-    for (let k0 = 0; k0 < K; k0 += KB) gemm(a + 4 * (r0 * ars + k0 * aks), ars, aks, b + 4 * k0 * J, J, out + 4 * r0 * J, R, Math.min(KB, K - k0), acc);
+    run(kind, r0, r1, d.id + 1);
     Atomics.store(c, s, ${FINISHED});
     Atomics.notify(c, s);
   }
@@ -144,6 +167,8 @@ interface Pool {
   readonly module: WebAssembly.Module;
   readonly memory: WebAssembly.Memory;
   readonly control: Int32Array;
+  /** The same words as f32 (the jobs' float arguments). */
+  readonly floats: Float32Array;
   started: number;
 }
 
@@ -181,7 +206,9 @@ function grow(p: Pool): void {
 
 /** Called by simd.ts once it runs the shared-memory build on `memory`: starts the helpers. */
 export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory): void {
-  pool = { module, memory, control: new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4)), started: 0 };
+  const buf = new SharedArrayBuffer(CONTROL_WORDS * 4);
+  pool = { module, memory, control: new Int32Array(buf), floats: new Float32Array(buf), started: 0 };
+  callerRun = null;
   grow(pool);
 }
 
@@ -233,34 +260,32 @@ export async function cpuThreadsReady(n = wanted, timeoutMs = 10_000): Promise<n
   return cpuThreads().ready;
 }
 
+/** The caller's `run` (SHARE_JS on this thread's instance), made once per pool. */
+let callerRun: ((kind: number, r0: number, r1: number, t: number) => void) | null = null;
+
 /**
- * The K-blocked gemm: for k0 = 0, KB, 2KB, … < K, gemm(a + 4·k0·aks, ars, aks, b + 4·k0·J, J, out, R,
- * min(KB, K − k0), acc) — each block's sums added to out (acc) in turn; KB = K is one plain call.
- * Split over R between the caller and the ready helpers when it is worth it (header); the same
- * numbers either way.
+ * Runs job `kind` (arguments `words`, written at JOB + 1; `floats` marks the f32 ones) over
+ * R units — gemm output rows (shares multiples of 4) or attention batch entries — split between
+ * the caller and the ready helpers when `work` ≥ the threshold and there are at least two shares.
+ * Shares no helper has taken yet (asleep, or descheduled on a busy machine) are taken back and run
+ * here; then the caller waits for the ones being run. The same numbers for any split (header).
  */
-export function blockedGemm(gemm: Gemm, a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number, KB: number): void {
-  const p = pool;
-  const helpers = p === null || wanted <= 1 || R * K * J < threshold || R < 8 ? 0 : Math.min(readyHelpers(p), wanted - 1);
-  const rows = helpers === 0 ? R : (Math.ceil(R / (helpers + 1)) + 3) & ~3; // rows per share, a multiple of 4
-  const share = (r0: number, r1: number): void => {
-    for (let k0 = 0; k0 < K; k0 += KB) gemm(a + 4 * (r0 * ars + k0 * aks), ars, aks, b + 4 * k0 * J, J, out + 4 * r0 * J, r1 - r0, Math.min(KB, K - k0), acc);
-  };
-  if (helpers === 0) return share(0, R);
-  const c = p!.control;
+function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: readonly number[], R: number, unit: number, work: number): void {
+  const p = pool!;
+  const c = p.control;
+  // The helpers' own share code (SHARE_JS), so the caller's pointer arithmetic is theirs to the letter.
+  callerRun ??= (new Function(`return ${SHARE_JS}`)() as (e: Exports, c: Int32Array, f: Float32Array) => (k: number, r0: number, r1: number, t: number) => void)(ex, c, p.floats);
+  const f = p.floats;
+  c[JOB] = kind;
+  for (let i = 0; i < words.length; i++) c[JOB + 1 + i] = words[i]!;
+  for (const i of floats) f[JOB + 1 + i] = words[i]!;
+  const helpers = wanted <= 1 || work < threshold || R < 2 * unit ? 0 : Math.min(readyHelpers(p), wanted - 1);
+  if (helpers === 0) return callerRun(kind, 0, R, 0);
+  const rows = Math.ceil(Math.ceil(R / (helpers + 1)) / unit) * unit; // units per share
   let g = (Atomics.load(c, GEN) + 1) | 0;
   if (g <= 0) g = 1; // states ≤ 0 are TAKEN / FINISHED / unused
-  c[JOB] = a;
-  c[JOB + 1] = ars;
-  c[JOB + 2] = aks;
-  c[JOB + 3] = b;
-  c[JOB + 4] = J;
-  c[JOB + 5] = out;
-  c[JOB + 6] = K;
-  c[JOB + 7] = acc;
-  c[JOB + 8] = KB;
   const given: number[] = [];
-  for (let i = 0, r0 = rows; i < p!.started && r0 < R; i++) {
+  for (let i = 0, r0 = rows; i < p.started && r0 < R; i++) {
     if (Atomics.load(c, READY + i) !== 1) continue;
     c[SLOT + 3 * i + 1] = r0;
     c[SLOT + 3 * i + 2] = Math.min(r0 + rows, R);
@@ -272,14 +297,12 @@ export function blockedGemm(gemm: Gemm, a: number, ars: number, aks: number, b: 
   Atomics.notify(c, GEN);
   jobs++;
   shares += given.length + 1;
-  share(0, Math.min(rows, R));
-  // Shares no helper has taken yet (asleep, or descheduled on a busy machine) are taken back and
-  // run here; then wait for the ones being run.
+  callerRun(kind, 0, Math.min(rows, R), 0);
   for (const i of given) {
     const s = SLOT + 3 * i;
     if (Atomics.compareExchange(c, s, g, FINISHED) === g) {
       stolen++;
-      share(c[s + 1]!, c[s + 2]!);
+      callerRun(kind, c[s + 1]!, c[s + 2]!, 0);
     }
   }
   for (const i of given) {
@@ -287,4 +310,50 @@ export function blockedGemm(gemm: Gemm, a: number, ars: number, aks: number, b: 
     for (let n = 0; n < SPIN && Atomics.load(c, s) === TAKEN; n++);
     while (Atomics.load(c, s) === TAKEN) Atomics.wait(c, s, TAKEN);
   }
+}
+
+/** The kernels' exports that the pool runs (simd.ts `Kernels` has them all). */
+interface Exports {
+  gemm: Gemm;
+  attnForward(...a: number[]): void;
+  attnBackward(...a: number[]): void;
+}
+
+/**
+ * The K-blocked gemm: for k0 = 0, KB, 2KB, … < K, gemm(a + 4·k0·aks, ars, aks, b + 4·k0·J, J, out, R,
+ * min(KB, K − k0), acc) — each block's sums added to out (acc) in turn; KB = K is one plain call.
+ * Split over R (header).
+ */
+export function blockedGemm(ex: Exports, a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number, KB: number): void {
+  if (pool === null) {
+    for (let k0 = 0; k0 < K; k0 += KB) ex.gemm(a + 4 * k0 * aks, ars, aks, b + 4 * k0 * J, J, out, R, Math.min(KB, K - k0), acc);
+    return;
+  }
+  forkJoin(ex, GEMM, [a, ars, aks, b, J, out, K, acc, KB], [], R, 4, R * K * J);
+}
+
+/**
+ * How many copies of per-thread scratch an attention call must lay out (`ss` bytes apart): thread t
+ * (0 the caller, helper i → i + 1) uses copy t.
+ */
+export function scratchCopies(): number {
+  return pool === null ? 1 : pool.started + 1;
+}
+
+/** The attention forward kernel (wasm/kernels.ts attnForward, same arguments) split over B; `ss` the scratch copies' stride in bytes. */
+export function attnForwardSplit(
+  ex: Exports, q: number, k: number, v: number, out: number, att: number,
+  B: number, T: number, NH: number, HS: number, Tkv: number, pos0: number, scale: number, kt: number, pp: number, ss: number,
+): void {
+  if (pool === null) return ex.attnForward(q, k, v, out, att, B, T, NH, HS, Tkv, pos0, scale, kt, pp);
+  forkJoin(ex, ATTN_FWD, [q, k, v, out, att, T, NH, HS, Tkv, pos0, scale, kt, pp, ss], [10], B, 1, B * NH * T * Tkv * HS);
+}
+
+/** The attention backward kernel (wasm/kernels.ts attnBackward, same arguments) split over B; `ss` the scratch copies' stride in bytes. */
+export function attnBackwardSplit(
+  ex: Exports, dq: number, dk: number, dv: number, dout: number, q: number, k: number, v: number, att: number,
+  B: number, T: number, NH: number, HS: number, scale: number, vt: number, ds: number, ss: number,
+): void {
+  if (pool === null) return ex.attnBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS, scale, vt, ds);
+  forkJoin(ex, ATTN_BWD, [dq, dk, dv, dout, q, k, v, att, T, NH, HS, scale, vt, ds, ss], [11], B, 1, 2 * B * NH * T * T * HS);
 }
