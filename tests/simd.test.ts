@@ -90,9 +90,9 @@ import { Model } from '../src/model/model';
 import { quantizeQ4, quantizeQ8 } from '../src/model/quant';
 import { quantizeWeights } from '../src/model/weights';
 import { randomWeights } from './helpers/randomWeights';
+import { freshSeed, randF32 } from './helpers/freshSeed';
 
-const SEED = process.env.SIMD_SEED !== undefined ? Number(process.env.SIMD_SEED) : Math.floor(Math.random() * 2 ** 31);
-console.log(`tests/simd.test.ts: seed ${SEED} (replay with SIMD_SEED=${SEED})`);
+const SEED = freshSeed('tests/simd.test.ts', 'SIMD_SEED');
 const U = 2 ** -24;
 
 let path = 0;
@@ -100,11 +100,7 @@ function rng(): Rng {
   return new Rng(SEED, [path++]);
 }
 /** Uniform in [−1, 1), f32-exact. */
-function rand(n: number, r: Rng): Float32Array {
-  const a = new Float32Array(n);
-  for (let i = 0; i < n; i++) a[i] = r.uniform() * 2 - 1;
-  return a;
-}
+const rand = randF32;
 
 /**
  * Per kernel, printed at the end: the worst |Δ|/tol (with its shape) and the worst |Δ| in units of

@@ -18,18 +18,7 @@
  * threads (tests/e2e/threads.test.ts).
  */
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  simdAttentionBackward,
-  simdAttentionCachedForward,
-  simdAttentionForward,
-  simdAvailable,
-  simdMatmulBackward,
-  simdMatmulBackwardInputQ4,
-  simdMatmulBackwardInputQ8,
-  simdMatmulForward,
-  simdMatmulForwardQ4,
-  simdMatmulForwardQ8,
-} from '../src/backend/cpu/simd';
+import * as simd from '../src/backend/cpu/simd';
 import { MIN_WORK, cpuThreads, cpuThreadsReady, setCpuThreads } from '../src/backend/cpu/threads';
 import { cpuBackend } from '../src/backend/cpu';
 import { Rng } from '../src/core/rng';
@@ -38,16 +27,12 @@ import { trainOnSequences } from '../src/model/loss';
 import { Model } from '../src/model/model';
 import { initWeights } from '../src/model/weights';
 import { quantizeQ4, quantizeQ8 } from '../src/model/quant';
+import { freshSeed, randF32 } from './helpers/freshSeed';
 
-const SEED = process.env.THREADS_SEED !== undefined ? Number(process.env.THREADS_SEED) : Math.floor(Math.random() * 2 ** 31);
-console.log(`tests/threads.test.ts: seed ${SEED} (replay with THREADS_SEED=${SEED})`);
+const SEED = freshSeed('tests/threads.test.ts', 'THREADS_SEED');
 let path = 0;
 const rng = (): Rng => new Rng(SEED, [path++]);
-function rand(n: number, r: Rng): Float32Array {
-  const a = new Float32Array(n);
-  for (let i = 0; i < n; i++) a[i] = r.uniform() * 2 - 1;
-  return a;
-}
+const rand = randF32;
 const bits = (a: Float32Array): Uint32Array => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
 /** Runs fn with 1 thread and with `n`, returning both results (fn must return fresh arrays). */
@@ -67,7 +52,7 @@ const expectSameBits = (got: Float32Array[], want: Float32Array[], what: string)
 
 beforeAll(async () => {
   setCpuThreads(4); // before the kernels load: the shared-memory build, whatever the cores
-  expect(simdAvailable()).toBe(true);
+  expect(simd.simdAvailable()).toBe(true);
   expect(await cpuThreadsReady(4, 30_000), 'helpers ready').toBe(4);
 });
 
@@ -93,11 +78,11 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
         const inp = rand(N * C, r), w = rand(OC * C, r), dout = rand(N * OC, r), gi0 = rand(N * C, r), gw0 = rand(OC * C, r);
         const run = (): Float32Array[] => {
           const out = new Float32Array(N * OC);
-          simdMatmulForward(out, inp, w, 1, N, C, OC);
+          simd.simdMatmulForward(out, inp, w, 1, N, C, OC);
           const gi = gi0.slice(), gw = gw0.slice(), gi1 = gi0.slice(), gw1 = gw0.slice();
-          simdMatmulBackward(gi, gw, dout, inp, w, 1, N, C, OC);
-          simdMatmulBackward(gi1, null, dout, inp, w, 1, N, C, OC);
-          simdMatmulBackward(null, gw1, dout, inp, w, 1, N, C, OC);
+          simd.simdMatmulBackward(gi, gw, dout, inp, w, 1, N, C, OC);
+          simd.simdMatmulBackward(gi1, null, dout, inp, w, 1, N, C, OC);
+          simd.simdMatmulBackward(null, gw1, dout, inp, w, 1, N, C, OC);
           return [out, gi, gw, gi1, gw1];
         };
         const [one, many] = both(run, 4, minWork);
@@ -118,10 +103,10 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
       const q8 = quantizeQ8(w, OC, C), q4 = quantizeQ4(w, OC, C);
       const run = (): Float32Array[] => {
         const o8 = new Float32Array(N * OC), o4 = new Float32Array(N * OC), g8 = gi0.slice(), g4 = gi0.slice();
-        simdMatmulForwardQ8(o8, inp, q8.q, q8.scales, 1, N, C, OC);
-        simdMatmulForwardQ4(o4, inp, q4.q, q4.scales, 1, N, C, OC);
-        simdMatmulBackwardInputQ8(g8, dout, q8.q, q8.scales, 1, N, C, OC);
-        simdMatmulBackwardInputQ4(g4, dout, q4.q, q4.scales, 1, N, C, OC);
+        simd.simdMatmulForwardQ8(o8, inp, q8.q, q8.scales, 1, N, C, OC);
+        simd.simdMatmulForwardQ4(o4, inp, q4.q, q4.scales, 1, N, C, OC);
+        simd.simdMatmulBackwardInputQ8(g8, dout, q8.q, q8.scales, 1, N, C, OC);
+        simd.simdMatmulBackwardInputQ4(g4, dout, q4.q, q4.scales, 1, N, C, OC);
         return [o8, o4, g8, g4];
       };
       const [one, many] = both(run, 4, 0);
@@ -143,11 +128,11 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
       const kc = rand(B * Tmax * C, r), vc = rand(B * Tmax * C, r);
       const run = (): Float32Array[] => {
         const out = new Float32Array(n), att = new Float32Array(B * NH * T * T);
-        simdAttentionForward(out, att, q, k, v, B, T, NH, HS);
+        simd.simdAttentionForward(out, att, q, k, v, B, T, NH, HS);
         const dq = g0.slice(), dk = g0.slice(), dv = g0.slice();
-        simdAttentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
+        simd.simdAttentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
         const cached = new Float32Array(n);
-        simdAttentionCachedForward(cached, q, kc, vc, B, T, NH, HS, pos0, Tmax);
+        simd.simdAttentionCachedForward(cached, q, kc, vc, B, T, NH, HS, pos0, Tmax);
         return [out, att, dq, dk, dv, cached];
       };
       const [one, many] = both(run, 4, 0);
@@ -160,7 +145,7 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
     const r = rng();
     const [N, C, OC] = [512, 64, 128];
     const out = new Float32Array(N * OC);
-    simdMatmulForward(out, rand(N * C, r), rand(OC * C, r), 1, N, C, OC);
+    simd.simdMatmulForward(out, rand(N * C, r), rand(OC * C, r), 1, N, C, OC);
     const after = cpuThreads();
     console.log(`threads: ${JSON.stringify(after)}`);
     expect(after.threads).toBe(4);

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
+import { afterAll, beforeAll } from 'vitest';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -93,6 +94,21 @@ export async function openPlayground(): Promise<Playground> {
       rmSync(outDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * For a test file that needs only the playground: opens it in beforeAll and closes it in afterAll
+ * (vitest hooks registered here); the returned function gives it to the tests.
+ */
+export function playgroundForFile(): () => Playground {
+  let pg: Playground | undefined;
+  beforeAll(async () => {
+    pg = await openPlayground();
+  }, SETUP_TIMEOUT_MS);
+  afterAll(async () => {
+    await pg?.close();
+  });
+  return () => pg!;
 }
 
 /** Waits until the session is idle again (no step or long work in flight). */

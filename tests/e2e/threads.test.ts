@@ -9,18 +9,10 @@
  * Not here: the threads' numerics (tests/threads.test.ts, in Node), the rest of the page
  * (tests/e2e/playground.test.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPlayground, type Playground, settled, SETUP_TIMEOUT_MS } from './harness';
+import { describe, expect, it } from 'vitest';
+import { playgroundForFile, settled } from './harness';
 
-let pg: Playground;
-
-beforeAll(async () => {
-  pg = await openPlayground();
-}, SETUP_TIMEOUT_MS);
-
-afterAll(async () => {
-  await pg?.close();
-});
+const playground = playgroundForFile();
 
 interface Threads {
   threads: number;
@@ -32,6 +24,7 @@ interface Threads {
 
 describe('CPU threads in the page', () => {
   it('the page is cross-origin isolated and a language agent’s worker splits its matmuls over more than one thread', async () => {
+    const pg = playground();
     const p = await pg.freshPage();
     await p.goto(pg.url, { waitUntil: 'load' });
     expect(await p.evaluate(() => globalThis.crossOriginIsolated)).toBe(true);

@@ -27,7 +27,7 @@
  * which every engine with SIMD has had longer. Float64Array arguments (the f64 backend) always take
  * the TS path.
  *
- * Memory: one linear memory, owned here; each call lays its operands out from the module's heap
+ * Memory: one linear memory (shared when threaded), owned here; each call lays its operands out from the module's heap
  * base (16-byte aligned) and grows the memory when a call needs more (it never shrinks; the largest
  * bench call, BENCH_400K's SwiGLU backward — five arrays of 2048 × 344 — needs ~14 MB).
  * Growing detaches old views, so views are re-made after every grow.
@@ -64,8 +64,18 @@
  * and prints the worst |Δ|/bound. The cached attention forward runs the same kernel as the full
  * one, so the two agree bit for bit (tested), as the TS twins do.
  *
- * Not here: the kernels (wasm/kernels.ts), fused int8/int4 kernels (the weights are dequantized to
- * f32 first), threads.
+ * Threads (./threads.ts): when the platform allows (Node; a cross-origin isolated page's workers)
+ * and more than one thread is configured, the kernels are the shared-memory build of the same source,
+ * on a shared WebAssembly.Memory created here, and every gemm (forward, input gradient, each weight
+ * gradient's K-blocked sum) and attention call is split — gemm over output rows, attention over the
+ * batch — between this thread and helper threads running the same module on the same memory. Every
+ * output element is computed by one thread in the same order, so results are bit-identical for any
+ * thread count (tests/threads.test.ts). The copies in and out stay on this thread. Otherwise (one
+ * thread configured, no SharedArrayBuffer, a page's main thread) the unshared build runs here alone,
+ * as before threads. The row kernels are not split (memory-bound: the copies would dominate).
+ *
+ * Not here: the kernels (wasm/kernels.ts), the pool (./threads.ts), fused int8/int4 kernels (the
+ * weights are dequantized to f32 first).
  */
 import type { FloatArray } from '../types';
 import { need, sizes } from './check';

@@ -2,22 +2,28 @@
  * Threads for the CPU backend's WebAssembly SIMD matmuls (simd.ts): a fork-join pool of helper
  * threads that instantiate the SAME kernels module (the shared-memory build of wasm/kernels.ts) on
  * the SAME shared WebAssembly.Memory as the calling thread, and take shares of a `gemm`'s output
- * rows. Node: worker_threads (unref'd, so they never keep a process alive); a browser (the page's
- * agent workers): Web Workers from a Blob URL of the small plain-JS program HELPER_JS below — no
- * bundler involved. Each helper gets {module, memory, control, id} by postMessage.
+ * rows or of an attention call's batch entries (each with its own scratch). Node: worker_threads
+ * (unref'd, so they never keep a process alive); a browser (the page's agent workers): Web Workers
+ * from a Blob URL of the small plain-JS program HELPER_JS below — no bundler involved. Each helper
+ * gets {module, memory, control, id} by postMessage.
  *
  * One job at a time, published by the caller in `control` (an Int32Array on a SharedArrayBuffer):
- * the gemm's arguments, and for each helper taking part a slot (generation, first row, end row);
- * then the generation counter is bumped (Atomics.store + Atomics.notify), the caller runs its own
- * share (the first rows), and waits (Atomics.wait) until every helper's share is counted done.
- * A helper spins briefly on the counter after each job, then sleeps in Atomics.wait. A helper that
- * has not said ready yet (its worker still starting) is simply not given a share: the first calls
- * never wait for worker start-up.
+ * the job's kind and arguments, and for each helper taking part a slot (state, first row, end row);
+ * then the generation counter is bumped (Atomics.store + Atomics.notify) and the caller runs its own
+ * share (the first rows). A helper claims its share by compare-exchange on its slot (generation →
+ * TAKEN), runs it, marks it FINISHED and notifies. The caller, done with its own share, takes back
+ * every share still unclaimed (a helper asleep, or descheduled on a busy machine) and runs it
+ * itself, then waits (Atomics.wait) only for shares being run — so a late helper costs at most its
+ * own share, never a stall. A helper spins briefly on the counter after each job, then sleeps in
+ * Atomics.wait. A helper that has not said ready yet (its worker still starting) is simply not
+ * given a share: the first calls never wait for worker start-up.
  *
  * Bit-identical for any thread count: only output rows are split (forward and input gradient: the
  * N rows; weight gradient: the OC rows, every K-block of the sum over N done by the same thread in
- * the same order), and the kernel's result for an element does not depend on the tile or the row
- * range it falls in (wasm/kernels.ts header), so every element is the same f32 sum in the same order.
+ * the same order; attention: whole batch entries), and the kernel's result for an element does not
+ * depend on the tile or the row range it falls in (wasm/kernels.ts header), so every element is the
+ * same f32 sum in the same order. The caller runs the helpers' own share code (SHARE_JS, compiled
+ * here with `new Function`), so the pointer arithmetic of a share is the same text on every thread.
  * Shares are multiples of 4 rows (the kernel's row tile). Below MIN_WORK multiply-adds a call stays
  * on the caller (a wake-up costs microseconds; break-even measured, docs/performance.md "Threads").
  *
@@ -31,8 +37,8 @@
  * its server must send COOP/COEP, docs/performance.md), Atomics.wait not allowed (a page's main
  * thread), no Worker / worker_threads — `threadPlan` says why, and simd.ts runs single-threaded.
  *
- * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simd.ts), threading of the
- * non-matmul kernels (attention, row kernels: single-threaded).
+ * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simd.ts, on the caller), the
+ * row kernels (RMSNorm, SwiGLU, …: memory-bound, single-threaded).
  */
 
 /** Control words (Int32Array indices). */
