@@ -142,6 +142,8 @@ function configuredThreads(): number {
 }
 
 let wanted = configuredThreads();
+/** Who set `wanted` (for threadPlan's reason when it is 1). */
+let wantedBy = nodeProcess()?.env?.SAT_THREADS !== undefined ? 'SAT_THREADS' : 'the default, min(cores, 4)';
 /** The work threshold in use (MIN_WORK; tests lower it to split small calls too). */
 let threshold = MIN_WORK;
 
@@ -164,7 +166,7 @@ function impossible(): string {
  * should, else 1 and `why` (the configured count, or what the platform lacks).
  */
 export function threadPlan(): { threads: number; why: string } {
-  if (wanted <= 1) return { threads: 1, why: `one thread configured (${nodeProcess()?.env?.SAT_THREADS !== undefined ? 'SAT_THREADS' : 'one core'})` };
+  if (wanted <= 1) return { threads: 1, why: `one thread configured (${wantedBy})` };
   const why = impossible();
   return why ? { threads: 1, why } : { threads: wanted, why: '' };
 }
@@ -231,6 +233,7 @@ export function noPool(why: string): void {
  */
 export function setCpuThreads(n: number, minWork = MIN_WORK): void {
   wanted = clampThreads(n);
+  wantedBy = 'setCpuThreads';
   threshold = minWork;
   if (pool !== null) grow(pool);
 }
