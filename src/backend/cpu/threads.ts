@@ -56,8 +56,13 @@ const ATTN_BWD = 2;
 /** Most threads (the caller included). */
 export const MAX_THREADS = 16;
 const CONTROL_WORDS = SLOT + 3 * (MAX_THREADS - 1);
-/** Spin iterations (each one Atomics.load) before sleeping, for helpers and for the caller. */
-const SPIN = 20000;
+/**
+ * Spin iterations (each one Atomics.load, ~10 µs in all) before sleeping, for helpers and for the
+ * caller: short, because on a busy machine a spinning helper takes CPU from the caller. 20,000 was
+ * tried first: at load 7–10 training steps then ran at 0.72–0.91× the single-thread speed; with
+ * 1,000 the same A/B gave 0.99–1.18× (within that load's noise). Not tuned on idle cores.
+ */
+const SPIN = 2000;
 /**
  * Fewest multiply-adds worth splitting (a gemm's R·K·J; attention's B·NH·T·Tkv·HS): below it the
  * wake-up and the wait cost more than the second core saves (docs/performance.md "Threads").
