@@ -6,14 +6,29 @@
  * `base: './'` makes every URL in the built page relative, so `dist/` works from any static host
  * or sub-folder (GitHub Pages, a USB stick, `file://` behind a tiny server).
  *
+ * Headers: both servers (`npm run dev`, `vite preview`) send Cross-Origin-Opener-Policy: same-origin
+ * and Cross-Origin-Embedder-Policy: require-corp, which make the page cross-origin isolated — the
+ * condition for SharedArrayBuffer, hence for the CPU backend's threads (src/backend/cpu/threads.ts).
+ * Everything the page loads is same-origin, so require-corp blocks nothing. A static host must send
+ * the same two headers for threads (docs/performance.md "Threads"); without them the page works
+ * as before on one thread per agent and says so in the console and on the agents' backend line.
+ *
  * Not here: the unit-test setup (vitest.config.ts) — Vitest ignores this file.
  */
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
 
+/** Cross-origin isolation (header): SharedArrayBuffer, so the CPU kernels' threads. */
+const ISOLATION_HEADERS = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+
 export default defineConfig({
   base: './',
   plugins: [react()],
+  server: { headers: ISOLATION_HEADERS },
+  preview: { headers: ISOLATION_HEADERS },
   build: {
     outDir: 'dist',
     target: 'es2022',

@@ -11,9 +11,16 @@
  *            → generated tokens (64·31) / call time
  *   forward  Model.forward(tokens, B, T), no activations kept → B·T / call time
  *   ORT      exportOnnx(cfg, model.exportWeights(), T) run by onnxruntime-web, wasm provider,
- *            1 thread (like ours: single-threaded JS), graphOptimizationLevel 'all' → B·T / run
- *   TF.js    the same three phases in TF.js (bench/tfjs.ts: what is built, one thread, and why
- *            two training configurations — "stock" autodiff and "fixed" transpose-then-matMul)
+ *            graphOptimizationLevel 'all' → B·T / run, at 1 thread; and, when ours runs threaded,
+ *            also at our thread count (its numThreads works in Node: its own child, `--ort NAME`,
+ *            the initial weights — the speed does not depend on their values); the forward ratio
+ *            is against the better of the two
+ *   TF.js    the same three phases in TF.js (bench/tfjs.ts: what is built, one thread — its wasm
+ *            backend has no threads in Node —, and why two training configurations — "stock"
+ *            autodiff and "fixed" transpose-then-matMul)
+ * Threads, ours: the CPU backend's default (src/backend/cpu/threads.ts: min(cores, 4); SAT_THREADS
+ * overrides, SAT_THREADS=1 is the single-thread bench); the child waits for its helper threads
+ * before measuring. The header line prints the thread count of ours, ORT and TF.js.
  * Ours and ORT: each phase is warmed up (2 calls; 5 for ORT, whose first runs are slow), then
  * timed over 5…25 repetitions (about 4 s of work, at least 5). TF.js, to keep the run short (its
  * stock training step is over a second at 400k): 2 warm-up calls, then 3…10 repetitions (about
@@ -47,11 +54,13 @@ import { BENCH_100K, BENCH_400K, MODEL_PRESETS, describeConfig, paramCount, type
 import { exportOnnx } from './onnx/export';
 import { BOS } from '../src/model/tokenizer';
 import { cpuBackend } from '../src/backend/cpu';
+import { simdAvailable } from '../src/backend/cpu/simd';
+import { cpuThreadsReady } from '../src/backend/cpu/threads';
 import { trainOnSequences } from '../src/model/loss';
 import { Model } from '../src/model/model';
 import { initWeights, type ModelWeights } from '../src/model/weights';
 import { MemoryProbe, median, timeReps } from './measure';
-import { renderTables, type ModelResult, type TfjsResult } from './report';
+import { renderTables, type ModelResult, type OrtThreadedResult, type TfjsResult } from './report';
 import { type FlagSpec, readFlags } from '../src/cli/flags';
 
 const B = 64;
@@ -108,6 +117,8 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
   const probe = new MemoryProbe(4);
   const baselineRss = process.memoryUsage().rss;
   const { weights, tokens } = benchInputs(cfg);
+  simdAvailable(); // loads the kernels and starts the helper threads (header)
+  const threads = await cpuThreadsReady();
   const model = new Model(cpuBackend, cfg, weights, { trainable: 'full' });
 
   // train
@@ -168,7 +179,24 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
     mem: { train: probe.peaks(0), sample: probe.peaks(1), forward: probe.peaks(2), ort: probe.peaks(3) },
     peakRssOurs,
     peakRssAll,
+    threads,
   };
+}
+
+/** ORT alone at `threads` threads (header), in its own child: `--ort NAME` with ORT_THREADS set. */
+async function measureOrtThreaded(cfg: ModelConfig, threads: number): Promise<OrtThreadedResult> {
+  const { weights, tokens } = benchInputs(cfg);
+  ort.env.wasm.numThreads = threads;
+  const sess = await ort.InferenceSession.create(exportOnnx(cfg, weights, T), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const input = new ort.Tensor('int64', BigInt64Array.from(tokens, (x) => BigInt(x)), [B, T]);
+  const run = async (): Promise<void> => {
+    await sess.run({ tokens: input });
+  };
+  const probe = new MemoryProbe(1);
+  const ortMs = await timeReps(run, 4, repsFor(await once(run)), probe);
+  await probe.stop();
+  await sess.release();
+  return { threads: ort.env.wasm.numThreads, ortMs };
 }
 
 /** The TF.js phases for one model (in its own child process, header) and the sanity checks. */
@@ -246,10 +274,10 @@ async function measureTfjs(name: string, cfg: ModelConfig): Promise<TfjsResult> 
   };
 }
 
-/** Forks this file for one model (`--child` ours + ORT, `--tfjs` TF.js) and waits for its result. */
-function runChild<R>(flag: '--child' | '--tfjs', name: string): Promise<R> {
+/** Forks this file for one model (`--child` ours + ORT, `--tfjs` TF.js, `--ort` threaded ORT) and waits for its result. */
+function runChild<R>(flag: '--child' | '--tfjs' | '--ort', name: string, env: NodeJS.ProcessEnv = process.env): Promise<R> {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), [flag, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(fileURLToPath(import.meta.url), [flag, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
     let result: R | null = null;
     child.on('message', (m) => {
       result = m as R;
@@ -264,10 +292,10 @@ function runChild<R>(flag: '--child' | '--tfjs', name: string): Promise<R> {
 
 /**
  * This file's flags (node:util's parseArgs, via src/cli/flags.ts): `--gpu` hands the whole command
- * line to bench/gpu.ts, which reads its own; `--child NAME` and `--tfjs NAME` are how runChild
- * starts a model's two runs.
+ * line to bench/gpu.ts, which reads its own; `--child NAME`, `--tfjs NAME` and `--ort NAME` are how
+ * runChild starts a model's runs.
  */
-const CPU_FLAGS = { gpu: { type: 'boolean' }, child: { type: 'string' }, tfjs: { type: 'string' } } as const satisfies FlagSpec;
+const CPU_FLAGS = { gpu: { type: 'boolean' }, child: { type: 'string' }, tfjs: { type: 'string' }, ort: { type: 'string' } } as const satisfies FlagSpec;
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -279,10 +307,12 @@ async function main(): Promise<void> {
   }
   let child: string | undefined;
   let tfjsChild: string | undefined;
+  let ortChild: string | undefined;
   try {
     for (const f of readFlags(argv, CPU_FLAGS, (m) => new Error(m))) {
       if (f.name === 'child') child = f.value;
       if (f.name === 'tfjs') tfjsChild = f.value;
+      if (f.name === 'ort') ortChild = f.value;
     }
   } catch (e) {
     const m = (e as Error).message;
@@ -290,10 +320,11 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  if (child !== undefined || tfjsChild !== undefined) {
-    const m = MODELS.find((x) => x.name === (child ?? tfjsChild));
-    if (!m) throw new Error(`unknown bench model ${child ?? tfjsChild}`);
-    const r = child !== undefined ? await measureModel(m.name, m.cfg) : await measureTfjs(m.name, m.cfg);
+  if (child !== undefined || tfjsChild !== undefined || ortChild !== undefined) {
+    const m = MODELS.find((x) => x.name === (child ?? tfjsChild ?? ortChild));
+    if (!m) throw new Error(`unknown bench model ${child ?? tfjsChild ?? ortChild}`);
+    const r =
+      child !== undefined ? await measureModel(m.name, m.cfg) : tfjsChild !== undefined ? await measureTfjs(m.name, m.cfg) : await measureOrtThreaded(m.cfg, Number(process.env.ORT_THREADS));
     process.send!(r, () => process.exit(0));
     return;
   }
@@ -301,11 +332,15 @@ async function main(): Promise<void> {
   console.log(`SAT Playground CPU bench — ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, onnxruntime-web ${ort.env.versions.web ?? '?'}, TF.js (see each model's line)`);
   console.log(`shapes: batch ${B} × ${T} tokens (sampling: ${B} one-token prompts × ${NEW} new tokens)\n`);
   const t0 = performance.now();
-  const rows: { ours: ModelResult; tfjs: TfjsResult }[] = [];
+  const rows: { ours: ModelResult; tfjs: TfjsResult; ortT: OrtThreadedResult | null }[] = [];
   for (const m of MODELS) {
     const r = await runChild<ModelResult>('--child', m.name);
     const t = await runChild<TfjsResult>('--tfjs', m.name);
-    rows.push({ ours: r, tfjs: t });
+    const o = r.threads > 1 ? await runChild<OrtThreadedResult>('--ort', m.name, { ...process.env, ORT_THREADS: String(r.threads) }) : null;
+    rows.push({ ours: r, tfjs: t, ortT: o });
+    if (m === MODELS[0]) {
+      console.log(`threads: ours ${r.threads} (${cpuThreadsNote()}), ORT 1${o ? ` and ${o.threads}` : ''}, TF.js ${t.threads} (its wasm backend has no threads in Node)\n`);
+    }
     const reps = [r.trainMs, r.sampleMs, r.forwardMs, r.ortMs].map((x) => x.length).join('/');
     const treps = [t.trainStockMs, t.trainFixedMs, t.sampleMs, t.forwardMs].map((x) => x.length).join('/');
     const mm = t.matmul;
@@ -318,6 +353,12 @@ async function main(): Promise<void> {
   }
   console.log(`\n${renderTables(rows, median)}\n`);
   console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
+
+/** Where our thread count comes from (src/backend/cpu/threads.ts). */
+function cpuThreadsNote(): string {
+  if (process.env.SAT_THREADS !== undefined) return `SAT_THREADS=${process.env.SAT_THREADS}`;
+  return 'the default, min(cores, 4)';
 }
 
 main().catch((e: unknown) => {

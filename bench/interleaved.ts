@@ -14,11 +14,17 @@
  * trainOnSequences on ours (forward, loss, backward, AdamW) and TfjsLlama.trainStep(…, 'fixed') on
  * TF.js 4.22's wasm backend (one thread; bench/tfjs.ts), same weights and tokens; medians over 7
  * rounds after 2. Ratios in the same run. Printed tables; nothing asserted.
+ * Threads: ours runs at the CPU backend's thread count (src/backend/cpu/threads.ts; SAT_THREADS
+ * overrides) and, in the training rounds, also at 1 thread (a second model, same weights, between
+ * setCpuThreads calls), so the threads' speed-up is measured under the same load; with threads,
+ * CPU time counts every thread of the process, so compare wall times there. ORT and TF.js: 1 thread.
  *
  * Not here: sampling, memory, TF.js's stock configuration (all in `npm run bench`, bench/cpu.ts).
  */
 import * as ort from 'onnxruntime-web';
 import { cpuBackend, cpuBackendReference } from '../src/backend/cpu';
+import { simdAvailable } from '../src/backend/cpu/simd';
+import { cpuThreadsReady, setCpuThreads } from '../src/backend/cpu/threads';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, paramCount, type ModelConfig } from '../src/model/config';
 import { trainOnSequences } from '../src/model/loss';
@@ -60,6 +66,9 @@ function inputs(cfg: ModelConfig): { weights: ReturnType<typeof initWeights>; to
 }
 
 ort.env.wasm.numThreads = 1;
+simdAvailable(); // loads the kernels, starting the helper threads
+const THREADS = await cpuThreadsReady();
+console.log(`ours: ${THREADS} thread(s) (src/backend/cpu/threads.ts); ORT and TF.js: 1`);
 const f = (x: number): string => x.toFixed(1).padStart(7);
 console.log(`interleaved forward, B ${B} × T ${T}, ${ROUNDS} rounds after ${WARM} warm-up (ms per call, medians; ratio = ORT ms / ours ms, > 1: ours faster)`);
 console.log('model       | ours wall   cpu | reference wall   cpu | ORT wall   cpu | ours/ORT wall  cpu | reference/ORT cpu');
@@ -82,10 +91,11 @@ for (const [name, cfg] of MODELS) {
 const { tf, version } = await loadTfjs();
 console.log('');
 console.log(`interleaved training step, B ${B} × T ${T}, 7 rounds after 2 warm-up; TF.js ${version} wasm, 'fixed' gradients (ratio = TF.js ms / ours ms, > 1: ours faster)`);
-console.log('model       | ours wall   cpu | TF.js wall   cpu | ours/TF.js wall  cpu');
+console.log(`model       | ours wall   cpu | TF.js wall   cpu | ours/TF.js wall  cpu | ours 1 thread wall | ours 1 thread/TF.js wall | ${THREADS} threads ÷ 1, wall`);
 for (const [name, cfg] of MODELS) {
   const { weights, tokens } = inputs(cfg);
   const ours = new Model(cpuBackend, cfg, weights, { trainable: 'full' });
+  const ours1 = new Model(cpuBackend, cfg, weights, { trainable: 'full' });
   const theirs = new TfjsLlama(tf, cfg, weights);
   const tok = tf.tensor1d(tokens, 'int32');
   const V = cfg.vocab;
@@ -93,14 +103,21 @@ for (const [name, cfg] of MODELS) {
   for (let b = 0; b < B; b++) for (let t = 0; t + 1 < T; t++) tgt[(b * T + t) * V + tokens[b * T + t + 1]!] = 1;
   const target = tf.tensor2d(tgt, [B * T, V]);
   const opt = tf.train.adam(1e-3, 0.9, 0.999, 1e-8);
-  const t: [number, number][][] = [[], []];
+  const t: [number, number][][] = [[], [], []];
   for (let r = 0; r < 9; r++) {
-    const round = [await clock(() => trainOnSequences(ours, tokens, B, T, { lr: 1e-3 })), await clock(() => theirs.trainStep(opt, tok, target, B * (T - 1), B, T, 'fixed'))];
+    setCpuThreads(THREADS);
+    const a = await clock(() => trainOnSequences(ours, tokens, B, T, { lr: 1e-3 }));
+    setCpuThreads(1);
+    const one = await clock(() => trainOnSequences(ours1, tokens, B, T, { lr: 1e-3 }));
+    setCpuThreads(THREADS);
+    const round = [a, await clock(() => theirs.trainStep(opt, tok, target, B * (T - 1), B, T, 'fixed')), one];
     if (r >= 2) round.forEach((x, i) => t[i]!.push(x));
   }
   opt.dispose();
   tf.dispose([tok, target]);
   tf.disposeVariables(); // TfjsLlama registers named variables: the next model reuses the names
-  const [ow, oc, xw, xc] = t.flatMap((s) => [median(s.map((x) => x[0])), median(s.map((x) => x[1]))]) as [number, number, number, number];
-  console.log(`${name.padEnd(11)} | ${f(ow)} ${f(oc)} | ${f(xw)} ${f(xc)} | ${(xw / ow).toFixed(2).padStart(11)} ${(xc / oc).toFixed(2).padStart(5)}`);
+  const [ow, oc, xw, xc, w1] = t.flatMap((s) => [median(s.map((x) => x[0])), median(s.map((x) => x[1]))]) as [number, number, number, number, number];
+  console.log(
+    `${name.padEnd(11)} | ${f(ow)} ${f(oc)} | ${f(xw)} ${f(xc)} | ${(xw / ow).toFixed(2).padStart(11)} ${(xc / oc).toFixed(2).padStart(5)} | ${f(w1).padStart(18)} | ${(xw / w1).toFixed(2).padStart(24)} | ${(w1 / ow).toFixed(2).padStart(10)}`,
+  );
 }

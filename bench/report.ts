@@ -1,6 +1,7 @@
 /**
  * The bench's printed tables (bench/cpu.ts): per model, our child's result and the TF.js child's
- * → three Markdown tables: throughput (ours, TF.js stock / fixed, ORT, and the ratios), our
+ * (and ORT's threaded child's, when there is one)
+ * → three Markdown tables: throughput (ours, TF.js stock / fixed, ORT at 1 and at our thread count, and the ratios), our
  * memory, TF.js's memory. Every figure is measured in the run; ratios are ours ÷ peer, training
  * against the better of the two TF.js configurations. The same text is pasted into
  * docs/performance.md, so it is Markdown that also reads well in a terminal (columns padded).
@@ -57,6 +58,14 @@ export interface ModelResult {
   readonly peakRssOurs: number;
   /** The same at the end (ORT included). */
   readonly peakRssAll: number;
+  /** Threads our CPU backend used (src/backend/cpu/threads.ts: the caller and its ready helpers). */
+  readonly threads: number;
+}
+
+/** ORT with numThreads > 1, in a child of its own (its thread count is per process): bench/cpu.ts `--ort`. */
+export interface OrtThreadedResult {
+  readonly threads: number;
+  readonly ortMs: number[];
 }
 
 const MiB = 1024 * 1024;
@@ -93,8 +102,9 @@ function fmtRatio(x: number): string {
 }
 
 /** The throughput table (tokens/s, medians), our memory table and TF.js's (MiB). */
-export function renderTables(rows: readonly { readonly ours: ModelResult; readonly tfjs: TfjsResult }[], med: (xs: readonly number[]) => number): string {
-  const thr = rows.map(({ ours: r, tfjs: t }) => {
+export function renderTables(rows: readonly { readonly ours: ModelResult; readonly tfjs: TfjsResult; readonly ortT: OrtThreadedResult | null }[], med: (xs: readonly number[]) => number): string {
+  const ortThreads = rows.find((x) => x.ortT !== null)?.ortT?.threads ?? 0;
+  const thr = rows.map(({ ours: r, tfjs: t, ortT }) => {
     const N = r.batch * r.seq;
     const train = tokensPerSecond(N, r.trainMs, med);
     const stock = tokensPerSecond(N, t.trainStockMs, med);
@@ -104,6 +114,7 @@ export function renderTables(rows: readonly { readonly ours: ModelResult; readon
     const fwd = tokensPerSecond(N, r.forwardMs, med);
     const tFwd = tokensPerSecond(N, t.forwardMs, med);
     const ort = tokensPerSecond(N, r.ortMs, med);
+    const ortN = ortT === null ? 0 : tokensPerSecond(N, ortT.ortMs, med);
     return [
       r.name,
       fmtInt(r.params),
@@ -117,8 +128,9 @@ export function renderTables(rows: readonly { readonly ours: ModelResult; readon
       fmtInt(fwd),
       fmtInt(tFwd),
       fmtInt(ort),
+      ...(ortThreads > 0 ? [ortT === null ? '—' : fmtInt(ortN)] : []),
       fmtRatio(fwd / tFwd),
-      fmtRatio(fwd / ort),
+      fmtRatio(fwd / Math.max(ort, ortN)),
     ];
   });
   const t1 = markdownTable(
@@ -135,11 +147,12 @@ export function renderTables(rows: readonly { readonly ours: ModelResult; readon
       'forward (ours)',
       'forward (TF.js)',
       'forward (ORT)',
+      ...(ortThreads > 0 ? [`forward (ORT ${ortThreads} threads)`] : []),
       'fwd: ours / TF.js',
-      'fwd: ours / ORT',
+      ortThreads > 0 ? 'fwd: ours / best ORT' : 'fwd: ours / ORT',
     ],
     thr,
-    [false, ...new Array<boolean>(13).fill(true)],
+    [false, ...new Array<boolean>(ortThreads > 0 ? 14 : 13).fill(true)],
   );
   const mem = rows.map(({ ours: r, tfjs: t }) => {
     const { train, sample, forward, ort } = r.mem;
@@ -182,7 +195,7 @@ export function renderTables(rows: readonly { readonly ours: ModelResult; readon
     [false, ...new Array<boolean>(8).fill(true)],
   );
   return [
-    `Throughput, tokens/s (median of the timed repetitions; ratios ours ÷ peer, training against the better TF.js configuration):\n\n${t1}`,
+    `Throughput, tokens/s (median of the timed repetitions; ratios ours ÷ peer, training against the better TF.js configuration${ortThreads > 0 ? ', forward against the better ORT thread count' : ''}):\n\n${t1}`,
     `Memory, ours, MiB (peak during each phase; one fresh process per model):\n\n${t2}`,
     `Memory, TF.js, MiB (its own fresh process per model; TF.js keeps tensors in the wasm heap, inside RSS but not in heapUsed):\n\n${t3}`,
   ].join('\n\n');

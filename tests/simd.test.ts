@@ -83,16 +83,16 @@ import {
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
 } from '../src/backend/cpu/simd';
-import { KERNELS_WASM_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
+import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
 import { Rng } from '../src/core/rng';
 import { MODEL_PRESETS } from '../src/model/config';
 import { Model } from '../src/model/model';
 import { quantizeQ4, quantizeQ8 } from '../src/model/quant';
 import { quantizeWeights } from '../src/model/weights';
 import { randomWeights } from './helpers/randomWeights';
+import { freshSeed, randF32 } from './helpers/freshSeed';
 
-const SEED = process.env.SIMD_SEED !== undefined ? Number(process.env.SIMD_SEED) : Math.floor(Math.random() * 2 ** 31);
-console.log(`tests/simd.test.ts: seed ${SEED} (replay with SIMD_SEED=${SEED})`);
+const SEED = freshSeed('tests/simd.test.ts', 'SIMD_SEED');
 const U = 2 ** -24;
 
 let path = 0;
@@ -100,11 +100,7 @@ function rng(): Rng {
   return new Rng(SEED, [path++]);
 }
 /** Uniform in [−1, 1), f32-exact. */
-function rand(n: number, r: Rng): Float32Array {
-  const a = new Float32Array(n);
-  for (let i = 0; i < n; i++) a[i] = r.uniform() * 2 - 1;
-  return a;
-}
+const rand = randF32;
 
 /**
  * Per kernel, printed at the end: the worst |Δ|/tol (with its shape) and the worst |Δ| in units of
@@ -824,9 +820,11 @@ describe('without WebAssembly SIMD', () => {
 });
 
 describe('the committed kernels artifact', () => {
-  it(`${ARTIFACT} is a fresh build of wasm/kernels.ts, byte for byte`, async () => {
+  it(`${ARTIFACT} is a fresh build of wasm/kernels.ts, byte for byte (both builds)`, async () => {
     const bytes = await buildKernels();
+    const shared = await buildKernels(true);
     expect(Buffer.from(KERNELS_WASM_BASE64, 'base64').equals(Buffer.from(bytes))).toBe(true);
-    expect(readFileSync(ARTIFACT, 'utf8')).toBe(renderArtifact(bytes));
+    expect(Buffer.from(KERNELS_WASM_SHARED_BASE64, 'base64').equals(Buffer.from(shared))).toBe(true);
+    expect(readFileSync(ARTIFACT, 'utf8')).toBe(renderArtifact(bytes, shared));
   });
 });

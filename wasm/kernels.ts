@@ -33,7 +33,10 @@
  * passes byte offsets above `heapBase()`; every pointer must be 16-byte aligned for B and out.
  *
  * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
- * embedding (a row gather: it stays TypeScript), threads.
+ * embedding (a row gather: it stays TypeScript), threads (none in here: src/backend/cpu/threads.ts
+ * runs shares of a gemm's rows, or of attention's batch, on other instances of this module over the
+ * same shared memory — the shared-memory build, scripts/build-wasm.mjs; a result does not depend on
+ * the share an element falls in).
  */
 
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */

@@ -103,7 +103,8 @@ async function openDefault(session: Session): Promise<void> {
 /**
  * A small handle on `window.satPlayground` for the curious (and the browser tests): the store's
  * state, and `loseDevice(agent)`, which destroys that agent's GPU device as a driver reset would —
- * the next step fails, and the session rebuilds the team from the last completed agent step.
+ * the next step fails, and the session rebuilds the team from the last completed agent step;
+ * `cpuThreads(agent)`, that language agent's CPU kernel threads (src/backend/cpu/threads.ts), or null.
  */
 function exposeHandle(session: Session): void {
   (globalThis as { satPlayground?: unknown }).satPlayground = {
@@ -111,6 +112,10 @@ function exposeHandle(session: Session): void {
     loseDevice: async (agent: number): Promise<boolean> => {
       const a = session.currentTeam()?.exp.team[agent] as { loseDevice?: () => Promise<boolean> } | undefined;
       return a?.loseDevice ? a.loseDevice() : false;
+    },
+    cpuThreads: async (agent: number): Promise<unknown> => {
+      const a = session.currentTeam()?.exp.team[agent] as { cpuThreads?: () => Promise<unknown> } | undefined;
+      return a?.cpuThreads ? a.cpuThreads() : null;
     },
   };
 }

@@ -44,6 +44,7 @@ import type { UpdatePlan, UpdateResult } from '../sat/update';
 import type { InspectAnswer } from '../sat/inspect';
 import { configuredLmSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
 import type { AgentApi, AgentSpec } from '../workers/agentApi';
+import type { CpuThreads } from '../backend/cpu/threads';
 import { AgentWorkerError } from '../workers/errors';
 import { installErrorTransfer } from '../workers/wire';
 
@@ -224,6 +225,11 @@ export class RemoteAgent implements LmAgentPolicy {
   /** For tests and demonstrations: destroys the worker's GPU device (false when it has none). */
   loseDevice(): Promise<boolean> {
     return this.call('loseDevice', (api) => api.loseDevice());
+  }
+
+  /** For tests and the curious: the CPU kernels' threads in the worker (src/backend/cpu/threads.ts). */
+  cpuThreads(): Promise<CpuThreads> {
+    return this.call('cpuThreads', (api) => api.cpuThreads());
   }
 
   /** Ends the worker; pending and later calls reject with AgentWorkerError. */

@@ -27,6 +27,8 @@
  * on the main thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
  */
 import { AgentWorkerError, DeviceLostError } from './errors';
+import { simdAvailable } from '../backend/cpu/simd';
+import { cpuThreads, type CpuThreads } from '../backend/cpu/threads';
 
 export { AgentWorkerError, DeviceLostError };
 import { acquireDevice, isSoftwareAdapter } from '../backend/webgpu/device';
@@ -96,6 +98,18 @@ function weightBytes(w: ModelWeights): number {
 /** The agent's backend as the page names it. */
 export const CPU_BACKEND = 'cpu (TypeScript)';
 
+/**
+ * The CPU backend's label with `why` (a GPU fallback's reason, or ''), and — when the platform keeps
+ * the kernels on one thread (no SharedArrayBuffer: the page is not cross-origin isolated) — that too.
+ * Loads the kernels, which is when threads are decided (src/backend/cpu/threads.ts).
+ */
+function cpuLabel(why: string): string {
+  simdAvailable();
+  const t = cpuThreads().why;
+  const parts = [why, t.startsWith('no ') ? `one CPU thread: ${t}` : ''].filter((x) => x !== '');
+  return parts.length > 0 ? `${CPU_BACKEND} — ${parts.join('; ')}` : CPU_BACKEND;
+}
+
 type AnyAgent = TabularSoftmaxAgent | LmSeat | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors>;
 
 export class AgentApi {
@@ -126,7 +140,7 @@ export class AgentApi {
       this.#modelBytes = weightBytes(m.weights);
       const options = { ...spec.agent, name: spec.name };
       const gpu = spec.backend === undefined || spec.backend === 'cpu' ? { why: '' } : await this.#gpuBackend(spec.index, spec.backend);
-      this.#backend = 'be' in gpu ? gpu.be.name : gpu.why ? `${CPU_BACKEND} — ${gpu.why}` : CPU_BACKEND;
+      this.#backend = 'be' in gpu ? gpu.be.name : cpuLabel(gpu.why);
       this.#agent = 'be' in gpu ? hfSeatAgent<GpuTensors>(spec.index, m, options, gpu.be) : hfSeatAgent<HostTensors>(spec.index, m, options);
     } else if (spec.kind === 'tabular') {
       this.#agent = tableAgent(spec);
@@ -141,7 +155,7 @@ export class AgentApi {
   }
 
   #cpuAgent(spec: LmSpec, loaded: LoadedModel, why?: string): LmAgent {
-    this.#backend = why ? `${CPU_BACKEND} — ${why}` : CPU_BACKEND;
+    this.#backend = cpuLabel(why ?? '');
     return lmAgent(spec, loaded);
   }
 
@@ -235,6 +249,12 @@ export class AgentApi {
   /** Name, kind, trainable parameter count, and the backend it runs on. */
   async info(): Promise<AgentInfo> {
     return { ...(await this.#a.info()), backend: this.#backend };
+  }
+
+  /** The CPU kernels' threads in this worker (src/backend/cpu/threads.ts `cpuThreads`; loads the kernels). */
+  async cpuThreads(): Promise<CpuThreads> {
+    simdAvailable();
+    return cpuThreads();
   }
 
   /**

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
+import { afterAll, beforeAll } from 'vitest';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -95,6 +96,21 @@ export async function openPlayground(): Promise<Playground> {
   };
 }
 
+/**
+ * For a test file that needs only the playground: opens it in beforeAll and closes it in afterAll
+ * (vitest hooks registered here); the returned function gives it to the tests.
+ */
+export function playgroundForFile(): () => Playground {
+  let pg: Playground | undefined;
+  beforeAll(async () => {
+    pg = await openPlayground();
+  }, SETUP_TIMEOUT_MS);
+  afterAll(async () => {
+    await pg?.close();
+  });
+  return () => pg!;
+}
+
 /** Waits until the session is idle again (no step or long work in flight). */
 export async function settled(p: Page): Promise<void> {
   await p.waitForFunction(() => {
@@ -102,6 +118,14 @@ export async function settled(p: Page): Promise<void> {
     const r = document.querySelector('[data-testid="run"]') as HTMLButtonElement | null;
     return !!b && !!r && !document.querySelector('[data-testid="progress"]') && r.textContent?.includes('Run') && (!b.disabled || r.disabled);
   });
+}
+
+/**
+ * The page's agent workers (one per agent): its Web Workers less the CPU kernels' helper threads,
+ * which each language agent's worker starts from a blob: URL (src/backend/cpu/threads.ts).
+ */
+export function agentWorkers(p: Page): ReturnType<Page['workers']> {
+  return p.workers().filter((w) => !w.url().startsWith('blob:'));
 }
 
 /** Number of plotted points a chart reports (data-points). */

@@ -17,7 +17,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeShare, makeShareState } from '../../src/app/share';
 import { presetConfig } from '../../src/sat/presets';
-import { openPlayground, type Playground, points, settled, SETUP_TIMEOUT_MS } from './harness';
+import { agentWorkers, openPlayground, type Playground, points, settled, SETUP_TIMEOUT_MS } from './harness';
 
 let pg: Playground;
 
@@ -68,7 +68,7 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
   it('two orders from stage 1 in the workers, two series with CIs; the experiment steps on as if nothing happened', async () => {
     const link = pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
     const p = await openAtStage1(link);
-    expect(p.workers().length).toBe(2);
+    expect(agentWorkers(p).length).toBe(2);
     expect(await p.getByTestId('compare-orders').getAttribute('title')).toMatch(/next 1 stage from where your team stands.*fixed, reverse/);
     // Every progress line shown, recorded as it is drawn (the comparison may take under a second).
     await p.evaluate(() => {

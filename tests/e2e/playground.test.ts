@@ -25,7 +25,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeShare, makeShareState } from '../../src/app/share';
 import { presetConfig } from '../../src/sat/presets';
-import { openPlayground, type Playground, points, ROOT, settled, SETUP_TIMEOUT_MS } from './harness';
+import { agentWorkers, openPlayground, type Playground, points, ROOT, settled, SETUP_TIMEOUT_MS } from './harness';
 
 /**
  * Where the screenshot goes: test-results/ (ignored by git) on every run, so `npm test` leaves the
@@ -67,7 +67,7 @@ describe('playground page in Chromium', () => {
     expect(await page.getByTestId('preset-title').innerText()).toContain('Climbing game, 3 agents');
     await settled(page);
     for (let i = 0; i < 3; i++) expect(await page.getByTestId(`agent-${i}`).isVisible()).toBe(true);
-    expect(page.workers().length).toBe(3);
+    expect(agentWorkers(page).length).toBe(3);
     expect(await page.getByTestId('backend').innerText()).toMatch(/3 Web Workers/);
     expect(await page.getByTestId('agent-0-backend').innerText()).toMatch(/cpu/i);
     expect(await stepsInTimeline(page)).toBe(0);
@@ -183,7 +183,7 @@ describe('playground page in Chromium', () => {
     await p.getByTestId('preset-arith-team').click();
     await p.waitForFunction(() => document.querySelector('[data-testid="agent-0"]')?.textContent?.includes('arithmetic-S'), undefined, { timeout: 120_000 });
     await settled(p);
-    expect(p.workers().length).toBe(3);
+    expect(agentWorkers(p).length).toBe(3);
     // backend = auto on a machine whose only WebGPU adapter is software: the CPU, and the page says why.
     // Said once, short; the reason is on hover.
     expect(await p.getByTestId('agent-0-backend').innerText()).toBe('cpu (TypeScript)');

@@ -27,7 +27,7 @@
  * which every engine with SIMD has had longer. Float64Array arguments (the f64 backend) always take
  * the TS path.
  *
- * Memory: one linear memory, owned here; each call lays its operands out from the module's heap
+ * Memory: one linear memory (shared when threaded), owned here; each call lays its operands out from the module's heap
  * base (16-byte aligned) and grows the memory when a call needs more (it never shrinks; the largest
  * bench call, BENCH_400K's SwiGLU backward — five arrays of 2048 × 344 — needs ~14 MB).
  * Growing detaches old views, so views are re-made after every grow.
@@ -64,8 +64,18 @@
  * and prints the worst |Δ|/bound. The cached attention forward runs the same kernel as the full
  * one, so the two agree bit for bit (tested), as the TS twins do.
  *
- * Not here: the kernels (wasm/kernels.ts), fused int8/int4 kernels (the weights are dequantized to
- * f32 first), threads.
+ * Threads (./threads.ts): when the platform allows (Node; a cross-origin isolated page's workers)
+ * and more than one thread is configured, the kernels are the shared-memory build of the same source,
+ * on a shared WebAssembly.Memory created here, and every gemm (forward, input gradient, each weight
+ * gradient's K-blocked sum) and attention call is split — gemm over output rows, attention over the
+ * batch — between this thread and helper threads running the same module on the same memory. Every
+ * output element is computed by one thread in the same order, so results are bit-identical for any
+ * thread count (tests/threads.test.ts). The copies in and out stay on this thread. Otherwise (one
+ * thread configured, no SharedArrayBuffer, a page's main thread) the unshared build runs here alone,
+ * as before threads. The row kernels are not split (memory-bound: the copies would dominate).
+ *
+ * Not here: the kernels (wasm/kernels.ts), the pool (./threads.ts), fused int8/int4 kernels (the
+ * weights are dequantized to f32 first).
  */
 import type { FloatArray } from '../types';
 import { need, sizes } from './check';
@@ -92,7 +102,11 @@ import { checkResidualBackward, checkResidualForward, residualBackward, residual
 import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { checkRope, ropeBackward, ropeForward } from './rope';
 import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { KERNELS_WASM_BASE64 } from './wasm/kernels.wasm';
+import { attnBackwardSplit, attnForwardSplit, blockedGemm, noPool, scratchCopies, startPool, threadPlan } from './threads';
+import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from './wasm/kernels.wasm';
+
+/** The shared-memory build's maximum, in 64 KiB pages (scripts/build-wasm.mjs ASC_SHARED_FLAGS). */
+const SHARED_MAX_PAGES = 65536;
 
 interface Kernels {
   readonly memory: WebAssembly.Memory;
@@ -130,8 +144,7 @@ function load(): Kernels | null {
   try {
     if (typeof WebAssembly !== 'object') throw new Error('no WebAssembly');
     if (!WebAssembly.validate(SIMD_PROBE)) throw new Error('WebAssembly SIMD (v128) is not supported here');
-    const inst = new WebAssembly.Instance(new WebAssembly.Module(decode(KERNELS_WASM_BASE64)), {});
-    kernels = inst.exports as unknown as Kernels;
+    kernels = instantiate();
     f32 = new Float32Array(kernels.memory.buffer);
   } catch (e) {
     kernels = null;
@@ -139,6 +152,30 @@ function load(): Kernels | null {
     console.warn(`[cpu backend] WebAssembly SIMD kernels unavailable (${unavailableReason}); using the TypeScript kernels`);
   }
   return kernels;
+}
+
+/**
+ * The kernels: the shared-memory build with helper threads (threads.ts) when the platform allows and
+ * more than one thread is configured, else the unshared build on this thread alone (as before
+ * threads), saying why once in the console when it is the platform's doing.
+ */
+function instantiate(): Kernels {
+  const plan = threadPlan();
+  let why = plan.why;
+  if (plan.threads > 1) {
+    try {
+      const module = new WebAssembly.Module(decode(KERNELS_WASM_SHARED_BASE64));
+      const memory = new WebAssembly.Memory({ initial: 1, maximum: SHARED_MAX_PAGES, shared: true });
+      const k = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Kernels;
+      startPool(module, memory);
+      return k;
+    } catch (e) {
+      why = `no shared WebAssembly memory (${e instanceof Error ? e.message : String(e)})`;
+    }
+  }
+  noPool(why);
+  if (why.startsWith('no ')) console.info(`[cpu backend] WebAssembly SIMD kernels on one thread: ${why}`);
+  return new WebAssembly.Instance(new WebAssembly.Module(decode(KERNELS_WASM_BASE64)), {}).exports as unknown as Kernels;
 }
 
 /** Whether the SIMD kernels are in use (loads them on first call); false → TypeScript fallback. */
@@ -213,7 +250,7 @@ function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Fl
   }
   f32.set(inp.subarray(0, N * C), pi);
   calls++;
-  k.gemm(pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0);
+  blockedGemm(k, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
   copyOut(out, po, N, OC, OCp);
 }
 
@@ -250,7 +287,7 @@ function backwardF32(
     copyIn(pw, weight, OC, C, Cp);
     copyIn(pgi, dinp, N, C, Cp);
     calls++;
-    k.gemm(pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1);
+    blockedGemm(k, pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1, OC);
     copyOut(dinp, pgi, N, C, Cp);
   }
   if (dweight !== null) {
@@ -258,7 +295,7 @@ function backwardF32(
     copyIn(pgw, dweight, OC, C, Cp);
     calls++;
     // K-blocked (header): chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
-    for (let n0 = 0; n0 < N; n0 += DW_ROWS) k.gemm((pd + n0 * OC) * 4, 1, OC, (pi + n0 * Cp) * 4, Cp, pgw * 4, OC, Math.min(DW_ROWS, N - n0), 1);
+    blockedGemm(k, pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N, 1, DW_ROWS);
     copyOut(dweight, pgw, OC, C, Cp);
   }
 }
@@ -351,6 +388,15 @@ function stage(k: Kernels, floats: number[], ins: [number, Float32Array, number]
   return offs;
 }
 
+/**
+ * An attention kernel's two scratch buffers (`first`, `second` floats), once per thread that may run
+ * a share (threads.ts `scratchCopies`): `floats` in all, copy t at t·stride, `second` after `first`.
+ */
+function attnScratch(first: number, second: number): { floats: number; stride: number; second: number } {
+  const stride = ceil4(first) + ceil4(second);
+  return { floats: stride * scratchCopies(), stride, second: ceil4(first) };
+}
+
 /** dst[0..n) = the kernel memory at element offset `at`. */
 const back = (dst: Float32Array, at: number, n: number): void => dst.set(f32.subarray(at, at + n));
 
@@ -361,12 +407,13 @@ export function simdAttentionForward(out: FloatArray, att: FloatArray, q: FloatA
   checkAttentionForward(out, att, q, k, v, B, T, NH, HS);
   const kn = load()!;
   const na = B * NH * T * T;
-  const [pq, pk, pv, po, pa, pkt, pp] = stage(kn, [n, n, n, n, na, HS * ceil4(T), ceil4(T) + 4], [
+  const sc = attnScratch(HS * ceil4(T), ceil4(T) + 4);
+  const [pq, pk, pv, po, pa, ps] = stage(kn, [n, n, n, n, na, sc.floats], [
     [0, q as Float32Array, n],
     [1, k as Float32Array, n],
     [2, v as Float32Array, n],
-  ]) as [number, number, number, number, number, number, number];
-  kn.attnForward(pq * 4, pk * 4, pv * 4, po * 4, pa * 4, B, T, NH, HS, T, 0, 1 / Math.sqrt(HS), pkt * 4, pp * 4);
+  ]) as [number, number, number, number, number, number];
+  attnForwardSplit(kn, pq * 4, pk * 4, pv * 4, po * 4, pa * 4, B, T, NH, HS, T, 0, 1 / Math.sqrt(HS), ps * 4, (ps + sc.second) * 4, sc.stride * 4);
   back(out as Float32Array, po, n);
   back(att as Float32Array, pa, na);
 }
@@ -386,19 +433,13 @@ export function simdAttentionCachedForward(
   checkAttentionCachedForward(out, q, kCache, vCache, B, T, NH, HS, pos0, Tmax);
   const kn = load()!;
   const L = pos0 + T;
-  const [pq, pk, pv, po, pkt, pp] = stage(kn, [n, B * L * C, B * L * C, n, HS * ceil4(L), ceil4(L) + 4], [[0, q as Float32Array, n]]) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const sc = attnScratch(HS * ceil4(L), ceil4(L) + 4);
+  const [pq, pk, pv, po, ps] = stage(kn, [n, B * L * C, B * L * C, n, sc.floats], [[0, q as Float32Array, n]]) as [number, number, number, number, number];
   for (let b = 0; b < B; b++) {
     f32.set((kCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pk + b * L * C);
     f32.set((vCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pv + b * L * C);
   }
-  kn.attnForward(pq * 4, pk * 4, pv * 4, po * 4, 0, B, T, NH, HS, L, pos0, 1 / Math.sqrt(HS), pkt * 4, pp * 4);
+  attnForwardSplit(kn, pq * 4, pk * 4, pv * 4, po * 4, 0, B, T, NH, HS, L, pos0, 1 / Math.sqrt(HS), ps * 4, (ps + sc.second) * 4, sc.stride * 4);
   back(out as Float32Array, po, n);
 }
 
@@ -413,8 +454,9 @@ export function simdAttentionBackward(
   const kn = load()!;
   const na = B * NH * T * T;
   const ins = [dq, dk, dv, dout, q, k, v].map((a, i): [number, Float32Array, number] => [i, a as Float32Array, n]);
-  const o = stage(kn, [n, n, n, n, n, n, n, na, HS * ceil4(T), T * T + 4], [...ins, [7, att as Float32Array, na]]);
-  kn.attnBackward(o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, o[6]! * 4, o[7]! * 4, B, T, NH, HS, 1 / Math.sqrt(HS), o[8]! * 4, o[9]! * 4);
+  const sc = attnScratch(HS * ceil4(T), T * T + 4);
+  const o = stage(kn, [n, n, n, n, n, n, n, na, sc.floats], [...ins, [7, att as Float32Array, na]]);
+  attnBackwardSplit(kn, o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, o[6]! * 4, o[7]! * 4, B, T, NH, HS, 1 / Math.sqrt(HS), o[8]! * 4, (o[8]! + sc.second) * 4, sc.stride * 4);
   back(dq as Float32Array, o[0]!, n);
   back(dk as Float32Array, o[1]!, n);
   back(dv as Float32Array, o[2]!, n);

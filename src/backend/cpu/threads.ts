@@ -1,0 +1,373 @@
+/**
+ * Threads for the CPU backend's WebAssembly SIMD matmuls (simd.ts): a fork-join pool of helper
+ * threads that instantiate the SAME kernels module (the shared-memory build of wasm/kernels.ts) on
+ * the SAME shared WebAssembly.Memory as the calling thread, and take shares of a `gemm`'s output
+ * rows or of an attention call's batch entries (each with its own scratch). Node: worker_threads
+ * (unref'd, so they never keep a process alive); a browser (the page's agent workers): Web Workers
+ * from a Blob URL of the small plain-JS program HELPER_JS below — no bundler involved. Each helper
+ * gets {module, memory, control, id} by postMessage.
+ *
+ * One job at a time, published by the caller in `control` (an Int32Array on a SharedArrayBuffer):
+ * the job's kind and arguments, and for each helper taking part a slot (state, first row, end row);
+ * then the generation counter is bumped (Atomics.store + Atomics.notify) and the caller runs its own
+ * share (the first rows). A helper claims its share by compare-exchange on its slot (generation →
+ * TAKEN), runs it, marks it FINISHED and notifies. The caller, done with its own share, takes back
+ * every share still unclaimed (a helper asleep, or descheduled on a busy machine) and runs it
+ * itself, then waits (Atomics.wait) only for shares being run — so a late helper costs at most its
+ * own share, never a stall. A helper spins briefly on the counter after each job, then sleeps in
+ * Atomics.wait. A helper that has not said ready yet (its worker still starting) is simply not
+ * given a share: the first calls never wait for worker start-up.
+ *
+ * Bit-identical for any thread count: only output rows are split (forward and input gradient: the
+ * N rows; weight gradient: the OC rows, every K-block of the sum over N done by the same thread in
+ * the same order; attention: whole batch entries), and the kernel's result for an element does not
+ * depend on the tile or the row range it falls in (wasm/kernels.ts header), so every element is the
+ * same f32 sum in the same order. The caller runs the helpers' own share code (SHARE_JS, compiled
+ * here with `new Function`), so the pointer arithmetic of a share is the same text on every thread.
+ * Shares are multiples of 4 rows (the kernel's row tile). Below MIN_WORK multiply-adds a call stays
+ * on the caller (a wake-up costs microseconds; break-even measured, docs/performance.md "Threads").
+ *
+ * Thread count (the caller included): default min(cores, 4) — navigator.hardwareConcurrency, or
+ * os.availableParallelism() in Node; 4 because each of the page's agents has a worker of its own and
+ * the matmuls stop scaling well before that on memory bandwidth at these sizes. Overrides: the
+ * SAT_THREADS environment variable (Node), `setCpuThreads(n)` (tests, the bench). 1 is the
+ * single-thread path: simd.ts then loads the unshared build, exactly as before threads.
+ *
+ * Where threads are impossible — no SharedArrayBuffer (a page that is not cross-origin isolated:
+ * its server must send COOP/COEP, docs/performance.md), Atomics.wait not allowed (a page's main
+ * thread), no Worker / worker_threads — `threadPlan` says why, and simd.ts runs single-threaded.
+ *
+ * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simd.ts, on the caller), the
+ * row kernels (RMSNorm, SwiGLU, …: memory-bound, single-threaded).
+ */
+
+/** Control words (Int32Array indices). */
+const GEN = 0; // job generation, bumped per job
+const JOB = 4; // the job: its kind (GEMM, ATTN_FWD, ATTN_BWD), then its arguments (up to 15 words)
+const READY = 20; // READY + i: helper i instantiated and waiting
+const SLOT = 36; // SLOT + 3i: state, first row, end row of helper i's share
+/** A slot's state: the job's generation (≥ 1) while its share waits, then TAKEN (a helper runs it) and FINISHED, or FINISHED straight away when the caller took it back. */
+const TAKEN = -1;
+const FINISHED = -2;
+/** Job kinds. */
+const GEMM = 0;
+const ATTN_FWD = 1;
+const ATTN_BWD = 2;
+/** Most threads (the caller included). */
+export const MAX_THREADS = 16;
+const CONTROL_WORDS = SLOT + 3 * (MAX_THREADS - 1);
+/**
+ * Spin iterations (each one Atomics.load, ~10 µs in all) before sleeping, for helpers and for the
+ * caller: short, because on a busy machine a spinning helper takes CPU from the caller. 20,000 was
+ * tried first: at load 7–10 training steps then ran at 0.72–0.91× the single-thread speed; with
+ * 1,000 the same A/B gave 0.99–1.18× (within that load's noise). Not tuned on idle cores.
+ */
+const SPIN = 2000;
+/**
+ * Fewest multiply-adds worth splitting (a gemm's R·K·J; attention's B·NH·T·Tkv·HS): below it the
+ * wake-up and the wait cost more than the second core saves (docs/performance.md "Threads").
+ */
+export const MIN_WORK = 1 << 17;
+
+/**
+ * The helper thread's program: plain JS, the same text for worker_threads (eval) and a Blob Worker.
+ * `run(kind, r0, r1, t)` is the share [r0, r1) — output rows of a gemm, batch entries of attention —
+ * on thread t's scratch (attention only; t = 0 is the caller's); JOB words as `forkJoin` writes them.
+ */
+const SHARE_JS = `(ex, c, f) => (kind, r0, r1, t) => {
+  const j = ${JOB + 1};
+  if (kind === ${GEMM}) {
+    const a = c[j], ars = c[j + 1], aks = c[j + 2], b = c[j + 3], J = c[j + 4], out = c[j + 5], K = c[j + 6], acc = c[j + 7], KB = c[j + 8];
+    for (let k0 = 0; k0 < K; k0 += KB) ex.gemm(a + 4 * (r0 * ars + k0 * aks), ars, aks, b + 4 * k0 * J, J, out + 4 * r0 * J, r1 - r0, Math.min(KB, K - k0), acc);
+  } else if (kind === ${ATTN_FWD}) {
+    const T = c[j + 5], NH = c[j + 6], HS = c[j + 7], Tkv = c[j + 8], pos0 = c[j + 9], ss = c[j + 13], C = NH * HS, att = c[j + 4];
+    ex.attnForward(c[j] + 4 * r0 * T * C, c[j + 1] + 4 * r0 * Tkv * C, c[j + 2] + 4 * r0 * Tkv * C, c[j + 3] + 4 * r0 * T * C, att === 0 ? 0 : att + 4 * r0 * NH * T * T,
+      r1 - r0, T, NH, HS, Tkv, pos0, f[j + 10], c[j + 11] + t * ss, c[j + 12] + t * ss);
+  } else {
+    const T = c[j + 8], NH = c[j + 9], HS = c[j + 10], ss = c[j + 14], o = 4 * r0 * T * NH * HS;
+    ex.attnBackward(c[j] + o, c[j + 1] + o, c[j + 2] + o, c[j + 3] + o, c[j + 4] + o, c[j + 5] + o, c[j + 6] + o, c[j + 7] + 4 * r0 * NH * T * T,
+      r1 - r0, T, NH, HS, f[j + 11], c[j + 12] + t * ss, c[j + 13] + t * ss);
+  }
+}`;
+const HELPER_JS = `'use strict';
+const share = ${SHARE_JS};
+const start = (d) => {
+  const ex = new WebAssembly.Instance(d.module, { env: { memory: d.memory } }).exports;
+  const c = new Int32Array(d.control), s = ${SLOT} + 3 * d.id;
+  const run = share(ex, c, new Float32Array(d.control));
+  let g = Atomics.load(c, ${GEN});
+  Atomics.store(c, ${READY} + d.id, 1);
+  for (;;) {
+    for (let i = 0; i < ${SPIN} && Atomics.load(c, ${GEN}) === g; i++);
+    Atomics.wait(c, ${GEN}, g);
+    g = Atomics.load(c, ${GEN});
+    if (Atomics.load(c, s) !== g) continue;
+    const kind = c[${JOB}], r0 = c[s + 1], r1 = c[s + 2];
+    if (Atomics.compareExchange(c, s, g, ${TAKEN}) !== g) continue;
+    run(kind, r0, r1, d.id + 1);
+    Atomics.store(c, s, ${FINISHED});
+    Atomics.notify(c, s);
+  }
+};
+if (typeof require === 'function') require('node:worker_threads').parentPort.once('message', start);
+else self.onmessage = (e) => start(e.data);
+`;
+
+type Gemm = (a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number) => void;
+
+interface NodeWorker {
+  unref(): void;
+  on(ev: 'error', cb: (e: unknown) => void): void;
+  postMessage(m: unknown): void;
+}
+interface NodeProcess {
+  versions?: { node?: string };
+  env?: Record<string, string | undefined>;
+  getBuiltinModule?: (id: string) => unknown;
+}
+const nodeProcess = (): NodeProcess | null => {
+  const p = (globalThis as { process?: NodeProcess }).process;
+  return p?.versions?.node !== undefined && typeof p.getBuiltinModule === 'function' ? p : null;
+};
+
+/** Cores here (navigator.hardwareConcurrency, or os.availableParallelism() in Node; 1 if unknown). */
+function cores(): number {
+  const p = nodeProcess();
+  if (p !== null) return (p.getBuiltinModule!('node:os') as { availableParallelism(): number }).availableParallelism();
+  return (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1;
+}
+
+const clampThreads = (n: number): number => Math.max(1, Math.min(MAX_THREADS, Math.floor(n)));
+
+/** The configured thread count (header): SAT_THREADS in Node, else min(cores, 4). */
+function configuredThreads(): number {
+  const env = nodeProcess()?.env?.SAT_THREADS;
+  if (env !== undefined && env !== '' && Number.isFinite(Number(env))) return clampThreads(Number(env));
+  return clampThreads(Math.min(cores(), 4));
+}
+
+let wanted = configuredThreads();
+/** Who set `wanted` (for threadPlan's reason when it is 1). */
+let wantedBy = nodeProcess()?.env?.SAT_THREADS !== undefined ? 'SAT_THREADS' : 'the default, min(cores, 4)';
+/** The work threshold in use (MIN_WORK; tests lower it to split small calls too). */
+let threshold = MIN_WORK;
+
+/** Why this thread cannot use helper threads ('' when it can). */
+function impossible(): string {
+  if (typeof SharedArrayBuffer !== 'function') {
+    return 'no SharedArrayBuffer (the page is not cross-origin isolated: its server must send Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)';
+  }
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+  } catch {
+    return 'Atomics.wait is not allowed on this thread (a page’s main thread)';
+  }
+  if (nodeProcess() === null && (typeof Worker !== 'function' || typeof Blob !== 'function')) return 'no Worker here';
+  return '';
+}
+
+/**
+ * Whether simd.ts should load the shared-memory build and start helpers: `threads` > 1 when it
+ * should, else 1 and `why` (the configured count, or what the platform lacks).
+ */
+export function threadPlan(): { threads: number; why: string } {
+  if (wanted <= 1) return { threads: 1, why: `one thread configured (${wantedBy})` };
+  const why = impossible();
+  return why ? { threads: 1, why } : { threads: wanted, why: '' };
+}
+
+interface Pool {
+  readonly module: WebAssembly.Module;
+  readonly memory: WebAssembly.Memory;
+  readonly control: Int32Array;
+  /** The same words as f32 (the jobs' float arguments). */
+  readonly floats: Float32Array;
+  started: number;
+}
+
+let pool: Pool | null = null;
+let notThreadedWhy = '';
+let jobs = 0;
+let shares = 0;
+let stolen = 0;
+
+/** Starts helpers up to `wanted` − 1 (not waiting for them: they say ready in `control`). */
+function grow(p: Pool): void {
+  const node = nodeProcess();
+  let url = '';
+  for (; p.started < Math.min(wanted, MAX_THREADS) - 1; p.started++) {
+    const msg = { module: p.module, memory: p.memory, control: p.control.buffer, id: p.started };
+    try {
+      if (node !== null) {
+        const { Worker: W } = node.getBuiltinModule!('node:worker_threads') as { Worker: new (code: string, o: { eval: true; name: string }) => NodeWorker };
+        const w = new W(HELPER_JS, { eval: true, name: `sat-cpu-${p.started + 1}` });
+        w.unref();
+        w.on('error', (e) => console.warn(`[cpu backend] helper thread ${msg.id + 1} failed: ${String(e)}`));
+        w.postMessage(msg);
+      } else {
+        url ||= URL.createObjectURL(new Blob([HELPER_JS], { type: 'text/javascript' }));
+        const w = new Worker(url, { name: `sat-cpu-${p.started + 1}` });
+        w.onerror = (e) => console.warn(`[cpu backend] helper thread ${msg.id + 1} failed: ${e.message}`);
+        w.postMessage(msg);
+      }
+    } catch (e) {
+      console.warn(`[cpu backend] could not start a helper thread (${e instanceof Error ? e.message : String(e)}); using ${p.started + 1}`);
+      return;
+    }
+  }
+}
+
+/** Called by simd.ts once it runs the shared-memory build on `memory`: starts the helpers. */
+export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory): void {
+  const buf = new SharedArrayBuffer(CONTROL_WORDS * 4);
+  pool = { module, memory, control: new Int32Array(buf), floats: new Float32Array(buf), started: 0 };
+  callerRun = null;
+  grow(pool);
+}
+
+/** Called by simd.ts when it runs single-threaded: why (shown by cpuThreads). */
+export function noPool(why: string): void {
+  notThreadedWhy = why;
+}
+
+/**
+ * Sets the thread count (the caller included; 1 = single-threaded) for the calls that follow, and the
+ * work threshold (multiply-adds below which a call is not split; tests set 0); starts more helpers
+ * if needed. Threads need the shared-memory build, chosen when the kernels load (on the
+ * first call): set a count > 1 before that, or with SAT_THREADS, for a process that started at 1.
+ */
+export function setCpuThreads(n: number, minWork = MIN_WORK): void {
+  wanted = clampThreads(n);
+  wantedBy = 'setCpuThreads';
+  threshold = minWork;
+  if (pool !== null) grow(pool);
+}
+
+/** How many helpers say ready (not counting the caller). */
+function readyHelpers(p: Pool): number {
+  let n = 0;
+  for (let i = 0; i < p.started; i++) if (Atomics.load(p.control, READY + i) === 1) n++;
+  return n;
+}
+
+/** The CPU backend's threads now: configured count, threads ready (the caller included), jobs split, why one. */
+export interface CpuThreads {
+  readonly threads: number;
+  readonly ready: number;
+  readonly jobs: number;
+  readonly shares: number;
+  /** Helpers' shares the caller took back and ran itself (the helper had not started it). */
+  readonly stolen: number;
+  readonly why: string;
+}
+
+/** The pool's state (cpuThreads().ready > 1 once helpers are up); `why` says why there is none. */
+export function cpuThreads(): CpuThreads {
+  const ready = pool === null ? 1 : 1 + Math.min(readyHelpers(pool), wanted - 1);
+  return { threads: pool === null ? 1 : wanted, ready, jobs, shares, stolen, why: pool === null ? notThreadedWhy : '' };
+}
+
+/** Resolves when `n` threads (the caller included) are ready, or after `timeoutMs` (tests, the bench). */
+export async function cpuThreadsReady(n = wanted, timeoutMs = 10_000): Promise<number> {
+  const t0 = Date.now();
+  while (cpuThreads().ready < n && Date.now() - t0 < timeoutMs) await new Promise((r) => setTimeout(r, 5));
+  return cpuThreads().ready;
+}
+
+/** The caller's `run` (SHARE_JS on this thread's instance), made once per pool. */
+let callerRun: ((kind: number, r0: number, r1: number, t: number) => void) | null = null;
+
+/**
+ * Runs job `kind` (arguments `words`, written at JOB + 1; `floats` marks the f32 ones) over
+ * R units — gemm output rows (shares multiples of 4) or attention batch entries — split between
+ * the caller and the ready helpers when `work` ≥ the threshold and there are at least two shares.
+ * Shares no helper has taken yet (asleep, or descheduled on a busy machine) are taken back and run
+ * here; then the caller waits for the ones being run. The same numbers for any split (header).
+ */
+function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: readonly number[], R: number, unit: number, work: number): void {
+  const p = pool!;
+  const c = p.control;
+  // The helpers' own share code (SHARE_JS), so the caller's pointer arithmetic is theirs to the letter.
+  callerRun ??= (new Function(`return ${SHARE_JS}`)() as (e: Exports, c: Int32Array, f: Float32Array) => (k: number, r0: number, r1: number, t: number) => void)(ex, c, p.floats);
+  const f = p.floats;
+  c[JOB] = kind;
+  for (let i = 0; i < words.length; i++) c[JOB + 1 + i] = words[i]!;
+  for (const i of floats) f[JOB + 1 + i] = words[i]!;
+  const helpers = wanted <= 1 || work < threshold || R < 2 * unit ? 0 : Math.min(readyHelpers(p), wanted - 1);
+  if (helpers === 0) return callerRun(kind, 0, R, 0);
+  const rows = Math.ceil(Math.ceil(R / (helpers + 1)) / unit) * unit; // units per share
+  let g = (Atomics.load(c, GEN) + 1) | 0;
+  if (g <= 0) g = 1; // states ≤ 0 are TAKEN / FINISHED / unused
+  const given: number[] = [];
+  for (let i = 0, r0 = rows; i < p.started && r0 < R; i++) {
+    if (Atomics.load(c, READY + i) !== 1) continue;
+    c[SLOT + 3 * i + 1] = r0;
+    c[SLOT + 3 * i + 2] = Math.min(r0 + rows, R);
+    Atomics.store(c, SLOT + 3 * i, g);
+    given.push(i);
+    r0 += rows;
+  }
+  Atomics.store(c, GEN, g);
+  Atomics.notify(c, GEN);
+  jobs++;
+  shares += given.length + 1;
+  callerRun(kind, 0, Math.min(rows, R), 0);
+  for (const i of given) {
+    const s = SLOT + 3 * i;
+    if (Atomics.compareExchange(c, s, g, FINISHED) === g) {
+      stolen++;
+      callerRun(kind, c[s + 1]!, c[s + 2]!, 0);
+    }
+  }
+  for (const i of given) {
+    const s = SLOT + 3 * i;
+    for (let n = 0; n < SPIN && Atomics.load(c, s) === TAKEN; n++);
+    while (Atomics.load(c, s) === TAKEN) Atomics.wait(c, s, TAKEN);
+  }
+}
+
+/** The kernels' exports that the pool runs (simd.ts `Kernels` has them all). */
+interface Exports {
+  gemm: Gemm;
+  attnForward(...a: number[]): void;
+  attnBackward(...a: number[]): void;
+}
+
+/**
+ * The K-blocked gemm: for k0 = 0, KB, 2KB, … < K, gemm(a + 4·k0·aks, ars, aks, b + 4·k0·J, J, out, R,
+ * min(KB, K − k0), acc) — each block's sums added to out (acc) in turn; KB = K is one plain call.
+ * Split over R (header).
+ */
+export function blockedGemm(ex: Exports, a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number, KB: number): void {
+  if (pool === null) {
+    for (let k0 = 0; k0 < K; k0 += KB) ex.gemm(a + 4 * k0 * aks, ars, aks, b + 4 * k0 * J, J, out, R, Math.min(KB, K - k0), acc);
+    return;
+  }
+  forkJoin(ex, GEMM, [a, ars, aks, b, J, out, K, acc, KB], [], R, 4, R * K * J);
+}
+
+/**
+ * How many copies of per-thread scratch an attention call must lay out (`ss` bytes apart): thread t
+ * (0 the caller, helper i → i + 1) uses copy t.
+ */
+export function scratchCopies(): number {
+  return pool === null ? 1 : pool.started + 1;
+}
+
+/** The attention forward kernel (wasm/kernels.ts attnForward, same arguments) split over B; `ss` the scratch copies' stride in bytes. */
+export function attnForwardSplit(
+  ex: Exports, q: number, k: number, v: number, out: number, att: number,
+  B: number, T: number, NH: number, HS: number, Tkv: number, pos0: number, scale: number, kt: number, pp: number, ss: number,
+): void {
+  if (pool === null) return ex.attnForward(q, k, v, out, att, B, T, NH, HS, Tkv, pos0, scale, kt, pp);
+  forkJoin(ex, ATTN_FWD, [q, k, v, out, att, T, NH, HS, Tkv, pos0, scale, kt, pp, ss], [10], B, 1, B * NH * T * Tkv * HS);
+}
+
+/** The attention backward kernel (wasm/kernels.ts attnBackward, same arguments) split over B; `ss` the scratch copies' stride in bytes. */
+export function attnBackwardSplit(
+  ex: Exports, dq: number, dk: number, dv: number, dout: number, q: number, k: number, v: number, att: number,
+  B: number, T: number, NH: number, HS: number, scale: number, vt: number, ds: number, ss: number,
+): void {
+  if (pool === null) return ex.attnBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS, scale, vt, ds);
+  forkJoin(ex, ATTN_BWD, [dq, dk, dv, dout, q, k, v, att, T, NH, HS, scale, vt, ds, ss], [11], B, 1, 2 * B * NH * T * T * HS);
+}
