@@ -124,7 +124,9 @@ export class DataParallelTrainer {
     const params = await model.getParams();
     const ws = Array.from({ length: workers }, (_, index) => {
       const init: WorkerInit = { cfg: model.cfg, params, index };
-      return new Worker(entry, { workerData: init, name: `pretrain-${index}` });
+      // One kernel thread per replica: the replicas are the parallelism here, and each one's own
+      // helper threads (src/backend/cpu/threads.ts) would only oversubscribe the cores.
+      return new Worker(entry, { workerData: init, name: `pretrain-${index}`, env: { ...process.env, SAT_THREADS: '1' } });
     });
     const pool = new DataParallelTrainer(model, ws);
     try {
