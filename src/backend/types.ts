@@ -43,6 +43,9 @@ export interface HostTensors {
 /** A backend's handle type for each tensor kind (the CPU uses `HostTensors` itself). */
 export type TensorKinds = { [K in keyof HostTensors]: unknown };
 
+/** Element alignment of `Backend.view` offsets (64 f32 = 256 bytes). */
+export const VIEW_ALIGN = 64;
+
 /** The tensor kinds, by name. */
 export type TensorKind = keyof HostTensors;
 
@@ -118,8 +121,18 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   fill(t: X['f32'], value: number): void;
   /** Copy of the tensor's contents, after every op issued before it has run. */
   download<K extends TensorKind>(kind: K, t: X[K]): Promise<HostTensors[K]>;
-  /** Release a tensor (no-op on the CPU). */
+  /** Release a tensor (no-op on the CPU; a no-op on a view). */
   dispose(t: X[TensorKind]): void;
+  /**
+   * A float tensor of `length` elements aliasing `t` from element `offset`, which must be a
+   * multiple of VIEW_ALIGN (64: WebGPU binds storage at 256-byte offsets). Ops read and write it
+   * like any tensor (the CPU: `subarray`; WebGPU: the buffer bound at that offset); it owns no
+   * memory. An op must not write one view of a tensor and read another view of the same tensor
+   * (WebGPU tracks a dispatch's usage per buffer, not per range).
+   * What lets a model keep its parameters, gradients and moments in one tensor each, so that
+   * AdamW, zeroing and read-back are one call over all of them.
+   */
+  view(t: X['f32'], offset: number, length: number): X['f32'];
 
   // --- token embedding ---
   embeddingForward(out: X['f32'], tokens: X['i32'], wte: X['f32'], B: number, T: number, C: number): void;

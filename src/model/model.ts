@@ -20,12 +20,14 @@
  *           Q8 or Q4) is frozen and never merged — y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ;
  *   'none'  no parameters (inference only).
  *
- * Where the parameters live: on the backend, one tensor per named slot (`layout`), with a
- * gradient, AdamW m and v tensor each (AdamW is elementwise, so it runs per slot with the numbers
- * of one step over the flat vector). The flat vector the rest of the app speaks (`getParams`,
- * `getState`, snapshots; slot offsets in `layout`) is packed on the backend — a row scatter
- * (embeddingBackward into a zeroed flat tensor, rows of g = gcd(slot sizes) elements) — and
- * downloaded ONCE; `setParams` / `setState` upload once and gather back (embeddingForward). No op
+ * Where the parameters live: on the backend, in four flat tensors (parameters, gradients, AdamW
+ * m and v) holding every slot at an offset padded to VIEW_ALIGN (64 elements; the padding stays
+ * zero); each named slot (`layout`) is a `Backend.view` of them. So AdamW (elementwise: the
+ * padding stays zero), zeroing and clipping the gradients are one op each over all slots, and
+ * the flat vector the rest of the app speaks (`getParams`, `getGrads`, `getState`, snapshots;
+ * slot offsets in `layout`, unpadded) is the flat tensors downloaded together (one submission)
+ * and unpadded on the host. `setParams` / `setState` upload once and gather into the slots (a
+ * row gather, embeddingForward, rows of g = gcd(slot sizes) elements). No op
  * writes a tensor it also reads (a WebGPU dispatch may not bind one buffer as both read-only and
  * writable), so rotary positions read a separate pre-rotation buffer and a LoRA projection adds
  * into a fresh output.
@@ -38,7 +40,7 @@
  * [S × C] tensor in prompt order. A decoding step runs one row per prompt: norms, projections and
  * the MLP over all S rows at once, and per group only RoPE, the cache write and attention, on the
  * group's rows gathered out and scattered back (rows whose sequence has ended compute unused
- * values). Each step ends with ONE final norm, head and `sampleForward` over the S rows (Philox
+ * values) — or on the rows in place when one group holds every prompt in order (no gather). Each step ends with ONE final norm, head and `sampleForward` over the S rows (Philox
  * counter (step, seq0 + prompt index)) and ONE download of S token ids. Every kernel computes each
  * row on its own (one accumulator per element), so batched decoding gives bit for bit the logits
  * of one-by-one decoding and of a plain forward over prompt + generated tokens, and the tokens of a
@@ -52,7 +54,7 @@
  * (lora.ts), losses (next-token: loss.ts; RL: the agents turn them into dlogits on the backend).
  */
 import { ropeTable, rowLogSumExp } from '../backend/cpu';
-import type { AdamWParams, Backend, HostTensors, TensorKind, TensorKinds } from '../backend/types';
+import { VIEW_ALIGN, type AdamWParams, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../backend/types';
 import { ConfigError } from '../core/errors';
 import { Rng } from '../core/rng';
 import { validateConfig, type ModelConfig } from './config';
@@ -167,7 +169,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   readonly lora: LoraConfig | null;
   /** Named slices of the flat parameter vector; one backend tensor each. */
   readonly layout: readonly ParamSlot[];
-  /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one tensor per slot. */
+  /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one view per slot of the flat tensors. */
   readonly params: X['f32'][];
   readonly grads: X['f32'][];
   readonly m: X['f32'][];
@@ -176,6 +178,11 @@ export class Model<X extends TensorKinds = HostTensors> {
   t = 0;
 
   private readonly n: number;
+  /** Slot i's first element in the flat tensors (a multiple of VIEW_ALIGN), and their length. */
+  private readonly padOff: readonly number[];
+  private readonly nPad: number;
+  /** The flat tensors the slots view: parameters, gradients, AdamW m and v [nPad]. */
+  private readonly flat: { readonly params: X['f32']; readonly grads: X['f32']; readonly m: X['f32']; readonly v: X['f32'] };
   /** Pack row width: gcd of the slot sizes. */
   private readonly g: number;
   private readonly HS: number;
@@ -190,7 +197,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly rope: X['f32'];
   /** Gradient sink of frozen norm gains [C]. */
   private readonly sinkC: X['f32'];
-  /** Zeros [max slot size]: copies are residualForward(dst, src, zeros). */
+  /** Zeros [max(1, nPad)]: copies are residualForward(dst, src, zeros). */
   private readonly zeroSlot: X['f32'];
   private readonly ranks: (number | null)[];
   private acts: Acts<X> | null = null;
@@ -269,11 +276,22 @@ export class Model<X extends TensorKinds = HostTensors> {
         host[this.slots.get(`${name}.lora_b`)!]!.set(pair.b);
       }
     }
-    this.params = host.map((h) => be.upload('f32', h));
-    this.grads = layout.map((s) => be.zeros('f32', s.size));
-    this.m = layout.map((s) => be.zeros('f32', s.size));
-    this.v = layout.map((s) => be.zeros('f32', s.size));
-    this.zeroSlot = be.zeros('f32', Math.max(1, ...layout.map((s) => s.size)));
+    let padded = 0;
+    this.padOff = layout.map((s) => {
+      const o = padded;
+      padded += Math.ceil(s.size / VIEW_ALIGN) * VIEW_ALIGN;
+      return o;
+    });
+    this.nPad = padded;
+    const flatHost = new Float32Array(padded);
+    host.forEach((h, i) => flatHost.set(h, this.padOff[i]!));
+    this.flat = { params: be.upload('f32', flatHost), grads: be.zeros('f32', padded), m: be.zeros('f32', padded), v: be.zeros('f32', padded) };
+    const views = (t: X['f32']): X['f32'][] => layout.map((s, i) => be.view(t, this.padOff[i]!, s.size));
+    this.params = views(this.flat.params);
+    this.grads = views(this.flat.grads);
+    this.m = views(this.flat.m);
+    this.v = views(this.flat.v);
+    this.zeroSlot = be.zeros('f32', Math.max(1, padded));
 
     // --- tensors the forward reads: a trainable slot, or a frozen upload ---
     const f32 = (name: string): FRef<X> => {
@@ -334,7 +352,8 @@ export class Model<X extends TensorKinds = HostTensors> {
   /** Releases every tensor the model holds (it must not be used afterwards). */
   dispose(): void {
     const be = this.be;
-    for (const t of [...this.params, ...this.grads, ...this.m, ...this.v, this.zeroSlot, this.sinkC, this.rope]) be.dispose(t);
+    const f = this.flat;
+    for (const t of [f.params, f.grads, f.m, f.v, this.zeroSlot, this.sinkC, this.rope]) be.dispose(t);
     for (const t of this.frozen) be.dispose(t);
     for (const t of this.packIdx.values()) be.dispose(t);
     for (const a of [this.acts, this.otherActs, this.genActs, this.gs]) if (a !== null) for (const t of a.all) be.dispose(t);
@@ -359,28 +378,29 @@ export class Model<X extends TensorKinds = HostTensors> {
 
   // ---------------------------------------------------------------- parameters and state
 
-  /** grads ← 0 (one fill per slot). */
+  /** grads ← 0 (one fill of the flat gradient). */
   zeroGrad(): void {
-    for (const g of this.grads) this.be.fill(g, 0);
+    this.be.fill(this.flat.grads, 0);
   }
 
-  /** grads ← s·grads (gradient clipping): per slot through a scratch tensor, as no op may read and write one tensor. */
+  /** grads ← s·grads (gradient clipping): the flat gradient through a scratch tensor (two ops), as no op may read and write one tensor. */
   scaleGrads(s: number): void {
     const be = this.be;
-    const tmp = be.zeros('f32', Math.max(1, ...this.layout.map((x) => x.size)));
-    this.layout.forEach((x, i) => {
-      be.residualForward(tmp, this.zeroSlot, this.grads[i]!, x.size, s);
-      be.residualForward(this.grads[i]!, this.zeroSlot, tmp, x.size, 1);
-    });
+    const n = this.nPad;
+    if (n === 0) return;
+    const tmp = be.zeros('f32', n);
+    be.residualForward(tmp, this.zeroSlot, this.flat.grads, n, s);
+    be.residualForward(this.flat.grads, this.zeroSlot, tmp, n, 1);
     be.dispose(tmp);
   }
 
-  /** One AdamW step per slot (elementwise, so equal to a step over the flat vector); t ← t + 1. */
+  /** One AdamW step over the flat tensors (elementwise: equal to one per slot; the zero padding stays zero); t ← t + 1. */
   adamStep(hp: AdamWParams): void {
     if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "adamStep: this model is inference-only (trainable 'none').");
     this.t += 1;
     this.version++;
-    this.layout.forEach((s, i) => this.be.adamwStep(this.params[i]!, this.grads[i]!, this.m[i]!, this.v[i]!, s.size, this.t, hp));
+    const f = this.flat;
+    if (this.nPad > 0) this.be.adamwStep(f.params, f.grads, f.m, f.v, this.nPad, this.t, hp);
   }
 
   /** A device copy of the current parameters (e.g. a frozen reference for `forward({ params })`). */
@@ -430,13 +450,15 @@ export class Model<X extends TensorKinds = HostTensors> {
     return t;
   }
 
-  /** Packs several per-slot sets into one flat [sets·n] tensor on the backend and downloads it once. */
-  private async pack(sets: readonly ParamSet<X>[]): Promise<Float32Array> {
-    if (this.n === 0) return new Float32Array(0);
-    const flat = this.be.zeros('f32', sets.length * this.n);
-    sets.forEach((set, j) => this.layout.forEach((s, i) => this.be.embeddingBackward(flat, set[i]!, this.idx(j, i), 1, s.size / this.g, this.g)));
-    const out = await this.be.download('f32', flat);
-    this.be.dispose(flat);
+  /**
+   * Downloads flat tensors (all asked for at once: one submission on a GPU) and unpads them into
+   * one [flats·n] vector, slot by slot at the layout's offsets.
+   */
+  private async readFlat(flats: readonly X['f32'][]): Promise<Float32Array> {
+    const out = new Float32Array(flats.length * this.n);
+    if (this.n === 0) return out;
+    const hs = await Promise.all(flats.map((f) => this.be.download('f32', f)));
+    hs.forEach((h, j) => this.layout.forEach((s, i) => out.set(h.subarray(this.padOff[i]!, this.padOff[i]! + s.size), j * this.n + s.offset)));
     return out;
   }
 
@@ -450,12 +472,12 @@ export class Model<X extends TensorKinds = HostTensors> {
 
   /** The current parameters as one flat vector (one download). */
   getParams(): Promise<Float32Array> {
-    return this.pack([this.params]);
+    return this.readFlat([this.flat.params]);
   }
 
   /** The current gradient as one flat vector (one download). */
   getGrads(): Promise<Float32Array> {
-    return this.pack([this.grads]);
+    return this.readFlat([this.flat.grads]);
   }
 
   /** Sets the gradient from a flat vector (one upload), e.g. data-parallel shards summed elsewhere. */
@@ -474,7 +496,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   /** Params and optimizer state ([t, m…, v…]), in one download. */
   async getState(): Promise<ModelState> {
     const n = this.n;
-    const all = await this.pack([this.params, this.m, this.v]);
+    const all = await this.readFlat([this.flat.params, this.flat.m, this.flat.v]);
     const optim = new Float32Array(1 + 2 * n);
     optim[0] = this.t;
     optim.set(all.subarray(n, 3 * n), 1);
@@ -840,6 +862,8 @@ export class Model<X extends TensorKinds = HostTensors> {
         prefill: tokens,
         kc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
         vc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
+        /** The group is every prompt, in order: its rows are the decode rows themselves (no gather / scatter). */
+        whole: members.length === prompts.length && members.every((s, b) => s === b),
         lastRow: keepT(be.upload('i32', Int32Array.from(members, (_, b) => b * P + P - 1))),
         scatter: keepT(be.upload('i32', Int32Array.from(members))),
       };
@@ -891,6 +915,16 @@ export class Model<X extends TensorKinds = HostTensors> {
           be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), 1, S, C);
           const live = liveGroups();
           const attention = (st: LayerActs<X>, l: number): void => {
+            const only = live.length === 1 && live[0]!.whole ? live[0]! : null;
+            if (only !== null) {
+              // One group holding every prompt in order: RoPE, the cache write and attention on the rows in place.
+              const pos0 = only.P + step - 1;
+              be.ropeForward(st.q, acts.qraw, this.rope, S, 1, NH, HS, pos0);
+              be.ropeForward(st.k, acts.kraw, this.rope, S, 1, NH, HS, pos0);
+              be.kvCacheWrite(only.kc[l]!, only.vc[l]!, st.k, st.v, S, 1, C, pos0, Tmax);
+              be.attentionCachedForward(st.ao, st.q, only.kc[l]!, only.vc[l]!, S, 1, NH, HS, pos0, Tmax);
+              return;
+            }
             be.fill(st.ao, 0);
             for (const grp of live) {
               const Sg = grp.members.length;

@@ -199,7 +199,7 @@ function cases(rng: Rng): Case[] {
   ];
 }
 
-const MEMORY = ['name', 'upload', 'zeros', 'fill', 'download', 'dispose'];
+const MEMORY = ['name', 'upload', 'zeros', 'fill', 'download', 'dispose', 'view'];
 
 describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed})`, () => {
   const c = ctx!;
@@ -238,7 +238,7 @@ describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed}
     out.forEach((v, i) => expect(Math.abs(v - ref[i]!)).toBeLessThan(1e-5 * Math.abs(ref[i]!))); // the GPU's exp rounds differently
   });
 
-  it('memory ops: upload / download / zeros / fill / dispose on every kind', async () => {
+  it('memory ops: upload / download / zeros / fill / dispose on every kind, view on f32', async () => {
     const gpuBe: Backend<GpuTensors> = webgpuBackend(c);
     const n = 7;
     const f = rand(rng, n);
@@ -263,6 +263,16 @@ describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed}
       b.dispose(t);
       const z2 = b.zeros('f32', n); // may reuse t's buffer: must read as zeros
       expect(await b.download('f32', z2)).toEqual(new Float32Array(n));
+      // A view: ops, fill and download see its range of the tensor only.
+      const big = rand(rng, 64 + 2 * n);
+      const bt = b.upload('f32', big);
+      const v = b.view(bt, 64, n);
+      b.residualForward(v, b.upload('f32', f), b.zeros('f32', n), n, 1);
+      expect(await b.download('f32', v)).toEqual(f);
+      const wantBig = big.slice();
+      wantBig.set(f, 64);
+      expect(await b.download('f32', bt)).toEqual(wantBig);
+      expect(() => b.view(bt, 1, 2)).toThrow(/multiple of 64/);
     }
   });
 

@@ -57,6 +57,7 @@ export function webgpuBackend(ctx: GpuContext, description: string = adapterLine
     fill: (t, value) => ctx.fill(t, value),
     download: (kind, t) => ctx.download(kind, t),
     dispose: (t) => ctx.dispose(t),
+    view: (t, offset, length) => ctx.view(t, offset, length),
 
     embeddingForward: (out, tokens, wte, B, T, C) => embeddingForward(ctx, out, tokens, wte, B, T, C),
     embeddingBackward: (dwte, dout, tokens, B, T, C) => embeddingBackward(ctx, dwte, dout, tokens, B, T, C),
