@@ -155,6 +155,8 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   // --- matmul (weights [OC × C], out = inp · Wᵀ) ---
   matmulForward(out: X['f32'], inp: X['f32'], weight: X['f32'], B: number, T: number, C: number, OC: number): void;
   matmulBackward(dinp: X['f32'] | null, dweight: X['f32'] | null, dout: X['f32'], inp: X['f32'], weight: X['f32'], B: number, T: number, C: number, OC: number): void;
+  /** out = res + inp · Wᵀ: matmulForward with the following residualForward(out, res, ·, N·OC, 1) folded in (the same bits); `out` must not be `res`. */
+  matmulResidualForward(out: X['f32'], inp: X['f32'], weight: X['f32'], res: X['f32'], B: number, T: number, C: number, OC: number): void;
   matmulForwardQ8(out: X['f32'], inp: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulForwardQ4(out: X['f32'], inp: X['f32'], q: X['u8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulBackwardInputQ8(dinp: X['f32'], dout: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;

@@ -8,7 +8,8 @@
  *   per layer l:
  *     h  = rmsnorm(x; g_attn)                                 (rmsnormForward)
  *     q  = rope(h·Wqᵀ),  k = rope(h·Wkᵀ),  v = h·Wvᵀ          (matmul*, ropeForward, pos 0..T−1)
- *     x ← x + attn(q, k, v)·Woᵀ                               (attentionForward: causal softmax)
+ *     x ← x + attn(q, k, v)·Woᵀ                               (attentionForward: causal softmax;
+ *                                                              the add folded into the matmul, matmulResidualForward)
  *     h  = rmsnorm(x; g_mlp)
  *     x ← x + (silu(h·W1ᵀ) ⊙ h·W3ᵀ)·W2ᵀ                       (SwiGLU, swigluForward)
  *   logits = rmsnorm(x; g_final) · Hᵀ                         (H = tok_emb when tied, else lm_head)
@@ -103,6 +104,8 @@ interface BLinear<X extends TensorKinds> {
 interface LayerActs<X extends TensorKinds> {
   ln1: X['f32'];
   rstd1: X['f32'];
+  /** q and k (rotated) are views of `qk` at the current row count (`placeQK`). */
+  qk: X['f32'];
   q: X['f32'];
   k: X['f32'];
   v: X['f32'];
@@ -125,7 +128,8 @@ interface Acts<X extends TensorKinds> {
   lnf: X['f32'];
   rstdf: X['f32'];
   proj: X['f32'];
-  /** Pre-rotation q and k [N × C]. */
+  /** Pre-rotation q and k [N × C]: views of `qkraw` (`placeQK`). */
+  qkraw: X['f32'];
   qraw: X['f32'];
   kraw: X['f32'];
   /** LoRA scratch [N × maxOut]: the base output and the low-rank branch. */
@@ -138,11 +142,15 @@ interface GradScratch<X extends TensorKinds> {
   capN: number;
   dx: X['f32'];
   dln: X['f32'];
+  /** dq, dk and drot (q's), drotk (k's): views of `dqk` and `drotqk` (`placeQK`). */
+  dqk: X['f32'];
   dq: X['f32'];
   dk: X['f32'];
   dv: X['f32'];
   dao: X['f32'];
+  drotqk: X['f32'];
   drot: X['f32'];
+  drotk: X['f32'];
   dlnf: X['f32'];
   dh: X['f32'];
   da: X['f32'];
@@ -573,49 +581,88 @@ export class Model<X extends TensorKinds = HostTensors> {
       return t;
     };
     const sets: LayerActs<X>[] = [];
+    const pair = 2 * Math.ceil((N * C) / VIEW_ALIGN) * VIEW_ALIGN;
     for (let s = 0; s < nSets; s++) {
+      const qk = z(pair);
       sets.push({
-        ln1: z(N * C), rstd1: z(N), q: z(N * C), k: z(N * C), v: z(N * C), att: z(att), ao: z(N * C), mid: z(N * C),
+        ln1: z(N * C), rstd1: z(N), qk, q: qk, k: qk, v: z(N * C), att: z(att), ao: z(N * C), mid: z(N * C),
         ln2: z(N * C), rstd2: z(N), a: z(N * H), b: z(N * H), h: z(N * H),
         u: this.ranks.map((r) => (r === null ? null : z(N * r))),
       });
     }
     const M = Math.max(C, H);
+    const qkraw = z(pair);
     return {
       capN: N, capAtt: att, sets,
       res: Array.from({ length: L + 1 }, () => z(N * C)),
-      lnf: z(N * C), rstdf: z(N), proj: z(N * C), qraw: z(N * C), kraw: z(N * C), base: z(N * M), tmp: z(N * M),
+      lnf: z(N * C), rstdf: z(N), proj: z(N * C), qkraw, qraw: qkraw, kraw: qkraw, base: z(N * M), tmp: z(N * M),
       all,
     };
+  }
+
+  /** q's and k's halves of a pair tensor at N rows: [0, N·C) and [K, K + N·C), K = N·C rounded up to VIEW_ALIGN. */
+  private halves(t: X['f32'], N: number): [X['f32'], X['f32']] {
+    const nc = N * this.cfg.d;
+    return [this.be.view(t, 0, nc), this.be.view(t, Math.ceil(nc / VIEW_ALIGN) * VIEW_ALIGN, nc)];
+  }
+
+  /** Whether q and k of N rows sit back to back in their pair tensor ([2·N × C]): N·C a multiple of VIEW_ALIGN. */
+  private qkJoint(N: number): boolean {
+    return (N * this.cfg.d) % VIEW_ALIGN === 0;
+  }
+
+  /** Points every q / k view of `acts` at N rows (see `halves`). */
+  private placeQK(acts: Acts<X>, N: number): Acts<X> {
+    [acts.qraw, acts.kraw] = this.halves(acts.qkraw, N);
+    for (const s of acts.sets) [s.q, s.k] = this.halves(s.qk, N);
+    return acts;
+  }
+
+  /**
+   * RoPE of q and k, rows [B × T] from pos0 (acts.qraw, acts.kraw → s.q, s.k): ONE ropeForward
+   * over the pair tensors, read as [2B × T × C], when q and k sit back to back; else one each.
+   */
+  private ropeQK(s: LayerActs<X>, acts: Acts<X>, B: number, T: number, pos0: number): void {
+    const NH = this.cfg.heads;
+    if (this.qkJoint(B * T)) return this.be.ropeForward(s.qk, acts.qkraw, this.rope, 2 * B, T, NH, this.HS, pos0);
+    this.be.ropeForward(s.q, acts.qraw, this.rope, B, T, NH, this.HS, pos0);
+    this.be.ropeForward(s.k, acts.kraw, this.rope, B, T, NH, this.HS, pos0);
   }
 
   private trainActs(N: number, att: number, keep: boolean): Acts<X> {
     const nSets = keep ? this.cfg.layers : 1;
     const a = this.acts;
-    if (a !== null && a.capN >= N && a.capAtt >= att && a.sets.length >= nSets) return a;
+    if (a !== null && a.capN >= N && a.capAtt >= att && a.sets.length >= nSets) return this.placeQK(a, N);
     if (a !== null) for (const t of a.all) this.be.dispose(t);
     this.acts = this.makeActs(Math.max(N, a?.capN ?? 0), Math.max(att, a?.capAtt ?? 0), Math.max(nSets, a?.sets.length ?? 0));
-    return this.acts;
+    return this.placeQK(this.acts, N);
   }
 
   private otherParamsActs(N: number, att: number): Acts<X> {
     const a = this.otherActs;
-    if (a !== null && a.capN >= N && a.capAtt >= att) return a;
+    if (a !== null && a.capN >= N && a.capAtt >= att) return this.placeQK(a, N);
     if (a !== null) for (const t of a.all) this.be.dispose(t);
     this.otherActs = this.makeActs(Math.max(N, a?.capN ?? 0), Math.max(att, a?.capAtt ?? 0), 1);
-    return this.otherActs;
+    return this.placeQK(this.otherActs, N);
   }
 
   private samplingActs(N: number): Acts<X> {
     const a = this.genActs;
-    if (a !== null && a.capN >= N) return a;
+    if (a !== null && a.capN >= N) return this.placeQK(a, N);
     if (a !== null) for (const t of a.all) this.be.dispose(t);
     this.genActs = this.makeActs(N, 1, 1);
-    return this.genActs;
+    return this.placeQK(this.genActs, N);
   }
 
   private gradScratch(N: number): GradScratch<X> {
-    if (this.gs !== null && this.gs.capN >= N) return this.gs;
+    if (this.gs === null || this.gs.capN < N) this.gs = this.makeGradScratch(N);
+    const g = this.gs;
+    [g.dq, g.dk] = this.halves(g.dqk, N);
+    [g.drot, g.drotk] = this.halves(g.drotqk, N);
+    return g;
+  }
+
+  private makeGradScratch(N: number): GradScratch<X> {
     if (this.gs !== null) for (const t of this.gs.all) this.be.dispose(t);
     const { d: C, hidden: H } = this.cfg;
     const r = Math.max(0, ...this.ranks.map((x) => x ?? 0));
@@ -625,11 +672,13 @@ export class Model<X extends TensorKinds = HostTensors> {
       all.push(t);
       return t;
     };
-    this.gs = {
-      capN: N, dx: z(N * C), dln: z(N * C), dq: z(N * C), dk: z(N * C), dv: z(N * C), dao: z(N * C), drot: z(N * C), dlnf: z(N * C),
+    const pair = 2 * Math.ceil((N * C) / VIEW_ALIGN) * VIEW_ALIGN;
+    const dqk = z(pair);
+    const drotqk = z(pair);
+    return {
+      capN: N, dx: z(N * C), dln: z(N * C), dqk, dq: dqk, dk: dqk, dv: z(N * C), dao: z(N * C), drotqk, drot: drotqk, drotk: drotqk, dlnf: z(N * C),
       dh: z(N * H), da: z(N * H), db: z(N * H), dsc: z(N * Math.max(C, H)), du: z(N * r), all,
     };
-    return this.gs;
   }
 
   // ---------------------------------------------------------------- forward / backward
@@ -674,6 +723,16 @@ export class Model<X extends TensorKinds = HostTensors> {
     be.matmulBackward(dx, this.grads[a.a]!, g.du, x, P[a.a]!, 1, N, C, a.rank);
   }
 
+  /**
+   * xout = xres + linear(x): one fused op (matmulResidualForward) for a plain f32 projection, else
+   * linearForward into acts.proj and a residual add — the same bits either way.
+   */
+  private linearResidual(lin: BLinear<X>, P: ParamSet<X>, xout: X['f32'], x: X['f32'], xres: X['f32'], u: X['f32'] | null, acts: Acts<X>, N: number): void {
+    if (lin.lora === null && lin.base.kind === 'f32') return this.be.matmulResidualForward(xout, x, this.at(lin.base.w, P), xres, 1, N, lin.in, lin.out);
+    this.linearForward(lin, P, acts.proj, x, u, acts, N);
+    this.be.residualForward(xout, xres, acts.proj, N * lin.out, 1);
+  }
+
   /** One block on N rows: x_in → x_mid → x_out (distinct tensors). `attention` turns acts.qraw, acts.kraw, s.v into s.q, s.k, s.ao. */
   private layerForward(l: number, P: ParamSet<X>, s: LayerActs<X>, acts: Acts<X>, xin: X['f32'], xmid: X['f32'], xout: X['f32'], N: number, attention: (s: LayerActs<X>, l: number) => void): void {
     const be = this.be;
@@ -684,14 +743,12 @@ export class Model<X extends TensorKinds = HostTensors> {
     this.linearForward(lin[WK]!, P, acts.kraw, s.ln1, s.u[WK]!, acts, N);
     this.linearForward(lin[WV]!, P, s.v, s.ln1, s.u[WV]!, acts, N);
     attention(s, l);
-    this.linearForward(lin[WO]!, P, acts.proj, s.ao, s.u[WO]!, acts, N);
-    be.residualForward(xmid, xin, acts.proj, N * C, 1);
+    this.linearResidual(lin[WO]!, P, xmid, s.ao, xin, s.u[WO]!, acts, N);
     be.rmsnormForward(s.ln2, s.rstd2, xmid, this.at(this.mlpNorm[l]!, P), 1, N, C, normEps);
     this.linearForward(lin[W1]!, P, s.a, s.ln2, s.u[W1]!, acts, N);
     this.linearForward(lin[W3]!, P, s.b, s.ln2, s.u[W3]!, acts, N);
     be.swigluForward(s.h, s.a, s.b, N * H);
-    this.linearForward(lin[W2]!, P, acts.proj, s.h, s.u[W2]!, acts, N);
-    be.residualForward(xout, xmid, acts.proj, N * C, 1);
+    this.linearResidual(lin[W2]!, P, xout, s.h, xmid, s.u[W2]!, acts, N);
   }
 
   private checkTokens(op: string, tokens: Int32Array, N: number): void {
@@ -738,8 +795,7 @@ export class Model<X extends TensorKinds = HostTensors> {
     }
     be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P), B, T, C);
     const attention = (s: LayerActs<X>): void => {
-      be.ropeForward(s.q, acts.qraw, this.rope, B, T, NH, HS, 0);
-      be.ropeForward(s.k, acts.kraw, this.rope, B, T, NH, HS, 0);
+      this.ropeQK(s, acts, B, T, 0);
       be.attentionForward(s.ao, s.att, s.q, s.k, s.v, B, T, NH, HS);
     };
     for (let l = 0; l < L; l++) {
@@ -790,17 +846,18 @@ export class Model<X extends TensorKinds = HostTensors> {
       be.rmsnormBackward(g.dx, gradOf(this.mlpNorm[l]!), g.dln, s.mid, this.at(this.mlpNorm[l]!, P), s.rstd2, 1, N, C);
       be.fill(g.dao, 0);
       this.linearBackward(lin[WO]!, g.dao, g.dx, s.ao, s.u[WO]!, g, N);
-      be.fill(g.dq, 0);
-      be.fill(g.dk, 0);
+      be.fill(g.dqk, 0);
       be.fill(g.dv, 0);
       be.attentionBackward(g.dq, g.dk, g.dv, g.dao, s.q, s.k, s.v, s.att, B, T, NH, HS);
       be.fill(g.dln, 0);
-      be.fill(g.drot, 0);
-      be.ropeBackward(g.drot, g.dq, this.rope, B, T, NH, HS, 0);
+      be.fill(g.drotqk, 0);
+      if (this.qkJoint(N)) be.ropeBackward(g.drotqk, g.dqk, this.rope, 2 * B, T, NH, HS, 0); // dq and dk back to back: one op
+      else {
+        be.ropeBackward(g.drot, g.dq, this.rope, B, T, NH, HS, 0);
+        be.ropeBackward(g.drotk, g.dk, this.rope, B, T, NH, HS, 0);
+      }
       this.linearBackward(lin[WQ]!, g.dln, g.drot, s.ln1, s.u[WQ]!, g, N);
-      be.fill(g.drot, 0);
-      be.ropeBackward(g.drot, g.dk, this.rope, B, T, NH, HS, 0);
-      this.linearBackward(lin[WK]!, g.dln, g.drot, s.ln1, s.u[WK]!, g, N);
+      this.linearBackward(lin[WK]!, g.dln, g.drotk, s.ln1, s.u[WK]!, g, N);
       this.linearBackward(lin[WV]!, g.dln, g.dv, s.ln1, s.u[WV]!, g, N);
       be.rmsnormBackward(g.dx, gradOf(this.attnNorm[l]!), g.dln, acts.res[l]!, this.at(this.attnNorm[l]!, P), s.rstd1, 1, N, C);
     }
@@ -894,8 +951,7 @@ export class Model<X extends TensorKinds = HostTensors> {
             const tok = be.upload('i32', grp.prefill);
             be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), Sg, T, C);
             const attention = (st: LayerActs<X>, l: number): void => {
-              be.ropeForward(st.q, acts.qraw, this.rope, Sg, T, NH, HS, 0);
-              be.ropeForward(st.k, acts.kraw, this.rope, Sg, T, NH, HS, 0);
+              this.ropeQK(st, acts, Sg, T, 0);
               be.kvCacheWrite(grp.kc[l]!, grp.vc[l]!, st.k, st.v, Sg, T, C, 0, Tmax);
               be.attentionCachedForward(st.ao, st.q, grp.kc[l]!, grp.vc[l]!, Sg, T, NH, HS, 0, Tmax);
             };
@@ -919,8 +975,7 @@ export class Model<X extends TensorKinds = HostTensors> {
             if (only !== null) {
               // One group holding every prompt in order: RoPE, the cache write and attention on the rows in place.
               const pos0 = only.P + step - 1;
-              be.ropeForward(st.q, acts.qraw, this.rope, S, 1, NH, HS, pos0);
-              be.ropeForward(st.k, acts.kraw, this.rope, S, 1, NH, HS, pos0);
+              this.ropeQK(st, acts, S, 1, pos0);
               be.kvCacheWrite(only.kc[l]!, only.vc[l]!, st.k, st.v, S, 1, C, pos0, Tmax);
               be.attentionCachedForward(st.ao, st.q, only.kc[l]!, only.vc[l]!, S, 1, NH, HS, pos0, Tmax);
               return;

@@ -129,6 +129,8 @@ function cases(rng: Rng): Case[] {
       call: (be, h) => be.attentionCachedForward(h.f('out'), h.f('q'), h.f('kc'), h.f('vc'), B, 2, NH, HS, pos0, Tmax) },
     { op: 'matmulForward', shape: `N${N} C${C} OC${OC}`, data: { out: nan(N * OC), inp: f(N * C), w: f(OC * C) }, outs: ['out'],
       call: (be, h) => be.matmulForward(h.f('out'), h.f('inp'), h.f('w'), B, T, C, OC) },
+    { op: 'matmulResidualForward', shape: `N${N} C${C} OC${OC}`, data: { out: nan(N * OC), inp: f(N * C), w: f(OC * C), res: f(N * OC) }, outs: ['out'],
+      call: (be, h) => be.matmulResidualForward(h.f('out'), h.f('inp'), h.f('w'), h.f('res'), B, T, C, OC) },
     { op: 'matmulBackward', shape: `N${N} C${C} OC${OC}`, data: { dinp: f(N * C), dw: f(OC * C), dinp2: f(N * C), dout: f(N * OC), inp: f(N * C), w: f(OC * C) }, outs: ['dinp', 'dw', 'dinp2'],
       call: (be, h) => {
         be.matmulBackward(h.f('dinp'), h.f('dw'), h.f('dout'), h.f('inp'), h.f('w'), B, T, C, OC);

@@ -25,7 +25,7 @@ import { VIEW_ALIGN, type Backend, type HostTensors, type TensorKind, type Tenso
 import { adamwStep } from './adamw';
 import { attentionBackward, attentionCachedForward, attentionForward, kvCacheWrite } from './attention';
 import { embeddingBackward, embeddingForward } from './embedding';
-import { matmulBackward, matmulForward } from './matmul';
+import { matmulBackward, matmulForward, matmulResidualForward, matmulResidualWith } from './matmul';
 import { mlpBackward, mlpForward, swigluBackward, swigluForward } from './mlp';
 import { clippedLossBackward } from './objective';
 import { matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8 } from './quant';
@@ -107,6 +107,7 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
     attentionCachedForward,
     matmulForward,
     matmulBackward,
+    matmulResidualForward,
     matmulForwardQ8,
     matmulForwardQ4,
     matmulBackwardInputQ8,
@@ -147,6 +148,7 @@ export const cpuBackend: Backend<HostTensors> = {
   ...ops<HostTensors>(),
   matmulForward: simdMatmulForward,
   matmulBackward: simdMatmulBackward,
+  matmulResidualForward: matmulResidualWith(simdMatmulForward, simdResidualForward),
   matmulForwardQ8: simdMatmulForwardQ8,
   matmulForwardQ4: simdMatmulForwardQ4,
   matmulBackwardInputQ8: simdMatmulBackwardInputQ8,

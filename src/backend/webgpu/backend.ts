@@ -20,7 +20,7 @@ import { gatherBackward, gatherForward } from './gather';
 import type { GpuContext, GpuTensor } from './kernel';
 import { klBackward, klForward } from './kl';
 import { logSoftmaxBackward, logSoftmaxForward } from './logsoftmax';
-import { matmulBackward, matmulForward } from './matmul';
+import { matmulBackward, matmulForward, matmulResidualForward } from './matmul';
 import { matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8 } from './matmul_q';
 import { mlpBackward, mlpForward, swigluBackward, swigluForward } from './mlp';
 import { residualBackward, residualForward } from './residual';
@@ -75,6 +75,7 @@ export function webgpuBackend(ctx: GpuContext, description: string = adapterLine
 
     matmulForward: (out, inp, weight, B, T, C, OC) => matmulForward(ctx, out, inp, weight, B, T, C, OC),
     matmulBackward: (dinp, dweight, dout, inp, weight, B, T, C, OC) => matmulBackward(ctx, dinp, dweight, dout, inp, weight, B, T, C, OC),
+    matmulResidualForward: (out, inp, weight, res, B, T, C, OC) => matmulResidualForward(ctx, out, inp, weight, res, B, T, C, OC),
     matmulForwardQ8: (out, inp, q, scales, B, T, C, OC) => matmulForwardQ8(ctx, out, inp, q, scales, B, T, C, OC),
     matmulForwardQ4: (out, inp, q, scales, B, T, C, OC) => matmulForwardQ4(ctx, out, inp, q, scales, B, T, C, OC),
     matmulBackwardInputQ8: (dinp, dout, q, scales, B, T, C, OC) => matmulBackwardInputQ8(ctx, dinp, dout, q, scales, B, T, C, OC),

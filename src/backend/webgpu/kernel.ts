@@ -303,6 +303,12 @@ export class GpuContext {
     return { kind: t.kind, length: t.length, buffer, byteLength: t.byteLength };
   }
 
+  /** Record a copy of the first `length` elements of `src` into `dst` (a buffer copy: no dispatch). */
+  copy(src: GpuTensor<'f32'>, dst: GpuTensor<'f32'>, length: number): void {
+    if (length > src.length || length > dst.length) throw new RangeError(`copy: ${length} elements, src has ${src.length}, dst ${dst.length}`);
+    if (length > 0) this.enc().copyBufferToBuffer(src.buffer, src.offset ?? 0, dst.buffer, dst.offset ?? 0, 4 * length);
+  }
+
   /** Return the tensor's buffer to the pool (it must not be used afterwards). */
   dispose(t: GpuTensor): void {
     if (t === this.dummy || t.offset !== undefined) return;

@@ -8,7 +8,10 @@
  *   dinp += dout · W:    M = N,  Pn = C,  K = OC, A = dout (sai OC, sak 1),  B(o,c) = W[o,c] (sbk C, sbj 1)
  *   dW  += doutᵀ · inp:  M = OC, Pn = C,  K = N,  A(o,n) = dout[n,o] (sai 1, sak OC), B(n,c) = inp (sbk C, sbj 1)
  * Every variant passes the same test (tests/webgpu/matmul.test.ts); `MATMUL_DEFAULT` is the one
- * the backend uses.
+ * the backend uses. `matmulResidualForward` (out = res + inp · Wᵀ) folds the residual add that
+ * follows a block's output projection into the GEMM: res is copied into out (a buffer copy, not a
+ * dispatch) and the GEMM's accumulate epilogue adds the dot products — one dispatch instead of
+ * two, and the bits of matmulForward then residualForward (both round res + dot once).
  *
  * Not here: quantized weights (matmul_q.ts), bias, batched matmul.
  */
@@ -95,4 +98,16 @@ export function matmulBackward(
     needLen('matmulBackward', { inp }, N * C);
     gemm(ctx, variant, dweight, dout, inp, OC, C, N, { sai: 1, sak: OC, sbk: C, sbj: 1 }, true);
   }
+}
+
+/** out = res + inp · Wᵀ (header: res copied into out, then the accumulating GEMM). Overwrites `out`, which must not be `res`. */
+export function matmulResidualForward(ctx: GpuContext, out: GpuTensor<'f32'>, inp: GpuTensor<'f32'>, weight: GpuTensor<'f32'>, res: GpuTensor<'f32'>, B: number, T: number, C: number, OC: number, variant: MatmulVariant = MATMUL_DEFAULT): void {
+  sizes('matmulResidualForward', { B, T, C, OC });
+  const N = B * T;
+  needLen('matmulResidualForward', { out, res }, N * OC);
+  needLen('matmulResidualForward', { inp }, N * C);
+  needLen('matmulResidualForward', { weight }, OC * C);
+  if (out.buffer === res.buffer) throw new RangeError('matmulResidualForward: out and res share a buffer (the copy of res into out would overlap)');
+  ctx.copy(res, out, N * OC);
+  gemm(ctx, variant, out, inp, weight, N, OC, C, { sai: C, sak: 1, sbk: 1, sbj: C }, true);
 }
