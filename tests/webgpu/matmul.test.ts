@@ -1,5 +1,6 @@
 /**
- * WebGPU vs CPU twin: dense matmul in every numbered variant (forward, dinp, dW, and with the
+ * WebGPU vs CPU twin: dense matmul in every numbered variant (forward, dinp, dW — one dispatch
+ * for both on v3 —, and with the
  * residual add folded in: matmulResidualForward), matmul from
  * int8 / int4 blocks (forward and input gradient), and the AdamW step — fresh random inputs,
  * odd sizes, NaN-poisoned outputs with a guard band (tests/webgpu/gpu.ts).
@@ -66,7 +67,9 @@ describe.skipIf(ctx === null)(`WebGPU matmul / quantized matmul / AdamW (seed ${
         const ms = performance.now() - t0;
         const dI = poisoned(c, N * C, dinp0);
         const dW = poisoned(c, OC * C, dw0);
+        const cb = c.countsNow();
         G.matmulBackward(c, dI, dW, td, ti, tw, B, T, C, OC, v);
+        expect(c.countsSince(cb).dispatches).toBe(v === 'v3' ? 1 : 2); // v3: both GEMMs in one dispatch
         const gotDinp = await readOut(c, dI, N * C);
         const gotDw = await readOut(c, dW, OC * C);
         expect(record(`matmul_${v} forward`, shape, got, want, scale, TOL, ms)).toBeLessThanOrEqual(TOL);
