@@ -177,6 +177,13 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   logSoftmaxBackward(dlogits: X['f32'], dlogp: X['f32'], logp: X['f32'], N: number, V: number, temperature: number): void;
   gatherForward(out: X['f32'], logp: X['f32'], targets: X['i32'], N: number, V: number): void;
   gatherBackward(dlogp: X['f32'], dout: X['f32'], targets: X['i32'], N: number, V: number): void;
+  /**
+   * The next-token loss chain as one op: lrow[n] = log_softmax(logits)[n, targets[n]] (τ = 1) and,
+   * unless dlogits is null, dlogits += ∂(Σ_n dout[n]·lrow[n])/∂logits — logSoftmaxForward,
+   * gatherForward, gatherBackward and logSoftmaxBackward composed (one dispatch on WebGPU, no
+   * N × V log-prob scratch). Overwrites lrow, accumulates dlogits.
+   */
+  crossEntropy(lrow: X['f32'], dlogits: X['f32'] | null, logits: X['f32'], targets: X['i32'], dout: X['f32'] | null, N: number, V: number): void;
   klForward(out: X['f32'], logitsP: X['f32'], logitsQ: X['f32'], N: number, V: number, temperature: number): void;
   klBackward(dlogitsP: X['f32'] | null, dlogitsQ: X['f32'] | null, dout: X['f32'], logitsP: X['f32'], logitsQ: X['f32'], N: number, V: number, temperature: number): void;
 

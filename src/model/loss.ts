@@ -9,9 +9,10 @@
  *
  *   loss = (1/count) Σ (logsumexp(z) − z[target]),   ∂loss/∂z = (softmax(z) − onehot(target)) / count.
  *
- * Everything runs on the model's backend — logSoftmaxForward and gatherForward for the per-row
- * terms, gatherBackward and logSoftmaxBackward (with per-row weights w/count, w = 0 where the
- * target does not count) for the logit gradient — and only the B·T per-row log-probs are
+ * Everything runs on the model's backend — one crossEntropy op: logSoftmaxForward and
+ * gatherForward for the per-row terms, gatherBackward and logSoftmaxBackward (with per-row
+ * weights w/count, w = 0 where the target does not count) for the logit gradient, composed on the
+ * CPU and one dispatch on WebGPU — and only the B·T per-row log-probs are
  * downloaded, so the same loss serves the CPU and a GPU. `backward` ACCUMULATES into the model's
  * gradients; call zeroGrad first.
  *
@@ -79,19 +80,15 @@ function recordNextTokenLoss<X extends TensorKinds>(
   const tgt = be.upload('i32', targets);
   const dout = backward ? be.upload('f32', w.map((x) => -x / count)) : null;
   const logits = model.forward(tokens, B, T, { keep: backward });
-  const logp = be.zeros('f32', N * V);
   const lrow = be.zeros('f32', N);
-  be.logSoftmaxForward(logp, logits, N, V, 1);
-  be.gatherForward(lrow, logp, tgt, N, V);
-  const owned: X[keyof X][] = [tgt, logp, lrow];
-  if (dout !== null) {
-    // ∂(Σ_i w_i·(−log p_i[target_i]) / count)/∂logp, then through the log-softmax to the logits.
-    const dlogp = be.zeros('f32', N * V);
-    const dlogits = be.zeros('f32', N * V);
-    be.gatherBackward(dlogp, dout, tgt, N, V);
-    be.logSoftmaxBackward(dlogits, dlogp, logp, N, V, 1);
+  const owned: X[keyof X][] = [tgt, lrow];
+  // lrow = log p[target] per row and, for the backward, ∂(Σ_i w_i·(−log p_i[target_i]) / count)/∂logits:
+  // logSoftmax → gather (→ gatherBackward → logSoftmaxBackward) as one op.
+  const dlogits = dout !== null ? be.zeros('f32', N * V) : null;
+  be.crossEntropy(lrow, dlogits, logits, tgt, dout, N, V);
+  if (dout !== null && dlogits !== null) {
     model.backward(dlogits);
-    owned.push(dout, dlogp, dlogits);
+    owned.push(dout, dlogits);
   }
   return async () => {
     const lp = await be.download('f32', lrow);

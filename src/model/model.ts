@@ -30,8 +30,13 @@
  * and unpadded on the host. `setParams` / `setState` upload once and gather into the slots (a
  * row gather, embeddingForward, rows of g = gcd(slot sizes) elements). No op
  * writes a tensor it also reads (a WebGPU dispatch may not bind one buffer as both read-only and
- * writable), so rotary positions read a separate pre-rotation buffer and a LoRA projection adds
- * into a fresh output.
+ * writable — nor two views of one buffer, one written), so rotary positions read a separate
+ * pre-rotation buffer and a LoRA projection adds into a fresh output.
+ *
+ * Fewer GPU dispatches (docs/performance.md, "Dispatch economy"): q and k — raw, rotated, and
+ * their gradients — are the two halves of one pair tensor, back to back when N·C is a multiple
+ * of VIEW_ALIGN, so one RoPE op rotates both; the output projections Wo and W2 add the residual
+ * in the matmul (matmulResidualForward) when they are plain f32.
  *
  * Sampling (`generate`): every prompt is prefilled at its own positions 0..P−1 (no padding).
  * Backend ops take one pos0 per call and no views, so prompts are grouped by length: a group

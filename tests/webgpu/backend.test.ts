@@ -177,6 +177,11 @@ function cases(rng: Rng): Case[] {
       call: (be, h) => be.gatherForward(h.f('out'), h.f('lp'), h.i('tg'), N, V) },
     { op: 'gatherBackward', shape: `N${N} V${V}`, data: { dlp: f(N * V), dout: f(N), tg: randInt(rng, N, V) }, outs: ['dlp'],
       call: (be, h) => be.gatherBackward(h.f('dlp'), h.f('dout'), h.i('tg'), N, V) },
+    { op: 'crossEntropy', shape: `N${N} V${V}`, data: { lrow: nan(N), lrow2: nan(N), dz: f(N * V), z: f(N * V, -3, 3), tg: randInt(rng, N, V), dout: f(N) }, outs: ['lrow', 'dz', 'lrow2'],
+      call: (be, h) => {
+        be.crossEntropy(h.f('lrow'), h.f('dz'), h.f('z'), h.i('tg'), h.f('dout'), N, V);
+        be.crossEntropy(h.f('lrow2'), null, h.f('z'), h.i('tg'), null, N, V);
+      } },
     { op: 'klForward', shape: `N${N} V${V}`, data: { out: nan(N), zp: f(N * V, -3, 3), zq: f(N * V, -3, 3) }, outs: ['out'],
       call: (be, h) => be.klForward(h.f('out'), h.f('zp'), h.f('zq'), N, V, 1.2) },
     { op: 'klBackward', shape: `N${N} V${V}`, data: { dp: f(N * V), dq: f(N * V), dq2: f(N * V), dout: f(N), zp: f(N * V, -3, 3), zq: f(N * V, -3, 3) }, outs: ['dp', 'dq', 'dq2'],

@@ -54,7 +54,7 @@ import {
   simdSwigluBackward,
   simdSwigluForward,
 } from './simd';
-import { gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
+import { crossEntropy, crossEntropyWith, gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
 
 export * from './adamw';
 export * from './attention';
@@ -122,6 +122,7 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
     logSoftmaxBackward,
     gatherForward,
     gatherBackward,
+    crossEntropy,
     klForward,
     klBackward,
     clippedLossBackward: (dlogits, stats, lt, lr, actions, episodeOf, adv, weight, K, V, N, horizon, temperature, spec, scale) =>
@@ -162,6 +163,7 @@ export const cpuBackend: Backend<HostTensors> = {
   swigluBackward: simdSwigluBackward,
   logSoftmaxForward: simdLogSoftmaxForward,
   logSoftmaxBackward: simdLogSoftmaxBackward,
+  crossEntropy: crossEntropyWith(simdLogSoftmaxForward, simdLogSoftmaxBackward),
   ropeForward: simdRopeForward,
   ropeBackward: simdRopeBackward,
   residualForward: simdResidualForward,

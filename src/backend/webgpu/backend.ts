@@ -15,6 +15,7 @@ import type { Backend, HostTensors, TensorKind } from '../types';
 import { adamwStep } from './adamw';
 import { attentionBackward, attentionCachedForward, attentionForward, kvCacheWrite } from './attention';
 import { clippedLossBackward } from './clipped_loss';
+import { crossEntropy } from './cross_entropy';
 import { embeddingBackward, embeddingForward } from './embedding';
 import { gatherBackward, gatherForward } from './gather';
 import type { GpuContext, GpuTensor } from './kernel';
@@ -94,6 +95,7 @@ export function webgpuBackend(ctx: GpuContext, description: string = adapterLine
     logSoftmaxBackward: (dlogits, dlogp, logp, N, V, temperature) => logSoftmaxBackward(ctx, dlogits, dlogp, logp, N, V, temperature),
     gatherForward: (out, logp, targets, N, V) => gatherForward(ctx, out, logp, targets, N, V),
     gatherBackward: (dlogp, dout, targets, N, V) => gatherBackward(ctx, dlogp, dout, targets, N, V),
+    crossEntropy: (lrow, dlogits, logits, targets, dout, N, V) => crossEntropy(ctx, lrow, dlogits, logits, targets, dout, N, V),
     klForward: (out, logitsP, logitsQ, N, V, temperature) => klForward(ctx, out, logitsP, logitsQ, N, V, temperature),
     klBackward: (dlogitsP, dlogitsQ, dout, logitsP, logitsQ, N, V, temperature) => klBackward(ctx, dlogitsP, dlogitsQ, dout, logitsP, logitsQ, N, V, temperature),
 
