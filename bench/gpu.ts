@@ -21,7 +21,7 @@
  *      prompts × 31 new tokens, KV cache), `Model` over `webgpuBackend` vs the same class
  *      over `cpuBackend` (the CPU twin; bench/cpu.ts times it against onnxruntime-web); and what
  *      each asks of the GPU (GpuContext.counts): dispatches and command submissions per training
- *      step and per decoded token;
+ *      step (plain and with clipping active) and per decoded token, and the dispatches by kernel;
  *   5. GPU memory per model (= per agent: one model and one device per agent worker): bytes of
  *      GPU buffers created, counted by wrapping device.createBuffer / GPUBuffer.destroy around a
  *      fresh GpuContext per model (pooled buffers are never destroyed, so this is the pool's
@@ -48,7 +48,8 @@
  * whole run then takes 2–4 minutes (a real GPU's run time is not known yet: none was available).
  *
  * Options (after `npm run bench --`): --gpu (this bench), --peak-gflops=X (the card's f32 peak,
- * to print % of peak), --quick (fewer shapes and models, for a smoke run), --batch=B (sequences
+ * to print % of peak), --quick (fewer shapes and models, for a smoke run), --counts (only the
+ * model section's dispatch / submission counts, per kernel too: no timing), --batch=B (sequences
  * per batch in the model section, e.g. --batch=64 on SwiftShader for the memory at full shape);
  * `--peak-gflops X` and `--batch B` work too (node:util's parseArgs, via src/cli/flags.ts). An
  * unknown option, or a value that is not a number, is named and the bench exits with status 2.
@@ -63,7 +64,7 @@ import { cpuBackend } from '../src/backend/cpu';
 import type { Backend, TensorKinds } from '../src/backend/types';
 import type { webgpuBackend as WebgpuBackendFn } from '../src/backend/webgpu/backend';
 import { acquireDevice, type GpuDeviceHandle } from '../src/backend/webgpu/device';
-import { GpuContext } from '../src/backend/webgpu/kernel';
+import { GpuContext, type GpuCounts } from '../src/backend/webgpu/kernel';
 import { MATMUL_DEFAULT, MATMUL_VARIANTS, matmulForward, type MatmulVariant } from '../src/backend/webgpu/matmul';
 import { softwareFallback } from '../src/backend/webgpu/node';
 import { Rng } from '../src/core/rng';
@@ -88,20 +89,23 @@ interface Options {
   readonly quick: boolean;
   /** Batch (sequences of 32 tokens) of the model section; default 64, 8 on SwiftShader. */
   readonly batch: number | null;
+  /** --counts: only the dispatch / submission counts of the model section (no timing). */
+  readonly counts: boolean;
 }
 
 /** The bench's flags, for node:util's parseArgs (src/cli/flags.ts); `--gpu` is how bench/cpu.ts sends us here. */
 const GPU_FLAGS = {
-  gpu: { type: 'boolean' }, quick: { type: 'boolean' }, browser: { type: 'boolean' },
+  gpu: { type: 'boolean' }, quick: { type: 'boolean' }, browser: { type: 'boolean' }, counts: { type: 'boolean' },
   'peak-gflops': { type: 'string' }, batch: { type: 'string' },
 } as const satisfies FlagSpec;
-const KNOWN = 'known: --gpu --quick --peak-gflops=<GFLOP/s> --batch=<sequences>';
+const KNOWN = 'known: --gpu --quick --counts --peak-gflops=<GFLOP/s> --batch=<sequences>';
 
 /** The options, or a message naming the one that is not understood. */
 function parseOptions(argv: readonly string[]): Options | string {
   let peak: number | null = null;
   let batch: number | null = null;
   let quick = false;
+  let counts = false;
   try {
     for (const { name, flag, value } of readFlags(argv, GPU_FLAGS, (m) => new Error(`${m.replace(/^Unknown flag/, 'unknown option')}; ${KNOWN}`))) {
       switch (name as keyof typeof GPU_FLAGS) {
@@ -116,13 +120,14 @@ function parseOptions(argv: readonly string[]): Options | string {
         case 'browser':
           return '--browser: not implemented — onnxruntime-web\'s webgpu EP runs in Node here (bench/ortWebgpu.ts); a headless-Chromium variant is the documented fallback (docs/performance.md)';
         case 'quick': quick = true; break;
+        case 'counts': counts = true; break;
         case 'gpu': break;
       }
     }
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
   }
-  return { peakGflops: peak, quick, batch };
+  return { peakGflops: peak, quick, batch, counts };
 }
 
 // ------------------------------------------------------------------ GPU memory accounting
@@ -393,11 +398,57 @@ interface ModelRun {
   readonly trainTps: number;
   readonly sampleTps: number;
   readonly params: number;
-  /** Dispatches and submissions per training step and per decode step (WebGPU only). */
-  readonly counts?: { readonly stepDispatches: number; readonly stepSubmits: number; readonly tokenDispatches: number; readonly tokenSubmits: number };
 }
 
-type Counts = { readonly dispatches: number; readonly submissions: number };
+/** What one training step and one decoded token ask of the GPU (GpuContext.countsSince). */
+interface StepCounts {
+  readonly step: GpuCounts;
+  /** A step with gradient clipping active (maxGradNorm below ‖g‖: the scale ops run). */
+  readonly clipped: GpuCounts;
+  /** One generate call of NEW tokens; divide by NEW for a token. */
+  readonly generate: GpuCounts;
+}
+
+/**
+ * Counts (no timing) on a fresh model over `ctx`: one warm-up of each, then one training step,
+ * one clipped step and one generate call (B one-token prompts × NEW tokens), counted.
+ */
+async function countModel(ctx: GpuContext, be: Backend<TensorKinds>, cfg: ModelConfig, B: number): Promise<StepCounts> {
+  const rng = new Rng(SEED, [paramCount(cfg)]);
+  const model = new Model(be, cfg, initWeights(cfg, rng.fork(0)), { trainable: 'full' });
+  const data = rng.fork(1);
+  const tokens = Int32Array.from({ length: B * T }, () => 1 + data.int(cfg.vocab - 1));
+  const prompts = Array.from({ length: B }, () => Int32Array.of(BOS));
+  const gen = { maxNew: NEW, temperature: 1, topK: 0, seed: SEED, stream: 0, stop: -1 } as const;
+  await trainOnSequences(model, tokens, B, T, { lr: 1e-3 });
+  await model.generate(prompts, gen);
+  const c0 = ctx.countsNow();
+  await trainOnSequences(model, tokens, B, T, { lr: 1e-3 });
+  const step = ctx.countsSince(c0);
+  const c1 = ctx.countsNow();
+  await trainOnSequences(model, tokens, B, T, { lr: 1e-3, maxGradNorm: 1e-6 });
+  const clipped = ctx.countsSince(c1);
+  const c2 = ctx.countsNow();
+  await model.generate(prompts, gen);
+  const generate = ctx.countsSince(c2);
+  model.dispose();
+  return { step, clipped, generate };
+}
+
+/** The counts table (per step, per token) and, per model, the dispatches by kernel. */
+function countsReport(rows: readonly { name: string; c: StepCounts }[]): string {
+  const per = (x: number): string => (x / NEW).toFixed(2);
+  const table = markdownTable(
+    ['model', 'step dispatches', 'step submissions', 'clipped step dispatches', 'clipped step submissions', 'token dispatches', 'token submissions'],
+    rows.map(({ name, c }) => [name, String(c.step.dispatches), String(c.step.submissions), String(c.clipped.dispatches), String(c.clipped.submissions), per(c.generate.dispatches), per(c.generate.submissions)]),
+    [false, true, true, true, true, true, true],
+  );
+  const kinds = rows.map(({ name, c }) => {
+    const list = (k: Readonly<Record<string, number>>, div: number): string => Object.entries(k).map(([n, v]) => `${n} ${div === 1 ? v : (v / div).toFixed(2)}`).join(', ');
+    return `  ${name} — step: ${list(c.step.byKernel, 1)}\n  ${name} — token: ${list(c.generate.byKernel, NEW)}`;
+  });
+  return `${table}\n\nDispatches by kernel (shader names; most first):\n${kinds.join('\n')}`;
+}
 
 async function timeSteps(fn: () => Promise<unknown>, reps: number): Promise<number> {
   await fn();
@@ -410,7 +461,7 @@ async function timeSteps(fn: () => Promise<unknown>, reps: number): Promise<numb
   return median(ms);
 }
 
-async function runModel<X extends TensorKinds>(be: Backend<X>, cfg: ModelConfig, B: number, reps: number, afterBuild: () => void, afterTrain: () => void, counts?: () => Counts): Promise<ModelRun> {
+async function runModel<X extends TensorKinds>(be: Backend<X>, cfg: ModelConfig, B: number, reps: number, afterBuild: () => void, afterTrain: () => void): Promise<ModelRun> {
   const rng = new Rng(SEED, [paramCount(cfg)]);
   const model = new Model(be, cfg, initWeights(cfg, rng.fork(0)), { trainable: 'full' });
   afterBuild();
@@ -424,35 +475,38 @@ async function runModel<X extends TensorKinds>(be: Backend<X>, cfg: ModelConfig,
     const r = await model.generate(prompts, { maxNew: NEW, temperature: 1, topK: 0, seed: SEED, stream: 0, stop: -1 });
     generated = r.tokens.reduce((s, x) => s + x.length, 0);
   }, reps);
-  let measured: ModelRun['counts'];
-  if (counts) {
-    // One more of each, counted (the timed runs above warmed every pipeline up).
-    const c0 = counts();
-    await trainOnSequences(model, tokens, B, T, { lr: 1e-3 });
-    const c1 = counts();
-    await model.generate(prompts, { maxNew: NEW, temperature: 1, topK: 0, seed: SEED, stream: 0, stop: -1 });
-    const c2 = counts();
-    measured = {
-      stepDispatches: c1.dispatches - c0.dispatches, stepSubmits: c1.submissions - c0.submissions,
-      tokenDispatches: (c2.dispatches - c1.dispatches) / NEW, tokenSubmits: (c2.submissions - c1.submissions) / NEW,
-    };
+  return { trainTps: (B * T) / (trainMs / 1000), sampleTps: generated / (sampleMs / 1000), params: model.paramCount() };
+}
+
+/** The webgpu backend factory (loaded at run time: a missing export becomes a message, not a bench that does not start). */
+async function loadWebgpuBackend(): Promise<typeof WebgpuBackendFn | string> {
+  try {
+    const idx = (await import('../src/backend/webgpu/index')) as Record<string, unknown>;
+    const f = idx.webgpuBackend as typeof WebgpuBackendFn | undefined;
+    return typeof f === 'function' ? f : 'src/backend/webgpu/index.ts does not export webgpuBackend yet';
+  } catch (e) {
+    return `src/backend/webgpu/index.ts failed to load (${e instanceof Error ? e.message : String(e)})`;
   }
-  return { trainTps: (B * T) / (trainMs / 1000), sampleTps: generated / (sampleMs / 1000), params: model.paramCount(), ...(measured ? { counts: measured } : {}) };
+}
+
+/** `--counts`: the dispatch / submission table and the by-kernel lists only (no timing; about a minute on SwiftShader). */
+async function benchCounts(handle: GpuDeviceHandle, models: readonly { name: string; cfg: ModelConfig }[], B: number): Promise<string> {
+  const webgpuBackend = await loadWebgpuBackend();
+  if (typeof webgpuBackend === 'string') return `counts: pending — ${webgpuBackend}`;
+  const rows: { name: string; c: StepCounts }[] = [];
+  for (const { name, cfg } of models) {
+    const ctx = new GpuContext(handle.device);
+    rows.push({ name, c: await countModel(ctx, webgpuBackend(ctx, handle.description) as unknown as Backend<TensorKinds>, cfg, B) });
+  }
+  return countsReport(rows);
 }
 
 async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: readonly { name: string; cfg: ModelConfig }[], B: number, reps: number): Promise<string> {
-  // Loaded at run time (not a static import): these files are being written; a missing export
-  // becomes a "pending" line instead of a bench that does not start.
-  let webgpuBackend: typeof WebgpuBackendFn | undefined;
-  try {
-    const idx = (await import('../src/backend/webgpu/index')) as Record<string, unknown>;
-    webgpuBackend = idx.webgpuBackend as typeof webgpuBackend;
-  } catch (e) {
-    return `models: pending — src/backend/webgpu/index.ts failed to load (${e instanceof Error ? e.message : String(e)})`;
-  }
-  if (typeof webgpuBackend !== 'function') return 'models: pending — src/backend/webgpu/index.ts does not export webgpuBackend yet';
+  const webgpuBackend = await loadWebgpuBackend();
+  if (typeof webgpuBackend === 'string') return `models: pending — ${webgpuBackend}`;
   const thr: string[][] = [];
   const mem: string[][] = [];
+  const counted: { name: string; c: StepCounts }[] = [];
   for (const { name, cfg } of models) {
     process.stdout.write(`  ${name}: ${describeConfig(cfg)} … `);
     const ctx = new GpuContext(handle.device);
@@ -462,7 +516,7 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
     let trained = 0;
     let gpu: ModelRun;
     try {
-      gpu = await runModel(be, cfg, B, reps, () => (built = meter.live - base), () => (trained = meter.live - base), () => ({ ...ctx.counts }));
+      gpu = await runModel(be, cfg, B, reps, () => (built = meter.live - base), () => (trained = meter.live - base));
     } catch (e) {
       const msg = e instanceof Error ? e.message.split('\n')[0]! : String(e);
       console.log(`failed: ${msg}`);
@@ -470,6 +524,8 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
       continue;
     }
     const sampled = meter.live - base;
+    const counts = await countModel(ctx, be as unknown as Backend<TensorKinds>, cfg, B);
+    counted.push({ name, c: counts });
     const cpu = await runModel(cpuBackend, cfg, B, reps, () => undefined, () => undefined);
     console.log('done');
     thr.push([
@@ -481,8 +537,8 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
       Math.round(gpu.sampleTps).toLocaleString('en-US'),
       Math.round(cpu.sampleTps).toLocaleString('en-US'),
       fmtRatio(gpu.sampleTps / cpu.sampleTps),
-      gpu.counts ? `${gpu.counts.stepDispatches} / ${gpu.counts.stepSubmits}` : '—',
-      gpu.counts ? `${gpu.counts.tokenDispatches.toFixed(1)} / ${gpu.counts.tokenSubmits.toFixed(1)}` : '—',
+      `${counts.step.dispatches} / ${counts.step.submissions}`,
+      `${(counts.generate.dispatches / NEW).toFixed(1)} / ${(counts.generate.submissions / NEW).toFixed(1)}`,
     ]);
     mem.push([name, gpu.params.toLocaleString('en-US'), ((16 * gpu.params) / MiB).toFixed(2), (built / MiB).toFixed(2), (trained / MiB).toFixed(2), (sampled / MiB).toFixed(2)]);
   }
@@ -496,7 +552,7 @@ async function benchModels(handle: GpuDeviceHandle, meter: BufferMeter, models: 
     mem,
     [false, true, true, true, true, true],
   );
-  return `Tokens/s (median; train = ${B}·${T} tokens per step, sample = ${B} prompts × ${NEW} new tokens; Model over webgpuBackend vs over cpuBackend):\n\n${t1}\n\nGPU memory per model (= per agent), MiB of GPU buffers created (pooled; the high-water mark), cumulative:\n\n${t2}`;
+  return `Tokens/s (median; train = ${B}·${T} tokens per step, sample = ${B} prompts × ${NEW} new tokens; Model over webgpuBackend vs over cpuBackend):\n\n${t1}\n\nGPU memory per model (= per agent), MiB of GPU buffers created (pooled; the high-water mark), cumulative:\n\n${t2}\n\nWhat a step asks of the GPU (GpuContext.counts: adapter-independent; a token = one of ${NEW} decoded in a generate call):\n\n${countsReport(counted)}`;
 }
 
 // ------------------------------------------------------------------ main
@@ -570,6 +626,13 @@ export async function runGpuBench(argv: readonly string[]): Promise<void> {
   const mats = opts.quick ? matShapes.slice(0, 2) : matShapes;
   const atts = opts.quick ? attShapes.slice(0, 1) : attShapes;
   const lap = (t: number): string => `(${((performance.now() - t) / 1000).toFixed(0)} s)`;
+  if (opts.counts) {
+    const ts0 = performance.now();
+    console.log(`Dispatches and submissions (batch ${modelB} × ${T}; a token = one of ${NEW} decoded; adapter-independent):\n`);
+    console.log(await benchCounts(handle, models, modelB));
+    console.log(lap(ts0));
+    return;
+  }
 
   let ts = performance.now();
   const scaled = swiftshader ? `; SCALED DOWN for SwiftShader: N = ${rowsN} rows instead of ${B}·${T}, the square ${big}³ instead of 1024³` : '';

@@ -2,7 +2,7 @@
 //   rstd_n = 1/√((1/C) Σ_c x_c² + eps),  out_n,c = w_c · (x_n,c · rstd_n);  saves rstd.
 // One workgroup per row; the sum of squares by reduce.wgsl's tree reduction (concatenated before
 // this file; deterministic: fixed order, no atomics). WG (declared there) must be a power of two.
-// Not here: the backward (rmsnorm_backward.wgsl, rmsnorm_backward_weight.wgsl), LayerNorm.
+// Not here: the backward (rmsnorm_backward.wgsl: both gradients), LayerNorm.
 
 struct Params { N: u32, C: u32, eps: f32, _pad: u32 }
 @group(0) @binding(0) var<uniform> P: Params;

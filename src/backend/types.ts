@@ -43,6 +43,9 @@ export interface HostTensors {
 /** A backend's handle type for each tensor kind (the CPU uses `HostTensors` itself). */
 export type TensorKinds = { [K in keyof HostTensors]: unknown };
 
+/** Element alignment of `Backend.view` offsets (64 f32 = 256 bytes). */
+export const VIEW_ALIGN = 64;
+
 /** The tensor kinds, by name. */
 export type TensorKind = keyof HostTensors;
 
@@ -118,8 +121,18 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   fill(t: X['f32'], value: number): void;
   /** Copy of the tensor's contents, after every op issued before it has run. */
   download<K extends TensorKind>(kind: K, t: X[K]): Promise<HostTensors[K]>;
-  /** Release a tensor (no-op on the CPU). */
+  /** Release a tensor (no-op on the CPU; a no-op on a view). */
   dispose(t: X[TensorKind]): void;
+  /**
+   * A float tensor of `length` elements aliasing `t` from element `offset`, which must be a
+   * multiple of VIEW_ALIGN (64: WebGPU binds storage at 256-byte offsets). Ops read and write it
+   * like any tensor (the CPU: `subarray`; WebGPU: the buffer bound at that offset); it owns no
+   * memory. An op must not write one view of a tensor and read another view of the same tensor
+   * (WebGPU tracks a dispatch's usage per buffer, not per range).
+   * What lets a model keep its parameters, gradients and moments in one tensor each, so that
+   * AdamW, zeroing and read-back are one call over all of them.
+   */
+  view(t: X['f32'], offset: number, length: number): X['f32'];
 
   // --- token embedding ---
   embeddingForward(out: X['f32'], tokens: X['i32'], wte: X['f32'], B: number, T: number, C: number): void;
@@ -142,6 +155,8 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   // --- matmul (weights [OC × C], out = inp · Wᵀ) ---
   matmulForward(out: X['f32'], inp: X['f32'], weight: X['f32'], B: number, T: number, C: number, OC: number): void;
   matmulBackward(dinp: X['f32'] | null, dweight: X['f32'] | null, dout: X['f32'], inp: X['f32'], weight: X['f32'], B: number, T: number, C: number, OC: number): void;
+  /** out = res + inp · Wᵀ: matmulForward with the following residualForward(out, res, ·, N·OC, 1) folded in (the same bits); `out` must not be `res`. */
+  matmulResidualForward(out: X['f32'], inp: X['f32'], weight: X['f32'], res: X['f32'], B: number, T: number, C: number, OC: number): void;
   matmulForwardQ8(out: X['f32'], inp: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulForwardQ4(out: X['f32'], inp: X['f32'], q: X['u8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulBackwardInputQ8(dinp: X['f32'], dout: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
@@ -162,6 +177,13 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   logSoftmaxBackward(dlogits: X['f32'], dlogp: X['f32'], logp: X['f32'], N: number, V: number, temperature: number): void;
   gatherForward(out: X['f32'], logp: X['f32'], targets: X['i32'], N: number, V: number): void;
   gatherBackward(dlogp: X['f32'], dout: X['f32'], targets: X['i32'], N: number, V: number): void;
+  /**
+   * The next-token loss chain as one op: lrow[n] = log_softmax(logits)[n, targets[n]] (τ = 1) and,
+   * unless dlogits is null, dlogits += ∂(Σ_n dout[n]·lrow[n])/∂logits — logSoftmaxForward,
+   * gatherForward, gatherBackward and logSoftmaxBackward composed (one dispatch on WebGPU, no
+   * N × V log-prob scratch). Overwrites lrow, accumulates dlogits.
+   */
+  crossEntropy(lrow: X['f32'], dlogits: X['f32'] | null, logits: X['f32'], targets: X['i32'], dout: X['f32'] | null, N: number, V: number): void;
   klForward(out: X['f32'], logitsP: X['f32'], logitsQ: X['f32'], N: number, V: number, temperature: number): void;
   klBackward(dlogitsP: X['f32'] | null, dlogitsQ: X['f32'] | null, dout: X['f32'], logitsP: X['f32'], logitsQ: X['f32'], N: number, V: number, temperature: number): void;
 

@@ -9,9 +9,10 @@
  *
  *   loss = (1/count) Σ (logsumexp(z) − z[target]),   ∂loss/∂z = (softmax(z) − onehot(target)) / count.
  *
- * Everything runs on the model's backend — logSoftmaxForward and gatherForward for the per-row
- * terms, gatherBackward and logSoftmaxBackward (with per-row weights w/count, w = 0 where the
- * target does not count) for the logit gradient — and only the B·T per-row log-probs are
+ * Everything runs on the model's backend — one crossEntropy op: logSoftmaxForward and
+ * gatherForward for the per-row terms, gatherBackward and logSoftmaxBackward (with per-row
+ * weights w/count, w = 0 where the target does not count) for the logit gradient, composed on the
+ * CPU and one dispatch on WebGPU — and only the B·T per-row log-probs are
  * downloaded, so the same loss serves the CPU and a GPU. `backward` ACCUMULATES into the model's
  * gradients; call zeroGrad first.
  *
@@ -41,6 +42,20 @@ export async function nextTokenLoss<X extends TensorKinds>(
   batch: NextTokenBatch,
   opts: { readonly backward?: boolean; readonly count?: number } = {},
 ): Promise<{ lossSum: number; targets: number }> {
+  return recordNextTokenLoss(model, batch, opts)();
+}
+
+/**
+ * `nextTokenLoss` in two halves: this records every op (forward, loss, backward) and returns the
+ * read-back, which downloads the per-row log-probs when called. A caller that calls it in the
+ * same JS task as other downloads (trainOnSequences: the gradient) gets them all in one GPU
+ * command submission.
+ */
+function recordNextTokenLoss<X extends TensorKinds>(
+  model: Model<X>,
+  batch: NextTokenBatch,
+  opts: { readonly backward?: boolean; readonly count?: number },
+): () => Promise<{ lossSum: number; targets: number }> {
   const { tokens, B, T, lossFrom } = batch;
   const V = model.cfg.vocab;
   const N = B * T;
@@ -62,42 +77,41 @@ export async function nextTokenLoss<X extends TensorKinds>(
   if (M === 0) throw new ConfigError('tokens', 'no targets', 'nextTokenLoss: no target position (every next token is PAD or before lossFrom, or T = 1).');
   if (!(count >= M)) throw new ConfigError('count', count, `nextTokenLoss: count = ${count} is below the batch's ${M} targets.`);
   const be = model.be;
-  // Uploads first: on a GPU an upload submits the work pending before it, so uploading between
-  // the forward and the loss would cost a command submission each.
   const tgt = be.upload('i32', targets);
   const dout = backward ? be.upload('f32', w.map((x) => -x / count)) : null;
   const logits = model.forward(tokens, B, T, { keep: backward });
-  const logp = be.zeros('f32', N * V);
   const lrow = be.zeros('f32', N);
-  be.logSoftmaxForward(logp, logits, N, V, 1);
-  be.gatherForward(lrow, logp, tgt, N, V);
-  const owned: X[keyof X][] = [tgt, logp, lrow];
-  if (dout !== null) {
-    // ∂(Σ_i w_i·(−log p_i[target_i]) / count)/∂logp, then through the log-softmax to the logits.
-    const dlogp = be.zeros('f32', N * V);
-    const dlogits = be.zeros('f32', N * V);
-    be.gatherBackward(dlogp, dout, tgt, N, V);
-    be.logSoftmaxBackward(dlogits, dlogp, logp, N, V, 1);
+  const owned: X[keyof X][] = [tgt, lrow];
+  // lrow = log p[target] per row and, for the backward, ∂(Σ_i w_i·(−log p_i[target_i]) / count)/∂logits:
+  // logSoftmax → gather (→ gatherBackward → logSoftmaxBackward) as one op.
+  const dlogits = dout !== null ? be.zeros('f32', N * V) : null;
+  be.crossEntropy(lrow, dlogits, logits, tgt, dout, N, V);
+  if (dout !== null && dlogits !== null) {
     model.backward(dlogits);
-    owned.push(dout, dlogp, dlogits);
+    owned.push(dout, dlogits);
   }
-  const lp = await be.download('f32', lrow);
-  for (const t of owned) be.dispose(t as X['f32']);
-  let lossSum = 0;
-  for (let i = 0; i < N; i++) if (w[i] !== 0) lossSum -= lp[i]!;
-  if (!Number.isFinite(lossSum)) throw new NumericError(`nextTokenLoss: the loss is ${lossSum}; the model or its inputs produced non-finite logits.`);
-  return { lossSum, targets: M };
+  return async () => {
+    const lp = await be.download('f32', lrow);
+    for (const t of owned) be.dispose(t as X['f32']);
+    let lossSum = 0;
+    for (let i = 0; i < N; i++) if (w[i] !== 0) lossSum -= lp[i]!;
+    if (!Number.isFinite(lossSum)) throw new NumericError(`nextTokenLoss: the loss is ${lossSum}; the model or its inputs produced non-finite logits.`);
+    return { lossSum, targets: M };
+  };
 }
 
 /**
  * One next-token training step on tokens [B × T] (every next token that is not PAD is a target):
  * zeroGrad, mean loss + backward, optional global-norm clipping, AdamW. Returns the loss before
  * the step. A non-finite loss or gradient throws NumericError and leaves the parameters untouched.
+ * On a GPU the step is one command submission: the loss rows and the gradient are read back
+ * together (the norm and the clipping decision need them on the host), and the clipping and AdamW
+ * ops recorded after it ride in the next submission (the next step's, or whatever reads next).
  */
 export async function trainOnSequences<X extends TensorKinds>(model: Model<X>, tokens: Int32Array, B: number, T: number, opts: TrainOptions): Promise<number> {
   model.zeroGrad();
-  const { lossSum, targets } = await nextTokenLoss(model, { tokens, B, T }, { backward: true });
-  const grads = await model.getGrads();
+  const loss = recordNextTokenLoss(model, { tokens, B, T }, { backward: true });
+  const [{ lossSum, targets }, grads] = await Promise.all([loss(), model.getGrads()]);
   let norm2 = 0;
   for (const g of grads) norm2 += g * g;
   const norm = Math.sqrt(norm2);

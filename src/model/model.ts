@@ -8,7 +8,8 @@
  *   per layer l:
  *     h  = rmsnorm(x; g_attn)                                 (rmsnormForward)
  *     q  = rope(h·Wqᵀ),  k = rope(h·Wkᵀ),  v = h·Wvᵀ          (matmul*, ropeForward, pos 0..T−1)
- *     x ← x + attn(q, k, v)·Woᵀ                               (attentionForward: causal softmax)
+ *     x ← x + attn(q, k, v)·Woᵀ                               (attentionForward: causal softmax;
+ *                                                              the add folded into the matmul, matmulResidualForward)
  *     h  = rmsnorm(x; g_mlp)
  *     x ← x + (silu(h·W1ᵀ) ⊙ h·W3ᵀ)·W2ᵀ                       (SwiGLU, swigluForward)
  *   logits = rmsnorm(x; g_final) · Hᵀ                         (H = tok_emb when tied, else lm_head)
@@ -20,15 +21,22 @@
  *           Q8 or Q4) is frozen and never merged — y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ;
  *   'none'  no parameters (inference only).
  *
- * Where the parameters live: on the backend, one tensor per named slot (`layout`), with a
- * gradient, AdamW m and v tensor each (AdamW is elementwise, so it runs per slot with the numbers
- * of one step over the flat vector). The flat vector the rest of the app speaks (`getParams`,
- * `getState`, snapshots; slot offsets in `layout`) is packed on the backend — a row scatter
- * (embeddingBackward into a zeroed flat tensor, rows of g = gcd(slot sizes) elements) — and
- * downloaded ONCE; `setParams` / `setState` upload once and gather back (embeddingForward). No op
+ * Where the parameters live: on the backend, in four flat tensors (parameters, gradients, AdamW
+ * m and v) holding every slot at an offset padded to VIEW_ALIGN (64 elements; the padding stays
+ * zero); each named slot (`layout`) is a `Backend.view` of them. So AdamW (elementwise: the
+ * padding stays zero), zeroing and clipping the gradients are one op each over all slots, and
+ * the flat vector the rest of the app speaks (`getParams`, `getGrads`, `getState`, snapshots;
+ * slot offsets in `layout`, unpadded) is the flat tensors downloaded together (one submission)
+ * and unpadded on the host. `setParams` / `setState` upload once and gather into the slots (a
+ * row gather, embeddingForward, rows of g = gcd(slot sizes) elements). No op
  * writes a tensor it also reads (a WebGPU dispatch may not bind one buffer as both read-only and
- * writable), so rotary positions read a separate pre-rotation buffer and a LoRA projection adds
- * into a fresh output.
+ * writable — nor two views of one buffer, one written), so rotary positions read a separate
+ * pre-rotation buffer and a LoRA projection adds into a fresh output.
+ *
+ * Fewer GPU dispatches (docs/performance.md, "Dispatch economy"): q and k — raw, rotated, and
+ * their gradients — are the two halves of one pair tensor, back to back when N·C is a multiple
+ * of VIEW_ALIGN, so one RoPE op rotates both; the output projections Wo and W2 add the residual
+ * in the matmul (matmulResidualForward) when they are plain f32.
  *
  * Sampling (`generate`): every prompt is prefilled at its own positions 0..P−1 (no padding).
  * Backend ops take one pos0 per call and no views, so prompts are grouped by length: a group
@@ -38,7 +46,7 @@
  * [S × C] tensor in prompt order. A decoding step runs one row per prompt: norms, projections and
  * the MLP over all S rows at once, and per group only RoPE, the cache write and attention, on the
  * group's rows gathered out and scattered back (rows whose sequence has ended compute unused
- * values). Each step ends with ONE final norm, head and `sampleForward` over the S rows (Philox
+ * values) — or on the rows in place when one group holds every prompt in order (no gather). Each step ends with ONE final norm, head and `sampleForward` over the S rows (Philox
  * counter (step, seq0 + prompt index)) and ONE download of S token ids. Every kernel computes each
  * row on its own (one accumulator per element), so batched decoding gives bit for bit the logits
  * of one-by-one decoding and of a plain forward over prompt + generated tokens, and the tokens of a
@@ -52,7 +60,7 @@
  * (lora.ts), losses (next-token: loss.ts; RL: the agents turn them into dlogits on the backend).
  */
 import { ropeTable, rowLogSumExp } from '../backend/cpu';
-import type { AdamWParams, Backend, HostTensors, TensorKind, TensorKinds } from '../backend/types';
+import { VIEW_ALIGN, type AdamWParams, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../backend/types';
 import { ConfigError } from '../core/errors';
 import { Rng } from '../core/rng';
 import { validateConfig, type ModelConfig } from './config';
@@ -101,6 +109,8 @@ interface BLinear<X extends TensorKinds> {
 interface LayerActs<X extends TensorKinds> {
   ln1: X['f32'];
   rstd1: X['f32'];
+  /** q and k (rotated) are views of `qk` at the current row count (`placeQK`). */
+  qk: X['f32'];
   q: X['f32'];
   k: X['f32'];
   v: X['f32'];
@@ -123,7 +133,8 @@ interface Acts<X extends TensorKinds> {
   lnf: X['f32'];
   rstdf: X['f32'];
   proj: X['f32'];
-  /** Pre-rotation q and k [N × C]. */
+  /** Pre-rotation q and k [N × C]: views of `qkraw` (`placeQK`). */
+  qkraw: X['f32'];
   qraw: X['f32'];
   kraw: X['f32'];
   /** LoRA scratch [N × maxOut]: the base output and the low-rank branch. */
@@ -136,11 +147,15 @@ interface GradScratch<X extends TensorKinds> {
   capN: number;
   dx: X['f32'];
   dln: X['f32'];
+  /** dq, dk and drot (q's), drotk (k's): views of `dqk` and `drotqk` (`placeQK`). */
+  dqk: X['f32'];
   dq: X['f32'];
   dk: X['f32'];
   dv: X['f32'];
   dao: X['f32'];
+  drotqk: X['f32'];
   drot: X['f32'];
+  drotk: X['f32'];
   dlnf: X['f32'];
   dh: X['f32'];
   da: X['f32'];
@@ -167,7 +182,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   readonly lora: LoraConfig | null;
   /** Named slices of the flat parameter vector; one backend tensor each. */
   readonly layout: readonly ParamSlot[];
-  /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one tensor per slot. */
+  /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one view per slot of the flat tensors. */
   readonly params: X['f32'][];
   readonly grads: X['f32'][];
   readonly m: X['f32'][];
@@ -176,6 +191,11 @@ export class Model<X extends TensorKinds = HostTensors> {
   t = 0;
 
   private readonly n: number;
+  /** Slot i's first element in the flat tensors (a multiple of VIEW_ALIGN), and their length. */
+  private readonly padOff: readonly number[];
+  private readonly nPad: number;
+  /** The flat tensors the slots view: parameters, gradients, AdamW m and v [nPad]. */
+  private readonly flat: { readonly params: X['f32']; readonly grads: X['f32']; readonly m: X['f32']; readonly v: X['f32'] };
   /** Pack row width: gcd of the slot sizes. */
   private readonly g: number;
   private readonly HS: number;
@@ -190,7 +210,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly rope: X['f32'];
   /** Gradient sink of frozen norm gains [C]. */
   private readonly sinkC: X['f32'];
-  /** Zeros [max slot size]: copies are residualForward(dst, src, zeros). */
+  /** Zeros [max(1, nPad)]: copies are residualForward(dst, src, zeros). */
   private readonly zeroSlot: X['f32'];
   private readonly ranks: (number | null)[];
   private acts: Acts<X> | null = null;
@@ -269,11 +289,22 @@ export class Model<X extends TensorKinds = HostTensors> {
         host[this.slots.get(`${name}.lora_b`)!]!.set(pair.b);
       }
     }
-    this.params = host.map((h) => be.upload('f32', h));
-    this.grads = layout.map((s) => be.zeros('f32', s.size));
-    this.m = layout.map((s) => be.zeros('f32', s.size));
-    this.v = layout.map((s) => be.zeros('f32', s.size));
-    this.zeroSlot = be.zeros('f32', Math.max(1, ...layout.map((s) => s.size)));
+    let padded = 0;
+    this.padOff = layout.map((s) => {
+      const o = padded;
+      padded += Math.ceil(s.size / VIEW_ALIGN) * VIEW_ALIGN;
+      return o;
+    });
+    this.nPad = padded;
+    const flatHost = new Float32Array(padded);
+    host.forEach((h, i) => flatHost.set(h, this.padOff[i]!));
+    this.flat = { params: be.upload('f32', flatHost), grads: be.zeros('f32', padded), m: be.zeros('f32', padded), v: be.zeros('f32', padded) };
+    const views = (t: X['f32']): X['f32'][] => layout.map((s, i) => be.view(t, this.padOff[i]!, s.size));
+    this.params = views(this.flat.params);
+    this.grads = views(this.flat.grads);
+    this.m = views(this.flat.m);
+    this.v = views(this.flat.v);
+    this.zeroSlot = be.zeros('f32', Math.max(1, padded));
 
     // --- tensors the forward reads: a trainable slot, or a frozen upload ---
     const f32 = (name: string): FRef<X> => {
@@ -334,7 +365,8 @@ export class Model<X extends TensorKinds = HostTensors> {
   /** Releases every tensor the model holds (it must not be used afterwards). */
   dispose(): void {
     const be = this.be;
-    for (const t of [...this.params, ...this.grads, ...this.m, ...this.v, this.zeroSlot, this.sinkC, this.rope]) be.dispose(t);
+    const f = this.flat;
+    for (const t of [f.params, f.grads, f.m, f.v, this.zeroSlot, this.sinkC, this.rope]) be.dispose(t);
     for (const t of this.frozen) be.dispose(t);
     for (const t of this.packIdx.values()) be.dispose(t);
     for (const a of [this.acts, this.otherActs, this.genActs, this.gs]) if (a !== null) for (const t of a.all) be.dispose(t);
@@ -359,28 +391,29 @@ export class Model<X extends TensorKinds = HostTensors> {
 
   // ---------------------------------------------------------------- parameters and state
 
-  /** grads ← 0 (one fill per slot). */
+  /** grads ← 0 (one fill of the flat gradient). */
   zeroGrad(): void {
-    for (const g of this.grads) this.be.fill(g, 0);
+    this.be.fill(this.flat.grads, 0);
   }
 
-  /** grads ← s·grads (gradient clipping): per slot through a scratch tensor, as no op may read and write one tensor. */
+  /** grads ← s·grads (gradient clipping): the flat gradient through a scratch tensor (two ops), as no op may read and write one tensor. */
   scaleGrads(s: number): void {
     const be = this.be;
-    const tmp = be.zeros('f32', Math.max(1, ...this.layout.map((x) => x.size)));
-    this.layout.forEach((x, i) => {
-      be.residualForward(tmp, this.zeroSlot, this.grads[i]!, x.size, s);
-      be.residualForward(this.grads[i]!, this.zeroSlot, tmp, x.size, 1);
-    });
+    const n = this.nPad;
+    if (n === 0) return;
+    const tmp = be.zeros('f32', n);
+    be.residualForward(tmp, this.zeroSlot, this.flat.grads, n, s);
+    be.residualForward(this.flat.grads, this.zeroSlot, tmp, n, 1);
     be.dispose(tmp);
   }
 
-  /** One AdamW step per slot (elementwise, so equal to a step over the flat vector); t ← t + 1. */
+  /** One AdamW step over the flat tensors (elementwise: equal to one per slot; the zero padding stays zero); t ← t + 1. */
   adamStep(hp: AdamWParams): void {
     if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "adamStep: this model is inference-only (trainable 'none').");
     this.t += 1;
     this.version++;
-    this.layout.forEach((s, i) => this.be.adamwStep(this.params[i]!, this.grads[i]!, this.m[i]!, this.v[i]!, s.size, this.t, hp));
+    const f = this.flat;
+    if (this.nPad > 0) this.be.adamwStep(f.params, f.grads, f.m, f.v, this.nPad, this.t, hp);
   }
 
   /** A device copy of the current parameters (e.g. a frozen reference for `forward({ params })`). */
@@ -430,13 +463,15 @@ export class Model<X extends TensorKinds = HostTensors> {
     return t;
   }
 
-  /** Packs several per-slot sets into one flat [sets·n] tensor on the backend and downloads it once. */
-  private async pack(sets: readonly ParamSet<X>[]): Promise<Float32Array> {
-    if (this.n === 0) return new Float32Array(0);
-    const flat = this.be.zeros('f32', sets.length * this.n);
-    sets.forEach((set, j) => this.layout.forEach((s, i) => this.be.embeddingBackward(flat, set[i]!, this.idx(j, i), 1, s.size / this.g, this.g)));
-    const out = await this.be.download('f32', flat);
-    this.be.dispose(flat);
+  /**
+   * Downloads flat tensors (all asked for at once: one submission on a GPU) and unpads them into
+   * one [flats·n] vector, slot by slot at the layout's offsets.
+   */
+  private async readFlat(flats: readonly X['f32'][]): Promise<Float32Array> {
+    const out = new Float32Array(flats.length * this.n);
+    if (this.n === 0) return out;
+    const hs = await Promise.all(flats.map((f) => this.be.download('f32', f)));
+    hs.forEach((h, j) => this.layout.forEach((s, i) => out.set(h.subarray(this.padOff[i]!, this.padOff[i]! + s.size), j * this.n + s.offset)));
     return out;
   }
 
@@ -450,12 +485,12 @@ export class Model<X extends TensorKinds = HostTensors> {
 
   /** The current parameters as one flat vector (one download). */
   getParams(): Promise<Float32Array> {
-    return this.pack([this.params]);
+    return this.readFlat([this.flat.params]);
   }
 
   /** The current gradient as one flat vector (one download). */
   getGrads(): Promise<Float32Array> {
-    return this.pack([this.grads]);
+    return this.readFlat([this.flat.grads]);
   }
 
   /** Sets the gradient from a flat vector (one upload), e.g. data-parallel shards summed elsewhere. */
@@ -474,7 +509,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   /** Params and optimizer state ([t, m…, v…]), in one download. */
   async getState(): Promise<ModelState> {
     const n = this.n;
-    const all = await this.pack([this.params, this.m, this.v]);
+    const all = await this.readFlat([this.flat.params, this.flat.m, this.flat.v]);
     const optim = new Float32Array(1 + 2 * n);
     optim[0] = this.t;
     optim.set(all.subarray(n, 3 * n), 1);
@@ -551,49 +586,88 @@ export class Model<X extends TensorKinds = HostTensors> {
       return t;
     };
     const sets: LayerActs<X>[] = [];
+    const pair = 2 * Math.ceil((N * C) / VIEW_ALIGN) * VIEW_ALIGN;
     for (let s = 0; s < nSets; s++) {
+      const qk = z(pair);
       sets.push({
-        ln1: z(N * C), rstd1: z(N), q: z(N * C), k: z(N * C), v: z(N * C), att: z(att), ao: z(N * C), mid: z(N * C),
+        ln1: z(N * C), rstd1: z(N), qk, q: qk, k: qk, v: z(N * C), att: z(att), ao: z(N * C), mid: z(N * C),
         ln2: z(N * C), rstd2: z(N), a: z(N * H), b: z(N * H), h: z(N * H),
         u: this.ranks.map((r) => (r === null ? null : z(N * r))),
       });
     }
     const M = Math.max(C, H);
+    const qkraw = z(pair);
     return {
       capN: N, capAtt: att, sets,
       res: Array.from({ length: L + 1 }, () => z(N * C)),
-      lnf: z(N * C), rstdf: z(N), proj: z(N * C), qraw: z(N * C), kraw: z(N * C), base: z(N * M), tmp: z(N * M),
+      lnf: z(N * C), rstdf: z(N), proj: z(N * C), qkraw, qraw: qkraw, kraw: qkraw, base: z(N * M), tmp: z(N * M),
       all,
     };
+  }
+
+  /** q's and k's halves of a pair tensor at N rows: [0, N·C) and [K, K + N·C), K = N·C rounded up to VIEW_ALIGN. */
+  private halves(t: X['f32'], N: number): [X['f32'], X['f32']] {
+    const nc = N * this.cfg.d;
+    return [this.be.view(t, 0, nc), this.be.view(t, Math.ceil(nc / VIEW_ALIGN) * VIEW_ALIGN, nc)];
+  }
+
+  /** Whether q and k of N rows sit back to back in their pair tensor ([2·N × C]): N·C a multiple of VIEW_ALIGN. */
+  private qkJoint(N: number): boolean {
+    return (N * this.cfg.d) % VIEW_ALIGN === 0;
+  }
+
+  /** Points every q / k view of `acts` at N rows (see `halves`). */
+  private placeQK(acts: Acts<X>, N: number): Acts<X> {
+    [acts.qraw, acts.kraw] = this.halves(acts.qkraw, N);
+    for (const s of acts.sets) [s.q, s.k] = this.halves(s.qk, N);
+    return acts;
+  }
+
+  /**
+   * RoPE of q and k, rows [B × T] from pos0 (acts.qraw, acts.kraw → s.q, s.k): ONE ropeForward
+   * over the pair tensors, read as [2B × T × C], when q and k sit back to back; else one each.
+   */
+  private ropeQK(s: LayerActs<X>, acts: Acts<X>, B: number, T: number, pos0: number): void {
+    const NH = this.cfg.heads;
+    if (this.qkJoint(B * T)) return this.be.ropeForward(s.qk, acts.qkraw, this.rope, 2 * B, T, NH, this.HS, pos0);
+    this.be.ropeForward(s.q, acts.qraw, this.rope, B, T, NH, this.HS, pos0);
+    this.be.ropeForward(s.k, acts.kraw, this.rope, B, T, NH, this.HS, pos0);
   }
 
   private trainActs(N: number, att: number, keep: boolean): Acts<X> {
     const nSets = keep ? this.cfg.layers : 1;
     const a = this.acts;
-    if (a !== null && a.capN >= N && a.capAtt >= att && a.sets.length >= nSets) return a;
+    if (a !== null && a.capN >= N && a.capAtt >= att && a.sets.length >= nSets) return this.placeQK(a, N);
     if (a !== null) for (const t of a.all) this.be.dispose(t);
     this.acts = this.makeActs(Math.max(N, a?.capN ?? 0), Math.max(att, a?.capAtt ?? 0), Math.max(nSets, a?.sets.length ?? 0));
-    return this.acts;
+    return this.placeQK(this.acts, N);
   }
 
   private otherParamsActs(N: number, att: number): Acts<X> {
     const a = this.otherActs;
-    if (a !== null && a.capN >= N && a.capAtt >= att) return a;
+    if (a !== null && a.capN >= N && a.capAtt >= att) return this.placeQK(a, N);
     if (a !== null) for (const t of a.all) this.be.dispose(t);
     this.otherActs = this.makeActs(Math.max(N, a?.capN ?? 0), Math.max(att, a?.capAtt ?? 0), 1);
-    return this.otherActs;
+    return this.placeQK(this.otherActs, N);
   }
 
   private samplingActs(N: number): Acts<X> {
     const a = this.genActs;
-    if (a !== null && a.capN >= N) return a;
+    if (a !== null && a.capN >= N) return this.placeQK(a, N);
     if (a !== null) for (const t of a.all) this.be.dispose(t);
     this.genActs = this.makeActs(N, 1, 1);
-    return this.genActs;
+    return this.placeQK(this.genActs, N);
   }
 
   private gradScratch(N: number): GradScratch<X> {
-    if (this.gs !== null && this.gs.capN >= N) return this.gs;
+    if (this.gs === null || this.gs.capN < N) this.gs = this.makeGradScratch(N);
+    const g = this.gs;
+    [g.dq, g.dk] = this.halves(g.dqk, N);
+    [g.drot, g.drotk] = this.halves(g.drotqk, N);
+    return g;
+  }
+
+  private makeGradScratch(N: number): GradScratch<X> {
     if (this.gs !== null) for (const t of this.gs.all) this.be.dispose(t);
     const { d: C, hidden: H } = this.cfg;
     const r = Math.max(0, ...this.ranks.map((x) => x ?? 0));
@@ -603,11 +677,13 @@ export class Model<X extends TensorKinds = HostTensors> {
       all.push(t);
       return t;
     };
-    this.gs = {
-      capN: N, dx: z(N * C), dln: z(N * C), dq: z(N * C), dk: z(N * C), dv: z(N * C), dao: z(N * C), drot: z(N * C), dlnf: z(N * C),
+    const pair = 2 * Math.ceil((N * C) / VIEW_ALIGN) * VIEW_ALIGN;
+    const dqk = z(pair);
+    const drotqk = z(pair);
+    return {
+      capN: N, dx: z(N * C), dln: z(N * C), dqk, dq: dqk, dk: dqk, dv: z(N * C), dao: z(N * C), drotqk, drot: drotqk, drotk: drotqk, dlnf: z(N * C),
       dh: z(N * H), da: z(N * H), db: z(N * H), dsc: z(N * Math.max(C, H)), du: z(N * r), all,
     };
-    return this.gs;
   }
 
   // ---------------------------------------------------------------- forward / backward
@@ -652,6 +728,16 @@ export class Model<X extends TensorKinds = HostTensors> {
     be.matmulBackward(dx, this.grads[a.a]!, g.du, x, P[a.a]!, 1, N, C, a.rank);
   }
 
+  /**
+   * xout = xres + linear(x): one fused op (matmulResidualForward) for a plain f32 projection, else
+   * linearForward into acts.proj and a residual add — the same bits either way.
+   */
+  private linearResidual(lin: BLinear<X>, P: ParamSet<X>, xout: X['f32'], x: X['f32'], xres: X['f32'], u: X['f32'] | null, acts: Acts<X>, N: number): void {
+    if (lin.lora === null && lin.base.kind === 'f32') return this.be.matmulResidualForward(xout, x, this.at(lin.base.w, P), xres, 1, N, lin.in, lin.out);
+    this.linearForward(lin, P, acts.proj, x, u, acts, N);
+    this.be.residualForward(xout, xres, acts.proj, N * lin.out, 1);
+  }
+
   /** One block on N rows: x_in → x_mid → x_out (distinct tensors). `attention` turns acts.qraw, acts.kraw, s.v into s.q, s.k, s.ao. */
   private layerForward(l: number, P: ParamSet<X>, s: LayerActs<X>, acts: Acts<X>, xin: X['f32'], xmid: X['f32'], xout: X['f32'], N: number, attention: (s: LayerActs<X>, l: number) => void): void {
     const be = this.be;
@@ -662,14 +748,12 @@ export class Model<X extends TensorKinds = HostTensors> {
     this.linearForward(lin[WK]!, P, acts.kraw, s.ln1, s.u[WK]!, acts, N);
     this.linearForward(lin[WV]!, P, s.v, s.ln1, s.u[WV]!, acts, N);
     attention(s, l);
-    this.linearForward(lin[WO]!, P, acts.proj, s.ao, s.u[WO]!, acts, N);
-    be.residualForward(xmid, xin, acts.proj, N * C, 1);
+    this.linearResidual(lin[WO]!, P, xmid, s.ao, xin, s.u[WO]!, acts, N);
     be.rmsnormForward(s.ln2, s.rstd2, xmid, this.at(this.mlpNorm[l]!, P), 1, N, C, normEps);
     this.linearForward(lin[W1]!, P, s.a, s.ln2, s.u[W1]!, acts, N);
     this.linearForward(lin[W3]!, P, s.b, s.ln2, s.u[W3]!, acts, N);
     be.swigluForward(s.h, s.a, s.b, N * H);
-    this.linearForward(lin[W2]!, P, acts.proj, s.h, s.u[W2]!, acts, N);
-    be.residualForward(xout, xmid, acts.proj, N * C, 1);
+    this.linearResidual(lin[W2]!, P, xout, s.h, xmid, s.u[W2]!, acts, N);
   }
 
   private checkTokens(op: string, tokens: Int32Array, N: number): void {
@@ -716,8 +800,7 @@ export class Model<X extends TensorKinds = HostTensors> {
     }
     be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P), B, T, C);
     const attention = (s: LayerActs<X>): void => {
-      be.ropeForward(s.q, acts.qraw, this.rope, B, T, NH, HS, 0);
-      be.ropeForward(s.k, acts.kraw, this.rope, B, T, NH, HS, 0);
+      this.ropeQK(s, acts, B, T, 0);
       be.attentionForward(s.ao, s.att, s.q, s.k, s.v, B, T, NH, HS);
     };
     for (let l = 0; l < L; l++) {
@@ -768,17 +851,18 @@ export class Model<X extends TensorKinds = HostTensors> {
       be.rmsnormBackward(g.dx, gradOf(this.mlpNorm[l]!), g.dln, s.mid, this.at(this.mlpNorm[l]!, P), s.rstd2, 1, N, C);
       be.fill(g.dao, 0);
       this.linearBackward(lin[WO]!, g.dao, g.dx, s.ao, s.u[WO]!, g, N);
-      be.fill(g.dq, 0);
-      be.fill(g.dk, 0);
+      be.fill(g.dqk, 0);
       be.fill(g.dv, 0);
       be.attentionBackward(g.dq, g.dk, g.dv, g.dao, s.q, s.k, s.v, s.att, B, T, NH, HS);
       be.fill(g.dln, 0);
-      be.fill(g.drot, 0);
-      be.ropeBackward(g.drot, g.dq, this.rope, B, T, NH, HS, 0);
+      be.fill(g.drotqk, 0);
+      if (this.qkJoint(N)) be.ropeBackward(g.drotqk, g.dqk, this.rope, 2 * B, T, NH, HS, 0); // dq and dk back to back: one op
+      else {
+        be.ropeBackward(g.drot, g.dq, this.rope, B, T, NH, HS, 0);
+        be.ropeBackward(g.drotk, g.dk, this.rope, B, T, NH, HS, 0);
+      }
       this.linearBackward(lin[WQ]!, g.dln, g.drot, s.ln1, s.u[WQ]!, g, N);
-      be.fill(g.drot, 0);
-      be.ropeBackward(g.drot, g.dk, this.rope, B, T, NH, HS, 0);
-      this.linearBackward(lin[WK]!, g.dln, g.drot, s.ln1, s.u[WK]!, g, N);
+      this.linearBackward(lin[WK]!, g.dln, g.drotk, s.ln1, s.u[WK]!, g, N);
       this.linearBackward(lin[WV]!, g.dln, g.dv, s.ln1, s.u[WV]!, g, N);
       be.rmsnormBackward(g.dx, gradOf(this.attnNorm[l]!), g.dln, acts.res[l]!, this.at(this.attnNorm[l]!, P), s.rstd1, 1, N, C);
     }
@@ -840,6 +924,8 @@ export class Model<X extends TensorKinds = HostTensors> {
         prefill: tokens,
         kc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
         vc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
+        /** The group is every prompt, in order: its rows are the decode rows themselves (no gather / scatter). */
+        whole: members.length === prompts.length && members.every((s, b) => s === b),
         lastRow: keepT(be.upload('i32', Int32Array.from(members, (_, b) => b * P + P - 1))),
         scatter: keepT(be.upload('i32', Int32Array.from(members))),
       };
@@ -870,8 +956,7 @@ export class Model<X extends TensorKinds = HostTensors> {
             const tok = be.upload('i32', grp.prefill);
             be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), Sg, T, C);
             const attention = (st: LayerActs<X>, l: number): void => {
-              be.ropeForward(st.q, acts.qraw, this.rope, Sg, T, NH, HS, 0);
-              be.ropeForward(st.k, acts.kraw, this.rope, Sg, T, NH, HS, 0);
+              this.ropeQK(st, acts, Sg, T, 0);
               be.kvCacheWrite(grp.kc[l]!, grp.vc[l]!, st.k, st.v, Sg, T, C, 0, Tmax);
               be.attentionCachedForward(st.ao, st.q, grp.kc[l]!, grp.vc[l]!, Sg, T, NH, HS, 0, Tmax);
             };
@@ -891,6 +976,15 @@ export class Model<X extends TensorKinds = HostTensors> {
           be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), 1, S, C);
           const live = liveGroups();
           const attention = (st: LayerActs<X>, l: number): void => {
+            const only = live.length === 1 && live[0]!.whole ? live[0]! : null;
+            if (only !== null) {
+              // One group holding every prompt in order: RoPE, the cache write and attention on the rows in place.
+              const pos0 = only.P + step - 1;
+              this.ropeQK(st, acts, S, 1, pos0);
+              be.kvCacheWrite(only.kc[l]!, only.vc[l]!, st.k, st.v, S, 1, C, pos0, Tmax);
+              be.attentionCachedForward(st.ao, st.q, only.kc[l]!, only.vc[l]!, S, 1, NH, HS, pos0, Tmax);
+              return;
+            }
             be.fill(st.ao, 0);
             for (const grp of live) {
               const Sg = grp.members.length;

@@ -129,6 +129,8 @@ function cases(rng: Rng): Case[] {
       call: (be, h) => be.attentionCachedForward(h.f('out'), h.f('q'), h.f('kc'), h.f('vc'), B, 2, NH, HS, pos0, Tmax) },
     { op: 'matmulForward', shape: `N${N} C${C} OC${OC}`, data: { out: nan(N * OC), inp: f(N * C), w: f(OC * C) }, outs: ['out'],
       call: (be, h) => be.matmulForward(h.f('out'), h.f('inp'), h.f('w'), B, T, C, OC) },
+    { op: 'matmulResidualForward', shape: `N${N} C${C} OC${OC}`, data: { out: nan(N * OC), inp: f(N * C), w: f(OC * C), res: f(N * OC) }, outs: ['out'],
+      call: (be, h) => be.matmulResidualForward(h.f('out'), h.f('inp'), h.f('w'), h.f('res'), B, T, C, OC) },
     { op: 'matmulBackward', shape: `N${N} C${C} OC${OC}`, data: { dinp: f(N * C), dw: f(OC * C), dinp2: f(N * C), dout: f(N * OC), inp: f(N * C), w: f(OC * C) }, outs: ['dinp', 'dw', 'dinp2'],
       call: (be, h) => {
         be.matmulBackward(h.f('dinp'), h.f('dw'), h.f('dout'), h.f('inp'), h.f('w'), B, T, C, OC);
@@ -175,6 +177,11 @@ function cases(rng: Rng): Case[] {
       call: (be, h) => be.gatherForward(h.f('out'), h.f('lp'), h.i('tg'), N, V) },
     { op: 'gatherBackward', shape: `N${N} V${V}`, data: { dlp: f(N * V), dout: f(N), tg: randInt(rng, N, V) }, outs: ['dlp'],
       call: (be, h) => be.gatherBackward(h.f('dlp'), h.f('dout'), h.i('tg'), N, V) },
+    { op: 'crossEntropy', shape: `N${N} V${V}`, data: { lrow: nan(N), lrow2: nan(N), dz: f(N * V), z: f(N * V, -3, 3), tg: randInt(rng, N, V), dout: f(N) }, outs: ['lrow', 'dz', 'lrow2'],
+      call: (be, h) => {
+        be.crossEntropy(h.f('lrow'), h.f('dz'), h.f('z'), h.i('tg'), h.f('dout'), N, V);
+        be.crossEntropy(h.f('lrow2'), null, h.f('z'), h.i('tg'), null, N, V);
+      } },
     { op: 'klForward', shape: `N${N} V${V}`, data: { out: nan(N), zp: f(N * V, -3, 3), zq: f(N * V, -3, 3) }, outs: ['out'],
       call: (be, h) => be.klForward(h.f('out'), h.f('zp'), h.f('zq'), N, V, 1.2) },
     { op: 'klBackward', shape: `N${N} V${V}`, data: { dp: f(N * V), dq: f(N * V), dq2: f(N * V), dout: f(N), zp: f(N * V, -3, 3), zq: f(N * V, -3, 3) }, outs: ['dp', 'dq', 'dq2'],
@@ -199,7 +206,7 @@ function cases(rng: Rng): Case[] {
   ];
 }
 
-const MEMORY = ['name', 'upload', 'zeros', 'fill', 'download', 'dispose'];
+const MEMORY = ['name', 'upload', 'zeros', 'fill', 'download', 'dispose', 'view'];
 
 describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed})`, () => {
   const c = ctx!;
@@ -238,7 +245,7 @@ describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed}
     out.forEach((v, i) => expect(Math.abs(v - ref[i]!)).toBeLessThan(1e-5 * Math.abs(ref[i]!))); // the GPU's exp rounds differently
   });
 
-  it('memory ops: upload / download / zeros / fill / dispose on every kind', async () => {
+  it('memory ops: upload / download / zeros / fill / dispose on every kind, view on f32', async () => {
     const gpuBe: Backend<GpuTensors> = webgpuBackend(c);
     const n = 7;
     const f = rand(rng, n);
@@ -263,6 +270,16 @@ describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed}
       b.dispose(t);
       const z2 = b.zeros('f32', n); // may reuse t's buffer: must read as zeros
       expect(await b.download('f32', z2)).toEqual(new Float32Array(n));
+      // A view: ops, fill and download see its range of the tensor only.
+      const big = rand(rng, 64 + 2 * n);
+      const bt = b.upload('f32', big);
+      const v = b.view(bt, 64, n);
+      b.residualForward(v, b.upload('f32', f), b.zeros('f32', n), n, 1);
+      expect(await b.download('f32', v)).toEqual(f);
+      const wantBig = big.slice();
+      wantBig.set(f, 64);
+      expect(await b.download('f32', bt)).toEqual(wantBig);
+      expect(() => b.view(bt, 1, 2)).toThrow(/multiple of 64/);
     }
   });
 

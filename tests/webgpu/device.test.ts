@@ -1,6 +1,7 @@
 /**
  * WebGPU infrastructure: device acquisition and loss, limits, error surfacing, the pipeline
- * cache, and 2-D workgroup grids (forced small, so that every kernel's linear-workgroup
+ * cache, views, recorded uploads and batched downloads (what a step costs in submissions), and
+ * 2-D workgroup grids (forced small, so that every kernel's linear-workgroup
  * arithmetic and bounds checks run on a grid that overshoots the work) checked against the
  * CPU twins.
  *
@@ -113,6 +114,55 @@ describe.skipIf(ctx === null)(`WebGPU device and kernel infrastructure (seed ${s
     const f = c.zeros('f32', 9);
     c.fill(f, 2.5);
     expect(Array.from(await c.download('f32', f))).toEqual(new Array(9).fill(2.5));
+  });
+
+  it('views bind a range of a buffer: ops, fill, download and clone see only that range; another view of a written view’s buffer is refused', async () => {
+    const n = 3 * 64 + 10;
+    const host = rand(rng, n);
+    const flat = c.upload('f32', host);
+    const a = c.view(flat, 64, 10);
+    const b = c.view(flat, 192, 10);
+    const zero = c.zeros('f32', 10);
+    G.residualForward(c, a, zero, b, 10, 1); // flat[64..74) ← 0 + 1·flat[192..202)
+    c.fill(c.view(flat, 128, 3), 7);
+    c.fill(c.view(flat, 0, 2), 0);
+    const want = host.slice();
+    want.set(host.subarray(192, 202), 64);
+    want.fill(7, 128, 131);
+    want.fill(0, 0, 2);
+    expect(Array.from(await c.download('f32', flat))).toEqual(Array.from(want));
+    expect(Array.from(await c.download('f32', b))).toEqual(Array.from(want.subarray(192, 202)));
+    expect(Array.from(await c.download('f32', c.clone(c.view(flat, 128, 5))))).toEqual(Array.from(want.subarray(128, 133)));
+    expect(() => c.view(flat, 32, 4)).toThrow(/multiple of 64/);
+    expect(() => c.view(flat, 192, 11)).toThrow(/outside/);
+    expect(() => G.gatherForward(c, c.view(flat, 64, 2), c.view(flat, 0, 70), c.zeros('i32', 2), 2, 35)).toThrow(/same tensor and one is written/);
+    // Disjoint views of one buffer are refused too: WebGPU tracks a dispatch's usage per buffer.
+    expect(() => G.gatherForward(c, c.view(flat, 128, 2), c.view(flat, 0, 70), c.zeros('i32', 2), 2, 35)).toThrow(/same tensor and one is written/);
+    c.dispose(a); // a view owns nothing: the pool does not get flat's buffer
+    expect(c.zeros('f32', n).buffer).not.toBe(flat.buffer);
+  });
+
+  it('uploads are recorded in order with the ops (no submission), downloads of one JS task share one submission', async () => {
+    const N = 37;
+    const x = rand(rng, N);
+    const y = rand(rng, N);
+    const zero = c.zeros('f32', N);
+    await c.finish();
+    const c0 = c.countsNow();
+    const out1 = c.zeros('f32', N);
+    const out2 = c.zeros('f32', N);
+    const tx = c.upload('f32', x);
+    G.residualForward(c, out1, zero, tx, N, 2);
+    c.dispose(tx); // its buffer goes back to the pool: the next upload reuses it, after the op above
+    const ty = c.upload('f32', y);
+    expect(ty.buffer).toBe(tx.buffer);
+    G.residualForward(c, out2, zero, ty, N, 3);
+    const [r1, r2] = await Promise.all([c.download('f32', out1), c.download('f32', out2)]);
+    const d = c.countsSince(c0);
+    expect(Array.from(r1)).toEqual(Array.from(x, (v) => Math.fround(2 * v)));
+    expect(Array.from(r2)).toEqual(Array.from(y, (v) => Math.fround(3 * v)));
+    expect(d).toMatchObject({ dispatches: 2, submissions: 1, uploads: 2, downloads: 2 });
+    expect(d.byKernel).toEqual({ residual: 2 });
   });
 
   it('kernels on a 2-D workgroup grid that overshoots the work (max 8 per dimension)', async () => {

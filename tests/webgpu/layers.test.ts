@@ -115,9 +115,26 @@ describe.skipIf(ctx === null)(`WebGPU model-layer kernels (seed ${seed})`, () =>
       }
       const dI = poisoned(c, N * C, init);
       const dW = poisoned(c, C, initW);
-      G.rmsnormBackward(c, dI, dW, c.upload('f32', dout), ti, tw, c.upload('f32', wantR), B, T, C);
+      const tD = c.upload('f32', dout);
+      const tR = c.upload('f32', wantR);
+      const cb = c.countsNow();
+      G.rmsnormBackward(c, dI, dW, tD, ti, tw, tR, B, T, C);
+      expect(c.countsSince(cb).dispatches).toBe(1); // both gradients in one dispatch
       expect(record('rmsnormBackward dinp', shape, await readOut(c, dI, N * C), wantD, fD, 2e-5)).toBeLessThanOrEqual(2e-5);
       expect(record('rmsnormBackward dweight', shape, await readOut(c, dW, C), wantW, fW, 2e-5)).toBeLessThanOrEqual(2e-5);
+      // dinp and dweight as views of one buffer (a flat gradient): two dispatches, the same bits.
+      const off = Math.ceil((N * C) / 64) * 64;
+      const flat = c.zeros('f32', off + C);
+      const vD = c.view(flat, 0, N * C);
+      const vW = c.view(flat, off, C);
+      G.residualForward(c, vD, c.zeros('f32', N * C), c.upload('f32', init), N * C, 1); // vD ← 0 + 1·init
+      G.residualForward(c, vW, c.zeros('f32', C), c.upload('f32', initW), C, 1);
+      G.rmsnormBackward(c, vD, vW, tD, ti, tw, tR, B, T, C);
+      const dI2 = poisoned(c, N * C, init);
+      const dW2 = poisoned(c, C, initW);
+      G.rmsnormBackward(c, dI2, dW2, tD, ti, tw, tR, B, T, C);
+      expect(Array.from(await c.download('f32', vD))).toEqual(Array.from(await readOut(c, dI2, N * C)));
+      expect(Array.from(await c.download('f32', vW))).toEqual(Array.from(await readOut(c, dW2, C)));
     });
   }
 

@@ -1,5 +1,7 @@
 /**
- * WebGPU vs CPU twin: dense matmul in every numbered variant (forward, dinp, dW), matmul from
+ * WebGPU vs CPU twin: dense matmul in every numbered variant (forward, dinp, dW — one dispatch
+ * for both on v3 —, and with the
+ * residual add folded in: matmulResidualForward), matmul from
  * int8 / int4 blocks (forward and input gradient), and the AdamW step — fresh random inputs,
  * odd sizes, NaN-poisoned outputs with a guard band (tests/webgpu/gpu.ts).
  *
@@ -17,7 +19,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { adamwStep } from '../../src/backend/cpu/adamw';
-import { matmulBackward, matmulForward } from '../../src/backend/cpu/matmul';
+import { matmulBackward, matmulForward, matmulResidualForward } from '../../src/backend/cpu/matmul';
 import { dequantizeQ4, dequantizeQ8, matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8 } from '../../src/backend/cpu/quant';
 import * as G from '../../src/backend/webgpu/index';
 import { f32ToF16 } from '../../src/core/f16';
@@ -65,7 +67,9 @@ describe.skipIf(ctx === null)(`WebGPU matmul / quantized matmul / AdamW (seed ${
         const ms = performance.now() - t0;
         const dI = poisoned(c, N * C, dinp0);
         const dW = poisoned(c, OC * C, dw0);
+        const cb = c.countsNow();
         G.matmulBackward(c, dI, dW, td, ti, tw, B, T, C, OC, v);
+        expect(c.countsSince(cb).dispatches).toBe(v === 'v3' ? 1 : 2); // v3: both GEMMs in one dispatch
         const gotDinp = await readOut(c, dI, N * C);
         const gotDw = await readOut(c, dW, OC * C);
         expect(record(`matmul_${v} forward`, shape, got, want, scale, TOL, ms)).toBeLessThanOrEqual(TOL);
@@ -76,6 +80,38 @@ describe.skipIf(ctx === null)(`WebGPU matmul / quantized matmul / AdamW (seed ${
         const dI2 = poisoned(c, N * C, dinp0);
         G.matmulBackward(c, dI2, null, td, ti, tw, B, T, C, OC, v);
         expect(record(`matmul_${v} dinp only`, shape, await readOut(c, dI2, N * C), wantDinp, sDinp, TOL)).toBeLessThanOrEqual(TOL);
+      });
+    }
+  }
+
+  // The fused residual matmul (out = res + inp · Wᵀ): against its CPU twin (the composed pair,
+  // floor Σ|inp||W| + |res| as for an accumulating product), and bit for bit against the GPU's own
+  // unfused pair (matmulForward, then residualForward with scale 1: both round res + dot once).
+  for (const [B, T, C, OC] of [[7, 1, 13, 33], [2, 35, 45, 67], [1, 3, 1, 5]] as const) {
+    const N = B * T;
+    const shape = `N${N} C${C} OC${OC}`;
+    for (const v of G.MATMUL_VARIANTS) {
+      it(`matmul_${v} + residual epilogue ${shape}`, async () => {
+        const inp = rand(rng, N * C);
+        const w = rand(rng, OC * C);
+        const res = rand(rng, N * OC, -2, 2);
+        const want = new Float32Array(N * OC);
+        matmulResidualForward(want, inp, w, res, B, T, C, OC);
+        const scale = new Float32Array(N * OC);
+        matmulResidualForward(scale, absOf(inp), absOf(w), absOf(res), B, T, C, OC);
+        const [ti, tw, tr] = [c.upload('f32', inp), c.upload('f32', w), c.upload('f32', res)];
+        const out = poisoned(c, N * OC);
+        const before = c.countsNow();
+        G.matmulResidualForward(c, out, ti, tw, tr, B, T, C, OC, v);
+        expect(c.countsSince(before).dispatches).toBe(1);
+        const got = await readOut(c, out, N * OC);
+        expect(record(`matmul_${v} + residual`, shape, got, want, scale, TOL)).toBeLessThanOrEqual(TOL);
+        const proj = c.zeros('f32', N * OC);
+        const sep = poisoned(c, N * OC);
+        G.matmulForward(c, proj, ti, tw, B, T, C, OC, v);
+        G.residualForward(c, sep, tr, proj, N * OC, 1);
+        expect(Array.from(got)).toEqual(Array.from(await readOut(c, sep, N * OC)));
+        expect(() => G.matmulResidualForward(c, tr, ti, tw, tr, B, T, C, OC, v)).toThrow(/share a buffer/);
       });
     }
   }

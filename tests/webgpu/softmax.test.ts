@@ -1,6 +1,7 @@
 /**
- * WebGPU vs CPU twin: log-softmax forward/backward, log-prob gather forward/backward, exact
- * per-state KL forward/backward (src/backend/cpu/softmax.ts), on fresh random inputs.
+ * WebGPU vs CPU twin: log-softmax forward/backward, log-prob gather forward/backward, the fused
+ * next-token chain (crossEntropy), exact per-state KL forward/backward (src/backend/cpu/softmax.ts),
+ * on fresh random inputs.
  *
  * Tolerances (f32 GPU vs f64-internal CPU, u = 2⁻²⁴ ≈ 6e-8):
  *   - log-probs: |lp| is O(1–10); the error is that of z/τ − lse, a few u·|lse|: floor 1,
@@ -16,7 +17,7 @@
  * Not here: sampling (sample.test.ts), the clipped objective (objective.test.ts).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from '../../src/backend/cpu/softmax';
+import { crossEntropy, gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from '../../src/backend/cpu/softmax';
 import * as G from '../../src/backend/webgpu/index';
 import { Rng } from '../../src/core/rng';
 import { gpu, poisoned, printTable, rand, randInt, readOut, record, runSeed } from './gpu';
@@ -66,6 +67,51 @@ describe.skipIf(ctx === null)(`WebGPU softmax / gather / KL (seed ${seed})`, () 
         }
       }
       expect(record('logSoftmaxBackward', `${N}x${V}`, gotD, wantD, floor, 2e-5)).toBeLessThanOrEqual(2e-5);
+    });
+  }
+
+  // The fused next-token chain (crossEntropy, one dispatch) against its CPU twin — the four ops
+  // composed — with the tolerances of those ops: lrow is a log-prob (floor 1, 1e-5); dlogits
+  // accumulates dout·(δ − p), whose terms are |init| + |dout|·(δ + p) (2e-5, as logSoftmaxBackward).
+  for (const [N, V] of [[7, 13], [5, 131], [3, 1000], [33, 40]] as const) {
+    it(`crossEntropy (fused logSoftmax → gather → backward) N=${N} V=${V}`, async () => {
+      const z = rand(rng, N * V, -4, 4);
+      const tg = randInt(rng, N, V);
+      const dout = rand(rng, N);
+      const init = rand(rng, N * V);
+      const wantL = new Float32Array(N);
+      const wantD = init.slice();
+      crossEntropy(wantL, wantD, z, tg, dout, N, V);
+      const [zt, tt, dt] = [c.upload('f32', z), c.upload('i32', tg), c.upload('f32', dout)];
+      const lrow = poisoned(c, N);
+      const dz = poisoned(c, N * V, init);
+      const before = c.countsNow();
+      G.crossEntropy(c, lrow, dz, zt, tt, dt, N, V);
+      expect(c.countsSince(before).dispatches).toBe(1);
+      const gotL = await readOut(c, lrow, N);
+      const gotD = await readOut(c, dz, N * V);
+      expect(record('crossEntropy lrow', `${N}x${V}`, gotL, wantL, 1, 1e-5)).toBeLessThanOrEqual(1e-5);
+      const { p } = probs(z, N, V, 1);
+      const floor = new Float64Array(N * V);
+      for (let n = 0; n < N; n++) {
+        for (let v = 0; v < V; v++) floor[n * V + v] = Math.abs(init[n * V + v]!) + Math.abs(dout[n]!) * ((v === tg[n] ? 1 : 0) + p[n * V + v]!);
+      }
+      expect(record('crossEntropy dlogits', `${N}x${V}`, gotD, wantD, floor, 2e-5)).toBeLessThanOrEqual(2e-5);
+      // Without the gradient: lrow alone, dlogits untouched (null).
+      const lrow2 = poisoned(c, N);
+      G.crossEntropy(c, lrow2, null, zt, tt, null, N, V);
+      expect(Array.from(await readOut(c, lrow2, N))).toEqual(Array.from(gotL));
+      // The GPU's own unfused chain, for the record (same f32 expressions).
+      const lp = c.zeros('f32', N * V);
+      const dlp = c.zeros('f32', N * V);
+      const l3 = poisoned(c, N);
+      const d3 = poisoned(c, N * V, init);
+      G.logSoftmaxForward(c, lp, zt, N, V, 1);
+      G.gatherForward(c, l3, lp, tt, N, V);
+      G.gatherBackward(c, dlp, dt, tt, N, V);
+      G.logSoftmaxBackward(c, d3, dlp, lp, N, V, 1);
+      record('crossEntropy vs unfused GPU chain: lrow', `${N}x${V}`, gotL, await readOut(c, l3, N), 1, Infinity);
+      record('crossEntropy vs unfused GPU chain: dlogits', `${N}x${V}`, gotD, await readOut(c, d3, N * V), floor, Infinity);
     });
   }
 

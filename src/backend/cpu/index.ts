@@ -21,11 +21,11 @@
  *
  * Not here: any kernel maths (each op lives in its own file in this folder).
  */
-import type { Backend, HostTensors, TensorKind, TensorKinds } from '../types';
+import { VIEW_ALIGN, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../types';
 import { adamwStep } from './adamw';
 import { attentionBackward, attentionCachedForward, attentionForward, kvCacheWrite } from './attention';
 import { embeddingBackward, embeddingForward } from './embedding';
-import { matmulBackward, matmulForward } from './matmul';
+import { matmulBackward, matmulForward, matmulResidualForward, matmulResidualWith } from './matmul';
 import { mlpBackward, mlpForward, swigluBackward, swigluForward } from './mlp';
 import { clippedLossBackward } from './objective';
 import { matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8 } from './quant';
@@ -54,7 +54,7 @@ import {
   simdSwigluBackward,
   simdSwigluForward,
 } from './simd';
-import { gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
+import { crossEntropy, crossEntropyWith, gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
 
 export * from './adamw';
 export * from './attention';
@@ -84,7 +84,14 @@ export interface HostTensors64 extends Omit<HostTensors, 'f32'> {
 }
 
 /** Every op of the Backend interface over plain typed arrays (both precisions share them). */
-type Ops<X extends TensorKinds> = Omit<Backend<X>, 'name' | 'upload' | 'zeros' | 'fill' | 'download' | 'dispose'>;
+type Ops<X extends TensorKinds> = Omit<Backend<X>, 'name' | 'upload' | 'zeros' | 'fill' | 'download' | 'dispose' | 'view'>;
+
+/** Backend.view on typed arrays: a subarray (checked as the WebGPU backend checks it). */
+function view<A extends Float32Array | Float64Array>(t: A, offset: number, length: number): A {
+  if (!Number.isInteger(offset) || offset < 0 || offset % VIEW_ALIGN !== 0) throw new RangeError(`view: offset ${offset} must be a multiple of ${VIEW_ALIGN} elements`);
+  if (!Number.isInteger(length) || length < 0 || offset + length > t.length) throw new RangeError(`view: [${offset}, ${offset} + ${length}) is outside the tensor's ${t.length} elements`);
+  return t.subarray(offset, offset + length) as A;
+}
 
 function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
   return {
@@ -100,6 +107,7 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
     attentionCachedForward,
     matmulForward,
     matmulBackward,
+    matmulResidualForward,
     matmulForwardQ8,
     matmulForwardQ4,
     matmulBackwardInputQ8,
@@ -114,6 +122,7 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
     logSoftmaxBackward,
     gatherForward,
     gatherBackward,
+    crossEntropy,
     klForward,
     klBackward,
     clippedLossBackward: (dlogits, stats, lt, lr, actions, episodeOf, adv, weight, K, V, N, horizon, temperature, spec, scale) =>
@@ -124,12 +133,13 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
 }
 
 /** Memory calls of the f32 backends: handles are the typed arrays themselves. */
-const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'download' | 'dispose'> = {
+const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'download' | 'dispose' | 'view'> = {
   upload: (_kind, data) => data.slice() as typeof data,
   zeros: (kind, length) => new ctors[kind](length),
   fill: (t, value) => void t.fill(value),
   download: (_kind, t) => Promise.resolve(t.slice() as typeof t),
   dispose: () => undefined,
+  view,
 };
 
 /** The CPU backend (header): TS kernels, with the matmuls, attention and the row kernels on WebAssembly SIMD when available. */
@@ -139,6 +149,7 @@ export const cpuBackend: Backend<HostTensors> = {
   ...ops<HostTensors>(),
   matmulForward: simdMatmulForward,
   matmulBackward: simdMatmulBackward,
+  matmulResidualForward: matmulResidualWith(simdMatmulForward, simdResidualForward),
   matmulForwardQ8: simdMatmulForwardQ8,
   matmulForwardQ4: simdMatmulForwardQ4,
   matmulBackwardInputQ8: simdMatmulBackwardInputQ8,
@@ -152,6 +163,7 @@ export const cpuBackend: Backend<HostTensors> = {
   swigluBackward: simdSwigluBackward,
   logSoftmaxForward: simdLogSoftmaxForward,
   logSoftmaxBackward: simdLogSoftmaxBackward,
+  crossEntropy: crossEntropyWith(simdLogSoftmaxForward, simdLogSoftmaxBackward),
   ropeForward: simdRopeForward,
   ropeBackward: simdRopeBackward,
   residualForward: simdResidualForward,
@@ -173,5 +185,6 @@ export const cpuBackend64: Backend<HostTensors64> = {
   fill: (t, value) => void t.fill(value),
   download: (kind, t) => Promise.resolve((kind === 'f32' ? Float32Array.from(t as Float64Array) : (t as Int32Array).slice()) as HostTensors[typeof kind]),
   dispose: () => undefined,
+  view,
   ...ops<HostTensors64>(),
 };

@@ -20,9 +20,13 @@
  * (quant.ts), which reuse these loops on dequantized rows, equal this matmul on dequantized
  * weights exactly. The WebGPU twin accumulates in f32 and agrees to ~1e-6 relative.
  *
+ * `matmulResidualForward` (out = res + inp · Wᵀ, the residual add folded into the matmul — one
+ * dispatch on WebGPU) is here as the composition of matmulForward and residualForward.
+ *
  * Not here: bias, batched/strided matmul, quantized weights (quant.ts).
  */
 import type { FloatArray } from '../types';
+import { residualForward } from './residual';
 import { need, sizes } from './check';
 
 /** Rows of W per L1-resident block: ~32 KiB of f32, a multiple of 4, at least 4. */
@@ -146,6 +150,23 @@ export function matmulForward(out: FloatArray, inp: FloatArray, weight: FloatArr
   const N = checkMatmulForward(out, inp, weight, B, T, C, OC);
   const OB = ocBlock(C);
   for (let o0 = 0; o0 < OC; o0 += OB) matmulForwardRange(out, inp, weight, o0, N, C, OC, o0, Math.min(OC, o0 + OB));
+}
+
+type MatmulForwardFn = (out: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, OC: number) => void;
+type ResidualForwardFn = (out: FloatArray, a: FloatArray, b: FloatArray, N: number, scale?: number) => void;
+
+/**
+ * `matmulResidualForward` over a given matmul and residual (the TS ones, or their SIMD twins in
+ * cpuBackend): out = inp · Wᵀ, then out = res + 1·out — the unfused pair composed, so the fused
+ * op gives the bits of the two ops it replaces on every CPU backend.
+ */
+export function matmulResidualWith(mm: MatmulForwardFn, add: ResidualForwardFn) {
+  return (out: FloatArray, inp: FloatArray, weight: FloatArray, res: FloatArray, B: number, T: number, C: number, OC: number): void => {
+    if (out === res) throw new RangeError('matmulResidualForward: out must not be res (the matmul overwrites out before the add reads res)');
+    need('matmulResidualForward', 'res', res, B * T * OC);
+    mm(out, inp, weight, B, T, C, OC);
+    add(out, res, out, B * T * OC, 1);
+  };
 }
 
 /** dinp += dout · W over all N rows (4 rows × 4 weight rows at a time, f64 accumulators). */
@@ -328,3 +349,6 @@ export function checkMatmulBackward(
   }
   return N;
 }
+
+/** out = res + inp · Wᵀ (header: matmulForward then residualForward(out, res, out, N·OC, 1), same bits). Overwrites `out` (not `res`). */
+export const matmulResidualForward = matmulResidualWith(matmulForward, residualForward);

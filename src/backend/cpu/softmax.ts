@@ -13,6 +13,10 @@
  * Shapes: N rows (states / positions, usually B·T), V vocabulary.
  *   logits, logp, dlogits, dlogp [N × V];  targets [N] int32 in [0, V);  KL, gathered [N]
  *
+ * `crossEntropy` (lrow = gather(logSoftmax(z)), dz += the gradient of Σ dout·lrow) is those four
+ * ops composed: the twin of the WebGPU backend's one-dispatch kernel, with the same bits as the
+ * ops it replaces on every CPU backend (`crossEntropyWith` takes their SIMD forms).
+ *
  * Not here: sampling (sampling.ts), the clipped objective (objective.ts).
  */
 import type { FloatArray } from '../types';
@@ -171,3 +175,28 @@ export function klBackward(
     }
   }
 }
+
+type LsfFn = (out: FloatArray, logits: FloatArray, N: number, V: number, temperature?: number) => void;
+type LsbFn = (dlogits: FloatArray, dlogp: FloatArray, logp: FloatArray, N: number, V: number, temperature?: number) => void;
+
+/** `crossEntropy` over given log-softmax forward / backward (the TS ones, or their SIMD twins in cpuBackend). */
+export function crossEntropyWith(lsf: LsfFn, lsb: LsbFn) {
+  return (lrow: FloatArray, dlogits: FloatArray | null, logits: FloatArray, targets: Int32Array, dout: FloatArray | null, N: number, V: number): void => {
+    const ctor = logits instanceof Float64Array ? Float64Array : Float32Array;
+    const logp = new ctor(N * V);
+    lsf(logp, logits, N, V, 1);
+    gatherForward(lrow, logp, targets, N, V);
+    if (dlogits === null) return;
+    if (dout === null) throw new TypeError('crossEntropy: dlogits needs dout');
+    const dlogp = new ctor(N * V);
+    gatherBackward(dlogp, dout, targets, N, V);
+    lsb(dlogits, dlogp, logp, N, V, 1);
+  };
+}
+
+/**
+ * lrow[n] = log_softmax(logits)[n, targets[n]] (τ = 1) and, with dlogits, dlogits += the gradient
+ * of Σ_n dout[n]·lrow[n] — logSoftmaxForward, gatherForward, gatherBackward and
+ * logSoftmaxBackward composed (header). Overwrites lrow; accumulates into dlogits.
+ */
+export const crossEntropy = crossEntropyWith(logSoftmaxForward, logSoftmaxBackward);

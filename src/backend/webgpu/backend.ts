@@ -15,12 +15,13 @@ import type { Backend, HostTensors, TensorKind } from '../types';
 import { adamwStep } from './adamw';
 import { attentionBackward, attentionCachedForward, attentionForward, kvCacheWrite } from './attention';
 import { clippedLossBackward } from './clipped_loss';
+import { crossEntropy } from './cross_entropy';
 import { embeddingBackward, embeddingForward } from './embedding';
 import { gatherBackward, gatherForward } from './gather';
 import type { GpuContext, GpuTensor } from './kernel';
 import { klBackward, klForward } from './kl';
 import { logSoftmaxBackward, logSoftmaxForward } from './logsoftmax';
-import { matmulBackward, matmulForward } from './matmul';
+import { matmulBackward, matmulForward, matmulResidualForward } from './matmul';
 import { matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8 } from './matmul_q';
 import { mlpBackward, mlpForward, swigluBackward, swigluForward } from './mlp';
 import { residualBackward, residualForward } from './residual';
@@ -57,6 +58,7 @@ export function webgpuBackend(ctx: GpuContext, description: string = adapterLine
     fill: (t, value) => ctx.fill(t, value),
     download: (kind, t) => ctx.download(kind, t),
     dispose: (t) => ctx.dispose(t),
+    view: (t, offset, length) => ctx.view(t, offset, length),
 
     embeddingForward: (out, tokens, wte, B, T, C) => embeddingForward(ctx, out, tokens, wte, B, T, C),
     embeddingBackward: (dwte, dout, tokens, B, T, C) => embeddingBackward(ctx, dwte, dout, tokens, B, T, C),
@@ -74,6 +76,7 @@ export function webgpuBackend(ctx: GpuContext, description: string = adapterLine
 
     matmulForward: (out, inp, weight, B, T, C, OC) => matmulForward(ctx, out, inp, weight, B, T, C, OC),
     matmulBackward: (dinp, dweight, dout, inp, weight, B, T, C, OC) => matmulBackward(ctx, dinp, dweight, dout, inp, weight, B, T, C, OC),
+    matmulResidualForward: (out, inp, weight, res, B, T, C, OC) => matmulResidualForward(ctx, out, inp, weight, res, B, T, C, OC),
     matmulForwardQ8: (out, inp, q, scales, B, T, C, OC) => matmulForwardQ8(ctx, out, inp, q, scales, B, T, C, OC),
     matmulForwardQ4: (out, inp, q, scales, B, T, C, OC) => matmulForwardQ4(ctx, out, inp, q, scales, B, T, C, OC),
     matmulBackwardInputQ8: (dinp, dout, q, scales, B, T, C, OC) => matmulBackwardInputQ8(ctx, dinp, dout, q, scales, B, T, C, OC),
@@ -92,6 +95,7 @@ export function webgpuBackend(ctx: GpuContext, description: string = adapterLine
     logSoftmaxBackward: (dlogits, dlogp, logp, N, V, temperature) => logSoftmaxBackward(ctx, dlogits, dlogp, logp, N, V, temperature),
     gatherForward: (out, logp, targets, N, V) => gatherForward(ctx, out, logp, targets, N, V),
     gatherBackward: (dlogp, dout, targets, N, V) => gatherBackward(ctx, dlogp, dout, targets, N, V),
+    crossEntropy: (lrow, dlogits, logits, targets, dout, N, V) => crossEntropy(ctx, lrow, dlogits, logits, targets, dout, N, V),
     klForward: (out, logitsP, logitsQ, N, V, temperature) => klForward(ctx, out, logitsP, logitsQ, N, V, temperature),
     klBackward: (dlogitsP, dlogitsQ, dout, logitsP, logitsQ, N, V, temperature) => klBackward(ctx, dlogitsP, dlogitsQ, dout, logitsP, logitsQ, N, V, temperature),
 

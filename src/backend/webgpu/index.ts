@@ -11,6 +11,7 @@ export * from './device';
 export * from './kernel';
 export * from './logsoftmax';
 export * from './gather';
+export * from './cross_entropy';
 export * from './kl';
 export * from './adamw';
 export * from './matmul';

@@ -1,11 +1,14 @@
 /**
  * The thin-wrapper machinery every WebGPU kernel uses (a kernel is a WGSL file, a thin wrapper that
  * knows only its dispatch shape and cache key, and a test against its CPU twin):
- *   - `GpuTensor`: a storage buffer with an element kind and length (the backend's handle);
+ *   - `GpuTensor`: a storage buffer with an element kind and length (the backend's handle), or a
+ *     view of a range of another tensor's buffer (`view`: bound at its byte offset, not pooled);
  *   - `GpuContext`: owns the device; upload / zeros / fill / download / dispose tensors (buffers
  *     are pooled by size class and reused after `dispose`); compiles each kernel once per cache
  *     key (shader names + entry point + overrides) with an explicit bind-group layout; records
- *     dispatches into one pending command encoder, submitted by `flush` or `download`;
+ *     dispatches into one pending command encoder, submitted by `flush` or `download`. Uploads
+ *     are recorded too (a mapped staging buffer copied in the encoder), so they never submit;
+ *     downloads requested in the same JS task share one submission (the flush waits a microtask);
  *   - `defineKernel` / `params`: how a wrapper names its shader, bindings and uniforms.
  *
  * Shader conventions (every kernel in shaders/ follows them; helpers: see below):
@@ -45,18 +48,21 @@
  * Not here: any kernel's maths (one file per op), device acquisition (device.ts), the
  * `Backend` object that will bind these wrappers to the interface of src/backend/types.ts.
  */
-import type { HostTensors, TensorKind } from '../types';
+import { VIEW_ALIGN, type HostTensors, type TensorKind } from '../types';
 import { checkBufferSize } from './device';
 import { shaderSource } from './shaders';
 
-/** A tensor on the GPU: `length` elements of `kind`, in `buffer` (size ≥ 4·⌈bytes/4⌉). */
+/** A tensor on the GPU: `length` elements of `kind`, in `buffer` from byte `offset` (size ≥ 4·⌈bytes/4⌉). */
 export interface GpuTensor<K extends TensorKind = TensorKind> {
   readonly kind: K;
   readonly length: number;
   readonly buffer: GPUBuffer;
   /** Bytes holding the data (length × element size), before padding to 4. */
   readonly byteLength: number;
+  /** A view (`GpuContext.view`): its first byte in `buffer` (a multiple of 256); it owns no buffer. Absent: the tensor owns `buffer` from byte 0. */
+  readonly offset?: number;
 }
+
 
 const ELEMENT_BYTES: { [K in TensorKind]: number } = { f32: 4, i32: 4, i8: 1, u8: 1, u16: 2 };
 const CTORS: { [K in TensorKind]: new (buf: ArrayBuffer, off: number, len: number) => HostTensors[K] } = {
@@ -134,7 +140,17 @@ function sizeClass(bytes: number): number {
 const STORAGE_USAGE = 0x0080 | 0x0004 | 0x0008; // STORAGE | COPY_SRC | COPY_DST (GPUBufferUsage, spelled out for Node before globals exist)
 const UNIFORM_USAGE = 0x0040 | 0x0008; // UNIFORM | COPY_DST
 const READBACK_USAGE = 0x0001 | 0x0008; // MAP_READ | COPY_DST
+const STAGING_USAGE = 0x0004; // COPY_SRC (mapped at creation)
 const MAP_READ = 0x0001;
+
+/** `GpuContext.counts`, as a value. */
+export interface GpuCounts {
+  readonly dispatches: number;
+  readonly submissions: number;
+  readonly uploads: number;
+  readonly downloads: number;
+  readonly byKernel: Readonly<Record<string, number>>;
+}
 
 /** The device, its pipelines, buffer pools and the pending command encoder. */
 export class GpuContext {
@@ -143,17 +159,22 @@ export class GpuContext {
   private readonly freeStorage = new Map<number, GPUBuffer[]>();
   private readonly freeUniform: GPUBuffer[] = [];
   private inFlightUniform: GPUBuffer[] = [];
+  /** Upload staging buffers recorded in the pending encoder (destroyed once the GPU is done). */
+  private pendingStaging: GPUBuffer[] = [];
+  /** The flush that downloads of this JS task wait for (a microtask), or null. */
+  private flushSoon: Promise<void> | null = null;
   private encoder: GPUCommandEncoder | null = null;
   private destroyed = false;
   /** A 16-byte buffer bound where a kernel has an optional output the caller passed as null. */
   readonly dummy: GpuTensor<'f32'>;
 
   /**
-   * What this context has asked of the GPU so far: compute dispatches, command submissions, host
-   * writes (uploads; each first submits what is pending, to keep order) and read-backs. Read the
-   * difference around a step to know what it costs (`npm run bench -- --gpu` prints them).
+   * What this context has asked of the GPU so far: compute dispatches (and per kernel, keyed by
+   * its shader names, `+`-joined, and `:entry` when not `main`), command submissions, host writes
+   * (uploads, recorded as copies: they submit nothing) and read-backs. Read the difference around
+   * a step to know what it costs (`npm run bench -- --gpu` prints them; `countsSince` diffs).
    */
-  readonly counts = { dispatches: 0, submissions: 0, uploads: 0, downloads: 0 };
+  readonly counts = { dispatches: 0, submissions: 0, uploads: 0, downloads: 0, byKernel: {} as Record<string, number> };
 
   /** WebGPU validation / out-of-memory errors not yet reported (thrown by the next download). */
   private readonly errors: string[] = [];
@@ -193,25 +214,29 @@ export class GpuContext {
   /** Bytes of storage buffers created so far (pooled ones count once): the GPU memory the page shows. */
   storageBytes = 0;
 
-  /** A new tensor holding a copy of `data`. */
+  /** A new tensor holding a copy of `data` (recorded: a staging buffer copied in the pending encoder). */
   upload<K extends TensorKind>(kind: K, data: HostTensors[K]): GpuTensor<K> {
     const byteLength = data.length * ELEMENT_BYTES[kind];
     const buffer = this.allocate(byteLength, `upload(${kind}[${data.length}])`);
     this.counts.uploads++;
-    const padded = Math.ceil(byteLength / 4) * 4;
-    // queue.writeBuffer runs before any still-unsubmitted commands: submit them first, so that a
-    // pooled buffer they still use is not overwritten ahead of them.
-    this.flush();
-    if (padded > 0) {
-      if (padded === byteLength) {
-        this.device.queue.writeBuffer(buffer, 0, data.buffer, data.byteOffset, byteLength);
-      } else {
-        const tmp = new Uint8Array(padded);
-        tmp.set(new Uint8Array(data.buffer, data.byteOffset, byteLength));
-        this.device.queue.writeBuffer(buffer, 0, tmp);
-      }
-    }
-    return { kind, length: data.length, buffer, byteLength };
+    const t: GpuTensor<K> = { kind, length: data.length, buffer, byteLength };
+    this.write(t, new Uint8Array(data.buffer, data.byteOffset, byteLength));
+    return t;
+  }
+
+  /**
+   * Record a copy of `bytes` into `t` (from its first byte): a staging buffer mapped at creation,
+   * copied in the pending encoder — ordered after every op recorded before it and before every op
+   * after it, with no submission (queue.writeBuffer would run ahead of the unsubmitted encoder).
+   */
+  private write(t: GpuTensor, bytes: Uint8Array): void {
+    const padded = Math.ceil(bytes.byteLength / 4) * 4;
+    if (padded === 0) return;
+    const staging = this.device.createBuffer({ size: padded, usage: STAGING_USAGE, mappedAtCreation: true });
+    new Uint8Array(staging.getMappedRange()).set(bytes);
+    staging.unmap();
+    this.enc().copyBufferToBuffer(staging, 0, t.buffer, t.offset ?? 0, padded);
+    this.pendingStaging.push(staging);
   }
 
   /** A new zero-filled tensor of `length` elements. */
@@ -222,17 +247,34 @@ export class GpuContext {
     return { kind, length, buffer, byteLength };
   }
 
-  /** Overwrite a float tensor with a constant (0 uses clearBuffer; others a write of the value). */
+  /** Overwrite a float tensor with a constant (0 uses clearBuffer; others a recorded write of the value). */
   fill(t: GpuTensor<'f32'>, value: number): void {
     if (value === 0 && !Object.is(value, -0)) {
-      this.enc().clearBuffer(t.buffer, 0, t.byteLength);
+      if (t.byteLength > 0) this.enc().clearBuffer(t.buffer, t.offset ?? 0, t.byteLength);
       return;
     }
-    this.flush(); // keep order: earlier ops, then this write
-    this.device.queue.writeBuffer(t.buffer, 0, new Float32Array(t.length).fill(value));
+    const data = new Float32Array(t.length).fill(value);
+    this.write(t, new Uint8Array(data.buffer));
   }
 
-  /** Copy of the tensor's contents after every op recorded before it has run. */
+  /**
+   * A tensor of `length` f32 elements viewing `t` from element `offset` (a multiple of VIEW_ALIGN,
+   * as WebGPU binds storage at 256-byte offsets). Ops read and write it like any tensor; it owns
+   * no memory (`dispose` of a view does nothing; dispose `t` when done with every view of it).
+   * WebGPU tracks usage per buffer, not per range: one dispatch may not write a view and bind
+   * any other view of the same buffer (`run` refuses it; residualForward copies first).
+   */
+  view(t: GpuTensor<'f32'>, offset: number, length: number): GpuTensor<'f32'> {
+    if (!Number.isInteger(offset) || offset < 0 || offset % VIEW_ALIGN !== 0) throw new RangeError(`view: offset ${offset} must be a multiple of ${VIEW_ALIGN} elements (256 bytes)`);
+    if (!Number.isInteger(length) || length < 0 || offset + length > t.length) throw new RangeError(`view: [${offset}, ${offset} + ${length}) is outside the tensor's ${t.length} elements`);
+    return { kind: 'f32', length, buffer: t.buffer, byteLength: 4 * length, offset: (t.offset ?? 0) + 4 * offset };
+  }
+
+  /**
+   * Copy of the tensor's contents after every op recorded before it has run. The copy is recorded
+   * now; the submission waits a microtask, so that every download asked for in the same JS task
+   * (e.g. `Promise.all([download(a), download(b)])`) rides in one command submission.
+   */
   async download<K extends TensorKind>(kind: K, t: GpuTensor<K>): Promise<HostTensors[K]> {
     if (t.kind !== kind) throw new TypeError(`download: tensor is ${t.kind}, asked for ${kind}`);
     const padded = Math.ceil(t.byteLength / 4) * 4;
@@ -240,8 +282,11 @@ export class GpuContext {
     if (padded === 0) return new ctor(new ArrayBuffer(0), 0, 0);
     const staging = this.device.createBuffer({ size: padded, usage: READBACK_USAGE });
     this.counts.downloads++;
-    this.enc().copyBufferToBuffer(t.buffer, 0, staging, 0, padded);
-    this.flush();
+    this.enc().copyBufferToBuffer(t.buffer, t.offset ?? 0, staging, 0, padded);
+    await (this.flushSoon ??= Promise.resolve().then(() => {
+      this.flushSoon = null;
+      this.flush();
+    }));
     await staging.mapAsync(MAP_READ);
     const copy = staging.getMappedRange().slice(0, padded);
     staging.unmap();
@@ -254,13 +299,19 @@ export class GpuContext {
   clone<K extends TensorKind>(t: GpuTensor<K>): GpuTensor<K> {
     const buffer = this.allocate(t.byteLength, `clone(${t.kind}[${t.length}])`);
     const padded = Math.ceil(t.byteLength / 4) * 4;
-    if (padded > 0) this.enc().copyBufferToBuffer(t.buffer, 0, buffer, 0, padded);
+    if (padded > 0) this.enc().copyBufferToBuffer(t.buffer, t.offset ?? 0, buffer, 0, padded);
     return { kind: t.kind, length: t.length, buffer, byteLength: t.byteLength };
+  }
+
+  /** Record a copy of the first `length` elements of `src` into `dst` (a buffer copy: no dispatch). */
+  copy(src: GpuTensor<'f32'>, dst: GpuTensor<'f32'>, length: number): void {
+    if (length > src.length || length > dst.length) throw new RangeError(`copy: ${length} elements, src has ${src.length}, dst ${dst.length}`);
+    if (length > 0) this.enc().copyBufferToBuffer(src.buffer, src.offset ?? 0, dst.buffer, dst.offset ?? 0, 4 * length);
   }
 
   /** Return the tensor's buffer to the pool (it must not be used afterwards). */
   dispose(t: GpuTensor): void {
-    if (t === this.dummy) return;
+    if (t === this.dummy || t.offset !== undefined) return;
     const cls = t.buffer.size;
     let free = this.freeStorage.get(cls);
     if (free === undefined) this.freeStorage.set(cls, (free = []));
@@ -312,7 +363,7 @@ export class GpuContext {
     for (let i = 0; i < tensors.length; i++) {
       for (let j = i + 1; j < tensors.length; j++) {
         if (tensors[i]!.buffer === tensors[j]!.buffer && (k.bindings[i] === 'rw' || k.bindings[j] === 'rw') && tensors[i] !== this.dummy) {
-          throw new Error(`${k.shaders.join('+')}: bindings ${i + 1} and ${j + 1} are the same tensor and one is written (WebGPU forbids aliasing a writable binding); copy it first`);
+          throw new Error(`${k.shaders.join('+')}: bindings ${i + 1} and ${j + 1} are the same tensor and one is written (WebGPU forbids aliasing a writable binding, even disjoint views of one buffer); copy it first`);
         }
       }
     }
@@ -320,7 +371,9 @@ export class GpuContext {
     const { pipeline, layout } = this.pipeline(k);
     const uni = this.uniform(params(ps));
     const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: uni } }];
-    tensors.forEach((t, i) => entries.push({ binding: i + 1, resource: { buffer: t.buffer } }));
+    tensors.forEach((t, i) =>
+      entries.push({ binding: i + 1, resource: t.offset === undefined ? { buffer: t.buffer } : { buffer: t.buffer, offset: t.offset, size: Math.max(4, Math.ceil(t.byteLength / 4) * 4) } }),
+    );
     const bindGroup = this.device.createBindGroup({ layout, entries });
     const [x, y] = this.grid(workgroups);
     const pass = this.enc().beginComputePass();
@@ -329,6 +382,23 @@ export class GpuContext {
     pass.dispatchWorkgroups(x, y);
     pass.end();
     this.counts.dispatches++;
+    const name = k.entry === 'main' ? k.shaders.join('+') : `${k.shaders.join('+')}:${k.entry}`;
+    this.counts.byKernel[name] = (this.counts.byKernel[name] ?? 0) + 1;
+  }
+
+  /** A snapshot of `counts` (byKernel copied), for `countsSince`. */
+  countsNow(): GpuCounts {
+    return { ...this.counts, byKernel: { ...this.counts.byKernel } };
+  }
+
+  /** What was asked of the GPU since the snapshot `c0` (byKernel: only kernels that ran, most dispatches first). */
+  countsSince(c0: GpuCounts): GpuCounts {
+    const c = this.counts;
+    const byKernel: Record<string, number> = {};
+    const rows = Object.entries(c.byKernel).map(([n, v]) => [n, v - (c0.byKernel[n] ?? 0)] as const).filter(([, v]) => v > 0);
+    rows.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    for (const [n, v] of rows) byKernel[n] = v;
+    return { dispatches: c.dispatches - c0.dispatches, submissions: c.submissions - c0.submissions, uploads: c.uploads - c0.uploads, downloads: c.downloads - c0.downloads, byKernel };
   }
 
   private uniform(data: ArrayBuffer): GPUBuffer {
@@ -354,8 +424,13 @@ export class GpuContext {
     this.device.queue.submit([cb]);
     this.counts.submissions++;
     const done = this.inFlightUniform;
+    const staging = this.pendingStaging;
     this.inFlightUniform = [];
-    void this.device.queue.onSubmittedWorkDone().then(() => this.freeUniform.push(...done));
+    this.pendingStaging = [];
+    void this.device.queue.onSubmittedWorkDone().then(() => {
+      this.freeUniform.push(...done);
+      for (const b of staging) b.destroy();
+    });
   }
 
   /** Flush and wait until the GPU has finished all submitted work. */

@@ -8,7 +8,11 @@
  *   dinp += dout · W:    M = N,  Pn = C,  K = OC, A = dout (sai OC, sak 1),  B(o,c) = W[o,c] (sbk C, sbj 1)
  *   dW  += doutᵀ · inp:  M = OC, Pn = C,  K = N,  A(o,n) = dout[n,o] (sai 1, sak OC), B(n,c) = inp (sbk C, sbj 1)
  * Every variant passes the same test (tests/webgpu/matmul.test.ts); `MATMUL_DEFAULT` is the one
- * the backend uses.
+ * the backend uses. On v3, matmulBackward with both gradients is ONE dispatch (the two GEMMs
+ * share A = dout; matmul_v3.wgsl runs a pair). `matmulResidualForward` (out = res + inp · Wᵀ) folds the residual add that
+ * follows a block's output projection into the GEMM: res is copied into out (a buffer copy, not a
+ * dispatch) and the GEMM's accumulate epilogue adds the dot products — one dispatch instead of
+ * two, and the bits of matmulForward then residualForward (both round res + dot once).
  *
  * Not here: quantized weights (matmul_q.ts), bias, batched matmul.
  */
@@ -25,12 +29,33 @@ const TILE = 16;
 const kernels = {
   v1: defineKernel({ shaders: 'matmul_v1', bindings: ['read', 'read', 'rw'], overrides: { WG } }),
   v2: defineKernel({ shaders: 'matmul_v2', bindings: ['read', 'read', 'rw'], overrides: { TILE } }),
-  v3: defineKernel({ shaders: 'matmul_v3', bindings: ['read', 'read', 'rw'], overrides: { TILE } }),
+  v3: defineKernel({ shaders: 'matmul_v3', bindings: ['read', 'read', 'rw', 'read', 'rw'], overrides: { TILE } }),
 } as const;
 
 /** Output rows/columns covered by one workgroup of a tiled variant. */
 function block(v: MatmulVariant): number {
   return v === 'v3' ? 4 * TILE : TILE;
+}
+
+/** A GEMM's strides (header). */
+type Strides = { sai: number; sak: number; sbk: number; sbj: number };
+
+/** v3's uniform block of one GEMM (12 words), and its tile count. */
+function v3Params(M: number, Pn: number, K: number, s: Strides, accumulate: boolean): { ps: ReturnType<typeof u32>[]; tiles: number } {
+  const bs = block('v3');
+  const tilesN = Math.ceil(Pn / bs);
+  const tiles = M === 0 || Pn === 0 ? 0 : Math.ceil(M / bs) * tilesN;
+  return { ps: [u32(M), u32(Pn), u32(K), u32(s.sai), u32(s.sak), u32(s.sbk), u32(s.sbj), u32(accumulate ? 1 : 0), u32(tilesN), u32(tiles), u32(0), u32(0)], tiles };
+}
+
+/**
+ * Two accumulating GEMMs sharing A in ONE v3 dispatch: out0 += A·B0 and out1 += A·B1 (each with
+ * its own sizes and strides; shaders/matmul_v3.wgsl gives g1 the workgroups past g0's tiles).
+ */
+function gemmPairV3(ctx: GpuContext, a: GpuTensor<'f32'>, out0: GpuTensor<'f32'>, b0: GpuTensor<'f32'>, d0: [number, number, number, Strides], out1: GpuTensor<'f32'>, b1: GpuTensor<'f32'>, d1: [number, number, number, Strides]): void {
+  const g0 = v3Params(...d0, true);
+  const g1 = v3Params(...d1, true);
+  ctx.run(kernels.v3, [...g0.ps, ...g1.ps], [a, b0, out0, b1, out1], g0.tiles + g1.tiles);
 }
 
 /** The strided GEMM of the header: out[i, j] (+)= Σ_k A(i, k) B(k, j). */
@@ -43,10 +68,17 @@ export function gemm(
   M: number,
   Pn: number,
   K: number,
-  s: { sai: number; sak: number; sbk: number; sbj: number },
+  s: Strides,
   accumulate: boolean,
 ): void {
   if (M === 0 || Pn === 0) return;
+  if (variant === 'v3') {
+    // One GEMM: g1 has no tiles (b1 = b read again, out1 the context's dummy: never touched).
+    const g0 = v3Params(M, Pn, K, s, accumulate);
+    const none = v3Params(0, 0, 0, s, false);
+    ctx.run(kernels.v3, [...g0.ps, ...none.ps], [a, b, out, b, ctx.dummy], g0.tiles);
+    return;
+  }
   const base = [u32(M), u32(Pn), u32(K), u32(s.sai), u32(s.sak), u32(s.sbk), u32(s.sbj), u32(accumulate ? 1 : 0)];
   if (variant === 'v1') {
     ctx.run(kernels.v1, base, [a, b, out], Math.ceil((M * Pn) / WG));
@@ -85,14 +117,35 @@ export function matmulBackward(
   sizes('matmulBackward', { B, T, C, OC });
   const N = B * T;
   needLen('matmulBackward', { dout }, N * OC);
+  const sIn: Strides = { sai: OC, sak: 1, sbk: C, sbj: 1 };
+  const sW: Strides = { sai: 1, sak: OC, sbk: C, sbj: 1 };
+  if (variant === 'v3' && dinp !== null && dweight !== null && dinp.buffer !== dweight.buffer && N > 0 && C > 0 && OC > 0) {
+    // Both gradients in one dispatch (they share A = dout).
+    needLen('matmulBackward', { dinp, inp }, N * C);
+    needLen('matmulBackward', { weight, dweight }, OC * C);
+    gemmPairV3(ctx, dout, dinp, weight, [N, C, OC, sIn], dweight, inp, [OC, C, N, sW]);
+    return;
+  }
   if (dinp !== null) {
     needLen('matmulBackward', { dinp }, N * C);
     needLen('matmulBackward', { weight }, OC * C);
-    gemm(ctx, variant, dinp, dout, weight, N, C, OC, { sai: OC, sak: 1, sbk: C, sbj: 1 }, true);
+    gemm(ctx, variant, dinp, dout, weight, N, C, OC, sIn, true);
   }
   if (dweight !== null) {
     needLen('matmulBackward', { dweight }, OC * C);
     needLen('matmulBackward', { inp }, N * C);
-    gemm(ctx, variant, dweight, dout, inp, OC, C, N, { sai: 1, sak: OC, sbk: C, sbj: 1 }, true);
+    gemm(ctx, variant, dweight, dout, inp, OC, C, N, sW, true);
   }
+}
+
+/** out = res + inp · Wᵀ (header: res copied into out, then the accumulating GEMM). Overwrites `out`, which must not be `res`. */
+export function matmulResidualForward(ctx: GpuContext, out: GpuTensor<'f32'>, inp: GpuTensor<'f32'>, weight: GpuTensor<'f32'>, res: GpuTensor<'f32'>, B: number, T: number, C: number, OC: number, variant: MatmulVariant = MATMUL_DEFAULT): void {
+  sizes('matmulResidualForward', { B, T, C, OC });
+  const N = B * T;
+  needLen('matmulResidualForward', { out, res }, N * OC);
+  needLen('matmulResidualForward', { inp }, N * C);
+  needLen('matmulResidualForward', { weight }, OC * C);
+  if (out.buffer === res.buffer) throw new RangeError('matmulResidualForward: out and res share a buffer (the copy of res into out would overlap)');
+  ctx.copy(res, out, N * OC);
+  gemm(ctx, variant, out, inp, weight, N, OC, C, { sai: C, sak: 1, sbk: 1, sbj: C }, true);
 }

@@ -1,7 +1,7 @@
 /**
- * WebGPU RMSNorm (forward and backward) — thin wrappers over shaders/rmsnorm.wgsl,
- * shaders/rmsnorm_backward.wgsl (dinp, a workgroup per row) and
- * shaders/rmsnorm_backward_weight.wgsl (dweight, a thread per column summing rows in order);
+ * WebGPU RMSNorm (forward and backward) — thin wrappers over shaders/rmsnorm.wgsl and
+ * shaders/rmsnorm_backward.wgsl (one dispatch for both gradients: dinp a workgroup per row, then
+ * dweight a thread per column summing rows in order);
  * twins: rmsnormForward / rmsnormBackward in src/backend/cpu/rmsnorm.ts, same arguments after the
  * context (forward overwrites out and rstd, backward accumulates into dinp and dweight).
  *
@@ -12,10 +12,8 @@ import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
 
-const WG = 64;
 const fwd = defineKernel({ shaders: ['reduce', 'rmsnorm'], bindings: ['rw', 'rw', 'read', 'read'], overrides: { WG: ROW_WG } });
-const bwd = defineKernel({ shaders: ['reduce', 'rmsnorm_backward'], bindings: ['rw', 'read', 'read', 'read', 'read'], overrides: { WG: ROW_WG } });
-const bwdW = defineKernel({ shaders: 'rmsnorm_backward_weight', bindings: ['rw', 'read', 'read', 'read'], overrides: { WG } });
+const bwd = defineKernel({ shaders: ['reduce', 'rmsnorm_backward'], bindings: ['rw', 'read', 'read', 'read', 'read', 'rw'], overrides: { WG: ROW_WG } });
 
 /** y = w ⊙ x · rstd per row; saves rstd [B·T]. Overwrites `out` and `rstd`. */
 export function rmsnormForward(
@@ -59,6 +57,12 @@ export function rmsnormBackward(
   needLen(op, { dinp, dout, inp }, N * C);
   needLen(op, { dweight, weight }, C);
   needLen(op, { rstd }, N);
-  ctx.run(bwd, [u32(N), u32(C)], [dinp, dout, inp, weight, rstd], N);
-  if (N > 0) ctx.run(bwdW, [u32(N), u32(C)], [dweight, dout, inp, rstd], Math.ceil(C / WG));
+  const cols = N > 0 ? Math.ceil(C / ROW_WG) : 0;
+  if (dinp.buffer !== dweight.buffer) {
+    ctx.run(bwd, [u32(N), u32(C), u32(N), u32(cols)], [dinp, dout, inp, weight, rstd, dweight], N + cols);
+    return;
+  }
+  // Views of one buffer cannot both be bound for writing: the rows, then the columns.
+  ctx.run(bwd, [u32(N), u32(C), u32(N), u32(0)], [dinp, dout, inp, weight, rstd, ctx.dummy], N);
+  ctx.run(bwd, [u32(N), u32(C), u32(0), u32(cols)], [ctx.dummy, dout, inp, weight, rstd, dweight], cols);
 }
