@@ -97,6 +97,33 @@ describe('File list → name → bytes map', () => {
   });
 });
 
+describe('the card\'s quantization choice', () => {
+  it('estimates each choice (q4 < q8 < f32) and refuses the one that does not fit before reading any weight, while a smaller one is read', async () => {
+    const { files } = hfCheckpoint();
+    const [q8, q4, f32] = await Promise.all((['q8', 'q4', 'f32'] as const).map((q) => readCheckpointFolder(picked('t', files), cfg, roomy, undefined, q)));
+    expect([q8!.quant, q4!.quant, f32!.quant]).toEqual(['q8', 'q4', 'f32']);
+    expect(q4!.estimate.weights).toBeLessThan(q8!.estimate.weights);
+    expect(q8!.estimate.weights).toBeLessThan(f32!.estimate.weights);
+    expect(q4!.estimate.total).toBeLessThan(q8!.estimate.total);
+    expect(q4!.hash).toBe(q8!.hash); // the files are the same: the choice is the seat's, not the folder's
+    const between = { bytes: Math.floor((q4!.estimate.total + q8!.estimate.total) / 2), where: 'this page (test limit)' };
+    const reads: string[] = [];
+    await expect(readCheckpointFolder(picked('t', files, reads), cfg, between, undefined, 'q8')).rejects.toThrow(/needs about .* but this page \(test limit\) allows/);
+    expect(reads).toEqual(['t/config.json']);
+    expect((await readCheckpointFolder(picked('t', files), cfg, between, undefined, 'q4')).quant).toBe('q4');
+  });
+
+  it('round-trips in the stored seating; a seating stored before the choice existed reads as q8', async () => {
+    const mem = new MemoryStore();
+    const store = new CheckpointStore(mem);
+    const h = 'cd'.repeat(32);
+    await store.saveSeating([{ agent: 0, name: 'a', hash: h, quant: 'q4' }, { agent: 1, name: 'b', hash: h, quant: 'f32' }]);
+    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 0, name: 'a', hash: h, quant: 'q4' }, { agent: 1, name: 'b', hash: h, quant: 'f32' }] });
+    mem.map.set('seating', [{ agent: 0, name: 'a', hash: h }]);
+    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 0, name: 'a', hash: h, quant: 'q8' }] });
+  });
+});
+
 describe('CheckpointStore', () => {
   it('keeps the raw files under their hash and gives them back byte for byte; the seating round-trips; a copy goes only when its seat lets it go', async () => {
     const mem = new MemoryStore();
@@ -111,7 +138,7 @@ describe('CheckpointStore', () => {
     for (const [k, v] of c.files) expect(back.value.files.get(k)).toEqual(v);
     expect(await store.load('0'.repeat(64))).toEqual({ ok: true, value: null });
     expect(await store.saveSeating([{ agent: 1, name: c.name, hash: c.hash }])).toEqual({ ok: true, value: undefined });
-    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 1, name: c.name, hash: c.hash }] });
+    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 1, name: c.name, hash: c.hash, quant: 'q8' }] });
     await store.saveSeating([]); // a link without checkpoints: the stored copy stays
     expect((await store.load(c.hash)).ok && mem.map.has(`checkpoint:${c.hash}`)).toBe(true);
     await store.saveSeating([{ agent: 0, name: c.name, hash: c.hash }], [c.hash]); // still held by agent 0
@@ -133,6 +160,9 @@ describe('CheckpointStore', () => {
     mem.map.set('seating', [{ agent: 'x', name: 'n', hash: 'h' }]);
     const s = await store.loadSeating();
     expect(!s.ok && s.error).toMatch(/seating of checkpoints is not in a form this page reads/);
+    mem.map.set('seating', [{ agent: 0, name: 'n', hash: c.hash, quant: 'q3' }]);
+    const q = await store.loadSeating();
+    expect(!q.ok && q.error).toMatch(/seating of checkpoints is not in a form this page reads/);
     mem.failNext = new DOMException('full', 'QuotaExceededError');
     const f = await store.save(c);
     expect(!f.ok && f.error).toMatch(/storage for this site is full/);
@@ -154,6 +184,16 @@ describe('share links: the seats\' checkpoints', () => {
     expect(plain.ok && plain.state.checkpoints).toBeUndefined();
   });
 
+  it('records a seat\'s quantization when it is not q8 (q8 links are as before) and reads it back', async () => {
+    const cps = [{ agent: 0, name: 'a@12345678', hash: h, quant: 'q4' as const }, { agent: 1, name: 'b@12345678', hash: h, quant: 'q8' as const }];
+    const link = await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: cps }));
+    const r = await decodeShare(link);
+    if (!r.ok) throw new Error(r.error);
+    expect(r.state.checkpoints).toEqual([cps[0], { agent: 1, name: 'b@12345678', hash: h }]);
+    const without = await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 1, name: 'b@12345678', hash: h }] }));
+    expect(await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [cps[1]!] }))).toBe(without);
+  });
+
   it('refuses a malformed field with a message naming what is wrong', async () => {
     const base = { preset: 'arith-team', agents: 2 };
     const cases: [unknown, RegExp][] = [
@@ -163,6 +203,7 @@ describe('share links: the seats\' checkpoints', () => {
       [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a'.repeat(65) }] }, /1\.\.64 printable characters/],
       [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a', files: 1 }] }, /unknown entry "files"/],
       [{ ...base, checkpoints: {} }, /not a non-empty list/],
+      [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a', quant: 'q2' }] }, /quant to be one of "q8", "q4", "f32".*not "q2"/],
       [{ preset: 'climbing', checkpoints: [{ agent: 0, hash: h, name: 'a' }] }, /task "climbing" is not a language task/],
     ];
     for (const [obj, msg] of cases) {
@@ -210,5 +251,26 @@ describe('a checkpoint seat in a worker', () => {
     await expect(cancelled).rejects.toThrow(/Building the team was cancelled/);
     exp.terminate();
     expect(await workersStillAlive()).toBe(0);
+  }, 120_000);
+  it('loads the seat as its quantization says: a q4 seat in a worker is the q4 agent built in process (same held-out J), not the q8 one', async () => {
+    const { files } = hfCheckpoint();
+    const c = await readCheckpointFolder(picked('tiny-llama', files), cfg, roomy, undefined, 'q4');
+    const exp = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load: async () => new Uint8Array(), seats: new Map([0, 1].map((j) => [j, c] as const)), seatLimit: roomy });
+    opened.push(exp);
+    const local = async (quant: 'q4' | 'q8') => {
+      const m = await loadHfCheckpoint(files, { quant, maxSeq: HF_SEAT_MAX_SEQ });
+      return [0, 1].map((j) => hfSeatAgent(j, m, { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK, name: c.name }));
+    };
+    const q4 = (await exp.env.evaluate(await local('q4'))).J;
+    expect(exp.j0).toBe(q4);
+    // The worker holds q4 weights: its resident bytes are the q4 agent's, below a q8 seat's.
+    const q8 = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load: async () => new Uint8Array(), seats: new Map([0, 1].map((j) => [j, { ...c, quant: 'q8' as const }] as const)), seatLimit: roomy });
+    opened.push(q8);
+    const [b4, b8] = [await exp.team[0]!.memoryBytes(), await q8.team[0]!.memoryBytes()];
+    expect(b4).toBeLessThan(b8);
+    const weights = (m: Awaited<ReturnType<typeof loadHfCheckpoint>>) => [...m.weights.values()].reduce((n, t) => n + Object.values(t).reduce((k: number, v) => k + (ArrayBuffer.isView(v) ? v.byteLength : 0), 0), 0);
+    expect(b8 - b4).toBe(weights(await loadHfCheckpoint(files, { quant: 'q8', maxSeq: HF_SEAT_MAX_SEQ })) - weights(await loadHfCheckpoint(files, { quant: 'q4', maxSeq: HF_SEAT_MAX_SEQ })));
+    exp.terminate();
+    q8.terminate();
   }, 120_000);
 });

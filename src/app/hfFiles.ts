@@ -28,6 +28,7 @@ import { ConfigError, FormatError } from '../core/errors';
 import type { ModelConfig } from '../model/config';
 import { checkFits, describeEstimate, estimateMemory, formatBytes, type HfInfo, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
+import type { QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
 import { HF_SEAT_MAX_SEQ, hfSeatBudget } from '../sat/hfSeat';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
@@ -41,8 +42,16 @@ export interface FileLike {
   arrayBuffer(): Promise<ArrayBuffer>;
 }
 
-/** The quantization a seated checkpoint is loaded with in the page (as the CLI's default). */
-export const PAGE_SEAT_QUANT = 'q8';
+/** The quantization a seated checkpoint is loaded with in the page unless the card says otherwise (as the CLI's default). */
+export const PAGE_SEAT_QUANT: QuantKind = 'q8';
+
+/** The card's choices, in its order: Q8 and Q4 blocks, or f32 as stored (for small checkpoints: the estimate refuses big ones). */
+export const SEAT_QUANTS: readonly QuantKind[] = ['q8', 'q4', 'f32'];
+
+/** `q` when it is a quantization a seat may use (a stored seating or a link names one), else undefined. */
+export function seatQuant(q: unknown): QuantKind | undefined {
+  return SEAT_QUANTS.find((x) => x === q);
+}
 
 /** Characters of the folder hash shown after the folder's name. */
 export const SHORT_HASH = 8;
@@ -112,23 +121,24 @@ async function bytesOf(f: FileLike): Promise<Uint8Array> {
 }
 
 /**
- * Reads a checkpoint folder for settings `cfg`: config.json first (its own checks, hfConfig.ts),
- * the memory estimate against `limit` (a ConfigError naming every part when it does not fit —
- * before any weight is read), then every file, and the folder hash. `onRead(done, total)` after
- * each file.
+ * Reads a checkpoint folder for settings `cfg`, to be stored as `quant`: config.json first (its
+ * own checks, hfConfig.ts), the memory estimate against `limit` (a ConfigError naming every part
+ * when it does not fit — before any weight is read), then every file, and the folder hash.
+ * `onRead(done, total)` after each file.
  */
 export async function readCheckpointFolder(
   list: readonly FileLike[],
   cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>,
   limit: { bytes: number; where: string },
   onRead?: (done: number, total: number) => void,
+  quant: QuantKind = PAGE_SEAT_QUANT,
 ): Promise<ReadCheckpoint> {
   const { folder, entries } = folderEntries(list);
   const { readHfConfig, hfFolderHash } = await loader();
   const configFile = entries.get('config.json');
   const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf(configFile)]] : []);
   const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
-  const estimate = estimateMemory(mc, { quant: PAGE_SEAT_QUANT, ...hfSeatBudget(cfg) });
+  const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg) });
   checkFits(estimate, limit.bytes, limit.where);
   const files = new Map<string, Uint8Array>();
   const names = [...entries.keys()].sort();
@@ -141,13 +151,13 @@ export async function readCheckpointFolder(
   }
   const hash = await hfFolderHash(files);
   const named = (raw as { _name_or_path?: unknown })._name_or_path;
-  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, estimate, bytes, params: checkpointParams(mc, info) };
+  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, quant, estimate, bytes, params: checkpointParams(mc, info) };
 }
 
-/** The memory estimate for a folder already read (a stored one), for settings `cfg`. */
-export async function estimateOf(files: HfFiles, cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>): Promise<MemoryEstimate> {
+/** The memory estimate for a folder already read (a stored one), for settings `cfg`, stored as `quant`. */
+export async function estimateOf(files: HfFiles, cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>, quant: QuantKind = PAGE_SEAT_QUANT): Promise<MemoryEstimate> {
   const { readHfConfig } = await loader();
-  return estimateMemory(readHfConfig(files, HF_SEAT_MAX_SEQ).cfg, { quant: PAGE_SEAT_QUANT, ...hfSeatBudget(cfg) });
+  return estimateMemory(readHfConfig(files, HF_SEAT_MAX_SEQ).cfg, { quant, ...hfSeatBudget(cfg) });
 }
 
 /** The estimate as the card shows it. */
@@ -157,11 +167,13 @@ export function describeSeatEstimate(e: MemoryEstimate): string {
 
 // ── storage ───────────────────────────────────────────────────────────────────────────────────
 
-/** Which seat holds which checkpoint (what a reload, and a share link, need to seat it again). */
+/** Which seat holds which checkpoint, stored how (what a reload, and a share link, need to seat it again). */
 export interface SeatRef {
   readonly agent: number;
   readonly name: string;
   readonly hash: string;
+  /** Absent in seatings and links written before the card had a choice: q8 (PAGE_SEAT_QUANT). */
+  readonly quant?: QuantKind;
 }
 
 export const CHECKPOINT_DB = 'sat-playground-checkpoints';
@@ -188,7 +200,7 @@ export class CheckpointStore {
   }
 
   /** Keeps a checkpoint's files under its hash; the value is the bytes stored. */
-  save(c: SeatCheckpoint): Promise<Guarded<number>> {
+  save(c: Omit<SeatCheckpoint, 'quant'>): Promise<Guarded<number>> {
     return guarded('keep the checkpoint in this browser', async () => {
       const files = [...c.files].map(([k, v]) => [k, v] as const);
       await this.store.setMany([[fileKey(c.hash), { name: c.name, files } satisfies StoredCheckpoint]]);
@@ -197,7 +209,7 @@ export class CheckpointStore {
   }
 
   /** The checkpoint stored under `hash` (null when there is none); its files are re-hashed, so a damaged copy is refused. */
-  load(hash: string): Promise<Guarded<(SeatCheckpoint & { bytes: number; params: number }) | null>> {
+  load(hash: string): Promise<Guarded<(Omit<SeatCheckpoint, 'quant'> & { bytes: number; params: number }) | null>> {
     return guarded('read the stored checkpoint', async () => {
       const v = (await this.store.get(fileKey(hash))) as Partial<StoredCheckpoint> | undefined;
       if (v === undefined) return null;
@@ -221,7 +233,7 @@ export class CheckpointStore {
     return guarded('remember the seated checkpoints', async () => {
       const keep = new Set(seats.map((s) => s.hash));
       const stale = [...new Set(drop)].filter((h) => !keep.has(h)).map(fileKey);
-      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash }))]]);
+      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT }))]]);
       if (stale.length > 0) await this.store.delMany(stale);
     });
   }
@@ -231,10 +243,10 @@ export class CheckpointStore {
     return guarded('read the seated checkpoints', async () => {
       const v = await this.store.get(SEATING_KEY);
       if (v === undefined) return [];
-      if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s?.agent) && typeof s?.name === 'string' && isHash(s?.hash))) {
+      if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s?.agent) && typeof s?.name === 'string' && isHash(s?.hash) && (s.quant === undefined || seatQuant(s.quant) !== undefined))) {
         throw new ConfigError('seating', v, 'the stored seating of checkpoints is not in a form this page reads');
       }
-      return v as SeatRef[];
+      return (v as SeatRef[]).map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT }));
     });
   }
 }

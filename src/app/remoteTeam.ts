@@ -31,6 +31,7 @@
 import { proxy, transfer, wrap, type Endpoint, type Remote } from 'comlink';
 import { ConfigError, SatError } from '../core/errors';
 import type { HfFiles, HfProgress } from '../model/hfLoad';
+import type { QuantKind } from '../model/quant';
 import type { TextTokenizer } from '../model/tokenizer';
 import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatSeed } from '../sat/hfSeat';
 import { Rng } from '../core/rng';
@@ -259,6 +260,8 @@ export interface SeatCheckpoint {
   /** hfFolderHash of the files. */
   readonly hash: string;
   readonly files: HfFiles;
+  /** How its weights are stored on load (the card's choice). */
+  readonly quant: QuantKind;
 }
 
 export interface RemoteExperimentOptions {
@@ -347,7 +350,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
           const limit = opts.seatLimit ?? { bytes: Number.MAX_SAFE_INTEGER, where: 'no limit' };
           return a.init(
             {
-              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: 'q8', backend: cfg.backend,
+              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: seat.quant, backend: cfg.backend,
               memory: { ...hfSeatBudget(cfg), limitBytes: limit.bytes, where: limit.where },
               agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
             },

@@ -160,6 +160,38 @@ describe('your own checkpoint as an agent in the page', () => {
     await p.context().close();
   }, 300_000);
 
+  it('the card\'s quantization choice: picked before the folder it is what the seat loads as; changed after, it re-seats with the new estimate; a reload keeps it', async () => {
+    const good = hfCheckpoint({ seed: 12 });
+    writeHfFolder(join(dir, 'quant', 'tiny-llama'), good.files);
+    const p = await pg.freshPage();
+    await openLink(p);
+    await p.getByTestId('checkpoint-1-quant').selectOption('q4');
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'quant', 'tiny-llama'));
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-params').innerText()).toMatch(/base params \(frozen, q4\)/);
+    const options = await p.getByTestId('checkpoint-1-quant').locator('option').allInnerTexts();
+    expect(options.map((o) => o.split(' ')[0])).toEqual(['q8', 'q4', 'f32']);
+    for (const o of options) expect(o).toMatch(/^(q8|q4|f32) \(needs about [\d.]+ [KM]iB\)$/);
+    const needsQ4 = await p.getByTestId('checkpoint-1-needs').innerText();
+    expect(needsQ4).toBe(`needs about ${/needs about ([\d.]+ [KM]iB)/.exec(options[1]!)![1]} (estimate)`);
+
+    await p.getByTestId('checkpoint-1-quant').selectOption('f32');
+    await p.getByText(/Agent 1 is now tiny-llama@[0-9a-f]{8} stored f32/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, f32\)/);
+    expect(await p.getByTestId('checkpoint-1-needs').innerText()).toBe(`needs about ${/needs about ([\d.]+ [KM]iB)/.exec(options[2]!)![1]} (estimate)`);
+    expect(await p.getByTestId('checkpoint-1-needs').innerText()).not.toBe(needsQ4);
+
+    await p.goto(pg.url, { waitUntil: 'load' });
+    await p.getByText(/Restored your last experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, f32\)/);
+    expect(await p.getByTestId('checkpoint-1-quant').inputValue()).toBe('f32');
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
   it('Cancel during a load ends it: the notice says so and the team is as it was', async () => {
     // Big enough (about 7 M parameters, ~0.4 s to convert and quantize in Node) that the load outlasts a click.
     const big = hfCheckpoint({ d: 256, layers: 12, heads: 4, kvHeads: 2, hidden: 512, seed: 11 });
