@@ -27,8 +27,9 @@ describe('npm run sat -- --agent-model', () => {
     const r = sat('--preset', 'arith-team', ...SMALL, '--agent-model', `1=${dir}`);
     expect(r.err).not.toContain('error:');
     expect(r.code).toBe(0);
-    expect(r.err).toContain(`agent 1 ← ${dir}: d 64 · 2 layers · 4 heads · hidden 96 · vocab 272 · maxSeq 128 · untied head`);
-    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate for 4 sequences × 128 tokens \(sampling 8\): weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
+    // arith-team's contexts with this tokenizer and chat template, 3 agents, maxNew 3: 80 positions (hfSeatContext), not the checkpoint's 128.
+    expect(r.err).toContain(`agent 1 ← ${dir}: d 64 · 2 layers · 4 heads · hidden 96 · vocab 272 · maxSeq 80 · untied head`);
+    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate for 4 sequences × 80 tokens \(the context this preset needs with its tokenizer; sampling 8\): weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
     expect(r.err).toContain('reading 1/1 files');
     expect(r.err).toContain('quantizing 21/21 tensors');
     expect(r.err).toContain('agent 1 is tests/tiny-llama: ');

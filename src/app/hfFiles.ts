@@ -8,9 +8,13 @@
  *                                  path in the folder (webkitRelativePath minus the top folder, or
  *                                  its name); like the CLI, only the folder's own *.json and
  *                                  *.safetensors files are kept (so both hash a folder alike)
- *   readCheckpointFolder(list, …)  reads config.json alone, estimates the agent's memory and refuses
- *                                  before reading the weights when it does not fit; then reads
- *                                  every file and hashes the folder (hfFolderHash)
+ *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json and the
+ *                                  tokenizer's), measures the context the preset needs with that
+ *                                  tokenizer (src/sat/hfSeat.ts hfSeatContext), estimates the
+ *                                  agent's memory for it and refuses before reading the weights
+ *                                  when it does not fit; then reads every file and hashes the
+ *                                  folder (hfFolderHash)
+ *   seatContext(files, cfg)        that context for a folder already read
  *   CheckpointStore                the raw files by folder hash, and which seat holds which
  *                                  checkpoint, over a PartStore (IndexedDB database
  *                                  "sat-playground-checkpoints" in the page)
@@ -30,7 +34,7 @@ import { checkFits, describeEstimate, estimateMemory, formatBytes, type HfInfo, 
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from './remoteTeam';
 
@@ -101,8 +105,20 @@ export function checkpointParams(cfg: ModelConfig, info: Pick<HfInfo, 'kvHeads'>
   return (cfg.tied ? 1 : 2) * V * d + L * (2 * d * d + 2 * kv * d + 3 * H * d + 2 * d) + d;
 }
 
+/** What a seat's context and memory estimate depend on. */
+export type SeatSettings = Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'> & HfContextSettings;
+
+/** The context (positions) the settings need of a seat on these files (config.json and the tokenizer's files; the weights are not read). */
+export async function seatContext(files: HfFiles, cfg: HfContextSettings): Promise<number> {
+  const { readHfConfig, hfTokenizerOf } = await loader();
+  const { cfg: mc, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+  return hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
+}
+
 /** A folder read and checked, ready to seat. */
 export interface ReadCheckpoint extends SeatCheckpoint {
+  /** The context its seat gets for these settings (seatContext). */
+  readonly context: number;
   readonly estimate: MemoryEstimate;
   /** checkpointParams of its config. */
   readonly params: number;
@@ -122,13 +138,14 @@ async function bytesOf(f: FileLike): Promise<Uint8Array> {
 
 /**
  * Reads a checkpoint folder for settings `cfg`, to be stored as `quant`: config.json first (its
- * own checks, hfConfig.ts), the memory estimate against `limit` (a ConfigError naming every part
- * when it does not fit — before any weight is read), then every file, and the folder hash.
- * `onRead(done, total)` after each file.
+ * own checks, hfConfig.ts), then the tokenizer's JSON files and the context the preset needs with
+ * them (a ConfigError naming it and the limit when the checkpoint is shorter), the memory estimate
+ * for that context against `limit` (a ConfigError naming every part when it does not fit — before
+ * any weight is read), then every file, and the folder hash. `onRead(done, total)` after each file.
  */
 export async function readCheckpointFolder(
   list: readonly FileLike[],
-  cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>,
+  cfg: SeatSettings,
   limit: { bytes: number; where: string },
   onRead?: (done: number, total: number) => void,
   quant: QuantKind = PAGE_SEAT_QUANT,
@@ -138,26 +155,29 @@ export async function readCheckpointFolder(
   const configFile = entries.get('config.json');
   const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf(configFile)]] : []);
   const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
-  const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg) });
+  for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(f)); // the tokenizer's (and the index: all small)
+  const context = await seatContext(head, cfg);
+  const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg, context) });
   checkFits(estimate, limit.bytes, limit.where);
   const files = new Map<string, Uint8Array>();
   const names = [...entries.keys()].sort();
   let bytes = 0;
   for (const [i, name] of names.entries()) {
-    const b = name === 'config.json' ? head.get(name)! : await bytesOf(entries.get(name)!);
+    const b = head.get(name) ?? (await bytesOf(entries.get(name)!));
     files.set(name, b);
     bytes += b.byteLength;
     onRead?.(i + 1, names.length);
   }
   const hash = await hfFolderHash(files);
   const named = (raw as { _name_or_path?: unknown })._name_or_path;
-  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, quant, estimate, bytes, params: checkpointParams(mc, info) };
+  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, quant, context, estimate, bytes, params: checkpointParams(mc, info) };
 }
 
-/** The memory estimate for a folder already read (a stored one), for settings `cfg`, stored as `quant`. */
-export async function estimateOf(files: HfFiles, cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>, quant: QuantKind = PAGE_SEAT_QUANT): Promise<MemoryEstimate> {
+/** The memory estimate for a folder already read (a stored one), for settings `cfg` (at the context they need), stored as `quant`. */
+export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT): Promise<MemoryEstimate> {
   const { readHfConfig } = await loader();
-  return estimateMemory(readHfConfig(files, HF_SEAT_MAX_SEQ).cfg, { quant, ...hfSeatBudget(cfg) });
+  const context = await seatContext(files, cfg);
+  return estimateMemory(readHfConfig(files, context).cfg, { quant, ...hfSeatBudget(cfg, context) });
 }
 
 /** The estimate as the card shows it. */
