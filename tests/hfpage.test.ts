@@ -14,6 +14,7 @@ import { deflateRawSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CheckpointStore, folderEntries, readCheckpointFolder, seatName, type FileLike } from '../src/app/hfFiles';
 import { createRemoteExperiment, type RemoteExperiment } from '../src/app/remoteTeam';
+import { parseExperimentFile, parseParts, serializeBoundary, serializeExperiment, serializeHead, type ExperimentData } from '../src/app/savefile';
 import { base64urlEncode, decodeShare, encodeShare, makeShareState, SHARE_PREFIX } from '../src/app/share';
 import { readHfFolder } from '../src/cli/hfSeat';
 import { hfFolderHash, loadHfCheckpoint } from '../src/model/hfLoad';
@@ -216,6 +217,47 @@ describe('share links: the seats\' checkpoints', () => {
       }
     }
     await expect(encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 5, name: 'a', hash: h }] }))).rejects.toThrow(/Cannot make a share link: "checkpoints"/);
+  });
+});
+
+describe('experiment files: the seats\' checkpoints', () => {
+  const h = 'ef'.repeat(32);
+  const data = (checkpoints?: unknown): ExperimentData => ({
+    config: cfg, presetName: 'arith-team', createdAt: '2026-12-01T00:00:00.000Z', stages: [], betas: [cfg.beta, cfg.beta], cursor: { stage: 0 },
+    agents: [0, 1].map(() => ({ snapshot: { params: new Float64Array(3), optim: new Float64Array(7) } })),
+    ...(checkpoints !== undefined ? { checkpoints: checkpoints as ExperimentData['checkpoints'] } : {}),
+  });
+
+  it('records {agent, name, hash, quant} per seat and reads it back, in a whole file and in the autosave\'s parts; a file without the field opens as before', () => {
+    const seats = [{ agent: 1, name: 'tiny-llama@efefefef', hash: h, quant: 'q4' as const }];
+    const r = parseExperimentFile(serializeExperiment(data(seats)));
+    if (!r.ok) throw new Error(r.error);
+    expect(r.value.checkpoints).toEqual(seats);
+    const d = data(seats);
+    const parts = parseParts(serializeHead(d), serializeBoundary(d), []);
+    expect(parts.ok && parts.value.checkpoints).toEqual(seats);
+    const none = parseExperimentFile(serializeExperiment(data([])));
+    expect(none.ok && none.value.checkpoints).toEqual([]);
+    const old = parseExperimentFile(serializeExperiment(data()));
+    expect(old.ok && 'checkpoints' in old.value).toBe(false);
+  });
+
+  it('refuses a malformed entry with a message naming it', () => {
+    const cases: [unknown, RegExp][] = [
+      [[{ agent: 2, name: 'a', hash: h, quant: 'q8' }], /checkpoint entry 0 has agent 2; an agent is an integer in \[0, 1\]/],
+      [[{ agent: 0, name: 'a', hash: 'xyz', quant: 'q8' }], /hash the text "xyz"; a folder hash is 64 lowercase hex digits/],
+      [[{ agent: 0, name: 'a', hash: h, quant: 'q2' }], /quant the text "q2"; expected "q8", "q4" or "f32"/],
+      [[{ agent: 0, name: 'a', hash: h, quant: 'q8' }, { agent: 0, name: 'b', hash: h, quant: 'q8' }], /seats agent 0 a second time/],
+      [[0, 1, 0].map((agent) => ({ agent, name: 'a', hash: h, quant: 'q8' })), /"checkpoints" is not a list of at most 2 seats/],
+    ];
+    for (const [v, msg] of cases) {
+      const r = parseExperimentFile(serializeExperiment(data(v)));
+      expect(r.ok, JSON.stringify(v)).toBe(false);
+      if (!r.ok) {
+        expect(r.code).toBe('agents');
+        expect(r.error).toMatch(msg);
+      }
+    }
   });
 });
 

@@ -75,6 +75,8 @@ export interface SessionState {
   readonly cursor: StepRef;
   /** The team at the end of the last finished stage. */
   readonly boundary: Boundary;
+  /** Language tasks: the seats on a checkpoint of their own ([] when none). Absent (an older file): the seats the page has. */
+  readonly checkpoints?: readonly Required<SeatRef>[];
 }
 
 const SPEED_MS: Record<Speed, number> = { slow: 700, normal: 150, fast: 0 };
@@ -743,7 +745,8 @@ export class Session {
     if (!this.team || !b || !s.config || b.stages !== s.stages.length) return null;
     const partial = this.unshown ? [...s.partial, ...this.unshown.steps] : s.partial;
     const last = partial[partial.length - 1];
-    return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b };
+    const checkpoints = isLlmTask(s.config.task) ? [...this.active(s.config, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant })) : undefined;
+    return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b, ...(checkpoints ? { checkpoints } : {}) };
   }
 
   /**
@@ -753,6 +756,8 @@ export class Session {
   async restoreSession(saved: SessionState, label: string): Promise<void> {
     await this.exclusive('loading', async () => {
       this.store.setState({ preset: saved.preset, form: formOf(saved.config), applied: formOf(saved.config) });
+      // The file's seats, from this browser's storage (or asked for on their cards), like a link's.
+      if (saved.checkpoints) this.useLinkSeats(saved.checkpoints);
       await this.restoreInto(saved, label);
     });
   }
@@ -765,6 +770,13 @@ export class Session {
     const team = this.team;
     if (!team) return;
     const exp = team.exp;
+    // A seat whose checkpoint this browser lacks runs the shipped model: its saved parameters are the checkpoint's, so nothing is restored.
+    const lacking = (saved.checkpoints ?? []).filter((c) => this.missing.has(c.agent));
+    if (lacking.length > 0) {
+      const which = lacking.map((c) => `agent ${c.agent}'s checkpoint ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…, ${c.quant})`).join(', ');
+      this.store.setState({ error: `The saved experiment seats ${which}, which this browser does not keep: pick that folder on the agent's card, then open the file again. Nothing was restored; the team is the file's settings, fresh.` });
+      return;
+    }
     if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
     await Promise.all(exp.team.map((a, i) => a.restore(saved.boundary.snapshots[i]!)));
     exp.betas.splice(0, exp.betas.length, ...saved.boundary.betas);
@@ -812,6 +824,7 @@ export function fileDataOf(s: SessionState, agents: readonly AgentView[], create
     }),
     betas: s.boundary.betas,
     cursor: s.cursor,
+    ...(s.checkpoints ? { checkpoints: s.checkpoints } : {}),
   };
 }
 
@@ -823,5 +836,6 @@ export function sessionOfFile(d: ExperimentData): SessionState {
     stages: d.stages,
     cursor: d.cursor,
     boundary: { stages: d.stages.length, snapshots: d.agents.map((a) => a.snapshot), betas: d.betas },
+    ...(d.checkpoints ? { checkpoints: d.checkpoints } : {}),
   };
 }

@@ -9,15 +9,18 @@
  * as {agent, hash, name}: opened where the checkpoint is stored, the seat is there at once;
  * opened in a fresh browser, the page says which checkpoint it needs, refuses a folder with
  * another hash, and seats the right one. The folder's files dropped on a card seat it too, and
- * Cancel during a load keeps the team as it was.
+ * Cancel during a load keeps the team as it was. The card's q8/q4/f32 choice loads and re-seats the
+ * checkpoint so; an exported experiment file records the seat and, opened in a browser without the
+ * checkpoint, asks for its folder instead of restoring into the shipped model.
  *
  * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
+import { parseExperimentFile } from '../../src/app/savefile';
 import { encodeShare, makeShareState, type ShareCheckpoint } from '../../src/app/share';
 import { hfFolderHash } from '../../src/model/hfLoad';
 import { presetConfig } from '../../src/sat/presets';
@@ -190,6 +193,53 @@ describe('your own checkpoint as an agent in the page', () => {
     expect(await p.getByTestId('checkpoint-1-quant').inputValue()).toBe('f32');
     expect(pg.errors).toEqual([]);
     await p.context().close();
+  }, 300_000);
+
+  it('an exported experiment records the seat (name, hash, quant): opened where the checkpoint is not kept it asks for the folder and restores nothing; with the folder picked it restores', async () => {
+    const good = hfCheckpoint({ seed: 13 });
+    const hash = await hfFolderHash(good.files);
+    const name = `tiny-llama@${hash.slice(0, 8)}`;
+    writeHfFolder(join(dir, 'export', 'tiny-llama'), good.files);
+    const p = await pg.freshPage();
+    await openLink(p);
+    await p.getByTestId('checkpoint-1-quant').selectOption('q4');
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'export', 'tiny-llama'));
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
+    await settled(p);
+    const row = await p.getByTestId('stage-row').first().innerText();
+    const [download] = await Promise.all([p.waitForEvent('download'), p.getByTestId('export').click()]);
+    const bytes = readFileSync(await download.path());
+    const parsed = parseExperimentFile(new Uint8Array(bytes));
+    if (!parsed.ok) throw new Error(parsed.error);
+    expect(parsed.value.checkpoints).toEqual([{ agent: 1, name, hash, quant: 'q4' }]);
+    await p.context().close();
+
+    // Another browser, without the checkpoint: the file asks for it and restores nothing.
+    const q = await pg.freshPage();
+    await openLink(q);
+    await q.getByTestId('import').setInputFiles({ name: 'seated.satexp', mimeType: 'application/octet-stream', buffer: bytes });
+    await q.getByTestId('error').waitFor({ timeout: 120_000 });
+    await settled(q);
+    expect(await q.getByTestId('error').innerText()).toMatch(new RegExp(`seats agent 1's checkpoint ${name} \\(hash ${hash.slice(0, 8)}…, q4\\), which this browser does not keep: pick that folder on the agent's card, then open the file again\\. Nothing was restored`));
+    expect(await q.getByTestId('checkpoint-1-missing').innerText()).toContain(name);
+    expect(await q.evaluate(rows)).toBe(0);
+    expect(await q.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
+
+    // The folder picked on the card (the file's q4 with it), then the file again: restored.
+    await q.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'export', 'tiny-llama'));
+    await q.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(q);
+    expect(await q.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, q4\)/);
+    await q.getByTestId('import').setInputFiles({ name: 'seated.satexp', mimeType: 'application/octet-stream', buffer: bytes });
+    await q.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
+    await settled(q);
+    expect(await q.getByTestId('stage-row').first().innerText()).toBe(row);
+    expect(await q.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
+    expect(pg.errors).toEqual([]);
+    await q.context().close();
   }, 300_000);
 
   it('Cancel during a load ends it: the notice says so and the team is as it was', async () => {
