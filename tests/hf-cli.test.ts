@@ -45,6 +45,7 @@ describe('npm run sat -- --agent-model', () => {
     expect(sat('--preset', 'arith-team', '--agent-model', 'x').err).toContain('--agent-model expects J=DIR');
     expect(sat('--preset', 'arith-team', '--agent-model', `7=${dir}`).err).toContain('--agent-model 7=…: the team has agents 0..2');
     expect(sat('--preset', 'arith-team', '--agent-model', `1=${dir}-nope`).err).toContain('is not a folder that can be read');
+    expect(sat('--preset', 'arith-team', '--set', 'swapAgent=1', '--set', 'swapTo=M', '--agent-model', `1=${dir}`).err).toMatch(/--agent-model 1=…: The configured plug-and-play swap \(swapAgent = 1, at stage 1, to M\) would replace agent 1, which holds checkpoint .*: swapping a checkpoint seat is not supported yet/);
     expect(sat('--preset', 'arith-team', '--agent-model', `1=${dir}`, '--agent-quant', 'q5').err).toContain('--agent-quant expects one of f32, q8, q4');
     expect(sat('--preset', 'climbing', '--agent-model', `1=${dir}`).err).toContain('--agent-model seats a language model');
   });

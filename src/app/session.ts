@@ -38,6 +38,7 @@ import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
 import { stepThrough, swapDue, type Experiment } from '../sat/experiment';
+import { hfSwapRefusal } from '../sat/hfSeat';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
@@ -569,6 +570,9 @@ export class Session {
     const my = this.generation;
     // The configured swap runs before its stage's first agent step (a language swap distils for a
     // while): say so, unless something else (a replay) already shows its progress.
+    const swapSeat = !this.gen && swapDue(exp) ? this.seats.get(exp.cfg.swapAgent) : undefined;
+    const refusal = swapSeat ? hfSwapRefusal(exp.cfg, exp.cfg.swapAgent, swapSeat.name) : null;
+    if (refusal) throw new SatError('swap', `Stage ${exp.cfg.swapAt} did not start: ${refusal}`);
     const swap = !this.gen && swapDue(exp) && !this.state.progress ? { label: swapLabel(exp.cfg), done: 0, total: 1, cancellable: false } : null;
     if (swap) this.setProgress(swap);
     if (!this.gen) this.gen = stepThrough(exp);

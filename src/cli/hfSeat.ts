@@ -28,7 +28,7 @@ import type { QuantKind } from '../model/quant';
 import { LmAgent } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
-import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeat';
+import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
 
 export { HF_DEFAULT_LORA_RANK };
 
@@ -63,6 +63,8 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   if (!Number.isInteger(j) || j < 0 || j >= cfg.agents) {
     throw new ConfigError('agent-model', j, `--agent-model ${j}=…: the team has agents 0..${cfg.agents - 1}.`);
   }
+  const swap = hfSwapRefusal(cfg, j, dir);
+  if (swap) throw new ConfigError('swapAgent', cfg.swapAgent, `--agent-model ${j}=…: ${swap}`);
   const lx = exp as LlmExperiment;
   const files = await readHfFolder(dir);
   // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's

@@ -10,6 +10,8 @@
  *                          one training pass over batch × group messages of T tokens (the measured
  *                          context), sampling max(batch × group, evalEpisodes) prompts at once
  *   hfSeatSeed(seed, j)    the seed of agent j's LoRA initialisation
+ *   hfSwapRefusal(cfg, j, name)  why the configured plug-and-play swap cannot take seat j on a
+ *                          checkpoint (null when the swap is elsewhere): not supported yet
  *   hfSeatAgent(j, m, …)   the LmAgent: LoRA adapters over the frozen (quantized) base, prompted
  *                          with the checkpoint's own tokenizer; a context longer than its maxSeq
  *                          is refused naming both (not the model's generic "prompt i has n tokens")
@@ -111,6 +113,18 @@ export function hfSeatBudget(cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'eva
   // One training pass packs the agent's batch × group messages, each at most seqLen tokens.
   // Sampling: a rollout's batch × group prompts, or an evaluation's evalEpisodes, at once.
   return { loraRank: cfg.lora > 0 ? cfg.lora : HF_DEFAULT_LORA_RANK, sequences: cfg.batch * cfg.group, seqLen, prompts: Math.max(cfg.batch * cfg.group, cfg.evalEpisodes) };
+}
+
+/**
+ * Why the configured plug-and-play swap cannot run with agent j on checkpoint `name` (null when
+ * swapAgent is another agent or −1). A swap distils the team's token states from the outgoing seat
+ * into a shipped model and projects it by Stage-0 (src/sat/lmSwap.ts), which assumes both speak the
+ * shipped models' 64-token vocabulary; a checkpoint's tokenizer is another, so neither swapping a
+ * checkpoint out nor a checkpoint in is offered yet (docs/models.md "Not yet").
+ */
+export function hfSwapRefusal(cfg: Pick<Config, 'swapAgent' | 'swapAt' | 'swapTo'>, j: number, name: string): string | null {
+  if (cfg.swapAgent !== j) return null;
+  return `The configured plug-and-play swap (swapAgent = ${j}, at stage ${cfg.swapAt}, to ${cfg.swapTo}) would replace agent ${j}, which holds checkpoint ${name}: swapping a checkpoint seat is not supported yet (a swap distils and projects between models of the shipped 64-token vocabulary; a checkpoint's tokenizer is another). Set swapAgent to another agent or −1, or put agent ${j} back on the shipped model.`;
 }
 
 /** Seed of agent j's LoRA initialisation on a seated checkpoint (the run seed's fork "hf", j). */

@@ -45,10 +45,10 @@ const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
 /** arith-team shrunk to two agents and tiny batches, so a stage runs in about a second. */
 const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
 
-/** Opens `cfg` through a share link made here (with the seats' checkpoints it names) and waits until the team is built. */
-async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[]): Promise<void> {
+/** Opens `c` (default: cfg) through a share link made here (with the seats' checkpoints it names) and waits until the team is built. */
+async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[], c = cfg): Promise<void> {
   await p.goto('about:blank'); // from the page itself, a change of hash alone would not load it again
-  await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', ...(checkpoints ? { checkpoints } : {}) }))), { waitUntil: 'load' });
+  await p.goto(pg.url + (await encodeShare(makeShareState(c, { preset: 'arith-team', ...(checkpoints ? { checkpoints } : {}) }))), { waitUntil: 'load' });
   await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
   await settled(p);
 }
@@ -240,6 +240,24 @@ describe('your own checkpoint as an agent in the page', () => {
     expect(await q.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
     expect(pg.errors).toEqual([]);
     await q.context().close();
+  }, 300_000);
+
+  it('a plug-and-play swap of a checkpoint seat is refused by name: the card says so, and the swap\'s stage does not start', async () => {
+    writeHfFolder(join(dir, 'swap', 'tiny-llama'), hfCheckpoint().files);
+    const p = await pg.freshPage();
+    await openLink(p, undefined, { ...cfg, swapAgent: 1, swapAt: 1, swapTo: 'M' });
+    expect(await p.getByTestId('swap-checkpoint-note').count()).toBe(1);
+    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'swap', 'tiny-llama'));
+    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-swap').innerText()).toMatch(/swapAgent = 1, at stage 1, to M\) would replace agent 1, which holds checkpoint tiny-llama@[0-9a-f]{8}: swapping a checkpoint seat is not supported yet/);
+    await p.getByTestId('step-stage').click();
+    await p.getByTestId('error').waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('error').innerText()).toMatch(/Stage 1 did not start: The configured plug-and-play swap/);
+    await settled(p);
+    expect(await p.evaluate(rows)).toBe(0);
+    expect(await p.getByTestId('checkpoint-1-name').count()).toBe(1);
+    await p.context().close();
   }, 300_000);
 
   it('Cancel during a load ends it: the notice says so and the team is as it was', async () => {

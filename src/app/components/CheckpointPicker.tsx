@@ -19,6 +19,7 @@ import type { QuantKind } from '../../model/quant';
 import { formatBytes } from '../../model/hfConfig';
 import { PAGE_SEAT_QUANT, SEAT_QUANTS, seatQuant, type FileLike } from '../hfFiles';
 import type { Session } from '../session';
+import { hfSwapRefusal } from '../../sat/hfSeat';
 import { useSession } from '../sessionContext';
 import { usePlayground, type SeatView } from '../store';
 
@@ -74,6 +75,8 @@ function stored(v: number | string | undefined): string {
 export function CheckpointPicker({ agent, seat }: { readonly agent: number; readonly seat: SeatView | undefined }) {
   const session = useSession();
   const busy = usePlayground((s) => s.status === 'loading' || s.status === 'busy' || s.status === 'running');
+  const config = usePlayground((s) => s.config);
+  const swapNote = seat && !seat.missing && config ? hfSwapRefusal(config, agent, seat.name) : null;
   const expect = seat?.missing ? seat.hash : undefined;
   // Before a folder is seated the choice is this card's (and the session's, for a drop); after, the seat's.
   const [chosen, setChosen] = useState<QuantKind | null>(null);
@@ -133,6 +136,11 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
         <div className="checkpoint-missing" data-testid={`checkpoint-${agent}-missing`} role="status">
           The link seats checkpoint <strong>{seat.name}</strong> (hash {seat.hash.slice(0, 8)}…) here, and this browser does not have it: agent {agent} runs the shipped
           model until you pick that folder.
+        </div>
+      )}
+      {swapNote && (
+        <div className="checkpoint-missing" data-testid={`checkpoint-${agent}-swap`} role="status">
+          {swapNote}
         </div>
       )}
       <div className="checkpoint-actions">
