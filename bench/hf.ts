@@ -69,8 +69,10 @@ interface Workload {
   readonly B: number;
   readonly T: number;
   readonly reps: number;
-  /** A smaller warm-up: a prompt of P tokens with N new, a LoRA step on 1 × T. */
-  readonly warm?: { readonly P: number; readonly N: number; readonly T: number };
+  /** A smaller warm-up: a prompt of P tokens with N new, a LoRA step on 1 × T; null: no warm-up (the timed call includes the pipelines' compilation). */
+  readonly warm?: { readonly P: number; readonly N: number; readonly T: number } | null;
+  /** The phases measured (default both). */
+  readonly phases?: readonly ('sample' | 'train')[];
   /** Seconds per phase (warm-up included) after which no further timed call starts; null: all `reps`. */
   readonly budgetS: number | null;
 }
@@ -81,6 +83,7 @@ const { values } = parseArgs({
   options: {
     size: { type: 'string', default: '135m' }, child: { type: 'string' }, dir: { type: 'string' }, gpu: { type: 'boolean' }, 'gpu-only': { type: 'boolean' },
     backend: { type: 'string', default: 'cpu' }, workload: { type: 'string' }, budget: { type: 'string', default: '240' }, deadline: { type: 'string' },
+    phases: { type: 'string' }, 'no-warmup': { type: 'boolean' },
   },
 });
 const spec = SIZES[values.size!];
@@ -93,14 +96,21 @@ if (!(budgetS > 0)) throw new Error(`--budget must be a number of seconds > 0, n
  * step on 1 × 2 — small enough that SwiftShader (a CPU emulation of a GPU: about 10 s per token of
  * the 135M checkpoint's forward here) finishes in minutes; `--budget` seconds per phase.
  */
-const SMALL: Workload = { S: 1, P: 4, N: 4, B: 1, T: 4, reps: 1, budgetS, warm: { P: 1, N: 2, T: 2 } };
+const phasesArg = (values.phases ?? 'sample,train').split(',');
+if (!phasesArg.every((x) => x === 'sample' || x === 'train')) throw new Error(`--phases must list sample and/or train, not ${values.phases}`);
+const SMALL: Workload = {
+  S: 1, P: 4, N: 4, B: 1, T: 4, reps: 1, budgetS, warm: values['no-warmup'] ? null : { P: 1, N: 2, T: 2 },
+  ...(values.phases ? { phases: phasesArg as ('sample' | 'train')[] } : {}),
+};
 
 /** "1 prompt × 4 tokens, 4 new each, 1 timed call (warm-up: 1 × 1, 2 new)" / "batch 1 × 4 tokens, 1 timed step (warm-up 1 × 2)". */
 function describeSampling(w: Workload, calls: number): string {
-  return `${w.S} prompt${w.S === 1 ? '' : 's'} × ${w.P} tokens, ${w.N} new each, ${calls} timed call${calls === 1 ? '' : 's'}${w.warm ? ` (warm-up: 1 × ${w.warm.P}, ${w.warm.N} new)` : ''}`;
+  if (w.phases && !w.phases.includes('sample')) return 'not measured (--phases)';
+  return `${w.S} prompt${w.S === 1 ? '' : 's'} × ${w.P} tokens, ${w.N} new each, ${calls} timed call${calls === 1 ? '' : 's'}${w.warm ? ` (warm-up: 1 × ${w.warm.P}, ${w.warm.N} new)` : w.warm === null ? ' (no warm-up)' : ''}`;
 }
 function describeTraining(w: Workload, calls: number): string {
-  return `batch ${w.B} × ${w.T} tokens, ${calls} timed step${calls === 1 ? '' : 's'}${w.warm ? ` (warm-up 1 × ${w.warm.T})` : ''}`;
+  if (w.phases && !w.phases.includes('train')) return 'not measured (--phases)';
+  return `batch ${w.B} × ${w.T} tokens, ${calls} timed step${calls === 1 ? '' : 's'}${w.warm ? ` (warm-up 1 × ${w.warm.T})` : w.warm === null ? ' (no warm-up)' : ''}`;
 }
 
 interface Row {
@@ -123,11 +133,11 @@ interface Row {
   unfinished?: string;
 }
 
-/** One warm-up call, then up to w.reps timed calls while the phase's budget lasts (at least one). */
-async function time(fn: () => Promise<unknown>, w: Workload, warmFn: () => Promise<unknown> = fn): Promise<{ warm: number; ms: number[] }> {
+/** One warm-up call (none when warmFn is null), then up to w.reps timed calls while the phase's budget lasts (at least one). */
+async function time(fn: () => Promise<unknown>, w: Workload, warmFn: (() => Promise<unknown>) | null = fn): Promise<{ warm: number; ms: number[] }> {
   const a0 = performance.now();
-  await warmFn();
-  const warm = performance.now() - a0;
+  if (warmFn) await warmFn();
+  const warm = warmFn ? performance.now() - a0 : NaN;
   const ms: number[] = [];
   while (ms.length < w.reps && (ms.length === 0 || w.budgetS === null || performance.now() - a0 < 1000 * w.budgetS)) {
     const a = performance.now();
@@ -168,15 +178,20 @@ async function measure(quant: QuantKind, backendName: string, w: Workload): Prom
   process.send!({ partial: row });
   const r = new Rng(2);
   const prompts = Array.from({ length: w.S }, () => Int32Array.from({ length: w.P }, () => r.int(m.cfg.vocab)));
-  const inf = new Model(be, m.cfg, m.weights, { trainable: 'none' });
-  const gen = (ps: Int32Array[], maxNew: number) => () => inf.generate(ps, { maxNew, temperature: 0, topK: 0, seed: 1, stream: 0, stop: -1 });
-  const s = await time(gen(prompts, w.N), w, w.warm ? gen([prompts[0]!.slice(0, w.warm.P)], w.warm.N) : undefined);
-  Object.assign(row, { sampleMs: s.ms, sample: tokensPerSecond(w.S * w.N, s.ms, median), rssSample: rssNow() - base, warmMs: [s.warm, NaN] });
+  const phases = w.phases ?? ['sample', 'train'];
+  let s = { warm: NaN, ms: [] as number[] };
+  if (phases.includes('sample')) {
+    const inf = new Model(be, m.cfg, m.weights, { trainable: 'none' });
+    const gen = (ps: Int32Array[], maxNew: number) => () => inf.generate(ps, { maxNew, temperature: 0, topK: 0, seed: 1, stream: 0, stop: -1 });
+    s = await time(gen(prompts, w.N), w, w.warm ? gen([prompts[0]!.slice(0, w.warm.P)], w.warm.N) : w.warm === null ? null : undefined);
+    Object.assign(row, { sampleMs: s.ms, sample: tokensPerSecond(w.S * w.N, s.ms, median), rssSample: rssNow() - base, warmMs: [s.warm, NaN] });
+    inf.dispose();
+  }
   process.send!({ partial: row });
-  inf.dispose();
+  if (!phases.includes('train')) return row;
   const lora = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: RANK, alpha: 2 * RANK }, seed: 1 });
   const tokens = Int32Array.from({ length: w.B * w.T }, () => 1 + r.int(m.cfg.vocab - 1));
-  const t = await time(() => trainOnSequences(lora, tokens, w.B, w.T, { lr: 1e-4 }), w, w.warm ? () => trainOnSequences(lora, tokens.slice(0, w.warm!.T), 1, w.warm!.T, { lr: 1e-4 }) : undefined);
+  const t = await time(() => trainOnSequences(lora, tokens, w.B, w.T, { lr: 1e-4 }), w, w.warm ? () => trainOnSequences(lora, tokens.slice(0, w.warm!.T), 1, w.warm!.T, { lr: 1e-4 }) : w.warm === null ? null : undefined);
   Object.assign(row, { trainMs: t.ms, train: tokensPerSecond(w.B * w.T, t.ms, median), rssTrain: rssNow() - base, warmMs: [s.warm, t.warm] });
   lora.dispose();
   return row;
@@ -236,13 +251,14 @@ for (const [quant, backend, w] of [...cpuRuns, ...gpuRuns]) {
   rows.push(x);
 }
 const growth = (b: number | null): string => (typeof b !== 'number' || !Number.isFinite(b) ? '—' : b < 0 ? `−${formatBytes(-b)}` : formatBytes(b));
-const rate = (v: number | null): string => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(v < 10 ? 2 : 1) : 'did not finish');
+const rate = (v: number | null): string => (typeof v === 'number' && Number.isFinite(v) ? (v < 1 ? v.toPrecision(2) : v.toFixed(1)) : 'did not finish');
 const backends = [...new Set(rows.map((x) => x.backend))].join(', ');
-console.log(`\n${rows[0]!.cfgLine}; backends: ${backends} (the CPU backend on one thread); greedy sampling; LoRA rank ${RANK} on every projection; medians of the timed calls after one warm-up${gpuRuns.length ? `; at the small workload a phase starts no timed call after ${budgetS} s (--budget) and a child is stopped after ${deadlineS} s` : ''}\n`);
+const measured = (x: Row, phase: 'sample' | 'train'): boolean => !x.workload.phases || x.workload.phases.includes(phase);
+console.log(`\n${rows[0]!.cfgLine}; backends: ${backends} (the CPU backend on one thread); greedy sampling; LoRA rank ${RANK} on every projection; medians of the timed calls after one warm-up (none with --no-warmup)${gpuRuns.length ? `; at the small workload a phase starts no timed call after ${budgetS} s (--budget) and a child is stopped after ${deadlineS} s` : ''}\n`);
 console.log(markdownTable(
   ['base', 'backend', 'load (s)', 'sampling workload', 'sample (tok/s)', 'LoRA workload', 'LoRA train (tok/s)', 'RSS growth after sampling', 'RSS growth after training', 'estimate (one LoRA agent)'],
   rows.map((x) => [
-    x.quant, x.backend, x.loadS.toFixed(1), describeSampling(x.workload, x.sampleMs.length), rate(x.sample), describeTraining(x.workload, x.trainMs.length), rate(x.train),
+    x.quant, x.backend, x.loadS.toFixed(1), describeSampling(x.workload, x.sampleMs.length), measured(x, 'sample') ? rate(x.sample) : '—', describeTraining(x.workload, x.trainMs.length), measured(x, 'train') ? rate(x.train) : '—',
     growth(x.rssSample), growth(x.rssTrain), formatBytes(x.estimate),
   ]),
   [false, false, true, false, true, false, true, true, true, true],
@@ -251,5 +267,6 @@ rmSync(dir, { recursive: true, force: true });
 const [f, q] = cpuRuns.length ? (rows as [Row, Row]) : [];
 if (f && q) console.log(`\nq8 / f32 in this run: sampling ${(q.sample / f.sample).toFixed(2)}×, LoRA training ${(q.train / f.train).toFixed(2)}×`);
 const [qs, g] = gpuRuns.length ? rows.slice(cpuRuns.length) : [];
-if (qs && g && Number.isFinite(g.sample ?? NaN)) console.log(`q8 on ${g.backend} / q8 on the CPU at the small workload: sampling ${(g.sample / qs.sample).toFixed(2)}×, LoRA training ${(g.train / qs.train).toFixed(2)}×`);
+const ratio = (a: number | null, b: number | null): string => (typeof a === 'number' && typeof b === 'number' && Number.isFinite(a / b) ? `${(a / b).toPrecision(2)}×` : '—');
+if (qs && g) console.log(`q8 on ${g.backend} / q8 on the CPU at the small workload: sampling ${ratio(g.sample, qs.sample)}, LoRA training ${ratio(g.train, qs.train)}`);
 console.log(`1-minute load average at the end ${os.loadavg()[0]!.toFixed(2)}; ${new Date().toISOString()}`);
