@@ -174,9 +174,9 @@ export async function readCheckpointFolder(
 }
 
 /** The memory estimate for a folder already read (a stored one), for settings `cfg` (at the context they need), stored as `quant`. */
-export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT): Promise<MemoryEstimate> {
+export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT, known?: number): Promise<MemoryEstimate> {
   const { readHfConfig } = await loader();
-  const context = await seatContext(files, cfg);
+  const context = known ?? (await seatContext(files, cfg)); // `known`: seatContext of these files and settings, measured already
   return estimateMemory(readHfConfig(files, context).cfg, { quant, ...hfSeatBudget(cfg, context) });
 }
 

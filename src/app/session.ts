@@ -43,7 +43,7 @@ import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type OpenExtras, type TeamHandle } from './team';
-import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
+import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
 import type { QuantKind } from '../model/quant';
 import type { SeatCheckpoint } from './remoteTeam';
 import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
@@ -132,8 +132,9 @@ type Seat = SeatCheckpoint & { readonly params: number; stored: number | string;
 async function seatEstimates(files: SeatCheckpoint['files'], cfg: Config, quant: QuantKind): Promise<{ estimate: string; needs: string; needsBy: Partial<Record<QuantKind, string>>; total: MemoryEstimate }> {
   const needsBy: Partial<Record<QuantKind, string>> = {};
   let total: MemoryEstimate | undefined;
+  const context = await seatContext(files, cfg); // measured once for the three estimates
   for (const q of SEAT_QUANTS) {
-    const e = await estimateOf(files, cfg, q);
+    const e = await estimateOf(files, cfg, q, context);
     needsBy[q] = formatBytes(e.total);
     if (q === quant) total = e;
   }

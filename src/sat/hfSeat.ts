@@ -72,6 +72,8 @@ export function hfSeatContext(cfg: HfContextSettings, tk: TextTokenizer, maxPosi
   const task = makeLlmTask(cfg.task as Parameters<typeof makeLlmTask>[0], { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
   const protocol = resolvedProtocol(cfg as Config);
   let need = 0;
+  const lengths = new Map<string, number>(); // contexts repeat across samples (a chain's seats are the same for every sample)
+  const encoded = (context: string): number => lengths.get(context) ?? lengths.set(context, tk.encodeContext(context).length).get(context)!;
   for (const split of ['train', 'heldout'] as const) {
     for (let i = 0; i < CONTEXT_PROBES; i++) {
       const problem = task.generate(split, i);
@@ -81,7 +83,7 @@ export function hfSeatContext(cfg: HfContextSettings, tk: TextTokenizer, maxPosi
         for (let slots = nextTurn(spec, problem, messages); slots.length > 0; slots = nextTurn(spec, problem, messages)) {
           for (const slot of slots) {
             const seen = protocol === 'chain' ? messages.filter((m) => m.turn < slot.turn).length : 0;
-            need = Math.max(need, tk.encodeContext(slot.context).length + (EARLIER_MESSAGE_TOKENS * seen + 1) * cfg.maxNew);
+            need = Math.max(need, encoded(slot.context) + (EARLIER_MESSAGE_TOKENS * seen + 1) * cfg.maxNew);
           }
           for (const slot of slots) messages.push({ turn: slot.turn, agent: slot.agent, text: '' });
         }
