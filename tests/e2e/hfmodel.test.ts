@@ -53,6 +53,14 @@ async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[], c = c
   await settled(p);
 }
 
+/** Picks `folder` on agent 1's card (after choosing `quant` when given) and waits until the seat is built. */
+async function seatFolder(p: Page, folder: string, quant?: 'q8' | 'q4' | 'f32'): Promise<void> {
+  if (quant) await p.getByTestId('checkpoint-1-quant').selectOption(quant);
+  await p.getByTestId('checkpoint-1-input').setInputFiles(folder);
+  await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
+  await settled(p);
+}
+
 describe('your own checkpoint as an agent in the page', () => {
   it('picks a folder for agent 1, steps a stage with it, and a reload seats it again; a gpt2 folder is refused and changes nothing', async () => {
     const good = hfCheckpoint();
@@ -168,10 +176,7 @@ describe('your own checkpoint as an agent in the page', () => {
     writeHfFolder(join(dir, 'quant', 'tiny-llama'), good.files);
     const p = await pg.freshPage();
     await openLink(p);
-    await p.getByTestId('checkpoint-1-quant').selectOption('q4');
-    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'quant', 'tiny-llama'));
-    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
-    await settled(p);
+    await seatFolder(p, join(dir, 'quant', 'tiny-llama'), 'q4');
     expect(await p.getByTestId('checkpoint-1-params').innerText()).toMatch(/base params \(frozen, q4\)/);
     const options = await p.getByTestId('checkpoint-1-quant').locator('option').allInnerTexts();
     expect(options.map((o) => o.split(' ')[0])).toEqual(['q8', 'q4', 'f32']);
@@ -202,10 +207,7 @@ describe('your own checkpoint as an agent in the page', () => {
     writeHfFolder(join(dir, 'export', 'tiny-llama'), good.files);
     const p = await pg.freshPage();
     await openLink(p);
-    await p.getByTestId('checkpoint-1-quant').selectOption('q4');
-    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'export', 'tiny-llama'));
-    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
-    await settled(p);
+    await seatFolder(p, join(dir, 'export', 'tiny-llama'), 'q4');
     await p.getByTestId('step-stage').click();
     await p.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
     await settled(p);
@@ -229,9 +231,7 @@ describe('your own checkpoint as an agent in the page', () => {
     expect(await q.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
 
     // The folder picked on the card (the file's q4 with it), then the file again: restored.
-    await q.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'export', 'tiny-llama'));
-    await q.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
-    await settled(q);
+    await seatFolder(q, join(dir, 'export', 'tiny-llama'));
     expect(await q.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, q4\)/);
     await q.getByTestId('import').setInputFiles({ name: 'seated.satexp', mimeType: 'application/octet-stream', buffer: bytes });
     await q.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
@@ -247,9 +247,7 @@ describe('your own checkpoint as an agent in the page', () => {
     const p = await pg.freshPage();
     await openLink(p, undefined, { ...cfg, swapAgent: 1, swapAt: 1, swapTo: 'M' });
     expect(await p.getByTestId('swap-checkpoint-note').count()).toBe(1);
-    await p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'swap', 'tiny-llama'));
-    await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
-    await settled(p);
+    await seatFolder(p, join(dir, 'swap', 'tiny-llama'));
     expect(await p.getByTestId('checkpoint-1-swap').innerText()).toMatch(/swapAgent = 1, at stage 1, to M\) would replace agent 1, which holds checkpoint tiny-llama@[0-9a-f]{8}: swapping a checkpoint seat is not supported yet/);
     await p.getByTestId('step-stage').click();
     await p.getByTestId('error').waitFor({ timeout: 60_000 });
