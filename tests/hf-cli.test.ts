@@ -27,8 +27,9 @@ describe('npm run sat -- --agent-model', () => {
     const r = sat('--preset', 'arith-team', ...SMALL, '--agent-model', `1=${dir}`);
     expect(r.err).not.toContain('error:');
     expect(r.code).toBe(0);
-    expect(r.err).toContain(`agent 1 ← ${dir}: d 64 · 2 layers · 4 heads · hidden 96 · vocab 272 · maxSeq 128 · untied head`);
-    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate for 4 sequences × 128 tokens \(sampling 8\): weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
+    // arith-team's contexts with this tokenizer and chat template, 3 agents, maxNew 3: 80 positions (hfSeatContext), not the checkpoint's 128.
+    expect(r.err).toContain(`agent 1 ← ${dir}: d 64 · 2 layers · 4 heads · hidden 96 · vocab 272 · maxSeq 80 · untied head`);
+    expect(r.err).toMatch(/q8, LoRA rank 8; memory estimate for 4 sequences × 80 tokens \(the context this preset needs with its tokenizer; sampling 8\): weights [\d.]+ KiB .* = [\d.]+ MiB \(limit/);
     expect(r.err).toContain('reading 1/1 files');
     expect(r.err).toContain('quantizing 21/21 tensors');
     expect(r.err).toContain('agent 1 is tests/tiny-llama: ');
@@ -44,6 +45,7 @@ describe('npm run sat -- --agent-model', () => {
     expect(sat('--preset', 'arith-team', '--agent-model', 'x').err).toContain('--agent-model expects J=DIR');
     expect(sat('--preset', 'arith-team', '--agent-model', `7=${dir}`).err).toContain('--agent-model 7=…: the team has agents 0..2');
     expect(sat('--preset', 'arith-team', '--agent-model', `1=${dir}-nope`).err).toContain('is not a folder that can be read');
+    expect(sat('--preset', 'arith-team', '--set', 'swapAgent=1', '--set', 'swapTo=M', '--agent-model', `1=${dir}`).err).toMatch(/--agent-model 1=…: The configured plug-and-play swap \(swapAgent = 1, at stage 1, to M\) would replace agent 1, which holds checkpoint .*: swapping a checkpoint seat is not supported yet/);
     expect(sat('--preset', 'arith-team', '--agent-model', `1=${dir}`, '--agent-quant', 'q5').err).toContain('--agent-quant expects one of f32, q8, q4');
     expect(sat('--preset', 'climbing', '--agent-model', `1=${dir}`).err).toContain('--agent-model seats a language model');
   });

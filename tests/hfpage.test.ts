@@ -14,6 +14,7 @@ import { deflateRawSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CheckpointStore, folderEntries, readCheckpointFolder, seatName, type FileLike } from '../src/app/hfFiles';
 import { createRemoteExperiment, type RemoteExperiment } from '../src/app/remoteTeam';
+import { parseExperimentFile, parseParts, serializeBoundary, serializeExperiment, serializeHead, type ExperimentData } from '../src/app/savefile';
 import { base64urlEncode, decodeShare, encodeShare, makeShareState, SHARE_PREFIX } from '../src/app/share';
 import { readHfFolder } from '../src/cli/hfSeat';
 import { hfFolderHash, loadHfCheckpoint } from '../src/model/hfLoad';
@@ -81,12 +82,13 @@ describe('File list → name → bytes map', () => {
     expect(() => folderEntries([fileOf('SmolLM-135M', new Uint8Array())])).toThrow(/none of the 1 file given is a \.json or \.safetensors file.*drop one folder, or its files, or pick the folder/);
   });
 
-  it('refuses a checkpoint that does not fit before reading any weight, naming every part of the estimate', async () => {
+  it('refuses a checkpoint that does not fit having read only its JSON files (no weight), naming every part of the estimate', async () => {
     const { files } = hfCheckpoint();
     const reads: string[] = [];
     const tiny = { bytes: 1024, where: 'this page (test limit)' };
     await expect(readCheckpointFolder(picked('big', files, reads), cfg, tiny)).rejects.toThrow(/needs about .* \(weights .* \+ LoRA .* \+ activations .*\) but this page \(test limit\) allows 1\.0 KiB/);
-    expect(reads).toEqual(['big/config.json']);
+    expect(reads[0]).toBe('big/config.json'); // then the tokenizer's JSON files (the context is measured with them), no weights
+    expect(reads.filter((r) => !r.endsWith('.json'))).toEqual([]);
   });
 
   it('gives the loader\'s own message for a malformed folder: a gpt2 config, no config.json', async () => {
@@ -94,6 +96,33 @@ describe('File list → name → bytes map', () => {
     await expect(readCheckpointFolder(picked('g', files), cfg, roomy)).rejects.toThrow(/model_type.*gpt2/);
     const noConfig = new Map([...files].filter(([k]) => k !== 'config.json'));
     await expect(readCheckpointFolder(picked('g', noConfig), cfg, roomy)).rejects.toThrow(/"config\.json" is missing/);
+  });
+});
+
+describe('the card\'s quantization choice', () => {
+  it('estimates each choice (q4 < q8 < f32) and refuses the one that does not fit before reading any weight, while a smaller one is read', async () => {
+    const { files } = hfCheckpoint();
+    const [q8, q4, f32] = await Promise.all((['q8', 'q4', 'f32'] as const).map((q) => readCheckpointFolder(picked('t', files), cfg, roomy, undefined, q)));
+    expect([q8!.quant, q4!.quant, f32!.quant]).toEqual(['q8', 'q4', 'f32']);
+    expect(q4!.estimate.weights).toBeLessThan(q8!.estimate.weights);
+    expect(q8!.estimate.weights).toBeLessThan(f32!.estimate.weights);
+    expect(q4!.estimate.total).toBeLessThan(q8!.estimate.total);
+    expect(q4!.hash).toBe(q8!.hash); // the files are the same: the choice is the seat's, not the folder's
+    const between = { bytes: Math.floor((q4!.estimate.total + q8!.estimate.total) / 2), where: 'this page (test limit)' };
+    const reads: string[] = [];
+    await expect(readCheckpointFolder(picked('t', files, reads), cfg, between, undefined, 'q8')).rejects.toThrow(/needs about .* but this page \(test limit\) allows/);
+    expect(reads.filter((r) => !r.endsWith('.json'))).toEqual([]);
+    expect((await readCheckpointFolder(picked('t', files), cfg, between, undefined, 'q4')).quant).toBe('q4');
+  });
+
+  it('round-trips in the stored seating; a seating stored before the choice existed reads as q8', async () => {
+    const mem = new MemoryStore();
+    const store = new CheckpointStore(mem);
+    const h = 'cd'.repeat(32);
+    await store.saveSeating([{ agent: 0, name: 'a', hash: h, quant: 'q4' }, { agent: 1, name: 'b', hash: h, quant: 'f32' }]);
+    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 0, name: 'a', hash: h, quant: 'q4' }, { agent: 1, name: 'b', hash: h, quant: 'f32' }] });
+    mem.map.set('seating', [{ agent: 0, name: 'a', hash: h }]);
+    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 0, name: 'a', hash: h, quant: 'q8' }] });
   });
 });
 
@@ -111,7 +140,7 @@ describe('CheckpointStore', () => {
     for (const [k, v] of c.files) expect(back.value.files.get(k)).toEqual(v);
     expect(await store.load('0'.repeat(64))).toEqual({ ok: true, value: null });
     expect(await store.saveSeating([{ agent: 1, name: c.name, hash: c.hash }])).toEqual({ ok: true, value: undefined });
-    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 1, name: c.name, hash: c.hash }] });
+    expect(await store.loadSeating()).toEqual({ ok: true, value: [{ agent: 1, name: c.name, hash: c.hash, quant: 'q8' }] });
     await store.saveSeating([]); // a link without checkpoints: the stored copy stays
     expect((await store.load(c.hash)).ok && mem.map.has(`checkpoint:${c.hash}`)).toBe(true);
     await store.saveSeating([{ agent: 0, name: c.name, hash: c.hash }], [c.hash]); // still held by agent 0
@@ -133,6 +162,9 @@ describe('CheckpointStore', () => {
     mem.map.set('seating', [{ agent: 'x', name: 'n', hash: 'h' }]);
     const s = await store.loadSeating();
     expect(!s.ok && s.error).toMatch(/seating of checkpoints is not in a form this page reads/);
+    mem.map.set('seating', [{ agent: 0, name: 'n', hash: c.hash, quant: 'q3' }]);
+    const q = await store.loadSeating();
+    expect(!q.ok && q.error).toMatch(/seating of checkpoints is not in a form this page reads/);
     mem.failNext = new DOMException('full', 'QuotaExceededError');
     const f = await store.save(c);
     expect(!f.ok && f.error).toMatch(/storage for this site is full/);
@@ -154,6 +186,16 @@ describe('share links: the seats\' checkpoints', () => {
     expect(plain.ok && plain.state.checkpoints).toBeUndefined();
   });
 
+  it('records a seat\'s quantization when it is not q8 (q8 links are as before) and reads it back', async () => {
+    const cps = [{ agent: 0, name: 'a@12345678', hash: h, quant: 'q4' as const }, { agent: 1, name: 'b@12345678', hash: h, quant: 'q8' as const }];
+    const link = await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: cps }));
+    const r = await decodeShare(link);
+    if (!r.ok) throw new Error(r.error);
+    expect(r.state.checkpoints).toEqual([cps[0], { agent: 1, name: 'b@12345678', hash: h }]);
+    const without = await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 1, name: 'b@12345678', hash: h }] }));
+    expect(await encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [cps[1]!] }))).toBe(without);
+  });
+
   it('refuses a malformed field with a message naming what is wrong', async () => {
     const base = { preset: 'arith-team', agents: 2 };
     const cases: [unknown, RegExp][] = [
@@ -163,6 +205,7 @@ describe('share links: the seats\' checkpoints', () => {
       [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a'.repeat(65) }] }, /1\.\.64 printable characters/],
       [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a', files: 1 }] }, /unknown entry "files"/],
       [{ ...base, checkpoints: {} }, /not a non-empty list/],
+      [{ ...base, checkpoints: [{ agent: 0, hash: h, name: 'a', quant: 'q2' }] }, /quant to be one of "q8", "q4", "f32".*not "q2"/],
       [{ preset: 'climbing', checkpoints: [{ agent: 0, hash: h, name: 'a' }] }, /task "climbing" is not a language task/],
     ];
     for (const [obj, msg] of cases) {
@@ -174,6 +217,47 @@ describe('share links: the seats\' checkpoints', () => {
       }
     }
     await expect(encodeShare(makeShareState(cfg, { preset: 'arith-team', checkpoints: [{ agent: 5, name: 'a', hash: h }] }))).rejects.toThrow(/Cannot make a share link: "checkpoints"/);
+  });
+});
+
+describe('experiment files: the seats\' checkpoints', () => {
+  const h = 'ef'.repeat(32);
+  const data = (checkpoints?: unknown): ExperimentData => ({
+    config: cfg, presetName: 'arith-team', createdAt: '2026-12-01T00:00:00.000Z', stages: [], betas: [cfg.beta, cfg.beta], cursor: { stage: 0 },
+    agents: [0, 1].map(() => ({ snapshot: { params: new Float64Array(3), optim: new Float64Array(7) } })),
+    ...(checkpoints !== undefined ? { checkpoints: checkpoints as ExperimentData['checkpoints'] } : {}),
+  });
+
+  it('records {agent, name, hash, quant} per seat and reads it back, in a whole file and in the autosave\'s parts; a file without the field opens as before', () => {
+    const seats = [{ agent: 1, name: 'tiny-llama@efefefef', hash: h, quant: 'q4' as const }];
+    const r = parseExperimentFile(serializeExperiment(data(seats)));
+    if (!r.ok) throw new Error(r.error);
+    expect(r.value.checkpoints).toEqual(seats);
+    const d = data(seats);
+    const parts = parseParts(serializeHead(d), serializeBoundary(d), []);
+    expect(parts.ok && parts.value.checkpoints).toEqual(seats);
+    const none = parseExperimentFile(serializeExperiment(data([])));
+    expect(none.ok && none.value.checkpoints).toEqual([]);
+    const old = parseExperimentFile(serializeExperiment(data()));
+    expect(old.ok && 'checkpoints' in old.value).toBe(false);
+  });
+
+  it('refuses a malformed entry with a message naming it', () => {
+    const cases: [unknown, RegExp][] = [
+      [[{ agent: 2, name: 'a', hash: h, quant: 'q8' }], /checkpoint entry 0 has agent 2; an agent is an integer in \[0, 1\]/],
+      [[{ agent: 0, name: 'a', hash: 'xyz', quant: 'q8' }], /hash the text "xyz"; a folder hash is 64 lowercase hex digits/],
+      [[{ agent: 0, name: 'a', hash: h, quant: 'q2' }], /quant the text "q2"; expected "q8", "q4" or "f32"/],
+      [[{ agent: 0, name: 'a', hash: h, quant: 'q8' }, { agent: 0, name: 'b', hash: h, quant: 'q8' }], /seats agent 0 a second time/],
+      [[0, 1, 0].map((agent) => ({ agent, name: 'a', hash: h, quant: 'q8' })), /"checkpoints" is not a list of at most 2 seats/],
+    ];
+    for (const [v, msg] of cases) {
+      const r = parseExperimentFile(serializeExperiment(data(v)));
+      expect(r.ok, JSON.stringify(v)).toBe(false);
+      if (!r.ok) {
+        expect(r.code).toBe('agents');
+        expect(r.error).toMatch(msg);
+      }
+    }
   });
 });
 
@@ -210,5 +294,26 @@ describe('a checkpoint seat in a worker', () => {
     await expect(cancelled).rejects.toThrow(/Building the team was cancelled/);
     exp.terminate();
     expect(await workersStillAlive()).toBe(0);
+  }, 120_000);
+  it('loads the seat as its quantization says: a q4 seat in a worker is the q4 agent built in process (same held-out J), not the q8 one', async () => {
+    const { files } = hfCheckpoint();
+    const c = await readCheckpointFolder(picked('tiny-llama', files), cfg, roomy, undefined, 'q4');
+    const exp = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load: async () => new Uint8Array(), seats: new Map([0, 1].map((j) => [j, c] as const)), seatLimit: roomy });
+    opened.push(exp);
+    const local = async (quant: 'q4' | 'q8') => {
+      const m = await loadHfCheckpoint(files, { quant, maxSeq: HF_SEAT_MAX_SEQ });
+      return [0, 1].map((j) => hfSeatAgent(j, m, { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK, name: c.name }));
+    };
+    const q4 = (await exp.env.evaluate(await local('q4'))).J;
+    expect(exp.j0).toBe(q4);
+    // The worker holds q4 weights: its resident bytes are the q4 agent's, below a q8 seat's.
+    const q8 = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load: async () => new Uint8Array(), seats: new Map([0, 1].map((j) => [j, { ...c, quant: 'q8' as const }] as const)), seatLimit: roomy });
+    opened.push(q8);
+    const [b4, b8] = [await exp.team[0]!.memoryBytes(), await q8.team[0]!.memoryBytes()];
+    expect(b4).toBeLessThan(b8);
+    const weights = (m: Awaited<ReturnType<typeof loadHfCheckpoint>>) => [...m.weights.values()].reduce((n, t) => n + Object.values(t).reduce((k: number, v) => k + (ArrayBuffer.isView(v) ? v.byteLength : 0), 0), 0);
+    expect(b8 - b4).toBe(weights(await loadHfCheckpoint(files, { quant: 'q8', maxSeq: HF_SEAT_MAX_SEQ })) - weights(await loadHfCheckpoint(files, { quant: 'q4', maxSeq: HF_SEAT_MAX_SEQ })));
+    exp.terminate();
+    q8.terminate();
   }, 120_000);
 });

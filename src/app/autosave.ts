@@ -6,7 +6,7 @@
  * What is stored, by key (the parts are savefile.ts containers, each checked by its gzip CRC):
  *
  *   manifest     { format: "sat-playground-autosave", version: 2, stages: k, savedAt }
- *   head         serializeHead: config, preset, date, cursor      — rewritten after every agent step
+ *   head         serializeHead: config, preset, date, cursor, seats' checkpoints — rewritten after every agent step
  *   boundary     serializeBoundary: agents and β after stage k    — rewritten when a stage finishes
  *   stage:<i>    serializeStage: stage i's record, i = 1..k       — written once, when stage i finishes
  *
@@ -107,7 +107,7 @@ export class Autosave {
       entries.push(['boundary', serializeBoundary(data)]);
       for (const rec of s.stages.slice(continues ? w.stages.length : 0)) entries.push([stageKey(rec.stage), serializeStage(rec)]);
     }
-    const head = serializeHead({ config: s.config, presetName: s.preset, createdAt, cursor: s.cursor });
+    const head = serializeHead({ config: s.config, presetName: s.preset, createdAt, cursor: s.cursor, ...(s.checkpoints ? { checkpoints: s.checkpoints } : {}) });
     if (entries.length === 0 && this.lastHead && sameBytes(head, this.lastHead)) return null;
     const manifest: Manifest = { format: AUTOSAVE_FORMAT, version: AUTOSAVE_VERSION, stages: k, savedAt: new Date().toISOString() };
     entries.push(['head', head], ['manifest', manifest]);

@@ -89,7 +89,7 @@ export async function shareLink(session: Session): Promise<string> {
   if (!s.config) throw new SatError('state', 'Nothing to share yet: the team is still being built.');
   const last = s.partial[s.partial.length - 1];
   const step = last ? refOf(last) : s.stages.length > 0 ? { stage: s.stages.length } : undefined;
-  const checkpoints = s.seats.filter((x) => !x.missing).map(({ agent, name, hash }) => ({ agent, name, hash }));
+  const checkpoints = s.seats.filter((x) => !x.missing).map(({ agent, name, hash, quant }) => ({ agent, name, hash, quant }));
   const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide, checkpoints }));
   return `${location.origin}${location.pathname}${location.search}${hash}`;
 }

@@ -8,9 +8,13 @@
  *                                  path in the folder (webkitRelativePath minus the top folder, or
  *                                  its name); like the CLI, only the folder's own *.json and
  *                                  *.safetensors files are kept (so both hash a folder alike)
- *   readCheckpointFolder(list, …)  reads config.json alone, estimates the agent's memory and refuses
- *                                  before reading the weights when it does not fit; then reads
- *                                  every file and hashes the folder (hfFolderHash)
+ *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json and the
+ *                                  tokenizer's), measures the context the preset needs with that
+ *                                  tokenizer (src/sat/hfSeat.ts hfSeatContext), estimates the
+ *                                  agent's memory for it and refuses before reading the weights
+ *                                  when it does not fit; then reads every file and hashes the
+ *                                  folder (hfFolderHash)
+ *   seatContext(files, cfg)        that context for a folder already read
  *   CheckpointStore                the raw files by folder hash, and which seat holds which
  *                                  checkpoint, over a PartStore (IndexedDB database
  *                                  "sat-playground-checkpoints" in the page)
@@ -28,8 +32,9 @@ import { ConfigError, FormatError } from '../core/errors';
 import type { ModelConfig } from '../model/config';
 import { checkFits, describeEstimate, estimateMemory, formatBytes, type HfInfo, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
+import type { QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from './remoteTeam';
 
@@ -41,8 +46,16 @@ export interface FileLike {
   arrayBuffer(): Promise<ArrayBuffer>;
 }
 
-/** The quantization a seated checkpoint is loaded with in the page (as the CLI's default). */
-export const PAGE_SEAT_QUANT = 'q8';
+/** The quantization a seated checkpoint is loaded with in the page unless the card says otherwise (as the CLI's default). */
+export const PAGE_SEAT_QUANT: QuantKind = 'q8';
+
+/** The card's choices, in its order: Q8 and Q4 blocks, or f32 as stored (for small checkpoints: the estimate refuses big ones). */
+export const SEAT_QUANTS: readonly QuantKind[] = ['q8', 'q4', 'f32'];
+
+/** `q` when it is a quantization a seat may use (a stored seating or a link names one), else undefined. */
+export function seatQuant(q: unknown): QuantKind | undefined {
+  return SEAT_QUANTS.find((x) => x === q);
+}
 
 /** Characters of the folder hash shown after the folder's name. */
 export const SHORT_HASH = 8;
@@ -92,8 +105,20 @@ export function checkpointParams(cfg: ModelConfig, info: Pick<HfInfo, 'kvHeads'>
   return (cfg.tied ? 1 : 2) * V * d + L * (2 * d * d + 2 * kv * d + 3 * H * d + 2 * d) + d;
 }
 
+/** What a seat's context and memory estimate depend on. */
+export type SeatSettings = Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'> & HfContextSettings;
+
+/** The context (positions) the settings need of a seat on these files (config.json and the tokenizer's files; the weights are not read). */
+export async function seatContext(files: HfFiles, cfg: HfContextSettings): Promise<number> {
+  const { readHfConfig, hfTokenizerOf } = await loader();
+  const { cfg: mc, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+  return hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
+}
+
 /** A folder read and checked, ready to seat. */
 export interface ReadCheckpoint extends SeatCheckpoint {
+  /** The context its seat gets for these settings (seatContext). */
+  readonly context: number;
   readonly estimate: MemoryEstimate;
   /** checkpointParams of its config. */
   readonly params: number;
@@ -112,42 +137,47 @@ async function bytesOf(f: FileLike): Promise<Uint8Array> {
 }
 
 /**
- * Reads a checkpoint folder for settings `cfg`: config.json first (its own checks, hfConfig.ts),
- * the memory estimate against `limit` (a ConfigError naming every part when it does not fit —
- * before any weight is read), then every file, and the folder hash. `onRead(done, total)` after
- * each file.
+ * Reads a checkpoint folder for settings `cfg`, to be stored as `quant`: config.json first (its
+ * own checks, hfConfig.ts), then the tokenizer's JSON files and the context the preset needs with
+ * them (a ConfigError naming it and the limit when the checkpoint is shorter), the memory estimate
+ * for that context against `limit` (a ConfigError naming every part when it does not fit — before
+ * any weight is read), then every file, and the folder hash. `onRead(done, total)` after each file.
  */
 export async function readCheckpointFolder(
   list: readonly FileLike[],
-  cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>,
+  cfg: SeatSettings,
   limit: { bytes: number; where: string },
   onRead?: (done: number, total: number) => void,
+  quant: QuantKind = PAGE_SEAT_QUANT,
 ): Promise<ReadCheckpoint> {
   const { folder, entries } = folderEntries(list);
   const { readHfConfig, hfFolderHash } = await loader();
   const configFile = entries.get('config.json');
   const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf(configFile)]] : []);
   const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
-  const estimate = estimateMemory(mc, { quant: PAGE_SEAT_QUANT, ...hfSeatBudget(cfg) });
+  for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(f)); // the tokenizer's (and the index: all small)
+  const context = await seatContext(head, cfg);
+  const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg, context) });
   checkFits(estimate, limit.bytes, limit.where);
   const files = new Map<string, Uint8Array>();
   const names = [...entries.keys()].sort();
   let bytes = 0;
   for (const [i, name] of names.entries()) {
-    const b = name === 'config.json' ? head.get(name)! : await bytesOf(entries.get(name)!);
+    const b = head.get(name) ?? (await bytesOf(entries.get(name)!));
     files.set(name, b);
     bytes += b.byteLength;
     onRead?.(i + 1, names.length);
   }
   const hash = await hfFolderHash(files);
   const named = (raw as { _name_or_path?: unknown })._name_or_path;
-  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, estimate, bytes, params: checkpointParams(mc, info) };
+  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, quant, context, estimate, bytes, params: checkpointParams(mc, info) };
 }
 
-/** The memory estimate for a folder already read (a stored one), for settings `cfg`. */
-export async function estimateOf(files: HfFiles, cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>): Promise<MemoryEstimate> {
+/** The memory estimate for a folder already read (a stored one), for settings `cfg` (at the context they need), stored as `quant`. */
+export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT, known?: number): Promise<MemoryEstimate> {
   const { readHfConfig } = await loader();
-  return estimateMemory(readHfConfig(files, HF_SEAT_MAX_SEQ).cfg, { quant: PAGE_SEAT_QUANT, ...hfSeatBudget(cfg) });
+  const context = known ?? (await seatContext(files, cfg)); // `known`: seatContext of these files and settings, measured already
+  return estimateMemory(readHfConfig(files, context).cfg, { quant, ...hfSeatBudget(cfg, context) });
 }
 
 /** The estimate as the card shows it. */
@@ -157,11 +187,13 @@ export function describeSeatEstimate(e: MemoryEstimate): string {
 
 // ── storage ───────────────────────────────────────────────────────────────────────────────────
 
-/** Which seat holds which checkpoint (what a reload, and a share link, need to seat it again). */
+/** Which seat holds which checkpoint, stored how (what a reload, and a share link, need to seat it again). */
 export interface SeatRef {
   readonly agent: number;
   readonly name: string;
   readonly hash: string;
+  /** Absent in seatings and links written before the card had a choice: q8 (PAGE_SEAT_QUANT). */
+  readonly quant?: QuantKind;
 }
 
 export const CHECKPOINT_DB = 'sat-playground-checkpoints';
@@ -188,7 +220,7 @@ export class CheckpointStore {
   }
 
   /** Keeps a checkpoint's files under its hash; the value is the bytes stored. */
-  save(c: SeatCheckpoint): Promise<Guarded<number>> {
+  save(c: Omit<SeatCheckpoint, 'quant'>): Promise<Guarded<number>> {
     return guarded('keep the checkpoint in this browser', async () => {
       const files = [...c.files].map(([k, v]) => [k, v] as const);
       await this.store.setMany([[fileKey(c.hash), { name: c.name, files } satisfies StoredCheckpoint]]);
@@ -197,7 +229,7 @@ export class CheckpointStore {
   }
 
   /** The checkpoint stored under `hash` (null when there is none); its files are re-hashed, so a damaged copy is refused. */
-  load(hash: string): Promise<Guarded<(SeatCheckpoint & { bytes: number; params: number }) | null>> {
+  load(hash: string): Promise<Guarded<(Omit<SeatCheckpoint, 'quant'> & { bytes: number; params: number }) | null>> {
     return guarded('read the stored checkpoint', async () => {
       const v = (await this.store.get(fileKey(hash))) as Partial<StoredCheckpoint> | undefined;
       if (v === undefined) return null;
@@ -221,7 +253,7 @@ export class CheckpointStore {
     return guarded('remember the seated checkpoints', async () => {
       const keep = new Set(seats.map((s) => s.hash));
       const stale = [...new Set(drop)].filter((h) => !keep.has(h)).map(fileKey);
-      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash }))]]);
+      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT }))]]);
       if (stale.length > 0) await this.store.delMany(stale);
     });
   }
@@ -231,10 +263,10 @@ export class CheckpointStore {
     return guarded('read the seated checkpoints', async () => {
       const v = await this.store.get(SEATING_KEY);
       if (v === undefined) return [];
-      if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s?.agent) && typeof s?.name === 'string' && isHash(s?.hash))) {
+      if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s?.agent) && typeof s?.name === 'string' && isHash(s?.hash) && (s.quant === undefined || seatQuant(s.quant) !== undefined))) {
         throw new ConfigError('seating', v, 'the stored seating of checkpoints is not in a form this page reads');
       }
-      return v as SeatRef[];
+      return (v as SeatRef[]).map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT }));
     });
   }
 }

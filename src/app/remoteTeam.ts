@@ -31,8 +31,9 @@
 import { proxy, transfer, wrap, type Endpoint, type Remote } from 'comlink';
 import { ConfigError, SatError } from '../core/errors';
 import type { HfFiles, HfProgress } from '../model/hfLoad';
+import type { QuantKind } from '../model/quant';
 import type { TextTokenizer } from '../model/tokenizer';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatSeed } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeat';
 import { Rng } from '../core/rng';
 import { planLlm, planTabular, type Experiment, type ModelLoader, type TableAgent, type TableExperiment } from '../sat/experiment';
 import { isLlmTask, type Config } from '../sat/config';
@@ -265,6 +266,8 @@ export interface SeatCheckpoint {
   /** hfFolderHash of the files. */
   readonly hash: string;
   readonly files: HfFiles;
+  /** How its weights are stored on load (the card's choice). */
+  readonly quant: QuantKind;
 }
 
 export interface RemoteExperimentOptions {
@@ -349,12 +352,13 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
           // The tokenizer here (the environment encodes with it), the model in the worker.
           const { cfg: mc, info } = readHfConfig(seat.files, HF_SEAT_MAX_SEQ);
           a.tokenizer = hfTokenizerOf(seat.files, mc, info);
+          const context = hfSeatContext(cfg, a.tokenizer, info.maxPositions); // the worker's model gets this maxSeq
           const copies = new Map([...seat.files].map(([k, v]) => [k, v.slice()] as const));
           const limit = opts.seatLimit ?? { bytes: Number.MAX_SAFE_INTEGER, where: 'no limit' };
           return a.init(
             {
-              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: 'q8', backend: cfg.backend,
-              memory: { ...hfSeatBudget(cfg), limitBytes: limit.bytes, where: limit.where },
+              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
+              memory: { ...hfSeatBudget(cfg, context), limitBytes: limit.bytes, where: limit.where },
               agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
             },
             [...copies.values()].map((v) => v.buffer),

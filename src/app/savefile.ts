@@ -19,7 +19,10 @@
  *                     "0": { "dtype": "F64", "shape": [count], "data_offsets": [b, e] }, "1": … }
  *
  * The header is `{ createdAt, presetName, config, betas, cursor, agents: [{ info?, params, optim }],
- * stages }`. Typed arrays (agent weights and the records' advNorm/advRaw/kl) are the tensors, named
+ * stages, checkpoints? }`; `checkpoints` (language tasks) lists the seats that hold a Hugging Face
+ * checkpoint of their own as `{ agent, name, hash, quant }` (hfFiles.ts SeatRef: the files are not
+ * in the file), so opening it seats them again — or asks for the folder — instead of restoring a
+ * checkpoint's parameters into the shipped model; files without the field open as before. Typed arrays (agent weights and the records' advNorm/advRaw/kl) are the tensors, named
  * by their index and referred to from the header as `{"$f64": k}` (`$f32`, `$i32`); numbers JSON
  * cannot spell are `{"$num": "NaN" | "Infinity" | "-Infinity" | "-0"}`; an object key that starts
  * with "$" is written with one more "$". So every value round-trips exactly, bit for bit.
@@ -107,6 +110,17 @@ export interface ExperimentData {
   readonly betas: readonly number[];
   /** The last completed agent step: { stage: stages.length }, or { stage: stages.length + 1, agent }. */
   readonly cursor: StepRef;
+  /** Language tasks: the seats on a checkpoint of their own ([] when none); absent in files written before seats were recorded. */
+  readonly checkpoints?: readonly SavedCheckpoint[];
+}
+
+/** A seat's checkpoint as the file records it (hfFiles.ts SeatRef). */
+export interface SavedCheckpoint {
+  readonly agent: number;
+  readonly name: string;
+  /** hfFolderHash of its files (64 hex digits). */
+  readonly hash: string;
+  readonly quant: 'q8' | 'q4' | 'f32';
 }
 
 /** One class of failure each; the message says which and what to do. */
@@ -459,12 +473,14 @@ export const PART_FORMATS = {
   stage: `${EXPERIMENT_FORMAT}/stage`,
 } as const;
 
-type Head = Pick<ExperimentData, 'config' | 'presetName' | 'createdAt' | 'cursor'>;
+type Head = Pick<ExperimentData, 'config' | 'presetName' | 'createdAt' | 'cursor' | 'checkpoints'>;
 type Boundary = Pick<ExperimentData, 'agents' | 'betas'>;
 
 function headJson(d: Head, blobs: Blob64[]): Record<string, unknown> {
   const cursor = d.cursor.agent === undefined ? { stage: d.cursor.stage } : { stage: d.cursor.stage, agent: d.cursor.agent };
-  return { createdAt: d.createdAt, presetName: d.presetName, config: toJson(d.config, blobs, 'config'), cursor };
+  const out: Record<string, unknown> = { createdAt: d.createdAt, presetName: d.presetName, config: toJson(d.config, blobs, 'config'), cursor };
+  if (d.checkpoints !== undefined) out.checkpoints = d.checkpoints.map((c) => ({ agent: c.agent, name: c.name, hash: c.hash, quant: c.quant }));
+  return out;
 }
 
 function boundaryJson(d: Boundary, blobs: Blob64[]): Record<string, unknown> {
@@ -613,7 +629,28 @@ function readExperiment(h: unknown): ExperimentData {
   const cursor = readCursor(h.cursor, stages.length, config);
   stages.forEach((s, i) => checkStage(s, i, n));
 
-  return { config, presetName: h.presetName, createdAt: h.createdAt, stages: stages as StageRecord[], agents, betas: betas as number[], cursor };
+  const checkpoints = h.checkpoints === undefined ? undefined : readCheckpoints(h.checkpoints, config);
+  return { config, presetName: h.presetName, createdAt: h.createdAt, stages: stages as StageRecord[], agents, betas: betas as number[], cursor, ...(checkpoints ? { checkpoints } : {}) };
+}
+
+const SEAT_QUANTS: readonly SavedCheckpoint['quant'][] = ['q8', 'q4', 'f32'];
+
+/** The seats' checkpoints: a list of {agent, name, hash, quant}, one entry per agent at most, language tasks only. */
+function readCheckpoints(v: unknown, config: Config): SavedCheckpoint[] {
+  need(Array.isArray(v) && v.length <= config.agents, 'agents', `its "checkpoints" is not a list of at most ${config.agents} seats.`);
+  need(v.length === 0 || isLlmTask(config.task), 'agents', `it seats checkpoints, but task "${config.task}" is not a language task.`);
+  const out: SavedCheckpoint[] = [];
+  v.forEach((c: unknown, i: number) => {
+    const at = `its checkpoint entry ${i}`;
+    need(isObj(c), 'agents', `${at} is not an object {agent, name, hash, quant}.`);
+    need(typeof c.agent === 'number' && Number.isInteger(c.agent) && c.agent >= 0 && c.agent < config.agents, 'agents', `${at} has agent ${describe(c.agent)}; an agent is an integer in [0, ${config.agents - 1}].`);
+    need(!out.some((x) => x.agent === c.agent), 'agents', `${at} seats agent ${c.agent as number} a second time.`);
+    need(typeof c.name === 'string' && c.name.length > 0 && c.name.length <= 64, 'agents', `${at} has no valid name (1..64 characters).`);
+    need(typeof c.hash === 'string' && /^[0-9a-f]{64}$/.test(c.hash), 'agents', `${at} has hash ${describe(c.hash)}; a folder hash is 64 lowercase hex digits.`);
+    need(SEAT_QUANTS.includes(c.quant as SavedCheckpoint['quant']), 'agents', `${at} has quant ${describe(c.quant)}; expected "q8", "q4" or "f32".`);
+    out.push({ agent: c.agent, name: c.name, hash: c.hash, quant: c.quant as SavedCheckpoint['quant'] });
+  });
+  return out;
 }
 
 /** The cursor, a StepRef: the end of the last finished stage, or an agent's step of the next one. */

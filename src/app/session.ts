@@ -16,6 +16,7 @@
  *   inspectStep(ref) the token inspector's numbers for a language agent's latest update
  *   seatCheckpoint(j, files)  seat a Hugging Face checkpoint folder as agent j (a fresh team; the
  *                    old one stays until the new one is built, so a bad folder changes nothing)
+ *   setSeatQuant(j, quant)    agent j's checkpoint stored q8, q4 or f32 (re-estimated, then a fresh team)
  *   clearCheckpoint(j)        agent j back on the shipped model
  *   useLinkSeats(refs)        the seats a share link names, for the next build
  *
@@ -37,13 +38,15 @@ import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
 import { stepThrough, swapDue, type Experiment } from '../sat/experiment';
+import { hfSwapRefusal } from '../sat/hfSeat';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type OpenExtras, type TeamHandle } from './team';
-import { CheckpointStore, describeSeatEstimate, estimateOf, pageSeatLimit, readCheckpointFolder, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
+import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
+import type { QuantKind } from '../model/quant';
 import type { SeatCheckpoint } from './remoteTeam';
-import { formatBytes } from '../model/hfConfig';
+import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
@@ -73,6 +76,8 @@ export interface SessionState {
   readonly cursor: StepRef;
   /** The team at the end of the last finished stage. */
   readonly boundary: Boundary;
+  /** Language tasks: the seats on a checkpoint of their own ([] when none). Absent (an older file): the seats the page has. */
+  readonly checkpoints?: readonly Required<SeatRef>[];
 }
 
 const SPEED_MS: Record<Speed, number> = { slow: 700, normal: 150, fast: 0 };
@@ -121,7 +126,20 @@ export function configFromForm(form: Form): Config {
 export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void, extras?: OpenExtras) => Promise<TeamHandle>;
 
 /** A seated checkpoint, with what the card shows of it. */
-type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string; readonly needs?: string };
+type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string; readonly needs?: string; readonly needsBy?: Readonly<Partial<Record<QuantKind, string>>> };
+
+/** What the card shows of a seat's memory: the estimate for its quantization in words and its total, and the total for each choice. */
+async function seatEstimates(files: SeatCheckpoint['files'], cfg: Config, quant: QuantKind): Promise<{ estimate: string; needs: string; needsBy: Partial<Record<QuantKind, string>>; total: MemoryEstimate }> {
+  const needsBy: Partial<Record<QuantKind, string>> = {};
+  let total: MemoryEstimate | undefined;
+  const context = await seatContext(files, cfg); // measured once for the three estimates
+  for (const q of SEAT_QUANTS) {
+    const e = await estimateOf(files, cfg, q, context);
+    needsBy[q] = formatBytes(e.total);
+    if (q === quant) total = e;
+  }
+  return { estimate: describeSeatEstimate(total!), needs: formatBytes(total!.total), needsBy, total: total! };
+}
 
 export class Session {
   private team: TeamHandle | null = null;
@@ -148,6 +166,8 @@ export class Session {
   private inspecting: Promise<unknown> | null = null;
   /** Seats on a checkpoint of their own (agent index → folder). */
   private seats = new Map<number, Seat>();
+  /** The card's choice of quantization for a seat without a checkpoint yet (the next folder seated there). */
+  private chosenQuant = new Map<number, QuantKind>();
   /** Seats named (by a link) whose checkpoint this browser does not have. */
   private missing = new Map<number, SeatRef>();
   /** What the next build seats: the stored seating (first build), a link's, or nothing new (null). */
@@ -288,8 +308,8 @@ export class Session {
   }
 
   private seatViews(cfg: Config): SeatView[] {
-    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, params: c.params, stored: c.stored, ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
-    for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, missing: true });
+    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
+    for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, quant: r.quant ?? PAGE_SEAT_QUANT, missing: true });
     return views.sort((a, b) => a.agent - b.agent);
   }
 
@@ -318,15 +338,16 @@ export class Session {
     for (const ref of refs) {
       const got = this.checkpoints ? await this.checkpoints.load(ref.hash) : ({ ok: true, value: null } as const);
       if (got.ok && got.value) {
-        const e = await estimateOf(got.value.files, cfg);
-        this.seats.set(ref.agent, { ...got.value, stored: got.value.bytes, estimate: describeSeatEstimate(e), needs: formatBytes(e.total) });
+        const quant = ref.quant ?? PAGE_SEAT_QUANT;
+        const { total: _, ...shown } = await seatEstimates(got.value.files, cfg, quant);
+        this.seats.set(ref.agent, { ...got.value, quant, stored: got.value.bytes, ...shown });
       }
       else {
         this.missing.set(ref.agent, ref);
         if (!got.ok) this.store.setState({ error: `Agent ${ref.agent}'s checkpoint ${ref.name}: ${got.error}` });
       }
     }
-    if (wanted !== 'stored') await this.checkpoints?.saveSeating([...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash })));
+    if (wanted !== 'stored') await this.checkpoints?.saveSeating(this.seating());
   }
 
   /**
@@ -360,9 +381,14 @@ export class Session {
     return true;
   }
 
+  /** The seats as storage, links and experiment files record them. */
+  seating(): SeatRef[] {
+    return [...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant }));
+  }
+
   private async saveSeating(drop: readonly string[] = []): Promise<void> {
     if (!this.checkpoints) return;
-    const r = await this.checkpoints.saveSeating([...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash })), drop);
+    const r = await this.checkpoints.saveSeating(this.seating(), drop);
     if (!r.ok) this.store.setState({ error: `Seated checkpoints: ${r.error}` });
   }
 
@@ -371,9 +397,10 @@ export class Session {
    * applied language settings: config.json and the memory estimate first (refused before the
    * weights are read when it does not fit), then the load in the seat's worker, with progress and
    * Cancel, then storage. With `expectHash` (a link's seat) a folder with another hash is refused.
+   * `quant`: how its weights are stored (default: what the link or the seat had, else q8).
    * Returns whether agent j now holds it; on failure the team is as it was.
    */
-  async seatCheckpoint(j: number, files: readonly FileLike[], expectHash?: string): Promise<boolean> {
+  async seatCheckpoint(j: number, files: readonly FileLike[], expectHash?: string, quant?: QuantKind): Promise<boolean> {
     const cfg = this.state.config;
     let ok = false;
     await this.exclusive('loading', async () => {
@@ -385,7 +412,8 @@ export class Session {
       let c;
       try {
         this.setProgress({ label: `${what}: reading config.json…`, done: 0, total: 1, cancellable: false });
-        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.setProgress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }));
+        const q = quant ?? this.chosenQuant.get(j) ?? this.missing.get(j)?.quant ?? this.seats.get(j)?.quant ?? PAGE_SEAT_QUANT;
+        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.setProgress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }), q);
         if (expectHash !== undefined && c.hash !== expectHash) {
           const want = this.missing.get(j);
           throw new SatError('checkpoint', `this folder is ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…), not the checkpoint the link needs${want ? `, ${want.name}` : ''} (hash ${expectHash.slice(0, SHORT_HASH)}…); pick that folder.`);
@@ -394,7 +422,8 @@ export class Session {
         this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
         return;
       }
-      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, params: c.params, stored: 'not stored', estimate: describeSeatEstimate(c.estimate), needs: formatBytes(c.estimate.total) };
+      const { total: _, ...shown } = await seatEstimates(c.files, cfg, c.quant);
+      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, quant: c.quant, params: c.params, stored: 'not stored', ...shown };
       const next = new Map(this.seats);
       const previous = next.get(j)?.hash;
       next.set(j, seat);
@@ -406,7 +435,43 @@ export class Session {
         await this.saveSeating(previous ? [previous] : []);
       } else seat.stored = 'this page has no storage';
       for (const fn of this.stepListeners) fn();
-      this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${seat.estimate}).` });
+      this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${c.quant}, ${seat.estimate}).` });
+      ok = true;
+    });
+    return ok;
+  }
+
+  /** The card's quantization choice: re-seats agent j's checkpoint so (setSeatQuant), or is kept for the next folder seated there. */
+  async chooseSeatQuant(j: number, quant: QuantKind): Promise<boolean> {
+    this.chosenQuant.set(j, quant);
+    return this.seats.has(j) ? this.setSeatQuant(j, quant) : false;
+  }
+
+  /**
+   * Agent j's checkpoint stored as `quant` instead: re-estimated for the applied settings and
+   * refused (the team unchanged) when it does not fit, else a fresh team with that seat, recorded
+   * in the storage's seating. Returns whether agent j now holds it so.
+   */
+  async setSeatQuant(j: number, quant: QuantKind): Promise<boolean> {
+    const cfg = this.state.config;
+    const seat = this.seats.get(j);
+    if (!cfg || !seat || seat.quant === quant) return false;
+    let ok = false;
+    await this.exclusive('loading', async () => {
+      const what = `Agent ${j}'s checkpoint as ${quant}`;
+      let next: Seat;
+      try {
+        const { total, ...shown } = await seatEstimates(seat.files, cfg, quant);
+        checkFits(total, pageSeatLimit().bytes, pageSeatLimit().where);
+        next = { ...seat, quant, ...shown };
+      } catch (e) {
+        this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
+        return;
+      }
+      if (!(await this.rebuildWith(cfg, new Map(this.seats).set(j, next), `Agent ${j} ← ${seat.name} (${quant})`))) return;
+      await this.saveSeating();
+      for (const fn of this.stepListeners) fn();
+      this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${seat.name} stored ${quant} (${next.estimate}).` });
       ok = true;
     });
     return ok;
@@ -506,6 +571,9 @@ export class Session {
     const my = this.generation;
     // The configured swap runs before its stage's first agent step (a language swap distils for a
     // while): say so, unless something else (a replay) already shows its progress.
+    const swapSeat = !this.gen && swapDue(exp) ? this.seats.get(exp.cfg.swapAgent) : undefined;
+    const refusal = swapSeat ? hfSwapRefusal(exp.cfg, exp.cfg.swapAgent, swapSeat.name) : null;
+    if (refusal) throw new SatError('swap', `Stage ${exp.cfg.swapAt} did not start: ${refusal}`);
     const swap = !this.gen && swapDue(exp) && !this.state.progress ? { label: swapLabel(exp.cfg), done: 0, total: 1, cancellable: false } : null;
     if (swap) this.setProgress(swap);
     if (!this.gen) this.gen = stepThrough(exp);
@@ -682,7 +750,8 @@ export class Session {
     if (!this.team || !b || !s.config || b.stages !== s.stages.length) return null;
     const partial = this.unshown ? [...s.partial, ...this.unshown.steps] : s.partial;
     const last = partial[partial.length - 1];
-    return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b };
+    const checkpoints = isLlmTask(s.config.task) ? [...this.active(s.config, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant })) : undefined;
+    return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b, ...(checkpoints ? { checkpoints } : {}) };
   }
 
   /**
@@ -692,6 +761,8 @@ export class Session {
   async restoreSession(saved: SessionState, label: string): Promise<void> {
     await this.exclusive('loading', async () => {
       this.store.setState({ preset: saved.preset, form: formOf(saved.config), applied: formOf(saved.config) });
+      // The file's seats, from this browser's storage (or asked for on their cards), like a link's.
+      if (saved.checkpoints) this.useLinkSeats(saved.checkpoints);
       await this.restoreInto(saved, label);
     });
   }
@@ -704,6 +775,13 @@ export class Session {
     const team = this.team;
     if (!team) return;
     const exp = team.exp;
+    // A seat whose checkpoint this browser lacks runs the shipped model: its saved parameters are the checkpoint's, so nothing is restored.
+    const lacking = (saved.checkpoints ?? []).filter((c) => this.missing.has(c.agent));
+    if (lacking.length > 0) {
+      const which = lacking.map((c) => `agent ${c.agent}'s checkpoint ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…, ${c.quant})`).join(', ');
+      this.store.setState({ error: `The saved experiment seats ${which}, which this browser does not keep: pick that folder on the agent's card, then open the file again. Nothing was restored; the team is the file's settings, fresh.` });
+      return;
+    }
     if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
     await Promise.all(exp.team.map((a, i) => a.restore(saved.boundary.snapshots[i]!)));
     exp.betas.splice(0, exp.betas.length, ...saved.boundary.betas);
@@ -751,6 +829,7 @@ export function fileDataOf(s: SessionState, agents: readonly AgentView[], create
     }),
     betas: s.boundary.betas,
     cursor: s.cursor,
+    ...(s.checkpoints ? { checkpoints: s.checkpoints } : {}),
   };
 }
 
@@ -762,5 +841,6 @@ export function sessionOfFile(d: ExperimentData): SessionState {
     stages: d.stages,
     cursor: d.cursor,
     boundary: { stages: d.stages.length, snapshots: d.agents.map((a) => a.snapshot), betas: d.betas },
+    ...(d.checkpoints ? { checkpoints: d.checkpoints } : {}),
   };
 }

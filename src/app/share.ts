@@ -16,8 +16,9 @@
  *   step          a StepRef {stage ≥ 1, agent?} (stepRef.ts): replay to the end of that stage, or to agent `agent`'s update
  *                 within it; stage ≤ the config's stages, agent < its agents
  *   checkpoints   language tasks: the seats that hold a Hugging Face checkpoint of their own,
- *                 [{agent, hash, name}] (hash: hfFolderHash, 64 hex digits; name: "folder@short
- *                 hash"); the files are not in the link — the page seats them from its storage,
+ *                 [{agent, hash, name, quant?}] (hash: hfFolderHash, 64 hex digits; name: "folder@short
+ *                 hash"; quant: "q8" | "q4" | "f32", how the seat stores the weights, q8 when
+ *                 absent — written only when it is not q8); the files are not in the link — the page seats them from its storage,
  *                 or says which checkpoint is needed and asks for the folder (docs/models.md)
  *
  * Opening a link replays the run: the seed is a config key, so same backend ⇒ identical metrics.
@@ -46,6 +47,7 @@ import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultC
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
 import type { StepRef } from './stepRef';
+import type { QuantKind } from '../model/quant';
 
 /** The link format's version: the `1` of `#v1.`. A link of another version opens the defaults. */
 export const SHARE_VERSION = 1;
@@ -79,11 +81,20 @@ export interface ShareState {
   readonly checkpoints?: readonly ShareCheckpoint[];
 }
 
-/** A seat's checkpoint as a link records it: which agent, and the folder's hash and name. */
+/** A seat's checkpoint as a link records it: which agent, the folder's hash and name, and how it is stored (absent: q8). */
 export interface ShareCheckpoint {
   readonly agent: number;
   readonly name: string;
   readonly hash: string;
+  readonly quant?: QuantKind;
+}
+
+/** The quantizations a link may name for a seat (src/app/hfFiles.ts SEAT_QUANTS; q8 is the default, so never written). */
+const LINK_QUANTS: readonly QuantKind[] = ['q8', 'q4', 'f32'];
+
+/** x as a link writes it: {agent, hash, name} and quant unless it is the default q8. */
+function linkCheckpoint(x: ShareCheckpoint): ShareCheckpoint {
+  return { agent: x.agent, hash: x.hash, name: x.name, ...(x.quant !== undefined && x.quant !== 'q8' ? { quant: x.quant } : {}) };
 }
 
 /** What went wrong with a link, one code per class of failure (the UI may, e.g., stay silent on 'empty'). */
@@ -310,13 +321,14 @@ function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
   const out: ShareCheckpoint[] = [];
   for (const e of v) {
     if (!isPlainObject(e)) throw bad('has an entry that is not an object {agent, hash, name}');
-    for (const k of Object.keys(e)) if (k !== 'agent' && k !== 'hash' && k !== 'name') throw bad(`has an unknown entry ${quote(k)} (allowed: agent, hash, name)`);
-    const { agent, hash, name } = e;
+    for (const k of Object.keys(e)) if (k !== 'agent' && k !== 'hash' && k !== 'name' && k !== 'quant') throw bad(`has an unknown entry ${quote(k)} (allowed: agent, hash, name, quant)`);
+    const { agent, hash, name, quant } = e;
     if (typeof agent !== 'number' || !Number.isInteger(agent) || agent < 0 || agent >= c.agents) throw bad(`needs each agent to be an integer in [0, ${c.agents - 1}] (the team's agents)`);
     if (out.some((x) => x.agent === agent)) throw bad(`seats agent ${agent} twice`);
     if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) throw bad('needs each hash to be 64 lowercase hex digits (the folder hash)');
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_SHARE_STRING || CONTROL.test(name)) throw bad(`needs each name to be 1..${MAX_SHARE_STRING} printable characters`);
-    out.push({ agent, hash, name });
+    if (quant !== undefined && !LINK_QUANTS.includes(quant as QuantKind)) throw bad(`needs each quant to be one of ${LINK_QUANTS.map((q) => `"${q}"`).join(', ')} (how the seat stores the weights), not ${quote(quant)}`);
+    out.push(linkCheckpoint({ agent, hash, name, quant: quant as QuantKind | undefined }));
   }
   return out.sort((a, b) => a.agent - b.agent);
 }
@@ -343,7 +355,7 @@ function linkObject(state: ShareState): Record<string, unknown> {
   for (const k of state.hide) o[k + HIDE_SUFFIX] = true;
   if (state.preset !== undefined) o.preset = state.preset;
   if (state.step !== undefined) o.step = state.step.agent === undefined ? { stage: state.step.stage } : { stage: state.step.stage, agent: state.step.agent };
-  if (state.checkpoints !== undefined && state.checkpoints.length > 0) o.checkpoints = [...state.checkpoints].sort((a, b) => a.agent - b.agent).map((x) => ({ agent: x.agent, hash: x.hash, name: x.name }));
+  if (state.checkpoints !== undefined && state.checkpoints.length > 0) o.checkpoints = [...state.checkpoints].sort((a, b) => a.agent - b.agent).map(linkCheckpoint);
   return o;
 }
 
@@ -428,6 +440,6 @@ export function makeShareState(config: Config, opts: { preset?: string; step?: S
   const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diff, hide: [...new Set(opts.hide ?? [])].sort() };
   if (opts.preset !== undefined) state.preset = opts.preset;
   if (opts.step !== undefined) state.step = opts.step;
-  if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map((x) => ({ agent: x.agent, hash: x.hash, name: x.name }));
+  if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map(linkCheckpoint);
   return state;
 }

@@ -6,9 +6,11 @@
  * when it does not fit, then the checkpoint is converted and quantized on load (q8 unless
  * --agent-quant says otherwise) and trains LoRA adapters (rank = the `lora` setting, 8 when it
  * is 0) on the CPU backend, prompted with its own tokenizer (chat template when it has one), on
- * contexts of at most HF_CLI_MAX_SEQ = 128 tokens. The estimate counts one training pass over the
- * agent's batch × group messages at that length (an LM agent packs them into one forward) and
- * sampling max(batch × group, evalEpisodes) prompts at once.
+ * contexts of the length the preset needs with that tokenizer (src/sat/hfSeat.ts hfSeatContext,
+ * measured on the task's prompts before the weights are read; refused by name when the checkpoint
+ * is shorter). The estimate counts one training pass over the agent's batch × group messages at
+ * that length (an LM agent packs them into one forward) and sampling max(batch × group,
+ * evalEpisodes) prompts at once.
  * Progress lines go to the `log` callback (stderr in the CLI). The budget, the LoRA seed and the
  * agent itself come from src/sat/hfSeat.ts, which the page's worker uses too.
  *
@@ -21,16 +23,16 @@ import { join } from 'node:path';
 import { ConfigError, SatError } from '../core/errors';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
-import { loadHfCheckpoint, type HfFiles } from '../model/hfLoad';
+import { hfTokenizerOf, loadHfCheckpoint, readHfConfig, type HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import { LmAgent } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
-import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed } from '../sat/hfSeat';
+import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
 
 export { HF_DEFAULT_LORA_RANK };
 
-/** Context of a seated checkpoint (positions): src/sat/hfSeat.ts HF_SEAT_MAX_SEQ, the page's too. */
+/** Context a checkpoint's config is first read with (positions): src/sat/hfSeat.ts HF_SEAT_MAX_SEQ, the page's too; the seat's own is measured (hfSeatContext). */
 export const HF_CLI_MAX_SEQ = HF_SEAT_MAX_SEQ;
 
 /** The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name. */
@@ -61,25 +63,24 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   if (!Number.isInteger(j) || j < 0 || j >= cfg.agents) {
     throw new ConfigError('agent-model', j, `--agent-model ${j}=…: the team has agents 0..${cfg.agents - 1}.`);
   }
+  const swap = hfSwapRefusal(cfg, j, dir);
+  if (swap) throw new ConfigError('swapAgent', cfg.swapAgent, `--agent-model ${j}=…: ${swap}`);
   const lx = exp as LlmExperiment;
   const files = await readHfFolder(dir);
-  const budget = hfSeatBudget(cfg);
+  // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's
+  // files only; their own messages come from here when they are malformed).
+  const head = readHfConfig(files, HF_CLI_MAX_SEQ);
+  const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
+  const budget = hfSeatBudget(cfg, context);
   const rank = budget.loraRank;
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
-  const configBytes = files.get('config.json');
-  if (configBytes !== undefined) {
-    // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
-    try {
-      const { cfg: mc } = parseHfConfig(JSON.parse(new TextDecoder().decode(configBytes)), { maxSeq: HF_CLI_MAX_SEQ });
-      o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${mc.maxSeq} tokens (sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
-    } catch {
-      // A bad config.json gets its specific message from the loader below.
-    }
-  }
+  // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
+  const { cfg: mc } = parseHfConfig(head.raw, { maxSeq: context });
+  o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (the context this preset needs with its tokenizer; sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
   let last = '';
   const m = await loadHfCheckpoint(files, {
     quant: o.quant,
-    maxSeq: HF_CLI_MAX_SEQ,
+    maxSeq: context,
     memory: { limitBytes: limit, where: o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory', ...budget },
     onProgress: (p) => {
       const line = `  ${p.phase} ${p.done}/${p.total}`;

@@ -81,6 +81,8 @@ export interface HfAgentSpec {
   /** The folder's files by name (src/app/hfFiles.ts). Send copies the caller will not use again, and transfer them. */
   readonly files: HfFiles;
   readonly quant: QuantKind;
+  /** The model's context (positions): hfSeatContext for the settings (HF_SEAT_MAX_SEQ when absent). */
+  readonly maxSeq?: number;
   /** Refused before any tensor is read when the estimate for this budget exceeds limitBytes ("where" names the limit). */
   readonly memory: HfSeatBudget & { readonly limitBytes: number; readonly where: string };
   readonly agent: HfSeatAgentOptions;
@@ -136,7 +138,7 @@ export class AgentApi {
   async init(spec: AgentSpec, onProgress?: (p: HfProgress) => void): Promise<void> {
     this.#forget('this agent has not been updated yet: step an agent first.');
     if (spec.kind === 'hf') {
-      const m = await loadHfCheckpoint(spec.files, { quant: spec.quant, maxSeq: HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p) });
+      const m = await loadHfCheckpoint(spec.files, { quant: spec.quant, maxSeq: spec.maxSeq ?? HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p) });
       this.#modelBytes = weightBytes(m.weights);
       const options = { ...spec.agent, name: spec.name };
       const gpu = spec.backend === undefined || spec.backend === 'cpu' ? { why: '' } : await this.#gpuBackend(spec.index, spec.backend);

@@ -9,15 +9,18 @@
  * as {agent, hash, name}: opened where the checkpoint is stored, the seat is there at once;
  * opened in a fresh browser, the page says which checkpoint it needs, refuses a folder with
  * another hash, and seats the right one. The folder's files dropped on a card seat it too, and
- * Cancel during a load keeps the team as it was.
+ * Cancel during a load keeps the team as it was. The card's q8/q4/f32 choice loads and re-seats the
+ * checkpoint so; an exported experiment file records the seat and, opened in a browser without the
+ * checkpoint, asks for its folder instead of restoring into the shipped model.
  *
  * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
+import { parseExperimentFile } from '../../src/app/savefile';
 import { encodeShare, makeShareState, type ShareCheckpoint } from '../../src/app/share';
 import { hfFolderHash } from '../../src/model/hfLoad';
 import { presetConfig } from '../../src/sat/presets';
@@ -42,11 +45,19 @@ const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
 /** arith-team shrunk to two agents and tiny batches, so a stage runs in about a second. */
 const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
 
-/** Opens `cfg` through a share link made here (with the seats' checkpoints it names) and waits until the team is built. */
-async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[]): Promise<void> {
+/** Opens `c` (default: cfg) through a share link made here (with the seats' checkpoints it names) and waits until the team is built. */
+async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[], c = cfg): Promise<void> {
   await p.goto('about:blank'); // from the page itself, a change of hash alone would not load it again
-  await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', ...(checkpoints ? { checkpoints } : {}) }))), { waitUntil: 'load' });
+  await p.goto(pg.url + (await encodeShare(makeShareState(c, { preset: 'arith-team', ...(checkpoints ? { checkpoints } : {}) }))), { waitUntil: 'load' });
   await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+  await settled(p);
+}
+
+/** Picks `folder` on agent 1's card (after choosing `quant` when given) and waits until the seat is built. */
+async function seatFolder(p: Page, folder: string, quant?: 'q8' | 'q4' | 'f32'): Promise<void> {
+  if (quant) await p.getByTestId('checkpoint-1-quant').selectOption(quant);
+  await p.getByTestId('checkpoint-1-input').setInputFiles(folder);
+  await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 120_000 });
   await settled(p);
 }
 
@@ -157,6 +168,93 @@ describe('your own checkpoint as an agent in the page', () => {
     await settled(p);
     expect(await p.getByTestId('checkpoint-1-name').innerText()).toBe(`checkpoint tiny-llama@${hash.slice(0, 8)}`);
     expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('the card\'s quantization choice: picked before the folder it is what the seat loads as; changed after, it re-seats with the new estimate; a reload keeps it', async () => {
+    const good = hfCheckpoint({ seed: 12 });
+    writeHfFolder(join(dir, 'quant', 'tiny-llama'), good.files);
+    const p = await pg.freshPage();
+    await openLink(p);
+    await seatFolder(p, join(dir, 'quant', 'tiny-llama'), 'q4');
+    expect(await p.getByTestId('checkpoint-1-params').innerText()).toMatch(/base params \(frozen, q4\)/);
+    const options = await p.getByTestId('checkpoint-1-quant').locator('option').allInnerTexts();
+    expect(options.map((o) => o.split(' ')[0])).toEqual(['q8', 'q4', 'f32']);
+    for (const o of options) expect(o).toMatch(/^(q8|q4|f32) \(needs about [\d.]+ [KM]iB\)$/);
+    const needsQ4 = await p.getByTestId('checkpoint-1-needs').innerText();
+    expect(needsQ4).toBe(`needs about ${/needs about ([\d.]+ [KM]iB)/.exec(options[1]!)![1]} (estimate)`);
+
+    await p.getByTestId('checkpoint-1-quant').selectOption('f32');
+    await p.getByText(/Agent 1 is now tiny-llama@[0-9a-f]{8} stored f32/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, f32\)/);
+    expect(await p.getByTestId('checkpoint-1-needs').innerText()).toBe(`needs about ${/needs about ([\d.]+ [KM]iB)/.exec(options[2]!)![1]} (estimate)`);
+    expect(await p.getByTestId('checkpoint-1-needs').innerText()).not.toBe(needsQ4);
+
+    await p.goto(pg.url, { waitUntil: 'load' });
+    await p.getByText(/Restored your last experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, f32\)/);
+    expect(await p.getByTestId('checkpoint-1-quant').inputValue()).toBe('f32');
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 300_000);
+
+  it('an exported experiment records the seat (name, hash, quant): opened where the checkpoint is not kept it asks for the folder and restores nothing; with the folder picked it restores', async () => {
+    const good = hfCheckpoint({ seed: 13 });
+    const hash = await hfFolderHash(good.files);
+    const name = `tiny-llama@${hash.slice(0, 8)}`;
+    writeHfFolder(join(dir, 'export', 'tiny-llama'), good.files);
+    const p = await pg.freshPage();
+    await openLink(p);
+    await seatFolder(p, join(dir, 'export', 'tiny-llama'), 'q4');
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
+    await settled(p);
+    const row = await p.getByTestId('stage-row').first().innerText();
+    const [download] = await Promise.all([p.waitForEvent('download'), p.getByTestId('export').click()]);
+    const bytes = readFileSync(await download.path());
+    const parsed = parseExperimentFile(new Uint8Array(bytes));
+    if (!parsed.ok) throw new Error(parsed.error);
+    expect(parsed.value.checkpoints).toEqual([{ agent: 1, name, hash, quant: 'q4' }]);
+    await p.context().close();
+
+    // Another browser, without the checkpoint: the file asks for it and restores nothing.
+    const q = await pg.freshPage();
+    await openLink(q);
+    await q.getByTestId('import').setInputFiles({ name: 'seated.satexp', mimeType: 'application/octet-stream', buffer: bytes });
+    await q.getByTestId('error').waitFor({ timeout: 120_000 });
+    await settled(q);
+    expect(await q.getByTestId('error').innerText()).toMatch(new RegExp(`seats agent 1's checkpoint ${name} \\(hash ${hash.slice(0, 8)}…, q4\\), which this browser does not keep: pick that folder on the agent's card, then open the file again\\. Nothing was restored`));
+    expect(await q.getByTestId('checkpoint-1-missing').innerText()).toContain(name);
+    expect(await q.evaluate(rows)).toBe(0);
+    expect(await q.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
+
+    // The folder picked on the card (the file's q4 with it), then the file again: restored.
+    await seatFolder(q, join(dir, 'export', 'tiny-llama'));
+    expect(await q.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, q4\)/);
+    await q.getByTestId('import').setInputFiles({ name: 'seated.satexp', mimeType: 'application/octet-stream', buffer: bytes });
+    await q.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
+    await settled(q);
+    expect(await q.getByTestId('stage-row').first().innerText()).toBe(row);
+    expect(await q.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
+    expect(pg.errors).toEqual([]);
+    await q.context().close();
+  }, 300_000);
+
+  it('a plug-and-play swap of a checkpoint seat is refused by name: the card says so, and the swap\'s stage does not start', async () => {
+    writeHfFolder(join(dir, 'swap', 'tiny-llama'), hfCheckpoint().files);
+    const p = await pg.freshPage();
+    await openLink(p, undefined, { ...cfg, swapAgent: 1, swapAt: 1, swapTo: 'M' });
+    expect(await p.getByTestId('swap-checkpoint-note').count()).toBe(1);
+    await seatFolder(p, join(dir, 'swap', 'tiny-llama'));
+    expect(await p.getByTestId('checkpoint-1-swap').innerText()).toMatch(/swapAgent = 1, at stage 1, to M\) would replace agent 1, which holds checkpoint tiny-llama@[0-9a-f]{8}: swapping a checkpoint seat is not supported yet/);
+    await p.getByTestId('step-stage').click();
+    await p.getByTestId('error').waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('error').innerText()).toMatch(/Stage 1 did not start: The configured plug-and-play swap/);
+    await settled(p);
+    expect(await p.evaluate(rows)).toBe(0);
+    expect(await p.getByTestId('checkpoint-1-name').count()).toBe(1);
     await p.context().close();
   }, 300_000);
 

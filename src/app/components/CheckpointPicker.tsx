@@ -6,14 +6,20 @@
  * short hash), its parameters, the memory estimate and what this browser keeps of it. A seat a
  * share link names but this browser lacks says which checkpoint it needs and offers the picker
  * for exactly that folder. `dropFiles` lets the card take the folder (or its files) dropped on it.
+ * A choice beside the picker says how the weights are stored — q8, q4 or f32 (each option with
+ * the estimate's total once a folder is seated): picked before a folder, it is what the folder
+ * loads as; changed on a seated checkpoint, it re-seats it so (Session.setSeatQuant: re-estimated
+ * and refused before anything is allocated when it does not fit).
  * docs/models.md, "Your own checkpoint", says how it works and what is not done yet.
  *
  * Not here: reading and storing the files (hfFiles.ts), the team (session.ts).
  */
-import type { DragEvent } from 'react';
+import { useState, type DragEvent } from 'react';
+import type { QuantKind } from '../../model/quant';
 import { formatBytes } from '../../model/hfConfig';
-import type { FileLike } from '../hfFiles';
+import { PAGE_SEAT_QUANT, SEAT_QUANTS, seatQuant, type FileLike } from '../hfFiles';
 import type { Session } from '../session';
+import { hfSwapRefusal } from '../../sat/hfSeat';
 import { useSession } from '../sessionContext';
 import { usePlayground, type SeatView } from '../store';
 
@@ -69,9 +75,36 @@ function stored(v: number | string | undefined): string {
 export function CheckpointPicker({ agent, seat }: { readonly agent: number; readonly seat: SeatView | undefined }) {
   const session = useSession();
   const busy = usePlayground((s) => s.status === 'loading' || s.status === 'busy' || s.status === 'running');
+  const config = usePlayground((s) => s.config);
+  const swapNote = seat && !seat.missing && config ? hfSwapRefusal(config, agent, seat.name) : null;
   const expect = seat?.missing ? seat.hash : undefined;
+  // Before a folder is seated the choice is this card's (and the session's, for a drop); after, the seat's.
+  const [chosen, setChosen] = useState<QuantKind | null>(null);
+  const quant = seat && !seat.missing ? (seat.quant ?? PAGE_SEAT_QUANT) : (chosen ?? seat?.quant ?? PAGE_SEAT_QUANT);
+  const choice = (
+    <label className="checkpoint-quant" title="How the checkpoint's weights are stored in its worker: Q8 or Q4 blocks (quantized on load), or f32 as read (small checkpoints); the estimate follows the choice">
+      stored
+      <select
+        value={quant}
+        disabled={busy}
+        data-testid={`checkpoint-${agent}-quant`}
+        onChange={(e) => {
+          const q = seatQuant(e.currentTarget.value) ?? PAGE_SEAT_QUANT;
+          setChosen(q);
+          void session.chooseSeatQuant(agent, q);
+        }}
+      >
+        {SEAT_QUANTS.map((q) => (
+          <option key={q} value={q}>
+            {q}
+            {seat?.needsBy?.[q] ? ` (needs about ${seat.needsBy[q]})` : ''}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
   const picker = (
-    <label className="checkpoint-pick" title="A Hugging Face Llama-family folder (config.json, model.safetensors, tokenizer.json); it loads in this agent's worker, quantized q8, with LoRA adapters to train">
+    <label className="checkpoint-pick" title="A Hugging Face Llama-family folder (config.json, model.safetensors, tokenizer.json); it loads in this agent's worker, stored as the choice beside says, with LoRA adapters to train">
       {seat?.missing ? 'Pick its folder…' : seat ? 'Another checkpoint…' : 'Your own checkpoint…'}
       <input
         type="file"
@@ -94,9 +127,9 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
           <span data-testid={`checkpoint-${agent}-name`} title={`folder hash ${seat.hash}`}>
             checkpoint <strong>{seat.name}</strong>
           </span>
-          {seat.params !== undefined && <span>{seat.params.toLocaleString('en')} base params (frozen, q8)</span>}
+          {seat.params !== undefined && <span data-testid={`checkpoint-${agent}-params`}>{seat.params.toLocaleString('en')} base params (frozen, {seat.quant ?? PAGE_SEAT_QUANT})</span>}
           <span data-testid={`checkpoint-${agent}-stored`}>{stored(seat.stored)}</span>
-          {seat.needs && <span title={seat.estimate}>needs about {seat.needs} (estimate)</span>}
+          {seat.needs && <span title={seat.estimate} data-testid={`checkpoint-${agent}-needs`}>needs about {seat.needs} (estimate)</span>}
         </div>
       )}
       {seat?.missing && (
@@ -105,8 +138,14 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
           model until you pick that folder.
         </div>
       )}
+      {swapNote && (
+        <div className="checkpoint-missing" data-testid={`checkpoint-${agent}-swap`} role="status">
+          {swapNote}
+        </div>
+      )}
       <div className="checkpoint-actions">
         {picker}
+        {choice}
         {seat && (
           <button type="button" className="tiny" disabled={busy} data-testid={`checkpoint-${agent}-clear`} onClick={() => void session.clearCheckpoint(agent)}>
             shipped model

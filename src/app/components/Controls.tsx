@@ -187,6 +187,11 @@ export function Controls() {
                   <FieldControl key={k} k={k} disabled={busy} />
                 ))}
               </div>
+              {g.group === 'swap' && llm && (
+                <p className="muted" data-testid="swap-checkpoint-note">
+                  The swap&apos;s incoming model is a shipped one (swapTo); a checkpoint of your own is not a swap target yet, and a seat holding one cannot be swapped: seat it with &ldquo;Your own checkpoint…&rdquo; on the agent&apos;s card (a fresh team) — docs/models.md.
+                </p>
+              )}
             </details>
           );
         })}

@@ -24,6 +24,7 @@ import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 import type { AgentInfo } from '../../sat/types';
 import type { TranscriptBatch } from '../charts/series';
 import { findStep, type StepRef } from '../stepRef';
+import type { QuantKind } from '../../model/quant';
 
 /** The settings form: every config key as the text the user typed (checked by parseConfig on apply). */
 export type Form = Record<ConfigKey, string>;
@@ -73,6 +74,8 @@ export interface SeatView {
   /** hfFolderHash of its files (hex). */
   readonly hash: string;
   readonly missing?: boolean;
+  /** How its weights are stored (q8, q4, f32): the card's choice, or what the link asks for. */
+  readonly quant?: QuantKind;
   /** The checkpoint's own parameters (its config). */
   readonly params?: number;
   /** Bytes kept in this browser's storage, or why they are not. */
@@ -80,6 +83,8 @@ export interface SeatView {
   /** The memory estimate made before the load: its total ("14.9 MiB") and every part, in words. */
   readonly needs?: string;
   readonly estimate?: string;
+  /** The estimate's total for each quantization the card offers (the choice's labels). */
+  readonly needsBy?: Readonly<Partial<Record<QuantKind, string>>>;
 }
 
 export type Speed = 'slow' | 'normal' | 'fast';
