@@ -41,7 +41,8 @@
  * result comes back over the fork IPC channel as JSON.
  *
  * Not here: the WebGPU backend's numbers (`npm run bench -- --gpu` runs bench/gpu.ts instead of
- * this file's bench), correctness (tests/onnx.test.ts checks ORT against Model.forward; here only
+ * this file's bench), a ~100M-class Hugging Face checkpoint's sampling and LoRA training
+ * (`npm run bench -- --hf [--gpu]` runs bench/hf.ts, the same as `npm run bench:hf`), correctness (tests/onnx.test.ts checks ORT against Model.forward; here only
  * the relative differences of ORT's and TF.js's logits are printed as sanity checks).
  */
 import { fork } from 'node:child_process';
@@ -295,11 +296,19 @@ function runChild<R>(flag: '--child' | '--tfjs' | '--ort', name: string, env: No
  * line to bench/gpu.ts, which reads its own; `--child NAME`, `--tfjs NAME` and `--ort NAME` are how
  * runChild starts a model's runs.
  */
-const CPU_FLAGS = { gpu: { type: 'boolean' }, child: { type: 'string' }, tfjs: { type: 'string' }, ort: { type: 'string' } } as const satisfies FlagSpec;
+const CPU_FLAGS = { gpu: { type: 'boolean' }, hf: { type: 'boolean' }, child: { type: 'string' }, tfjs: { type: 'string' }, ort: { type: 'string' } } as const satisfies FlagSpec;
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  if (parseArgs({ args: argv, options: CPU_FLAGS, strict: false }).values.gpu === true) {
+  const lead = parseArgs({ args: argv, options: CPU_FLAGS, strict: false }).values;
+  if (lead.hf === true) {
+    // `npm run bench -- --hf [its options]`: the ~100M-class checkpoint bench (bench/hf.ts, the same
+    // as `npm run bench:hf`), in a child process of its own — it reads its own flags.
+    const hf = fork(fileURLToPath(new URL('./hf.ts', import.meta.url)), argv.filter((a) => a !== '--hf'), { stdio: 'inherit' });
+    process.exitCode = await new Promise<number>((resolve) => hf.on('exit', (code) => resolve(code ?? 1)));
+    return;
+  }
+  if (lead.gpu === true) {
     // `npm run bench -- --gpu`: the WebGPU bench (bench/gpu.ts) instead of this one.
     const { runGpuBench } = await import('./gpu');
     await runGpuBench(argv);
@@ -316,7 +325,7 @@ async function main(): Promise<void> {
     }
   } catch (e) {
     const m = (e as Error).message;
-    console.log(`npm run bench: ${m.startsWith('Unknown flag') ? `${m.replace(/^Unknown flag/, 'unknown option')}; known: --gpu (the WebGPU bench, with its own options: bench/gpu.ts)` : m}`);
+    console.log(`npm run bench: ${m.startsWith('Unknown flag') ? `${m.replace(/^Unknown flag/, 'unknown option')}; known: --gpu (the WebGPU bench, with its own options: bench/gpu.ts), --hf (the checkpoint bench: bench/hf.ts)` : m}`);
     process.exitCode = 2;
     return;
   }
