@@ -140,6 +140,33 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
     }
   });
 
+  it('SwiGLU forward and backward (split over elements) and the RMSNorm forward (over rows)', () => {
+    const r = rng();
+    // Element counts around multiples of 4 (the shares' unit) and below the thread count; bench-sized.
+    for (const [N, C] of [
+      [1, 3],
+      [3, 5],
+      [7, 9],
+      [13, 32],
+      [64, 33],
+      [2048, 172],
+    ] as const) {
+      const n = N * C;
+      const a = rand(n, r), b = rand(n, r), dout = rand(n, r), da0 = rand(n, r), db0 = rand(n, r), w = rand(C, r);
+      const run = (): Float32Array[] => {
+        const out = new Float32Array(n);
+        simd.simdSwigluForward(out, a, b, n);
+        const da = da0.slice(), db = db0.slice();
+        simd.simdSwigluBackward(da, db, dout, a, b, n);
+        const norm = new Float32Array(n), rstd = new Float32Array(N);
+        simd.simdRmsnormForward(norm, rstd, a, w, 1, N, C);
+        return [out, da, db, norm, rstd];
+      };
+      const [one, many] = both(run, 4, 0);
+      expectSameBits(many, one, `N ${N} C ${C}`);
+    }
+  });
+
   it('the pool split jobs over more than one thread', () => {
     const before = cpuThreads();
     const r = rng();

@@ -72,7 +72,8 @@
  * output element is computed by one thread in the same order, so results are bit-identical for any
  * thread count (tests/threads.test.ts). The copies in and out stay on this thread. Otherwise (one
  * thread configured, no SharedArrayBuffer, a page's main thread) the unshared build runs here alone,
- * as before threads. The row kernels are not split (memory-bound: the copies would dominate).
+ * as before threads. Of the row kernels SwiGLU (forward and backward, over elements) and the RMSNorm
+ * forward (over rows) are split too; the others are not (memory-bound: the copies would dominate).
  *
  * Not here: the kernels (wasm/kernels.ts), the pool (./threads.ts), fused int8/int4 kernels (the
  * weights are dequantized to f32 first).
@@ -102,7 +103,7 @@ import { checkResidualBackward, checkResidualForward, residualBackward, residual
 import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { checkRope, ropeBackward, ropeForward } from './rope';
 import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { attnBackwardSplit, attnForwardSplit, blockedGemm, noPool, scratchCopies, startPool, threadPlan } from './threads';
+import { attnBackwardSplit, attnForwardSplit, blockedGemm, noPool, rmsnormForwardSplit, scratchCopies, startPool, swigluBackwardSplit, swigluForwardSplit, threadPlan } from './threads';
 import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from './wasm/kernels.wasm';
 
 /** The shared-memory build's maximum, in 64 KiB pages (scripts/build-wasm.mjs ASC_SHARED_FLAGS). */
@@ -472,7 +473,7 @@ export function simdRmsnormForward(out: FloatArray, rstd: FloatArray, inp: Float
     [2, inp as Float32Array, N * C],
     [3, weight as Float32Array, C],
   ]) as [number, number, number, number];
-  kn.rmsnormFwd(po * 4, pr * 4, pi * 4, pw * 4, N, C, eps);
+  rmsnormForwardSplit(kn, po * 4, pr * 4, pi * 4, pw * 4, N, C, eps);
   back(out as Float32Array, po, N * C);
   back(rstd as Float32Array, pr, N);
 }
@@ -509,7 +510,7 @@ export function simdSwigluForward(out: FloatArray, a: FloatArray, b: FloatArray,
     [1, a as Float32Array, N],
     [2, b as Float32Array, N],
   ]) as [number, number, number];
-  kn.swigluFwd(po * 4, pa * 4, pb * 4, N);
+  swigluForwardSplit(kn, po * 4, pa * 4, pb * 4, N);
   back(out as Float32Array, po, N);
 }
 
@@ -519,7 +520,7 @@ export function simdSwigluBackward(da: FloatArray, db: FloatArray, dout: FloatAr
   checkSwigluBackward(da, db, dout, a, b, N);
   const kn = load()!;
   const o = stage(kn, [N, N, N, N, N], [da, db, dout, a, b].map((x, i): [number, Float32Array, number] => [i, x as Float32Array, N]));
-  kn.swigluBwd(o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, N);
+  swigluBackwardSplit(kn, o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, N);
   back(da as Float32Array, o[0]!, N);
   back(db as Float32Array, o[1]!, N);
 }

@@ -38,7 +38,8 @@
  * thread), no Worker / worker_threads — `threadPlan` says why, and simd.ts runs single-threaded.
  *
  * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simd.ts, on the caller), the
- * row kernels (RMSNorm, SwiGLU, …: memory-bound, single-threaded).
+ * other row kernels (RMSNorm backward, RoPE, log-softmax, the residual add: memory-bound,
+ * single-threaded; SwiGLU and the RMSNorm forward are split, below).
  */
 
 /** Control words (Int32Array indices). */
@@ -53,6 +54,9 @@ const FINISHED = -2;
 const GEMM = 0;
 const ATTN_FWD = 1;
 const ATTN_BWD = 2;
+const SWIGLU_FWD = 3;
+const SWIGLU_BWD = 4;
+const RMSNORM_FWD = 5;
 /** Most threads (the caller included). */
 export const MAX_THREADS = 16;
 const CONTROL_WORDS = SLOT + 3 * (MAX_THREADS - 1);
@@ -83,6 +87,15 @@ const SHARE_JS = `(ex, c, f) => (kind, r0, r1, t) => {
     const T = c[j + 5], NH = c[j + 6], HS = c[j + 7], Tkv = c[j + 8], pos0 = c[j + 9], ss = c[j + 13], C = NH * HS, att = c[j + 4];
     ex.attnForward(c[j] + 4 * r0 * T * C, c[j + 1] + 4 * r0 * Tkv * C, c[j + 2] + 4 * r0 * Tkv * C, c[j + 3] + 4 * r0 * T * C, att === 0 ? 0 : att + 4 * r0 * NH * T * T,
       r1 - r0, T, NH, HS, Tkv, pos0, f[j + 10], c[j + 11] + t * ss, c[j + 12] + t * ss);
+  } else if (kind === ${SWIGLU_FWD}) {
+    const o = 4 * r0;
+    ex.swigluFwd(c[j] + o, c[j + 1] + o, c[j + 2] + o, r1 - r0);
+  } else if (kind === ${SWIGLU_BWD}) {
+    const o = 4 * r0;
+    ex.swigluBwd(c[j] + o, c[j + 1] + o, c[j + 2] + o, c[j + 3] + o, c[j + 4] + o, r1 - r0);
+  } else if (kind === ${RMSNORM_FWD}) {
+    const C = c[j + 4], o = 4 * r0 * C;
+    ex.rmsnormFwd(c[j] + o, c[j + 1] + 4 * r0, c[j + 2] + o, c[j + 3], r1 - r0, C, f[j + 5]);
   } else {
     const T = c[j + 8], NH = c[j + 9], HS = c[j + 10], ss = c[j + 14], o = 4 * r0 * T * NH * HS;
     ex.attnBackward(c[j] + o, c[j + 1] + o, c[j + 2] + o, c[j + 3] + o, c[j + 4] + o, c[j + 5] + o, c[j + 6] + o, c[j + 7] + 4 * r0 * NH * T * T,
@@ -331,6 +344,9 @@ interface Exports {
   gemm: Gemm;
   attnForward(...a: number[]): void;
   attnBackward(...a: number[]): void;
+  swigluFwd(out: number, a: number, b: number, N: number): void;
+  swigluBwd(da: number, db: number, dout: number, a: number, b: number, N: number): void;
+  rmsnormFwd(out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void;
 }
 
 /**
@@ -370,4 +386,29 @@ export function attnBackwardSplit(
 ): void {
   if (pool === null) return ex.attnBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS, scale, vt, ds);
   forkJoin(ex, ATTN_BWD, [dq, dk, dv, dout, q, k, v, att, T, NH, HS, scale, vt, ds, ss], [11], B, 1, 2 * B * NH * T * T * HS);
+}
+
+/**
+ * The row kernels that pay for a split (measured share of a forward: SwiGLU 7 %, RMSNorm 2 % at
+ * BENCH_400K, single-threaded before): elementwise SwiGLU over elements (shares of multiples of 4,
+ * so the SIMD lanes fall as on one thread — each element's arithmetic is the same in any lane or in
+ * the scalar tail anyway) and the RMSNorm forward over rows. Same bits for any split. `work` counts
+ * elements ×8 for SwiGLU (an e^x, a division and three products per element) and N·C for RMSNorm,
+ * against the same threshold as the multiply-adds.
+ */
+export function swigluForwardSplit(ex: Exports, out: number, a: number, b: number, N: number): void {
+  if (pool === null) return ex.swigluFwd(out, a, b, N);
+  forkJoin(ex, SWIGLU_FWD, [out, a, b], [], N, 4, 8 * N);
+}
+
+/** The SwiGLU backward (wasm/kernels.ts swigluBwd, accumulating into da, db) split over elements. */
+export function swigluBackwardSplit(ex: Exports, da: number, db: number, dout: number, a: number, b: number, N: number): void {
+  if (pool === null) return ex.swigluBwd(da, db, dout, a, b, N);
+  forkJoin(ex, SWIGLU_BWD, [da, db, dout, a, b], [], N, 4, 8 * N);
+}
+
+/** The RMSNorm forward (wasm/kernels.ts rmsnormFwd) split over its N rows of C. */
+export function rmsnormForwardSplit(ex: Exports, out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void {
+  if (pool === null) return ex.rmsnormFwd(out, rstd, inp, w, N, C, eps);
+  forkJoin(ex, RMSNORM_FWD, [out, rstd, inp, w, C, eps], [5], N, 1, N * C);
 }
