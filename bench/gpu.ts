@@ -63,10 +63,10 @@ import os from 'node:os';
 import { cpuBackend } from '../src/backend/cpu';
 import type { Backend, TensorKinds } from '../src/backend/types';
 import type { webgpuBackend as WebgpuBackendFn } from '../src/backend/webgpu/backend';
-import { acquireDevice, type GpuDeviceHandle } from '../src/backend/webgpu/device';
+import type { GpuDeviceHandle } from '../src/backend/webgpu/device';
 import { GpuContext, type GpuCounts } from '../src/backend/webgpu/kernel';
 import { MATMUL_DEFAULT, MATMUL_VARIANTS, matmulForward, type MatmulVariant } from '../src/backend/webgpu/matmul';
-import { softwareFallback } from '../src/backend/webgpu/node';
+import { acquireAnyDevice } from '../src/backend/webgpu/node';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, describeConfig, paramCount, type ModelConfig } from '../src/model/config';
 import { trainOnSequences } from '../src/model/loss';
@@ -565,8 +565,7 @@ export async function runGpuBench(argv: readonly string[]): Promise<void> {
     return;
   }
   const t0 = performance.now();
-  const fallback = softwareFallback();
-  const handle = await acquireDevice(fallback !== undefined ? { node: fallback } : {});
+  const handle = await acquireAnyDevice();
   if (!handle.ok) {
     console.log(`SAT Playground WebGPU bench — no WebGPU adapter: ${handle.reason}`);
     process.exitCode = 1;

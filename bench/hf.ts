@@ -34,9 +34,8 @@ import { parseArgs } from 'node:util';
 import { cpuBackend } from '../src/backend/cpu';
 import type { Backend, TensorKinds } from '../src/backend/types';
 import { webgpuBackend } from '../src/backend/webgpu/backend';
-import { acquireDevice } from '../src/backend/webgpu/device';
 import { GpuContext } from '../src/backend/webgpu/kernel';
-import { softwareFallback } from '../src/backend/webgpu/node';
+import { acquireAnyDevice } from '../src/backend/webgpu/node';
 import { Rng } from '../src/core/rng';
 import { describeConfig } from '../src/model/config';
 import { estimateMemory, formatBytes } from '../src/model/hfConfig';
@@ -150,8 +149,7 @@ async function time(fn: () => Promise<unknown>, w: Workload, warmFn: (() => Prom
 /** The child's backend: the CPU, or (--backend webgpu) the adapter WebGPU finds, SwiftShader as the fallback. */
 async function backendOf(name: string): Promise<Backend<TensorKinds>> {
   if (name === 'cpu') return cpuBackend as unknown as Backend<TensorKinds>;
-  const fallback = softwareFallback();
-  const h = await acquireDevice(fallback !== undefined ? { node: fallback } : {});
+  const h = await acquireAnyDevice();
   if (!h.ok) throw new Error(`--gpu: no WebGPU adapter: ${h.reason}`);
   return webgpuBackend(new GpuContext(h.device), h.description) as unknown as Backend<TensorKinds>;
 }

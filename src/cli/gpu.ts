@@ -2,7 +2,7 @@
  * The command line's WebGPU agents (`--set backend=webgpu` on a language preset): one GPUDevice
  * per agent, as in the page (one device per agent worker, src/workers/agentApi.ts), from the
  * machine's own driver through Node's `webgpu` package (Dawn; src/backend/webgpu/device.ts), or
- * Chromium's SwiftShader when the machine has none (src/backend/webgpu/node.ts `softwareFallback`;
+ * Chromium's SwiftShader when the machine has none (src/backend/webgpu/node.ts `acquireAnyDevice`;
  * correct, and one to two orders of magnitude slower than the CPU backend — docs/performance.md).
  *
  *   const gpu = cliGpuBackends(log);
@@ -22,9 +22,8 @@
 import { SatError } from '../core/errors';
 import type { Backend } from '../backend/types';
 import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
-import { acquireDevice } from '../backend/webgpu/device';
 import { GpuContext } from '../backend/webgpu/kernel';
-import { softwareFallback } from '../backend/webgpu/node';
+import { acquireAnyDevice } from '../backend/webgpu/node';
 
 export interface CliGpu {
   /** Agent `index`'s backend on a device of its own (createLlmExperiment's `backendOf`). */
@@ -45,12 +44,10 @@ export function cliGpuBackends(): CliGpu {
   const adapters: string[] = [];
   let lost: string | null = null;
   let released = false;
-  const fallback = softwareFallback();
   return {
     adapters,
     async backendOf(index) {
-      const r = await acquireDevice({
-        ...(fallback ? { node: fallback } : {}),
+      const r = await acquireAnyDevice({
         onLost: ({ reason, message }) => {
           if (!released && lost === null) lost = `agent ${index}'s GPU device was lost (${reason}${message ? `: ${message}` : ''})`;
         },

@@ -31,9 +31,9 @@ import { simdAvailable } from '../backend/cpu/simd';
 import { cpuThreads, type CpuThreads } from '../backend/cpu/threads';
 
 export { AgentWorkerError, DeviceLostError };
-import { acquireDevice, isSoftwareAdapter } from '../backend/webgpu/device';
+import { isSoftwareAdapter } from '../backend/webgpu/device';
 import { GpuContext } from '../backend/webgpu/kernel';
-import { softwareFallback } from '../backend/webgpu/node';
+import { acquireAnyDevice } from '../backend/webgpu/node';
 import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
 import type { Backend, HostTensors } from '../backend/types';
 import { loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
@@ -177,10 +177,9 @@ export class AgentApi {
     if (backend === 'auto' && (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu === undefined) {
       return { why: 'this browser has no WebGPU (navigator.gpu)' };
     }
-    const fallback = softwareFallback(); // Node without a GPU driver: Chromium's SwiftShader, if installed
     let inUse = true; // false once this device is given back below: its loss is then expected
-    const r = await acquireDevice({
-      ...(fallback ? { node: fallback } : {}),
+    // Node without a GPU driver: Chromium's SwiftShader, if installed (node.ts).
+    const r = await acquireAnyDevice({
       onLost: ({ reason, message }) => {
         if (!inUse) return;
         this.#lost = new DeviceLostError(
