@@ -10,26 +10,20 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type ClaimsReport, runClaim, VERDICTS } from '../../src/sat/claims';
 import { svgName } from '../../src/cli/claimsReport';
-import { openPlayground, type Playground, ROOT, SETUP_TIMEOUT_MS, settled } from './harness';
+import { playgroundForFile, ROOT, settled } from './harness';
 
 const committed = JSON.parse(readFileSync(join(ROOT, 'src/app/claims/data.json'), 'utf8')) as ClaimsReport;
 const f3 = (x: number) => x.toFixed(3);
 
 describe('the Claims view', () => {
-  let pg: Playground;
-  beforeAll(async () => {
-    pg = await openPlayground();
-  }, SETUP_TIMEOUT_MS);
-  afterAll(async () => {
-    await pg?.close();
-  });
+  const pg = playgroundForFile();
 
   it('shows the five committed claims with a plot, a verdict in words and the commands each; re-runs claim 2 live as Node does; closes again', async () => {
-    const p = await pg.freshPage();
-    await p.goto(pg.url, { waitUntil: 'load' });
+    const p = await pg().freshPage();
+    await p.goto(pg().url, { waitUntil: 'load' });
     await settled(p);
     await p.getByTestId('open-claims').click();
     await p.getByTestId('claims-view').waitFor();
@@ -72,13 +66,13 @@ describe('the Claims view', () => {
     await p.getByTestId('claims-close').click();
     await p.getByTestId('step-agent').waitFor();
     expect(await p.getByTestId('claims-view').count()).toBe(0);
-    expect(pg.errors).toEqual([]);
+    expect(pg().errors).toEqual([]);
     await p.context().close();
   }, 300_000);
 
   it('the committed SVGs of docs/claims parse as XML in Chromium, with each plotted series', async () => {
-    const p = await pg.freshPage();
-    await p.goto(pg.url, { waitUntil: 'load' });
+    const p = await pg().freshPage();
+    await p.goto(pg().url, { waitUntil: 'load' });
     for (const c of committed.claims) {
       const svg = readFileSync(join(ROOT, 'docs/claims', svgName(c)), 'utf8');
       const r = await p.evaluate((src) => {
@@ -93,7 +87,7 @@ describe('the Claims view', () => {
       expect(r.root).toBe('svg');
       expect(r.series).toEqual(c.plot.series.map((s) => [s.name, s.points.length]));
     }
-    expect(pg.errors).toEqual([]);
+    expect(pg().errors).toEqual([]);
     await p.context().close();
   }, 120_000);
 });

@@ -14,27 +14,19 @@
  * (tests/orders-lm.test.ts); tabular comparisons (tests/e2e/playground.test.ts).
  */
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeShare, makeShareState } from '../../src/app/share';
 import { presetConfig } from '../../src/sat/presets';
-import { agentWorkers, openPlayground, type Playground, points, settled, SETUP_TIMEOUT_MS } from './harness';
+import { agentWorkers, playgroundForFile, points, settled } from './harness';
 
-let pg: Playground;
-
-beforeAll(async () => {
-  pg = await openPlayground();
-}, SETUP_TIMEOUT_MS);
-
-afterAll(async () => {
-  await pg?.close();
-});
+const pg = playgroundForFile();
 
 /** arith-team, two agents, small batches (the preset's own lr schedule, δ, β and retry factor). */
 const cfg = presetConfig('arith-team', { agents: 2, stages: 2, batch: 4, group: 8, evalEpisodes: 32, certEpisodes: 16, lr: 2e-3, geoIters: 0 });
 
 /** A fresh page on the link, replayed to the end of stage 1. */
 async function openAtStage1(link: string): Promise<Page> {
-  const p = await pg.freshPage();
+  const p = await pg().freshPage();
   await p.goto(link, { waitUntil: 'load' });
   await p.getByText(/replayed it to stage 1/).waitFor({ timeout: 120_000 });
   await settled(p);
@@ -61,12 +53,12 @@ async function expectAsIfNothingHappened(p: Page, link: string): Promise<void> {
   expect(await tableValues(p)).toEqual(await tableValues(other));
   await other.context().close();
   await p.context().close();
-  expect(pg.errors).toEqual([]);
+  expect(pg().errors).toEqual([]);
 }
 
 describe('Compare orders on a language team (arith-team, two agents)', () => {
   it('two orders from stage 1 in the workers, two series with CIs; the experiment steps on as if nothing happened', async () => {
-    const link = pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
+    const link = pg().url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
     const p = await openAtStage1(link);
     expect(agentWorkers(p).length).toBe(2);
     expect(await p.getByTestId('compare-orders').getAttribute('title')).toMatch(/next 1 stage from where your team stands.*fixed, reverse/);
@@ -104,7 +96,7 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
   }, 300_000);
 
   it('Sweep δ runs from stage 1 in the workers onto the violation chart; the experiment steps on as if nothing happened', async () => {
-    const link = pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
+    const link = pg().url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
     const p = await openAtStage1(link);
     const before = await points(p, 'chart-violation');
     const t0 = Date.now();
