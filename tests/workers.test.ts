@@ -28,6 +28,7 @@ import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from '../src/sat/t
 import { agentGeometry, updateAgent, type UpdatePlan } from '../src/sat/update';
 import { createRemoteExperiment, RemoteAgent, type RemoteExperiment } from '../src/app/remoteTeam';
 import { AgentApi, AgentWorkerError, CPU_BACKEND } from '../src/workers/agentApi';
+import { withTransfer } from '../src/workers/wire';
 import { live, nodeAgentWorker } from './helpers/nodeAgentWorker';
 
 const tinyCfg = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
@@ -237,6 +238,28 @@ describe('a team of workers (comlink over node:worker_threads)', () => {
     // an evaluation n generate. Per step: one update, the certification batch, a probe, the
     // stage-end evaluation; the first step also the start's evaluation, stage batch and references.
     lm.calls.forEach((c, i) => expect(c).toBeLessThanOrEqual(1 + 2 * (2 + 2) + 2 + (i === 0 ? 2 + (2 + 2) + 2 : 0)));
+  });
+});
+
+describe('results across the boundary', () => {
+  it('a typed array on shared memory (a resident CPU tensor) leaves the worker as an unshared copy; ordinary ones are transferred as they are', async () => {
+    const shared = new Float32Array(new SharedArrayBuffer(64), 16, 4).fill(3);
+    const plain = Float32Array.of(1, 2);
+    class Fake {
+      async get(): Promise<unknown> {
+        return { a: shared, b: [shared, plain], c: 7, d: plain };
+      }
+    }
+    const r = (await (withTransfer(new Fake() as unknown as AgentApi) as unknown as Fake).get()) as { a: Float32Array; b: Float32Array[]; c: number; d: Float32Array };
+    for (const x of [r.a, r.b[0]!]) {
+      expect(x.buffer).toBeInstanceOf(ArrayBuffer);
+      expect([...x]).toEqual([3, 3, 3, 3]);
+    }
+    expect(r.d).toBe(plain);
+    expect(r.b[1]).toBe(plain);
+    expect(r.c).toBe(7);
+    shared[0] = 9;
+    expect(r.a[0], 'a copy, not a window onto the worker’s memory').toBe(3);
   });
 });
 

@@ -31,6 +31,29 @@ function buffersOf(value: unknown, out: Set<ArrayBuffer>, depth = 0): Set<ArrayB
   return out;
 }
 
+/**
+ * `value` with every typed array on a SharedArrayBuffer replaced by an unshared copy (at the same
+ * depths buffersOf walks). A CPU tensor resident in the SIMD kernels' shared memory
+ * (src/backend/cpu/simd.ts) is such a view: cloned as it is, it would hand the main thread a live
+ * window onto the worker's whole kernel memory, so nothing shared crosses.
+ */
+function unshared(value: unknown, depth = 0): unknown {
+  if (depth > 3 || value === null || typeof value !== 'object') return value;
+  if (ArrayBuffer.isView(value)) {
+    return typeof SharedArrayBuffer === 'function' && value.buffer instanceof SharedArrayBuffer && 'slice' in value ? (value as unknown as Float32Array).slice() : value;
+  }
+  if (Array.isArray(value)) {
+    const out = value.map((v) => unshared(v, depth + 1));
+    return out.some((v, i) => v !== value[i]) ? out : value;
+  }
+  if (Object.getPrototypeOf(value) === Object.prototype) {
+    const entries = Object.entries(value);
+    const out = entries.map(([k, v]) => [k, unshared(v, depth + 1)] as const);
+    return out.some(([, v], i) => v !== entries[i]![1]) ? Object.fromEntries(out) : value;
+  }
+  return value;
+}
+
 /** `api` with every method's result marked for transfer (what the worker file exposes). */
 export function withTransfer(api: AgentApi): AgentApi {
   installErrorTransfer();
@@ -41,7 +64,7 @@ export function withTransfer(api: AgentApi): AgentApi {
     const f: unknown = Object.getOwnPropertyDescriptor(proto, name)?.value;
     if (name === 'constructor' || typeof f !== 'function') continue;
     wrapped[name] = async (...args: unknown[]) => {
-      const r: unknown = await (f as (...a: unknown[]) => Promise<unknown>).apply(api, args);
+      const r: unknown = unshared(await (f as (...a: unknown[]) => Promise<unknown>).apply(api, args));
       return r !== null && typeof r === 'object' ? transfer(r, [...buffersOf(r, new Set())]) : r;
     };
   }

@@ -11,7 +11,9 @@
  *                        SIMD kernels of simd.ts when the platform has them (f32 sums and a polynomial exp: within
  *                        stated f32 bounds of the TS twins, not bit-equal), else on the TS kernels;
  *                        the rest (embedding, gather, KL, the loss, AdamW, sampling)
- *                        stays TS;
+ *                        stays TS. With threads (a shared kernel memory) its f32 tensors are
+ *                        resident in that memory (zeros / upload; dispose releases), so those
+ *                        kernels read and write them in place (simd.ts "Copies");
  *   cpuBackendReference  the same with every op on the TS kernels (f64 accumulators): the twin the
  *                        SIMD path is tested and benchmarked against (tests/simd.test.ts);
  *   cpuBackend64         float tensors are Float64Array — the same model in f64, for the finite-difference
@@ -53,6 +55,9 @@ import {
   simdRopeForward,
   simdSwigluBackward,
   simdSwigluForward,
+  simdRelease,
+  simdTensor,
+  simdView,
 } from './simd';
 import { crossEntropy, crossEntropyWith, gatherBackward, gatherForward, klBackward, klForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
 
@@ -67,7 +72,7 @@ export * from './residual';
 export * from './rmsnorm';
 export * from './rope';
 export * from './sampling';
-export { simdAvailable, simdKernelCalls, simdUnavailableReason } from './simd';
+export { setCpuResidency, simdAvailable, simdKernelCalls, simdResident, simdResidentStats, simdUnavailableReason } from './simd';
 export * from './softmax';
 
 const ctors: { [K in TensorKind]: new (n: number) => HostTensors[K] } = {
@@ -142,10 +147,33 @@ const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'downlo
   view,
 };
 
+/**
+ * Memory calls of cpuBackend: f32 tensors resident in the SIMD kernels' shared memory when there is
+ * one (simd.ts simdTensor: no copies in or out of a kernel call), else as memory32. `dispose`
+ * releases a resident tensor's block (poisoned with NaN: a use after dispose shows); a view keeps
+ * its tensor's block alive.
+ */
+const residentMemory: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'dispose' | 'view'> = {
+  upload: (kind, data) => {
+    if (kind !== 'f32') return data.slice() as typeof data;
+    const t = simdTensor(data.length);
+    if (t === null) return data.slice() as typeof data;
+    t.set(data as Float32Array);
+    return t as typeof data;
+  },
+  zeros: (kind, length) => ((kind === 'f32' ? simdTensor(length) : null) ?? new ctors[kind](length)) as HostTensors[typeof kind],
+  dispose: (t) => void (t instanceof Float32Array && simdRelease(t)),
+  view: (t, offset, length) => {
+    view(t, offset, length); // the checks
+    return simdView(t, offset, length);
+  },
+};
+
 /** The CPU backend (header): TS kernels, with the matmuls, attention and the row kernels on WebAssembly SIMD when available. */
 export const cpuBackend: Backend<HostTensors> = {
   name: 'cpu',
   ...memory32,
+  ...residentMemory,
   ...ops<HostTensors>(),
   matmulForward: simdMatmulForward,
   matmulBackward: simdMatmulBackward,

@@ -27,20 +27,28 @@
  * which every engine with SIMD has had longer. Float64Array arguments (the f64 backend) always take
  * the TS path.
  *
- * Memory: one linear memory (shared when threaded), owned here; each call lays its operands out from the module's heap
- * base (16-byte aligned) and grows the memory when a call needs more (it never shrinks; the largest
- * bench call, BENCH_400K's SwiGLU backward — five arrays of 2048 × 344 — needs ~14 MB).
- * Growing detaches old views, so views are re-made after every grow.
+ * Memory: one linear memory, owned here (it never shrinks).
+ *   Unshared (one thread): each call lays its operands out from the module's heap base (16-byte
+ *   aligned) and grows the memory when a call needs more (the largest bench call, BENCH_400K's SwiGLU
+ *   backward — five arrays of 2048 × 344 — needs ~14 MB). Growing detaches old views, so views are
+ *   re-made after every grow, and no tensor can live there.
+ *   Shared (threads): a shared memory never detaches — after a grow the old SharedArrayBuffer objects
+ *   still view its first bytes — so tensors CAN live there: an allocator (./arena.ts) hands out
+ *   blocks for cpuBackend's f32 tensors (`simdTensor`, index.ts's zeros / upload; released by
+ *   dispose, poisoned with NaN; a finalizer frees what is dropped undisposed) and for one per-call
+ *   scratch block, which replaces `layout`'s heap-base regions.
  *
- * Copies, and why this is still faster: each call copies its inputs in (TypedArray.set, or a
- * transposing/padding loop for W in the forward and for rows whose width is not a multiple of 4)
- * and its result out (gradients are copied in too: the kernel adds its sums to them, f32(init + sum),
- * and they are copied back), i.e. O(N·C + N·OC + OC·C) element moves for O(N·C·OC) multiply-adds —
- * at the bench shapes (C, OC ≥ 32) at least ~32 flops per moved element. Measured at N = 2048 (bench
- * shapes): the copies are 9–13% of a forward call and 11–21% of a backward call (bench/simd.ts
- * includes them).
- * Keeping tensors resident in wasm memory would remove the copies but not the detach-on-grow problem
- * (every handle would be a view that a grow invalidates); not done.
+ * Copies: `place` decides per operand. A resident operand (a tensor in the shared memory, or a view
+ * of one) is passed where it is — nothing is copied — unless its rows need padding to a multiple of
+ * 4 (the gemm's row stride) or, being written, it overlaps another operand (an in-place call: the
+ * kernel writes a copy, as before). Any other operand is copied in (TypedArray.set, or the padding
+ * loop), and written ones copied back out (gradients copied in too: the kernel adds its sums to them,
+ * f32(init + sum)). The forward's weight is always transposed into the scratch (the gemm reads
+ * Wᵀ rows): O(C·OC) moves for O(N·C·OC) multiply-adds. Same bits either way (tests/resident.test.ts).
+ * What residency saved, measured (docs/performance.md): with copies, at N = 2048 on one thread, the
+ * copies were 9–13% of a forward call and 11–21% of a backward call; on two threads a quarter of
+ * the forward's calling-thread time (the helpers idle meanwhile) — the BENCH_400K forward went from
+ * 39 to 28 ms, M's from 13.8 to 10.0 ms.
  *
  * Numerics: the kernel sums each element in ONE f32 lane in ascending order of the contracted index
  * (the TS twins use an f64 accumulator), so results differ from the TS twins by at most
@@ -70,7 +78,7 @@
  * gradient's K-blocked sum) and attention call is split — gemm over output rows, attention over the
  * batch — between this thread and helper threads running the same module on the same memory. Every
  * output element is computed by one thread in the same order, so results are bit-identical for any
- * thread count (tests/threads.test.ts). The copies in and out stay on this thread. Otherwise (one
+ * thread count (tests/threads.test.ts). The copies that remain stay on this thread. Otherwise (one
  * thread configured, no SharedArrayBuffer, a page's main thread) the unshared build runs here alone,
  * as before threads. Of the row kernels SwiGLU (forward and backward, over elements) and the RMSNorm
  * forward (over rows) are split too; the others are not (memory-bound: the copies would dominate).
@@ -79,6 +87,7 @@
  * weights are dequantized to f32 first).
  */
 import type { FloatArray } from '../types';
+import { ALIGN, Arena } from './arena';
 import { need, sizes } from './check';
 import {
   attentionBackward,
@@ -147,6 +156,7 @@ function load(): Kernels | null {
     if (!WebAssembly.validate(SIMD_PROBE)) throw new Error('WebAssembly SIMD (v128) is not supported here');
     kernels = instantiate();
     f32 = new Float32Array(kernels.memory.buffer);
+    if (typeof SharedArrayBuffer === 'function' && kernels.memory.buffer instanceof SharedArrayBuffer) startArena(kernels);
   } catch (e) {
     kernels = null;
     unavailableReason = e instanceof Error ? e.message : String(e);
@@ -197,25 +207,205 @@ export function simdKernelCalls(): number {
 const ceil4 = (n: number): number => (n + 3) & ~3;
 
 /**
- * Reserves `floats` f32 slots per region, each 16-byte aligned, from the heap base; grows the memory
- * if needed. Returns the regions' element offsets into `f32`.
+ * Reserves `floats` f32 slots per region, each 16-byte aligned, and returns the regions' element
+ * offsets into `f32`: from the heap base, growing the memory when needed (unshared memory), or in
+ * the per-call scratch block of the arena (shared memory; the block is replaced by a larger one
+ * when a call needs more).
  */
 function layout(k: Kernels, ...floats: number[]): number[] {
-  const base = k.heapBase() >> 2;
+  let total = 0;
+  for (const n of floats) total += ceil4(n);
+  let at: number;
+  if (arena !== null) {
+    if (total * 4 > scratch.bytes) {
+      if (scratch.bytes > 0) arena.free(scratch.at);
+      const bytes = Math.max(total * 4, 2 * scratch.bytes, 1 << 16);
+      const got = arena.alloc(bytes);
+      if (got === null) throw new RangeError(`CPU backend: the kernels' memory cannot grow by ${bytes} bytes for a call's scratch`);
+      scratch = { at: got, bytes };
+    }
+    at = scratch.at >> 2;
+  } else {
+    at = k.heapBase() >> 2;
+    const bytes = (at + total) * 4;
+    if (bytes > k.memory.buffer.byteLength) k.memory.grow(Math.ceil((bytes - k.memory.buffer.byteLength) / 65536));
+  }
+  if (f32.buffer !== k.memory.buffer) f32 = new Float32Array(k.memory.buffer);
   const offs: number[] = [];
-  let at = base;
   for (const n of floats) {
     offs.push(at);
     at += ceil4(n);
   }
-  const bytes = at * 4;
-  if (bytes > k.memory.buffer.byteLength) {
-    k.memory.grow(Math.ceil((bytes - k.memory.buffer.byteLength) / 65536));
-    f32 = new Float32Array(k.memory.buffer);
-  } else if (f32.buffer !== k.memory.buffer) {
-    f32 = new Float32Array(k.memory.buffer);
-  }
   return offs;
+}
+
+// ───────────────────────── resident tensors ─────────────────────────
+// With shared memory (threads), the CPU backend's f32 tensors can live IN the kernels' memory
+// (`simdTensor`, used by cpuBackend's zeros / upload), so a kernel call works on them where they
+// are: no copy in, no copy out. A shared memory never detaches when it grows (the old
+// SharedArrayBuffer objects stay valid views of its first bytes), so such a tensor stays a valid
+// Float32Array for its whole life. Every call still accepts any Float32Array: `place` copies
+// exactly the operands that are not resident (or not laid out as the kernel needs), as before.
+
+/** The allocator of the shared memory (null: unshared memory, nothing resident). */
+let arena: Arena | null = null;
+/** The per-call scratch block in the arena (layout). */
+let scratch = { at: 0, bytes: 0 };
+/** Every SharedArrayBuffer object the memory has handed out (one per size it has had). */
+const memBuffers = new WeakSet<ArrayBufferLike>();
+/** Resident tensors (the roots simdTensor made, not views) → their block. */
+const roots = new WeakMap<Float32Array, number>();
+/** Views of resident tensors (simdView) → their root, so a root lives as long as its views. */
+const viewRoot = new WeakMap<Float32Array, Float32Array>();
+/** Frees the block of a resident tensor that was dropped without simdRelease. */
+const finalizer = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<number>((at) => releaseBlock(at)) : null;
+/** Whether simdTensor makes resident tensors (setCpuResidency: tests and A/B timing). */
+let residency = true;
+/**
+ * Most bytes of resident tensors: past it simdTensor returns null and the backend makes ordinary
+ * arrays (also what happens when the memory cannot grow). 1 GiB keeps every address below 2³¹,
+ * which the thread pool's Int32 control words carry.
+ */
+export const RESIDENT_MAX_BYTES = 1 << 30;
+
+function startArena(k: Kernels): void {
+  memBuffers.add(k.memory.buffer);
+  arena = new Arena(k.heapBase(), k.memory.buffer.byteLength, (bytes) => {
+    const now = k.memory.buffer.byteLength;
+    if (now + bytes > RESIDENT_MAX_BYTES + (1 << 26)) return null;
+    try {
+      k.memory.grow(Math.ceil(bytes / 65536));
+    } catch {
+      return null;
+    }
+    memBuffers.add(k.memory.buffer);
+    f32 = new Float32Array(k.memory.buffer);
+    return k.memory.buffer.byteLength;
+  });
+}
+
+function releaseBlock(at: number): void {
+  const size = arena!.free(at);
+  // Poisoned: a read after release (a use after dispose) sees NaN, which the NaN guards catch.
+  f32.fill(NaN, at >> 2, (at + size) >> 2);
+}
+
+/**
+ * A zeroed f32 tensor of `n` elements resident in the kernels' memory, or null when there is none
+ * (unshared memory: one thread; no SIMD; residency off; past RESIDENT_MAX_BYTES). Released by
+ * simdRelease, or when dropped (a finalizer).
+ */
+export function simdTensor(n: number): Float32Array | null {
+  const k = load();
+  if (k === null || arena === null || !residency || n <= 0) return null;
+  if (arena.stats().bytes + n * 4 > RESIDENT_MAX_BYTES) return null;
+  const at = arena.alloc(n * 4);
+  if (at === null) return null;
+  if (f32.buffer !== k.memory.buffer) f32 = new Float32Array(k.memory.buffer);
+  f32.fill(0, at >> 2, (at >> 2) + Math.ceil(n / (ALIGN / 4)) * (ALIGN / 4));
+  const t = new Float32Array(k.memory.buffer, at, n);
+  roots.set(t, at);
+  finalizer?.register(t, at, t);
+  return t;
+}
+
+/** Releases a tensor simdTensor made (true), or does nothing to any other array (false). */
+export function simdRelease(t: Float32Array): boolean {
+  const at = roots.get(t);
+  if (at === undefined) return false;
+  roots.delete(t);
+  finalizer?.unregister(t);
+  releaseBlock(at);
+  return true;
+}
+
+/** t[offset, offset + length) as a view that keeps a resident root alive (Backend.view on the CPU). */
+export function simdView(t: Float32Array, offset: number, length: number): Float32Array {
+  const v = t.subarray(offset, offset + length);
+  const root = roots.has(t) ? t : viewRoot.get(t);
+  if (root !== undefined) viewRoot.set(v, root);
+  return v;
+}
+
+/** Whether `t` lies in the kernels' memory (a resident tensor or a view of one). */
+export function simdResident(t: FloatArray): boolean {
+  return memBuffers.has(t.buffer);
+}
+
+/** Turns resident tensors on or off for the simdTensor calls that follow (tests, A/B timing). */
+export function setCpuResidency(on: boolean): void {
+  residency = on;
+}
+
+/** Bytes and blocks of resident tensors now (not the per-call scratch block), the memory's size; null without them. */
+export function simdResidentStats(): { bytes: number; blocks: number; memoryBytes: number } | null {
+  if (arena === null) return null;
+  const s = arena.stats();
+  const sb = scratch.bytes > 0 ? arena.sizeOf(scratch.at)! : 0;
+  return { bytes: s.bytes - sb, blocks: s.blocks - (sb > 0 ? 1 : 0), memoryBytes: s.end };
+}
+
+/** How a kernel call uses an operand: reads it; overwrites it; adds to it (reads, then writes). */
+const IN = 0;
+const OUT = 1;
+const ACC = 2;
+/**
+ * An operand: the array, its element count, its use, and — when the kernel wants its rows padded —
+ * [rows, cols, stride] (stride ≥ cols, the padding zero).
+ */
+type Arg = readonly [a: Float32Array, n: number, use: 0 | 1 | 2, rows?: number, cols?: number, stride?: number];
+
+/** Operands to copy back after the call (place → finish): [array, element offset, arg]. */
+let pending: [Float32Array, number, Arg][] = [];
+
+/**
+ * Where the kernel finds each operand, then `extra` scratch regions: element offsets into `f32`.
+ * A resident operand is used where it is, unless its rows need padding, or — written (OUT, ACC) —
+ * it overlaps another operand (an output allowed to alias an input, e.g. an in-place RoPE: the
+ * kernel then writes a copy, as it always did). Every other operand gets a scratch region, is
+ * copied in when read (IN, ACC; padded rows zeroed) and copied back by `finish` when written.
+ */
+function place(k: Kernels, args: readonly Arg[], extra: readonly number[] = []): number[] {
+  calls++;
+  const at = args.map(([a, n, use, rows, cols, stride]): number => {
+    if (!memBuffers.has(a.buffer) || (stride !== undefined && stride !== cols && rows! > 0)) return -1;
+    const lo = a.byteOffset;
+    const hi = lo + 4 * n;
+    if (use !== IN) {
+      for (const [b, m] of args) {
+        if (b === a || !memBuffers.has(b.buffer)) continue;
+        if (b.byteOffset < hi && lo < b.byteOffset + 4 * m) return -1;
+      }
+    }
+    return lo >> 2;
+  });
+  const sizes: number[] = [];
+  args.forEach(([, n, , rows, , stride], i) => {
+    if (at[i]! < 0) sizes.push(stride !== undefined ? rows! * stride : n);
+  });
+  const regions = layout(k, ...sizes, ...extra);
+  let r = 0;
+  pending = [];
+  args.forEach((arg, i) => {
+    if (at[i]! >= 0) return;
+    const [a, n, use, rows, cols, stride] = arg;
+    at[i] = regions[r++]!;
+    if (use !== OUT) {
+      if (stride !== undefined) copyIn(at[i]!, a, rows!, cols!, stride);
+      else f32.set(a.subarray(0, n), at[i]!);
+    }
+    if (use !== IN) pending.push([a, at[i]!, arg]);
+  });
+  return [...at, ...regions.slice(r)];
+}
+
+/** Copies the written operands that were not resident back out of the kernel's memory (after place). */
+function finish(): void {
+  for (const [a, off, [, n, , rows, cols, stride]] of pending) {
+    if (stride !== undefined) copyOut(a, off, rows!, cols!, stride);
+    else a.set(f32.subarray(off, off + n));
+  }
+  pending = [];
 }
 
 /** Copies src [rows × cols] into f32 at `at` with row stride `stride` (≥ cols), zeroing the padding. */
@@ -242,17 +432,18 @@ function copyOut(dst: Float32Array, at: number, rows: number, cols: number, stri
 /** out = inp · Wᵀ on the kernel; all f32, sizes already checked. */
 function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Float32Array, N: number, C: number, OC: number): void {
   const OCp = ceil4(OC);
-  const [pw, pi, po] = layout(k, C * OCp, N * C, N * OCp) as [number, number, number];
+  const [pi, po, pw] = place(k, [
+    [inp, N * C, IN],
+    [out, N * OC, OUT, N, OC, OCp],
+  ], [C * OCp]) as [number, number, number];
   // Wᵀ [C × OCp], padding columns zero.
   for (let c = 0; c < C; c++) {
     const row = pw + c * OCp;
     for (let o = 0; o < OC; o++) f32[row + o] = weight[o * C + c]!;
     for (let o = OC; o < OCp; o++) f32[row + o] = 0;
   }
-  f32.set(inp.subarray(0, N * C), pi);
-  calls++;
   blockedGemm(k, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
-  copyOut(out, po, N, OC, OCp);
+  finish();
 }
 
 /**
@@ -274,31 +465,15 @@ function backwardF32(
   OC: number,
 ): void {
   const Cp = ceil4(C);
-  const wantIn = dinp !== null;
-  const wantW = dweight !== null;
-  const [pd, pw, pi, pgi, pgw] = layout(k, N * OC, wantIn ? OC * Cp : 0, wantW ? N * Cp : 0, wantIn ? N * Cp : 0, wantW ? OC * Cp : 0) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  f32.set(dout.subarray(0, N * OC), pd);
-  if (dinp !== null) {
-    copyIn(pw, weight, OC, C, Cp);
-    copyIn(pgi, dinp, N, C, Cp);
-    calls++;
-    blockedGemm(k, pd * 4, OC, 1, pw * 4, Cp, pgi * 4, N, OC, 1, OC);
-    copyOut(dinp, pgi, N, C, Cp);
-  }
-  if (dweight !== null) {
-    copyIn(pi, inp, N, C, Cp);
-    copyIn(pgw, dweight, OC, C, Cp);
-    calls++;
-    // K-blocked (header): chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
-    blockedGemm(k, pd * 4, 1, OC, pi * 4, Cp, pgw * 4, OC, N, 1, DW_ROWS);
-    copyOut(dweight, pgw, OC, C, Cp);
-  }
+  const args: Arg[] = [[dout, N * OC, IN]];
+  if (dinp !== null) args.push([weight, OC * C, IN, OC, C, Cp], [dinp, N * C, ACC, N, C, Cp]);
+  if (dweight !== null) args.push([inp, N * C, IN, N, C, Cp], [dweight, OC * C, ACC, OC, C, Cp]);
+  const o = place(k, args);
+  const pd = o[0]!;
+  if (dinp !== null) blockedGemm(k, pd * 4, OC, 1, o[1]! * 4, Cp, o[2]! * 4, N, OC, 1, OC);
+  // K-blocked (header): chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
+  if (dweight !== null) blockedGemm(k, pd * 4, 1, OC, o[args.length - 2]! * 4, Cp, o[args.length - 1]! * 4, OC, N, 1, DW_ROWS);
+  finish();
 }
 
 const isF32 = (a: FloatArray): a is Float32Array => a instanceof Float32Array;
@@ -331,7 +506,7 @@ export function simdMatmulBackward(
   backwardF32(k, dinp as Float32Array | null, dweight as Float32Array | null, dout, inp, weight, N, C, OC);
 }
 
-let wScratch = new Float32Array(0);
+let wScratch: Float32Array = new Float32Array(0);
 
 /**
  * The dense f32 weight [OC × C] of a Q8 (Int8Array) or Q4 (Uint8Array) matrix, in a reused scratch,
@@ -342,7 +517,10 @@ function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array,
   if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
   need(op, x[0], x[1], B * T * C);
   need(op, y[0], y[1], B * T * OC);
-  if (wScratch.length < OC * C) wScratch = new Float32Array(OC * C);
+  if (wScratch.length < OC * C) {
+    simdRelease(wScratch);
+    wScratch = simdTensor(OC * C) ?? new Float32Array(OC * C);
+  }
   const w = wScratch.subarray(0, OC * C);
   return q instanceof Int8Array ? dequantizeQ8(q, scales, OC, C, w) : dequantizeQ4(q, scales, OC, C, w);
 }
@@ -377,17 +555,10 @@ export function simdMatmulBackwardInputQ4(dinp: FloatArray, dout: FloatArray, q:
 }
 
 // ───────────────────────── attention and the row kernels ─────────────────────────
-// Same pattern as the matmuls: the TS twin's checks, then operands copied into the kernel's memory
-// (one TypedArray.set each — every tensor here is used whole), the kernel, the results copied out.
-// Accumulated gradients are copied in and back out, so the kernel adds to them.
-
-/** Lays out the regions (f32 counts), copies `ins` ([region index, array, count]) into them. */
-function stage(k: Kernels, floats: number[], ins: [number, Float32Array, number][]): number[] {
-  const offs = layout(k, ...floats);
-  for (const [i, a, n] of ins) f32.set(a.subarray(0, n), offs[i]!);
-  calls++;
-  return offs;
-}
+// Same pattern as the matmuls: the TS twin's checks, then `place` (every tensor here is used whole:
+// a resident one where it is, any other copied in with one TypedArray.set), the kernel, `finish`
+// (the written operands that were not resident copied out). Accumulated gradients that are copied
+// are copied in and back out, so the kernel adds to them.
 
 /**
  * An attention kernel's two scratch buffers (`first`, `second` floats), once per thread that may run
@@ -398,9 +569,6 @@ function attnScratch(first: number, second: number): { floats: number; stride: n
   return { floats: stride * scratchCopies(), stride, second: ceil4(first) };
 }
 
-/** dst[0..n) = the kernel memory at element offset `at`. */
-const back = (dst: Float32Array, at: number, n: number): void => dst.set(f32.subarray(at, at + n));
-
 /** out = causal softmax(QKᵀ/√HS)·V per head, P saved in att (attention.ts header), on the SIMD kernel when available. */
 export function simdAttentionForward(out: FloatArray, att: FloatArray, q: FloatArray, k: FloatArray, v: FloatArray, B: number, T: number, NH: number, HS: number): void {
   const n = B * T * NH * HS;
@@ -409,20 +577,22 @@ export function simdAttentionForward(out: FloatArray, att: FloatArray, q: FloatA
   const kn = load()!;
   const na = B * NH * T * T;
   const sc = attnScratch(HS * ceil4(T), ceil4(T) + 4);
-  const [pq, pk, pv, po, pa, ps] = stage(kn, [n, n, n, n, na, sc.floats], [
-    [0, q as Float32Array, n],
-    [1, k as Float32Array, n],
-    [2, v as Float32Array, n],
-  ]) as [number, number, number, number, number, number];
+  const [pq, pk, pv, po, pa, ps] = place(kn, [
+    [q as Float32Array, n, IN],
+    [k as Float32Array, n, IN],
+    [v as Float32Array, n, IN],
+    [out as Float32Array, n, OUT],
+    [att as Float32Array, na, OUT],
+  ], [sc.floats]) as [number, number, number, number, number, number];
   attnForwardSplit(kn, pq * 4, pk * 4, pv * 4, po * 4, pa * 4, B, T, NH, HS, T, 0, 1 / Math.sqrt(HS), ps * 4, (ps + sc.second) * 4, sc.stride * 4);
-  back(out as Float32Array, po, n);
-  back(att as Float32Array, pa, na);
+  finish();
 }
 
 /**
  * Query rows at positions pos0..pos0+T−1 against cache rows 0..pos (attention.ts header), on the same
- * SIMD kernel as simdAttentionForward (so a cached forward equals the full one bit for bit). Only the
- * pos0 + T cache rows in use are copied in.
+ * SIMD kernel as simdAttentionForward (so a cached forward equals the full one bit for bit). Resident
+ * caches are read where they are (the kernel's key/value batch stride is then Tmax rows; it reads
+ * only the pos0 + T rows in use of each); others have only those rows copied in.
  */
 export function simdAttentionCachedForward(
   out: FloatArray, q: FloatArray, kCache: FloatArray, vCache: FloatArray,
@@ -435,13 +605,25 @@ export function simdAttentionCachedForward(
   const kn = load()!;
   const L = pos0 + T;
   const sc = attnScratch(HS * ceil4(L), ceil4(L) + 4);
-  const [pq, pk, pv, po, ps] = stage(kn, [n, B * L * C, B * L * C, n, sc.floats], [[0, q as Float32Array, n]]) as [number, number, number, number, number];
-  for (let b = 0; b < B; b++) {
-    f32.set((kCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pk + b * L * C);
-    f32.set((vCache as Float32Array).subarray(b * Tmax * C, (b * Tmax + L) * C), pv + b * L * C);
+  const kc = kCache as Float32Array, vc = vCache as Float32Array;
+  const inPlace = simdResident(kc) && simdResident(vc);
+  const cache = inPlace ? 0 : B * L * C; // floats per copied cache
+  const [pq, po, pk0, pv0, ps] = place(kn, [
+    [q as Float32Array, n, IN],
+    [out as Float32Array, n, OUT],
+  ], [cache, cache, sc.floats]) as [number, number, number, number, number];
+  let pk = pk0, pv = pv0;
+  if (inPlace) {
+    pk = kc.byteOffset >> 2;
+    pv = vc.byteOffset >> 2;
+  } else {
+    for (let b = 0; b < B; b++) {
+      f32.set(kc.subarray(b * Tmax * C, (b * Tmax + L) * C), pk + b * L * C);
+      f32.set(vc.subarray(b * Tmax * C, (b * Tmax + L) * C), pv + b * L * C);
+    }
   }
-  attnForwardSplit(kn, pq * 4, pk * 4, pv * 4, po * 4, 0, B, T, NH, HS, L, pos0, 1 / Math.sqrt(HS), ps * 4, (ps + sc.second) * 4, sc.stride * 4);
-  back(out as Float32Array, po, n);
+  attnForwardSplit(kn, pq * 4, pk * 4, pv * 4, po * 4, 0, B, T, NH, HS, inPlace ? Tmax : L, pos0, 1 / Math.sqrt(HS), ps * 4, (ps + sc.second) * 4, sc.stride * 4);
+  finish();
 }
 
 /** ∂/∂q, ∂/∂k, ∂/∂v of causal attention (attention.ts header), on the SIMD kernel when available. Accumulates. */
@@ -454,13 +636,12 @@ export function simdAttentionBackward(
   checkAttentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
   const kn = load()!;
   const na = B * NH * T * T;
-  const ins = [dq, dk, dv, dout, q, k, v].map((a, i): [number, Float32Array, number] => [i, a as Float32Array, n]);
   const sc = attnScratch(HS * ceil4(T), T * T + 4);
-  const o = stage(kn, [n, n, n, n, n, n, n, na, sc.floats], [...ins, [7, att as Float32Array, na]]);
+  const grads = [dq, dk, dv].map((a): Arg => [a as Float32Array, n, ACC]);
+  const ins = [dout, q, k, v].map((a): Arg => [a as Float32Array, n, IN]);
+  const o = place(kn, [...grads, ...ins, [att as Float32Array, na, IN]], [sc.floats]);
   attnBackwardSplit(kn, o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, o[6]! * 4, o[7]! * 4, B, T, NH, HS, 1 / Math.sqrt(HS), o[8]! * 4, (o[8]! + sc.second) * 4, sc.stride * 4);
-  back(dq as Float32Array, o[0]!, n);
-  back(dk as Float32Array, o[1]!, n);
-  back(dv as Float32Array, o[2]!, n);
+  finish();
 }
 
 /** RMSNorm forward (rmsnorm.ts header), on the SIMD kernel when available. Overwrites out and rstd. */
@@ -469,13 +650,14 @@ export function simdRmsnormForward(out: FloatArray, rstd: FloatArray, inp: Float
   if (!fast(out, rstd, inp, weight) || N * C === 0) return rmsnormForward(out, rstd, inp, weight, B, T, C, eps);
   checkRmsnormForward(out, rstd, inp, weight, B, T, C);
   const kn = load()!;
-  const [po, pr, pi, pw] = stage(kn, [N * C, N, N * C, C], [
-    [2, inp as Float32Array, N * C],
-    [3, weight as Float32Array, C],
+  const [po, pr, pi, pw] = place(kn, [
+    [out as Float32Array, N * C, OUT],
+    [rstd as Float32Array, N, OUT],
+    [inp as Float32Array, N * C, IN],
+    [weight as Float32Array, C, IN],
   ]) as [number, number, number, number];
   rmsnormForwardSplit(kn, po * 4, pr * 4, pi * 4, pw * 4, N, C, eps);
-  back(out as Float32Array, po, N * C);
-  back(rstd as Float32Array, pr, N);
+  finish();
 }
 
 /** RMSNorm backward (rmsnorm.ts header), on the SIMD kernel when available. Accumulates into dinp and dweight. */
@@ -487,18 +669,16 @@ export function simdRmsnormBackward(
   if (!fast(dinp, dweight, dout, inp, weight, rstd) || N * C === 0) return rmsnormBackward(dinp, dweight, dout, inp, weight, rstd, B, T, C);
   checkRmsnormBackward(dinp, dweight, dout, inp, weight, rstd, B, T, C);
   const kn = load()!;
-  const arrs: [Float32Array, number][] = [
-    [dinp as Float32Array, N * C],
-    [dweight as Float32Array, C],
-    [dout as Float32Array, N * C],
-    [inp as Float32Array, N * C],
-    [weight as Float32Array, C],
-    [rstd as Float32Array, N],
-  ];
-  const o = stage(kn, [...arrs.map(([, m]) => m), C], arrs.map(([a, m], i) => [i, a, m]));
+  const o = place(kn, [
+    [dinp as Float32Array, N * C, ACC],
+    [dweight as Float32Array, C, ACC],
+    [dout as Float32Array, N * C, IN],
+    [inp as Float32Array, N * C, IN],
+    [weight as Float32Array, C, IN],
+    [rstd as Float32Array, N, IN],
+  ], [C]);
   kn.rmsnormBwd(o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, o[5]! * 4, N, C, o[6]! * 4);
-  back(dinp as Float32Array, o[0]!, N * C);
-  back(dweight as Float32Array, o[1]!, C);
+  finish();
 }
 
 /** out = silu(a) ⊙ b (mlp.ts header), on the SIMD kernel when available. Overwrites out. */
@@ -506,12 +686,13 @@ export function simdSwigluForward(out: FloatArray, a: FloatArray, b: FloatArray,
   if (!fast(out, a, b) || N === 0) return swigluForward(out, a, b, N);
   checkSwigluForward(out, a, b, N);
   const kn = load()!;
-  const [po, pa, pb] = stage(kn, [N, N, N], [
-    [1, a as Float32Array, N],
-    [2, b as Float32Array, N],
+  const [po, pa, pb] = place(kn, [
+    [out as Float32Array, N, OUT],
+    [a as Float32Array, N, IN],
+    [b as Float32Array, N, IN],
   ]) as [number, number, number];
   swigluForwardSplit(kn, po * 4, pa * 4, pb * 4, N);
-  back(out as Float32Array, po, N);
+  finish();
 }
 
 /** SwiGLU backward (mlp.ts header), on the SIMD kernel when available. Accumulates into da, db. */
@@ -519,10 +700,9 @@ export function simdSwigluBackward(da: FloatArray, db: FloatArray, dout: FloatAr
   if (!fast(da, db, dout, a, b) || N === 0) return swigluBackward(da, db, dout, a, b, N);
   checkSwigluBackward(da, db, dout, a, b, N);
   const kn = load()!;
-  const o = stage(kn, [N, N, N, N, N], [da, db, dout, a, b].map((x, i): [number, Float32Array, number] => [i, x as Float32Array, N]));
+  const o = place(kn, [da, db, dout, a, b].map((x, i): Arg => [x as Float32Array, N, i < 2 ? ACC : IN]));
   swigluBackwardSplit(kn, o[0]! * 4, o[1]! * 4, o[2]! * 4, o[3]! * 4, o[4]! * 4, N);
-  back(da as Float32Array, o[0]!, N);
-  back(db as Float32Array, o[1]!, N);
+  finish();
 }
 
 /** log_softmax(logits/τ) per row (softmax.ts header), on the SIMD kernel when available. `out` may be `logits`. */
@@ -530,9 +710,12 @@ export function simdLogSoftmaxForward(out: FloatArray, logits: FloatArray, N: nu
   if (!fast(out, logits) || N * V === 0) return logSoftmaxForward(out, logits, N, V, temperature);
   checkLogSoftmaxForward(out, logits, N, V, temperature);
   const kn = load()!;
-  const [po, pz, pe] = stage(kn, [N * V, N * V, ceil4(V)], [[1, logits as Float32Array, N * V]]) as [number, number, number];
+  const [po, pz, pe] = place(kn, [
+    [out as Float32Array, N * V, OUT],
+    [logits as Float32Array, N * V, IN],
+  ], [ceil4(V)]) as [number, number, number];
   kn.logSoftmaxFwd(po * 4, pz * 4, N, V, 1 / temperature, pe * 4);
-  back(out as Float32Array, po, N * V);
+  finish();
 }
 
 /** dlogits += (dlogp − p Σ dlogp)/τ per row (softmax.ts header), on the SIMD kernel when available. Accumulates. */
@@ -540,9 +723,9 @@ export function simdLogSoftmaxBackward(dlogits: FloatArray, dlogp: FloatArray, l
   if (!fast(dlogits, dlogp, logp) || N * V === 0) return logSoftmaxBackward(dlogits, dlogp, logp, N, V, temperature);
   checkLogSoftmaxBackward(dlogits, dlogp, logp, N, V, temperature);
   const kn = load()!;
-  const o = stage(kn, [N * V, N * V, N * V], [dlogits, dlogp, logp].map((x, i): [number, Float32Array, number] => [i, x as Float32Array, N * V]));
+  const o = place(kn, [dlogits, dlogp, logp].map((x, i): Arg => [x as Float32Array, N * V, i === 0 ? ACC : IN]));
   kn.logSoftmaxBwd(o[0]! * 4, o[1]! * 4, o[2]! * 4, N, V, 1 / temperature);
-  back(dlogits as Float32Array, o[0]!, N * V);
+  finish();
 }
 
 /** RoPE on the SIMD kernel: forward (sgn 1, overwrites; out may be inp) or backward (sgn −1, accumulates). */
@@ -551,14 +734,13 @@ function rope(op: 'ropeForward' | 'ropeBackward', out: Float32Array, inp: Float3
   const kn = load()!;
   const n = B * T * NH * HS, nt = (pos0 + T) * HS;
   const bwd = op === 'ropeBackward';
-  const ins: [number, Float32Array, number][] = [
-    [1, inp, n],
-    [2, table, nt],
-  ];
-  if (bwd) ins.push([0, out, n]);
-  const [po, pi, pt] = stage(kn, [n, n, nt], ins) as [number, number, number];
+  const [po, pi, pt] = place(kn, [
+    [out, n, bwd ? ACC : OUT],
+    [inp, n, IN],
+    [table, nt, IN],
+  ]) as [number, number, number];
   kn.ropeApply(po * 4, pi * 4, pt * 4, B, T, NH, HS, pos0, bwd ? -1 : 1, bwd ? 1 : 0);
-  back(out, po, n);
+  finish();
 }
 
 /** y = R(φ) x per pair (rope.ts header), on the SIMD kernel when available. Overwrites out (which may be inp). */
@@ -578,12 +760,13 @@ export function simdResidualForward(out: FloatArray, a: FloatArray, b: FloatArra
   if (!fast(out, a, b) || N === 0) return residualForward(out, a, b, N, scale);
   checkResidualForward(out, a, b, N);
   const kn = load()!;
-  const [po, pa, pb] = stage(kn, [N, N, N], [
-    [1, a as Float32Array, N],
-    [2, b as Float32Array, N],
+  const [po, pa, pb] = place(kn, [
+    [out as Float32Array, N, OUT],
+    [a as Float32Array, N, IN],
+    [b as Float32Array, N, IN],
   ]) as [number, number, number];
   kn.axpy(po * 4, pa * 4, pb * 4, N, scale);
-  back(out as Float32Array, po, N);
+  finish();
 }
 
 /** da += dout, db += scale·dout (residual.ts header; null skips one), on the SIMD kernel when available. */
@@ -592,14 +775,16 @@ export function simdResidualBackward(da: FloatArray | null, db: FloatArray | nul
   if (!fast(dout, ...outs) || N === 0) return residualBackward(da, db, dout, N, scale);
   checkResidualBackward(da, db, dout, N);
   const kn = load()!;
-  const [pd, pg] = stage(kn, [N, N], [[0, dout as Float32Array, N]]) as [number, number];
   for (const [g, s] of [
     [da, 1],
     [db, scale],
   ] as const) {
     if (g === null) continue;
-    f32.set((g as Float32Array).subarray(0, N), pg);
+    const [pg, pd] = place(kn, [
+      [g as Float32Array, N, ACC],
+      [dout as Float32Array, N, IN],
+    ]) as [number, number];
     kn.axpy(pg * 4, pg * 4, pd * 4, N, s);
-    back(g as Float32Array, pg, N);
+    finish();
   }
 }
