@@ -174,6 +174,12 @@ export class Session {
   private wanted: readonly SeatRef[] | 'stored' | null = 'stored';
   /** Cancels the checkpoint load in flight. */
   private abort: AbortController | null = null;
+  /**
+   * A saved session (a file, the autosave) that names checkpoints this browser lacked: restored
+   * once every seat it names holds its checkpoint (resumeRestore); dropped by any other build
+   * (Apply, a preset, Reset, a link, another file).
+   */
+  private pendingRestore: { saved: SessionState; label: string } | null = null;
 
   constructor(
     /** Where what people see is written: the page's `usePlayground`, or a test's own store. */
@@ -247,6 +253,7 @@ export class Session {
 
   private async build(cfg: Config, label: string): Promise<void> {
     const my = ++this.generation;
+    this.pendingRestore = null;
     this.gen = null;
     this.unshown = null;
     this.latestUpdate = new Map();
@@ -438,6 +445,7 @@ export class Session {
       this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${c.quant}, ${seat.estimate}).` });
       ok = true;
     });
+    if (ok) await this.resumeRestore();
     return ok;
   }
 
@@ -474,7 +482,36 @@ export class Session {
       this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${seat.name} stored ${quant} (${next.estimate}).` });
       ok = true;
     });
+    if (ok) await this.resumeRestore();
     return ok;
+  }
+
+  /**
+   * After a seat changed: the saved session waiting for its checkpoints (pendingRestore) is
+   * restored once every seat it names holds the checkpoint it ran, as it ran it (hash and
+   * quantization); until then the notice says what is still to pick. (Seating built a fresh team
+   * anyway, so no step taken since the file was opened is lost by restoring it.)
+   */
+  private async resumeRestore(): Promise<void> {
+    const p = this.pendingRestore;
+    if (!p) return;
+    const waiting = (p.saved.checkpoints ?? []).filter((c) => {
+      const s = this.seats.get(c.agent);
+      return !s || s.hash !== c.hash || s.quant !== c.quant;
+    });
+    if (waiting.length > 0) {
+      const what = waiting.map((c) => {
+        const s = this.seats.get(c.agent);
+        return s && s.hash === c.hash ? `agent ${c.agent}'s ${c.name} as ${c.quant} (it holds it as ${s.quant}: choose ${c.quant} on its card)` : `agent ${c.agent}'s ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…)`;
+      });
+      this.store.setState((st) => ({ notice: `${st.notice ? `${st.notice} ` : ''}The saved experiment is restored once it has ${what.join(' and ')}.` }));
+      return;
+    }
+    this.pendingRestore = null;
+    await this.exclusive('loading', () => this.restoreInto(p.saved, p.label));
+    if (this.state.status !== 'error' && this.state.stages.length === p.saved.stages.length) {
+      this.store.setState({ notice: `The saved experiment is restored with its checkpoints: ${p.saved.stages.length} stage${p.saved.stages.length === 1 ? '' : 's'}.` });
+    }
   }
 
   /** Agent j back on the shipped model (a fresh team). */
@@ -779,7 +816,9 @@ export class Session {
     const lacking = (saved.checkpoints ?? []).filter((c) => this.missing.has(c.agent));
     if (lacking.length > 0) {
       const which = lacking.map((c) => `agent ${c.agent}'s checkpoint ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…, ${c.quant})`).join(', ');
-      this.store.setState({ error: `The saved experiment seats ${which}, which this browser does not keep: pick that folder on the agent's card, then open the file again. Nothing was restored; the team is the file's settings, fresh.` });
+      const them = lacking.length === 1 ? 'that folder' : 'those folders';
+      this.pendingRestore = keepSideRuns ? null : { saved, label };
+      this.store.setState({ error: `The saved experiment seats ${which}, which this browser does not keep: pick ${them} on the agent's card and the saved steps are restored then. Nothing was restored yet; until then the team is the file's settings, fresh.` });
       return;
     }
     if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);

@@ -11,7 +11,9 @@
  * another hash, and seats the right one. The folder's files dropped on a card seat it too, and
  * Cancel during a load keeps the team as it was. The card's q8/q4/f32 choice loads and re-seats the
  * checkpoint so; an exported experiment file records the seat and, opened in a browser without the
- * checkpoint, asks for its folder instead of restoring into the shipped model.
+ * checkpoint, asks for its folder instead of restoring into the shipped model — and restores the
+ * file by itself once the folder is seated as the file ran it (seated as q8 for a q4 file, the
+ * notice says to choose q4; chosen, it restores).
  *
  * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
  */
@@ -200,7 +202,7 @@ describe('your own checkpoint as an agent in the page', () => {
     await p.context().close();
   }, 300_000);
 
-  it('an exported experiment records the seat (name, hash, quant): opened where the checkpoint is not kept it asks for the folder and restores nothing; with the folder picked it restores', async () => {
+  it('an exported experiment records the seat (name, hash, quant): opened where the checkpoint is not kept it asks for the folder and restores nothing; once the folder is picked it restores the file', async () => {
     const good = hfCheckpoint({ seed: 13 });
     const hash = await hfFolderHash(good.files);
     const name = `tiny-llama@${hash.slice(0, 8)}`;
@@ -225,17 +227,22 @@ describe('your own checkpoint as an agent in the page', () => {
     await q.getByTestId('import').setInputFiles({ name: 'seated.satexp', mimeType: 'application/octet-stream', buffer: bytes });
     await q.getByTestId('error').waitFor({ timeout: 120_000 });
     await settled(q);
-    expect(await q.getByTestId('error').innerText()).toMatch(new RegExp(`seats agent 1's checkpoint ${name} \\(hash ${hash.slice(0, 8)}…, q4\\), which this browser does not keep: pick that folder on the agent's card, then open the file again\\. Nothing was restored`));
+    expect(await q.getByTestId('error').innerText()).toMatch(new RegExp(`seats agent 1's checkpoint ${name} \\(hash ${hash.slice(0, 8)}…, q4\\), which this browser does not keep: pick that folder on the agent's card and the saved steps are restored then\\. Nothing was restored yet`));
     expect(await q.getByTestId('checkpoint-1-missing').innerText()).toContain(name);
     expect(await q.evaluate(rows)).toBe(0);
     expect(await q.getByTestId('agent-1').innerText()).toContain('arithmetic-S#1');
 
-    // The folder picked on the card (the file's q4 with it), then the file again: restored.
-    await seatFolder(q, join(dir, 'export', 'tiny-llama'));
-    expect(await q.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, q4\)/);
-    await q.getByTestId('import').setInputFiles({ name: 'seated.satexp', mimeType: 'application/octet-stream', buffer: bytes });
+    // The folder picked on the card as q8: not what the file ran, so the notice says to switch, and nothing is restored.
+    await seatFolder(q, join(dir, 'export', 'tiny-llama'), 'q8');
+    expect(await q.getByTestId('notice').innerText()).toContain(`The saved experiment is restored once it has agent 1's ${name} as q4 (it holds it as q8: choose q4 on its card).`);
+    expect(await q.evaluate(rows)).toBe(0);
+    // q4 chosen on the card: the file's steps are restored at once.
+    await q.getByTestId('checkpoint-1-quant').selectOption('q4');
     await q.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
     await settled(q);
+    expect(await q.getByTestId('checkpoint-1-params').innerText()).toMatch(/\(frozen, q4\)/);
+    expect(await q.getByTestId('notice').innerText()).toContain('The saved experiment is restored with its checkpoints: 1 stage.');
+    expect(await q.getByTestId('error').count()).toBe(0);
     expect(await q.getByTestId('stage-row').first().innerText()).toBe(row);
     expect(await q.getByTestId('agent-1').innerText()).toContain(`${name}#1`);
     expect(pg.errors).toEqual([]);
