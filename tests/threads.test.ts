@@ -10,6 +10,8 @@
  *   a model training step (preset S, full fine-tuning: forward, loss, backward, AdamW) with 4
  *   threads equals one with 1, bit for bit (parameters and loss);
  *   the pool really split jobs over more than one thread (its counters);
+ *   one thread configured (SharedArrayBuffer there): a fresh simd.ts runs the shared build without
+ *   helpers, its tensors resident, the same bits, and a later setCpuThreads(2) starts helpers on it;
  *   without SharedArrayBuffer (a page that is not cross-origin isolated), a fresh simd.ts runs on
  *   one thread, says why once (console.info), and gives the same bits.
  * Four threads are asked for whatever the machine's cores (on 2 cores they share them: slower, same bits).
@@ -205,6 +207,38 @@ describe('a training step', () => {
     expect(many.loss).toBe(one.loss);
     expect(one.params.length).toBeGreaterThan(0);
     expectSameBits(many.params, one.params, 'parameters');
+  });
+});
+
+describe('one thread configured, SharedArrayBuffer there', () => {
+  it('a fresh simd.ts runs the shared build without helpers (tensors resident), gives the same bits, and setCpuThreads(2) starts helpers on it later', async () => {
+    const r = rng();
+    const [N, C, OC] = [301, 48, 72];
+    const inp = rand(N * C, r), w = rand(OC * C, r), dout = rand(N * OC, r);
+    const run = (m: typeof import('../src/backend/cpu/simd')): Float32Array[] => {
+      const out = new Float32Array(N * OC), gi = new Float32Array(N * C), gw = new Float32Array(OC * C);
+      m.simdMatmulForward(out, inp, w, 1, N, C, OC);
+      m.simdMatmulBackward(gi, gw, dout, inp, w, 1, N, C, OC);
+      return [out, gi, gw];
+    };
+    setCpuThreads(4, 0);
+    const threaded = run(await import('../src/backend/cpu/simd'));
+    setCpuThreads(4);
+    vi.resetModules();
+    try {
+      const freshThreads = await import('../src/backend/cpu/threads');
+      freshThreads.setCpuThreads(1, 0);
+      const fresh = await import('../src/backend/cpu/simd');
+      expectSameBits(run(fresh), threaded, 'one thread (shared build) vs threaded');
+      expect(freshThreads.cpuThreads()).toMatchObject({ threads: 1, ready: 1, jobs: 0 });
+      expect(fresh.simdResidentStats(), 'the shared build, so an arena').not.toBeNull();
+      freshThreads.setCpuThreads(2, 0);
+      expect(await freshThreads.cpuThreadsReady(2, 30_000), 'a pool started on the loaded kernels').toBe(2);
+      expectSameBits(run(fresh), threaded, 'after the late start');
+      expect(freshThreads.cpuThreads().jobs, 'the late pool split jobs').toBeGreaterThan(0);
+    } finally {
+      vi.resetModules();
+    }
   });
 });
 

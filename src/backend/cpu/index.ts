@@ -11,7 +11,7 @@
  *                        SIMD kernels of simd.ts when the platform has them (f32 sums and a polynomial exp: within
  *                        stated f32 bounds of the TS twins, not bit-equal), else on the TS kernels;
  *                        the rest (embedding, gather, KL, the loss, AdamW, sampling)
- *                        stays TS. With threads (a shared kernel memory) its f32 tensors are
+ *                        stays TS. With a shared kernel memory (SharedArrayBuffer) its f32 tensors are
  *                        resident in that memory (zeros / upload; dispose releases), so those
  *                        kernels read and write them in place (simd.ts "Copies");
  *   cpuBackendReference  the same with every op on the TS kernels (f64 accumulators): the twin the

@@ -28,11 +28,12 @@
  * the TS path.
  *
  * Memory: one linear memory, owned here (it never shrinks).
- *   Unshared (one thread): each call lays its operands out from the module's heap base (16-byte
+ *   Unshared (no SharedArrayBuffer: a page that is not cross-origin isolated; always one thread):
+ *   each call lays its operands out from the module's heap base (16-byte
  *   aligned) and grows the memory when a call needs more (the largest bench call, BENCH_400K's SwiGLU
  *   backward — five arrays of 2048 × 344 — needs ~14 MB). Growing detaches old views, so views are
  *   re-made after every grow, and no tensor can live there.
- *   Shared (threads): a shared memory never detaches — after a grow the old SharedArrayBuffer objects
+ *   Shared (wherever SharedArrayBuffer is, threads or not): a shared memory never detaches — after a grow the old SharedArrayBuffer objects
  *   still view its first bytes — so tensors CAN live there: an allocator (./arena.ts) hands out
  *   blocks for cpuBackend's f32 tensors (`simdTensor`, index.ts's zeros / upload; released by
  *   dispose, poisoned with NaN; a finalizer frees what is dropped undisposed) and for one per-call
@@ -78,9 +79,9 @@
  * gradient's K-blocked sum) and attention call is split — gemm over output rows, attention over the
  * batch — between this thread and helper threads running the same module on the same memory. Every
  * output element is computed by one thread in the same order, so results are bit-identical for any
- * thread count (tests/threads.test.ts). The copies that remain stay on this thread. Otherwise (one
- * thread configured, no SharedArrayBuffer, a page's main thread) the unshared build runs here alone,
- * as before threads. Of the row kernels SwiGLU (forward and backward, over elements) and the RMSNorm
+ * thread count (tests/threads.test.ts). The copies that remain stay on this thread. With one
+ * thread configured, or on a page's main thread, the shared build runs here alone (no helpers; its
+ * tensors still resident); without SharedArrayBuffer the unshared build does, as before threads. Of the row kernels SwiGLU (forward and backward, over elements) and the RMSNorm
  * forward (over rows) are split too; the others are not (memory-bound: the copies would dominate).
  *
  * Not here: the kernels (wasm/kernels.ts), the pool (./threads.ts), fused int8/int4 kernels (the
@@ -166,22 +167,24 @@ function load(): Kernels | null {
 }
 
 /**
- * The kernels: the shared-memory build with helper threads (threads.ts) when the platform allows and
- * more than one thread is configured, else the unshared build on this thread alone (as before
- * threads), saying why once in the console when it is the platform's doing.
+ * The kernels: the shared-memory build when the platform has SharedArrayBuffer — with helper
+ * threads (threads.ts) when more than one thread is configured and this thread may block, else on
+ * this thread alone (tensors resident all the same; setCpuThreads can start helpers later) — or the
+ * unshared build on this thread alone, saying why once in the console when it is the platform's doing.
  */
 function instantiate(): Kernels {
   const plan = threadPlan();
   let why = plan.why;
-  if (plan.threads > 1) {
+  if (plan.threads > 1 || typeof SharedArrayBuffer === 'function') {
     try {
       const module = new WebAssembly.Module(decode(KERNELS_WASM_SHARED_BASE64));
       const memory = new WebAssembly.Memory({ initial: 1, maximum: SHARED_MAX_PAGES, shared: true });
       const k = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Kernels;
-      startPool(module, memory);
+      if (plan.threads > 1) startPool(module, memory);
+      else noPool(why, { module, memory });
       return k;
     } catch (e) {
-      why = `no shared WebAssembly memory (${e instanceof Error ? e.message : String(e)})`;
+      why = plan.threads > 1 ? `no shared WebAssembly memory (${e instanceof Error ? e.message : String(e)})` : why;
     }
   }
   noPool(why);

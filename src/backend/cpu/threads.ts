@@ -31,7 +31,8 @@
  * os.availableParallelism() in Node; 4 because each of the page's agents has a worker of its own and
  * the matmuls stop scaling well before that on memory bandwidth at these sizes. Overrides: the
  * SAT_THREADS environment variable (Node), `setCpuThreads(n)` (tests, the bench). 1 is the
- * single-thread path: simd.ts then loads the unshared build, exactly as before threads.
+ * single-thread path: no helpers; simd.ts still loads the shared-memory build when the platform has
+ * SharedArrayBuffer (its tensors can then be resident, simd.ts "Memory"), else the unshared one.
  *
  * Where threads are impossible — no SharedArrayBuffer (a page that is not cross-origin isolated:
  * its server must send COOP/COEP, docs/performance.md), Atomics.wait not allowed (a page's main
@@ -238,22 +239,37 @@ export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory
   grow(pool);
 }
 
-/** Called by simd.ts when it runs single-threaded: why (shown by cpuThreads). */
-export function noPool(why: string): void {
+/**
+ * The shared-memory build running without helpers (one thread configured, SharedArrayBuffer
+ * there): what a later setCpuThreads(n > 1) starts a pool on.
+ */
+let latent: { module: WebAssembly.Module; memory: WebAssembly.Memory } | null = null;
+
+/**
+ * Called by simd.ts when it runs single-threaded: why (shown by cpuThreads), and the shared-memory
+ * build's module and memory when it runs that one (so threads can be started later).
+ */
+export function noPool(why: string, shared?: { module: WebAssembly.Module; memory: WebAssembly.Memory }): void {
   notThreadedWhy = why;
+  latent = shared ?? null;
 }
 
 /**
  * Sets the thread count (the caller included; 1 = single-threaded) for the calls that follow, and the
  * work threshold (multiply-adds below which a call is not split; tests set 0); starts more helpers
- * if needed. Threads need the shared-memory build, chosen when the kernels load (on the
- * first call): set a count > 1 before that, or with SAT_THREADS, for a process that started at 1.
+ * if needed — or starts the pool, when the kernels loaded the shared-memory build on one thread
+ * (SharedArrayBuffer there) and this thread may block. Without SharedArrayBuffer the kernels run
+ * the unshared build, and no later call can give them threads.
  */
 export function setCpuThreads(n: number, minWork = MIN_WORK): void {
   wanted = clampThreads(n);
   wantedBy = 'setCpuThreads';
   threshold = minWork;
   if (pool !== null) grow(pool);
+  else if (latent !== null && threadPlan().threads > 1) {
+    startPool(latent.module, latent.memory);
+    latent = null;
+  }
 }
 
 /** How many helpers say ready (not counting the caller). */
