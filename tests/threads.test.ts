@@ -210,17 +210,25 @@ describe('a training step', () => {
   });
 });
 
+/**
+ * One matmul case on fresh random inputs, for the tests that load a fresh simd.ts: run(m) gives the
+ * forward and both gradients (N 301, C 48, OC 72) on module m.
+ */
+function freshMatmul(): (m: typeof import('../src/backend/cpu/simd')) => Float32Array[] {
+  const r = rng();
+  const [N, C, OC] = [301, 48, 72];
+  const inp = rand(N * C, r), w = rand(OC * C, r), dout = rand(N * OC, r);
+  return (m) => {
+    const out = new Float32Array(N * OC), gi = new Float32Array(N * C), gw = new Float32Array(OC * C);
+    m.simdMatmulForward(out, inp, w, 1, N, C, OC);
+    m.simdMatmulBackward(gi, gw, dout, inp, w, 1, N, C, OC);
+    return [out, gi, gw];
+  };
+}
+
 describe('one thread configured, SharedArrayBuffer there', () => {
   it('a fresh simd.ts runs the shared build without helpers (tensors resident), gives the same bits, and setCpuThreads(2) starts helpers on it later', async () => {
-    const r = rng();
-    const [N, C, OC] = [301, 48, 72];
-    const inp = rand(N * C, r), w = rand(OC * C, r), dout = rand(N * OC, r);
-    const run = (m: typeof import('../src/backend/cpu/simd')): Float32Array[] => {
-      const out = new Float32Array(N * OC), gi = new Float32Array(N * C), gw = new Float32Array(OC * C);
-      m.simdMatmulForward(out, inp, w, 1, N, C, OC);
-      m.simdMatmulBackward(gi, gw, dout, inp, w, 1, N, C, OC);
-      return [out, gi, gw];
-    };
+    const run = freshMatmul();
     setCpuThreads(4, 0);
     const threaded = run(await import('../src/backend/cpu/simd'));
     setCpuThreads(4);
@@ -244,15 +252,7 @@ describe('one thread configured, SharedArrayBuffer there', () => {
 
 describe('without SharedArrayBuffer', () => {
   it('a fresh simd.ts runs on one thread, says why once, and gives the same bits', async () => {
-    const r = rng();
-    const [N, C, OC] = [301, 48, 72];
-    const inp = rand(N * C, r), w = rand(OC * C, r), dout = rand(N * OC, r);
-    const run = (m: typeof import('../src/backend/cpu/simd')): Float32Array[] => {
-      const out = new Float32Array(N * OC), gi = new Float32Array(N * C), gw = new Float32Array(OC * C);
-      m.simdMatmulForward(out, inp, w, 1, N, C, OC);
-      m.simdMatmulBackward(gi, gw, dout, inp, w, 1, N, C, OC);
-      return [out, gi, gw];
-    };
+    const run = freshMatmul();
     setCpuThreads(4, 0);
     const threaded = run(await import('../src/backend/cpu/simd'));
     setCpuThreads(4);
