@@ -1,30 +1,34 @@
 /**
  * Threads for the CPU backend's WebAssembly SIMD matmuls (simd.ts): a fork-join pool of helper
  * threads that instantiate the SAME kernels module (the shared-memory build of wasm/kernels.ts) on
- * the SAME shared WebAssembly.Memory as the calling thread, and take shares of a `gemm`'s output
+ * the SAME shared WebAssembly.Memory as the calling thread, and take chunks of a `gemm`'s output
  * rows or of an attention call's batch entries (each with its own scratch). Node: worker_threads
  * (unref'd, so they never keep a process alive); a browser (the page's agent workers): Web Workers
  * from a Blob URL of the small plain-JS program HELPER_JS below — no bundler involved. Each helper
  * gets {module, memory, control, id} by postMessage.
  *
  * One job at a time, published by the caller in `control` (an Int32Array on a SharedArrayBuffer):
- * the job's kind and arguments, and for each helper taking part a slot (state, first row, end row);
- * then the generation counter is bumped (Atomics.store + Atomics.notify) and the caller runs its own
- * share (the first rows). A helper claims its share by compare-exchange on its slot (generation →
- * TAKEN), runs it, marks it FINISHED and notifies. The caller, done with its own share, takes back
- * every share still unclaimed (a helper asleep, or descheduled on a busy machine) and runs it
- * itself, then waits (Atomics.wait) only for shares being run — so a late helper costs at most its
- * own share, never a stall. A helper spins briefly on the counter after each job, then sleeps in
- * Atomics.wait. A helper that has not said ready yet (its worker still starting) is simply not
- * given a share: the first calls never wait for worker start-up.
+ * the job's kind and arguments, its rows cut into CHUNKS (a few per thread, each a whole number of
+ * the job's unit), and for each helper invited a slot holding the job's generation; then the
+ * generation counter is bumped (Atomics.store + Atomics.notify). Every thread then takes chunks
+ * one at a time from a shared counter (Atomics.add) until none is left — the caller from the start,
+ * a helper once it has joined by compare-exchange on its slot (generation → TAKEN; FINISHED when it
+ * finds no chunk left). So the work goes to whoever is free: a helper that wakes late (asleep in
+ * Atomics.wait, or descheduled on a busy machine) takes fewer chunks, and the caller never waits
+ * longer than the chunk a helper is running. The caller, out of chunks, closes every slot not
+ * joined yet (generation → FINISHED), then waits (Atomics.wait) for helpers still running a chunk.
+ * A helper spins briefly on the counter after each job, then sleeps in Atomics.wait. A helper that
+ * has not said ready yet (its worker still starting) is not invited: the first calls never wait
+ * for worker start-up.
  *
- * Bit-identical for any thread count: only output rows are split (forward and input gradient: the
+ * Bit-identical for any thread count and any chunking: only output rows are split (forward and input gradient: the
  * N rows; weight gradient: the OC rows, every K-block of the sum over N done by the same thread in
  * the same order; attention: whole batch entries), and the kernel's result for an element does not
  * depend on the tile or the row range it falls in (wasm/kernels.ts header), so every element is the
- * same f32 sum in the same order. The caller runs the helpers' own share code (SHARE_JS, compiled
- * here with `new Function`), so the pointer arithmetic of a share is the same text on every thread.
- * Shares are multiples of 4 rows (the kernel's row tile). Below MIN_WORK multiply-adds a call stays
+ * same f32 sum in the same order — whichever thread runs its chunk. The caller runs the helpers' own
+ * share code (SHARE_JS, compiled here with `new Function`), so the pointer arithmetic of a chunk is
+ * the same text on every thread. Chunks are multiples of 4 rows (the kernel's row tile) for a gemm.
+ * Below MIN_WORK multiply-adds a call stays
  * on the caller (a wake-up costs microseconds; break-even measured, docs/performance.md "Threads").
  *
  * Thread count (the caller included): default min(cores, 4) — navigator.hardwareConcurrency, or
@@ -47,8 +51,13 @@
 const GEN = 0; // job generation, bumped per job
 const JOB = 4; // the job: its kind (GEMM, ATTN_FWD, ATTN_BWD), then its arguments (up to 15 words)
 const READY = 20; // READY + i: helper i instantiated and waiting
-const SLOT = 36; // SLOT + 3i: state, first row, end row of helper i's share
-/** A slot's state: the job's generation (≥ 1) while its share waits, then TAKEN (a helper runs it) and FINISHED, or FINISHED straight away when the caller took it back. */
+const NEXT = 36; // the next chunk to take (Atomics.add)
+const ROWS = 37; // the job's units (rows, batch entries, elements)
+const CHUNK_ROWS = 38; // units per chunk
+const CHUNK_COUNT = 39; // chunks in the job
+const HELPED = 40; // chunks run by helpers, all jobs (Atomics.add)
+const SLOT = 41; // SLOT + i: helper i's state for the current job
+/** A slot's state: the job's generation (≥ 1) while the helper is invited, TAKEN once it joined, FINISHED when it is done — or straight away when the caller closed the slot before it joined. */
 const TAKEN = -1;
 const FINISHED = -2;
 /** Job kinds. */
@@ -60,7 +69,19 @@ const SWIGLU_BWD = 4;
 const RMSNORM_FWD = 5;
 /** Most threads (the caller included). */
 export const MAX_THREADS = 16;
-const CONTROL_WORDS = SLOT + 3 * (MAX_THREADS - 1);
+const CONTROL_WORDS = SLOT + MAX_THREADS - 1;
+/**
+ * Chunks per thread taking part: ⌈CHUNK_WORK / (work per thread)⌉, between 1 and
+ * MAX_CHUNKS_PER_THREAD. A small job (a SAT stage's, 2¹⁷–2²¹ multiply-adds) gets many, so a helper
+ * that joins late (tens of µs to wake) costs the caller at most a small chunk's wait; a large one
+ * (the bench's, ≥ 2²³ per thread) one per thread, since each extra chunk streams the shared operand
+ * again (a weight gradient's chunk of output rows reads all N rows of the input). Measured, quiet,
+ * three alternating runs against the static halves this replaced: arith-team stages −4 %,
+ * plan-team-2 −4 %, bench-sized steps unchanged within noise; 8 chunks for every job gave the
+ * stages as much but bench-sized training steps 2 % slower.
+ */
+const MAX_CHUNKS_PER_THREAD = 8;
+const CHUNK_WORK = 1 << 23;
 /**
  * Spin iterations (each one Atomics.load, ~10 µs in all) before sleeping, for helpers and for the
  * caller: short, because on a busy machine a spinning helper takes CPU from the caller. 20,000 was
@@ -107,7 +128,7 @@ const HELPER_JS = `'use strict';
 const share = ${SHARE_JS};
 const start = (d) => {
   const ex = new WebAssembly.Instance(d.module, { env: { memory: d.memory } }).exports;
-  const c = new Int32Array(d.control), s = ${SLOT} + 3 * d.id;
+  const c = new Int32Array(d.control), s = ${SLOT} + d.id;
   const run = share(ex, c, new Float32Array(d.control));
   let g = Atomics.load(c, ${GEN});
   Atomics.store(c, ${READY} + d.id, 1);
@@ -116,9 +137,12 @@ const start = (d) => {
     Atomics.wait(c, ${GEN}, g);
     g = Atomics.load(c, ${GEN});
     if (Atomics.load(c, s) !== g) continue;
-    const kind = c[${JOB}], r0 = c[s + 1], r1 = c[s + 2];
     if (Atomics.compareExchange(c, s, g, ${TAKEN}) !== g) continue;
-    run(kind, r0, r1, d.id + 1);
+    const kind = c[${JOB}], R = c[${ROWS}], cr = c[${CHUNK_ROWS}], n = c[${CHUNK_COUNT}];
+    for (let k = Atomics.add(c, ${NEXT}, 1); k < n; k = Atomics.add(c, ${NEXT}, 1)) {
+      run(kind, k * cr, Math.min(R, (k + 1) * cr), d.id + 1);
+      Atomics.add(c, ${HELPED}, 1);
+    }
     Atomics.store(c, s, ${FINISHED});
     Atomics.notify(c, s);
   }
@@ -203,7 +227,7 @@ let pool: Pool | null = null;
 let notThreadedWhy = '';
 let jobs = 0;
 let shares = 0;
-let stolen = 0;
+let closed = 0;
 
 /** Starts helpers up to `wanted` − 1 (not waiting for them: they say ready in `control`). */
 function grow(p: Pool): void {
@@ -284,16 +308,20 @@ export interface CpuThreads {
   readonly threads: number;
   readonly ready: number;
   readonly jobs: number;
+  /** Chunks of the split jobs, run by any thread. */
   readonly shares: number;
-  /** Helpers' shares the caller took back and ran itself (the helper had not started it). */
-  readonly stolen: number;
+  /** Of those, chunks the helpers ran. */
+  readonly helped: number;
+  /** Invitations the caller closed because the helper had not joined by the time the chunks ran out. */
+  readonly closed: number;
   readonly why: string;
 }
 
 /** The pool's state (cpuThreads().ready > 1 once helpers are up); `why` says why there is none. */
 export function cpuThreads(): CpuThreads {
   const ready = pool === null ? 1 : 1 + Math.min(readyHelpers(pool), wanted - 1);
-  return { threads: pool === null ? 1 : wanted, ready, jobs, shares, stolen, why: pool === null ? notThreadedWhy : '' };
+  const helped = pool === null ? 0 : Atomics.load(pool.control, HELPED);
+  return { threads: pool === null ? 1 : wanted, ready, jobs, shares, helped, closed, why: pool === null ? notThreadedWhy : '' };
 }
 
 /** Resolves when `n` threads (the caller included) are ready, or after `timeoutMs` (tests, the bench). */
@@ -308,10 +336,10 @@ let callerRun: ((kind: number, r0: number, r1: number, t: number) => void) | nul
 
 /**
  * Runs job `kind` (arguments `words`, written at JOB + 1; `floats` marks the f32 ones) over
- * R units — gemm output rows (shares multiples of 4) or attention batch entries — split between
- * the caller and the ready helpers when `work` ≥ the threshold and there are at least two shares.
- * Shares no helper has taken yet (asleep, or descheduled on a busy machine) are taken back and run
- * here; then the caller waits for the ones being run. The same numbers for any split (header).
+ * R units — gemm output rows (chunks multiples of 4) or attention batch entries — split between
+ * the caller and the ready helpers when `work` ≥ the threshold and there are at least two units'
+ * worth: chunks taken from a shared counter by whoever is free (header). The same numbers for any
+ * split (header).
  */
 function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: readonly number[], R: number, unit: number, work: number): void {
   const p = pool!;
@@ -324,33 +352,34 @@ function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: r
   for (const i of floats) f[JOB + 1 + i] = words[i]!;
   const helpers = wanted <= 1 || work < threshold || R < 2 * unit ? 0 : Math.min(readyHelpers(p), wanted - 1);
   if (helpers === 0) return callerRun(kind, 0, R, 0);
-  const rows = Math.ceil(Math.ceil(R / (helpers + 1)) / unit) * unit; // units per share
+  const units = Math.ceil(R / unit);
+  const perThread = Math.min(MAX_CHUNKS_PER_THREAD, Math.max(1, Math.ceil(CHUNK_WORK / (work / (helpers + 1)))));
+  const cr = Math.ceil(units / Math.min(units, perThread * (helpers + 1))) * unit; // units per chunk
+  const n = Math.ceil(R / cr);
+  c[ROWS] = R;
+  c[CHUNK_ROWS] = cr;
+  c[CHUNK_COUNT] = n;
+  Atomics.store(c, NEXT, 0);
   let g = (Atomics.load(c, GEN) + 1) | 0;
   if (g <= 0) g = 1; // states ≤ 0 are TAKEN / FINISHED / unused
-  const given: number[] = [];
-  for (let i = 0, r0 = rows; i < p.started && r0 < R; i++) {
+  const invited: number[] = [];
+  for (let i = 0; i < p.started && invited.length < helpers; i++) {
     if (Atomics.load(c, READY + i) !== 1) continue;
-    c[SLOT + 3 * i + 1] = r0;
-    c[SLOT + 3 * i + 2] = Math.min(r0 + rows, R);
-    Atomics.store(c, SLOT + 3 * i, g);
-    given.push(i);
-    r0 += rows;
+    Atomics.store(c, SLOT + i, g);
+    invited.push(i);
   }
   Atomics.store(c, GEN, g);
   Atomics.notify(c, GEN);
   jobs++;
-  shares += given.length + 1;
-  callerRun(kind, 0, Math.min(rows, R), 0);
-  for (const i of given) {
-    const s = SLOT + 3 * i;
+  shares += n;
+  for (let k = Atomics.add(c, NEXT, 1); k < n; k = Atomics.add(c, NEXT, 1)) callerRun(kind, k * cr, Math.min(R, (k + 1) * cr), 0);
+  for (const i of invited) {
+    const s = SLOT + i;
     if (Atomics.compareExchange(c, s, g, FINISHED) === g) {
-      stolen++;
-      callerRun(kind, c[s + 1]!, c[s + 2]!, 0);
+      closed++;
+      continue;
     }
-  }
-  for (const i of given) {
-    const s = SLOT + 3 * i;
-    for (let n = 0; n < SPIN && Atomics.load(c, s) === TAKEN; n++);
+    for (let m = 0; m < SPIN && Atomics.load(c, s) === TAKEN; m++);
     while (Atomics.load(c, s) === TAKEN) Atomics.wait(c, s, TAKEN);
   }
 }
@@ -406,7 +435,7 @@ export function attnBackwardSplit(
 
 /**
  * The row kernels that pay for a split (measured share of a forward: SwiGLU 7 %, RMSNorm 2 % at
- * BENCH_400K, single-threaded before): elementwise SwiGLU over elements (shares of multiples of 4,
+ * BENCH_400K, single-threaded before): elementwise SwiGLU over elements (chunks of multiples of 4,
  * so the SIMD lanes fall as on one thread — each element's arithmetic is the same in any lane or in
  * the scalar tail anyway) and the RMSNorm forward over rows. Same bits for any split. `work` counts
  * elements ×8 for SwiGLU (an e^x, a division and three products per element) and N·C for RMSNorm,
