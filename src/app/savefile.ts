@@ -263,13 +263,15 @@ function hex(x: number): string {
 
 /**
  * Packs a header text and blobs into a file (no check of the header's contents). `format` names
- * what it holds (EXPERIMENT_FORMAT, or an autosave part's); `version` is for tests of other versions.
+ * what it holds (EXPERIMENT_FORMAT, or an autosave part's); `version` is for tests of other versions;
+ * `level` is the deflate level (6, fflate's default; 0 stores the bytes as they are, still in a
+ * gzip member with its CRC — what the autosave's boundary part uses, below).
  */
-export function encodeContainer(header: string, blobs: readonly Blob64[], version = EXPERIMENT_VERSION, format = EXPERIMENT_FORMAT): Uint8Array {
+export function encodeContainer(header: string, blobs: readonly Blob64[], version = EXPERIMENT_VERSION, format = EXPERIMENT_FORMAT, level: 0 | 6 = 6): Uint8Array {
   const tensors = new Map<string, StTensor>(blobs.map((b, k) => [String(k), { dtype: blobType(b).dtype, shape: [b.length], data: b }]));
   const inner = writeSafetensors(tensors, { format, version: String(version), header });
   if (inner.length > MAX_EXPERIMENT_BYTES) throw new FormatError(`The experiment would take ${inner.length} bytes, more than the ${MAX_EXPERIMENT_BYTES} a file may have.`);
-  return gzipSync(inner, { mtime: 0 });
+  return gzipSync(inner, { mtime: 0, level });
 }
 
 /** Unpacks a file's header text and blobs, checking signature, compression, checksum, container and version. */
@@ -515,7 +517,10 @@ export function serializeHead(head: Head): Uint8Array {
 /** The autosave's boundary part: the agents and β after the last finished stage (rewritten once per stage). */
 export function serializeBoundary(boundary: Boundary): Uint8Array {
   const blobs: Blob64[] = [];
-  return encodeContainer(JSON.stringify(boundaryJson(boundary, blobs)), blobs, EXPERIMENT_VERSION, PART_FORMATS.boundary);
+  // Stored, not deflated: the agents' parameters and optimizer state are f32 mantissas, which
+  // deflate shrinks by ~7 % for ~8× the time (1 MB: 35 ms against 4.4 ms in Node) — time the
+  // page's main thread spent after every stage, between the stage and the next step.
+  return encodeContainer(JSON.stringify(boundaryJson(boundary, blobs)), blobs, EXPERIMENT_VERSION, PART_FORMATS.boundary, 0);
 }
 
 /** The autosave's part for one finished stage (written once). */
