@@ -13,7 +13,8 @@
  *   operands, and the in-place calls (log-softmax, RoPE, the residual add with out = a);
  *   cpuBackend: zeros / upload are resident and zeroed even in a reused (poisoned) block, dispose
  *   poisons a block with NaN and returns it, a view of a resident tensor is resident, tensors made
- *   before the memory grew keep their values after, residency off gives ordinary arrays;
+ *   before the memory grew keep their values after, residency off gives ordinary arrays, and so
+ *   does the cap on resident bytes once reached (kernels then copy those operands, same results);
  *   a model training step (preset S: forward, loss, backward, AdamW) with resident tensors equals
  *   one with ordinary arrays, bit for bit.
  *
@@ -243,6 +244,31 @@ describe('cpuBackend memory', () => {
     } finally {
       simd.setCpuResidency(true);
     }
+  });
+
+  it('past the cap on resident bytes, zeros and upload make ordinary arrays, and kernels take them as before', () => {
+    const used = simd.simdResidentStats()!.bytes;
+    simd.setCpuResidency(true, used + 8192);
+    try {
+      const a = cpuBackend.zeros('f32', 1024); // 4 KiB: fits
+      const b = cpuBackend.zeros('f32', 2048); // 8 KiB more: past the cap
+      const data = randF32(64, rng());
+      const c = cpuBackend.upload('f32', data);
+      expect([a, b, c].map((t) => simd.simdResident(t))).toEqual([true, false, true]);
+      expect(b.buffer).toBeInstanceOf(ArrayBuffer);
+      expect(bits(c)).toEqual(bits(data));
+      // A kernel over a resident and an ordinary operand: the ordinary one is copied, the result the same.
+      const x = randF32(1024, rng());
+      a.set(x);
+      const want = new Float32Array(1024);
+      simd.simdResidualForward(want, x, x.slice(), 1024, 0.5);
+      simd.simdResidualForward(b.subarray(0, 1024), a, x, 1024, 0.5);
+      expect(bits(b.subarray(0, 1024))).toEqual(bits(want));
+      for (const t of [a, b, c]) cpuBackend.dispose(t);
+    } finally {
+      simd.setCpuResidency(true);
+    }
+    expect(simd.simdResidentStats()!.bytes).toBe(used);
   });
 
   it('a training step (preset S, full fine-tuning) with resident tensors equals one with ordinary arrays, bit for bit', async () => {

@@ -270,6 +270,8 @@ let residency = true;
  * which the thread pool's Int32 control words carry.
  */
 export const RESIDENT_MAX_BYTES = 1 << 30;
+/** The cap in force (setCpuResidency lowers it for tests of the fallback). */
+let residentCap = RESIDENT_MAX_BYTES;
 
 function startArena(k: Kernels): void {
   memBuffers.add(k.memory.buffer);
@@ -295,13 +297,14 @@ function releaseBlock(at: number): void {
 
 /**
  * A zeroed f32 tensor of `n` elements resident in the kernels' memory, or null when there is none
- * (unshared memory: one thread; no SIMD; residency off; past RESIDENT_MAX_BYTES). Released by
+ * (unshared memory; no SIMD; residency off; past RESIDENT_MAX_BYTES in resident tensors, or the
+ * memory cannot grow — the caller then makes an ordinary array). Released by
  * simdRelease, or when dropped (a finalizer).
  */
 export function simdTensor(n: number): Float32Array | null {
   const k = load();
   if (k === null || arena === null || !residency || n <= 0) return null;
-  if (arena.stats().bytes + n * 4 > RESIDENT_MAX_BYTES) return null;
+  if (tensorBytes() + n * 4 > residentCap) return null;
   const at = arena.alloc(n * 4);
   if (at === null) return null;
   if (f32.buffer !== k.memory.buffer) f32 = new Float32Array(k.memory.buffer);
@@ -335,17 +338,26 @@ export function simdResident(t: FloatArray): boolean {
   return memBuffers.has(t.buffer);
 }
 
-/** Turns resident tensors on or off for the simdTensor calls that follow (tests, A/B timing). */
-export function setCpuResidency(on: boolean): void {
+/**
+ * Turns resident tensors on or off for the simdTensor calls that follow (tests, A/B timing), and
+ * sets how many bytes of them there may be (at most RESIDENT_MAX_BYTES; tests lower it to reach the
+ * fallback to ordinary arrays).
+ */
+export function setCpuResidency(on: boolean, maxBytes = RESIDENT_MAX_BYTES): void {
   residency = on;
+  residentCap = Math.min(maxBytes, RESIDENT_MAX_BYTES);
 }
 
 /** Bytes and blocks of resident tensors now (not the per-call scratch block), the memory's size; null without them. */
 export function simdResidentStats(): { bytes: number; blocks: number; memoryBytes: number } | null {
   if (arena === null) return null;
   const s = arena.stats();
-  const sb = scratch.bytes > 0 ? arena.sizeOf(scratch.at)! : 0;
-  return { bytes: s.bytes - sb, blocks: s.blocks - (sb > 0 ? 1 : 0), memoryBytes: s.end };
+  return { bytes: tensorBytes(), blocks: s.blocks - (scratch.bytes > 0 ? 1 : 0), memoryBytes: s.end };
+}
+
+/** Bytes of the arena's live blocks that are tensors (all but the per-call scratch block). */
+function tensorBytes(): number {
+  return arena!.stats().bytes - (scratch.bytes > 0 ? arena!.sizeOf(scratch.at)! : 0);
 }
 
 /** How a kernel call uses an operand: reads it; overwrites it; adds to it (reads, then writes). */
