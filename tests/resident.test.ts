@@ -234,6 +234,10 @@ describe('cpuBackend memory', () => {
     expect(bits(up)).toEqual(bits(data));
     up[3] = 42;
     expect(up[3]).toBe(42);
+    // A tensor made after the grow, released: poisoned to its end (past the memory's old size).
+    const late = cpuBackend.zeros('f32', 4096);
+    cpuBackend.dispose(late);
+    expect(Number.isNaN(late[4095]!), 'poisoned past the old end').toBe(true);
     for (const t of [b, up, grow]) cpuBackend.dispose(t);
     expect(simd.simdResidentStats()!.bytes).toBe(before.bytes);
     // Other kinds are ordinary arrays; residency off → ordinary f32 arrays.
