@@ -199,6 +199,11 @@ describe('resident operands give the same bits as copied ones', () => {
     const n = B * T * NH * HS, table = ropeTable(T, HS, 10000, new Float32Array(T * HS)) as Float32Array;
     sameBits('rope in place', [randF32(n, r), table], ([a, tb]) => simd.simdRopeForward(a!, a!, tb!, B, T, NH, HS));
     sameBits('residual, out = a', [randF32(N, r), randF32(N, r)], ([a, b]) => simd.simdResidualForward(a!, a!, b!, N, 0.3));
+    // The same array as an accumulated gradient and as an input (a matmul's dinp = dout, C = OC):
+    // the gradient gets a copy, as on the copying path — in place, the gemm would overwrite rows of
+    // dout it still reads.
+    const wc = randF32(C * C, r);
+    sameBits('matmul backward, dinp = dout', [randF32(N * C, r), randF32(N * C, r)], ([g, x]) => simd.simdMatmulBackward(g!, null, g!, x!, wc, 1, N, C, C));
     // Two views of one resident tensor, the output overlapping the input by half.
     const big = randF32(2 * N, r);
     const plain = big.slice();

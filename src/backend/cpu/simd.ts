@@ -382,13 +382,15 @@ let pending: [Float32Array, number, Arg][] = [];
  */
 function place(k: Kernels, args: readonly Arg[], extra: readonly number[] = []): number[] {
   calls++;
-  const at = args.map(([a, n, use, rows, cols, stride]): number => {
+  const at = args.map(([a, n, use, rows, cols, stride], i): number => {
     if (!memBuffers.has(a.buffer) || (stride !== undefined && stride !== cols && rows! > 0)) return -1;
     const lo = a.byteOffset;
     const hi = lo + 4 * n;
     if (use !== IN) {
-      for (const [b, m] of args) {
-        if (b === a || !memBuffers.has(b.buffer)) continue;
+      // Any OTHER operand (the same array passed twice included) that shares a byte with this one.
+      for (let j = 0; j < args.length; j++) {
+        const [b, m] = args[j]!;
+        if (j === i || !memBuffers.has(b.buffer)) continue;
         if (b.byteOffset < hi && lo < b.byteOffset + 4 * m) return -1;
       }
     }
