@@ -9,7 +9,7 @@
  *   out[r, j] = Σ_k A(r, k) · B[k, j]        r < R, j < J (J a multiple of 4), k < K
  * with A read through strides (element (r, k) at a + 4·(r·ars + k·aks)) and B, out row-major with
  * J columns. The loader (simd.ts) maps the three matmul products onto it:
- *   forward      out  = inp · Wᵀ    A = inp  (ars C, aks 1),   B = Wᵀ [C × OC]   (transposed on copy-in)
+ *   forward      out  = inp · Wᵀ    A = inp  (ars C, aks 1),   B = Wᵀ [C × OC]   (transposePad, below)
  *   input grad   dinp = dout · W    A = dout (ars OC, aks 1),  B = W  [OC × C]
  *   weight grad  dW   = doutᵀ · inp A = doutᵀ (ars 1, aks OC), B = inp [N × C]
  * so no kernel needs a horizontal (across-lane) sum: every lane is its own output element.
@@ -29,8 +29,10 @@
  * Gradients accumulate here (`acc`): the loader copies the gradient in, the kernel adds its sums at
  * the store, the loader copies it back — two memcpys instead of a JS `+=` loop.
  *
- * Memory: no allocator, no GC (`--runtime stub`): the loader owns the exported linear memory and
- * passes byte offsets above `heapBase()`; every pointer must be 16-byte aligned for B and out.
+ * Memory: no allocator, no GC (`--runtime stub`): the loader owns the linear memory and passes
+ * byte offsets above `heapBase()` — its scratch 16-byte aligned, resident tensors 64-byte aligned;
+ * a view into one may be only 4-byte aligned, which wasm allows (an alignment is a hint), at some
+ * cost in speed.
  *
  * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
  * embedding (a row gather: it stays TypeScript), threads (none in here: src/backend/cpu/threads.ts
@@ -42,6 +44,40 @@
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */
 export function heapBase(): usize {
   return (__heap_base + 15) & ~(<usize>15);
+}
+
+/**
+ * out[c·OCp + o] = w[o·C + c] for o < OC, c < C, and 0 for OC ≤ o < OCp: the forward's Wᵀ, its rows
+ * padded to OCp (a multiple of 4) — the gemm's B for out = inp · Wᵀ. 4 × 4 blocks are transposed in
+ * registers (four loads, eight shuffles, four stores); the edges element by element. A copy: exact.
+ */
+export function transposePad(out: usize, w: usize, OC: i32, C: i32, OCp: i32): void {
+  const o4 = OC & ~3;
+  const c4 = C & ~3;
+  const wRow = (<usize>C) << 2;
+  const oRow = (<usize>OCp) << 2;
+  for (let o = 0; o < o4; o += 4) {
+    const w0 = w + (<usize>o) * wRow;
+    for (let c = 0; c < c4; c += 4) {
+      const src = w0 + ((<usize>c) << 2);
+      const r0 = v128.load(src);
+      const r1 = v128.load(src + wRow);
+      const r2 = v128.load(src + 2 * wRow);
+      const r3 = v128.load(src + 3 * wRow);
+      const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
+      const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
+      const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
+      const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
+      const dst = out + (<usize>c) * oRow + ((<usize>o) << 2);
+      v128.store(dst, v128.shuffle<f32>(t0, t1, 0, 1, 4, 5));
+      v128.store(dst + oRow, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
+      v128.store(dst + 2 * oRow, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5));
+      v128.store(dst + 3 * oRow, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7));
+    }
+    for (let c = c4; c < C; c++) for (let k = 0; k < 4; k++) st(out, c * OCp + o + k, ld(w, (o + k) * C + c));
+  }
+  for (let o = o4; o < OC; o++) for (let c = 0; c < C; c++) st(out, c * OCp + o, ld(w, o * C + c));
+  for (let c = 0; c < C; c++) for (let o = OC; o < OCp; o++) st(out, c * OCp + o, 0);
 }
 
 /** f32x4 store of s, or of (what is there) + s when accumulating. */

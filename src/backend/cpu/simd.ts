@@ -45,7 +45,9 @@
  * kernel writes a copy, as before). Any other operand is copied in (TypedArray.set, or the padding
  * loop), and written ones copied back out (gradients copied in too: the kernel adds its sums to them,
  * f32(init + sum)). The forward's weight is always transposed into the scratch (the gemm reads
- * Wᵀ rows): O(C·OC) moves for O(N·C·OC) multiply-adds. Same bits either way (tests/resident.test.ts).
+ * Wᵀ rows), by the kernels' `transposePad` (4 × 4 blocks in registers; it was a JS loop, 8.7 % of a
+ * decode step of preset S, where N is the batch of prompts): O(C·OC) moves for O(N·C·OC)
+ * multiply-adds. Same bits either way (tests/resident.test.ts).
  * What residency saved, measured (docs/performance.md): with copies, at N = 2048 on one thread, the
  * copies were 9–13% of a forward call and 11–21% of a backward call; on two threads a quarter of
  * the forward's calling-thread time (the helpers idle meanwhile) — the BENCH_400K forward went from
@@ -133,6 +135,7 @@ interface Kernels {
   logSoftmaxBwd(dz: number, dlp: number, lp: number, N: number, V: number, invT: number): void;
   ropeApply(out: number, inp: number, table: number, B: number, T: number, NH: number, HS: number, pos0: number, sgn: number, acc: number): void;
   axpy(out: number, a: number, b: number, N: number, s: number): void;
+  transposePad(out: number, w: number, OC: number, C: number, OCp: number): void;
 }
 
 /** (i32.const 0; i8x16.splat; i8x16.popcnt) in a function returning v128: validates iff SIMD is there. */
@@ -449,16 +452,12 @@ function copyOut(dst: Float32Array, at: number, rows: number, cols: number, stri
 /** out = inp · Wᵀ on the kernel; all f32, sizes already checked. */
 function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Float32Array, N: number, C: number, OC: number): void {
   const OCp = ceil4(OC);
-  const [pi, po, pw] = place(k, [
+  const [pi, po, pwSrc, pw] = place(k, [
     [inp, N * C, IN],
     [out, N * OC, OUT, N, OC, OCp],
-  ], [C * OCp]) as [number, number, number];
-  // Wᵀ [C × OCp], padding columns zero.
-  for (let c = 0; c < C; c++) {
-    const row = pw + c * OCp;
-    for (let o = 0; o < OC; o++) f32[row + o] = weight[o * C + c]!;
-    for (let o = OC; o < OCp; o++) f32[row + o] = 0;
-  }
+    [weight, OC * C, IN],
+  ], [C * OCp]) as [number, number, number, number];
+  k.transposePad(pw * 4, pwSrc * 4, OC, C, OCp); // Wᵀ [C × OCp], padding columns zero
   blockedGemm(k, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
   finish();
 }
