@@ -91,6 +91,11 @@ export class Arena {
     return size;
   }
 
+  /** Bytes in live blocks (kept as blocks come and go: O(1), unlike stats()). */
+  get bytes(): number {
+    return this.inUse;
+  }
+
   /** The size of live block `at`, or undefined when it is not one. */
   sizeOf(at: number): number | undefined {
     return this.live.get(at);

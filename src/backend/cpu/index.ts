@@ -91,10 +91,15 @@ export interface HostTensors64 extends Omit<HostTensors, 'f32'> {
 /** Every op of the Backend interface over plain typed arrays (both precisions share them). */
 type Ops<X extends TensorKinds> = Omit<Backend<X>, 'name' | 'upload' | 'zeros' | 'fill' | 'download' | 'dispose' | 'view'>;
 
-/** Backend.view on typed arrays: a subarray (checked as the WebGPU backend checks it). */
-function view<A extends Float32Array | Float64Array>(t: A, offset: number, length: number): A {
+/** Backend.view's checks, as the WebGPU backend makes them. */
+function checkView(t: Float32Array | Float64Array, offset: number, length: number): void {
   if (!Number.isInteger(offset) || offset < 0 || offset % VIEW_ALIGN !== 0) throw new RangeError(`view: offset ${offset} must be a multiple of ${VIEW_ALIGN} elements`);
   if (!Number.isInteger(length) || length < 0 || offset + length > t.length) throw new RangeError(`view: [${offset}, ${offset} + ${length}) is outside the tensor's ${t.length} elements`);
+}
+
+/** Backend.view on typed arrays: a subarray (checked). */
+function view<A extends Float32Array | Float64Array>(t: A, offset: number, length: number): A {
+  checkView(t, offset, length);
   return t.subarray(offset, offset + length) as A;
 }
 
@@ -154,17 +159,11 @@ const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'downlo
  * its tensor's block alive.
  */
 const residentMemory: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'dispose' | 'view'> = {
-  upload: (kind, data) => {
-    if (kind !== 'f32') return data.slice() as typeof data;
-    const t = simdTensor(data.length);
-    if (t === null) return data.slice() as typeof data;
-    t.set(data as Float32Array);
-    return t as typeof data;
-  },
+  upload: (kind, data) => ((kind === 'f32' ? simdTensor(data.length, data as Float32Array) : null) ?? data.slice()) as typeof data,
   zeros: (kind, length) => ((kind === 'f32' ? simdTensor(length) : null) ?? new ctors[kind](length)) as HostTensors[typeof kind],
   dispose: (t) => void (t instanceof Float32Array && simdRelease(t)),
   view: (t, offset, length) => {
-    view(t, offset, length); // the checks
+    checkView(t, offset, length);
     return simdView(t, offset, length);
   },
 };

@@ -13,8 +13,9 @@
  *   simdResidualForward / Backward = residualForward / Backward (residual.ts)
  * Same arguments, same checks (the twins' own check functions), same semantics; `cpuBackend`
  * (index.ts) uses them, `cpuBackend64` and `cpuBackendReference` keep the TypeScript kernels.
- * Not worth a kernel (measured or plainly memory-bound: the copies in and out would cost as much
- * as the TS loop): embedding (a row gather), gather, the composite
+ * Not kernels (plainly memory-bound, or measured small: each is a few % of a step at most — and
+ * without resident tensors the copies in and out would cost as much as the TS loop; the sampler's
+ * f64 maths also fixes the tokens a seed draws): embedding (a row gather), gather, the composite
  * mlpForward/mlpBackward (the model calls the pieces), KL, the clipped loss, AdamW, sampling.
  *
  * Loading: synchronous (new WebAssembly.Module / Instance on ~15 KB of bytes — allowed in workers
@@ -299,19 +300,20 @@ function releaseBlock(at: number): void {
 }
 
 /**
- * A zeroed f32 tensor of `n` elements resident in the kernels' memory, or null when there is none
- * (unshared memory; no SIMD; residency off; past RESIDENT_MAX_BYTES in resident tensors, or the
- * memory cannot grow — the caller then makes an ordinary array). Released by
- * simdRelease, or when dropped (a finalizer).
+ * An f32 tensor of `n` elements resident in the kernels' memory — zeroed, or a copy of `from`
+ * (an upload: written once, not zeroed first) — or null when there is none (unshared memory; no
+ * SIMD; residency off; past RESIDENT_MAX_BYTES in resident tensors, or the memory cannot grow — the
+ * caller then makes an ordinary array). Released by simdRelease, or when dropped (a finalizer).
  */
-export function simdTensor(n: number): Float32Array | null {
+export function simdTensor(n: number, from?: Float32Array): Float32Array | null {
   const k = load();
   if (k === null || arena === null || !residency || n <= 0) return null;
   if (tensorBytes() + n * 4 > residentCap) return null;
   const at = arena.alloc(n * 4);
   if (at === null) return null;
   if (f32.buffer !== k.memory.buffer) f32 = new Float32Array(k.memory.buffer);
-  f32.fill(0, at >> 2, (at >> 2) + Math.ceil(n / (ALIGN / 4)) * (ALIGN / 4));
+  if (from !== undefined) f32.set(from.subarray(0, n), at >> 2);
+  else f32.fill(0, at >> 2, (at >> 2) + Math.ceil(n / (ALIGN / 4)) * (ALIGN / 4));
   const t = new Float32Array(k.memory.buffer, at, n);
   roots.set(t, at);
   finalizer?.register(t, at, t);
@@ -360,7 +362,7 @@ export function simdResidentStats(): { bytes: number; blocks: number; memoryByte
 
 /** Bytes of the arena's live blocks that are tensors (all but the per-call scratch block). */
 function tensorBytes(): number {
-  return arena!.stats().bytes - (scratch.bytes > 0 ? arena!.sizeOf(scratch.at)! : 0);
+  return arena!.bytes - (scratch.bytes > 0 ? arena!.sizeOf(scratch.at)! : 0);
 }
 
 /** How a kernel call uses an operand: reads it; overwrites it; adds to it (reads, then writes). */
