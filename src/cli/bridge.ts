@@ -5,9 +5,10 @@
  *
  * Not here: the mappings and parsers themselves (src/bridge).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { SatError } from '../core/errors';
+import { FormatError, SatError } from '../core/errors';
+import { LOG_LIMITS } from '../bridge/limits';
 import { isLlmTask, type Config } from '../sat/config';
 import { planLlm, planTabular } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/recipe';
@@ -39,8 +40,12 @@ const f4 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 
 export function printRunLog(file: string): void {
   let text: string;
   try {
+    // Refused before it is read when even its bytes are over the cap (UTF-8: at most 4 bytes a character).
+    const bytes = statSync(file).size;
+    if (bytes > LOG_LIMITS.chars * 4) throw new FormatError(`The run log ${file} is ${(bytes / 1048576).toFixed(0)} MB; the playground reads at most ${LOG_LIMITS.chars / 1048576} MB of a log. Nothing was read.`);
     text = readFileSync(file, 'utf8');
   } catch (e) {
+    if (e instanceof FormatError) throw e;
     throw new SatError('file', `Cannot read the run log ${file}: ${e instanceof Error ? e.message : String(e)}`);
   }
   const log = readRunLog(text, file.split(/[\\/]/).pop());

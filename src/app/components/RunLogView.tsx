@@ -41,6 +41,18 @@ export async function openRunLogText(size: number, text: () => Promise<string>, 
 
 const fmt = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.abs(x) !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(2) : x.toFixed(4));
 
+/** "step 4: J 0.5625 train reward 0.5125": the last step's values, for the readout above the J chart. */
+function lastJReadout(r: { step: number; J?: number; train?: number; lower?: number }): string {
+  const parts = [r.J !== undefined && `J ${fmt(r.J)}`, r.train !== undefined && `train reward ${fmt(r.train)}`, r.lower !== undefined && `lower bound ${fmt(r.lower)}`].filter(Boolean);
+  return `step ${r.step}: ${parts.join(' ')}`;
+}
+
+/** Each agent's δ and violation rate where the engine has a radius, else the last step's KLs. */
+function klReadout(kl: { rows: readonly { kl: readonly number[] }[]; deltas: readonly (number | null)[]; violationRate: readonly (number | null)[] }): string {
+  if (kl.violationRate.every((v) => v === null)) return `last: ${kl.rows[kl.rows.length - 1]?.kl.map(fmt).join(', ') ?? '—'}`;
+  return kl.violationRate.map((v, i) => (v === null ? null : `agent ${i}: δ ${fmt(kl.deltas[i] ?? undefined)}, violation rate ${(v * 100).toFixed(1)} %`)).filter(Boolean).join('; ');
+}
+
 function save(log: RunLog) {
   const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([runLogText(log)], { type: 'application/json' }));
@@ -127,7 +139,7 @@ export function RunLogView() {
           title="Did the run improve?"
           points={'rows' in j ? j.rows.length : 0}
           empty={'reason' in j ? j.reason : 'No steps.'}
-          readout={lastJ && <span data-testid="run-j-last">step {lastJ.step}: {lastJ.J !== undefined ? `J ${fmt(lastJ.J)}` : ''}{lastJ.train !== undefined ? ` train reward ${fmt(lastJ.train)}` : ''}{lastJ.lower !== undefined ? ` lower bound ${fmt(lastJ.lower)}` : ''}</span>}
+          readout={lastJ && <span data-testid="run-j-last">{lastJReadout(lastJ)}</span>}
           howTo={<>J is the validation score per step (dark), beside the training batch's mean reward (grey); for the SAT authors' trainer, its certificate's lower bound per stage. {'rows' in j && j.note}</>}
         >
           {(w) =>
@@ -149,7 +161,7 @@ export function RunLogView() {
           title="How far did each agent move?"
           points={'rows' in kl ? kl.rows.length : 0}
           empty={'reason' in kl ? kl.reason : 'No steps.'}
-          readout={'rows' in kl && <span data-testid="run-kl-readout">{kl.violationRate.map((v, i) => (v === null ? null : <span key={i}>agent {i}: δ {fmt(kl.deltas[i] ?? undefined)}, violation rate {(v * 100).toFixed(1)} % </span>))}{kl.violationRate.every((v) => v === null) && `last: ${kl.rows[kl.rows.length - 1]?.kl.map(fmt).join(', ')}`}</span>}
+          readout={'rows' in kl && <span data-testid="run-kl-readout">{klReadout(kl)}</span>}
           howTo={<>Each agent's KL per step in its colour, its radius δ dashed where the engine has one. {'rows' in kl && kl.what}</>}
         >
           {(w) => 'rows' in kl && <AgentLines rows={kl.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} />}
