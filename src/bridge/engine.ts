@@ -33,7 +33,7 @@ export type EngineExport =
   | {
       readonly ok: true;
       readonly engine: EngineName;
-      /** Hydra overrides (`key=value`), or the config object for the SAT authors' YAML. */
+      /** Hydra overrides (`key=value`); empty for the SAT authors' trainer, whose config is its YAML file. */
       readonly overrides: readonly string[];
       /** The command that runs it, from the folder the recipe was written to. */
       readonly command: string;

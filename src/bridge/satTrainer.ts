@@ -24,15 +24,10 @@ import { diffFromDefaults, isLlmTask, parseConfig, resolvedProtocol, type Config
 import { checkInputSize, RECIPE_LIMITS } from './limits';
 import { DEFAULT_MODELS, hfId, sizeOf, type ModelMap } from './models';
 import type { EngineExport, Refusal } from './engine';
-import { DATA_FILES } from './taskData';
+import { DATA_FILES, responseTokens } from './taskData';
 
 /** Our update orders → AgentScheduler modes (sat/agent_scheduler.py); absent = refused. */
 const SCHEDULER: Partial<Record<Config['order'], string>> = { fixed: 'static', random: 'random' };
-
-/** Tokens of a real tokenizer per message: the char budget ×4, at least 32 (an instruct model adds words). */
-export function responseTokens(cfg: Config): number {
-  return Math.max(32, 4 * cfg.maxNew);
-}
 
 /** What the SAT authors' trainer cannot run of `cfg`, each with its reason. */
 export function satTrainerRefusals(cfg: Config): Refusal[] {

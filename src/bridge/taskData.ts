@@ -54,6 +54,14 @@ export function promptText(task: LlmTaskName, p: Problem): string {
   return `${INSTRUCTIONS[task]}\n${p.prompt}`;
 }
 
+/**
+ * Tokens of a real tokenizer per message (the engines' max_response_length): the playground's
+ * budget counts characters of a char-level model, so ×4, at least 32 (an instruct model adds words).
+ */
+export function responseTokens(cfg: Config): number {
+  return Math.max(32, 4 * cfg.maxNew);
+}
+
 /** How many problems each file holds: a stage's batch for every stage, and the evaluation set. */
 export function dataSizes(cfg: Config): { train: number; val: number } {
   return { train: Math.min(cfg.stages * cfg.batch, 200_000), val: cfg.evalEpisodes };

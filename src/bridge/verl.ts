@@ -26,8 +26,7 @@
 import { isLlmTask, type Config } from '../sat/config';
 import { overridesOf, type EngineExport, type Refusal } from './engine';
 import { hfId, sizeOf, type ModelMap } from './models';
-import { responseTokens } from './satTrainer';
-import { DATA_FILES } from './taskData';
+import { DATA_FILES, responseTokens } from './taskData';
 
 /** The longest prompt in tokens the exports allow: an instruction line, the problem and a chat template. */
 export const PROMPT_TOKENS = 256;
