@@ -4,7 +4,7 @@
  * bad input exits with status 2 and a message that names the problem. Runs the real entry point in a child process.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -28,20 +28,35 @@ describe('npm run sat', () => {
     expect(json.config.seed).toBe(5);
   });
 
-  it('--export-recipe writes a SAT-style YAML and verl overrides that import back to the settings', async () => {
-    const { readRecipe } = await import('../src/sat/recipe');
+  it('--export-recipe writes the real runs, the data and reward.py; the YAML imports back; --import-log reads a run\'s log', async () => {
+    const { readRecipe } = await import('../src/bridge/recipe');
     const { presetConfig } = await import('../src/sat/presets');
-    const { parseConfig } = await import('../src/sat/config');
-    const file = join(mkdtempSync(join(tmpdir(), 'sat-cli-')), 'team.sat.yaml');
-    const r = sat('--preset', 'arith-team', '--set', 'delta=0.07', '--export-recipe', file, '--hf', 'S=my-org/small');
+    const { defaultConfig } = await import('../src/sat/config');
+    const dir = mkdtempSync(join(tmpdir(), 'sat-cli-'));
+    const file = join(dir, 'team.sat.yaml');
+    const r = sat('--preset', 'arith-team', '--set', 'delta=0.07', '--set', 'protocol=independent', '--export-recipe', file, '--hf', 'S=my-org/small');
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toMatch(/wrote .*team\.sat\.yaml \(SAT-style config\) and .*\.verl\.txt \(\d+ verl overrides\); \d+ settings have no counterpart/);
-    const cfg = presetConfig('arith-team', { delta: '0.07' });
-    const back = readRecipe(readFileSync(file, 'utf8'), parseConfig({ task: 'arithmetic', agents: 3 }), { models: { S: 'my-org/small', M: 'm', L: 'l' } });
-    for (const k of ['delta', 'beta', 'group', 'alpha', 'maxBacktracks', 'model', 'agents'] as const) expect(back[k], k).toEqual(cfg[k]);
+    expect(r.out).toMatch(/wrote in .*: team\.sat\.yaml, team\.verl\.sh, team\.teamtr\.sh, team\.sat\.yaml\.verl\.txt, and 7 data files under team\.data\//);
+    expect(r.out).toMatch(/\d+ settings have no counterpart in any engine/);
+    const cfg = presetConfig('arith-team', { delta: '0.07', protocol: 'independent' });
+    const back = readRecipe(readFileSync(file, 'utf8'), defaultConfig(), { models: { S: 'my-org/small', M: 'm', L: 'l' } });
+    expect(back).toEqual(cfg);
     const verl = readFileSync(`${file}.verl.txt`, 'utf8').trim().split('\n');
     expect(verl).toContain('actor_rollout_ref.model.path=my-org/small');
     expect(verl).toContain(`data.train_batch_size=${cfg.batch}`);
+    expect(readFileSync(join(dir, 'team.data', 'reward.py'), 'utf8')).toMatch(/^def compute_score\(data_source, solution_str, ground_truth, extra_info=None/m);
+    // A chain team: the engines that cannot run it say so, and nothing of theirs is written.
+    const chain = sat('--preset', 'arith-team', '--export-recipe', join(dir, 'chain.sat.yaml'));
+    expect(chain.code, chain.err).toBe(0);
+    expect(chain.out).toMatch(/SAT-AAMAS scripts\/train.py\): not exported — protocol: protocol chain/);
+    expect(existsSync(join(dir, 'chain.sat.yaml'))).toBe(false);
+    const log = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/sat-trainer.log'));
+    expect(log.code, log.err).toBe(0);
+    expect(log.out).toMatch(/sat-trainer \(satTrainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);
+    expect(log.out).toMatch(/agent 0: δ = 0\.1, violation rate 50\.0 %/);
+    const bad = sat('--import-log', file);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/is not a run log the playground reads/);
   });
 
   it('--compare prints a row per variant with mean ± CI', () => {

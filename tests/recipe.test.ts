@@ -1,97 +1,117 @@
 /**
- * "Export for a real run" (src/sat/recipe.ts): the mapping covers every setting of the config
- * table (each mapped, or unmapped with a note saying why); the SAT-style YAML parses back (the
- * `yaml` library) to the very object exported; importing it reproduces every setting it maps, for
- * every preset, from a base where those settings differ; the verl overrides name only mapped keys;
- * bad files get specific messages; docs/real-run.md's table is the one the code produces.
+ * "Export for a real run" (src/bridge/recipe.ts): the mapping covers every setting of the config
+ * table for each engine (each mapped, or unmapped with a note saying why); the SAT authors'
+ * trainer's YAML parses back (the `yaml` library) to what was exported; importing it reproduces
+ * the experiment exactly (its `playground` section) and lets an edited trainer key win; the files
+ * land where the commands look; bad or oversized files get specific messages; docs/real-run.md's
+ * table is the one the code produces. The engines' own checks are in tests/bridge-schema.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { FormatError } from '../src/core/errors';
-import { CONFIG_KEYS, defaultConfig, isLlmTask, parseConfig, type Config, type ConfigKey } from '../src/sat/config';
+import { CONFIG_KEYS, defaultConfig, parseConfig, type Config } from '../src/sat/config';
 import { PRESETS, presetConfig } from '../src/sat/presets';
-import { DEFAULT_MODELS, readRecipe, recipe, RECIPE, recipeTable } from '../src/sat/recipe';
+import { DEFAULT_MODELS, readRecipe, recipe, RECIPE, recipeNames, recipeTable } from '../src/bridge/recipe';
 
 const DOC = join(import.meta.dirname, '../docs/real-run.md');
 
-/** A base that keeps what the YAML cannot carry (the task…) but moves every mapped setting away from `cfg`'s value where it can. */
-function baseFor(cfg: Config): Config {
-  const keep: Record<string, unknown> = {};
-  for (const k of CONFIG_KEYS) if (RECIPE[k].sat === null) keep[k] = cfg[k];
-  return parseConfig({ ...keep, beta: cfg.beta === 0.5 ? 0.25 : 0.5, delta: cfg.delta === 0.3 ? 0.2 : 0.3, group: cfg.group === 3 ? 5 : 3, maxBacktracks: cfg.maxBacktracks === 7 ? 2 : 7 });
-}
+/** The LLM presets made exportable to the SAT authors' trainer (independent protocol, fixed order, arithmetic). */
+const exportable = PRESETS.filter((p) => p.kind === 'llm')
+  .map((p) => parseConfig({ ...presetConfig(p.name), protocol: 'independent', swapAgent: -1, order: presetConfig(p.name).order === 'random' ? 'random' : 'fixed' }))
+  .filter((c) => c.task === 'arithmetic');
 
 describe('recipe for a real run', () => {
-  it('maps every setting of the config table, and says why for each one it cannot', () => {
+  it('maps every setting of the config table, and says why for each one an engine cannot take', () => {
     expect(Object.keys(RECIPE).sort()).toEqual([...CONFIG_KEYS].sort());
     for (const k of CONFIG_KEYS) {
       const e = RECIPE[k];
-      if (e.sat === null && e.verl === null) expect(e.note, k).toMatch(/\w{3,}/);
+      if (e.satTrainer === null || e.verl === null || e.teamtr === null) expect(e.note, k).toMatch(/\S+( \S+){3,}/);
     }
     const r = recipe(presetConfig('arith-team'));
     expect(r.unmapped.length).toBeGreaterThan(0);
-    expect(r.unmapped.every((k) => RECIPE[k].sat === null && RECIPE[k].verl === null)).toBe(true);
+    expect(r.unmapped.every((k) => RECIPE[k].satTrainer === null && RECIPE[k].verl === null && RECIPE[k].teamtr === null)).toBe(true);
   });
 
-  it('the YAML parses back to the exported object; the overrides are key=value of mapped verl keys', () => {
-    const verlKeys = new Set([...CONFIG_KEYS.map((k) => RECIPE[k].verl).filter((x): x is string => x !== null), 'algorithm.adv_estimator', 'actor_rollout_ref.actor.use_kl_loss']);
-    for (const p of PRESETS) {
-      const r = recipe(presetConfig(p.name));
-      expect(parse(r.yaml), p.name).toEqual(r.sat);
-      for (const o of r.verl) {
-        const m = /^([a-z_.]+)=(.+)$/.exec(o);
-        expect(m, o).not.toBeNull();
-        expect(verlKeys.has(m![1]!), o).toBe(true);
-      }
-    }
-    const arith = recipe(presetConfig('arith-team'), { ...DEFAULT_MODELS, S: 'my-org/tiny' });
-    expect(arith.verl).toContain('actor_rollout_ref.model.path=my-org/tiny');
-    expect(arith.verl).toContain('actor_rollout_ref.rollout.n=8');
-    expect((arith.sat.sat as { agents: { path: string }[] }).agents.map((a) => a.path)).toEqual(['my-org/tiny', 'my-org/tiny', 'my-org/tiny']);
-  });
-
-  it('an import of the YAML reproduces every setting it maps, for every preset', () => {
-    for (const p of PRESETS) {
-      const cfg = presetConfig(p.name);
-      const range = 1; // stands for the task's reward range: aMax = 0 exports as it and reads back as 0
-      const back = readRecipe(recipe(cfg, DEFAULT_MODELS, range).yaml, baseFor(cfg), { aMaxOfTask: range });
-      const mapped = CONFIG_KEYS.filter((k) => RECIPE[k].sat !== null);
-      const skip = new Set<ConfigKey>(['epsHigh', 'customOrder']);
-      for (const k of mapped) {
-        if (skip.has(k) || (k === 'stage0Delta' && !cfg.swapStage0) || (k === 'customOrder' && cfg.order !== 'custom')) continue;
-        if (k === 'swapTo' && cfg.swapAgent < 0) continue;
-        if ((k === 'model' || k === 'agentModels') && !isLlmTask(cfg.task)) continue;
-        expect(back[k], `${p.name}: ${k}`).toEqual(cfg[k]);
-      }
+  it('the YAML parses back to what was exported, and the files sit where the commands look', () => {
+    expect(exportable.length).toBeGreaterThan(1);
+    for (const cfg of exportable) {
+      const r = recipe(cfg, DEFAULT_MODELS, 1, 'runs/team.sat.yaml');
+      const doc = parse(r.yaml!);
+      expect(doc.training.num_stages).toBe(cfg.stages);
+      expect(doc.data.train_batch_size).toBe(cfg.batch * cfg.group);
+      expect(doc.sat.agents).toHaveLength(cfg.agents);
+      const paths = r.files.map((f) => f.path);
+      const n = recipeNames('runs/team.sat.yaml');
+      expect(n).toEqual({ name: 'team', yamlFile: 'team.sat.yaml', verlScript: 'team.verl.sh', teamtrScript: 'team.teamtr.sh', dataDir: 'team.data' });
+      expect(paths).toEqual(expect.arrayContaining(['team.sat.yaml', 'team.verl.sh', 'team.teamtr.sh', 'team.data/train.verl.jsonl', 'team.data/val.verl.jsonl', 'team.data/reward.py', 'team.data/train.sat.jsonl']));
+      expect(paths).toContain(doc.dataset.train_path);
+      const script = r.files.find((f) => f.path === 'team.verl.sh')!.text;
+      expect(script).toContain('"data.train_files=$DATA/train.verl.jsonl"');
+      expect(script).toContain('DATA="$(cd "$(dirname "$0")" && pwd)/team.data"');
+      const val = r.files.find((f) => f.path === 'team.data/val.verl.jsonl')!.text.trim().split('\n');
+      expect(val).toHaveLength(cfg.evalEpisodes);
+      const row = JSON.parse(val[0]!);
+      expect(Object.keys(row)).toEqual(['data_source', 'prompt', 'ability', 'reward_model', 'extra_info']);
+      expect(row.prompt[0].role).toBe('user');
+      expect(row.extra_info.split).toBe('heldout');
     }
   });
 
-  it('a mixed team, per-agent radii, a custom order and a swap travel too', () => {
-    const cfg = parseConfig({ task: 'arithmetic', agents: 3, agentModels: ['S', 'M', 'S'], deltas: [0.05, 0.1, 0.2], order: 'custom', customOrder: [2, 0, 1], swapAgent: 1, swapTo: 'L', stage0Delta: 0.03, stages: 4, swapAt: 2 });
-    const back = readRecipe(recipe(cfg).yaml, parseConfig({ task: 'arithmetic', agents: 3, stages: 4 }));
-    for (const k of ['agentModels', 'deltas', 'order', 'customOrder', 'swapAgent', 'swapTo', 'swapStage0', 'stage0Delta'] as const) expect(back[k], k).toEqual(cfg[k]);
+  it('an import of the YAML reproduces the experiment exactly, for every exportable preset', () => {
+    for (const cfg of exportable) {
+      const back = readRecipe(recipe(cfg, DEFAULT_MODELS, 1).yaml!, defaultConfig(), { aMaxOfTask: 1 });
+      expect(back).toEqual(cfg);
+    }
   });
 
-  it('bad files get their own messages', () => {
+  it('an edited trainer key wins over the playground section; without the section the trainer keys alone are read', () => {
+    const cfg = exportable[0]!;
+    const y = recipe(cfg).yaml!;
+    const edited = readRecipe(y.replace(/kl_coef: [^\n]+/, 'kl_coef: 0.37').replace(/target_kl: [^\n]+/, 'target_kl: 0.0123').replace('mode: static', 'mode: random'), defaultConfig());
+    expect([edited.beta, edited.delta, edited.order]).toEqual([0.37, 0.0123, 'random']);
+    const bare = y.slice(0, y.indexOf('playground:'));
+    const base = parseConfig({ task: 'arithmetic', agents: 2, stages: 3 });
+    const back = readRecipe(bare, base);
+    for (const k of ['beta', 'delta', 'alpha', 'group', 'batch', 'lr', 'stages', 'maxBacktracks', 'agents', 'model', 'temperature'] as const) expect(back[k], k).toEqual(cfg[k]);
+    const mixed: Config = parseConfig({ ...cfg, agentModels: ['S', 'M', 'L'], agents: 3, swapAgent: 1, swapTo: 'L', swapAt: 2, stage0Delta: 0.03 });
+    const m = readRecipe(recipe(mixed).yaml!.split('playground:')[0]!, base);
+    for (const k of ['agentModels', 'swapAgent', 'swapTo', 'swapStage0', 'stage0Delta'] as const) expect(m[k], k).toEqual(mixed[k]);
+  });
+
+  it('bad files get their own messages, and a huge file is refused before it is parsed', () => {
     const base = defaultConfig();
     const err = (text: string) => {
       try {
         readRecipe(text, base);
       } catch (e) {
-        return e;
+        return e as Error;
       }
       return null;
     };
     expect(err('sat: [unclosed')).toBeInstanceOf(FormatError);
-    expect((err('sat: [unclosed') as Error).message).toMatch(/^This is not a YAML file/);
-    expect((err('algorithm: {}') as Error).message).toMatch(/no "sat" section/);
-    expect((err('sat: { agents: [] }') as Error).message).toMatch(/"sat.agents" must be a non-empty list/);
-    const unknown = err('sat: { agents: [{ name: a, path: someone/else }, { name: b, path: someone/else }] }');
-    expect((unknown as Error).message).toMatch(/sat.agents\[0\].path is "someone\/else", which is none of the model ids/);
-    const range = err('sat: { group_size: 999999 }');
-    expect((range as Error).message).toMatch(/"group" = 999999 is out of range/);
+    expect(err('sat: [unclosed')!.message).toMatch(/^This is not a YAML file/);
+    expect(err('algorithm: {}')!.message).toMatch(/no "sat" section/);
+    expect(err('sat: { agents: [] }')!.message).toMatch(/"sat.agents" must be a non-empty list/);
+    expect(err('sat: { agents: [{ name: a, path: someone/else }, { name: b, path: someone/else }] }')!.message).toMatch(/sat.agents\[0\].path is "someone\/else", which is none of the model ids/);
+    expect(err('sat: { group_size: 999999 }')!.message).toMatch(/"group" = 999999 is out of range/);
+    expect(err('sat: { scheduler: { mode: greedy_info_gain } }')!.message).toMatch(/sat.scheduler.mode is "greedy_info_gain"; the playground reads static .* and random/);
+    expect(err('sat: {}\nplayground: [1, 2]')!.message).toMatch(/"playground" must be a map/);
+    // Two million keys in 37 MB: refused by the size cap at once, and a key count cap below the size cap too.
+    const big = 'sat: {}\n' + 'k: 1\n'.repeat(2_000_000);
+    const t0 = performance.now();
+    expect(err(big)!.message).toMatch(/This recipe is .* MB; the playground reads at most 256 kB of it\. Nothing was read\./);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(err('sat: {}\n' + 'a: 1\n'.repeat(6000))!.message).toMatch(/more than 5,000 lines/);
+    expect(err('sat: {' + 'k: 1, '.repeat(6000) + '}')!.message).toMatch(/more than 5,000 keys/);
+  });
+
+  it('tabular games export to no engine, and say why', () => {
+    const r = recipe(presetConfig('climbing'));
+    expect(r.yaml).toBeNull();
+    expect(r.files).toEqual([]);
+    for (const e of Object.values(r.engines)) expect(e.ok ? '' : e.refused[0]!.message).toMatch(/"climbing" is a tabular game/);
   });
 
   it('docs/real-run.md carries the table the code produces', () => {

@@ -11,6 +11,7 @@ import { ChartsPanel } from './components/ChartsPanel';
 import { ClaimsView } from './components/ClaimsView';
 import { Controls } from './components/Controls';
 import { Header } from './components/Header';
+import { RunLogView } from './components/RunLogView';
 import { ShareBar } from './components/ShareBar';
 import { StageTable } from './components/StageTable';
 import { StepControls } from './components/StepControls';
@@ -62,6 +63,7 @@ export function App() {
           </div>
           <TeamBuilder />
           <ChartsPanel />
+          <RunLogView />
           <StageTable />
         </main>
       </div>

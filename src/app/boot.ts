@@ -14,7 +14,7 @@
  */
 import { SatError } from '../core/errors';
 import { findPreset, presetConfig } from '../sat/presets';
-import { readRecipe, recipe, type ModelMap, type Recipe } from '../sat/recipe';
+import { readRecipe, recipe, type ModelMap, type Recipe } from '../bridge/recipe';
 import type { Autosave } from './autosave';
 import { parseExperimentFile, serializeExperiment } from './savefile';
 import { decodeShare, encodeShare, makeShareState } from './share';
@@ -58,11 +58,11 @@ function taskAMax(session: Session): number {
   return session.currentExperiment()?.aMax ?? 1;
 }
 
-/** The current settings as a real run's SAT-style YAML and verl overrides. */
-export function recipeOf(session: Session, models: ModelMap): Recipe {
-  const cfg = session.store.getState().config;
-  if (!cfg) throw new SatError('state', 'Nothing to export yet: the team is still being built.');
-  return recipe(cfg, models, taskAMax(session));
+/** The current settings as real runs (docs/real-run.md); `data` adds the task's data files and reward.py. */
+export function recipeOf(session: Session, models: ModelMap, data = false): Recipe {
+  const s = session.store.getState();
+  if (!s.config) throw new SatError('state', 'Nothing to export yet: the team is still being built.');
+  return recipe(s.config, models, taskAMax(session), `${s.preset}.sat.yaml`, { data });
 }
 
 /** Opens a SAT-style YAML's settings (a bad file gets its message and changes nothing). */

@@ -11,6 +11,9 @@
  *   npm run sat -- --preset arith-team --set backend=webgpu   (one GPUDevice per agent through Node's webgpu package: gpu.ts)
  *   npm run sat -- --preset arith-team --agent-model 1=path/to/hf-folder [--agent-quant q8|q4|f32] [--agent-memory MiB]
  *                  (a Hugging Face Llama checkpoint as agent 1: hfSeat.ts, docs/models.md "Your own checkpoint")
+ *   npm run sat -- --preset arith-team --set protocol=independent --export-recipe runs/arith.sat.yaml [--hf S=org/model]
+ *                  (real runs: the SAT authors' YAML, verl and TeamTR scripts, data, reward.py; docs/real-run.md)
+ *   npm run sat -- --import-log run.jsonl   (a real run's metric log, summarised; docs/real-run.md)
  *   npm run sat -- --help          (every setting, its default, range and meaning)
  *
  * `--sweep delta=…` on the delta-sweep preset (or on any tabular preset with --sqrt-delta) runs the
@@ -36,7 +39,7 @@ import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, pa
 import { loadFromDisk } from './models';
 import { isLlmTask } from '../sat/config';
 import { createExperiment, createLlmExperiment, planLlm, planTabular, runStages, type Experiment } from '../sat/experiment';
-import { DEFAULT_MODELS, recipe } from '../sat/recipe';
+import { exportRecipe, printRunLog } from './bridge';
 import { configuredLmSwap } from '../sat/lmSwap';
 import { ProjectedLmAgent } from '../sat/agents/projected';
 import { lambdaHistogram } from '../sat/stage0';
@@ -72,8 +75,10 @@ interface Args {
   sqrtDelta: boolean;
   /** The δ-sweep protocol with lr fixed (the negative control). */
   fixedLr: boolean;
-  /** --export-recipe FILE: the settings as a SAT-style YAML (FILE) and verl overrides (FILE.verl.txt). */
+  /** --export-recipe FILE: the settings as real runs (the SAT authors' YAML FILE, verl and TeamTR scripts, data, reward.py; bridge.ts). */
   exportRecipe?: string;
+  /** --import-log FILE: a real run's metric log, parsed and summarised (bridge.ts). */
+  importLog?: string;
   /** --hf S=id,M=id,L=id: the Hugging Face ids the zoo's sizes map to in a recipe. */
   hf: Partial<Record<'S' | 'M' | 'L', string>>;
   /** --agent-model J=DIR (repeatable): Hugging Face checkpoint folders seated as agents (hfSeat.ts). */
@@ -88,7 +93,7 @@ const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N [--sqrt-delta] [--fixed-lr]]
                      [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
                      [--certify-report [--presets a,b,…] [--seeds N]] [--profile] [--quiet] [--help]
-                     [--export-recipe FILE [--hf S=org/model,M=…,L=…]]
+                     [--export-recipe FILE [--hf S=org/model,M=…,L=…]] [--import-log FILE]
                      [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB]]
 --agent-model seats the Hugging Face Llama checkpoint in folder DIR as agent J (LoRA over its quantized base).
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
@@ -104,7 +109,7 @@ const FLAGS = {
   swap: { type: 'string' }, stage0: { type: 'string' }, 'swap-stage': { type: 'string' }, 'no-stage0': { type: 'boolean' }, 'swap-seat': { type: 'string' },
   quiet: { type: 'boolean' }, 'sqrt-delta': { type: 'boolean' }, 'fixed-lr': { type: 'boolean' },
   'certify-report': { type: 'boolean' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-  'export-recipe': { type: 'string' }, hf: { type: 'string' },
+  'export-recipe': { type: 'string' }, hf: { type: 'string' }, 'import-log': { type: 'string' },
   'agent-model': { type: 'string', multiple: true }, 'agent-quant': { type: 'string' }, 'agent-memory': { type: 'string' },
 } as const satisfies FlagSpec;
 
@@ -151,6 +156,7 @@ function readArgs(argv: string[]): Args {
       case 'fixed-lr': a.fixedLr = true; break;
       case 'certify-report': a.certifyReport = true; break;
       case 'export-recipe': a.exportRecipe = v; break;
+      case 'import-log': a.importLog = v; break;
       case 'hf':
         for (const item of list(v)) {
           const [size, id] = parseAssignment(item);
@@ -340,12 +346,12 @@ async function main(): Promise<void> {
   }
 
   if (args.exportRecipe) {
-    // A_max of aMax = 0 is the task's reward range (read from its plan; no model is loaded).
-    const range = isLlmTask(base.task) ? planLlm(base).aMax : planTabular(base).aMax;
-    const r = recipe(base, { ...DEFAULT_MODELS, ...args.hf }, base.aMax > 0 ? base.aMax : range);
-    writeFileSync(args.exportRecipe, r.yaml);
-    writeFileSync(`${args.exportRecipe}.verl.txt`, `${r.verl.join('\n')}\n`);
-    console.log(`wrote ${args.exportRecipe} (SAT-style config) and ${args.exportRecipe}.verl.txt (${r.verl.length} verl overrides); ${r.unmapped.length} settings have no counterpart (docs/real-run.md says why): ${r.unmapped.join(', ')}`);
+    exportRecipe(args.exportRecipe, base, args.hf);
+    return;
+  }
+
+  if (args.importLog) {
+    printRunLog(args.importLog);
     return;
   }
 

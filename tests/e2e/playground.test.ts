@@ -8,8 +8,7 @@
  * replays identical metrics; a language plug-and-play swap (arith-pnp) runs in the agents' workers and
  * shows its card; malformed links each show their own message and open the defaults;
  * a reload restores the last agent step from IndexedDB (one part per stage there); export → import
- * round-trips and a damaged file is refused; the settings export for a real run (SAT-style YAML,
- * verl overrides) and such a YAML imports back; at 1280×720 and 1920×1080 the step controls,
+ * round-trips and a damaged file is refused (the export for a real run: tests/e2e/runlog.test.ts); at 1280×720 and 1920×1080 the step controls,
  * the team and the timeline are on the first screen (screenshots in test-results/); a bad setting
  * names itself. A screenshot after a few stages goes to
  * test-results/ (or docs/screenshot.png with UPDATE_SCREENSHOT=1, for the README).
@@ -379,35 +378,6 @@ describe('playground page in Chromium', () => {
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, wantRows);
     await settled(page);
     expect(await tableValues(page)).toEqual(want);
-  });
-
-  it('exports the settings for a real run (SAT-style YAML, verl overrides) and imports such a YAML back', async () => {
-    const p = await pg.freshPage();
-    await p.goto(url, { waitUntil: 'load' });
-    await settled(p);
-    await p.getByTestId('export-recipe').click();
-    const verl = p.getByTestId('recipe-verl');
-    await verl.waitFor();
-    expect(await verl.inputValue()).toMatch(/^algorithm\.adv_estimator=grpo$/m);
-    expect(await verl.inputValue()).toMatch(new RegExp(`^actor_rollout_ref\\.actor\\.kl_loss_coef=${await p.getByTestId('cfg-beta').inputValue()}$`, 'm'));
-    const [download] = await Promise.all([p.waitForEvent('download'), p.getByTestId('recipe-download').click()]);
-    const yaml = readFileSync(await download.path(), 'utf8');
-    expect(download.suggestedFilename()).toMatch(/\.sat\.yaml$/);
-    expect(yaml).toMatch(/^\s+kl_coef: /m);
-    // The same file with a different β and radius, imported: the settings change to the file's.
-    const edited = yaml.replace(/kl_coef: [^\n]+/, 'kl_coef: 0.37').replace(/target_kl: [^\n]+/, 'target_kl: 0.0123');
-    await p.getByTestId('import').setInputFiles({ name: 'real-run.sat.yaml', mimeType: 'application/yaml', buffer: Buffer.from(edited) });
-    await p.getByText(/Opened the settings of “real-run\.sat\.yaml”/).waitFor();
-    await settled(p);
-    expect(await p.getByTestId('cfg-beta').inputValue()).toBe('0.37');
-    expect(await p.getByTestId('cfg-delta').inputValue()).toBe('0.0123');
-    // A YAML that is not such a config is refused with its reason.
-    await p.getByTestId('import').setInputFiles({ name: 'other.yaml', mimeType: 'application/yaml', buffer: Buffer.from('trainer: {}\n') });
-    const banner = p.getByTestId('error');
-    await banner.waitFor({ state: 'visible' });
-    expect(await banner.innerText()).toMatch(/no "sat" section.*not changed/s);
-    expect(await p.getByTestId('cfg-beta').inputValue()).toBe('0.37');
-    await p.context().close();
   });
 
   it('reordering σ in the team builder trains agents in the new order', async () => {

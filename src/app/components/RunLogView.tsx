@@ -1,0 +1,207 @@
+/**
+ * A real run's log in the playground: the view of an imported run (verl, TeamTR, a W&B history,
+ * the SAT authors' trainer; src/bridge/runLog.ts) with the charts the playground draws for its own
+ * runs — J per step, each agent's KL against its δ with the violation rate, the clip fraction and
+ * the timeline of agent updates — each chart saying why when the log cannot feed it
+ * (src/bridge/runLogSeries.ts). The run is shared like an experiment: as a `.satrun.json` file,
+ * or as a `?run=` link where its data fits (src/bridge/runLogFile.ts). A bad or partial log gets
+ * a specific message and the experiment on the page is not touched.
+ *
+ * Not here: parsing or the charts' rows (src/bridge), the playground's own charts (../charts).
+ */
+import { useEffect } from 'react';
+import { CartesianGrid, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { create } from 'zustand';
+import { readRunLog, type RunLog } from '../../bridge/runLog';
+import { readRunLogParam, runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
+import { runClip, runJ, runKl, runTimeline } from '../../bridge/runLogSeries';
+import { LOG_LIMITS } from '../../bridge/limits';
+import { ChartFrame, DEFAULT_HEIGHT } from '../charts/ChartFrame';
+import { agentColor, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
+import { usePlayground } from '../store';
+
+/** The file types Import hands to this view. */
+export const RUN_LOG_ACCEPT = `.jsonl,.json,.csv,.log,.txt,${RUN_FILE_EXTENSION}`;
+
+const useRunLog = create<{ log: RunLog | null }>(() => ({ log: null }));
+
+const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/** Opens a run log; a file over the size cap is refused before it is read into memory. */
+export async function openRunLogText(size: number, text: () => Promise<string>, name: string): Promise<void> {
+  try {
+    if (size > LOG_LIMITS.chars * 4) throw new Error(`This run log is ${(size / 1048576).toFixed(0)} MB; the playground reads at most ${LOG_LIMITS.chars / 1048576} MB. Nothing was read.`);
+    const log = readRunLog(await text(), name);
+    useRunLog.setState({ log });
+    usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
+  } catch (e) {
+    usePlayground.setState({ error: `“${name}”: ${errorOf(e)} Your current experiment was not changed.` });
+  }
+}
+
+const fmt = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.abs(x) !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(2) : x.toFixed(4));
+
+/** "step 4: J 0.5625 train reward 0.5125": the last step's values, for the readout above the J chart. */
+function lastJReadout(r: { step: number; J?: number; train?: number; lower?: number }): string {
+  const parts = [r.J !== undefined && `J ${fmt(r.J)}`, r.train !== undefined && `train reward ${fmt(r.train)}`, r.lower !== undefined && `lower bound ${fmt(r.lower)}`].filter(Boolean);
+  return `step ${r.step}: ${parts.join(' ')}`;
+}
+
+/** Each agent's δ and violation rate where the engine has a radius, else the last step's KLs. */
+function klReadout(kl: { rows: readonly { kl: readonly number[] }[]; deltas: readonly (number | null)[]; violationRate: readonly (number | null)[] }): string {
+  if (kl.violationRate.every((v) => v === null)) return `last: ${kl.rows[kl.rows.length - 1]?.kl.map(fmt).join(', ') ?? '—'}`;
+  return kl.violationRate.map((v, i) => (v === null ? null : `agent ${i}: δ ${fmt(kl.deltas[i] ?? undefined)}, violation rate ${(v * 100).toFixed(1)} %`)).filter(Boolean).join('; ');
+}
+
+function save(log: RunLog) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([runLogText(log)], { type: 'application/json' }));
+  a.download = `${log.name.replace(/\.[^.]*$/, '')}${RUN_FILE_EXTENSION}`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+
+async function copyLink(log: RunLog) {
+  const p = runLogParam(log);
+  if (!p) {
+    usePlayground.setState({ notice: 'This run is too long for a link: share its file (Save run) instead.' });
+    return;
+  }
+  const url = `${location.origin}${location.pathname}?run=${p}`;
+  try {
+    await navigator.clipboard.writeText(url);
+    usePlayground.setState({ notice: 'Link to this imported run copied.' });
+  } catch {
+    usePlayground.setState({ notice: `Copy this link: ${url}` });
+  }
+}
+
+/** Per-agent lines of a chart whose rows hold one array per step. */
+function AgentLines({ rows, pick, agents, width, deltas }: { rows: readonly { step: number }[]; pick: (r: never) => readonly number[]; agents: number; width: number; deltas?: readonly (number | null)[] }) {
+  const data = rows.map((r) => {
+    const v = pick(r as never);
+    return Object.fromEntries([['step', r.step], ...v.map((x, i) => [`a${i}`, Number.isFinite(x) ? x : null])]);
+  });
+  return (
+    <LineChart width={width} height={DEFAULT_HEIGHT} data={data} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
+      <CartesianGrid stroke={GRID} />
+      <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
+      <YAxis width={56} />
+      <Tooltip isAnimationActive={false} />
+      {Array.from({ length: agents }, (_, i) => (
+        <Line key={i} dataKey={`a${i}`} name={agents > 1 ? `agent ${i}` : 'policy'} stroke={agentColor(i)} dot={data.length < 40} isAnimationActive={false} connectNulls />
+      ))}
+      {deltas?.map((d, i) => (d !== null ? <ReferenceLine key={`d${i}`} y={d} stroke={agentColor(i)} strokeDasharray="5 4" label={{ value: `δ${agents > 1 ? i : ''}`, position: 'right', fontSize: 11 }} /> : null))}
+    </LineChart>
+  );
+}
+
+export function RunLogView() {
+  const log = useRunLog((s) => s.log);
+  useEffect(() => {
+    const p = new URLSearchParams(location.search).get('run');
+    if (!p || useRunLog.getState().log) return;
+    try {
+      useRunLog.setState({ log: readRunLogParam(p) });
+    } catch (e) {
+      usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` });
+    }
+  }, []);
+  if (!log) return null;
+  const j = runJ(log);
+  const kl = runKl(log);
+  const clip = runClip(log);
+  const tl = runTimeline(log);
+  const agents = Math.max(log.agents, 1);
+  const lastJ = 'rows' in j ? [...j.rows].reverse().find((r) => r.J !== undefined || r.train !== undefined || r.lower !== undefined) : undefined;
+  return (
+    <section className="runlog" data-testid="runlog" aria-label={`Imported run ${log.name}`}>
+      <header className="runlog-head">
+        <h2>
+          Imported run: {log.name} <span className="muted">({log.format}, {log.engine === 'satTrainer' ? "the SAT authors' trainer" : log.engine}, {log.steps.length} steps{log.agents > 0 ? `, ${log.agents} agents` : ''})</span>
+        </h2>
+        <div className="runlog-actions">
+          <button type="button" className="small" data-testid="runlog-save" onClick={() => save(log)}>Save run</button>
+          <button type="button" className="small" data-testid="runlog-link" onClick={() => void copyLink(log)}>Copy link</button>
+          <button type="button" className="small" data-testid="runlog-close" onClick={() => useRunLog.setState({ log: null })}>Close</button>
+        </div>
+      </header>
+      {log.warnings.length > 0 && (
+        <ul className="runlog-warnings muted" data-testid="runlog-warnings">
+          {log.warnings.map((w, i) => <li key={i}>skipped: {w}</li>)}
+        </ul>
+      )}
+      <div className="charts-grid">
+        <ChartFrame
+          testid="run-j"
+          title="Did the run improve?"
+          points={'rows' in j ? j.rows.length : 0}
+          empty={'reason' in j ? j.reason : 'No steps.'}
+          readout={lastJ && <span data-testid="run-j-last">{lastJReadout(lastJ)}</span>}
+          howTo={<>J is the validation score per step (dark), beside the training batch's mean reward (grey); for the SAT authors' trainer, its certificate's lower bound per stage. {'rows' in j && j.note}</>}
+        >
+          {(w) =>
+            'rows' in j && (
+              <LineChart width={w} height={DEFAULT_HEIGHT} data={j.rows as object[]} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
+                <CartesianGrid stroke={GRID} />
+                <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
+                <YAxis width={56} />
+                <Tooltip isAnimationActive={false} />
+                <Line dataKey="J" name="J (validation)" stroke={INK} connectNulls isAnimationActive={false} />
+                <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />
+                <Line dataKey="lower" name="lower bound" stroke={MUTED_INK} connectNulls isAnimationActive={false} />
+              </LineChart>
+            )
+          }
+        </ChartFrame>
+        <ChartFrame
+          testid="run-kl"
+          title="How far did each agent move?"
+          points={'rows' in kl ? kl.rows.length : 0}
+          empty={'reason' in kl ? kl.reason : 'No steps.'}
+          readout={'rows' in kl && <span data-testid="run-kl-readout">{klReadout(kl)}</span>}
+          howTo={<>Each agent's KL per step in its colour, its radius δ dashed where the engine has one. {'rows' in kl && kl.what}</>}
+        >
+          {(w) => 'rows' in kl && <AgentLines rows={kl.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} />}
+        </ChartFrame>
+        <ChartFrame
+          testid="run-clip"
+          title="How often was the ratio clipped?"
+          points={'rows' in clip ? clip.rows.length : 0}
+          empty={'reason' in clip ? clip.reason : 'No steps.'}
+          readout={'rows' in clip && <span data-testid="run-clip-last">last: {clip.rows[clip.rows.length - 1]?.clip.map(fmt).join(', ')}</span>}
+          howTo="The share of tokens whose ratio was clipped (actor/pg_clipfrac), per agent: a rising share means updates push against the clip range."
+        >
+          {(w) => 'rows' in clip && <AgentLines rows={clip.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} />}
+        </ChartFrame>
+        <ChartFrame
+          testid="run-timeline"
+          title="Who was updated, in which order?"
+          points={'rows' in tl ? tl.rows.length : 0}
+          empty={'reason' in tl ? tl.reason : 'No steps.'}
+          howTo={<>One row per step: the agents in the order they were updated; a red ring marks an update whose retries ran out outside δ, the number of backtracks beside it. {'rows' in tl && tl.note}</>}
+        >
+          {() =>
+            'rows' in tl && (
+              <ol className="runlog-timeline" data-testid="run-timeline-rows">
+                {tl.rows.slice(-60).map((r) => (
+                  <li key={r.step} data-step={r.step}>
+                    <span className="muted">step {r.step}</span>{' '}
+                    {r.updates.map((u, i) => (
+                      <span key={i} className="runlog-chip" style={{ borderColor: u.violated ? NOT_HELD : agentColor(u.agent), color: agentColor(u.agent) }} title={u.violated ? 'retries ran out outside δ' : undefined}>
+                        {u.agent}
+                        {u.backtracks > 0 ? <sup>{u.backtracks}</sup> : null}
+                      </span>
+                    ))}
+                  </li>
+                ))}
+              </ol>
+            )
+          }
+        </ChartFrame>
+      </div>
+    </section>
+  );
+}

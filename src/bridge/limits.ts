@@ -1,0 +1,60 @@
+/**
+ * How much of a user's file the bridge reads before it parses: a recipe YAML or a run log is user
+ * input, so its size, its line count and its key count are capped first, and a file over a cap is
+ * refused with a message saying which cap and by how much — a 37 MB YAML with two million keys is
+ * refused in milliseconds instead of parsing for minutes.
+ *
+ * Not here: the parsers themselves (recipe.ts, the log readers).
+ */
+import { FormatError } from '../core/errors';
+
+/** Caps on one imported file. */
+export interface InputLimits {
+  /** Most characters (UTF-16 units) of text. */
+  readonly chars: number;
+  /** Most lines. */
+  readonly lines: number;
+  /** Most `key:` / `"key":` occurrences, counted by a linear scan before any parse. */
+  readonly keys: number;
+}
+
+/** A SAT-style recipe: a few dozen keys in a few kilobytes; generous caps. */
+export const RECIPE_LIMITS: InputLimits = { chars: 256 * 1024, lines: 5_000, keys: 5_000 };
+
+/** A run log: a long real run logs ~100 metrics per step for tens of thousands of steps. */
+export const LOG_LIMITS: InputLimits = { chars: 64 * 1024 * 1024, lines: 2_000_000, keys: 20_000_000 };
+
+const MIB = 1024 * 1024;
+const size = (n: number) => (n >= MIB ? `${(n / MIB).toFixed(1)} MB` : `${Math.ceil(n / 1024)} kB`);
+
+/** Counts lines and key-like tokens (`word:` or `"…":`) in one pass, stopping once a cap is passed. */
+function scan(text: string, limits: InputLimits): { lines: number; keys: number } {
+  let lines = 1;
+  let keys = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 10) {
+      if (++lines > limits.lines) break;
+    } else if (c === 58 /* : */ && i > 0) {
+      const p = text.charCodeAt(i - 1);
+      // a key ends right before ':' in YAML (`key:`) and JSON (`"key":`); times like 12:30 count too, which only errs on the safe side
+      if (p === 34 || (p >= 48 && p <= 57) || (p >= 65 && p <= 90) || (p >= 97 && p <= 122) || p === 95) {
+        if (++keys > limits.keys) break;
+      }
+    }
+  }
+  return { lines, keys };
+}
+
+/**
+ * Throws a FormatError naming the cap when `text` is larger than `limits` allow for a `what`
+ * ("recipe", "run log"); returns quietly otherwise.
+ */
+export function checkInputSize(text: string, limits: InputLimits, what: string): void {
+  if (text.length > limits.chars) {
+    throw new FormatError(`This ${what} is ${size(text.length)}; the playground reads at most ${size(limits.chars)} of it. Nothing was read.`);
+  }
+  const { lines, keys } = scan(text, limits);
+  if (lines > limits.lines) throw new FormatError(`This ${what} has more than ${limits.lines.toLocaleString('en')} lines; the playground reads at most that many. Nothing was read.`);
+  if (keys > limits.keys) throw new FormatError(`This ${what} has more than ${limits.keys.toLocaleString('en')} keys; the playground reads at most that many. Nothing was read.`);
+}

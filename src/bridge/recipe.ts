@@ -1,0 +1,186 @@
+/**
+ * "Export for a real run": the playground's settings as runs of three real engines, with the
+ * task's data and reward beside them — and the table (`RECIPE`) that says, for EVERY setting of
+ * the config table (src/sat/config.ts), where it goes in each engine or why it goes nowhere:
+ *
+ *   satTrainer  the SAT authors' trainer (Yydc/SAT-AAMAS scripts/train.py): its YAML (satTrainer.ts)
+ *   verl        verl's main_ppo: one GRPO run of agent 0, the single-policy baseline (verl.ts)
+ *   teamtr      TeamTR's main_ppo: one run of the whole team, agents updated in turn (teamtr.ts)
+ *
+ * plus the task's prompts as each engine's dataset (taskData.ts) and its verifier as a Python
+ * reward module (rewardPy.ts). A setting an engine would run differently is refused by name
+ * (engine.ts), never exported "nearly right". docs/real-run.md's table is generated from RECIPE
+ * (`recipeTable`); tests/recipe.test.ts checks the table is total and the YAML round-trips, and
+ * tests/bridge-schema.test.ts holds every export against the engines' own key lists and checks.
+ *
+ * Not here: the settings themselves (config.ts), the file dialogs (the page, the CLI).
+ */
+import { CONFIG_KEYS, isLlmTask, type Config, type ConfigKey } from '../sat/config';
+import type { LlmTaskName } from '../tasks/llm/index';
+import { ENGINE_TITLES, type EngineExport, type EngineName, type ExportFile } from './engine';
+import { DEFAULT_MODELS, type ModelMap } from './models';
+import { rewardModule } from './rewardPy';
+import { readSatTrainer, satTrainerExport } from './satTrainer';
+import { DATA_FILES, problemsOf, satRows, teamtrRows, verlRows } from './taskData';
+import { teamtrExport } from './teamtr';
+import { verlExport } from './verl';
+
+export { DEFAULT_MODELS, type ModelMap } from './models';
+export { ENGINE_TITLES, type EngineExport, type EngineName } from './engine';
+
+/** Where one playground setting goes in each engine: a key, or null (then the note says why). */
+export interface RecipeEntry {
+  readonly satTrainer: string | null;
+  readonly verl: string | null;
+  readonly teamtr: string | null;
+  /** How the value reads on the other side, or why it has no counterpart. */
+  readonly note: string;
+}
+
+const NONE = (note: string): RecipeEntry => ({ satTrainer: null, verl: null, teamtr: null, note });
+const V = 'actor_rollout_ref';
+
+/** Every setting of the config table, by meaning (header). */
+export const RECIPE: Readonly<Record<ConfigKey, RecipeEntry>> = {
+  task: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'The task is the data: its prompts are written as each engine\'s dataset and its verifier as reward.py (verl reward.custom_reward_function, TeamTR custom_reward_function). The SAT authors\' trainer has a built-in numeric reward, so countdown is refused there; tabular games are refused everywhere.' },
+  protocol: { satTrainer: null, verl: null, teamtr: null, note: 'The SAT authors\' trainer and TeamTR have each response written by one agent alone: independent; chain, vote and router are refused there. verl runs one policy, for which the protocol does not arise.' },
+  agents: { satTrainer: 'sat.agents', verl: null, teamtr: `${V}.rollout.agent_model_paths`, note: 'One entry per agent. verl trains one policy (agent 0).' },
+  actions: NONE('A tabular game\'s action count; a language model\'s actions are its vocabulary.'),
+  taskSeed: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'Fixes the generated problems written into the data files.' },
+  penaltyK: NONE('A payoff of the penalty matrix game (tabular only).'),
+  initScale: NONE('Random initial logits of tabular agents; real agents start from their checkpoints.'),
+  level: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'The difficulty of the problems written into the data files.' },
+  model: { satTrainer: 'sat.agents[*].path', verl: `${V}.model.path`, teamtr: `${V}.rollout.agent_model_paths`, note: 'The size S/M/L mapped to a Hugging Face id (choose your own). verl: agent 0\'s; TeamTR: model.path is agent 0\'s too.' },
+  backend: NONE('Where the playground computes (CPU kernels, WebGPU); a real run uses its GPUs.'),
+  agentModels: { satTrainer: 'sat.agents[*].path', verl: null, teamtr: `${V}.rollout.agent_model_paths`, note: 'Per-agent sizes, mapped like model.' },
+  lora: { satTrainer: null, verl: `${V}.model.lora_rank`, teamtr: `${V}.model.lora_rank`, note: 'verl also gets target_modules=all-linear and rollout.load_format=safetensors (vLLM rounds the rank up to 1, 8, 16, 32, 64, …). The SAT authors\' trainer trains all weights (no LoRA key).' },
+  loraAlpha: { satTrainer: null, verl: `${V}.model.lora_alpha`, teamtr: `${V}.model.lora_alpha`, note: 'Written with lora > 0.' },
+  temperature: { satTrainer: 'generation.temperature', verl: `${V}.rollout.temperature`, teamtr: `${V}.rollout.temperature`, note: 'The sampling temperature of every rollout.' },
+  topK: { satTrainer: null, verl: `${V}.rollout.top_k`, teamtr: `${V}.rollout.top_k`, note: 'verl (vLLM): 0 = all tokens is written -1; TeamTR\'s Hugging Face sampler takes 0. The SAT authors\' trainer samples with top_p only.' },
+  maxNew: { satTrainer: 'data.max_response_length', verl: 'data.max_response_length', teamtr: 'data.max_response_length', note: 'The playground counts characters of a char-level model; a real tokenizer and an instruct model need another budget: 4 × maxNew tokens, at least 32.' },
+  evalEpisodes: { satTrainer: 'dataset.test_path', verl: 'data.val_files', teamtr: 'data.val_files', note: 'The held-out problems behind J, written as the validation file (verl and TeamTR validate every step: trainer.test_freq=1).' },
+  formatReward: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py. The SAT authors\' reward is built in (1 or 0): a format reward > 0 is not carried there.' },
+  seed: { satTrainer: null, verl: 'data.seed', teamtr: 'data.seed', note: 'Shuffles the data; a real run has further seeds (sampling, initialisation). The SAT authors\' trainer takes --seed on its command line (written there).' },
+  stages: { satTrainer: 'training.num_stages', verl: 'trainer.total_training_steps', teamtr: 'trainer.total_training_steps', note: 'One stage per training step.' },
+  scheme: NONE('sequential is SAT; TeamTR updates agents in turn from one batch per step, which for the independent protocol is the same (an agent\'s update does not change another\'s episodes).'),
+  batch: { satTrainer: 'data.train_batch_size', verl: 'data.train_batch_size', teamtr: 'data.train_batch_size', note: 'Prompts per stage. The SAT authors\' trainer counts episodes (batch × group); TeamTR counts rows, one per problem and agent (batch × agents). ppo_mini_batch_size is the whole batch (one optimizer step per epoch, as here).' },
+  group: { satTrainer: 'sat.group_size', verl: `${V}.rollout.n`, teamtr: `${V}.rollout.n`, note: 'Samples per prompt (GRPO group).' },
+  estimator: NONE('How agent j\'s advantages account for its predecessors\' updates (docs/method.md §4.2). No engine has the key: the SAT authors\' trainer reweights one batch per stage (truncated importance sampling, sat/data/reweighting.py); for the independent protocol TeamTR runs, the estimators coincide.'),
+  norm: { satTrainer: 'sat.group_norm', verl: 'algorithm.norm_adv_by_std_in_grpo', teamtr: 'algorithm.norm_adv_by_std_in_grpo', note: 'group → true, none → false (with the group mean as baseline: sat.adv_mode grpo, group_baseline mean); batch is refused.' },
+  aClip: { satTrainer: 'sat.A_clip', verl: null, teamtr: null, note: 'verl clips ratios, not advantages.' },
+  probeEpisodes: NONE('A diagnostic of the playground\'s certificate (the bias probe).'),
+  objective: { satTrainer: null, verl: `${V}.actor.policy_loss.loss_mode`, teamtr: `${V}.actor.policy_loss.loss_mode`, note: 'sequence (one ratio per message, docs/method.md §5.1) → verl gspo, TeamTR geo_mean: the nearest sequence-level ratios, length-normalised, so NOT the same; token → vanilla. The SAT authors\' trainer always uses its sequence ratio (sat/loss/seq_ratio_loss.py).' },
+  tokenAgg: { satTrainer: null, verl: `${V}.actor.loss_agg_mode`, teamtr: `${V}.actor.loss_agg_mode`, note: 'grpo → seq-mean-token-mean, bnpo → token-mean, dr_grpo → verl\'s DrGRPO: seq-mean-token-sum-norm with use_kl_loss=false and norm_adv_by_std_in_grpo=false. With objective sequence: seq-mean-token-mean.' },
+  epsLow: { satTrainer: 'sat.epsilon', verl: `${V}.actor.clip_ratio_low`, teamtr: `${V}.actor.clip_ratio_low`, note: 'sat.epsilon is one symmetric ε: epsLow is written there.' },
+  epsHigh: { satTrainer: null, verl: `${V}.actor.clip_ratio_high`, teamtr: `${V}.actor.clip_ratio_high`, note: 'The SAT authors\' trainer has one symmetric ε (sat.epsilon, written from epsLow).' },
+  beta: { satTrainer: 'algorithm.kl_ctrl.kl_coef', verl: `${V}.actor.kl_loss_coef`, teamtr: `${V}.actor.kl_loss_coef`, note: 'verl / TeamTR: with use_kl_loss=true and kl_loss_type=low_var_kl, a sampled estimate of the KL to the reference model, where ours is the exact per-state KL to π_cur.' },
+  betaAdapt: NONE('The SAT authors\' trainer always raises β ×1.5 after a backtrack (sat/kl/quantile_kl_ctrl.py); verl and TeamTR keep kl_loss_coef fixed.'),
+  lr: { satTrainer: 'training.learning_rate', verl: `${V}.actor.optim.lr`, teamtr: `${V}.actor.optim.lr`, note: 'Real models need far smaller rates (verl\'s default is 1e-6).' },
+  epochs: { satTrainer: null, verl: `${V}.actor.ppo_epochs`, teamtr: `${V}.actor.ppo_epochs`, note: 'The SAT authors\' trainer takes one step per try (its backtracking loop).' },
+  weightDecay: { satTrainer: 'training.weight_decay', verl: `${V}.actor.optim.weight_decay`, teamtr: `${V}.actor.optim.weight_decay`, note: 'The SAT authors\' trainer applies it to its built-in tiny model; Hugging Face agents get 0.01 (sat/real_controller.py).' },
+  delta: { satTrainer: 'algorithm.kl_ctrl.target_kl', verl: null, teamtr: null, note: 'verl and TeamTR have no trust-region monitor.' },
+  deltas: NONE('Per-agent radii: the SAT authors\' trainer reads one target_kl for every agent (sat/kl/quantile_kl_ctrl.py); kept in the YAML\'s playground section for the playground\'s Import.'),
+  alpha: { satTrainer: 'algorithm.kl_ctrl.quantile', verl: null, teamtr: null, note: 'Written as the quantile 1 − α the monitor checks.' },
+  maxBacktracks: { satTrainer: 'sat.max_backtracks', verl: null, teamtr: null, note: 'verl and TeamTR have no backtracking (no trust-region monitor).' },
+  retryLrFactor: NONE('The SAT authors\' retries keep the step size (β ×1.5 only); no engine has the key.'),
+  onExhausted: NONE('The SAT authors\' trainer keeps the last violating step when the retries run out (keep); no engine has the key.'),
+  order: { satTrainer: 'sat.scheduler.mode', verl: null, teamtr: null, note: 'fixed → static, random → random; greedy, reverse and custom are refused (its greedy_info_gain falls back to static: no predicted gains are passed). TeamTR runs fixed only; others refused.' },
+  customOrder: NONE('Only with order = custom, which no engine runs.'),
+  certForm: NONE('Which of the playground\'s certificate forms its charts show.'),
+  gamma: { satTrainer: 'algorithm.gamma', verl: null, teamtr: null, note: 'The discount of the SAT authors\' certificate monitor.' },
+  deltaConf: { satTrainer: 'certificate.delta_conf', verl: null, teamtr: null, note: 'verl and TeamTR compute no certificate.' },
+  certEpisodes: NONE('The playground\'s fresh certification batch (docs/certificate.md); no engine has one.'),
+  certBound: NONE('Which concentration bound the playground\'s certificate uses.'),
+  certClip: NONE('The ratio truncation of the playground\'s language certificate.'),
+  geoIters: NONE('Fisher-vector products of the playground\'s information-geometric gain (a diagnostic).'),
+  aMax: { satTrainer: 'certificate.A_max', verl: null, teamtr: null, note: '0 means the task\'s reward range; written as that range.' },
+  swapAgent: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Read by the SAT authors\' scripts/plug_and_play.py; verl and TeamTR have no mid-run swap (refused).' },
+  swapAt: NONE('When the swap happens; the SAT authors\' plug_and_play.py swaps a trained team, not at a stage.'),
+  swapTo: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Mapped like model; best (a tabular best response) is refused.' },
+  swapStage0: { satTrainer: 'sat.stage0_delta', verl: null, teamtr: null, note: 'Off is written as stage0_delta: 0.' },
+  stage0Delta: { satTrainer: 'sat.stage0_delta', verl: null, teamtr: null, note: 'Read by the SAT authors\' plug_and_play.py; verl and TeamTR have no swap.' },
+};
+
+/** The names of what an export writes, derived from the recipe file's name (e.g. "arith-team.sat.yaml"). */
+export interface RecipeNames {
+  /** Experiment name: the runs' experiment_name and log names. */
+  readonly name: string;
+  readonly yamlFile: string;
+  readonly verlScript: string;
+  readonly teamtrScript: string;
+  /** Folder of the data and reward.py, relative to the recipe. */
+  readonly dataDir: string;
+}
+
+/** The names for a recipe written as `yamlFile` (only its base name is used). */
+export function recipeNames(yamlFile: string): RecipeNames {
+  const base = yamlFile.split(/[\\/]/).pop()!;
+  const name = base.replace(/\.sat\.ya?ml$|\.ya?ml$/i, '') || 'sat-playground';
+  return { name, yamlFile: base, verlScript: `${name}.verl.sh`, teamtrScript: `${name}.teamtr.sh`, dataDir: `${name}.data` };
+}
+
+/** The exported recipe: each engine's export, and every file to write (engines, data, reward). */
+export interface Recipe {
+  readonly engines: Readonly<Record<EngineName, EngineExport>>;
+  /** The SAT-style YAML (the SAT authors' trainer's config), or null when that engine refused. */
+  readonly yaml: string | null;
+  /** verl's overrides, one per line, or [] when verl refused. */
+  readonly verl: readonly string[];
+  readonly files: readonly ExportFile[];
+  /** Settings with no counterpart in any engine (docs/real-run.md says why). */
+  readonly unmapped: readonly ConfigKey[];
+}
+
+/** The recipe for `cfg` (header). `aMaxOfTask` is A_max when cfg.aMax = 0 (the task's reward range). */
+export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTask = 1, yamlFile = 'sat-playground.sat.yaml', opts: { readonly data?: boolean } = {}): Recipe {
+  const n = recipeNames(yamlFile);
+  const engines: Record<EngineName, EngineExport> = {
+    satTrainer: satTrainerExport(cfg, models, aMaxOfTask, n.dataDir, n.name, n.yamlFile),
+    verl: verlExport(cfg, models, n.dataDir, n.name, n.verlScript),
+    teamtr: teamtrExport(cfg, models, n.dataDir, n.name, n.teamtrScript),
+  };
+  const files: ExportFile[] = Object.values(engines).flatMap((e) => (e.ok ? e.files : []));
+  if (opts.data !== false && isLlmTask(cfg.task) && Object.values(engines).some((e) => e.ok)) files.push(...dataFiles(cfg, n.dataDir));
+  const sat = engines.satTrainer;
+  return {
+    engines,
+    yaml: sat.ok ? sat.files[0]!.text : null,
+    verl: engines.verl.ok ? engines.verl.overrides : [],
+    files,
+    unmapped: CONFIG_KEYS.filter((k) => RECIPE[k].satTrainer === null && RECIPE[k].verl === null && RECIPE[k].teamtr === null),
+  };
+}
+
+/** The task's data files and reward module under `dataDir`. */
+export function dataFiles(cfg: Config, dataDir: string): ExportFile[] {
+  const { train, val } = problemsOf(cfg);
+  const at = (f: string) => `${dataDir}/${f}`;
+  return [
+    { path: at(DATA_FILES.verlTrain), text: verlRows(cfg, train) },
+    { path: at(DATA_FILES.verlVal), text: verlRows(cfg, val) },
+    { path: at(DATA_FILES.teamtrTrain), text: teamtrRows(cfg, train) },
+    { path: at(DATA_FILES.teamtrVal), text: teamtrRows(cfg, val) },
+    { path: at(DATA_FILES.satTrain), text: satRows(cfg, train, 'train') },
+    { path: at(DATA_FILES.satTest), text: satRows(cfg, val, 'test') },
+    { path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward) },
+  ];
+}
+
+/** One line per engine: written, or refused with the reasons (for the CLI and the page). */
+export function recipeSummary(r: Recipe): string[] {
+  return (Object.keys(r.engines) as EngineName[]).map((k) => {
+    const e = r.engines[k];
+    return e.ok ? `${ENGINE_TITLES[k]}: ${e.command}` : `${ENGINE_TITLES[k]}: not exported — ${e.refused.map((x) => `${x.setting}: ${x.message}`).join(' ')}`;
+  });
+}
+
+/** Settings from a SAT-style YAML (the SAT authors' trainer's, as exported): see satTrainer.ts readSatTrainer. */
+export const readRecipe = readSatTrainer;
+
+/** The Markdown table of docs/real-run.md: every setting, its counterpart in each engine and the note. */
+export function recipeTable(): string {
+  const cell = (x: string | null | undefined) => (x ? `\`${x}\`` : '—');
+  const esc = (x: string) => x.replace(/\|/g, '\\|');
+  const rows = CONFIG_KEYS.map((k) => `| \`${k}\` | ${cell(RECIPE[k].satTrainer)} | ${cell(RECIPE[k].verl)} | ${cell(RECIPE[k].teamtr)} | ${esc(RECIPE[k].note)} |`);
+  return ['| setting | SAT authors\' trainer (YAML) | verl override | TeamTR override | note |', '|---|---|---|---|---|', ...rows].join('\n');
+}

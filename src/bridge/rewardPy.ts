@@ -1,0 +1,279 @@
+/**
+ * The task's verifier as a Python reward module for a real run (standard library only), written
+ * beside the dataset by "Export for a real run". It implements the same rules as the TypeScript
+ * verifiers and protocols — src/tasks/llm/arithmetic.ts `verifyInteger`, countdown.ts
+ * `verifyCountdown` (parser, number use, integer evaluation in IEEE doubles as JavaScript does),
+ * types.ts `preCheck` (length in UTF-16 units, JavaScript's `trim`), protocols.ts `cleanMessage`
+ * and `teamVerdict` — and exposes:
+ *
+ *   compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float
+ *       verl's custom reward function (reward.custom_reward_function; TeamTR:
+ *       custom_reward_function): one answer's reward.
+ *   team_reward(protocol, n_agents, messages, ground_truth, sample=0) -> float
+ *       a whole episode of the playground's protocols (independent, chain, vote, router).
+ *
+ * tests/bridge-reward.test.ts runs this module with python3 on every transcript of short
+ * playground runs and on adversarial strings, and requires exactly the TypeScript rewards.
+ *
+ * Not here: the dataset rows (taskData.ts), the engines' configs.
+ */
+import type { LlmTaskName } from '../tasks/llm/index';
+import { MAX_VERIFY_CHARS } from '../tasks/llm/types';
+import { MAX_LITERAL_DIGITS, MAX_PAREN_DEPTH } from '../tasks/llm/countdown';
+import { SPECIAL_MARKERS } from '../tasks/llm/protocols';
+import { dataSource } from './taskData';
+
+/** The Python source of the reward module for `task` with the given format reward. */
+export function rewardModule(task: LlmTaskName, formatReward: number): string {
+  return `"""SAT Playground reward for the ${task} task, exported by "Export for a real run".
+
+compute_score(data_source, solution_str, ground_truth, extra_info=None) is verl's custom reward
+function (reward.custom_reward_function.path=<this file>, name=compute_score); team_reward(...)
+grades a whole episode of the playground's protocols. The rules are the playground's verifiers
+(docs/real-run.md): standard library only, no eval.
+"""
+import json
+import re
+
+TASK = ${JSON.stringify(task)}
+DATA_SOURCE = ${JSON.stringify(dataSource(task))}
+FORMAT_REWARD = ${formatReward}
+MAX_VERIFY_CHARS = ${MAX_VERIFY_CHARS}
+MAX_PAREN_DEPTH = ${MAX_PAREN_DEPTH}
+MAX_LITERAL_DIGITS = ${MAX_LITERAL_DIGITS}
+MARKERS = ${JSON.stringify(SPECIAL_MARKERS)}
+
+# JavaScript's String.prototype.trim: WhiteSpace and LineTerminator code points.
+_JS_SPACE = "\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000\\u2001\\u2002\\u2003\\u2004\\u2005\\u2006\\u2007\\u2008\\u2009\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+
+
+def _js_trim(s):
+    return s.strip(_JS_SPACE)
+
+
+def _utf16_len(s):
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def clean_message(text):
+    """A message cut at the first turn / end marker it contains."""
+    cut = len(text)
+    for m in MARKERS:
+        at = text.find(m)
+        if 0 <= at < cut:
+            cut = at
+    return text[:cut]
+
+
+def _pre_check(answer):
+    """The trimmed answer, or None when it scores 0 before being read."""
+    if not isinstance(answer, str) or _utf16_len(answer) > MAX_VERIFY_CHARS:
+        return None
+    t = _js_trim(answer)
+    return t if t else None
+
+
+# -- arithmetic -------------------------------------------------------------------------------
+
+_INTEGER = re.compile(r"-?[0-9]{1,12}")
+
+
+def verify_integer(expected, answer):
+    """(reward, parsed): 1 for the right integer, FORMAT_REWARD for another integer, else 0."""
+    t = _pre_check(answer)
+    if t is None or _INTEGER.fullmatch(t) is None:
+        return 0.0, None
+    v = int(t)
+    parsed = str(v)
+    return (1.0 if v == expected else float(FORMAT_REWARD)), parsed
+
+
+# -- countdown --------------------------------------------------------------------------------
+
+class _ParseFail(Exception):
+    pass
+
+
+def _parse(text):
+    """An expression tree over digits, + - * ( ) and spaces, or None. Trees: ("num", text, value)
+    or ("bin", op, left, right)."""
+    for c in text:
+        if not (c in "0123456789+-*() "):
+            return None
+    pos = [0]
+
+    def skip():
+        while pos[0] < len(text) and text[pos[0]] == " ":
+            pos[0] += 1
+
+    def factor(depth):
+        skip()
+        c = text[pos[0]] if pos[0] < len(text) else None
+        if c == "(":
+            if depth >= MAX_PAREN_DEPTH:
+                raise _ParseFail()
+            pos[0] += 1
+            e = expr(depth + 1)
+            skip()
+            if pos[0] >= len(text) or text[pos[0]] != ")":
+                raise _ParseFail()
+            pos[0] += 1
+            return e
+        if c is not None and "0" <= c <= "9":
+            start = pos[0]
+            while pos[0] < len(text) and "0" <= text[pos[0]] <= "9":
+                pos[0] += 1
+            lit = text[start:pos[0]]
+            if len(lit) > MAX_LITERAL_DIGITS:
+                raise _ParseFail()
+            return ("num", lit, float(int(lit)))
+        raise _ParseFail()
+
+    def term(depth):
+        left = factor(depth)
+        while True:
+            skip()
+            if pos[0] >= len(text) or text[pos[0]] != "*":
+                return left
+            pos[0] += 1
+            left = ("bin", "*", left, factor(depth))
+
+    def expr(depth):
+        left = term(depth)
+        while True:
+            skip()
+            c = text[pos[0]] if pos[0] < len(text) else None
+            if c != "+" and c != "-":
+                return left
+            pos[0] += 1
+            left = ("bin", c, left, term(depth))
+
+    try:
+        e = expr(0)
+        skip()
+        return e if pos[0] == len(text) else None
+    except _ParseFail:
+        return None
+
+
+_PREC = {"+": 1, "-": 1, "*": 2}
+
+
+def _print(e):
+    """The expression with the fewest parentheses that keep its meaning (the canonical form)."""
+    if e[0] == "num":
+        return e[1]
+    op, left, right = e[1], e[2], e[3]
+
+    def side(c, is_right):
+        s = _print(c)
+        if c[0] == "num":
+            return s
+        cp = _PREC[c[1]]
+        needs = cp < _PREC[op] or (is_right and cp == _PREC[op] and op == "-")
+        return "(" + s + ")" if needs else s
+
+    return side(left, False) + op + side(right, True)
+
+
+def _literals(e, out):
+    if e[0] == "num":
+        out.append(e[1])
+    else:
+        _literals(e[2], out)
+        _literals(e[3], out)
+    return out
+
+
+def _evaluate(e):
+    """Integer evaluation in IEEE doubles, as the playground's JavaScript does."""
+    if e[0] == "num":
+        return e[2]
+    a, b = _evaluate(e[2]), _evaluate(e[3])
+    return a + b if e[1] == "+" else a - b if e[1] == "-" else a * b
+
+
+def verify_countdown(numbers, target, answer):
+    """(reward, parsed): 1 when the expression uses the given numbers legally and equals the
+    target, FORMAT_REWARD when legal but off target, else 0."""
+    t = _pre_check(answer)
+    if t is None:
+        return 0.0, None
+    e = _parse(t)
+    if e is None:
+        return 0.0, None
+    parsed = _print(e)
+    given = {}
+    for n in numbers:
+        given[str(n)] = given.get(str(n), 0) + 1
+    used = {}
+    for lit in _literals(e, []):
+        if lit not in given:
+            return 0.0, parsed
+        used[lit] = used.get(lit, 0) + 1
+        if used[lit] > given[lit]:
+            return 0.0, parsed
+    return (1.0 if _evaluate(e) == target else float(FORMAT_REWARD)), parsed
+
+
+# -- one answer, one episode ------------------------------------------------------------------
+
+def _verify(answer, ground_truth):
+    if TASK == "arithmetic":
+        return verify_integer(int(ground_truth), answer)
+    nums, target = str(ground_truth).split(">")
+    return verify_countdown([int(x) for x in nums.split(",")], int(target), answer)
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    """verl's reward function: the reward of one answer (its text cut at the first marker)."""
+    if data_source != DATA_SOURCE:
+        raise ValueError("reward.py grades " + DATA_SOURCE + " rows, got data_source " + repr(data_source))
+    return _verify(clean_message(solution_str), ground_truth)[0]
+
+
+def _route(text, n_agents):
+    t = _js_trim(clean_message(text)) if isinstance(text, str) else ""
+    if len(t) == 1 and "1" <= t <= str(n_agents - 1):
+        return int(t)
+    return None
+
+
+def team_reward(protocol, n_agents, messages, ground_truth, sample=0):
+    """The reward of a finished episode: messages are the texts in speaking order (vote: agent
+    order; router: the route, then the solver's answer)."""
+    if protocol == "independent":
+        return _verify(clean_message(messages[0]), ground_truth)[0]
+    if protocol == "chain":
+        return _verify(clean_message(messages[-1]), ground_truth)[0]
+    if protocol == "vote":
+        verdicts = [_verify(clean_message(m), ground_truth) for m in messages]
+        tally = {}
+        for agent, (_, parsed) in enumerate(verdicts):
+            if parsed is not None:
+                tally.setdefault(parsed, []).append(agent)
+        if not tally:
+            return 0.0
+        best = max(len(a) for a in tally.values())
+        winner = next(a for a in tally.values() if len(a) == best)
+        return verdicts[winner[0]][0]
+    if protocol == "router":
+        if _route(messages[0], n_agents) is None:
+            return 0.0
+        return _verify(clean_message(messages[1]), ground_truth)[0]
+    raise ValueError("unknown protocol " + repr(protocol))
+
+
+if __name__ == "__main__":
+    # Reads {"episodes": [{protocol, n_agents, messages, ground_truth}], "answers": [[data_source,
+    # solution_str, ground_truth]]} on stdin; prints {"team": [...], "single": [...]}.
+    import sys
+
+    job = json.load(sys.stdin)
+    out = {
+        "team": [team_reward(e["protocol"], e["n_agents"], e["messages"], e["ground_truth"]) for e in job.get("episodes", [])],
+        "single": [compute_score(a[0], a[1], a[2]) for a in job.get("answers", [])],
+    }
+    json.dump(out, sys.stdout)
+`;
+}

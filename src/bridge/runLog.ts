@@ -1,0 +1,155 @@
+/**
+ * A real run's metric log, normalised: whichever engine and logger wrote it, an imported log
+ * becomes one `RunLog` — steps in order, each with its metrics by the engine's own key names
+ * (verl's `actor/pg_clipfrac`, TeamTR's `agent1/actor/ppo_kl`, the SAT authors' `lower_bound`…)
+ * and, where the log says so, which agents were updated in which order and each one's KL against
+ * its radius δ. `readRunLog` finds the format, caps the input's size first (limits.ts), and never
+ * throws on a bad line: the line is skipped and named in `warnings`, so a partial log still opens.
+ * A file with no readable step at all is a FormatError saying what the formats look like.
+ *
+ * The formats (each parser's header cites the code that writes it):
+ *   verl-jsonl     verl's / TeamTR's file logger: {"step": N, "data": {key: value}} a line (logs/verl.ts)
+ *   verl-console   their console logger: "step:N - key:value - key:value" lines (logs/verl.ts)
+ *   wandb-csv      a W&B run history exported as CSV: a header of keys, `_step` among them (logs/wandb.ts)
+ *   wandb-json     a W&B history as a JSON array (or JSON lines) of row objects with `_step` (logs/wandb.ts)
+ *   sat-trainer    the SAT authors' trainer: its printed stage log and/or stage_log.jsonl (logs/satTrainer.ts)
+ * and the playground's own saved run (runLogFile.ts), which opens as it was saved.
+ *
+ * Not here: the charts' rows (runLogSeries.ts), the page (RunLogView.tsx).
+ */
+import { FormatError } from '../core/errors';
+import { checkInputSize, LOG_LIMITS } from './limits';
+import { parseSatTrainerLog } from './logs/satTrainer';
+import { parseVerlConsole, parseVerlJsonl } from './logs/verl';
+import { parseWandbCsv, parseWandbJson } from './logs/wandb';
+import { isRunLogFile, readRunLogFile } from './runLogFile';
+
+export type RunLogFormat = 'verl-jsonl' | 'verl-console' | 'wandb-csv' | 'wandb-json' | 'sat-trainer';
+
+/** One agent's update within a step, as the SAT authors' trainer prints it. */
+export interface AgentUpdate {
+  readonly agent: number;
+  /** Position in the step's order σ, from 0. */
+  readonly position: number;
+  /** The KL quantile measured after the last try, and the radius it was held against. */
+  readonly klQ: number;
+  readonly delta: number;
+  /** Tries that exceeded δ and were undone (backtracks). */
+  readonly backtracks: number;
+  /** The last try still exceeded δ (the retries ran out). */
+  readonly violated: boolean;
+}
+
+export interface RunStep {
+  readonly step: number;
+  readonly metrics: Readonly<Record<string, number>>;
+  /** Agent updates in order, when the log has them (the SAT authors' trainer). */
+  readonly updates?: readonly AgentUpdate[];
+}
+
+export interface RunLog {
+  readonly format: RunLogFormat;
+  /** The engine that wrote it, as far as the keys tell (TeamTR: agent<i>/ keys). */
+  readonly engine: 'verl' | 'teamtr' | 'satTrainer' | 'unknown';
+  /** A name for people: the file's. */
+  readonly name: string;
+  readonly steps: readonly RunStep[];
+  /** Agents the log has per-agent records for (0 = none: one policy, or not said). */
+  readonly agents: number;
+  /** Every metric key seen, sorted. */
+  readonly keys: readonly string[];
+  /** Lines or rows that were skipped, each saying where and why (at most MAX_WARNINGS). */
+  readonly warnings: readonly string[];
+}
+
+export const MAX_WARNINGS = 20;
+
+/** What a parser returns: steps (maybe unsorted, maybe repeated) and what it skipped. */
+export interface Parsed {
+  readonly steps: RunStep[];
+  readonly warnings: string[];
+  readonly skipped: number;
+}
+
+/** Collects warnings up to MAX_WARNINGS, counting the rest. */
+export class Warnings {
+  readonly list: string[] = [];
+  skipped = 0;
+  add(msg: string): void {
+    this.skipped++;
+    if (this.list.length < MAX_WARNINGS) this.list.push(msg);
+  }
+  done(steps: RunStep[]): Parsed {
+    return { steps, warnings: this.list, skipped: this.skipped };
+  }
+}
+
+/** The format of `text`, from its first non-empty lines and the file name, or null. */
+export function detectFormat(text: string, fileName = ''): RunLogFormat | null {
+  const head = text.slice(0, 64 * 1024);
+  const lines = head.split(/\r?\n/).filter((l) => l.trim() !== '');
+  const first = lines[0]?.trim() ?? '';
+  if (/^=+$/.test(first) && /SAT training:/.test(head)) return 'sat-trainer';
+  if (/^(=== Stage \d+\/\d+ ===|\[Stage\] )/m.test(head) || /^\{"stage": ?\d+.*"lower_bound"/.test(first)) return 'sat-trainer';
+  if (/^\{"step": ?-?\d+, ?"data": ?\{/.test(first)) return 'verl-jsonl';
+  if (first.startsWith('[') || (first.startsWith('{') && /"_step"/.test(first))) return 'wandb-json';
+  if (/(^|\s)step:\d+( - |$)/m.test(head)) return 'verl-console';
+  if (/\.csv$/i.test(fileName) || (/,/.test(first) && /(^|,)"?_step"?(,|$)/.test(first))) return 'wandb-csv';
+  return null;
+}
+
+const PARSERS: Readonly<Record<RunLogFormat, (text: string) => Parsed>> = {
+  'verl-jsonl': parseVerlJsonl,
+  'verl-console': parseVerlConsole,
+  'wandb-csv': parseWandbCsv,
+  'wandb-json': parseWandbJson,
+  'sat-trainer': parseSatTrainerLog,
+};
+
+/** Steps sorted by step number; a step logged twice (validation and training lines) is merged. */
+function mergeSteps(steps: readonly RunStep[]): RunStep[] {
+  const by = new Map<number, { metrics: Record<string, number>; updates?: readonly AgentUpdate[] }>();
+  for (const s of steps) {
+    const cur = by.get(s.step) ?? { metrics: {} };
+    Object.assign(cur.metrics, s.metrics);
+    if (s.updates) cur.updates = s.updates;
+    by.set(s.step, cur);
+  }
+  return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([step, v]) => ({ step, metrics: v.metrics, ...(v.updates ? { updates: v.updates } : {}) }));
+}
+
+/** Agents with per-agent keys (`agent<i>/…`) or updates. */
+function agentCount(steps: readonly RunStep[]): number {
+  let n = 0;
+  for (const s of steps) {
+    for (const k of Object.keys(s.metrics)) {
+      const m = /^agent(\d+)\//.exec(k);
+      if (m) n = Math.max(n, Number(m[1]) + 1);
+    }
+    for (const u of s.updates ?? []) n = Math.max(n, u.agent + 1);
+  }
+  return n;
+}
+
+/** Reads a run log (header). Throws FormatError only when nothing in it can be read. */
+export function readRunLog(text: string, fileName = 'run log'): RunLog {
+  checkInputSize(text, LOG_LIMITS, 'run log');
+  if (isRunLogFile(text)) return readRunLogFile(text);
+  const format = detectFormat(text, fileName);
+  if (!format) {
+    throw new FormatError(
+      `“${fileName}” is not a run log the playground reads: expected verl's file logger (JSON lines {"step": N, "data": {…}}), its console lines ("step:N - key:value - …"), a W&B history (CSV with a _step column, or JSON rows with _step) or the SAT authors' trainer's output ("=== Stage k/N ===" or stage_log.jsonl). Nothing was read.`,
+    );
+  }
+  const parsed = PARSERS[format](text);
+  const steps = mergeSteps(parsed.steps);
+  if (steps.length === 0) {
+    const why = parsed.warnings.length > 0 ? ` First problem: ${parsed.warnings[0]}` : '';
+    throw new FormatError(`“${fileName}” looks like ${format} but has no readable step.${why} Nothing was read.`);
+  }
+  const keys = [...new Set(steps.flatMap((s) => Object.keys(s.metrics)))].sort();
+  const agents = agentCount(steps);
+  const engine = format === 'sat-trainer' ? 'satTrainer' : agents > 0 ? 'teamtr' : format.startsWith('verl') || keys.some((k) => k.startsWith('actor/')) ? 'verl' : 'unknown';
+  const warnings = parsed.skipped > parsed.warnings.length ? [...parsed.warnings, `… and ${parsed.skipped - parsed.warnings.length} more skipped.`] : parsed.warnings;
+  return { format, engine, name: fileName, steps, agents, keys, warnings };
+}

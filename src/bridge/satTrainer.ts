@@ -1,0 +1,178 @@
+/**
+ * The export to the SAT authors' trainer (Yydc/SAT-AAMAS `scripts/train.py`): the YAML it parses,
+ * with only keys its code reads (tests/fixtures/bridge/sat-aamas.keys.json lists them, with the
+ * file that reads each), and the playground's settings that it cannot run refused by name:
+ *
+ *   - its AgentScheduler accepts static, random and greedy_info_gain; our fixed → static,
+ *     random → random; greedy is refused (its StageCoordinator passes no predicted gains, so
+ *     greedy_info_gain falls back to the static order), as are reverse and custom;
+ *   - every response of its rollout is written by one agent alone (agent (g·G + k) mod n answers
+ *     sample k of group g): the independent protocol; chain, vote and router are refused;
+ *   - adv_mode: grpo is what our group-baseline advantages are (group_norm = our norm group /
+ *     none); batch normalisation is refused; any other adv_mode value runs its GAE branch;
+ *   - the reward is built into its controller (the last number of the response against `chosen`):
+ *     arithmetic's integer answers fit it, countdown's expressions do not, so countdown is refused.
+ *
+ * A `playground:` section carries every setting that differs from the defaults, so importing the
+ * YAML back (`readSatTrainer`) reproduces the experiment exactly; the trainer never reads it.
+ *
+ * Not here: the mapping table for people (recipe.ts), the other engines.
+ */
+import { parse, stringify } from 'yaml';
+import { FormatError } from '../core/errors';
+import { diffFromDefaults, isLlmTask, parseConfig, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
+import { checkInputSize, RECIPE_LIMITS } from './limits';
+import { DEFAULT_MODELS, hfId, sizeOf, type ModelMap } from './models';
+import type { EngineExport, Refusal } from './engine';
+import { DATA_FILES, responseTokens } from './taskData';
+
+/** Our update orders → AgentScheduler modes (sat/agent_scheduler.py); absent = refused. */
+const SCHEDULER: Partial<Record<Config['order'], string>> = { fixed: 'static', random: 'random' };
+
+/** What the SAT authors' trainer cannot run of `cfg`, each with its reason. */
+export function satTrainerRefusals(cfg: Config): Refusal[] {
+  const out: Refusal[] = [];
+  if (!isLlmTask(cfg.task)) return [{ setting: 'task', message: `"${cfg.task}" is a tabular game; the SAT authors' trainer trains language models (a path like tabular:${cfg.task} would be loaded as a Hugging Face id).` }];
+  if (cfg.task === 'countdown') out.push({ setting: 'task', message: "countdown answers are expressions; the SAT authors' trainer's reward is built in (sat/real_controller.py _compute_reward: the last number of the response against the reference) and has no hook for another verifier. Use verl or TeamTR, whose reward is the exported reward.py." });
+  const protocol = resolvedProtocol(cfg);
+  if (protocol !== 'independent') out.push({ setting: 'protocol', message: `protocol ${protocol}: in the SAT authors' trainer every response is written by one agent alone (sat/real_controller.py _generate_train_rollout), which is the independent protocol; set protocol = independent to export.` });
+  if (!SCHEDULER[cfg.order]) {
+    const why = cfg.order === 'greedy' ? "its greedy_info_gain falls back to the static order because the stage coordinator passes no predicted gains (sat/stage_coordinator.py, sat/agent_scheduler.py)" : 'its AgentScheduler accepts static, random and greedy_info_gain only';
+    out.push({ setting: 'order', message: `order ${cfg.order}: ${why}; set order = fixed (static) or random.` });
+  }
+  if (cfg.norm === 'batch') out.push({ setting: 'norm', message: 'norm batch (std over the whole batch): its advantages normalise per group (sat.group_norm) or not at all; set norm = group or none.' });
+  if (cfg.swapAgent >= 0 && cfg.swapTo === 'best') out.push({ setting: 'swapTo', message: 'swapTo best is a tabular best response; the trainer swaps in Hugging Face checkpoints.' });
+  return out;
+}
+
+/** The config object their scripts/train.py reads, for `cfg` (call only when nothing is refused). */
+export function satTrainerConfig(cfg: Config, models: ModelMap, aMaxOfTask: number, dataDir: string, name: string): Record<string, unknown> {
+  const agents = Array.from({ length: cfg.agents }, (_, i) => ({
+    name: `agent${i}`,
+    path: hfId(models, sizeOf(cfg, i)),
+    ...(cfg.swapAgent === i ? { upgrade: hfId(models, cfg.swapTo) } : {}),
+  }));
+  return {
+    algorithm: { gamma: cfg.gamma, kl_ctrl: { kl_coef: cfg.beta, target_kl: cfg.delta, quantile: 1 - cfg.alpha } },
+    data: { train_batch_size: cfg.batch * cfg.group, max_response_length: responseTokens(cfg) },
+    generation: { temperature: cfg.temperature, top_p: 1.0 },
+    sat: {
+      epsilon: cfg.epsLow,
+      A_clip: cfg.aClip,
+      group_size: cfg.group,
+      adv_mode: 'grpo',
+      group_baseline: 'mean',
+      group_norm: cfg.norm === 'group',
+      scheduler: { mode: SCHEDULER[cfg.order] },
+      max_backtracks: cfg.maxBacktracks,
+      stage0_delta: cfg.swapStage0 ? cfg.stage0Delta : 0,
+      agents,
+    },
+    training: { learning_rate: cfg.lr, weight_decay: cfg.weightDecay, num_stages: cfg.stages },
+    certificate: { A_max: cfg.aMax > 0 ? cfg.aMax : aMaxOfTask, delta_conf: cfg.deltaConf },
+    dataset: { train_path: `${dataDir}/${DATA_FILES.satTrain}`, test_path: `${dataDir}/${DATA_FILES.satTest}` },
+    logging: { save_dir: `outputs/${name}`, checkpoint_every_stage: cfg.stages },
+    playground: diffFromDefaults(cfg),
+  };
+}
+
+/** The export: YAML text and the command, or the refusals. */
+export function satTrainerExport(cfg: Config, models: ModelMap, aMaxOfTask: number, dataDir: string, name: string, yamlFile: string): EngineExport {
+  const refused = satTrainerRefusals(cfg);
+  if (refused.length > 0) return { ok: false, engine: 'satTrainer', refused };
+  const doc = satTrainerConfig(cfg, models, aMaxOfTask, dataDir, name);
+  // scripts/train.py puts its own checkout on sys.path, so it runs from the recipe's folder, where the dataset paths are.
+  const command = `python "$SAT_AAMAS/scripts/train.py" --config ${yamlFile} --seed ${cfg.seed}`;
+  const text = `# SAT Playground settings for the SAT authors' trainer (Yydc/SAT-AAMAS scripts/train.py); from this folder:\n#   ${command}\n# Every key is one its code reads; "playground" is read only by the playground's Import (docs/real-run.md).\n${stringify(doc)}`;
+  return { ok: true, engine: 'satTrainer', overrides: [], command, files: [{ path: yamlFile, text }] };
+}
+
+function at(o: unknown, path: string): unknown {
+  let cur = o;
+  for (const p of path.split('.')) {
+    if (cur === null || typeof cur !== 'object' || !(p in (cur as object))) return undefined;
+    cur = (cur as Record<string, unknown>)[p];
+  }
+  return cur;
+}
+
+/**
+ * Settings from a YAML of this shape (the page's and the CLI's import): the `playground` section's
+ * settings on top of `base`, then every key the trainer reads that maps back to a setting (so an
+ * edited `kl_coef` wins). Model ids map back to sizes through `models`; an A_max equal to
+ * `aMaxOfTask` reads back as 0. Throws FormatError for text that is not such a config, or too big.
+ */
+export function readSatTrainer(text: string, base: Config, opts: { readonly models?: ModelMap; readonly aMaxOfTask?: number } = {}): Config {
+  checkInputSize(text, RECIPE_LIMITS, 'recipe');
+  const models = opts.models ?? DEFAULT_MODELS;
+  let doc: unknown;
+  try {
+    doc = parse(text, { maxAliasCount: 100 });
+  } catch (e) {
+    throw new FormatError(`This is not a YAML file: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+  }
+  if (doc === null || typeof doc !== 'object' || typeof at(doc, 'sat') !== 'object') {
+    throw new FormatError('This YAML is not a SAT-style config: it has no "sat" section (export one with "Export for a real run").');
+  }
+  const pg = at(doc, 'playground');
+  if (pg !== undefined && (pg === null || typeof pg !== 'object' || Array.isArray(pg))) throw new FormatError('"playground" must be a map of settings (as "Export for a real run" writes it).');
+  const start = pg ? parseConfig(pg as Record<string, unknown>, base) : base;
+  const s: Partial<Record<ConfigKey, unknown>> = {};
+  const put = (key: ConfigKey, path: string, map: (v: unknown) => unknown = (v) => v) => {
+    const v = at(doc, path);
+    if (v !== undefined) s[key] = map(v);
+  };
+  put('beta', 'algorithm.kl_ctrl.kl_coef');
+  put('delta', 'algorithm.kl_ctrl.target_kl');
+  put('alpha', 'algorithm.kl_ctrl.quantile', (q) => (typeof q === 'number' ? Math.round((1 - q) * 1e12) / 1e12 : q));
+  put('gamma', 'algorithm.gamma');
+  put('epsLow', 'sat.epsilon');
+  put('aClip', 'sat.A_clip');
+  put('group', 'sat.group_size');
+  put('maxBacktracks', 'sat.max_backtracks');
+  put('deltaConf', 'certificate.delta_conf');
+  put('temperature', 'generation.temperature');
+  put('lr', 'training.learning_rate');
+  put('weightDecay', 'training.weight_decay');
+  put('stages', 'training.num_stages');
+  const mode = at(doc, 'sat.scheduler.mode');
+  if (mode !== undefined) {
+    const order = (Object.entries(SCHEDULER) as [string, string][]).find(([, m]) => m === mode)?.[0];
+    if (!order) throw new FormatError(`sat.scheduler.mode is ${JSON.stringify(mode)}; the playground reads static (its fixed order) and random.`);
+    s.order = order;
+  }
+  const norm = at(doc, 'sat.group_norm');
+  if (typeof norm === 'boolean') s.norm = norm ? 'group' : 'none';
+  const stage0 = at(doc, 'sat.stage0_delta');
+  if (typeof stage0 === 'number') {
+    s.swapStage0 = stage0 > 0;
+    if (stage0 > 0) s.stage0Delta = stage0;
+  }
+  const agents = at(doc, 'sat.agents');
+  if (agents !== undefined) {
+    if (!Array.isArray(agents) || agents.length === 0) throw new FormatError('"sat.agents" must be a non-empty list of {name, path}.');
+    s.agents = agents.length;
+    const sizeOfId = (id: unknown, where: string): string => {
+      const hit = (Object.entries(models) as [string, string][]).find(([, v]) => v === id);
+      if (!hit) throw new FormatError(`${where} is ${JSON.stringify(id)}, which is none of the model ids mapped to the zoo's sizes (${Object.entries(models).map(([k, v]) => `${k} = ${v}`).join(', ')}).`);
+      return hit[0];
+    };
+    const sizes = agents.map((a, i) => sizeOfId((a as { path?: unknown })?.path, `sat.agents[${i}].path`));
+    if (sizes.every((x) => x === sizes[0])) {
+      s.model = sizes[0];
+      s.agentModels = [];
+    } else s.agentModels = sizes;
+    const up = agents.findIndex((a) => (a as { upgrade?: unknown })?.upgrade !== undefined);
+    if (up >= 0) {
+      s.swapAgent = up;
+      s.swapTo = sizeOfId((agents[up] as { upgrade: unknown }).upgrade, `sat.agents[${up}].upgrade`);
+    } else s.swapAgent = -1;
+    if (start.deltas.length > 0 && start.deltas.length !== agents.length) s.deltas = [];
+  }
+  const aMax = at(doc, 'certificate.A_max');
+  if (typeof aMax === 'number') s.aMax = aMax === (opts.aMaxOfTask ?? 1) ? 0 : aMax;
+  const batch = at(doc, 'data.train_batch_size');
+  const group = (s.group ?? start.group) as number;
+  if (typeof batch === 'number' && typeof group === 'number' && batch % group === 0) s.batch = batch / group;
+  return parseConfig(s as Record<string, unknown>, start);
+}

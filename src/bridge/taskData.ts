@@ -1,0 +1,118 @@
+/**
+ * The task as data for a real run: the playground's generated problems (the same generator, seed,
+ * level and train / held-out split) written as each engine's dataset rows, one JSON object a line:
+ *
+ *   verl (RLHFDataset, verl/utils/dataset/rl_dataset.py: reads .parquet, .json and .jsonl):
+ *     { data_source, prompt: [{role: "user", content}], ability, reward_model: {style: "rule",
+ *       ground_truth}, extra_info: {split, index, task, level, prompt} }
+ *   TeamTR (MultiAgentTurnDataset, verl/utils/dataset/multi_agent_dataset.py: .jsonl/.json/.parquet):
+ *     one row per (problem, agent): { context, response: "", agent_id, turn_id, conversation_id,
+ *       data_source, reward_model, extra_info } — with a `context` column the rows are used as
+ *       they are, and data_source / reward_model / extra_info reach the reward function
+ *   the SAT authors' trainer (sat/real_controller.py _load_dapo_dataset): { prompt, chosen }
+ *
+ * The ground truth is the verifier's input, not an answer string: "46" for arithmetic (the value),
+ * "3,5,7>22" for countdown (the numbers and the target), read by reward.py (rewardPy.ts).
+ * The model sees the playground's prompt after one instruction line (`INSTRUCTIONS`): a real
+ * instruct model needs to be told the answer format the verifier reads.
+ *
+ * Not here: the problems (src/tasks/llm), the reward function (rewardPy.ts), the engines' configs.
+ */
+import { LLM_TASKS, type LlmTaskName, type Problem } from '../tasks/llm/index';
+import { isLlmTask, type Config } from '../sat/config';
+
+/** What every dataset row's data_source says: the reward module dispatches on it. */
+export function dataSource(task: LlmTaskName): string {
+  return `sat-playground/${task}`;
+}
+
+/** The line put before each prompt: the answer format the verifier reads, in words. */
+export const INSTRUCTIONS: Readonly<Record<LlmTaskName, string>> = {
+  arithmetic: 'Reply with the integer result only, no words.',
+  countdown: 'Reply with one expression only: the given numbers (each at most once), + - * and parentheses, equal to the number after ">".',
+};
+
+/** The files of the task's data, relative to the data folder. */
+export const DATA_FILES = {
+  verlTrain: 'train.verl.jsonl',
+  verlVal: 'val.verl.jsonl',
+  teamtrTrain: 'train.teamtr.jsonl',
+  teamtrVal: 'val.teamtr.jsonl',
+  satTrain: 'train.sat.jsonl',
+  satTest: 'test.sat.jsonl',
+  reward: 'reward.py',
+} as const;
+
+/** The verifier's input for a problem (the dataset's ground_truth). */
+export function groundTruth(task: LlmTaskName, p: Problem): string {
+  if (task === 'arithmetic') return String(p.meta.value);
+  return `${(p.meta.numbers as readonly number[]).join(',')}>${p.meta.target}`;
+}
+
+/** The text the model is shown for a problem. */
+export function promptText(task: LlmTaskName, p: Problem): string {
+  return `${INSTRUCTIONS[task]}\n${p.prompt}`;
+}
+
+/**
+ * Tokens of a real tokenizer per message (the engines' max_response_length): the playground's
+ * budget counts characters of a char-level model, so ×4, at least 32 (an instruct model adds words).
+ */
+export function responseTokens(cfg: Config): number {
+  return Math.max(32, 4 * cfg.maxNew);
+}
+
+/** How many problems each file holds: a stage's batch for every stage, and the evaluation set. */
+export function dataSizes(cfg: Config): { train: number; val: number } {
+  return { train: Math.min(cfg.stages * cfg.batch, 200_000), val: cfg.evalEpisodes };
+}
+
+/** The train (indices 0..) and held-out (indices 0.., what J is measured on) problems. */
+export function problemsOf(cfg: Config): { train: Problem[]; val: Problem[] } {
+  if (!isLlmTask(cfg.task)) return { train: [], val: [] };
+  const task = LLM_TASKS[cfg.task].make({ seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
+  const n = dataSizes(cfg);
+  return {
+    train: Array.from({ length: n.train }, (_, i) => task.generate('train', i)),
+    val: Array.from({ length: n.val }, (_, i) => task.generate('heldout', i)),
+  };
+}
+
+const lines = (rows: readonly unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+
+function verlRow(task: LlmTaskName, p: Problem, level: number) {
+  return {
+    data_source: dataSource(task),
+    prompt: [{ role: 'user', content: promptText(task, p) }],
+    ability: task,
+    reward_model: { style: 'rule', ground_truth: groundTruth(task, p) },
+    extra_info: { split: p.split, index: p.index, task, level, prompt: p.prompt },
+  };
+}
+
+/** verl's RLHF dataset rows (JSONL). */
+export function verlRows(cfg: Config, problems: readonly Problem[]): string {
+  const task = cfg.task as LlmTaskName;
+  return lines(problems.map((p) => verlRow(task, p, cfg.level)));
+}
+
+/** TeamTR's multi_agent_turn rows: every problem once per agent, each agent answering it alone. */
+export function teamtrRows(cfg: Config, problems: readonly Problem[]): string {
+  const task = cfg.task as LlmTaskName;
+  const rows = problems.flatMap((p, c) =>
+    Array.from({ length: cfg.agents }, (_, a) => {
+      const v = verlRow(task, p, cfg.level);
+      return { context: promptText(task, p), response: '', agent_id: a, turn_id: 0, conversation_id: c * cfg.agents + a, data_source: v.data_source, reward_model: v.reward_model, extra_info: v.extra_info };
+    }),
+  );
+  return lines(rows);
+}
+
+/**
+ * The SAT authors' trainer rows: training rows are { prompt, chosen } (the reference answer), the
+ * test rows its plug_and_play.py reads are { problem, answer } (sat/real_controller.py).
+ */
+export function satRows(cfg: Config, problems: readonly Problem[], split: 'train' | 'test'): string {
+  const task = cfg.task as LlmTaskName;
+  return lines(problems.map((p) => (split === 'train' ? { prompt: promptText(task, p), chosen: p.answer } : { problem: promptText(task, p), answer: p.answer })));
+}

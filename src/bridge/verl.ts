@@ -1,0 +1,132 @@
+/**
+ * The export to verl (verl-project/verl, `python3 -m verl.trainer.main_ppo`): ONE run of ONE agent
+ * — a plain GRPO run of agent 0's model on the task's data with the exported reward.py.
+ *
+ * Why one run of one agent: verl's trainer holds one actor. A run per agent would be SAT only if
+ * each run's prompts carried its teammates' current messages and the runs alternated stage by
+ * stage with fresh samples — that is TeamTR's multi-agent trainer (teamtr.ts). So the verl export
+ * is the single-policy baseline of the same task and hyper-parameters: what one GRPO policy
+ * reaches, the number a team should beat.
+ *
+ * Every key is one of verl's packaged trainer config, and the sizes pass the checks its config
+ * classes and validate_config make (tests/fixtures/bridge/verl.keys.json, checks.json):
+ * rollout.name is set (it is mandatory), the actor / rollout / ref micro-batch sizes are set,
+ * ppo_mini_batch_size = the batch (≤ data.train_batch_size), one GPU (B·G divisible by it), and
+ * vLLM's tensor-parallel size 1 (it divides every model's head count).
+ *
+ * Mappings said plainly: our sequence-level ratio → policy_loss.loss_mode=gspo, the nearest verl
+ * has (GSPO's ratio is length-normalised, ours is not: not the same); dr_grpo → verl's DrGRPO
+ * (loss_agg_mode=seq-mean-token-sum-norm, use_kl_loss=false, norm_adv_by_std_in_grpo=false, per
+ * docs/algo/grpo.md); our exact per-state KL penalty → kl_loss_type=low_var_kl, a sampled estimate
+ * of the KL to the reference (not the same); LoRA → model.lora_rank / lora_alpha /
+ * target_modules=all-linear with rollout.load_format=safetensors.
+ *
+ * Not here: the task's data (taskData.ts), the reward module (rewardPy.ts), the table for people (recipe.ts).
+ */
+import { isLlmTask, type Config } from '../sat/config';
+import { overridesOf, type EngineExport, type Refusal } from './engine';
+import { hfId, sizeOf, type ModelMap } from './models';
+import { DATA_FILES, responseTokens } from './taskData';
+
+/** The longest prompt in tokens the exports allow: an instruction line, the problem and a chat template. */
+export const PROMPT_TOKENS = 256;
+
+/** Largest divisor of n that is at most cap (a micro-batch that splits the mini-batch evenly). */
+export function microBatch(n: number, cap = 8): number {
+  for (let m = Math.min(n, cap); m > 1; m--) if (n % m === 0) return m;
+  return 1;
+}
+
+/** verl's loss_agg_mode for our objective and token aggregation. */
+export function lossAggMode(cfg: Config): string {
+  if (cfg.objective === 'sequence') return 'seq-mean-token-mean';
+  return { grpo: 'seq-mean-token-mean', bnpo: 'token-mean', dr_grpo: 'seq-mean-token-sum-norm' }[cfg.tokenAgg];
+}
+
+/** Refusals that every verl-based export shares. */
+export function verlFamilyRefusals(cfg: Config, engine: string): Refusal[] {
+  if (!isLlmTask(cfg.task)) return [{ setting: 'task', message: `"${cfg.task}" is a tabular game; ${engine} trains language models on text data.` }];
+  const out: Refusal[] = [];
+  if (cfg.norm === 'batch') out.push({ setting: 'norm', message: `norm batch (std over the whole batch) has no counterpart in ${engine} (algorithm.norm_adv_by_std_in_grpo divides by the group's std or not at all); set norm = group or none.` });
+  if (cfg.swapAgent >= 0) out.push({ setting: 'swapAgent', message: `${engine} has no mid-run model swap; run two legs (before and after the swap) or use the SAT authors' trainer (sat.agents[*].upgrade).` });
+  return out;
+}
+
+/** The GRPO actor / algorithm keys verl and TeamTR share, for a mini-batch of `mini` prompts. */
+export function grpoKeys(cfg: Config, mini: number, lossMode: string): [string, unknown][] {
+  const drGrpo = cfg.objective === 'token' && cfg.tokenAgg === 'dr_grpo';
+  const m = microBatch(mini * cfg.group);
+  return [
+    ['algorithm.adv_estimator', 'grpo'],
+    ['algorithm.norm_adv_by_std_in_grpo', !drGrpo && cfg.norm === 'group'],
+    ['algorithm.use_kl_in_reward', false],
+    ['actor_rollout_ref.actor.ppo_mini_batch_size', mini],
+    ['actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu', m],
+    ['actor_rollout_ref.actor.ppo_epochs', cfg.epochs],
+    ['actor_rollout_ref.actor.clip_ratio_low', cfg.epsLow],
+    ['actor_rollout_ref.actor.clip_ratio_high', cfg.epsHigh],
+    ['actor_rollout_ref.actor.loss_agg_mode', lossAggMode(cfg)],
+    ['actor_rollout_ref.actor.policy_loss.loss_mode', lossMode],
+    ['actor_rollout_ref.actor.use_kl_loss', !drGrpo && cfg.beta > 0],
+    ['actor_rollout_ref.actor.kl_loss_coef', cfg.beta],
+    ['actor_rollout_ref.actor.kl_loss_type', 'low_var_kl'],
+    ['actor_rollout_ref.actor.entropy_coeff', 0],
+    ['actor_rollout_ref.actor.optim.lr', cfg.lr],
+    ['actor_rollout_ref.actor.optim.weight_decay', cfg.weightDecay],
+    ['actor_rollout_ref.rollout.n', cfg.group],
+    ['actor_rollout_ref.rollout.temperature', cfg.temperature],
+    ['actor_rollout_ref.rollout.tensor_model_parallel_size', 1],
+    ['actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu', m],
+    ['actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu', m],
+    ['data.max_prompt_length', PROMPT_TOKENS],
+    ['data.max_response_length', responseTokens(cfg)],
+    ['data.seed', cfg.seed],
+    ['trainer.n_gpus_per_node', 1],
+    ['trainer.nnodes', 1],
+    ['trainer.total_training_steps', cfg.stages],
+    ['trainer.test_freq', 1],
+    ['trainer.val_before_train', true],
+    ['trainer.logger', ['console', 'file']],
+    ['trainer.project_name', 'sat-playground'],
+  ];
+}
+
+/** The LoRA keys of the actor's model (rank 0 = full fine-tuning, written as verl's default). */
+export function loraKeys(cfg: Config): [string, unknown][] {
+  if (cfg.lora === 0) return [['actor_rollout_ref.model.lora_rank', 0]];
+  return [
+    ['actor_rollout_ref.model.lora_rank', cfg.lora],
+    ['actor_rollout_ref.model.lora_alpha', cfg.loraAlpha],
+    ['actor_rollout_ref.model.target_modules', 'all-linear'],
+  ];
+}
+
+/** A shell script that runs `module` with the overrides, from the folder the recipe is in. */
+export function runScript(title: string, env: readonly string[], head: string, overrides: readonly string[]): string {
+  return ['#!/usr/bin/env bash', `# ${title}`, '# Exported by the SAT Playground ("Export for a real run"); docs/real-run.md walks through it.', 'set -euo pipefail', ...env, `${head} \\`, ...overrides.map((o, i) => `  "${o}"${i < overrides.length - 1 ? ' \\' : ''}`), ''].join('\n');
+}
+
+/** The verl export of `cfg`: overrides, the command script and its file name, or refusals. */
+export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name: string, scriptFile: string): EngineExport {
+  const refused = verlFamilyRefusals(cfg, 'verl');
+  if (refused.length > 0) return { ok: false, engine: 'verl', refused };
+  const pairs: [string, unknown][] = [
+    ['data.train_files', `$DATA/${DATA_FILES.verlTrain}`],
+    ['data.val_files', `$DATA/${DATA_FILES.verlVal}`],
+    ['data.train_batch_size', cfg.batch],
+    ['data.filter_overlong_prompts', true],
+    ['actor_rollout_ref.model.path', hfId(models, sizeOf(cfg, 0))],
+    ...loraKeys(cfg),
+    ...(cfg.lora > 0 ? ([['actor_rollout_ref.rollout.load_format', 'safetensors']] as [string, unknown][]) : []),
+    ['actor_rollout_ref.rollout.name', 'vllm'],
+    ['actor_rollout_ref.rollout.top_k', cfg.topK === 0 ? -1 : cfg.topK],
+    ...grpoKeys(cfg, cfg.batch, cfg.objective === 'sequence' ? 'gspo' : 'vanilla'),
+    ['reward.custom_reward_function.path', `$DATA/${DATA_FILES.reward}`],
+    ['reward.custom_reward_function.name', 'compute_score'],
+    ['trainer.experiment_name', name],
+  ];
+  const overrides = overridesOf(pairs);
+  const env = [`DATA="$(cd "$(dirname "$0")" && pwd)/${dataDir}"`, `export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$PWD/${name}.verl-log.jsonl}"`];
+  const text = runScript(`verl: one GRPO run of agent 0's model (the single-policy baseline of ${name}); needs verl and one GPU.`, env, 'python3 -m verl.trainer.main_ppo', overrides);
+  return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files: [{ path: scriptFile, text }] };
+}
