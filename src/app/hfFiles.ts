@@ -29,8 +29,7 @@
  * (components/CheckpointPicker.tsx), the team (session.ts, remoteTeam.ts).
  */
 import { ConfigError, FormatError } from '../core/errors';
-import type { ModelConfig } from '../model/config';
-import { checkFits, describeEstimate, estimateMemory, formatBytes, type HfInfo, type MemoryEstimate } from '../model/hfConfig';
+import { checkFits, checkpointParams, describeEstimate, estimateMemory, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
@@ -98,12 +97,7 @@ export function pageSeatLimit(): { bytes: number; where: string } {
 /** The loader module, loaded on first use (it brings the tokenizer library). */
 const loader = () => import('../model/hfLoad');
 
-/** Parameters of the checkpoint as its config describes it (K/V projections at kvHeads rows). */
-export function checkpointParams(cfg: ModelConfig, info: Pick<HfInfo, 'kvHeads'>): number {
-  const { vocab: V, d, hidden: H, layers: L } = cfg;
-  const kv = info.kvHeads * (d / cfg.heads);
-  return (cfg.tied ? 1 : 2) * V * d + L * (2 * d * d + 2 * kv * d + 3 * H * d + 2 * d) + d;
-}
+export { checkpointParams };
 
 /** What a seat's context and memory estimate depend on. */
 export type SeatSettings = Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'> & HfContextSettings;
