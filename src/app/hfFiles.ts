@@ -29,6 +29,7 @@
  * (components/CheckpointPicker.tsx), the team (session.ts, remoteTeam.ts).
  */
 import { ConfigError, FormatError } from '../core/errors';
+import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
 import { checkFits, checkpointParams, describeEstimate, estimateMemory, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
@@ -126,7 +127,13 @@ export function seatName(folder: string, hash: string, configName: string): stri
   return `${base}@${hash.slice(0, SHORT_HASH)}`;
 }
 
-async function bytesOf(f: FileLike): Promise<Uint8Array> {
+/** Refuses file `name` by its size (a File says it before a byte is read) when it is over `cap`. */
+function checkSize(name: string, f: FileLike, cap: number): void {
+  if (f.size > cap) throw new FormatError(`checkpoint folder: "${name}" is ${formatSize(f.size)}, more than the ${formatSize(cap)} this page reads for it with this config.json (docs/models.md, "Input limits")`);
+}
+
+async function bytesOf(name: string, f: FileLike, cap: number): Promise<Uint8Array> {
+  checkSize(name, f, cap);
   return new Uint8Array(await f.arrayBuffer());
 }
 
@@ -145,11 +152,17 @@ export async function readCheckpointFolder(
   quant: QuantKind = PAGE_SEAT_QUANT,
 ): Promise<ReadCheckpoint> {
   const { folder, entries } = folderEntries(list);
-  const { readHfConfig, hfFolderHash } = await loader();
+  const { readHfConfig, hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
   const configFile = entries.get('config.json');
-  const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf(configFile)]] : []);
+  const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf('config.json', configFile, MAX_SMALL_JSON_BYTES)]] : []);
   const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
-  for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(f)); // the tokenizer's (and the index: all small)
+  // Every size against what the config implies, before another byte is read.
+  const weights = [...entries].filter(([name]) => name.endsWith('.safetensors'));
+  for (const [name, f] of entries) checkSize(name, f, hfFileCap(name, mc, info));
+  const weightsCap = hfWeightsCap(mc, info, weights.length);
+  const weightBytes = weights.reduce((n, [, f]) => n + f.size, 0);
+  if (weightBytes > weightsCap) throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(weightBytes)}, more than the ${formatSize(weightsCap)} its config.json has room for`);
+  for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(name, f, hfFileCap(name, mc, info))); // the tokenizer's (and the index: all small)
   const context = await seatContext(head, cfg);
   const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg, context) });
   checkFits(estimate, limit.bytes, limit.where);
@@ -157,7 +170,7 @@ export async function readCheckpointFolder(
   const names = [...entries.keys()].sort();
   let bytes = 0;
   for (const [i, name] of names.entries()) {
-    const b = head.get(name) ?? (await bytesOf(entries.get(name)!));
+    const b = head.get(name) ?? (await bytesOf(name, entries.get(name)!, hfFileCap(name, mc, info)));
     files.set(name, b);
     bytes += b.byteLength;
     onRead?.(i + 1, names.length);

@@ -225,7 +225,7 @@ interface InflateCap {
 
 /**
  * min(maxBytes, max(INFLATE_FLOOR, INFLATE_RATIO × the file's length)): a real experiment barely
- * compresses, so a file that inflates by more is refused after at most 64 MiB of work, not 1 GiB.
+ * compresses, so a bomb is refused after inflating a few dozen times its own size, not 1 GiB.
  */
 function inflateCap(fileLength: number, maxBytes: number): InflateCap {
   const byRatio = Math.max(INFLATE_FLOOR, INFLATE_RATIO * fileLength);

@@ -32,17 +32,18 @@ export function maxCheckpointHeaderBytes(tensors: number): number {
 
 /** Longest list a chat template may build with range() (a chat has far fewer turns). */
 export const TEMPLATE_MAX_RANGE = 10_000;
-/** Evaluation steps one rendering of a chat template may take (a real one takes a few hundred per message). */
-export const TEMPLATE_MAX_STEPS = 1_000_000;
+/** Evaluation steps (expressions, statements, loop bodies) one rendering of a chat template may take (a real one takes tens per message). */
+export const TEMPLATE_MAX_STEPS = 200_000;
 /** Longest string (characters) a chat template may build, its output included. */
 export const TEMPLATE_MAX_CHARS = 1 << 20;
 
 /**
  * Experiment files: contents may inflate to at most RATIO times the compressed size (real ones
- * inflate 1–10×: f64 metrics and weights barely compress), or FLOOR bytes when that is more.
+ * inflate a few times at most: f64 weights and metrics barely compress, the JSON header about
+ * tenfold), or FLOOR bytes when that is more.
  */
-export const INFLATE_RATIO = 64;
-export const INFLATE_FLOOR = 64 * 2 ** 20;
+export const INFLATE_RATIO = 32;
+export const INFLATE_FLOOR = 16 * 2 ** 20;
 
 /** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
 export const CHECK_TIME_MS = 10_000;

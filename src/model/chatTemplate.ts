@@ -25,10 +25,29 @@ type Value = ReturnType<Interpreter['evaluate']>;
 class BudgetedInterpreter extends Interpreter {
   private steps = 0;
 
-  override evaluate(statement: Statement, environment: Environment): Value {
+  constructor(env: Environment) {
+    super(env);
+    // A loop runs its body through evaluateBlock, which calls evaluate only for the statements in
+    // it: an empty body would iterate uncounted. The method is private in the library's types,
+    // so it is wrapped on the instance rather than overridden.
+    const self = this as unknown as { evaluateBlock: (...args: unknown[]) => unknown };
+    const block = self.evaluateBlock.bind(this);
+    self.evaluateBlock = (...args) => {
+      this.step();
+      return block(...args);
+    };
+  }
+
+  private step(): void {
     if (++this.steps > TEMPLATE_MAX_STEPS) throw new TemplateBudgetError(`it takes more than ${TEMPLATE_MAX_STEPS.toLocaleString('en-US')} evaluation steps`);
+  }
+
+  override evaluate(statement: Statement, environment: Environment): Value {
+    this.step();
     const v = super.evaluate(statement, environment);
     const x = (v as { value?: unknown }).value;
+    // A list costs a step per item: a loop over it does that much work before its body runs.
+    if (Array.isArray(x)) for (let k = 0; k < x.length; k += 64) this.step();
     if (typeof x === 'string' && x.length > TEMPLATE_MAX_CHARS) throw new TemplateBudgetError(`it builds a string of more than ${TEMPLATE_MAX_CHARS.toLocaleString('en-US')} characters`);
     if (Array.isArray(x) && x.length > TEMPLATE_MAX_RANGE) throw new TemplateBudgetError(`it builds a list of more than ${TEMPLATE_MAX_RANGE.toLocaleString('en-US')} items`);
     return v;

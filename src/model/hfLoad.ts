@@ -206,6 +206,30 @@ export function hfTokenizerOf(files: HfFiles, cfg: ModelConfig, info: HfInfo, tu
   );
 }
 
+/** Largest header of one safetensors file of a checkpoint with this config: room for every tensor it has (and old inv_freq buffers). */
+function headerCapOf(cfg: ModelConfig): number {
+  return maxCheckpointHeaderBytes(weightNames(cfg).length + cfg.layers);
+}
+
+/**
+ * The most bytes the safetensors files of a checkpoint with this config hold together: 4 bytes a
+ * parameter (F32, the widest dtype read), and a header each.
+ */
+export function hfWeightsCap(cfg: ModelConfig, info: HfInfo, shards: number): number {
+  return 4 * checkpointParams(cfg, info) + shards * (8 + headerCapOf(cfg));
+}
+
+/**
+ * The most bytes file `name` of a checkpoint folder with this config may have — what the CLI and
+ * the page check before reading it: tokenizer.json grows with vocab_size, a safetensors file is
+ * bounded by the parameters, any other JSON file is small.
+ */
+export function hfFileCap(name: string, cfg: ModelConfig, info: HfInfo): number {
+  if (name === 'tokenizer.json') return maxTokenizerBytes(cfg.vocab);
+  if (name.endsWith('.safetensors')) return hfWeightsCap(cfg, info, 1);
+  return MAX_SMALL_JSON_BYTES;
+}
+
 /** Which file holds each tensor: the index's weight_map, or everything in model.safetensors. */
 function shardPlan(files: HfFiles): { shards: string[]; where: (tensor: string) => string | undefined } {
   const index = json(files, 'model.safetensors.index.json', false);
@@ -247,10 +271,9 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
   const names = weightNames(cfg);
   const expected = new Set(names.map(hfName));
   const shapes = new Map(names.map((ours) => [hfName(ours), hfShape(cfg, info, ours)]));
-  // At most 4 bytes a parameter (F32), and headers sized for the tensors (and old inv_freq buffers) a model this shape has.
-  const headerCap = maxCheckpointHeaderBytes(expected.size + cfg.layers);
+  const headerCap = headerCapOf(cfg);
   const stored = plan.shards.reduce((n, f) => n + files.get(f)!.byteLength, 0);
-  const most = 4 * checkpointParams(cfg, info) + plan.shards.length * (8 + headerCap);
+  const most = hfWeightsCap(cfg, info, plan.shards.length);
   if (stored > most) {
     throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(stored)}, but config.json describes ${checkpointParams(cfg, info).toLocaleString('en-US')} parameters, at most ${formatSize(most)} even as F32; the weights do not belong to this config`);
   }
