@@ -9,8 +9,10 @@
  *                                  its name); like the CLI, only the folder's own *.json and
  *                                  *.safetensors files are kept (so both hash a folder alike)
  *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json and the
- *                                  tokenizer's), measures the context the preset needs with that
- *                                  tokenizer (src/sat/hfSeat.ts hfSeatContext), estimates the
+ *                                  tokenizer's), each size checked first against what config.json
+ *                                  implies (hfLoad.ts hfFileCap), measures the context the preset
+ *                                  needs with that tokenizer in a budgeted worker (inputCheck.ts;
+ *                                  src/sat/hfSeat.ts hfSeatContext), estimates the
  *                                  agent's memory for it and refuses before reading the weights
  *                                  when it does not fit; then reads every file and hashes the
  *                                  folder (hfFolderHash)
@@ -35,6 +37,7 @@ import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
 import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
+import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from './remoteTeam';
 
@@ -110,6 +113,12 @@ export async function seatContext(files: HfFiles, cfg: HfContextSettings): Promi
   return hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
 }
 
+/** The settings a seat's context depends on, alone (what crosses to the check's worker). */
+function contextSettings(cfg: HfContextSettings): HfContextSettings {
+  const { task, taskSeed, level, formatReward, protocol, agents, maxNew } = cfg;
+  return { task, taskSeed, level, formatReward, protocol, agents, maxNew };
+}
+
 /** A folder read and checked, ready to seat. */
 export interface ReadCheckpoint extends SeatCheckpoint {
   /** The context its seat gets for these settings (seatContext). */
@@ -163,7 +172,8 @@ export async function readCheckpointFolder(
   const weightBytes = weights.reduce((n, [, f]) => n + f.size, 0);
   if (weightBytes > weightsCap) throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(weightBytes)}, more than the ${formatSize(weightsCap)} its config.json has room for`);
   for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(name, f, hfFileCap(name, mc, info))); // the tokenizer's (and the index: all small)
-  const context = await seatContext(head, cfg);
+  // The tokenizer and its chat template are first parsed and run in a budgeted worker (inputCheck.ts).
+  const { context } = await checkInput('checkpointHead', { files: [...head], settings: contextSettings(cfg) }, `checkpoint folder${folder ? ` "${folder}"` : ''}`);
   const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg, context) });
   checkFits(estimate, limit.bytes, limit.where);
   const files = new Map<string, Uint8Array>();

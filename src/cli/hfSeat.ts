@@ -11,6 +11,9 @@
  * is shorter). The estimate counts one training pass over the agent's batch × group messages at
  * that length (an LM agent packs them into one forward) and sampling max(batch × group,
  * evalEpisodes) prompts at once.
+ * The folder is read as files only (readHfFolder: regular files inside it, each held to the size
+ * its config.json implies), and its tokenizer and chat template are first run in a budgeted worker
+ * thread (inputCheck.ts), so a hostile folder ends in a message, not a hang or an abort.
  * Progress lines go to the `log` callback (stderr in the CLI). The budget, the LoRA seed and the
  * agent itself come from src/sat/hfSeat.ts, which the page's worker uses too.
  *
@@ -26,12 +29,14 @@ import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
 import { escapeControl } from '../core/text';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
-import { hfFileCap, hfTokenizerOf, hfWeightsCap, loadHfCheckpoint, readHfConfig, type HfFiles } from '../model/hfLoad';
+import { hfFileCap, hfWeightsCap, loadHfCheckpoint, readHfConfig, type HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import { LmAgent } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
-import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
+import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
+import type { Check } from '../workers/budget';
+import { cliCheck } from './inputCheck';
 
 export { HF_DEFAULT_LORA_RANK };
 
@@ -125,6 +130,8 @@ export interface HfSeatOptions {
   /** Refuse above this many bytes (default 80 % of the machine's memory). */
   readonly limitBytes?: number;
   readonly log: (line: string) => void;
+  /** Where the folder's tokenizer and template are first run (default: a budgeted worker thread, inputCheck.ts). */
+  readonly check?: Check;
 }
 
 /** Replaces agent `j` of a language experiment by the checkpoint in `dir`; returns the experiment with J at start re-estimated. */
@@ -137,9 +144,11 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   const lx = exp as LlmExperiment;
   const files = await readHfFolder(dir);
   // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's
-  // files only; their own messages come from here when they are malformed).
+  // files only; their own messages come from here when they are malformed), worked out in a
+  // budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
+  const json = [...files].filter(([name]) => name.endsWith('.json'));
+  const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${dir}`);
   const head = readHfConfig(files, HF_CLI_MAX_SEQ);
-  const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
   const budget = hfSeatBudget(cfg, context);
   const rank = budget.loraRank;
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
