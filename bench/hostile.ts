@@ -1,92 +1,84 @@
 /**
  * `npx tsx bench/hostile.ts [class…]`: time to refusal and peak memory of each hostile input class
- * (tests/helpers/hostile.ts builds them), each in a fresh child process so its peak RSS is its own,
- * killed after --timeout seconds. Prints one table row per class: outcome (the first line of the
+ * (tests/helpers/hostile.ts builds them; the parent writes each to disk), each read in a fresh
+ * child process so its peak RSS is its own — a checkpoint folder the way `--agent-model` reads it
+ * (readHfFolder, the budgeted head check in a worker thread, the load), an experiment file the way
+ * the page parses it — killed after HOSTILE_TIMEOUT seconds (default 60). Prints one table row per class: outcome (the first line of the
  * message, or "timeout"), seconds from the read call to the refusal, the child's peak RSS.
  * docs/performance.md ("Hostile inputs") keeps the figures.
  *
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseExperimentFile } from '../src/app/savefile';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
-import { HfTokenizer } from '../src/model/hfTokenizer';
-import { CHAT_TEMPLATE, hfCheckpoint, tinyTokenizerJson, writeHfFolder } from '../tests/helpers/hfCheckpoint';
+import { presetConfig } from '../src/sat/presets';
+import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
 import { bigVocabTokenizer, containerBomb, deepJson, extraEntriesFolder, gzipBomb, regexTokenizer, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES } from '../tests/helpers/hostile';
 
-const enc = (o: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(o));
 const GiB = 2 ** 30;
 
-/** Each class: build the input (not timed), then the timed read that must refuse it. */
-const CLASSES: Record<string, () => () => Promise<string>> = {
-  'gzip: 8 GiB of zeros': () => { const b = gzipBomb(8 * GiB); return async () => expFail(b); },
-  'gzip: 1 GiB − 64 zeros': () => { const b = gzipBomb(GiB - 64); return async () => expFail(b); },
-  'gzip: container, one 1 GiB f64 blob': () => { const b = containerBomb(GiB / 8); return async () => expFail(b); },
-  'safetensors: 1,000,000 extra entries': () => { const f = extraEntriesFolder(1_000_000); return () => hfFail(f); },
-  'config.json 100,000 deep': () => { const f = new Map(hfCheckpoint().files); f.set('config.json', deepJson(100_000)); return () => hfFail(f); },
-  ...Object.fromEntries(RUNAWAY_PATTERNS.map((p) => [`regex ${p}, 40-char prompt`, () => () => tokFail(regexTokenizer(p), {}, 'a'.repeat(40))])),
-  ...Object.fromEntries(Object.entries(RUNAWAY_TEMPLATES).map(([k, t]) => [`template: ${k}`, () => () => tokFail(tinyTokenizerJson(), { eos_token: '<|im_end|>', chat_template: t })])),
-  'vocab 2,000,000 entries vs vocab_size 272': () => { const f = new Map(hfCheckpoint().files); f.set('tokenizer.json', bigVocabTokenizer(2_000_000)); return () => hfFail(f); },
-  'folder: model.safetensors → /dev/zero': () => { const d = folder((dir) => symlinkSync('/dev/zero', join(dir, 'model.safetensors'))); return () => cliFail(d); },
-  'folder: config.json is a FIFO': () => { const d = folder((dir) => spawnSync('mkfifo', [join(dir, 'config.json')])); return () => cliFail(d); },
+/** An input: an experiment file's bytes, or a checkpoint folder (its files, then an edit on disk). */
+type Input = { readonly file: Uint8Array } | { readonly folder: ReadonlyMap<string, Uint8Array>; readonly edit?: (dir: string) => void };
+
+const folderWith = (name: string, bytes: Uint8Array | Record<string, unknown>): Input => ({
+  folder: new Map(hfCheckpoint().files).set(name, bytes instanceof Uint8Array ? bytes : new TextEncoder().encode(JSON.stringify(bytes))),
+});
+
+/** Each class: the input, built by the parent and written to disk before the child is timed. */
+const CLASSES: Record<string, () => Input> = {
+  'gzip: 8 GiB of zeros': () => ({ file: gzipBomb(8 * GiB) }),
+  'gzip: 1 GiB − 64 zeros': () => ({ file: gzipBomb(GiB - 64) }),
+  'gzip: container, one 1 GiB f64 blob': () => ({ file: containerBomb(GiB / 8) }),
+  'safetensors: 1,000,000 extra entries': () => ({ folder: extraEntriesFolder(1_000_000) }),
+  'config.json 100,000 deep': () => folderWith('config.json', deepJson(100_000)),
+  ...Object.fromEntries(RUNAWAY_PATTERNS.map((p) => [`regex ${p}`, () => folderWith('tokenizer.json', regexTokenizer(p))])),
+  ...Object.fromEntries(Object.entries(RUNAWAY_TEMPLATES).map(([k, t]) => [`template: ${k}`, () => folderWith('tokenizer_config.json', { eos_token: '<|im_end|>', chat_template: t })])),
+  'vocab 10,000,000 entries vs vocab_size 272': () => folderWith('tokenizer.json', bigVocabTokenizer(10_000_000)),
+  'folder: model.safetensors → /dev/zero': () => ({ folder: hfCheckpoint().files, edit: (d) => { rmSync(join(d, 'model.safetensors')); symlinkSync('/dev/zero', join(d, 'model.safetensors')); } }),
+  'folder: config.json is a FIFO': () => ({ folder: hfCheckpoint().files, edit: (d) => { rmSync(join(d, 'config.json')); spawnSync('mkfifo', [join(d, 'config.json')]); } }),
+  'folder: extra.json is a folder': () => ({ folder: hfCheckpoint().files, edit: (d) => mkdirSync(join(d, 'extra.json')) }),
+  'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
 };
 
-function expFail(b: Uint8Array): string {
-  const r = parseExperimentFile(b);
-  return r.ok ? 'ACCEPTED' : r.error;
-}
-
-async function hfFail(files: Map<string, Uint8Array>): Promise<string> {
-  try {
-    await loadHfCheckpoint(files, { quant: 'q8' });
-    return 'ACCEPTED';
-  } catch (e) {
-    return e instanceof Error ? e.message : String(e);
-  }
-}
-
-async function tokFail(tj: unknown, tc: Record<string, unknown>, prompt?: string): Promise<string> {
-  try {
-    const t = new HfTokenizer(tj, { tokenizerConfig: tc, vocab: 272, turns: tc.chat_template ? 'chat' : 'plain' });
-    if (prompt !== undefined) t.encode(prompt);
-    return 'ACCEPTED';
-  } catch (e) {
-    return e instanceof Error ? e.message : String(e);
-  }
-}
-
-function folder(edit: (dir: string) => void): string {
-  const dir = join(mkdtempSync(join(tmpdir(), 'sat-hostile-')), 'ck');
-  mkdirSync(dir);
-  const files = new Map(hfCheckpoint().files);
-  files.delete('model.safetensors');
-  files.delete('config.json');
-  writeHfFolder(dir, files);
-  writeFileSync(join(dir, 'config.json'), enc(hfCheckpoint().config));
-  edit(dir);
-  return dir;
-}
-
-async function cliFail(dir: string): Promise<string> {
+/** What the CLI does with --agent-model up to the weights: read the folder, check its head in the budgeted worker, load. */
+async function seatPath(dir: string): Promise<string> {
   const { readHfFolder } = await import('../src/cli/hfSeat');
-  try {
-    await readHfFolder(dir);
-    return 'ACCEPTED';
-  } catch (e) {
-    return e instanceof Error ? e.message : String(e);
-  }
+  const { cliCheck } = await import('../src/cli/inputCheck');
+  const files = await readHfFolder(dir);
+  const json = [...files].filter(([n]) => n.endsWith('.json'));
+  await cliCheck()('checkpointHead', { files: json, settings: presetConfig('arith-team', {}) }, dir);
+  await loadHfCheckpoint(files, { quant: 'q8' });
+  return 'ACCEPTED';
 }
 
-async function child(name: string): Promise<void> {
-  const run = CLASSES[name]!();
+async function child(path: string): Promise<void> {
   const t0 = performance.now();
-  const msg = await run();
+  let msg: string;
+  try {
+    msg = statSync(path).isDirectory() ? await seatPath(path) : ((r) => (r.ok ? 'ACCEPTED' : r.error))(parseExperimentFile(new Uint8Array(readFileSync(path))));
+  } catch (e) {
+    msg = e instanceof Error ? e.message : String(e);
+  }
   const s = (performance.now() - t0) / 1000;
   process.stdout.write(JSON.stringify({ s, rss: process.resourceUsage().maxRSS / 1024, msg: msg.split('\n')[0]!.slice(0, 110) }));
+}
+
+function write(input: Input): string {
+  const root = mkdtempSync(join(tmpdir(), 'sat-hostile-'));
+  if ('file' in input) {
+    writeFileSync(join(root, 'x.satexp'), input.file);
+    return join(root, 'x.satexp');
+  }
+  const dir = join(root, 'ck');
+  mkdirSync(dir);
+  writeHfFolder(dir, input.folder);
+  input.edit?.(dir);
+  return dir;
 }
 
 function main(): void {
@@ -96,7 +88,9 @@ function main(): void {
   const names = args.length > 0 ? Object.keys(CLASSES).filter((n) => args.some((a) => n.includes(a))) : Object.keys(CLASSES);
   console.log(`| class | time to refusal | peak RSS | outcome |\n|---|---|---|---|`);
   for (const name of names) {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', name], { encoding: 'utf8', timeout: timeout * 1000, maxBuffer: 1 << 20 });
+    const path = write(CLASSES[name]!());
+    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', path], { encoding: 'utf8', timeout: timeout * 1000, maxBuffer: 1 << 20 });
+    rmSync(dirname(path), { recursive: true, force: true });
     if (r.error || r.status !== 0) {
       const why = r.error ? `timeout (> ${timeout} s)` : `exit ${r.status} ${r.signal ?? ''}: ${r.stderr.split('\n').filter((l) => l.trim()).slice(-1)[0]?.slice(0, 100) ?? ''}`;
       console.log(`| ${name} | — | — | ${why} |`);

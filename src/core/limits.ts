@@ -33,7 +33,7 @@ export function maxCheckpointHeaderBytes(tensors: number): number {
 /** Longest list a chat template may build with range() (a chat has far fewer turns). */
 export const TEMPLATE_MAX_RANGE = 10_000;
 /** Evaluation steps (expressions, statements, loop bodies) one rendering of a chat template may take (a real one takes tens per message). */
-export const TEMPLATE_MAX_STEPS = 200_000;
+export const TEMPLATE_MAX_STEPS = 50_000;
 /** Longest string (characters) a chat template may build, its output included. */
 export const TEMPLATE_MAX_CHARS = 1 << 20;
 
