@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseExperimentFile } from '../src/app/savefile';
+import { encodeContainer, parseExperimentFile } from '../src/app/savefile';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
 import { presetConfig } from '../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
@@ -43,7 +43,15 @@ const CLASSES: Record<string, () => Input> = {
   'folder: config.json is a FIFO': () => ({ folder: hfCheckpoint().files, edit: (d) => { rmSync(join(d, 'config.json')); spawnSync('mkfifo', [join(d, 'config.json')]); } }),
   'folder: extra.json is a folder': () => ({ folder: hfCheckpoint().files, edit: (d) => mkdirSync(join(d, 'extra.json')) }),
   'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
+  'legitimate: a 64 MiB experiment file (reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
 };
+
+/** A real experiment container (savefile.ts) whose one blob is `bytes` of random f64s: the size of a big real export. */
+function legitimateExperiment(bytes: number): Uint8Array {
+  const values = new Float64Array(bytes / 8);
+  for (let i = 0; i < values.length; i++) values[i] = Math.random();
+  return encodeContainer('{}', [values]);
+}
 
 /** What the CLI does with --agent-model up to the weights: read the folder, check its head in the budgeted worker, load. */
 async function seatPath(dir: string): Promise<string> {

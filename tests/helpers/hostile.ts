@@ -107,10 +107,24 @@ export const RUNAWAY_TEMPLATES = {
   'nested loops under the range cap': '{% for i in range(5000) %}{% for j in range(5000) %}{% endfor %}{% endfor %}',
 } as const;
 
-/** A tokenizer.json with `entries` vocabulary entries (ids 0..entries-1), against a config that says 272. */
+/** A tokenizer.json with `entries` vocabulary entries (ids 0..entries-1), against a config that says 272; written as text, a million entries at a time. */
 export function bigVocabTokenizer(entries: number): Uint8Array {
   const tj = tinyTokenizerJson();
-  const vocab: Record<string, number> = { ...(tj.model as { vocab: Record<string, number> }).vocab };
-  for (let i = Object.keys(vocab).length; i < entries; i++) vocab[`t${i}`] = i;
-  return enc({ ...tj, added_tokens: [], model: { ...(tj.model as object), vocab } });
+  const vocab = (tj.model as { vocab: Record<string, number> }).vocab;
+  const head = JSON.stringify({ ...tj, added_tokens: [], model: { ...(tj.model as object), vocab: { ...vocab, __more__: 0 } } });
+  const [before, after] = head.split('"__more__":0');
+  const parts: Uint8Array[] = [enc(before!.slice(0, -1))]; // the vocabulary so far, without its closing brace's comma position
+  for (let from = Object.keys(vocab).length; from < entries; from += 1_000_000) {
+    const chunk: string[] = [];
+    for (let i = from; i < Math.min(entries, from + 1_000_000); i++) chunk.push(`"t${i}":${i}`);
+    parts.push(enc(`,${chunk.join(',')}`));
+  }
+  parts.push(enc(after!));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
 }
