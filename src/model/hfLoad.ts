@@ -269,7 +269,6 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
 
   const plan = shardPlan(files);
   const names = weightNames(cfg);
-  const expected = new Set(names.map(hfName));
   const shapes = new Map(names.map((ours) => [hfName(ours), hfShape(cfg, info, ours)]));
   const headerCap = headerCapOf(cfg);
   const stored = plan.shards.reduce((n, f) => n + files.get(f)!.byteLength, 0);
@@ -277,6 +276,7 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
   if (stored > most) {
     throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(stored)}, but config.json describes ${checkpointParams(cfg, info).toLocaleString('en-US')} parameters, at most ${formatSize(most)} even as F32; the weights do not belong to this config`);
   }
+  // Each header entry, checked before any tensor data is copied (readSafetensors' checkEntry).
   const checkEntry = (name: string, dtype: string, shape: readonly number[]): void => {
     if (name === 'lm_head.weight' && cfg.tied) {
       throw new ConfigError('tie_word_embeddings', true, 'config.json: "tie_word_embeddings" = true, but the checkpoint has its own "lm_head.weight"; a tied model\'s head is model.embed_tokens.weight (fix the config: tie_word_embeddings false)');
@@ -298,7 +298,7 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
     await yieldToEventLoop();
     let read;
     try {
-      read = readSafetensors(files.get(file)!, { maxHeaderBytes: headerCap, headerWhy: `1 KiB for each of the ${expected.size} tensors of this config.json, and 64 KiB`, checkEntry });
+      read = readSafetensors(files.get(file)!, { maxHeaderBytes: headerCap, headerWhy: `1 KiB for each of the ${shapes.size} tensors of this config.json, and 64 KiB`, checkEntry });
     } catch (e) {
       if (e instanceof FormatError) throw new FormatError(`${file}: ${e.message}`);
       throw e;
