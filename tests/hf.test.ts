@@ -444,7 +444,7 @@ describe('malformed folders and refused options: each its own message', () => {
     ['head_dim inconsistent', () => hfCheckpoint({ config: { head_dim: 32 } }).files, ConfigError, '"head_dim" = 32 is not supported: it must equal hidden_size / num_attention_heads = 16'],
     ['K/V heads not dividing the heads', () => hfCheckpoint({ config: { num_key_value_heads: 3 } }).files, ConfigError, '"num_key_value_heads" = 3 must divide num_attention_heads = 4'],
     ['a field missing', () => hfCheckpoint({ config: { num_hidden_layers: undefined } }).files, ConfigError, '"num_hidden_layers" is missing'],
-    ['a tokenizer with more ids than vocab_size', () => hfCheckpoint({ vocab: 200 }).files, FormatError, 'tokenizer.json: has token ids up to 263, but config.json "vocab_size" = 200'],
+    ['a tokenizer with more ids than vocab_size', () => hfCheckpoint({ vocab: 200 }).files, FormatError, 'tokenizer.json: model.vocab has 261 entries, but config.json "vocab_size" = 200'],
   ];
   it.each(cases)('%s', async (_label, files, cls, part) => {
     const err = await loadError(files());

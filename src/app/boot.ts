@@ -16,7 +16,8 @@ import { SatError } from '../core/errors';
 import { findPreset, presetConfig } from '../sat/presets';
 import { readRecipe, recipe, type ModelMap, type Recipe } from '../bridge/recipe';
 import type { Autosave } from './autosave';
-import { parseExperimentFile, serializeExperiment } from './savefile';
+import { checkInput } from './inputCheck';
+import { serializeExperiment, type ExperimentData, type ParseResult } from './savefile';
 import { decodeShare, encodeShare, makeShareState } from './share';
 import { fileDataOf, sessionOfFile, type Session } from './session';
 import { DEFAULT_PRESET } from './store';
@@ -32,7 +33,13 @@ export function experimentBytes(session: Session): Uint8Array | null {
 
 /** Opens an experiment file's bytes; a bad file leaves the current experiment as it was. */
 export async function openExperimentBytes(session: Session, bytes: Uint8Array, source: string): Promise<boolean> {
-  const r = parseExperimentFile(bytes);
+  let r: ParseResult<ExperimentData>;
+  try {
+    r = await checkInput('experimentFile', bytes, source, [bytes.buffer]); // read in a budgeted worker (inputCheck.ts)
+  } catch (e) {
+    session.store.setState({ error: `${e instanceof Error ? e.message : String(e)} Your current experiment was not changed.` }); // past its budget: the message names it
+    return false;
+  }
   if (!r.ok) {
     session.store.setState({ error: `${source}: ${r.error} Your current experiment was not changed.` });
     return false;

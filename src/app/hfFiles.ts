@@ -9,8 +9,10 @@
  *                                  its name); like the CLI, only the folder's own *.json and
  *                                  *.safetensors files are kept (so both hash a folder alike)
  *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json and the
- *                                  tokenizer's), measures the context the preset needs with that
- *                                  tokenizer (src/sat/hfSeat.ts hfSeatContext), estimates the
+ *                                  tokenizer's), each size checked first against what config.json
+ *                                  implies (hfLoad.ts hfFileCap), measures the context the preset
+ *                                  needs with that tokenizer in a budgeted worker (inputCheck.ts;
+ *                                  src/sat/hfSeat.ts hfSeatContext), estimates the
  *                                  agent's memory for it and refuses before reading the weights
  *                                  when it does not fit; then reads every file and hashes the
  *                                  folder (hfFolderHash)
@@ -29,12 +31,13 @@
  * (components/CheckpointPicker.tsx), the team (session.ts, remoteTeam.ts).
  */
 import { ConfigError, FormatError } from '../core/errors';
-import type { ModelConfig } from '../model/config';
-import { checkFits, describeEstimate, estimateMemory, formatBytes, type HfInfo, type MemoryEstimate } from '../model/hfConfig';
+import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
+import { checkFits, checkpointParams, describeEstimate, estimateMemory, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
 import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
+import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from './remoteTeam';
 
@@ -98,12 +101,7 @@ export function pageSeatLimit(): { bytes: number; where: string } {
 /** The loader module, loaded on first use (it brings the tokenizer library). */
 const loader = () => import('../model/hfLoad');
 
-/** Parameters of the checkpoint as its config describes it (K/V projections at kvHeads rows). */
-export function checkpointParams(cfg: ModelConfig, info: Pick<HfInfo, 'kvHeads'>): number {
-  const { vocab: V, d, hidden: H, layers: L } = cfg;
-  const kv = info.kvHeads * (d / cfg.heads);
-  return (cfg.tied ? 1 : 2) * V * d + L * (2 * d * d + 2 * kv * d + 3 * H * d + 2 * d) + d;
-}
+export { checkpointParams };
 
 /** What a seat's context and memory estimate depend on. */
 export type SeatSettings = Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'> & HfContextSettings;
@@ -113,6 +111,12 @@ export async function seatContext(files: HfFiles, cfg: HfContextSettings): Promi
   const { readHfConfig, hfTokenizerOf } = await loader();
   const { cfg: mc, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
   return hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
+}
+
+/** The settings a seat's context depends on, alone (what crosses to the check's worker). */
+function contextSettings(cfg: HfContextSettings): HfContextSettings {
+  const { task, taskSeed, level, formatReward, protocol, agents, maxNew } = cfg;
+  return { task, taskSeed, level, formatReward, protocol, agents, maxNew };
 }
 
 /** A folder read and checked, ready to seat. */
@@ -132,7 +136,13 @@ export function seatName(folder: string, hash: string, configName: string): stri
   return `${base}@${hash.slice(0, SHORT_HASH)}`;
 }
 
-async function bytesOf(f: FileLike): Promise<Uint8Array> {
+/** Refuses file `name` by its size (a File says it before a byte is read) when it is over `cap`. */
+function checkSize(name: string, f: FileLike, cap: number): void {
+  if (f.size > cap) throw new FormatError(`checkpoint folder: "${name}" is ${formatSize(f.size)}, more than the ${formatSize(cap)} this page reads for it with this config.json (docs/models.md, "Input limits")`);
+}
+
+async function bytesOf(name: string, f: FileLike, cap: number): Promise<Uint8Array> {
+  checkSize(name, f, cap);
   return new Uint8Array(await f.arrayBuffer());
 }
 
@@ -151,19 +161,26 @@ export async function readCheckpointFolder(
   quant: QuantKind = PAGE_SEAT_QUANT,
 ): Promise<ReadCheckpoint> {
   const { folder, entries } = folderEntries(list);
-  const { readHfConfig, hfFolderHash } = await loader();
+  const { readHfConfig, hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
   const configFile = entries.get('config.json');
-  const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf(configFile)]] : []);
+  const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf('config.json', configFile, MAX_SMALL_JSON_BYTES)]] : []);
   const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
-  for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(f)); // the tokenizer's (and the index: all small)
-  const context = await seatContext(head, cfg);
+  // Every size against what the config implies, before another byte is read.
+  const weights = [...entries].filter(([name]) => name.endsWith('.safetensors'));
+  for (const [name, f] of entries) checkSize(name, f, hfFileCap(name, mc, info));
+  const weightsCap = hfWeightsCap(mc, info, weights.length);
+  const weightBytes = weights.reduce((n, [, f]) => n + f.size, 0);
+  if (weightBytes > weightsCap) throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(weightBytes)}, more than the ${formatSize(weightsCap)} its config.json has room for`);
+  for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(name, f, hfFileCap(name, mc, info))); // the tokenizer's (and the index: all small)
+  // The tokenizer and its chat template are first parsed and run in a budgeted worker (inputCheck.ts).
+  const { context } = await checkInput('checkpointHead', { files: [...head], settings: contextSettings(cfg) }, `checkpoint folder${folder ? ` "${folder}"` : ''}`);
   const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg, context) });
   checkFits(estimate, limit.bytes, limit.where);
   const files = new Map<string, Uint8Array>();
   const names = [...entries.keys()].sort();
   let bytes = 0;
   for (const [i, name] of names.entries()) {
-    const b = head.get(name) ?? (await bytesOf(entries.get(name)!));
+    const b = head.get(name) ?? (await bytesOf(name, entries.get(name)!, hfFileCap(name, mc, info)));
     files.set(name, b);
     bytes += b.byteLength;
     onRead?.(i + 1, names.length);

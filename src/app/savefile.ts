@@ -34,7 +34,8 @@
  * — and shrinks the metrics' JSON about tenfold. fflate reads and writes gzip synchronously in the
  * browser and in Node; it does not check gzip's trailer when it inflates, so `readContainer`
  * compares the trailer with the one fflate writes for the inflated bytes (`gzipTrailer`).
- * Inflating (inflate.ts) stops as soon as the contents pass MAX_EXPERIMENT_BYTES.
+ * Inflating (inflate.ts) stops as soon as the contents pass their cap: MAX_EXPERIMENT_BYTES, or
+ * INFLATE_RATIO times the file's size when that is less (src/core/limits.ts).
  *
  * Files of format version 1 (the playground's own container before this one, signature
  * "\x89SAT\r\n\x1a\n") are refused with a message saying so; they are not converted.
@@ -60,6 +61,7 @@
  */
 import { Gzip, gzipSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
+import { formatSize, INFLATE_FLOOR, INFLATE_RATIO } from '../core/limits';
 import { readSafetensors, writeSafetensors, type StTensor } from '../model/safetensors';
 import { type Config, isLlmTask, parseConfig, resolvedProtocol } from '../sat/config';
 import { makeGame, type TaskName } from '../tasks/index';
@@ -215,11 +217,27 @@ function sameBytes(a: Uint8Array, at: number, b: Uint8Array, from = 0, to = b.le
   return true;
 }
 
+/** The most a file of `fileLength` bytes may inflate to, and why (for the message). */
+interface InflateCap {
+  readonly bytes: number;
+  readonly why: string;
+}
+
+/**
+ * min(maxBytes, max(INFLATE_FLOOR, INFLATE_RATIO × the file's length)): a real experiment barely
+ * compresses, so a bomb is refused after inflating a few dozen times its own size, not 1 GiB.
+ */
+function inflateCap(fileLength: number, maxBytes: number): InflateCap {
+  const byRatio = Math.max(INFLATE_FLOOR, INFLATE_RATIO * fileLength);
+  if (byRatio >= maxBytes) return { bytes: maxBytes, why: '' };
+  return { bytes: byRatio, why: ` from a file of ${fileLength} bytes (${INFLATE_RATIO} times its size, at least ${formatSize(INFLATE_FLOOR)}; a real experiment compresses far less)` };
+}
+
 /** Inflates raw deflate data with a cap on the output; a stream that needs more input is FileFail('truncated'). */
-function inflateOrFail(data: Uint8Array, fileLength: number, maxBytes: number): Uint8Array {
-  const r = inflateCapped(data, maxBytes, INFLATE_SLICE);
+function inflateOrFail(data: Uint8Array, fileLength: number, cap: InflateCap): Uint8Array {
+  const r = inflateCapped(data, cap.bytes, INFLATE_SLICE);
   if (r.ok) return r.bytes;
-  if (r.why === 'too-large') throw new FileFail('too-large', `it decompresses to more than the ${maxBytes} bytes this playground reads.`);
+  if (r.why === 'too-large') throw new FileFail('too-large', `it decompresses to more than the ${cap.bytes} bytes this playground reads${cap.why}.`);
   if (r.why === 'eof') {
     throw new FileFail('truncated', `the file is truncated at byte ${fileLength}: its compressed data ends before the end of the stream (it was probably cut short while downloading or copying, or it is corrupted).`);
   }
@@ -236,14 +254,16 @@ function gunzipChecked(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const n = bytes.length;
   const h = gzipHeaderLength(bytes);
   if (n < h + 10) throw new FileFail('truncated', `the file is truncated at byte ${n} (at least ${h + 10} bytes were expected); it was probably cut short while downloading or copying.`);
-  const contents = inflateOrFail(bytes.subarray(h), n, maxBytes);
+  // Not the trailer's ISIZE: it is the length mod 2^32, and the last 4 bytes of a truncated file.
+  const cap = inflateCap(n, maxBytes);
+  const contents = inflateOrFail(bytes.subarray(h), n, cap);
   const want = gzipTrailer(contents);
   if (sameBytes(bytes, n - 8, want)) return contents;
   for (let p = h; p + 8 < n; p++) {
     if (sameBytes(bytes, p, want)) throw new FileFail('trailing', `it has ${n - p - 8} unexpected bytes after its end at byte ${p + 8}; something was appended to it.`);
   }
   try {
-    inflateOrFail(bytes.subarray(h, n - 8), n, maxBytes);
+    inflateOrFail(bytes.subarray(h, n - 8), n, cap);
   } catch (e) {
     if (e instanceof FileFail && e.code === 'truncated') {
       throw new FileFail('truncated', `the file is truncated at byte ${n}, inside gzip's 8-byte trailer (its checksum and length); it was probably cut short while downloading or copying.`);

@@ -798,8 +798,10 @@ export class Session {
   async restoreSession(saved: SessionState, label: string): Promise<void> {
     await this.exclusive('loading', async () => {
       this.store.setState({ preset: saved.preset, form: formOf(saved.config), applied: formOf(saved.config) });
-      // The file's seats, from this browser's storage (or asked for on their cards), like a link's.
+      // The file's seats, from this browser's storage (or asked for on their cards), like a link's;
+      // a file without the field keeps the seats the page has, but not an earlier file's missing ones.
       if (saved.checkpoints) this.useLinkSeats(saved.checkpoints);
+      else this.missing = new Map();
       await this.restoreInto(saved, label);
     });
   }

@@ -20,6 +20,7 @@
  */
 import { parseArgs } from 'node:util';
 import { SatError } from '../core/errors';
+import { escapeLines } from '../core/text';
 
 /** A mistake in the command line itself (its usage text is printed after the message). */
 export class UsageError extends Error {}
@@ -32,7 +33,7 @@ export function runCommand(main: () => Promise<void>, usage: string): void {
   });
   main().catch((e: unknown) => {
     if (e instanceof SatError || e instanceof UsageError || e instanceof RangeError) {
-      console.error(`error: ${e.message}`);
+      console.error(`error: ${escapeLines(e.message)}`); // a message may quote a file's text
       if (e instanceof UsageError) console.error(usage);
       process.exit(2);
     }

@@ -11,42 +11,116 @@
  * is shorter). The estimate counts one training pass over the agent's batch × group messages at
  * that length (an LM agent packs them into one forward) and sampling max(batch × group,
  * evalEpisodes) prompts at once.
+ * The folder is read as files only (readHfFolder: regular files inside it, each held to the size
+ * its config.json implies), and its tokenizer and chat template are first run in a budgeted worker
+ * thread (inputCheck.ts), so a hostile folder ends in a message, not a hang or an abort.
  * Progress lines go to the `log` callback (stderr in the CLI). The budget, the LoRA seed and the
  * agent itself come from src/sat/hfSeat.ts, which the page's worker uses too.
  *
  * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts, built by
  * src/sat/hfSeat.ts), flag parsing (sat.ts).
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
 import { totalmem } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import { ConfigError, SatError } from '../core/errors';
+import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
+import { escapeControl } from '../core/text';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
-import { hfTokenizerOf, loadHfCheckpoint, readHfConfig, type HfFiles } from '../model/hfLoad';
+import { hfFileCap, hfWeightsCap, loadHfCheckpoint, readHfConfig, type HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import { LmAgent } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
-import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
+import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
+import type { Check } from '../workers/budget';
+import { cliCheck } from './inputCheck';
 
 export { HF_DEFAULT_LORA_RANK };
 
 /** Context a checkpoint's config is first read with (positions): src/sat/hfSeat.ts HF_SEAT_MAX_SEQ, the page's too; the seat's own is measured (hfSeatContext). */
 export const HF_CLI_MAX_SEQ = HF_SEAT_MAX_SEQ;
 
-/** The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name. */
+/** What a path holds, in words, when it is not a regular file. */
+function kindOf(st: Stats): string {
+  return st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe' : st.isSocket() ? 'a socket' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : 'not a regular file';
+}
+
+/**
+ * The folders a file of `root` may resolve into: the folder itself and, when it is a Hugging Face
+ * cache snapshot (…/snapshots/<revision>), the cache's blobs folder its links point to.
+ */
+function allowedRoots(root: string): string[] {
+  const up = dirname(root);
+  return basename(up) === 'snapshots' ? [root, join(dirname(up), 'blobs')] : [root];
+}
+
+/**
+ * The bytes of regular file `name` of folder `root` (a real path), at most `cap` of them: a link
+ * must resolve inside the folder (allowedRoots), the file must be a regular file (no folder,
+ * device or pipe) no larger than the cap, all checked before a byte is read; the file is opened
+ * without blocking, and read to the size it had when it was checked.
+ */
+async function readRegular(root: string, name: string, cap: number): Promise<Uint8Array> {
+  const path = join(root, name);
+  const where = `--agent-model: "${escapeControl(name)}" in the checkpoint folder`;
+  let real = path;
+  if ((await lstat(path)).isSymbolicLink()) {
+    real = await realpath(path).catch(() => {
+      throw new SatError('model', `${where} is a link to nothing that exists`);
+    });
+    if (!allowedRoots(root).some((r) => real.startsWith(r + sep))) throw new SatError('model', `${where} is a link to a file outside the folder; copy the file into the folder instead`);
+  }
+  const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch((e: NodeJS.ErrnoException) => {
+    throw new SatError('model', `${where} cannot be opened (${e.code ?? e.message})`);
+  });
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new SatError('model', `${where} is ${kindOf(st)}, not a file`);
+    if (st.size > cap) throw new SatError('model', `${where} is ${formatSize(st.size)}, more than the ${formatSize(cap)} this playground reads for it with this config.json (docs/models.md, "Input limits")`);
+    const bytes = new Uint8Array(st.size);
+    let at = 0;
+    while (at < bytes.length) {
+      const { bytesRead } = await handle.read(bytes, at, bytes.length - at, at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    return at === bytes.length ? bytes : bytes.subarray(0, at);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name:
+ * config.json first (small), then every other file held to the size its config implies
+ * (hfLoad.ts hfFileCap) — so a folder whose tokenizer.json is a link to /dev/zero, a pipe or a
+ * 180 MB vocabulary for 272 tokens is refused before it is read.
+ */
 export async function readHfFolder(dir: string): Promise<HfFiles> {
+  let root: string;
   let names: string[];
   try {
     if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
-    names = await readdir(dir);
+    root = await realpath(dir);
+    names = await readdir(root);
   } catch {
     throw new SatError('model', `--agent-model: "${dir}" is not a folder that can be read; give the folder holding config.json, model.safetensors and tokenizer.json`);
   }
   const files = new Map<string, Uint8Array>();
-  for (const name of names.sort()) {
-    if (name.endsWith('.safetensors') || name.endsWith('.json')) files.set(name, new Uint8Array(await readFile(join(dir, name))));
+  const kept = names.filter((n) => n.endsWith('.safetensors') || n.endsWith('.json')).sort();
+  if (kept.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES));
+  const { cfg, info } = readHfConfig(files); // "config.json is missing" and the config's own refusals come from here
+  const weightsCap = hfWeightsCap(cfg, info, kept.filter((n) => n.endsWith('.safetensors')).length);
+  let weights = 0;
+  for (const name of kept) {
+    if (name === 'config.json') continue;
+    const bytes = await readRegular(root, name, hfFileCap(name, cfg, info));
+    if (name.endsWith('.safetensors')) weights += bytes.byteLength;
+    if (weights > weightsCap) throw new SatError('model', `--agent-model: the checkpoint folder's safetensors files hold more than the ${formatSize(weightsCap)} its config.json has room for`);
+    files.set(name, bytes);
   }
   return files;
 }
@@ -56,6 +130,8 @@ export interface HfSeatOptions {
   /** Refuse above this many bytes (default 80 % of the machine's memory). */
   readonly limitBytes?: number;
   readonly log: (line: string) => void;
+  /** Where the folder's tokenizer and template are first run (default: a budgeted worker thread, inputCheck.ts). */
+  readonly check?: Check;
 }
 
 /** Replaces agent `j` of a language experiment by the checkpoint in `dir`; returns the experiment with J at start re-estimated. */
@@ -68,9 +144,11 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   const lx = exp as LlmExperiment;
   const files = await readHfFolder(dir);
   // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's
-  // files only; their own messages come from here when they are malformed).
+  // files only; their own messages come from here when they are malformed), worked out in a
+  // budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
+  const json = [...files].filter(([name]) => name.endsWith('.json'));
+  const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${dir}`);
   const head = readHfConfig(files, HF_CLI_MAX_SEQ);
-  const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
   const budget = hfSeatBudget(cfg, context);
   const rank = budget.loraRank;
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());

@@ -50,6 +50,7 @@ import { attachProfiler, profileTable } from './profile';
 import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { seatHfAgent } from './hfSeat';
+import { escapeLines } from '../core/text';
 import { cliGpuBackends, type CliGpu } from './gpu';
 import { QUANT_KINDS, type QuantKind } from '../model/quant';
 
@@ -447,7 +448,7 @@ async function main(): Promise<void> {
     },
     {
       seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile,
-      hf: args.agentModels.length > 0 ? { seats: args.agentModels, quant: args.agentQuant, limitBytes: args.agentMemoryMiB !== undefined ? args.agentMemoryMiB * 2 ** 20 : undefined, log: (line) => console.error(line) } : undefined,
+      hf: args.agentModels.length > 0 ? { seats: args.agentModels, quant: args.agentQuant, limitBytes: args.agentMemoryMiB !== undefined ? args.agentMemoryMiB * 2 ** 20 : undefined, log: (line) => console.error(escapeLines(line)) } : undefined,
     },
   );
   const held = mean(stages.map((s) => s.metrics['cert/held'] as number));

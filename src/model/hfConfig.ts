@@ -49,7 +49,9 @@ function field(o: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(o, key) ? o[key] : undefined;
 }
 
+/** A config value as a message shows it: short, and a number JSON cannot spell (1e400 parses as Infinity) as itself. */
 function show(v: unknown): string {
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : `${v} (a number too large for a double)`;
   const s = JSON.stringify(v) ?? String(v);
   return s.length > 80 ? `${s.slice(0, 80)}…` : s;
 }
@@ -115,11 +117,13 @@ export function parseHfConfig(raw: unknown, opts: { readonly maxSeq?: number } =
   if (typeof tied !== 'boolean') refuse('tie_word_embeddings', tied, 'must be true or false.');
   const maxPositions = int(o, 'max_position_embeddings', 2048);
   const maxSeq = Math.min(maxPositions, opts.maxSeq ?? HF_DEFAULT_MAX_SEQ);
+  // Read (and refused, with their own message) before modelConfig, whose errors are re-worded below.
+  const ropeTheta = num(o, 'rope_theta', 10000);
+  const normEps = num(o, 'rms_norm_eps', 1e-6);
   let cfg: ModelConfig;
   try {
     cfg = modelConfig({
-      vocab: int(o, 'vocab_size'), d, layers: int(o, 'num_hidden_layers'), heads, hidden: int(o, 'intermediate_size'), maxSeq,
-      ropeTheta: num(o, 'rope_theta', 10000), normEps: num(o, 'rms_norm_eps', 1e-6), tied,
+      vocab: int(o, 'vocab_size'), d, layers: int(o, 'num_hidden_layers'), heads, hidden: int(o, 'intermediate_size'), maxSeq, ropeTheta, normEps, tied,
     });
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
@@ -128,6 +132,13 @@ export function parseHfConfig(raw: unknown, opts: { readonly maxSeq?: number } =
     throw new ConfigError(key, e.value, `config.json: "${key}" = ${show(e.value)} cannot be run here: ${e.message}`);
   }
   return { cfg, info: { modelType: 'llama', kvHeads, maxPositions, bosTokenId: tokenId(o, 'bos_token_id'), eosTokenId: tokenId(o, 'eos_token_id') } };
+}
+
+/** Parameters of the checkpoint as its config describes it (K/V projections at kvHeads rows). */
+export function checkpointParams(cfg: ModelConfig, info: Pick<HfInfo, 'kvHeads'>): number {
+  const { vocab: V, d, hidden: H, layers: L } = cfg;
+  const kv = info.kvHeads * (d / cfg.heads);
+  return (cfg.tied ? 1 : 2) * V * d + L * (2 * d * d + 2 * kv * d + 3 * H * d + 2 * d) + d;
 }
 
 /** Bytes one [out × in] matrix takes stored as `quant` (q8: 1 byte + an f16 scale per 32; q4: ½ byte + the same). */

@@ -42,16 +42,25 @@
  * safetensors reader's own message, prefixed by the file name); and, before any tensor is read,
  * a checkpoint whose estimated memory (hfConfig.ts estimateMemory) exceeds the given limit.
  *
+ * Sizes before bytes (src/core/limits.ts): every JSON file is held to a size cap and a nesting
+ * depth before it is parsed — tokenizer.json's cap grows with config.json's vocab_size — the
+ * safetensors files together to 4 bytes per parameter the config implies, and each shard's header
+ * to what that many tensors need; every header entry is checked (name, dtype, shape) before any
+ * tensor data is copied.
+ *
  * Not here: config.json's fields (hfConfig.ts), the tokenizer (hfTokenizer.ts), the page's file
  * picker and storage.
  */
 import { ConfigError, FormatError } from '../core/errors';
 import { f16ToF32 } from '../core/f16';
+import { readJson } from '../core/json';
+import { formatSize, MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES, maxCheckpointHeaderBytes, maxTokenizerBytes } from '../core/limits';
+import { escapeControl } from '../core/text';
 import type { ModelConfig } from './config';
-import { checkFits, estimateMemory, parseHfConfig, type HfInfo } from './hfConfig';
+import { checkFits, checkpointParams, estimateMemory, parseHfConfig, type HfInfo } from './hfConfig';
 import { HfTokenizer, type HfTurns } from './hfTokenizer';
 import { quantizeQ4, quantizeQ8, type QuantKind } from './quant';
-import { readSafetensors, showShape, type StTensor } from './safetensors';
+import { quote, readSafetensors, showShape, type StTensor } from './safetensors';
 import { isQuantizable, weightNames, type ModelWeights, type WeightTensor } from './weights';
 
 /** A checkpoint folder: file name (relative to the folder, e.g. "model-00001-of-00002.safetensors") → bytes. */
@@ -85,7 +94,7 @@ export interface HfModel {
   readonly weights: ModelWeights;
   readonly info: HfInfo;
   readonly tokenizer: HfTokenizer;
-  /** config.json's "_name_or_path" when it has one, else "checkpoint". */
+  /** config.json's "_name_or_path" (its first 120 characters, control characters escaped) when it has one, else "checkpoint". */
   readonly name: string;
 }
 
@@ -167,17 +176,14 @@ export function repeatKvRows(w: Float32Array, kvHeads: number, heads: number, HS
   return out;
 }
 
-function json(files: HfFiles, name: string, required: boolean): unknown {
+/** File `name` of the folder as JSON, within `maxBytes` (default the small files' cap) and MAX_JSON_DEPTH. */
+function json(files: HfFiles, name: string, required: boolean, maxBytes = MAX_SMALL_JSON_BYTES, why?: string): unknown {
   const bytes = files.get(name);
   if (bytes === undefined) {
     if (!required) return undefined;
     throw new FormatError(`checkpoint folder: "${name}" is missing; a Hugging Face Llama folder has config.json, model.safetensors (or its shards with model.safetensors.index.json) and tokenizer.json`);
   }
-  try {
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-  } catch (e) {
-    throw new FormatError(`checkpoint folder: "${name}" is not valid JSON (${e instanceof Error ? e.message : String(e)})`);
-  }
+  return readJson(`checkpoint folder: "${name}"`, bytes, { maxBytes, maxDepth: MAX_JSON_DEPTH, why });
 }
 
 /** The folder's config.json, read and checked (hfConfig.ts) — the loader's first step, which the page also runs before reading any weights. */
@@ -193,10 +199,35 @@ export function readHfConfig(files: HfFiles, maxSeq?: number): { cfg: ModelConfi
  * prompts (src/sat/env/lm.ts: the tokenizer does not cross the worker boundary).
  */
 export function hfTokenizerOf(files: HfFiles, cfg: ModelConfig, info: HfInfo, turns?: HfTurns): HfTokenizer {
+  const cap = maxTokenizerBytes(cfg.vocab);
   return new HfTokenizer(
-    json(files, 'tokenizer.json', true),
+    json(files, 'tokenizer.json', true, cap, `4 MiB and 1 KiB per token of config.json's "vocab_size" = ${cfg.vocab}`),
     { tokenizerConfig: json(files, 'tokenizer_config.json', false), generationConfig: json(files, 'generation_config.json', false), info, vocab: cfg.vocab, turns },
   );
+}
+
+/** Largest header of one safetensors file of a checkpoint with this config: room for every tensor it has (and old inv_freq buffers). */
+function headerCapOf(cfg: ModelConfig): number {
+  return maxCheckpointHeaderBytes(weightNames(cfg).length + cfg.layers);
+}
+
+/**
+ * The most bytes the safetensors files of a checkpoint with this config hold together: 4 bytes a
+ * parameter (F32, the widest dtype read), and a header each.
+ */
+export function hfWeightsCap(cfg: ModelConfig, info: HfInfo, shards: number): number {
+  return 4 * checkpointParams(cfg, info) + shards * (8 + headerCapOf(cfg));
+}
+
+/**
+ * The most bytes file `name` of a checkpoint folder with this config may have — what the CLI and
+ * the page check before reading it: tokenizer.json grows with vocab_size, a safetensors file is
+ * bounded by the parameters, any other JSON file is small.
+ */
+export function hfFileCap(name: string, cfg: ModelConfig, info: HfInfo): number {
+  if (name === 'tokenizer.json') return maxTokenizerBytes(cfg.vocab);
+  if (name.endsWith('.safetensors')) return hfWeightsCap(cfg, info, 1);
+  return MAX_SMALL_JSON_BYTES;
 }
 
 /** Which file holds each tensor: the index's weight_map, or everything in model.safetensors. */
@@ -237,6 +268,29 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
   const tokenizer = hfTokenizerOf(files, cfg, info, opts.turns);
 
   const plan = shardPlan(files);
+  const names = weightNames(cfg);
+  const shapes = new Map(names.map((ours) => [hfName(ours), hfShape(cfg, info, ours)]));
+  const headerCap = headerCapOf(cfg);
+  const stored = plan.shards.reduce((n, f) => n + files.get(f)!.byteLength, 0);
+  const most = hfWeightsCap(cfg, info, plan.shards.length);
+  if (stored > most) {
+    throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(stored)}, but config.json describes ${checkpointParams(cfg, info).toLocaleString('en-US')} parameters, at most ${formatSize(most)} even as F32; the weights do not belong to this config`);
+  }
+  // Each header entry, checked before any tensor data is copied (readSafetensors' checkEntry).
+  const checkEntry = (name: string, dtype: string, shape: readonly number[]): void => {
+    if (name === 'lm_head.weight' && cfg.tied) {
+      throw new ConfigError('tie_word_embeddings', true, 'config.json: "tie_word_embeddings" = true, but the checkpoint has its own "lm_head.weight"; a tied model\'s head is model.embed_tokens.weight (fix the config: tie_word_embeddings false)');
+    }
+    const want = shapes.get(name);
+    if (want === undefined) {
+      if (IGNORED.test(name)) return;
+      throw new FormatError(`unexpected tensor ${quote(name)}; it is not part of a Llama model with this config.json (${cfg.layers} layers${cfg.tied ? ', tied embeddings' : ''})`);
+    }
+    if (!SUPPORTED_DTYPES.includes(dtype)) throw new FormatError(`tensor "${name}" has dtype ${dtype}; supported: ${SUPPORTED_DTYPES.join(', ')}`);
+    if (shape.length !== want.length || shape.some((x, k) => x !== want[k])) {
+      throw new FormatError(`tensor "${name}" has shape ${showShape(shape)} but config.json implies ${showShape(want)}`);
+    }
+  };
   const tensors = new Map<string, { t: StTensor; file: string }>();
   for (const [i, file] of plan.shards.entries()) {
     opts.signal?.throwIfAborted();
@@ -244,7 +298,7 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
     await yieldToEventLoop();
     let read;
     try {
-      read = readSafetensors(files.get(file)!);
+      read = readSafetensors(files.get(file)!, { maxHeaderBytes: headerCap, headerWhy: `1 KiB for each of the ${shapes.size} tensors of this config.json, and 64 KiB`, checkEntry });
     } catch (e) {
       if (e instanceof FormatError) throw new FormatError(`${file}: ${e.message}`);
       throw e;
@@ -257,16 +311,6 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
     }
   }
   progress({ phase: 'reading', done: plan.shards.length, total: plan.shards.length, item: '' });
-  if (cfg.tied && tensors.has('lm_head.weight')) {
-    throw new ConfigError('tie_word_embeddings', true, 'config.json: "tie_word_embeddings" = true, but the checkpoint has its own "lm_head.weight"; a tied model\'s head is model.embed_tokens.weight (fix the config: tie_word_embeddings false)');
-  }
-  const names = weightNames(cfg);
-  const expected = new Set(names.map(hfName));
-  for (const name of tensors.keys()) {
-    if (!expected.has(name) && !IGNORED.test(name)) {
-      throw new FormatError(`${tensors.get(name)!.file}: unexpected tensor "${name}"; it is not part of a Llama model with this config.json (${cfg.layers} layers${cfg.tied ? ', tied embeddings' : ''})`);
-    }
-  }
 
   const HS = cfg.d / cfg.heads;
   const weights: ModelWeights = new Map();
@@ -279,11 +323,7 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
       const where = plan.where(hf);
       throw new FormatError(`checkpoint folder: tensor "${hf}" (shape ${showShape(want)}) is missing${where ? ` from "${where}", where model.safetensors.index.json puts it` : ''}`);
     }
-    const { t, file } = found;
-    if (!SUPPORTED_DTYPES.includes(t.dtype)) throw new FormatError(`${file}: tensor "${hf}" has dtype ${t.dtype}; supported: ${SUPPORTED_DTYPES.join(', ')}`);
-    if (t.shape.length !== want.length || t.shape.some((s, k) => s !== want[k])) {
-      throw new FormatError(`${file}: tensor "${hf}" has shape ${showShape(t.shape)} but config.json implies ${showShape(want)}`);
-    }
+    const { t, file } = found; // its dtype and shape were checked as the header was read (checkEntry)
     progress({ phase: 'converting', done: i, total: names.length, item: hf });
     if (i % 8 === 0) await yieldToEventLoop();
     let data = toF32(t);
@@ -306,7 +346,7 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
   }
   progress({ phase: quant === 'f32' ? 'converting' : 'quantizing', done: names.length, total: names.length, item: '' });
   const named = (rawConfig as Record<string, unknown>)._name_or_path;
-  return { cfg, weights, info, tokenizer, name: typeof named === 'string' && named.length > 0 ? named.slice(0, 120) : 'checkpoint' };
+  return { cfg, weights, info, tokenizer, name: typeof named === 'string' && named.length > 0 ? escapeControl(named.slice(0, 120)) : 'checkpoint' };
 }
 
 /**

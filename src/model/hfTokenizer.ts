@@ -16,15 +16,21 @@
  *            added special tokens, as `apply_chat_template(tokenize=True)` does (the template
  *            writes BOS itself).
  * A message ends at `eos`: tokenizer_config.json's eos_token, else generation_config.json's
- * eos_token_id, else config.json's (the first of a list). A tokenizer with none is refused.
+ * eos_token_id, else config.json's (the first of a list). A tokenizer with none is refused, and so
+ * is an eos id outside the vocabulary.
+ *
+ * Untrusted input: tokenizer.json is checked entry by entry before the library reads it
+ * (tokenizerJson.ts: ids, merges, model type, patterns that could backtrack exponentially), and the
+ * chat template renders within step and size budgets (chatTemplate.ts).
  *
  * Not here: the char tokenizer (tokenizer.ts), model weights (hfLoad.ts).
  */
-import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { FormatError } from '../core/errors';
+import { ChatTemplate, TemplateBudgetError } from './chatTemplate';
 import type { HfInfo } from './hfConfig';
 import type { TextTokenizer } from './tokenizer';
+import { checkTokenizerJson } from './tokenizerJson';
 
 export type HfTurns = 'plain' | 'chat';
 
@@ -61,9 +67,12 @@ function pickTemplate(v: unknown): string | undefined {
   return undefined;
 }
 
-function firstId(v: unknown): number | undefined {
+/** The first id of an id or a list of them; undefined when absent; a FormatError naming `where` when it is not an id. */
+function firstId(v: unknown, where: string): number | undefined {
   const x = Array.isArray(v) ? v[0] : v;
-  return typeof x === 'number' && Number.isInteger(x) && x >= 0 ? x : undefined;
+  if (x === undefined || x === null) return undefined;
+  if (typeof x !== 'number' || !Number.isInteger(x) || x < 0) throw new FormatError(`${where} = ${JSON.stringify(x)?.slice(0, 40)} is not a token id (an integer ≥ 0)`);
+  return x;
 }
 
 export class HfTokenizer implements TextTokenizer {
@@ -73,11 +82,11 @@ export class HfTokenizer implements TextTokenizer {
   readonly bosToken: string | undefined;
   readonly eosToken: string;
   private readonly tk: Tokenizer;
-  private readonly template: Template | null;
+  private readonly template: ChatTemplate | null;
 
   constructor(tokenizerJson: unknown, opts: HfTokenizerOptions = {}) {
     const tj = obj(tokenizerJson);
-    if (typeof tj.model !== 'object' || tj.model === null) throw new FormatError('tokenizer.json: has no "model" object; it is not a Hugging Face tokenizer file');
+    checkTokenizerJson(tj, opts.vocab);
     const tc = obj(opts.tokenizerConfig);
     try {
       this.tk = new Tokenizer(tj, tc);
@@ -94,10 +103,13 @@ export class HfTokenizer implements TextTokenizer {
     const eosText = tokenText(tc.eos_token);
     const eos =
       (eosText !== undefined ? this.tk.token_to_id(eosText) : undefined) ??
-      firstId(obj(opts.generationConfig).eos_token_id) ??
+      firstId(obj(opts.generationConfig).eos_token_id, 'generation_config.json: "eos_token_id"') ??
       (opts.info?.eosTokenId ?? undefined);
     if (eos === undefined) {
       throw new FormatError('tokenizer: no end-of-sequence token (tokenizer_config.json "eos_token", generation_config.json or config.json "eos_token_id"); a message could never end');
+    }
+    if (eos >= this.vocabSize && (opts.vocab === undefined || eos >= opts.vocab)) {
+      throw new FormatError(`tokenizer: the end-of-sequence token id ${eos} is not in the vocabulary (ids 0..${Math.max(this.vocabSize, opts.vocab ?? 0) - 1}); a message could never end`);
     }
     this.eos = eos;
     this.eosToken = this.tk.id_to_token(eos) ?? eosText ?? '';
@@ -110,7 +122,7 @@ export class HfTokenizer implements TextTokenizer {
     this.template = null;
     if (turns === 'chat') {
       try {
-        this.template = new Template(source!);
+        this.template = new ChatTemplate(source!);
       } catch (e) {
         throw new FormatError(`tokenizer_config.json: "chat_template" does not parse (${e instanceof Error ? e.message : String(e)})`);
       }
@@ -138,6 +150,7 @@ export class HfTokenizer implements TextTokenizer {
         eos_token: this.eosToken,
       });
     } catch (e) {
+      if (e instanceof TemplateBudgetError) throw new FormatError(`tokenizer_config.json: "chat_template" is stopped: ${e.message}, past what rendering one chat may take (docs/models.md, "Input limits")`);
       throw new FormatError(`tokenizer_config.json: "chat_template" fails to render (${e instanceof Error ? e.message : String(e)})`);
     }
   }

@@ -63,13 +63,13 @@ function roundAway(v: number): number {
 
 /**
  * The f16 bit pattern of the smallest f16 value ≥ v (v ≥ 0, finite). Throws NumericError when v
- * exceeds the largest f16 (65504).
+ * exceeds the largest f16 (65504), its message starting with `where` (the tensor and block).
  */
-export function f16AtLeast(v: number): number {
+export function f16AtLeast(v: number, where = ''): number {
   let h = f32ToF16(v);
   if (f16ToF32(h) < v) h += 1; // positive f16 bit patterns are ordered like their values
   if (h >= 0x7c00) {
-    throw new NumericError(`block scale ${v} does not fit in f16 (largest 65504): the weights are too large to quantize`);
+    throw new NumericError(`${where}block scale ${v} does not fit in f16 (largest 65504): the weights are too large to quantize`);
   }
   return h;
 }
@@ -90,7 +90,7 @@ function blockScales(x: Float32Array, rows: number, cols: number, levels: number
         const a = Math.abs(v);
         if (a > amax) amax = a;
       }
-      scales[o * nb + b] = amax === 0 ? 0 : f16AtLeast(amax / levels);
+      scales[o * nb + b] = amax === 0 ? 0 : f16AtLeast(amax / levels, `${what}: row ${o}, block ${b}: `);
     }
   }
   return scales;

@@ -174,8 +174,21 @@ interface Entry {
   end: number;
 }
 
-/** Parses safetensors bytes, validating everything; throws FormatError with a specific message. */
-export function readSafetensors(bytes: Uint8Array): Safetensors {
+/** What a reader that knows what the file should hold can refuse early (readSafetensors). */
+export interface ReadBounds {
+  /** Largest header accepted (default MAX_HEADER_BYTES), and why, for the message. */
+  readonly maxHeaderBytes?: number;
+  readonly headerWhy?: string;
+  /** Called for each entry once its own fields are checked, before any tensor data is copied; throws to refuse the file. */
+  readonly checkEntry?: (name: string, dtype: StDtype, shape: readonly number[]) => void;
+}
+
+/**
+ * Parses safetensors bytes, validating everything; throws FormatError with a specific message.
+ * `bounds` lets a caller that knows what the file should hold refuse a header too large for it,
+ * or an entry it does not expect, before the header is decoded or any data copied.
+ */
+export function readSafetensors(bytes: Uint8Array, bounds: ReadBounds = {}): Safetensors {
   assertLittleEndian();
   const L = bytes.length;
   if (L < 8) {
@@ -189,6 +202,9 @@ export function readSafetensors(bytes: Uint8Array): Safetensors {
     throw new FormatError(
       `safetensors: header length ${N} bytes is absurd (limit ${MAX_HEADER_BYTES}); the file is corrupt or not a safetensors file`,
     );
+  }
+  if (bounds.maxHeaderBytes !== undefined && N > bounds.maxHeaderBytes) {
+    throw new FormatError(`safetensors: header length ${N} bytes is more than the ${bounds.maxHeaderBytes} a file of this kind needs${bounds.headerWhy ? ` (${bounds.headerWhy})` : ''}; it holds entries that do not belong to it`);
   }
   if (8 + N > L) {
     throw new FormatError(
@@ -272,6 +288,7 @@ export function readSafetensors(bytes: Uint8Array): Safetensors {
         `safetensors: file is truncated or its offsets are out of bounds: tensor ${quote(name)} needs data bytes [${begin}, ${end}) but only ${dataLen} bytes follow the header (file is ${L} bytes, expected at least ${8 + N + end})`,
       );
     }
+    bounds.checkEntry?.(name, dtype, shape as number[]);
     entries.push({ name, dtype, shape: [...(shape as number[])], begin, end });
   }
 

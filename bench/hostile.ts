@@ -1,0 +1,112 @@
+/**
+ * `npx tsx bench/hostile.ts [class…]`: time to refusal and peak memory of each hostile input class
+ * (tests/helpers/hostile.ts builds them; the parent writes each to disk), each read in a fresh
+ * child process so its peak RSS is its own — a checkpoint folder the way `--agent-model` reads it
+ * (readHfFolder, the budgeted head check in a worker thread, the load), an experiment file the way
+ * the page parses it — killed after HOSTILE_TIMEOUT seconds (default 60). Prints one table row per class: outcome (the first line of the
+ * message, or "timeout"), seconds from the read call to the refusal, the child's peak RSS.
+ * docs/performance.md ("Hostile inputs") keeps the figures.
+ *
+ * Not here: whether the message is right (tests/hostile*.test.ts check each one).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { encodeContainer, parseExperimentFile } from '../src/app/savefile';
+import { loadHfCheckpoint } from '../src/model/hfLoad';
+import { presetConfig } from '../src/sat/presets';
+import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
+import { bigVocabTokenizer, containerBomb, deepJson, extraEntriesFolder, gzipBomb, regexTokenizer, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES } from '../tests/helpers/hostile';
+
+const GiB = 2 ** 30;
+
+/** An input: an experiment file's bytes, or a checkpoint folder (its files, then an edit on disk). */
+type Input = { readonly file: Uint8Array } | { readonly folder: ReadonlyMap<string, Uint8Array>; readonly edit?: (dir: string) => void };
+
+const folderWith = (name: string, bytes: Uint8Array | Record<string, unknown>): Input => ({
+  folder: new Map(hfCheckpoint().files).set(name, bytes instanceof Uint8Array ? bytes : new TextEncoder().encode(JSON.stringify(bytes))),
+});
+
+/** Each class: the input, built by the parent and written to disk before the child is timed. */
+const CLASSES: Record<string, () => Input> = {
+  'gzip: 8 GiB of zeros': () => ({ file: gzipBomb(8 * GiB) }),
+  'gzip: 1 GiB − 64 zeros': () => ({ file: gzipBomb(GiB - 64) }),
+  'gzip: container, one 1 GiB f64 blob': () => ({ file: containerBomb(GiB / 8) }),
+  'safetensors: 1,000,000 extra entries': () => ({ folder: extraEntriesFolder(1_000_000) }),
+  'config.json 100,000 deep': () => folderWith('config.json', deepJson(100_000)),
+  ...Object.fromEntries(RUNAWAY_PATTERNS.map((p) => [`regex ${p}`, () => folderWith('tokenizer.json', regexTokenizer(p))])),
+  ...Object.fromEntries(Object.entries(RUNAWAY_TEMPLATES).map(([k, t]) => [`template: ${k}`, () => folderWith('tokenizer_config.json', { eos_token: '<|im_end|>', chat_template: t })])),
+  'vocab 10,000,000 entries vs vocab_size 272': () => folderWith('tokenizer.json', bigVocabTokenizer(10_000_000)),
+  'folder: model.safetensors → /dev/zero': () => ({ folder: hfCheckpoint().files, edit: (d) => { rmSync(join(d, 'model.safetensors')); symlinkSync('/dev/zero', join(d, 'model.safetensors')); } }),
+  'folder: config.json is a FIFO': () => ({ folder: hfCheckpoint().files, edit: (d) => { rmSync(join(d, 'config.json')); spawnSync('mkfifo', [join(d, 'config.json')]); } }),
+  'folder: extra.json is a folder': () => ({ folder: hfCheckpoint().files, edit: (d) => mkdirSync(join(d, 'extra.json')) }),
+  'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
+  'legitimate: a 64 MiB experiment file (reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
+};
+
+/** A real experiment container (savefile.ts) whose one blob is `bytes` of random f64s: the size of a big real export. */
+function legitimateExperiment(bytes: number): Uint8Array {
+  const values = new Float64Array(bytes / 8);
+  for (let i = 0; i < values.length; i++) values[i] = Math.random();
+  return encodeContainer('{}', [values]);
+}
+
+/** What the CLI does with --agent-model up to the weights: read the folder, check its head in the budgeted worker, load. */
+async function seatPath(dir: string): Promise<string> {
+  const { readHfFolder } = await import('../src/cli/hfSeat');
+  const { cliCheck } = await import('../src/cli/inputCheck');
+  const files = await readHfFolder(dir);
+  const json = [...files].filter(([n]) => n.endsWith('.json'));
+  await cliCheck()('checkpointHead', { files: json, settings: presetConfig('arith-team', {}) }, dir);
+  await loadHfCheckpoint(files, { quant: 'q8' });
+  return 'ACCEPTED';
+}
+
+async function child(path: string): Promise<void> {
+  const t0 = performance.now();
+  let msg: string;
+  try {
+    msg = statSync(path).isDirectory() ? await seatPath(path) : ((r) => (r.ok ? 'ACCEPTED' : r.error))(parseExperimentFile(new Uint8Array(readFileSync(path))));
+  } catch (e) {
+    msg = e instanceof Error ? e.message : String(e);
+  }
+  const s = (performance.now() - t0) / 1000;
+  process.stdout.write(JSON.stringify({ s, rss: process.resourceUsage().maxRSS / 1024, msg: msg.split('\n')[0]!.slice(0, 110) }));
+}
+
+function write(input: Input): string {
+  const root = mkdtempSync(join(tmpdir(), 'sat-hostile-'));
+  if ('file' in input) {
+    writeFileSync(join(root, 'x.satexp'), input.file);
+    return join(root, 'x.satexp');
+  }
+  const dir = join(root, 'ck');
+  mkdirSync(dir);
+  writeHfFolder(dir, input.folder);
+  input.edit?.(dir);
+  return dir;
+}
+
+function main(): void {
+  const args = process.argv.slice(2);
+  if (args[0] === '--child') return void child(args[1]!);
+  const timeout = Number(process.env.HOSTILE_TIMEOUT ?? 60);
+  const names = args.length > 0 ? Object.keys(CLASSES).filter((n) => args.some((a) => n.includes(a))) : Object.keys(CLASSES);
+  console.log(`| class | time to refusal | peak RSS | outcome |\n|---|---|---|---|`);
+  for (const name of names) {
+    const path = write(CLASSES[name]!());
+    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', path], { encoding: 'utf8', timeout: timeout * 1000, maxBuffer: 1 << 20 });
+    rmSync(dirname(path), { recursive: true, force: true });
+    if (r.error || r.status !== 0) {
+      const why = r.error ? `timeout (> ${timeout} s)` : `exit ${r.status} ${r.signal ?? ''}: ${r.stderr.split('\n').filter((l) => l.trim()).slice(-1)[0]?.slice(0, 100) ?? ''}`;
+      console.log(`| ${name} | — | — | ${why} |`);
+      continue;
+    }
+    const o = JSON.parse(r.stdout) as { s: number; rss: number; msg: string };
+    console.log(`| ${name} | ${o.s.toFixed(2)} s | ${o.rss.toFixed(0)} MiB | ${o.msg.replace(/\|/g, '\\|')} |`);
+  }
+}
+
+main();

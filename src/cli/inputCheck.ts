@@ -1,0 +1,31 @@
+/**
+ * The command line's budgeted input checks (src/workers/budget.ts): each check in a fresh worker
+ * thread (inputWorker.mjs) with CHECK_TIME_MS of time and a CHECK_HEAP_MIB heap limit
+ * (resourceLimits), so a checkpoint folder whose tokenizer or chat template runs away ends in a
+ * message naming it and the budget — not a hang, and not a V8 abort of the whole process.
+ *
+ * Not here: the jobs (src/workers/inputJobs.ts), what the command prints.
+ */
+import { Worker } from 'node:worker_threads';
+import { CHECK_HEAP_MIB, CHECK_TIME_MS, formatSize } from '../core/limits';
+import { budgeted, type Check, type CheckWorker } from '../workers/budget';
+import type { JobReply } from '../workers/inputJobs';
+
+function threadWorker(): CheckWorker {
+  const w = new Worker(new URL('./inputWorker.mjs', import.meta.url), { name: 'sat-input-check', resourceLimits: { maxOldGenerationSizeMb: CHECK_HEAP_MIB } });
+  w.unref(); // a check that was given up on must not keep the process alive
+  return {
+    post: (message, transfer) => w.postMessage(message, transfer as never),
+    onReply: (cb) => w.once('message', (r: JobReply) => cb(r)),
+    onDeath: (cb) => {
+      w.once('error', (e: Error & { code?: string }) => cb(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'it ran out of memory' : `the check failed (${e.message})`));
+      w.once('exit', (code) => cb(`the check ended without an answer (exit code ${code})`));
+    },
+    terminate: () => void w.terminate(),
+  };
+}
+
+/** The CLI's check, with its budgets (header). */
+export function cliCheck(timeMs = CHECK_TIME_MS): Check {
+  return budgeted(threadWorker, { timeMs, memory: `${formatSize(CHECK_HEAP_MIB * 2 ** 20)} of heap` });
+}

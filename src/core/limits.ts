@@ -1,0 +1,59 @@
+/**
+ * The caps on what a person hands the playground — checkpoint folders, tokenizers, chat
+ * templates, experiment files — in one table, so the readers, the page, the CLI and the docs
+ * (docs/models.md, "Input limits") agree. Each cap is far above what a real file of its kind
+ * needs and far below what would freeze a page or exhaust a process; a cap that depends on the
+ * model (a tokenizer's size, a safetensors header's) is a function of what config.json says.
+ *
+ * Not here: the checks themselves (each reader applies its caps and names them in its message).
+ */
+
+/** Deepest JSON nesting read from any file (real tokenizers nest fewer than 10 levels). */
+export const MAX_JSON_DEPTH = 64;
+
+/** Largest config-sized JSON file of a checkpoint folder (config.json, tokenizer_config.json, generation_config.json, the shard index). */
+export const MAX_SMALL_JSON_BYTES = 4 * 2 ** 20;
+
+/**
+ * Largest tokenizer.json for a vocabulary of `vocabSize` tokens: 4 MiB plus 1 KiB per token (real
+ * ones take 60–130 bytes per token, merges included).
+ */
+export function maxTokenizerBytes(vocabSize: number): number {
+  return 4 * 2 ** 20 + 1024 * vocabSize;
+}
+
+/**
+ * Largest safetensors header (bytes) of a checkpoint shard holding at most `tensors` tensors: 64 KiB
+ * (metadata) plus 1 KiB per tensor (a real entry is under 200 bytes).
+ */
+export function maxCheckpointHeaderBytes(tensors: number): number {
+  return 64 * 1024 + 1024 * tensors;
+}
+
+/** Longest list a chat template may build with range() (a chat has far fewer turns). */
+export const TEMPLATE_MAX_RANGE = 10_000;
+/** Evaluation steps (expressions, statements, loop bodies) one rendering of a chat template may take (a real one takes tens per message). */
+export const TEMPLATE_MAX_STEPS = 50_000;
+/** Longest string (characters) a chat template may build, its output included. */
+export const TEMPLATE_MAX_CHARS = 1 << 20;
+
+/**
+ * Experiment files: contents may inflate to at most RATIO times the compressed size (real ones
+ * inflate a few times at most: f64 weights and metrics barely compress, the JSON header about
+ * tenfold), or FLOOR bytes when that is more.
+ */
+export const INFLATE_RATIO = 32;
+export const INFLATE_FLOOR = 16 * 2 ** 20;
+
+/** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
+export const CHECK_TIME_MS = 10_000;
+/** Heap a check's worker may grow to in Node (the page bounds memory with the size caps above). */
+export const CHECK_HEAP_MIB = 1024;
+
+/** "1.5 MiB", "300 bytes". */
+export function formatSize(n: number): string {
+  if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(2)} GiB`;
+  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
+  if (n >= 2 ** 10) return `${(n / 2 ** 10).toFixed(1)} KiB`;
+  return `${n} bytes`;
+}

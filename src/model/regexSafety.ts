@@ -1,0 +1,194 @@
+/**
+ * A static check that a tokenizer's regular expression cannot backtrack exponentially, so a
+ * pre-tokenizer or normalizer pattern from an untrusted tokenizer.json cannot hang the page or the
+ * CLI on a 40-character prompt. JavaScript's engine backtracks, and a running match cannot be
+ * interrupted, so the pattern is judged before it is compiled.
+ *
+ * The pattern is parsed (the Oniguruma / JavaScript syntax tokenizer.json uses) into alternations,
+ * sequences and quantified atoms, and refused when a repeated part (`+`, `*`, `{n,}`, `{n,m}` with
+ * m > 1) can match the same text in more than one way per repetition — the two shapes behind
+ * exponential backtracking:
+ *   - a nested quantifier: a repeated group holding a repeated part, `(a+)+`, `([\s\S]+)+Q`;
+ *   - an ambiguous alternation: a repeated group whose branches can start with the same
+ *     character, `(\d|\w)+`, `(\d+|\w+|\s+|.)+\$` (which is also the first shape).
+ * Backreferences are refused too (matching with them is NP-hard). The check is conservative —
+ * `(ab+)+` is safe but refused — and it lets through what only costs polynomial time, such as
+ * `\s*[\r\n]+`, which the real GPT-2, Llama-3, Qwen2 and GPT-4o patterns use.
+ *
+ * Not here: running the pattern (@huggingface/tokenizers compiles it), the tokenizer's other checks
+ * (hfTokenizer.ts).
+ */
+
+type Atom =
+  | { readonly kind: 'char'; readonly ch: string }
+  /** Anything that matches one of many characters: a class, `.`, `\w`, `\p{L}`; or an assertion. */
+  | { readonly kind: 'wide' }
+  | { readonly kind: 'group'; readonly alt: Alt; readonly look: boolean };
+interface Term {
+  readonly atom: Atom;
+  readonly min: number;
+  readonly max: number;
+  /** Where it is in the pattern: [start, end) of the atom and its quantifier. */
+  readonly span: readonly [number, number];
+}
+type Seq = Term[];
+type Alt = Seq[];
+
+class Bad extends Error {}
+
+/** Parses `src` into an alternation; throws Bad for a backreference or syntax it cannot follow. */
+function parse(src: string): Alt {
+  let i = 0;
+  const alt = (): Alt => {
+    const branches: Alt = [[]];
+    while (i < src.length && src[i] !== ')') {
+      if (src[i] === '|') {
+        i++;
+        branches.push([]);
+        continue;
+      }
+      const start = i;
+      const atom = parseAtom();
+      const [min, max] = quantifier();
+      branches[branches.length - 1]!.push({ atom, min, max, span: [start, i] });
+    }
+    return branches;
+  };
+  const parseAtom = (): Atom => {
+    const c = src[i]!;
+    if (c === '(') {
+      i++;
+      let look = false;
+      if (src[i] === '?') {
+        const m = /^\?(?:<?[=!]|:|<[A-Za-z_]\w*>|[a-zA-Z-]*:)/.exec(src.slice(i));
+        if (!m) throw new Bad(`the group at character ${i - 1} is of a kind this check does not know`);
+        look = /^\?<?[=!]$/.test(m[0]);
+        i += m[0].length;
+      }
+      const inner = alt();
+      if (src[i] !== ')') throw new Bad('a group is not closed');
+      i++;
+      return { kind: 'group', alt: inner, look };
+    }
+    if (c === '[') {
+      i++;
+      if (src[i] === '^') i++;
+      if (src[i] === ']') i++;
+      let depth = 1; // Oniguruma allows nested classes
+      while (i < src.length && depth > 0) {
+        if (src[i] === '\\') i++;
+        else if (src[i] === '[') depth++;
+        else if (src[i] === ']') depth--;
+        i++;
+      }
+      if (depth > 0) throw new Bad('a character class is not closed');
+      return { kind: 'wide' };
+    }
+    if (c === '\\') {
+      const e = src[i + 1];
+      if (e === undefined) throw new Bad('the pattern ends in a backslash');
+      if (/[1-9k]/.test(e)) throw new Bad(`it refers back to a group (\\${e}), which can make matching take exponential time`);
+      i += 2;
+      if (/[pPux]/.test(e) && src[i] === '{') i = src.indexOf('}', i) + 1 || src.length;
+      else if (e === 'u') i += 4;
+      else if (e === 'x') i += 2;
+      else if (e === 'c') i += 1;
+      return /[A-Za-z0-9]/.test(e) ? { kind: 'wide' } : { kind: 'char', ch: e };
+    }
+    i++;
+    if (c === '.' || c === '^' || c === '$') return { kind: 'wide' };
+    return { kind: 'char', ch: c };
+  };
+  const quantifier = (): [number, number] => {
+    const c = src[i];
+    let q: [number, number] = [1, 1];
+    if (c === '*') q = [0, Infinity];
+    else if (c === '+') q = [1, Infinity];
+    else if (c === '?') q = [0, 1];
+    else if (c === '{') {
+      const m = /^\{(\d*)(,?)(\d*)\}/.exec(src.slice(i));
+      if (!m || (m[1] === '' && m[3] === '')) return q; // a literal "{"
+      const lo = m[1] === '' ? 0 : Number(m[1]);
+      i += m[0].length;
+      return lazy([lo, m[2] === '' ? lo : m[3] === '' ? Infinity : Number(m[3])]);
+    } else return q;
+    i++;
+    return lazy(q);
+  };
+  const lazy = (q: [number, number]): [number, number] => {
+    if (src[i] === '?' || src[i] === '+') i++; // lazy or possessive: the same paths to try
+    return q;
+  };
+  const out = alt();
+  if (i < src.length) throw new Bad(`an unmatched ")" at character ${i}`);
+  return out;
+}
+
+/** Does any part of `a` repeat without a bound (or more than once)? */
+function repeats(a: Alt): boolean {
+  return a.some((seq) => seq.some((t) => t.max > 1 || (t.atom.kind === 'group' && repeats(t.atom.alt))));
+}
+
+/** The characters a sequence can start with: literal characters, or 'wide' (could be anything). */
+function firsts(seq: Seq, from = 0): Set<string> | 'wide' {
+  const out = new Set<string>();
+  for (let k = from; k < seq.length; k++) {
+    const t = seq[k]!;
+    let f: Set<string> | 'wide';
+    if (t.atom.kind === 'char') f = new Set([t.atom.ch]);
+    else if (t.atom.kind === 'wide' || t.atom.look) return 'wide';
+    else {
+      f = new Set();
+      for (const b of t.atom.alt) {
+        const g = firsts(b);
+        if (g === 'wide') return 'wide';
+        for (const x of g) f.add(x);
+      }
+    }
+    for (const x of f) out.add(x);
+    if (t.min > 0) return out;
+  }
+  return out.size === 0 ? 'wide' : out; // an empty branch: overlaps everything
+}
+
+/** The reason `a` can backtrack exponentially, or null (see the header for the two shapes). */
+function danger(a: Alt, text: (t: Term) => string): string | null {
+  for (const seq of a) {
+    for (const t of seq) {
+      if (t.atom.kind !== 'group') continue;
+      const inner = t.atom.alt;
+      if (t.max > 1 && repeats(inner)) return `the repeated group ${text(t)} holds a repeated part of its own (a nested quantifier)`;
+      if (t.max > 1 && inner.length > 1) {
+        const sets = inner.map((b) => firsts(b));
+        for (let x = 0; x < sets.length; x++) {
+          for (let y = x + 1; y < sets.length; y++) {
+            const [p, q] = [sets[x]!, sets[y]!];
+            if (p === 'wide' || q === 'wide' || [...p].some((c) => q.has(c))) return `the repeated group ${text(t)} has alternatives that can match the same text`;
+          }
+        }
+      }
+      const deeper = danger(inner, text);
+      if (deeper) return deeper;
+    }
+  }
+  return null;
+}
+
+/**
+ * Why `pattern` could take exponential time to match (a sentence), or null when it cannot (header).
+ * A pattern this check cannot parse is refused with the reason.
+ */
+export function backtrackingRisk(pattern: string): string | null {
+  let tree: Alt;
+  try {
+    tree = parse(pattern);
+  } catch (e) {
+    if (e instanceof Bad) return e.message;
+    throw e;
+  }
+  const text = (t: Term): string => {
+    const part = pattern.slice(t.span[0], t.span[1]);
+    return `"${part.length > 40 ? `${part.slice(0, 40)}…` : part}"`;
+  };
+  return danger(tree, text);
+}

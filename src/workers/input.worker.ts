@@ -1,0 +1,12 @@
+/**
+ * The page's input-check worker: runs one job of inputJobs.ts on the message it is sent and posts
+ * the reply. Started fresh for each check by src/app/inputCheck.ts, and terminated by budget.ts
+ * when the check outruns its budget.
+ *
+ * Not here: the jobs (inputJobs.ts), the budget (budget.ts).
+ */
+import { runJob, type JobName } from './inputJobs';
+
+self.onmessage = (e: MessageEvent<{ job: JobName; input: never }>) => {
+  self.postMessage(runJob(e.data.job, e.data.input));
+};

@@ -1,0 +1,62 @@
+/**
+ * The checks of user-supplied input that run in a budgeted worker (budget.ts), by name: each a
+ * plain function from structured-clonable input to structured-clonable output, so the same table
+ * runs in a Web Worker (input.worker.ts), a Node worker thread (inputNode.ts) or — where neither
+ * exists — in-process.
+ *
+ *   experimentFile   an experiment file's bytes → savefile.ts parseExperimentFile's result
+ *   checkpointHead   a checkpoint folder's JSON files and the settings → the context its seat
+ *                    needs (config.json, the tokenizer and its chat template parsed and run on the
+ *                    task's prompts: src/sat/hfSeat.ts hfSeatContext)
+ *
+ * A failure the user can act on (a SatError) comes back as its class name and message
+ * (`JobFailure`) and is rebuilt on the caller's side (budget.ts); anything else is a bug and is
+ * reported as such. New input kinds (ONNX files, run logs) add a row here.
+ *
+ * Not here: the budgets and the worker's life (budget.ts), the checks themselves (savefile.ts,
+ * hfLoad.ts, hfTokenizer.ts, hfSeat.ts).
+ */
+import { SatError } from '../core/errors';
+import { parseExperimentFile, type ExperimentData, type ParseResult } from '../app/savefile';
+import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
+import { hfTokenizerOf, readHfConfig } from '../model/hfLoad';
+
+export interface InputJobs {
+  experimentFile(bytes: Uint8Array): ParseResult<ExperimentData>;
+  checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
+}
+
+export type JobName = keyof InputJobs;
+export type JobInput<K extends JobName> = Parameters<InputJobs[K]>[0];
+export type JobOutput<K extends JobName> = ReturnType<InputJobs[K]>;
+
+/** What crosses back: the output, or a failure with the class name it had. */
+export type JobReply<K extends JobName = JobName> = { readonly ok: true; readonly value: JobOutput<K> } | JobFailure;
+export interface JobFailure {
+  readonly ok: false;
+  /** The SatError subclass ("FormatError", "ConfigError", …), or "" for an unexpected error. */
+  readonly errorClass: string;
+  readonly message: string;
+  /** ConfigError's key. */
+  readonly key?: string;
+}
+
+export const INPUT_JOBS: InputJobs = {
+  experimentFile: (bytes) => parseExperimentFile(bytes),
+  checkpointHead: ({ files, settings }) => {
+    const map = new Map(files);
+    const { cfg, info } = readHfConfig(map, HF_SEAT_MAX_SEQ);
+    return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
+  },
+};
+
+/** Runs job `name` on `input` and packs the outcome for the way back (never throws). */
+export function runJob<K extends JobName>(name: K, input: JobInput<K>): JobReply<K> {
+  try {
+    const job = INPUT_JOBS[name] as (x: JobInput<K>) => JobOutput<K>;
+    return { ok: true, value: job(input) };
+  } catch (e) {
+    if (e instanceof SatError) return { ok: false, errorClass: e.name, message: e.message, key: (e as { key?: string }).key };
+    return { ok: false, errorClass: '', message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Browser test: hostile files on the page. After a stage of a shrunk arith-team (so the autosave
+ * holds a real experiment), a checkpoint folder whose tokenizer.json has a catastrophic-
+ * backtracking pre-tokenizer pattern is picked on agent 1's card, a folder whose chat template
+ * loops 25 million times is picked after it, and a ~1 MB gzip bomb (1 GiB − 64 zeros) is imported
+ * as an experiment file. Each is refused with its own message (the checks run in a budgeted Web
+ * Worker, src/workers/budget.ts); throughout, a heartbeat on the main thread never misses 1 s and
+ * the page answers a round trip within 1 s; the team and the stage table are unchanged, and a
+ * reload restores the autosave as it was. The time to each refusal is printed (docs/performance.md,
+ * "Hostile inputs").
+ *
+ * Not here: the readers' own checks (tests/hostile*.test.ts).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { encodeShare, makeShareState } from '../../src/app/share';
+import { presetConfig } from '../../src/sat/presets';
+import { hfCheckpoint, writeHfFolder } from '../helpers/hfCheckpoint';
+import { gzipBomb, regexTokenizer, RUNAWAY_TEMPLATES } from '../helpers/hostile';
+import { openPlayground, settled, SETUP_TIMEOUT_MS, type Playground } from './harness';
+
+let pg: Playground;
+let dir: string;
+
+beforeAll(async () => {
+  pg = await openPlayground();
+  dir = mkdtempSync(join(tmpdir(), 'sat-hostile-e2e-'));
+}, SETUP_TIMEOUT_MS);
+
+afterAll(async () => {
+  await pg?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
+const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+
+/** Starts a main-thread heartbeat (every 50 ms); `maxGap` reads the longest gap between beats since. */
+async function heartbeat(p: Page): Promise<{ maxGap: () => Promise<number> }> {
+  await p.evaluate(() => {
+    const w = window as unknown as { __gap: number; __last: number };
+    w.__gap = 0;
+    w.__last = performance.now();
+    setInterval(() => {
+      const t = performance.now();
+      w.__gap = Math.max(w.__gap, t - w.__last);
+      w.__last = t;
+    }, 50);
+  });
+  return { maxGap: () => p.evaluate(() => (window as unknown as { __gap: number }).__gap) };
+}
+
+/** Runs `act` and waits for an error banner containing `expected`, round-tripping to the page every 200 ms; returns the banner, the time to it and the slowest round trip. */
+async function refused(p: Page, act: () => Promise<void>, expected: string): Promise<{ text: string; ms: number; slowest: number }> {
+  const t0 = Date.now();
+  await act();
+  let slowest = 0;
+  for (;;) {
+    const t = Date.now();
+    const shown = await p.evaluate(() => document.querySelector('[data-testid="error"]')?.textContent ?? '');
+    slowest = Math.max(slowest, Date.now() - t);
+    if (shown.includes(expected)) return { text: shown, ms: Date.now() - t0, slowest };
+    if (Date.now() - t0 > 60_000) throw new Error(`no refusal within 60 s; the banner says ${JSON.stringify(shown)}; page errors: ${pg.errors.join(' | ')}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('hostile files on the page', () => {
+  it('a runaway regex folder, a runaway template folder and a gzip bomb are refused while the page stays responsive; the autosave is intact', async () => {
+    writeHfFolder(join(dir, 'regex-llama'), new Map(hfCheckpoint().files).set('tokenizer.json', new TextEncoder().encode(JSON.stringify(regexTokenizer('([\\s\\S]+)+Q')))));
+    const template = RUNAWAY_TEMPLATES['nested loops under the range cap'];
+    writeHfFolder(join(dir, 'template-llama'), new Map(hfCheckpoint().files).set('tokenizer_config.json', new TextEncoder().encode(JSON.stringify({ eos_token: '<|im_end|>', chat_template: template }))));
+    const bomb = gzipBomb(2 ** 30 - 64);
+
+    const p = await pg.freshPage();
+    await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(`${rows} === 1`, undefined, { timeout: 120_000 });
+    await settled(p);
+    const row = await p.getByTestId('stage-row').first().innerText();
+    const team = [await p.getByTestId('agent-0').innerText(), await p.getByTestId('agent-1').innerText()];
+
+    const beat = await heartbeat(p);
+    const regex = await refused(p, () => p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'regex-llama')), 'tokenizer.json: the pattern "([\\\\s\\\\S]+)+Q" of pre_tokenizer.pretokenizers[0].pattern could take exponential time to match');
+    await settled(p);
+    const loops = await refused(p, () => p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'template-llama')), '"chat_template" is stopped: it takes more than 50,000 evaluation steps');
+    await settled(p);
+    const gz = await refused(p, () => p.getByTestId('import').setInputFiles({ name: 'bomb.satexp', mimeType: 'application/octet-stream', buffer: Buffer.from(bomb) }), `bomb.satexp”: This experiment file cannot be opened: it decompresses to more than the ${32 * bomb.length} bytes this playground reads`);
+    expect(gz.text).toContain('Your current experiment was not changed.');
+    await settled(p);
+    const gap = await beat.maxGap();
+    console.log(`[hostile e2e] time to refusal: regex folder ${regex.ms} ms, template folder ${loops.ms} ms, gzip bomb (${bomb.length} bytes) ${gz.ms} ms; slowest round trip ${Math.max(regex.slowest, loops.slowest, gz.slowest)} ms; longest main-thread gap ${gap.toFixed(0)} ms`);
+    expect(Math.max(regex.slowest, loops.slowest, gz.slowest)).toBeLessThan(1000);
+    expect(gap).toBeLessThan(1000);
+
+    // Nothing changed, and the autosave restores the experiment as it was.
+    expect([await p.getByTestId('agent-0').innerText(), await p.getByTestId('agent-1').innerText()]).toEqual(team);
+    expect(await p.evaluate(rows)).toBe(1);
+    await p.goto(pg.url, { waitUntil: 'load' });
+    await p.getByText(/Restored your last experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    expect(await p.evaluate(rows)).toBe(1);
+    expect(await p.getByTestId('stage-row').first().innerText()).toBe(row);
+    expect(pg.errors).toEqual([]);
+    await p.context().close();
+  }, 400_000);
+});

@@ -1,0 +1,130 @@
+/**
+ * Hostile inputs for the input-safety tests and bench/hostile.ts, built in memory: gzip bombs
+ * (deflate streams of zeros, a member whose ISIZE understates it, an experiment container whose one
+ * blob is all zeros), deeply nested JSON, a safetensors header with many extra entries, and
+ * checkpoint folders (tests/helpers/hfCheckpoint.ts) with a runaway pre-tokenizer regex, a runaway
+ * chat template or a vocabulary far past vocab_size. Each is the smallest input that reaches the
+ * code path of the real attack; the sizes are parameters.
+ *
+ * Not here: what the readers say about them (the tests), timing (bench/hostile.ts).
+ */
+import { constants, deflateRawSync } from 'node:zlib';
+import { writeSafetensors, type StTensor } from '../../src/model/safetensors';
+import { hfCheckpoint, tinyTokenizerJson } from './hfCheckpoint';
+
+const enc = (o: unknown): Uint8Array => new TextEncoder().encode(typeof o === 'string' ? o : JSON.stringify(o));
+
+/** Zeros per repeated deflate chunk (a sync-flushed chunk ends byte-aligned, so copies concatenate). */
+const CHUNK = 1 << 24;
+
+/** Raw deflate of `n` zero bytes (n a multiple of 16 MiB, or smaller than it), preceded by `prefix` (deflated too); not final until `finish`. */
+export function zeroDeflate(n: number, prefix: Uint8Array = new Uint8Array(0)): Uint8Array {
+  const flush = { finishFlush: constants.Z_SYNC_FLUSH, level: 9 };
+  const parts: Uint8Array[] = [];
+  if (prefix.length > 0) parts.push(deflateRawSync(prefix, flush));
+  if (n >= CHUNK) {
+    const chunk = deflateRawSync(new Uint8Array(CHUNK), flush);
+    for (let i = 0; i < Math.floor(n / CHUNK); i++) parts.push(chunk);
+  }
+  if (n % CHUNK > 0) parts.push(deflateRawSync(new Uint8Array(n % CHUNK), flush));
+  parts.push(Uint8Array.of(0x03, 0x00)); // a final, empty fixed-Huffman block
+  const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** A gzip member whose deflate data is `deflated`; its trailer claims `isize` (mod 2^32) and a CRC that is not checked before the refusal. */
+export function gzipMember(deflated: Uint8Array, isize: number): Uint8Array {
+  const out = new Uint8Array(10 + deflated.length + 8);
+  out.set([0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff]);
+  out.set(deflated, 10);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(out.length - 4, isize % 2 ** 32, true);
+  return out;
+}
+
+/** A gzip bomb of `n` zeros (the trailer's ISIZE is n mod 2^32, as gzip writes it). */
+export function gzipBomb(n: number): Uint8Array {
+  return gzipMember(zeroDeflate(n), n);
+}
+
+/** A valid experiment container (savefile.ts layout) whose one blob is `values` f64 zeros, gzipped as a bomb. */
+export function containerBomb(values: number): Uint8Array {
+  const header = JSON.stringify({ __metadata__: { format: 'sat-playground-experiment', version: '2', header: '{}' }, 0: { dtype: 'F64', shape: [values], data_offsets: [0, values * 8] } });
+  const padded = header + ' '.repeat((8 - (header.length % 8)) % 8);
+  const prefix = new Uint8Array(8 + padded.length);
+  new DataView(prefix.buffer).setUint32(0, padded.length, true);
+  prefix.set(enc(padded), 8);
+  return gzipMember(zeroDeflate(values * 8, prefix), prefix.length + values * 8);
+}
+
+/** A config.json-like object whose `field` holds `depth` nested arrays: {"model_type": "llama", field: [[[…]]]}. */
+export function deepJson(depth: number, field = 'rope_scaling'): Uint8Array {
+  return enc(`{"model_type":"llama","${field}":${'['.repeat(depth)}${']'.repeat(depth)}}`);
+}
+
+/** A checkpoint folder whose model.safetensors carries `extra` more zero-length tensors than the model has. */
+export function extraEntriesFolder(extra: number): Map<string, Uint8Array> {
+  const ck = hfCheckpoint();
+  const st = new Map<string, StTensor>([...Array(extra).keys()].map((i) => [`x${i}`, { dtype: 'F32', shape: [0], data: new Float32Array(0) }]));
+  for (const [name, t] of ck.tensors) st.set(name, { dtype: 'F32', shape: t.shape, data: t.data });
+  const files = new Map(ck.files);
+  files.set('model.safetensors', writeSafetensors(st, { format: 'pt' }));
+  return files;
+}
+
+/** A tokenizer.json whose pre-tokenizer splits on `pattern` (a Split in a Sequence, as the attack wrote it) before the byte-level step. */
+export function regexTokenizer(pattern: string): Record<string, unknown> {
+  const tj = tinyTokenizerJson();
+  return {
+    ...tj,
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false }, tj.pre_tokenizer] },
+  };
+}
+
+/** The catastrophic-backtracking patterns of the attack. */
+export const RUNAWAY_PATTERNS = ['([\\s\\S]+)+Q', '(\\d+|\\w+|\\s+|.)+\\$'] as const;
+
+/** Pre-tokenizer patterns of real checkpoints (GPT-2, Llama-3, Qwen2 / SmolLM2-style, GPT-4o), which must keep loading. */
+export const REAL_PATTERNS = {
+  'GPT-2': "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+  'Llama-3': "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  Qwen2: "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  'GPT-4o': "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  'SmolLM digits': '\\p{N}',
+} as const;
+
+/** The runaway chat templates of the attack, by what they do. */
+export const RUNAWAY_TEMPLATES = {
+  'nested range(100000) loops': '{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}',
+  'range(1000000) | join': "{{ range(1000000) | join(',') }}",
+  'string doubling through namespace': "{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s }}",
+  'range(10**9)': '{% for i in range(10**9) %}x{% endfor %}',
+  'nested loops under the range cap': '{% for i in range(5000) %}{% for j in range(5000) %}{% endfor %}{% endfor %}',
+} as const;
+
+/** A tokenizer.json with `entries` vocabulary entries (ids 0..entries-1), against a config that says 272; written as text, a million entries at a time. */
+export function bigVocabTokenizer(entries: number): Uint8Array {
+  const tj = tinyTokenizerJson();
+  const vocab = (tj.model as { vocab: Record<string, number> }).vocab;
+  const head = JSON.stringify({ ...tj, added_tokens: [], model: { ...(tj.model as object), vocab: { ...vocab, __more__: 0 } } });
+  const [before, after] = head.split('"__more__":0');
+  const parts: Uint8Array[] = [enc(before!.slice(0, -1))]; // the vocabulary so far, without its closing brace's comma position
+  for (let from = Object.keys(vocab).length; from < entries; from += 1_000_000) {
+    const chunk: string[] = [];
+    for (let i = from; i < Math.min(entries, from + 1_000_000); i++) chunk.push(`"t${i}":${i}`);
+    parts.push(enc(`,${chunk.join(',')}`));
+  }
+  parts.push(enc(after!));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}

@@ -1,0 +1,97 @@
+/**
+ * The CLI reads only regular files inside the chosen checkpoint folder (src/cli/hfSeat.ts
+ * readHfFolder): a link to /dev/zero or out of the folder, a named pipe as config.json, a folder
+ * named like a file, a file larger than its config allows — each refused by name before a byte
+ * is read; links inside the folder and a Hugging Face cache snapshot (links into ../../blobs) are
+ * read. And the real CLI (tsx, a child process) prints a checkpoint name full of terminal escapes
+ * escaped, and refuses 100,000-deep JSON with a specific message, not a stack overflow.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SatError } from '../src/core/errors';
+import { readHfFolder } from '../src/cli/hfSeat';
+import { hfCheckpoint, writeHfFolder } from './helpers/hfCheckpoint';
+import { deepJson } from './helpers/hostile';
+
+function folder(edit: (dir: string) => void = () => {}, files = hfCheckpoint().files): string {
+  const dir = join(mkdtempSync(join(tmpdir(), 'sat-hostile-')), 'ck');
+  mkdirSync(dir);
+  writeHfFolder(dir, files);
+  edit(dir);
+  return dir;
+}
+
+async function refusal(dir: string): Promise<string> {
+  try {
+    await readHfFolder(dir);
+  } catch (e) {
+    expect(e).toBeInstanceOf(SatError);
+    return (e as Error).message;
+  }
+  throw new Error('the folder was read');
+}
+
+describe('readHfFolder: files are files', () => {
+  it('refuses a link to /dev/zero, and any link out of the folder', async () => {
+    const zero = folder((d) => { renameSync(join(d, 'model.safetensors'), join(d, '..', 'elsewhere')); symlinkSync('/dev/zero', join(d, 'model.safetensors')); });
+    expect(await refusal(zero)).toBe('--agent-model: "model.safetensors" in the checkpoint folder is a link to a file outside the folder; copy the file into the folder instead');
+    const passwd = folder((d) => symlinkSync('/etc/passwd', join(d, 'extra.json')));
+    expect(await refusal(passwd)).toContain('"extra.json" in the checkpoint folder is a link to a file outside the folder');
+  });
+
+  it('refuses a named pipe as config.json without blocking, and a folder named extra.json', async () => {
+    const fifo = folder((d) => { renameSync(join(d, 'config.json'), join(d, 'x')); spawnSync('mkfifo', [join(d, 'config.json')]); });
+    expect(await refusal(fifo)).toBe('--agent-model: "config.json" in the checkpoint folder is a named pipe, not a file');
+    const dir = folder((d) => mkdirSync(join(d, 'extra.json')));
+    expect(await refusal(dir)).toBe('--agent-model: "extra.json" in the checkpoint folder is a folder, not a file');
+  });
+
+  it('refuses a tokenizer.json larger than its vocab_size allows before reading it', async () => {
+    const big = folder((d) => writeFileSync(join(d, 'tokenizer.json'), new Uint8Array(5 * 2 ** 20)));
+    expect(await refusal(big)).toBe('--agent-model: "tokenizer.json" in the checkpoint folder is 5.0 MiB, more than the 4.3 MiB this playground reads for it with this config.json (docs/models.md, "Input limits")');
+  });
+
+  it('reads links inside the folder, and a Hugging Face cache snapshot whose files link into ../../blobs', async () => {
+    const inner = folder((d) => { mkdirSync(join(d, 'sub')); renameSync(join(d, 'tokenizer.json'), join(d, 'sub', 't')); symlinkSync('sub/t', join(d, 'tokenizer.json')); });
+    expect((await readHfFolder(inner)).has('tokenizer.json')).toBe(true);
+    const cache = join(mkdtempSync(join(tmpdir(), 'sat-hfcache-')), 'models--tiny');
+    const snap = join(cache, 'snapshots', 'abc123');
+    mkdirSync(join(cache, 'blobs'), { recursive: true });
+    mkdirSync(snap, { recursive: true });
+    for (const [name, bytes] of hfCheckpoint().files) {
+      writeFileSync(join(cache, 'blobs', `blob-${name}`), bytes);
+      symlinkSync(join('..', '..', 'blobs', `blob-${name}`), join(snap, name));
+    }
+    const files = await readHfFolder(snap);
+    expect([...files.keys()].sort()).toEqual([...hfCheckpoint().files.keys()].sort());
+  });
+});
+
+function sat(...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/sat.ts', ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, err: r.stderr };
+}
+
+describe('the CLI prints what came from a file escaped, and refuses deep JSON by name', () => {
+  const SMALL = ['--stages', '1', '--set', 'batch=2', '--set', 'group=2', '--set', 'evalEpisodes=8', '--set', 'epochs=1'];
+
+  it('a _name_or_path of terminal escapes reaches the terminal escaped', () => {
+    const evil = '\u001b]0;TITLE\u0007\u001b[2J\u001b[31mRED\u001b[0m\r\nerror: fake line';
+    const dir = folder(() => {}, hfCheckpoint({ kvHeads: 2, maxPositions: 128, config: { _name_or_path: evil } }).files);
+    const r = sat('--preset', 'arith-team', ...SMALL, '--agent-model', `1=${dir}`);
+    expect(r.code).toBe(0);
+    expect(r.err).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(r.err).toContain('agent 1 is \\u{1b}]0;TITLE\\u{7}\\u{1b}[2J\\u{1b}[31mRED\\u{1b}[0m\\r\\nerror: fake line:');
+    expect(r.err.split('\n').some((l) => l.startsWith('error:'))).toBe(false);
+  });
+
+  it('100,000-deep config.json: a specific message and status 2, no stack overflow', () => {
+    const dir = folder((d) => writeFileSync(join(d, 'config.json'), deepJson(100_000)));
+    const r = sat('--preset', 'arith-team', '--agent-model', `1=${dir}`);
+    expect(r.code).toBe(2);
+    expect(r.err.trim()).toBe('error: checkpoint folder: "config.json" nests arrays and objects more than 64 deep (at byte 100); no file of its kind is nested so deeply');
+  });
+});
