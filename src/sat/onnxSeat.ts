@@ -1,0 +1,83 @@
+/**
+ * An ONNX model folder as one seat of a language team — the pieces the CLI (src/cli/onnxSeat.ts)
+ * and the page's worker (src/workers/agentApi.ts) share, beside the checkpoint seat's
+ * (hfSeat.ts: the context, the budget, the LoRA seed, the agent are the same):
+ *
+ *   onnxSeatPrompts(cfg, tk, j)   the preset's own prompts for seat j, encoded with the seat's
+ *                          tokenizer (chat template included): what the parity check runs on
+ *   seatOnnxTrainable(files, file, …)  the trainable seat's model: the initializers mapped into
+ *                          our model (src/model/onnx/llama.ts), then the same file run by
+ *                          onnxruntime-web on those prompts and compared with our model on the
+ *                          file's exact values; refused past ONNX_PARITY_TOLERANCE with the numbers
+ *
+ * Not here: reading the protobuf or mapping weights (src/model/onnx/), the frozen seat's agent
+ * (agents/frozen.ts), reading a folder from disk or from File objects.
+ */
+import type { HfLoadOptions } from '../model/hfLoad';
+import { loadOnnxLlama, type OnnxLlama } from '../model/onnx/llama';
+import { OrtDecoder, type OrtProvider } from '../model/onnx/ort';
+import { checkParity, onnxParity, type OnnxParity } from '../model/onnx/parity';
+import { readOnnx } from '../model/onnx/read';
+import type { TextTokenizer } from '../model/tokenizer';
+import { makeLlmTask } from '../tasks/llm/index';
+import { nextTurn, type Message } from '../tasks/llm/protocols';
+import { resolvedProtocol, type Config } from './config';
+import type { HfContextSettings } from './hfSeat';
+
+/** Prompts of the preset the parity check runs on. */
+export const ONNX_PARITY_PROMPTS = 4;
+
+/**
+ * Seat j's contexts for the task's first training problems (the earlier agents' messages empty),
+ * encoded with `tk`, each cut to `maxLen` tokens; `n` distinct ones at most.
+ */
+export function onnxSeatPrompts(cfg: HfContextSettings, tk: TextTokenizer, j: number, maxLen: number, n = ONNX_PARITY_PROMPTS): Int32Array[] {
+  const task = makeLlmTask(cfg.task as Parameters<typeof makeLlmTask>[0], { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
+  const protocol = resolvedProtocol(cfg as Config);
+  const out: Int32Array[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; out.length < n && i < 4 * n; i++) {
+    const problem = task.generate('train', i);
+    const spec = { protocol, nAgents: cfg.agents, sample: 0 };
+    const messages: Message[] = [];
+    for (let slots = nextTurn(spec, problem, messages); slots.length > 0 && out.length < n; slots = nextTurn(spec, problem, messages)) {
+      for (const slot of slots) {
+        if (slot.agent === j && !seen.has(slot.context)) {
+          seen.add(slot.context);
+          const ids = tk.encodeContext(slot.context).slice(0, maxLen);
+          if (ids.length > 0) out.push(Int32Array.from(ids));
+        }
+      }
+      for (const slot of slots) messages.push({ turn: slot.turn, agent: slot.agent, text: '' });
+    }
+  }
+  return out;
+}
+
+export interface OnnxTrainableSeat {
+  /** The seat's model as stored (the f32 copy of the file's values is dropped after the check). */
+  readonly model: Omit<OnnxLlama, 'exact'>;
+  readonly parity: OnnxParity;
+  /** The execution provider the check ran on. */
+  readonly ep: OrtProvider;
+}
+
+/**
+ * Loads `file` of an ONNX folder as a trainable seat's model and checks it against onnxruntime-web
+ * on the preset's prompts (header). The check's session is released before returning.
+ */
+export async function seatOnnxTrainable(files: ReadonlyMap<string, Uint8Array>, file: string, settings: HfContextSettings, j: number, opts: HfLoadOptions & { readonly ep?: OrtProvider } = {}): Promise<OnnxTrainableSeat> {
+  const model = await loadOnnxLlama(files, file, opts);
+  opts.signal?.throwIfAborted();
+  const ep = opts.ep ?? 'wasm';
+  const dec = await OrtDecoder.create(files, readOnnx(files, file), ep);
+  try {
+    const prompts = onnxSeatPrompts(settings, model.tokenizer, j, model.cfg.maxSeq - 1);
+    const parity = await onnxParity(dec, model.cfg, model.exact, prompts);
+    checkParity(parity, file);
+    const { exact: _exact, ...stored } = model;
+    return { model: stored, parity, ep };
+  } finally {
+    await dec.release();
+  }
+}
