@@ -9,11 +9,16 @@
  *                          our model (src/model/onnx/llama.ts), then the same file run by
  *                          onnxruntime-web on those prompts and compared with our model on the
  *                          file's exact values; refused past ONNX_PARITY_TOLERANCE with the numbers
+ *   seatOnnxFrozen(files, file, …)  a frozen teammate (agents/frozen.ts): any decoder the graph
+ *                          runs, its context measured for the preset with its tokenizer, its
+ *                          memory estimated and checked before onnxruntime-web starts
  *
- * Not here: reading the protobuf or mapping weights (src/model/onnx/), the frozen seat's agent
+ * Not here: reading the protobuf or mapping weights (src/model/onnx/), the frozen agent itself
  * (agents/frozen.ts), reading a folder from disk or from File objects.
  */
 import type { HfLoadOptions } from '../model/hfLoad';
+import type { HfTurns } from '../model/hfTokenizer';
+import { checkOnnxFrozenFits, estimateOnnxFrozen, readOnnxFolderInfo, type OnnxFolderInfo, type OnnxFrozenEstimate } from '../model/onnx/folder';
 import { loadOnnxLlama, type OnnxLlama } from '../model/onnx/llama';
 import { OrtDecoder, type OrtProvider } from '../model/onnx/ort';
 import { checkParity, onnxParity, type OnnxParity } from '../model/onnx/parity';
@@ -21,8 +26,9 @@ import { readOnnx } from '../model/onnx/read';
 import type { TextTokenizer } from '../model/tokenizer';
 import { makeLlmTask } from '../tasks/llm/index';
 import { nextTurn, type Message } from '../tasks/llm/protocols';
+import { FrozenOnnxAgent } from './agents/frozen';
 import { resolvedProtocol, type Config } from './config';
-import type { HfContextSettings } from './hfSeat';
+import { hfSeatContext, type HfContextSettings } from './hfSeat';
 
 /** Prompts of the preset the parity check runs on. */
 export const ONNX_PARITY_PROMPTS = 4;
@@ -80,4 +86,36 @@ export async function seatOnnxTrainable(files: ReadonlyMap<string, Uint8Array>, 
   } finally {
     await dec.release();
   }
+}
+
+export interface OnnxFrozenSeatOptions {
+  readonly ep?: OrtProvider;
+  readonly temperature: number;
+  readonly topK: number;
+  /** Refuse before a session is created when the estimate exceeds it. */
+  readonly memory?: { readonly limitBytes: number; readonly where: string };
+  readonly turns?: HfTurns;
+}
+
+export interface OnnxFrozenSeat {
+  readonly agent: FrozenOnnxAgent;
+  readonly info: OnnxFolderInfo;
+  readonly context: number;
+  readonly estimate: OnnxFrozenEstimate;
+}
+
+/**
+ * Agent j as a frozen ONNX teammate (agents/frozen.ts) on `file` of the folder: its context is
+ * the one the preset needs with the folder's tokenizer (hfSeatContext, as a checkpoint seat's),
+ * its memory estimated and checked before onnxruntime-web is loaded.
+ */
+export async function seatOnnxFrozen(files: ReadonlyMap<string, Uint8Array>, file: string, settings: HfContextSettings, j: number, o: OnnxFrozenSeatOptions): Promise<OnnxFrozenSeat> {
+  const model = readOnnx(files, file);
+  const info = readOnnxFolderInfo(files, model, o.turns);
+  const context = hfSeatContext(settings, info.tokenizer, info.maxPositions);
+  const estimate = estimateOnnxFrozen(files, model, info.vocab, context);
+  if (o.memory) checkOnnxFrozenFits(estimate, o.memory.limitBytes, o.memory.where);
+  const dec = await OrtDecoder.create(files, model, o.ep ?? 'wasm');
+  const agent = new FrozenOnnxAgent(j, dec, info.tokenizer, { name: `${info.name}#${j}`, temperature: o.temperature, topK: o.topK, maxSeq: context });
+  return { agent, info, context, estimate };
 }

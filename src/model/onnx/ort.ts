@@ -63,28 +63,10 @@ interface PastSpec {
 
 export interface OrtSampleOptions {
   readonly maxNew: number;
-  readonly temperature: number;
-  readonly topK: number;
+  /** The end-of-message token (not returned). */
   readonly stop: number;
-  /** Uniform draws in [0, 1), one per token. */
-  readonly uniform: () => number;
-}
-
-/** Samples a token from logits at temperature τ with top-k (0: all), by inverse CDF on one uniform draw (f64). */
-export function sampleToken(z: Float32Array, temperature: number, topK: number, u: number): number {
-  const V = z.length;
-  let idx = Array.from({ length: V }, (_, i) => i);
-  if (topK > 0 && topK < V) idx = idx.sort((a, b) => z[b]! - z[a]! || a - b).slice(0, topK).sort((a, b) => a - b);
-  let m = -Infinity;
-  for (const i of idx) m = Math.max(m, z[i]!);
-  const p = idx.map((i) => Math.exp((z[i]! - m) / temperature));
-  const s = p.reduce((a, b) => a + b, 0);
-  let acc = 0;
-  for (let k = 0; k < idx.length; k++) {
-    acc += p[k]! / s;
-    if (u < acc) return idx[k]!;
-  }
-  return idx[idx.length - 1]!;
+  /** The token drawn from the last position's logits at decoding step k (the caller's sampler and seed). */
+  readonly pick: (logits: Float32Array, step: number) => number;
 }
 
 export class OrtDecoder {
@@ -190,7 +172,7 @@ export class OrtDecoder {
     let stopped = false;
     for (let k = 0; k < o.maxNew; k++) {
       const z = r.logits.subarray(r.logits.length - r.V);
-      const t = sampleToken(z, o.temperature, o.topK, o.uniform());
+      const t = o.pick(z, k);
       if (t === o.stop) {
         stopped = true;
         break;
