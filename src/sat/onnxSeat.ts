@@ -16,7 +16,7 @@
  * Not here: reading the protobuf or mapping weights (src/model/onnx/), the frozen agent itself
  * (agents/frozen.ts), reading a folder from disk or from File objects.
  */
-import type { HfLoadOptions } from '../model/hfLoad';
+import { hfTokenizerOf, readHfConfig, type HfLoadOptions } from '../model/hfLoad';
 import type { HfTurns } from '../model/hfTokenizer';
 import { checkOnnxFrozenFits, estimateOnnxFrozen, readOnnxFolderInfo, type OnnxFolderInfo, type OnnxFrozenEstimate } from '../model/onnx/folder';
 import { loadOnnxLlama, type OnnxLlama } from '../model/onnx/llama';
@@ -28,7 +28,7 @@ import { makeLlmTask } from '../tasks/llm/index';
 import { nextTurn, type Message } from '../tasks/llm/protocols';
 import { FrozenOnnxAgent } from './agents/frozen';
 import { resolvedProtocol, type Config } from './config';
-import { hfSeatContext, type HfContextSettings } from './hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from './hfSeat';
 
 /** Prompts of the preset the parity check runs on. */
 export const ONNX_PARITY_PROMPTS = 4;
@@ -118,4 +118,18 @@ export async function seatOnnxFrozen(files: ReadonlyMap<string, Uint8Array>, fil
   const dec = await OrtDecoder.create(files, model, o.ep ?? 'wasm');
   const agent = new FrozenOnnxAgent(j, dec, info.tokenizer, { name: `${info.name}#${j}`, temperature: o.temperature, topK: o.topK, maxSeq: context });
   return { agent, info, context, estimate };
+}
+
+/**
+ * The tokenizer a seat on `file` encodes with, and the longest context its model allows: what the
+ * page's main thread needs (its environment encodes the seat's prompts) before the worker loads
+ * the model. Trainable: config.json read as a Llama checkpoint's; frozen: read loosely (any decoder).
+ */
+export function onnxSeatTokenizer(files: ReadonlyMap<string, Uint8Array>, file: string, mode: 'trainable' | 'frozen'): { tokenizer: TextTokenizer; maxPositions: number } {
+  if (mode === 'frozen') {
+    const info = readOnnxFolderInfo(files, readOnnx(files, file));
+    return { tokenizer: info.tokenizer, maxPositions: info.maxPositions };
+  }
+  const { cfg, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+  return { tokenizer: hfTokenizerOf(files, cfg, info), maxPositions: info.maxPositions };
 }
