@@ -31,7 +31,7 @@ describe('ONNX seats in agent workers', () => {
     const build = () => createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load: loadFromDisk, seats: new Map([[1, seat]]), seatLimit: roomy });
     const exp = await build();
     opened.push(exp);
-    expect(exp.infos[1]).toMatchObject({ name: 'tests/tiny-llama#1', parameters: 0 });
+    expect(exp.infos[1]).toMatchObject({ name: 'tiny-onnx@12345678#1', parameters: 0 });
     expect(exp.infos[1]!.backend).toMatch(/^onnxruntime-web wasm \(no WebGPU in this context\)$/);
     const card = await exp.team[1]!.onnxSeat();
     expect(card).toMatchObject({ mode: 'frozen', file: 'onnx/model.onnx', ep: 'wasm', context: 80 });

@@ -95,6 +95,8 @@ export interface OnnxFrozenSeatOptions {
   /** Refuse before a session is created when the estimate exceeds it. */
   readonly memory?: { readonly limitBytes: number; readonly where: string };
   readonly turns?: HfTurns;
+  /** Shown for the agent; "<name>#j" (default: config.json's _name_or_path). */
+  readonly name?: string;
 }
 
 export interface OnnxFrozenSeat {
@@ -116,7 +118,7 @@ export async function seatOnnxFrozen(files: ReadonlyMap<string, Uint8Array>, fil
   const estimate = estimateOnnxFrozen(files, model, info.vocab, context);
   if (o.memory) checkOnnxFrozenFits(estimate, o.memory.limitBytes, o.memory.where);
   const dec = await OrtDecoder.create(files, model, o.ep ?? 'wasm');
-  const agent = new FrozenOnnxAgent(j, dec, info.tokenizer, { name: `${info.name}#${j}`, temperature: o.temperature, topK: o.topK, maxSeq: context });
+  const agent = new FrozenOnnxAgent(j, dec, info.tokenizer, { name: `${o.name ?? info.name}#${j}`, temperature: o.temperature, topK: o.topK, maxSeq: context });
   return { agent, info, context, estimate };
 }
 

@@ -181,7 +181,7 @@ export class AgentApi {
       const { seatOnnxFrozen, seatOnnxTrainable } = await import('../sat/onnxSeat');
       const pick = await pickOrtProvider();
       if (spec.mode === 'frozen') {
-        const seat = await seatOnnxFrozen(spec.files, spec.file, spec.settings, spec.index, { ep: pick.ep, temperature: spec.agent.temperature, topK: spec.agent.topK, memory: { limitBytes: spec.memory.limitBytes, where: spec.memory.where } });
+        const seat = await seatOnnxFrozen(spec.files, spec.file, spec.settings, spec.index, { ep: pick.ep, name: spec.name, temperature: spec.agent.temperature, topK: spec.agent.topK, memory: { limitBytes: spec.memory.limitBytes, where: spec.memory.where } });
         this.#agent = seat.agent;
         this.#modelBytes = seat.estimate.total;
         this.#backend = `onnxruntime-web ${pick.ep} (${pick.why})`;

@@ -40,15 +40,15 @@ const tokenId = (v: unknown): number | null => {
   return typeof x === 'number' && Number.isInteger(x) && x >= 0 ? x : null;
 };
 
-/** The folder's config.json (any architecture) and tokenizer, checked against the graph's vocabulary. */
-export function readOnnxFolderInfo(files: ReadonlyMap<string, Uint8Array>, model: OnnxModel, turns?: HfTurns): OnnxFolderInfo {
+/** The folder's config.json (any architecture) and tokenizer, checked against the graph's vocabulary when the graph is given. */
+export function readOnnxFolderInfo(files: ReadonlyMap<string, Uint8Array>, model?: OnnxModel, turns?: HfTurns): OnnxFolderInfo {
   const raw = json(files, 'config.json', true);
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError('ONNX folder: config.json must hold a JSON object');
   const c = raw as Record<string, unknown>;
-  const logitsDim = model.outputs.find((o) => o.name === 'logits')?.dims.at(-1);
+  const logitsDim = model?.outputs.find((o) => o.name === 'logits')?.dims.at(-1);
   const vocab = posInt(c.vocab_size) ?? (typeof logitsDim === 'number' ? logitsDim : undefined);
   if (vocab === undefined) throw new ConfigError('vocab_size', c.vocab_size, 'config.json: "vocab_size" is missing and the graph\'s logits do not say it');
-  if (typeof logitsDim === 'number' && logitsDim !== vocab) throw new ConfigError('vocab_size', vocab, `config.json: "vocab_size" = ${vocab} but ${model.file}'s logits have ${logitsDim} entries; the config is not this graph's`);
+  if (typeof logitsDim === 'number' && logitsDim !== vocab) throw new ConfigError('vocab_size', vocab, `config.json: "vocab_size" = ${vocab} but ${model?.file}'s logits have ${logitsDim} entries; the config is not this graph's`);
   const maxPositions = posInt(c.max_position_embeddings) ?? posInt(c.n_positions) ?? posInt(c.max_seq_len) ?? 2048;
   const tokenizer = new HfTokenizer(json(files, 'tokenizer.json', true), {
     tokenizerConfig: json(files, 'tokenizer_config.json', false),
@@ -84,6 +84,24 @@ export function estimateOnnxFrozen(files: ReadonlyMap<string, Uint8Array>, model
   }
   const logits = 4 * context * vocab;
   return { files: bytes, session: bytes, cache, logits, total: 2 * bytes + cache + logits };
+}
+
+/**
+ * The same estimate from config.json and the files' sizes only (the page checks it before reading
+ * a byte of the graph): the cache from num_hidden_layers × (num_key_value_heads × head_dim, or
+ * hidden_size) — the largest a Llama-like decoder's cache is; a config without them counts
+ * hidden_size, 1,024 if absent.
+ */
+export function estimateOnnxFrozenFromConfig(config: unknown, fileBytes: number, vocab: number, context: number): OnnxFrozenEstimate {
+  const c = (typeof config === 'object' && config !== null ? config : {}) as Record<string, unknown>;
+  const layers = posInt(c.num_hidden_layers) ?? posInt(c.n_layer) ?? 32;
+  const d = posInt(c.hidden_size) ?? posInt(c.n_embd) ?? 1024;
+  const heads = posInt(c.num_attention_heads) ?? 1;
+  const kv = posInt(c.num_key_value_heads) ?? heads;
+  const headDim = posInt(c.head_dim) ?? Math.ceil(d / heads);
+  const cache = 2 * layers * context * kv * headDim * 4;
+  const logits = 4 * context * vocab;
+  return { files: fileBytes, session: fileBytes, cache, logits, total: 2 * fileBytes + cache + logits };
 }
 
 export function describeOnnxFrozen(e: OnnxFrozenEstimate): string {
