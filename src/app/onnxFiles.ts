@@ -21,7 +21,8 @@ import { checkFits, estimateMemory, type MemoryEstimate } from '../model/hfConfi
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import { hfSeatBudget, hfSeatContext, HF_SEAT_MAX_SEQ } from '../sat/hfSeat';
-import type { FileLike, ReadCheckpoint, SeatSettings } from './hfFiles';
+// hfFiles.ts imports this module too; the two use each other's functions only when called.
+import { checkpointParams, seatName, type FileLike, type ReadCheckpoint, type SeatSettings } from './hfFiles';
 
 export type OnnxSeatMode = 'trainable' | 'frozen';
 export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
@@ -110,7 +111,6 @@ export async function readOnnxSeatFolder(
   const [hf] = await loaders();
   const hash = await hf.hfFolderHash(files);
   const raw = JSON.parse(new TextDecoder().decode(head.get('config.json'))) as { _name_or_path?: unknown };
-  const { seatName, checkpointParams } = await import('./hfFiles');
   let params = 0; // a frozen seat's config.json may be any architecture's
   if (mode === 'trainable') {
     const { cfg: mc, info } = hf.readHfConfig(head, HF_SEAT_MAX_SEQ);

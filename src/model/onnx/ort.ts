@@ -15,6 +15,7 @@
  * Not here: reading weights (llama.ts), the seats (src/sat/onnxSeat.ts).
  */
 import { ConfigError, FormatError } from '../../core/errors';
+import { describeAdapter, isSoftwareAdapter } from '../../backend/webgpu/device';
 import type { OnnxModel } from './read';
 
 type Ort = typeof import('onnxruntime-web');
@@ -40,17 +41,22 @@ export function loadOrt(): Promise<Ort> {
 
 export type OrtProvider = 'wasm' | 'webgpu';
 
-/** WebGPU where this context has an adapter, else wasm; with the reason, for the card. */
+/**
+ * WebGPU where this context has a hardware adapter, else wasm; with the reason, for the card. A
+ * software adapter (SwiftShader, llvmpipe) is passed over, as the project's own `auto` backend
+ * does: it runs a graph far slower than wasm.
+ */
 export async function pickOrtProvider(): Promise<{ ep: OrtProvider; why: string }> {
-  const gpu = (globalThis as { navigator?: { gpu?: { requestAdapter(): Promise<unknown> } } }).navigator?.gpu;
-  if (gpu) {
-    try {
-      if (await gpu.requestAdapter()) return { ep: 'webgpu', why: 'this browser has a WebGPU adapter' };
-    } catch {
-      // no adapter: wasm below
-    }
+  const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
+  if (!gpu) return { ep: 'wasm', why: 'no WebGPU in this context' };
+  try {
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) return { ep: 'wasm', why: 'no WebGPU adapter here' };
+    if (isSoftwareAdapter(adapter)) return { ep: 'wasm', why: `the only WebGPU adapter is a software one (${describeAdapter(adapter)})` };
+    return { ep: 'webgpu', why: `WebGPU adapter ${describeAdapter(adapter)}` };
+  } catch (e) {
+    return { ep: 'wasm', why: `no WebGPU adapter (${e instanceof Error ? e.message : String(e)})` };
   }
-  return { ep: 'wasm', why: gpu ? 'no WebGPU adapter here' : 'no WebGPU in this context' };
 }
 
 interface PastSpec {
