@@ -15,6 +15,7 @@
 import { describe, expect, it } from 'vitest';
 import { Msg } from '../bench/onnx/protobuf';
 import { FormatError } from '../src/core/errors';
+import { Rng } from '../src/core/rng';
 import { permuteRopeRows, repeatKvRows } from '../src/model/hfLoad';
 import { loadOnnxLlama, onnxFilesOf } from '../src/model/onnx/llama';
 import { MAX_ELEMENTS, readOnnx, tensorF32 } from '../src/model/onnx/read';
@@ -171,6 +172,26 @@ describe('malformed and hostile files are refused with a specific message', () =
   it('an unknown operator, named with its node', () => {
     const node = new Msg().str(1, 'x').str(2, 'y').str(3, '/model/mystery').str(4, 'FlashFooAttention').str(7, 'com.example');
     refuse(new Map([['m.onnx', model([], [node])]]), 'm.onnx', /node "\/model\/mystery" uses operator "FlashFooAttention" of domain "com.example", which this playground does not know/);
+  });
+
+  it('never throws anything but a FormatError on random damage (seeded: cuts and flipped bytes)', () => {
+    const f = onnxFolder(SPEC, { weights: 'q4', external: true });
+    const bytes = f.files.get(f.file)!;
+    const r = new Rng(99, [0x6f6e]);
+    let refused = 0;
+    for (let i = 0; i < 300; i++) {
+      const b = i % 3 === 0 ? bytes.slice(0, r.int(bytes.length)) : bytes.slice();
+      if (i % 3 !== 0) for (let k = 0; k < 1 + r.int(8); k++) b[r.int(b.length)] = r.int(256);
+      const files = new Map(f.files).set(f.file, b);
+      try {
+        const m = readOnnx(files, f.file);
+        for (const t of m.initializers.values()) if (t.dataType === 1 || t.dataType === 10) tensorF32(m, files, t);
+      } catch (e) {
+        if (!(e instanceof FormatError)) throw new Error(`mutation ${i}: ${String(e)}`);
+        refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(100);
   });
 
   it('not protobuf at all, or no graph', () => {

@@ -4,9 +4,9 @@
  * config.json, tokenizer files, onnx/model.onnx and a 4-bit onnx/model_q4.onnx with external
  * data) is picked on agent 1's card of a shrunk arith-team with "frozen" chosen first: the card
  * says what a folder needs before the picker opens, then shows the ONNX file and mode, the agent's
- * backend line names onnxruntime-web and its execution provider (wasm here: SwiftShader's adapter
- * is not used by it in a headless worker, or there is none), and Step stage runs a stage around the
- * frozen teammate. onnxruntime-web's files come from the page's own origin (no CDN).
+ * backend line names onnxruntime-web and its execution provider (wasm here: the only adapter is
+ * SwiftShader's, a software one, which the seat passes over), and Step stage runs a stage around
+ * the frozen teammate. onnxruntime-web's files come from the page's own origin (no CDN).
  *
  * Not here: the seat's logic and records (tests/onnx-*.test.ts).
  */
