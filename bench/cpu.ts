@@ -40,6 +40,9 @@
  * The whole run takes about a minute and a half on a 2-core machine (Node 20); each child's
  * result comes back over the fork IPC channel as JSON.
  *
+ * Last row: the frozen ONNX teammate's sampling in onnxruntime-web against our sampler on the same
+ * weights (bench/onnx/frozen.ts, in a child of its own: `--frozen`).
+ *
  * Not here: the WebGPU backend's numbers (`npm run bench -- --gpu` runs bench/gpu.ts instead of
  * this file's bench), a ~100M-class Hugging Face checkpoint's sampling and LoRA training
  * (`npm run bench -- --hf [--gpu]` runs bench/hf.ts, the same as `npm run bench:hf`), correctness (tests/onnx.test.ts checks ORT against Model.forward; here only
@@ -53,6 +56,7 @@ import * as ort from 'onnxruntime-web';
 import { Rng } from '../src/core/rng';
 import { BENCH_100K, BENCH_400K, MODEL_PRESETS, describeConfig, paramCount, type ModelConfig } from '../src/model/config';
 import { exportOnnx } from './onnx/export';
+import type { FrozenBenchResult } from './onnx/frozen';
 import { BOS } from '../src/model/tokenizer';
 import { cpuBackend } from '../src/backend/cpu';
 import { simdAvailable } from '../src/backend/cpu/simd';
@@ -276,7 +280,7 @@ async function measureTfjs(name: string, cfg: ModelConfig): Promise<TfjsResult> 
 }
 
 /** Forks this file for one model (`--child` ours + ORT, `--tfjs` TF.js, `--ort` threaded ORT) and waits for its result. */
-function runChild<R>(flag: '--child' | '--tfjs' | '--ort', name: string, env: NodeJS.ProcessEnv = process.env): Promise<R> {
+function runChild<R>(flag: '--child' | '--tfjs' | '--ort' | '--frozen', name: string, env: NodeJS.ProcessEnv = process.env): Promise<R> {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(import.meta.url), [flag, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
     let result: R | null = null;
@@ -296,7 +300,7 @@ function runChild<R>(flag: '--child' | '--tfjs' | '--ort', name: string, env: No
  * line to bench/gpu.ts, which reads its own; `--child NAME`, `--tfjs NAME` and `--ort NAME` are how
  * runChild starts a model's runs.
  */
-const CPU_FLAGS = { gpu: { type: 'boolean' }, hf: { type: 'boolean' }, child: { type: 'string' }, tfjs: { type: 'string' }, ort: { type: 'string' } } as const satisfies FlagSpec;
+const CPU_FLAGS = { gpu: { type: 'boolean' }, hf: { type: 'boolean' }, child: { type: 'string' }, tfjs: { type: 'string' }, ort: { type: 'string' }, frozen: { type: 'boolean' } } as const satisfies FlagSpec;
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -312,6 +316,13 @@ async function main(): Promise<void> {
     // `npm run bench -- --gpu`: the WebGPU bench (bench/gpu.ts) instead of this one.
     const { runGpuBench } = await import('./gpu');
     await runGpuBench(argv);
+    return;
+  }
+  if (lead.frozen === true) {
+    // The frozen ONNX teammate's child (bench/onnx/frozen.ts).
+    const { benchFrozenSampling } = await import('./onnx/frozen');
+    const r = await benchFrozenSampling();
+    process.send!(r, () => process.exit(0));
     return;
   }
   let child: string | undefined;
@@ -361,6 +372,13 @@ async function main(): Promise<void> {
     );
   }
   console.log(`\n${renderTables(rows, median)}\n`);
+  const fz = await runChild<FrozenBenchResult>('--frozen', '');
+  console.log(
+    `frozen ONNX teammate, sampling (${fz.describe}; the same weights, same run):\n` +
+      `  onnxruntime-web wasm, 1 thread, KV cache, one prompt at a time: ${fz.ort.toFixed(0)} tokens/s\n` +
+      `  ours (CPU backend), one prompt at a time: ${fz.oursSerial.toFixed(0)} tokens/s (ORT / ours ${(fz.ort / fz.oursSerial).toFixed(2)}×)\n` +
+      `  ours, the 8 prompts batched: ${fz.oursBatched.toFixed(0)} tokens/s (ORT / ours ${(fz.ort / fz.oursBatched).toFixed(2)}×)\n`,
+  );
   console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 

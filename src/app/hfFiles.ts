@@ -40,6 +40,8 @@ import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } 
 import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from './remoteTeam';
+import { seatOnnx } from './onnxSeatRef';
+import { ONNX_KEPT, onnxSeatContext, onnxSeatEstimate, readOnnxSeatFolder, type OnnxSeatMode } from './onnxFiles';
 
 /** What the page needs of a File (a Blob with a name; a folder picker adds webkitRelativePath). */
 export interface FileLike {
@@ -79,12 +81,16 @@ export function folderEntries(list: readonly FileLike[]): { folder: string; entr
       if (folder !== '' && top !== folder) throw new FormatError(`checkpoint folder: the files come from two folders, "${folder}" and "${top}"; pick one checkpoint folder`);
       folder = top;
     }
-    if (!KEPT.test(name)) continue; // README.md, .gitattributes, sub-folders: not read, as in the CLI
+    if (!KEPT.test(name) && !ONNX_KEPT.test(name)) continue; // README.md, .gitattributes, sub-folders: not read, as in the CLI
     if (entries.has(name)) throw new FormatError(`checkpoint folder: two files are named "${name}"`);
     entries.set(name, f);
   }
+  // A checkpoint keeps its own *.json and *.safetensors only (its onnx/ variants are not read, as in
+  // the CLI); a folder without safetensors but with .onnx files is an ONNX model folder (onnxFiles.ts).
+  const checkpoint = [...entries.keys()].some((n) => n.endsWith('.safetensors'));
+  for (const n of [...entries.keys()]) if (checkpoint ? !KEPT.test(n) : !ONNX_KEPT.test(n)) entries.delete(n);
   if (entries.size === 0) {
-    throw new FormatError(`checkpoint folder: none of the ${list.length} file${list.length === 1 ? '' : 's'} given is a .json or .safetensors file of the folder itself (drop one folder, or its files, or pick the folder)`);
+    throw new FormatError(`checkpoint folder: none of the ${list.length} file${list.length === 1 ? '' : 's'} given is a .json or .safetensors file of the folder itself, or an .onnx file of it or of its onnx/ folder (drop one folder, or its files, or pick the folder)`);
   }
   return { folder, entries };
 }
@@ -107,7 +113,8 @@ export { checkpointParams };
 export type SeatSettings = Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'> & HfContextSettings;
 
 /** The context (positions) the settings need of a seat on these files (config.json and the tokenizer's files; the weights are not read). */
-export async function seatContext(files: HfFiles, cfg: HfContextSettings): Promise<number> {
+export async function seatContext(files: HfFiles, cfg: HfContextSettings, onnx?: SeatCheckpoint['onnx']): Promise<number> {
+  if (onnx) return onnxSeatContext(files, cfg as SeatSettings, onnx.mode);
   const { readHfConfig, hfTokenizerOf } = await loader();
   const { cfg: mc, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
   return hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
@@ -159,8 +166,12 @@ export async function readCheckpointFolder(
   limit: { bytes: number; where: string },
   onRead?: (done: number, total: number) => void,
   quant: QuantKind = PAGE_SEAT_QUANT,
+  onnxMode: OnnxSeatMode = 'trainable',
 ): Promise<ReadCheckpoint> {
   const { folder, entries } = folderEntries(list);
+  if (![...entries.keys()].some((n) => n.endsWith('.safetensors')) && [...entries.keys()].some((n) => n.endsWith('.onnx'))) {
+    return readOnnxSeatFolder(folder, entries, cfg, limit, quant, onnxMode, onRead);
+  }
   const { readHfConfig, hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
   const configFile = entries.get('config.json');
   const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf('config.json', configFile, MAX_SMALL_JSON_BYTES)]] : []);
@@ -191,7 +202,8 @@ export async function readCheckpointFolder(
 }
 
 /** The memory estimate for a folder already read (a stored one), for settings `cfg` (at the context they need), stored as `quant`. */
-export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT, known?: number): Promise<MemoryEstimate> {
+export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT, known?: number, onnx?: SeatCheckpoint['onnx']): Promise<MemoryEstimate> {
+  if (onnx) return onnxSeatEstimate(files, onnx.file, cfg, quant, onnx.mode);
   const { readHfConfig } = await loader();
   const context = known ?? (await seatContext(files, cfg)); // `known`: seatContext of these files and settings, measured already
   return estimateMemory(readHfConfig(files, context).cfg, { quant, ...hfSeatBudget(cfg, context) });
@@ -211,7 +223,11 @@ export interface SeatRef {
   readonly hash: string;
   /** Absent in seatings and links written before the card had a choice: q8 (PAGE_SEAT_QUANT). */
   readonly quant?: QuantKind;
+  /** An ONNX model folder's seat: which .onnx file, trainable or frozen (absent: a checkpoint). */
+  readonly onnx?: SeatCheckpoint['onnx'];
 }
+
+
 
 export const CHECKPOINT_DB = 'sat-playground-checkpoints';
 const SEATING_KEY = 'seating';
@@ -256,8 +272,18 @@ export class CheckpointStore {
       const files = new Map(v.files.map(([k, b]) => [k, b] as const));
       const { hfFolderHash, readHfConfig } = await loader();
       if ((await hfFolderHash(files)) !== hash) throw new FormatError(`the stored checkpoint ${v.name} no longer matches its hash (the browser's copy is damaged); pick its folder again`);
+      const bytes = v.files.reduce((n, [, b]) => n + b.byteLength, 0);
+      // An ONNX folder's config.json may be any architecture's (a frozen seat's): no parameter count then.
+      if ([...files.keys()].some((n) => n.endsWith('.onnx'))) {
+        try {
+          const { cfg, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+          return { name: v.name, hash, files, bytes, params: checkpointParams(cfg, info) };
+        } catch {
+          return { name: v.name, hash, files, bytes, params: 0 };
+        }
+      }
       const { cfg, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
-      return { name: v.name, hash, files, bytes: v.files.reduce((n, [, b]) => n + b.byteLength, 0), params: checkpointParams(cfg, info) };
+      return { name: v.name, hash, files, bytes, params: checkpointParams(cfg, info) };
     });
   }
 
@@ -270,7 +296,7 @@ export class CheckpointStore {
     return guarded('remember the seated checkpoints', async () => {
       const keep = new Set(seats.map((s) => s.hash));
       const stale = [...new Set(drop)].filter((h) => !keep.has(h)).map(fileKey);
-      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT }))]]);
+      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT, ...(s.onnx ? { onnx: s.onnx } : {}) }))]]);
       if (stale.length > 0) await this.store.delMany(stale);
     });
   }
@@ -280,10 +306,10 @@ export class CheckpointStore {
     return guarded('read the seated checkpoints', async () => {
       const v = await this.store.get(SEATING_KEY);
       if (v === undefined) return [];
-      if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s?.agent) && typeof s?.name === 'string' && isHash(s?.hash) && (s.quant === undefined || seatQuant(s.quant) !== undefined))) {
+      if (!Array.isArray(v) || !v.every((s) => Number.isInteger(s?.agent) && typeof s?.name === 'string' && isHash(s?.hash) && (s.quant === undefined || seatQuant(s.quant) !== undefined) && (s.onnx === undefined || seatOnnx(s.onnx) !== undefined))) {
         throw new ConfigError('seating', v, 'the stored seating of checkpoints is not in a form this page reads');
       }
-      return (v as SeatRef[]).map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT }));
+      return (v as SeatRef[]).map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT, ...(s.onnx ? { onnx: seatOnnx(s.onnx) } : {}) }));
     });
   }
 }

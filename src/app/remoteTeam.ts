@@ -44,7 +44,7 @@ import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, Trai
 import type { UpdatePlan, UpdateResult } from '../sat/update';
 import type { InspectAnswer } from '../sat/inspect';
 import { configuredLmSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
-import type { AgentApi, AgentSpec } from '../workers/agentApi';
+import type { AgentApi, AgentSpec, OnnxSeatInfo } from '../workers/agentApi';
 import type { CpuThreads } from '../backend/cpu/threads';
 import { AgentWorkerError } from '../workers/errors';
 import { installErrorTransfer } from '../workers/wire';
@@ -155,6 +155,11 @@ export class RemoteAgent implements LmAgentPolicy {
 
   memoryBytes(): Promise<number> {
     return this.call('memoryBytes', (api) => api.memoryBytes());
+  }
+
+  /** An ONNX seat's file, mode, execution provider and parity or memory (null for other seats). */
+  onnxSeat(): Promise<OnnxSeatInfo | null> {
+    return this.call('onnxSeat', (api) => api.onnxSeat());
   }
 
   distributions(steps: StepSet): Promise<Float64Array> {
@@ -268,6 +273,8 @@ export interface SeatCheckpoint {
   readonly files: HfFiles;
   /** How its weights are stored on load (the card's choice). */
   readonly quant: QuantKind;
+  /** An ONNX model folder: which .onnx file, and whether the seat trains (mapped into our model) or is frozen (run by onnxruntime-web). */
+  readonly onnx?: { readonly file: string; readonly mode: 'trainable' | 'frozen' };
 }
 
 export interface RemoteExperimentOptions {
@@ -343,10 +350,29 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     cancelled.catch(() => {});
     // The loader (and its tokenizer library) only when a seat needs it: the page's main chunk stays without it.
     const hf = seats.size > 0 ? await import('../model/hfLoad') : null;
+    const onnx = [...seats.values()].some((s) => s.onnx) ? await import('../sat/onnxSeat') : null;
     await Promise.race([cancelled, Promise.all(
       team.map((a, i) => {
         const init = agents[i]!;
         const seat = seats.get(init.index);
+        const limit = opts.seatLimit ?? { bytes: Number.MAX_SAFE_INTEGER, where: 'no limit' };
+        const progress = opts.onSeatProgress ? (p: HfProgress) => opts.onSeatProgress!(init.index, p) : undefined;
+        if (seat?.onnx && onnx) {
+          // The tokenizer here (the environment encodes with it); the model, or the graph, in the worker.
+          const t = onnx.onnxSeatTokenizer(seat.files, seat.onnx.file, seat.onnx.mode);
+          a.tokenizer = t.tokenizer;
+          const context = hfSeatContext(cfg, t.tokenizer, t.maxPositions);
+          const copies = new Map([...seat.files].map(([k, v]) => [k, v.slice()] as const));
+          return a.init(
+            {
+              kind: 'onnx', mode: seat.onnx.mode, file: seat.onnx.file, settings: cfg, index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
+              memory: { ...hfSeatBudget(cfg, context), limitBytes: limit.bytes, where: limit.where },
+              agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
+            },
+            [...copies.values()].map((v) => v.buffer),
+            progress,
+          );
+        }
         if (seat && hf) {
           const { hfTokenizerOf, readHfConfig } = hf;
           // The tokenizer here (the environment encodes with it), the model in the worker.
@@ -354,7 +380,6 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
           a.tokenizer = hfTokenizerOf(seat.files, mc, info);
           const context = hfSeatContext(cfg, a.tokenizer, info.maxPositions); // the worker's model gets this maxSeq
           const copies = new Map([...seat.files].map(([k, v]) => [k, v.slice()] as const));
-          const limit = opts.seatLimit ?? { bytes: Number.MAX_SAFE_INTEGER, where: 'no limit' };
           return a.init(
             {
               kind: 'hf', index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
@@ -362,7 +387,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
               agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
             },
             [...copies.values()].map((v) => v.buffer),
-            opts.onSeatProgress ? (p) => opts.onSeatProgress!(init.index, p) : undefined,
+            progress,
           );
         }
         // Each worker gets its own copy, transferred: the loader may cache the bytes, and a Node

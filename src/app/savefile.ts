@@ -59,6 +59,7 @@
  * Not here: reading or writing files and IndexedDB (the page, persist.ts and autosave.ts),
  * rebuilding a team from the data (session.ts). No React, no DOM: runs in Node tests.
  */
+import { seatOnnx } from './onnxSeatRef';
 import { Gzip, gzipSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
 import { formatSize, INFLATE_FLOOR, INFLATE_RATIO } from '../core/limits';
@@ -123,6 +124,8 @@ export interface SavedCheckpoint {
   /** hfFolderHash of its files (64 hex digits). */
   readonly hash: string;
   readonly quant: 'q8' | 'q4' | 'f32';
+  /** An ONNX model folder's seat: which .onnx file, trainable or frozen (absent: a checkpoint). */
+  readonly onnx?: { readonly file: string; readonly mode: 'trainable' | 'frozen' };
 }
 
 /** One class of failure each; the message says which and what to do. */
@@ -501,7 +504,7 @@ type Boundary = Pick<ExperimentData, 'agents' | 'betas'>;
 function headJson(d: Head, blobs: Blob64[]): Record<string, unknown> {
   const cursor = d.cursor.agent === undefined ? { stage: d.cursor.stage } : { stage: d.cursor.stage, agent: d.cursor.agent };
   const out: Record<string, unknown> = { createdAt: d.createdAt, presetName: d.presetName, config: toJson(d.config, blobs, 'config'), cursor };
-  if (d.checkpoints !== undefined) out.checkpoints = d.checkpoints.map((c) => ({ agent: c.agent, name: c.name, hash: c.hash, quant: c.quant }));
+  if (d.checkpoints !== undefined) out.checkpoints = d.checkpoints.map((c) => ({ agent: c.agent, name: c.name, hash: c.hash, quant: c.quant, ...(c.onnx ? { onnx: c.onnx } : {}) }));
   return out;
 }
 
@@ -673,7 +676,9 @@ function readCheckpoints(v: unknown, config: Config): SavedCheckpoint[] {
     need(typeof c.name === 'string' && c.name.length > 0 && c.name.length <= 64, 'agents', `${at} has no valid name (1..64 characters).`);
     need(typeof c.hash === 'string' && /^[0-9a-f]{64}$/.test(c.hash), 'agents', `${at} has hash ${describe(c.hash)}; a folder hash is 64 lowercase hex digits.`);
     need(SEAT_QUANTS.includes(c.quant as SavedCheckpoint['quant']), 'agents', `${at} has quant ${describe(c.quant)}; expected "q8", "q4" or "f32".`);
-    out.push({ agent: c.agent, name: c.name, hash: c.hash, quant: c.quant as SavedCheckpoint['quant'] });
+    const onnx = c.onnx === undefined ? undefined : seatOnnx(c.onnx);
+    need(c.onnx === undefined || onnx !== undefined, 'agents', `${at} has onnx ${describe(c.onnx)}; expected {file: "….onnx", mode: "trainable" or "frozen"}.`);
+    out.push({ agent: c.agent, name: c.name, hash: c.hash, quant: c.quant as SavedCheckpoint['quant'], ...(onnx ? { onnx } : {}) });
   });
   return out;
 }

@@ -43,6 +43,7 @@ import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type OpenExtras, type TeamHandle } from './team';
+import type { OnnxSeatMode } from './onnxFiles';
 import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
 import type { QuantKind } from '../model/quant';
 import type { SeatCheckpoint } from './remoteTeam';
@@ -77,7 +78,7 @@ export interface SessionState {
   /** The team at the end of the last finished stage. */
   readonly boundary: Boundary;
   /** Language tasks: the seats on a checkpoint of their own ([] when none). Absent (an older file): the seats the page has. */
-  readonly checkpoints?: readonly Required<SeatRef>[];
+  readonly checkpoints?: readonly (Required<Omit<SeatRef, 'onnx'>> & Pick<SeatRef, 'onnx'>)[];
 }
 
 const SPEED_MS: Record<Speed, number> = { slow: 700, normal: 150, fast: 0 };
@@ -129,12 +130,12 @@ export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void, extras
 type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string; readonly needs?: string; readonly needsBy?: Readonly<Partial<Record<QuantKind, string>>> };
 
 /** What the card shows of a seat's memory: the estimate for its quantization in words and its total, and the total for each choice. */
-async function seatEstimates(files: SeatCheckpoint['files'], cfg: Config, quant: QuantKind): Promise<{ estimate: string; needs: string; needsBy: Partial<Record<QuantKind, string>>; total: MemoryEstimate }> {
+async function seatEstimates(files: SeatCheckpoint['files'], cfg: Config, quant: QuantKind, onnx?: SeatCheckpoint['onnx']): Promise<{ estimate: string; needs: string; needsBy: Partial<Record<QuantKind, string>>; total: MemoryEstimate }> {
   const needsBy: Partial<Record<QuantKind, string>> = {};
   let total: MemoryEstimate | undefined;
-  const context = await seatContext(files, cfg); // measured once for the three estimates
+  const context = await seatContext(files, cfg, onnx); // measured once for the three estimates
   for (const q of SEAT_QUANTS) {
-    const e = await estimateOf(files, cfg, q, context);
+    const e = await estimateOf(files, cfg, q, context, onnx);
     needsBy[q] = formatBytes(e.total);
     if (q === quant) total = e;
   }
@@ -168,6 +169,8 @@ export class Session {
   private seats = new Map<number, Seat>();
   /** The card's choice of quantization for a seat without a checkpoint yet (the next folder seated there). */
   private chosenQuant = new Map<number, QuantKind>();
+  /** The card's choice for the next ONNX folder seated there: trainable (mapped into our model) or frozen (run by onnxruntime-web). */
+  private chosenOnnx = new Map<number, OnnxSeatMode>();
   /** Seats named (by a link) whose checkpoint this browser does not have. */
   private missing = new Map<number, SeatRef>();
   /** What the next build seats: the stored seating (first build), a link's, or nothing new (null). */
@@ -315,8 +318,8 @@ export class Session {
   }
 
   private seatViews(cfg: Config): SeatView[] {
-    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
-    for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, quant: r.quant ?? PAGE_SEAT_QUANT, missing: true });
+    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.onnx ? { onnx: c.onnx } : {}), ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
+    for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, quant: r.quant ?? PAGE_SEAT_QUANT, missing: true, ...(r.onnx ? { onnx: r.onnx } : {}) });
     return views.sort((a, b) => a.agent - b.agent);
   }
 
@@ -346,8 +349,8 @@ export class Session {
       const got = this.checkpoints ? await this.checkpoints.load(ref.hash) : ({ ok: true, value: null } as const);
       if (got.ok && got.value) {
         const quant = ref.quant ?? PAGE_SEAT_QUANT;
-        const { total: _, ...shown } = await seatEstimates(got.value.files, cfg, quant);
-        this.seats.set(ref.agent, { ...got.value, quant, stored: got.value.bytes, ...shown });
+        const { total: _, ...shown } = await seatEstimates(got.value.files, cfg, quant, ref.onnx);
+        this.seats.set(ref.agent, { ...got.value, quant, stored: got.value.bytes, ...(ref.onnx ? { onnx: ref.onnx } : {}), ...shown });
       }
       else {
         this.missing.set(ref.agent, ref);
@@ -390,7 +393,7 @@ export class Session {
 
   /** The seats as storage, links and experiment files record them. */
   seating(): SeatRef[] {
-    return [...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant }));
+    return [...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, ...(c.onnx ? { onnx: c.onnx } : {}) }));
   }
 
   private async saveSeating(drop: readonly string[] = []): Promise<void> {
@@ -420,7 +423,8 @@ export class Session {
       try {
         this.setProgress({ label: `${what}: reading config.json…`, done: 0, total: 1, cancellable: false });
         const q = quant ?? this.chosenQuant.get(j) ?? this.missing.get(j)?.quant ?? this.seats.get(j)?.quant ?? PAGE_SEAT_QUANT;
-        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.setProgress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }), q);
+        const mode = this.chosenOnnx.get(j) ?? this.missing.get(j)?.onnx?.mode ?? this.seats.get(j)?.onnx?.mode ?? 'trainable';
+        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.setProgress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }), q, mode);
         if (expectHash !== undefined && c.hash !== expectHash) {
           const want = this.missing.get(j);
           throw new SatError('checkpoint', `this folder is ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…), not the checkpoint the link needs${want ? `, ${want.name}` : ''} (hash ${expectHash.slice(0, SHORT_HASH)}…); pick that folder.`);
@@ -429,8 +433,8 @@ export class Session {
         this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
         return;
       }
-      const { total: _, ...shown } = await seatEstimates(c.files, cfg, c.quant);
-      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, quant: c.quant, params: c.params, stored: 'not stored', ...shown };
+      const { total: _, ...shown } = await seatEstimates(c.files, cfg, c.quant, c.onnx);
+      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, quant: c.quant, params: c.params, stored: 'not stored', ...(c.onnx ? { onnx: c.onnx } : {}), ...shown };
       const next = new Map(this.seats);
       const previous = next.get(j)?.hash;
       next.set(j, seat);
@@ -447,6 +451,11 @@ export class Session {
     });
     if (ok) await this.resumeRestore();
     return ok;
+  }
+
+  /** The card's frozen / trainable choice for the next ONNX folder seated at agent j (a seated folder keeps its mode: pick it again to change it). */
+  chooseOnnxMode(j: number, mode: OnnxSeatMode): void {
+    this.chosenOnnx.set(j, mode);
   }
 
   /** The card's quantization choice: re-seats agent j's checkpoint so (setSeatQuant), or is kept for the next folder seated there. */
@@ -469,7 +478,7 @@ export class Session {
       const what = `Agent ${j}'s checkpoint as ${quant}`;
       let next: Seat;
       try {
-        const { total, ...shown } = await seatEstimates(seat.files, cfg, quant);
+        const { total, ...shown } = await seatEstimates(seat.files, cfg, quant, seat.onnx);
         checkFits(total, pageSeatLimit().bytes, pageSeatLimit().where);
         next = { ...seat, quant, ...shown };
       } catch (e) {
@@ -787,7 +796,7 @@ export class Session {
     if (!this.team || !b || !s.config || b.stages !== s.stages.length) return null;
     const partial = this.unshown ? [...s.partial, ...this.unshown.steps] : s.partial;
     const last = partial[partial.length - 1];
-    const checkpoints = isLlmTask(s.config.task) ? [...this.active(s.config, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant })) : undefined;
+    const checkpoints = isLlmTask(s.config.task) ? [...this.active(s.config, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, ...(c.onnx ? { onnx: c.onnx } : {}) })) : undefined;
     return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b, ...(checkpoints ? { checkpoints } : {}) };
   }
 

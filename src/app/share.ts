@@ -41,6 +41,7 @@
  * or replaying the run (the page does those), and a plain-text `key=value` form (not needed).
  * No React, no DOM beyond btoa / atob (browsers, Node ≥ 16).
  */
+import { seatOnnx } from './onnxSeatRef';
 import { deflateSync } from 'fflate';
 import { ConfigError, FormatError } from '../core/errors';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, isLlmTask, parseConfig } from '../sat/config';
@@ -87,6 +88,8 @@ export interface ShareCheckpoint {
   readonly name: string;
   readonly hash: string;
   readonly quant?: QuantKind;
+  /** An ONNX model folder's seat: which .onnx file, trainable or frozen. */
+  readonly onnx?: { readonly file: string; readonly mode: 'trainable' | 'frozen' };
 }
 
 /** The quantizations a link may name for a seat (src/app/hfFiles.ts SEAT_QUANTS; q8 is the default, so never written). */
@@ -94,7 +97,7 @@ const LINK_QUANTS: readonly QuantKind[] = ['q8', 'q4', 'f32'];
 
 /** x as a link writes it: {agent, hash, name} and quant unless it is the default q8. */
 function linkCheckpoint(x: ShareCheckpoint): ShareCheckpoint {
-  return { agent: x.agent, hash: x.hash, name: x.name, ...(x.quant !== undefined && x.quant !== 'q8' ? { quant: x.quant } : {}) };
+  return { agent: x.agent, hash: x.hash, name: x.name, ...(x.quant !== undefined && x.quant !== 'q8' ? { quant: x.quant } : {}), ...(x.onnx ? { onnx: { file: x.onnx.file, mode: x.onnx.mode } } : {}) };
 }
 
 /** What went wrong with a link, one code per class of failure (the UI may, e.g., stay silent on 'empty'). */
@@ -321,14 +324,16 @@ function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
   const out: ShareCheckpoint[] = [];
   for (const e of v) {
     if (!isPlainObject(e)) throw bad('has an entry that is not an object {agent, hash, name}');
-    for (const k of Object.keys(e)) if (k !== 'agent' && k !== 'hash' && k !== 'name' && k !== 'quant') throw bad(`has an unknown entry ${quote(k)} (allowed: agent, hash, name, quant)`);
-    const { agent, hash, name, quant } = e;
+    for (const k of Object.keys(e)) if (k !== 'agent' && k !== 'hash' && k !== 'name' && k !== 'quant' && k !== 'onnx') throw bad(`has an unknown entry ${quote(k)} (allowed: agent, hash, name, quant, onnx)`);
+    const { agent, hash, name, quant, onnx } = e;
+    const o = onnx === undefined ? undefined : seatOnnx(onnx);
+    if (onnx !== undefined && o === undefined) throw bad('needs each onnx to be {file: "….onnx", mode: "trainable" or "frozen"} (an ONNX folder\'s seat)');
     if (typeof agent !== 'number' || !Number.isInteger(agent) || agent < 0 || agent >= c.agents) throw bad(`needs each agent to be an integer in [0, ${c.agents - 1}] (the team's agents)`);
     if (out.some((x) => x.agent === agent)) throw bad(`seats agent ${agent} twice`);
     if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) throw bad('needs each hash to be 64 lowercase hex digits (the folder hash)');
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_SHARE_STRING || CONTROL.test(name)) throw bad(`needs each name to be 1..${MAX_SHARE_STRING} printable characters`);
     if (quant !== undefined && !LINK_QUANTS.includes(quant as QuantKind)) throw bad(`needs each quant to be one of ${LINK_QUANTS.map((q) => `"${q}"`).join(', ')} (how the seat stores the weights), not ${quote(quant)}`);
-    out.push(linkCheckpoint({ agent, hash, name, quant: quant as QuantKind | undefined }));
+    out.push(linkCheckpoint({ agent, hash, name, quant: quant as QuantKind | undefined, ...(o ? { onnx: o } : {}) }));
   }
   return out.sort((a, b) => a.agent - b.agent);
 }

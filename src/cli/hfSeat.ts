@@ -37,6 +37,7 @@ import type { Experiment, LlmExperiment } from '../sat/experiment';
 import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
 import type { Check } from '../workers/budget';
 import { cliCheck } from './inputCheck';
+import { onnxFilesIn, seatOnnxAgent, type OnnxSeatMode } from './onnxSeat';
 
 export { HF_DEFAULT_LORA_RANK };
 
@@ -127,6 +128,8 @@ export async function readHfFolder(dir: string): Promise<HfFiles> {
 
 export interface HfSeatOptions {
   readonly quant: QuantKind;
+  /** An ONNX folder's seat: frozen or trainable, and which .onnx file (src/cli/onnxSeat.ts). */
+  readonly onnx?: { readonly mode: OnnxSeatMode; readonly file?: string };
   /** Refuse above this many bytes (default 80 % of the machine's memory). */
   readonly limitBytes?: number;
   readonly log: (line: string) => void;
@@ -141,6 +144,7 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   }
   const swap = hfSwapRefusal(cfg, j, dir);
   if (swap) throw new ConfigError('swapAgent', cfg.swapAgent, `--agent-model ${j}=…: ${swap}`);
+  if ((await onnxFilesIn(dir)).length > 0) return seatOnnxAgent(exp, cfg, j, dir, { mode: o.onnx?.mode ?? 'trainable', file: o.onnx?.file, quant: o.quant, limitBytes: o.limitBytes, log: o.log });
   const lx = exp as LlmExperiment;
   const files = await readHfFolder(dir);
   // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's

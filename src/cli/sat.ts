@@ -51,6 +51,7 @@ import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { seatHfAgent } from './hfSeat';
 import { escapeLines } from '../core/text';
+import { ONNX_SEAT_MODES, type OnnxSeatMode } from './onnxSeat';
 import { cliGpuBackends, type CliGpu } from './gpu';
 import { QUANT_KINDS, type QuantKind } from '../model/quant';
 
@@ -88,6 +89,9 @@ interface Args {
   agentQuant: QuantKind;
   /** --agent-memory MiB: refuse a checkpoint whose estimate exceeds it (default 80 % of the machine's memory). */
   agentMemoryMiB?: number;
+  /** --agent-onnx: an ONNX folder's seat is trainable (default) or frozen; --agent-onnx-file: which .onnx file. */
+  agentOnnx: OnnxSeatMode;
+  agentOnnxFile?: string;
 }
 
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
@@ -95,8 +99,10 @@ const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--
                      [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
                      [--certify-report [--presets a,b,…] [--seeds N]] [--profile] [--quiet] [--help]
                      [--export-recipe FILE [--hf S=org/model,M=…,L=…]] [--import-log FILE]
-                     [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB]]
---agent-model seats the Hugging Face Llama checkpoint in folder DIR as agent J (LoRA over its quantized base).
+                     [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB]
+                      [--agent-onnx trainable|frozen] [--agent-onnx-file onnx/model_q4.onnx]]
+--agent-model seats the Hugging Face Llama checkpoint in folder DIR as agent J (LoRA over its quantized base);
+  an ONNX folder (onnx/model*.onnx) is seated trainable (mapped into our model) or frozen (run by onnxruntime-web).
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
 --sweep delta=… on delta-sweep (or with --sqrt-delta): only δ changes, lr ∝ √δ, one step, no backtracking;
   prints mean KL/δ, the violation rate and its exponent with a bootstrap CI over seeds (--fixed-lr: lr fixed).
@@ -112,10 +118,11 @@ const FLAGS = {
   'certify-report': { type: 'boolean' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   'export-recipe': { type: 'string' }, hf: { type: 'string' }, 'import-log': { type: 'string' },
   'agent-model': { type: 'string', multiple: true }, 'agent-quant': { type: 'string' }, 'agent-memory': { type: 'string' },
+  'agent-onnx': { type: 'string' }, 'agent-onnx-file': { type: 'string' },
 } as const satisfies FlagSpec;
 
 function readArgs(argv: string[]): Args {
-  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, profile: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false, hf: {}, agentModels: [], agentQuant: 'q8' };
+  const a: Args = { preset: 'climbing', sets: {}, seeds: 1, swapSeat: 'projection', quiet: false, profile: false, certifyReport: false, seedsGiven: false, sqrtDelta: false, fixedLr: false, hf: {}, agentModels: [], agentQuant: 'q8', agentOnnx: 'trainable' };
   const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
   for (const { name, value } of readFlags(argv, FLAGS, (m) => new UsageError(m))) {
     // readFlags has checked that a value flag has its value and a switch has none.
@@ -181,6 +188,11 @@ function readArgs(argv: string[]): Args {
         a.agentMemoryMiB = n;
         break;
       }
+      case 'agent-onnx':
+        if (!(ONNX_SEAT_MODES as readonly string[]).includes(v)) throw new UsageError(`--agent-onnx expects one of ${ONNX_SEAT_MODES.join(', ')}, got ${v}`);
+        a.agentOnnx = v as OnnxSeatMode;
+        break;
+      case 'agent-onnx-file': a.agentOnnxFile = v; break;
       case 'profile': a.profile = true; break;
       case 'presets': a.presets = list(v); break;
       case 'help': printHelp(); process.exit(0);
@@ -242,6 +254,7 @@ interface HfSeats {
   readonly quant: QuantKind;
   readonly limitBytes?: number;
   readonly log: (line: string) => void;
+  readonly onnx?: { readonly mode: OnnxSeatMode; readonly file?: string };
 }
 
 /**
@@ -262,7 +275,7 @@ async function openExperiment(cfg: Config, hf?: HfSeats): Promise<{ exp: Experim
     }
   }
   let exp: Experiment = await createLlmExperiment(cfg, loadFromDisk);
-  for (const [j, dir] of hf?.seats ?? []) exp = await seatHfAgent(exp, cfg, j, dir, { quant: hf!.quant, limitBytes: hf!.limitBytes, log: hf!.log });
+  for (const [j, dir] of hf?.seats ?? []) exp = await seatHfAgent(exp, cfg, j, dir, { quant: hf!.quant, limitBytes: hf!.limitBytes, log: hf!.log, onnx: hf!.onnx });
   return { exp, gpu: null };
 }
 
@@ -448,7 +461,7 @@ async function main(): Promise<void> {
     },
     {
       seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile,
-      hf: args.agentModels.length > 0 ? { seats: args.agentModels, quant: args.agentQuant, limitBytes: args.agentMemoryMiB !== undefined ? args.agentMemoryMiB * 2 ** 20 : undefined, log: (line) => console.error(escapeLines(line)) } : undefined,
+      hf: args.agentModels.length > 0 ? { seats: args.agentModels, quant: args.agentQuant, limitBytes: args.agentMemoryMiB !== undefined ? args.agentMemoryMiB * 2 ** 20 : undefined, log: (line) => console.error(escapeLines(line)), onnx: { mode: args.agentOnnx, file: args.agentOnnxFile } } : undefined,
     },
   );
   const held = mean(stages.map((s) => s.metrics['cert/held'] as number));

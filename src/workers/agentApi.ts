@@ -21,7 +21,9 @@
  * files cross once, transferred; the worker runs the loader (src/model/hfLoad.ts: checks, convert,
  * quantize, reporting progress to the `onProgress` callback init takes — a comlink proxy from the
  * page) and builds the agent as the CLI does (src/sat/hfSeat.ts), on the backend its spec asks
- * for (the CPU, or this worker's own GPUDevice — the same choice as a shipped model's).
+ * for (the CPU, or this worker's own GPUDevice — the same choice as a shipped model's). An ONNX
+ * folder (`OnnxAgentSpec`, kind "onnx") is seated the same way, trainable or frozen
+ * (src/sat/onnxSeat.ts); onnxruntime-web is imported only then.
  *
  * Not here: comlink (wire.ts, agent.worker.ts), the stage loop and the environment (src/sat/stage.ts,
  * on the main thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
@@ -39,7 +41,11 @@ import type { Backend, HostTensors } from '../backend/types';
 import { loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
 import { loadHfCheckpoint, type HfFiles, type HfProgress } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
-import { hfSeatAgent, HF_SEAT_MAX_SEQ, type HfSeatAgentOptions, type HfSeatBudget } from '../sat/hfSeat';
+import { hfSeatAgent, HF_SEAT_MAX_SEQ, type HfContextSettings, type HfSeatAgentOptions, type HfSeatBudget } from '../sat/hfSeat';
+import type { HfModel } from '../model/hfLoad';
+import { pickOrtProvider, type OrtProvider } from '../model/onnx/ort';
+import type { OnnxParity } from '../model/onnx/parity';
+import { FrozenOnnxAgent } from '../sat/agents/frozen';
 import { lmAgent, tableAgent, type LmInit, type LmSeat, type TableInit } from '../sat/experiment';
 import type { ProjectedLmAgent } from '../sat/agents/projected';
 import { seatSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
@@ -88,7 +94,36 @@ export interface HfAgentSpec {
   readonly agent: HfSeatAgentOptions;
 }
 
-export type AgentSpec = TableSpec | LmSpec | HfAgentSpec;
+/**
+ * A language seat on an ONNX model folder (src/sat/onnxSeat.ts): `trainable` maps the
+ * initializers into our model (then as an `hf` seat: LoRA, the backend it asks for) after the
+ * parity check against onnxruntime-web on the preset's prompts; `frozen` runs the graph itself in
+ * onnxruntime-web here (WebGPU where this worker has an adapter, else wasm), never updated.
+ */
+export interface OnnxAgentSpec extends Omit<HfAgentSpec, 'kind'> {
+  readonly kind: 'onnx';
+  readonly mode: 'trainable' | 'frozen';
+  /** The .onnx file in `files` (e.g. "onnx/model_q4.onnx"). */
+  readonly file: string;
+  /** The settings the seat's prompts and context come from. */
+  readonly settings: HfContextSettings;
+}
+
+/** What an ONNX seat is, for its card (`onnxSeat()`). */
+export interface OnnxSeatInfo {
+  readonly mode: 'trainable' | 'frozen';
+  readonly file: string;
+  /** onnxruntime-web's execution provider, and why that one. */
+  readonly ep: OrtProvider;
+  readonly epWhy: string;
+  /** Trainable: the parity check's numbers. */
+  readonly parity?: OnnxParity;
+  /** Frozen: the memory estimate (bytes) and the seat's context. */
+  readonly estimateBytes?: number;
+  readonly context?: number;
+}
+
+export type AgentSpec = TableSpec | LmSpec | HfAgentSpec | OnnxAgentSpec;
 
 /** Bytes a loaded model's tensors hold (data and scales). */
 function weightBytes(w: ModelWeights): number {
@@ -112,7 +147,7 @@ function cpuLabel(why: string): string {
   return parts.length > 0 ? `${CPU_BACKEND} — ${parts.join('; ')}` : CPU_BACKEND;
 }
 
-type AnyAgent = TabularSoftmaxAgent | LmSeat | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors>;
+type AnyAgent = TabularSoftmaxAgent | LmSeat | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors> | FrozenOnnxAgent;
 
 export class AgentApi {
   #agent: AnyAgent | null = null;
@@ -127,6 +162,8 @@ export class AgentApi {
   #kept: KeptUpdate | null = null;
   /** Why there is nothing to inspect, when `#kept` is null. */
   #notKept = 'this agent has not been updated yet: step an agent first.';
+  /** An ONNX seat's card facts (null for other agents). */
+  #onnx: OnnxSeatInfo | null = null;
 
   /** Anything but an update moved the parameters: the kept update no longer describes π_new. */
   #forget(why: string): void {
@@ -137,13 +174,29 @@ export class AgentApi {
   /** Builds (or replaces) the agent; an `hf` spec reports the load's progress to `onProgress`. */
   async init(spec: AgentSpec, onProgress?: (p: HfProgress) => void): Promise<void> {
     this.#forget('this agent has not been updated yet: step an agent first.');
+    await (this.#agent instanceof FrozenOnnxAgent ? this.#agent.dispose() : undefined);
+    this.#onnx = null;
+    if (spec.kind === 'onnx') {
+      // onnxruntime-web (and its wasm) is imported here, on first use only (src/model/onnx/ort.ts).
+      const { seatOnnxFrozen, seatOnnxTrainable } = await import('../sat/onnxSeat');
+      const pick = await pickOrtProvider();
+      if (spec.mode === 'frozen') {
+        const seat = await seatOnnxFrozen(spec.files, spec.file, spec.settings, spec.index, { ep: pick.ep, name: spec.name, temperature: spec.agent.temperature, topK: spec.agent.topK, memory: { limitBytes: spec.memory.limitBytes, where: spec.memory.where } });
+        this.#agent = seat.agent;
+        this.#modelBytes = seat.estimate.total;
+        this.#backend = `onnxruntime-web ${pick.ep} (${pick.why})`;
+        this.#onnx = { mode: 'frozen', file: spec.file, ep: pick.ep, epWhy: pick.why, estimateBytes: seat.estimate.total, context: seat.context };
+        return;
+      }
+      // The check runs on wasm: it compares numbers, and wasm's are the reproducible ones.
+      const seat = await seatOnnxTrainable(spec.files, spec.file, spec.settings, spec.index, { quant: spec.quant, maxSeq: spec.maxSeq ?? HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p), ep: 'wasm' });
+      this.#onnx = { mode: 'trainable', file: spec.file, ep: 'wasm', epWhy: 'the parity check runs on wasm', parity: seat.parity };
+      await this.#seatModel(spec, seat.model);
+      return;
+    }
     if (spec.kind === 'hf') {
       const m = await loadHfCheckpoint(spec.files, { quant: spec.quant, maxSeq: spec.maxSeq ?? HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p) });
-      this.#modelBytes = weightBytes(m.weights);
-      const options = { ...spec.agent, name: spec.name };
-      const gpu = spec.backend === undefined || spec.backend === 'cpu' ? { why: '' } : await this.#gpuBackend(spec.index, spec.backend);
-      this.#backend = 'be' in gpu ? gpu.be.name : cpuLabel(gpu.why);
-      this.#agent = 'be' in gpu ? hfSeatAgent<GpuTensors>(spec.index, m, options, gpu.be) : hfSeatAgent<HostTensors>(spec.index, m, options);
+      await this.#seatModel(spec, m);
     } else if (spec.kind === 'tabular') {
       this.#agent = tableAgent(spec);
       this.#modelBytes = 0;
@@ -152,8 +205,22 @@ export class AgentApi {
       this.#modelBytes = spec.model.byteLength;
       this.#agent = (spec.backend ?? 'cpu') === 'cpu' ? this.#cpuAgent(spec, loaded) : await this.#gpuAgent(spec, loaded);
     } else {
-      throw new AgentWorkerError(`agent worker: unknown agent kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; expected "tabular", "lm" or "hf".`);
+      throw new AgentWorkerError(`agent worker: unknown agent kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; expected "tabular", "lm", "hf" or "onnx".`);
     }
+  }
+
+  /** A loaded checkpoint (or a mapped ONNX model) as this worker's LoRA agent, on the backend the spec asks for. */
+  async #seatModel(spec: HfAgentSpec | OnnxAgentSpec, m: HfModel): Promise<void> {
+    this.#modelBytes = weightBytes(m.weights);
+    const options = { ...spec.agent, name: spec.name };
+    const gpu = spec.backend === undefined || spec.backend === 'cpu' ? { why: '' } : await this.#gpuBackend(spec.index, spec.backend);
+    this.#backend = 'be' in gpu ? gpu.be.name : cpuLabel(gpu.why);
+    this.#agent = 'be' in gpu ? hfSeatAgent<GpuTensors>(spec.index, m, options, gpu.be) : hfSeatAgent<HostTensors>(spec.index, m, options);
+  }
+
+  /** What an ONNX seat is (null for any other agent): file, mode, execution provider, parity or memory. */
+  async onnxSeat(): Promise<OnnxSeatInfo | null> {
+    return this.#onnx;
   }
 
   #cpuAgent(spec: LmSpec, loaded: LoadedModel, why?: string): LmAgent {
@@ -267,6 +334,7 @@ export class AgentApi {
   async memoryBytes(): Promise<number> {
     const a = this.#a;
     if (a instanceof TabularSoftmaxAgent) return 5 * a.nObs * a.nActions * Float64Array.BYTES_PER_ELEMENT;
+    if (a instanceof FrozenOnnxAgent) return this.#modelBytes; // its estimate: files, onnxruntime's copy, cache, logits
     const kept = this.#kept?.zCur.byteLength ?? 0;
     if (this.#gpu !== null) return this.#gpu.ctx.storageBytes + kept; // GPU buffers created
     return 5 * a.model.paramCount() * Float32Array.BYTES_PER_ELEMENT + this.#modelBytes + kept;
@@ -311,7 +379,7 @@ export class AgentApi {
     this.#forget('its latest update did not finish.');
     return this.#call(async (a) => {
       const r = await updateAgent(a, plan);
-      if (!(a instanceof TabularSoftmaxAgent)) this.#kept = await keepForInspection(a, plan, r.rejected);
+      if (!(a instanceof TabularSoftmaxAgent) && !(a instanceof FrozenOnnxAgent)) this.#kept = await keepForInspection(a, plan, r.rejected);
       return r;
     });
   }
@@ -325,6 +393,7 @@ export class AgentApi {
   async inspect(maxEpisodes?: number): Promise<InspectAnswer> {
     return this.#call(async (a) => {
       if (a instanceof TabularSoftmaxAgent) return { ok: false, reason: `agent ${a.index} is a table: the token inspector is for language agents.` };
+      if (a instanceof FrozenOnnxAgent) return { ok: false, reason: `Nothing to inspect for agent ${a.index}: it is a frozen ONNX teammate: it is never updated.` };
       const kept = this.#kept;
       if (!kept) return { ok: false, reason: `Nothing to inspect for agent ${a.index}: ${this.#notKept}` };
       return { ok: true, inspection: await inspectKept(a, kept, maxEpisodes) };
@@ -338,7 +407,9 @@ export class AgentApi {
    * Stage-0 seat over the outgoing model, or the new model itself.
    */
   async swapIn(modelName: string, file: Uint8Array, steps: StepSet, o: SeatSwapOptions): Promise<SeatSwapReport> {
-    const old = this.#lm('swapIn') as LmSeat;
+    const a = this.#lm('swapIn');
+    if (a instanceof FrozenOnnxAgent) throw new AgentWorkerError(`agent ${a.index} is a frozen ONNX teammate: a plug-and-play swap does not replace it (put the seat back on a shipped model first).`);
+    const old = a as LmSeat;
     return this.#call(async () => {
       this.#forget('its seat was swapped for another model since.');
       const r = await seatSwap(old, modelName, loadModel(file), steps, o);

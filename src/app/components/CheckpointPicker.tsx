@@ -10,7 +10,12 @@
  * the estimate's total once a folder is seated): picked before a folder, it is what the folder
  * loads as; changed on a seated checkpoint, it re-seats it so (Session.setSeatQuant: re-estimated
  * and refused before anything is allocated when it does not fit).
- * docs/models.md, "Your own checkpoint", says how it works and what is not done yet.
+ * An ONNX model folder (transformers.js / onnx-community: config.json, tokenizer.json, onnx/model*.onnx)
+ * is taken too: a choice beside the picker says whether it is seated trainable (its weights mapped
+ * into our model, checked against onnxruntime-web) or frozen (run by onnxruntime-web, never
+ * updated); the seated card says which file and mode, the agent's backend line the execution
+ * provider. What a folder needs is said before the picker opens.
+ * docs/models.md, "Your own checkpoint" and "An ONNX model folder", say how it works and what is not done yet.
  *
  * Not here: reading and storing the files (hfFiles.ts), the team (session.ts).
  */
@@ -18,6 +23,7 @@ import { useState, type DragEvent } from 'react';
 import type { QuantKind } from '../../model/quant';
 import { formatBytes } from '../../model/hfConfig';
 import { PAGE_SEAT_QUANT, SEAT_QUANTS, seatQuant, type FileLike } from '../hfFiles';
+import { ONNX_SEAT_MODES, type OnnxSeatMode } from '../onnxFiles';
 import type { Session } from '../session';
 import { hfSwapRefusal } from '../../sat/hfSeat';
 import { useSession } from '../sessionContext';
@@ -103,8 +109,30 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
       </select>
     </label>
   );
+  const [mode, setMode] = useState<OnnxSeatMode>(seat?.onnx?.mode ?? 'trainable');
+  const modeChoice = (
+    <label className="checkpoint-quant" title="For an ONNX model folder: trainable maps its weights into the playground's model (Llama-family graphs; checked against onnxruntime-web on this preset's prompts) and trains LoRA adapters; frozen runs the graph itself in onnxruntime-web (WebGPU where the browser has an adapter, else wasm) and never updates it">
+      ONNX
+      <select
+        value={mode}
+        disabled={busy}
+        data-testid={`checkpoint-${agent}-onnx-mode`}
+        onChange={(e) => {
+          const m = ONNX_SEAT_MODES.find((x) => x === e.currentTarget.value) ?? 'trainable';
+          setMode(m);
+          session.chooseOnnxMode(agent, m);
+        }}
+      >
+        {ONNX_SEAT_MODES.map((m) => (
+          <option key={m} value={m}>
+            {m}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
   const picker = (
-    <label className="checkpoint-pick" title="A Hugging Face Llama-family folder (config.json, model.safetensors, tokenizer.json); it loads in this agent's worker, stored as the choice beside says, with LoRA adapters to train">
+    <label className="checkpoint-pick" title="A Hugging Face Llama-family folder (config.json, model.safetensors, tokenizer.json), or an ONNX model folder (config.json, tokenizer.json, onnx/model.onnx or another .onnx file with its data); it loads in this agent's worker, as the choices beside say">
       {seat?.missing ? 'Pick its folder…' : seat ? 'Another checkpoint…' : 'Your own checkpoint…'}
       <input
         type="file"
@@ -127,7 +155,12 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
           <span data-testid={`checkpoint-${agent}-name`} title={`folder hash ${seat.hash}`}>
             checkpoint <strong>{seat.name}</strong>
           </span>
-          {seat.params !== undefined && <span data-testid={`checkpoint-${agent}-params`}>{seat.params.toLocaleString('en')} base params (frozen, {seat.quant ?? PAGE_SEAT_QUANT})</span>}
+          {seat.onnx && (
+            <span data-testid={`checkpoint-${agent}-onnx`}>
+              ONNX {seat.onnx.file}, {seat.onnx.mode === 'frozen' ? 'frozen: run by onnxruntime-web (its backend line says which execution provider), never updated' : 'trainable: mapped into the model, checked against onnxruntime-web'}
+            </span>
+          )}
+          {seat.params !== undefined && seat.params > 0 && (seat.onnx?.mode !== 'frozen') && <span data-testid={`checkpoint-${agent}-params`}>{seat.params.toLocaleString('en')} base params (frozen, {seat.quant ?? PAGE_SEAT_QUANT})</span>}
           <span data-testid={`checkpoint-${agent}-stored`}>{stored(seat.stored)}</span>
           {seat.needs && <span title={seat.estimate} data-testid={`checkpoint-${agent}-needs`}>needs about {seat.needs} (estimate)</span>}
         </div>
@@ -143,9 +176,16 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
           {swapNote}
         </div>
       )}
+      {!seat && (
+        <p className="checkpoint-needs" data-testid={`checkpoint-${agent}-needs-help`}>
+          A folder of your own: a Hugging Face Llama checkpoint (config.json, model.safetensors or its shards, tokenizer.json), or an ONNX model folder
+          (config.json, tokenizer.json, onnx/model.onnx or model_q4.onnx… with its data file), seated trainable or frozen as chosen. Nothing is uploaded.
+        </p>
+      )}
       <div className="checkpoint-actions">
         {picker}
         {choice}
+        {modeChoice}
         {seat && (
           <button type="button" className="tiny" disabled={busy} data-testid={`checkpoint-${agent}-clear`} onClick={() => void session.clearCheckpoint(agent)}>
             shipped model

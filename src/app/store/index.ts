@@ -85,6 +85,8 @@ export interface SeatView {
   readonly estimate?: string;
   /** The estimate's total for each quantization the card offers (the choice's labels). */
   readonly needsBy?: Readonly<Partial<Record<QuantKind, string>>>;
+  /** An ONNX model folder's seat: its .onnx file and whether it trains or is frozen. */
+  readonly onnx?: { readonly file: string; readonly mode: 'trainable' | 'frozen' };
 }
 
 export type Speed = 'slow' | 'normal' | 'fast';

@@ -1,0 +1,120 @@
+/**
+ * An ONNX model folder in the page (docs/models.md, "An ONNX model folder"): the counterpart of
+ * hfFiles.ts's checkpoint reading for the transformers.js / onnx-community layout, which
+ * hfFiles.ts hands over to when a picked folder has .onnx files and no safetensors checkpoint.
+ *
+ *   onnxFolderFile(names)        which .onnx file a seat takes (onnx/model.onnx first, as the CLI)
+ *   readOnnxSeatFolder(…)        the JSON files first, the context the preset needs with the
+ *                                folder's tokenizer, the memory estimate against the limit — before
+ *                                the graph is read —, then the chosen .onnx file and its data files
+ *                                only (a folder often holds several variants), and the hash of
+ *                                what was read
+ *   onnxSeatEstimate(…)          that estimate for files already read (a stored seat)
+ * A trainable seat's estimate is a checkpoint's for its config.json (untied: an ONNX head is its
+ * own weight) plus the f32 copy the parity check holds; a frozen seat's is the files, onnxruntime's
+ * copy of them, one sequence's cache and one forward's logits (src/model/onnx/folder.ts).
+ *
+ * Not here: the seat itself (src/sat/onnxSeat.ts, in the seat's worker), storage (hfFiles.ts).
+ */
+import { FormatError } from '../core/errors';
+import { checkFits, estimateMemory, type MemoryEstimate } from '../model/hfConfig';
+import type { HfFiles } from '../model/hfLoad';
+import type { QuantKind } from '../model/quant';
+import { hfSeatBudget, hfSeatContext, HF_SEAT_MAX_SEQ } from '../sat/hfSeat';
+// hfFiles.ts imports this module too; the two use each other's functions only when called.
+import { checkpointParams, seatName, type FileLike, type ReadCheckpoint, type SeatSettings } from './hfFiles';
+
+export type OnnxSeatMode = 'trainable' | 'frozen';
+export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
+
+/** A name an ONNX folder keeps: a top-level JSON file, or a graph / external data file in it or in onnx/. */
+export const ONNX_KEPT = /^(?:[^/]+\.json|(?:onnx\/)?[^/]+\.onnx(?:_data(?:_\d+)?|\.data)?)$/;
+
+/** The .onnx file a seat takes from these names: onnx/model.onnx first, then sorted (as the CLI). */
+export function onnxFolderFile(names: Iterable<string>): string | undefined {
+  const list = [...names].filter((n) => n.endsWith('.onnx'));
+  const rank = (n: string): number => (n.startsWith('onnx/') ? 0 : 2) + (/(^|\/)model\.onnx$/.test(n) ? 0 : 1);
+  return list.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))[0];
+}
+
+/** The chosen file and the data files beside it whose names start with its name. */
+function filesOfSeat(names: Iterable<string>, file: string): string[] {
+  return [...names].filter((n) => n.endsWith('.json') ? !n.includes('/') : n === file || (n.startsWith(file) && !n.endsWith('.onnx')));
+}
+
+const loaders = () => Promise.all([import('../model/hfLoad'), import('../model/onnx/folder')]);
+
+/** The context a seat on these JSON files needs for `cfg`, and config.json as read. */
+async function contextOf(files: HfFiles, cfg: SeatSettings, mode: OnnxSeatMode): Promise<{ context: number; vocab: number; config: unknown; mc?: ReturnType<Awaited<ReturnType<typeof loaders>>[0]['readHfConfig']>['cfg'] }> {
+  const [hf, folder] = await loaders();
+  if (mode === 'trainable') {
+    const { cfg: mc, info, raw } = hf.readHfConfig(files, HF_SEAT_MAX_SEQ);
+    const context = hfSeatContext(cfg, hf.hfTokenizerOf(files, mc, info), info.maxPositions);
+    return { context, vocab: mc.vocab, config: raw, mc: { ...mc, tied: false, maxSeq: context } };
+  }
+  const info = folder.readOnnxFolderInfo(files);
+  return { context: hfSeatContext(cfg, info.tokenizer, info.maxPositions), vocab: info.vocab, config: JSON.parse(new TextDecoder().decode(files.get('config.json'))) };
+}
+
+/** The estimate (header) for a seat on `files` (JSON files at least) whose graph and data take `graphBytes`. */
+async function estimate(files: HfFiles, cfg: SeatSettings, quant: QuantKind, mode: OnnxSeatMode, graphBytes: number): Promise<{ estimate: MemoryEstimate; context: number }> {
+  const c = await contextOf(files, cfg, mode);
+  if (mode === 'trainable') {
+    const e = estimateMemory(c.mc!, { quant, ...hfSeatBudget(cfg, c.context) });
+    const exact = quant === 'f32' ? 0 : estimateMemory(c.mc!, { quant: 'f32', loraRank: 0, sequences: 1, seqLen: 1, prompts: 1 }).weights;
+    return { estimate: { ...e, hostWeights: e.hostWeights + exact, total: e.total + exact }, context: c.context };
+  }
+  const { estimateOnnxFrozenFromConfig } = (await loaders())[1];
+  const f = estimateOnnxFrozenFromConfig(c.config, graphBytes, c.vocab, c.context);
+  // In the card's terms: the weights as onnxruntime holds them, the files as the worker keeps them, the cache and logits as sampling.
+  return { estimate: { weights: f.session, hostWeights: f.files, embeddingF32: 0, lora: 0, activations: f.logits, sampling: f.cache, total: f.total }, context: c.context };
+}
+
+/** The estimate for a seat on files already read (a stored one). */
+export async function onnxSeatEstimate(files: HfFiles, file: string, cfg: SeatSettings, quant: QuantKind, mode: OnnxSeatMode): Promise<MemoryEstimate> {
+  let bytes = 0;
+  for (const n of filesOfSeat(files.keys(), file)) if (!n.endsWith('.json')) bytes += files.get(n)!.byteLength;
+  return (await estimate(files, cfg, quant, mode, bytes)).estimate;
+}
+
+/** The context a seat on these files needs for `cfg` (its JSON files only). */
+export async function onnxSeatContext(files: HfFiles, cfg: SeatSettings, mode: OnnxSeatMode): Promise<number> {
+  return (await contextOf(files, cfg, mode)).context;
+}
+
+/** Reads an ONNX folder's seat (header); `entries` as hfFiles.ts folderEntries gives them. */
+export async function readOnnxSeatFolder(
+  folder: string,
+  entries: ReadonlyMap<string, FileLike>,
+  cfg: SeatSettings,
+  limit: { bytes: number; where: string },
+  quant: QuantKind,
+  mode: OnnxSeatMode,
+  onRead?: (done: number, total: number) => void,
+): Promise<ReadCheckpoint> {
+  const file = onnxFolderFile(entries.keys());
+  if (file === undefined) throw new FormatError('ONNX folder: no .onnx file (onnx/model.onnx, onnx/model_q4.onnx, …)');
+  const names = filesOfSeat(entries.keys(), file).sort();
+  const head = new Map<string, Uint8Array>();
+  for (const n of names) if (n.endsWith('.json')) head.set(n, new Uint8Array(await entries.get(n)!.arrayBuffer()));
+  if (!head.has('config.json')) throw new FormatError('ONNX folder: "config.json" is missing; an ONNX model folder has config.json, tokenizer.json and a .onnx file');
+  const graphBytes = names.filter((n) => !n.endsWith('.json')).reduce((a, n) => a + entries.get(n)!.size, 0);
+  const { estimate: e, context } = await estimate(head, cfg, quant, mode, graphBytes);
+  checkFits(e, limit.bytes, limit.where); // before the graph is read
+  const files = new Map<string, Uint8Array>(head);
+  let bytes = 0;
+  for (const [i, n] of names.entries()) {
+    if (!files.has(n)) files.set(n, new Uint8Array(await entries.get(n)!.arrayBuffer()));
+    bytes += files.get(n)!.byteLength;
+    onRead?.(i + 1, names.length);
+  }
+  const [hf] = await loaders();
+  const hash = await hf.hfFolderHash(files);
+  const raw = JSON.parse(new TextDecoder().decode(head.get('config.json'))) as { _name_or_path?: unknown };
+  let params = 0; // a frozen seat's config.json may be any architecture's
+  if (mode === 'trainable') {
+    const { cfg: mc, info } = hf.readHfConfig(head, HF_SEAT_MAX_SEQ);
+    params = checkpointParams(mc, info);
+  }
+  return { name: seatName(folder, hash, typeof raw._name_or_path === 'string' ? raw._name_or_path : ''), hash, files, quant, context, estimate: e, bytes, params, onnx: { file, mode } };
+}
