@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SatError } from '../src/core/errors';
 import { readHfFolder } from '../src/cli/hfSeat';
+import { readOnnxFolder } from '../src/cli/onnxSeat';
+import { onnxFolder } from './helpers/onnxFolder';
 import { hfCheckpoint, writeHfFolder } from './helpers/hfCheckpoint';
 import { deepJson } from './helpers/hostile';
 
@@ -74,6 +76,43 @@ function sat(...args: string[]) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/sat.ts', ...args], { encoding: 'utf8', timeout: 120_000 });
   return { code: r.status, err: r.stderr };
 }
+
+describe('readOnnxFolder: files are files', () => {
+  /** An ONNX folder on disk (onnx/model.onnx + its JSON files), edited by `edit`. */
+  function onnxDir(edit: (dir: string) => void = () => {}): string {
+    const dir = join(mkdtempSync(join(tmpdir(), 'sat-hostile-onnx-')), 'ck');
+    mkdirSync(join(dir, 'onnx'), { recursive: true });
+    writeHfFolder(dir, onnxFolder().files);
+    edit(dir);
+    return dir;
+  }
+  async function onnxRefusal(dir: string, cap = 2 ** 30): Promise<string> {
+    try {
+      await readOnnxFolder(dir, 'onnx/model.onnx', cap);
+    } catch (e) {
+      expect(e).toBeInstanceOf(SatError);
+      return (e as Error).message;
+    }
+    throw new Error('the folder was read');
+  }
+
+  it('reads a well-formed folder', async () => {
+    const files = await readOnnxFolder(onnxDir(), 'onnx/model.onnx', 2 ** 30);
+    expect([...files.keys()]).toContain('onnx/model.onnx');
+    expect([...files.keys()]).toContain('tokenizer.json');
+  });
+  it('refuses a graph behind a linked sub-folder that leads out of the folder, a pipe as the graph, and a graph past the cap', async () => {
+    const outside = onnxDir((d) => {
+      const away = join(d, '..', 'away');
+      renameSync(join(d, 'onnx'), away);
+      symlinkSync(away, join(d, 'onnx'));
+    });
+    expect(await onnxRefusal(outside)).toMatch(/"onnx\/model\.onnx" in the ONNX folder is reached through a link outside the folder/);
+    const fifo = onnxDir((d) => { renameSync(join(d, 'onnx', 'model.onnx'), join(d, 'x')); spawnSync('mkfifo', [join(d, 'onnx', 'model.onnx')]); });
+    expect(await onnxRefusal(fifo)).toMatch(/is a named pipe, not a file/);
+    expect(await onnxRefusal(onnxDir(), 1024)).toMatch(/more than the 1\.0 KiB this playground reads for it on this machine/);
+  });
+});
 
 describe('the CLI prints what came from a file escaped, and refuses deep JSON by name', () => {
   const SMALL = ['--stages', '1', '--set', 'batch=2', '--set', 'group=2', '--set', 'evalEpisodes=8', '--set', 'epochs=1'];

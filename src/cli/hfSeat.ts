@@ -20,13 +20,9 @@
  * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts, built by
  * src/sat/hfSeat.ts), flag parsing (sat.ts).
  */
-import { constants, type Stats } from 'node:fs';
-import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
 import { totalmem } from 'node:os';
-import { basename, dirname, join, sep } from 'node:path';
 import { ConfigError, SatError } from '../core/errors';
 import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
-import { escapeControl } from '../core/text';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
 import { hfFileCap, hfWeightsCap, loadHfCheckpoint, readHfConfig, type HfFiles } from '../model/hfLoad';
@@ -36,6 +32,7 @@ import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
 import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
 import type { Check } from '../workers/budget';
+import { openFolder, readRegular } from './folderFiles';
 import { cliCheck } from './inputCheck';
 import { onnxFilesIn, seatOnnxAgent, type OnnxSeatMode } from './onnxSeat';
 
@@ -44,56 +41,6 @@ export { HF_DEFAULT_LORA_RANK };
 /** Context a checkpoint's config is first read with (positions): src/sat/hfSeat.ts HF_SEAT_MAX_SEQ, the page's too; the seat's own is measured (hfSeatContext). */
 export const HF_CLI_MAX_SEQ = HF_SEAT_MAX_SEQ;
 
-/** What a path holds, in words, when it is not a regular file. */
-function kindOf(st: Stats): string {
-  return st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe' : st.isSocket() ? 'a socket' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : 'not a regular file';
-}
-
-/**
- * The folders a file of `root` may resolve into: the folder itself and, when it is a Hugging Face
- * cache snapshot (…/snapshots/<revision>), the cache's blobs folder its links point to.
- */
-function allowedRoots(root: string): string[] {
-  const up = dirname(root);
-  return basename(up) === 'snapshots' ? [root, join(dirname(up), 'blobs')] : [root];
-}
-
-/**
- * The bytes of regular file `name` of folder `root` (a real path), at most `cap` of them: a link
- * must resolve inside the folder (allowedRoots), the file must be a regular file (no folder,
- * device or pipe) no larger than the cap, all checked before a byte is read; the file is opened
- * without blocking, and read to the size it had when it was checked.
- */
-async function readRegular(root: string, name: string, cap: number): Promise<Uint8Array> {
-  const path = join(root, name);
-  const where = `--agent-model: "${escapeControl(name)}" in the checkpoint folder`;
-  let real = path;
-  if ((await lstat(path)).isSymbolicLink()) {
-    real = await realpath(path).catch(() => {
-      throw new SatError('model', `${where} is a link to nothing that exists`);
-    });
-    if (!allowedRoots(root).some((r) => real.startsWith(r + sep))) throw new SatError('model', `${where} is a link to a file outside the folder; copy the file into the folder instead`);
-  }
-  const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch((e: NodeJS.ErrnoException) => {
-    throw new SatError('model', `${where} cannot be opened (${e.code ?? e.message})`);
-  });
-  try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw new SatError('model', `${where} is ${kindOf(st)}, not a file`);
-    if (st.size > cap) throw new SatError('model', `${where} is ${formatSize(st.size)}, more than the ${formatSize(cap)} this playground reads for it with this config.json (docs/models.md, "Input limits")`);
-    const bytes = new Uint8Array(st.size);
-    let at = 0;
-    while (at < bytes.length) {
-      const { bytesRead } = await handle.read(bytes, at, bytes.length - at, at);
-      if (bytesRead === 0) break;
-      at += bytesRead;
-    }
-    return at === bytes.length ? bytes : bytes.subarray(0, at);
-  } finally {
-    await handle.close();
-  }
-}
-
 /**
  * The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name:
  * config.json first (small), then every other file held to the size its config implies
@@ -101,24 +48,16 @@ async function readRegular(root: string, name: string, cap: number): Promise<Uin
  * 180 MB vocabulary for 272 tokens is refused before it is read.
  */
 export async function readHfFolder(dir: string): Promise<HfFiles> {
-  let root: string;
-  let names: string[];
-  try {
-    if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
-    root = await realpath(dir);
-    names = await readdir(root);
-  } catch {
-    throw new SatError('model', `--agent-model: "${dir}" is not a folder that can be read; give the folder holding config.json, model.safetensors and tokenizer.json`);
-  }
+  const { root, names } = await openFolder(dir, 'give the folder holding config.json, model.safetensors and tokenizer.json');
   const files = new Map<string, Uint8Array>();
   const kept = names.filter((n) => n.endsWith('.safetensors') || n.endsWith('.json')).sort();
-  if (kept.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES));
+  if (kept.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES, 'as a config file'));
   const { cfg, info } = readHfConfig(files); // "config.json is missing" and the config's own refusals come from here
   const weightsCap = hfWeightsCap(cfg, info, kept.filter((n) => n.endsWith('.safetensors')).length);
   let weights = 0;
   for (const name of kept) {
     if (name === 'config.json') continue;
-    const bytes = await readRegular(root, name, hfFileCap(name, cfg, info));
+    const bytes = await readRegular(root, name, hfFileCap(name, cfg, info), 'with this config.json');
     if (name.endsWith('.safetensors')) weights += bytes.byteLength;
     if (weights > weightsCap) throw new SatError('model', `--agent-model: the checkpoint folder's safetensors files hold more than the ${formatSize(weightsCap)} its config.json has room for`);
     files.set(name, bytes);

@@ -12,10 +12,12 @@
  *
  * Not here: the seat's logic (src/sat/onnxSeat.ts), the checkpoint seat (hfSeat.ts), flag parsing.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, SatError } from '../core/errors';
+import { ConfigError } from '../core/errors';
+import { readJson } from '../core/json';
+import { MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES, maxTokenizerBytes } from '../core/limits';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes } from '../model/hfConfig';
 import { hfTokenizerOf } from '../model/hfLoad';
@@ -29,6 +31,7 @@ import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment, LmSeat } from '../sat/experiment';
 import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeat';
 import { seatOnnxFrozen, seatOnnxTrainable } from '../sat/onnxSeat';
+import { openFolder, readRegular } from './folderFiles';
 
 export type OnnxSeatMode = 'trainable' | 'frozen';
 export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
@@ -49,21 +52,43 @@ export async function onnxFilesIn(dir: string): Promise<string[]> {
   return onnxFilesOf(new Map(names.map((n) => [n, new Uint8Array(0)])));
 }
 
-/** The folder's JSON files, `file` and the data files beside it whose names start with its name. */
-export async function readOnnxFolder(dir: string, file: string): Promise<Map<string, Uint8Array>> {
-  try {
-    if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
-  } catch {
-    throw new SatError('model', `--agent-model: "${dir}" is not a folder that can be read`);
-  }
+/** How messages name the folder. */
+const ONNX_FOLDER = 'ONNX folder';
+
+/**
+ * The folder's JSON files, `file` and the data files beside it whose names start with its name, as
+ * regular files inside the folder (folderFiles.ts): JSON files held to the small files' cap (the
+ * tokenizer to its vocabulary's, when config.json names one), the graph and its data to `cap`
+ * (the machine's memory: the seat's own estimate, checked later, says more).
+ */
+export async function readOnnxFolder(dir: string, file: string, cap: number): Promise<Map<string, Uint8Array>> {
+  const { root, names } = await openFolder(dir, 'give the folder holding config.json, tokenizer.json and onnx/model.onnx');
   const files = new Map<string, Uint8Array>();
-  for (const name of (await list(dir)).sort()) if (name.endsWith('.json')) files.set(name, new Uint8Array(await readFile(join(dir, name))));
+  const json = names.filter((n) => n.endsWith('.json')).sort();
+  if (json.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES, 'as a config file', ONNX_FOLDER));
+  const vocab = declaredVocab(files.get('config.json'));
+  for (const name of json) {
+    if (name === 'config.json') continue;
+    const tokenizerCap = name === 'tokenizer.json' && vocab !== undefined;
+    files.set(name, await readRegular(root, name, tokenizerCap ? maxTokenizerBytes(vocab) : MAX_SMALL_JSON_BYTES, tokenizerCap ? 'with the vocab_size of config.json' : 'as a JSON file', ONNX_FOLDER));
+  }
   const sub = file.includes('/') ? file.slice(0, file.lastIndexOf('/') + 1) : '';
   const base = file.slice(sub.length);
-  for (const name of (await list(join(dir, sub))).sort()) {
-    if (name === base || (name.startsWith(base) && !name.endsWith('.onnx'))) files.set(sub + name, new Uint8Array(await readFile(join(dir, sub, name))));
+  for (const name of (await list(join(root, sub))).sort()) {
+    if (name === base || (name.startsWith(base) && !name.endsWith('.onnx'))) files.set(sub + name, await readRegular(root, sub + name, cap, 'on this machine', ONNX_FOLDER));
   }
   return files;
+}
+
+/** config.json's vocab_size when it is a sensible positive integer (the loaders check the rest). */
+function declaredVocab(bytes: Uint8Array | undefined): number | undefined {
+  if (bytes === undefined) return undefined;
+  try {
+    const v = (readJson('config.json', bytes, { maxBytes: MAX_SMALL_JSON_BYTES, maxDepth: MAX_JSON_DEPTH }) as { vocab_size?: unknown } | null)?.vocab_size;
+    return typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= 2 ** 24 ? v : undefined;
+  } catch {
+    return undefined; // the loader reports the bad config.json by name
+  }
 }
 
 export interface OnnxSeatCliOptions {
@@ -82,7 +107,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
   if (file === undefined || !available.includes(file)) {
     throw new ConfigError('agent-onnx-file', o.file, `--agent-model ${j}=${dir}: ${o.file === undefined ? 'the folder has no .onnx file' : `"${o.file}" is not one of the folder's .onnx files`} (it has: ${available.join(', ') || 'none'}).`);
   }
-  const files = await readOnnxFolder(dir, file);
+  const files = await readOnnxFolder(dir, file, Math.floor(0.8 * totalmem()));
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
   const where = o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory';
   const lx = exp as LlmExperiment;
