@@ -44,6 +44,20 @@ describe('an ONNX folder in the page', () => {
   const opened: RemoteExperiment[] = [];
   afterAll(() => opened.forEach((e) => e.terminate()));
 
+  it('refuses an oversized tokenizer.json before reading it, and a runaway pre-tokenizer pattern by name', async () => {
+    const files = twoGraphs();
+    const reads: string[] = [];
+    const big = picked('tiny-onnx', files, reads).map((f) => (f.name === 'tokenizer.json' ? { ...f, size: 64 * 2 ** 20 } : f));
+    await expect(readCheckpointFolder(big, cfg, roomy, undefined, 'q8', 'frozen')).rejects.toThrow(/ONNX folder: "tokenizer\.json" is 64\.0 MiB, more than the .* this page reads for it/);
+    expect(reads).not.toContain('tokenizer.json');
+    const tk = JSON.parse(new TextDecoder().decode(files.get('tokenizer.json'))) as Record<string, unknown>;
+    tk.pre_tokenizer = { type: 'Split', pattern: { Regex: '([\\s\\S]+)+Q' }, behavior: 'Isolated', invert: false };
+    files.set('tokenizer.json', new TextEncoder().encode(JSON.stringify(tk)));
+    for (const mode of ['frozen', 'trainable'] as const) {
+      await expect(readCheckpointFolder(picked('tiny-onnx', files, []), cfg, roomy, undefined, 'q8', mode)).rejects.toThrow(/tokenizer\.json: the pattern .* could take exponential time to match/);
+    }
+  });
+
   it('reads only the chosen graph and its data, after the estimate; hashes what it read', async () => {
     const files = twoGraphs();
     const reads: string[] = [];

@@ -121,7 +121,7 @@ export async function seatContext(files: HfFiles, cfg: HfContextSettings, onnx?:
 }
 
 /** The settings a seat's context depends on, alone (what crosses to the check's worker). */
-function contextSettings(cfg: HfContextSettings): HfContextSettings {
+export function contextSettings(cfg: HfContextSettings): HfContextSettings {
   const { task, taskSeed, level, formatReward, protocol, agents, maxNew } = cfg;
   return { task, taskSeed, level, formatReward, protocol, agents, maxNew };
 }

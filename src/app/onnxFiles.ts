@@ -17,12 +17,16 @@
  * Not here: the seat itself (src/sat/onnxSeat.ts, in the seat's worker), storage (hfFiles.ts).
  */
 import { FormatError } from '../core/errors';
+import { readJson } from '../core/json';
+import { formatSize, MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES, maxTokenizerBytes } from '../core/limits';
 import { checkFits, estimateMemory, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
-import { hfSeatBudget, hfSeatContext, HF_SEAT_MAX_SEQ } from '../sat/hfSeat';
+import { hfSeatBudget, HF_SEAT_MAX_SEQ } from '../sat/hfSeat';
+import type { OnnxSeatHead } from '../sat/onnxSeat';
 // hfFiles.ts imports this module too; the two use each other's functions only when called.
-import { checkpointParams, seatName, type FileLike, type ReadCheckpoint, type SeatSettings } from './hfFiles';
+import { checkpointParams, contextSettings, seatName, type FileLike, type ReadCheckpoint, type SeatSettings } from './hfFiles';
+import { checkInput } from './inputCheck';
 
 export type OnnxSeatMode = 'trainable' | 'frozen';
 export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
@@ -44,21 +48,30 @@ function filesOfSeat(names: Iterable<string>, file: string): string[] {
 
 const loaders = () => Promise.all([import('../model/hfLoad'), import('../model/onnx/folder')]);
 
-/** The context a seat on these JSON files needs for `cfg`, and config.json as read. */
-async function contextOf(files: HfFiles, cfg: SeatSettings, mode: OnnxSeatMode): Promise<{ context: number; vocab: number; config: unknown; mc?: ReturnType<Awaited<ReturnType<typeof loaders>>[0]['readHfConfig']>['cfg'] }> {
-  const [hf, folder] = await loaders();
-  if (mode === 'trainable') {
-    const { cfg: mc, info, raw } = hf.readHfConfig(files, HF_SEAT_MAX_SEQ);
-    const context = hfSeatContext(cfg, hf.hfTokenizerOf(files, mc, info), info.maxPositions);
-    return { context, vocab: mc.vocab, config: raw, mc: { ...mc, tied: false, maxSeq: context } };
+/** The seat's head for `cfg` (its context, vocabulary, config), worked out in a budgeted worker: the tokenizer and template are the folder's own. */
+function headOf(files: HfFiles, cfg: SeatSettings, mode: OnnxSeatMode): Promise<OnnxSeatHead> {
+  return checkInput('onnxHead', { files: [...files].filter(([n]) => n.endsWith('.json')), settings: contextSettings(cfg), mode }, 'ONNX folder');
+}
+
+/** A JSON file's bytes, refused by name before they are read when it is larger than `cap`. */
+async function jsonBytes(name: string, f: FileLike, cap: number): Promise<Uint8Array> {
+  if (f.size > cap) throw new FormatError(`ONNX folder: "${name}" is ${formatSize(f.size)}, more than the ${formatSize(cap)} this page reads for it (docs/models.md, "Input limits")`);
+  return new Uint8Array(await f.arrayBuffer());
+}
+
+/** config.json's vocab_size when it is a sensible positive integer (the seat's checks report the rest). */
+function declaredVocab(bytes: Uint8Array): number | undefined {
+  try {
+    const v = (readJson('config.json', bytes, { maxBytes: MAX_SMALL_JSON_BYTES, maxDepth: MAX_JSON_DEPTH }) as { vocab_size?: unknown } | null)?.vocab_size;
+    return typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= 2 ** 24 ? v : undefined;
+  } catch {
+    return undefined;
   }
-  const info = folder.readOnnxFolderInfo(files);
-  return { context: hfSeatContext(cfg, info.tokenizer, info.maxPositions), vocab: info.vocab, config: JSON.parse(new TextDecoder().decode(files.get('config.json'))) };
 }
 
 /** The estimate (header) for a seat on `files` (JSON files at least) whose graph and data take `graphBytes`. */
 async function estimate(files: HfFiles, cfg: SeatSettings, quant: QuantKind, mode: OnnxSeatMode, graphBytes: number): Promise<{ estimate: MemoryEstimate; context: number }> {
-  const c = await contextOf(files, cfg, mode);
+  const c = await headOf(files, cfg, mode);
   if (mode === 'trainable') {
     const e = estimateMemory(c.mc!, { quant, ...hfSeatBudget(cfg, c.context) });
     const exact = quant === 'f32' ? 0 : estimateMemory(c.mc!, { quant: 'f32', loraRank: 0, sequences: 1, seqLen: 1, prompts: 1 }).weights;
@@ -79,7 +92,7 @@ export async function onnxSeatEstimate(files: HfFiles, file: string, cfg: SeatSe
 
 /** The context a seat on these files needs for `cfg` (its JSON files only). */
 export async function onnxSeatContext(files: HfFiles, cfg: SeatSettings, mode: OnnxSeatMode): Promise<number> {
-  return (await contextOf(files, cfg, mode)).context;
+  return (await headOf(files, cfg, mode)).context;
 }
 
 /** Reads an ONNX folder's seat (header); `entries` as hfFiles.ts folderEntries gives them. */
@@ -95,9 +108,14 @@ export async function readOnnxSeatFolder(
   const file = onnxFolderFile(entries.keys());
   if (file === undefined) throw new FormatError('ONNX folder: no .onnx file (onnx/model.onnx, onnx/model_q4.onnx, …)');
   const names = filesOfSeat(entries.keys(), file).sort();
-  const head = new Map<string, Uint8Array>();
-  for (const n of names) if (n.endsWith('.json')) head.set(n, new Uint8Array(await entries.get(n)!.arrayBuffer()));
-  if (!head.has('config.json')) throw new FormatError('ONNX folder: "config.json" is missing; an ONNX model folder has config.json, tokenizer.json and a .onnx file');
+  const configFile = entries.get('config.json');
+  if (configFile === undefined) throw new FormatError('ONNX folder: "config.json" is missing; an ONNX model folder has config.json, tokenizer.json and a .onnx file');
+  // Every JSON file's size before its bytes: the small files' cap, the tokenizer's from the vocabulary config.json declares.
+  const head = new Map<string, Uint8Array>([['config.json', await jsonBytes('config.json', configFile, MAX_SMALL_JSON_BYTES)]]);
+  const vocab = declaredVocab(head.get('config.json')!);
+  for (const n of names) {
+    if (n.endsWith('.json') && n !== 'config.json') head.set(n, await jsonBytes(n, entries.get(n)!, n === 'tokenizer.json' && vocab !== undefined ? maxTokenizerBytes(vocab) : MAX_SMALL_JSON_BYTES));
+  }
   const graphBytes = names.filter((n) => !n.endsWith('.json')).reduce((a, n) => a + entries.get(n)!.size, 0);
   const { estimate: e, context } = await estimate(head, cfg, quant, mode, graphBytes);
   checkFits(e, limit.bytes, limit.where); // before the graph is read
@@ -110,7 +128,7 @@ export async function readOnnxSeatFolder(
   }
   const [hf] = await loaders();
   const hash = await hf.hfFolderHash(files);
-  const raw = JSON.parse(new TextDecoder().decode(head.get('config.json'))) as { _name_or_path?: unknown };
+  const raw = readJson('ONNX folder: "config.json"', head.get('config.json')!, { maxBytes: MAX_SMALL_JSON_BYTES, maxDepth: MAX_JSON_DEPTH }) as { _name_or_path?: unknown };
   let params = 0; // a frozen seat's config.json may be any architecture's
   if (mode === 'trainable') {
     const { cfg: mc, info } = hf.readHfConfig(head, HF_SEAT_MAX_SEQ);

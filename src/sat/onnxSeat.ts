@@ -16,6 +16,9 @@
  * Not here: reading the protobuf or mapping weights (src/model/onnx/), the frozen agent itself
  * (agents/frozen.ts), reading a folder from disk or from File objects.
  */
+import { readJson } from '../core/json';
+import { MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES } from '../core/limits';
+import type { ModelConfig } from '../model/config';
 import { hfTokenizerOf, readHfConfig, type HfLoadOptions } from '../model/hfLoad';
 import type { HfTurns } from '../model/hfTokenizer';
 import { checkOnnxFrozenFits, estimateOnnxFrozen, readOnnxFolderInfo, type OnnxFolderInfo, type OnnxFrozenEstimate } from '../model/onnx/folder';
@@ -58,6 +61,33 @@ export function onnxSeatPrompts(cfg: HfContextSettings, tk: TextTokenizer, j: nu
     }
   }
   return out;
+}
+
+/** What a seat on an ONNX folder's JSON files needs before its graph is read (onnxSeatHead). */
+export interface OnnxSeatHead {
+  /** The context the preset needs with the folder's tokenizer (hfSeatContext). */
+  readonly context: number;
+  readonly vocab: number;
+  /** config.json as parsed (a frozen seat's may be any architecture's). */
+  readonly config: unknown;
+  /** A trainable seat's model config at that context (untied: an ONNX head is its own weight). */
+  readonly mc?: ModelConfig;
+}
+
+/**
+ * The head of a seat on `files` (the folder's JSON files) for `settings`: config.json read within
+ * its bounds, the tokenizer and chat template built and run on the task's prompts. Pure, so the
+ * page runs it in a budgeted worker (src/workers/inputJobs.ts).
+ */
+export function onnxSeatHead(files: ReadonlyMap<string, Uint8Array>, settings: HfContextSettings, mode: 'trainable' | 'frozen'): OnnxSeatHead {
+  if (mode === 'trainable') {
+    const { cfg: mc, info, raw } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+    const context = hfSeatContext(settings, hfTokenizerOf(files, mc, info), info.maxPositions);
+    return { context, vocab: mc.vocab, config: raw, mc: { ...mc, tied: false, maxSeq: context } };
+  }
+  const info = readOnnxFolderInfo(files);
+  const config = readJson('ONNX folder: "config.json"', files.get('config.json') ?? new Uint8Array(), { maxBytes: MAX_SMALL_JSON_BYTES, maxDepth: MAX_JSON_DEPTH });
+  return { context: hfSeatContext(settings, info.tokenizer, info.maxPositions), vocab: info.vocab, config };
 }
 
 export interface OnnxTrainableSeat {

@@ -8,10 +8,12 @@
  *   checkpointHead   a checkpoint folder's JSON files and the settings → the context its seat
  *                    needs (config.json, the tokenizer and its chat template parsed and run on the
  *                    task's prompts: src/sat/hfSeat.ts hfSeatContext)
+ *   onnxHead         an ONNX folder's JSON files, the settings and the seat's mode → its context,
+ *                    vocabulary and config (src/sat/onnxSeat.ts onnxSeatHead)
  *
  * A failure the user can act on (a SatError) comes back as its class name and message
  * (`JobFailure`) and is rebuilt on the caller's side (budget.ts); anything else is a bug and is
- * reported as such. New input kinds (ONNX files, run logs) add a row here.
+ * reported as such. A new input kind adds a row here.
  *
  * Not here: the budgets and the worker's life (budget.ts), the checks themselves (savefile.ts,
  * hfLoad.ts, hfTokenizer.ts, hfSeat.ts).
@@ -20,10 +22,12 @@ import { SatError } from '../core/errors';
 import { parseExperimentFile, type ExperimentData, type ParseResult } from '../app/savefile';
 import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
 import { hfTokenizerOf, readHfConfig } from '../model/hfLoad';
+import { onnxSeatHead, type OnnxSeatHead } from '../sat/onnxSeat';
 
 export interface InputJobs {
   experimentFile(bytes: Uint8Array): ParseResult<ExperimentData>;
   checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
+  onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
 }
 
 export type JobName = keyof InputJobs;
@@ -48,6 +52,7 @@ export const INPUT_JOBS: InputJobs = {
     const { cfg, info } = readHfConfig(map, HF_SEAT_MAX_SEQ);
     return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
   },
+  onnxHead: ({ files, settings, mode }) => onnxSeatHead(new Map(files), settings, mode),
 };
 
 /** Runs job `name` on `input` and packs the outcome for the way back (never throws). */
