@@ -5,8 +5,11 @@
  * budget; a worker that dies past its heap limit is refused naming the memory budget. The page's
  * Web Worker runs the same jobs (tests/e2e/hostile.test.ts drops hostile files on the page).
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import { readRunLog } from '../src/bridge/runLog';
 import { ConfigError, FormatError } from '../src/core/errors';
 import { parseExperimentFile } from '../src/app/savefile';
 import { cliCheck } from '../src/cli/inputCheck';
@@ -31,6 +34,18 @@ describe('budgeted input checks', () => {
     expect((err as ConfigError).key).toBe('rope_scaling');
     const bomb = gzipBomb(64 * 2 ** 20);
     expect(await check('experimentFile', bomb, 'bomb')).toEqual(parseExperimentFile(bomb));
+  });
+
+  it('run logs and recipes are read in the worker too: the same run, and a key-bomb recipe refused there', async () => {
+    const check = cliCheck();
+    const text = readFileSync(join(import.meta.dirname, 'fixtures/bridge/logs/verl-file.jsonl'), 'utf8');
+    const there = await check('runLog', { text, name: 'verl-file.jsonl' }, 'run log');
+    expect(there).toEqual(readRunLog(text, 'verl-file.jsonl'));
+    expect(there.steps.length).toBeGreaterThan(0);
+    const bomb = Array.from({ length: 6_000 }, (_, i) => `k${i}: 1`).join('\n');
+    const err = await check('recipe', { text: bomb, base: settings }, 'recipe.yaml').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FormatError);
+    expect((err as Error).message).toMatch(/more than 5,000 (lines|keys)/);
   });
 
   it('a check past its time budget is stopped and refused, naming the input and the budget', async () => {

@@ -14,7 +14,7 @@
  */
 import { SatError } from '../core/errors';
 import { findPreset, presetConfig } from '../sat/presets';
-import { readRecipe, recipe, type ModelMap, type Recipe } from '../bridge/recipe';
+import { recipe, type ModelMap, type Recipe } from '../bridge/recipe';
 import type { Autosave } from './autosave';
 import { checkInput } from './inputCheck';
 import { serializeExperiment, type ExperimentData, type ParseResult } from './savefile';
@@ -78,7 +78,7 @@ export async function openRecipeText(session: Session, text: string, source: str
   if (!s.config) return false;
   let cfg;
   try {
-    cfg = readRecipe(text, s.config, { aMaxOfTask: taskAMax(session) });
+    cfg = await checkInput('recipe', { text, base: s.config, aMaxOfTask: taskAMax(session) }, source);
   } catch (e) {
     session.store.setState({ error: `${source}: ${e instanceof Error ? e.message : String(e)} Your current experiment was not changed.` });
     return false;

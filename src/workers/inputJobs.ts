@@ -10,6 +10,9 @@
  *                    task's prompts: src/sat/hfSeat.ts hfSeatContext)
  *   onnxHead         an ONNX folder's JSON files, the settings and the seat's mode → its context,
  *                    vocabulary and config (src/sat/onnxSeat.ts onnxSeatHead)
+ *   runLog           a real run's log text → the run it records (src/bridge/runLog.ts)
+ *   recipe           a SAT-style recipe YAML and the open settings → the settings it sets
+ *                    (src/bridge/recipe.ts readRecipe)
  *
  * A failure the user can act on (a SatError) comes back as its class name and message
  * (`JobFailure`) and is rebuilt on the caller's side (budget.ts); anything else is a bug and is
@@ -18,7 +21,10 @@
  * Not here: the budgets and the worker's life (budget.ts), the checks themselves (savefile.ts,
  * hfLoad.ts, hfTokenizer.ts, hfSeat.ts).
  */
+import { readRecipe } from '../bridge/recipe';
+import { readRunLog, type RunLog } from '../bridge/runLog';
 import { SatError } from '../core/errors';
+import type { Config } from '../sat/config';
 import { parseExperimentFile, type ExperimentData, type ParseResult } from '../app/savefile';
 import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
 import { hfTokenizerOf, readHfConfig } from '../model/hfLoad';
@@ -28,6 +34,8 @@ export interface InputJobs {
   experimentFile(bytes: Uint8Array): ParseResult<ExperimentData>;
   checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
+  runLog(input: { readonly text: string; readonly name: string }): RunLog;
+  recipe(input: { readonly text: string; readonly base: Config; readonly aMaxOfTask?: number }): Config;
 }
 
 export type JobName = keyof InputJobs;
@@ -53,6 +61,8 @@ export const INPUT_JOBS: InputJobs = {
     return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
   },
   onnxHead: ({ files, settings, mode }) => onnxSeatHead(new Map(files), settings, mode),
+  runLog: ({ text, name }) => readRunLog(text, name),
+  recipe: ({ text, base, aMaxOfTask }) => readRecipe(text, base, { aMaxOfTask }),
 };
 
 /** Runs job `name` on `input` and packs the outcome for the way back (never throws). */
