@@ -34,10 +34,17 @@ export function experimentBytes(session: Session): Uint8Array | null {
 export async function openExperimentBytes(session: Session, bytes: Uint8Array, source: string): Promise<boolean> {
   const r = parseExperimentFile(bytes);
   if (!r.ok) {
-    session.store.setState({ error: `${source}: ${r.error} Your current experiment was not changed.` });
+    const kept = /unchanged|not changed/.test(r.error) ? '' : ' Your current experiment was not changed.';
+    session.store.setState({ error: `${source}: ${r.error}${kept}` });
     return false;
   }
-  return openData(session, r.value, source);
+  const ok = await openData(session, r.value, source);
+  const s = session.store.getState();
+  if (ok && !s.error) {
+    const steps = s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : '';
+    session.store.setState({ notice: `Opened ${source.replace(/^The file /, '')}: ${s.preset}, seed ${s.config?.seed}, ${s.stages.length} stage${s.stages.length === 1 ? '' : 's'}${steps}, restored exactly as exported.` });
+  }
+  return ok;
 }
 
 async function openData(session: Session, data: Parameters<typeof sessionOfFile>[0], source: string): Promise<boolean> {

@@ -60,15 +60,15 @@ async function stepsInTimeline(p: Page): Promise<number> {
 }
 
 describe('playground page in Chromium', () => {
-  it('opens on the climbing preset, one Web Worker per agent, the backend said', async () => {
+  it('opens on the climbing preset, its table agents in the tab (no worker to wait for), the backend said', async () => {
     await page.goto(url, { waitUntil: 'load' });
     await page.getByRole('heading', { name: 'SAT Playground' }).waitFor({ state: 'visible' });
     expect(await page.getByTestId('lede').innerText()).toMatch(/Sequential Agent Tuning.*Step agent/s);
     expect(await page.getByTestId('preset-title').innerText()).toContain('Climbing game, 3 agents');
     await settled(page);
     for (let i = 0; i < 3; i++) expect(await page.getByTestId(`agent-${i}`).isVisible()).toBe(true);
-    expect(agentWorkers(page).length).toBe(3);
-    expect(await page.getByTestId('backend').innerText()).toMatch(/3 Web Workers/);
+    expect(agentWorkers(page).length).toBe(0);
+    expect(await page.getByTestId('backend').innerText()).toBe('3 agents in this tab · tables in TypeScript');
     expect(await page.getByTestId('agent-0-backend').innerText()).toMatch(/cpu/i);
     expect(await stepsInTimeline(page)).toBe(0);
   });
@@ -195,7 +195,7 @@ describe('playground page in Chromium', () => {
     expect(await p.getByTestId('transcripts').innerText()).toMatch(/agent 0/);
     // The team builder seats a larger model in one chair: agent 1 becomes an M.
     await p.getByTestId('model-1').selectOption('M');
-    await p.getByTestId('apply').click();
+    await p.getByTestId('team-apply').click();
     await p.waitForFunction(() => document.querySelector('[data-testid="agent-1"]')?.textContent?.includes('arithmetic-M'), undefined, { timeout: 120_000 });
     await settled(p);
     expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S');
@@ -244,8 +244,8 @@ describe('playground page in Chromium', () => {
       }
       // The backend is said once, short, in the header; its reason is on hover.
       const backend = p.getByTestId('backend');
-      expect(await backend.innerText()).toMatch(/^3 Web Workers, cpu \(TypeScript\)$/);
-      expect(await backend.getAttribute('title')).toMatch(/ — /);
+      expect(await backend.innerText()).toMatch(/^3 Web Workers · WebAssembly SIMD kernels, \d+ threads each$/);
+      expect(await backend.getAttribute('title')).toMatch(/only WebGPU adapter is a software one/);
       await p.context().close();
     }
   }, 300_000);
@@ -257,7 +257,7 @@ describe('playground page in Chromium', () => {
     await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
     await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
     await settled(p);
-    expect(await p.getByTestId('backend').innerText()).toMatch(/2 Web Workers, webgpu/);
+    expect(await p.getByTestId('backend').innerText()).toMatch(/^2 Web Workers · WebGPU, /);
     for (const i of [0, 1]) {
       expect(await p.getByTestId(`agent-${i}-backend`).innerText()).toMatch(/^webgpu/);
       expect(await p.getByTestId(`agent-${i}-memory`).innerText()).toMatch(/^GPU \d/);
@@ -411,11 +411,12 @@ describe('playground page in Chromium', () => {
   });
 
   it('reordering σ in the team builder trains agents in the new order', async () => {
+    await page.getByTestId('fold-team').locator('summary').click();
     await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
     await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
     expect(await page.getByTestId('cfg-order').inputValue()).toBe('custom');
     expect(await page.getByTestId('cfg-customOrder').inputValue()).toBe('2,0,1');
-    await page.getByTestId('apply').click();
+    await page.getByTestId('team-apply').click();
     await settled(page);
     await page.getByTestId('step-stage').click();
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 1);
@@ -426,6 +427,7 @@ describe('playground page in Chromium', () => {
 
   it('names the setting when a value is out of range, and changes nothing', async () => {
     const before = await tableValues(page);
+    await page.getByTestId('fold-settings').locator('summary').click();
     await page.getByTestId('cfg-seed').fill('-5');
     await page.getByTestId('apply').click();
     const banner = page.getByTestId('error');

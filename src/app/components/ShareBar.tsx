@@ -1,13 +1,14 @@
 /**
- * Sharing and files: "Copy link" (settings, seed and the current step in the URL hash — opening it
- * replays the run), "Export" (the experiment as a .satexp file: settings, metrics, agent weights),
+ * Sharing and files: "Copy link" (settings, seed and the current step in the URL hash, written to
+ * the clipboard and the address bar — opening it replays the run; the next step clears the address
+ * bar's hash, which would replay an older step), "Export" (the experiment as a .satexp file: settings, metrics, agent weights),
  * "Import" (validated; a bad file gets a specific message and changes nothing; a SAT-style .yaml
  * opens its settings) and "Export for a real run" (the settings as a SAT-style YAML and verl
  * overrides, with the Hugging Face ids the zoo's sizes map to; docs/real-run.md).
  *
  * Not here: the formats (share.ts, savefile.ts) or start-up (boot.ts).
  */
-import { useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { experimentBytes, openExperimentBytes, openRecipeText, recipeOf, shareLink } from '../boot';
 import { DEFAULT_MODELS, type ModelMap } from '../../sat/recipe';
 import { describeError } from '../session';
@@ -17,6 +18,15 @@ import { usePlayground } from '../store';
 
 export function ShareBar() {
   const session = useSession();
+  // Once the run moves on, a link in the address bar would replay an older step: take it away
+  // (Copy link writes the new one), so the address never says something the page no longer shows.
+  useEffect(
+    () =>
+      session.onStep(() => {
+        if (location.hash.length > 1) history.replaceState(history.state, '', `${location.pathname}${location.search}`);
+      }),
+    [session],
+  );
   const status = usePlayground((s) => s.status);
   const [link, setLink] = useState<string | null>(null);
   const [recipeOpen, setRecipeOpen] = useState(false);
@@ -27,11 +37,13 @@ export function ShareBar() {
     try {
       const url = await shareLink(session);
       setLink(url);
+      // The address bar holds the link too, so copying the address works as well.
+      history.replaceState(history.state, '', url);
       try {
         await navigator.clipboard.writeText(url);
-        usePlayground.setState({ notice: 'Link copied. Opening it replays this run to this step.' });
+        usePlayground.setState({ notice: 'Link copied, and in the address bar. Opening it replays this run to this step.' });
       } catch {
-        usePlayground.setState({ notice: 'Copy the link from the box (this page may not use the clipboard).' });
+        usePlayground.setState({ notice: 'The link is in the address bar and in the box: copy it from either (this page may not use the clipboard).' });
       }
     } catch (e) {
       usePlayground.setState({ error: describeError(e, 'Nothing was changed.') });
