@@ -20,6 +20,7 @@ import { presetConfig } from '../src/sat/presets';
 import { stageRow } from '../src/app/stageRow';
 import { frameAt, gameFrame, payoffGrids, probsOfLogits } from '../src/app/gameFrame';
 import { CLIMBING_PAYOFFS, pairwiseMeanPayoff } from '../src/tasks/matrix';
+import { radiusWords } from '../src/app/components/SwapCard';
 import { ADV_HIST_BINS, type AgentStepRecord, type StageRecord } from '../src/sat/stage';
 import {
   ADV_BINS, AdvantageChart, BetaChart, JChart, KlChart, OrderChart, Timeline, TranscriptTable, ViolationChart, WaterfallChart,
@@ -27,7 +28,7 @@ import {
   orderRows, partialStage, producerOf, toStepRef, violationPointsFromRuns, sqrtReference, symmetricHistogram, timelineStages, transcriptRows, violationFit,
   violationPointsFromStages, violationPointsFromSweep, waterfallRows,
 } from '../src/app/charts';
-import { dropNoise, J_MIN_SPAN } from '../src/app/charts/series';
+import { dropNoise, J_MIN_SPAN, termsOf } from '../src/app/charts/series';
 import {
   type PartialStage, type TranscriptBatch, type TranscriptEpisode, type Waterfall,
 } from '../src/app/charts';
@@ -578,7 +579,7 @@ describe('numbers at the precision they deserve', () => {
       const wf = waterfallRows(still, 'chosen', 41);
       expect(wf.dJ).toBe(0);
       expect(wf.rows.find((x) => x.kind === 'realised')!.value).toBe(0);
-      expect(wf.held).toBe(r.certificate.lower <= still.jAfter - still.jBefore);
+      expect(wf.held).toBe(termsOf(still, 'chosen').lower <= still.jAfter - still.jBefore);
     });
   });
 
@@ -636,5 +637,26 @@ describe('the game view', () => {
     expect(payoffGrids(game)).toBeNull();
     expect(frameAt([f, { ...f, stage: 3, position: 0 }], 2, 2)).toBe(f);
     expect(frameAt([f, { ...f, stage: 3, position: 0 }], 3, 0)!.stage).toBe(3);
+  });
+});
+
+describe('the swap card says what its radius is', () => {
+  it('a language seat: the per-message bound maxNew·δ₀, each token within δ₀ — never "largest KL ≤ δ₀" for a number above δ₀', () => {
+    const s = { certRadius: 3 * 0.1, stage0: true, delta0: 0.1 };
+    const w = radiusWords(s, 3);
+    expect(w).toContain('each token of its messages is within KL δ₀ = 0.1');
+    expect(w).toContain('within 3.0e\u22121 (= 3·δ₀)');
+    expect(w).not.toMatch(/≤ δ₀/);
+  });
+  it('a table: the measured largest per-state KL, said ≤ δ₀ only with Stage-0', () => {
+    expect(radiusWords({ certRadius: 0.04, stage0: true, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 4.0e\u22122 (≤ δ₀ = 0.05 by Stage-0)');
+    expect(radiusWords({ certRadius: 0.9, stage0: false, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 9.0e\u22121');
+  });
+  it('relay-pnp: the measured radius really is within δ₀ (the projection keeps every state inside)', async () => {
+    const exp = createExperiment(presetConfig('relay-pnp', { stages: 8 }));
+    const recs = await runStages(exp, 8);
+    const sw = recs.find((r) => r.swap)!.swap!;
+    expect(sw.certRadius).toBeGreaterThan(0);
+    expect(sw.certRadius).toBeLessThanOrEqual(sw.delta0 * (1 + 1e-9));
   });
 });

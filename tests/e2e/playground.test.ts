@@ -222,7 +222,9 @@ describe('playground page in Chromium', () => {
     const card = p.getByTestId('swap-card');
     expect(await card.innerText()).toMatch(/Before stage 2, agent 1.*arithmetic-M.*projected by Stage-0/s);
     // The floor −min(1, m·√(maxNew·δ₀/2))·A: a finite radius is known (Stage-0), so not the trivial bound.
-    expect(await p.getByTestId('swap-cert').innerText()).toMatch(/Certified: the swap cannot have lowered J by more than 0\.[0-9]+ — its largest KL/);
+    expect(await p.getByTestId('swap-cert').innerText()).toMatch(/Certified: the swap cannot have lowered J by more than 0\.[0-9]+ — each token of its messages is within KL δ₀ = 0\.1 .* so a message of at most maxNew = 3 tokens is within 3\.0e−1 \(= 3·δ₀\)/);
+    // The radius is the bound Stage-0 guarantees per message, recomputed here: maxNew · δ₀ (docs/certificate.md §8), never "≤ δ₀".
+    expect(Number(await p.getByTestId('swap-radius').getAttribute('data-value'))).toBeCloseTo(cfg.maxNew * cfg.stage0Delta, 12);
     // The stage after the swap trained agent 1's new seat: its row has a finite J and agent 1 took a step in it.
     expect(Number.isFinite(Number(await p.getByTestId('cell-j').nth(1).getAttribute('data-value')))).toBe(true);
     expect(await points(p, 'timeline')).toBe(6);

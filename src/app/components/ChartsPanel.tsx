@@ -100,7 +100,7 @@ export function ChartsPanel() {
           {on('game') && (llm ? <TranscriptGameView row={rows[0] ?? null} where={batch ? `stage ${batch.stage}, batch of agent step ${batch.before + 1}` : ''} /> : game && <TableGameView game={game} frame={frame} where={where} />)}
         </div>
       )}
-      <SwapCard records={stages} />
+      <SwapCard records={stages} maxNew={llm ? cfg.maxNew : null} />
       <div className="charts-grid">
         {on('waterfall') && <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />}
         {on('advantages') && <AdvantageChart step={step} aClip={cfg.aClip} />}
