@@ -7,10 +7,9 @@
  *
  * Not here: state (store/), actions (session.ts), or start-up (boot.ts).
  */
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import { isLlmTask } from '../sat/config';
 import { ChartsPanel } from './components/ChartsPanel';
-import { ClaimsView } from './components/ClaimsView';
 import { Controls } from './components/Controls';
 import { Fold } from './components/Fold';
 import { Header } from './components/Header';
@@ -20,6 +19,9 @@ import { StepControls } from './components/StepControls';
 import { TeamBuilder, TeamSummary } from './components/TeamBuilder';
 import { shown } from './panels';
 import { dismissError, usePlayground } from './store';
+
+/** The Claims view and its statistics code load on first open. */
+const ClaimsView = lazy(async () => ({ default: (await import('./components/ClaimsView')).ClaimsView }));
 
 function Banners() {
   const error = usePlayground((s) => s.error);
@@ -66,7 +68,11 @@ export function App() {
   return (
     <div className="app">
       <Header />
-      {claims && <ClaimsView onClose={() => setClaims(false)} />}
+      {claims && (
+        <Suspense fallback={<p className="muted claims-loading">Loading the claims…</p>}>
+          <ClaimsView onClose={() => setClaims(false)} />
+        </Suspense>
+      )}
       <div className={`body${shown(hide, 'settings') || !hide.includes('preset') ? '' : ' body-wide'}`} style={claims ? { display: 'none' } : undefined}>
         <Controls />
         <main className="content">

@@ -8,25 +8,11 @@
  *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
-import { useMemo, useState } from 'react';
+import { memo, useMemo, useState } from 'react';
 import type { CertForm } from '../../sat/certificate';
-import {
-  AdvantageChart,
-  BetaChart,
-  JChart,
-  KlChart,
-  OrderChart,
-  Timeline,
-  TranscriptTable,
-  ViolationChart,
-  WaterfallChart,
-  findStep,
-  lastStepRef,
-  partialStage,
-  toStepRef,
-  transcriptRows,
-  violationPointsFromStages,
-} from '../charts';
+import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } from '../charts/lazy';
+import { findStep, lastStepRef, partialStage, toStepRef, transcriptRows, violationPointsFromStages } from '../charts/series';
+import { Timeline as TimelineView } from './Timeline';
 import { useSession } from '../sessionContext';
 import { compareOrders, compareOrdersTitle, compareSimultaneous, compareSimultaneousTitle, sweepDeltas, sweepDeltasTitle } from '../sideRuns';
 import { isLlmTask } from '../../sat/config';
@@ -37,6 +23,8 @@ import { TableGameView, TranscriptGameView } from './GameView';
 import { select, usePlayground } from '../store';
 import { SwapCard } from './SwapCard';
 import { TokenInspector } from './TokenInspector';
+
+const Timeline = memo(TimelineView);
 
 export function ChartsPanel() {
   const session = useSession();
@@ -99,6 +87,15 @@ export function ChartsPanel() {
           )}
           {on('game') && (llm ? <TranscriptGameView row={rows[0] ?? null} where={batch ? `stage ${batch.stage}, batch of agent step ${batch.before + 1}` : ''} /> : game && <TableGameView game={game} frame={frame} where={where} />)}
         </div>
+      )}
+      {stageInView && stageInView.steps.length > 0 && stageInView.steps.every((x) => !x.accepted) && (
+        <p className="notice stage-still" data-testid="stage-still">
+          Nothing moved in stage {stageInView.stage}: every agent&apos;s update left its trust region (KL above its δ) even after {cfg.maxBacktracks} backtrack
+          {cfg.maxBacktracks === 1 ? '' : 's'}, so each kept its policy (π_cur, onExhausted = {cfg.onExhausted}) and J did not change — the trust region
+          doing its job, not a fault.
+          {cfg.betaAdapt ? ' β grew with every backtrack and carries to the next stage, so the next steps are smaller.' : ''} For movement from stage 1, lower lr or
+          raise δ and Apply.
+        </p>
       )}
       <SwapCard records={stages} maxNew={llm ? cfg.maxNew : null} />
       <div className="charts-grid">

@@ -8,13 +8,15 @@
  *
  * Not here: the formats (share.ts, savefile.ts) or start-up (boot.ts).
  */
-import { useEffect, useRef, useState } from 'react';
-import { experimentBytes, openExperimentBytes, openRecipeText, recipeOf, shareLink } from '../boot';
-import { DEFAULT_MODELS, type ModelMap } from '../../sat/recipe';
+import { lazy, Suspense, useEffect, useRef, useState } from 'react';
+import { experimentBytes, openExperimentBytes, shareLink } from '../boot';
 import { describeError } from '../session';
 import { useSession } from '../sessionContext';
 import { EXPERIMENT_EXTENSION } from '../savefile';
 import { usePlayground } from '../store';
+
+/** The real-run export (the YAML writer and reader) loads on first use. */
+const RecipePanel = lazy(async () => ({ default: (await import('./RecipePanel')).RecipePanel }));
 
 export function ShareBar() {
   const session = useSession();
@@ -69,7 +71,7 @@ export function ShareBar() {
 
   const importFile = async (f: File | undefined) => {
     if (!f) return;
-    if (/\.ya?ml$/i.test(f.name)) await openRecipeText(session, await f.text(), `“${f.name}”`);
+    if (/\.ya?ml$/i.test(f.name)) await (await import('../recipeFiles')).openRecipeText(session, await f.text(), `“${f.name}”`);
     else await openExperimentBytes(session, new Uint8Array(await f.arrayBuffer()), `The file “${f.name}”`);
     if (file.current) file.current.value = '';
   };
@@ -90,48 +92,11 @@ export function ShareBar() {
       <button type="button" className="small" data-testid="export-recipe" disabled={working} onClick={() => setRecipeOpen((o) => !o)} title="These settings as a config for a real run: SAT-style YAML and verl overrides (docs/real-run.md)" aria-expanded={recipeOpen}>
         Export for a real run
       </button>
-      {recipeOpen && <RecipePanel />}
-    </div>
-  );
-}
-
-/** The recipe: the Hugging Face ids for the zoo's sizes, the YAML to download, the verl overrides to copy. */
-function RecipePanel() {
-  const session = useSession();
-  usePlayground((s) => s.config); // re-render when the settings change
-  const [models, setModels] = useState<ModelMap>(DEFAULT_MODELS);
-  let r;
-  try {
-    r = recipeOf(session, models);
-  } catch (e) {
-    return <div className="recipe-panel" role="alert">{describeError(e, '')}</div>;
-  }
-  const download = () => {
-    const s = usePlayground.getState();
-    const a = document.createElement('a');
-    a.href = URL.createObjectURL(new Blob([r.yaml], { type: 'application/yaml' }));
-    a.download = `${s.preset}.sat.yaml`;
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
-  };
-  return (
-    <div className="recipe-panel" data-testid="recipe-panel" aria-label="Export for a real run">
-      <p className="muted">The zoo's sizes as Hugging Face ids (placeholders: pick checkpoints for your task):</p>
-      {(['S', 'M', 'L'] as const).map((size) => (
-        <label key={size} className="recipe-model">
-          {size}{' '}
-          <input data-testid={`recipe-model-${size}`} value={models[size]} onChange={(e) => setModels({ ...models, [size]: e.target.value })} />
-        </label>
-      ))}
-      <button type="button" className="small" data-testid="recipe-download" onClick={download}>
-        Download SAT-style YAML
-      </button>
-      <label className="recipe-verl">
-        verl overrides ({r.verl.length}; {r.unmapped.length} settings have no counterpart — docs/real-run.md says why)
-        <textarea readOnly data-testid="recipe-verl" rows={6} value={r.verl.join('\n')} onFocus={(e) => e.currentTarget.select()} />
-      </label>
+      {recipeOpen && (
+        <Suspense fallback={<div className="recipe-panel muted">Loading…</div>}>
+          <RecipePanel />
+        </Suspense>
+      )}
     </div>
   );
 }
