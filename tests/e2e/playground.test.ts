@@ -11,7 +11,7 @@
  * round-trips and a damaged file is refused; the settings export for a real run (SAT-style YAML,
  * verl overrides) and such a YAML imports back; at 1280×720 and 1920×1080 the step controls,
  * the team and the timeline are on the first screen (screenshots in test-results/); a bad setting
- * names itself. A screenshot after a few stages goes to
+ * names itself. A screenshot of the first screen at 1280×720 after a few stages goes to
  * test-results/ (or docs/screenshot.png with UPDATE_SCREENSHOT=1, for the README).
  *
  * If /usr/bin/chromium is missing the harness installs it (scripts/ensure-chromium.mjs) when
@@ -127,7 +127,11 @@ describe('playground page in Chromium', () => {
     for (const v of values) expect(Number.isFinite(v)).toBe(true);
     await page.mouse.move(0, 0);
     mkdirSync(join(ROOT, 'docs'), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1400 } });
+    // The README's picture is the first screen on a projector: 1280×720.
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: SCREENSHOT });
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   it('compares update orders on the same seed, and sweeps δ onto the violation chart', async () => {

@@ -58,10 +58,10 @@ function PayoffTables({ frame, game }: { frame: GameFrame; game: TabularGame }) 
           <thead>
             <tr>
               <th scope="col" className="payoff-corner">
-                <span style={{ color: agentColor(0) }}>0</span>\<span style={{ color: agentColor(1) }}>1</span>
+                agent 0 \ 1
               </th>
               {grid[0]!.map((_, c) => (
-                <th key={c} scope="col" style={{ color: agentColor(1) }}>
+                <th key={c} scope="col" className="payoff-head" style={{ '--agent': agentColor(1) } as CSSProperties}>
                   {game.actionLabel(1, c)}
                 </th>
               ))}
@@ -70,7 +70,7 @@ function PayoffTables({ frame, game }: { frame: GameFrame; game: TabularGame }) 
           <tbody>
             {grid.map((row, r) => (
               <tr key={r}>
-                <th scope="row" style={{ color: agentColor(0) }}>
+                <th scope="row" className="payoff-head" style={{ '--agent': agentColor(0) } as CSSProperties}>
                   {game.actionLabel(0, r)}
                 </th>
                 {row.map((v, c) => {
@@ -83,7 +83,7 @@ function PayoffTables({ frame, game }: { frame: GameFrame; game: TabularGame }) 
                       className={isTop ? 'payoff-top' : undefined}
                       data-testid={isTop ? 'payoff-top' : undefined}
                       title={`payoff ${fixed3(v)}; the team plays this joint action with probability ${pct(p)}`}
-                      style={{ background: `rgba(31, 78, 121, ${(0.08 + 0.6 * p).toFixed(3)})`, color: p > 0.55 ? '#fff' : bad > 0.7 ? '#8a1c1c' : undefined }}
+                      style={{ background: `rgba(31, 78, 121, ${(0.06 + 0.44 * p).toFixed(3)})`, color: bad > 0.7 ? '#8a1c1c' : undefined }}
                     >
                       {Number.isInteger(v) ? v : v.toFixed(1)}
                     </td>
@@ -112,9 +112,12 @@ export function TableGameView({ game, frame, where }: { game: TabularGame; frame
             <span>
               Most likely play:{' '}
               {frame.top.moves.map((x, i) => (
-                <span key={i} className="game-move" style={{ color: agentColor(x.agent) }}>
+                <span key={i} className="game-move">
                   {i > 0 && ' · '}
-                  agent {x.agent} {game.actionLabel(x.agent, x.action)}
+                  <span className="agent-chip" style={{ '--agent': agentColor(x.agent) } as CSSProperties}>
+                    agent {x.agent}
+                  </span>{' '}
+                  <b>{game.actionLabel(x.agent, x.action)}</b>
                 </span>
               ))}{' '}
               → payoff <b>{fixed3(frame.top.reward)}</b> (probability {pct(frame.top.prob)})
