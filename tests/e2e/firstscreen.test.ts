@@ -220,7 +220,7 @@ describe('the first five minutes', () => {
     expect(await axe(p)).toEqual([]);
     await stepStages(p, 1);
     const card = p.getByTestId('chart-waterfall').getByTestId('formula-card');
-    await card.locator('summary').click();
+    await card.locator('summary').first().click();
     await card.getByTestId('formula-tex').waitFor({ state: 'visible' });
     expect(await axe(p)).toEqual([]);
     expect(pg().errors).toEqual([]);

@@ -66,10 +66,12 @@ describe('playground page in Chromium', () => {
     expect(await page.getByTestId('lede').innerText()).toMatch(/Sequential Agent Tuning.*Step agent/s);
     expect(await page.getByTestId('preset-title').innerText()).toContain('Climbing game, 3 agents');
     await settled(page);
-    for (let i = 0; i < 3; i++) expect(await page.getByTestId(`agent-${i}`).isVisible()).toBe(true);
+    // The team builder is folded away on a table game: its one line names every agent.
+    for (let i = 0; i < 3; i++) expect(await page.getByTestId(`agent-${i}`).count()).toBe(1);
+    expect(await page.getByTestId('team-summary').innerText()).toMatch(/agent 0.*agent 1.*agent 2/s);
     expect(agentWorkers(page).length).toBe(0);
     expect(await page.getByTestId('backend').innerText()).toBe('3 agents in this tab · tables in TypeScript');
-    expect(await page.getByTestId('agent-0-backend').innerText()).toMatch(/cpu/i);
+    expect(await page.getByTestId('agent-0-backend').textContent()).toMatch(/cpu/i); // in the folded team builder
     expect(await stepsInTimeline(page)).toBe(0);
   });
 
@@ -375,7 +377,9 @@ describe('playground page in Chromium', () => {
     const banner = page.getByTestId('error');
     await banner.waitFor({ state: 'visible' });
     expect(await banner.innerText()).toMatch(/checksum|damaged|corrupt/i);
-    expect(await banner.innerText()).toMatch(/not changed/);
+    // Said once: the file's own message says the experiment is unchanged, nothing repeats it.
+    expect(await banner.innerText()).toMatch(/the experiment on the page is unchanged\.\s*×?$/);
+    expect(await banner.innerText()).not.toMatch(/not changed/);
     expect(await tableValues(page)).toEqual(want);
     await page.getByRole('button', { name: 'Dismiss' }).first().click();
     await page.getByTestId('reset').click();
@@ -385,6 +389,8 @@ describe('playground page in Chromium', () => {
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, wantRows);
     await settled(page);
     expect(await tableValues(page)).toEqual(want);
+    // A successful import says what it opened.
+    expect(await page.getByTestId('notice').innerText()).toMatch(new RegExp(`Opened “good\\.satexp”: climbing, seed \\d+, ${wantRows} stages.*restored exactly as exported`));
   });
 
   it('exports the settings for a real run (SAT-style YAML, verl overrides) and imports such a YAML back', async () => {
@@ -417,7 +423,7 @@ describe('playground page in Chromium', () => {
   });
 
   it('reordering σ in the team builder trains agents in the new order', async () => {
-    await page.getByTestId('fold-team').locator('summary').click();
+    await page.getByTestId('fold-team').locator('summary.fold-summary').click();
     await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
     await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
     expect(await page.getByTestId('cfg-order').inputValue()).toBe('custom');
@@ -433,7 +439,7 @@ describe('playground page in Chromium', () => {
 
   it('names the setting when a value is out of range, and changes nothing', async () => {
     const before = await tableValues(page);
-    await page.getByTestId('fold-settings').locator('summary').click();
+    await page.getByTestId('fold-settings').locator('summary.fold-summary').click();
     await page.getByTestId('cfg-seed').fill('-5');
     await page.getByTestId('apply').click();
     const banner = page.getByTestId('error');

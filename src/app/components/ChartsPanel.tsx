@@ -105,7 +105,7 @@ export function ChartsPanel() {
         {on('beta') && <BetaChart records={stages} current={current} nAgents={nAgents} />}
         {on('violation') && (
           <div className="chart-with-action" data-panel="violation">
-            <ViolationChart points={violation} sweep={sweep} step={step} />
+            <ViolationChart points={violation} sweep={sweep} step={step} language={llm} />
             <div className="chart-actions">
               <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title={sweepDeltasTitle(cfg)}>
                 Sweep δ

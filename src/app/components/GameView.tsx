@@ -57,8 +57,8 @@ function PayoffTables({ frame, game }: { frame: GameFrame; game: TabularGame }) 
           <caption>{grids.length > 1 ? <>agent 2 plays {game.actionLabel(2, k)}</> : 'payoff'}</caption>
           <thead>
             <tr>
-              <th scope="col" className="payoff-corner">
-                agent 0 \ 1
+              <th scope="col" className="payoff-corner" title="rows: agent 0's action; columns: agent 1's">
+                0 \ 1
               </th>
               {grid[0]!.map((_, c) => (
                 <th key={c} scope="col" className="payoff-head" style={{ '--agent': agentColor(1) } as CSSProperties}>
