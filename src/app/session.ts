@@ -716,15 +716,28 @@ export class Session {
     });
   }
 
-  /** Run ▶: agent steps at the chosen speed until paused or every stage is done. */
+  /**
+   * Run ▶: agent steps at the chosen speed until paused or every stage is done. At `fast` an agent
+   * step is drawn only once SHOW_EVERY_MS have passed since the last thing drawn (every finished
+   * stage is drawn), as Step stage does, so the charts redraw a few times a second, not after
+   * every agent.
+   */
   async play(): Promise<void> {
     if (!this.canStep()) return;
     await this.exclusive('running', async () => {
-      while (!this.stopRequested && !this.finished()) {
-        await this.advance();
-        const ms = SPEED_MS[this.state.speed];
-        if (ms > 0) await sleep(ms);
-        else await yieldToBrowser();
+      let shown = now();
+      try {
+        while (!this.stopRequested && !this.finished()) {
+          const ms = SPEED_MS[this.state.speed];
+          const show = ms > 0 || now() - shown >= SHOW_EVERY_MS;
+          const stages = this.state.stages.length;
+          await this.advance(show);
+          if (show || this.state.stages.length !== stages) shown = now();
+          if (ms > 0) await sleep(ms);
+          else await yieldToBrowser();
+        }
+      } finally {
+        this.flush();
       }
     });
   }

@@ -2,7 +2,7 @@
  * End-to-end test of the playground page in a real browser (Debian's Chromium via playwright-core,
  * never `playwright install`), opened by ./harness.ts (a production build served by `vite preview`).
  * It drives the page at 1280×800 as a user would:
- * the default preset opens with one Web Worker per agent; Step agent, Step stage, Run/Pause and the
+ * the default preset opens with its table agents in the tab (a language team gets one Web Worker per agent); Step agent, Step stage, Run/Pause and the
  * keyboard move the timeline and fill every chart (the waterfall says "certified improvement", the
  * stage table ticks certified stages ✓); a share link opened in a fresh browser context
  * replays identical metrics; a language plug-and-play swap (arith-pnp) runs in the agents' workers and
