@@ -33,9 +33,11 @@ export default defineConfig({
     outDir: 'dist',
     target: 'es2022',
     sourcemap: true,
-    // The page's one chunk is ~950 kB (285 kB gzipped): recharts and react-dom are about two thirds
-    // of it, the SAT core the main thread runs (stage loop, environments, certificate) most of the
-    // rest. The agents' models and kernels are in the worker chunk. Warn only past that.
-    chunkSizeWarningLimit: 1100,
+    // The page's main chunk is ~590 kB: react-dom and the SAT core the main thread runs (stage loop,
+    // environments, certificate, and the language code src/sat/experiment.ts imports). The charts
+    // (recharts), KaTeX, the Claims view and the real-run YAML are chunks of their own, loaded as
+    // the page starts or on first use; the agents' models and kernels are the worker chunk
+    // (~860 kB), the largest. Warn only past that.
+    chunkSizeWarningLimit: 900,
   },
 });

@@ -18,12 +18,18 @@ import { createExperiment, runStages, stepThrough, type TabularExperiment } from
 import type { LmEpisodeRecord } from '../src/sat/env/lm';
 import { presetConfig } from '../src/sat/presets';
 import { stageRow } from '../src/app/stageRow';
+import { frameAt, gameFrame, payoffGrids, probsOfLogits } from '../src/app/gameFrame';
+import { CLIMBING_PAYOFFS, pairwiseMeanPayoff } from '../src/tasks/matrix';
+import { radiusWords } from '../src/app/components/SwapCard';
 import { ADV_HIST_BINS, type AgentStepRecord, type StageRecord } from '../src/sat/stage';
 import {
   ADV_BINS, AdvantageChart, BetaChart, JChart, KlChart, OrderChart, Timeline, TranscriptTable, ViolationChart, WaterfallChart,
   advantageRows, aggregateViolation, betaRows, decadeTicks, executionOrder, niceScale, findStep, isVacuous, jSeries, klRows, lastStepRef, moveSelection,
   orderRows, partialStage, producerOf, toStepRef, violationPointsFromRuns, sqrtReference, symmetricHistogram, timelineStages, transcriptRows, violationFit,
   violationPointsFromStages, violationPointsFromSweep, waterfallRows,
+} from '../src/app/charts';
+import { dropNoise, J_MIN_SPAN, termsOf } from '../src/app/charts/series';
+import {
   type PartialStage, type TranscriptBatch, type TranscriptEpisode, type Waterfall,
 } from '../src/app/charts';
 
@@ -552,5 +558,105 @@ describe('components render to static markup with real data', () => {
       expect(points(html, id)).toBe(0);
       expect(html).toMatch(/Step (an agent|a stage)|Compare orders/);
     }
+  });
+});
+
+describe('numbers at the precision they deserve', () => {
+  it('a difference within a few ulps of its scale is drawn as 0, a real one is kept', () => {
+    expect(dropNoise(-1.2e-17, 0.206)).toBe(0);
+    expect(dropNoise(3e-15, 11)).toBe(0);
+    expect(dropNoise(1e-9, 0.206)).toBe(1e-9);
+    expect(dropNoise(-0.004, 0.206)).toBe(-0.004);
+    expect(dropNoise(Number.NaN, 1)).toBeNaN();
+  });
+
+  it('the waterfall of a stage that moved nothing draws no bar; held stays the recorded decision', () => {
+    const exp = createExperiment(presetConfig('climbing', { stages: 1 }));
+    return runStages(exp, 1).then(([rec]) => {
+      const r = rec!;
+      // The same stage as if every agent had been rejected: J after = J before + rounding noise.
+      const still: StageRecord = { ...r, jAfter: r.jBefore - 1.2e-17 * Math.sign(r.jBefore || 1) };
+      const wf = waterfallRows(still, 'chosen', 41);
+      expect(wf.dJ).toBe(0);
+      expect(wf.rows.find((x) => x.kind === 'realised')!.value).toBe(0);
+      expect(wf.held).toBe(termsOf(still, 'chosen').lower <= still.jAfter - still.jBefore);
+    });
+  });
+
+  it('the J axis of a nearly flat run has distinct tick labels at 3 decimals', () => {
+    const exp = createExperiment(presetConfig('climbing', { stages: 2 }));
+    return runStages(exp, 2).then((recs) => {
+      const flat = recs.map((r, i) => ({ ...r, jBefore: 0.2055 + i * 1e-5, jAfter: 0.2055 + (i + 1) * 1e-5 }));
+      const s = jSeries(flat, { span: 0 });
+      const labels = s.ticks.map((t) => t.toFixed(3));
+      expect(new Set(labels).size).toBe(labels.length);
+      expect(s.domain[1] - s.domain[0]).toBeGreaterThanOrEqual(J_MIN_SPAN - 1e-12);
+    });
+  });
+
+  it('an overlaid run (scheme = simultaneous) widens the J axis to hold it and keeps its stage 0', async () => {
+    const seq = await runStages(createExperiment(presetConfig('climbing', { stages: 3 })), 3);
+    const sim = await runStages(createExperiment(presetConfig('climbing', { stages: 5, scheme: 'simultaneous' })), 5);
+    const s = jSeries(seq, { overlay: sim });
+    expect(s.overlay.map((p) => p.stage)).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const p of s.overlay) {
+      expect(p.j).toBeGreaterThanOrEqual(s.domain[0]);
+      expect(p.j).toBeLessThanOrEqual(s.domain[1]);
+    }
+    expect(s.overlay[5]!.j).toBe(sim[4]!.jAfter);
+  });
+});
+
+describe('the game view', () => {
+  it('a matrix game: marginals are the tables, the most likely joint action is each agent\u2019s likeliest, its payoff the game\u2019s', () => {
+    const exp = createExperiment(presetConfig('climbing')) as TabularExperiment;
+    const game = exp.env.game;
+    const rng = new Rng(5);
+    const probs = [0, 1, 2].map(() => probsOfLogits(Float64Array.from({ length: 3 }, () => rng.normal()), 3));
+    const f = gameFrame(game, probs, 1, 0);
+    for (let j = 0; j < 3; j++) for (let a = 0; a < 3; a++) expect(close(f.marginals[j]![a]!, probs[j]![a]!, 1e-12)).toBe(true);
+    const arg = probs.map((p) => [...p].indexOf(Math.max(...p)));
+    expect(f.top.moves.map((m) => m.action)).toEqual(arg);
+    expect(close(f.top.prob, arg.reduce((x, a, j) => x * probs[j]![a]!, 1), 1e-12)).toBe(true);
+    expect(f.top.reward).toBe(pairwiseMeanPayoff(CLIMBING_PAYOFFS, arg));
+    const grids = payoffGrids(game)!;
+    expect(grids.length).toBe(3);
+    expect(grids[0]![0]![0]).toBe(11);
+    expect(grids[2]![1]![0]).toBe(pairwiseMeanPayoff(CLIMBING_PAYOFFS, [1, 0, 2]));
+  });
+
+  it('a relay (many states): marginals are distributions over actions, the top episode is an episode of the game, no payoff table', () => {
+    const exp = createExperiment(presetConfig('relay', { initScale: 1 })) as TabularExperiment;
+    const game = exp.env.game;
+    const rng = new Rng(9);
+    const probs = game.nActions.map((k, j) => probsOfLogits(Float64Array.from({ length: k * game.nObs[j]! }, () => rng.normal()), k));
+    const f = gameFrame(game, probs, 2, 1);
+    for (const row of f.marginals) expect(close(row.reduce((a, b) => a + b, 0), 1, 1e-9)).toBe(true);
+    expect(f.top.moves.length).toBeGreaterThan(0);
+    expect(f.top.prob).toBeGreaterThan(0);
+    expect(payoffGrids(game)).toBeNull();
+    expect(frameAt([f, { ...f, stage: 3, position: 0 }], 2, 2)).toBe(f);
+    expect(frameAt([f, { ...f, stage: 3, position: 0 }], 3, 0)!.stage).toBe(3);
+  });
+});
+
+describe('the swap card says what its radius is', () => {
+  it('a language seat: the per-message bound maxNew·δ₀, each token within δ₀ — never "largest KL ≤ δ₀" for a number above δ₀', () => {
+    const s = { certRadius: 3 * 0.1, stage0: true, delta0: 0.1 };
+    const w = radiusWords(s, 3);
+    expect(w).toContain('each token of its messages is within KL δ₀ = 0.1');
+    expect(w).toContain('within 3.0e\u22121 (= 3·δ₀)');
+    expect(w).not.toMatch(/≤ δ₀/);
+  });
+  it('a table: the measured largest per-state KL, said ≤ δ₀ only with Stage-0', () => {
+    expect(radiusWords({ certRadius: 0.04, stage0: true, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 4.0e\u22122 (≤ δ₀ = 0.05 by Stage-0)');
+    expect(radiusWords({ certRadius: 0.9, stage0: false, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 9.0e\u22121');
+  });
+  it('relay-pnp: the measured radius really is within δ₀ (the projection keeps every state inside)', async () => {
+    const exp = createExperiment(presetConfig('relay-pnp', { stages: 8 }));
+    const recs = await runStages(exp, 8);
+    const sw = recs.find((r) => r.swap)!.swap!;
+    expect(sw.certRadius).toBeGreaterThan(0);
+    expect(sw.certRadius).toBeLessThanOrEqual(sw.delta0 * (1 + 1e-9));
   });
 });

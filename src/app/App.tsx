@@ -1,22 +1,28 @@
 /**
- * The page's layout, dense but calm (controls left, timeline top, charts in a grid, transcripts
- * below): header across the top; the settings column; the content area with the error banner, the
- * step bar, the team, the timeline, the charts and the stage table. The Claims view
- * (components/ClaimsView.tsx) takes the body's place while open.
+ * The page's layout, built for the first screen (docs: README "The playground"): a one-line header;
+ * the presets and the folded settings on the left; on the right the step bar, the folded team
+ * builder, the timeline, then the J chart beside the game view, then the other charts and the
+ * stage table. A link's `<panel>_hide` flags (panels.ts) take panels away for a lesson layout. The
+ * Claims view (components/ClaimsView.tsx) takes the body's place while open.
  *
  * Not here: state (store/), actions (session.ts), or start-up (boot.ts).
  */
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
+import { isLlmTask } from '../sat/config';
 import { ChartsPanel } from './components/ChartsPanel';
-import { ClaimsView } from './components/ClaimsView';
 import { Controls } from './components/Controls';
+import { Fold } from './components/Fold';
 import { Header } from './components/Header';
 import { RunLogView } from './components/RunLogView';
 import { ShareBar } from './components/ShareBar';
 import { StageTable } from './components/StageTable';
 import { StepControls } from './components/StepControls';
-import { TeamBuilder } from './components/TeamBuilder';
+import { TeamBuilder, TeamSummary } from './components/TeamBuilder';
+import { shown } from './panels';
 import { dismissError, usePlayground } from './store';
+
+/** The Claims view and its statistics code load on first open. */
+const ClaimsView = lazy(async () => ({ default: (await import('./components/ClaimsView')).ClaimsView }));
 
 function Banners() {
   const error = usePlayground((s) => s.error);
@@ -43,28 +49,50 @@ function Banners() {
   );
 }
 
+/** The team builder, folded to one line (the agents' colours and σ); a language team's opens by default (its cards hold the models and checkpoints). */
+function TeamFold() {
+  const task = usePlayground((s) => s.config?.task);
+  const missing = usePlayground((s) => s.seats.some((x) => x.missing));
+  if (!task) return null;
+  const llm = isLlmTask(task);
+  return (
+    <Fold key={llm || missing ? 'lm' : 'table'} name={llm || missing ? 'team-lm' : 'team'} open={llm || missing} className="team-fold" summary={<TeamSummary />}>
+      <TeamBuilder />
+    </Fold>
+  );
+}
+
 export function App() {
   // The Claims view replaces the body while open; the playground stays mounted underneath.
   const [claims, setClaims] = useState(false);
+  const hide = usePlayground((s) => s.hide);
   return (
     <div className="app">
       <Header />
-      {claims && <ClaimsView onClose={() => setClaims(false)} />}
-      <div className="body" style={claims ? { display: 'none' } : undefined}>
+      {claims && (
+        <Suspense fallback={<p className="muted claims-loading">Loading the claims…</p>}>
+          <ClaimsView onClose={() => setClaims(false)} />
+        </Suspense>
+      )}
+      <div className={`body${shown(hide, 'settings') || !hide.includes('preset') ? '' : ' body-wide'}`} style={claims ? { display: 'none' } : undefined}>
         <Controls />
         <main className="content">
           <Banners />
           <div className="topbar">
             <StepControls />
-            <ShareBar />
-            <button type="button" className="small" data-testid="open-claims" title="The five claims of docs/method.md §10b, measured: plots, verdicts, commands" onClick={() => setClaims(true)}>
-              Claims ▸
-            </button>
+            <div className="topbar-right">
+              {shown(hide, 'files') && <ShareBar />}
+              {shown(hide, 'claims') && (
+                <button type="button" className="small" data-testid="open-claims" title="The five claims of docs/method.md §10b, measured: plots, verdicts, commands" onClick={() => setClaims(true)}>
+                  Claims ▸
+                </button>
+              )}
+            </div>
           </div>
-          <TeamBuilder />
+          {shown(hide, 'team') && <TeamFold />}
           <ChartsPanel />
           <RunLogView />
-          <StageTable />
+          {shown(hide, 'table') && <StageTable />}
         </main>
       </div>
     </div>

@@ -14,7 +14,6 @@
  */
 import { SatError } from '../core/errors';
 import { findPreset, presetConfig } from '../sat/presets';
-import { recipe, type ModelMap, type Recipe } from '../bridge/recipe';
 import type { Autosave } from './autosave';
 import { checkInput } from './inputCheck';
 import { serializeExperiment, type ExperimentData, type ParseResult } from './savefile';
@@ -41,10 +40,17 @@ export async function openExperimentBytes(session: Session, bytes: Uint8Array, s
     return false;
   }
   if (!r.ok) {
-    session.store.setState({ error: `${source}: ${r.error} Your current experiment was not changed.` });
+    const kept = /unchanged|not changed/.test(r.error) ? '' : ' Your current experiment was not changed.';
+    session.store.setState({ error: `${source}: ${r.error}${kept}` });
     return false;
   }
-  return openData(session, r.value, source);
+  const ok = await openData(session, r.value, source);
+  const s = session.store.getState();
+  if (ok && !s.error) {
+    const steps = s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : '';
+    session.store.setState({ notice: `Opened ${source.replace(/^The file /, '')}: ${s.preset}, seed ${s.config?.seed}, ${s.stages.length} stage${s.stages.length === 1 ? '' : 's'}${steps}, restored exactly as exported.` });
+  }
+  return ok;
 }
 
 async function openData(session: Session, data: Parameters<typeof sessionOfFile>[0], source: string): Promise<boolean> {
@@ -56,36 +62,6 @@ async function openData(session: Session, data: Parameters<typeof sessionOfFile>
   }
   await session.restoreSession(saved, `Restoring ${source}…`);
   return session.store.getState().status !== 'error';
-}
-
-// ── recipes for a real run (docs/real-run.md) ────────────────────────────────────────────────
-
-/** A_max the recipe writes for aMax = 0: the running experiment's own (the task's reward range). */
-function taskAMax(session: Session): number {
-  return session.currentExperiment()?.aMax ?? 1;
-}
-
-/** The current settings as real runs (docs/real-run.md); `data` adds the task's data files and reward.py. */
-export function recipeOf(session: Session, models: ModelMap, data = false): Recipe {
-  const s = session.store.getState();
-  if (!s.config) throw new SatError('state', 'Nothing to export yet: the team is still being built.');
-  return recipe(s.config, models, taskAMax(session), `${s.preset}.sat.yaml`, { data });
-}
-
-/** Opens a SAT-style YAML's settings (a bad file gets its message and changes nothing). */
-export async function openRecipeText(session: Session, text: string, source: string): Promise<boolean> {
-  const s = session.store.getState();
-  if (!s.config) return false;
-  let cfg;
-  try {
-    cfg = await checkInput('recipe', { text, base: s.config, aMaxOfTask: taskAMax(session) }, source);
-  } catch (e) {
-    session.store.setState({ error: `${source}: ${e instanceof Error ? e.message : String(e)} Your current experiment was not changed.` });
-    return false;
-  }
-  await session.openConfig(cfg, s.preset, `Opening the settings of ${source}…`);
-  session.store.setState({ notice: `Opened the settings of ${source} (every key it maps; the others kept their values — docs/real-run.md).` });
-  return true;
 }
 
 // ── share links ───────────────────────────────────────────────────────────────────────────────

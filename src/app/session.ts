@@ -53,6 +53,8 @@ import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
 import type { LmEnv } from '../sat/env/lm';
 import type { ExperimentData } from './savefile';
+import { TabularEnv } from '../sat/env/tabular';
+import { gameFrame, probsOfLogits, type GameFrame } from './gameFrame';
 import { emptyMetrics, formOf, MAX_TRANSCRIPT_BATCHES, type AgentView, type Form, type PlaygroundState, type Progress, type SeatView, type Speed } from './store';
 
 /**
@@ -183,6 +185,8 @@ export class Session {
    * (Apply, a preset, Reset, a link, another file).
    */
   private pendingRestore: { saved: SessionState; label: string } | null = null;
+  /** Table games: every agent's action probabilities as last read (the game view's frames are built from them). */
+  private probs: Float64Array[] = [];
 
   constructor(
     /** Where what people see is written: the page's `usePlayground`, or a test's own store. */
@@ -263,7 +267,7 @@ export class Session {
     const old = this.team;
     this.team = null;
     old?.terminate();
-    this.store.setState({ ...emptyMetrics(), config: cfg, agents: [], backend: 'starting…' });
+    this.store.setState({ ...emptyMetrics(), config: cfg, agents: [], backend: 'starting…', backendLine: null });
     this.setProgress({ label, done: 0, total: 1, cancellable: false });
     await this.resolveSeats(cfg);
     const seats = this.extras(cfg, this.seats, null);
@@ -284,7 +288,26 @@ export class Session {
   private async install(t: TeamHandle): Promise<void> {
     this.team = t;
     this.boundary = await this.takeBoundary(0);
-    this.store.setState({ agents: t.agents, seats: this.seatViews(t.exp.cfg), backend: t.backend, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon });
+    this.store.setState({ agents: t.agents, seats: this.seatViews(t.exp.cfg), backend: t.backend, backendLine: t.line ?? null, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon, frames: [] });
+    this.probs = [];
+    await this.recordFrame(0, -1, null);
+  }
+
+  /**
+   * Table games: the game view's frame after agent step (stage, position) — every agent's table
+   * read again at a stage's first step (a swap may have changed a seat) or when none is known yet,
+   * else only the agent that moved (`agent`). Reading a table changes nothing in the run.
+   */
+  private async recordFrame(stage: number, position: number, agent: number | null): Promise<void> {
+    const t = this.team;
+    if (!t || !(t.exp.env instanceof TabularEnv)) return;
+    const game = t.exp.env.game;
+    const read = async (j: number) => probsOfLogits((await t.exp.team[j]!.snapshot()).params, game.nActions[j]!);
+    if (agent === null || position <= 0 || this.probs.length !== t.exp.team.length) this.probs = await Promise.all(t.exp.team.map((_, j) => read(j)));
+    else this.probs[agent] = await read(agent);
+    if (t !== this.team) return;
+    const frame: GameFrame = gameFrame(game, this.probs, stage, position);
+    this.store.setState((s) => ({ frames: [...s.frames, frame] }));
   }
 
   // ── checkpoint seats ────────────────────────────────────────────────────────────────────────
@@ -631,6 +654,8 @@ export class Session {
       return;
     }
     this.latestUpdate.set(r.value.agent, refOf(r.value));
+    await this.recordFrame(r.value.stage, r.value.position, r.value.agent);
+    if (my !== this.generation) return;
     const u = this.unshown ?? { steps: [], transcripts: this.state.transcripts };
     this.unshown = { steps: [...u.steps, r.value], transcripts: withTranscript(u.transcripts, exp, r.value) };
     if (r.value.position === exp.team.length - 1) {
@@ -668,7 +693,9 @@ export class Session {
     return true;
   }
 
+  /** One agent update; under scheme = simultaneous every agent moves at once, so one step is the whole stage. */
   async stepAgent(): Promise<void> {
+    if (this.state.config?.scheme === 'simultaneous') return this.stepStage();
     if (!this.canStep()) return;
     await this.exclusive('busy', () => this.advance());
   }
@@ -698,15 +725,28 @@ export class Session {
     });
   }
 
-  /** Run ▶: agent steps at the chosen speed until paused or every stage is done. */
+  /**
+   * Run ▶: agent steps at the chosen speed until paused or every stage is done. At `fast` an agent
+   * step is drawn only once SHOW_EVERY_MS have passed since the last thing drawn (every finished
+   * stage is drawn), as Step stage does, so the charts redraw a few times a second, not after
+   * every agent.
+   */
   async play(): Promise<void> {
     if (!this.canStep()) return;
     await this.exclusive('running', async () => {
-      while (!this.stopRequested && !this.finished()) {
-        await this.advance();
-        const ms = SPEED_MS[this.state.speed];
-        if (ms > 0) await sleep(ms);
-        else await yieldToBrowser();
+      let shown = now();
+      try {
+        while (!this.stopRequested && !this.finished()) {
+          const ms = SPEED_MS[this.state.speed];
+          const show = ms > 0 || now() - shown >= SHOW_EVERY_MS;
+          const stages = this.state.stages.length;
+          await this.advance(show);
+          if (show || this.state.stages.length !== stages) shown = now();
+          if (ms > 0) await sleep(ms);
+          else await yieldToBrowser();
+        }
+      } finally {
+        this.flush();
       }
     });
   }
@@ -842,6 +882,11 @@ export class Session {
     // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.
     this.store.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });
     // Replay the stage in progress until the cursor's agent has moved (at most one step per agent).
+    const restored = this.state.stages.length;
+    if (restored > 0) {
+      this.store.setState({ frames: [] });
+      await this.recordFrame(restored, n - 1, null);
+    }
     for (let k = 0; k < n && !reached(this.state.stages.length, this.state.partial, saved.cursor); k++) {
       this.setProgress({ label: `Replaying agent step ${k + 1} of the stage in progress`, done: k, total: n, cancellable: false });
       await this.advanceOnce(team);

@@ -12,7 +12,8 @@
  *
  *   preset        a name from PRESETS (absent = the defaults are the base)
  *   <config key>  a typed value (number, boolean, enum string, list of numbers) overriding the base
- *   <key>_hide    true: the control of <key> is hidden (any config key, and "preset" for the gallery)
+ *   <key>_hide    true: the control of <key> is hidden (any config key, "preset" for the gallery, or a
+ *                 panel of panels.ts: "settings", "team", "timeline", "game", "j", … for a lesson layout)
  *   step          a StepRef {stage ≥ 1, agent?} (stepRef.ts): replay to the end of that stage, or to agent `agent`'s update
  *                 within it; stage ≤ the config's stages, agent < its agents
  *   checkpoints   language tasks: the seats that hold a Hugging Face checkpoint of their own,
@@ -47,6 +48,7 @@ import { ConfigError, FormatError } from '../core/errors';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, isLlmTask, parseConfig } from '../sat/config';
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
+import { PANEL_NAMES } from './panels';
 import type { StepRef } from './stepRef';
 import type { QuantKind } from '../model/quant';
 
@@ -67,8 +69,8 @@ export const MAX_SHARE_HASH_CHARS = 4096;
 export const MAX_SHARE_JSON_BYTES = 16 * 1024;
 /** Longest string (key or value) in a link, in characters: longer than any key, enum option or preset name. */
 export const MAX_SHARE_STRING = 64;
-/** Controls that are not config keys but may still be hidden with `<name>_hide`. */
-export const HIDEABLE_EXTRA = ['preset'] as const;
+/** Controls that are not config keys but may still be hidden with `<name>_hide`: the gallery and the page's panels (panels.ts). */
+export const HIDEABLE_EXTRA = ['preset', ...PANEL_NAMES] as const;
 
 export interface ShareState {
   /** A preset name (PRESETS); absent = the config's defaults are the base. */

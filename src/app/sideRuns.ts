@@ -10,6 +10,8 @@
  *                    stops within one agent step), after which the experiment is exactly as it
  *                    was — its next step gives the numbers it would have given without the
  *                    comparison. It starts at a stage boundary (mid-stage it says so).
+ *   compareSimultaneous()  the same config and seed with scheme = simultaneous (table games, in
+ *                    this tab), drawn dashed on the J chart.
  *   sweepDeltas()    the δ-sweep protocol of src/sat/deltaSweep.ts, as the CLI runs it for the
  *                    delta-sweep preset: only δ changes (same tables and seeds, one step with
  *                    lr ∝ √δ, no backtracking, fixed β; docs/method.md §9.2) — the violation-rate
@@ -123,6 +125,28 @@ async function compareLanguageOrders(session: Session, cfg: Config): Promise<voi
     } else {
       session.store.setState({ notice: `Compared ${orders.length} orders ${from} on your team's own agents; your experiment is as it was.${swapNote}` });
     }
+  });
+}
+
+/** What the Overlay simultaneous button does for this config (its tooltip). */
+export function compareSimultaneousTitle(cfg: Config): string {
+  if (isLlmTask(cfg.task)) return 'Not offered for a language team: a second run of every stage would take minutes. The claims (Claims ▸) compare the schemes over seeds.';
+  return `Run this config and seed with scheme = simultaneous (every agent moves at once from the same batch) for ${cfg.stages} stages, in this tab, and draw its J dashed on this chart`;
+}
+
+/**
+ * The same config and seed with scheme = simultaneous, whole (every configured stage), in this tab:
+ * the J chart draws it dashed beside the run (UX: "the difference is visible without reading a
+ * number"). Table games only.
+ */
+export async function compareSimultaneous(session: Session): Promise<void> {
+  const cfg = session.store.getState().config;
+  if (!cfg || isLlmTask(cfg.task)) return;
+  const c = parseConfig({ ...cfg, scheme: 'simultaneous' });
+  await session.longWork('Running scheme = simultaneous…', async (progress, cancelled) => {
+    let done = 0;
+    const recs = await runSide(c, cfg.stages, () => progress(++done, cfg.stages, `Running scheme = simultaneous, same seed: stage ${done} / ${cfg.stages}`), cancelled);
+    session.store.setState({ simultaneous: { label: 'simultaneous, same seed', stages: recs } });
   });
 }
 

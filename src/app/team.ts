@@ -1,5 +1,6 @@
 /**
- * Builds the session's team in the browser: the experiment for a config, with every agent in its
+ * Builds the session's team in the browser: the experiment for a config. A table game's agents
+ * run in this tab (a step takes microseconds: no worker to wait for); a language team's each in its
  * own Web Worker when the browser has workers (one per agent, comlink; ../workers), in this tab
  * otherwise. Language presets fetch their shipped model files from `models/` next to the page;
  * a seat may instead hold a Hugging Face checkpoint folder the person picked (`OpenExtras.seats`,
@@ -12,12 +13,15 @@ import { isLlmTask, type Config } from '../sat/config';
 import { createExperiment, createLlmExperiment, type Experiment, type ModelLoader } from '../sat/experiment';
 import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from './remoteTeam';
 import type { AgentView } from './store';
+import { backendLine, wasmSimd, type BackendLine } from './backendLine';
 
 export interface TeamHandle {
   readonly exp: Experiment;
   readonly agents: readonly AgentView[];
   /** Where the agents run, in words. */
   readonly backend: string;
+  /** The header's line (backendLine.ts). */
+  readonly line?: BackendLine;
   /** Ends the workers (if any). */
   terminate(): void;
 }
@@ -44,17 +48,30 @@ export type OpenExtras = Pick<RemoteExperimentOptions, 'seats' | 'seatLimit' | '
  * browser this page supports — else in this tab, said plainly.
  */
 export async function openTeam(cfg: Config, onProgress: (msg: string) => void, extras: OpenExtras = {}): Promise<TeamHandle> {
-  onProgress(isLlmTask(cfg.task) ? `Loading ${cfg.task}-${cfg.model} into ${cfg.agents} workers and measuring the team’s held-out J…` : 'Starting one worker per agent…');
+  onProgress(isLlmTask(cfg.task) ? `Loading ${cfg.task}-${cfg.model} into ${cfg.agents} workers and measuring the team’s held-out J…` : 'Building the tables…');
+  if (!isLlmTask(cfg.task)) {
+    // A table agent's step takes well under a millisecond: it runs in this tab, usable at once,
+    // with no worker to start and no message to pass per call.
+    const exp = createExperiment(cfg);
+    const infos = await Promise.all(exp.team.map((a) => a.info()));
+    const agents = infos.map((info, index) => ({ ...info, index, memoryBytes: 8 * 5 * info.parameters } /* logits, reference logits and log-probs, Adam's two moments */));
+    const line = backendLine({ workers: false, agents, simd: false, threads: null, isolated: globalThis.crossOriginIsolated === true });
+    return { exp, agents, backend: line.detail, line, terminate() {} };
+  }
   if (typeof Worker === 'undefined') {
     if ((extras.seats?.size ?? 0) > 0) throw new SatError('worker', 'A seat with its own checkpoint loads it in a Web Worker, and this browser has none; the team was not changed.');
     const exp = isLlmTask(cfg.task) ? await createLlmExperiment(cfg, fetchModel) : createExperiment(cfg);
     const infos = await Promise.all(exp.team.map((a) => a.info()));
     const agents = infos.map((info, index) => ({ ...info, index }));
-    return { exp, agents, backend: `No Web Workers here: ${agents.length} agents in this tab, ${infos[0]?.backend ?? 'cpu'}`, terminate() {} };
+    const line = backendLine({ workers: false, agents, simd: wasmSimd(), threads: null, isolated: globalThis.crossOriginIsolated === true });
+    return { exp, agents, backend: `No Web Workers here. ${line.detail}`, line, terminate() {} };
   }
   const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel, ...extras });
   const memory = await Promise.all((exp.team as readonly RemoteAgent[]).map((a) => a.memoryBytes().catch(() => undefined)));
   const agents = exp.infos.map((info, index) => ({ ...info, index, memoryBytes: memory[index] }));
-  const backends = [...new Set(agents.map((a) => a.backend))].join(' / ');
-  return { exp, agents, backend: `${agents.length} Web Worker${agents.length === 1 ? '' : 's'}, ${backends} backend`, terminate: () => exp.terminate() };
+  const threads = isLlmTask(cfg.task)
+    ? await (exp.team[0] as RemoteAgent).cpuThreads().then((t) => ({ n: t.threads, why: t.why }), () => null)
+    : null;
+  const line = backendLine({ workers: true, agents, simd: wasmSimd(), threads, isolated: globalThis.crossOriginIsolated === true });
+  return { exp, agents, backend: line.detail, line, terminate: () => exp.terminate() };
 }

@@ -32,15 +32,16 @@ export const GRID = '#e3e1db';
 export const BAND_FILL = 'rgba(31, 35, 40, 0.12)';
 
 /**
- * Team-level series that must be told apart without agent colours (the order comparison): neutral
- * inks from dark to light, each with its own dash pattern, so they read in greyscale on a projector.
+ * Team-level series told apart from one another (the order comparison): one dark colour each,
+ * none an agent's (a team has at most 6 agents: AGENT_COLORS' first six) nor the "not held" red,
+ * each with its own dash pattern as well, so they still read in greyscale on a projector.
  */
 export const TEAM_SERIES: readonly { readonly stroke: string; readonly dash: string }[] = [
   { stroke: INK, dash: '' },
-  { stroke: '#4b5563', dash: '6 3' },
-  { stroke: '#6b7280', dash: '2 3' },
-  { stroke: '#374151', dash: '10 3 2 3' },
-  { stroke: '#9ca3af', dash: '4 4' },
+  { stroke: '#6A3D9A', dash: '6 3' },
+  { stroke: '#1B7F79', dash: '2 3' },
+  { stroke: '#9A5B13', dash: '10 3 2 3' },
+  { stroke: '#7F7F7F', dash: '4 4' },
 ];
 
 export function teamSeries(k: number): { readonly stroke: string; readonly dash: string } {

@@ -408,10 +408,16 @@ const claim2: ClaimDef = {
   title: 'SAT vs simultaneous and naive',
   statement: 'SAT (resample) improves monotonically where simultaneous and naive updates oscillate or fall.',
   kind: 'tabular',
-  rule: 'Holds when, for both simultaneous and naive, the 95 % CI of the share of stages in which J fell (that variant − SAT, paired by seed) lies above 0; does not hold when either lies below 0; otherwise not established.',
+  rule: 'Holds when, for both simultaneous and naive on the climbing game, and for simultaneous on the coordination lesson (two equal optima from a symmetric start), the 95 % CI of the share of stages in which J fell (that variant − SAT, paired by seed) lies above 0, and on the lesson the CI of final J (SAT − simultaneous, paired) lies above 0 too; does not hold when any lies below 0; otherwise not established.',
   async run(scale, ctx) {
     const sc = scaleOf(2, scale);
     const seeds = seedList(sc.seeds);
+    // The second game: the coordination lesson preset, at its own stages (the quick scale's settings shrink it).
+    const lessonStages = scale === 'quick' ? sc.stages : presetConfig('coordination').stages;
+    const lesson = [
+      { name: 'SAT (resample), lesson', preset: 'coordination', settings: { ...sc.settings, estimator: 'resample', scheme: 'sequential' } },
+      { name: 'simultaneous, lesson', preset: 'coordination', settings: { ...sc.settings, scheme: 'simultaneous' } },
+    ];
     const variants = [
       { name: 'SAT (resample)', preset: 'climbing', settings: { ...sc.settings, estimator: 'resample', scheme: 'sequential' } },
       { name: 'naive', preset: 'climbing', settings: { ...sc.settings, estimator: 'naive', scheme: 'sequential' } },
@@ -419,23 +425,35 @@ const claim2: ClaimDef = {
     ];
     const runs = await runVariants(variants, seeds, sc.stages, ctx);
     if (!runs) return null;
+    const lessonRuns = await runVariants(lesson, seeds, lessonStages, ctx);
+    if (!lessonRuns) return null;
     const falls = runs.map((rs) => rs.map((r) => fallRate(r.stages)));
     const finals = runs.map((rs) => rs.map((r) => r.stages.at(-1)!.jAfter));
-    const tests = [1, 2].map((v) => test(`share of stages with ΔJ < 0, ${variants[v]!.name} − SAT (paired by seed)`, estimate(paired(falls[v]!, falls[0]!)), 'above', 0));
+    const lessonFalls = lessonRuns.map((rs) => rs.map((r) => fallRate(r.stages)));
+    const lessonFinals = lessonRuns.map((rs) => rs.map((r) => r.stages.at(-1)!.jAfter));
+    const tests = [
+      ...[1, 2].map((v) => test(`share of stages with ΔJ < 0, ${variants[v]!.name} − SAT (paired by seed)`, estimate(paired(falls[v]!, falls[0]!)), 'above', 0)),
+      test('coordination lesson: share of stages with ΔJ < 0, simultaneous − SAT (paired by seed)', estimate(paired(lessonFalls[1]!, lessonFalls[0]!)), 'above', 0),
+      test('coordination lesson: final J, SAT − simultaneous (paired by seed)', estimate(paired(lessonFinals[0]!, lessonFinals[1]!)), 'above', 0),
+    ];
     const xs = Array.from({ length: sc.stages + 1 }, (_, k) => k);
     return {
       ...head(this, scale, seeds),
-      setup: `climbing preset (3 agents, exact J), ${stagesWord(sc.stages)}, seeds ${seeds[0]}–${seeds.at(-1)}, three variants on the same seeds${settingsWords(sc.settings)}; naive reuse is exactly the simultaneous update (docs/method.md §3.2), so those two agree`,
+      setup: `climbing preset (3 agents, exact J), ${stagesWord(sc.stages)}, seeds ${seeds[0]}–${seeds.at(-1)}, three variants on the same seeds${settingsWords(sc.settings)}; naive reuse is exactly the simultaneous update (docs/method.md §3.2), so those two agree. Second game: the coordination lesson preset (penalty game, 2 agents, k = −30, uniform start: (a, a) and (c, c) equally good), SAT vs simultaneous, ${stagesWord(lessonStages)}, the same seeds`,
       tests,
       verdict: combineVerdicts(tests.map((x) => x.verdict)),
-      summary: `J fell in ${ci(estimate(falls[0]!))} of stages under SAT, ${ci(estimate(falls[1]!))} under naive and ${ci(estimate(falls[2]!))} under simultaneous; final J ${f3(mean(finals[0]!))} / ${f3(mean(finals[1]!))} / ${f3(mean(finals[2]!))}.`,
-      commands: [claimsCommand(2, scale), `npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds ${sc.seeds} --stages ${sc.stages}${setFlags(sc.settings)}`],
+      summary: `J fell in ${ci(estimate(falls[0]!))} of stages under SAT, ${ci(estimate(falls[1]!))} under naive and ${ci(estimate(falls[2]!))} under simultaneous; final J ${f3(mean(finals[0]!))} / ${f3(mean(finals[1]!))} / ${f3(mean(finals[2]!))}. On the coordination lesson J fell in ${ci(estimate(lessonFalls[0]!))} of stages under SAT and ${ci(estimate(lessonFalls[1]!))} under simultaneous; final J ${ci(estimate(lessonFinals[0]!))} vs ${ci(estimate(lessonFinals[1]!))}.`,
+      commands: [
+        claimsCommand(2, scale),
+        `npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds ${sc.seeds} --stages ${sc.stages}${setFlags(sc.settings)}`,
+        `npm run sat -- --preset coordination --compare resample,simultaneous --seeds ${sc.seeds} --stages ${lessonStages}${setFlags(sc.settings)}`,
+      ],
       plot: {
         title: 'Team J by stage on the climbing game', xLabel: 'stage', yLabel: 'J (exact)', xLog: false,
         series: variants.map((v, i) => ({ name: v.name, points: curve(runs[i]!.map(jCurve), xs), errorBars: true })),
         refs: [],
       },
-      perSeed: { satFallRate: falls[0]!, naiveFallRate: falls[1]!, simultaneousFallRate: falls[2]! },
+      perSeed: { satFallRate: falls[0]!, naiveFallRate: falls[1]!, simultaneousFallRate: falls[2]!, lessonSatFallRate: lessonFalls[0]!, lessonSimultaneousFallRate: lessonFalls[1]!, lessonSatFinalJ: lessonFinals[0]!, lessonSimultaneousFinalJ: lessonFinals[1]! },
     };
   },
 };

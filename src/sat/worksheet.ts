@@ -138,6 +138,15 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
     stages: 5,
     answer: (rs) => firstBacktrack(rs, 5),
   },
+  coordination: {
+    question: 'After 10 stages, will the team play one of the two optima — J above 9 (of 10)? Then press Overlay simultaneous: will moving together get there too?',
+    stages: 10,
+    answer: (rs) => {
+      const j = rs[9]!.jAfter;
+      const at = j > 9;
+      return { text: `${at ? 'Yes' : 'No'}: J is ${j.toFixed(3)} after stage 10 (${at ? 'the agents agreed on an optimum' : 'not yet at an optimum of 10'}).`, facts: { j, atOptimum: at } };
+    },
+  },
   relay: {
     question: 'Will the certificate hold (lower bound ≤ realised ΔJ) in every one of the first 5 stages?',
     stages: 5,

@@ -2,7 +2,7 @@
  * End-to-end test of the playground page in a real browser (Debian's Chromium via playwright-core,
  * never `playwright install`), opened by ./harness.ts (a production build served by `vite preview`).
  * It drives the page at 1280×800 as a user would:
- * the default preset opens with one Web Worker per agent; Step agent, Step stage, Run/Pause and the
+ * the default preset opens with its table agents in the tab (a language team gets one Web Worker per agent); Step agent, Step stage, Run/Pause and the
  * keyboard move the timeline and fill every chart (the waterfall says "certified improvement", the
  * stage table ticks certified stages ✓); a share link opened in a fresh browser context
  * replays identical metrics; a language plug-and-play swap (arith-pnp) runs in the agents' workers and
@@ -10,7 +10,7 @@
  * a reload restores the last agent step from IndexedDB (one part per stage there); export → import
  * round-trips and a damaged file is refused (the export for a real run: tests/e2e/runlog.test.ts); at 1280×720 and 1920×1080 the step controls,
  * the team and the timeline are on the first screen (screenshots in test-results/); a bad setting
- * names itself. A screenshot after a few stages goes to
+ * names itself. A screenshot of the first screen at 1280×720 after a few stages goes to
  * test-results/ (or docs/screenshot.png with UPDATE_SCREENSHOT=1, for the README).
  *
  * If /usr/bin/chromium is missing the harness installs it (scripts/ensure-chromium.mjs) when
@@ -59,16 +59,18 @@ async function stepsInTimeline(p: Page): Promise<number> {
 }
 
 describe('playground page in Chromium', () => {
-  it('opens on the climbing preset, one Web Worker per agent, the backend said', async () => {
+  it('opens on the climbing preset, its table agents in the tab (no worker to wait for), the backend said', async () => {
     await page.goto(url, { waitUntil: 'load' });
     await page.getByRole('heading', { name: 'SAT Playground' }).waitFor({ state: 'visible' });
     expect(await page.getByTestId('lede').innerText()).toMatch(/Sequential Agent Tuning.*Step agent/s);
     expect(await page.getByTestId('preset-title').innerText()).toContain('Climbing game, 3 agents');
     await settled(page);
-    for (let i = 0; i < 3; i++) expect(await page.getByTestId(`agent-${i}`).isVisible()).toBe(true);
-    expect(agentWorkers(page).length).toBe(3);
-    expect(await page.getByTestId('backend').innerText()).toMatch(/3 Web Workers/);
-    expect(await page.getByTestId('agent-0-backend').innerText()).toMatch(/cpu/i);
+    // The team builder is folded away on a table game: its one line names every agent.
+    for (let i = 0; i < 3; i++) expect(await page.getByTestId(`agent-${i}`).count()).toBe(1);
+    expect(await page.getByTestId('team-summary').innerText()).toMatch(/agent 0.*agent 1.*agent 2/s);
+    expect(agentWorkers(page).length).toBe(0);
+    expect(await page.getByTestId('backend').innerText()).toBe('3 agents in this tab · tables in TypeScript');
+    expect(await page.getByTestId('agent-0-backend').textContent()).toMatch(/cpu/i); // in the folded team builder
     expect(await stepsInTimeline(page)).toBe(0);
   });
 
@@ -126,7 +128,11 @@ describe('playground page in Chromium', () => {
     for (const v of values) expect(Number.isFinite(v)).toBe(true);
     await page.mouse.move(0, 0);
     mkdirSync(join(ROOT, 'docs'), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1400 } });
+    // The README's picture is the first screen on a projector: 1280×720.
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: SCREENSHOT });
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   it('compares update orders on the same seed, and sweeps δ onto the violation chart', async () => {
@@ -194,7 +200,7 @@ describe('playground page in Chromium', () => {
     expect(await p.getByTestId('transcripts').innerText()).toMatch(/agent 0/);
     // The team builder seats a larger model in one chair: agent 1 becomes an M.
     await p.getByTestId('model-1').selectOption('M');
-    await p.getByTestId('apply').click();
+    await p.getByTestId('team-apply').click();
     await p.waitForFunction(() => document.querySelector('[data-testid="agent-1"]')?.textContent?.includes('arithmetic-M'), undefined, { timeout: 120_000 });
     await settled(p);
     expect(await p.getByTestId('agent-0').innerText()).toContain('arithmetic-S');
@@ -221,7 +227,9 @@ describe('playground page in Chromium', () => {
     const card = p.getByTestId('swap-card');
     expect(await card.innerText()).toMatch(/Before stage 2, agent 1.*arithmetic-M.*projected by Stage-0/s);
     // The floor −min(1, m·√(maxNew·δ₀/2))·A: a finite radius is known (Stage-0), so not the trivial bound.
-    expect(await p.getByTestId('swap-cert').innerText()).toMatch(/Certified: the swap cannot have lowered J by more than 0\.[0-9]+ — its largest KL/);
+    expect(await p.getByTestId('swap-cert').innerText()).toMatch(/Certified: the swap cannot have lowered J by more than 0\.[0-9]+ — each token of its messages is within KL δ₀ = 0\.1 .* so a message of at most maxNew = 3 tokens is within 3\.0e−1 \(= 3·δ₀\)/);
+    // The radius is the bound Stage-0 guarantees per message, recomputed here: maxNew · δ₀ (docs/certificate.md §8), never "≤ δ₀".
+    expect(Number(await p.getByTestId('swap-radius').getAttribute('data-value'))).toBeCloseTo(cfg.maxNew * cfg.stage0Delta, 12);
     // The stage after the swap trained agent 1's new seat: its row has a finite J and agent 1 took a step in it.
     expect(Number.isFinite(Number(await p.getByTestId('cell-j').nth(1).getAttribute('data-value')))).toBe(true);
     expect(await points(p, 'timeline')).toBe(6);
@@ -243,8 +251,8 @@ describe('playground page in Chromium', () => {
       }
       // The backend is said once, short, in the header; its reason is on hover.
       const backend = p.getByTestId('backend');
-      expect(await backend.innerText()).toMatch(/^3 Web Workers, cpu \(TypeScript\)$/);
-      expect(await backend.getAttribute('title')).toMatch(/ — /);
+      expect(await backend.innerText()).toMatch(/^3 Web Workers · WebAssembly SIMD kernels, \d+ threads each$/);
+      expect(await backend.getAttribute('title')).toMatch(/only WebGPU adapter is a software one/);
       await p.context().close();
     }
   }, 300_000);
@@ -256,7 +264,7 @@ describe('playground page in Chromium', () => {
     await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
     await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
     await settled(p);
-    expect(await p.getByTestId('backend').innerText()).toMatch(/2 Web Workers, webgpu/);
+    expect(await p.getByTestId('backend').innerText()).toMatch(/^2 Web Workers · WebGPU, /);
     for (const i of [0, 1]) {
       expect(await p.getByTestId(`agent-${i}-backend`).innerText()).toMatch(/^webgpu/);
       expect(await p.getByTestId(`agent-${i}-memory`).innerText()).toMatch(/^GPU \d/);
@@ -368,7 +376,9 @@ describe('playground page in Chromium', () => {
     const banner = page.getByTestId('error');
     await banner.waitFor({ state: 'visible' });
     expect(await banner.innerText()).toMatch(/checksum|damaged|corrupt/i);
-    expect(await banner.innerText()).toMatch(/not changed/);
+    // Said once: the file's own message says the experiment is unchanged, nothing repeats it.
+    expect(await banner.innerText()).toMatch(/the experiment on the page is unchanged\.\s*×?$/);
+    expect(await banner.innerText()).not.toMatch(/not changed/);
     expect(await tableValues(page)).toEqual(want);
     await page.getByRole('button', { name: 'Dismiss' }).first().click();
     await page.getByTestId('reset').click();
@@ -378,14 +388,17 @@ describe('playground page in Chromium', () => {
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, wantRows);
     await settled(page);
     expect(await tableValues(page)).toEqual(want);
+    // A successful import says what it opened.
+    expect(await page.getByTestId('notice').innerText()).toMatch(new RegExp(`Opened “good\\.satexp”: climbing, seed \\d+, ${wantRows} stages.*restored exactly as exported`));
   });
 
   it('reordering σ in the team builder trains agents in the new order', async () => {
+    await page.getByTestId('fold-team').locator('summary.fold-summary').click();
     await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
     await page.getByRole('button', { name: 'move agent 2 earlier' }).click();
     expect(await page.getByTestId('cfg-order').inputValue()).toBe('custom');
     expect(await page.getByTestId('cfg-customOrder').inputValue()).toBe('2,0,1');
-    await page.getByTestId('apply').click();
+    await page.getByTestId('team-apply').click();
     await settled(page);
     await page.getByTestId('step-stage').click();
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 1);
@@ -396,6 +409,7 @@ describe('playground page in Chromium', () => {
 
   it('names the setting when a value is out of range, and changes nothing', async () => {
     const before = await tableValues(page);
+    await page.getByTestId('fold-settings').locator('summary.fold-summary').click();
     await page.getByTestId('cfg-seed').fill('-5');
     await page.getByTestId('apply').click();
     const banner = page.getByTestId('error');

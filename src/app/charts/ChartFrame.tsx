@@ -1,6 +1,7 @@
 /**
  * The frame every chart shares: a titled section (the question it answers), the plot or a calm
- * placeholder when there is nothing to plot yet, and a one-line "how to read this" note (what it
+ * placeholder when there is nothing to plot yet, and a one-line "how to read this" note, the rest
+ * behind "more" (what it
  * shows, what a healthy run looks like, which section of docs/method.md or docs/certificate.md it
  * illustrates). The section carries the chart's stable `data-testid` and its number of plotted
  * points in `data-points`, so browser and SSR tests can assert a non-empty series without reading
@@ -86,12 +87,28 @@ export function ChartFrame({ testid, title, howTo, points, empty, actions, reado
       <div className="chart-plot" ref={ref}>
         {points > 0 ? children(w, hl) : <div className="chart-empty" data-testid={`${testid}-empty`}>{empty}</div>}
       </div>
-      <p className="chart-howto">
-        <span className="chart-howto-label">How to read this:</span> {howTo}
-      </p>
+      <HowTo text={howTo} />
       {points > 0 && formula && <FormulaCard formula={formula} picked={hl} onPick={setPicked} />}
       {points > 0 && !formula && formulaNote && <p className="formula-card-none muted">{formulaNote}</p>}
     </section>
+  );
+}
+
+/**
+ * "How to read this", one line: the rest behind "more" (one click), so a card shows its question
+ * and its picture first.
+ */
+export function HowTo({ text }: { text: ReactNode }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <div className={`chart-howto${open ? ' open' : ''}`}>
+      <p className="chart-howto-text">
+        <span className="chart-howto-label">How to read this:</span> {text}
+      </p>
+      <button type="button" className="linkish chart-howto-more" aria-expanded={open} onClick={() => setOpen(!open)}>
+        {open ? 'less' : 'more'}
+      </button>
+    </div>
   );
 }
 

@@ -52,6 +52,10 @@ export function FormulaCard({ formula, picked, onPick }: FormulaCardProps) {
   useEffect(() => {
     const el = box.current;
     if (!el) return;
+    // KaTeX hides its HTML from assistive technology and reads out its MathML instead; here the
+    // HTML holds the focusable numbers, so it is the one read out and the MathML twin is hidden.
+    for (const h of el.querySelectorAll<HTMLElement>('.katex-html')) h.removeAttribute('aria-hidden');
+    for (const m of el.querySelectorAll<HTMLElement>('.katex-mathml')) m.setAttribute('aria-hidden', 'true');
     for (const t of el.querySelectorAll<HTMLElement>('[data-term]')) {
       const on = t.dataset.term === picked;
       t.setAttribute('role', 'button');

@@ -28,6 +28,8 @@ export interface JChartProps {
   readonly span?: number;
   /** CI half-width of the initial team's J (the store's j0.ci), for the band at stage 0. */
   readonly j0ci?: number;
+  /** Another run of the same seed (scheme = simultaneous) drawn dashed beside this one. */
+  readonly overlay?: { readonly label: string; readonly stages: readonly StageRecord[] };
   readonly width?: number;
   readonly height?: number;
 }
@@ -119,8 +121,9 @@ function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { 
   );
 }
 
-export function JChart({ records, form = 'chosen', span, j0ci, width, height = DEFAULT_HEIGHT }: JChartProps) {
-  const s = jSeries(records, { form, span, j0ci });
+export function JChart({ records, form = 'chosen', span, j0ci, overlay, width, height = DEFAULT_HEIGHT }: JChartProps) {
+  const s = jSeries(records, { form, span, j0ci, overlay: overlay?.stages });
+  const lastX = Math.max(s.rows[s.rows.length - 1]?.stage ?? 0, s.overlay[s.overlay.length - 1]?.stage ?? 0);
   const last = s.rows[s.rows.length - 1];
   const lastRec = records[records.length - 1];
   const formula = lastRec && resolvedForm(lastRec, form) === lastRec.certificate.form ? bindFormula(FORMULAS.j, lastRec.metrics) : null;
@@ -143,6 +146,14 @@ export function JChart({ records, form = 'chosen', span, j0ci, width, height = D
             </b>
           </span>
           <span>held in {kOfN(s.heldCount, s.stages)}</span>
+          {overlay && overlay.stages.length > 0 && (
+            <span data-testid="j-overlay">
+              <svg width="22" height="8" aria-hidden="true">
+                <line x1="0" y1="4" x2="22" y2="4" stroke={MUTED_INK} strokeWidth="2" strokeDasharray="6 4" />
+              </svg>{' '}
+              {overlay.label}: J {fixed3(overlay.stages[overlay.stages.length - 1]!.jAfter)} at stage {overlay.stages[overlay.stages.length - 1]!.stage}
+            </span>
+          )}
           <span className={s.certifiedCount > 0 ? 'chart-certified' : undefined} data-testid="certified-count" data-value={s.certifiedCount}>
             <span aria-hidden="true">{CHECK}</span> certified in {kOfN(s.certifiedCount, s.stages)}
           </span>
@@ -168,12 +179,13 @@ export function JChart({ records, form = 'chosen', span, j0ci, width, height = D
       {(w, picked) => (
         <ComposedChart width={w} height={height} data={s.rows} margin={{ top: 16, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} vertical={false} />
-          <XAxis dataKey="stage" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
+          <XAxis dataKey="stage" type="number" domain={['dataMin', lastX]} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
           <YAxis domain={[s.domain[0], s.domain[1]]} ticks={[...s.ticks]} allowDataOverflow tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
           <Tooltip content={<JTooltip />} />
           <Area dataKey="band" stroke="none" fill={BAND_FILL} isAnimationActive={false} />
           <Line dataKey="floorShown" stroke="none" dot={floorDot(picked === 'floor')} activeDot={false} isAnimationActive={false} name="certified floor" />
           <Line dataKey="j" stroke={INK} strokeWidth={picked === 'j' ? 4 : 2} className={picked === 'j' ? 'highlighted' : undefined} dot={JDot} isAnimationActive={false} name="team J" />
+          {s.overlay.length > 0 && <Line data={[...s.overlay]} dataKey="j" stroke={MUTED_INK} strokeWidth={2} strokeDasharray="6 4" dot={false} activeDot={false} isAnimationActive={false} name={overlay?.label} className="j-overlay-line" />}
           <CertMarks rows={s.rows} />
         </ComposedChart>
       )}

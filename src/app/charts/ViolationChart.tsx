@@ -33,6 +33,8 @@ export interface ViolationChartProps {
   readonly sweep?: DeltaSweepResult | null;
   /** The latest agent step, for the formula card (none without it). */
   readonly step?: AgentStepRecord | null;
+  /** A language team: Sweep δ runs from where the team stands, in its workers (the help says so). */
+  readonly language?: boolean;
   readonly width?: number;
   readonly height?: number;
 }
@@ -59,7 +61,7 @@ function BigPoint(p: { cx?: number; cy?: number; fill?: unknown }) {
 
 const asRows = (line: readonly (readonly [number, number])[]) => line.map(([delta, rate]) => ({ delta, rate }));
 
-export function ViolationChart({ points, sweep, step, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
+export function ViolationChart({ points, sweep, step, language = false, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
   const formula = step ? bindFormula(FORMULAS.violation, step.metrics, step.agent) : null;
   const sweepPts = sweep ? violationPointsFromDeltaSweep(sweep) : [];
   const agg: ViolationPoint[] = [...aggregateViolation(points), ...sweepPts].sort((a, b) => a.delta - b.delta);
@@ -119,9 +121,19 @@ export function ViolationChart({ points, sweep, step, width, height = DEFAULT_HE
       }
       howTo={
         <>
-          Each mark is the share of visited states whose KL went past the radius δ, at that δ (both axes logarithmic). Sweep δ runs
-          the delta-sweep preset (its open settings, if that preset is open; a relay with 264 states) at seven radii with only δ changing — same tables and seeds, one Adam step per update with lr ∝ √δ, no
-          backtracking, fixed β — so the step is scaled to the radius: mean KL/δ should stay flat (the check). The solid line is the
+          Each mark is the share of visited states whose KL went past the radius δ, at that δ (both axes logarithmic).{' '}
+          {language ? (
+            <>
+              Sweep δ runs one stage from where your team stands at seven radii over three seeds, in the agents&apos; workers, with only δ changing —
+              one step per update with lr ∝ √δ from these settings&apos; δ and lr, no backtracking, fixed β — then puts the team back as it was.
+            </>
+          ) : (
+            <>
+              Sweep δ runs the delta-sweep preset (its open settings, if that preset is open; else its relay of 4 agents with 264 local states) at
+              seven radii with only δ changing — same tables and seeds, one Adam step per update with lr ∝ √δ, no backtracking, fixed β.
+            </>
+          )}{' '}
+          The step is scaled to the radius: mean KL/δ should stay flat (the check). The solid line is the
           least-squares fit v ≈ c·δ^p, the thin ones its 95 % interval; the dotted one has slope ½, the √δ law the paper reports.
           On the delta-sweep preset we measure p ≈ 0, not ½ (docs/method.md §9.2). With backtracking on, rates stay near 0.
         </>

@@ -207,7 +207,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
             </defs>
             <CartesianGrid stroke={GRID} vertical={false} />
             <XAxis dataKey="label" tickLine={false} stroke={MUTED_INK} fontSize={12} interval={0} height={46} tick={<Tick rows={wf.rows} />} />
-            <YAxis tickFormatter={(v: number) => term(v)} width={64} stroke={MUTED_INK} fontSize={12} />
+            <YAxis tickFormatter={(v: number) => term(v)} width={64} stroke={MUTED_INK} fontSize={12} {...(wf.rows.every((r) => r.value === 0 || !Number.isFinite(r.value)) ? { domain: [-1, 1], ticks: [-1, 0, 1] } : {})} />
             <ReferenceLine y={0} stroke={MUTED_INK} />
             <Tooltip content={<WfTooltip wf={wf} />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
             <Bar dataKey="range" shape={shapeFor(wf.held, hatch, picked)} isAnimationActive={false}>

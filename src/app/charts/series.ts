@@ -185,6 +185,8 @@ export interface JSeries {
   readonly ticks: readonly number[];
   /** Stages whose floor is below the drawn domain. */
   readonly clipped: number;
+  /** The overlaid run's J per stage (its stage 0 included), [] when none. */
+  readonly overlay: readonly { readonly stage: number; readonly j: number }[];
   readonly heldCount: number;
   /** Stages whose bound is above 0 (certified improvement). */
   readonly certifiedCount: number;
@@ -201,7 +203,10 @@ export interface JSeries {
  * band; floors further down are clipped to the bottom edge and counted, so one vacuous bound cannot
  * squash the J curve into a flat line.
  */
-export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoice; span?: number; j0ci?: number } = {}): JSeries {
+/** The J axis's least height: five ticks 0.001 or more apart, so distinct at J's 3 decimals. */
+export const J_MIN_SPAN = 0.006;
+
+export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoice; span?: number; j0ci?: number; overlay?: readonly StageRecord[] } = {}): JSeries {
   const form = opts.form ?? 'chosen';
   const raw: Omit<JRow, 'floorShown' | 'floorClipped'>[] = [];
   const first = records[0];
@@ -220,17 +225,30 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
       jHeld: held ? r.jAfter : null, jNotHeld: held ? null : r.jAfter,
     });
   }
+  // Another run of the same seed (the J chart's dashed overlay): its J per stage as `other`, on
+  // the rows of the same stage, extra rows past this run's last stage.
+  const other = new Map<number, number>();
+  const ov = opts.overlay ?? [];
+  if (ov.length > 0 && first) {
+    other.set(ov[0]!.stage - 1, ov[0]!.jBefore);
+    for (const r of ov) other.set(r.stage, r.jAfter);
+  }
   let lo = Infinity;
   let hi = -Infinity;
   for (const r of raw) {
     lo = Math.min(lo, r.band[0]);
     hi = Math.max(hi, r.band[1]);
   }
-  if (!Number.isFinite(lo)) return { rows: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, certifiedCount: 0, stages: 0, vacuous: 0 };
+  for (const v of other.values()) {
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
+  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, certifiedCount: 0, stages: 0, vacuous: 0 };
   const reach = Math.max(hi - lo, (opts.span ?? 0) / 4, 0.1);
   const allowed = lo - reach;
   for (const r of raw) if (r.floor !== null && Number.isFinite(r.floor) && r.floor >= allowed) lo = Math.min(lo, r.floor);
-  const pad = Math.max((hi - lo) * 0.04, 1e-3);
+  // At least J_MIN_SPAN tall: the ticks, printed to 3 decimals, then never repeat a label.
+  const pad = Math.max((hi - lo) * 0.04, (J_MIN_SPAN - (hi - lo)) / 2, 1e-3);
   const nice = niceScale(lo - pad, hi + pad);
   const domain = nice.domain;
   let clipped = 0;
@@ -239,9 +257,11 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     if (off) clipped++;
     return { ...r, floorShown: r.floor === null ? null : off ? domain[0] : r.floor, floorClipped: off };
   });
+  const overlay = [...other].sort((a, b) => a[0] - b[0]).map(([stage, j]) => ({ stage, j }));
   const staged = rows.filter((r) => r.held !== null);
   return {
     rows, domain, ticks: nice.ticks, clipped,
+    overlay,
     heldCount: staged.filter((r) => r.held).length,
     certifiedCount: staged.filter((r) => r.certified).length,
     stages: staged.length,
@@ -295,6 +315,17 @@ function bar(kind: WaterfallKind, label: string, value: number, from: number, to
   return { kind, label, value, from, to, range: [Math.min(from, to), Math.max(from, to)], total, inSum };
 }
 
+/** Ulps of a value's scale below which a difference is float rounding, not a change (see `dropNoise`). */
+export const NOISE_ULPS = 8;
+
+/**
+ * `x`, or exactly 0 when |x| is within NOISE_ULPS ulps of `scale` (the size of the quantities it
+ * was computed from): J − J of an unchanged team is ±1e−17, not a change to draw as a bar.
+ */
+export function dropNoise(x: number, scale: number): number {
+  return Number.isFinite(x) && Math.abs(x) <= NOISE_ULPS * Number.EPSILON * Math.abs(scale) ? 0 : x;
+}
+
 /**
  * The bound of one stage as cumulative bars: the fresh gain from 0 up, then each penalty down from
  * where the previous bar ended; the running end after "−finite" is exactly the lower bound (the
@@ -303,10 +334,14 @@ function bar(kind: WaterfallKind, label: string, value: number, from: number, to
  * outside the sum (omitted for records saved before it was measured).
  */
 export function waterfallRows(rec: StageRecord, form: FormChoice = 'chosen', span?: number): Waterfall {
-  const t = termsOf(rec, form);
-  const dJ = realisedDJ(rec);
+  const raw = termsOf(rec, form);
+  // Drawn at the precision of the numbers they come from: a term or ΔJ within a few ulps of J's
+  // scale is drawn as 0. `held` stays the recorded decision (stage.ts compares the raw numbers).
+  const scale = Math.max(Math.abs(rec.jBefore), Math.abs(rec.jAfter), span ?? 0);
+  const t: BoundTerms = { ...raw, gain: dropNoise(raw.gain, scale), shift: dropNoise(raw.shift, scale), bias: dropNoise(raw.bias, scale), finite: dropNoise(raw.finite, scale), lower: dropNoise(raw.lower, scale) };
+  const dJ = dropNoise(realisedDJ(rec), scale);
   const rows: WaterfallRow[] = [];
-  const inSample = typeof t.gainInSample === 'number' && Number.isFinite(t.gainInSample) ? t.gainInSample : Number.NaN;
+  const inSample = typeof t.gainInSample === 'number' && Number.isFinite(t.gainInSample) ? dropNoise(t.gainInSample, scale) : Number.NaN;
   if (Number.isFinite(inSample)) rows.push(bar('insample', 'in-sample gain (optimistic)', inSample, 0, inSample, true, false));
   let at = 0;
   rows.push(bar('gain', 'fresh gain', t.gain, at, (at += t.gain), false, true));
@@ -317,7 +352,7 @@ export function waterfallRows(rec: StageRecord, form: FormChoice = 'chosen', spa
   rows.push(bar('realised', 'real ΔJ', dJ, 0, dJ, true, false));
   const penalties = t.shift + t.bias + t.finite;
   return {
-    rows, form: resolvedForm(rec, form), terms: t, dJ, held: t.lower <= dJ, certified: certifiedUnder(rec, form), vacuous: isVacuous(t.lower, span),
+    rows, form: resolvedForm(rec, form), terms: t, dJ, held: raw.lower <= realisedDJ(rec), certified: certifiedUnder(rec, form), vacuous: isVacuous(t.lower, span),
     penaltyOverGain: t.gain > 0 ? penalties / t.gain : Infinity,
     optimism: inSample - t.gain,
   };

@@ -2,34 +2,29 @@
  * The timeline and the charts grid, wired to the store: what each chart is given and where it
  * comes from. The step in view (the timeline's selection, else the latest step) drives the
  * advantage, KL and transcript views; the stage in view drives the waterfall. The order
- * comparison and δ sweep run on demand (sideRuns.ts) from the buttons here.
+ * comparison, the simultaneous overlay and the δ sweep run on demand (sideRuns.ts) from the
+ * buttons here. The J chart and the game view share the first row (the first screen); a link's
+ * `<panel>_hide` flags (panels.ts) leave panels out.
  *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
-import { useMemo, useState } from 'react';
+import { memo, useMemo, useState } from 'react';
 import type { CertForm } from '../../sat/certificate';
-import {
-  AdvantageChart,
-  BetaChart,
-  JChart,
-  KlChart,
-  OrderChart,
-  Timeline,
-  TranscriptTable,
-  ViolationChart,
-  WaterfallChart,
-  findStep,
-  lastStepRef,
-  partialStage,
-  toStepRef,
-  transcriptRows,
-  violationPointsFromStages,
-} from '../charts';
+import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } from '../charts/lazy';
+import { findStep, lastStepRef, partialStage, toStepRef, transcriptRows, violationPointsFromStages } from '../charts/series';
+import { Timeline as TimelineView } from './Timeline';
 import { useSession } from '../sessionContext';
-import { compareOrders, compareOrdersTitle, sweepDeltas, sweepDeltasTitle } from '../sideRuns';
+import { compareOrders, compareOrdersTitle, compareSimultaneous, compareSimultaneousTitle, sweepDeltas, sweepDeltasTitle } from '../sideRuns';
+import { isLlmTask } from '../../sat/config';
+import type { TabularEnv } from '../../sat/env/tabular';
+import { frameAt } from '../gameFrame';
+import { shown, type PanelName } from '../panels';
+import { TableGameView, TranscriptGameView } from './GameView';
 import { select, usePlayground } from '../store';
 import { SwapCard } from './SwapCard';
 import { TokenInspector } from './TokenInspector';
+
+const Timeline = memo(TimelineView);
 
 export function ChartsPanel() {
   const session = useSession();
@@ -45,6 +40,9 @@ export function ChartsPanel() {
   const span = usePlayground((s) => s.span);
   const horizon = usePlayground((s) => s.horizon);
   const status = usePlayground((s) => s.status);
+  const frames = usePlayground((s) => s.frames);
+  const simultaneous = usePlayground((s) => s.simultaneous);
+  const hide = usePlayground((s) => s.hide);
   const [form, setForm] = useState<CertForm | null>(null);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
 
@@ -58,35 +56,75 @@ export function ChartsPanel() {
     return transcripts.find((b) => b.stage === ref.stage && b.before === step?.position) ?? transcripts[transcripts.length - 1] ?? null;
   }, [transcripts, ref, step]);
   const rows = useMemo(() => transcriptRows(batch, stages, { current }), [batch, stages, current]);
+  const game = frames.length > 0 ? (session.currentExperiment()?.env as Partial<TabularEnv> | undefined)?.game ?? null : null;
+  const frame = useMemo(() => (step ? frameAt(frames, step.stage, step.position) : frames[frames.length - 1] ?? null), [frames, step]);
   if (!cfg) return null;
   const certForm = form ?? cfg.certForm;
+  const on = (name: PanelName) => shown(hide, name);
+  const where = step ? `stage ${step.stage}, after agent ${step.agent}${cfg.scheme === 'simultaneous' ? ' (joint step)' : ''}` : 'the initial team';
+  const llm = isLlmTask(cfg.task);
 
   return (
     <>
-      <section className="timeline-section" aria-label="Timeline">
-        <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={select} />
-      </section>
-      <SwapCard records={stages} />
-      <div className="charts-grid">
-        <JChart records={stages} form={certForm} span={span} j0ci={j0?.ci} />
-        <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />
-        <AdvantageChart step={step} aClip={cfg.aClip} />
-        <KlChart step={step} alpha={cfg.alpha} />
-        <BetaChart records={stages} current={current} nAgents={nAgents} />
-        <ViolationChart points={violation} sweep={sweep} step={step} />
-        <div className="chart-with-action">
-          <OrderChart series={orders} form={certForm} />
-          <div className="chart-actions">
-            <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders(session)} title={compareOrdersTitle(cfg, stages.length)}>
-              Compare orders
-            </button>
-            <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title={sweepDeltasTitle(cfg)}>
-              Sweep δ
-            </button>
-          </div>
+      {on('timeline') && (
+        <section className="timeline-section" aria-label="Timeline" data-panel="timeline">
+          <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={select} joint={cfg.scheme === 'simultaneous'} />
+        </section>
+      )}
+      {(on('j') || on('game')) && (
+        <div className="first-row">
+          {on('j') && (
+            <div className="chart-with-action" data-panel="j">
+              <JChart records={stages} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />
+              {cfg.scheme === 'sequential' && (
+                <div className="chart-actions">
+                  <button type="button" className="small" data-testid="compare-simultaneous" disabled={busy || llm || simultaneous !== null} onClick={() => void compareSimultaneous(session)} title={compareSimultaneousTitle(cfg)}>
+                    {simultaneous ? 'Simultaneous shown (dashed)' : 'Overlay simultaneous'}
+                  </button>
+                </div>
+              )}
+            </div>
+          )}
+          {on('game') && (llm ? <TranscriptGameView row={rows[0] ?? null} where={batch ? `stage ${batch.stage}, batch of agent step ${batch.before + 1}` : ''} /> : game && <TableGameView game={game} frame={frame} where={where} />)}
         </div>
+      )}
+      {stageInView && stageInView.steps.length > 0 && stageInView.steps.every((x) => !x.accepted) && (
+        <p className="notice stage-still" data-testid="stage-still">
+          Nothing moved in stage {stageInView.stage}: every agent&apos;s update left its trust region (KL above its δ) even after {cfg.maxBacktracks} backtrack
+          {cfg.maxBacktracks === 1 ? '' : 's'}, so each kept its policy (π_cur, onExhausted = {cfg.onExhausted}) and J did not change — the trust region
+          doing its job, not a fault.
+          {cfg.betaAdapt ? ' β grew with every backtrack and carries to the next stage, so the next steps are smaller.' : ''} For movement from stage 1, lower lr or
+          raise δ and Apply.
+        </p>
+      )}
+      <SwapCard records={stages} maxNew={llm ? cfg.maxNew : null} />
+      <div className="charts-grid">
+        {on('waterfall') && <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />}
+        {on('advantages') && <AdvantageChart step={step} aClip={cfg.aClip} />}
+        {on('kl') && <KlChart step={step} alpha={cfg.alpha} />}
+        {on('beta') && <BetaChart records={stages} current={current} nAgents={nAgents} />}
+        {on('violation') && (
+          <div className="chart-with-action" data-panel="violation">
+            <ViolationChart points={violation} sweep={sweep} step={step} language={llm} />
+            <div className="chart-actions">
+              <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title={sweepDeltasTitle(cfg)}>
+                Sweep δ
+              </button>
+            </div>
+          </div>
+        )}
+        {on('orders') && (
+          <div className="chart-with-action" data-panel="orders">
+            <OrderChart series={orders} form={certForm} />
+            <div className="chart-actions">
+              <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders(session)} title={compareOrdersTitle(cfg, stages.length)}>
+                Compare orders
+              </button>
+            </div>
+          </div>
+        )}
       </div>
-      {transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={select} inspector={<TokenInspector step={ref} />} />}
+      {on('transcripts') && transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={select} inspector={<TokenInspector step={ref} />} />}
     </>
   );
 }

@@ -4,7 +4,8 @@
  * one config table, grouped in the order of docs/method.md's sections (task, model, run,
  * advantages, objective, trust region, order, certificate, swap; the list is docs/method.md §11).
  * Each control's tooltip is its doc comment and allowed range; a share link's `<key>_hide=true`
- * hides it. Edits are drafts until Apply (Enter) builds a fresh team.
+ * hides it (`settings_hide` the whole fold). The settings fold away, closed by default, so the first
+ * screen shows the run. Edits are drafts until Apply (Enter) builds a fresh team.
  *
  * Not here: the step controls (StepControls.tsx) or the team builder (TeamBuilder.tsx).
  */
@@ -13,6 +14,7 @@ import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, type ConfigKey, type F
 import { PRESETS, findPreset } from '../../sat/presets';
 import { answerWorksheet, WORKSHEET } from '../../sat/worksheet';
 import { useSession } from '../sessionContext';
+import { Fold } from './Fold';
 import { isDirty, setField, usePlayground } from '../store';
 
 const GROUPS: readonly { group: Group; title: string; open: boolean }[] = [
@@ -159,9 +161,12 @@ export function Controls() {
   const busy = status === 'busy' || status === 'running' || status === 'loading';
   const llm = isLlmTask(task);
   const visible = (k: ConfigKey) => !hide.includes(k) && !(llm && TABULAR_ONLY.includes(k));
+  if (hide.includes('preset') && hide.includes('settings')) return null;
   return (
     <aside className="controls" aria-label="Experiment controls">
       {!hide.includes('preset') && <PresetGallery />}
+      {!hide.includes('settings') && (
+      <Fold name="settings" summary={<span className="section-title">Settings{dirty ? ' · changed, not applied' : ''}</span>}>
       <form
         className="settings"
         noValidate // parseConfig's message names the setting and its range; the browser's bubble would not
@@ -171,7 +176,7 @@ export function Controls() {
         }}
       >
         <div className="settings-head">
-          <h2 className="section-title">Settings</h2>
+          <span className="muted small-note">Edits apply as a fresh team.</span>
           <button type="submit" className={dirty ? 'primary small' : 'small'} data-testid="apply" disabled={busy} title="Build a fresh team with these settings (Enter)">
             {dirty ? 'Apply changes' : 'Apply'}
           </button>
@@ -196,6 +201,8 @@ export function Controls() {
           );
         })}
       </form>
+      </Fold>
+      )}
     </aside>
   );
 }

@@ -44,7 +44,7 @@ function CertMark({ certified }: { certified: boolean }) {
   );
 }
 
-const Row = memo(function Row({ row }: { row: StageRow }) {
+const Row = memo(function Row({ row, joint }: { row: StageRow; joint: boolean }) {
   return (
     <tr data-testid="stage-row">
       <td className="num">{row.stage}</td>
@@ -64,7 +64,9 @@ const Row = memo(function Row({ row }: { row: StageRow }) {
         <CertMark certified={row.certified} />
       </td>
       <td className="order">
-        {row.order.map((a, i) => (
+        {joint ? (
+          <span title="scheme = simultaneous: every agent moved at once, from the same batch">all at once</span>
+        ) : row.order.map((a, i) => (
           <span key={i} className="order-step">
             {i > 0 && <span className="arrow" aria-hidden="true">→</span>}
             <AgentChip agent={a} />
@@ -195,7 +197,7 @@ export function StageTable() {
           </thead>
           <tbody>
             {rows.map((r) => (
-              <Row key={r.stage} row={r} />
+              <Row joint={cfg.scheme === 'simultaneous'} key={r.stage} row={r} />
             ))}
           </tbody>
         </table>

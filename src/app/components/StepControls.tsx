@@ -61,6 +61,21 @@ function useShortcuts(): void {
   }, [session]);
 }
 
+/**
+ * Where the run stands, in words: "Building the team…", "Stage 5 of 30: 2 of 3 agents updated",
+ * "Stage 5 of 30 done", "All 30 stages done"; a step in flight says so.
+ */
+export function whereWords(w: { status: string; stagesDone: number; stepsDone: number; total: number; nAgents: number; joint: boolean }): string {
+  if (w.status === 'idle' || (w.status === 'loading' && w.total > 0 && w.nAgents === 0)) return 'Building the team…';
+  if (w.status === 'done' || (w.total > 0 && w.stagesDone >= w.total && w.stepsDone === 0)) return `All ${w.total} stages done`;
+  const stepping = w.status === 'busy' || w.status === 'running';
+  if (w.stepsDone > 0) {
+    return `Stage ${w.stagesDone + 1} of ${w.total}: ${w.stepsDone} of ${w.nAgents} agents updated${stepping ? ', stepping…' : ''}`;
+  }
+  if (w.stagesDone === 0) return stepping ? `Stage 1 of ${w.total}: stepping…` : `Ready: stage 1 of ${w.total} next`;
+  return `Stage ${w.stagesDone} of ${w.total} done${stepping ? `; stage ${w.stagesDone + 1} stepping…` : ''}${w.joint ? ' (joint steps)' : ''}`;
+}
+
 export function StepControls() {
   useShortcuts();
   const session = useSession();
@@ -70,14 +85,22 @@ export function StepControls() {
   const stagesDone = usePlayground((s) => s.stages.length);
   const stepsDone = usePlayground((s) => s.partial.length);
   const total = usePlayground((s) => s.config?.stages ?? 0);
+  const nAgents = usePlayground((s) => s.agents.length);
+  const joint = usePlayground((s) => s.config?.scheme === 'simultaneous');
   const running = status === 'running';
   const working = status === 'busy' || status === 'loading';
   const noTeam = status === 'idle' || (status === 'loading' && stagesDone === 0 && !progress?.cancellable);
   const done = status === 'done';
   return (
     <div className="stepbar" role="toolbar" aria-label="Step through SAT">
-      <button type="button" data-testid="step-agent" disabled={noTeam || working || running || done} onClick={() => void session.stepAgent()} title="One agent update of the current stage (→ or A)">
-        Step agent ▸
+      <button
+        type="button"
+        data-testid="step-agent"
+        disabled={noTeam || working || running || done}
+        onClick={() => void session.stepAgent()}
+        title={joint ? 'scheme = simultaneous: every agent moves at once, so one step is the whole stage (→ or A)' : 'One agent update of the current stage (→ or A)'}
+      >
+        {joint ? 'Step (joint) ▸' : 'Step agent ▸'}
       </button>
       <button type="button" data-testid="step-stage" disabled={noTeam || working || running || done} onClick={() => void session.stepStage()} title="Finish the current stage (S)">
         Step stage ▸▸
@@ -104,8 +127,7 @@ export function StepControls() {
         </select>
       </label>
       <div className="where" data-testid="where" aria-live="polite">
-        {status === 'idle' ? 'Starting…' : `Stage ${Math.min(stagesDone + (stepsDone > 0 ? 1 : 0), total)} / ${total}` + (stepsDone > 0 ? ` · agent step ${stepsDone} in progress` : '')}
-        {done && ' · done'}
+        {whereWords({ status, stagesDone, stepsDone, total, nAgents, joint })}
       </div>
       {progress && (
         <div className="work" data-testid="progress" role="status">

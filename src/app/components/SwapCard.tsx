@@ -17,7 +17,21 @@ function edge(x: number): string {
   return x === Infinity ? '∞' : short(x);
 }
 
-export function SwapCard({ records }: { records: readonly StageRecord[] }) {
+/**
+ * The swap's radius in words. A table's radius is measured: the largest KL over every state of
+ * the agent's table. A language seat's is the bound Stage-0 guarantees, not a measurement: each
+ * token's KL ≤ δ₀ at every state it samples from, so a message of at most maxNew tokens (one of
+ * the agent's turns, the unit the floor counts) is within maxNew·δ₀.
+ */
+export function radiusWords(s: { certRadius: number; stage0: boolean; delta0: number }, maxNew: number | null): string {
+  if (maxNew !== null) {
+    return `each token of its messages is within KL δ₀ = ${short(s.delta0)} of the replaced agent by Stage-0, so a message of at most maxNew = ${maxNew} tokens is within ${sci(s.certRadius)} (= ${maxNew}·δ₀)`;
+  }
+  return `its largest KL to the replaced agent at any state is ${sci(s.certRadius)}${s.stage0 ? ` (≤ δ₀ = ${short(s.delta0)} by Stage-0)` : ''}`;
+}
+
+/** `maxNew`: a language team's longest message in tokens (null for a table game). */
+export function SwapCard({ records, maxNew = null }: { records: readonly StageRecord[]; maxNew?: number | null }) {
   const rec = records.find((r) => r.swap);
   if (!rec?.swap) return null;
   const s = rec.swap;
@@ -41,7 +55,9 @@ export function SwapCard({ records }: { records: readonly StageRecord[] }) {
         <p data-testid="swap-cert">
           Certified: the swap cannot have lowered J by more than <strong>{fixed3(-s.certFloor)}</strong>
           {Number.isFinite(s.certRadius) ? (
-            <> — its largest KL to the replaced agent at any state is {sci(s.certRadius)}{s.stage0 ? ` (≤ δ₀ by Stage-0)` : ''}, and one step of that size moves J by at most that much (docs/certificate.md §8).</>
+            <>
+              {' '}— <span data-testid="swap-radius" data-value={s.certRadius}>{radiusWords(s, maxNew)}</span>, and a step of that size at each of its turns moves J by at most that much (docs/certificate.md §8).
+            </>
           ) : (
             <> — no per-state radius is known without Stage-0, so only the trivial bound (the reward range) applies.</>
           )}{' '}

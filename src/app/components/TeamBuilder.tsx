@@ -40,6 +40,26 @@ function formOrder(orderText: string, customText: string, n: number): number[] {
   return valid ? custom : Array.from({ length: n }, (_, i) => (orderText === 'reverse' ? n - 1 - i : i));
 }
 
+/** The folded team builder's one line: each agent in its colour with its model, and the order. */
+export function TeamSummary() {
+  const agents = usePlayground((s) => s.agents);
+  const cfg = usePlayground((s) => s.config);
+  if (!cfg) return <span className="muted">Team</span>;
+  return (
+    <span className="team-summary" data-testid="team-summary">
+      <span className="team-summary-title">Team</span>
+      {agents.map((a) => (
+        <span key={a.index} className="agent-chip" style={{ '--agent': agentColor(a.index) } as CSSProperties}>
+          agent {a.index} <span className="muted">{a.name}</span>
+        </span>
+      ))}
+      <span className="muted">
+        order {cfg.order}, δ = {short(cfg.delta)}, scheme {cfg.scheme} · open to edit
+      </span>
+    </span>
+  );
+}
+
 export function TeamBuilder() {
   const agents = usePlayground((s) => s.agents);
   const seats = usePlayground((s) => s.seats);
@@ -179,6 +199,11 @@ export function TeamBuilder() {
             now: order = {cfg.order}
             {dirty && ' · changes apply on Apply'}
           </span>
+          {dirty && (
+            <button type="button" className="primary small" data-testid="team-apply" onClick={() => void session.applySettings()} title="Build a fresh team with these settings">
+              Apply changes
+            </button>
+          )}
         </div>
       )}
     </section>

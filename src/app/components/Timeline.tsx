@@ -14,7 +14,7 @@
  */
 import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react';
 import type { StageRecord } from '../../sat/stage';
-import { HeldGlyph } from '../charts/ChartFrame';
+import { HeldGlyph, HowTo } from '../charts/ChartFrame';
 import { certifiedUnder, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from './AgentChip';
@@ -33,6 +33,8 @@ export interface TimelineProps {
   readonly onSelect: (ref: StepRef) => void;
   /** "Where we are": default the last agent step run. */
   readonly cursor?: Required<StepRef> | null;
+  /** scheme = simultaneous: every agent of a stage moves at once, one joint step (cells marked "=" instead of a turn in σ). */
+  readonly joint?: boolean;
 }
 
 const NAV_KEYS: readonly NavKey[] = ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End'];
@@ -61,7 +63,7 @@ function whereWords(stages: readonly TimelineStage[], here: Required<StepRef> | 
   return last.finished ? `${stages.length} stage${stages.length > 1 ? 's' : ''} done${latest}` : `stage ${last.stage}: ${done} of ${last.cells.length} agents updated${latest}`;
 }
 
-export function Timeline({ nAgents, records, current, selected: selectedIn, onSelect: report, cursor }: TimelineProps) {
+export function Timeline({ nAgents, records, current, selected: selectedIn, onSelect: report, cursor, joint = false }: TimelineProps) {
   const stages = timelineStages(records, nAgents, current);
   const certified = new Map(records.map((r) => [r.stage, certifiedUnder(r, 'chosen')]));
   const selected = toStepRef(records, current, selectedIn);
@@ -83,6 +85,13 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
     if (grid.current && typeof document !== 'undefined' && grid.current.contains(document.activeElement)) el.focus();
     el.scrollIntoView?.({ block: 'nearest', inline: 'nearest' });
   }, [selected?.stage, selected?.agent]);
+
+  // The newest column in view: after a run the latest stage is at the right edge, not cut off.
+  const scroller = useRef<HTMLDivElement | null>(null);
+  useEffect(() => {
+    const el = scroller.current;
+    if (el && !selected) el.scrollLeft = el.scrollWidth;
+  }, [stages.length, selected]);
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (!(NAV_KEYS as readonly string[]).includes(e.key)) return;
@@ -107,7 +116,7 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
           {whereWords(stages, here)}
         </span>
       </header>
-      <div className="timeline-scroll">
+      <div className="timeline-scroll" ref={scroller}>
         <div
           ref={grid}
           role="grid"
@@ -164,7 +173,7 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
                       if (!pending) onSelect(ref);
                     }}
                   >
-                    {c.position ?? ''}
+                    {c.position === null ? '' : joint ? '=' : c.position}
                     {c.status === 'backtracked' && <span className="timeline-bt" aria-hidden="true">↺</span>}
                   </div>
                 );
@@ -173,13 +182,21 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
           ))}
         </div>
       </div>
-      <p className="chart-howto timeline-legend">
-        <span className="chart-howto-label">How to read this:</span> each column is a stage, each row an agent; the number is the
-        agent&apos;s turn in that stage&apos;s update order σ (docs/method.md §3); hover a stage number for its certificate. <span className="legend-cell done">1</span> accepted{' '}
+      <HowTo
+        text={
+          <>
+        {joint ? (
+          <>each column is a stage, each row an agent; scheme = simultaneous moves every agent of a stage at once from the same batch, one joint step (= in every cell), the baseline SAT improves on (docs/method.md §3);</>
+        ) : (
+          <>each column is a stage, each row an agent; the number is the agent&apos;s turn in that stage&apos;s update order σ (docs/method.md §3);</>
+        )}{' '}
+        hover a stage number for its certificate. <span className="legend-cell done">1</span> accepted{' '}
         <span className="legend-cell backtracked">1<span className="timeline-bt">↺</span></span> accepted after backtracking{' '}
         <span className="legend-cell rejected">1</span> rejected <span className="legend-cell pending">1</span> not run yet{' '}
         <span className="legend-cell done cursor">1</span> latest step. Click a cell, or use the arrow keys, to show that step in the charts.
-      </p>
+          </>
+        }
+      />
     </section>
   );
 }

@@ -38,6 +38,28 @@ function decode(ids: ArrayLike<number>): string {
   return Array.from(ids, (id) => tokenizer.tokenString(id)).join('');
 }
 
+/**
+ * A context as a person reads it: the turn markers as "agent i:", the separator as a bar, the
+ * padding and sequence markers dropped — "13 | agent 1: 101 | agent 2:" for ">13<sep><a1>101<sep><a2>".
+ */
+export function contextText(ids: ArrayLike<number>): string {
+  let out = '';
+  for (const id of Array.from(ids)) {
+    const s = tokenizer.tokenString(id);
+    const turn = /^<a(\d)>$/.exec(s);
+    if (turn) out += `${out && !out.endsWith(' ') ? ' ' : ''}agent ${turn[1]}: `;
+    else if (s === '<sep>') out += ' | ';
+    else if (s === '<pad>' || s === '<bos>' || s === '<eos>') continue;
+    else out += s;
+  }
+  return out.replace(/\s+/g, ' ').trim();
+}
+
+/** Episodes listed per page of the inspector (every episode of the batch is reachable by paging). */
+export const EPISODES_PER_PAGE = 12;
+/** Asked of the worker: every episode of the batch (a page's batch is at most B·G). */
+const ALL_EPISODES = 1 << 16;
+
 /** A number to 4 significant digits with the page's minus sign. */
 function num(x: number): string {
   return Number.isFinite(x) ? x.toPrecision(4).replace(/-/g, '\u2212') : '—';
@@ -165,11 +187,22 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
   const buttons = useRef<(HTMLButtonElement | null)[]>([]);
   const index = useMemo(() => new Map(flat.map((f, i) => [f.t, i])), [flat]);
   const shown = hover ?? (open !== null ? open : null);
+  const [page, setPage] = useState(0);
+  const pages = Math.ceil(ins.episodes.length / EPISODES_PER_PAGE);
+  /** The page that lists flat token i (its episode's place in the list). */
+  const pageOf = useMemo(() => {
+    const at = new Map(ins.episodes.map((ep, k) => [ep, Math.floor(k / EPISODES_PER_PAGE)]));
+    return (i: number) => at.get(flat[i]!.ep) ?? 0;
+  }, [ins, flat]);
 
   const move = (i: number) => {
     const j = Math.max(0, Math.min(flat.length - 1, i));
     setFocus(j);
-    buttons.current[j]?.focus();
+    if (pageOf(j) !== page) {
+      setPage(pageOf(j));
+      // The button exists once the page is drawn.
+      requestAnimationFrame(() => buttons.current[j]?.focus());
+    } else buttons.current[j]?.focus();
   };
   const onKey = (e: KeyboardEvent) => {
     const keys: Record<string, () => void> = {
@@ -214,8 +247,21 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
         <span className="ti-kl-sample" /> KL / δ
       </div>
       <Readout f={shown !== null ? flat[shown]! : null} ins={ins} />
+      {pages > 1 && (
+        <div className="ti-pages" data-testid="inspector-pages">
+          <button type="button" className="small" data-testid="inspector-prev" disabled={page === 0} onClick={() => setPage(page - 1)}>
+            ◂ earlier
+          </button>
+          <span>
+            episodes {page * EPISODES_PER_PAGE + 1}–{Math.min(ins.episodes.length, (page + 1) * EPISODES_PER_PAGE)} of {ins.episodes.length}
+          </span>
+          <button type="button" className="small" data-testid="inspector-next" disabled={page >= pages - 1} onClick={() => setPage(page + 1)}>
+            later ▸
+          </button>
+        </div>
+      )}
       <div className="ti-episodes" role="group" aria-label="The agent's tokens: arrow keys move, Enter shows the distribution" onKeyDown={onKey}>
-        {ins.episodes.map((ep) => (
+        {ins.episodes.slice(page * EPISODES_PER_PAGE, (page + 1) * EPISODES_PER_PAGE).map((ep) => (
           <div key={ep.e} className="ti-episode" data-testid="inspector-episode">
             <div className="ti-ep-head muted">
               episode {ep.e + 1}: Ã = {fixed3(ep.adv)}, w = {fixed3(ep.weight)}, r_e = {num(ep.ratio)}
@@ -223,9 +269,9 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
             </div>
             {ep.messages.map((m, mi) => (
               <div key={mi} className="ti-msg">
-                <code className="ti-context" title={decode(m.context)}>
-                  {decode(m.context).slice(-24)}
-                </code>
+                <span className="ti-context" title={decode(m.context)}>
+                  {contextText(m.context)}
+                </span>
                 {m.tokens.map((t) => {
                   const i = index.get(t)!;
                   return (
@@ -281,7 +327,7 @@ export function TokenInspector({ step }: TokenInspectorProps) {
     if (!open || !step || !idle) return;
     let live = true;
     setAnswer(null); // never show an earlier answer (another experiment's step of the same name) meanwhile
-    void session.inspectStep(step).then((a) => {
+    void session.inspectStep(step, ALL_EPISODES).then((a) => {
       if (live) setAnswer({ key, a });
     });
     return () => {

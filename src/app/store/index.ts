@@ -23,6 +23,8 @@ import type { DeltaSweepResult } from '../../sat/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 import type { AgentInfo } from '../../sat/types';
 import type { TranscriptBatch } from '../charts/series';
+import type { GameFrame } from '../gameFrame';
+import type { BackendLine } from '../backendLine';
 import { findStep, type StepRef } from '../stepRef';
 import type { QuantKind } from '../../model/quant';
 
@@ -98,8 +100,10 @@ export interface RunSlice {
   agents: readonly AgentView[];
   /** Seats holding (or, from a link, needing) a checkpoint of their own. */
   seats: readonly SeatView[];
-  /** One line on where agents run (e.g. "3 Web Workers, CPU backend"), always visible. */
+  /** Where the agents run, the whole sentence (the header's hover). */
   backend: string;
+  /** The header's short line and its warning (backendLine.ts); null while the team is built. */
+  backendLine: BackendLine | null;
   /** The applied config (null until the first experiment is built). */
   config: Config | null;
 }
@@ -123,6 +127,10 @@ export interface MetricsSlice {
   sweep: DeltaSweepResult | null;
   /** Language tasks: a few episodes of the batch each agent step trained on (the latest ones). */
   transcripts: readonly TranscriptBatch[];
+  /** Table games: what the game view draws after each agent step (gameFrame.ts), oldest first. */
+  frames: readonly GameFrame[];
+  /** The same config and seed run with scheme = simultaneous, overlaid on the J chart (null: not run). */
+  simultaneous: SeriesRun | null;
   /** R_max − R_min of the task (a bound below −span is vacuous) and the horizon H. */
   span: number;
   horizon: number;
@@ -154,7 +162,7 @@ export const DEFAULT_PRESET = PRESETS[0]!.name;
 
 const initialForm = formOf(presetConfig(DEFAULT_PRESET));
 
-export const emptyMetrics = (): MetricsSlice => ({ j0: null, stages: [], partial: [], selected: null, orders: [], sweep: null, transcripts: [], span: 0, horizon: 1 });
+export const emptyMetrics = (): MetricsSlice => ({ j0: null, stages: [], partial: [], selected: null, orders: [], sweep: null, transcripts: [], frames: [], simultaneous: null, span: 0, horizon: 1 });
 
 /** Transcript batches kept (the latest agent steps'); older ones are dropped to bound memory. */
 export const MAX_TRANSCRIPT_BATCHES = 60;
@@ -174,6 +182,7 @@ export function createPlaygroundStore() {
     agents: [],
     seats: [],
     backend: 'starting…',
+    backendLine: null,
     config: null,
     // metrics
     ...emptyMetrics(),
