@@ -18,6 +18,7 @@ import { tokenizer as charTokenizer, type TextTokenizer } from '../../model/toke
 import { nextTurn, protocolHorizon, teamVerdict, type Message, type TeamSpec } from '../../tasks/llm/protocols';
 import type { LlmTask, Problem } from '../../tasks/llm/types';
 import type { LmAgentPolicy, LmSteps } from '../agents/lm';
+import type { CertScope } from '../certificate';
 import type { AgentPolicy, AgentTurn, Batch, Episode } from '../types';
 import type { RolloutOptions, TeamEnv, TeamEvaluation } from './types';
 
@@ -62,6 +63,10 @@ export class LmEnv implements TeamEnv {
   readonly opts: LmEnvOptions;
   /** The episodes of the last rollout, for transcripts. */
   lastEpisodes: LmEpisodeRecord[] = [];
+  /** The team-level certificate (docs/certificate.md §5b): the per-agent one cannot certify a language team's small gains. */
+  certScope: CertScope = 'team';
+  /** CRN pairs of each stage's check of its bound (heldCheck.ts); 0: unchecked. */
+  heldPairs = 0;
 
   constructor(task: LlmTask, protocol: TeamSpec['protocol'], nAgents: number, opts: LmEnvOptions) {
     this.task = task;
