@@ -237,7 +237,7 @@ function certifyStep(
  * with the projection's full softmax, while with top-k its sampler draws from the truncated one:
  * the ratio would not be the sampler's (docs/certificate.md §3.1), so nothing is claimed.
  */
-function refusal(cfg: Config, team: readonly AgentPolicy[]): string | undefined {
+export function certRefusal(cfg: Config, team: readonly AgentPolicy[]): string | undefined {
   const projected = team.some((a) => (a as { sampler?: unknown }).sampler === 'projection');
   if (cfg.topK > 0 && projected) {
     return `no certificate with topK = ${cfg.topK} while a Stage-0 projection holds a seat: the projection scores tokens with its full softmax but samples from the top ${cfg.topK}, so the importance ratio would not be the sampler's (docs/certificate.md §3.1). Set topK = 0 for a certified stage.`;
@@ -320,7 +320,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   // Which bound decides: the team-level one (§5b; the default for language teams) or the agents'
   // steps added (§5). A sampler whose probabilities the ratios cannot reproduce gets no certificate.
   const scope: CertScope = env.certScope ?? 'agents';
-  const refused = refusal(cfg, team);
+  const refused = certRefusal(cfg, team);
   let decisions = 0;
   let episodesUsed = 0;
 
