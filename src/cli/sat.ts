@@ -473,7 +473,7 @@ async function main(): Promise<void> {
   const checked = stages.filter((s) => s.held === undefined || s.held.state !== 'unchecked');
   const heldWords = checked.length === 0
     ? 'not checked (held-out J is too noisy to test a bound; --certify-report checks it with common random numbers)'
-    : `held in ${fmt(checked.filter((s) => s.metrics['cert/held'] === 1).length / checked.length, 2)} of ${checked.length < stages.length ? 'the checked' : ''} stages`;
+    : `held in ${fmt(checked.filter((s) => s.metrics['cert/held'] === 1).length / checked.length, 2)} of ${checked.length < stages.length ? 'the checked ' : ''}stages`;
   console.log(`\nfinal J ${fmt(stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(stages), 2)} of stages; certificate ${heldWords} and certified an improvement in ${fmt(certified, 2)}`);
   if (args.json) {
     writeFileSync(args.json, JSON.stringify({ preset: args.preset, config: cfg, j0: exp.j0, stages: stages.map((s) => s.metrics) }, null, 1));
