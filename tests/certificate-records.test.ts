@@ -1,5 +1,5 @@
 /**
- * What the certificate's records say, and what older records keep (docs/certificate.md §5b, §12):
+ * What the certificate's records say, and what older records keep (docs/certificate.md §5.1, §12):
  *
  * - "held" on exact J: a tie within a few ulps of |J| is held; beyond it is not; the language
  *   verdict against a CRN estimate is held / not held / undecided at 2 standard errors.

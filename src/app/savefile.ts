@@ -811,7 +811,7 @@ const STAGE_SPEC: Spec = {
     // steps: checked one by one before the rest (STEP_SPEC), so that a message names "step k".
     certificate: {
       fields: { chosen: BOUND_TERMS, gamma: BOUND_TERMS, episodic: BOUND_TERMS, form: { oneOf: ['episodic', 'gamma'] } },
-      // Absent in records written before the team-level certificate (docs/certificate.md §5b).
+      // Absent in records written before the team-level certificate (docs/certificate.md §5.1).
       optional: {
         scope: { oneOf: ['team', 'agents'] },
         team: { fields: { ...numbers('ess', 'truncationCost', 'maxRatio'), mismatches: 'count', episodes: 'count' } },

@@ -25,7 +25,7 @@
  * shift of (2γ/(1−γ)²)·A_max·Σ√(δ_i/2)) is computed beside it as a control (§9): at γ = 0.99 it
  * is vacuous.
  *
- * The team-level form (§5b, `TeamCertBatch`, the default for language teams): ONE certification
+ * The team-level form (§5.1, `TeamCertBatch`, the default for language teams): ONE certification
  * batch drawn under π_cur at the stage start, each episode scored with the ratio of the final team
  * to the starting team r̄ = Π_j r_j, X = (min(r̄, c) − 1)·(R − b), one bound at δ_conf. Its
  * per-agent "shares" (min(ρ_≤i, c) − min(ρ_<i, c))·(R − b), with ρ_≤i the ratio of the first i
@@ -39,7 +39,7 @@ import { lowerConfidenceBound, type BoundKind } from '../core/confidence';
 
 export type CertForm = 'episodic' | 'gamma';
 
-/** Which bound decides the episodic certificate: one on the whole team's step, or the agents' steps added (§5, §5b). */
+/** Which bound decides the episodic certificate: one on the whole team's step, or the agents' steps added (§5, §5.1). */
 export type CertScope = 'team' | 'agents';
 
 /** One agent step's certificate, measured by the stage loop. */
@@ -92,7 +92,7 @@ export interface BoundTerms {
   readonly certified: boolean;
 }
 
-/** What the team-level form (§5b) measures beside its bound (absent in the per-agent form). */
+/** What the team-level form (§5.1) measures beside its bound (absent in the per-agent form). */
 export interface TeamCertStats {
   /** Effective sample size of r̄ over the batch's episodes, (Σ r̄)² / Σ r̄² (= episodes when r̄ ≡ 1). */
   readonly ess: number;
@@ -111,7 +111,7 @@ export interface Certificate {
   readonly gamma: BoundTerms;
   readonly episodic: BoundTerms;
   readonly form: CertForm;
-  /** Which bound `episodic` is: the team-level one (§5b) or the agents' steps added (§5). Absent in records older than the team-level form. */
+  /** Which bound `episodic` is: the team-level one (§5.1) or the agents' steps added (§5). Absent in records older than the team-level form. */
   readonly scope?: CertScope;
   /** The team-level form's ESS and truncation cost (scope 'team'). */
   readonly team?: TeamCertStats;
@@ -193,7 +193,7 @@ export function certificate(
 }
 
 /**
- * The team-level certification batch (docs/certificate.md §5b): episodes drawn under π_cur = π̂⁰
+ * The team-level certification batch (docs/certificate.md §5.1): episodes drawn under π_cur = π̂⁰
  * before any update of the stage, each with R′ = R − b. As the agents of σ move one after the
  * other, `advance` multiplies each episode's ratio ρ by the moved agent's r_j (given as log r_j per
  * episode) and returns its share X_i = (min(ρ_≤i, c) − min(ρ_<i, c))·R′; the shares add up to the
@@ -273,7 +273,7 @@ export class TeamCertBatch {
 }
 
 /**
- * The range of the team-level summand for a truncated ratio (§5b): min(r̄, c) ∈ [0, c] and
+ * The range of the team-level summand for a truncated ratio (§5.1): min(r̄, c) ∈ [0, c] and
  * R − R_min ∈ [0, A] give X ∈ [−A, (c − 1)·A]; a share X_i is a difference of two values in
  * [0, c] times R′, so it lies in [−c·A, c·A].
  */

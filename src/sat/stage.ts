@@ -246,7 +246,7 @@ export function certRefusal(cfg: Config, team: readonly AgentPolicy[]): string |
 }
 
 /**
- * Agent j's share of the team-level certificate (docs/certificate.md §5b): advance the team batch's
+ * Agent j's share of the team-level certificate (docs/certificate.md §5.1): advance the team batch's
  * ratios by r_j (log-ratios of the language batch, or of every enumerated trajectory on a tabular
  * game) and bound the share X_i at δ_conf/n. With c = ∞ (tabular) E[X_i] = ΔJ_i exactly and the
  * range is exact, so L_i bounds ΔJ_i; with a finite c the shares only add up to the team's
@@ -317,7 +317,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   const certRange: [number, number] = [0, 0];
   const [rMin, rMax] = env.rewardRange;
   const span = rMax - rMin;
-  // Which bound decides: the team-level one (§5b; the default for language teams) or the agents'
+  // Which bound decides: the team-level one (§5.1; the default for language teams) or the agents'
   // steps added (§5). A sampler whose probabilities the ratios cannot reproduce gets no certificate.
   const scope: CertScope = env.certScope ?? 'agents';
   const refused = certRefusal(cfg, team);
@@ -344,7 +344,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   const heldPairs = env.heldPairs ?? 0;
   const startSnapshots: AgentSnapshot[] | null = heldPairs > 0 && !env.evaluatePerAgent ? await Promise.all(team.map((a) => a.snapshot())) : null;
 
-  // The team-level certification batch (§5b): drawn under π_cur = π̂⁰ from its own stream, before
+  // The team-level certification batch (§5.1): drawn under π_cur = π̂⁰ from its own stream, before
   // anything about any update is decided; no update ever sees it. Language teams roll it out;
   // tabular games draw trajectories from the exact distribution (and score every trajectory, for
   // the summands' exact ranges). Its size is the per-agent budget times n.
@@ -542,7 +542,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   let teamStats: TeamCertStats | undefined;
   let joint: { gain: number; lower: number };
   if (team0) {
-    // One bound on the team's step at δ_conf (§5b): X = (min(r̄, c) − 1)·(R − b) per unit.
+    // One bound on the team's step at δ_conf (§5.1): X = (min(r̄, c) − 1)·(R − b) per unit.
     const x = team0.tc.summands();
     let range: [number, number];
     if (team0.all) {

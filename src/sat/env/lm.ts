@@ -63,7 +63,7 @@ export class LmEnv implements TeamEnv {
   readonly opts: LmEnvOptions;
   /** The episodes of the last rollout, for transcripts. */
   lastEpisodes: LmEpisodeRecord[] = [];
-  /** The team-level certificate (docs/certificate.md §5b): the per-agent one cannot certify a language team's small gains. */
+  /** The team-level certificate (docs/certificate.md §5.1): the per-agent one cannot certify a language team's small gains. */
   certScope: CertScope = 'team';
   /** CRN pairs of each stage's check of its bound (heldCheck.ts); 0: unchecked. */
   heldPairs = 0;

@@ -49,7 +49,10 @@ export function trajectoryLogRatios(space: TeamCertSpace, agent: number, oldTabl
 export class TabularEnv implements TeamEnv {
   readonly game: TabularGame;
   readonly evaluatePerAgent = true;
-  /** The per-agent form: on every tabular preset it was at least as tight as the team-level one (docs/certificate.md §5b). */
+  /**
+   * The per-agent form. The team-level one is tighter on every preset but costs several times the
+   * certificate's time; docs/certificate.md §5.1 says which is shown and why.
+   */
   certScope: CertScope = 'agents';
   constructor(game: TabularGame) {
     this.game = game;
@@ -132,7 +135,7 @@ export class TabularEnv implements TeamEnv {
     return { x: Float64Array.from(idx, (a) => value[a]!), range: [lo, hi] };
   }
   /**
-   * The team-level certificate's sample space (docs/certificate.md §5b): every trajectory the team
+   * The team-level certificate's sample space (docs/certificate.md §5.1): every trajectory the team
    * `tables` (π_cur) can produce, with its probability, reward and decisions (agent, table entry),
    * and `draws` indices drawn i.i.d. from that exact distribution with `rng`.
    */

@@ -27,7 +27,7 @@ export interface RolloutOptions {
   readonly tables?: readonly Float64Array[];
 }
 
-/** Tabular games: every trajectory of π_cur with positive probability, and i.i.d. draws of them (docs/certificate.md §5b). */
+/** Tabular games: every trajectory of π_cur with positive probability, and i.i.d. draws of them (docs/certificate.md §5.1). */
 export interface TeamCertSpace {
   readonly reward: Float64Array;
   /** Per trajectory: (agent, table entry) pairs, flat. */
@@ -49,7 +49,7 @@ export interface TeamEnv {
    */
   readonly slots: number;
   /**
-   * Which bound decides the stage's certificate (docs/certificate.md §5, §5b): 'team' — one batch
+   * Which bound decides the stage's certificate (docs/certificate.md §5, §5.1): 'team' — one batch
    * under π_cur scored with the final team's ratio — or 'agents' — one batch per agent step, the
    * agents' summands added. Absent: 'agents'. Settable, so a report can measure both.
    */
