@@ -29,6 +29,8 @@ export interface TinyTeamOptions {
   readonly seed: number;
   /** Score the full softmax (the negative control), not the sampler's distribution. */
   readonly fullSoftmaxScores?: boolean;
+  /** Multiplies the embeddings (sd 0.02 from initWeights); default 10. Larger: more peaked policies. */
+  readonly embeddingScale?: number;
 }
 
 export function tinyTeam(o: TinyTeamOptions): { env: ExactLmEnv; team: LmAgent[] } {
@@ -37,9 +39,10 @@ export function tinyTeam(o: TinyTeamOptions): { env: ExactLmEnv; team: LmAgent[]
     const w = initWeights(tinyLmCfg, new Rng(o.seed, [i]));
     // initWeights keeps the first logits near uniform (embeddings of sd 0.02); sd 0.2 gives policies
     // with clear favourites, whose top-k sets mean something.
+    const scale = o.embeddingScale ?? 10;
     for (const x of ['tok_emb', 'lm_head']) {
       const t = w.get(x);
-      if (t && t.dtype === 'f32') for (let k = 0; k < t.data.length; k++) t.data[k]! *= 10;
+      if (t && t.dtype === 'f32') for (let k = 0; k < t.data.length; k++) t.data[k]! *= scale;
     }
     const model = new Model(cpuBackend, tinyLmCfg, w, { trainable: 'full' });
     return new LmAgent(i, model, { temperature: o.temperature, topK: o.topK, tokenizer: tinyTokenizer, fullSoftmaxScores: o.fullSoftmaxScores ?? false });
