@@ -347,12 +347,14 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   // The team-level certification batch (§5.1): drawn under π_cur = π̂⁰ from its own stream, before
   // anything about any update is decided; no update ever sees it. Language teams roll it out;
   // tabular games draw trajectories from the exact distribution (and score every trajectory, for
-  // the summands' exact ranges). Its size is the per-agent budget times n.
+  // the summands' exact ranges). Its size: language teams, the per-agent budget times n (episodes
+  // are what costs); tabular games, the per-agent budget (draws are free, the bounds are what
+  // costs, and one batch of that size already beats n of them).
   t0 = now();
   phase('certificate');
   let team0: { tc: TeamCertBatch; batch?: Batch; space?: TeamCertSpace; all?: TeamCertBatch; cur?: Float64Array[] } | null = null;
   if (scope === 'team' && refused === undefined) {
-    const nEp = certEpisodesOf(cfg) * n;
+    const nEp = tables ? certEpisodesOf(cfg) : certEpisodesOf(cfg) * n;
     const teamRng = rng.fork(stage, STREAM.teamCert);
     if (tables && env.teamCertSpace) {
       // c = ∞ and b = the stage batch's mean reward (independent of this batch): E[X] = ΔJ exactly.
