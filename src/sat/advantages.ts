@@ -77,6 +77,17 @@ export function groupAdvantages(rewards: ArrayLike<number>, groups: number, G: n
 }
 
 /**
+ * log(π_now(a|s) / π_then(a|s)) of one sampled step from two log-probs of the sampler's distribution
+ * (top-k truncated when topK > 0, so either may be −Infinity). −Infinity when the new policy can no
+ * longer draw a (r = 0). NaN when `then` is −Infinity: the sampler drew a token the scorer says the
+ * old policy cannot (f32 rounding between the KV-cached sampler and the full forward at a top-k
+ * boundary); each caller says how it scores that.
+ */
+export function stepLogRatio(now: number, then: number): number {
+  return then === -Infinity ? NaN : now - then;
+}
+
+/**
  * Σ over the steps of `predecessors` in each episode of log ρ_t = log π̂ⁱ⁻¹(a_t|s_t) − log π_cur(a_t|s_t),
  * given the predecessors' current log-probs of their own steps (`nowLogp[agent][k]` for its k-th step
  * in batch order) and the log-probs recorded at sampling time (π_cur).
@@ -92,7 +103,8 @@ export function predecessorLogRatios(batch: Batch, predecessors: readonly number
       if (!cursor.has(turn.agent)) continue;
       const k = cursor.get(turn.agent)!;
       cursor.set(turn.agent, k + 1);
-      const lr = nowLogp.get(turn.agent)![k]! - turn.logp;
+      // A draw the old scorer calls impossible (NaN, see stepLogRatio) keeps the weight of ρ = 1.
+      const lr = stepLogRatio(nowLogp.get(turn.agent)![k]!, turn.logp) || 0;
       logM[e]! += lr;
       logW[e]! += Math.min(0, lr);
     }

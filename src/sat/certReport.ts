@@ -1,10 +1,12 @@
 /**
  * Does the certificate certify? For each preset, run it over several seeds at its own settings and
- * count, among the stages whose realised ΔJ > 0 (exact on tabular games; held-out J for language
- * teams), how many the certificate proved (cert/lower > 0), and how tight it was there
- * (Σ lower / Σ ΔJ over those stages). Also the hold rate over all stages and the episodes the
- * certification batches cost. `npm run sat -- --certify-report` prints it (docs/certificate.md,
- * "Measured").
+ * count, among the stages whose ΔJ > 0 — exact on tabular games; for language teams the
+ * common-random-numbers estimate of each stage's ΔJ on the distribution the bound is about
+ * (heldCheck.ts; the report asks every stage to be checked) — how many the certificate proved
+ * (cert/lower > 0), and how tight it was there (Σ lower / Σ ΔJ over those stages). Also how often
+ * it held (exact, or held / undecided / not held against the estimate), the episodes and the time
+ * the certificate costs, and for the team-level form its effective sample size and truncation
+ * cost. `npm run sat -- --certify-report` prints it (docs/certificate.md, "Measured").
  *
  * Not here: running a stage (experiment.ts) or printing (src/cli/sat.ts).
  */
@@ -25,8 +27,17 @@ export interface CertReportRow {
   readonly tightness: number;
   /** Σ max(lower, 0) / Σ ΔJ over the improved stages: the share of the improvement proved. */
   readonly provedShare: number;
-  /** Stages where lower ≤ ΔJ, over all stages. */
+  /** Stages where the bound held (exact, or decided against the CRN estimate), over all stages. */
   readonly holdRate: number;
+  /** Language teams: stages whose CRN check was undecided, and those not checked. */
+  readonly undecided: number;
+  readonly unchecked: number;
+  /** The team-level form: median ESS of r̄ over the stages, mean truncation cost (NaN for the per-agent form). */
+  readonly essMedian: number;
+  readonly truncCostMean: number;
+  /** Certificate time per stage (ms), and the CRN check's (not counted in msPerStage). */
+  readonly msCertPerStage: number;
+  readonly msHeldPerStage: number;
   /** Certified stages whose ΔJ was in fact ≤ 0 (a failure of the bound; should be rare). */
   readonly falseCertified: number;
   /** Certification episodes per agent step, and per stage. */
@@ -43,17 +54,27 @@ export interface CertReportRow {
    */
   readonly episodesToCertify: number;
   /** Per stage: realised ΔJ, fresh gain, lower bound (for plots and the extrapolation). */
-  readonly perStage: readonly { readonly dJ: number; readonly gain: number; readonly lower: number }[];
+  readonly perStage: readonly { readonly dJ: number; readonly se: number; readonly gain: number; readonly lower: number }[];
 }
 
 const num = (s: StageRecord, k: string): number => s.metrics[k] as number;
 
+/** The stage's ΔJ as the report judges it: the held check's (exact, or the CRN estimate), else the recorded team/dJ. */
+function deltaJ(s: StageRecord): number {
+  return s.held && Number.isFinite(s.held.estimate) ? s.held.estimate : num(s, 'team/dJ');
+}
+
+function median(xs: number[]): number {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length > 0 ? v[Math.floor((v.length - 1) / 2)]! : Number.NaN;
+}
+
 /** The report row of one preset from its finished runs (one run's stage records per seed). */
 export function certReportRow(preset: string, runs: readonly (readonly StageRecord[])[]): CertReportRow {
   const stages = runs.flat();
-  const improved = stages.filter((s) => num(s, 'team/dJ') > 0);
+  const improved = stages.filter((s) => deltaJ(s) > 0);
   const certified = improved.filter((s) => num(s, 'cert/lower') > 0);
-  const sumDJ = improved.reduce((a, s) => a + num(s, 'team/dJ'), 0);
+  const sumDJ = improved.reduce((a, s) => a + deltaJ(s), 0);
   const sumLower = improved.reduce((a, s) => a + num(s, 'cert/lower'), 0);
   const sumProved = improved.reduce((a, s) => a + Math.max(0, num(s, 'cert/lower')), 0);
   const certEp = stages.reduce((a, s) => a + num(s, 'cert/episodes'), 0);
@@ -75,13 +96,19 @@ export function certReportRow(preset: string, runs: readonly (readonly StageReco
     tightness: sumDJ > 0 ? sumLower / sumDJ : Number.NaN,
     provedShare: sumDJ > 0 ? sumProved / sumDJ : Number.NaN,
     holdRate: stages.filter((s) => num(s, 'cert/held') === 1).length / Math.max(1, stages.length),
-    falseCertified: stages.filter((s) => num(s, 'cert/lower') > 0 && num(s, 'team/dJ') <= 0).length,
+    undecided: stages.filter((s) => s.held?.state === 'undecided').length,
+    unchecked: stages.filter((s) => s.held === undefined || s.held.state === 'unchecked').length,
+    essMedian: median(stages.map((s) => num(s, 'cert/ess'))),
+    truncCostMean: stages.reduce((a, s) => a + (Number.isFinite(num(s, 'cert/trunc_cost')) ? num(s, 'cert/trunc_cost') : 0), 0) / Math.max(1, stages.length),
+    msCertPerStage: msCert / Math.max(1, stages.length),
+    msHeldPerStage: stages.reduce((a, s) => a + (num(s, 'perf/ms_held') || 0), 0) / Math.max(1, stages.length),
+    falseCertified: stages.filter((s) => num(s, 'cert/lower') > 0 && deltaJ(s) <= 0).length,
     certEpisodesPerAgent: perAgent,
     certEpisodesPerStage: certEp / Math.max(1, stages.length),
     msPerStage: ms / Math.max(1, stages.length),
     certTimeShare: ms > 0 ? msCert / ms : Number.NaN,
     episodesToCertify: needed.length > 0 ? needed[Math.floor((needed.length - 1) / 2)]! : Infinity,
-    perStage: stages.map((s) => ({ dJ: num(s, 'team/dJ'), gain: num(s, 'cert/gain'), lower: num(s, 'cert/lower') })),
+    perStage: stages.map((s) => ({ dJ: deltaJ(s), se: s.held?.se ?? Number.NaN, gain: num(s, 'cert/gain'), lower: num(s, 'cert/lower') })),
   };
 }
 

@@ -25,12 +25,22 @@
  * shift of (2γ/(1−γ)²)·A_max·Σ√(δ_i/2)) is computed beside it as a control (§9): at γ = 0.99 it
  * is vacuous.
  *
+ * The team-level form (§5.1, `TeamCertBatch`, the default for language teams): ONE certification
+ * batch drawn under π_cur at the stage start, each episode scored with the ratio of the final team
+ * to the starting team r̄ = Π_j r_j, X = (min(r̄, c) − 1)·(R − b), one bound at δ_conf. Its
+ * per-agent "shares" (min(ρ_≤i, c) − min(ρ_<i, c))·(R − b), with ρ_≤i the ratio of the first i
+ * agents, add up to X exactly and are the per-agent view in that form.
+ *
  * Not here: drawing the certification batch or computing r (src/sat/stage.ts), the summand's exact
- * range on tabular games (src/sat/env/tabular.ts), the confidence bounds themselves (src/core/confidence.ts).
+ * range on tabular games (src/sat/env/tabular.ts), the confidence bounds themselves (src/core/confidence.ts),
+ * the common-random-numbers check of "held" (src/sat/heldCheck.ts).
  */
 import { lowerConfidenceBound, type BoundKind } from '../core/confidence';
 
 export type CertForm = 'episodic' | 'gamma';
+
+/** Which bound decides the episodic certificate: one on the whole team's step, or the agents' steps added (§5, §5.1). */
+export type CertScope = 'team' | 'agents';
 
 /** One agent step's certificate, measured by the stage loop. */
 export interface AgentCertInput {
@@ -82,12 +92,34 @@ export interface BoundTerms {
   readonly certified: boolean;
 }
 
+/** What the team-level form (§5.1) measures beside its bound (absent in the per-agent form). */
+export interface TeamCertStats {
+  /** Effective sample size of r̄ over the batch's episodes, (Σ r̄)² / Σ r̄² (= episodes when r̄ ≡ 1). */
+  readonly ess: number;
+  /** The truncation's measured cost: the batch mean of (r̄ − c)₊·(R − b), what min(r̄, c) gave up. */
+  readonly truncationCost: number;
+  /** Largest r̄ in the batch. */
+  readonly maxRatio: number;
+  /** Episodes whose draw the old scorer called impossible (scored pessimistically, r̄ := 0; §3.1). */
+  readonly mismatches: number;
+  readonly episodes: number;
+}
+
 export interface Certificate {
   /** The form chosen by config (what cert/lower and cert/held use). */
   readonly chosen: BoundTerms;
   readonly gamma: BoundTerms;
   readonly episodic: BoundTerms;
   readonly form: CertForm;
+  /** Which bound `episodic` is: the team-level one (§5.1) or the agents' steps added (§5). Absent in records older than the team-level form. */
+  readonly scope?: CertScope;
+  /** The team-level form's ESS and truncation cost (scope 'team'). */
+  readonly team?: TeamCertStats;
+  /**
+   * Why no certificate was computed for this setting (e.g. a sampler whose probabilities the ratio
+   * cannot reproduce); `lower` is then −Infinity — nothing is claimed.
+   */
+  readonly refused?: string;
 }
 
 /** Failure probability of each agent's bound: δ_conf split evenly over the n agents (union bound). */
@@ -151,8 +183,100 @@ function gammaTerms(steps: readonly AgentCertInput[], o: CertOptions): BoundTerm
   return { gain, gainInSample, shift, bias, finite, lower, oracle, certified: lower > 0 };
 }
 
-export function certificate(steps: readonly AgentCertInput[], joint: JointBound, o: CertOptions): Certificate {
+export function certificate(
+  steps: readonly AgentCertInput[], joint: JointBound, o: CertOptions, extra: { scope?: CertScope; team?: TeamCertStats; refused?: string } = {},
+): Certificate {
   const gamma = gammaTerms(steps, o);
-  const episodic = episodicTerms(steps, joint, o.aMax);
-  return { gamma, episodic, chosen: o.form === 'gamma' ? gamma : episodic, form: o.form };
+  const refusedJoint = extra.refused !== undefined ? { gain: joint.gain, lower: -Infinity } : joint;
+  const episodic = episodicTerms(steps, refusedJoint, o.aMax);
+  return { gamma, episodic, chosen: o.form === 'gamma' ? gamma : episodic, form: o.form, ...extra };
+}
+
+/**
+ * The team-level certification batch (docs/certificate.md §5.1): episodes drawn under π_cur = π̂⁰
+ * before any update of the stage, each with R′ = R − b. As the agents of σ move one after the
+ * other, `advance` multiplies each episode's ratio ρ by the moved agent's r_j (given as log r_j per
+ * episode) and returns its share X_i = (min(ρ_≤i, c) − min(ρ_<i, c))·R′; the shares add up to the
+ * team summand X = (min(r̄, c) − 1)·R′ (`summands`). c = Infinity: no truncation (tabular, with the
+ * exact range). A NaN log-ratio marks a draw the old policy's scorer says it cannot make (f32
+ * rounding between sampler and scorer at a top-k boundary): the episode is scored r̄ := 0 from
+ * then on, the least value of the summand, so the bound stays valid (counted in `mismatches`).
+ *
+ * Units: `slots` consecutive episodes are averaged into one unit (the `independent` protocol).
+ */
+export class TeamCertBatch {
+  private readonly logRho: Float64Array;
+  private readonly bad: Uint8Array;
+  constructor(
+    /** R − b per episode (b = R_min when c is finite, so R′ ≥ 0 and truncation only lowers E[X]). */
+    readonly gainOf: Float64Array,
+    readonly slots: number,
+    readonly clip: number,
+  ) {
+    if (!(slots >= 1) || gainOf.length % slots !== 0) throw new RangeError(`TeamCertBatch: ${gainOf.length} episodes do not split into units of ${slots}`);
+    if (Number.isFinite(clip)) for (const g of gainOf) if (g < 0) throw new RangeError('TeamCertBatch: with a finite clip c the baseline must be R_min (R − b ≥ 0), or truncation could raise E[X]');
+    this.logRho = new Float64Array(gainOf.length);
+    this.bad = new Uint8Array(gainOf.length);
+  }
+
+  get episodes(): number {
+    return this.gainOf.length;
+  }
+
+  get units(): number {
+    return this.gainOf.length / this.slots;
+  }
+
+  private capped(e: number): number {
+    return this.bad[e] ? 0 : Math.min(Math.exp(this.logRho[e]!), this.clip);
+  }
+
+  /** Agent σ(i) moved: per episode log r_j (0 where it does not act); returns the per-unit shares X_i. */
+  advance(logR: ArrayLike<number>): Float64Array {
+    if (logR.length !== this.gainOf.length) throw new RangeError(`TeamCertBatch.advance: ${logR.length} log-ratios for ${this.gainOf.length} episodes`);
+    const x = new Float64Array(this.units);
+    for (let e = 0; e < this.gainOf.length; e++) {
+      const before = this.capped(e);
+      const u = logR[e]!;
+      if (Number.isNaN(u)) this.bad[e] = 1;
+      else this.logRho[e]! += u;
+      x[Math.floor(e / this.slots)]! += ((this.capped(e) - before) * this.gainOf[e]!) / this.slots;
+    }
+    return x;
+  }
+
+  /** The team summand per unit, (min(r̄, c) − 1)·R′ averaged over the unit's episodes. */
+  summands(): Float64Array {
+    const x = new Float64Array(this.units);
+    for (let e = 0; e < this.gainOf.length; e++) x[Math.floor(e / this.slots)]! += ((this.capped(e) - 1) * this.gainOf[e]!) / this.slots;
+    return x;
+  }
+
+  /** ESS of r̄, the truncation's cost, the largest ratio and the mismatches (TeamCertStats). */
+  stats(): TeamCertStats {
+    let s1 = 0;
+    let s2 = 0;
+    let cost = 0;
+    let maxRatio = 0;
+    let mismatches = 0;
+    for (let e = 0; e < this.gainOf.length; e++) {
+      const r = this.bad[e] ? 0 : Math.exp(this.logRho[e]!);
+      if (this.bad[e]) mismatches++;
+      s1 += r;
+      s2 += r * r;
+      maxRatio = Math.max(maxRatio, r);
+      if (r > this.clip) cost += (r - this.clip) * this.gainOf[e]!;
+    }
+    const E = this.gainOf.length;
+    return { ess: s2 > 0 ? (s1 * s1) / s2 : 0, truncationCost: E > 0 ? cost / E : 0, maxRatio, mismatches, episodes: E };
+  }
+}
+
+/**
+ * The range of the team-level summand for a truncated ratio (§5.1): min(r̄, c) ∈ [0, c] and
+ * R − R_min ∈ [0, A] give X ∈ [−A, (c − 1)·A]; a share X_i is a difference of two values in
+ * [0, c] times R′, so it lies in [−c·A, c·A].
+ */
+export function teamRange(A: number, c: number): { team: [number, number]; share: [number, number] } {
+  return { team: [-A, (c - 1) * A], share: [-c * A, c * A] };
 }

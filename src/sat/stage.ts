@@ -27,22 +27,24 @@
  */
 import { histogram } from '../core/stats';
 import type { Rng } from '../core/rng';
-import { groupAdvantages, predecessorLogRatios } from './advantages';
-import { certificate, freshBound, perAgentEta, type AgentCertInput, type Certificate } from './certificate';
+import { groupAdvantages, predecessorLogRatios, stepLogRatio } from './advantages';
+import { certificate, freshBound, perAgentEta, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type TeamCertStats } from './certificate';
+import { checkHeld, heldTolerance, type HeldCheck } from './heldCheck';
 import { agentDelta, certEpisodesOf, type Config } from './config';
 import { chooseOrder } from './order';
-import type { TeamEnv, TeamEvaluation } from './env/types';
+import type { TeamCertSpace, TeamEnv, TeamEvaluation } from './env/types';
+import { trajectoryLogRatios } from './env/tabular';
 import { agentSteps } from './rollout';
 import type { StageProfiler } from './profile';
 import type { TrustCheck } from './monitor';
-import type { AgentBatch, AgentPolicy, Batch } from './types';
+import type { AgentBatch, AgentPolicy, AgentSnapshot, Batch } from './types';
 import { agentGeometry, updateAgent, type UpdatePlan, type UpdateSettings } from './update';
 
 /** Metric values: numbers, or arrays (histograms, σ). Keys: docs/method.md §9. */
 export type Metrics = Record<string, number | number[]>;
 
 /** Sub-stream purposes (the second element of every fork path). */
-const STREAM = { stageBatch: 1, resample: 2, probe: 3, order: 4, cert: 5 } as const;
+const STREAM = { stageBatch: 1, resample: 2, probe: 3, order: 4, cert: 5, teamCert: 6, heldCheck: 7 } as const;
 
 /** Histogram bins of the advantage chart: fixed edges over [−A_clip, A_clip]. */
 export const ADV_HIST_BINS = 20;
@@ -98,6 +100,12 @@ export interface StageRecord {
   readonly evaluation: TeamEvaluation;
   /** A plug-and-play swap made just before this stage (experiment.ts), if any. */
   readonly swap?: SwapSummary;
+  /**
+   * Did the bound hold? Tabular: exact (lower ≤ ΔJ + a few ulps of |J|). Language teams: judged
+   * against a common-random-numbers estimate of ΔJ when the stage was checked (heldCheck.ts), else
+   * 'unchecked'. Absent in records older than this field.
+   */
+  readonly held?: HeldCheck;
 }
 
 /** What a plug-and-play swap did to one seat (docs/method.md §8.3), in plain numbers. */
@@ -149,7 +157,7 @@ function buildAgentBatch(batch: Batch, agent: number, adv: Float64Array, weight:
 function measuredGain(batch: Batch, u: Float64Array, raw: Float64Array, weight: Float64Array): number {
   const G = batch.groupSize;
   let g = 0;
-  for (let e = 0; e < u.length; e++) g += weight[e]! * raw[e]! * Math.expm1(u[e]!);
+  for (let e = 0; e < u.length; e++) if (!Number.isNaN(u[e]!)) g += weight[e]! * raw[e]! * Math.expm1(u[e]!);
   return (g / Math.max(1, u.length)) * (G / (G - 1));
 }
 
@@ -160,7 +168,7 @@ function measuredGain(batch: Batch, u: Float64Array, raw: Float64Array, weight: 
  */
 function episodeLogRatios(batch: Batch, s: { readonly episodeOf: Int32Array; readonly logp: Float64Array }, now: Float64Array): Float64Array {
   const u = new Float64Array(batch.episodes.length);
-  for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += now[k]! - s.logp[k]!;
+  for (let k = 0; k < now.length; k++) u[s.episodeOf[k]!]! += stepLogRatio(now[k]!, s.logp[k]!);
   return u;
 }
 
@@ -215,11 +223,63 @@ function certifyStep(
     const G = batch.groupSize;
     x = new Float64Array(units);
     batch.episodes.forEach((ep, e) => {
-      x[Math.floor(e / G)]! += ((Math.min(Math.exp(u[e]!), clip) - 1) * (ep.reward - rMin)) / G;
+      // NaN: a draw the old scorer calls impossible (stepLogRatio) — scored r := 0, the least X.
+      const r = Number.isNaN(u[e]!) ? 0 : Math.min(Math.exp(u[e]!), clip);
+      x[Math.floor(e / G)]! += ((r - 1) * (ep.reward - rMin)) / G;
     });
   }
   const { gain, lower } = freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound);
   return { gain, lower, range, units, episodes, clip, moved, x };
+}
+
+/**
+ * Why this setting gets no certificate, or undefined. A Stage-0 projection seat scores its tokens
+ * with the projection's full softmax, while with top-k its sampler draws from the truncated one:
+ * the ratio would not be the sampler's (docs/certificate.md §3.1), so nothing is claimed.
+ */
+export function certRefusal(cfg: Config, team: readonly AgentPolicy[]): string | undefined {
+  const projected = team.some((a) => (a as { sampler?: unknown }).sampler === 'projection');
+  if (cfg.topK > 0 && projected) {
+    return `no certificate with topK = ${cfg.topK} while a Stage-0 projection holds a seat: the projection scores tokens with its full softmax but samples from the top ${cfg.topK}, so the importance ratio would not be the sampler's (docs/certificate.md §3.1). Set topK = 0 for a certified stage.`;
+  }
+  return undefined;
+}
+
+/**
+ * Agent j's share of the team-level certificate (docs/certificate.md §5.1): advance the team batch's
+ * ratios by r_j (log-ratios of the language batch, or of every enumerated trajectory on a tabular
+ * game) and bound the share X_i at δ_conf/n. With c = ∞ (tabular) E[X_i] = ΔJ_i exactly and the
+ * range is exact, so L_i bounds ΔJ_i; with a finite c the shares only add up to the team's
+ * truncated summand, and L_i is a labelled diagnostic.
+ */
+function teamShare(
+  t: { tc: TeamCertBatch; batch?: Batch; space?: TeamCertSpace; all?: TeamCertBatch; cur?: Float64Array[] }, j: number, after: AfterUpdate, moved: boolean, cfg: Config, n: number, span: number,
+): Pick<AgentCertInput, 'gain' | 'lower' | 'range' | 'units' | 'episodes' | 'clip' | 'moved'> & { x: Float64Array } {
+  let x: Float64Array;
+  let range: [number, number];
+  if (t.space && t.all && t.cur) {
+    const u = moved && after.table ? trajectoryLogRatios(t.space, j, t.cur[j]!, after.table) : new Float64Array(t.space.reward.length);
+    if (after.table) t.cur[j] = after.table;
+    const shares = t.all.advance(u);
+    x = t.tc.advance(Float64Array.from(t.space.draws, (k) => u[k]!));
+    range = moved ? extent(shares) : [0, 0];
+  } else {
+    x = t.tc.advance(after.certLogRatios ?? new Float64Array(t.tc.episodes));
+    range = moved ? teamRange(span, cfg.certClip).share : [0, 0];
+  }
+  const { gain, lower } = moved ? freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound) : { gain: 0, lower: 0 };
+  return { gain, lower, range, units: t.tc.units, episodes: t.tc.episodes, clip: t.all ? Infinity : cfg.certClip, moved, x };
+}
+
+/** [min, max] of an array (a loop: spreading a large array into Math.min overflows the stack). */
+function extent(xs: ArrayLike<number>): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let k = 0; k < xs.length; k++) {
+    lo = Math.min(lo, xs[k]!);
+    hi = Math.max(hi, xs[k]!);
+  }
+  return [lo, hi];
 }
 
 function rewardsOf(batch: Batch): Float64Array {
@@ -255,6 +315,12 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   // of their t-th summands, and the sum of their ranges.
   let certSum: Float64Array | null = null;
   const certRange: [number, number] = [0, 0];
+  const [rMin, rMax] = env.rewardRange;
+  const span = rMax - rMin;
+  // Which bound decides: the team-level one (§5.1; the default for language teams) or the agents'
+  // steps added (§5). A sampler whose probabilities the ratios cannot reproduce gets no certificate.
+  const scope: CertScope = env.certScope ?? 'agents';
+  const refused = certRefusal(cfg, team);
   let decisions = 0;
   let episodesUsed = 0;
 
@@ -274,6 +340,36 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   await Promise.all(team.map((a) => a.setReference()));
   const stageAdv = groupAdvantages(rewardsOf(stageBatch), B, G, cfg.norm, cfg.aClip);
   msRollout += now() - t0;
+  // The starting team, kept only when the stage will check its bound against a CRN estimate of ΔJ.
+  const heldPairs = env.heldPairs ?? 0;
+  const startSnapshots: AgentSnapshot[] | null = heldPairs > 0 && !env.evaluatePerAgent ? await Promise.all(team.map((a) => a.snapshot())) : null;
+
+  // The team-level certification batch (§5.1): drawn under π_cur = π̂⁰ from its own stream, before
+  // anything about any update is decided; no update ever sees it. Language teams roll it out;
+  // tabular games draw trajectories from the exact distribution (and score every trajectory, for
+  // the summands' exact ranges). Its size: language teams, the per-agent budget times n (episodes
+  // are what costs); tabular games, the per-agent budget (draws are free, the bounds are what
+  // costs, and one batch of that size already beats n of them).
+  t0 = now();
+  phase('certificate');
+  let team0: { tc: TeamCertBatch; batch?: Batch; space?: TeamCertSpace; all?: TeamCertBatch; cur?: Float64Array[] } | null = null;
+  if (scope === 'team' && refused === undefined) {
+    const nEp = tables ? certEpisodesOf(cfg) : certEpisodesOf(cfg) * n;
+    const teamRng = rng.fork(stage, STREAM.teamCert);
+    if (tables && env.teamCertSpace) {
+      // c = ∞ and b = the stage batch's mean reward (independent of this batch): E[X] = ΔJ exactly.
+      const b = rewardsOf(stageBatch).reduce((a, r) => a + r, 0) / Math.max(1, stageBatch.episodes.length);
+      const space = env.teamCertSpace(tables, nEp, teamRng);
+      const all = new TeamCertBatch(space.reward.map((r) => r - b), 1, Infinity);
+      const tc = new TeamCertBatch(Float64Array.from(space.draws, (k) => space.reward[k]! - b), 1, Infinity);
+      team0 = { tc, space, all, cur: tables.slice() };
+    } else {
+      const units = Math.max(1, Math.ceil(nEp / env.slots));
+      const batch = await env.rollout(team, units, env.slots, teamRng, { record: false });
+      team0 = { tc: new TeamCertBatch(Float64Array.from(batch.episodes, (e) => e.reward - rMin), env.slots, cfg.certClip), batch };
+    }
+  }
+  msCert += now() - t0;
 
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
   let predicted: number[] | undefined;
@@ -303,9 +399,11 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     t0 = now();
     phase('certificate');
     const certRng = rng.fork(stage, STREAM.cert, i);
-    const draw: CertDraw = tables
-      ? { before: tables }
-      : { batch: await env.rollout(team, Math.max(1, Math.ceil(certEpisodesOf(cfg) / env.slots)), env.slots, certRng, { record: false, scored: [j] }) };
+    const draw: CertDraw = team0 || refused !== undefined
+      ? {}
+      : tables
+        ? { before: tables }
+        : { batch: await env.rollout(team, Math.max(1, Math.ceil(certEpisodesOf(cfg) / env.slots)), env.slots, certRng, { record: false, scored: [j] }) };
     msCert += now() - t0;
 
     // 3b. Data and advantages under π̂ⁱ⁻¹ (§4).
@@ -350,7 +448,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     // below need (training batch, certification batch, probe) and a table's new distributions.
     t0 = now();
     const agentBatch = buildAgentBatch(batch, j, adv.norm, weight, env.horizon);
-    const certSteps = draw.batch ? agentSteps(draw.batch, j) : null;
+    const certSteps = draw.batch ? agentSteps(draw.batch, j) : team0?.batch ? agentSteps(team0.batch, j) : null;
     const probeSteps = probe ? agentSteps(probe.batch, j) : null;
     const plan: UpdatePlan = {
       batch: agentBatch,
@@ -360,7 +458,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       settings: updateSettings(cfg),
       after: {
         logProbs: [agentBatch, ...(certSteps ? [certSteps] : []), ...(probeSteps ? [probeSteps] : [])],
-        ...(draw.before && env.tableSteps ? { distributions: env.tableSteps(j) } : {}),
+        ...((draw.before || team0?.space || (tables && refused !== undefined)) && env.tableSteps ? { distributions: env.tableSteps(j) } : {}),
       },
     };
     const up = agent.update ? await agent.update(plan) : await updateAgent(agent, plan, phase);
@@ -375,8 +473,13 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     t0 = now();
     phase('certificate');
     const trainMean = rewardsOf(batch).reduce((a, r) => a + r, 0) / Math.max(1, batch.episodes.length);
-    const after: AfterUpdate = { certLogRatios: lpCert && draw.batch ? episodeLogRatios(draw.batch, certSteps!, lpCert) : undefined, table: up.after.distributions };
-    const { x: certX, ...fresh } = certifyStep(env, j, draw, after, trainMean, !rejected, cfg, n, certRng);
+    const certBatch = draw.batch ?? team0?.batch;
+    const after: AfterUpdate = { certLogRatios: lpCert && certBatch ? episodeLogRatios(certBatch, certSteps!, lpCert) : undefined, table: up.after.distributions };
+    const { x: certX, ...fresh } = team0
+      ? teamShare(team0, j, after, !rejected, cfg, n, span)
+      : refused !== undefined
+        ? { gain: NaN, lower: -Infinity, range: [0, 0] as [number, number], units: 0, episodes: 0, clip: cfg.certClip, moved: !rejected, x: new Float64Array(0) }
+        : certifyStep(env, j, draw, after, trainMean, !rejected, cfg, n, certRng);
     // Only agent j moved: the tables of π̂ⁱ are those of π̂ⁱ⁻¹ with its new one (a rejected update
     // restored it exactly).
     if (tables && after.table) tables = tables.map((t, k) => (k === j ? after.table! : t));
@@ -385,7 +488,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     for (let t = 0; t < certX.length; t++) certSum[t]! += certX[t]!;
     certRange[0] += fresh.range[0];
     certRange[1] += fresh.range[1];
-    certEpisodes += draw.batch ? draw.batch.episodes.length : fresh.moved ? fresh.episodes : 0;
+    certEpisodes += team0 ? 0 : draw.batch ? draw.batch.episodes.length : fresh.moved ? fresh.episodes : 0;
     msCert += now() - t0;
     phase('gain');
     const gain = measuredGain(batch, episodeLogRatios(batch, agentSteps(batch, j), lpBatch!), adv.raw, weight);
@@ -436,13 +539,46 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   }
 
   // ── 4. The certificate against the realised improvement. ──
+  t0 = now();
   phase('certificate');
-  const joint = freshBound(certSum ?? new Float64Array(0), certRange, cfg.deltaConf, cfg.certBound);
+  let teamStats: TeamCertStats | undefined;
+  let joint: { gain: number; lower: number };
+  if (team0) {
+    // One bound on the team's step at δ_conf (§5.1): X = (min(r̄, c) − 1)·(R − b) per unit.
+    const x = team0.tc.summands();
+    let range: [number, number];
+    if (team0.all) {
+      const xs = team0.all.summands();
+      range = extent(xs);
+    } else range = teamRange(span, cfg.certClip).team;
+    joint = freshBound(x, range, cfg.deltaConf, cfg.certBound);
+    teamStats = team0.tc.stats();
+    certEpisodes += team0.tc.episodes;
+  } else if (refused !== undefined) {
+    joint = { gain: NaN, lower: -Infinity };
+  } else {
+    joint = freshBound(certSum ?? new Float64Array(0), certRange, cfg.deltaConf, cfg.certBound);
+  }
+  msCert += now() - t0;
   ctx.profiler?.stop();
   const cert = certificate(steps.map((s) => s.cert), joint, {
     n, aMax: ctx.aMax, gamma: cfg.gamma, deltaConf: cfg.deltaConf, form: cfg.certForm,
-  });
+  }, { scope: refused !== undefined ? scope : team0 ? 'team' : 'agents', ...(teamStats ? { team: teamStats } : {}), ...(refused !== undefined ? { refused } : {}) });
   const dJ = jPrev - jStart;
+  // Did it hold? Exact J: within a few ulps of |J| (a ΔJ of exactly 0 computed as −2e−16 is a tie).
+  // Estimated J: only against a common-random-numbers estimate of ΔJ, when the stage was checked.
+  t0 = now();
+  let held: HeldCheck;
+  if (lastEval.exact) {
+    held = { state: cert.chosen.lower <= dJ + heldTolerance(jStart, jPrev) ? 'held' : 'not held', estimate: dJ, se: 0, pairs: 0 };
+  } else if (startSnapshots) {
+    phase('evaluate');
+    held = await checkHeld(env, team, startSnapshots, cert.chosen.lower, heldPairs, rng.fork(stage, STREAM.heldCheck));
+  } else {
+    held = { state: 'unchecked', estimate: NaN, se: NaN, pairs: 0 };
+  }
+  const msHeld = now() - t0;
+  const sumAgents = steps.reduce((a, s) => a + s.cert.lower, 0);
   const metrics: Metrics = {
     'team/J': jPrev,
     'team/dJ': dJ,
@@ -453,7 +589,16 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/bias': cert.chosen.bias,
     'cert/finite': cert.chosen.finite,
     'cert/lower': cert.chosen.lower,
-    'cert/held': cert.chosen.lower <= dJ ? 1 : 0,
+    'cert/held': held.state === 'held' ? 1 : held.state === 'not held' ? 0 : NaN,
+    'cert/held_dj': held.estimate,
+    'cert/held_se': held.se,
+    'cert/held_pairs': held.pairs,
+    'cert/sum_agents': sumAgents,
+    'cert/ess': teamStats ? teamStats.ess : NaN,
+    'cert/trunc_cost': teamStats ? teamStats.truncationCost : NaN,
+    'cert/max_ratio': teamStats ? teamStats.maxRatio : NaN,
+    'cert/mismatch': teamStats ? teamStats.mismatches : 0,
+    'cert/team': team0 ? 1 : 0,
     'cert/certified': cert.chosen.certified ? 1 : 0,
     'cert/episodes': certEpisodes,
     'cert/oracle': cert.chosen.oracle,
@@ -462,14 +607,15 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/shift_episodic': cert.episodic.shift,
     'cert/lower_gamma': cert.gamma.lower,
     'cert/shift_gamma': cert.gamma.shift,
-    'cert/held_gamma': cert.gamma.lower <= dJ ? 1 : 0,
+    'cert/held_gamma': lastEval.exact ? (cert.gamma.lower <= dJ + heldTolerance(jStart, jPrev) ? 1 : 0) : NaN,
     'order/sigma': order,
     'perf/ms_rollout': msRollout,
     'perf/ms_update': msUpdate,
     'perf/ms_cert': msCert,
+    'perf/ms_held': msHeld,
     'perf/tokens_per_s': decisions / Math.max(1e-9, (msRollout + msUpdate) / 1000),
     'perf/episodes': episodesUsed,
   };
   for (const s of steps) Object.assign(metrics, s.metrics);
-  return { stage, order, steps, certificate: cert, jBefore: jStart, jAfter: jPrev, metrics, evaluation: lastEval };
+  return { stage, order, steps, certificate: cert, jBefore: jStart, jAfter: jPrev, metrics, evaluation: lastEval, held };
 }

@@ -21,6 +21,10 @@
  *
  * Shapes: B rows (sequences), V vocabulary.  logits [B × V],  out [B] int32.
  *
+ * `samplerLogProbs` is the log of that same distribution for every token (−Infinity outside the
+ * keep set), which is what an importance ratio needs to be unbiased under this sampler
+ * (docs/certificate.md §3.1).
+ *
  * Not here: repetition penalties, top-p, stop tokens (the rollout decides those).
  */
 import { philox4x32, sampleCategorical, u32ToUniform } from '../../core/rng';
@@ -79,5 +83,47 @@ export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V:
     const invT = 1 / tau;
     for (let v = 0; v < V; v++) p[v] = kept[v] ? Math.exp((logits[off + v]! - m) * invT) : 0;
     out[b] = sampleCategorical(p, samplerUniform(sp.seed, sp.stream, sp.step, seq0 + b));
+  }
+}
+
+/**
+ * out[n, v] = log P(sampleForward draws v | logits row n) at τ > 0 and top-k: the keep set S is
+ * chosen by the same rule (k largest, ties to the lower index; k ≤ 0 or k ≥ V keeps all), then
+ * log p_v = z_v/τ − log Σ_{w∈S} exp(z_w/τ) on S and −Infinity off it; k = 1 is the argmax, with
+ * probability 1. In f64 (the same max-shifted form as the full log-softmax). Overwrites `out`.
+ */
+export function samplerLogProbs(out: FloatArray, logits: FloatArray, N: number, V: number, temperature: number, topK: number): void {
+  const op = 'samplerLogProbs';
+  sizes(op, { N, V });
+  need(op, 'out', out, N * V);
+  need(op, 'logits', logits, N * V);
+  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new RangeError(`${op}: temperature must be a finite number > 0, got ${temperature}`);
+  if (!Number.isInteger(topK)) throw new RangeError(`${op}: topK must be an integer, got ${topK}`);
+  const k = topK <= 0 || topK >= V ? V : topK;
+  const invT = 1 / temperature;
+  const order = new Int32Array(V);
+  const kept = new Uint8Array(V);
+  for (let n = 0; n < N; n++) {
+    const off = n * V;
+    if (k === 1) {
+      let best = 0;
+      for (let v = 1; v < V; v++) if (logits[off + v]! > logits[off + best]!) best = v;
+      for (let v = 0; v < V; v++) out[off + v] = v === best ? 0 : -Infinity;
+      continue;
+    }
+    if (k < V) {
+      for (let v = 0; v < V; v++) order[v] = v;
+      order.sort((x, y) => logits[off + y]! - logits[off + x]! || x - y);
+      kept.fill(0);
+      for (let i = 0; i < k; i++) kept[order[i]!] = 1;
+    } else {
+      kept.fill(1);
+    }
+    let m = -Infinity;
+    for (let v = 0; v < V; v++) if (kept[v] && logits[off + v]! * invT > m) m = logits[off + v]! * invT;
+    let s = 0;
+    for (let v = 0; v < V; v++) if (kept[v]) s += Math.exp(logits[off + v]! * invT - m);
+    const lse = m + Math.log(s);
+    for (let v = 0; v < V; v++) out[off + v] = kept[v] ? logits[off + v]! * invT - lse : -Infinity;
   }
 }

@@ -9,7 +9,9 @@
  * core's per-step machinery — sequence ratios, exact per-state KL over the full vocabulary,
  * trust-region quantiles — applies unchanged. The end-of-message token is an action too: an agent
  * learns when to stop. Every log-prob used in a ratio comes from the same full forward pass at the
- * sampling temperature (never from the KV-cached sampler), so r = 1 exactly before the first step.
+ * sampling temperature (never from the KV-cached sampler), so r = 1 exactly before the first step,
+ * and is the log-prob of the distribution the sampler draws from (top-k truncated and renormalised
+ * when topK > 0). The KL of the trust region stays the full-softmax KL: a radius, not a ratio.
  *
  * What runs where:
  *   - on the backend: every forward and backward, the gather of the step rows out of the
@@ -28,6 +30,7 @@
  * a backend or a device (the worker does), the Stage-0 projection (projected.ts wraps this class).
  */
 import type { Backend, ClippedLossSpec, HostTensors, TensorKinds } from '../../backend/types';
+import { samplerLogProbs } from '../../backend/cpu/sampling';
 import { gatherForward, logSoftmaxForward } from '../../backend/cpu/softmax';
 import { ConfigError, NumericError } from '../../core/errors';
 import type { Model } from '../../model/model';
@@ -127,6 +130,8 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   /** Sampling temperature τ; every log-prob, ratio and KL uses the same τ. */
   readonly temperature: number;
   readonly topK: number;
+  /** Score the full softmax even when top-k truncates the sampler (the validity test's negative control). */
+  readonly fullSoftmaxScores: boolean;
   /** Encodes this agent's contexts and decodes its messages; its `eos` ends a message. */
   readonly tokenizer: TextTokenizer;
   /** π_cur's parameters (a device copy), when the reference is this model's own frozen weights. */
@@ -144,12 +149,13 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   /** Two parameter sets for θ ± εv (allocated at the first product). */
   private fvpSets: X['f32'][][] | null = null;
 
-  constructor(index: number, model: Model<X>, opts: { name?: string; temperature?: number; topK?: number; tokenizer?: TextTokenizer } = {}) {
+  constructor(index: number, model: Model<X>, opts: { name?: string; temperature?: number; topK?: number; tokenizer?: TextTokenizer; fullSoftmaxScores?: boolean } = {}) {
     this.index = index;
     this.model = model;
     this.name = opts.name ?? `lm-${index}`;
     this.temperature = opts.temperature ?? 1;
     this.topK = opts.topK ?? 0;
+    this.fullSoftmaxScores = opts.fullSoftmaxScores ?? false;
     this.tokenizer = opts.tokenizer ?? charTokenizer;
     // A tokenizer the caller brings must fit the model (tests run the char tokenizer's default over smaller toy vocabularies).
     if (opts.tokenizer !== undefined && this.tokenizer.vocabSize > model.cfg.vocab) {
@@ -205,7 +211,13 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     return { name: this.name, kind: 'lm', parameters: this.model.paramCount(), backend: this.be.name };
   }
 
-  /** log π_θ(·|s) at τ at every step ([K × V]), in f64 on the host from the downloaded logit rows. */
+  /**
+   * log π_θ(·|s) at every step ([K × V]), in f64 on the host from the downloaded logit rows: the
+   * distribution the sampler draws from — softmax at τ, and with top-k the k largest renormalised
+   * (−Infinity off them; `samplerLogProbs`), so that E_old[r] = 1 holds for the ratios built from
+   * it (docs/certificate.md §3.1). `fullSoftmaxScores` scores the untruncated softmax instead: the
+   * negative control of the validity test, not a policy anyone samples.
+   */
   private async logPolicyAt(steps: StepSet): Promise<Float64Array> {
     const d = this.packOf(steps);
     const K = d.K;
@@ -214,8 +226,14 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const zt = this.logitsAt(d);
     const z = await this.be.download('f32', zt);
     this.be.dispose(zt);
-    logSoftmaxForward(lp, z, K, this.V, this.temperature);
+    if (this.truncates) samplerLogProbs(lp, z, K, this.V, this.temperature, this.topK);
+    else logSoftmaxForward(lp, z, K, this.V, this.temperature);
     return lp;
+  }
+
+  /** True when the sampler keeps fewer than all tokens and the scores follow it. */
+  private get truncates(): boolean {
+    return this.topK > 0 && this.topK < this.V && !this.fullSoftmaxScores;
   }
 
   async distributions(steps: StepSet): Promise<Float64Array> {

@@ -18,6 +18,7 @@ import { tokenizer as charTokenizer, type TextTokenizer } from '../../model/toke
 import { nextTurn, protocolHorizon, teamVerdict, type Message, type TeamSpec } from '../../tasks/llm/protocols';
 import type { LlmTask, Problem } from '../../tasks/llm/types';
 import type { LmAgentPolicy, LmSteps } from '../agents/lm';
+import type { CertScope } from '../certificate';
 import type { AgentPolicy, AgentTurn, Batch, Episode } from '../types';
 import type { RolloutOptions, TeamEnv, TeamEvaluation } from './types';
 
@@ -62,6 +63,10 @@ export class LmEnv implements TeamEnv {
   readonly opts: LmEnvOptions;
   /** The episodes of the last rollout, for transcripts. */
   lastEpisodes: LmEpisodeRecord[] = [];
+  /** The team-level certificate (docs/certificate.md §5.1): the per-agent one cannot certify a language team's small gains. */
+  certScope: CertScope = 'team';
+  /** CRN pairs of each stage's check of its bound (heldCheck.ts); 0: unchecked. */
+  heldPairs = 0;
 
   constructor(task: LlmTask, protocol: TeamSpec['protocol'], nAgents: number, opts: LmEnvOptions) {
     this.task = task;
@@ -195,5 +200,113 @@ export class LmEnv implements TeamEnv {
     });
     const ci = meanCI(rewards);
     return { J: ci.mean, ci: Number.isFinite(ci.halfWidth) ? ci.halfWidth : 0, exact: false, accuracy: correct / E };
+  }
+}
+
+/**
+ * A language team whose J is exact (docs/certificate.md §13): every message an agent can write is
+ * enumerated — token by token, from the agent's own sampler distribution (`distributions`: softmax
+ * at τ, top-k truncated) — over a task's few problems (`problems`, drawn uniformly, as the train
+ * split draws them), and J = Σ over episodes of probability × reward. Only for tiny vocabularies and
+ * short messages (src/tasks/llm/tiny.ts): the episodes number (messages per context)^(turns).
+ * `evaluate` returns it with exact = true, so a stage's ΔJ and "held" are exact.
+ */
+export class ExactLmEnv extends LmEnv {
+  readonly problems: readonly Problem[];
+  constructor(task: LlmTask, protocol: TeamSpec['protocol'], nAgents: number, opts: LmEnvOptions, problems: readonly Problem[]) {
+    super(task, protocol, nAgents, opts);
+    if (protocol === 'independent') throw new RangeError('ExactLmEnv: the independent protocol depends on the sample index; enumerate chain, vote or router');
+    this.problems = problems;
+  }
+
+  override async evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation & { accuracy: number }> {
+    const { J, accuracy } = await this.exact(team);
+    return { J, ci: 0, exact: true, accuracy };
+  }
+
+  /** J(team) by enumeration (the class comment). */
+  async exactJ(team: readonly AgentPolicy[]): Promise<number> {
+    return (await this.exact(team)).J;
+  }
+
+  /** J and the probability of a correct answer, by enumeration. */
+  private async exact(team: readonly AgentPolicy[]): Promise<{ J: number; accuracy: number }> {
+    interface State { readonly problem: Problem; readonly messages: readonly Message[]; readonly prob: number }
+    let states: State[] = this.problems.map((problem) => ({ problem, messages: [], prob: 1 / this.problems.length }));
+    let J = 0;
+    let accuracy = 0;
+    while (states.length > 0) {
+      const due: { s: number; agent: number; turn: number; context: Int32Array }[] = [];
+      const open: number[] = [];
+      states.forEach((st, s) => {
+        const spec: TeamSpec = { protocol: this.protocol, nAgents: this.nAgents, sample: 0 };
+        const slots = nextTurn(spec, st.problem, st.messages);
+        if (slots.length === 0) {
+          const v = teamVerdict(spec, this.task, st.problem, st.messages);
+          J += st.prob * v.reward;
+          if (v.correct) accuracy += st.prob;
+        } else open.push(s);
+        for (const slot of slots) due.push({ s, agent: slot.agent, turn: slot.turn, context: Int32Array.from(tokenizerOf(team[slot.agent]!).encodeContext(slot.context)) });
+      });
+      // Every message of every due slot, with its probability, one distributions() call per agent.
+      const options = new Map<number, { text: string; p: number }[]>();
+      for (let a = 0; a < team.length; a++) {
+        const mine = due.map((d, k) => ({ d, k })).filter((x) => x.d.agent === a);
+        if (mine.length === 0) continue;
+        const msgs = await this.messagesOf(team[a]!, mine.map((x) => x.d.context));
+        mine.forEach((x, i) => options.set(x.k, msgs[i]!));
+      }
+      const next: State[] = [];
+      for (const s of open) {
+        // Slots of one state in agent order (the order LmEnv.play appends a round's messages).
+        const mine = due.map((d, k) => ({ d, k })).filter((x) => x.d.s === s).sort((x, y) => x.d.agent - y.d.agent);
+        let partial: { messages: Message[]; prob: number }[] = [{ messages: [...states[s]!.messages], prob: states[s]!.prob }];
+        for (const { d, k } of mine) {
+          partial = partial.flatMap((pt) => options.get(k)!.map((m) => ({ messages: [...pt.messages, { turn: d.turn, agent: d.agent, text: m.text }], prob: pt.prob * m.p })));
+        }
+        for (const pt of partial) if (pt.prob > 0) next.push({ problem: states[s]!.problem, messages: pt.messages, prob: pt.prob });
+      }
+      states = next;
+    }
+    return { J, accuracy };
+  }
+
+  /** Every message (text, probability) `agent` can write after each context, enumerated token by token. */
+  private async messagesOf(agent: AgentPolicy, contexts: readonly Int32Array[]): Promise<{ text: string; p: number }[][]> {
+    const tok = tokenizerOf(agent);
+    const V = tok.vocabSize;
+    const maxNew = this.opts.maxNew;
+    // Prefixes of non-end tokens shorter than maxNew: the states whose next-token distribution is needed.
+    const prefixes: number[][] = [[]];
+    for (let i = 0; i < prefixes.length; i++) {
+      if (prefixes[i]!.length + 1 >= maxNew) continue;
+      for (let v = 0; v < V; v++) if (v !== tok.eos) prefixes.push([...prefixes[i]!, v]);
+    }
+    const seqs: Int32Array[] = [];
+    const stepPos: number[] = [];
+    for (const c of contexts) {
+      for (const pre of prefixes) {
+        seqs.push(Int32Array.from([...c, ...pre, 0])); // the final 0 only gives the step a position
+        stepPos.push(c.length + pre.length);
+      }
+    }
+    const K = seqs.length;
+    const dist = await agent.distributions({ obs: Int32Array.from({ length: K }, (_, k) => k), context: { seqs, stepSeq: Int32Array.from({ length: K }, (_, k) => k), stepPos: Int32Array.from(stepPos) } satisfies LmSteps });
+    const rowOf = new Map(prefixes.map((p, i) => [p.join(','), i]));
+    return contexts.map((_, c) => {
+      const out: { text: string; p: number }[] = [];
+      const walk = (pre: number[], prob: number): void => {
+        const row = (c * prefixes.length + rowOf.get(pre.join(','))!) * V;
+        for (let v = 0; v < V; v++) {
+          const p = prob * dist[row + v]!;
+          if (!(p > 0)) continue;
+          if (v === tok.eos) out.push({ text: tok.decodeMessage(pre), p });
+          else if (pre.length + 1 >= maxNew) out.push({ text: tok.decodeMessage([...pre, v]), p });
+          else walk([...pre, v], p);
+        }
+      };
+      walk([], 1);
+      return out;
+    });
   }
 }

@@ -9,14 +9,48 @@ import type { Rng } from '../../core/rng';
 import { exactJ, forEachTrajectory } from '../../tasks/tabular';
 import type { TabularGame } from '../../tasks/types';
 import { sampleBatch, tablePolicy, teamTables } from '../rollout';
+import type { CertScope } from '../certificate';
 import type { AgentPolicy, Batch, StepSet } from '../types';
-import type { RolloutOptions, TeamEnv, TeamEvaluation } from './types';
+import type { RolloutOptions, TeamCertSpace, TeamEnv, TeamEvaluation } from './types';
 
 export type { TeamEnv, TeamEvaluation } from './types';
+
+/**
+ * `n` i.i.d. inverse-CDF draws from a cumulative distribution (unnormalised; last entry = total).
+ * 53-bit uniforms: a 24-bit grid could not reach trajectories rarer than 2⁻²⁴, and an estimator's
+ * mean would drift from its target by up to (trajectories × 2⁻²⁴) × the range.
+ */
+function drawTrajectories(cdf: readonly number[], n: number, rng: Rng): Int32Array {
+  const total = cdf[cdf.length - 1] ?? 0;
+  const idx = new Int32Array(n);
+  for (let e = 0; e < n; e++) {
+    const u = (((rng.nextU32() >>> 5) * 67108864 + (rng.nextU32() >>> 6)) / 9007199254740992) * total;
+    let a = 0;
+    let z = cdf.length - 1;
+    while (a < z) {
+      const m = (a + z) >> 1;
+      if (cdf[m]! > u) z = m;
+      else a = m + 1;
+    }
+    idx[e] = a;
+  }
+  return idx;
+}
+
+/** Per trajectory of a TeamCertSpace, log r_j: Σ over agent j's decisions of log(new/old). */
+export function trajectoryLogRatios(space: TeamCertSpace, agent: number, oldTable: Float64Array, newTable: Float64Array): Float64Array {
+  return Float64Array.from(space.decisions, (d) => {
+    let u = 0;
+    for (let k = 0; k < d.length; k += 2) if (d[k] === agent) u += Math.log(newTable[d[k + 1]!]! / oldTable[d[k + 1]!]!);
+    return u;
+  });
+}
 
 export class TabularEnv implements TeamEnv {
   readonly game: TabularGame;
   readonly evaluatePerAgent = true;
+  /** The team-level form: as tight as the per-agent one or tighter on every preset, in the same time (docs/certificate.md §5.1). */
+  certScope: CertScope = 'team';
   constructor(game: TabularGame) {
     this.game = game;
   }
@@ -94,21 +128,29 @@ export class TabularEnv implements TeamEnv {
       cdf.push(total);
       value.push(x);
     });
-    const x = new Float64Array(N);
-    for (let e = 0; e < N; e++) {
-      // 53-bit uniforms: a 24-bit grid could not reach trajectories rarer than 2⁻²⁴, and the
-      // estimator's mean would drift from ΔJ_i by up to (trajectories × 2⁻²⁴) × the range.
-      const u = (((rng.nextU32() >>> 5) * 67108864 + (rng.nextU32() >>> 6)) / 9007199254740992) * total;
-      let a = 0;
-      let z = cdf.length - 1;
-      while (a < z) {
-        const m = (a + z) >> 1;
-        if (cdf[m]! > u) z = m;
-        else a = m + 1;
-      }
-      x[e] = value[a]!;
-    }
-    return { x, range: [lo, hi] };
+    const idx = drawTrajectories(cdf, N, rng);
+    return { x: Float64Array.from(idx, (a) => value[a]!), range: [lo, hi] };
+  }
+  /**
+   * The team-level certificate's sample space (docs/certificate.md §5.1): every trajectory the team
+   * `tables` (π_cur) can produce, with its probability, reward and decisions (agent, table entry),
+   * and `draws` indices drawn i.i.d. from that exact distribution with `rng`.
+   */
+  teamCertSpace(tables: readonly Float64Array[], draws: number, rng: Rng): TeamCertSpace {
+    const reward: number[] = [];
+    const decisions: Int32Array[] = [];
+    const cdf: number[] = [];
+    let total = 0;
+    forEachTrajectory(this.game, tablePolicy(this.game, tables), (t) => {
+      if (!(t.prob > 0)) return;
+      const d: number[] = [];
+      for (const turn of t.history) turn.decisions.forEach((dec, k) => d.push(dec.agent, dec.obs * this.game.nActions[dec.agent]! + turn.actions[k]!));
+      total += t.prob;
+      cdf.push(total);
+      reward.push(t.reward);
+      decisions.push(Int32Array.from(d));
+    });
+    return { reward: Float64Array.from(reward), decisions, draws: drawTrajectories(cdf, draws, rng) };
   }
   async evaluate(team: readonly AgentPolicy[]): Promise<TeamEvaluation> {
     return this.evaluateTables(await teamTables(this.game, team));

@@ -7,6 +7,7 @@
  * Not here: any environment (tabular.ts, lm.ts), sampling details (src/sat/rollout.ts).
  */
 import type { Rng } from '../../core/rng';
+import type { CertScope } from '../certificate';
 import type { AgentPolicy, Batch, StepSet } from '../types';
 
 export interface TeamEvaluation {
@@ -26,6 +27,15 @@ export interface RolloutOptions {
   readonly tables?: readonly Float64Array[];
 }
 
+/** Tabular games: every trajectory of π_cur with positive probability, and i.i.d. draws of them (docs/certificate.md §5.1). */
+export interface TeamCertSpace {
+  readonly reward: Float64Array;
+  /** Per trajectory: (agent, table entry) pairs, flat. */
+  readonly decisions: readonly Int32Array[];
+  /** Indices of the drawn trajectories. */
+  readonly draws: Int32Array;
+}
+
 export interface TeamEnv {
   readonly nAgents: number;
   /** Largest number of turns in an episode (H of the episodic certificate). */
@@ -38,6 +48,17 @@ export interface TeamEnv {
    * (sample k of a group is answered by agent k mod n, so a unit holds one episode per slot), else 1.
    */
   readonly slots: number;
+  /**
+   * Which bound decides the stage's certificate (docs/certificate.md §5, §5.1): 'team' — one batch
+   * under π_cur scored with the final team's ratio — or 'agents' — one batch per agent step, the
+   * agents' summands added. Absent: 'agents'. Settable, so a report can measure both.
+   */
+  certScope?: CertScope;
+  /**
+   * Estimated J only: common-random-numbers pairs with which each stage checks its bound against ΔJ
+   * (heldCheck.ts); 0 or absent: stages are not checked ('unchecked').
+   */
+  heldPairs?: number;
   /** Most turns at which `agent` acts in one episode (a language agent's turn is one message). */
   agentTurns(agent: number): number;
   /** Most action steps in one turn of an agent (1 for tables, maxNew tokens for a language agent). */
@@ -62,4 +83,5 @@ export interface TeamEnv {
   /** The team's J from its tables (what `tables` returned, kept up to date), without asking the agents again. */
   evaluateTables?(tables: readonly Float64Array[]): TeamEvaluation;
   certSample?(before: readonly Float64Array[], agent: number, newTable: Float64Array, b: number, N: number, rng: Rng): { x: Float64Array; range: [number, number] };
+  teamCertSpace?(tables: readonly Float64Array[], draws: number, rng: Rng): TeamCertSpace;
 }

@@ -1,0 +1,82 @@
+/**
+ * "Held" as a test of the certificate (docs/certificate.md §12): did the stage's lower bound L stay
+ * at or below the true ΔJ = J(π̄) − J(π_cur)?
+ *
+ * - Exact J (tabular): held when L ≤ ΔJ + a few ulps of |J| (`heldTolerance`): J is a sum of
+ *   products, and a ΔJ of exactly 0 can come out as −2e−16.
+ * - Estimated J (language teams): ΔJ is estimated on the distribution the bound is about (the
+ *   task's train split, the rollout's sampler) with common random numbers: the starting and the
+ *   final team answer the same prompts with the same sampler uniforms, `pairs` episodes each, and
+ *   ΔĴ = mean(R_final − R_start) with its standard error. The verdict says what the estimate can
+ *   tell: 'held' when L ≤ ΔĴ − z·se, 'not held' when L > ΔĴ + z·se, else 'undecided' (z = 2).
+ *
+ * It costs 2 × pairs episodes, so it runs only where asked (the CLI's certify report, the claims,
+ * a page action) — a stage not checked is 'unchecked', never a ✓ from a noisy comparison.
+ *
+ * Not here: the bound itself (certificate.ts) or the stage loop (stage.ts).
+ */
+import type { Rng } from '../core/rng';
+import type { TeamEnv } from './env/types';
+import type { AgentPolicy, AgentSnapshot } from './types';
+
+export type HeldState = 'held' | 'not held' | 'undecided' | 'unchecked';
+
+export interface HeldCheck {
+  readonly state: HeldState;
+  /** ΔJ: exact (tabular), the CRN estimate (language), NaN when unchecked. */
+  readonly estimate: number;
+  /** Its standard error (0 when exact, NaN when unchecked). */
+  readonly se: number;
+  /** CRN pairs behind the estimate (0 when exact or unchecked). */
+  readonly pairs: number;
+}
+
+/** Standard errors between the bound and the estimate before the check decides. */
+export const HELD_Z = 2;
+
+/** The tie tolerance of an exact "held": 8 ulps of the larger |J| (J ≤ 0 games included). */
+export function heldTolerance(jBefore: number, jAfter: number): number {
+  return 8 * Number.EPSILON * Math.max(Math.abs(jBefore), Math.abs(jAfter));
+}
+
+/** The verdict of a bound `lower` against an estimate of ΔJ ± se (the header's rule). */
+export function heldVerdict(lower: number, estimate: number, se: number, pairs: number): HeldCheck {
+  const state: HeldState = !Number.isFinite(estimate) ? 'unchecked' : lower <= estimate - HELD_Z * se ? 'held' : lower > estimate + HELD_Z * se ? 'not held' : 'undecided';
+  return { state, estimate, se, pairs };
+}
+
+/**
+ * ΔJ by common random numbers between the team's state `start` (snapshots, one per agent) and its
+ * state now: both roll out `pairs` episodes from the same stream `rng` (same prompts, same sampler
+ * uniforms), paired by episode. The agents are left exactly as they were (their current state is
+ * snapshotted and restored). Returns the verdict for `lower`.
+ */
+export async function checkHeld(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], lower: number, pairs: number, rng: Rng): Promise<HeldCheck> {
+  const { estimate, se } = await crnDeltaJ(env, team, start, pairs, rng);
+  return heldVerdict(lower, estimate, se, pairs);
+}
+
+/** The CRN estimate of J(now) − J(start) and its standard error (see checkHeld). */
+export async function crnDeltaJ(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], pairs: number, rng: Rng): Promise<{ estimate: number; se: number }> {
+  if (start.length !== team.length) throw new RangeError(`checkHeld: ${start.length} starting snapshots for a team of ${team.length}`);
+  if (!(pairs >= 2)) throw new RangeError(`checkHeld: needs at least 2 pairs, got ${pairs}`);
+  const units = Math.max(1, Math.ceil(pairs / env.slots));
+  const final = await Promise.all(team.map((a) => a.snapshot()));
+  const after = await env.rollout(team, units, env.slots, rng, { record: false, scored: [] });
+  let before;
+  try {
+    await Promise.all(team.map((a, k) => a.restore(start[k]!)));
+    before = await env.rollout(team, units, env.slots, rng, { record: false, scored: [] });
+  } finally {
+    await Promise.all(team.map((a, k) => a.restore(final[k]!)));
+  }
+  // Paired by unit (a unit's episodes share a prompt and, for `independent`, cover every slot).
+  const d = new Float64Array(units);
+  after.episodes.forEach((e, k) => (d[Math.floor(k / env.slots)]! += (e.reward - before.episodes[k]!.reward) / env.slots));
+  let m = 0;
+  for (const x of d) m += x;
+  m /= units;
+  let v = 0;
+  for (const x of d) v += (x - m) ** 2;
+  return { estimate: m, se: Math.sqrt(v / Math.max(1, units - 1) / units) };
+}
