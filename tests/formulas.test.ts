@@ -27,7 +27,7 @@ import { parseConfig } from '../src/sat/config';
 import { createExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { AgentStepRecord, StageRecord } from '../src/sat/stage';
-import { bindFormula, FORMULAS, formatSlot, KATEX_OPTIONS, orderFormula, slotKey, texNumber, type FormulaDef } from '../src/app/charts/formulas';
+import { bindFormula, FORMULAS, formatSlot, KATEX_OPTIONS, orderFormula, slotKey, texNumber, UNDECIDED_REL, type FormulaDef } from '../src/app/charts/formulas';
 import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, ViolationChart, WaterfallChart, violationPointsFromStages } from '../src/app/charts';
 
 let tabular: StageRecord[];
@@ -113,13 +113,14 @@ describe('formula cards on real records', () => {
     expect(katex.renderToString(String.raw`\htmlData{metric=a}{1}`, KATEX_OPTIONS)).toContain('data-metric="a"');
   });
 
-  it('the relation sign follows the numbers: held ⇔ ≤ in the certificate and J cards, q ≤ δ ⇔ ≤ in the KL card', () => {
-    const signs = (tex: string) => [...tex.matchAll(/\\;(\\le|>)\\;/g)].map((m) => m[1]);
+  it('the relation sign follows the record: held ⇔ ≤ (unchecked ⇔ ≤?) in the certificate and J cards, q ≤ δ ⇔ ≤ in the KL card', () => {
+    const signs = (tex: string) => [...tex.matchAll(/\\;(\\le|>|\\overset\{\?\}\{\\le\})\\;/g)].map((m) => m[1]);
     const seen = new Set<string>();
     for (const run of runs()) {
       for (const r of run.records) {
         const id = r.certificate.form === 'gamma' ? 'waterfall-gamma' : 'waterfall';
-        const want = r.metrics['cert/held'] === 1 ? '\\le' : '>';
+        const held = r.metrics['cert/held'];
+        const want = held === 1 ? '\\le' : held === 0 ? '>' : UNDECIDED_REL;
         expect(signs(bindFormula(FORMULAS[id], r.metrics).tex)).toEqual([want]);
         expect(signs(bindFormula(FORMULAS.j, r.metrics).tex)).toEqual([want]);
         seen.add(want);
@@ -129,6 +130,7 @@ describe('formula cards on real records', () => {
       }
     }
     expect(seen.has('\\le')).toBe(true); // at least one held stage was checked
+    expect(seen.has(UNDECIDED_REL)).toBe(true); // and one unchecked language stage
   });
 
   it('the certificate card adds up: gain − shift − bias − finite = lower with the numbers it shows, in both forms', () => {

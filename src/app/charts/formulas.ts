@@ -47,12 +47,21 @@ export interface FormulaSlot {
   readonly from?: number;
 }
 
-/** {{rel:name}} in `numeric` becomes ≤ when slot `left`'s number ≤ slot `right`'s, else >. */
+/**
+ * {{rel:name}} in `numeric` becomes ≤ when slot `left`'s number ≤ slot `right`'s, else >; with
+ * `decidedBy`, the record's own decision under that metric key instead (1: ≤, 0: >, anything else:
+ * ≤ with a question mark — the decision was not made, e.g. a language stage whose bound was not
+ * checked against a common-random-numbers estimate, docs/certificate.md).
+ */
 export interface FormulaRelation {
   readonly name: string;
   readonly left: string;
   readonly right: string;
+  readonly decidedBy?: string;
 }
+
+/** The relation sign of an undecided comparison. */
+export const UNDECIDED_REL = String.raw`\overset{?}{\le}`;
 
 export type FormulaId = 'waterfall' | 'waterfall-gamma' | 'j' | 'adv' | 'kl' | 'beta' | 'violation' | 'order';
 
@@ -99,7 +108,7 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
     symbolic: String.raw`\Delta J \ \ge\ L = \underbrace{\textstyle\sum_i \hat G_i}_{\text{fresh gain}} - \underbrace{0}_{\text{shift}} - \underbrace{0}_{\text{bias}} - \underbrace{\big(\bar S - \mathrm{LCB}_{1-\delta_{\mathrm{conf}}}(S)\big)}_{\text{finite}} \\ S_t = \textstyle\sum_i X_{i,t}`,
     numeric: CERT_NUMERIC,
     slots: CERT_SLOTS,
-    relations: [{ name: 'held', left: 'lower', right: 'dJ' }],
+    relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
     note: 'X = (r − 1)(R − b) on certification batches no update saw; shift and bias are 0 by construction (§6). Held: L ≤ ΔJ.',
   },
   'waterfall-gamma': {
@@ -110,7 +119,7 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
     symbolic: String.raw`L = \textstyle\sum_i \hat G_i - \frac{2\gamma}{(1-\gamma)^2} A_{\max} \sum_i \sqrt{\kappa_i/2} \\ \textstyle - \frac{1}{1-\gamma}\sum_i \zeta_i - \sum_i \frac{A_{\max}}{1-\gamma}\sqrt{\frac{\log(2n/\delta_{\mathrm{conf}})}{2N_i}}`,
     numeric: CERT_NUMERIC,
     slots: CERT_SLOTS,
-    relations: [{ name: 'held', left: 'lower', right: 'dJ' }],
+    relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
     note: 'κ_i is the agent’s largest per-state KL, ζ_i its measured estimator bias, N_i its certification episodes. Held: L ≤ ΔJ.',
   },
   j: {
@@ -121,7 +130,7 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
     symbolic: String.raw`J_k - J_{k-1} = \Delta J \ \ge\ L \quad\Longleftrightarrow\quad J_k \ \ge\ J_{k-1} + L`,
     numeric: String.raw`J_k = {{J}},\qquad \Delta J = {{dJ}} \;{{rel:held}}\; L = {{lower}}`,
     slots: [slot('J', 'team/J', 'fixed3', 'j'), slot('dJ', 'team/dJ', 'term', 'j'), slot('lower', 'cert/lower', 'term', 'floor')],
-    relations: [{ name: 'held', left: 'lower', right: 'dJ' }],
+    relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
     note: 'The dot is J_k; the grey bar under it is J_{k−1} + L. Held (filled dot): L ≤ ΔJ.',
   },
   adv: {
@@ -254,6 +263,11 @@ export function bindFormula(def: FormulaDef, metrics: Metrics | readonly Metrics
     if (rel) {
       const r = def.relations?.find((x) => x.name === name);
       if (!r) throw new RangeError(`formula ${def.id}: no relation "${name}"`);
+      if (r.decidedBy !== undefined) {
+        const m: Metrics | undefined = Array.isArray(metrics) ? (metrics as readonly Metrics[])[0] : (metrics as Metrics);
+        const d = m?.[r.decidedBy];
+        return d === 1 ? String.raw`\le` : d === 0 ? '>' : UNDECIDED_REL;
+      }
       return by.get(r.left)!.value <= by.get(r.right)!.value ? String.raw`\le` : '>';
     }
     const s = by.get(name);
