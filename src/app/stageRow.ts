@@ -8,6 +8,7 @@
  * only the table's view.
  */
 import type { StageRecord } from '../sat/stage';
+import { heldUnder, type HeldState } from './charts/series';
 
 export interface StageRow {
   readonly stage: number;
@@ -17,8 +18,8 @@ export interface StageRow {
   readonly dJ: number;
   /** The certificate's lower bound on dJ (the configured form, cert/lower). */
   readonly certLower: number;
-  /** cert/held: dJ ≥ the lower bound. */
-  readonly held: boolean;
+  /** The bound against what the stage did (charts/series.ts heldUnder): held, not held, undecided or unchecked. */
+  readonly held: HeldState;
   /**
    * cert/certified: the lower bound is above 0, a certified improvement (docs/certificate.md §12).
    * Records saved before the metric existed: the same rule on cert/lower.
@@ -46,7 +47,7 @@ export function stageRow(rec: StageRecord, nAgents: number): StageRow {
     j: num(m, 'team/J'),
     dJ: num(m, 'team/dJ'),
     certLower: num(m, 'cert/lower'),
-    held: num(m, 'cert/held') === 1,
+    held: heldUnder(rec, 'chosen'),
     certified: Number.isNaN(num(m, 'cert/certified')) ? num(m, 'cert/lower') > 0 : num(m, 'cert/certified') === 1,
     order: Array.isArray(sigma) ? sigma : rec.order,
     klQ: agents.map((j) => num(m, `agent/${j}/kl_q`)),

@@ -20,7 +20,8 @@
 import { type ReactNode, type RefObject, useEffect, useRef, useState } from 'react';
 import { FormulaCard } from './FormulaCard';
 import type { BoundFormula } from './formulas';
-import { HELD_FILL, NOT_HELD } from '../theme';
+import { HELD_FILL, MUTED_INK, NOT_HELD } from '../theme';
+import type { HeldState } from './series';
 import './charts.css';
 
 export const DEFAULT_WIDTH = 520;
@@ -125,12 +126,21 @@ export function Toggle<T extends string>({ value, options, onChange, label }: { 
   );
 }
 
-/** The held / not-held mark used in every chart: filled ink disc, or hollow red ring. */
-export function HeldGlyph({ held, size = 12 }: { held: boolean; size?: number }) {
+/**
+ * The held mark used in every chart: held a filled ink disc, not held a hollow red ring, undecided
+ * or not checked (language stages: docs/certificate.md) a dashed grey ring.
+ */
+export function HeldGlyph({ held, size = 12 }: { held: HeldState; size?: number }) {
   const r = size / 2;
   return (
     <svg width={size} height={size} viewBox={`0 0 ${size} ${size}`} aria-hidden="true" className="held-glyph">
-      {held ? <circle cx={r} cy={r} r={r - 1} fill={HELD_FILL} /> : <circle cx={r} cy={r} r={r - 1.75} fill="none" stroke={NOT_HELD} strokeWidth={1.75} />}
+      {held === 'held' ? (
+        <circle cx={r} cy={r} r={r - 1} fill={HELD_FILL} />
+      ) : held === 'not held' ? (
+        <circle cx={r} cy={r} r={r - 1.75} fill="none" stroke={NOT_HELD} strokeWidth={1.75} />
+      ) : (
+        <circle cx={r} cy={r} r={r - 1.5} fill="none" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="2 1.5" />
+      )}
     </svg>
   );
 }

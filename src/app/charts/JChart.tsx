@@ -16,7 +16,7 @@ import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, kOfN, term } from './fmt';
-import { jSeries, resolvedForm, type FormChoice, type JRow } from './series';
+import { heldWords, jSeries, resolvedForm, type FormChoice, type JRow } from './series';
 import type { StageRecord } from '../../sat/stage';
 
 export interface JChartProps {
@@ -46,11 +46,9 @@ function JDot(props: DotItemDotProps) {
   if (cx === undefined || cy === undefined || row.held === null) {
     return <circle key={`d${props.index}`} cx={cx} cy={cy} r={2.5} fill={INK} />;
   }
-  return row.held ? (
-    <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.5} fill={HELD_FILL} stroke="#fff" strokeWidth={1} />
-  ) : (
-    <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.25} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />
-  );
+  if (row.held === 'held') return <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.5} fill={HELD_FILL} stroke="#fff" strokeWidth={1} />;
+  if (row.held === 'not held') return <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.25} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
+  return <circle key={`d${props.index}`} cx={cx} cy={cy} r={4} fill="#fff" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="2.5 2" />;
 }
 
 /**
@@ -113,7 +111,7 @@ function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { 
             </div>
           )}
           <div className="chart-tip-held">
-            <HeldGlyph held={row.held} /> {row.held ? 'held' : 'not held'}
+            <HeldGlyph held={row.held} /> {heldWords(row.held)}
           </div>
         </>
       )}
@@ -145,7 +143,10 @@ export function JChart({ records, form = 'chosen', span, j0ci, overlay, width, h
               {last ? fixed3(last.j) : '—'}
             </b>
           </span>
-          <span>held in {kOfN(s.heldCount, s.stages)}</span>
+          <span>
+            held in {kOfN(s.heldCount, s.checkedCount)}
+            {s.checkedCount < s.stages && <> ({s.stages - s.checkedCount} not checked or undecided)</>}
+          </span>
           {overlay && overlay.stages.length > 0 && (
             <span data-testid="j-overlay">
               <svg width="22" height="8" aria-hidden="true">

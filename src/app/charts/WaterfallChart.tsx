@@ -22,7 +22,7 @@ import { GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph, Toggle } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, grouped, pct, term } from './fmt';
-import { waterfallRows, type FormChoice, type Waterfall, type WaterfallRow } from './series';
+import { heldWords, waterfallRows, type FormChoice, type HeldState, type Waterfall, type WaterfallRow } from './series';
 
 export interface WaterfallChartProps {
   /** The stage to explain (usually the selected or the latest one); null before the first stage ends. */
@@ -67,12 +67,13 @@ const TICK_LINES: Record<WaterfallRow['kind'], readonly string[]> = {
   realised: ['real ΔJ'],
 };
 
-function shapeFor(held: boolean, hatch: string, picked: string | null) {
+function shapeFor(held: HeldState, hatch: string, picked: string | null) {
   return function WaterfallBar(p: BarShapeProps) {
     const row = p.payload as WaterfallRow;
     let bar;
     if (row.kind === 'insample') bar = <Rectangle {...p} fill={`url(#${hatch})`} stroke={MUTED_INK} strokeWidth={1} strokeDasharray="3 2" />;
-    else if (row.kind === 'realised' && !held) bar = <Rectangle {...p} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
+    else if (row.kind === 'realised' && held === 'not held') bar = <Rectangle {...p} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
+    else if (row.kind === 'realised' && held !== 'held') bar = <Rectangle {...p} fill="#fff" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="4 3" />;
     else bar = <Rectangle {...p} fill={FILL[row.kind]} stroke="none" />;
     if (row.kind !== picked) return bar;
     // Picked in the formula card: the bar outlined in ink, drawn over a pale halo.
@@ -171,7 +172,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
               </span>
             )}
             <span className="chart-held">
-              <HeldGlyph held={wf.held} /> {wf.held ? 'held' : 'not held'}
+              <HeldGlyph held={wf.held} /> {heldWords(wf.held)}
             </span>
             {wf.vacuous && (
               <span className="chart-warn" data-testid="vacuous-note">

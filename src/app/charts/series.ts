@@ -24,7 +24,10 @@
 import { fitPowerLaw, histogram, type PowerLawFit } from '../../core/stats';
 import type { BoundTerms, CertForm } from '../../sat/certificate';
 import type { DeltaSweepResult } from '../../sat/deltaSweep';
+import { heldTolerance, type HeldState } from '../../sat/heldCheck';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
+
+export type { HeldState };
 import { findStep as findIn, refOf, type StepRef } from '../stepRef';
 
 export type { StepRef };
@@ -57,9 +60,23 @@ export function realisedDJ(rec: StageRecord): number {
   return rec.jAfter - rec.jBefore;
 }
 
-/** "Held" exactly as stage.ts decides cert/held: lower bound ≤ realised ΔJ. */
-export function heldUnder(rec: StageRecord, form: FormChoice): boolean {
-  return termsOf(rec, form).lower <= realisedDJ(rec);
+/**
+ * How the bound of `form` stands against what the stage really did, as stage.ts decides cert/held
+ * (docs/certificate.md): with exact J (tabular), lower ≤ ΔJ within a few ulps of |J|; with
+ * estimated J (language teams), only a common-random-numbers check decides — the record's verdict
+ * for its chosen form ('undecided' when the check could not tell), and 'unchecked' otherwise: a
+ * noisy held-out ΔJ never decides it. Records saved before the verdict existed compare as before.
+ */
+export function heldUnder(rec: StageRecord, form: FormChoice): HeldState {
+  const lower = termsOf(rec, form).lower;
+  if (rec.evaluation.exact) return lower <= realisedDJ(rec) + heldTolerance(rec.jBefore, rec.jAfter) ? 'held' : 'not held';
+  if (rec.held !== undefined) return resolvedForm(rec, form) === rec.certificate.form ? rec.held.state : 'unchecked';
+  return lower <= realisedDJ(rec) ? 'held' : 'not held';
+}
+
+/** A held state in words, as the charts' legends and titles say it. */
+export function heldWords(state: HeldState): string {
+  return state === 'unchecked' ? 'not checked' : state;
 }
 
 /**
@@ -167,8 +184,8 @@ export interface JRow {
   readonly floorShown: number | null;
   /** True when the floor lies below the chart's domain (drawn as ▼ at the bottom edge). */
   readonly floorClipped: boolean;
-  /** Lower bound ≤ realised ΔJ (null at stage 0). */
-  readonly held: boolean | null;
+  /** The bound against what the stage did (heldUnder; null at stage 0). */
+  readonly held: HeldState | null;
   /** Lower bound > 0: the stage certifiably improved the team (null at stage 0). */
   readonly certified: boolean | null;
   readonly dJ: number | null;
@@ -188,6 +205,8 @@ export interface JSeries {
   /** The overlaid run's J per stage (its stage 0 included), [] when none. */
   readonly overlay: readonly { readonly stage: number; readonly j: number }[];
   readonly heldCount: number;
+  /** Stages whose verdict is decided (held or not held): all of them with exact J. */
+  readonly checkedCount: number;
   /** Stages whose bound is above 0 (certified improvement). */
   readonly certifiedCount: number;
   readonly stages: number;
@@ -219,10 +238,10 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     const ci = Number.isFinite(r.evaluation.ci) ? r.evaluation.ci : 0;
     const lower = termsOf(r, form).lower;
     const dJ = realisedDJ(r);
-    const held = lower <= dJ;
+    const held = heldUnder(r, form);
     raw.push({
       stage: r.stage, j: r.jAfter, ci, band: [r.jAfter - ci, r.jAfter + ci], floor: r.jBefore + lower, held, certified: certifiedUnder(r, form), dJ, lower,
-      jHeld: held ? r.jAfter : null, jNotHeld: held ? null : r.jAfter,
+      jHeld: held === 'held' ? r.jAfter : null, jNotHeld: held === 'not held' ? r.jAfter : null,
     });
   }
   // Another run of the same seed (the J chart's dashed overlay): its J per stage as `other`, on
@@ -243,7 +262,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     lo = Math.min(lo, v);
     hi = Math.max(hi, v);
   }
-  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, certifiedCount: 0, stages: 0, vacuous: 0 };
+  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, checkedCount: 0, certifiedCount: 0, stages: 0, vacuous: 0 };
   const reach = Math.max(hi - lo, (opts.span ?? 0) / 4, 0.1);
   const allowed = lo - reach;
   for (const r of raw) if (r.floor !== null && Number.isFinite(r.floor) && r.floor >= allowed) lo = Math.min(lo, r.floor);
@@ -262,7 +281,8 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
   return {
     rows, domain, ticks: nice.ticks, clipped,
     overlay,
-    heldCount: staged.filter((r) => r.held).length,
+    heldCount: staged.filter((r) => r.held === 'held').length,
+    checkedCount: staged.filter((r) => r.held === 'held' || r.held === 'not held').length,
     certifiedCount: staged.filter((r) => r.certified).length,
     stages: staged.length,
     vacuous: staged.filter((r) => isVacuous(r.lower!, opts.span)).length,
@@ -301,7 +321,7 @@ export interface Waterfall {
   readonly form: CertForm;
   readonly terms: BoundTerms;
   readonly dJ: number;
-  readonly held: boolean;
+  readonly held: HeldState;
   /** Lower bound > 0: a certified improvement (docs/certificate.md §12). */
   readonly certified: boolean;
   readonly vacuous: boolean;
@@ -352,7 +372,7 @@ export function waterfallRows(rec: StageRecord, form: FormChoice = 'chosen', spa
   rows.push(bar('realised', 'real ΔJ', dJ, 0, dJ, true, false));
   const penalties = t.shift + t.bias + t.finite;
   return {
-    rows, form: resolvedForm(rec, form), terms: t, dJ, held: raw.lower <= realisedDJ(rec), certified: certifiedUnder(rec, form), vacuous: isVacuous(t.lower, span),
+    rows, form: resolvedForm(rec, form), terms: t, dJ, held: heldUnder(rec, form), certified: certifiedUnder(rec, form), vacuous: isVacuous(t.lower, span),
     penaltyOverGain: t.gain > 0 ? penalties / t.gain : Infinity,
     optimism: inSample - t.gain,
   };
@@ -646,7 +666,7 @@ export function orderRows(series: readonly OrderSeries[], form: FormChoice = 'ch
     for (const r of s.stages) {
       const row = at(r.stage);
       row[`s${k}`] = r.jAfter;
-      row[`h${k}`] = heldUnder(r, form) ? 1 : 0;
+      row[`h${k}`] = heldUnder(r, form) === 'held' ? 1 : 0;
       if (!r.evaluation.exact && Number.isFinite(r.evaluation.ci) && r.evaluation.ci > 0) row[`e${k}`] = r.evaluation.ci;
     }
   });
@@ -658,7 +678,7 @@ export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 
   return series.map((s) => {
     const last = s.stages[s.stages.length - 1];
     const ci = last && !last.evaluation.exact && Number.isFinite(last.evaluation.ci) ? last.evaluation.ci : 0;
-    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: s.stages.filter((r) => heldUnder(r, form)).length, stages: s.stages.length };
+    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: s.stages.filter((r) => heldUnder(r, form) === 'held').length, stages: s.stages.length };
   });
 }
 
@@ -767,8 +787,8 @@ export interface TimelineStage {
   /** One cell per agent, by agent index. */
   readonly cells: readonly TimelineCell[];
   readonly finished: boolean;
-  /** cert held (finished stages only). */
-  readonly held: boolean | null;
+  /** The chosen bound against what the stage did (finished stages only). */
+  readonly held: HeldState | null;
 }
 
 function cellOf(stage: number, agent: number, order: readonly number[] | null, step: AgentStepRecord | undefined): TimelineCell {
@@ -787,7 +807,7 @@ export function timelineStages(records: readonly StageRecord[], nAgents: number,
     order: r.order,
     cells: Array.from({ length: nAgents }, (_, a) => cellOf(r.stage, a, r.order, r.steps.find((s) => s.agent === a))),
     finished: true,
-    held: num(r.metrics, 'cert/held') === 1 || (Number.isNaN(num(r.metrics, 'cert/held')) && heldUnder(r, 'chosen')),
+    held: heldUnder(r, 'chosen'),
   }));
   if (current && !records.some((r) => r.stage === current.stage)) {
     const known = current.order ?? null;

@@ -12,18 +12,24 @@ import type { Config } from '../../sat/config';
 import { count, fixed3, sci, short, signed3 } from '../format';
 import { stageRow, type StageRow } from '../stageRow';
 import { usePlayground } from '../store';
+import { HeldGlyph } from '../charts/ChartFrame';
 import { CHECK } from '../charts/fmt';
-import { INK, NOT_HELD } from '../theme';
+import { heldWords, type HeldState } from '../charts/series';
 import { AgentChip } from './AgentChip';
 import '../charts/charts.css';
 
-function HeldMark({ held }: { held: boolean }) {
+const HELD_TITLES: Record<HeldState, string> = {
+  held: 'Held: the team improved at least as much as certified',
+  'not held': 'Not held: the team did worse than the certified bound',
+  undecided: 'Undecided: the estimate of the real ΔJ could not tell (docs/certificate.md)',
+  unchecked: 'Not checked: a language stage\'s bound is checked only on request, against an estimate of the real ΔJ (docs/certificate.md)',
+};
+
+function HeldMark({ held }: { held: HeldState }) {
   return (
-    <span className="held" title={held ? 'Held: the team improved at least as much as certified' : 'Not held: the team did worse than the certified bound'}>
-      <svg width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">
-        {held ? <circle cx="6" cy="6" r="5" fill={INK} /> : <circle cx="6" cy="6" r="4.25" fill="none" stroke={NOT_HELD} strokeWidth="1.75" />}
-      </svg>
-      <span className="sr-only">{held ? 'held' : 'not held'}</span>
+    <span className="held" title={HELD_TITLES[held]}>
+      <HeldGlyph held={held} />
+      <span className="sr-only">{heldWords(held)}</span>
     </span>
   );
 }
@@ -106,7 +112,8 @@ interface RunInfo {
 }
 
 function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
-  const held = rows.filter((r) => r.held).length;
+  const held = rows.filter((r) => r.held === 'held').length;
+  const checked = rows.filter((r) => r.held === 'held' || r.held === 'not held').length;
   const certified = rows.filter((r) => r.certified).length;
   return (
     <div className="table-caption" data-testid="run-caption">
@@ -118,7 +125,7 @@ function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
       </span>
       {rows.length > 0 && (
         <span>
-          certificate held in {held} of {rows.length} stages, certified an improvement in {certified}
+          certificate held in {held} of {checked} checked stages{checked < rows.length ? ` (${rows.length - checked} not checked or undecided)` : ''}, certified an improvement in {certified} of {rows.length}
         </span>
       )}
     </div>
@@ -204,11 +211,16 @@ export function StageTable() {
       </div>
       <p className="how-to-read">
         <span className="legend-item">
-          <HeldMark held /> held: the team improved at least as much as certified
+          <HeldMark held="held" /> held: the team improved at least as much as certified
         </span>
         <span className="legend-item">
-          <HeldMark held={false} /> not held
+          <HeldMark held="not held" /> not held
         </span>
+        {rows.some((r) => r.held === 'unchecked' || r.held === 'undecided') && (
+          <span className="legend-item">
+            <HeldMark held="unchecked" /> not checked or undecided: a language stage's real ΔJ is only estimated
+          </span>
+        )}
         <span className="legend-item">
           <CertMark certified /> certified: the bound is above 0, a promised improvement
         </span>

@@ -15,7 +15,7 @@
 import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react';
 import type { StageRecord } from '../../sat/stage';
 import { HeldGlyph, HowTo } from '../charts/ChartFrame';
-import { certifiedUnder, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
+import { certifiedUnder, heldWords, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from './AgentChip';
 import { sameStep } from '../stepRef';
@@ -49,7 +49,7 @@ const STATUS_WORDS: Record<TimelineCell['status'], string> = {
 /** A stage header's title: "stage 4: certified improvement, certificate held". */
 export function stageTitle(st: TimelineStage, certified: boolean | null): string {
   if (!st.finished) return `stage ${st.stage}: running`;
-  return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held ? 'held' : 'not held'}`;
+  return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held === null ? 'not closed' : heldWords(st.held)}`;
 }
 
 const keyOf = (r: Required<StepRef>) => `${r.stage}:${r.agent}`;
