@@ -528,8 +528,12 @@ function containerEdit(b: ExpBase, rng: Rng): ExpMutant {
 /** Fields that are counts or agent indices wherever they occur in a record (whole, ≥ 0). */
 const COUNT_FIELDS = new Set(['stage', 'position', 'agent', 'backtracks', 'units', 'episodes', 'turns', 'parameters']);
 const AGENT_FIELDS = new Set(['agent']);
-/** Fields a record may lack: a swap happens in some stages only; J's accuracy is a language task's. */
-const OPTIONAL_FIELDS = new Set(['swap', 'accuracy']);
+/**
+ * Fields a record may lack: a swap happens in some stages only; J's accuracy is a language task's;
+ * the team-level certificate's scope and team block, its refusal and the held verdict came later
+ * (older files open without them, docs/certificate.md).
+ */
+const OPTIONAL_FIELDS = new Set(['swap', 'accuracy', 'scope', 'team', 'refused', 'held']);
 
 function kindOf(v: unknown): string {
   if (v === null) return 'null';

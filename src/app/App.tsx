@@ -56,7 +56,7 @@ function TeamFold() {
   if (!task) return null;
   const llm = isLlmTask(task);
   return (
-    <Fold key={llm || missing ? 'lm' : 'table'} name={llm || missing ? 'team-lm' : 'team'} open={llm || missing} className="team-fold" summary={<TeamSummary />}>
+    <Fold key={llm || missing ? 'lm' : 'table'} name={llm || missing ? 'team-lm' : 'team'} open={missing} className="team-fold" summary={<TeamSummary />}>
       <TeamBuilder />
     </Fold>
   );

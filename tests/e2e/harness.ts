@@ -42,7 +42,12 @@ export interface Playground {
   /** Uncaught exceptions and console errors of every page opened through `freshPage`. */
   readonly errors: string[];
   /** A page in a fresh browser context (its own IndexedDB, so no autosave leaks between pages). */
-  freshPage(viewport?: { width: number; height: number }): Promise<Page>;
+  /**
+   * A new page in a context of its own. A language team's builder is folded by default; unless
+   * `teamFolded`, the page starts with it unfolded, as a user who opened it once has it (the fold
+   * remembers), so tests can reach the cards.
+   */
+  freshPage(viewport?: { width: number; height: number }, o?: { teamFolded?: boolean }): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -78,8 +83,9 @@ export async function openPlayground(): Promise<Playground> {
     url: `http://127.0.0.1:${addr.port}/`,
     browser,
     errors,
-    async freshPage(viewport = { width: 1280, height: 800 }) {
+    async freshPage(viewport = { width: 1280, height: 800 }, o = {}) {
       const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+      if (!o.teamFolded) await ctx.addInitScript(() => localStorage.setItem('sat-playground.fold.team-lm', 'open'));
       const p = await ctx.newPage();
       p.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
       p.on('console', (m) => {

@@ -238,13 +238,15 @@ describe('playground page in Chromium', () => {
 
   it('on a projector (1280×720) and a full-HD screen the first screen shows the step controls, the team and the timeline', async () => {
     for (const [width, height] of [[1280, 720], [1920, 1080]] as const) {
-      const p = await pg.freshPage({ width, height });
+      const p = await pg.freshPage({ width, height }, { teamFolded: true });
       await p.goto(url + (await encodeShare(makeShareState(presetConfig('arith-team'), { preset: 'arith-team' }))), { waitUntil: 'load' });
       await p.waitForFunction(() => document.querySelector('[data-testid="agent-0"]')?.textContent?.includes('arithmetic-S'), undefined, { timeout: 120_000 });
       await settled(p);
       mkdirSync(join(ROOT, 'test-results'), { recursive: true });
       await p.screenshot({ path: join(ROOT, 'test-results', `first-screen-${width}x${height}.png`) });
-      for (const id of ['step-agent', 'step-stage', 'run', 'team', 'timeline']) {
+      // The team is its one-line summary (folded by default: its cards hold the model choices).
+      expect(await p.getByTestId('fold-team-lm').evaluate((d) => (d as HTMLDetailsElement).open)).toBe(false);
+      for (const id of ['step-agent', 'step-stage', 'run', 'team-summary', 'timeline']) {
         const box = await p.getByTestId(id).boundingBox();
         expect(box, id).not.toBeNull();
         expect(box!.y + box!.height, `${id} bottom at ${width}×${height}`).toBeLessThanOrEqual(height);
