@@ -13,7 +13,7 @@
  *                        the rest (embedding, gather, KL, the loss, AdamW, sampling)
  *                        stays TS. With a shared kernel memory (SharedArrayBuffer) its f32 tensors are
  *                        resident in that memory (zeros / upload; dispose releases), so those
- *                        kernels read and write them in place (simd.ts "Copies");
+ *                        kernels read and write them in place (simdMemory.ts);
  *   cpuBackendReference  the same with every op on the TS kernels (f64 accumulators): the twin the
  *                        SIMD path is tested and benchmarked against (tests/simd.test.ts);
  *   cpuBackend64         float tensors are Float64Array — the same model in f64, for the finite-difference
@@ -154,7 +154,7 @@ const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'downlo
 
 /**
  * Memory calls of cpuBackend: f32 tensors resident in the SIMD kernels' shared memory when there is
- * one (simd.ts simdTensor: no copies in or out of a kernel call), else as memory32. `dispose`
+ * one (simdMemory.ts simdTensor: no copies in or out of a kernel call), else as memory32. `dispose`
  * releases a resident tensor's block (poisoned with NaN: a use after dispose shows); a view keeps
  * its tensor's block alive.
  */

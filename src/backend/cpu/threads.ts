@@ -35,14 +35,14 @@
  * os.availableParallelism() in Node; 4 because each of the page's agents has a worker of its own and
  * the matmuls stop scaling well before that on memory bandwidth at these sizes. Overrides: the
  * SAT_THREADS environment variable (Node), `setCpuThreads(n)` (tests, the bench). 1 is the
- * single-thread path: no helpers; simd.ts still loads the shared-memory build when the platform has
- * SharedArrayBuffer (its tensors can then be resident, simd.ts "Memory"), else the unshared one.
+ * single-thread path: no helpers; simdMemory.ts still loads the shared-memory build when the platform has
+ * SharedArrayBuffer (its tensors can then be resident, simdMemory.ts), else the unshared one.
  *
  * Where threads are impossible — no SharedArrayBuffer (a page that is not cross-origin isolated:
  * its server must send COOP/COEP, docs/performance.md), Atomics.wait not allowed (a page's main
  * thread), no Worker / worker_threads — `threadPlan` says why, and simd.ts runs single-threaded.
  *
- * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simd.ts, on the caller), the
+ * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simdMemory.ts, on the caller), the
  * other row kernels (RMSNorm backward, RoPE, log-softmax, the residual add: memory-bound,
  * single-threaded; SwiGLU and the RMSNorm forward are split, below).
  */
@@ -205,7 +205,7 @@ function impossible(): string {
 }
 
 /**
- * Whether simd.ts should load the shared-memory build and start helpers: `threads` > 1 when it
+ * Whether simdMemory.ts should load the shared-memory build and start helpers: `threads` > 1 when it
  * should, else 1 and `why` (the configured count, or what the platform lacks).
  */
 export function threadPlan(): { threads: number; why: string } {
@@ -255,7 +255,7 @@ function grow(p: Pool): void {
   }
 }
 
-/** Called by simd.ts once it runs the shared-memory build on `memory`: starts the helpers. */
+/** Called by simdMemory.ts once it runs the shared-memory build on `memory`: starts the helpers. */
 export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory): void {
   const buf = new SharedArrayBuffer(CONTROL_WORDS * 4);
   pool = { module, memory, control: new Int32Array(buf), floats: new Float32Array(buf), started: 0 };
@@ -270,7 +270,7 @@ export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory
 let latent: { module: WebAssembly.Module; memory: WebAssembly.Memory } | null = null;
 
 /**
- * Called by simd.ts when it runs single-threaded: why (shown by cpuThreads), and the shared-memory
+ * Called by simdMemory.ts when it runs single-threaded: why (shown by cpuThreads), and the shared-memory
  * build's module and memory when it runs that one (so threads can be started later).
  */
 export function noPool(why: string, shared?: { module: WebAssembly.Module; memory: WebAssembly.Memory }): void {
@@ -384,7 +384,7 @@ function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: r
   }
 }
 
-/** The kernels' exports that the pool runs (simd.ts `Kernels` has them all). */
+/** The kernels' exports that the pool runs (simdMemory.ts `Kernels` has them all). */
 interface Exports {
   gemm: Gemm;
   attnForward(...a: number[]): void;
