@@ -1,7 +1,7 @@
 /**
  * The `Backend` interface: the one list of kernels (ops) a tiny Llama-family model needs to run
  * forward, backward, an optimizer step and sampling — implemented by the CPU reference in
- * `src/backend/cpu/` and, later, by WebGPU in `src/backend/webgpu/`, kernel for kernel.
+ * `src/backend/cpu/` and by WebGPU in `src/backend/webgpu/`, kernel for kernel.
  *
  * Design (the simplest one that works for both):
  *   - Ops work on opaque tensor handles. The handle types are a type map `X` (`TensorKinds`):

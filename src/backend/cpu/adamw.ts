@@ -11,7 +11,7 @@
  * Not here: gradient clipping, learning-rate schedules, zeroing the gradients (the caller's).
  */
 import type { AdamWParams, FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 
 /** One AdamW step over n parameters in place (header). `t` counts steps from 1. */
 export function adamwStep(params: FloatArray, grads: FloatArray, m: FloatArray, v: FloatArray, n: number, t: number, hp: AdamWParams): void {

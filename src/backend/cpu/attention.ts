@@ -22,7 +22,7 @@
  * Not here: the q/k/v/o projections, RoPE, grouped-query attention, dropout.
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 
 /**
  * One query row against keys/values 0..len−1 stored with row stride C from kvBase:

@@ -8,7 +8,7 @@
  * Not here: the tied LM head (that is `matmulForward` with weight = wte, OC = V).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 
 /** out[b,t,c] = wte[tokens[b,t], c]. Overwrites `out`. Throws RangeError on a token outside [0, V). */
 export function embeddingForward(out: FloatArray, tokens: Int32Array, wte: FloatArray, B: number, T: number, C: number): void {

@@ -12,7 +12,7 @@
  * Not here: LoRA adapters on the projections (src/model composes them with matmul and residual).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 import { matmulBackward, matmulForward } from './matmul';
 
 /** The argument checks of swigluForward (shared with its SIMD twin in simd.ts). */

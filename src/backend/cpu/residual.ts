@@ -8,7 +8,7 @@
  * Not here: broadcasting.
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 
 /** The argument checks of residualForward (shared with its SIMD twin in simd.ts). */
 export function checkResidualForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {

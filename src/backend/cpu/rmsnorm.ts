@@ -10,7 +10,7 @@
  * Not here: LayerNorm's mean subtraction and bias (Llama has neither).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 
 /** The argument checks of rmsnormForward (shared with its SIMD twin in simd.ts). */
 export function checkRmsnormForward(out: FloatArray, rstd: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number): void {

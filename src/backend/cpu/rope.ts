@@ -15,7 +15,7 @@
  * Not here: partial rotary or NTK/YaRN scaling; which tensors get rotated (q and k, by the model).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 
 /** The (cos φ, sin φ) table [Tmax × HS/2 × 2] for positions 0..Tmax−1, φ = pos · theta^(−2i/HS). */
 export function ropeTable(Tmax: number, HS: number, theta = 10000, out: FloatArray = new Float32Array(Tmax * HS)): FloatArray {

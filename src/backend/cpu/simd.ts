@@ -13,7 +13,7 @@
  * maths fixes the tokens a seed draws.
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need } from '../check';
 import {
   attentionBackward,
   attentionCachedForward,
@@ -25,9 +25,9 @@ import {
 import { checkMatmulBackward, checkMatmulForward, matmulBackward, matmulForward } from './matmul';
 import { checkSwigluBackward, checkSwigluForward, swigluBackward, swigluForward } from './mlp';
 import {
-  QBLOCK,
-  dequantizeQ4,
-  dequantizeQ8,
+  checkQuantized,
+  dequantRowsQ4,
+  dequantRowsQ8,
   matmulBackwardInputQ4,
   matmulBackwardInputQ8,
   matmulForwardQ4,
@@ -130,16 +130,17 @@ let wScratch: Float32Array = new Float32Array(0);
  * after the quantized op's own checks (quant.ts), so errors name that op; `x` is [N × C], `y` [N × OC].
  */
 function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number, x: [string, FloatArray], y: [string, FloatArray]): Float32Array {
-  sizes(op, { B, T, C, OC });
-  if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
-  need(op, x[0], x[1], B * T * C);
-  need(op, y[0], y[1], B * T * OC);
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, x[0], x[1], N * C);
+  need(op, y[0], y[1], N * OC);
   if (wScratch.length < OC * C) {
     simdRelease(wScratch);
     wScratch = simdTensor(OC * C) ?? new Float32Array(OC * C);
   }
   const w = wScratch.subarray(0, OC * C);
-  return q instanceof Int8Array ? dequantizeQ8(q, scales, OC, C, w) : dequantizeQ4(q, scales, OC, C, w);
+  if (q instanceof Int8Array) dequantRowsQ8(w, q, scales, C, 0, OC);
+  else dequantRowsQ4(w, q, scales, C, 0, OC);
+  return w;
 }
 
 /** out = inp · Wᵀ for a Q8 weight (quant.ts header): dequantized (TS), then the SIMD dense kernel. */

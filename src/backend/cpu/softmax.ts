@@ -20,7 +20,7 @@
  * Not here: sampling (sampling.ts), the clipped objective (objective.ts).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { need, sizes } from '../check';
 
 function checkTemp(op: string, temperature: number): void {
   if (!(temperature > 0) || !Number.isFinite(temperature)) throw new RangeError(`${op}: temperature must be a finite number > 0, got ${temperature}`);

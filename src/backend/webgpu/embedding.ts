@@ -14,7 +14,7 @@
  * Not here: token range checks (a token outside [0, V) gives a NaN row forward and is skipped
  * backward; the CPU twin throws), the tied LM head (matmul.ts).
  */
-import { needLen, sizes } from './check';
+import { needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 
@@ -31,8 +31,8 @@ export function embeddingForward(ctx: GpuContext, out: GpuTensor<'f32'>, tokens:
   const op = 'embeddingForward';
   sizes(op, { B, T, C });
   const N = B * T;
-  needLen(op, { out }, N * C);
-  needLen(op, { tokens }, N);
+  needAll(op, { out }, N * C);
+  needAll(op, { tokens }, N);
   const V = Math.floor(wte.length / Math.max(1, C));
   ctx.run(fwd, [u32(N * C), u32(C), u32(V)], [out, tokens, wte], Math.ceil((N * C) / WG));
 }
@@ -51,8 +51,8 @@ export function embeddingBackward(
   const op = 'embeddingBackward';
   sizes(op, { B, T, C });
   const N = B * T;
-  needLen(op, { dout }, N * C);
-  needLen(op, { tokens }, N);
+  needAll(op, { dout }, N * C);
+  needAll(op, { tokens }, N);
   const V = Math.floor(dwte.length / Math.max(1, C));
   if (N === 0 || C === 0) return;
   if ((kernel ?? (N < V ? 'tokens' : 'vocab')) === 'tokens') {

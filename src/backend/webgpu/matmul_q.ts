@@ -7,7 +7,7 @@
  *
  * Not here: gradients for the quantized weights (a frozen base), quantizing (src/model).
  */
-import { needLen, sizes } from './check';
+import { needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 
@@ -32,12 +32,12 @@ function qgemm(
   sizes(op, { B, T, C, OC });
   if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
   const N = B * T;
-  needLen(op, { q }, bits === 8 ? OC * C : (OC * C) / 2);
-  needLen(op, { scales }, (OC * C) / QBLOCK);
+  needAll(op, { q }, bits === 8 ? OC * C : (OC * C) / 2);
+  needAll(op, { scales }, (OC * C) / QBLOCK);
   // forward: M = N, Pn = OC, K = C, A = inp [N × C];  input gradient: M = N, Pn = C, K = OC, A = dout [N × OC].
   const [Pn, K] = backward ? [C, OC] : [OC, C];
-  needLen(op, { a }, N * K);
-  needLen(op, { out }, N * Pn);
+  needAll(op, { a }, N * K);
+  needAll(op, { out }, N * Pn);
   if (N === 0 || Pn === 0) return;
   const tilesN = Math.ceil(Pn / TILE);
   const tiles = Math.ceil(N / TILE) * tilesN;

@@ -7,7 +7,7 @@
  *
  * Not here: the maths (the shaders), LayerNorm.
  */
-import { needLen, sizes } from './check';
+import { needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
@@ -30,9 +30,9 @@ export function rmsnormForward(
   const op = 'rmsnormForward';
   sizes(op, { B, T, C });
   const N = B * T;
-  needLen(op, { out, inp }, N * C);
-  needLen(op, { rstd }, N);
-  needLen(op, { weight }, C);
+  needAll(op, { out, inp }, N * C);
+  needAll(op, { rstd }, N);
+  needAll(op, { weight }, C);
   const src = out.buffer === inp.buffer ? ctx.clone(inp) : inp; // in place: read a copy
   ctx.run(fwd, [u32(N), u32(C), f32(eps)], [out, rstd, src, weight], N);
   if (src !== inp) ctx.dispose(src);
@@ -54,9 +54,9 @@ export function rmsnormBackward(
   const op = 'rmsnormBackward';
   sizes(op, { B, T, C });
   const N = B * T;
-  needLen(op, { dinp, dout, inp }, N * C);
-  needLen(op, { dweight, weight }, C);
-  needLen(op, { rstd }, N);
+  needAll(op, { dinp, dout, inp }, N * C);
+  needAll(op, { dweight, weight }, C);
+  needAll(op, { rstd }, N);
   const cols = N > 0 ? Math.ceil(C / ROW_WG) : 0;
   if (dinp.buffer !== dweight.buffer) {
     ctx.run(bwd, [u32(N), u32(C), u32(N), u32(cols)], [dinp, dout, inp, weight, rstd, dweight], N + cols);

@@ -1,0 +1,84 @@
+/**
+ * Argument checks shared by every backend: the generic ones (sizes are non-negative integers, a
+ * tensor holds enough elements for its shape, τ > 0) and, for the ops whose checks are more than
+ * that, one function per op that the CPU kernel and the WebGPU wrapper both call, so the two
+ * cannot drift. A short buffer is a caller bug: on the CPU it would read `undefined` as NaN deep
+ * in a loop, on the GPU it would read zeros or drop writes; a RangeError naming the op, the
+ * tensor and the sizes says so at the call.
+ *
+ * Not here: value checks that need the data (finiteness, actions in range): those belong to the
+ * CPU kernels, which read the data anyway; a GPU kernel cannot throw.
+ */
+import type { SampleParams } from './types';
+
+/** Anything with a length: a typed array on the CPU, a GpuTensor on WebGPU. */
+export interface Sized {
+  readonly length: number;
+}
+
+/** Throws a RangeError unless `arr` holds at least `n` elements. */
+export function need(op: string, name: string, arr: Sized, n: number): void {
+  if (arr.length < n) {
+    throw new RangeError(`${op}: ${name} has ${arr.length} elements, the shape needs ${n}`);
+  }
+}
+
+/** Throws a RangeError unless each named tensor (null: absent, skipped) holds at least `n` elements. */
+export function needAll(op: string, tensors: Record<string, Sized | null>, n: number): void {
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`${op}: sizes must be non-negative integers (got a product of ${n})`);
+  for (const [name, t] of Object.entries(tensors)) if (t !== null) need(op, name, t, n);
+}
+
+/** Throws a RangeError unless every size is a non-negative integer. */
+export function sizes(op: string, dims: Record<string, number>): void {
+  for (const [k, v] of Object.entries(dims)) {
+    if (!Number.isInteger(v) || v < 0) throw new RangeError(`${op}: ${k} must be a non-negative integer, got ${v}`);
+  }
+}
+
+/** Throws a RangeError unless τ is finite and > 0. */
+export function checkTemperature(op: string, temperature: number): void {
+  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new RangeError(`${op}: temperature must be a finite number > 0, got ${temperature}`);
+}
+
+function checkU32(op: string, name: string, x: number): void {
+  if (!Number.isInteger(x) || x < 0 || x > 0xffffffff) throw new RangeError(`${op}: ${name} must be an integer in [0, 4294967295], got ${x}`);
+}
+
+/**
+ * sampleForward's checks (out [B], logits [B × V], the Philox counters fit in u32, τ ≥ 0, an
+ * integer top-k); returns the number of tokens kept, k (all V when topK ≤ 0 or ≥ V).
+ */
+export function checkSample(out: Sized, logits: Sized, B: number, V: number, sp: SampleParams): number {
+  const op = 'sampleForward';
+  sizes(op, { B, V });
+  if (V < 1) throw new RangeError(`${op}: V must be at least 1`);
+  need(op, 'out', out, B);
+  need(op, 'logits', logits, B * V);
+  const seq0 = sp.seq0 ?? 0;
+  checkU32(op, 'seed', sp.seed);
+  checkU32(op, 'stream', sp.stream);
+  checkU32(op, 'step', sp.step);
+  checkU32(op, 'seq0 + B - 1', seq0 + Math.max(0, B - 1));
+  const tau = sp.temperature;
+  if (!(tau >= 0) || !Number.isFinite(tau)) throw new RangeError(`${op}: temperature must be a finite number ≥ 0, got ${tau}`);
+  if (!Number.isInteger(sp.topK)) throw new RangeError(`${op}: topK must be an integer, got ${sp.topK}`);
+  return sp.topK <= 0 || sp.topK >= V ? V : sp.topK;
+}
+
+/** clippedLossBackward's shape checks: [K × V] logits and dlogits, [K] steps, [N] episodes, stats [4] (null: not written). */
+export function checkClippedLoss(
+  t: { dlogits: Sized; stats: Sized | null; logitsTheta: Sized; logitsRef: Sized; actions: Sized; episodeOf: Sized; adv: Sized; weight: Sized },
+  K: number,
+  V: number,
+  N: number,
+  temperature: number,
+): void {
+  const op = 'clippedLossBackward';
+  sizes(op, { K, V, N });
+  checkTemperature(op, temperature);
+  needAll(op, { dlogits: t.dlogits, logitsTheta: t.logitsTheta, logitsRef: t.logitsRef }, K * V);
+  needAll(op, { actions: t.actions, episodeOf: t.episodeOf }, K);
+  needAll(op, { adv: t.adv, weight: t.weight }, N);
+  needAll(op, { stats: t.stats }, 4);
+}
