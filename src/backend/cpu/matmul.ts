@@ -101,7 +101,7 @@ export function matmulBackwardInputRows(dinp: FloatArray, dout: FloatArray, weig
 }
 
 /** dW += doutᵀ · inp over all OC rows (a row of f64 accumulators per weight row, n ascending). */
-export function matmulBackwardWeightRows(dweight: FloatArray, dout: FloatArray, inp: FloatArray, N: number, C: number, OC: number): void {
+function matmulBackwardWeightRows(dweight: FloatArray, dout: FloatArray, inp: FloatArray, N: number, C: number, OC: number): void {
   const acc = new Float64Array(C);
   for (let o = 0; o < OC; o++) {
     acc.fill(0);

@@ -50,7 +50,7 @@ const SWIGLU_FWD = 3;
 const SWIGLU_BWD = 4;
 const RMSNORM_FWD = 5;
 /** Most threads (the caller included). */
-export const MAX_THREADS = 16;
+const MAX_THREADS = 16;
 const CONTROL_WORDS = SLOT + MAX_THREADS - 1;
 /**
  * Chunks per thread taking part: ⌈CHUNK_WORK / (work per thread)⌉, between 1 and
