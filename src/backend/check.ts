@@ -9,7 +9,7 @@
  * Not here: value checks that need the data (finiteness, actions in range): those belong to the
  * CPU kernels, which read the data anyway; a GPU kernel cannot throw.
  */
-import type { SampleParams } from './types';
+import { QBLOCK, type SampleParams } from './types';
 
 /** Anything with a length: a typed array on the CPU, a GpuTensor on WebGPU. */
 export interface Sized {
@@ -81,4 +81,37 @@ export function checkClippedLoss(
   needAll(op, { actions: t.actions, episodeOf: t.episodeOf }, K);
   needAll(op, { adv: t.adv, weight: t.weight }, N);
   needAll(op, { stats: t.stats }, 4);
+}
+
+/** matmulForward's checks (out [N × OC], inp [N × C], weight [OC × C]); returns N = B·T. */
+export function checkMatmulForward(out: Sized, inp: Sized, weight: Sized, B: number, T: number, C: number, OC: number): number {
+  sizes('matmulForward', { B, T, C, OC });
+  const N = B * T;
+  need('matmulForward', 'out', out, N * OC);
+  need('matmulForward', 'inp', inp, N * C);
+  need('matmulForward', 'weight', weight, OC * C);
+  return N;
+}
+
+/** matmulBackward's checks (a null gradient is skipped, with the operand only it needs); returns N = B·T. */
+export function checkMatmulBackward(dinp: Sized | null, dweight: Sized | null, dout: Sized, inp: Sized, weight: Sized, B: number, T: number, C: number, OC: number): number {
+  sizes('matmulBackward', { B, T, C, OC });
+  const N = B * T;
+  need('matmulBackward', 'dout', dout, N * OC);
+  if (dinp !== null) {
+    need('matmulBackward', 'dinp', dinp, N * C);
+    need('matmulBackward', 'weight', weight, OC * C);
+  }
+  if (dweight !== null) {
+    need('matmulBackward', 'dweight', dweight, OC * C);
+    need('matmulBackward', 'inp', inp, N * C);
+  }
+  return N;
+}
+
+/** A quantized weight [OC × C]'s checks: C a multiple of QBLOCK, q (Q8: OC·C bytes, Q4: OC·C/2), one scale per block. */
+export function checkQuantWeight(op: string, bits: 8 | 4, q: Sized, scales: Sized, C: number, OC: number): void {
+  if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
+  need(op, 'q', q, bits === 8 ? OC * C : (OC * C) / 2);
+  need(op, 'scales', scales, (OC * C) / QBLOCK);
 }

@@ -21,6 +21,9 @@
  * that `matmulForwardQ8/Q4` read). Adding an op: docs/kernels.md.
  */
 
+/** Q8/Q4 weights: values per block along C sharing one f16 scale (C must be a multiple of it). */
+export const QBLOCK = 32;
+
 /** A float buffer a CPU kernel accepts: f32 in production, f64 in the finite-difference tests. */
 export type FloatArray = Float32Array | Float64Array;
 

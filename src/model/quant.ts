@@ -26,7 +26,8 @@
  * Not here: which tensors get quantized (weights.ts), the dequantizing loops and the quantized
  * matmuls (src/backend/cpu/quant.ts: one copy serves both).
  */
-import { QBLOCK, dequantRowsQ4, dequantRowsQ8 } from '../backend/cpu/quant';
+import { dequantRowsQ4, dequantRowsQ8 } from '../backend/cpu/quant';
+import { QBLOCK } from '../backend/types';
 import { ConfigError, NumericError } from '../core/errors';
 import { f16ToF32, f32ToF16 } from '../core/f16';
 

@@ -24,7 +24,7 @@
  */
 import type { FloatArray } from '../types';
 import { residualForward } from './residual';
-import { need, sizes } from '../check';
+import { checkMatmulBackward, checkMatmulForward, need } from '../check';
 
 /**
  * out[n, o] for o in [o0, o1), all n, where weight row o sits at w[(o − o0 + wRow0) · C]. Shared
@@ -50,16 +50,6 @@ export function matmulForwardRange(
       out[n * OC + o] = s;
     }
   }
-}
-
-/** matmulForward's argument checks (shared with its SIMD twin, simd.ts); returns N = B·T. */
-export function checkMatmulForward(out: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, OC: number): number {
-  sizes('matmulForward', { B, T, C, OC });
-  const N = B * T;
-  need('matmulForward', 'out', out, N * OC);
-  need('matmulForward', 'inp', inp, N * C);
-  need('matmulForward', 'weight', weight, OC * C);
-  return N;
 }
 
 /** out = inp · Wᵀ (header). Overwrites `out`. */
@@ -133,32 +123,6 @@ export function matmulBackward(
   const N = checkMatmulBackward(dinp, dweight, dout, inp, weight, B, T, C, OC);
   if (dinp !== null) matmulBackwardInputRows(dinp, dout, weight, N, C, OC);
   if (dweight !== null) matmulBackwardWeightRows(dweight, dout, inp, N, C, OC);
-}
-
-/** matmulBackward's argument checks (shared with its SIMD twin, simd.ts); returns N = B·T. */
-export function checkMatmulBackward(
-  dinp: FloatArray | null,
-  dweight: FloatArray | null,
-  dout: FloatArray,
-  inp: FloatArray,
-  weight: FloatArray,
-  B: number,
-  T: number,
-  C: number,
-  OC: number,
-): number {
-  sizes('matmulBackward', { B, T, C, OC });
-  const N = B * T;
-  need('matmulBackward', 'dout', dout, N * OC);
-  if (dinp !== null) {
-    need('matmulBackward', 'dinp', dinp, N * C);
-    need('matmulBackward', 'weight', weight, OC * C);
-  }
-  if (dweight !== null) {
-    need('matmulBackward', 'dweight', dweight, OC * C);
-    need('matmulBackward', 'inp', inp, N * C);
-  }
-  return N;
 }
 
 /** out = res + inp · Wᵀ (header: matmulForward then residualForward(out, res, out, N·OC, 1), same bits). Overwrites `out` (not `res`). */

@@ -19,22 +19,13 @@
  * Not here: quantizing (src/model), gradients for the quantized weights themselves (frozen).
  */
 import { f16ToF32 } from '../../core/f16';
-import type { FloatArray } from '../types';
-import { need, sizes } from '../check';
+import { QBLOCK, type FloatArray } from '../types';
+import { checkQuantWeight, need, sizes } from '../check';
 import { matmulBackwardInputRows, matmulForwardRange } from './matmul';
-
-/** Block length along C sharing one scale. */
-export const QBLOCK = 32;
 
 /** Rows of W dequantized at a time in the forward: ~32 KiB of f32 (stays in L1), at least 4. */
 function ocBlock(C: number): number {
   return Math.max(4, Math.floor(8192 / Math.max(1, C)) & ~3);
-}
-
-function checkQ(op: string, C: number, OC: number, q: ArrayLike<number>, qLen: number, scales: Uint16Array): void {
-  if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
-  need(op, 'q', q, qLen);
-  need(op, 'scales', scales, (OC * C) / QBLOCK);
 }
 
 /**
@@ -44,7 +35,7 @@ function checkQ(op: string, C: number, OC: number, q: ArrayLike<number>, qLen: n
  */
 export function checkQuantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): number {
   sizes(op, { B, T, C, OC });
-  checkQ(op, C, OC, q, q instanceof Int8Array ? OC * C : (OC * C) / 2, scales);
+  checkQuantWeight(op, q instanceof Int8Array ? 8 : 4, q, scales, C, OC);
   return B * T;
 }
 
@@ -83,7 +74,7 @@ export function dequantRowsQ4(dst: Float32Array, q: Uint8Array, scales: Uint16Ar
 /** The dense f32 matrix [OC × C] of a Q8 weight (for tests and for the input gradient). */
 export function dequantizeQ8(q: Int8Array, scales: Uint16Array, OC: number, C: number, out: Float32Array = new Float32Array(OC * C)): Float32Array {
   sizes('dequantizeQ8', { OC, C });
-  checkQ('dequantizeQ8', C, OC, q, OC * C, scales);
+  checkQuantWeight('dequantizeQ8', 8, q, scales, C, OC);
   need('dequantizeQ8', 'out', out, OC * C);
   dequantRowsQ8(out, q, scales, C, 0, OC);
   return out;
@@ -92,7 +83,7 @@ export function dequantizeQ8(q: Int8Array, scales: Uint16Array, OC: number, C: n
 /** The dense f32 matrix [OC × C] of a Q4 weight (for tests and for the input gradient). */
 export function dequantizeQ4(q: Uint8Array, scales: Uint16Array, OC: number, C: number, out: Float32Array = new Float32Array(OC * C)): Float32Array {
   sizes('dequantizeQ4', { OC, C });
-  checkQ('dequantizeQ4', C, OC, q, (OC * C) / 2, scales);
+  checkQuantWeight('dequantizeQ4', 4, q, scales, C, OC);
   need('dequantizeQ4', 'out', out, OC * C);
   dequantRowsQ4(out, q, scales, C, 0, OC);
   return out;

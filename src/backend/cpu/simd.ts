@@ -13,7 +13,7 @@
  * maths fixes the tokens a seed draws.
  */
 import type { FloatArray } from '../types';
-import { need } from '../check';
+import { checkMatmulBackward, checkMatmulForward, need } from '../check';
 import {
   attentionBackward,
   attentionCachedForward,
@@ -22,7 +22,7 @@ import {
   checkAttentionCachedForward,
   checkAttentionForward,
 } from './attention';
-import { checkMatmulBackward, checkMatmulForward, matmulBackward, matmulForward } from './matmul';
+import { matmulBackward, matmulForward } from './matmul';
 import { checkSwigluBackward, checkSwigluForward, swigluBackward, swigluForward } from './mlp';
 import {
   checkQuantized,
