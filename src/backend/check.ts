@@ -1,8 +1,7 @@
 /**
  * Argument checks shared by every backend: the generic ones (sizes are non-negative integers, a
- * tensor holds enough elements for its shape, τ > 0) and, for the ops whose checks are more than
- * that, one function per op that the CPU kernel and the WebGPU wrapper both call, so the two
- * cannot drift. A short buffer is a caller bug: on the CPU it would read `undefined` as NaN deep
+ * tensor holds enough elements for its shape, τ > 0) and one function per op that the CPU kernel,
+ * its SIMD twin and the WebGPU wrapper all call, so they cannot drift. A short buffer is a caller bug: on the CPU it would read `undefined` as NaN deep
  * in a loop, on the GPU it would read zeros or drop writes; a RangeError naming the op, the
  * tensor and the sizes says so at the call.
  *
@@ -114,4 +113,119 @@ export function checkQuantWeight(op: string, bits: 8 | 4, q: Sized, scales: Size
   if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
   need(op, 'q', q, bits === 8 ? OC * C : (OC * C) / 2);
   need(op, 'scales', scales, (OC * C) / QBLOCK);
+}
+
+/** The argument checks of attentionForward (every backend). */
+export function checkAttentionForward(out: Sized, att: Sized, q: Sized, k: Sized, v: Sized, B: number, T: number, NH: number, HS: number): void {
+  sizes('attentionForward', { B, T, NH, HS });
+  const n = B * T * NH * HS;
+  need('attentionForward', 'out', out, n);
+  need('attentionForward', 'att', att, B * NH * T * T);
+  need('attentionForward', 'q', q, n);
+  need('attentionForward', 'k', k, n);
+  need('attentionForward', 'v', v, n);
+}
+
+/** The argument checks of attentionBackward (every backend). */
+export function checkAttentionBackward(
+  dq: Sized, dk: Sized, dv: Sized, dout: Sized, q: Sized, k: Sized, v: Sized, att: Sized,
+  B: number, T: number, NH: number, HS: number,
+): void {
+  sizes('attentionBackward', { B, T, NH, HS });
+  const n = B * T * NH * HS;
+  for (const [name, a] of [['dq', dq], ['dk', dk], ['dv', dv], ['dout', dout], ['q', q], ['k', k], ['v', v]] as const) need('attentionBackward', name, a, n);
+  need('attentionBackward', 'att', att, B * NH * T * T);
+}
+
+/** The argument checks of attentionCachedForward (every backend). */
+export function checkAttentionCachedForward(out: Sized, q: Sized, kCache: Sized, vCache: Sized, B: number, T: number, NH: number, HS: number, pos0: number, Tmax: number): void {
+  sizes('attentionCachedForward', { B, T, NH, HS, pos0, Tmax });
+  if (pos0 + T > Tmax) throw new RangeError(`attentionCachedForward: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
+  const C = NH * HS;
+  need('attentionCachedForward', 'out', out, B * T * C);
+  need('attentionCachedForward', 'q', q, B * T * C);
+  need('attentionCachedForward', 'kCache', kCache, B * Tmax * C);
+  need('attentionCachedForward', 'vCache', vCache, B * Tmax * C);
+}
+
+/** The argument checks of rmsnormForward (every backend). */
+export function checkRmsnormForward(out: Sized, rstd: Sized, inp: Sized, weight: Sized, B: number, T: number, C: number): void {
+  sizes('rmsnormForward', { B, T, C });
+  const N = B * T;
+  need('rmsnormForward', 'out', out, N * C);
+  need('rmsnormForward', 'rstd', rstd, N);
+  need('rmsnormForward', 'inp', inp, N * C);
+  need('rmsnormForward', 'weight', weight, C);
+}
+
+/** The argument checks of rmsnormBackward (every backend). */
+export function checkRmsnormBackward(
+  dinp: Sized, dweight: Sized, dout: Sized, inp: Sized, weight: Sized, rstd: Sized,
+  B: number, T: number, C: number,
+): void {
+  sizes('rmsnormBackward', { B, T, C });
+  const N = B * T;
+  need('rmsnormBackward', 'dinp', dinp, N * C);
+  need('rmsnormBackward', 'dweight', dweight, C);
+  need('rmsnormBackward', 'dout', dout, N * C);
+  need('rmsnormBackward', 'inp', inp, N * C);
+  need('rmsnormBackward', 'weight', weight, C);
+  need('rmsnormBackward', 'rstd', rstd, N);
+}
+
+/** The argument checks of ropeForward / ropeBackward (every backend). */
+export function checkRope(op: string, a: Sized, b: Sized, table: Sized, B: number, T: number, NH: number, HS: number, pos0: number): void {
+  sizes(op, { B, T, NH, HS, pos0 });
+  if (HS % 2 !== 0) throw new RangeError(`${op}: head size HS must be even, got ${HS}`);
+  const n = B * T * NH * HS;
+  need(op, 'output', a, n);
+  need(op, 'input', b, n);
+  need(op, 'table', table, (pos0 + T) * HS);
+}
+
+/** The argument checks of logSoftmaxForward (every backend). */
+export function checkLogSoftmaxForward(out: Sized, logits: Sized, N: number, V: number, temperature: number): void {
+  sizes('logSoftmaxForward', { N, V });
+  checkTemperature('logSoftmaxForward', temperature);
+  need('logSoftmaxForward', 'out', out, N * V);
+  need('logSoftmaxForward', 'logits', logits, N * V);
+}
+
+/** The argument checks of logSoftmaxBackward (every backend). */
+export function checkLogSoftmaxBackward(dlogits: Sized, dlogp: Sized, logp: Sized, N: number, V: number, temperature: number): void {
+  sizes('logSoftmaxBackward', { N, V });
+  checkTemperature('logSoftmaxBackward', temperature);
+  need('logSoftmaxBackward', 'dlogits', dlogits, N * V);
+  need('logSoftmaxBackward', 'dlogp', dlogp, N * V);
+  need('logSoftmaxBackward', 'logp', logp, N * V);
+}
+
+/** The argument checks of residualForward (every backend). */
+export function checkResidualForward(out: Sized, a: Sized, b: Sized, N: number): void {
+  sizes('residualForward', { N });
+  need('residualForward', 'out', out, N);
+  need('residualForward', 'a', a, N);
+  need('residualForward', 'b', b, N);
+}
+
+/** The argument checks of residualBackward (every backend). */
+export function checkResidualBackward(da: Sized | null, db: Sized | null, dout: Sized, N: number): void {
+  sizes('residualBackward', { N });
+  need('residualBackward', 'dout', dout, N);
+  if (da !== null) need('residualBackward', 'da', da, N);
+  if (db !== null) need('residualBackward', 'db', db, N);
+}
+
+/** The argument checks of swigluForward (every backend). */
+export function checkSwigluForward(out: Sized, a: Sized, b: Sized, N: number): void {
+  sizes('swigluForward', { N });
+  need('swigluForward', 'out', out, N);
+  need('swigluForward', 'a', a, N);
+  need('swigluForward', 'b', b, N);
+}
+
+/** The argument checks of swigluBackward (every backend). */
+export function checkSwigluBackward(da: Sized, db: Sized, dout: Sized, a: Sized, b: Sized, N: number): void {
+  sizes('swigluBackward', { N });
+  for (const [name, arr] of [['da', da], ['db', db], ['dout', dout], ['a', a], ['b', b]] as const) need('swigluBackward', name, arr, N);
 }

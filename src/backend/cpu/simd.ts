@@ -13,17 +13,26 @@
  * maths fixes the tokens a seed draws.
  */
 import type { FloatArray } from '../types';
-import { checkMatmulBackward, checkMatmulForward, need } from '../check';
 import {
-  attentionBackward,
-  attentionCachedForward,
-  attentionForward,
   checkAttentionBackward,
   checkAttentionCachedForward,
   checkAttentionForward,
-} from './attention';
+  checkLogSoftmaxBackward,
+  checkLogSoftmaxForward,
+  checkMatmulBackward,
+  checkMatmulForward,
+  checkResidualBackward,
+  checkResidualForward,
+  checkRmsnormBackward,
+  checkRmsnormForward,
+  checkRope,
+  checkSwigluBackward,
+  checkSwigluForward,
+  need,
+} from '../check';
+import { attentionBackward, attentionCachedForward, attentionForward } from './attention';
 import { matmulBackward, matmulForward } from './matmul';
-import { checkSwigluBackward, checkSwigluForward, swigluBackward, swigluForward } from './mlp';
+import { swigluBackward, swigluForward } from './mlp';
 import {
   checkQuantized,
   dequantRowsQ4,
@@ -33,11 +42,11 @@ import {
   matmulForwardQ4,
   matmulForwardQ8,
 } from './quant';
-import { checkResidualBackward, checkResidualForward, residualBackward, residualForward } from './residual';
-import { checkRmsnormBackward, checkRmsnormForward, rmsnormBackward, rmsnormForward } from './rmsnorm';
-import { checkRope, ropeBackward, ropeForward } from './rope';
+import { residualBackward, residualForward } from './residual';
+import { rmsnormBackward, rmsnormForward } from './rmsnorm';
+import { ropeBackward, ropeForward } from './rope';
 import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdRelease, simdResident, simdTensor } from './simdMemory';
-import { checkLogSoftmaxBackward, checkLogSoftmaxForward, logSoftmaxBackward, logSoftmaxForward } from './softmax';
+import { logSoftmaxBackward, logSoftmaxForward } from './softmax';
 import { attnBackwardSplit, attnForwardSplit, blockedGemm, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
 
 export {

@@ -20,11 +20,7 @@
  * Not here: sampling (sampling.ts), the clipped objective (objective.ts).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from '../check';
-
-function checkTemp(op: string, temperature: number): void {
-  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new RangeError(`${op}: temperature must be a finite number > 0, got ${temperature}`);
-}
+import { checkLogSoftmaxBackward, checkLogSoftmaxForward, checkTemperature, need, sizes } from '../check';
 
 /** log Σ_v exp(z[off+v]·invT), max-shifted. */
 export function rowLogSumExp(z: FloatArray, off: number, V: number, invT: number): number {
@@ -37,23 +33,6 @@ export function rowLogSumExp(z: FloatArray, off: number, V: number, invT: number
   let s = 0;
   for (let v = 0; v < V; v++) s += Math.exp(z[off + v]! * invT - m);
   return m + Math.log(s);
-}
-
-/** The argument checks of logSoftmaxForward (shared with its SIMD twin in simd.ts). */
-export function checkLogSoftmaxForward(out: FloatArray, logits: FloatArray, N: number, V: number, temperature: number): void {
-  sizes('logSoftmaxForward', { N, V });
-  checkTemp('logSoftmaxForward', temperature);
-  need('logSoftmaxForward', 'out', out, N * V);
-  need('logSoftmaxForward', 'logits', logits, N * V);
-}
-
-/** The argument checks of logSoftmaxBackward (shared with its SIMD twin). */
-export function checkLogSoftmaxBackward(dlogits: FloatArray, dlogp: FloatArray, logp: FloatArray, N: number, V: number, temperature: number): void {
-  sizes('logSoftmaxBackward', { N, V });
-  checkTemp('logSoftmaxBackward', temperature);
-  need('logSoftmaxBackward', 'dlogits', dlogits, N * V);
-  need('logSoftmaxBackward', 'dlogp', dlogp, N * V);
-  need('logSoftmaxBackward', 'logp', logp, N * V);
 }
 
 /** logp = log_softmax(logits / τ) per row. Overwrites `out` (which may be `logits`). */
@@ -112,7 +91,7 @@ export function gatherBackward(dlogp: FloatArray, dout: FloatArray, targets: Int
 /** out[n] = KL(softmax(zp_n/τ) ‖ softmax(zq_n/τ)), exact over V. Overwrites `out`. */
 export function klForward(out: FloatArray, logitsP: FloatArray, logitsQ: FloatArray, N: number, V: number, temperature = 1): void {
   sizes('klForward', { N, V });
-  checkTemp('klForward', temperature);
+  checkTemperature('klForward', temperature);
   need('klForward', 'out', out, N);
   need('klForward', 'logitsP', logitsP, N * V);
   need('klForward', 'logitsQ', logitsQ, N * V);
@@ -146,7 +125,7 @@ export function klBackward(
   temperature = 1,
 ): void {
   sizes('klBackward', { N, V });
-  checkTemp('klBackward', temperature);
+  checkTemperature('klBackward', temperature);
   need('klBackward', 'dout', dout, N);
   need('klBackward', 'logitsP', logitsP, N * V);
   need('klBackward', 'logitsQ', logitsQ, N * V);
