@@ -229,3 +229,64 @@ export function checkSwigluBackward(da: Sized, db: Sized, dout: Sized, a: Sized,
   sizes('swigluBackward', { N });
   for (const [name, arr] of [['da', da], ['db', db], ['dout', dout], ['a', a], ['b', b]] as const) need('swigluBackward', name, arr, N);
 }
+
+/** The argument checks of embeddingForward / embeddingBackward (every backend): `rows` is out or dout [N × C]. */
+export function checkEmbedding(op: string, rowsName: string, rows: Sized, tokens: Sized, B: number, T: number, C: number): void {
+  sizes(op, { B, T, C });
+  const N = B * T;
+  need(op, rowsName, rows, N * C);
+  need(op, 'tokens', tokens, N);
+}
+
+/** The argument checks of kvCacheWrite (every backend). */
+export function checkKvCacheWrite(kCache: Sized, vCache: Sized, k: Sized, v: Sized, B: number, T: number, C: number, pos0: number, Tmax: number): void {
+  sizes('kvCacheWrite', { B, T, C, pos0, Tmax });
+  if (pos0 + T > Tmax) throw new RangeError(`kvCacheWrite: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
+  need('kvCacheWrite', 'kCache', kCache, B * Tmax * C);
+  need('kvCacheWrite', 'vCache', vCache, B * Tmax * C);
+  need('kvCacheWrite', 'k', k, B * T * C);
+  need('kvCacheWrite', 'v', v, B * T * C);
+}
+
+/** The argument checks of gatherForward (every backend). */
+export function checkGatherForward(out: Sized, logp: Sized, targets: Sized, N: number, V: number): void {
+  sizes('gatherForward', { N, V });
+  need('gatherForward', 'out', out, N);
+  need('gatherForward', 'logp', logp, N * V);
+  need('gatherForward', 'targets', targets, N);
+}
+
+/** The argument checks of gatherBackward (every backend). */
+export function checkGatherBackward(dlogp: Sized, dout: Sized, targets: Sized, N: number, V: number): void {
+  sizes('gatherBackward', { N, V });
+  need('gatherBackward', 'dlogp', dlogp, N * V);
+  need('gatherBackward', 'dout', dout, N);
+  need('gatherBackward', 'targets', targets, N);
+}
+
+/** The argument checks of klForward (every backend). */
+export function checkKlForward(out: Sized, logitsP: Sized, logitsQ: Sized, N: number, V: number, temperature: number): void {
+  sizes('klForward', { N, V });
+  checkTemperature('klForward', temperature);
+  need('klForward', 'out', out, N);
+  need('klForward', 'logitsP', logitsP, N * V);
+  need('klForward', 'logitsQ', logitsQ, N * V);
+}
+
+/** The argument checks of klBackward (every backend; a null gradient is skipped). */
+export function checkKlBackward(dlogitsP: Sized | null, dlogitsQ: Sized | null, dout: Sized, logitsP: Sized, logitsQ: Sized, N: number, V: number, temperature: number): void {
+  sizes('klBackward', { N, V });
+  checkTemperature('klBackward', temperature);
+  need('klBackward', 'dout', dout, N);
+  need('klBackward', 'logitsP', logitsP, N * V);
+  need('klBackward', 'logitsQ', logitsQ, N * V);
+  if (dlogitsP !== null) need('klBackward', 'dlogitsP', dlogitsP, N * V);
+  if (dlogitsQ !== null) need('klBackward', 'dlogitsQ', dlogitsQ, N * V);
+}
+
+/** The argument checks of adamwStep (every backend). */
+export function checkAdamw(params: Sized, grads: Sized, m: Sized, v: Sized, n: number, t: number): void {
+  sizes('adamwStep', { n });
+  if (!Number.isInteger(t) || t < 1) throw new RangeError(`adamwStep: step t counts from 1, got ${t}`);
+  for (const [name, a] of [['params', params], ['grads', grads], ['m', m], ['v', v]] as const) need('adamwStep', name, a, n);
+}

@@ -22,7 +22,7 @@
  * Not here: the q/k/v/o projections, RoPE, grouped-query attention, dropout.
  */
 import type { FloatArray } from '../types';
-import { checkAttentionBackward, checkAttentionCachedForward, checkAttentionForward, need, sizes } from '../check';
+import { checkAttentionBackward, checkAttentionCachedForward, checkAttentionForward, checkKvCacheWrite } from '../check';
 
 /**
  * One query row against keys/values 0..len−1 stored with row stride C from kvBase:
@@ -171,12 +171,7 @@ export function kvCacheWrite(
   pos0: number,
   Tmax: number,
 ): void {
-  sizes('kvCacheWrite', { B, T, C, pos0, Tmax });
-  if (pos0 + T > Tmax) throw new RangeError(`kvCacheWrite: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
-  need('kvCacheWrite', 'kCache', kCache, B * Tmax * C);
-  need('kvCacheWrite', 'vCache', vCache, B * Tmax * C);
-  need('kvCacheWrite', 'k', k, B * T * C);
-  need('kvCacheWrite', 'v', v, B * T * C);
+  checkKvCacheWrite(kCache, vCache, k, v, B, T, C, pos0, Tmax);
   for (let b = 0; b < B; b++) {
     for (let t = 0; t < T; t++) {
       const src = (b * T + t) * C;

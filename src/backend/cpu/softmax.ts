@@ -20,7 +20,7 @@
  * Not here: sampling (sampling.ts), the clipped objective (objective.ts).
  */
 import type { FloatArray } from '../types';
-import { checkLogSoftmaxBackward, checkLogSoftmaxForward, checkTemperature, need, sizes } from '../check';
+import { checkGatherBackward, checkGatherForward, checkKlBackward, checkKlForward, checkLogSoftmaxBackward, checkLogSoftmaxForward } from '../check';
 
 /** log Σ_v exp(z[off+v]·invT), max-shifted. */
 export function rowLogSumExp(z: FloatArray, off: number, V: number, invT: number): number {
@@ -64,10 +64,7 @@ function checkTarget(op: string, t: number, n: number, V: number): void {
 
 /** out[n] = logp[n, targets[n]]. Overwrites `out`. */
 export function gatherForward(out: FloatArray, logp: FloatArray, targets: Int32Array, N: number, V: number): void {
-  sizes('gatherForward', { N, V });
-  need('gatherForward', 'out', out, N);
-  need('gatherForward', 'logp', logp, N * V);
-  need('gatherForward', 'targets', targets, N);
+  checkGatherForward(out, logp, targets, N, V);
   for (let n = 0; n < N; n++) {
     const t = targets[n]!;
     checkTarget('gatherForward', t, n, V);
@@ -77,10 +74,7 @@ export function gatherForward(out: FloatArray, logp: FloatArray, targets: Int32A
 
 /** dlogp[n, targets[n]] += dout[n]. Accumulates. */
 export function gatherBackward(dlogp: FloatArray, dout: FloatArray, targets: Int32Array, N: number, V: number): void {
-  sizes('gatherBackward', { N, V });
-  need('gatherBackward', 'dlogp', dlogp, N * V);
-  need('gatherBackward', 'dout', dout, N);
-  need('gatherBackward', 'targets', targets, N);
+  checkGatherBackward(dlogp, dout, targets, N, V);
   for (let n = 0; n < N; n++) {
     const t = targets[n]!;
     checkTarget('gatherBackward', t, n, V);
@@ -90,11 +84,7 @@ export function gatherBackward(dlogp: FloatArray, dout: FloatArray, targets: Int
 
 /** out[n] = KL(softmax(zp_n/τ) ‖ softmax(zq_n/τ)), exact over V. Overwrites `out`. */
 export function klForward(out: FloatArray, logitsP: FloatArray, logitsQ: FloatArray, N: number, V: number, temperature = 1): void {
-  sizes('klForward', { N, V });
-  checkTemperature('klForward', temperature);
-  need('klForward', 'out', out, N);
-  need('klForward', 'logitsP', logitsP, N * V);
-  need('klForward', 'logitsQ', logitsQ, N * V);
+  checkKlForward(out, logitsP, logitsQ, N, V, temperature);
   const invT = 1 / temperature;
   for (let n = 0; n < N; n++) out[n] = rowKl(logitsP, logitsQ, n * V, V, invT, rowLogSumExp(logitsP, n * V, V, invT), rowLogSumExp(logitsQ, n * V, V, invT));
 }
@@ -124,13 +114,7 @@ export function klBackward(
   V: number,
   temperature = 1,
 ): void {
-  sizes('klBackward', { N, V });
-  checkTemperature('klBackward', temperature);
-  need('klBackward', 'dout', dout, N);
-  need('klBackward', 'logitsP', logitsP, N * V);
-  need('klBackward', 'logitsQ', logitsQ, N * V);
-  if (dlogitsP !== null) need('klBackward', 'dlogitsP', dlogitsP, N * V);
-  if (dlogitsQ !== null) need('klBackward', 'dlogitsQ', dlogitsQ, N * V);
+  checkKlBackward(dlogitsP, dlogitsQ, dout, logitsP, logitsQ, N, V, temperature);
   const invT = 1 / temperature;
   for (let n = 0; n < N; n++) {
     const off = n * V;

@@ -18,7 +18,7 @@
  *
  * Not here: the q/k/v/o projections, RoPE, GQA.
  */
-import { checkAttentionBackward, checkAttentionCachedForward, checkAttentionForward, needAll, sizes } from '../check';
+import { checkAttentionBackward, checkAttentionCachedForward, checkAttentionForward, checkKvCacheWrite } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 
@@ -123,11 +123,7 @@ export function kvCacheWrite(
   pos0: number,
   Tmax: number,
 ): void {
-  const op = 'kvCacheWrite';
-  sizes(op, { B, T, C, pos0, Tmax });
-  if (pos0 + T > Tmax) throw new RangeError(`${op}: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
-  needAll(op, { kCache, vCache }, B * Tmax * C);
-  needAll(op, { k, v }, B * T * C);
+  checkKvCacheWrite(kCache, vCache, k, v, B, T, C, pos0, Tmax);
   const n = B * T * C;
   ctx.run(kvw, [u32(n), u32(T * C), u32(C), u32(Tmax), u32(pos0)], [kCache, vCache, k, v], Math.ceil(n / WG));
 }
