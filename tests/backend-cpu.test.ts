@@ -17,12 +17,11 @@
  *
  * Also: hand-computed cases (RMSNorm, attention, RoPE, AdamW, Q4 nibble order); KV-cache
  * attention equal to full attention bit for bit, row by row and in chunks; quantized matmuls
- * equal to the dense matmul on dequantized weights bit for bit; the tiled matmul equal to a naive
+ * equal to the dense matmul on dequantized weights bit for bit; the matmul equal to a naive
  * triple loop bit for bit; the clipped-loss gradient against an independent f64 statement of the
  * formula (tests/helpers/objectiveRef.ts); the sampler (greedy limits, top-k, chi-square
  * frequencies, determinism, the Philox counter layout); one whole tiny Llama step assembled from
- * the ops, checked by finite differences; the `cpuBackend` adapter; and a timing print of a
- * 64×32-token (64 → 172) matmul.
+ * the ops, checked by finite differences; and the `cpuBackend` adapter.
  *
  * Seeds are fixed (Rng(7, [...]) with a distinct path per test), so everything is deterministic.
  */
@@ -573,7 +572,7 @@ describe('KV-cache attention equals full attention exactly', () => {
 });
 
 describe('matmul exactness', () => {
-  it('the tiled f32 matmul equals a naive triple loop bit for bit (forward and both gradients)', () => {
+  it('the f32 matmul equals a naive triple loop bit for bit (forward and both gradients)', () => {
     const rng = new Rng(7, [21]);
     const [B, T, C, OC] = [3, 7, 37, 11]; // N = 21: neither N nor OC a multiple of 4
     const N = B * T;
@@ -1019,7 +1018,7 @@ describe('a whole tiny Llama block from the ops', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// The Backend adapter, argument errors, timing
+// The Backend adapter, argument errors
 // ---------------------------------------------------------------------------------------------
 
 describe('cpuBackend', () => {

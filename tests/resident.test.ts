@@ -1,5 +1,5 @@
 /**
- * Tests for resident tensors (src/backend/cpu/arena.ts, and simd.ts's simdTensor / place): with
+ * Tests for resident tensors (src/backend/cpu/arena.ts, and simdMemory.ts's simdTensor / place): with
  * shared memory (threads), cpuBackend's f32 tensors live in the kernels' memory and a kernel call
  * works on them where they are. On FRESH random inputs each run (the seed is printed;
  * RESIDENT_SEED=<n> replays a run):

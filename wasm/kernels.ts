@@ -1,6 +1,6 @@
 /**
  * WebAssembly SIMD kernels of the CPU backend, in AssemblyScript (compiled by `npm run build:wasm`,
- * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simd.ts):
+ * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simdMemory.ts):
  * `gemm` (the matmul family, this header), then causal attention forward/backward and the row
  * kernels — RMSNorm, SwiGLU, log-softmax, RoPE, residual add, forward and backward — below the second rule, each
  * stating its maths by reference to its TypeScript twin in src/backend/cpu/.

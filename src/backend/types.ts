@@ -1,32 +1,28 @@
 /**
- * The `Backend` interface: the one list of kernels (ops) a tiny Llama-family model needs to run
- * forward, backward, an optimizer step and sampling — implemented by the CPU reference in
- * `src/backend/cpu/` and, later, by WebGPU in `src/backend/webgpu/`, kernel for kernel.
+ * The `Backend` interface: the one list of ops a tiny Llama-family model needs for forward,
+ * backward, an optimizer step and sampling, implemented kernel for kernel by the CPU reference
+ * (`src/backend/cpu/`, `cpuBackend`) and by WebGPU (`src/backend/webgpu/`, `webgpuBackend`).
  *
- * Design (the simplest one that works for both):
- *   - Ops work on opaque tensor handles. The handle types are a type map `X` (`TensorKinds`):
- *     for the CPU, X = `HostTensors` (a handle *is* a typed array); for WebGPU, every kind maps
- *     to a GPUBuffer wrapper. Shapes and hyper-parameters are plain numbers (GPU uniforms).
- *   - Ops return `void` and may run later: the CPU runs them at once, WebGPU records them in a
- *     command encoder (WebGPU dispatch is synchronous; only reading back is not). The one async
- *     call is `download`, which is where a GPU backend submits and maps. Nothing an op computes
- *     is returned as a JS value — a reduction the caller needs (the clipped-loss statistics) is
- *     written to a small tensor and downloaded.
- *   - The CPU module's plain functions (`src/backend/cpu/*.ts`, `xForward(out, inp, …, B, T, C)`
- *     over Float32Array | Float64Array) are the reference; `cpuBackend` adapts them to this
- *     interface one to one, with the same names and argument order. A GPU backend mirrors this
- *     list; its kernel tests compare each op against the CPU function of the same name.
- *   - Backward ops ACCUMULATE into their gradient outputs (`d…`, `+=`, as llm.c): the caller
- *     zeroes gradients once per step. Forward ops OVERWRITE their outputs.
+ *   - Ops work on opaque handles, typed per tensor kind by a map `X` (`TensorKinds`): on the CPU a
+ *     handle is a typed array (`HostTensors`), on WebGPU a buffer wrapper. Shapes and
+ *     hyper-parameters are plain numbers.
+ *   - Ops return `void` and may run later (WebGPU records them); `download` is the one async call.
+ *     A reduction the caller needs (the clipped-loss statistics) is written to a small tensor.
+ *   - The CPU's plain functions (`xForward(out, inp, …, B, T, C)`) are the reference; every backend
+ *     uses their names and argument order, and each GPU kernel is tested against its namesake.
+ *   - Forward ops OVERWRITE their outputs; backward ops ACCUMULATE into `d…` (as llm.c): the
+ *     caller zeroes gradients once per step.
  *
- * Shape letters used by every op (fixed here once): B batch, T time (sequence length),
- * C channels (model width), OC output channels, NH heads, HS head size (C = NH·HS), H hidden
- * width of the MLP, V vocabulary, N rows (usually B·T, or steps K), Tmax KV-cache capacity.
- * Every tensor is flat, row-major, with the last letter fastest.
+ * Shape letters of every op: B batch, T time, C channels (model width), OC output channels, NH
+ * heads, HS head size (C = NH·HS), H MLP hidden width, V vocabulary, N rows (usually B·T, or steps
+ * K), Tmax KV-cache capacity. Every tensor is flat, row-major, the last letter fastest.
  *
- * Not here: the kernels themselves, model assembly (src/model), the file format or the
- * quantizer (they produce the Q8/Q4 layouts consumed by `matmulForwardQ8/Q4`).
+ * Not here: the kernels, model assembly (src/model), the quantizer (it produces the Q8/Q4 layouts
+ * that `matmulForwardQ8/Q4` read). Adding an op: docs/kernels.md.
  */
+
+/** Q8/Q4 weights: values per block along C sharing one f16 scale (C must be a multiple of it). */
+export const QBLOCK = 32;
 
 /** A float buffer a CPU kernel accepts: f32 in production, f64 in the finite-difference tests. */
 export type FloatArray = Float32Array | Float64Array;

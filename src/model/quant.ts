@@ -23,13 +23,16 @@
  * rounding of x̂, ≤ |x̂|·2⁻²⁴). llama.cpp quantizes with the unrounded f32 scale, so in rare
  * elements our q may differ from its by one; the format and its meaning are the same.
  *
- * Not here: which tensors get quantized (weights.ts), quantized matmul kernels (src/backend).
+ * Not here: which tensors get quantized (weights.ts), the dequantizing loops and the quantized
+ * matmuls (src/backend/cpu/quant.ts: one copy serves both).
  */
+import { dequantRowsQ4, dequantRowsQ8 } from '../backend/cpu/quant';
+import { QBLOCK } from '../backend/types';
 import { ConfigError, NumericError } from '../core/errors';
 import { f16ToF32, f32ToF16 } from '../core/f16';
 
-/** Values per block. */
-export const QK = 32;
+/** Values per block (the layout the backend's quantized matmuls read). */
+export const QK = QBLOCK;
 
 /** How a tensor (or a whole model file) stores its matrices. */
 export type QuantKind = 'f32' | 'q8' | 'q4';
@@ -124,13 +127,7 @@ export function dequantizeQ8(m: Q8Matrix, rows: number, cols: number, out?: Floa
     throw new ConfigError('shape', [rows, cols], `dequantizeQ8: ${m.scales.length} scales but shape [${rows}, ${cols}] needs ${rows * nb}.`);
   }
   const y = out ?? new Float32Array(rows * cols);
-  for (let o = 0; o < rows; o++) {
-    for (let b = 0; b < nb; b++) {
-      const s = f16ToF32(m.scales[o * nb + b]!);
-      const base = o * cols + b * QK;
-      for (let i = 0; i < QK; i++) y[base + i] = m.q[base + i]! * s;
-    }
-  }
+  dequantRowsQ8(y, m.q, m.scales, cols, 0, rows);
   return y;
 }
 
@@ -169,17 +166,7 @@ export function dequantizeQ4(m: Q4Matrix, rows: number, cols: number, out?: Floa
     throw new ConfigError('shape', [rows, cols], `dequantizeQ4: ${m.scales.length} scales but shape [${rows}, ${cols}] needs ${rows * nb}.`);
   }
   const y = out ?? new Float32Array(rows * cols);
-  for (let o = 0; o < rows; o++) {
-    for (let b = 0; b < nb; b++) {
-      const s = f16ToF32(m.scales[o * nb + b]!);
-      const base = o * cols + b * QK;
-      for (let i = 0; i < QK; i += 2) {
-        const byte = m.q[(base + i) >> 1]!;
-        y[base + i] = ((byte & 0x0f) - 8) * s;
-        y[base + i + 1] = ((byte >> 4) - 8) * s;
-      }
-    }
-  }
+  dequantRowsQ4(y, m.q, m.scales, cols, 0, rows);
   return y;
 }
 

@@ -11,13 +11,11 @@
  * Not here: gradient clipping, learning-rate schedules, zeroing the gradients (the caller's).
  */
 import type { AdamWParams, FloatArray } from '../types';
-import { need, sizes } from './check';
+import { checkAdamw } from '../check';
 
 /** One AdamW step over n parameters in place (header). `t` counts steps from 1. */
 export function adamwStep(params: FloatArray, grads: FloatArray, m: FloatArray, v: FloatArray, n: number, t: number, hp: AdamWParams): void {
-  sizes('adamwStep', { n });
-  if (!Number.isInteger(t) || t < 1) throw new RangeError(`adamwStep: step t counts from 1, got ${t}`);
-  for (const [name, a] of [['params', params], ['grads', grads], ['m', m], ['v', v]] as const) need('adamwStep', name, a, n);
+  checkAdamw(params, grads, m, v, n, t);
   const { lr } = hp;
   const b1 = hp.beta1 ?? 0.9;
   const b2 = hp.beta2 ?? 0.999;

@@ -1,6 +1,6 @@
 /**
  * A first-fit allocator of byte ranges in a linear memory that only grows (a WebAssembly.Memory):
- * what simd.ts uses to keep the CPU backend's f32 tensors resident in the kernels' shared memory,
+ * what simdMemory.ts uses to keep the CPU backend's f32 tensors resident in the kernels' shared memory,
  * so a kernel call reads and writes them where they are instead of copying them in and out.
  *
  * Blocks are `ALIGN` (64) bytes aligned and sized in multiples of it. Free ranges are kept sorted by
@@ -11,10 +11,10 @@
  * than left as a separate hole.
  *
  * Bookkeeping only: the allocator never reads or writes the memory itself (zeroing a new block and
- * poisoning a freed one are the caller's, simd.ts). O(free ranges) per call — tens to hundreds here
+ * poisoning a freed one are the caller's, simdMemory.ts). O(free ranges) per call — tens to hundreds here
  * (a model allocates its activations once per shape and reuses them).
  *
- * Not here: the memory, the views over it (simd.ts), which tensors live in it (cpuBackend, index.ts).
+ * Not here: the memory, the views over it (simdMemory.ts), which tensors live in it (cpuBackend, index.ts).
  */
 
 /** Alignment and size granule of every block, in bytes (a cache line; 16 would do for v128). */

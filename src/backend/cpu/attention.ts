@@ -22,7 +22,7 @@
  * Not here: the q/k/v/o projections, RoPE, grouped-query attention, dropout.
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { checkAttentionBackward, checkAttentionCachedForward, checkAttentionForward, checkKvCacheWrite } from '../check';
 
 /**
  * One query row against keys/values 0..len−1 stored with row stride C from kvBase:
@@ -71,39 +71,6 @@ function attendRow(
   }
   for (let i = 0; i < HS; i++) out[outOff + i] = acc[i]!;
   if (att !== null) for (let t2 = 0; t2 < len; t2++) att[attOff + t2] = p[t2]!;
-}
-
-/** The argument checks of attentionForward (shared with its SIMD twin in simd.ts). */
-export function checkAttentionForward(out: FloatArray, att: FloatArray, q: FloatArray, k: FloatArray, v: FloatArray, B: number, T: number, NH: number, HS: number): void {
-  sizes('attentionForward', { B, T, NH, HS });
-  const n = B * T * NH * HS;
-  need('attentionForward', 'out', out, n);
-  need('attentionForward', 'att', att, B * NH * T * T);
-  need('attentionForward', 'q', q, n);
-  need('attentionForward', 'k', k, n);
-  need('attentionForward', 'v', v, n);
-}
-
-/** The argument checks of attentionBackward (shared with its SIMD twin). */
-export function checkAttentionBackward(
-  dq: FloatArray, dk: FloatArray, dv: FloatArray, dout: FloatArray, q: FloatArray, k: FloatArray, v: FloatArray, att: FloatArray,
-  B: number, T: number, NH: number, HS: number,
-): void {
-  sizes('attentionBackward', { B, T, NH, HS });
-  const n = B * T * NH * HS;
-  for (const [name, a] of [['dq', dq], ['dk', dk], ['dv', dv], ['dout', dout], ['q', q], ['k', k], ['v', v]] as const) need('attentionBackward', name, a, n);
-  need('attentionBackward', 'att', att, B * NH * T * T);
-}
-
-/** The argument checks of attentionCachedForward (shared with its SIMD twin). */
-export function checkAttentionCachedForward(out: FloatArray, q: FloatArray, kCache: FloatArray, vCache: FloatArray, B: number, T: number, NH: number, HS: number, pos0: number, Tmax: number): void {
-  sizes('attentionCachedForward', { B, T, NH, HS, pos0, Tmax });
-  if (pos0 + T > Tmax) throw new RangeError(`attentionCachedForward: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
-  const C = NH * HS;
-  need('attentionCachedForward', 'out', out, B * T * C);
-  need('attentionCachedForward', 'q', q, B * T * C);
-  need('attentionCachedForward', 'kCache', kCache, B * Tmax * C);
-  need('attentionCachedForward', 'vCache', vCache, B * Tmax * C);
 }
 
 /** out = causal softmax(QKᵀ/√HS)·V per head; saves P in `att`. Overwrites `out` and `att`. */
@@ -204,12 +171,7 @@ export function kvCacheWrite(
   pos0: number,
   Tmax: number,
 ): void {
-  sizes('kvCacheWrite', { B, T, C, pos0, Tmax });
-  if (pos0 + T > Tmax) throw new RangeError(`kvCacheWrite: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
-  need('kvCacheWrite', 'kCache', kCache, B * Tmax * C);
-  need('kvCacheWrite', 'vCache', vCache, B * Tmax * C);
-  need('kvCacheWrite', 'k', k, B * T * C);
-  need('kvCacheWrite', 'v', v, B * T * C);
+  checkKvCacheWrite(kCache, vCache, k, v, B, T, C, pos0, Tmax);
   for (let b = 0; b < B; b++) {
     for (let t = 0; t < T; t++) {
       const src = (b * T + t) * C;

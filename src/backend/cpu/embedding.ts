@@ -8,14 +8,12 @@
  * Not here: the tied LM head (that is `matmulForward` with weight = wte, OC = V).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { checkEmbedding } from '../check';
 
 /** out[b,t,c] = wte[tokens[b,t], c]. Overwrites `out`. Throws RangeError on a token outside [0, V). */
 export function embeddingForward(out: FloatArray, tokens: Int32Array, wte: FloatArray, B: number, T: number, C: number): void {
-  sizes('embeddingForward', { B, T, C });
+  checkEmbedding('embeddingForward', 'out', out, tokens, B, T, C);
   const N = B * T;
-  need('embeddingForward', 'out', out, N * C);
-  need('embeddingForward', 'tokens', tokens, N);
   const V = Math.floor(wte.length / Math.max(1, C));
   for (let n = 0; n < N; n++) {
     const tok = tokens[n]!;
@@ -28,10 +26,8 @@ export function embeddingForward(out: FloatArray, tokens: Int32Array, wte: Float
 
 /** ∂/∂wte: dwte[tokens[b,t], c] += dout[b,t,c]. Accumulates. */
 export function embeddingBackward(dwte: FloatArray, dout: FloatArray, tokens: Int32Array, B: number, T: number, C: number): void {
-  sizes('embeddingBackward', { B, T, C });
+  checkEmbedding('embeddingBackward', 'dout', dout, tokens, B, T, C);
   const N = B * T;
-  need('embeddingBackward', 'dout', dout, N * C);
-  need('embeddingBackward', 'tokens', tokens, N);
   const V = Math.floor(dwte.length / Math.max(1, C));
   for (let n = 0; n < N; n++) {
     const tok = tokens[n]!;

@@ -1,27 +1,16 @@
 /**
- * The CPU backend: re-exports every reference kernel and wraps them as a `Backend<HostTensors>`
- * (src/backend/types.ts), one method per function, same name, same argument order. Tensors are
- * plain typed arrays, ops run at once, and `download` resolves immediately with a copy.
+ * The CPU backend: re-exports every reference kernel and wraps them as `Backend`s (one method per
+ * function, same name, same argument order; tensors are typed arrays, ops run at once):
+ *   cpuBackend           f32 — what the product runs: the matmuls, attention and the row kernels on
+ *                        the WebAssembly SIMD kernels (simd.ts; within stated f32 bounds of the TS
+ *                        twins) when the platform has them, its f32 tensors resident in their shared
+ *                        memory when there is one (simdMemory.ts); the rest on the TS kernels;
+ *   cpuBackendReference  f32, every op on the TS kernels (f64 sums): the twin the SIMD path is
+ *                        tested against;
+ *   cpuBackend64         f64 tensors, TS kernels — the finite-difference gradient checks; `download`
+ *                        returns f32 as the interface says (read the handles for f64 values).
  *
- * Three backends over the same TypeScript kernels (they accept Float32Array or Float64Array):
- *   cpuBackend           float tensors are Float32Array — what the product runs. The matmul family
- *                        (matmulForward, matmulBackward, the Q8/Q4 forwards and input gradients),
- *                        attention (forward, backward, cached forward), rmsnorm, swiglu, rope,
- *                        residual and log-softmax (forward and backward) run on the WebAssembly
- *                        SIMD kernels of simd.ts when the platform has them (f32 sums and a polynomial exp: within
- *                        stated f32 bounds of the TS twins, not bit-equal), else on the TS kernels;
- *                        the rest (embedding, gather, KL, the loss, AdamW, sampling)
- *                        stays TS. With a shared kernel memory (SharedArrayBuffer) its f32 tensors are
- *                        resident in that memory (zeros / upload; dispose releases), so those
- *                        kernels read and write them in place (simd.ts "Copies");
- *   cpuBackendReference  the same with every op on the TS kernels (f64 accumulators): the twin the
- *                        SIMD path is tested and benchmarked against (tests/simd.test.ts);
- *   cpuBackend64         float tensors are Float64Array — the same model in f64, for the finite-difference
- *                        gradient checks (tests/model.test.ts), always on the TS kernels. Uploads widen
- *                        f32 data exactly; `download` returns f32 as the interface says (read the
- *                        handles themselves for f64 values).
- *
- * Not here: any kernel maths (each op lives in its own file in this folder).
+ * Not here: any kernel maths (one file per op in this folder).
  */
 import { VIEW_ALIGN, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../types';
 import { adamwStep } from './adamw';
@@ -154,7 +143,7 @@ const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'downlo
 
 /**
  * Memory calls of cpuBackend: f32 tensors resident in the SIMD kernels' shared memory when there is
- * one (simd.ts simdTensor: no copies in or out of a kernel call), else as memory32. `dispose`
+ * one (simdMemory.ts simdTensor: no copies in or out of a kernel call), else as memory32. `dispose`
  * releases a resident tensor's block (poisoned with NaN: a use after dispose shows); a view keeps
  * its tensor's block alive.
  */

@@ -12,22 +12,8 @@
  * Not here: LoRA adapters on the projections (src/model composes them with matmul and residual).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { checkSwigluBackward, checkSwigluForward, need, sizes } from '../check';
 import { matmulBackward, matmulForward } from './matmul';
-
-/** The argument checks of swigluForward (shared with its SIMD twin in simd.ts). */
-export function checkSwigluForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
-  sizes('swigluForward', { N });
-  need('swigluForward', 'out', out, N);
-  need('swigluForward', 'a', a, N);
-  need('swigluForward', 'b', b, N);
-}
-
-/** The argument checks of swigluBackward (shared with its SIMD twin). */
-export function checkSwigluBackward(da: FloatArray, db: FloatArray, dout: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
-  sizes('swigluBackward', { N });
-  for (const [name, arr] of [['da', da], ['db', db], ['dout', dout], ['a', a], ['b', b]] as const) need('swigluBackward', name, arr, N);
-}
 
 /** out[i] = silu(a[i]) · b[i] over N elements. Overwrites `out`. */
 export function swigluForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {

@@ -25,7 +25,7 @@
  * Not here: advantages (src/sat/advantages.ts), where the logits come from, the optimizer.
  */
 import type { ClippedLossSpec, ClippedLossStats, FloatArray } from '../types';
-import { need, sizes } from './check';
+import { checkClippedLoss } from '../check';
 import { rowKl, rowLogSumExp } from './softmax';
 
 /**
@@ -63,16 +63,7 @@ export function clippedLossBackward(
   scale = 1,
 ): ClippedLossStats {
   const op = 'clippedLossBackward';
-  sizes(op, { K, V, N });
-  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new RangeError(`${op}: temperature must be a finite number > 0, got ${temperature}`);
-  need(op, 'dlogits', dlogits, K * V);
-  need(op, 'logitsTheta', logitsTheta, K * V);
-  need(op, 'logitsRef', logitsRef, K * V);
-  need(op, 'actions', actions, K);
-  need(op, 'episodeOf', episodeOf, K);
-  need(op, 'adv', adv, N);
-  need(op, 'weight', weight, N);
-  if (stats !== null) need(op, 'stats', stats, 4);
+  checkClippedLoss({ dlogits, stats, logitsTheta, logitsRef, actions, episodeOf, adv, weight }, K, V, N, temperature);
   for (let k = 0; k < K; k++) {
     const a = actions[k]!;
     const e = episodeOf[k]!;

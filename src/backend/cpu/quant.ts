@@ -19,21 +19,28 @@
  * Not here: quantizing (src/model), gradients for the quantized weights themselves (frozen).
  */
 import { f16ToF32 } from '../../core/f16';
-import type { FloatArray } from '../types';
-import { need, sizes } from './check';
-import { matmulBackwardInputRows, matmulForwardRange, ocBlock } from './matmul';
+import { QBLOCK, type FloatArray } from '../types';
+import { checkQuantWeight, need, sizes } from '../check';
+import { matmulBackwardInputRows, matmulForwardRange } from './matmul';
 
-/** Block length along C sharing one scale. */
-export const QBLOCK = 32;
-
-function checkQ(op: string, C: number, OC: number, q: ArrayLike<number>, qLen: number, scales: Uint16Array): void {
-  if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
-  need(op, 'q', q, qLen);
-  need(op, 'scales', scales, (OC * C) / QBLOCK);
+/** Rows of W dequantized at a time in the forward: ~32 KiB of f32 (stays in L1), at least 4. */
+function ocBlock(C: number): number {
+  return Math.max(4, Math.floor(8192 / Math.max(1, C)) & ~3);
 }
 
-/** Rows [o0, o1) of a Q8 matrix, dequantized into dst[(o − o0)·C + c]. */
-function dequantRowsQ8(dst: Float32Array, q: Int8Array, scales: Uint16Array, C: number, o0: number, o1: number): void {
+/**
+ * A quantized matmul's checks of its sizes and weight (Q8: an Int8Array, Q4: a Uint8Array), shared
+ * with the SIMD twins (simd.ts); returns N = B·T. The caller then checks its [N × C] and [N × OC]
+ * operands.
+ */
+export function checkQuantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): number {
+  sizes(op, { B, T, C, OC });
+  checkQuantWeight(op, q instanceof Int8Array ? 8 : 4, q, scales, C, OC);
+  return B * T;
+}
+
+/** Rows [o0, o1) of a Q8 matrix, dequantized into dst[(o − o0)·C + c] (also the model's dequantizeQ8). */
+export function dequantRowsQ8(dst: Float32Array, q: Int8Array, scales: Uint16Array, C: number, o0: number, o1: number): void {
   const nb = C / QBLOCK;
   for (let o = o0; o < o1; o++) {
     const d = (o - o0) * C;
@@ -46,8 +53,8 @@ function dequantRowsQ8(dst: Float32Array, q: Int8Array, scales: Uint16Array, C: 
   }
 }
 
-/** Rows [o0, o1) of a Q4 matrix, dequantized into dst[(o − o0)·C + c]. */
-function dequantRowsQ4(dst: Float32Array, q: Uint8Array, scales: Uint16Array, C: number, o0: number, o1: number): void {
+/** Rows [o0, o1) of a Q4 matrix, dequantized into dst[(o − o0)·C + c] (also the model's dequantizeQ4). */
+export function dequantRowsQ4(dst: Float32Array, q: Uint8Array, scales: Uint16Array, C: number, o0: number, o1: number): void {
   const nb = C / QBLOCK;
   for (let o = o0; o < o1; o++) {
     const d = (o - o0) * C;
@@ -67,7 +74,7 @@ function dequantRowsQ4(dst: Float32Array, q: Uint8Array, scales: Uint16Array, C:
 /** The dense f32 matrix [OC × C] of a Q8 weight (for tests and for the input gradient). */
 export function dequantizeQ8(q: Int8Array, scales: Uint16Array, OC: number, C: number, out: Float32Array = new Float32Array(OC * C)): Float32Array {
   sizes('dequantizeQ8', { OC, C });
-  checkQ('dequantizeQ8', C, OC, q, OC * C, scales);
+  checkQuantWeight('dequantizeQ8', 8, q, scales, C, OC);
   need('dequantizeQ8', 'out', out, OC * C);
   dequantRowsQ8(out, q, scales, C, 0, OC);
   return out;
@@ -76,7 +83,7 @@ export function dequantizeQ8(q: Int8Array, scales: Uint16Array, OC: number, C: n
 /** The dense f32 matrix [OC × C] of a Q4 weight (for tests and for the input gradient). */
 export function dequantizeQ4(q: Uint8Array, scales: Uint16Array, OC: number, C: number, out: Float32Array = new Float32Array(OC * C)): Float32Array {
   sizes('dequantizeQ4', { OC, C });
-  checkQ('dequantizeQ4', C, OC, q, (OC * C) / 2, scales);
+  checkQuantWeight('dequantizeQ4', 4, q, scales, C, OC);
   need('dequantizeQ4', 'out', out, OC * C);
   dequantRowsQ4(out, q, scales, C, 0, OC);
   return out;
@@ -88,58 +95,48 @@ function scratchOf(n: number): Float32Array {
   return scratch;
 }
 
-/** out = inp · Wᵀ for a Q8 weight (header). Overwrites `out`. */
-export function matmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  sizes('matmulForwardQ8', { B, T, C, OC });
-  checkQ('matmulForwardQ8', C, OC, q, OC * C, scales);
-  const N = B * T;
-  need('matmulForwardQ8', 'out', out, N * OC);
-  need('matmulForwardQ8', 'inp', inp, N * C);
+type DequantRows<Q> = (dst: Float32Array, q: Q, scales: Uint16Array, C: number, o0: number, o1: number) => void;
+
+/** out = inp · Wᵀ, dequantizing a block of rows of W at a time. */
+function forwardQ<Q extends Int8Array | Uint8Array>(op: string, rows: DequantRows<Q>, out: FloatArray, inp: FloatArray, q: Q, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, 'out', out, N * OC);
+  need(op, 'inp', inp, N * C);
   const OB = ocBlock(C);
   const w = scratchOf(OB * C);
   for (let o0 = 0; o0 < OC; o0 += OB) {
     const o1 = Math.min(OC, o0 + OB);
-    dequantRowsQ8(w, q, scales, C, o0, o1);
+    rows(w, q, scales, C, o0, o1);
     matmulForwardRange(out, inp, w, 0, N, C, OC, o0, o1);
   }
+}
+
+/** dinp += dout · W, on the whole of W dequantized. */
+function backwardInputQ<Q extends Int8Array | Uint8Array>(op: string, rows: DequantRows<Q>, dinp: FloatArray, dout: FloatArray, q: Q, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, 'dinp', dinp, N * C);
+  need(op, 'dout', dout, N * OC);
+  const w = scratchOf(OC * C);
+  rows(w, q, scales, C, 0, OC);
+  matmulBackwardInputRows(dinp, dout, w, N, C, OC);
+}
+
+/** out = inp · Wᵀ for a Q8 weight (header). Overwrites `out`. */
+export function matmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  forwardQ('matmulForwardQ8', dequantRowsQ8, out, inp, q, scales, B, T, C, OC);
 }
 
 /** out = inp · Wᵀ for a Q4 weight (header). Overwrites `out`. */
 export function matmulForwardQ4(out: FloatArray, inp: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  sizes('matmulForwardQ4', { B, T, C, OC });
-  checkQ('matmulForwardQ4', C, OC, q, (OC * C) / 2, scales);
-  const N = B * T;
-  need('matmulForwardQ4', 'out', out, N * OC);
-  need('matmulForwardQ4', 'inp', inp, N * C);
-  const OB = ocBlock(C);
-  const w = scratchOf(OB * C);
-  for (let o0 = 0; o0 < OC; o0 += OB) {
-    const o1 = Math.min(OC, o0 + OB);
-    dequantRowsQ4(w, q, scales, C, o0, o1);
-    matmulForwardRange(out, inp, w, 0, N, C, OC, o0, o1);
-  }
+  forwardQ('matmulForwardQ4', dequantRowsQ4, out, inp, q, scales, B, T, C, OC);
 }
 
 /** dinp += dout · W for a Q8 weight. Accumulates. */
 export function matmulBackwardInputQ8(dinp: FloatArray, dout: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  sizes('matmulBackwardInputQ8', { B, T, C, OC });
-  checkQ('matmulBackwardInputQ8', C, OC, q, OC * C, scales);
-  const N = B * T;
-  need('matmulBackwardInputQ8', 'dinp', dinp, N * C);
-  need('matmulBackwardInputQ8', 'dout', dout, N * OC);
-  const w = scratchOf(OC * C);
-  dequantRowsQ8(w, q, scales, C, 0, OC);
-  matmulBackwardInputRows(dinp, dout, w, N, C, OC);
+  backwardInputQ('matmulBackwardInputQ8', dequantRowsQ8, dinp, dout, q, scales, B, T, C, OC);
 }
 
 /** dinp += dout · W for a Q4 weight. Accumulates. */
 export function matmulBackwardInputQ4(dinp: FloatArray, dout: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  sizes('matmulBackwardInputQ4', { B, T, C, OC });
-  checkQ('matmulBackwardInputQ4', C, OC, q, (OC * C) / 2, scales);
-  const N = B * T;
-  need('matmulBackwardInputQ4', 'dinp', dinp, N * C);
-  need('matmulBackwardInputQ4', 'dout', dout, N * OC);
-  const w = scratchOf(OC * C);
-  dequantRowsQ4(w, q, scales, C, 0, OC);
-  matmulBackwardInputRows(dinp, dout, w, N, C, OC);
+  backwardInputQ('matmulBackwardInputQ4', dequantRowsQ4, dinp, dout, q, scales, B, T, C, OC);
 }

@@ -8,23 +8,7 @@
  * Not here: broadcasting.
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
-
-/** The argument checks of residualForward (shared with its SIMD twin in simd.ts). */
-export function checkResidualForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number): void {
-  sizes('residualForward', { N });
-  need('residualForward', 'out', out, N);
-  need('residualForward', 'a', a, N);
-  need('residualForward', 'b', b, N);
-}
-
-/** The argument checks of residualBackward (shared with its SIMD twin). */
-export function checkResidualBackward(da: FloatArray | null, db: FloatArray | null, dout: FloatArray, N: number): void {
-  sizes('residualBackward', { N });
-  need('residualBackward', 'dout', dout, N);
-  if (da !== null) need('residualBackward', 'da', da, N);
-  if (db !== null) need('residualBackward', 'db', db, N);
-}
+import { checkResidualBackward, checkResidualForward } from '../check';
 
 /** out = a + scale·b. Overwrites `out` (which may alias `a` or `b`). */
 export function residualForward(out: FloatArray, a: FloatArray, b: FloatArray, N: number, scale = 1): void {

@@ -10,32 +10,7 @@
  * Not here: LayerNorm's mean subtraction and bias (Llama has neither).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
-
-/** The argument checks of rmsnormForward (shared with its SIMD twin in simd.ts). */
-export function checkRmsnormForward(out: FloatArray, rstd: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number): void {
-  sizes('rmsnormForward', { B, T, C });
-  const N = B * T;
-  need('rmsnormForward', 'out', out, N * C);
-  need('rmsnormForward', 'rstd', rstd, N);
-  need('rmsnormForward', 'inp', inp, N * C);
-  need('rmsnormForward', 'weight', weight, C);
-}
-
-/** The argument checks of rmsnormBackward (shared with its SIMD twin). */
-export function checkRmsnormBackward(
-  dinp: FloatArray, dweight: FloatArray, dout: FloatArray, inp: FloatArray, weight: FloatArray, rstd: FloatArray,
-  B: number, T: number, C: number,
-): void {
-  sizes('rmsnormBackward', { B, T, C });
-  const N = B * T;
-  need('rmsnormBackward', 'dinp', dinp, N * C);
-  need('rmsnormBackward', 'dweight', dweight, C);
-  need('rmsnormBackward', 'dout', dout, N * C);
-  need('rmsnormBackward', 'inp', inp, N * C);
-  need('rmsnormBackward', 'weight', weight, C);
-  need('rmsnormBackward', 'rstd', rstd, N);
-}
+import { checkRmsnormBackward, checkRmsnormForward } from '../check';
 
 /** y = w ⊙ x · rstd per row; saves rstd. Overwrites `out` and `rstd`. */
 export function rmsnormForward(

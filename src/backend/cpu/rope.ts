@@ -15,7 +15,7 @@
  * Not here: partial rotary or NTK/YaRN scaling; which tensors get rotated (q and k, by the model).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
+import { checkRope, need, sizes } from '../check';
 
 /** The (cos φ, sin φ) table [Tmax × HS/2 × 2] for positions 0..Tmax−1, φ = pos · theta^(−2i/HS). */
 export function ropeTable(Tmax: number, HS: number, theta = 10000, out: FloatArray = new Float32Array(Tmax * HS)): FloatArray {
@@ -31,16 +31,6 @@ export function ropeTable(Tmax: number, HS: number, theta = 10000, out: FloatArr
     }
   }
   return out;
-}
-
-/** The argument checks of ropeForward / ropeBackward (shared with their SIMD twins in simd.ts). */
-export function checkRope(op: string, a: FloatArray, b: FloatArray, table: FloatArray, B: number, T: number, NH: number, HS: number, pos0: number): void {
-  sizes(op, { B, T, NH, HS, pos0 });
-  if (HS % 2 !== 0) throw new RangeError(`${op}: head size HS must be even, got ${HS}`);
-  const n = B * T * NH * HS;
-  need(op, 'output', a, n);
-  need(op, 'input', b, n);
-  need(op, 'table', table, (pos0 + T) * HS);
 }
 
 /** y = R(φ) x per pair (header). Overwrites `out`; `out` may be `inp` (in place). */

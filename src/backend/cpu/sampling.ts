@@ -29,11 +29,7 @@
  */
 import { philox4x32, sampleCategorical, u32ToUniform } from '../../core/rng';
 import type { FloatArray, SampleParams } from '../types';
-import { need, sizes } from './check';
-
-function u32(op: string, name: string, x: number): void {
-  if (!Number.isInteger(x) || x < 0 || x > 0xffffffff) throw new RangeError(`${op}: ${name} must be an integer in [0, 4294967295], got ${x}`);
-}
+import { checkSample } from '../check';
 
 const block = new Uint32Array(4);
 
@@ -45,20 +41,9 @@ export function samplerUniform(seed: number, stream: number, step: number, seq: 
 
 /** out[b] = a token drawn from softmax(top-k(z_b)/τ) with the Philox uniform of (step, seq0 + b). */
 export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V: number, sp: SampleParams): void {
-  const op = 'sampleForward';
-  sizes(op, { B, V });
-  if (V < 1) throw new RangeError(`${op}: V must be at least 1`);
-  need(op, 'out', out, B);
-  need(op, 'logits', logits, B * V);
+  const k = checkSample(out, logits, B, V, sp);
   const seq0 = sp.seq0 ?? 0;
-  u32(op, 'seed', sp.seed);
-  u32(op, 'stream', sp.stream);
-  u32(op, 'step', sp.step);
-  u32(op, 'seq0 + B - 1', seq0 + Math.max(0, B - 1));
   const tau = sp.temperature;
-  if (!(tau >= 0) || !Number.isFinite(tau)) throw new RangeError(`${op}: temperature must be a finite number ≥ 0, got ${tau}`);
-  if (!Number.isInteger(sp.topK)) throw new RangeError(`${op}: topK must be an integer, got ${sp.topK}`);
-  const k = sp.topK <= 0 || sp.topK >= V ? V : sp.topK;
   const p = new Float64Array(V);
   const order = k < V ? new Int32Array(V) : null;
   const kept = new Uint8Array(V);

@@ -20,11 +20,7 @@
  * Not here: sampling (sampling.ts), the clipped objective (objective.ts).
  */
 import type { FloatArray } from '../types';
-import { need, sizes } from './check';
-
-function checkTemp(op: string, temperature: number): void {
-  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new RangeError(`${op}: temperature must be a finite number > 0, got ${temperature}`);
-}
+import { checkGatherBackward, checkGatherForward, checkKlBackward, checkKlForward, checkLogSoftmaxBackward, checkLogSoftmaxForward } from '../check';
 
 /** log Σ_v exp(z[off+v]·invT), max-shifted. */
 export function rowLogSumExp(z: FloatArray, off: number, V: number, invT: number): number {
@@ -37,23 +33,6 @@ export function rowLogSumExp(z: FloatArray, off: number, V: number, invT: number
   let s = 0;
   for (let v = 0; v < V; v++) s += Math.exp(z[off + v]! * invT - m);
   return m + Math.log(s);
-}
-
-/** The argument checks of logSoftmaxForward (shared with its SIMD twin in simd.ts). */
-export function checkLogSoftmaxForward(out: FloatArray, logits: FloatArray, N: number, V: number, temperature: number): void {
-  sizes('logSoftmaxForward', { N, V });
-  checkTemp('logSoftmaxForward', temperature);
-  need('logSoftmaxForward', 'out', out, N * V);
-  need('logSoftmaxForward', 'logits', logits, N * V);
-}
-
-/** The argument checks of logSoftmaxBackward (shared with its SIMD twin). */
-export function checkLogSoftmaxBackward(dlogits: FloatArray, dlogp: FloatArray, logp: FloatArray, N: number, V: number, temperature: number): void {
-  sizes('logSoftmaxBackward', { N, V });
-  checkTemp('logSoftmaxBackward', temperature);
-  need('logSoftmaxBackward', 'dlogits', dlogits, N * V);
-  need('logSoftmaxBackward', 'dlogp', dlogp, N * V);
-  need('logSoftmaxBackward', 'logp', logp, N * V);
 }
 
 /** logp = log_softmax(logits / τ) per row. Overwrites `out` (which may be `logits`). */
@@ -85,10 +64,7 @@ function checkTarget(op: string, t: number, n: number, V: number): void {
 
 /** out[n] = logp[n, targets[n]]. Overwrites `out`. */
 export function gatherForward(out: FloatArray, logp: FloatArray, targets: Int32Array, N: number, V: number): void {
-  sizes('gatherForward', { N, V });
-  need('gatherForward', 'out', out, N);
-  need('gatherForward', 'logp', logp, N * V);
-  need('gatherForward', 'targets', targets, N);
+  checkGatherForward(out, logp, targets, N, V);
   for (let n = 0; n < N; n++) {
     const t = targets[n]!;
     checkTarget('gatherForward', t, n, V);
@@ -98,10 +74,7 @@ export function gatherForward(out: FloatArray, logp: FloatArray, targets: Int32A
 
 /** dlogp[n, targets[n]] += dout[n]. Accumulates. */
 export function gatherBackward(dlogp: FloatArray, dout: FloatArray, targets: Int32Array, N: number, V: number): void {
-  sizes('gatherBackward', { N, V });
-  need('gatherBackward', 'dlogp', dlogp, N * V);
-  need('gatherBackward', 'dout', dout, N);
-  need('gatherBackward', 'targets', targets, N);
+  checkGatherBackward(dlogp, dout, targets, N, V);
   for (let n = 0; n < N; n++) {
     const t = targets[n]!;
     checkTarget('gatherBackward', t, n, V);
@@ -111,11 +84,7 @@ export function gatherBackward(dlogp: FloatArray, dout: FloatArray, targets: Int
 
 /** out[n] = KL(softmax(zp_n/τ) ‖ softmax(zq_n/τ)), exact over V. Overwrites `out`. */
 export function klForward(out: FloatArray, logitsP: FloatArray, logitsQ: FloatArray, N: number, V: number, temperature = 1): void {
-  sizes('klForward', { N, V });
-  checkTemp('klForward', temperature);
-  need('klForward', 'out', out, N);
-  need('klForward', 'logitsP', logitsP, N * V);
-  need('klForward', 'logitsQ', logitsQ, N * V);
+  checkKlForward(out, logitsP, logitsQ, N, V, temperature);
   const invT = 1 / temperature;
   for (let n = 0; n < N; n++) out[n] = rowKl(logitsP, logitsQ, n * V, V, invT, rowLogSumExp(logitsP, n * V, V, invT), rowLogSumExp(logitsQ, n * V, V, invT));
 }
@@ -145,13 +114,7 @@ export function klBackward(
   V: number,
   temperature = 1,
 ): void {
-  sizes('klBackward', { N, V });
-  checkTemp('klBackward', temperature);
-  need('klBackward', 'dout', dout, N);
-  need('klBackward', 'logitsP', logitsP, N * V);
-  need('klBackward', 'logitsQ', logitsQ, N * V);
-  if (dlogitsP !== null) need('klBackward', 'dlogitsP', dlogitsP, N * V);
-  if (dlogitsQ !== null) need('klBackward', 'dlogitsQ', dlogitsQ, N * V);
+  checkKlBackward(dlogitsP, dlogitsQ, dout, logitsP, logitsQ, N, V, temperature);
   const invT = 1 / temperature;
   for (let n = 0; n < N; n++) {
     const off = n * V;

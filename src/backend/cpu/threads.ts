@@ -1,52 +1,34 @@
 /**
- * Threads for the CPU backend's WebAssembly SIMD matmuls (simd.ts): a fork-join pool of helper
- * threads that instantiate the SAME kernels module (the shared-memory build of wasm/kernels.ts) on
- * the SAME shared WebAssembly.Memory as the calling thread, and take chunks of a `gemm`'s output
- * rows or of an attention call's batch entries (each with its own scratch). Node: worker_threads
- * (unref'd, so they never keep a process alive); a browser (the page's agent workers): Web Workers
- * from a Blob URL of the small plain-JS program HELPER_JS below — no bundler involved. Each helper
- * gets {module, memory, control, id} by postMessage.
+ * Helper threads for the CPU backend's WebAssembly SIMD kernels: a fork-join pool whose helpers run
+ * the SAME kernels module on the SAME shared WebAssembly.Memory as the calling thread, and take
+ * chunks of a gemm's output rows, an attention call's batch entries, or SwiGLU's elements and the
+ * RMSNorm forward's rows. Node: worker_threads (unref'd); a page's agent worker: Web Workers from
+ * a Blob URL of HELPER_JS below. Results are bit-identical for any thread count and chunking: only
+ * outputs are split, and each element is the same f32 sum in the same order on whichever thread.
  *
- * One job at a time, published by the caller in `control` (an Int32Array on a SharedArrayBuffer):
- * the job's kind and arguments, its rows cut into CHUNKS (a few per thread, each a whole number of
- * the job's unit), and for each helper invited a slot holding the job's generation; then the
- * generation counter is bumped (Atomics.store + Atomics.notify). Every thread then takes chunks
- * one at a time from a shared counter (Atomics.add) until none is left — the caller from the start,
- * a helper once it has joined by compare-exchange on its slot (generation → TAKEN; FINISHED when it
- * finds no chunk left). So the work goes to whoever is free: a helper that wakes late (asleep in
- * Atomics.wait, or descheduled on a busy machine) takes fewer chunks, and the caller never waits
- * longer than the chunk a helper is running. The caller, out of chunks, closes every slot not
- * joined yet (generation → FINISHED), then waits (Atomics.wait) for helpers still running a chunk.
- * A helper spins briefly on the counter after each job, then sleeps in Atomics.wait. A helper that
- * has not said ready yet (its worker still starting) is not invited: the first calls never wait
- * for worker start-up.
+ * Threads (the caller included): min(cores, 4) by default (each agent of the page has a worker of
+ * its own); SAT_THREADS (Node) or setCpuThreads(n) override it; 1 means no helpers. Where threads are impossible (no SharedArrayBuffer, as on a page
+ * that is not cross-origin isolated; Atomics.wait not allowed, as on a page's main thread; no
+ * workers) `threadPlan` says why and the kernels run on the calling thread.
  *
- * Bit-identical for any thread count and any chunking: only output rows are split (forward and input gradient: the
- * N rows; weight gradient: the OC rows, every K-block of the sum over N done by the same thread in
- * the same order; attention: whole batch entries), and the kernel's result for an element does not
- * depend on the tile or the row range it falls in (wasm/kernels.ts header), so every element is the
- * same f32 sum in the same order — whichever thread runs its chunk. The caller runs the helpers' own
- * share code (SHARE_JS, compiled here with `new Function`), so the pointer arithmetic of a chunk is
- * the same text on every thread. Chunks are multiples of 4 rows (the kernel's row tile) for a gemm.
- * Below MIN_WORK multiply-adds a call stays
- * on the caller (a wake-up costs microseconds; break-even measured, docs/performance.md "Threads").
- *
- * Thread count (the caller included): default min(cores, 4) — navigator.hardwareConcurrency, or
- * os.availableParallelism() in Node; 4 because each of the page's agents has a worker of its own and
- * the matmuls stop scaling well before that on memory bandwidth at these sizes. Overrides: the
- * SAT_THREADS environment variable (Node), `setCpuThreads(n)` (tests, the bench). 1 is the
- * single-thread path: no helpers; simd.ts still loads the shared-memory build when the platform has
- * SharedArrayBuffer (its tensors can then be resident, simd.ts "Memory"), else the unshared one.
- *
- * Where threads are impossible — no SharedArrayBuffer (a page that is not cross-origin isolated:
- * its server must send COOP/COEP, docs/performance.md), Atomics.wait not allowed (a page's main
- * thread), no Worker / worker_threads — `threadPlan` says why, and simd.ts runs single-threaded.
- *
- * Not here: the kernels (wasm/kernels.ts), the loader and the copies (simd.ts, on the caller), the
- * other row kernels (RMSNorm backward, RoPE, log-softmax, the residual add: memory-bound,
- * single-threaded; SwiGLU and the RMSNorm forward are split, below).
+ * Not here: the kernels (wasm/kernels.ts), loading them and the copies (simdMemory.ts), the row
+ * kernels that stay on one thread (memory-bound: RMSNorm backward, RoPE, log-softmax, residual).
  */
 
+/**
+ * The protocol, one job at a time. The caller publishes the job in `control` (an Int32Array on a
+ * SharedArrayBuffer): its kind and arguments, its units cut into chunks (a few per thread, multiples
+ * of 4 rows for a gemm, the kernel's row tile), and for each helper invited (only those that said
+ * ready: the first calls never wait for a worker to start) a slot holding the job's generation;
+ * then it bumps the generation (Atomics.store + notify). Every thread takes chunks from a shared
+ * counter (Atomics.add) until none is left — the caller at once, a helper once it has joined by
+ * compare-exchange on its slot (generation → TAKEN; FINISHED when it finds no chunk left). So the
+ * work goes to whoever is free, and the caller never waits longer than one chunk a helper is
+ * running. Out of chunks, the caller closes every slot not joined yet (→ FINISHED) and waits
+ * (Atomics.wait) for the helpers still running one. A helper spins briefly after each job, then
+ * sleeps in Atomics.wait. The caller runs the helpers' own share code (SHARE_JS, compiled here
+ * with `new Function`), so a chunk's pointer arithmetic is the same text on every thread.
+ */
 /** Control words (Int32Array indices). */
 const GEN = 0; // job generation, bumped per job
 const JOB = 4; // the job: its kind (GEMM, ATTN_FWD, ATTN_BWD), then its arguments (up to 15 words)
@@ -68,25 +50,20 @@ const SWIGLU_FWD = 3;
 const SWIGLU_BWD = 4;
 const RMSNORM_FWD = 5;
 /** Most threads (the caller included). */
-export const MAX_THREADS = 16;
+const MAX_THREADS = 16;
 const CONTROL_WORDS = SLOT + MAX_THREADS - 1;
 /**
  * Chunks per thread taking part: ⌈CHUNK_WORK / (work per thread)⌉, between 1 and
  * MAX_CHUNKS_PER_THREAD. A small job (a SAT stage's, 2¹⁷–2²¹ multiply-adds) gets many, so a helper
- * that joins late (tens of µs to wake) costs the caller at most a small chunk's wait; a large one
- * (the bench's, ≥ 2²³ per thread) one per thread, since each extra chunk streams the shared operand
- * again (a weight gradient's chunk of output rows reads all N rows of the input). Measured, quiet,
- * three alternating runs against the static halves this replaced: arith-team stages −4 %,
- * plan-team-2 −4 %, bench-sized steps unchanged within noise; 8 chunks for every job gave the
- * stages as much but bench-sized training steps 2 % slower.
+ * that joins late costs the caller at most a small chunk's wait; a large one one per thread, since
+ * each extra chunk streams the shared operand again (docs/performance.md "Threads").
  */
 const MAX_CHUNKS_PER_THREAD = 8;
 const CHUNK_WORK = 1 << 23;
 /**
  * Spin iterations (each one Atomics.load, ~10 µs in all) before sleeping, for helpers and for the
- * caller: short, because on a busy machine a spinning helper takes CPU from the caller. 20,000 was
- * tried first: at load 7–10 training steps then ran at 0.72–0.91× the single-thread speed; with
- * 1,000 the same A/B gave 0.99–1.18× (within that load's noise). Not tuned on idle cores.
+ * caller: short, because on a busy machine a spinning helper takes CPU from the caller
+ * (docs/performance.md "Threads").
  */
 const SPIN = 2000;
 /**
@@ -205,7 +182,7 @@ function impossible(): string {
 }
 
 /**
- * Whether simd.ts should load the shared-memory build and start helpers: `threads` > 1 when it
+ * Whether simdMemory.ts should load the shared-memory build and start helpers: `threads` > 1 when it
  * should, else 1 and `why` (the configured count, or what the platform lacks).
  */
 export function threadPlan(): { threads: number; why: string } {
@@ -255,7 +232,7 @@ function grow(p: Pool): void {
   }
 }
 
-/** Called by simd.ts once it runs the shared-memory build on `memory`: starts the helpers. */
+/** Called by simdMemory.ts once it runs the shared-memory build on `memory`: starts the helpers. */
 export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory): void {
   const buf = new SharedArrayBuffer(CONTROL_WORDS * 4);
   pool = { module, memory, control: new Int32Array(buf), floats: new Float32Array(buf), started: 0 };
@@ -270,7 +247,7 @@ export function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory
 let latent: { module: WebAssembly.Module; memory: WebAssembly.Memory } | null = null;
 
 /**
- * Called by simd.ts when it runs single-threaded: why (shown by cpuThreads), and the shared-memory
+ * Called by simdMemory.ts when it runs single-threaded: why (shown by cpuThreads), and the shared-memory
  * build's module and memory when it runs that one (so threads can be started later).
  */
 export function noPool(why: string, shared?: { module: WebAssembly.Module; memory: WebAssembly.Memory }): void {
@@ -384,7 +361,7 @@ function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: r
   }
 }
 
-/** The kernels' exports that the pool runs (simd.ts `Kernels` has them all). */
+/** The kernels' exports that the pool runs (simdMemory.ts `Kernels` has them all). */
 interface Exports {
   gemm: Gemm;
   attnForward(...a: number[]): void;
@@ -434,8 +411,7 @@ export function attnBackwardSplit(
 }
 
 /**
- * The row kernels that pay for a split (measured share of a forward: SwiGLU 7 %, RMSNorm 2 % at
- * BENCH_400K, single-threaded before): elementwise SwiGLU over elements (chunks of multiples of 4,
+ * The row kernels that pay for a split: elementwise SwiGLU over elements (chunks of multiples of 4,
  * so the SIMD lanes fall as on one thread — each element's arithmetic is the same in any lane or in
  * the scalar tail anyway) and the RMSNorm forward over rows. Same bits for any split. `work` counts
  * elements ×8 for SwiGLU (an e^x, a division and three products per element) and N·C for RMSNorm,

@@ -6,7 +6,7 @@
  * Not here: gradient clipping, learning-rate schedules, zeroing the gradients (the caller's).
  */
 import type { AdamWParams } from '../types';
-import { needLen } from './check';
+import { checkAdamw } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 
@@ -15,8 +15,7 @@ const kernel = defineKernel({ shaders: 'adamw', bindings: ['rw', 'read', 'rw', '
 
 /** One AdamW step over n parameters in place. `t` counts steps from 1. */
 export function adamwStep(ctx: GpuContext, params: GpuTensor<'f32'>, grads: GpuTensor<'f32'>, m: GpuTensor<'f32'>, v: GpuTensor<'f32'>, n: number, t: number, hp: AdamWParams): void {
-  if (!Number.isInteger(t) || t < 1) throw new RangeError(`adamwStep: step t counts from 1, got ${t}`);
-  needLen('adamwStep', { params, grads, m, v }, n);
+  checkAdamw(params, grads, m, v, n, t);
   const b1 = hp.beta1 ?? 0.9;
   const b2 = hp.beta2 ?? 0.999;
   ctx.run(

@@ -18,7 +18,7 @@
  *
  * Not here: the q/k/v/o projections, RoPE, GQA.
  */
-import { needLen, sizes } from './check';
+import { checkAttentionBackward, checkAttentionCachedForward, checkAttentionForward, checkKvCacheWrite } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 
@@ -71,10 +71,7 @@ export function attentionForward(
   HS: number,
   variant: AttentionVariant = ATTENTION_DEFAULT,
 ): void {
-  const op = 'attentionForward';
-  sizes(op, { B, T, NH, HS });
-  needLen(op, { out, q, k, v }, B * T * NH * HS);
-  needLen(op, { att }, B * NH * T * T);
+  checkAttentionForward(out, att, q, k, v, B, T, NH, HS);
   const rows = B * NH * T;
   if (variant === 'v2' && HS >= 1 && HS <= V2_MAX_HS) {
     if (rows === 0) return;
@@ -103,11 +100,8 @@ export function attentionBackward(
   NH: number,
   HS: number,
 ): void {
-  const op = 'attentionBackward';
-  sizes(op, { B, T, NH, HS });
+  checkAttentionBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS);
   const n = B * T * NH * HS;
-  needLen(op, { dq, dk, dv, dout, q, k, v }, n);
-  needLen(op, { att }, B * NH * T * T);
   const rows = B * NH * T;
   if (n === 0) return;
   const ds = ctx.zeros('f32', B * NH * T * T);
@@ -129,11 +123,7 @@ export function kvCacheWrite(
   pos0: number,
   Tmax: number,
 ): void {
-  const op = 'kvCacheWrite';
-  sizes(op, { B, T, C, pos0, Tmax });
-  if (pos0 + T > Tmax) throw new RangeError(`${op}: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
-  needLen(op, { kCache, vCache }, B * Tmax * C);
-  needLen(op, { k, v }, B * T * C);
+  checkKvCacheWrite(kCache, vCache, k, v, B, T, C, pos0, Tmax);
   const n = B * T * C;
   ctx.run(kvw, [u32(n), u32(T * C), u32(C), u32(Tmax), u32(pos0)], [kCache, vCache, k, v], Math.ceil(n / WG));
 }
@@ -155,12 +145,8 @@ export function attentionCachedForward(
   pos0: number,
   Tmax: number,
 ): void {
-  const op = 'attentionCachedForward';
-  sizes(op, { B, T, NH, HS, pos0, Tmax });
-  if (pos0 + T > Tmax) throw new RangeError(`${op}: positions ${pos0}..${pos0 + T - 1} do not fit a cache of ${Tmax}`);
+  checkAttentionCachedForward(out, q, kCache, vCache, B, T, NH, HS, pos0, Tmax);
   const C = NH * HS;
-  needLen(op, { out, q }, B * T * C);
-  needLen(op, { kCache, vCache }, B * Tmax * C);
   const rows = B * NH * T;
   if (rows === 0) return;
   const L = pos0 + T;

@@ -14,7 +14,7 @@
  * episodes out of range give NaN / are ignored — the CPU twin throws).
  */
 import type { ClippedLossSpec } from '../types';
-import { checkTemperature, needLen, sizes } from './check';
+import { checkClippedLoss } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
@@ -43,13 +43,7 @@ export function clippedLossBackward(
   spec: ClippedLossSpec,
   scale = 1,
 ): void {
-  const op = 'clippedLossBackward';
-  sizes(op, { K, V, N });
-  checkTemperature(op, temperature);
-  needLen(op, { dlogits, logitsTheta, logitsRef }, K * V);
-  needLen(op, { actions, episodeOf }, K);
-  needLen(op, { adv, weight }, N);
-  needLen(op, { stats }, 4);
+  checkClippedLoss({ dlogits, stats, logitsTheta, logitsRef, actions, episodeOf, adv, weight }, K, V, N, temperature);
   const invT = 1 / temperature;
   const rows = ctx.zeros('f32', 4 * K);
   const ep = ctx.zeros('f32', N);

@@ -7,7 +7,7 @@
  * Not here: a temperature (τ = 1: the language-modelling loss), target range checks (an
  * out-of-range target gives NaN in lrow and no gradient; the CPU twin throws).
  */
-import { needLen } from './check';
+import { needAll } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
@@ -18,11 +18,11 @@ const kernel = (grad: boolean) =>
 /** lrow[n] = log_softmax(logits)[n, targets[n]]; with dlogits, dlogits += ∂(Σ_n dout[n]·lrow[n])/∂logits. */
 export function crossEntropy(ctx: GpuContext, lrow: GpuTensor<'f32'>, dlogits: GpuTensor<'f32'> | null, logits: GpuTensor<'f32'>, targets: GpuTensor<'i32'>, dout: GpuTensor<'f32'> | null, N: number, V: number): void {
   const op = 'crossEntropy';
-  needLen(op, { lrow, targets }, N);
-  needLen(op, { logits, dlogits }, N * V);
+  needAll(op, { lrow, targets }, N);
+  needAll(op, { logits, dlogits }, N * V);
   if (dlogits !== null) {
     if (dout === null) throw new TypeError(`${op}: dlogits needs dout`);
-    needLen(op, { dout }, N);
+    needAll(op, { dout }, N);
   }
   ctx.run(kernel(dlogits !== null), [u32(N), u32(V)], [logits, targets, dout ?? logits, lrow, dlogits ?? ctx.dummy], N); // no gradient: dout unread (logits bound in its place)
 }

@@ -16,8 +16,8 @@
  *   an environment that already sets VK_ICD_FILENAMES keeps it.
  *   Every Dawn `GPU` instance is kept referenced for the life of the process (see dawnInstances).
  *
- * Not here: recreating a lost device and re-uploading tensors (later), the kernels (kernel.ts
- * and one file per op), choosing between the WebGPU and CPU backends (the app's job).
+ * Not here: what to do when the device is lost (the agent worker, src/workers/agentApi.ts), the
+ * kernels (kernel.ts and one file per op), choosing between the WebGPU and CPU backends (the app).
  */
 
 /** What `acquireDevice` hands back when it works. */

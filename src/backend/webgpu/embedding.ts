@@ -14,7 +14,7 @@
  * Not here: token range checks (a token outside [0, V) gives a NaN row forward and is skipped
  * backward; the CPU twin throws), the tied LM head (matmul.ts).
  */
-import { needLen, sizes } from './check';
+import { checkEmbedding } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 
@@ -28,11 +28,8 @@ export type EmbeddingBackwardKernel = 'vocab' | 'tokens';
 
 /** out[b,t,:] = wte[tokens[b,t], :]. Overwrites `out`. */
 export function embeddingForward(ctx: GpuContext, out: GpuTensor<'f32'>, tokens: GpuTensor<'i32'>, wte: GpuTensor<'f32'>, B: number, T: number, C: number): void {
-  const op = 'embeddingForward';
-  sizes(op, { B, T, C });
+  checkEmbedding('embeddingForward', 'out', out, tokens, B, T, C);
   const N = B * T;
-  needLen(op, { out }, N * C);
-  needLen(op, { tokens }, N);
   const V = Math.floor(wte.length / Math.max(1, C));
   ctx.run(fwd, [u32(N * C), u32(C), u32(V)], [out, tokens, wte], Math.ceil((N * C) / WG));
 }
@@ -48,11 +45,8 @@ export function embeddingBackward(
   C: number,
   kernel?: EmbeddingBackwardKernel,
 ): void {
-  const op = 'embeddingBackward';
-  sizes(op, { B, T, C });
+  checkEmbedding('embeddingBackward', 'dout', dout, tokens, B, T, C);
   const N = B * T;
-  needLen(op, { dout }, N * C);
-  needLen(op, { tokens }, N);
   const V = Math.floor(dwte.length / Math.max(1, C));
   if (N === 0 || C === 0) return;
   if ((kernel ?? (N < V ? 'tokens' : 'vocab')) === 'tokens') {

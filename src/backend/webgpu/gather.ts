@@ -6,7 +6,7 @@
  * Not here: target range checks (an out-of-range target gives NaN forward, is skipped backward;
  * the CPU twin throws).
  */
-import { needLen } from './check';
+import { checkGatherBackward, checkGatherForward } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 
@@ -16,14 +16,12 @@ const bwd = defineKernel({ shaders: 'gather_backward', bindings: ['rw', 'read', 
 
 /** out[n] = logp[n, targets[n]]. Overwrites `out`. */
 export function gatherForward(ctx: GpuContext, out: GpuTensor<'f32'>, logp: GpuTensor<'f32'>, targets: GpuTensor<'i32'>, N: number, V: number): void {
-  needLen('gatherForward', { out, targets }, N);
-  needLen('gatherForward', { logp }, N * V);
+  checkGatherForward(out, logp, targets, N, V);
   ctx.run(fwd, [u32(N), u32(V)], [logp, targets, out], Math.ceil(N / WG));
 }
 
 /** dlogp[n, targets[n]] += dout[n]. Accumulates. */
 export function gatherBackward(ctx: GpuContext, dlogp: GpuTensor<'f32'>, dout: GpuTensor<'f32'>, targets: GpuTensor<'i32'>, N: number, V: number): void {
-  needLen('gatherBackward', { dout, targets }, N);
-  needLen('gatherBackward', { dlogp }, N * V);
+  checkGatherBackward(dlogp, dout, targets, N, V);
   ctx.run(bwd, [u32(N), u32(V)], [dlogp, dout, targets], Math.ceil(N / WG));
 }

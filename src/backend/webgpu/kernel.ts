@@ -11,42 +11,15 @@
  *     downloads requested in the same JS task share one submission (the flush waits a microtask);
  *   - `defineKernel` / `params`: how a wrapper names its shader, bindings and uniforms.
  *
- * Shader conventions (every kernel in shaders/ follows them; helpers: see below):
- *   @group(0) @binding(0) var<uniform> P: <Params struct>;     — packed by `params(...)` in order,
- *                                                               each field u32 / i32 / f32 (4 bytes)
- *   @group(0) @binding(1..) var<storage, read|read_write> …;   — the tensors, in the order passed
- *   override WG: u32;  @compute @workgroup_size(WG)            — the wrapper sets WG (declared by
- *                                                               reduce.wgsl where that helper is included)
- *   workgroups may be laid out 2-D (x ≤ maxComputeWorkgroupsPerDimension): the linear
- *   workgroup id is wid.x + wid.y * nwg.x, and a shader bounds-checks it.
- * Tensors of kinds i8 / u8 / u16 are stored packed in u32 words (little endian: element i of a
- * byte tensor is bits 8·(i%4) of word i/4); WGSL sees them as array<u32>.
- *
  * Ops are recorded, not run: like the CPU backend, forward kernels overwrite their output and
  * backward kernels accumulate; nothing is observable until `download` (which also throws any
  * WebGPU validation error raised since the last check, e.g. a WGSL compile error).
  *
- * Adding a kernel (e.g. rmsnorm):
- *   1. shaders/rmsnorm.wgsl — header comment (maths, twin, what it is not), `struct Params` at
- *      binding 0, tensors at 1…n, `override WG`, linear workgroup id, bounds checks; reductions
- *      as tree reductions in `var<workgroup>` arrays (no float atomics: results are bit-stable) —
- *      for a row max / Σ, reduce.wgsl's `wg_max` / `wg_sum` (it then declares WG and the scratch);
- *   2. src/backend/webgpu/rmsnorm.ts — `const k = defineKernel({ shaders: ['reduce', 'rmsnorm'],
- *      bindings: ['rw', 'rw', 'read', 'read'], overrides: { WG: 64 } })`, and one function per CPU op,
- *      `rmsnormForward(ctx, out, rstd, inp, weight, B, T, C, eps)`: check sizes (check.ts), then
- *      `ctx.run(k, [u32(N), u32(C), f32(eps)], [out, rstd, inp, weight], workgroups)`;
- *      scratch tensors from `ctx.zeros` / `ctx.clone`, returned with `ctx.dispose` after recording;
- *      export it from index.ts;
- *   3. tests/webgpu/<group>.test.ts — the CPU twin on fresh random inputs vs the GPU (gpu.ts:
- *      `poisoned`, `readOut`, `record` with a stated floor and tolerance).
- * A helper shared by several shaders is listed before them in `shaders: [...]`: philox.wgsl (the
- * generator), reduce.wgsl (`override WG`, the workgroup scratch, the max / Σ trees), kl_row.wgsl
- * (a row pair's log-sum-exps and KL; after reduce, and the kernel defines `kl_logits`),
- * attention_row.wgsl (the memory layout of an attention row). A helper has no bindings and no
- * entry point; it declares once what its kernels must not redeclare.
+ * The shader conventions (bindings, `override WG`, packed byte tensors, the shared helpers) and
+ * the steps of adding an op: docs/kernels.md.
  *
  * Not here: any kernel's maths (one file per op), device acquisition (device.ts), the
- * `Backend` object that will bind these wrappers to the interface of src/backend/types.ts.
+ * `Backend` object that binds the wrappers to the interface of src/backend/types.ts (backend.ts).
  */
 import { VIEW_ALIGN, type HostTensors, type TensorKind } from '../types';
 import { checkBufferSize } from './device';

@@ -6,7 +6,7 @@
  *
  * Not here: the maths (the shaders); the clipped objective's own KL term (clipped_loss.ts).
  */
-import { checkTemperature, needLen } from './check';
+import { checkKlBackward, checkKlForward } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
@@ -17,9 +17,7 @@ const bwd = (hasP: boolean, hasQ: boolean) =>
 
 /** out[n] = KL(softmax(zp_n/τ) ‖ softmax(zq_n/τ)). Overwrites `out`. */
 export function klForward(ctx: GpuContext, out: GpuTensor<'f32'>, logitsP: GpuTensor<'f32'>, logitsQ: GpuTensor<'f32'>, N: number, V: number, temperature = 1): void {
-  checkTemperature('klForward', temperature);
-  needLen('klForward', { out }, N);
-  needLen('klForward', { logitsP, logitsQ }, N * V);
+  checkKlForward(out, logitsP, logitsQ, N, V, temperature);
   ctx.run(fwd, [u32(N), u32(V), f32(1 / temperature)], [logitsP, logitsQ, out], N);
 }
 
@@ -35,9 +33,7 @@ export function klBackward(
   V: number,
   temperature = 1,
 ): void {
-  checkTemperature('klBackward', temperature);
-  needLen('klBackward', { dout }, N);
-  needLen('klBackward', { logitsP, logitsQ, dlogitsP, dlogitsQ }, N * V);
+  checkKlBackward(dlogitsP, dlogitsQ, dout, logitsP, logitsQ, N, V, temperature);
   if (dlogitsP === null && dlogitsQ === null) return;
   ctx.run(bwd(dlogitsP !== null, dlogitsQ !== null), [u32(N), u32(V), f32(1 / temperature)], [dlogitsP ?? ctx.dummy, dlogitsQ ?? ctx.dummy, dout, logitsP, logitsQ], N);
 }

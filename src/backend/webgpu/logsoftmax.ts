@@ -8,7 +8,7 @@
  */
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
-import { checkTemperature, needLen } from './check';
+import { checkLogSoftmaxBackward, checkLogSoftmaxForward } from '../check';
 
 /** Threads per row: a power of two. */
 export const ROW_WG = 64;
@@ -18,9 +18,7 @@ const bwd = defineKernel({ shaders: ['reduce', 'logsoftmax_backward'], bindings:
 
 /** out = log_softmax(logits / τ) per row (N rows of V). Overwrites `out`, which may be `logits`. */
 export function logSoftmaxForward(ctx: GpuContext, out: GpuTensor<'f32'>, logits: GpuTensor<'f32'>, N: number, V: number, temperature = 1): void {
-  const op = 'logSoftmaxForward';
-  checkTemperature(op, temperature);
-  needLen(op, { out, logits }, N * V);
+  checkLogSoftmaxForward(out, logits, N, V, temperature);
   // In place: WebGPU cannot bind one buffer as both read and read_write, so read from a copy.
   const src = out.buffer === logits.buffer ? ctx.clone(logits) : logits;
   ctx.run(fwd, [u32(N), u32(V), f32(1 / temperature)], [src, out], N);
@@ -29,8 +27,6 @@ export function logSoftmaxForward(ctx: GpuContext, out: GpuTensor<'f32'>, logits
 
 /** dlogits += (dlogp − p Σ dlogp)/τ per row. Accumulates. */
 export function logSoftmaxBackward(ctx: GpuContext, dlogits: GpuTensor<'f32'>, dlogp: GpuTensor<'f32'>, logp: GpuTensor<'f32'>, N: number, V: number, temperature = 1): void {
-  const op = 'logSoftmaxBackward';
-  checkTemperature(op, temperature);
-  needLen(op, { dlogits, dlogp, logp }, N * V);
+  checkLogSoftmaxBackward(dlogits, dlogp, logp, N, V, temperature);
   ctx.run(bwd, [u32(N), u32(V), f32(1 / temperature)], [dlogits, dlogp, logp], N);
 }

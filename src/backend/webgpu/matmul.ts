@@ -16,7 +16,7 @@
  *
  * Not here: quantized weights (matmul_q.ts), bias, batched matmul.
  */
-import { needLen, sizes } from './check';
+import { checkMatmulBackward, checkMatmulForward, needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 
@@ -92,11 +92,7 @@ export function gemm(
 
 /** out = inp · Wᵀ. Overwrites `out`. */
 export function matmulForward(ctx: GpuContext, out: GpuTensor<'f32'>, inp: GpuTensor<'f32'>, weight: GpuTensor<'f32'>, B: number, T: number, C: number, OC: number, variant: MatmulVariant = MATMUL_DEFAULT): void {
-  sizes('matmulForward', { B, T, C, OC });
-  const N = B * T;
-  needLen('matmulForward', { out }, N * OC);
-  needLen('matmulForward', { inp }, N * C);
-  needLen('matmulForward', { weight }, OC * C);
+  const N = checkMatmulForward(out, inp, weight, B, T, C, OC);
   gemm(ctx, variant, out, inp, weight, N, OC, C, { sai: C, sak: 1, sbk: 1, sbj: C }, false);
 }
 
@@ -114,26 +110,18 @@ export function matmulBackward(
   OC: number,
   variant: MatmulVariant = MATMUL_DEFAULT,
 ): void {
-  sizes('matmulBackward', { B, T, C, OC });
-  const N = B * T;
-  needLen('matmulBackward', { dout }, N * OC);
+  const N = checkMatmulBackward(dinp, dweight, dout, inp, weight, B, T, C, OC);
   const sIn: Strides = { sai: OC, sak: 1, sbk: C, sbj: 1 };
   const sW: Strides = { sai: 1, sak: OC, sbk: C, sbj: 1 };
   if (variant === 'v3' && dinp !== null && dweight !== null && dinp.buffer !== dweight.buffer && N > 0 && C > 0 && OC > 0) {
     // Both gradients in one dispatch (they share A = dout).
-    needLen('matmulBackward', { dinp, inp }, N * C);
-    needLen('matmulBackward', { weight, dweight }, OC * C);
     gemmPairV3(ctx, dout, dinp, weight, [N, C, OC, sIn], dweight, inp, [OC, C, N, sW]);
     return;
   }
   if (dinp !== null) {
-    needLen('matmulBackward', { dinp }, N * C);
-    needLen('matmulBackward', { weight }, OC * C);
     gemm(ctx, variant, dinp, dout, weight, N, C, OC, sIn, true);
   }
   if (dweight !== null) {
-    needLen('matmulBackward', { dweight }, OC * C);
-    needLen('matmulBackward', { inp }, N * C);
     gemm(ctx, variant, dweight, dout, inp, OC, C, N, sW, true);
   }
 }
@@ -142,9 +130,9 @@ export function matmulBackward(
 export function matmulResidualForward(ctx: GpuContext, out: GpuTensor<'f32'>, inp: GpuTensor<'f32'>, weight: GpuTensor<'f32'>, res: GpuTensor<'f32'>, B: number, T: number, C: number, OC: number, variant: MatmulVariant = MATMUL_DEFAULT): void {
   sizes('matmulResidualForward', { B, T, C, OC });
   const N = B * T;
-  needLen('matmulResidualForward', { out, res }, N * OC);
-  needLen('matmulResidualForward', { inp }, N * C);
-  needLen('matmulResidualForward', { weight }, OC * C);
+  needAll('matmulResidualForward', { out, res }, N * OC);
+  needAll('matmulResidualForward', { inp }, N * C);
+  needAll('matmulResidualForward', { weight }, OC * C);
   if (out.buffer === res.buffer) throw new RangeError('matmulResidualForward: out and res share a buffer (the copy of res into out would overlap)');
   ctx.copy(res, out, N * OC);
   gemm(ctx, variant, out, inp, weight, N, OC, C, { sai: C, sak: 1, sbk: 1, sbj: C }, true);

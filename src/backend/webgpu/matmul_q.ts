@@ -7,12 +7,11 @@
  *
  * Not here: gradients for the quantized weights (a frozen base), quantizing (src/model).
  */
-import { needLen, sizes } from './check';
+import { checkQuantWeight, needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 
 const TILE = 16;
-const QBLOCK = 32;
 const kernel = (bits: 8 | 4) => defineKernel({ shaders: 'matmul_q', bindings: ['read', 'read', 'read', 'rw'], overrides: { TILE, QBITS: bits } });
 
 function qgemm(
@@ -30,14 +29,12 @@ function qgemm(
   backward: boolean,
 ): void {
   sizes(op, { B, T, C, OC });
-  if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);
+  checkQuantWeight(op, bits, q, scales, C, OC);
   const N = B * T;
-  needLen(op, { q }, bits === 8 ? OC * C : (OC * C) / 2);
-  needLen(op, { scales }, (OC * C) / QBLOCK);
   // forward: M = N, Pn = OC, K = C, A = inp [N × C];  input gradient: M = N, Pn = C, K = OC, A = dout [N × OC].
   const [Pn, K] = backward ? [C, OC] : [OC, C];
-  needLen(op, { a }, N * K);
-  needLen(op, { out }, N * Pn);
+  needAll(op, { a }, N * K);
+  needAll(op, { out }, N * Pn);
   if (N === 0 || Pn === 0) return;
   const tilesN = Math.ceil(Pn / TILE);
   const tiles = Math.ceil(N / TILE) * tilesN;

@@ -8,7 +8,7 @@
  *
  * Not here: LoRA on the projections (src/model composes it), a fused MLP kernel.
  */
-import { needLen, sizes } from './check';
+import { checkSwigluBackward, checkSwigluForward, needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 import { matmulBackward, matmulForward } from './matmul';
@@ -19,9 +19,7 @@ const bwd = defineKernel({ shaders: 'swiglu_backward', bindings: ['rw', 'rw', 'r
 
 /** out[i] = silu(a[i]) · b[i] over N elements. Overwrites `out` (which may alias `a` or `b`). */
 export function swigluForward(ctx: GpuContext, out: GpuTensor<'f32'>, a: GpuTensor<'f32'>, b: GpuTensor<'f32'>, N: number): void {
-  const op = 'swigluForward';
-  sizes(op, { N });
-  needLen(op, { out, a, b }, N);
+  checkSwigluForward(out, a, b, N);
   if (N === 0) return;
   const sa = a.buffer === out.buffer ? ctx.clone(a) : a;
   const sb = b.buffer === out.buffer ? (b.buffer === a.buffer ? sa : ctx.clone(b)) : b;
@@ -32,9 +30,7 @@ export function swigluForward(ctx: GpuContext, out: GpuTensor<'f32'>, a: GpuTens
 
 /** da += dout·b·silu'(a), db += dout·silu(a). Accumulates. */
 export function swigluBackward(ctx: GpuContext, da: GpuTensor<'f32'>, db: GpuTensor<'f32'>, dout: GpuTensor<'f32'>, a: GpuTensor<'f32'>, b: GpuTensor<'f32'>, N: number): void {
-  const op = 'swigluBackward';
-  sizes(op, { N });
-  needLen(op, { da, db, dout, a, b }, N);
+  checkSwigluBackward(da, db, dout, a, b, N);
   if (N === 0) return;
   ctx.run(bwd, [u32(N)], [da, db, dout, a, b], Math.ceil(N / WG));
 }
@@ -90,7 +86,7 @@ export function mlpBackward(
 ): void {
   const op = 'mlpBackward';
   sizes(op, { B, T, C, H });
-  needLen(op, { dh, da, db }, B * T * H);
+  needAll(op, { dh, da, db }, B * T * H);
   ctx.fill(dh, 0);
   ctx.fill(da, 0);
   ctx.fill(db, 0);

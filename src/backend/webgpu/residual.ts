@@ -8,7 +8,7 @@
  *
  * Not here: broadcasting.
  */
-import { needLen, sizes } from './check';
+import { checkResidualBackward, checkResidualForward } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 
@@ -19,9 +19,7 @@ const bwd = (hasA: boolean, hasB: boolean) =>
 
 /** out = a + scale·b. Overwrites `out` (which may alias `a` or `b`). */
 export function residualForward(ctx: GpuContext, out: GpuTensor<'f32'>, a: GpuTensor<'f32'>, b: GpuTensor<'f32'>, N: number, scale = 1): void {
-  const op = 'residualForward';
-  sizes(op, { N });
-  needLen(op, { out, a, b }, N);
+  checkResidualForward(out, a, b, N);
   if (N === 0) return;
   const sa = a.buffer === out.buffer ? ctx.clone(a) : a;
   const sb = b.buffer === out.buffer ? (b.buffer === a.buffer ? sa : ctx.clone(b)) : b;
@@ -32,9 +30,7 @@ export function residualForward(ctx: GpuContext, out: GpuTensor<'f32'>, a: GpuTe
 
 /** da += dout, db += scale·dout (null skips one). Accumulates. */
 export function residualBackward(ctx: GpuContext, da: GpuTensor<'f32'> | null, db: GpuTensor<'f32'> | null, dout: GpuTensor<'f32'>, N: number, scale = 1): void {
-  const op = 'residualBackward';
-  sizes(op, { N });
-  needLen(op, { da, db, dout }, N);
+  checkResidualBackward(da, db, dout, N);
   if (N === 0 || (da === null && db === null)) return;
   ctx.run(bwd(da !== null, db !== null), [u32(N), f32(scale)], [da ?? ctx.dummy, db ?? ctx.dummy, dout], Math.ceil(N / WG));
 }

@@ -7,7 +7,7 @@
  *
  * Not here: the maths (the shaders), LayerNorm.
  */
-import { needLen, sizes } from './check';
+import { checkRmsnormBackward, checkRmsnormForward } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 import { ROW_WG } from './logsoftmax';
@@ -27,12 +27,8 @@ export function rmsnormForward(
   C: number,
   eps = 1e-5,
 ): void {
-  const op = 'rmsnormForward';
-  sizes(op, { B, T, C });
+  checkRmsnormForward(out, rstd, inp, weight, B, T, C);
   const N = B * T;
-  needLen(op, { out, inp }, N * C);
-  needLen(op, { rstd }, N);
-  needLen(op, { weight }, C);
   const src = out.buffer === inp.buffer ? ctx.clone(inp) : inp; // in place: read a copy
   ctx.run(fwd, [u32(N), u32(C), f32(eps)], [out, rstd, src, weight], N);
   if (src !== inp) ctx.dispose(src);
@@ -51,12 +47,8 @@ export function rmsnormBackward(
   T: number,
   C: number,
 ): void {
-  const op = 'rmsnormBackward';
-  sizes(op, { B, T, C });
+  checkRmsnormBackward(dinp, dweight, dout, inp, weight, rstd, B, T, C);
   const N = B * T;
-  needLen(op, { dinp, dout, inp }, N * C);
-  needLen(op, { dweight, weight }, C);
-  needLen(op, { rstd }, N);
   const cols = N > 0 ? Math.ceil(C / ROW_WG) : 0;
   if (dinp.buffer !== dweight.buffer) {
     ctx.run(bwd, [u32(N), u32(C), u32(N), u32(cols)], [dinp, dout, inp, weight, rstd, dweight], N + cols);

@@ -8,7 +8,7 @@
  *
  * Not here: building the table (cpu/rope.ts `ropeTable`), partial rotary, NTK/YaRN scaling.
  */
-import { needLen, sizes } from './check';
+import { checkRope } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
 
@@ -28,11 +28,8 @@ function rope(
   HS: number,
   pos0: number,
 ): void {
-  sizes(op, { B, T, NH, HS, pos0 });
-  if (HS % 2 !== 0) throw new RangeError(`${op}: head size HS must be even, got ${HS}`);
+  checkRope(op, out, inp, table, B, T, NH, HS, pos0);
   const n = B * T * NH * HS;
-  needLen(op, { output: out, input: inp }, n);
-  needLen(op, { table }, (pos0 + T) * HS);
   const pairs = n / 2;
   if (pairs === 0) return;
   const src = out.buffer === inp.buffer ? ctx.clone(inp) : inp;

@@ -8,7 +8,7 @@
  * Not here: the sampling maths (the shader), top-p, stop tokens.
  */
 import type { SampleParams } from '../types';
-import { needLen, sizes } from './check';
+import { checkSample, needAll } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, f32, u32 } from './kernel';
 
@@ -16,26 +16,11 @@ const WG = 64;
 const sampler = defineKernel({ shaders: ['philox', 'sample'], bindings: ['read', 'rw'], overrides: { WG } });
 const kat = defineKernel({ shaders: ['philox', 'philox_kat'], bindings: ['read', 'rw'], overrides: { WG } });
 
-function checkU32(op: string, name: string, x: number): void {
-  if (!Number.isInteger(x) || x < 0 || x > 0xffffffff) throw new RangeError(`${op}: ${name} must be an integer in [0, 4294967295], got ${x}`);
-}
-
 /** out[b] = a token drawn from softmax(top-k(z_b)/τ) with the Philox uniform of (step, seq0 + b). */
 export function sampleForward(ctx: GpuContext, out: GpuTensor<'i32'>, logits: GpuTensor<'f32'>, B: number, V: number, sp: SampleParams): void {
-  const op = 'sampleForward';
-  sizes(op, { B, V });
-  if (V < 1) throw new RangeError(`${op}: V must be at least 1`);
-  needLen(op, { out }, B);
-  needLen(op, { logits }, B * V);
+  const k = checkSample(out, logits, B, V, sp);
   const seq0 = sp.seq0 ?? 0;
-  checkU32(op, 'seed', sp.seed);
-  checkU32(op, 'stream', sp.stream);
-  checkU32(op, 'step', sp.step);
-  checkU32(op, 'seq0 + B - 1', seq0 + Math.max(0, B - 1));
   const tau = sp.temperature;
-  if (!(tau >= 0) || !Number.isFinite(tau)) throw new RangeError(`${op}: temperature must be a finite number ≥ 0, got ${tau}`);
-  if (!Number.isInteger(sp.topK)) throw new RangeError(`${op}: topK must be an integer, got ${sp.topK}`);
-  const k = sp.topK <= 0 || sp.topK >= V ? V : sp.topK;
   const greedy = tau === 0 || k === 1;
   ctx.run(
     sampler,
@@ -50,7 +35,7 @@ export function sampleForward(ctx: GpuContext, out: GpuTensor<'i32'>, logits: Gp
  * output words, in `out` (4 per case). For tests of the WGSL generator.
  */
 export function philoxBlocks(ctx: GpuContext, out: GpuTensor<'i32'>, inp: GpuTensor<'i32'>, n: number): void {
-  needLen('philoxBlocks', { inp }, 6 * n);
-  needLen('philoxBlocks', { out }, 4 * n);
+  needAll('philoxBlocks', { inp }, 6 * n);
+  needAll('philoxBlocks', { out }, 4 * n);
   ctx.run(kat, [u32(n)], [inp, out], Math.ceil(n / WG));
 }
