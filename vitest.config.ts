@@ -21,6 +21,7 @@ const SLOW = [
   // whole experiments, stages or sessions
   'tests/autosave.test.ts',
   'tests/certificate.test.ts',
+  'tests/certificate-lm.test.ts',
   'tests/claims.test.ts',
   'tests/deltaSweep.test.ts',
   'tests/formulas.test.ts',

@@ -65,6 +65,20 @@ export function checkSample(out: Sized, logits: Sized, B: number, V: number, sp:
   return sp.topK <= 0 || sp.topK >= V ? V : sp.topK;
 }
 
+/**
+ * samplerLogProbs' checks (out and logits [N × V], τ finite and > 0, an integer top-k); returns the
+ * number of tokens kept, k (all V when topK ≤ 0 or ≥ V), as checkSample counts them.
+ */
+export function checkSamplerLogProbs(out: Sized, logits: Sized, N: number, V: number, temperature: number, topK: number): number {
+  const op = 'samplerLogProbs';
+  sizes(op, { N, V });
+  need(op, 'out', out, N * V);
+  need(op, 'logits', logits, N * V);
+  checkTemperature(op, temperature);
+  if (!Number.isInteger(topK)) throw new RangeError(`${op}: topK must be an integer, got ${topK}`);
+  return topK <= 0 || topK >= V ? V : topK;
+}
+
 /** clippedLossBackward's shape checks: [K × V] logits and dlogits, [K] steps, [N] episodes, stats [4] (null: not written). */
 export function checkClippedLoss(
   t: { dlogits: Sized; stats: Sized | null; logitsTheta: Sized; logitsRef: Sized; actions: Sized; episodeOf: Sized; adv: Sized; weight: Sized },

@@ -29,7 +29,7 @@
  */
 import { philox4x32, sampleCategorical, u32ToUniform } from '../../core/rng';
 import type { FloatArray, SampleParams } from '../types';
-import { checkSample } from '../check';
+import { checkSample, checkSamplerLogProbs } from '../check';
 
 const block = new Uint32Array(4);
 
@@ -78,13 +78,7 @@ export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V:
  * probability 1. In f64 (the same max-shifted form as the full log-softmax). Overwrites `out`.
  */
 export function samplerLogProbs(out: FloatArray, logits: FloatArray, N: number, V: number, temperature: number, topK: number): void {
-  const op = 'samplerLogProbs';
-  sizes(op, { N, V });
-  need(op, 'out', out, N * V);
-  need(op, 'logits', logits, N * V);
-  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new RangeError(`${op}: temperature must be a finite number > 0, got ${temperature}`);
-  if (!Number.isInteger(topK)) throw new RangeError(`${op}: topK must be an integer, got ${topK}`);
-  const k = topK <= 0 || topK >= V ? V : topK;
+  const k = checkSamplerLogProbs(out, logits, N, V, temperature, topK);
   const invT = 1 / temperature;
   const order = new Int32Array(V);
   const kept = new Uint8Array(V);
