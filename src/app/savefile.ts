@@ -1,5 +1,5 @@
 /**
- * The experiment file (issue "The playground", item 6): one format for "Export experiment",
+ * The experiment file: one format for "Export experiment",
  * "Import experiment" and the IndexedDB autosave. It holds the config, the finished stages' records
  * (every metric the charts draw), every agent's parameters and optimizer state at the last stage
  * boundary, β per agent, and a cursor naming the last completed agent step (a StepRef, see

@@ -1,5 +1,5 @@
 /**
- * Share links (issue "The playground", item 5): the settings of an experiment — a preset, the
+ * Share links: the settings of an experiment — a preset, the
  * config keys that differ from it, an optional agent step to jump to, and `<key>_hide` flags that
  * let a teacher publish a reduced UI — packed into the URL hash:
  *

@@ -1,5 +1,5 @@
 /**
- * The one way the app names an agent step (issue "The playground", item 6: one shape per concept).
+ * The one way the app names an agent step: one shape for the concept, used everywhere.
  * The selection in view, a share link's "jump to", the save file's cursor, the replay after a
  * failed step and the charts' "which update wrote this message" all use it:
  *

@@ -39,6 +39,29 @@ export function samplerUniform(seed: number, stream: number, step: number, seq: 
   return u32ToUniform(block[0]!);
 }
 
+/** The first index of the largest of logits[off .. off + V). */
+function argmax(logits: FloatArray, off: number, V: number): number {
+  let best = 0;
+  for (let v = 1; v < V; v++) if (logits[off + v]! > logits[off + best]!) best = v;
+  return best;
+}
+
+/**
+ * The sampler's keep set of the row at `off`, in kept[v] (1 kept, 0 not): the k largest logits,
+ * ties to the lower index; all V when `order` is null (k ≥ V). One rule for the sampler and its
+ * log-probabilities, so a ratio is taken over exactly the tokens the sampler could draw.
+ */
+function keepSet(kept: Uint8Array, order: Int32Array | null, logits: FloatArray, off: number, V: number, k: number): void {
+  if (order === null) {
+    kept.fill(1);
+    return;
+  }
+  for (let v = 0; v < V; v++) order[v] = v;
+  order.sort((x, y) => logits[off + y]! - logits[off + x]! || x - y);
+  kept.fill(0);
+  for (let i = 0; i < k; i++) kept[order[i]!] = 1;
+}
+
 /** out[b] = a token drawn from softmax(top-k(z_b)/τ) with the Philox uniform of (step, seq0 + b). */
 export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V: number, sp: SampleParams): void {
   const k = checkSample(out, logits, B, V, sp);
@@ -50,19 +73,10 @@ export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V:
   for (let b = 0; b < B; b++) {
     const off = b * V;
     if (tau === 0 || k === 1) {
-      let best = 0;
-      for (let v = 1; v < V; v++) if (logits[off + v]! > logits[off + best]!) best = v;
-      out[b] = best;
+      out[b] = argmax(logits, off, V);
       continue;
     }
-    if (order !== null) {
-      for (let v = 0; v < V; v++) order[v] = v;
-      order.sort((x, y) => logits[off + y]! - logits[off + x]! || x - y);
-      kept.fill(0);
-      for (let i = 0; i < k; i++) kept[order[i]!] = 1;
-    } else {
-      kept.fill(1);
-    }
+    keepSet(kept, order, logits, off, V, k);
     let m = -Infinity;
     for (let v = 0; v < V; v++) if (kept[v] && logits[off + v]! > m) m = logits[off + v]!;
     const invT = 1 / tau;
@@ -80,24 +94,16 @@ export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V:
 export function samplerLogProbs(out: FloatArray, logits: FloatArray, N: number, V: number, temperature: number, topK: number): void {
   const k = checkSamplerLogProbs(out, logits, N, V, temperature, topK);
   const invT = 1 / temperature;
-  const order = new Int32Array(V);
+  const order = k < V ? new Int32Array(V) : null;
   const kept = new Uint8Array(V);
   for (let n = 0; n < N; n++) {
     const off = n * V;
     if (k === 1) {
-      let best = 0;
-      for (let v = 1; v < V; v++) if (logits[off + v]! > logits[off + best]!) best = v;
+      const best = argmax(logits, off, V);
       for (let v = 0; v < V; v++) out[off + v] = v === best ? 0 : -Infinity;
       continue;
     }
-    if (k < V) {
-      for (let v = 0; v < V; v++) order[v] = v;
-      order.sort((x, y) => logits[off + y]! - logits[off + x]! || x - y);
-      kept.fill(0);
-      for (let i = 0; i < k; i++) kept[order[i]!] = 1;
-    } else {
-      kept.fill(1);
-    }
+    keepSet(kept, order, logits, off, V, k);
     let m = -Infinity;
     for (let v = 0; v < V; v++) if (kept[v] && logits[off + v]! * invT > m) m = logits[off + v]! * invT;
     let s = 0;
