@@ -1,5 +1,5 @@
 /**
- * Autosave (issue "The playground", item 6): after every agent step the session is kept in a
+ * Autosave: after every agent step the session is kept in a
  * PartStore (persist.ts; IndexedDB in the page) so that a reload restores the last completed
  * agent step — written incrementally, so that the cost of a step does not grow with the history.
  *

@@ -1,5 +1,5 @@
 /**
- * The autosave's storage (issue "The playground", item 6): a key-value store that survives a
+ * The autosave's storage: a key-value store that survives a
  * reload, and the one place that turns its failures into messages.
  *
  *   PartStore          get / getMany / setMany / delMany / keys — the calls autosave.ts makes
