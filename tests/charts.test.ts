@@ -87,6 +87,13 @@ describe('held for stages whose J is estimated (language teams)', () => {
     expect(waterfallRows(unchecked).held).toBe('unchecked');
     expect(stageRow(undecided, 3).held).toBe('undecided');
     expect(timelineStages([notHeld], 3)[0]!.held).toBe('not held');
+    // The waterfall says what the bound rests on and how the stage was checked.
+    const teamCert = { ...base.certificate, scope: 'team' as const, team: { ess: 701.4, truncationCost: 0.0039, maxRatio: 3.2, mismatches: 0, episodes: 768 } };
+    const html = renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: teamCert } }));
+    expect(html).toContain('held-out ΔJ (an estimate)');
+    expect(html).toMatch(/team-level bound: 768 episodes, ESS 701, truncation cost/);
+    expect(html).toMatch(/ΔJ ≈ .* ± .* \(2,048 paired episodes\)/);
+    expect(renderToString(h(WaterfallChart, { record: { ...unchecked, certificate: { ...teamCert, refused: 'topK > 0 with a projected seat' } } }))).toContain('No certificate: topK &gt; 0 with a projected seat');
     // The γ control form was not the one checked: it stays unchecked whatever the verdict.
     expect(waterfallRows(notHeld, 'gamma').held).toBe('unchecked');
   });

@@ -127,6 +127,36 @@ function WfTooltip({ active, payload, wf }: { active?: boolean; payload?: readon
   );
 }
 
+/**
+ * What the bound of a stage rests on, when it is the team-level one (docs/certificate.md §5.1): one
+ * certification batch, the effective sample size of its team ratio r̄ and what truncating r̄ at c
+ * cost; the reason when no certificate was given; and the common-random-numbers estimate of ΔJ
+ * when the stage was checked.
+ */
+function TeamBoundNote({ record }: { record: StageRecord }) {
+  const c = record.certificate;
+  const h = record.held;
+  return (
+    <>
+      {c.refused && (
+        <span className="chart-warn" data-testid="cert-refused">
+          {`No certificate: ${c.refused}`}
+        </span>
+      )}
+      {c.scope === 'team' && c.team && c.team.episodes > 0 && (
+        <span data-testid="team-bound" title="One certification batch for the whole stage, each episode scored with the ratio of the final team to the starting team (docs/certificate.md §5.1); the per-agent bars elsewhere are its shares, shown as diagnostics.">
+          {`team-level bound: ${grouped(c.team.episodes)} episodes, ESS ${grouped(c.team.ess)}, truncation cost ${term(c.team.truncationCost)}`}
+        </span>
+      )}
+      {h && h.pairs > 0 && (
+        <span data-testid="held-estimate" title="ΔJ estimated with common random numbers: the starting and final teams answer the same prompts with the same sampler draws (docs/certificate.md).">
+          {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (${grouped(h.pairs)} paired episodes)`}
+        </span>
+      )}
+    </>
+  );
+}
+
 export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, horizon, span, deltaConf, width, height = DEFAULT_HEIGHT }: WaterfallChartProps) {
   const hatch = `wf-hatch-${useId().replace(/[^A-Za-z0-9_-]/g, '')}`;
   const wf = record ? waterfallRows(record, form, span) : null;
@@ -163,9 +193,11 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
               stage {record!.stage}, {formName}
             </span>
             <span>
-              lower bound <b className="num" {...(formula ? { 'data-metric': 'cert/lower', 'data-value': wf.terms.lower } : {})}>{term(wf.terms.lower)}</b> vs realised ΔJ{' '}
+              lower bound <b className="num" {...(formula ? { 'data-metric': 'cert/lower', 'data-value': wf.terms.lower } : {})}>{term(wf.terms.lower)}</b> vs{' '}
+              {record!.evaluation.exact ? 'realised ΔJ' : 'held-out ΔJ (an estimate)'}{' '}
               <b className="num" data-metric="team/dJ" data-value={record!.metrics['team/dJ'] as number}>{term(wf.dJ)}</b>
             </span>
+            <TeamBoundNote record={record!} />
             {wf.certified && (
               <span className="chart-certified" data-testid="certified-note" title={`The bound is above 0: ${confidence} the team improved this stage (docs/certificate.md §12)`}>
                 <span aria-hidden="true">{CHECK}</span> certified improvement
@@ -191,7 +223,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
           since the update was fitted to that data, and not part of the bound. The bound starts from the fresh gain: the same
           trajectory-ratio estimate (docs/certificate.md §3) on a certification batch no update ever saw (§4). Then −shift and
           −bias, both 0 by construction in our episodic form because the ratio is exact (§6) and large only in the paper&apos;s γ
-          form (§9); then −finite, the width of the one-sided confidence bound on the summed fresh gains (§5). What is left is the lower bound on
+          form (§9); then −finite, the width of the one-sided confidence bound on the fresh gain (§5; the team-level form scores one batch for the whole stage with the team's ratio, §5.1). What is left is the lower bound on
           ΔJ, {confidence} (§12), beside the ΔJ that really happened. Healthy: bound above 0 (certified improvement) and the real
           bar at least as tall (held, filled).
         </>
