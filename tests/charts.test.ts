@@ -19,6 +19,8 @@ import { createExperiment, runStages, stepThrough, type TabularExperiment } from
 import type { LmEpisodeRecord } from '../src/sat/env/lm';
 import { presetConfig } from '../src/sat/presets';
 import { stageRow } from '../src/app/stageRow';
+import { signed3 } from '../src/app/format';
+import { stageTitle } from '../src/app/components/Timeline';
 import { frameAt, gameFrame, payoffGrids, probsOfLogits } from '../src/app/gameFrame';
 import { CLIMBING_PAYOFFS, pairwiseMeanPayoff } from '../src/tasks/matrix';
 import { radiusWords } from '../src/app/components/SwapCard';
@@ -94,6 +96,8 @@ describe('held for stages whose J is estimated (language teams)', () => {
     expect(html).toMatch(/team-level bound: 768 episodes, ESS 701, truncation cost/);
     expect(html).toMatch(/ΔJ ≈ .* ± .* \(2,048 paired episodes\)/);
     expect(renderToString(h(WaterfallChart, { record: { ...unchecked, certificate: { ...teamCert, refused: 'topK > 0 with a projected seat' } } }))).toContain('No certificate: topK &gt; 0 with a projected seat');
+    expect(stageTitle(timelineStages([notHeld], 3)[0]!, false)).toBe(`stage ${notHeld.stage}: certificate not held (ΔJ estimated ${signed3(lower - 1)} ± 0.010)`);
+    expect(stageTitle(timelineStages([unchecked], 3)[0]!, false)).toBe(`stage ${unchecked.stage}: certificate not checked`);
     // The γ control form was not the one checked: it stays unchecked whatever the verdict.
     expect(waterfallRows(notHeld, 'gamma').held).toBe('unchecked');
   });

@@ -789,6 +789,8 @@ export interface TimelineStage {
   readonly finished: boolean;
   /** The chosen bound against what the stage did (finished stages only). */
   readonly held: HeldState | null;
+  /** The common-random-numbers estimate of ΔJ behind a checked language stage's verdict. */
+  readonly estimate?: { readonly dJ: number; readonly se: number };
 }
 
 function cellOf(stage: number, agent: number, order: readonly number[] | null, step: AgentStepRecord | undefined): TimelineCell {
@@ -808,6 +810,7 @@ export function timelineStages(records: readonly StageRecord[], nAgents: number,
     cells: Array.from({ length: nAgents }, (_, a) => cellOf(r.stage, a, r.order, r.steps.find((s) => s.agent === a))),
     finished: true,
     held: heldUnder(r, 'chosen'),
+    ...(r.held && r.held.pairs > 0 ? { estimate: { dJ: r.held.estimate, se: r.held.se } } : {}),
   }));
   if (current && !records.some((r) => r.stage === current.stage)) {
     const known = current.order ?? null;

@@ -16,6 +16,7 @@ import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react
 import type { StageRecord } from '../../sat/stage';
 import { HeldGlyph, HowTo } from '../charts/ChartFrame';
 import { certifiedUnder, heldWords, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
+import { fixed3, signed3 } from '../format';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from './AgentChip';
 import { sameStep } from '../stepRef';
@@ -49,7 +50,8 @@ const STATUS_WORDS: Record<TimelineCell['status'], string> = {
 /** A stage header's title: "stage 4: certified improvement, certificate held". */
 export function stageTitle(st: TimelineStage, certified: boolean | null): string {
   if (!st.finished) return `stage ${st.stage}: running`;
-  return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held === null ? 'not closed' : heldWords(st.held)}`;
+  const est = st.estimate ? ` (ΔJ estimated ${signed3(st.estimate.dJ)} ± ${fixed3(st.estimate.se)})` : '';
+  return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held === null ? 'not closed' : heldWords(st.held)}${est}`;
 }
 
 const keyOf = (r: Required<StepRef>) => `${r.stage}:${r.agent}`;
