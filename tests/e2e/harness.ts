@@ -85,7 +85,15 @@ export async function openPlayground(): Promise<Playground> {
     errors,
     async freshPage(viewport = { width: 1280, height: 800 }, o = {}) {
       const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1 });
-      if (!o.teamFolded) await ctx.addInitScript(() => localStorage.setItem('sat-playground.fold.team-lm', 'open'));
+      if (!o.teamFolded) {
+        await ctx.addInitScript(() => {
+          try {
+            localStorage.setItem('sat-playground.fold.team-lm', 'open');
+          } catch {
+            // about:blank and other opaque origins have no storage; the playground's own pages do
+          }
+        });
+      }
       const p = await ctx.newPage();
       p.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
       p.on('console', (m) => {
