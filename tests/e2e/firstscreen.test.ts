@@ -117,6 +117,8 @@ describe('the first five minutes', () => {
     const p = await pg().freshPage();
     await open(p);
     const game = p.getByTestId('game-view');
+    // The game view draws once the team is built: wait for its first grid, then count.
+    await game.getByTestId('payoff-table').first().waitFor();
     expect(await game.getByTestId('payoff-table').count()).toBe(3); // 3 agents: one grid per action of agent 2
     expect(await game.getByTestId('payoff-top').count()).toBe(1);
     const before = await game.getByTestId('game-bars').innerText();
