@@ -40,14 +40,7 @@
  */
 import { f16ToF32, f32ToF16 } from '../../src/core/f16';
 import { Msg } from './protobuf';
-
-const FLOAT = 1;
-const UINT8 = 2;
-const INT64 = 7;
-const FLOAT16 = 10;
-const ATTR_FLOAT = 1;
-const ATTR_INT = 2;
-const ATTR_INTS = 7;
+import { attrMsg, FLOAT, FLOAT16, INT64, transpose, UINT8, valueInfo, type Attr } from './onnxProto';
 
 export type DecoderWeights = 'f32' | 'f16' | 'q8' | 'q4';
 export type DecoderNaming = 'optimum' | 'genai';
@@ -80,21 +73,6 @@ export interface DecoderExport {
   readonly files: Map<string, Uint8Array>;
   /** HF name → the [out × in] (or [d]) values the graph computes with, after its own dequantization. */
   readonly used: Map<string, { shape: number[]; data: Float32Array }>;
-}
-
-type Attr = { name: string; i: number } | { name: string; ints: readonly number[] } | { name: string; f: number };
-
-function attrMsg(a: Attr): Msg {
-  const m = new Msg().str(1, a.name);
-  if ('f' in a) return m.float(2, a.f).int(20, ATTR_FLOAT);
-  if ('i' in a) return m.int(3, a.i).int(20, ATTR_INT);
-  return m.ints(8, a.ints).int(20, ATTR_INTS);
-}
-
-function valueInfo(name: string, elemType: number, dims: readonly (number | string)[]): Msg {
-  const shape = new Msg();
-  for (const d of dims) shape.msg(1, typeof d === 'number' ? new Msg().int(1, d) : new Msg().str(2, d));
-  return new Msg().str(1, name).msg(2, new Msg().msg(1, new Msg().int(1, elemType).msg(2, shape)));
 }
 
 function le(data: Float32Array | BigInt64Array | Uint16Array | Uint8Array): Uint8Array {
@@ -161,12 +139,6 @@ class Builder {
     }
     return out;
   }
-}
-
-function transpose(w: Float32Array, rows: number, cols: number): Float32Array {
-  const t = new Float32Array(rows * cols);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[c * rows + r] = w[r * cols + c]!;
-  return t;
 }
 
 /** uint8 asymmetric quantization of `cols` groups of a row-major [rows × cols] matrix along `axis` (0: per row, 1: per column). */

@@ -36,31 +36,14 @@
 import { ConfigError } from '../../src/core/errors';
 import { validateConfig, type ModelConfig } from '../../src/model/config';
 import { Msg } from './protobuf';
+import { attrMsg, FLOAT, INT64, transpose, valueInfo, type Attr } from './onnxProto';
 import { checkWeights, type ModelWeights } from '../../src/model/weights';
-
-/** ONNX TensorProto.DataType codes used here. */
-const FLOAT = 1;
-const INT64 = 7;
-/** AttributeProto.AttributeType codes used here. */
-const ATTR_FLOAT = 1;
-const ATTR_INT = 2;
-const ATTR_INTS = 7;
 
 export const ONNX_IR_VERSION = 8;
 export const ONNX_OPSET = 17;
 export const ONNX_PRODUCER = 'sat-playground';
 /** Added to masked (future) attention scores; exp underflows to exactly 0 in f32. */
 export const ONNX_MASK_VALUE = -1e9;
-
-type Attr = { name: string; i: number } | { name: string; ints: readonly number[] } | { name: string; f: number };
-
-function attrMsg(a: Attr): Msg {
-  // AttributeProto: name 1, f 2, i 3, ints 8, type 20
-  const m = new Msg().str(1, a.name);
-  if ('f' in a) return m.float(2, a.f).int(20, ATTR_FLOAT);
-  if ('i' in a) return m.int(3, a.i).int(20, ATTR_INT);
-  return m.ints(8, a.ints).int(20, ATTR_INTS);
-}
 
 /** TensorProto: dims 1, data_type 2, name 8, raw_data 9. */
 function tensorMsg(name: string, dims: readonly number[], data: Float32Array | BigInt64Array): Msg {
@@ -75,15 +58,6 @@ function tensorMsg(name: string, dims: readonly number[], data: Float32Array | B
     .int(2, data instanceof Float32Array ? FLOAT : INT64)
     .str(8, name)
     .raw(9, raw);
-}
-
-/** ValueInfoProto { name 1, type 2: TypeProto { tensor_type 1: { elem_type 1, shape 2 } } }. */
-function valueInfo(name: string, elemType: number, dims: readonly (number | string)[]): Msg {
-  const shape = new Msg();
-  // TensorShapeProto.dim 1: Dimension { dim_value 1 | dim_param 2 }
-  for (const d of dims) shape.msg(1, typeof d === 'number' ? new Msg().int(1, d) : new Msg().str(2, d));
-  const tensorType = new Msg().int(1, elemType).msg(2, shape);
-  return new Msg().str(1, name).msg(2, new Msg().msg(1, tensorType));
 }
 
 /** Collects nodes and initializers of one GraphProto. */
@@ -132,13 +106,6 @@ class GraphBuilder {
     for (const o of outputs) g.msg(12, o);
     return g;
   }
-}
-
-/** [out × in] row-major → [in × out] row-major. */
-function transpose(w: Float32Array, out: number, inp: number): Float32Array {
-  const t = new Float32Array(out * inp);
-  for (let o = 0; o < out; o++) for (let c = 0; c < inp; c++) t[c * out + o] = w[o * inp + c]!;
-  return t;
 }
 
 /** The RoPE tables COS, SIN [T × HS] (pair-duplicated) and the pair-rotation P [HS × HS] (header). */
