@@ -14,6 +14,7 @@ import { readRunLogFile, readRunLogParam, runLogParam, runLogText } from '../src
 import { runClip, runJ, runKl, runTimeline } from '../src/bridge/runLogSeries';
 import { csvRows } from '../src/bridge/logs/wandb';
 import { pyNumber } from '../src/bridge/logs/verl';
+import { checkFileBytes, LOG_LIMITS } from '../src/bridge/limits';
 
 const fixture = (f: string) => readFileSync(join(import.meta.dirname, 'fixtures/bridge/logs', f), 'utf8');
 const rowsOf = <R>(c: { rows: readonly R[] } | { reason: string }): readonly R[] => {
@@ -121,6 +122,9 @@ describe('bad input', () => {
     expect(err('x'.repeat(65 * 1024 * 1024))!.message).toMatch(/This run log is 65\.0 MB; the playground reads at most 64\.0 MB of it\. Nothing was read\./);
     expect(err('{"step":1,"data":{}}\n'.repeat(2_000_001))!.message).toMatch(/more than 2,000,000 lines/);
     expect(performance.now() - t0).toBeLessThan(3000);
+    // A file's bytes are held against the cap before it is read (UTF-8: at most 4 bytes a character).
+    expect(() => checkFileBytes(4 * LOG_LIMITS.chars, LOG_LIMITS, 'run log')).not.toThrow();
+    expect(() => checkFileBytes(4 * LOG_LIMITS.chars + 1, LOG_LIMITS, 'run log')).toThrow(/This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it\. Nothing was read\./);
   });
 
   it('pprint and CSV details: NumPy reprs, booleans, quoted fields', () => {

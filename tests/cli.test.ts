@@ -57,6 +57,12 @@ describe('npm run sat', () => {
     const bad = sat('--import-log', file);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/is not a run log the playground reads/);
+    // A named pipe is refused before it is opened (reading it would block the CLI).
+    const fifo = join(dir, 'pipe.log');
+    spawnSync('mkfifo', [fifo]);
+    const piped = sat('--import-log', fifo);
+    expect(piped.code).toBe(2);
+    expect(piped.err).toMatch(/pipe\.log is not a regular file\. Nothing was read\./);
   });
 
   it('--compare prints a row per variant with mean ± CI', () => {

@@ -4,25 +4,14 @@
  * refused with a message saying which cap and by how much — a 37 MB YAML with two million keys is
  * refused in milliseconds instead of parsing for minutes.
  *
+ * The caps themselves are in src/core/limits.ts, with every other input's.
+ *
  * Not here: the parsers themselves (recipe.ts, the log readers).
  */
 import { FormatError } from '../core/errors';
+import type { InputLimits } from '../core/limits';
 
-/** Caps on one imported file. */
-export interface InputLimits {
-  /** Most characters (UTF-16 units) of text. */
-  readonly chars: number;
-  /** Most lines. */
-  readonly lines: number;
-  /** Most `key:` / `"key":` occurrences, counted by a linear scan before any parse. */
-  readonly keys: number;
-}
-
-/** A SAT-style recipe: a few dozen keys in a few kilobytes; generous caps. */
-export const RECIPE_LIMITS: InputLimits = { chars: 256 * 1024, lines: 5_000, keys: 5_000 };
-
-/** A run log: a long real run logs ~100 metrics per step for tens of thousands of steps. */
-export const LOG_LIMITS: InputLimits = { chars: 64 * 1024 * 1024, lines: 2_000_000, keys: 20_000_000 };
+export { LOG_LIMITS, RECIPE_LIMITS, type InputLimits } from '../core/limits';
 
 const MIB = 1024 * 1024;
 const size = (n: number) => (n >= MIB ? `${(n / MIB).toFixed(1)} MB` : `${Math.ceil(n / 1024)} kB`);
@@ -57,4 +46,12 @@ export function checkInputSize(text: string, limits: InputLimits, what: string):
   const { lines, keys } = scan(text, limits);
   if (lines > limits.lines) throw new FormatError(`This ${what} has more than ${limits.lines.toLocaleString('en')} lines; the playground reads at most that many. Nothing was read.`);
   if (keys > limits.keys) throw new FormatError(`This ${what} has more than ${limits.keys.toLocaleString('en')} keys; the playground reads at most that many. Nothing was read.`);
+}
+
+/**
+ * Throws a FormatError naming the cap when a file of `bytes` bytes cannot hold text within
+ * `limits` (UTF-8: at most 4 bytes a character) — checked before the file is read.
+ */
+export function checkFileBytes(bytes: number, limits: InputLimits, what: string): void {
+  if (bytes > limits.chars * 4) throw new FormatError(`This ${what} is ${size(bytes)}; the playground reads at most ${size(limits.chars)} of it. Nothing was read.`);
 }

@@ -8,7 +8,8 @@
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FormatError, SatError } from '../core/errors';
-import { LOG_LIMITS } from '../bridge/limits';
+import { checkFileBytes, LOG_LIMITS } from '../bridge/limits';
+import { escapeControl } from '../core/text';
 import { isLlmTask, type Config } from '../sat/config';
 import { planLlm, planTabular } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/recipe';
@@ -40,9 +41,10 @@ const f4 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 
 export function printRunLog(file: string): void {
   let text: string;
   try {
-    // Refused before it is read when even its bytes are over the cap (UTF-8: at most 4 bytes a character).
-    const bytes = statSync(file).size;
-    if (bytes > LOG_LIMITS.chars * 4) throw new FormatError(`The run log ${file} is ${(bytes / 1048576).toFixed(0)} MB; the playground reads at most ${LOG_LIMITS.chars / 1048576} MB of a log. Nothing was read.`);
+    // A regular file (not a pipe or a device), refused before it is read when its bytes are over the cap.
+    const st = statSync(file);
+    if (!st.isFile()) throw new FormatError(`The run log ${escapeControl(file)} is not a regular file. Nothing was read.`);
+    checkFileBytes(st.size, LOG_LIMITS, 'run log');
     text = readFileSync(file, 'utf8');
   } catch (e) {
     if (e instanceof FormatError) throw e;

@@ -1,6 +1,6 @@
 /**
  * The caps on what a person hands the playground — checkpoint folders, tokenizers, chat
- * templates, experiment files — in one table, so the readers, the page, the CLI and the docs
+ * templates, experiment files, recipes and run logs — in one table, so the readers, the page, the CLI and the docs
  * (docs/models.md, "Input limits") agree. Each cap is far above what a real file of its kind
  * needs and far below what would freeze a page or exhaust a process; a cap that depends on the
  * model (a tokenizer's size, a safetensors header's) is a function of what config.json says.
@@ -49,6 +49,22 @@ export const INFLATE_FLOOR = 16 * 2 ** 20;
 export const CHECK_TIME_MS = 10_000;
 /** Heap a check's worker may grow to in Node (the page bounds memory with the size caps above). */
 export const CHECK_HEAP_MIB = 1024;
+
+/** Caps on one imported text file (a recipe or a run log), checked by one scan before any parse (src/bridge/limits.ts). */
+export interface InputLimits {
+  /** Most characters (UTF-16 units) of text. */
+  readonly chars: number;
+  /** Most lines. */
+  readonly lines: number;
+  /** Most `key:` / `"key":` occurrences. */
+  readonly keys: number;
+}
+
+/** A SAT-style recipe: a few dozen keys in a few kilobytes; generous caps. */
+export const RECIPE_LIMITS: InputLimits = { chars: 256 * 1024, lines: 5_000, keys: 5_000 };
+
+/** A run log: a long real run logs ~100 metrics per step for tens of thousands of steps. */
+export const LOG_LIMITS: InputLimits = { chars: 64 * 1024 * 1024, lines: 2_000_000, keys: 20_000_000 };
 
 /** "1.5 MiB", "300 bytes". */
 export function formatSize(n: number): string {

@@ -16,7 +16,7 @@ import type { RunLog } from '../../bridge/runLog';
 import { checkInput } from '../inputCheck';
 import { readRunLogParam, runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
 import { runClip, runJ, runKl, runTimeline } from '../../bridge/runLogSeries';
-import { LOG_LIMITS } from '../../bridge/limits';
+import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
 import { ChartFrame, DEFAULT_HEIGHT } from '../charts/ChartFrame';
 import { agentColor, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { usePlayground } from '../store';
@@ -31,7 +31,7 @@ const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 /** Opens a run log; a file over the size cap is refused before it is read into memory. */
 export async function openRunLogText(size: number, text: () => Promise<string>, name: string): Promise<void> {
   try {
-    if (size > LOG_LIMITS.chars * 4) throw new Error(`This run log is ${(size / 1048576).toFixed(0)} MB; the playground reads at most ${LOG_LIMITS.chars / 1048576} MB. Nothing was read.`);
+    checkFileBytes(size, LOG_LIMITS, 'run log');
     const log = await checkInput('runLog', { text: await text(), name }, `run log "${name}"`);
     useRunLog.setState({ log });
     usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
