@@ -18,6 +18,7 @@ import { type Browser, type Page, chromium } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
 import { afterAll, beforeAll } from 'vitest';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
+import { presetConfig } from '../../src/sat/presets';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 const CONFIG_FILE = join(ROOT, 'vite.config.ts');
@@ -124,6 +125,27 @@ export function playgroundForFile(): () => Playground {
   });
   return () => pg!;
 }
+
+/**
+ * playgroundForFile with a scratch folder beside it (model folders the test writes): both made in
+ * beforeAll and handed to `ready`, both removed in afterAll.
+ */
+export function playgroundAndFolder(prefix: string, ready: (pg: Playground, dir: string) => void): void {
+  let pg: Playground | undefined;
+  let dir: string | undefined;
+  beforeAll(async () => {
+    pg = await openPlayground();
+    dir = mkdtempSync(join(tmpdir(), prefix));
+    ready(pg, dir);
+  }, SETUP_TIMEOUT_MS);
+  afterAll(async () => {
+    await pg?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+/** arith-team shrunk to two agents and tiny batches, so a stage runs in about a second (checkpoint-seat tests). */
+export const TINY_ARITH_TEAM = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
 
 /** Waits until the session is idle again (no step or long work in flight). */
 export async function settled(p: Page): Promise<void> {

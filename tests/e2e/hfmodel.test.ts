@@ -17,35 +17,26 @@
  *
  * Not here: the File list → map, storage and worker-seat details (tests/hfpage.test.ts).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { parseExperimentFile } from '../../src/app/savefile';
 import { encodeShare, makeShareState, type ShareCheckpoint } from '../../src/app/share';
 import { hfFolderHash } from '../../src/model/hfLoad';
-import { presetConfig } from '../../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../helpers/hfCheckpoint';
-import { openPlayground, settled, SETUP_TIMEOUT_MS, type Playground } from './harness';
+import { playgroundAndFolder, settled, TINY_ARITH_TEAM, type Playground } from './harness';
 
 let pg: Playground;
 let dir: string;
-
-beforeAll(async () => {
-  pg = await openPlayground();
-  dir = mkdtempSync(join(tmpdir(), 'sat-hfmodel-'));
-}, SETUP_TIMEOUT_MS);
-
-afterAll(async () => {
-  await pg?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+playgroundAndFolder('sat-hfmodel-', (p, d) => {
+  pg = p;
+  dir = d;
 });
 
 const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
 
-/** arith-team shrunk to two agents and tiny batches, so a stage runs in about a second. */
-const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+const cfg = TINY_ARITH_TEAM;
 
 /** Opens `c` (default: cfg) through a share link made here (with the seats' checkpoints it names) and waits until the team is built. */
 async function openLink(p: Page, checkpoints?: readonly ShareCheckpoint[], c = cfg): Promise<void> {

@@ -11,32 +11,23 @@
  *
  * Not here: the readers' own checks (tests/hostile*.test.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { encodeShare, makeShareState } from '../../src/app/share';
-import { presetConfig } from '../../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../helpers/hfCheckpoint';
 import { gzipBomb, regexTokenizer, RUNAWAY_TEMPLATES } from '../helpers/hostile';
-import { openPlayground, settled, SETUP_TIMEOUT_MS, type Playground } from './harness';
+import { playgroundAndFolder, settled, TINY_ARITH_TEAM, type Playground } from './harness';
 
 let pg: Playground;
 let dir: string;
-
-beforeAll(async () => {
-  pg = await openPlayground();
-  dir = mkdtempSync(join(tmpdir(), 'sat-hostile-e2e-'));
-}, SETUP_TIMEOUT_MS);
-
-afterAll(async () => {
-  await pg?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+playgroundAndFolder('sat-hostile-e2e-', (p, d) => {
+  pg = p;
+  dir = d;
 });
 
 const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
-const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+const cfg = TINY_ARITH_TEAM;
 
 /** Starts a main-thread heartbeat (every 50 ms); `maxGap` reads the longest gap between beats since. */
 async function heartbeat(p: Page): Promise<{ maxGap: () => Promise<number> }> {
