@@ -209,6 +209,9 @@ describe('the first five minutes', () => {
   it('a lesson layout: <panel>_hide flags take the settings, the team and charts away', async () => {
     const p = await pg().freshPage();
     await open(p, await link('coordination', {}, { hide: ['settings', 'team', 'waterfall', 'advantages', 'kl', 'beta', 'violation', 'orders', 'table', 'files', 'claims'] }));
+    // The charts arrive in a lazily loaded chunk: wait for the one kept before counting the hidden ones.
+    await p.getByTestId('chart-j').waitFor();
+    await p.getByTestId('game-view').waitFor();
     for (const id of ['fold-settings', 'fold-team', 'chart-waterfall', 'chart-adv', 'chart-kl', 'chart-beta', 'chart-violation', 'chart-orders', 'copy-link', 'open-claims', 'empty']) {
       expect(await p.getByTestId(id).count(), id).toBe(0);
     }
