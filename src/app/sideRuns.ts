@@ -30,7 +30,7 @@
 import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
 import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
-import { createExperiment, runStages } from '../sat/experiment';
+import { createTabularExperiment, runStages } from '../sat/experiment';
 import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../sat/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
@@ -48,7 +48,7 @@ export function languageOrderStages(cfg: Config, done: number): number {
 }
 
 async function runSide(cfg: Config, stages: number, onStage: () => void, cancelled: () => boolean): Promise<StageRecord[]> {
-  const exp = createExperiment(cfg);
+  const exp = createTabularExperiment(cfg);
   const out: StageRecord[] = [];
   for (let k = 0; k < stages && !cancelled(); k++) {
     out.push(...(await runStages(exp, 1)));

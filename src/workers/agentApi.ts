@@ -55,7 +55,7 @@ import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, Trai
 import { agentGeometry, updateAgent, type UpdatePlan, type UpdateResult } from '../sat/update';
 import { inspectKept, keepForInspection, type InspectAnswer, type KeptUpdate } from '../sat/inspect';
 
-/** A table agent: the same description createExperiment uses, so the initial table is identical. */
+/** A table agent: the same description createTabularExperiment uses, so the initial table is identical. */
 export interface TableSpec extends TableInit {
   readonly kind: 'tabular';
 }
