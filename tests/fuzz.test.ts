@@ -1,6 +1,5 @@
 /**
- * Seeded fuzzing of the two readers a person can hand bytes to (issue item 10, "Robustness …
- * proved by fuzzing"): the experiment file (src/app/savefile.ts, `parseExperimentFile`, and the
+ * Seeded fuzzing of the two readers a person can hand bytes to: the experiment file (src/app/savefile.ts, `parseExperimentFile`, and the
  * page's import path `openExperimentBytes` in src/app/boot.ts) and the model file
  * (src/model/safetensors.ts `readSafetensors`, src/model/weights.ts `loadModel`).
  *

@@ -36,7 +36,6 @@ export interface GpuTensor<K extends TensorKind = TensorKind> {
   readonly offset?: number;
 }
 
-
 const ELEMENT_BYTES: { [K in TensorKind]: number } = { f32: 4, i32: 4, i8: 1, u8: 1, u16: 2 };
 const CTORS: { [K in TensorKind]: new (buf: ArrayBuffer, off: number, len: number) => HostTensors[K] } = {
   f32: Float32Array,
