@@ -247,7 +247,7 @@ export function topTokens(pCur: ArrayLike<number>, pNew: ArrayLike<number>, row:
   return bars;
 }
 
-/** What an agent's worker keeps of its latest update to inspect it later (header: memory). */
+/** What an agent's worker keeps of its latest update to inspect it later (π_cur's logits at the batch's K states: K × V × 4 bytes). */
 export interface KeptUpdate {
   /** The plan's batch, raw advantages, δ and settings (not its after-update step sets). */
   readonly plan: Pick<UpdatePlan, 'batch' | 'rawAdv' | 'delta' | 'settings'>;

@@ -92,7 +92,7 @@ async function loadDawn(): Promise<DawnModule | string> {
   return dawn;
 }
 
-/** Point the Vulkan loader at the software driver of `opts.node` (see header). */
+/** Point the Vulkan loader at the software driver of `opts.node` (AcquireOptions.node). */
 function applySoftwareDriver(opts: AcquireOptions): string | null {
   const proc = globalThis.process;
   const icd = opts.node?.vulkanIcd;
