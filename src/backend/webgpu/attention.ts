@@ -23,8 +23,8 @@ const V2_MAX_HS = 64;
 const V2_TILE_BYTES = 8192;
 const v2Kernels = new Map<string, ReturnType<typeof defineKernel>>();
 /**
- * Variant 2's kernel for T and HS: rows per block WG (16 for T ≤ 16, else 32 — at T 128, 64-row
- * blocks were no faster and split the causal work less evenly), BK keys per tile, HS4 = ⌈HS/4⌉.
+ * Variant 2's kernel for T and HS: rows per block WG (16 for T ≤ 16, else 32: larger blocks split
+ * the causal work less evenly, docs/performance.md), BK keys per tile, HS4 = ⌈HS/4⌉.
  */
 function fwdV2(T: number, HS: number): { k: ReturnType<typeof defineKernel>; wg: number } {
   const wg = T <= 16 ? 16 : 32;
