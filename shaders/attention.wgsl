@@ -11,9 +11,7 @@
 // (b·kvT + t2)·C + h·HS — attention_row.wgsl's layout (reduce.wgsl and attention_row.wgsl are
 // concatenated before this file).
 // Not here: the backward (attention_backward_dq.wgsl, attention_backward_dkv.wgsl), the
-// projections, RoPE, GQA, dropout; flash-style tiling (this is the only variant: the rows of
-// this project are short, T ≤ a few hundred; a faster one would be attention_v2.wgsl and pass
-// the same tests first).
+// projections, RoPE, GQA, dropout; the tiled full forward (attention_v2.wgsl).
 
 struct Params { rows: u32, T: u32, NH: u32, HS: u32, kvT: u32, L: u32, pos0: u32, scale: f32 }
 @group(0) @binding(0) var<uniform> P: Params;

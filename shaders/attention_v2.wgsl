@@ -15,9 +15,8 @@
 // rows' b·NH + h), block w % nblk covers t = block·WG … block·WG + WG − 1.
 // Overrides: WG (rows per block = threads), BK (keys per tile), HS4 = ⌈HS/4⌉ (≤ MAXHS4; the
 // lanes past HS are zero in q and in the tiles, so they add nothing).
-// Not here: the cached forward (attention.wgsl serves it), the backward, HS > 4·MAXHS4 (the
-// wrapper uses variant 1 there), an online/streaming softmax (the kept raw scores make a
-// second exp per pair unnecessary: sweep 2 knows the final max).
+// Not here: the cached forward and HS > 4·MAXHS4 (attention.wgsl), the backward, an online
+// softmax (the kept raw scores let sweep 2 use the final max).
 
 struct Params { T: u32, NH: u32, HS: u32, nblk: u32, groups: u32, scale: f32 }
 @group(0) @binding(0) var<uniform> P: Params;

@@ -21,7 +21,7 @@
 import { describe, expect, it } from 'vitest';
 import { NumericError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
-import { logSoftmax } from '../src/sat/softmax';
+import { logSoftmax } from '../src/sat/categorical';
 import { TabularSoftmaxAgent } from '../src/sat/agents/tabular';
 import type { AgentBatch, ObjectiveSpec } from '../src/sat/types';
 

@@ -22,7 +22,7 @@ import { browserStore } from '../src/app/persist';
 import { serializeExperiment } from '../src/app/savefile';
 import { fileDataOf, Session, sessionOfFile } from '../src/app/session';
 import { createPlaygroundStore } from '../src/app/store';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 import { exactDiff } from './helpers/exactDiff';
@@ -87,7 +87,7 @@ describe('autosave', () => {
     expect(b.session.sessionState()!.cursor).toEqual(a.session.sessionState()!.cursor);
     expect(exactDiff(b.session.sessionState()!.boundary.snapshots, a.session.sessionState()!.boundary.snapshots)).toBeNull();
     await b.session.stepStage();
-    expect(strip(b.session.store.getState().stages)).toEqual(strip(await runStages(createExperiment(cfg), STAGES + 1)));
+    expect(strip(b.session.store.getState().stages)).toEqual(strip(await runStages(createTabularExperiment(cfg), STAGES + 1)));
   }, 120_000);
 
   it('stepping on after a reload matches the run that never stopped', async () => {
@@ -102,7 +102,7 @@ describe('autosave', () => {
     const b = page(kv);
     await restore(b.session, b.autosave);
     for (let k = 0; k < 4; k++) await b.session.stepStage();
-    expect(strip(b.session.store.getState().stages)).toEqual(strip(await runStages(createExperiment(cfg), 6)));
+    expect(strip(b.session.store.getState().stages)).toEqual(strip(await runStages(createTabularExperiment(cfg), 6)));
     await b.autosave.settled();
     // The rebuilt page's autosave now holds the finished run.
     const c = page(kv);

@@ -37,7 +37,7 @@ function check(cfg: Config) {
 }
 
 describe('the engines\' key lists are read from their code', () => {
-  it('each fixture cites its repository and commit, and holds the keys the issue names', () => {
+  it('each fixture cites its repository and commit, and holds the keys the export writes', () => {
     for (const k of [VERL_KEYS, TEAMTR_KEYS, SAT_KEYS]) {
       expect(k.repository).toMatch(/^[\w-]+\/[\w-]+$/);
       expect(k.commit).toMatch(/^[0-9a-f]{40}$/);

@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { decodeContainer, encodeContainer, parseExperimentFile, serializeExperiment, type ExperimentData } from '../src/app/savefile';
 import { parseConfig } from '../src/sat/config';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { checkHeld, heldTolerance, heldVerdict } from '../src/sat/heldCheck';
 import { presetConfig } from '../src/sat/presets';
 import { certRefusal } from '../src/sat/stage';
@@ -73,7 +73,7 @@ describe('a setting the ratio cannot follow is refused', () => {
 
 describe('experiment files and the certificate fields', () => {
   const experiment = async (): Promise<ExperimentData> => {
-    const exp = createExperiment(presetConfig('relay', { stages: 2, batch: 4, seed: 5 }));
+    const exp = createTabularExperiment(presetConfig('relay', { stages: 2, batch: 4, seed: 5 }));
     exp.env.certScope = 'team'; // so the record carries the team-level fields
     const stages = await runStages(exp, 2);
     const snaps = await Promise.all(exp.team.map((a) => a.snapshot()));

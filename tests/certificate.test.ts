@@ -12,7 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { parseConfig } from '../src/sat/config';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import type { StageRecord } from '../src/sat/stage';
 
 /** Tabular set-ups: every game and every protocol the guess task offers. */
@@ -100,7 +100,7 @@ describe('certificate validity (exact J)', () => {
           geoIters: 0, ...game, ...draw(rng), stages: stagesPerRun, deltaConf, seed: rng.int(1 << 24), initScale: 0.5 + rng.uniform(),
           certEpisodes: pick(rng, [64, 256, 1024, 4096]),
         };
-        const exp = createExperiment(parseConfig(settings));
+        const exp = createTabularExperiment(parseConfig(settings));
         for (const s of await runStages(exp, stagesPerRun)) {
           // The metric is the record's bound; the per-agent bounds (each at δ_conf/n) also sum to a
           // valid stage bound, usually a looser one (counted in score).

@@ -15,7 +15,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { heldTolerance } from '../src/sat/heldCheck';
 import { certificate, type AgentCertInput, type BoundTerms } from '../src/sat/certificate';
-import { createExperiment, runStages, stepThrough, type TabularExperiment } from '../src/sat/experiment';
+import { createTabularExperiment, runStages, stepThrough, type TabularExperiment } from '../src/sat/experiment';
 import type { LmEpisodeRecord } from '../src/sat/env/lm';
 import { presetConfig } from '../src/sat/presets';
 import { stageRow } from '../src/app/stageRow';
@@ -51,15 +51,15 @@ let reverse: StageRecord[];
 let random: StageRecord[];
 
 beforeAll(async () => {
-  exp = createExperiment(presetConfig('climbing', { seed: SEED }));
+  exp = createTabularExperiment(presetConfig('climbing', { seed: SEED }));
   records = await runStages(exp, STAGES);
   const gen = stepThrough(exp);
   const first = await gen.next();
   if (first.done) throw new Error('a stage of 3 agents ended before its first step');
   partial = { stage: STAGES + 1, steps: [first.value] };
-  const r = createExperiment(presetConfig('climbing', { seed: SEED, order: 'reverse' }));
+  const r = createTabularExperiment(presetConfig('climbing', { seed: SEED, order: 'reverse' }));
   reverse = await runStages(r, STAGES);
-  const q = createExperiment(presetConfig('climbing', { seed: SEED, order: 'random' }));
+  const q = createTabularExperiment(presetConfig('climbing', { seed: SEED, order: 'random' }));
   random = await runStages(q, STAGES);
 });
 
@@ -172,7 +172,7 @@ describe('team J per stage', () => {
   });
 
   it('counts certified stages exactly as the run recorded cert/certified, on a climbing run of 8 stages', async () => {
-    const run = await runStages(createExperiment(presetConfig('climbing', { seed: 11 })), 8);
+    const run = await runStages(createTabularExperiment(presetConfig('climbing', { seed: 11 })), 8);
     const want = run.filter((r) => r.metrics['cert/certified'] === 1).length;
     expect(want).toBeGreaterThan(0); // the climbing game climbs: something to count
     const s = jSeries(run, { span: exp.aMax });
@@ -614,7 +614,7 @@ describe('numbers at the precision they deserve', () => {
   });
 
   it('the waterfall of a stage that moved nothing draws no bar; held stays the recorded decision', () => {
-    const exp = createExperiment(presetConfig('climbing', { stages: 1 }));
+    const exp = createTabularExperiment(presetConfig('climbing', { stages: 1 }));
     return runStages(exp, 1).then(([rec]) => {
       const r = rec!;
       // The same stage as if every agent had been rejected: J after = J before + rounding noise.
@@ -627,7 +627,7 @@ describe('numbers at the precision they deserve', () => {
   });
 
   it('the J axis of a nearly flat run has distinct tick labels at 3 decimals', () => {
-    const exp = createExperiment(presetConfig('climbing', { stages: 2 }));
+    const exp = createTabularExperiment(presetConfig('climbing', { stages: 2 }));
     return runStages(exp, 2).then((recs) => {
       const flat = recs.map((r, i) => ({ ...r, jBefore: 0.2055 + i * 1e-5, jAfter: 0.2055 + (i + 1) * 1e-5 }));
       const s = jSeries(flat, { span: 0 });
@@ -638,8 +638,8 @@ describe('numbers at the precision they deserve', () => {
   });
 
   it('an overlaid run (scheme = simultaneous) widens the J axis to hold it and keeps its stage 0', async () => {
-    const seq = await runStages(createExperiment(presetConfig('climbing', { stages: 3 })), 3);
-    const sim = await runStages(createExperiment(presetConfig('climbing', { stages: 5, scheme: 'simultaneous' })), 5);
+    const seq = await runStages(createTabularExperiment(presetConfig('climbing', { stages: 3 })), 3);
+    const sim = await runStages(createTabularExperiment(presetConfig('climbing', { stages: 5, scheme: 'simultaneous' })), 5);
     const s = jSeries(seq, { overlay: sim });
     expect(s.overlay.map((p) => p.stage)).toEqual([0, 1, 2, 3, 4, 5]);
     for (const p of s.overlay) {
@@ -652,7 +652,7 @@ describe('numbers at the precision they deserve', () => {
 
 describe('the game view', () => {
   it('a matrix game: marginals are the tables, the most likely joint action is each agent\u2019s likeliest, its payoff the game\u2019s', () => {
-    const exp = createExperiment(presetConfig('climbing')) as TabularExperiment;
+    const exp = createTabularExperiment(presetConfig('climbing')) as TabularExperiment;
     const game = exp.env.game;
     const rng = new Rng(5);
     const probs = [0, 1, 2].map(() => probsOfLogits(Float64Array.from({ length: 3 }, () => rng.normal()), 3));
@@ -669,7 +669,7 @@ describe('the game view', () => {
   });
 
   it('a relay (many states): marginals are distributions over actions, the top episode is an episode of the game, no payoff table', () => {
-    const exp = createExperiment(presetConfig('relay', { initScale: 1 })) as TabularExperiment;
+    const exp = createTabularExperiment(presetConfig('relay', { initScale: 1 })) as TabularExperiment;
     const game = exp.env.game;
     const rng = new Rng(9);
     const probs = game.nActions.map((k, j) => probsOfLogits(Float64Array.from({ length: k * game.nObs[j]! }, () => rng.normal()), k));
@@ -696,7 +696,7 @@ describe('the swap card says what its radius is', () => {
     expect(radiusWords({ certRadius: 0.9, stage0: false, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 9.0e\u22121');
   });
   it('relay-pnp: the measured radius really is within δ₀ (the projection keeps every state inside)', async () => {
-    const exp = createExperiment(presetConfig('relay-pnp', { stages: 8 }));
+    const exp = createTabularExperiment(presetConfig('relay-pnp', { stages: 8 }));
     const recs = await runStages(exp, 8);
     const sw = recs.find((r) => r.swap)!.swap!;
     expect(sw.certRadius).toBeGreaterThan(0);

@@ -17,7 +17,7 @@ import { ViolationChart } from '../src/app/charts/ViolationChart';
 import { deltaSweepFit, klScaleCheck, violationPointsFromDeltaSweep } from '../src/app/charts/series';
 import { CONFIG_KEYS } from '../src/sat/config';
 import { bootstrapExponentCI, deltaSweep, SWEEP_PINNED, sweepConfig, sweepLr, type DeltaSweepResult } from '../src/sat/deltaSweep';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 
 const base = presetConfig('delta-sweep');
@@ -27,7 +27,7 @@ const STAGES = 3;
 
 describe('δ sweep: only δ changes', () => {
   it('runs the preset on a game with many states, with the protocol pinned', () => {
-    const exp = createExperiment(sweepConfig(base, 0.01, 1));
+    const exp = createTabularExperiment(sweepConfig(base, 0.01, 1));
     const states = exp.game.nObs.reduce((a, b) => a + b, 0);
     expect(states).toBeGreaterThanOrEqual(200);
     for (const [k, v] of Object.entries(SWEEP_PINNED)) expect(exp.cfg[k as keyof typeof exp.cfg]).toEqual(v);
@@ -49,7 +49,7 @@ describe('δ sweep: only δ changes', () => {
 
   it('same seed: the same starting tables and first batch at every δ; the first step’s KL scales with δ', async () => {
     const runs = await Promise.all([0.001, 0.004].map(async (delta) => {
-      const exp = createExperiment(sweepConfig(base, delta, 5));
+      const exp = createTabularExperiment(sweepConfig(base, delta, 5));
       const start = exp.team.map((t) => Array.from(t.distributionTable()));
       const [rec] = await runStages(exp, 1);
       return { start, first: rec!.steps[0]! };

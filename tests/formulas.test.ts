@@ -24,7 +24,7 @@ import { modelConfig } from '../src/model/config';
 import { vocabSize } from '../src/model/tokenizer';
 import { initWeights, saveModel } from '../src/model/weights';
 import { parseConfig } from '../src/sat/config';
-import { createExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { AgentStepRecord, StageRecord } from '../src/sat/stage';
 import { bindFormula, FORMULAS, formatSlot, KATEX_OPTIONS, orderFormula, slotKey, texNumber, UNDECIDED_REL, type FormulaDef } from '../src/app/charts/formulas';
@@ -37,9 +37,9 @@ let lm: StageRecord[];
 let reverse: StageRecord[];
 
 beforeAll(async () => {
-  tabular = await runStages(createExperiment(presetConfig('climbing', { seed: 7 })), 3);
-  gamma = await runStages(createExperiment(presetConfig('climbing', { seed: 7, certForm: 'gamma' })), 1);
-  reverse = await runStages(createExperiment(presetConfig('climbing', { seed: 7, order: 'reverse' })), 2);
+  tabular = await runStages(createTabularExperiment(presetConfig('climbing', { seed: 7 })), 3);
+  gamma = await runStages(createTabularExperiment(presetConfig('climbing', { seed: 7, certForm: 'gamma' })), 1);
+  reverse = await runStages(createTabularExperiment(presetConfig('climbing', { seed: 7, order: 'reverse' })), 2);
   const tiny = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
   const bytes = saveModel(tiny, initWeights(tiny, new Rng(5)), makeCard(tiny, { name: 'arithmetic-S', task: 'arithmetic level 1', dataSeed: 5, heldOutAccuracy: 0, pretrainSeconds: 0, quant: 'f32' }));
   const exp = await createLlmExperiment(

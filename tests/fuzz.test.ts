@@ -1,6 +1,5 @@
 /**
- * Seeded fuzzing of the two readers a person can hand bytes to (issue item 10, "Robustness …
- * proved by fuzzing"): the experiment file (src/app/savefile.ts, `parseExperimentFile`, and the
+ * Seeded fuzzing of the two readers a person can hand bytes to: the experiment file (src/app/savefile.ts, `parseExperimentFile`, and the
  * page's import path `openExperimentBytes` in src/app/boot.ts) and the model file
  * (src/model/safetensors.ts `readSafetensors`, src/model/weights.ts `loadModel`).
  *
@@ -53,7 +52,7 @@ import {
 import { openExperimentBytes } from '../src/app/boot';
 import { Session } from '../src/app/session';
 import { usePlayground } from '../src/app/store';
-import { createExperiment, createLlmExperiment, runStages, type Experiment } from '../src/sat/experiment';
+import { createTabularExperiment, createLlmExperiment, runStages, type Experiment } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import { makeCard } from '../src/model/card';
 import { modelConfig, type ModelConfig } from '../src/model/config';
@@ -657,9 +656,9 @@ function checkRefusal(r: { code: string; error: string }, m: { codes?: readonly 
 describe('fuzz: experiment files', () => {
   it(`refuses every damaged file with its own message, accepts only well-formed ones (${EXPERIMENT_MUTANTS} mutants)`, async () => {
     // Base files from real runs.
-    const climb = createExperiment(presetConfig('climbing', { stages: 6, batch: 8, seed: 11 }));
+    const climb = createTabularExperiment(presetConfig('climbing', { stages: 6, batch: 8, seed: 11 }));
     const climbStages = await runStages(climb, 3);
-    const pnp = createExperiment(presetConfig('relay-pnp', { stages: 5, swapAt: 2, batch: 8, seed: 12 }));
+    const pnp = createTabularExperiment(presetConfig('relay-pnp', { stages: 5, swapAt: 2, batch: 8, seed: 12 }));
     const pnpStages = await runStages(pnp, 3);
     const lm = await createLlmExperiment(
       presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, stages: 3, lora: 2, epochs: 1, seed: 13 }),

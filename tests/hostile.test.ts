@@ -24,7 +24,7 @@ import { ChatTemplate } from '../src/model/chatTemplate';
 import { HfTokenizer } from '../src/model/hfTokenizer';
 import { backtrackingRisk } from '../src/model/regexSafety';
 import { readSafetensors, writeSafetensors } from '../src/model/safetensors';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import { CHAT_TEMPLATE, hfCheckpoint, tinyTokenizerJson } from './helpers/hfCheckpoint';
 import { containerBomb, deepJson, extraEntriesFolder, gzipBomb, gzipMember, regexTokenizer, REAL_PATTERNS, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES, zeroDeflate } from './helpers/hostile';
@@ -74,7 +74,7 @@ describe('experiment files: inflation stops at the cap', () => {
   });
 
   it('a real experiment compresses far less than the cap allows (so the cap refuses no real file)', async () => {
-    const exp = createExperiment(presetConfig('relay', { stages: 12, batch: 4, seed: 5 }));
+    const exp = createTabularExperiment(presetConfig('relay', { stages: 12, batch: 4, seed: 5 }));
     const stages = await runStages(exp, 12);
     const snaps = await Promise.all(exp.team.map((a) => a.snapshot()));
     const infos = await Promise.all(exp.team.map((a) => a.info()));

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { attachProfiler, profileTable } from '../src/cli/profile';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import { StageProfiler } from '../src/sat/profile';
 
@@ -30,8 +30,8 @@ describe('stage profile', () => {
 
   it('a profiled relay stage goes through its phases, counts agent calls, and computes the same metrics', async () => {
     const cfg = presetConfig('relay', { stages: 2, geoIters: 5 });
-    const plain = await runStages(createExperiment(cfg), 2);
-    const profiled = createExperiment(cfg);
+    const plain = await runStages(createTabularExperiment(cfg), 2);
+    const profiled = createTabularExperiment(cfg);
     const prof = attachProfiler(profiled);
     const seen = new Set<string>();
     const entered = new Set<string>();

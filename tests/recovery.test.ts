@@ -13,8 +13,8 @@
  * Seeds: tabular 1–20 (climbing for even seeds, relay for odd; 3 stages each); language (the
  * arith-team preset with the shipped arithmetic-S model, shrunk to 2 small stages) seeds 1–3 —
  * each language seed builds three teams of three workers (the uninterrupted run, the killed run,
- * the rebuild) and runs the stages twice, well over 10 s on a 2-core machine, so 20 seeds would
- * take minutes: the count ran and that reason are printed. The kill plan of each seed is printed.
+ * the rebuild) and runs the stages twice, so 20 seeds would take minutes: the count ran and that
+ * reason are printed. The kill plan of each seed is printed.
  *
  * The Session's openTeam (src/app/team.ts) runs agents in-process when there is no Web Worker
  * (Node); here it is replaced by its own worker branch, with Node workers and a file loader.

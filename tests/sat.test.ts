@@ -9,14 +9,14 @@ import { Rng } from '../src/core/rng';
 import { mean } from '../src/core/stats';
 import { certificate } from '../src/sat/certificate';
 import { parseConfig, type Config } from '../src/sat/config';
-import { bestResponseLogits, createExperiment, currentJ, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
+import { bestResponseLogits, createTabularExperiment, currentJ, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 
 /** A run: the experiment, with the records of its stages (the caller keeps the history). */
 async function run(settings: Record<string, unknown>, stages?: number) {
   const cfg = parseConfig(settings);
-  const exp = createExperiment(cfg);
+  const exp = createTabularExperiment(cfg);
   return Object.assign(exp, { stages: await runStages(exp, stages ?? cfg.stages) });
 }
 
@@ -24,7 +24,7 @@ const monotonicityViolation = (st: readonly StageRecord[]) => st.filter((s) => s
 
 describe('trust-region monitor', () => {
   it('backtracks when the KL quantile exceeds δ, and reject restores parameters and optimizer state exactly', async () => {
-    const exp = createExperiment(parseConfig({ task: 'climbing', agents: 2, delta: 1e-6, lr: 1, maxBacktracks: 3, onExhausted: 'reject', initScale: 0.5 }));
+    const exp = createTabularExperiment(parseConfig({ task: 'climbing', agents: 2, delta: 1e-6, lr: 1, maxBacktracks: 3, onExhausted: 'reject', initScale: 0.5 }));
     const before = await Promise.all(exp.team.map((a) => a.snapshot()));
     const [stage] = await runStages(exp, 1);
     for (const step of stage!.steps) {
@@ -41,7 +41,7 @@ describe('trust-region monitor', () => {
 
   it('after backtracks, the optimizer has taken exactly the accepted steps (state restored, not accumulated)', async () => {
     // Moderate radius: some tries fail, the retried steps succeed with a larger β.
-    const exp = createExperiment(parseConfig({ task: 'climbing', agents: 2, delta: 0.01, lr: 0.3, epochs: 4, maxBacktracks: 8, initScale: 0.5, seed: 3 }));
+    const exp = createTabularExperiment(parseConfig({ task: 'climbing', agents: 2, delta: 0.01, lr: 0.3, epochs: 4, maxBacktracks: 8, initScale: 0.5, seed: 3 }));
     let sawBacktrack = false;
     for (let s = 0; s < 4; s++) {
       const t0 = await Promise.all(exp.team.map(async (a) => (await a.snapshot()).optim[0]!));
@@ -138,7 +138,7 @@ describe('SAT vs the simultaneous baseline', () => {
       res[v] = { finals: [], viol: [] };
       for (const seed of seeds) {
         const cfg: Config = presetConfig('climbing', v === 'simultaneous' ? { scheme: 'simultaneous', seed } : { estimator: v, seed });
-        const stages = await runStages(createExperiment(cfg), cfg.stages);
+        const stages = await runStages(createTabularExperiment(cfg), cfg.stages);
         res[v]!.finals.push(stages.at(-1)!.jAfter);
         res[v]!.viol.push(monotonicityViolation(stages));
       }
@@ -190,7 +190,7 @@ describe('determinism, orders, metrics', () => {
   });
 
   it('stepThrough yields one record per agent, in σ, with the exact J chaining from stage start to end', async () => {
-    const exp = createExperiment(parseConfig({ task: 'climbing', agents: 3, order: 'reverse', initScale: 0.5 }));
+    const exp = createTabularExperiment(parseConfig({ task: 'climbing', agents: 3, order: 'reverse', initScale: 0.5 }));
     const gen = stepThrough(exp);
     const seen: number[] = [];
     let r = await gen.next();

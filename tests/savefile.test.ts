@@ -46,7 +46,7 @@ import {
   parseExperimentFile,
   serializeExperiment,
 } from '../src/app/savefile';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 import { readSafetensors, writeSafetensors } from '../src/model/safetensors';
@@ -59,7 +59,7 @@ const CFG = presetConfig('relay', { stages: 3, batch: 4, seed: 5 });
 
 /** A real experiment: 2 stages of the relay, the team at the boundary, agent 1's step of stage 3 the last one done. */
 async function realExperiment(): Promise<ExperimentData> {
-  const exp = createExperiment(CFG);
+  const exp = createTabularExperiment(CFG);
   const stages = await runStages(exp, 2);
   const snaps = await Promise.all(exp.team.map((a) => a.snapshot()));
   const infos = await Promise.all(exp.team.map((a) => a.info()));
@@ -165,10 +165,10 @@ describe('experiment file: round trips', () => {
     if (!r.ok) throw new Error(r.error);
     const saved = r.value;
     // The uninterrupted run.
-    const a = createExperiment(CFG);
+    const a = createTabularExperiment(CFG);
     const aStages = await runStages(a, 3);
     // A fresh team restored from the file, then the third stage.
-    const b = createExperiment(saved.config);
+    const b = createTabularExperiment(saved.config);
     await Promise.all(b.team.map((agent, i) => agent.restore(saved.agents[i]!.snapshot)));
     b.betas.splice(0, b.betas.length, ...saved.betas);
     b.stagesDone = saved.stages.length;

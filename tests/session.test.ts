@@ -14,7 +14,7 @@ import { NumericError } from '../src/core/errors';
 import { serializeExperiment, parseExperimentFile } from '../src/app/savefile';
 import { Session } from '../src/app/session';
 import { createPlaygroundStore, usePlayground } from '../src/app/store';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 
@@ -35,7 +35,7 @@ describe('session', () => {
   it('agent by agent equals the experiment runner', async () => {
     for (let k = 0; k < 3 * 3; k++) await session.stepAgent();
     await session.stepStage();
-    const ref = await runStages(createExperiment(cfg), 4);
+    const ref = await runStages(createTabularExperiment(cfg), 4);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
     expect(usePlayground.getState().status).toBe('ready');
   });
@@ -63,7 +63,7 @@ describe('session', () => {
     usePlayground.setState({ error: null });
     await session.stepStage();
     await session.stepStage();
-    const ref = await runStages(createExperiment(cfg), 3);
+    const ref = await runStages(createTabularExperiment(cfg), 3);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
   });
 
@@ -92,7 +92,7 @@ describe('session', () => {
     expect(got.partial.map((p) => [p.agent, p.jAfter])).toEqual(want.partial.map((p) => [p.agent, p.jAfter]));
     await session.stepStage();
     await session.stepStage();
-    const ref = await runStages(createExperiment(cfg), 3);
+    const ref = await runStages(createTabularExperiment(cfg), 3);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
   });
 
@@ -111,8 +111,8 @@ describe('session', () => {
     expect(a.sessionState()!.config.task).toBe('climbing');
     expect(b.sessionState()!.config.task).toBe('relay');
     await a.stepStage();
-    expect(strip(a.store.getState().stages)).toEqual(strip(await runStages(createExperiment(cfg), 2)));
-    expect(strip(b.store.getState().stages)).toEqual(strip(await runStages(createExperiment(presetConfig('relay', { stages: 3 })), 1)));
+    expect(strip(a.store.getState().stages)).toEqual(strip(await runStages(createTabularExperiment(cfg), 2)));
+    expect(strip(b.store.getState().stages)).toEqual(strip(await runStages(createTabularExperiment(presetConfig('relay', { stages: 3 })), 1)));
     expect(a.currentTeam()).not.toBe(b.currentTeam());
   });
 });

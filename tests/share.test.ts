@@ -34,7 +34,7 @@ import {
   makeShareState,
 } from '../src/app/share';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, parseConfig } from '../src/sat/config';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { PRESETS, presetConfig } from '../src/sat/presets';
 
 const SEED = Number(process.env.SHARE_TEST_SEED ?? 20261129);
@@ -186,8 +186,8 @@ describe('share links: round trips', () => {
     const cfg = presetConfig('penalty', { seed: 11, stages: 2, batch: 4 });
     const r = await decodeShare(await encodeShare(makeShareState(cfg, { preset: 'penalty' })));
     if (!r.ok) throw new Error(r.error);
-    const a = await runStages(createExperiment(cfg), 2);
-    const b = await runStages(createExperiment(r.config), 2);
+    const a = await runStages(createTabularExperiment(cfg), 2);
+    const b = await runStages(createTabularExperiment(r.config), 2);
     // Everything but wall-clock timings (perf/…) is a function of (seed, config).
     const noPerf = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('perf/')));
     expect(b.map((s) => noPerf(s.metrics))).toEqual(a.map((s) => noPerf(s.metrics)));

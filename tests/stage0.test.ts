@@ -1,6 +1,6 @@
 /**
  * Tests for Stage-0 alignment (src/sat/stage0.ts) and the softmax/KL helpers it stands on
- * (src/sat/softmax.ts). Seeds are fixed (Rng seeds 1..6 below), so every number here is
+ * (src/sat/categorical.ts). Seeds are fixed (Rng seeds 1..6 below), so every number here is
  * reproducible.
  *
  * What is checked: the λ = 0 case returns π_pre bit for bit; otherwise the constraint is tight to
@@ -15,7 +15,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, NumericError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
-import { klFromLogits, klProbs, logSoftmax, logSumExp, softmax } from '../src/sat/softmax';
+import { klFromLogits, klProbs, logSoftmax, logSumExp, softmax } from '../src/sat/categorical';
 import { lambdaHistogram, projectState, projectTable } from '../src/sat/stage0';
 
 /** n logits drawn as scale·N(0,1). */

@@ -10,12 +10,12 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, SatError } from '../src/core/errors';
 import { parseConfig } from '../src/sat/config';
-import { bestResponseLogits, createExperiment, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
+import { bestResponseLogits, createTabularExperiment, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 
 describe('configured swap', () => {
   it('happens once, just before stage swapAt, and only then', async () => {
-    const exp = createExperiment(presetConfig('relay-pnp', { stages: 10 }));
+    const exp = createTabularExperiment(presetConfig('relay-pnp', { stages: 10 }));
     const recs = await runStages(exp, 10);
     expect(recs.map((r) => (r.swap ? r.stage : 0)).filter((s) => s > 0)).toEqual([8]);
     const s = recs[7]!.swap!;
@@ -27,16 +27,16 @@ describe('configured swap', () => {
   });
 
   it('is a pure function of the seed: two runs give identical records', async () => {
-    const a = await runStages(createExperiment(presetConfig('relay-pnp', { seed: 3 })), 9);
-    const b = await runStages(createExperiment(presetConfig('relay-pnp', { seed: 3 })), 9);
+    const a = await runStages(createTabularExperiment(presetConfig('relay-pnp', { seed: 3 })), 9);
+    const b = await runStages(createTabularExperiment(presetConfig('relay-pnp', { seed: 3 })), 9);
     const strip = (r: (typeof a)[number]) => ({ ...r, metrics: Object.fromEntries(Object.entries(r.metrics).filter(([k]) => !k.startsWith('perf/'))) });
     expect(b.map(strip)).toEqual(a.map(strip));
   });
 
   for (const seed of [1, 2, 3]) {
     it(`Stage-0 seats inside δ₀, a raw seat leaves it (seed ${seed})`, async () => {
-      const on = await runStages(createExperiment(presetConfig('relay-pnp', { seed, stages: 8 })), 8);
-      const off = await runStages(createExperiment(presetConfig('relay-pnp', { seed, stages: 8, swapStage0: false })), 8);
+      const on = await runStages(createTabularExperiment(presetConfig('relay-pnp', { seed, stages: 8 })), 8);
+      const off = await runStages(createTabularExperiment(presetConfig('relay-pnp', { seed, stages: 8, swapStage0: false })), 8);
       const s0 = on[7]!.swap!;
       const raw = off[7]!.swap!;
       expect(s0.outsideAfter).toBe(0);
@@ -59,8 +59,8 @@ describe('configured swap', () => {
 
   it('agrees with a manual swap at the same point', async () => {
     const cfg = presetConfig('relay-pnp', { stages: 8 });
-    const auto = await runStages(createExperiment(cfg), 8);
-    const manual = createExperiment(parseConfig({ ...cfg, swapAgent: -1 }));
+    const auto = await runStages(createTabularExperiment(cfg), 8);
+    const manual = createTabularExperiment(parseConfig({ ...cfg, swapAgent: -1 }));
     await runStages(manual, 7);
     const r = await swapAgent(manual, 1, await bestResponseLogits(manual, 1), { stage0: true, delta0: cfg.stage0Delta });
     expect(r.jAfter).toBe(auto[7]!.swap!.jAfter);
@@ -90,7 +90,7 @@ describe('configured swap', () => {
 
   it('a language swap on an experiment built without a model loader says so', async () => {
     // A tabular experiment object with a language config is enough to reach the check.
-    const exp = createExperiment(presetConfig('relay'));
+    const exp = createTabularExperiment(presetConfig('relay'));
     const lm = { ...exp, cfg: parseConfig({ task: 'arithmetic', agents: 3, swapAgent: 1, swapTo: 'M', swapAt: 1 }) };
     await expect(stepThrough(lm).next()).rejects.toThrow(SatError);
     await expect(stepThrough(lm).next()).rejects.toThrow(/needs a model loader/);

@@ -20,7 +20,7 @@ import { vocabSize } from '../src/model/tokenizer';
 import { initWeights, saveModel } from '../src/model/weights';
 import { groupAdvantages } from '../src/sat/advantages';
 import { parseConfig, type Config } from '../src/sat/config';
-import { bestResponseLogits, createExperiment, createLlmExperiment, planLlm, planTabular, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
+import { bestResponseLogits, createTabularExperiment, createLlmExperiment, planLlm, planTabular, runStages, stepThrough, swapAgent } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import { agentSteps } from '../src/sat/rollout';
 import type { StageRecord } from '../src/sat/stage';
@@ -121,9 +121,9 @@ afterAll(async () => {
 });
 
 describe('AgentApi used directly equals the in-process agent', () => {
-  it('tabular: every method, the table, and the same initial logits as createExperiment', async () => {
+  it('tabular: every method, the table, and the same initial logits as createTabularExperiment', async () => {
     const cfg = presetConfig('climbing', { seed: 7 });
-    const exp = createExperiment(cfg);
+    const exp = createTabularExperiment(cfg);
     const specs = planTabular(cfg).agents;
     const batch = await exp.env.rollout(exp.team, 4, 4, new Rng(3));
     for (const agent of exp.team) {
@@ -163,7 +163,7 @@ describe('AgentApi used directly equals the in-process agent', () => {
 describe('a team of workers (comlink over node:worker_threads)', () => {
   it('climbing preset, 3 stages: every metric equals the in-process run exactly', async () => {
     const cfg = presetConfig('climbing', { seed: 4 });
-    const local = createExperiment(cfg);
+    const local = createTabularExperiment(cfg);
     const exp = await remote(cfg);
     expect(exp.kind).toBe('tabular');
     expect(exp.team.length).toBe(3);

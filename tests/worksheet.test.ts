@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
 import { PRESETS, presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 import { answerWorksheet, FALL, WORKSHEET, type WorksheetAnswer } from '../src/sat/worksheet';
@@ -25,7 +25,7 @@ const TINY_LM = { batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisode
 beforeAll(async () => {
   for (const p of PRESETS) {
     const need = WORKSHEET[p.name]!.stages;
-    if (p.kind === 'tabular') runs.set(p.name, await runStages(createExperiment(presetConfig(p.name, { seed: SEED })), need));
+    if (p.kind === 'tabular') runs.set(p.name, await runStages(createTabularExperiment(presetConfig(p.name, { seed: SEED })), need));
     else runs.set(p.name, await runStages(await createLlmExperiment(presetConfig(p.name, { seed: SEED, ...TINY_LM }), load), need));
   }
 }, 300_000);

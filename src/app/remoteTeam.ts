@@ -11,7 +11,7 @@
  *   exp.infos[j].backend              // "cpu (TypeScript)": what the page shows per agent
  *   exp.terminate();
  *
- * Same config ⇒ the same numbers as createExperiment / createLlmExperiment in-process (bit for
+ * Same config ⇒ the same numbers as createTabularExperiment / createLlmExperiment in-process (bit for
  * bit: the agents are built from the same descriptions, see experiment.ts `planTabular`), so a
  * share link replays a run wherever its agents ran (timings aside).
  *
@@ -319,7 +319,7 @@ function asAgentWorker(w: Worker | AgentWorker): AgentWorker {
 }
 
 /**
- * The experiment createExperiment / createLlmExperiment would build, with every agent in its own
+ * The experiment createTabularExperiment / createLlmExperiment would build, with every agent in its own
  * worker. Workers start in parallel; if any fails to start, all are ended and the error is thrown.
  */
 export async function createRemoteExperiment(cfg: Config, opts: RemoteExperimentOptions): Promise<RemoteExperiment> {

@@ -1,36 +1,16 @@
 /**
- * Side runs the charts compare against the main experiment, with progress and Cancel:
- *
- *   compareOrders()  the same config and seed under each update order σ (fixed, reverse, random,
- *                    greedy when the geometric gain is on) — visual debugging of update order.
- *                    Tabular games: whole runs from stage 0, in this tab, stage by stage (a
- *                    stage takes milliseconds). Language teams: the run's stages left (at
- *                    least 1, at most 3) from where the team stands, in the agents' own
- *                    workers, one order after another from one snapshot of the team (src/sat/orderComparison.ts; Cancel
- *                    stops within one agent step), after which the experiment is exactly as it
- *                    was — its next step gives the numbers it would have given without the
- *                    comparison. It starts at a stage boundary (mid-stage it says so).
- *   compareSimultaneous()  the same config and seed with scheme = simultaneous (table games, in
- *                    this tab), drawn dashed on the J chart.
- *   sweepDeltas()    the δ-sweep protocol of src/sat/deltaSweep.ts, as the CLI runs it for the
- *                    delta-sweep preset: only δ changes (same tables and seeds, one step with
- *                    lr ∝ √δ, no backtracking, fixed β; docs/method.md §9.2) — the violation-rate
- *                    chart's points, fit, bootstrap CI and KL/δ check. It runs the open settings
- *                    when the delta-sweep preset is open (edited or not), else that preset's own
- *                    settings at the open seed: the other games have a handful of states and, at
- *                    their own lr, steps far inside δ, so every rate would be 0 and nothing tested.
- *
- * Sweeping δ on a language team runs the same protocol from where the team stands, with the open
- * settings as the reference point: seven radii over LM_SWEEP_SEEDS seeds, one stage each, every run
- * from one snapshot of the team in its own agents (workers), restored after; Cancel stops between
- * runs.
+ * Side runs the charts compare against the main experiment, with progress and Cancel: the same
+ * config and seed under each update order σ, under scheme = simultaneous, and across radii δ (the
+ * δ-sweep of docs/method.md §9.2). Table games run whole side experiments in this tab; a language
+ * team runs from where it stands, in its agents' workers, from one snapshot that is restored
+ * after, so the experiment's next step is what it would have been without the comparison.
  *
  * Not here: the main experiment (session.ts) or drawing (charts/).
  */
 import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
 import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
-import { createExperiment, runStages } from '../sat/experiment';
+import { createTabularExperiment, runStages } from '../sat/experiment';
 import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../sat/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
@@ -48,7 +28,7 @@ export function languageOrderStages(cfg: Config, done: number): number {
 }
 
 async function runSide(cfg: Config, stages: number, onStage: () => void, cancelled: () => boolean): Promise<StageRecord[]> {
-  const exp = createExperiment(cfg);
+  const exp = createTabularExperiment(cfg);
   const out: StageRecord[] = [];
   for (let k = 0; k < stages && !cancelled(); k++) {
     out.push(...(await runStages(exp, 1)));
@@ -65,7 +45,12 @@ export function compareOrdersTitle(cfg: Config, done: number): string {
   return `Run the next ${k} stage${k === 1 ? '' : 's'} from where your team stands under each update order σ (${ordersToCompare(cfg).join(', ')}), one after another in the agents' workers, each point with its held-out 95 % interval; then the team is put back exactly as it was`;
 }
 
-/** The same seed under every update order; results land in the store's `orders`. */
+/**
+ * The same seed under every update order (fixed, reverse, random, greedy when the geometric gain
+ * is on); results land in the store's `orders`. Tabular: whole runs from stage 0, stage by stage.
+ * Language: the stages left (1 to 3) from where the team stands, one order after another
+ * (src/sat/orderComparison.ts; Cancel stops within one agent step), from a stage boundary only.
+ */
 export async function compareOrders(session: Session): Promise<void> {
   const cfg = session.store.getState().config;
   if (!cfg) return;
@@ -167,7 +152,9 @@ export function sweepBase(open: Config | null, preset: string): Config {
 /**
  * The δ-sweep protocol (sweepBase's δ and lr are the reference point of lr ∝ √δ), at each δ of
  * SWEEP_DELTAS over SWEEP_SEEDS seeds from the base's seed; the result lands in the store's `sweep`
- * (a cancelled sweep keeps the seeds it finished for every δ).
+ * (a cancelled sweep keeps the seeds it finished for every δ). The other games have a handful of
+ * states and, at their own lr, step far inside δ, so every rate would be 0: hence the preset.
+ * A language team sweeps seven radii over LM_SWEEP_SEEDS seeds, one stage each, from one snapshot.
  */
 export async function sweepDeltas(session: Session): Promise<void> {
   const { config, preset } = session.store.getState();

@@ -1,16 +1,8 @@
 /**
- * The one way the app names an agent step: one shape for the concept, used everywhere.
- * The selection in view, a share link's "jump to", the save file's cursor, the replay after a
- * failed step and the charts' "which update wrote this message" all use it:
- *
- *   { stage }          the end of stage `stage`, i.e. its last agent step (stage is 1-based; the
- *                      save file's cursor also uses { stage: 0 }, "before the first stage")
- *   { stage, agent }   agent `agent`'s update in stage `stage` (agent is 0-based, an index into
- *                      the team — not a position in σ: every agent updates exactly once per stage
- *                      (docs/method.md §3), so stage and agent name one step)
- *
- * Where that step sits in σ is known only once the stage has run that far; `findStep` reads it off
- * the records, and a replay to a `StepRef` steps until that agent has moved.
+ * The one way the app names an agent step — the selection in view, a link's "jump to", the save
+ * file's cursor, the replay after a failed step, the charts' "which update wrote this message".
+ * Stage and agent suffice because every agent updates exactly once per stage (docs/method.md §3);
+ * where the step sits in σ is read off the records (`findStep`).
  *
  * Not here: drawing a selection (components/Timeline.tsx), reading a link's step (share.ts) or a
  * file's cursor (savefile.ts) — those check the numbers against the config.

@@ -1,6 +1,6 @@
 /**
  * The playground's colours, so a colour always means the same thing: one colour per agent, the same
- * everywhere (table, later the timeline and every chart), neutral ink for team-level series, and
+ * everywhere (table, timeline, every chart), neutral ink for team-level series, and
  * one red reserved for "certificate not held". Agent colours follow the Okabe–Ito palette, which
  * stays distinguishable for the common colour-vision deficiencies; red is left out of it on
  * purpose.
@@ -8,7 +8,7 @@
  * Not here: layout or typography (styles.css).
  */
 
-/** Agent i's colour; config allows up to 6 agents, the list wraps beyond its length. */
+/** Agent i's colour; the list wraps beyond its length. */
 export const AGENT_COLORS: readonly string[] = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#8C6D31', '#6A3D9A', '#7F7F7F'];
 
 export function agentColor(i: number): string {
@@ -20,7 +20,7 @@ export const INK = '#1f2328';
 /** The only red: a certificate that did not hold. */
 export const NOT_HELD = '#c62828';
 
-// ── Chart additions (charts/, components/Timeline.tsx) ──────────────────────────────────────
+// ── Charts (charts/, components/Timeline.tsx) ──────────────────────────────────────
 
 /** A held certificate's mark: filled in team ink (not held: hollow NOT_HELD). */
 export const HELD_FILL = INK;

@@ -1,5 +1,5 @@
 /**
- * The `Backend` interface: the one list of ops a tiny Llama-family model needs for forward,
+ * The `Backend` interface: the one list of ops a Llama-family model needs for forward,
  * backward, an optimizer step and sampling, implemented kernel for kernel by the CPU reference
  * (`src/backend/cpu/`, `cpuBackend`) and by WebGPU (`src/backend/webgpu/`, `webgpuBackend`).
  *

@@ -1,17 +1,10 @@
 /**
- * "Export for a real run": the playground's settings as runs of three real engines, with the
- * task's data and reward beside them — and the table (`RECIPE`) that says, for EVERY setting of
- * the config table (src/sat/config.ts), where it goes in each engine or why it goes nowhere:
- *
- *   satTrainer  the SAT authors' trainer (Yydc/SAT-AAMAS scripts/train.py): its YAML (satTrainer.ts)
- *   verl        verl's main_ppo: one GRPO run of agent 0, the single-policy baseline (verl.ts)
- *   teamtr      TeamTR's main_ppo: one run of the whole team, agents updated in turn (teamtr.ts)
- *
- * plus the task's prompts as each engine's dataset (taskData.ts) and its verifier as a Python
- * reward module (rewardPy.ts). A setting an engine would run differently is refused by name
- * (engine.ts), never exported "nearly right". docs/real-run.md's table is generated from RECIPE
- * (`recipeTable`); tests/recipe.test.ts checks the table is total and the YAML round-trips, and
- * tests/bridge-schema.test.ts holds every export against the engines' own key lists and checks.
+ * "Export for a real run": the playground's settings as runs of three real engines — the SAT
+ * authors' trainer (satTrainer.ts), verl (verl.ts, the single-policy baseline) and TeamTR
+ * (teamtr.ts) — with the task's data and reward beside them, and the table `RECIPE` that says, for
+ * EVERY setting of src/sat/config.ts, where it goes in each engine or why it goes nowhere. A
+ * setting an engine would run differently is refused by name, never exported "nearly right".
+ * docs/real-run.md's table is generated from RECIPE (`recipeTable`).
  *
  * Not here: the settings themselves (config.ts), the file dialogs (the page, the CLI).
  */

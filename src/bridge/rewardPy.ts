@@ -1,19 +1,11 @@
 /**
- * The task's verifier as a Python reward module for a real run (standard library only), written
- * beside the dataset by "Export for a real run". It implements the same rules as the TypeScript
- * verifiers and protocols — src/tasks/llm/arithmetic.ts `verifyInteger`, countdown.ts
- * `verifyCountdown` (parser, number use, integer evaluation in IEEE doubles as JavaScript does),
- * types.ts `preCheck` (length in UTF-16 units, JavaScript's `trim`), protocols.ts `cleanMessage`
- * and `teamVerdict` — and exposes:
- *
- *   compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float
- *       verl's custom reward function (reward.custom_reward_function; TeamTR:
- *       custom_reward_function): one answer's reward.
- *   team_reward(protocol, n_agents, messages, ground_truth, sample=0) -> float
- *       a whole episode of the playground's protocols (independent, chain, vote, router).
- *
- * tests/bridge-reward.test.ts runs this module with python3 on every transcript of short
- * playground runs and on adversarial strings, and requires exactly the TypeScript rewards.
+ * The task's verifier as a Python reward module (standard library only), written beside the
+ * dataset by "Export for a real run": the same rules as the TypeScript verifiers and protocols
+ * (arithmetic.ts `verifyInteger`, countdown.ts `verifyCountdown` with JavaScript's doubles,
+ * types.ts `preCheck` in UTF-16 units, protocols.ts `cleanMessage` and `teamVerdict`), exposing
+ * verl's `compute_score(data_source, solution_str, ground_truth, extra_info)` and
+ * `team_reward(protocol, n_agents, messages, ground_truth, sample)` for a whole episode.
+ * tests/bridge-reward.test.ts requires python3's rewards to equal the TypeScript ones exactly.
  *
  * Not here: the dataset rows (taskData.ts), the engines' configs.
  */

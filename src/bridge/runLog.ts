@@ -1,21 +1,12 @@
 /**
  * A real run's metric log, normalised: whichever engine and logger wrote it, an imported log
- * becomes one `RunLog` — steps in order, each with its metrics by the engine's own key names
- * (verl's `actor/pg_clipfrac`, TeamTR's `agent1/actor/ppo_kl`, the SAT authors' `lower_bound`…)
- * and, where the log says so, which agents were updated in which order and each one's KL against
- * its radius δ. `readRunLog` finds the format, caps the input's size first (limits.ts), and never
- * throws on a bad line: the line is skipped and named in `warnings`, so a partial log still opens.
- * A file with no readable step at all is a FormatError saying what the formats look like.
+ * becomes one `RunLog` — steps in order, metrics under the engine's own key names and, where the
+ * log says so, each update's agent order and KL against δ. `readRunLog` finds the format, caps the
+ * size first (limits.ts) and skips a bad line, naming it in `warnings`, so a partial log opens; a
+ * file with no readable step is a FormatError describing the formats.
  *
- * The formats (each parser's header cites the code that writes it):
- *   verl-jsonl     verl's / TeamTR's file logger: {"step": N, "data": {key: value}} a line (logs/verl.ts)
- *   verl-console   their console logger: "step:N - key:value - key:value" lines (logs/verl.ts)
- *   wandb-csv      a W&B run history exported as CSV: a header of keys, `_step` among them (logs/wandb.ts)
- *   wandb-json     a W&B history as a JSON array (or JSON lines) of row objects with `_step` (logs/wandb.ts)
- *   sat-trainer    the SAT authors' trainer: its printed stage log and/or stage_log.jsonl (logs/satTrainer.ts)
- * and the playground's own saved run (runLogFile.ts), which opens as it was saved.
- *
- * Not here: the charts' rows (runLogSeries.ts), the page (RunLogView.tsx).
+ * Not here: the formats' parsers (logs/, each citing the code that writes it), the charts' rows
+ * (runLogSeries.ts), the page (RunLogView.tsx).
  */
 import { FormatError } from '../core/errors';
 import { checkInputSize, LOG_LIMITS } from './limits';
@@ -24,6 +15,12 @@ import { parseVerlConsole, parseVerlJsonl } from './logs/verl';
 import { parseWandbCsv, parseWandbJson } from './logs/wandb';
 import { isRunLogFile, readRunLogFile } from './runLogFile';
 
+/**
+ * verl-jsonl / verl-console: verl's and TeamTR's file and console loggers (logs/verl.ts);
+ * wandb-csv / wandb-json: a W&B history with `_step` (logs/wandb.ts); sat-trainer: the SAT authors'
+ * printed stage log and/or stage_log.jsonl (logs/satTrainer.ts). The playground's own saved run
+ * (runLogFile.ts) opens as it was saved.
+ */
 export type RunLogFormat = 'verl-jsonl' | 'verl-console' | 'wandb-csv' | 'wandb-json' | 'sat-trainer';
 
 /** One agent's update within a step, as the SAT authors' trainer prints it. */

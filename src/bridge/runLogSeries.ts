@@ -1,15 +1,8 @@
 /**
  * The charts of an imported real run: pure functions from a `RunLog` (runLog.ts) to the rows of
- * the same pictures the playground draws for its own runs — J per step, each agent's KL against
- * its radius δ with the violation rate, the clip fraction, and the timeline of agent updates. A
- * chart the log cannot feed gets a reason instead of rows, saying what the log lacks.
- *
- * Keys read (as the engines write them): J = verl's validation score
- * `val-core/<data_source>/<acc|reward>/mean@<n>` (verl/trainer/ppo/ray_trainer.py
- * _val_metrics_update; our reward.py returns a float, which verl records as `acc`), the training
- * reward `critic/score/mean`; KL = `actor/ppo_kl` (the mean KL of the update, verl's
- * core_algos.py), per agent `agent<i>/actor/ppo_kl` (TeamTR); clip fraction `actor/pg_clipfrac`;
- * the SAT authors' trainer's printed KL quantiles against δ and its certificate's `lower_bound`.
+ * the pictures the playground draws for its own runs — J per step, each agent's KL against δ with
+ * the violation rate, the clip fraction, the timeline of updates. A chart the log cannot feed gets
+ * a reason saying what the log lacks. Keys are read as the engines write them (cited below).
  *
  * Not here: parsing (runLog.ts, logs/), drawing (src/app/components/RunLogView.tsx).
  */
@@ -57,7 +50,12 @@ export interface RunTimelineRow {
 const VAL = /^val-core\/(.+)\/(acc|reward)\/mean@(\d+)$/;
 const OLD_VAL = /^val\/test_score\/(.+)$/;
 
-/** The key J is read from: verl's core validation score (first data source), or null. */
+/**
+ * The key J is read from: verl's core validation score `val-core/<data_source>/<acc|reward>/mean@<n>`
+ * (verl/trainer/ppo/ray_trainer.py _val_metrics_update; our reward.py returns a float, recorded as
+ * `acc`), first data source, or null. Without it: the training reward `critic/score/mean`, or the
+ * SAT authors' certificate `lower_bound`.
+ */
 export function jKey(log: RunLog): string | null {
   return log.keys.find((k) => VAL.test(k)) ?? log.keys.find((k) => OLD_VAL.test(k)) ?? null;
 }
@@ -103,6 +101,7 @@ export function runKl(log: RunLog): { readonly reason: string } | RunKlChart {
     }
     return { rows, deltas, violationRate: count.map((c, i) => (c > 0 ? viol[i] / c : null)), what: 'the (quantile) per-state KL each agent\'s update ended with, against its δ (target_kl); an update whose retries ran out is a violation (its last KL is not printed)' };
   }
+  // verl's mean KL of the update (core_algos.py); TeamTR prefixes it agent<i>/.
   const name = 'actor/ppo_kl';
   const agents = log.agents;
   const present = log.keys.some((k) => k === name || (agents > 0 && k.endsWith(`/${name}`)));

@@ -1,20 +1,9 @@
 /**
  * The export to the SAT authors' trainer (Yydc/SAT-AAMAS `scripts/train.py`): the YAML it parses,
- * with only keys its code reads (tests/fixtures/bridge/sat-aamas.keys.json lists them, with the
- * file that reads each), and the playground's settings that it cannot run refused by name:
- *
- *   - its AgentScheduler accepts static, random and greedy_info_gain; our fixed → static,
- *     random → random; greedy is refused (its StageCoordinator passes no predicted gains, so
- *     greedy_info_gain falls back to the static order), as are reverse and custom;
- *   - every response of its rollout is written by one agent alone (agent (g·G + k) mod n answers
- *     sample k of group g): the independent protocol; chain, vote and router are refused;
- *   - adv_mode: grpo is what our group-baseline advantages are (group_norm = our norm group /
- *     none); batch normalisation is refused; any other adv_mode value runs its GAE branch;
- *   - the reward is built into its controller (the last number of the response against `chosen`):
- *     arithmetic's integer answers fit it, countdown's expressions do not, so countdown is refused.
- *
- * A `playground:` section carries every setting that differs from the defaults, so importing the
- * YAML back (`readSatTrainer`) reproduces the experiment exactly; the trainer never reads it.
+ * with only keys its code reads (tests/fixtures/bridge/sat-aamas.keys.json names the file reading
+ * each), and the settings it cannot run refused by name (`satTrainerRefusals`). A `playground:`
+ * section, which the trainer never reads, carries every non-default setting, so importing the YAML
+ * back (`readSatTrainer`) reproduces the experiment exactly.
  *
  * Not here: the mapping table for people (recipe.ts), the other engines.
  */
@@ -29,7 +18,13 @@ import { DATA_FILES, responseTokens } from './taskData';
 /** Our update orders → AgentScheduler modes (sat/agent_scheduler.py); absent = refused. */
 const SCHEDULER: Partial<Record<Config['order'], string>> = { fixed: 'static', random: 'random' };
 
-/** What the SAT authors' trainer cannot run of `cfg`, each with its reason. */
+/**
+ * What the SAT authors' trainer cannot run of `cfg`, each with its reason: orders other than fixed
+ * and random (its StageCoordinator passes no predicted gains, so greedy_info_gain falls back to
+ * static); protocols other than independent (agent (g·G + k) mod n alone answers sample k of group
+ * g); batch normalisation (adv_mode grpo is our group baseline); countdown (its built-in reward
+ * compares the response's last number with `chosen`).
+ */
 export function satTrainerRefusals(cfg: Config): Refusal[] {
   const out: Refusal[] = [];
   if (!isLlmTask(cfg.task)) return [{ setting: 'task', message: `"${cfg.task}" is a tabular game; the SAT authors' trainer trains language models (a path like tabular:${cfg.task} would be loaded as a Hugging Face id).` }];

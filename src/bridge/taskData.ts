@@ -1,20 +1,11 @@
 /**
- * The task as data for a real run: the playground's generated problems (the same generator, seed,
- * level and train / held-out split) written as each engine's dataset rows, one JSON object a line:
- *
- *   verl (RLHFDataset, verl/utils/dataset/rl_dataset.py: reads .parquet, .json and .jsonl):
- *     { data_source, prompt: [{role: "user", content}], ability, reward_model: {style: "rule",
- *       ground_truth}, extra_info: {split, index, task, level, prompt} }
- *   TeamTR (MultiAgentTurnDataset, verl/utils/dataset/multi_agent_dataset.py: .jsonl/.json/.parquet):
- *     one row per (problem, agent): { context, response: "", agent_id, turn_id, conversation_id,
- *       data_source, reward_model, extra_info } — with a `context` column the rows are used as
- *       they are, and data_source / reward_model / extra_info reach the reward function
- *   the SAT authors' trainer (sat/real_controller.py _load_dapo_dataset): { prompt, chosen }
- *
- * The ground truth is the verifier's input, not an answer string: "46" for arithmetic (the value),
- * "3,5,7>22" for countdown (the numbers and the target), read by reward.py (rewardPy.ts).
- * The model sees the playground's prompt after one instruction line (`INSTRUCTIONS`): a real
- * instruct model needs to be told the answer format the verifier reads.
+ * The task as data for a real run: the playground's own problems (same generator, seed, level and
+ * split) as each engine's dataset rows, one JSON object a line — verl's RLHFDataset
+ * (verl/utils/dataset/rl_dataset.py), TeamTR's MultiAgentTurnDataset
+ * (verl/utils/dataset/multi_agent_dataset.py) and the SAT authors' `_load_dapo_dataset`
+ * (sat/real_controller.py: { prompt, chosen }). The ground truth is the verifier's input, not an
+ * answer ("46"; countdown's "3,5,7>22"), and the prompt gets one instruction line
+ * (`INSTRUCTIONS`), since a real instruct model must be told the answer format.
  *
  * Not here: the problems (src/tasks/llm), the reward function (rewardPy.ts), the engines' configs.
  */
@@ -80,6 +71,7 @@ export function problemsOf(cfg: Config): { train: Problem[]; val: Problem[] } {
 
 const lines = (rows: readonly unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
+/** verl's row: data_source, prompt as chat, ability, reward_model (rule, ground_truth), extra_info. */
 function verlRow(task: LlmTaskName, p: Problem, level: number) {
   return {
     data_source: dataSource(task),
@@ -96,7 +88,11 @@ export function verlRows(cfg: Config, problems: readonly Problem[]): string {
   return lines(problems.map((p) => verlRow(task, p, cfg.level)));
 }
 
-/** TeamTR's multi_agent_turn rows: every problem once per agent, each agent answering it alone. */
+/**
+ * TeamTR's multi_agent_turn rows: every problem once per agent, each agent answering it alone. With
+ * a `context` column the rows are used as they are; data_source / reward_model / extra_info reach
+ * the reward function.
+ */
 export function teamtrRows(cfg: Config, problems: readonly Problem[]): string {
   const task = cfg.task as LlmTaskName;
   const rows = problems.flatMap((p, c) =>

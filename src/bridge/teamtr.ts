@@ -1,18 +1,9 @@
 /**
- * The export to TeamTR (Yydc/TeamTR: verl extended to teams): ONE run of the whole team with its
- * multi-agent rollout — `actor_rollout_ref.rollout.name=multi_agent_hf` loads one model per
- * `rollout.agent_model_paths` entry, `data.format=multi_agent_turn` rows carry each row's
- * agent_id, and every training step updates the agents one after another (its update_actor loops
- * over the agent ids in increasing order, each agent's actor on its own rows, metrics prefixed
- * agent{i}/). Launched from its own configs (`--config-path teamtr/configs --config-name
- * teamtr_homo_full`), whose keys (teamtr_router, data.*_key, …) it adds to verl's.
- *
- * What carries and what is refused: each row is answered by its agent alone — the independent
- * protocol, where a predecessor's update does not change another agent's episodes, so resampling
- * and reuse coincide; chain, vote and router need teammates' live messages in the prompt and are
- * refused. The order is fixed (0..n−1), so other orders are refused. Its copy of verl has no gspo:
- * our sequence-level ratio maps to geo_mean (GMPO's geometric-mean ratio, the nearest; not the
- * same). Each agent gets a batch of B problems × G samples, as SAT's resampling gives each agent.
+ * The export to TeamTR (Yydc/TeamTR: verl extended to teams): ONE run of the whole team —
+ * `rollout.name=multi_agent_hf` loads one model per `rollout.agent_model_paths` entry,
+ * `data.format=multi_agent_turn` rows carry their agent_id, and each training step updates the
+ * agents in increasing id order, each on its own rows (metrics prefixed agent{i}/). Launched from
+ * its own configs (`--config-name teamtr_homo_full`), whose keys it adds to verl's.
  *
  * Not here: the dataset rows (taskData.ts), the shared GRPO keys (verl.ts).
  */
@@ -22,7 +13,12 @@ import { hfId, sizeOf, teamIds, type ModelMap } from './models';
 import { DATA_FILES } from './taskData';
 import { grpoKeys, loraKeys, runScript, verlFamilyRefusals } from './verl';
 
-/** What TeamTR cannot run of `cfg`. */
+/**
+ * What TeamTR cannot run of `cfg`. Each row is answered by its agent alone (the independent
+ * protocol, where resampling and reuse coincide); chain, vote and router need teammates' live
+ * messages and are refused, as is any order but 0..n−1. Its verl has no gspo: our sequence-level
+ * ratio maps to geo_mean (GMPO's geometric-mean ratio, the nearest, not the same).
+ */
 export function teamtrRefusals(cfg: Config): Refusal[] {
   const out = verlFamilyRefusals(cfg, 'TeamTR');
   if (out.some((r) => r.setting === 'task')) return out;

@@ -1,25 +1,10 @@
 /**
- * The export to verl (verl-project/verl, `python3 -m verl.trainer.main_ppo`): ONE run of ONE agent
- * — a plain GRPO run of agent 0's model on the task's data with the exported reward.py.
- *
- * Why one run of one agent: verl's trainer holds one actor. A run per agent would be SAT only if
- * each run's prompts carried its teammates' current messages and the runs alternated stage by
- * stage with fresh samples — that is TeamTR's multi-agent trainer (teamtr.ts). So the verl export
- * is the single-policy baseline of the same task and hyper-parameters: what one GRPO policy
- * reaches, the number a team should beat.
- *
- * Every key is one of verl's packaged trainer config, and the sizes pass the checks its config
- * classes and validate_config make (tests/fixtures/bridge/verl.keys.json, checks.json):
- * rollout.name is set (it is mandatory), the actor / rollout / ref micro-batch sizes are set,
- * ppo_mini_batch_size = the batch (≤ data.train_batch_size), one GPU (B·G divisible by it), and
- * vLLM's tensor-parallel size 1 (it divides every model's head count).
- *
- * Mappings said plainly: our sequence-level ratio → policy_loss.loss_mode=gspo, the nearest verl
- * has (GSPO's ratio is length-normalised, ours is not: not the same); dr_grpo → verl's DrGRPO
- * (loss_agg_mode=seq-mean-token-sum-norm, use_kl_loss=false, norm_adv_by_std_in_grpo=false, per
- * docs/algo/grpo.md); our exact per-state KL penalty → kl_loss_type=low_var_kl, a sampled estimate
- * of the KL to the reference (not the same); LoRA → model.lora_rank / lora_alpha /
- * target_modules=all-linear with rollout.load_format=safetensors.
+ * The export to verl (`python3 -m verl.trainer.main_ppo`): ONE GRPO run of agent 0's model on the
+ * task's data with the exported reward.py — the single-policy baseline a team should beat, since
+ * verl's trainer holds one actor (SAT across runs is TeamTR's trainer, teamtr.ts). Every key is one
+ * of verl's packaged config and the sizes pass its config checks (tests/fixtures/bridge/
+ * verl.keys.json, checks.json). Where verl has no exact equivalent the nearest is used and the
+ * recipe says so (see `verlExport`).
  *
  * Not here: the task's data (taskData.ts), the reward module (rewardPy.ts), the table for people (recipe.ts).
  */
@@ -106,7 +91,15 @@ export function runScript(title: string, env: readonly string[], head: string, o
   return ['#!/usr/bin/env bash', `# ${title}`, '# Exported by the SAT Playground ("Export for a real run"); docs/real-run.md walks through it.', 'set -euo pipefail', ...env, `${head} \\`, ...overrides.map((o, i) => `  "${o}"${i < overrides.length - 1 ? ' \\' : ''}`), ''].join('\n');
 }
 
-/** The verl export of `cfg`: overrides, the command script and its file name, or refusals. */
+/**
+ * The verl export of `cfg`: overrides, the command script and its file name, or refusals.
+ * Sizes: rollout.name set (mandatory), actor / rollout / ref micro-batches set,
+ * ppo_mini_batch_size = the batch (≤ data.train_batch_size), one GPU, vLLM tensor-parallel 1.
+ * Nearest, not equal: our sequence-level ratio → loss_mode=gspo (GSPO's is length-normalised);
+ * our exact per-state KL → kl_loss_type=low_var_kl (a sampled estimate). dr_grpo → verl's DrGRPO
+ * (loss_agg_mode=seq-mean-token-sum-norm, use_kl_loss=false, norm_adv_by_std_in_grpo=false);
+ * LoRA → model.lora_rank / lora_alpha / target_modules=all-linear, load_format=safetensors.
+ */
 export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name: string, scriptFile: string): EngineExport {
   const refused = verlFamilyRefusals(cfg, 'verl');
   if (refused.length > 0) return { ok: false, engine: 'verl', refused };

@@ -1,20 +1,9 @@
 /**
- * `npm run claims` — run the five claims of docs/method.md §10b (src/sat/claims.ts) and write the
- * report:
- *
- *   npm run claims                         all five at the full (toy) scale → docs/claims.md,
- *                                          docs/claims/claim-N.svg, src/app/claims/data.json
- *   npm run claims -- --only 2,3           just those claims; the others are kept from the
- *                                          existing data (same scale), and the files rewritten
- *   npm run claims -- --quick [--out DIR]  seconds: tiny scale, into DIR (default: a folder under
- *                                          the system's temp dir, printed) — the format check CI
- *                                          runs (tests/claims.test.ts); never over the committed report
- *   npm run claims -- --out DIR            DIR/claims.md, DIR/claims/claim-N.svg, DIR/data.json
- *   npm run claims -- --render [--quick] [--out DIR]   rewrite the markdown and the SVGs from the
- *                                          data as they are, running nothing (after a change to
- *                                          claimsReport.ts)
- *
- * Progress goes to stderr, one line per claim to stdout. A usage error exits with status 2.
+ * `npm run claims`: run the five claims of docs/method.md §10b (src/sat/claims.ts) and write the
+ * report (docs/claims.md, docs/claims/claim-N.svg, src/app/claims/data.json). `--only 2,3` reruns
+ * those and keeps the others' data; `--quick` is the seconds-long format check, written to a temp
+ * folder or `--out DIR`, never over the committed report; `--render` rewrites the markdown and SVGs
+ * from the data, running nothing. Progress to stderr, one line per claim to stdout.
  *
  * Not here: what a claim runs or how its verdict is decided (src/sat/claims.ts), the SVG and
  * markdown (claimsReport.ts).

@@ -1,18 +1,12 @@
 /**
- * The claims report's files, as pure functions of the measured claims (src/sat/claims.ts):
+ * The claims report's files as pure functions of the measured claims (src/sat/claims.ts):
+ * `claimSvg`, one standalone SVG plot (series means with 95 % bars, fitted or reference curves
+ * dashed; each series' group carries data-series / data-points so a test can read what was
+ * plotted), and `claimsMarkdown`, docs/claims.md (the verdicts, then per claim the statement, the
+ * rule, the tests, the plot and the exact commands).
  *
- *   claimSvg(plot)            one standalone SVG plot: axes with ticks, axis labels, a legend, each
- *                             series' means joined by a line with 95 % error bars (a fitted or
- *                             reference curve dashed, without bars), reference lines dotted
- *   claimsMarkdown(report, …) docs/claims.md: the verdicts in a table, then per claim the statement,
- *                             what ran, the rule, the tests with their intervals, the plot and the
- *                             exact commands
- *
- * Each series' group carries data-series and data-points, so a test can read what was plotted.
- * Hand-written because an SVG of a few lines and bars needs no library (the page draws the same
- * data with recharts, src/app/components/ClaimsView.tsx).
- *
- * Not here: running the claims (src/sat/claims.ts) or writing files (src/cli/claims.ts).
+ * Not here: running the claims (src/sat/claims.ts), writing files (src/cli/claims.ts), the page's
+ * charts of the same data (ClaimsView.tsx).
  */
 import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../sat/claims';
 

@@ -1,22 +1,11 @@
 /**
- * The command lines' flags (src/cli/sat.ts, src/cli/pretrain.ts, bench/cpu.ts, bench/gpu.ts),
- * read by Node's own `parseArgs` (node:util): `--flag value`, `--flag=value`, `-h`, and `--` are
- * its rules. Each command states its flags once, as `parseArgs` options, and reads them back in
- * the order given (so `--stages 3 --set stages=5` means 5, as it always did) — one at a time, so
- * `--help` answers before a later mistake is looked at.
+ * The command lines' flags (src/cli/sat.ts, src/cli/pretrain.ts, bench/cpu.ts, bench/gpu.ts), read
+ * by Node's own `parseArgs`. Each command states its flags once and reads them back in the order
+ * given (`--stages 3 --set stages=5` means 5), one at a time, so `--help` answers before a later
+ * mistake is looked at. `parseArgs` runs non-strict and this file checks, so each message names
+ * what is wrong as typed: an unknown flag, a missing value (`--preset --stages`), a stray word.
  *
- * `parseArgs` runs non-strict here and this file does the checking, so that the messages stay the
- * commands' own and name what is wrong: an unknown flag is named as typed (`Unknown flag
- * --frobnicate`); a flag that takes a value and got none — or got the next flag, `--preset
- * --stages` — says `--preset needs a value`; a switch given a value, or a stray word, is named.
- * A value may start with a single dash (`--seed -1` is a number for the command to judge).
- *
- * `runCommand` is the commands' common ending: a closed pipe (`npm run sat … | head`) ends quietly;
- * a mistake the command can name — a SatError, a UsageError (then the usage follows), a RangeError
- * — prints `error: …` and exits with status 2; anything else is a bug and is thrown.
- *
- * Not here: what the values mean or which are allowed (each command checks its own, with its own
- * message), the usage texts.
+ * Not here: what the values mean or which are allowed (each command checks its own), the usage texts.
  */
 import { parseArgs } from 'node:util';
 import { SatError } from '../core/errors';
@@ -25,7 +14,11 @@ import { escapeLines } from '../core/text';
 /** A mistake in the command line itself (its usage text is printed after the message). */
 export class UsageError extends Error {}
 
-/** Runs a command's `main` with the common ending (see the header). */
+/**
+ * Runs a command's `main` with the common ending: a closed pipe (`… | head`) ends quietly; a
+ * mistake the command can name (SatError, UsageError — then the usage — or RangeError) prints
+ * `error: …` and exits with status 2; anything else is a bug and is thrown.
+ */
 export function runCommand(main: () => Promise<void>, usage: string): void {
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE') process.exit(0);

@@ -1,21 +1,13 @@
 /**
- * The command line's WebGPU agents (`--set backend=webgpu` on a language preset): one GPUDevice
- * per agent, as in the page (one device per agent worker, src/workers/agentApi.ts), from the
- * machine's own driver through Node's `webgpu` package (Dawn; src/backend/webgpu/device.ts), or
- * Chromium's SwiftShader when the machine has none (src/backend/webgpu/node.ts `acquireAnyDevice`;
- * correct, and one to two orders of magnitude slower than the CPU backend — docs/performance.md).
+ * The command line's WebGPU agents (`--set backend=webgpu` on a language preset): one GPUDevice per
+ * agent, as the page has one per agent worker, from the machine's driver through Dawn or, failing
+ * that, Chromium's SwiftShader (correct but far slower than the CPU backend, docs/performance.md).
+ * A device that cannot be had ends the run before any work (exit 1, SatError 'backend'); one lost
+ * mid-run is reported by `lost()`. Same seed and backend ⇒ the same run, but not the CPU's bits.
  *
  *   const gpu = cliGpuBackends(log);
  *   const exp = await createLlmExperiment(cfg, loadFromDisk, { backendOf: gpu.backendOf });
- *   …
  *   gpu.release();                    // destroys the devices (the process can then exit)
- *
- * A device that cannot be had ends the run before any work with the reason (exit status 1, a
- * SatError 'backend'); a device lost mid-run is reported by `lost()` — the stage loop's next call
- * on it then fails, and the CLI prints which agent's device went and why.
- *
- * Same seed + same backend ⇒ the same run (the kernels are deterministic on a given adapter), but
- * not the CPU backend's numbers bit for bit: f32 sums in another order (tests/webgpu/*).
  *
  * Not here: the kernels, the page's choice between 'auto', 'webgpu' and 'cpu' (agentApi.ts).
  */

@@ -38,7 +38,7 @@ import { fitPowerLaw, mean, meanCI } from '../core/stats';
 import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, parseAssignment } from '../sat/config';
 import { loadFromDisk } from './models';
 import { isLlmTask } from '../sat/config';
-import { createExperiment, createLlmExperiment, planLlm, planTabular, runStages, type Experiment } from '../sat/experiment';
+import { createTabularExperiment, createLlmExperiment, planLlm, planTabular, runStages, type Experiment } from '../sat/experiment';
 import { exportRecipe, printRunLog } from './bridge';
 import { configuredLmSwap } from '../sat/lmSwap';
 import { ProjectedLmAgent } from '../sat/agents/projected';
@@ -281,7 +281,7 @@ interface HfSeats {
  * per agent, gpu.ts; 'auto' stays on the CPU here, as Node has no browser WebGPU to prefer).
  */
 async function openExperiment(cfg: Config, hf?: HfSeats): Promise<{ exp: Experiment; gpu: CliGpu | null }> {
-  if (!isLlmTask(cfg.task)) return { exp: createExperiment(cfg), gpu: null };
+  if (!isLlmTask(cfg.task)) return { exp: createTabularExperiment(cfg), gpu: null };
   if (cfg.backend === 'webgpu') {
     if (hf && hf.seats.length > 0) throw new UsageError('--agent-model with backend = webgpu: the command line seats a checkpoint on the CPU backend only (the page runs it on WebGPU); drop one of the two');
     const gpu = cliGpuBackends();

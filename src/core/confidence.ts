@@ -1,32 +1,14 @@
 /**
- * One-sided lower confidence bounds on the mean of bounded i.i.d. samples — the "finite" term of
- * the certificate (docs/certificate.md §5). Each function takes samples x₁ … x_N that are known to
- * lie in [lo, hi], and a failure probability η, and returns L with
+ * One-sided lower confidence bounds L with P(E[x] ≥ L) ≥ 1 − η on the mean of i.i.d. samples known
+ * to lie in [lo, hi] — the "finite" term of the certificate (docs/certificate.md §5). Three bounds,
+ * tightest first: `betting` (Waudby-Smith & Ramdas 2023, variance-adaptive; the default),
+ * `bernstein` (Maurer & Pontil 2009, Theorem 4), `hoeffding` (1963). Each is computed on
+ * z = (x − lo)/(hi − lo) ∈ [0, 1], mapped back and clamped to [lo, hi]; a sample outside [lo, hi]
+ * throws, since a range that does not cover the samples voids the bound.
  *
- *   P( E[x] ≥ L ) ≥ 1 − η.
- *
- * Three bounds, tightest first; the certificate uses `betting` unless told otherwise:
- *
- *   betting     Waudby-Smith & Ramdas (2023), "Estimating means of bounded random variables by
- *               betting", JRSS-B 86(1): the capital of a gambler who bets a predictable fraction
- *               λ_i of her wealth that the mean exceeds m, K_N(m) = Π (1 + λ_i (z_i − m)), is a
- *               non-negative martingale when m is the true mean, so by Markov's inequality
- *               P(K_N(μ) ≥ 1/η) ≤ η; every m with K_N(m) ≥ 1/η is rejected. Variance-adaptive:
- *               for small variance it is far tighter than Hoeffding, and it never needs the 7/3
- *               range term of empirical Bernstein.
- *   bernstein   Maurer & Pontil (2009), "Empirical Bernstein bounds and sample variance
- *               penalization", Theorem 4: x̄ − √(2 V ln(2/η) / N) − 7 c ln(2/η) / (3 (N − 1)),
- *               V the unbiased sample variance, c = hi − lo.
- *   hoeffding   Hoeffding (1963): x̄ − c √(ln(1/η) / (2N)). The worst-case-range control.
- *
- * Every bound is computed on z = (x − lo)/(hi − lo) ∈ [0, 1] and mapped back, and is clamped to
- * [lo, hi] (a bound below lo says nothing more than lo does). Samples outside [lo, hi] are a bug in
- * the caller's range and throw RangeError: a range that does not cover the samples voids the bound.
- *
- * Not here: where the samples and ranges come from (src/sat/stage.ts, src/sat/certificate.ts), and
- * two-sided or anytime-valid (confidence-sequence) versions.
+ * Not here: where samples and ranges come from (src/sat/certificate.ts), two-sided or anytime-valid
+ * versions.
  */
-
 export type BoundKind = 'betting' | 'bernstein' | 'hoeffding';
 
 export const BOUND_KINDS: readonly BoundKind[] = ['betting', 'bernstein', 'hoeffding'];
@@ -118,6 +100,7 @@ function bettingLower01(z: Float64Array, eta: number): number {
   return a;
 }
 
+/** Empirical Bernstein: x̄ − √(2 V ln(2/η) / N) − 7 ln(2/η) / (3 (N − 1)), V the unbiased sample variance. */
 function bernsteinLower01(z: Float64Array, eta: number): number {
   const N = z.length;
   if (N < 2) return 0;
@@ -131,6 +114,7 @@ function bernsteinLower01(z: Float64Array, eta: number): number {
   return Math.max(0, mean - Math.sqrt((2 * V * l) / N) - (7 * l) / (3 * (N - 1)));
 }
 
+/** Hoeffding: x̄ − √(ln(1/η) / (2N)); the worst-case-range control. */
 function hoeffdingLower01(z: Float64Array, eta: number): number {
   const N = z.length;
   let mean = 0;

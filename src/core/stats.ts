@@ -1,18 +1,10 @@
 /**
- * The statistics the playground reports, and only those: the mean and sample standard deviation,
- * sample and weighted quantiles, the mean's Student-t confidence interval, equal-width histograms,
- * and a log–log power-law fit.
+ * The statistics the playground reports, and only those: mean and sample standard deviation,
+ * sample and weighted quantiles, the mean's Student-t interval (quantile from
+ * `@stdlib/stats-base-dists-t-quantile`), equal-width histograms and a log–log power-law fit. Pure
+ * functions of `ArrayLike<number>`; invalid arguments throw a RangeError naming the argument.
  *
- * Everything is a pure function of its arguments (`ArrayLike<number>`, so `number[]` and
- * `Float64Array` both work). The one special function needed, the Student-t quantile, comes from
- * the stdlib project (`@stdlib/stats-base-dists-t-quantile`) rather than being written out here.
- *
- * Conventions: invalid arguments (empty input where a value is needed, a probability outside
- * [0, 1], mismatched lengths, NaN where an order is needed) throw `RangeError` with a message that
- * names the argument.
- *
- * Not here: random sampling (see `rng.ts`), the certificate's confidence bounds (see
- * `confidence.ts`), hypothesis tests, or any distribution beyond what meanCI needs.
+ * Not here: random sampling (rng.ts), the certificate's bounds (confidence.ts), hypothesis tests.
  */
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
 // ---------------------------------------------------------------------------------------------

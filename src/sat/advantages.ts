@@ -1,20 +1,9 @@
 /**
- * Sequence-aware advantages (docs/method.md §4): group normalisation, clipping, and the per-episode
- * weights of the estimator modes that reuse the stage batch.
- *
- *   raw_e = R_e − μ_g                         (reward units; μ_g the (weighted) mean of e's group)
- *   Ã_e   = raw_e / (σ + 1e-8), clipped to [−A_clip, A_clip]
- *           σ = the group's population std ('group'), the batch's std of raw ('batch', as LitePPO),
- *           or no scaling ('none', Dr.GRPO)
- *
- * Estimator modes, for agent σ(i) with already-updated predecessors P = σ(1..i−1):
- *   resample      fresh episodes under π̂ⁱ⁻¹: weight 1, no correction (the exact theory);
- *   truncated-is  reuse the stage batch; without a value function the Retrace-style trace is one
- *                 weight per episode w(τ) = Π_{t ∈ steps of P} min(1, ρ_t), ρ_t = π̂ⁱ⁻¹(a_t|s_t)/π_cur(a_t|s_t);
- *                 μ and σ become w-weighted, and each episode's objective term is weighted by w;
- *   happo         reuse the stage batch; Ã and raw multiplied by M(τ) = Π_{t ∈ steps of P} ρ_t
- *                 (unclipped, no gradient through it), as in HAPPO;
- *   naive         reuse the stage batch and its advantages unchanged.
+ * Sequence-aware advantages (docs/method.md §4): group normalisation and clipping,
+ *   raw_e = R_e − μ_g,   Ã_e = clip(raw_e / (σ + 1e-8), ±A_clip),   σ per group, per batch or 1,
+ * and the per-episode corrections of the estimator modes that reuse the stage batch (§4.2): the
+ * predecessors' ratios ρ_t = π̂ⁱ⁻¹(a_t|s_t)/π_cur(a_t|s_t) over their steps, as the truncated
+ * trace w(τ) = Π min(1, ρ_t) (`truncated-is`) or the plain product M(τ) = Π ρ_t (`happo`).
  *
  * Not here: sampling (rollout.ts) or the objective (objective.ts).
  */

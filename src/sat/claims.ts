@@ -30,7 +30,7 @@ import { mean, meanCI } from '../core/stats';
 import { SatError } from '../core/errors';
 import { type Config, isLlmTask } from './config';
 import { deltaSweep, SWEEP_DELTAS } from './deltaSweep';
-import { createExperiment, createLlmExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from './experiment';
+import { createTabularExperiment, createLlmExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from './experiment';
 import { presetConfig } from './presets';
 import type { StageRecord } from './stage';
 
@@ -301,7 +301,7 @@ async function runConfig(cfg: Config, ctx: ClaimContext, progress: Progress, lab
     params = lm.team.reduce((a, s: LmSeat) => a + ('model' in s ? s.model.paramCount() : 0), 0);
     exp = lm;
   } else {
-    exp = createExperiment(cfg);
+    exp = createTabularExperiment(cfg);
   }
   const stages: StageRecord[] = [];
   for (let k = 0; k < cfg.stages; k++) {

@@ -39,7 +39,7 @@
 import { Rng } from '../core/rng';
 import { fitPowerLaw, mean, quantile, sampleStd, type PowerLawFit } from '../core/stats';
 import { type Config, isLlmTask, parseConfig } from './config';
-import { createExperiment, runStages, type Experiment, type TableExperiment } from './experiment';
+import { createTabularExperiment, runStages, type Experiment, type TableExperiment } from './experiment';
 
 /** The radii the preset and the page sweep by default: three decades' worth, log-spaced. */
 export const SWEEP_DELTAS: readonly number[] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1];
@@ -90,7 +90,7 @@ export interface DeltaSweepOptions {
   /** Checked between stages; a cancelled sweep returns the seeds it finished for every δ (null if none). */
   readonly cancelled?: () => boolean;
   /**
-   * Builds each run's experiment from its config (default: createExperiment, a fresh tabular team).
+   * Builds each run's experiment from its config (default: createTabularExperiment, a fresh tabular team).
    * A language sweep passes a TeamStart's `side` (orderComparison.ts): every run starts from the
    * same snapshot of a team where it stands, in its own agents (workers in the page).
    */
@@ -190,7 +190,7 @@ export async function deltaSweep(opts: DeltaSweepOptions): Promise<DeltaSweepRes
     const row: Cell[] = [];
     for (const delta of deltas) {
       const cfg = sweepConfig(base, delta, seed, scaling);
-      const exp = opts.open ? await opts.open(cfg) : createExperiment(cfg);
+      const exp = opts.open ? await opts.open(cfg) : createTabularExperiment(cfg);
       const game = (exp as Partial<TableExperiment>).game;
       states = game ? game.nObs.reduce((a, b) => a + b, 0) : 0;
       const cell: Cell = { visits: 0, violations: 0, klSum: 0, ratios: [] };

@@ -2,7 +2,7 @@
  * An experiment: a config turned into a game and a team, run stage by stage. The one entry point
  * shared by the CLI, the tests and (later) the playground's workers.
  *
- *   const exp = createExperiment(parseConfig({ task: 'climbing', seed: 3 }));
+ *   const exp = createTabularExperiment(parseConfig({ task: 'climbing', seed: 3 }));
  *   for await (const step of stepThrough(exp)) …   // agent by agent
  *   await runStages(exp, 20);                        // or stage by stage
  *
@@ -12,7 +12,7 @@
  * The seam for agents that live elsewhere (one Web Worker per agent, src/app/remoteTeam.ts):
  * `planTabular` / `planLlm` build everything but the agents — game or task, env, A_max — and
  * describe each agent as plain, cloneable data (`TableInit`, `LmInit`); `tableAgent` / `lmAgent`
- * turn one description into an in-process agent. createExperiment and createLlmExperiment are
+ * turn one description into an in-process agent. createTabularExperiment and createLlmExperiment are
  * exactly plan + those factories, so a team built elsewhere from the same descriptions starts
  * from bit-identical parameters.
  *
@@ -146,7 +146,7 @@ export function tableAgent(init: TableInit): TabularSoftmaxAgent {
   return new TabularSoftmaxAgent(init.index, init.nObs, init.nActions, { initScale: init.initScale, rng: new Rng(init.seed, init.path) });
 }
 
-export function createExperiment(cfg: Config): TabularExperiment {
+export function createTabularExperiment(cfg: Config): TabularExperiment {
   const { game, env, aMax, agents } = planTabular(cfg);
   const team = agents.map(tableAgent);
   const j0 = exactJ(game, tablePolicy(game, team.map((a) => a.distributionTable())));
@@ -182,7 +182,7 @@ export interface LlmPlan {
 }
 
 export function planLlm(cfg: Config): LlmPlan {
-  if (!isLlmTask(cfg.task)) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" is a tabular game: open it with createExperiment.`);
+  if (!isLlmTask(cfg.task)) throw new ConfigError('task', cfg.task, `Task "${cfg.task}" is a tabular game: open it with createTabularExperiment.`);
   const modelName = `${cfg.task}-${cfg.model}`;
   const task = makeLlmTask(cfg.task, { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
   const rng = new Rng(cfg.seed);

@@ -1,44 +1,12 @@
 /**
- * The token inspector's numbers (docs/method.md §9b.1): for one language
- * agent's update, per token of its training batch, how the update moved it and what the objective
- * made of that.
- *
- * Which two policies. π_cur = the policy the step's samples came from: agent j's reference,
- * frozen at the stage start (`setReference`), which is what every ratio, KL and trust-region check
- * of the update is measured against (for a Stage-0 seat, the projection π_new of §8 it sampled
- * from). π_new = the agent after the step's update as accepted: the parameters `updateAgent` left
- * (after backtracking, and after the 'reject' / 'keep' / 'shrink' policy — a rejected update
- * restored π_cur, so every ratio is exactly 1 and every KL exactly 0).
- *
- * Per token k of the agent (state s_k = the prefix, action a_k = the token it wrote, episode e(k)):
- *
- *   log π_new(a_k|s_k), log π_cur(a_k|s_k)      at the sampling temperature τ (§9b)
- *   r_k = π_new(a_k|s_k) / π_cur(a_k|s_k)       the token's own ratio
- *   KL_k = Σ_b π_new(b|s_k) (log π_new(b|s_k) − log π_cur(b|s_k))     the exact per-state KL of §5.4
- *   contribution_k = w_e · Ã_e · log r_k        its share of the update's push (sign: + where the
- *                                               token moved the way its advantage asked)
- *   clipped_k                                    whether the clipped branch of the min in §5 is the
- *                                               active one at π_new for the term the token is in
- *
- * The two objectives (§5.1, §5.2). `token`: each token is its own term, u_k = log r_k, clipped
- * when Ã_e > 0 and r_k > 1 + ε_high or Ã_e < 0 and r_k < 1 − ε_low. `sequence`: one term per
- * episode, u_e = Σ_{k∈e} log r_k and r_e = exp(u_e) = Π_k r_k; the episode's clip decision (the
- * same rule on r_e) is shown on every one of its tokens, each of which also shows its own factor
- * r_k of r_e. The contribution is w·Ã times the log-ratio rather than times the ratio: an unmoved
- * token is 0, and a message's tokens add up to its sequence term's w_e·Ã_e·u_e.
- *
- * "Clipped" here is read at π_new, the parameters the update ended with: a clipped term would give
- * the next step no gradient. The `clipfrac` metric is measured before the last optimizer step
- * (what that step's gradient saw), so the two can differ.
- *
- * What the agent's worker keeps for this (`keepForInspection`, called by AgentApi.update): the
- * update plan (the batch's steps, advantages, weights, settings) and π_cur's logits at the batch's
- * K states — K × V × 4 bytes (a 512-token batch over 64 tokens: 128 KiB) — for its latest update
- * only. π_new is the agent's parameters as they stand, re-run on the batch when asked
- * (`inspectKept`), valid until the agent moves again; older steps are not inspectable.
+ * The token inspector's numbers (docs/method.md §9b.1): for one language agent's accepted update,
+ * per token of its training batch, π_new against π_cur — the log-probs, the ratio r_k, the exact
+ * per-state KL, the contribution w_e·Ã_e·log r_k and whether its term is clipped at π_new (the
+ * token's own term under `objective=token`, its episode's under `sequence`). The worker keeps what
+ * this needs for the latest update only (`keepForInspection`).
  *
  * Not here: the objective's maths (src/backend/cpu/objective.ts, whose clip rule is used here),
- * keeping the update in the worker (src/workers/agentApi.ts), drawing (src/app/components/TokenInspector.tsx).
+ * keeping the update in the worker (src/workers/agentApi.ts), drawing (TokenInspector.tsx).
  */
 import { clippedTerm } from '../backend/cpu/objective';
 import { logSoftmaxForward } from '../backend/cpu/softmax';
@@ -279,7 +247,7 @@ export function topTokens(pCur: ArrayLike<number>, pNew: ArrayLike<number>, row:
   return bars;
 }
 
-/** What an agent's worker keeps of its latest update to inspect it later (header: memory). */
+/** What an agent's worker keeps of its latest update to inspect it later (π_cur's logits at the batch's K states: K × V × 4 bytes). */
 export interface KeptUpdate {
   /** The plan's batch, raw advantages, δ and settings (not its after-update step sets). */
   readonly plan: Pick<UpdatePlan, 'batch' | 'rawAdv' | 'delta' | 'settings'>;

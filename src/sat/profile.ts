@@ -1,10 +1,12 @@
 /**
- * Where a stage's time goes: the stage loop names its phase as it enters it (`StageProfiler.enter`),
- * and whoever measures — `npm run sat -- --profile` — counts work against the phase in force:
- * wall time per phase, and whatever counters the caller attaches (model forward and backward
- * passes and their tokens, generated tokens, agent calls).
+ * Where a stage's time goes: the stage loop names its phase as it enters it
+ * (`StageProfiler.enter`), and whoever measures — `npm run sat -- --profile` — counts wall time and
+ * any attached counters (forward/backward passes, tokens, agent calls) against the phase in force.
  *
- * Phases, in the order a stage meets them (docs/method.md §3):
+ * Not here: the counters themselves (the CLI wraps the models), printing.
+ */
+/**
+ * The phases, in the order a stage meets them (docs/method.md §3):
  *   evaluate     the team's J (held-out episodes for language teams; exact for tables)
  *   rollout      the stage batch under π_cur, and every agent's reference
  *   order        greedy order's κ (Fisher-vector products), when order = greedy
@@ -16,10 +18,7 @@
  *   monitor      the trust-region KL after each step, reject / shrink
  *   retry        optimizer steps and KL checks after a backtrack
  *   gain         the in-sample gain and the reuse estimators' bias
- *
- * Not here: the counters themselves (the CLI wraps the models), printing.
  */
-
 export const STAGE_PHASES = ['evaluate', 'rollout', 'order', 'certificate', 'resample', 'probe', 'geometry', 'train', 'monitor', 'retry', 'gain'] as const;
 export type StagePhase = (typeof STAGE_PHASES)[number];
 

@@ -1,26 +1,17 @@
 /**
  * One SAT stage (docs/method.md §3; the paper's Algorithm 1), top to bottom:
  *
- *   B ← rollout(π_cur)                         the stage batch, on-policy
- *   σ ← order(B)
+ *   B ← rollout(π_cur);  σ ← order(B)
  *   for i in 1..n:  j ← σ(i)
- *       batch, Â ← advantages under π̂ⁱ⁻¹       estimator mode (§4)
- *       repeat epochs: one optimizer step on L_j (§5), then the trust-region check (§6):
- *           (1−α)-quantile of KL > δ_j  ⇒  undo the step (parameters and optimizer state),
- *                                           β ×1.5, retry; out of tries ⇒ reject | keep | shrink
- *       π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾; its certificate summands: the importance-weighted gain on a
- *           certification batch drawn under π̂ⁱ⁻¹ before the update and never used by it
- *   certificate (§7) = one lower confidence bound on the agents' summands added unit by unit;
- *   J(π̄) exactly (tabular) ⇒ realised ΔJ, cert/held, cert/certified
+ *       batch, Â ← advantages under π̂ⁱ⁻¹                        (§4)
+ *       update j on L_j inside the trust region (update.ts)       (§5, §6)
+ *       π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾; its certificate summands from a batch drawn under π̂ⁱ⁻¹ before the update
+ *   certificate = one lower bound on the summands (§7); J(π̄) ⇒ realised ΔJ, held, certified
  *
- * `runStage` is an async generator: it yields after every agent step (the playground's
- * "Step agent ▸") and returns the stage record. Every random draw comes from a named sub-stream
- * of the run seed (rng.fork(stage, purpose, …)), so a run is fixed by (seed, config).
- *
- * The `simultaneous` scheme is the baseline SAT replaces: every agent is trained from the same
- * stage batch with the same advantages, none sees the others' updates. (Because each agent's
- * objective depends only on its own parameters, this is exactly what the `naive` estimator does
- * too — the released code's behaviour *is* a simultaneous update.)
+ * `runStage` is an async generator: it yields after every agent step and returns the stage record.
+ * Every draw comes from a named sub-stream of the run seed, so a run is fixed by (seed, config).
+ * `simultaneous` is the baseline SAT replaces: every agent trained on the same batch and advantages
+ * (§3.2).
  *
  * Not here: building the team or looping over stages (experiment.ts), the maths of each piece
  * (advantages.ts, objective.ts, monitor.ts, certificate.ts, geometry.ts).

@@ -42,7 +42,7 @@
  */
 
 import { ConfigError, NumericError } from '../core/errors';
-import { klFromLogits, logSoftmax, type Logits } from './softmax';
+import { klFromLogits, logSoftmax, type Logits } from './categorical';
 
 export interface Stage0Options {
   /**

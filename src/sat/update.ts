@@ -1,24 +1,15 @@
 /**
- * One agent's whole update (docs/method.md §5–§6, step 3c of a stage), as a function of the agent
- * alone: given its training batch with advantages, it optimises L_j inside the trust region —
- * train epochs, the monitor, backtracking retries, the 'reject' / 'keep' / 'shrink' policy — and
- * measures what the stage records from the parameters: the information-geometric gain (§7b: κ,
- * λ_min, Fisher-vector products, the snapshots before and after) and, after the update, the
- * log-probs / distributions the stage's gains and certificate are computed from.
- *
- * Why a function of the agent alone: everything here reads or writes the agent's parameters, so it
- * runs where they are. In-process (the CLI, tests) the stage loop calls `updateAgent(agent, plan)`;
- * an agent in a Web Worker runs the very same function in its worker (src/workers/agentApi.ts
- * `update`), so one agent step costs one worker round trip for the update instead of the 25–35
- * calls of driving it from the main thread — and gives the same numbers, bit for bit.
+ * One agent's whole update (docs/method.md §5–§6, step 3c of a stage): train epochs on L_j inside
+ * the trust region — the monitor, backtracking, the 'reject' / 'keep' / 'shrink' policy — then what
+ * the stage records from the parameters (the geometric gain of §7.3, the log-probs its gains and
+ * certificate need). A function of the agent alone, so an agent in a Web Worker runs it beside its
+ * parameters in one round trip (src/workers/agentApi.ts `update`), with the same numbers bit for
+ * bit as in-process. Plan and result are plain cloneable data.
  *
  *   const r = await updateAgent(agent, { batch, rawAdv, delta, beta, settings, after: { logProbs: [batch] } });
- *   r.check.ok, r.rejected, r.backtracks, r.beta, r.after.logProbs[0]
  *
- * The plan is plain cloneable data (typed arrays, numbers), and so is the result.
- *
- * Not here: the data (rollouts, advantages, the certification batch: src/sat/stage.ts on the main
- * thread, beside the environment), the maths of the monitor (monitor.ts) and geometry (geometry.ts).
+ * Not here: rollouts, advantages, the certification batch (stage.ts, beside the environment), the
+ * maths of the monitor (monitor.ts) and geometry (geometry.ts).
  */
 import { geometricGain, geometryAt, type GeometryBefore } from './geometry';
 import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monitor';
@@ -68,7 +59,7 @@ export interface UpdateResult {
   readonly rejected: boolean;
   /** β for the agent's next stage: adapted when betaAdapt, else the plan's β. */
   readonly beta: number;
-  /** κ = √(2 gᵀF⁻¹g) at the start (NaN when geoIters = 0) and the geometric gain (§7b). */
+  /** κ = √(2 gᵀF⁻¹g) at the start (NaN when geoIters = 0) and the geometric gain (docs/method.md §7.3). */
   readonly kappa: number;
   readonly geoGain: number;
   /** What `plan.after` asked for, in its order. */
@@ -87,7 +78,7 @@ export async function agentGeometry(agent: AgentPolicy, batch: AgentBatch, rawAd
   return geometryAt(await agent.surrogateGradient({ ...batch, adv: rawAdv }), (v) => agent.fisherVectorProduct(batch, v), iters);
 }
 
-/** The update (header). `phase` is told where it is (the stage profile); absent, nothing is measured. */
+/** The update (file header). `phase` is told where it is (the stage profile); absent, nothing is measured. */
 export async function updateAgent(agent: AgentPolicy, plan: UpdatePlan, phase?: (p: UpdatePhase) => void): Promise<UpdateResult> {
   const { batch, delta, settings: s } = plan;
   const geoOn = s.geoIters > 0;

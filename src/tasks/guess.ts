@@ -1,21 +1,13 @@
 /**
- * Guess the answer: one simple question-answer task that runs under all four protocols, so the
- * protocols can be compared on the same problem. A prompt is a question x in 0..m-1 (uniform);
- * its correct answer target(x) comes from a seeded permutation of 0..m-1. The verifier scores 1
- * for the correct answer, else 0.
- *
- * How each protocol plays it (docs/method.md §2.2):
- * - independent: nSlots = n; in slot k only agent k acts, seeing x, and its answer is graded.
- * - chain: agents 0..n-1 speak in turn; agent 0 sees x, agent t ≥ 1 sees x and the previous
- *   message a_{t-1} (local state x·m + a_{t-1}); the last message is graded.
- * - vote: all agents answer x at once; the team answer is the most frequent action, ties broken
- *   by the smallest action index.
- * - router: agent 0 sees x and picks a solver among agents 1..n-1, who sees x and answers. Unlike
- *   `router.ts`, every solver is an expert on everything, so routing does not matter.
+ * Guess the answer: one question-answer task that runs under all four protocols (docs/method.md
+ * §2.2), so they can be compared on one problem. A prompt is x in 0..m-1; its answer comes from a
+ * seeded permutation; reward 1 if right, else 0. independent: agent k alone in slot k; chain: agent
+ * t sees x and a_{t-1}, the last message is graded; vote: the most frequent action (ties: smallest);
+ * router: agent 0 picks a solver among 1..n-1 — all experts here, unlike router.ts, so routing
+ * does not matter.
  *
  * Not here: partial credit, format rewards, or answers longer than one symbol.
  */
-
 import { Rng } from '../core/rng';
 import { checkTeamSize } from './tabular';
 import type { Decision, Protocol, TabularGame, TurnRecord } from './types';

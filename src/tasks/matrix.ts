@@ -1,21 +1,12 @@
 /**
- * One-shot matrix games (protocol 'vote'): one prompt, one turn, every agent acts at once from a
- * single local state, and the team's reward is the payoff of the joint action.
- *
- * - Climbing and penalty are the cooperative games of Claus & Boutilier, "The dynamics of
- *   reinforcement learning in cooperative multiagent systems" (AAAI 1998). They are classic traps
- *   for agents that learn independently: big miscoordination penalties sit next to the optimum.
- * - A random matrix game draws every joint payoff from a seeded stream: a generic coordination
- *   problem with no story.
- *
- * Our extension to n ≥ 3 agents (not in the paper): the reward is the mean over all agent pairs
- * i < j of the 2-player payoff M[a_i][a_j]. For n = 2 there is one pair, so it is exactly the
- * original game; for larger teams the optimum is still "everyone plays a" (climbing) or
- * "everyone plays a" / "everyone plays c" (penalty), and any disagreeing pair is penalised.
+ * One-shot matrix games (protocol 'vote'): one prompt, one turn, every agent acts at once, and the
+ * team's reward is the payoff of the joint action. Climbing and penalty are Claus & Boutilier's
+ * cooperative traps (AAAI 1998: big miscoordination penalties next to the optimum); a random game
+ * draws every payoff from a seeded stream. For n ≥ 3 agents (our extension) the reward is the mean
+ * over pairs i < j of M[a_i][a_j]: exactly the original game at n = 2, the same optima beyond.
  *
  * Not here: repeated or stateful games, and anything about learning them.
  */
-
 import { Rng } from '../core/rng';
 import { checkTeamSize } from './tabular';
 import type { Decision, TabularGame, TurnRecord } from './types';

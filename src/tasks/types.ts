@@ -5,7 +5,7 @@
  * joint actions, so a game is a finite tree and J(π) can be computed exactly by enumeration
  * (`src/tasks/tabular.ts`).
  *
- * Not here: language-model tasks (token-level turns), which arrive with the model layer.
+ * Not here: language-model tasks, whose turns are tokens (src/tasks/llm/types.ts).
  */
 
 /** The four ways agents share an episode (docs/method.md §2.2). */

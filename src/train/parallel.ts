@@ -1,29 +1,13 @@
 /**
- * Data-parallel pretraining on the machine's cores (node:worker_threads): a pool of W workers,
- * each holding a replica of the model, and one synchronous training step over them:
+ * Data-parallel pretraining on the machine's cores (node:worker_threads): W workers, each holding a
+ * replica of the model, take one synchronous step together. It differs from the single-thread step
+ * only by the f32 rounding of summing W partial gradients (tests/pretrain.test.ts states the
+ * tolerance). A failing worker rejects the step with PretrainWorkerError and the whole pool is
+ * terminated. The entry, pretrainWorker.mjs, is a plain-JS shim that registers tsx, so the same
+ * code starts under `npm run pretrain` and vitest.
  *
- *   1. the minibatch is cut into W contiguous shards (examples in batch order);
- *   2. worker i receives the current parameters and shard i, and computes the gradient of
- *      Σ_{shard i} CE / count, where count is the target-token count of the WHOLE batch
- *      (crossEntropyGrad in pretrain.ts says why) — so the shard gradients sum to the whole-batch
- *      gradient of the mean loss, and every ∂loss/∂logit equals the single-thread one bit for bit;
- *   3. the main thread sums the shard gradients in shard order 0, 1, …, W−1 (whatever order the
- *      workers finish in, so a run is deterministic), takes the single AdamW step on its own
- *      model, and sends the new parameters with the next step's shards.
- * The result differs from the single-thread step only by the f32 rounding of summing W partial
- * weight gradients instead of one (tests/pretrain.test.ts states the tolerance).
- *
- * Arrays cross the thread boundary as transferred ArrayBuffers (parameters out, gradients back).
- * A worker that fails (a thrown error, a crash, an unexpected exit) rejects the step with a
- * PretrainWorkerError naming the worker, its shard and the cause, and the whole pool is
- * terminated, so no thread is left running.
- *
- * The worker entry is pretrainWorker.mjs, a plain-JS shim that registers tsx and imports
- * pretrainWorker.ts, so the same code starts under `tsx` (npm run pretrain) and under vitest.
- *
- * Not here: the loss and its gradient (pretrain.ts crossEntropyGrad), the data and schedule
- * (pretrain.ts PretrainRun), the Node-free training path the app may import (pretrain.ts; this
- * file needs node:worker_threads). Not a general job queue: one step at a time, W fixed.
+ * Not here: the loss and its gradient, the data and schedule (pretrain.ts, which stays Node-free
+ * for the app); a general job queue (one step at a time, W fixed).
  */
 import { availableParallelism, cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -84,7 +68,14 @@ export function shardBounds(n: number, w: number): number[] {
 }
 
 /**
- * A pool of W workers training one model by data parallelism (header). Create with
+ * A pool of W workers training one model by data parallelism. One step:
+ *   1. the minibatch is cut into W contiguous shards (examples in batch order);
+ *   2. worker i gets the current parameters (transferred) and shard i, and returns the gradient of
+ *      Σ_{shard i} CE / count, count being the WHOLE batch's target tokens (crossEntropyGrad in
+ *      pretrain.ts says why), so every ∂loss/∂logit equals the single-thread one bit for bit;
+ *   3. the main thread sums the shard gradients in shard order (deterministic whatever order the
+ *      workers finish in) and takes the one AdamW step on its own model.
+ * Create with
  * `DataParallelTrainer.create` (it waits until every worker has loaded), call `step` once per
  * minibatch, and `close` at the end (also on error: a failed step closes the pool itself).
  */

@@ -1,32 +1,13 @@
 /**
- * The worker boundary, which is where the parameters are (an agent's whole update is one call):
- * `AgentApi` is one agent — its model, its optimizer, its backend — behind a plain class.
- * agent.worker.ts only exposes it with comlink; the main thread drives it through
- * `Remote<AgentApi>` (src/app/remoteTeam.ts); tests and the CLI can use the class directly. It
- * speaks in plain, cloneable data: `AgentSpec` in, typed arrays out.
+ * One agent — its model, optimizer and backend — behind a plain class, because the worker boundary
+ * is where the parameters are: `update(plan)` runs the agent's whole update (src/sat/update.ts)
+ * beside them in one call; the other methods serve rollouts, stage starts, snapshots and the token
+ * inspector. agent.worker.ts exposes it with comlink; tests and the CLI use the class directly.
+ * Plain cloneable data in (`AgentSpec`: tabular, shipped LM, "hf" or "onnx" folder), fresh typed
+ * arrays out, so the worker may transfer them (wire.ts `withTransfer`); arguments are never kept.
  *
- *   const api = new AgentApi();
- *   await api.init({ kind: 'tabular', index: 0, nObs: 3, nActions: 3, initScale: 0.5, seed: 1, path: [0, 0] });
- *   const p = await api.distributions({ obs: Int32Array.of(0, 1, 2) });
- *
- * One call per agent step: `update(plan)` runs the agent's whole update here (src/sat/update.ts),
- * beside the parameters; the other methods serve rollouts (generate, logProbs, distributions),
- * stage starts (setReference) and snapshots. `inspect()` answers the page's token inspector about
- * the agent's latest update (src/sat/inspect.ts), on demand: one call when the inspector opens.
- *
- * Results: every typed array a method returns is fresh and referenced by nobody here, so the
- * worker side may transfer it (src/workers/wire.ts `withTransfer`). Arguments are never kept.
- *
- * A language seat may also be a Hugging Face checkpoint folder (`HfAgentSpec`, kind "hf"): its
- * files cross once, transferred; the worker runs the loader (src/model/hfLoad.ts: checks, convert,
- * quantize, reporting progress to the `onProgress` callback init takes — a comlink proxy from the
- * page) and builds the agent as the CLI does (src/sat/hfSeat.ts), on the backend its spec asks
- * for (the CPU, or this worker's own GPUDevice — the same choice as a shipped model's). An ONNX
- * folder (`OnnxAgentSpec`, kind "onnx") is seated the same way, trainable or frozen
- * (src/sat/onnxSeat.ts); onnxruntime-web is imported only then.
- *
- * Not here: comlink (wire.ts, agent.worker.ts), the stage loop and the environment (src/sat/stage.ts,
- * on the main thread), building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
+ * Not here: comlink (wire.ts, agent.worker.ts), the stage loop (src/sat/stage.ts, main thread),
+ * building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
  */
 import { AgentWorkerError, DeviceLostError } from './errors';
 import { simdAvailable } from '../backend/cpu/simd';
@@ -55,7 +36,7 @@ import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, Trai
 import { agentGeometry, updateAgent, type UpdatePlan, type UpdateResult } from '../sat/update';
 import { inspectKept, keepForInspection, type InspectAnswer, type KeptUpdate } from '../sat/inspect';
 
-/** A table agent: the same description createExperiment uses, so the initial table is identical. */
+/** A table agent: the same description createTabularExperiment uses, so the initial table is identical. */
 export interface TableSpec extends TableInit {
   readonly kind: 'tabular';
 }
@@ -171,7 +152,12 @@ export class AgentApi {
     this.#notKept = why;
   }
 
-  /** Builds (or replaces) the agent; an `hf` spec reports the load's progress to `onProgress`. */
+  /**
+   * Builds (or replaces) the agent. An "hf" or "onnx" folder's files cross once, transferred; the
+   * loader runs here (src/model/hfLoad.ts, reporting to `onProgress`, a comlink proxy from the page)
+   * and the seat is built as the CLI builds it (src/sat/hfSeat.ts, src/sat/onnxSeat.ts), on the
+   * backend the spec asks for.
+   */
   async init(spec: AgentSpec, onProgress?: (p: HfProgress) => void): Promise<void> {
     this.#forget('this agent has not been updated yet: step an agent first.');
     await (this.#agent instanceof FrozenOnnxAgent ? this.#agent.dispose() : undefined);

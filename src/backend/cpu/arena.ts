@@ -1,22 +1,12 @@
 /**
- * A first-fit allocator of byte ranges in a linear memory that only grows (a WebAssembly.Memory):
- * what simdMemory.ts uses to keep the CPU backend's f32 tensors resident in the kernels' shared memory,
- * so a kernel call reads and writes them where they are instead of copying them in and out.
+ * A first-fit allocator of byte ranges in a linear memory that only grows (a WebAssembly.Memory),
+ * so simdMemory.ts can keep the CPU backend's f32 tensors resident where the SIMD kernels read
+ * them instead of copying them in and out. Blocks are ALIGN-aligned; free ranges are kept sorted
+ * and merged on `free`; when none fits, `grow` extends the end (null: the caller falls back to an
+ * ordinary array). Bookkeeping only: it never touches the memory itself.
  *
- * Blocks are `ALIGN` (64) bytes aligned and sized in multiples of it. Free ranges are kept sorted by
- * address and merged with their neighbours on `free`, so a freed tensor's space is found again by the
- * next allocation that fits. When no free range fits, `grow(bytes)` is asked for more memory at the
- * end (it returns the new end, or null when the memory cannot grow: then `alloc` returns null and the
- * caller falls back to an ordinary array); a free range that touches the old end is extended rather
- * than left as a separate hole.
- *
- * Bookkeeping only: the allocator never reads or writes the memory itself (zeroing a new block and
- * poisoning a freed one are the caller's, simdMemory.ts). O(free ranges) per call — tens to hundreds here
- * (a model allocates its activations once per shape and reuses them).
- *
- * Not here: the memory, the views over it (simdMemory.ts), which tensors live in it (cpuBackend, index.ts).
+ * Not here: the memory, the views over it (simdMemory.ts), which tensors live in it (index.ts).
  */
-
 /** Alignment and size granule of every block, in bytes (a cache line; 16 would do for v128). */
 export const ALIGN = 64;
 

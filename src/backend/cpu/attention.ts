@@ -1,23 +1,15 @@
 /**
- * Causal multi-head self-attention, CPU reference (llm.c `attention_forward/backward`, with q, k,
- * v given as separate tensors — already projected and rotated):
- *   s[t,t2] = (q_t · k_t2) / √HS  for t2 ≤ t (causal mask: t2 > t is excluded),
- *   P[t,·]  = softmax_t2(s[t,·]),  out_t = Σ_t2 P[t,t2] v_t2,     per batch row b and head h.
- * Backward (softmax Jacobian, per row):
- *   dP[t2] = dout_t · v_t2,  dv_t2 += P[t2] dout_t,
- *   ds[t2] = P[t2] (dP[t2] − Σ_j P[j] dP[j]),
- *   dq_t += (1/√HS) Σ_t2 ds[t2] k_t2,  dk_t2 += (1/√HS) ds[t2] q_t.
- *
- * Incremental decoding: `kvCacheWrite` stores new k, v rows at positions pos0.. of a cache, and
- * `attentionCachedForward` lets query rows at positions pos0..pos0+T−1 attend to cache positions
- * 0..pos (inclusive). Both forwards call the same row routine with the same arithmetic in the
- * same order, so the cached result equals the full forward bit for bit (a test asserts it).
+ * Causal multi-head self-attention, CPU reference (llm.c `attention_forward/backward`; q, k, v come
+ * already projected and rotated):
+ *   s[t,t2] = (q_t · k_t2) / √HS for t2 ≤ t,   P[t,·] = softmax(s[t,·]),   out_t = Σ_t2 P[t,t2] v_t2
+ *   dP[t2] = dout_t · v_t2,   ds[t2] = P[t2] (dP[t2] − Σ_j P[j] dP[j]),   dv_t2 += P[t2] dout_t,
+ *   dq_t += ds[t2] k_t2 / √HS,   dk_t2 += ds[t2] q_t / √HS          (per batch row b and head h)
+ * The KV-cached forward runs the same row routine in the same order, so it equals the full forward
+ * bit for bit. Sums in f64; storing rounds to the output's type.
  *
  * Shapes: B batch, T time (query rows), NH heads, HS head size, C = NH·HS, Tmax cache capacity.
- *   q, k, v, out, dq, dk, dv, dout [B × T × C] (head h occupies channels h·HS..h·HS+HS−1)
- *   att [B × NH × T × T]: P, saved for backward; entries above the diagonal are written as 0
- *   kCache, vCache [B × Tmax × C]
- * Sums accumulate in f64 (JS numbers); storing rounds to the output's type.
+ *   q, k, v, out, dq, dk, dv, dout [B × T × C] (head h at channels h·HS..h·HS+HS−1)
+ *   att [B × NH × T × T]: P, saved for backward, 0 above the diagonal;  kCache, vCache [B × Tmax × C]
  *
  * Not here: the q/k/v/o projections, RoPE, grouped-query attention, dropout.
  */

@@ -1,24 +1,14 @@
 /**
- * Dense matmul with weights stored [OC × C] row-major (PyTorch nn.Linear, llm.c `matmul_forward`),
- * no bias (Llama has none), CPU reference:
- *   out[n,o] = Σ_c inp[n,c] · W[o,c]                 (out = inp · Wᵀ)
- *   dinp[n,c] += Σ_o dout[n,o] · W[o,c]               (dinp = dout · W)
- *   dW[o,c]   += Σ_n dout[n,o] · inp[n,c]             (dW = doutᵀ · inp)
+ * Dense matmul with weights stored [OC × C] row-major (nn.Linear, llm.c `matmul_forward`), no
+ * bias, CPU reference:
+ *   out[n,o] = Σ_c inp[n,c] · W[o,c]        dinp[n,c] += Σ_o dout[n,o] · W[o,c]
+ *   dW[o,c] += Σ_n dout[n,o] · inp[n,c]
+ * Every output element is one f64 accumulator summed in ascending order of the contracted index
+ * and rounded once, so any tiling in that order gives the same bits, and the quantized matmuls
+ * (quant.ts, on dequantized rows) equal it exactly. The SIMD and WebGPU twins sum in f32.
  *
- * Shapes: B batch, T time, N = B·T rows, C input channels, OC output channels.
+ * Shapes: N = B·T rows, C input channels, OC output channels.
  *   inp / dinp [N × C],  weight / dweight [OC × C],  out / dout [N × OC]
- *
- * Numerics: every output element is ONE f64 accumulator summed in ascending order of the
- * contracted index (c forward, o for dinp, n for dW) and rounded once when stored; f32×f32
- * products are exact in f64. The loops below are the plain ones, one output row at a time (the
- * gradients keep a row of f64 accumulators so that both operands stream along C); any tiling that
- * keeps one accumulator per element in that order gives the same bits. The quantized matmuls
- * (quant.ts) run these loops on dequantized rows, so they equal this matmul on dequantized
- * weights exactly. The SIMD twin (simd.ts) sums in f32 lanes, the WebGPU twin in f32: both agree
- * to f32 rounding, not bit for bit.
- *
- * `matmulResidualForward` (out = res + inp · Wᵀ, the residual add folded into the matmul — one
- * dispatch on WebGPU) is here as the composition of matmulForward and residualForward.
  *
  * Not here: bias, batched/strided matmul, quantized weights (quant.ts).
  */

@@ -1,24 +1,14 @@
 /**
- * The gradient of SAT's per-agent objective (docs/method.md §5.3) with respect to the policy's
- * logits — the one implementation of the objective, used by every agent (the tabular agent on f64
- * logit rows at τ = 1, the language-model agent on f32 logits at its sampling temperature) and the
- * CPU reference of the GPU loss kernel. It takes raw logits and a temperature τ, accepts
- * Float32Array or Float64Array and computes in f64; checked against an independent f64 statement of
- * the formula and finite differences (tests/objective.test.ts, tests/backend-cpu.test.ts):
+ * The gradient of SAT's per-agent objective with respect to the policy's logits (docs/method.md
+ * §5.3) — the one implementation, used by the tabular agent (f64 rows, τ = 1), the language agent
+ * (f32 logits at its sampling temperature) and as the GPU loss kernel's CPU reference. Computes in
+ * f64 from raw logits z and τ; dlogits ACCUMULATES scale · ∂L/∂z (L is maximised; scale = −1 gives
+ * the loss an optimizer descends):
  *
- *   lp = log_softmax(z_θ/τ), lq = log_softmax(z_ref/τ)                      per step k
- *   u_e = Σ_{k ∈ e} (lp_k[a_k] − lq_k[a_k]),  r_e = exp(u_e)
- *   L   = (1/N) Σ_e w_e · min( r_e Ã_e , exp(clip(u_e, log(1−ε_low), log(1+ε_high))) Ã_e )
- *         − β · (1/K) Σ_k KL(π_θ(·|s_k) ‖ π_ref(·|s_k))
  *   ∂L/∂z_k,v = (1/τ) [ c_k (1[v=a_k] − p_k,v) − (β/K) p_k,v ((lp_k,v − lq_k,v) − KL_k) ]
- * where c_k = ∂L/∂u for the step's episode: w_e r_e Ã_e / N if the unclipped branch is active,
- * 0 if the clipped branch is (ratio outside the band on the side Ã favours). The token-level
- * variant uses per-step ratios with GRPO (N·|e|), BNPO (K) or Dr.GRPO (N·H) normalisers.
+ *   c_k = w_e r_e Ã_e / N on the unclipped branch, 0 on the clipped one (§5.1, §5.2 for tokens)
  *
- * dlogits ACCUMULATES scale · ∂L/∂z (L is maximised; pass scale = −1 for the gradient of the
- * loss −L that an optimizer descends). Internals are f64 (JS numbers) per row.
- *
- * Shapes: K steps, V vocabulary, N episodes, H horizon (for dr_grpo).
+ * Shapes: K steps, V vocabulary, N episodes, H horizon (dr_grpo).
  *   logitsTheta, logitsRef, dlogits [K × V];  actions, episodeOf [K] int32;  adv, weight [N]
  *   stats [4] = (objective, surrogate, klMean, clipfrac)
  *

@@ -1,20 +1,12 @@
 /**
- * Matmul from quantized weights (out = inp · Wᵀ with W [OC × C] stored in blocks of 32 along C),
- * CPU reference. Layouts (produced by the model's file/quantization code, consumed here):
+ * Matmul from quantized weights (out = inp · Wᵀ, W [OC × C] in blocks of 32 along C; C a multiple
+ * of 32), CPU reference. Layouts, with s = f16(scales[o·(C/32) + ⌊c/32⌋]):
  *   Q8 (GGUF Q8_0 numbers): q Int8Array [OC·C] row-major; W[o,c] = q[o·C + c] · s
- *   Q4 (ONNX MatMulNBits packing): q Uint8Array [OC·C/2]; element (o,c) sits in byte ⌊(o·C + c)/2⌋,
- *      low nibble for even c, high nibble for odd c; W[o,c] = (nibble − 8) · s
- *   both: scales Uint16Array [OC·C/32] of f16 bits, s = f16(scales[o·(C/32) + ⌊c/32⌋])
- * C must be a multiple of 32 (RangeError otherwise).
- *
- * Method: dequantize a block of OC rows into an f32 scratch (q·s is exact in f32: ≤ 8 + 11
- * significant bits) and run the dense matmul's loops on it (matmul.ts). Because each output is
- * one f64 accumulator in ascending c, the result equals `matmulForward` on the dequantized
- * weights bit for bit. The input-gradient variants (for LoRA over a frozen quantized base)
- * dequantize the whole matrix and equal `matmulBackward`'s dinp bit for bit.
- *
- * Shapes: B batch, T time, N = B·T, C input channels (multiple of 32), OC output channels.
- *   inp / dinp [N × C],  out / dout [N × OC]
+ *   Q4 (ONNX MatMulNBits packing): q Uint8Array [OC·C/2], byte ⌊(o·C + c)/2⌋, low nibble for even
+ *      c; W[o,c] = (nibble − 8) · s
+ * Rows are dequantized into f32 (exact) and run through the dense loops of matmul.ts, so the
+ * result equals `matmulForward` on the dequantized weights bit for bit; the input gradients (LoRA
+ * over a frozen base) equal `matmulBackward`'s dinp likewise. Shapes as in matmul.ts.
  *
  * Not here: quantizing (src/model), gradients for the quantized weights themselves (frozen).
  */

@@ -1,29 +1,11 @@
 /**
- * Batched sampling of the next token from logits with temperature and top-k, driven by the
- * counter-based RNG (Philox4x32-10, src/core/rng.ts), CPU reference.
- *
- * Random numbers — the layout the WebGPU sampler reproduces bit for bit:
- *   key     = (seed, stream)                         (k0, k1; stream e.g. mixPath([stage, agent]))
- *   counter = (step, seq0 + b, 0, 0)                 (c0 = decoding step, c1 = sequence id)
- *   u       = u32ToUniform(word 0) = (w0 >>> 8) · 2⁻²⁴ ∈ [0, 1)   — one uniform per (sequence, step)
- * So a token depends only on (seed, stream, step, sequence, logits): same seed ⇒ same tokens, in
- * any batch order or split.
- *
- * Distribution for row b (logits z [V]):
- *   τ = 0, or top-k = 1: argmax z (lowest index on ties); u is not used.
- *   keep set S: the k largest z, ties broken by lower index — token v is kept iff
- *       #{w : z_w > z_v or (z_w = z_v and w < v)} < k      (k ≤ 0 or k ≥ V keeps all);
- *   p_v = exp((z_v − max_S z)/τ) for v ∈ S, else 0 (unnormalised);
- *   inverse CDF in increasing index order: the first v with u·Σp < Σ_{w ≤ v} p_w
- *   (core `sampleCategorical`; if rounding leaves no such v, the last v with p_v > 0).
- * The CPU computes p in f64; an f32 GPU sampler may differ only when u·Σp lands within f32
- * rounding of a CDF boundary.
+ * Batched sampling of the next token from logits with temperature and top-k, CPU reference, on the
+ * counter-based RNG (Philox4x32-10, src/core/rng.ts) so a token depends only on (seed, stream,
+ * step, sequence, logits): same seed ⇒ same tokens, in any batch order or split. The WebGPU
+ * sampler reproduces this layout bit for bit. `samplerLogProbs` is the log of the same
+ * distribution, which an importance ratio needs to be unbiased (docs/certificate.md §3.1).
  *
  * Shapes: B rows (sequences), V vocabulary.  logits [B × V],  out [B] int32.
- *
- * `samplerLogProbs` is the log of that same distribution for every token (−Infinity outside the
- * keep set), which is what an importance ratio needs to be unbiased under this sampler
- * (docs/certificate.md §3.1).
  *
  * Not here: repetition penalties, top-p, stop tokens (the rollout decides those).
  */
@@ -33,7 +15,10 @@ import { checkSample, checkSamplerLogProbs } from '../check';
 
 const block = new Uint32Array(4);
 
-/** The uniform used for sequence `seq` at decoding `step` (header's counter layout). */
+/**
+ * The uniform used for sequence `seq` at decoding `step`:
+ *   key = (seed, stream),  counter = (step, seq, 0, 0),  u = (word0 >>> 8) · 2⁻²⁴ ∈ [0, 1).
+ */
 export function samplerUniform(seed: number, stream: number, step: number, seq: number): number {
   philox4x32(step, seq, 0, 0, seed, stream, block);
   return u32ToUniform(block[0]!);
@@ -62,7 +47,15 @@ function keepSet(kept: Uint8Array, order: Int32Array | null, logits: FloatArray,
   for (let i = 0; i < k; i++) kept[order[i]!] = 1;
 }
 
-/** out[b] = a token drawn from softmax(top-k(z_b)/τ) with the Philox uniform of (step, seq0 + b). */
+/**
+ * out[b] = a token drawn from softmax(top-k(z_b)/τ) with the Philox uniform of (step, seq0 + b):
+ *   τ = 0 or top-k = 1: argmax z (lowest index on ties); u is not used.
+ *   keep set S: v is kept iff #{w : z_w > z_v or (z_w = z_v and w < v)} < k (k ≤ 0 or ≥ V: all);
+ *   p_v = exp((z_v − max_S z)/τ) on S, else 0; the first v with u·Σp < Σ_{w ≤ v} p_w (core
+ *   `sampleCategorical`; if rounding leaves none, the last v with p_v > 0).
+ * p is computed in f64; an f32 GPU sampler may differ only when u·Σp is within f32 rounding of a
+ * CDF boundary.
+ */
 export function sampleForward(out: Int32Array, logits: FloatArray, B: number, V: number, sp: SampleParams): void {
   const k = checkSample(out, logits, B, V, sp);
   const seq0 = sp.seq0 ?? 0;

@@ -1,23 +1,18 @@
 /**
- * Log-probabilities over the vocabulary, their gather at target ids, and the exact per-state
- * KL divergence between two policies given by logits — CPU reference. With temperature τ > 0
- * (docs/method.md §5.4, §9b: ratios and KL use the sampling temperature, so r = 1 exactly before
- * any step):
- *   lp_v = z_v/τ − log Σ_u exp(z_u/τ)                 (max-shifted: no exp of a positive number)
- *   dz_v += (dlp_v − p_v Σ_u dlp_u) / τ               (log-softmax backward, p = exp(lp))
- *   gather: out_n = lp[n, target_n];  dlp[n, target_n] += dout_n
- *   KL_n = Σ_v p_v (lp_v − lq_v)                       (full vocabulary, no sampling)
- *   ∂KL/∂zp_v = p_v ((lp_v − lq_v) − KL) / τ,   ∂KL/∂zq_v = (q_v − p_v) / τ
- * Terms with p_v = 0 (a −Infinity logit) contribute 0 to the KL.
+ * Rows of log-probabilities over the vocabulary, their gather at target ids, and the exact
+ * per-state KL between two policies given by logits — CPU reference, at temperature τ > 0 (ratios
+ * and KL use the sampling temperature, docs/method.md §5.4, §9b):
+ *   lp_v = z_v/τ − log Σ_u exp(z_u/τ)   (max-shifted)      dz_v += (dlp_v − p_v Σ_u dlp_u) / τ
+ *   gather: out_n = lp[n, target_n]                         dlp[n, target_n] += dout_n
+ *   KL_n = Σ_v p_v (lp_v − lq_v)  (p_v = 0 adds 0)          ∂KL/∂zp_v = p_v ((lp_v − lq_v) − KL)/τ,
+ *                                                           ∂KL/∂zq_v = (q_v − p_v)/τ
+ * `crossEntropy` is gather∘logSoftmax composed: the twin of the WebGPU one-dispatch kernel.
  *
- * Shapes: N rows (states / positions, usually B·T), V vocabulary.
+ * Shapes: N rows (usually B·T), V vocabulary.
  *   logits, logp, dlogits, dlogp [N × V];  targets [N] int32 in [0, V);  KL, gathered [N]
  *
- * `crossEntropy` (lrow = gather(logSoftmax(z)), dz += the gradient of Σ dout·lrow) is those four
- * ops composed: the twin of the WebGPU backend's one-dispatch kernel, with the same bits as the
- * ops it replaces on every CPU backend (`crossEntropyWith` takes their SIMD forms).
- *
- * Not here: sampling (sampling.ts), the clipped objective (objective.ts).
+ * Not here: one small f64 distribution (src/sat/categorical.ts), sampling (sampling.ts), the
+ * clipped objective (objective.ts).
  */
 import type { FloatArray } from '../types';
 import { checkGatherBackward, checkGatherForward, checkKlBackward, checkKlForward, checkLogSoftmaxBackward, checkLogSoftmaxForward } from '../check';

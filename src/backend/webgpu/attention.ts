@@ -1,20 +1,10 @@
 /**
- * WebGPU causal multi-head attention — thin wrappers over shaders/attention.wgsl (forward, full
- * or from a KV cache), shaders/attention_backward_dq.wgsl + attention_backward_dkv.wgsl
- * (backward) and shaders/kv_cache_write.wgsl. Twins: attentionForward, attentionBackward,
- * kvCacheWrite, attentionCachedForward in src/backend/cpu/attention.ts, same arguments after the
- * context: forwards overwrite (the full forward stores P in att [B × NH × T × T] with zeros above
- * the diagonal), the backward accumulates into dq, dk, dv.
- *
- * Backward in two dispatches, deterministic without atomics: a workgroup per query row computes
- * ds = P ⊙ (dP − Σ P dP)/√HS into a scratch [B·NH·T·T] and accumulates dq; then a thread per key
- * element sums its column for dk and dv.
- *
- * The full forward has two numbered variants (`variant` argument, `ATTENTION_DEFAULT` is the
- * backend's): v1 = shaders/attention.wgsl, a workgroup per query row with tree reductions;
- * v2 = shaders/attention_v2.wgsl, a workgroup per (b, h, block of query rows), a thread per row,
- * K / V tiles in workgroup memory, vec4 dots (HS ≤ 64; larger heads run v1). Both pass the same
- * tests (tests/webgpu/layers.test.ts); the cached forward always runs v1 (attention.wgsl).
+ * WebGPU causal multi-head attention: thin wrappers over attention.wgsl (forward, full or from a KV
+ * cache), attention_v2.wgsl (the full forward's faster variant for HS ≤ 64; `ATTENTION_DEFAULT`),
+ * attention_backward_dq.wgsl + attention_backward_dkv.wgsl (backward: ds and dq per query row,
+ * then dk, dv per key element — deterministic without atomics) and kv_cache_write.wgsl. Twins:
+ * src/backend/cpu/attention.ts, same arguments after the context; both variants pass
+ * tests/webgpu/layers.test.ts.
  *
  * Not here: the q/k/v/o projections, RoPE, GQA.
  */
@@ -33,8 +23,8 @@ const V2_MAX_HS = 64;
 const V2_TILE_BYTES = 8192;
 const v2Kernels = new Map<string, ReturnType<typeof defineKernel>>();
 /**
- * Variant 2's kernel for T and HS: rows per block WG (16 for T ≤ 16, else 32 — at T 128, 64-row
- * blocks were no faster and split the causal work less evenly), BK keys per tile, HS4 = ⌈HS/4⌉.
+ * Variant 2's kernel for T and HS: rows per block WG (16 for T ≤ 16, else 32: larger blocks split
+ * the causal work less evenly, docs/performance.md), BK keys per tile, HS4 = ⌈HS/4⌉.
  */
 function fwdV2(T: number, HS: number): { k: ReturnType<typeof defineKernel>; wg: number } {
   const wg = T <= 16 ? 16 : 32;

@@ -1,25 +1,12 @@
 /**
- * Acquiring a WebGPU device, in the browser (navigator.gpu) or in Node (the `webgpu` npm
- * package: Dawn, which runs on any Vulkan driver, including the SwiftShader CPU driver shipped
- * with Chromium) — behind one function that returns either a device or a reason a person can act
- * on. It also checks the limits a kernel's buffers need (`checkBufferSize`) and surfaces device
- * loss as a callback.
+ * Acquiring a WebGPU device, in the browser (navigator.gpu) or in Node (the `webgpu` package: Dawn
+ * on any Vulkan driver, including Chromium's SwiftShader CPU driver), behind one function that
+ * returns a device or a reason a person can act on. Also checks the limits a kernel's buffers need
+ * (`checkBufferSize`) and reports device loss to a callback.
  *
- * Node specifics (what makes the GPU kernel tests run on a machine with no GPU):
- *   - `node.vulkanIcd` sets VK_ICD_FILENAMES (read by the Vulkan loader when Dawn creates its
- *     instance, so setting it from JavaScript works) unless the environment already sets it;
- *   - `node.vulkanLibrary` pre-loads a Vulkan loader (libvulkan.so.1) by absolute path with
- *     RTLD_NODELETE, so Dawn's later dlopen("libvulkan.so.1") finds it by soname. This replaces
- *     LD_LIBRARY_PATH, which glibc reads only at process start (too late for a test file).
- *   `softwareFallback()` (node.ts) finds Chromium's SwiftShader for these two options. They are
- *   applied only if the machine's own drivers give no adapter (a real GPU is preferred), and
- *   an environment that already sets VK_ICD_FILENAMES keeps it.
- *   Every Dawn `GPU` instance is kept referenced for the life of the process (see dawnInstances).
- *
- * Not here: what to do when the device is lost (the agent worker, src/workers/agentApi.ts), the
- * kernels (kernel.ts and one file per op), choosing between the WebGPU and CPU backends (the app).
+ * Not here: what to do when the device is lost (src/workers/agentApi.ts), the kernels (kernel.ts
+ * and one file per op), choosing between the WebGPU and CPU backends (the app).
  */
-
 /** What `acquireDevice` hands back when it works. */
 export interface GpuDeviceHandle {
   readonly ok: true;
@@ -46,7 +33,13 @@ export interface AcquireOptions {
    * long…), with the reason and the browser's message. Recreation is the caller's business.
    */
   readonly onLost?: (info: { reason: string; message: string }) => void;
-  /** Node only: how to reach a Vulkan driver (see the header). */
+  /**
+   * Node only: how to reach a Vulkan driver when the machine's own give no adapter (a real GPU is
+   * preferred; node.ts `softwareFallback()` finds SwiftShader's). `vulkanIcd` sets VK_ICD_FILENAMES
+   * (read when Dawn creates its instance, so setting it from JS works) unless the environment sets
+   * it; `vulkanLibrary` pre-loads libvulkan.so.1 by absolute path so Dawn's dlopen finds it by
+   * soname — LD_LIBRARY_PATH is read only at process start, too late for a test file.
+   */
   readonly node?: { readonly vulkanIcd?: string; readonly vulkanLibrary?: string };
 }
 
@@ -55,7 +48,7 @@ const RTLD_NOW = 2;
 const RTLD_GLOBAL = 0x100;
 const RTLD_NODELETE = 0x1000;
 
-/** Pre-load a shared library by absolute path so that it stays loaded (see header). */
+/** Pre-load a shared library by absolute path with RTLD_NODELETE, so that it stays loaded. */
 function preloadLibrary(path: string): string | null {
   const proc = globalThis.process;
   try {
@@ -99,7 +92,7 @@ async function loadDawn(): Promise<DawnModule | string> {
   return dawn;
 }
 
-/** Point the Vulkan loader at the software driver of `opts.node` (see header). */
+/** Point the Vulkan loader at the software driver of `opts.node` (AcquireOptions.node). */
 function applySoftwareDriver(opts: AcquireOptions): string | null {
   const proc = globalThis.process;
   const icd = opts.node?.vulkanIcd;

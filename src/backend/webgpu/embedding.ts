@@ -1,18 +1,13 @@
 /**
- * WebGPU token embedding (forward and backward) — thin wrappers over shaders/embedding.wgsl,
- * shaders/embedding_backward.wgsl and shaders/embedding_backward_tokens.wgsl; twins: embeddingForward / embeddingBackward in
- * src/backend/cpu/embedding.ts (same arguments after the context; forward overwrites, backward
- * accumulates). V, the number of rows of wte, is wte.length / C, as on the CPU.
+ * WebGPU token embedding — thin wrappers over embedding.wgsl (forward) and two deterministic
+ * backward kernels with the CPU's bits (ascending rows, no atomics): vocabulary-major
+ * (embedding_backward.wgsl, O(V·N·C)) for the usual small vocabulary, token-major
+ * (embedding_backward_tokens.wgsl, O(N²·C)) when there are fewer token rows than vocabulary rows,
+ * as in src/model's pack/unpack scatter. The wrapper picks the one with less work unless told.
+ * Twins: src/backend/cpu/embedding.ts, same arguments after the context; V = wte.length / C.
  *
- * The backward has two deterministic kernels (no atomics) with the same result, bit for bit (the
- * CPU's: ascending rows, one f32 rounding per add): vocabulary-major (embedding_backward.wgsl,
- * O(V·N·C)) for the usual small vocabulary, token-major (embedding_backward_tokens.wgsl,
- * O(N²·C)) when there are fewer token rows than vocabulary rows — e.g. src/model's pack/unpack,
- * which uses this op as a scatter into a large flat tensor. The wrapper picks the one with less
- * work, unless its optional last argument names one (the tests run both).
- *
- * Not here: token range checks (a token outside [0, V) gives a NaN row forward and is skipped
- * backward; the CPU twin throws), the tied LM head (matmul.ts).
+ * Not here: token range checks (out of [0, V): a NaN row forward, skipped backward; the CPU twin
+ * throws), the tied LM head (matmul.ts).
  */
 import { checkEmbedding } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';

@@ -1,25 +1,15 @@
 /**
- * The thin-wrapper machinery every WebGPU kernel uses (a kernel is a WGSL file, a thin wrapper that
- * knows only its dispatch shape and cache key, and a test against its CPU twin):
- *   - `GpuTensor`: a storage buffer with an element kind and length (the backend's handle), or a
- *     view of a range of another tensor's buffer (`view`: bound at its byte offset, not pooled);
- *   - `GpuContext`: owns the device; upload / zeros / fill / download / dispose tensors (buffers
- *     are pooled by size class and reused after `dispose`); compiles each kernel once per cache
- *     key (shader names + entry point + overrides) with an explicit bind-group layout; records
- *     dispatches into one pending command encoder, submitted by `flush` or `download`. Uploads
- *     are recorded too (a mapped staging buffer copied in the encoder), so they never submit;
- *     downloads requested in the same JS task share one submission (the flush waits a microtask);
- *   - `defineKernel` / `params`: how a wrapper names its shader, bindings and uniforms.
+ * The thin-wrapper machinery every WebGPU kernel uses (a kernel is a WGSL file, a wrapper that
+ * knows only its dispatch shape and cache key, and a test against its CPU twin): `GpuTensor`, a
+ * storage buffer or a view into one; `GpuContext`, which owns the device, pools buffers, compiles
+ * each kernel once per cache key and records dispatches; `defineKernel` / `params`, how a wrapper
+ * names its shader, bindings and uniforms. Ops are recorded, not run: nothing is observable until
+ * `download`, which also throws any WebGPU error raised since the last check.
  *
- * Ops are recorded, not run: like the CPU backend, forward kernels overwrite their output and
- * backward kernels accumulate; nothing is observable until `download` (which also throws any
- * WebGPU validation error raised since the last check, e.g. a WGSL compile error).
+ * Shader conventions and the checklist for adding an op: docs/kernels.md.
  *
- * The shader conventions (bindings, `override WG`, packed byte tensors, the shared helpers) and
- * the steps of adding an op: docs/kernels.md.
- *
- * Not here: any kernel's maths (one file per op), device acquisition (device.ts), the
- * `Backend` object that binds the wrappers to the interface of src/backend/types.ts (backend.ts).
+ * Not here: any kernel's maths (one file per op), device acquisition (device.ts), the `Backend`
+ * object binding the wrappers to src/backend/types.ts (backend.ts).
  */
 import { VIEW_ALIGN, type HostTensors, type TensorKind } from '../types';
 import { checkBufferSize } from './device';
@@ -35,7 +25,6 @@ export interface GpuTensor<K extends TensorKind = TensorKind> {
   /** A view (`GpuContext.view`): its first byte in `buffer` (a multiple of 256); it owns no buffer. Absent: the tensor owns `buffer` from byte 0. */
   readonly offset?: number;
 }
-
 
 const ELEMENT_BYTES: { [K in TensorKind]: number } = { f32: 4, i32: 4, i8: 1, u8: 1, u16: 2 };
 const CTORS: { [K in TensorKind]: new (buf: ArrayBuffer, off: number, len: number) => HostTensors[K] } = {
@@ -125,7 +114,13 @@ export interface GpuCounts {
   readonly byKernel: Readonly<Record<string, number>>;
 }
 
-/** The device, its pipelines, buffer pools and the pending command encoder. */
+/**
+ * The device, its pipelines, buffer pools and the pending command encoder. Buffers are pooled by
+ * size class and reused after `dispose`; pipelines use an explicit bind-group layout, keyed by
+ * shader names + entry point + overrides. Dispatches and uploads (a mapped staging buffer copied
+ * in the encoder) go into one pending encoder, submitted by `flush` or `download`; downloads
+ * asked for in the same JS task share one submission (the flush waits a microtask).
+ */
 export class GpuContext {
   readonly device: GPUDevice;
   private readonly pipelines = new Map<string, { pipeline: GPUComputePipeline; layout: GPUBindGroupLayout }>();

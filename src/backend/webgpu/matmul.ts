@@ -1,18 +1,12 @@
 /**
- * WebGPU dense matmul (weights [OC × C], out = inp · Wᵀ) — thin wrappers over one strided GEMM
- * in three numbered variants (shaders/matmul_v1.wgsl naive, matmul_v2.wgsl tiled in workgroup
- * memory, matmul_v3.wgsl tiled + 4×4 register blocks with vec4). Twins: matmulForward /
- * matmulBackward in src/backend/cpu/matmul.ts — same arguments (after the context), forward
- * overwrites, backward accumulates, null skips a gradient:
+ * WebGPU dense matmul (weights [OC × C], out = inp · Wᵀ): thin wrappers over one strided GEMM in
+ * three numbered variants (matmul_v1.wgsl naive, v2 tiled in workgroup memory, v3 tiled with 4×4
+ * register blocks and vec4; all pass tests/webgpu/matmul.test.ts, `MATMUL_DEFAULT` is the
+ * backend's). Twins: matmulForward / matmulBackward in src/backend/cpu/matmul.ts, same arguments
+ * after the context. The three products as one GEMM C[M × Pn] (+)= A[M × K] · B[K × Pn]:
  *   out  = inp · Wᵀ:     M = N,  Pn = OC, K = C,  A = inp  (sai C,  sak 1),  B(c,o) = W[o,c] (sbk 1, sbj C)
  *   dinp += dout · W:    M = N,  Pn = C,  K = OC, A = dout (sai OC, sak 1),  B(o,c) = W[o,c] (sbk C, sbj 1)
  *   dW  += doutᵀ · inp:  M = OC, Pn = C,  K = N,  A(o,n) = dout[n,o] (sai 1, sak OC), B(n,c) = inp (sbk C, sbj 1)
- * Every variant passes the same test (tests/webgpu/matmul.test.ts); `MATMUL_DEFAULT` is the one
- * the backend uses. On v3, matmulBackward with both gradients is ONE dispatch (the two GEMMs
- * share A = dout; matmul_v3.wgsl runs a pair). `matmulResidualForward` (out = res + inp · Wᵀ) folds the residual add that
- * follows a block's output projection into the GEMM: res is copied into out (a buffer copy, not a
- * dispatch) and the GEMM's accumulate epilogue adds the dot products — one dispatch instead of
- * two, and the bits of matmulForward then residualForward (both round res + dot once).
  *
  * Not here: quantized weights (matmul_q.ts), bias, batched matmul.
  */
@@ -96,7 +90,7 @@ export function matmulForward(ctx: GpuContext, out: GpuTensor<'f32'>, inp: GpuTe
   gemm(ctx, variant, out, inp, weight, N, OC, C, { sai: C, sak: 1, sbk: 1, sbj: C }, false);
 }
 
-/** dinp += dout · W and dW += doutᵀ · inp; null skips one. Accumulates. */
+/** dinp += dout · W and dW += doutᵀ · inp; null skips one. Accumulates. On v3 both are ONE dispatch (they share A = dout). */
 export function matmulBackward(
   ctx: GpuContext,
   dinp: GpuTensor<'f32'> | null,
@@ -126,7 +120,11 @@ export function matmulBackward(
   }
 }
 
-/** out = res + inp · Wᵀ (header: res copied into out, then the accumulating GEMM). Overwrites `out`, which must not be `res`. */
+/**
+ * out = res + inp · Wᵀ: res is copied into out (a buffer copy, not a dispatch) and the GEMM's
+ * accumulating epilogue adds the dots — one dispatch, with the bits of matmulForward then
+ * residualForward (both round res + dot once). Overwrites `out`, which must not be `res`.
+ */
 export function matmulResidualForward(ctx: GpuContext, out: GpuTensor<'f32'>, inp: GpuTensor<'f32'>, weight: GpuTensor<'f32'>, res: GpuTensor<'f32'>, B: number, T: number, C: number, OC: number, variant: MatmulVariant = MATMUL_DEFAULT): void {
   sizes('matmulResidualForward', { B, T, C, OC });
   const N = B * T;

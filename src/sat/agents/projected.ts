@@ -1,74 +1,17 @@
 /**
- * The seat of a plug-and-play swap with Stage-0 (docs/method.md §9b), for language-model agents:
- * a policy that samples from the Stage-0 projection itself, token by token,
+ * The seat of a language-model plug-and-play swap with Stage-0 (docs/method.md §9b): a policy that
+ * samples from the Stage-0 projection of the incoming model π_pre towards the outgoing π_cur,
  *
  *   π_new(·|s) ∝ π_pre(·|s)^{1/(1+λ(s))} · π_cur(·|s)^{λ(s)/(1+λ(s))},   KL(π_new‖π_cur) ≤ δ0,
  *
- * where π_pre is the incoming pretrained model (frozen), π_cur the outgoing agent (frozen at the
- * parameters it had at the swap) and λ(s) is solved at every token state when it is needed
- * (src/sat/stage0.ts `projectState`: λ = 0 when π_pre is already inside the ball, else bisection),
- * from both models' logits at the sampling temperature τ.
+ * token by token (λ(s) from stage0.ts `projectState`, at the sampling temperature τ), until its
+ * first SAT update hands the seat to the trainable student (θ_pre distilled towards π_new). Both
+ * frozen models are re-run on every prefix, so sampling and log-probs come from the same forward
+ * pass; the sampler is `Model.generate`'s, so one seed gives one set of tokens. The SAT core runs
+ * unchanged: π_new is the π_cur that sampled the batch.
  *
- * It is a policy wrapper over three models on one backend — the CPU kernels or WebGPU alike: the
- * two frozen halves of the projection (π_pre, π_cur) and the trainable student (an ordinary
- * `LmAgent`, below). `generate` runs both frozen models on every live prefix at every decoding
- * step, projects the two next-token distributions on the host and draws the token with the same
- * counter-based sampler as `Model.generate` (sampleForward's Philox counter (seed, stream, step,
- * sequence)), so the same seed gives the same tokens, and a projection equal to π_pre (λ = 0
- * everywhere) gives exactly π_pre's tokens. The two forwards are full (uncached) passes over each
- * prefix — with messages of a few tokens the recomputation is cheap — which makes the sampled
- * distribution the very one `distributions`/`logProbs` report (both come from the same full
- * forward pass, as LmAgent's do).
- *
- * The hand-over to the new model's own weights. The trainable part is the *student* — θ_pre
- * distilled towards π_new by src/sat/lmSwap.ts. The seat has two modes:
- *
- *   'projection'  (from the swap on) generate / distributions / logProbs are π_new's. A
- *                 `setReference()` in this mode makes π_new the reference π_cur of the stage: the
- *                 student's ratios, its exact per-state KL and the trust-region check are taken
- *                 against the policy that actually sampled the stage's batches.
- *   'student'     entered by the seat's first `trainStep` (its SAT update in that stage): with
- *                 `distil` set, the student is first distilled further towards π_new on the token
- *                 states of the batch it is being trained on — "the projection samples while the
- *                 student is distilled" — and then takes the ordinary step on the clipped objective
- *                 with ratios π_θ/π_new and penalty β·KL(π_θ‖π_new). The result *is* π_tar, so
- *                 everything — sampling included — is the student's. If the trust-region monitor
- *                 accepts the update, SAT's π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾ hands the seat to the student: later
- *                 agents of the same stage (resampled batches, probes) and the stage-end evaluation
- *                 see the student, and the next `setReference()` freezes the student's parameters
- *                 as an ordinary LmAgent would. If the monitor rejects it, `restore(start)` puts the
- *                 seat back in 'projection' mode (the mode travels in the snapshot) and π_new keeps
- *                 sampling — the next stage tries the hand-over again.
- *
- * Why distil again inside the hand-over step: a student distilled only on the swap's states
- * generalises poorly to new prefixes (arith-pnp, seed 1: KL(π_θ‖π_new) q90 0.03 on its own 357
- * states, q95 2.8 on a fresh rollout), and the seat's SAT update is checked on the states of its
- * own training batch (a fresh one under `resample`), so a hand-over that starts from the swap's
- * student was rejected after every backtrack (arith-pnp seeds 1–2: violation rate 0.33–0.39 at the
- * first attempt, even after an extra distillation on the stage batch). The distillation on a batch
- * is computed once and reused by backtracking retries (same batch, same starting parameters ⇒ same
- * result). Caveat: like the RL step itself, it is fitted on the very states the monitor checks, so
- * the measured KL(π_θ‖π_new) is an in-sample number; on fresh prefixes the student is further out.
- *
- * So the SAT core (src/sat/stage.ts) runs unchanged: "agent j was at π_cur when its batch was
- * sampled" holds (π_cur = π_new), and the distance the hand-over travels — distillation error plus
- * the RL step — is exactly the KL the monitor measures and the certificate charges.
- *
- * `surrogateGradient` and `fisherVectorProduct` are always the student's, at its current
- * parameters: in 'projection' mode that is the student before the hand-over distillation, so the
- * information-geometric gain recorded for the hand-over step (docs/method.md §7.3) is only
- * indicative.
- *
- * Snapshots carry one extra trailing parameter: 1 in 'projection' mode, 0 in 'student' mode
- * (geometry.ts reads only the first P entries). `interpolate(from, f)` (the 'shrink' policy) from a
- * 'projection' snapshot moves the student's parameters back towards their distilled start, not
- * towards π_new (which has no parameters), so 'shrink' may end outside the radius there; 'reject'
- * (the default) is exact.
- *
- * Not here: the projection maths (stage0.ts), the swap itself and its first distillation on states
- * from d^{π_cur} (lmSwap.ts; the loss is `LmAgent.distil`, used by both), or a KV-cached
- * two-model decoder (a one-step decode API on Model would make long messages cheaper).
- * top-k truncation is applied to π_new when sampling, but log-probs use the full π_new (as LmAgent).
+ * Not here: the projection maths (stage0.ts), the swap and its first distillation (lmSwap.ts), a
+ * two-model KV cache.
  */
 import { ConfigError } from '../../core/errors';
 import { sampleForward } from '../../backend/cpu/sampling';
@@ -129,6 +72,13 @@ export interface ProjectedLmAgentOptions<X extends TensorKinds> {
   readonly distil?: { readonly steps: number; readonly lr: number };
 }
 
+/**
+ * Who samples for the seat. 'projection': π_new, from the swap on; `setReference()` here makes π_new
+ * the stage's reference, so the student's ratios and KL are taken against the policy that sampled.
+ * 'student': from the seat's first `trainStep` on — the student, distilled again on that batch's
+ * states, is π_tar; if the monitor rejects it, `restore` goes back to 'projection' and the next
+ * stage tries again. Top-k applies to π_new when sampling; log-probs use the full π_new.
+ */
 export type SeatSampler = 'projection' | 'student';
 
 export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements LmAgentPolicy {
@@ -252,7 +202,10 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
   /**
    * The seat's SAT update. From 'projection' mode (the hand-over): the student is distilled towards
    * π_new on the batch's states (once per batch and starting point; retries reuse it), becomes the
-   * policy (π_tar), and takes one ordinary step.
+   * policy (π_tar), and takes one ordinary step. Distilled again because a student distilled on the
+   * swap's states alone generalises poorly to new prefixes and its update was rejected
+   * (docs/performance.md, "Figures moved from code comments"). Like the RL step, this distillation
+   * is fitted on the states the monitor checks, so its KL is in-sample.
    */
   async trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
     const model = this.student.model;
@@ -275,6 +228,10 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     return this.student.trainStep(batch, spec);
   }
 
+  /**
+   * Always the student's, at its current parameters: in 'projection' mode the student before the
+   * hand-over distillation, so the gain recorded for that step (docs/method.md §7.3) is indicative.
+   */
   surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
     return this.student.surrogateGradient(batch);
   }
@@ -283,6 +240,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     return this.student.fisherVectorProduct(steps, v);
   }
 
+  /** The student's snapshot plus one trailing value, the mode: 1 'projection', 0 'student' (geometry.ts reads the first P). */
   async snapshot(): Promise<AgentSnapshot> {
     const s = await this.student.snapshot();
     const params = new Float64Array(s.params.length + 1);
@@ -298,6 +256,10 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     this.mode = s.params[P] === 1 ? 'projection' : 'student';
   }
 
+  /**
+   * 'shrink': from a 'projection' snapshot this moves the student back towards its distilled start,
+   * not towards π_new (which has no parameters), so it may end outside the radius; 'reject' is exact.
+   */
   async interpolate(from: AgentSnapshot, f: number): Promise<void> {
     const wasStudent = this.mode === 'student';
     const now = await this.student.model.getParams();

@@ -10,7 +10,7 @@
 import { NumericError } from '../../core/errors';
 import type { Rng } from '../../core/rng';
 import { clippedLossBackward } from '../../backend/cpu/objective';
-import { logSoftmax } from '../softmax';
+import { logSoftmax } from '../categorical';
 import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
 
 const ADAM_B1 = 0.9;

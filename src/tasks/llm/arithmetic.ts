@@ -1,24 +1,11 @@
 /**
- * Arithmetic: "12+34=" → "46". Four levels of growing difficulty for tiny char-level models:
- *
- *   level 1  a+b            a, b in 0..9                          "3+4="     → "7"
- *   level 2  a+b, a-b       a, b in 0..99                         "27-58="   → "-31"
- *   level 3  a+b, a-b       a, b in 0..99;  a*b with a, b in 0..9  "7*8="     → "56"
- *   level 4  a+b, a-b       a, b in 0..999; a*b with a in 0..99,   "412-87="  → "325"
- *                                            b in 0..9            "47*6="    → "282"
- *
- * At levels 3 and 4 the three operations are equally likely. Subtraction may go negative.
- * Canonical key: the operation and operands, with + and * operands sorted (3+4 and 4+3 are one
- * problem, so they share a split).
- *
- * Verifier: the answer, trimmed, must be an integer (optional leading '-', up to 12 digits;
- * leading zeros are read as usual, so "07" = 7). Equal to the true value → reward 1. A
- * well-formed integer that is wrong → `formatReward` (default 0, settable in [0, 1)). Anything
- * else → 0 with a reason.
+ * Arithmetic: "12+34=" → "46", in four levels for tiny char-level models (LEVELS below). The
+ * canonical key sorts the operands of + and * (3+4 and 4+3 are one problem, one split). The
+ * verifier reads a trimmed integer (optional '-', up to 12 digits, "07" = 7): right → 1, a wrong
+ * well-formed integer → `formatReward` (default 0, in [0, 1)), anything else → 0 with a reason.
  *
  * Not here: the split rule and shared checks (types.ts), multi-agent plumbing (protocols.ts).
  */
-
 import { FormatError } from '../../core/errors';
 import type { Rng } from '../../core/rng';
 import { checkFormatReward, checkTaskOptions, drawInSplit, fail, preCheck, showChar } from './types';
@@ -48,7 +35,13 @@ export interface ArithmeticOptions {
 
 export const ARITHMETIC_MAX_LEVEL = 4;
 
-/** Operand ranges per level: [max of a, max of b] for ± and for *. */
+/**
+ * Operand ranges per level (the operations equally likely; subtraction may go negative):
+ *   level 1  a+b            a, b in 0..9                          "3+4="     → "7"
+ *   level 2  a+b, a-b       a, b in 0..99                         "27-58="   → "-31"
+ *   level 3  a+b, a-b       a, b in 0..99;  a*b with a, b in 0..9  "7*8="     → "56"
+ *   level 4  a+b, a-b       a, b in 0..999; a*b with a in 0..99, b in 0..9    "47*6=" → "282"
+ */
 const LEVELS: Readonly<Record<number, { addMax: number; mulMaxA: number; mulMaxB: number; ops: readonly ArithOp[] }>> = {
   1: { addMax: 9, mulMaxA: 0, mulMaxB: 0, ops: ['+'] },
   2: { addMax: 99, mulMaxA: 0, mulMaxB: 0, ops: ['+', '-'] },

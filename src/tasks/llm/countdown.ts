@@ -1,34 +1,15 @@
 /**
  * Countdown, the planning task: given a few small numbers and a target, write an expression with
- * + - * and parentheses that uses each given number at most once and equals the target.
+ * + - * and parentheses that uses each number at most once and equals the target.
  *
  *   prompt "3,5,7>22:"   reference answer "3*5+7"   (also correct: "7+5*3", "(5*3)+7")
  *
- *   level 1  two numbers in 1..9,    target = a op b with op in + - *         "4,7>28:"    → "4*7"
- *   level 2  three numbers in 1..9,  target = (a op b) op c with op in + -    "8,2,5>11:"  → "8-2+5"
- *   level 3  three numbers in 1..12, target from any tree with + - *          "8,9,4>40:"  → "8*(9-4)"
- *
- * Every target is in 1..99 and differs from each given number (so at least one operation is
- * needed); problems are solvable by construction. The reference answer is the solver's first
- * solution in a fixed order — fewest numbers first, then the prompt order of the numbers, then
- * + before - before * — printed with minimal parentheses, so it is a function of the prompt.
- * Canonical key: the sorted numbers and the target (presentations that only reorder the numbers
- * are one problem, so they share a split).
- *
- * Verifier (never eval): a small recursive-descent parser over digits, + - * ( ) and spaces;
- * every number literal must be one of the given numbers written the same way ("07" is not 7),
- * each used at most as often as it is given; integer evaluation. Correct → 1; parses and uses
- * the numbers legally but misses the target → `formatReward` (default 0, settable in [0, 1));
- * anything else → 0 with a reason. Any string — garbage, huge, unicode — gets a verdict, never a
- * throw.
- *
- * Why countdown and not blocks world: it scales from one-step sums a tiny model picks up quickly
- * to three-number plans, it has many correct answers (a good RL signal, not one string to copy),
- * and its state space is large enough that held-out problems are genuinely unseen.
+ * Chosen because it scales from one-step sums to three-number plans, has many correct answers (a
+ * real RL signal, not one string to copy), and enough problems that held-out ones are unseen.
+ * The verifier parses (never eval) and gives any string a verdict, never a throw.
  *
  * Not here: the split rule and shared checks (types.ts), multi-agent plumbing (protocols.ts).
  */
-
 import { FormatError } from '../../core/errors';
 import type { Rng } from '../../core/rng';
 import { checkFormatReward, checkTaskOptions, drawInSplit, fail, preCheck, showChar } from './types';
@@ -61,6 +42,13 @@ export interface CountdownOptions {
 
 export const COUNTDOWN_MAX_LEVEL = 3;
 
+/**
+ *   level 1  two numbers in 1..9,    target = a op b with op in + - *         "4,7>28:"    → "4*7"
+ *   level 2  three numbers in 1..9,  target = (a op b) op c with op in + -    "8,2,5>11:"  → "8-2+5"
+ *   level 3  three numbers in 1..12, target from any tree with + - *          "8,9,4>40:"  → "8*(9-4)"
+ * Every target is in 1..99 and differs from each given number (at least one operation is needed);
+ * problems are solvable by construction.
+ */
 const LEVELS: Readonly<Record<number, { count: number; maxNumber: number; ops: readonly CdOp[]; rightShape: boolean }>> = {
   1: { count: 2, maxNumber: 9, ops: ['+', '-', '*'], rightShape: false },
   2: { count: 3, maxNumber: 9, ops: ['+', '-'], rightShape: false },
@@ -250,7 +238,12 @@ export function solveCountdown(numbers: readonly number[], target: number): stri
 // Verifier
 // ---------------------------------------------------------------------------------------------
 
-/** Verifies an answer to the countdown problem (numbers, target). Never throws. */
+/**
+ * Verifies an answer to the countdown problem (numbers, target). Never throws. Digits, + - * ( )
+ * and spaces; every literal must be a given number written the same way ("07" is not 7), each used
+ * at most as often as given; integer evaluation. Correct → 1; legal but off target →
+ * `formatReward` (default 0, in [0, 1)); anything else → 0 with a reason.
+ */
 export function verifyCountdown(numbers: readonly number[], target: number, answerText: unknown, formatReward: number): Verdict {
   const t = preCheck(answerText);
   if (typeof t !== 'string') return t;

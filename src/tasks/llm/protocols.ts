@@ -1,48 +1,39 @@
 /**
  * How a team of n language-model agents shares one episode (docs/method.md §2.2), as pure text
- * plumbing: who is active at each turn (masked activation), the context string each active agent
- * sees, and the team's answer and reward once the episode is over. No model is called here.
- *
- * Context format. Special tokens are written in context strings as literal markers, which the
- * char-level tokenizer maps to its special tokens (each marker is ONE token):
- *   "<a0>".."<a3>"  agent turn markers: the agent whose marker ends the context speaks next;
- *   "<sep>"         ends a finished message when it is shown to a later agent;
- *   "<eos>"         ends the message being generated (the sampler stops there; never in a context);
- *   "<bos>"         starts a sequence; the model layer prepends it, so contexts here omit it.
- * A context is   prompt + ( <a_i> message_i <sep> )* over the earlier messages the agent may
- * see + <a_j>   where j is the agent about to speak. Generation appends message_j + <eos>.
- * Message text is cut at the first marker it contains (`cleanMessage`), so an agent cannot forge
- * another agent's turn.
- *
- * The protocols (n agents, at most MAX_AGENTS = 4 because the tokenizer has <a0>..<a3>):
- *   independent  one turn; sample k of a group is answered by agent k mod n alone.
- *   chain        n turns; agent t speaks at turn t and sees the prompt and all earlier messages;
- *                the last message is graded.
- *   vote         one turn; every agent answers the prompt (none sees another); the majority of
- *                the parsed answers is graded (ties → the one given first in agent order);
- *                unreadable answers do not vote.
- *   router       agent 0 sees the prompt and emits one char "1".."n-1" naming a solver (spaces
- *                around it are ignored); anything else ends the episode with reward 0 and a
- *                reason. Otherwise the named solver alone answers turn 1, seeing the prompt only
- *                (not the routing message), and its answer is graded.
+ * plumbing: who is active at each turn, the context each active agent sees, and the team's answer
+ * and reward. A context is  prompt + (<a_i> message_i <sep>)* + <a_j>  over the earlier messages
+ * agent j may see; each marker is one tokenizer token, and message text is cut at its first marker
+ * (`cleanMessage`), so an agent cannot forge another's turn. At most MAX_AGENTS = 4 (<a0>..<a3>).
  *
  * Not here: sampling, log-probs, advantages (src/sat), tokenization (src/model).
  */
-
 import { ConfigError, FormatError } from '../../core/errors';
 import type { Protocol } from '../types';
 import type { LlmTask, Problem, ProblemMeta, Verdict } from './types';
 
 export type { Protocol } from '../types';
 
-/** The protocols, in the order the UI lists them. */
+/**
+ * The protocols, in the order the UI lists them:
+ *   independent  one turn; sample k of a group is answered by agent k mod n alone.
+ *   chain        n turns; agent t speaks at turn t, seeing the prompt and all earlier messages;
+ *                the last message is graded.
+ *   vote         one turn; every agent answers the prompt alone; the majority of the parsed
+ *                answers is graded (ties: the first in agent order); unreadable answers do not vote.
+ *   router       agent 0 emits one char "1".."n-1" naming a solver (spaces ignored; anything else
+ *                ends the episode with reward 0 and a reason); the solver alone answers turn 1,
+ *                seeing the prompt only, and its answer is graded.
+ */
 export const PROTOCOLS: readonly Protocol[] = ['independent', 'chain', 'vote', 'router'];
 
 /** Most agents a team may have (the tokenizer's turn markers are <a0>..<a3>). */
 export const MAX_AGENTS = 4;
 
+/** Starts a sequence; the model layer prepends it, so contexts here omit it. */
 export const BOS = '<bos>';
+/** Ends the message being generated (the sampler stops there); never in a context. */
 export const EOS = '<eos>';
+/** Ends a finished message when it is shown to a later agent. */
 export const SEP = '<sep>';
 
 /** The turn marker of `agent`: "<a0>" … "<a3>". */

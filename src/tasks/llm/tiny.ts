@@ -1,17 +1,9 @@
 /**
- * A language task small enough to enumerate (docs/certificate.md §13): four one-letter prompts,
- * a vocabulary of five tokens — the letters a–d and the end-of-message token — and messages of at
- * most two tokens, so every message an agent can write, and hence every episode of a small team,
- * can be listed and J computed exactly (`ExactLmEnv`, src/sat/env/lm.ts). It exists to test the
- * language certificate against the truth, as the tabular games test the tabular one.
- *
- * Prompt p ∈ {a, b, c, d} asks for the next letter (a → b, …, d → a). Reward 1 for exactly that
- * letter, ½ for a message that contains it, else 0: enough structure for an update to help or hurt.
- * The train and held-out splits are the same four prompts, drawn uniformly.
- *
- * `tinyTokenizer` maps a protocol context onto the same five ids (a context token only has to be a
- * deterministic input to the model): the end token opens the context and stands for every turn
- * marker, followed by the agent's index as a letter; other characters fold onto a–d.
+ * A language task small enough to enumerate (docs/certificate.md §13), to test the language
+ * certificate against the truth: prompts a–d ask for the next letter (d → a); five tokens (a–d and
+ * end), messages of at most two, so every episode of a small team can be listed and J computed
+ * exactly (src/sat/env/lm.ts `ExactLmEnv`). Reward 1 for the letter, ½ for a message containing it.
+ * `tinyTokenizer` folds a protocol context onto the same five ids (end stands for every marker).
  *
  * Not here: a task people would train on (arithmetic.ts, countdown.ts), the enumeration itself.
  */

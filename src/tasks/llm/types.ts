@@ -1,20 +1,13 @@
 /**
- * The contract every language-model task keeps: a generator of short text problems that is a
- * pure function of (task seed, split, index), and a verifier that scores any answer string in
- * [0, 1] without ever throwing. Also the one rule that puts a problem in the train or the
- * held-out split, and the alphabet every prompt and reference answer is written in.
- *
- * The split rule: each problem has a canonical key (the same for problems that differ only in
- * presentation, e.g. 3+4 and 4+3). A fixed hash of (task family, key) — independent of the seed
- * and of the level — decides its split, and `generate` draws from Rng(seed, [splitId, index])
- * until it lands in the requested split (rejection sampling). So the held-out set is the same for
- * every seed and every level: a model pretrained with one seed never saw the held-out problems of
- * a run with another seed.
+ * The contract every language-model task keeps: a generator of short text problems, a pure function
+ * of (task seed, split, index), and a verifier that scores any answer string in [0, 1] without
+ * ever throwing. Also the one train / held-out split rule (`splitOfKey`: the same held-out set for
+ * every seed and level, so a model pretrained with one seed never saw another run's held-out
+ * problems) and the alphabet every prompt and reference answer is written in.
  *
  * Not here: the tasks themselves (arithmetic.ts, countdown.ts), how a team of agents shares an
  * episode (protocols.ts), tokenization or model calls.
  */
-
 import { ConfigError } from '../../core/errors';
 import { Rng } from '../../core/rng';
 
@@ -108,7 +101,10 @@ export function hashString(s: string): number {
   return h >>> 0;
 }
 
-/** The split of canonical problem `key` of task family `family` (seed-independent). */
+/**
+ * The split of canonical problem `key` of task family `family`: a fixed hash of both, independent
+ * of seed and level. The key is the same for presentations of one problem (3+4 and 4+3).
+ */
 export function splitOfKey(family: string, key: string, heldoutFraction: number): Split {
   const u = hashString(`${family}|${key}`) / 4294967296;
   return u < heldoutFraction ? 'heldout' : 'train';

@@ -1,19 +1,12 @@
 /**
- * Numerically stable helpers over the logits of one categorical distribution (one state's policy
- * over a small action set): log-sum-exp, log-softmax, softmax, and the KL divergence computed
- * either from (log-)logits or from probabilities.
+ * One categorical distribution given by its logits (a state's policy over a small action set, in
+ * f64): log-sum-exp, log-softmax, softmax, and the exact KL from logits or from probabilities, for
+ * the tabular agent and Stage-0. Max-shifted, so no exp() sees a positive argument; a −Infinity
+ * logit means probability 0 (at least one must be finite). With an `out` array nothing is
+ * allocated.
  *
- * Stability comes from the max-shift identity
- *     log Σ_i exp(z_i) = m + log Σ_i exp(z_i − m),   m = max_i z_i,
- * so no exp() ever sees a positive argument (no overflow) and the largest term is exactly 1 (no
- * total underflow). A logit of −Infinity is allowed and means "probability exactly 0"; at least one
- * logit must be finite. Every KL here is exact over the full action set — no sampling.
- *
- * These run in the inner loop of the tabular agent, so they are small and, when the caller passes
- * an `out` array, allocate nothing.
- *
- * Not here: temperature, masking or sampling (the agent does those), gradients, and input
- * validation beyond lengths — callers that need finite inputs check them (e.g. stage0.ts).
+ * Not here: the language model's batched rows over a vocabulary (src/backend/cpu/softmax.ts),
+ * temperature, sampling, gradients.
  */
 
 /** Logits or log-probabilities of one categorical distribution. */
