@@ -16,9 +16,10 @@
  * of range; agents, snapshots, β, stage records — checked against src/sat/records.ts — or a
  * cursor that do not fit) is `{ ok: false, code, error }` with a specific message.
  *
- * The autosave stores the same file cut into parts (`serializeParts` / `parseParts`): a head
- * (everything but the stages and the agents), the boundary (agents and β) and one part per stage,
- * each a container of its own; they are put back together and checked exactly as a file is.
+ * The autosave stores the same file cut into parts (serializeHead, serializeBoundary,
+ * serializeStage): a head (everything but the stages and the agents), the boundary (agents and β)
+ * and one part per stage, each a container of its own; `parseParts` puts them back together and
+ * checks the whole exactly as a file is checked.
  *
  * Not here: reading or writing files and IndexedDB (persist.ts, autosave.ts), rebuilding a team
  * (session.ts). No React, no DOM: runs in Node tests.
