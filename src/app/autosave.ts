@@ -22,6 +22,8 @@
  *
  * Not here: storage and its errors (persist.ts), the bytes (savefile.ts), start-up (boot.ts).
  */
+import * as v from 'valibot';
+import { count } from '../core/schema';
 import { parseExperimentFile, parseParts, serializeBoundary, serializeHead, serializeStage, type ExperimentData } from './savefile';
 import { guarded, unreadable, type PartStore } from './persist';
 import { fileDataOf, type Boundary, type Session } from './session';
@@ -39,12 +41,14 @@ export type AutosaveLoad =
   /** `stored`: the store answered and holds something unreadable (boot clears it); else the store failed. */
   | { readonly ok: false; readonly error: string; readonly stored: boolean };
 
-interface Manifest {
-  readonly format: string;
-  readonly version: number;
-  readonly stages: number;
-  readonly savedAt: string;
-}
+/** The manifest: which autosave format, and how many stage parts belong to the experiment. */
+const manifestSchema = v.object({
+  format: v.literal(AUTOSAVE_FORMAT),
+  version: v.literal(AUTOSAVE_VERSION),
+  stages: v.pipe(count, v.maxValue(1e6)),
+  savedAt: v.string(),
+});
+type Manifest = v.InferOutput<typeof manifestSchema>;
 
 export class Autosave {
   private saving = false;
@@ -165,8 +169,7 @@ export class Autosave {
 }
 
 function isManifest(m: unknown): m is Manifest {
-  const x = m as Partial<Manifest> | null;
-  return !!x && typeof x === 'object' && x.format === AUTOSAVE_FORMAT && x.version === AUTOSAVE_VERSION && Number.isSafeInteger(x.stages) && x.stages! >= 0 && x.stages! <= 1e6;
+  return v.is(manifestSchema, m);
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -34,7 +34,7 @@ import { ConfigError, FormatError } from '../core/errors';
 import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
 import { checkFits, checkpointParams, describeEstimate, estimateMemory, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
-import type { QuantKind } from '../model/quant';
+import { SEAT_QUANTS, type QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
 import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
 import { checkInput } from './inputCheck';
@@ -55,7 +55,7 @@ export interface FileLike {
 export const PAGE_SEAT_QUANT: QuantKind = 'q8';
 
 /** The card's choices, in its order: Q8 and Q4 blocks, or f32 as stored (for small checkpoints: the estimate refuses big ones). */
-export const SEAT_QUANTS: readonly QuantKind[] = ['q8', 'q4', 'f32'];
+export { SEAT_QUANTS };
 
 /** `q` when it is a quantization a seat may use (a stored seating or a link names one), else undefined. */
 export function seatQuant(q: unknown): QuantKind | undefined {

@@ -42,15 +42,16 @@
  * or replaying the run (the page does those), and a plain-text `key=value` form (not needed).
  * No React, no DOM beyond btoa / atob (browsers, Node ≥ 16).
  */
-import { seatOnnx } from './onnxSeatRef';
 import { deflateSync } from 'fflate';
+import * as v from 'valibot';
 import { ConfigError, FormatError } from '../core/errors';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, isLlmTask, parseConfig } from '../sat/config';
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
 import { PANEL_NAMES } from './panels';
+import { failedField, SEAT_CHECKPOINT_KEYS, seatCheckpointSchema, type SeatCheckpoint, stepRefSchema } from './payloads';
 import type { StepRef } from './stepRef';
-import type { QuantKind } from '../model/quant';
+import { SEAT_QUANTS } from '../model/quant';
 
 /** The link format's version: the `1` of `#v1.`. A link of another version opens the defaults. */
 export const SHARE_VERSION = 1;
@@ -84,18 +85,11 @@ export interface ShareState {
   readonly checkpoints?: readonly ShareCheckpoint[];
 }
 
-/** A seat's checkpoint as a link records it: which agent, the folder's hash and name, and how it is stored (absent: q8). */
-export interface ShareCheckpoint {
-  readonly agent: number;
-  readonly name: string;
-  readonly hash: string;
-  readonly quant?: QuantKind;
-  /** An ONNX model folder's seat: which .onnx file, trainable or frozen. */
-  readonly onnx?: { readonly file: string; readonly mode: 'trainable' | 'frozen' };
-}
+/** A seat's checkpoint as a link records it (payloads.ts): which agent, the folder's hash and name, and how it is stored (absent: q8). */
+export type ShareCheckpoint = SeatCheckpoint;
 
-/** The quantizations a link may name for a seat (src/app/hfFiles.ts SEAT_QUANTS; q8 is the default, so never written). */
-const LINK_QUANTS: readonly QuantKind[] = ['q8', 'q4', 'f32'];
+/** A link's checkpoint entry: the file's fields, and no others. */
+const linkCheckpointSchema = v.strictObject(seatCheckpointSchema.entries);
 
 /** x as a link writes it: {agent, hash, name} and quant unless it is the default q8. */
 function linkCheckpoint(x: ShareCheckpoint): ShareCheckpoint {
@@ -319,39 +313,54 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   return { state, config };
 }
 
+/** What a link says of a checkpoint entry's wrong field ('': not an object). */
+function linkCheckpointProblem(field: string | { readonly unknown: string }, e: Record<string, unknown>, c: Config): string {
+  if (typeof field !== 'string') return `has an unknown entry ${quote(field.unknown)} (allowed: ${SEAT_CHECKPOINT_KEYS.join(', ')})`;
+  switch (field) {
+    case 'onnx':
+      return 'needs each onnx to be {file: "….onnx", mode: "trainable" or "frozen"} (an ONNX folder\'s seat)';
+    case 'agent':
+      return `needs each agent to be an integer in [0, ${c.agents - 1}] (the team's agents)`;
+    case 'hash':
+      return 'needs each hash to be 64 lowercase hex digits (the folder hash)';
+    case 'name':
+      return `needs each name to be 1..${MAX_SHARE_STRING} printable characters`;
+    case 'quant':
+      return `needs each quant to be one of ${SEAT_QUANTS.map((q) => `"${q}"`).join(', ')} (how the seat stores the weights), not ${quote(e.quant)}`;
+    default:
+      return 'has an entry that is not an object {agent, hash, name}';
+  }
+}
+
 function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
   const bad = (why: string) => new ShareFail('checkpoints', `"checkpoints" = ${quote(v)} ${why}.`);
   if (!isLlmTask(c.task)) throw bad(`seats checkpoints, but task "${c.task}" is not a language task`);
   if (!Array.isArray(v) || v.length === 0) throw bad('is not a non-empty list of {agent, hash, name}');
   const out: ShareCheckpoint[] = [];
   for (const e of v) {
-    if (!isPlainObject(e)) throw bad('has an entry that is not an object {agent, hash, name}');
-    for (const k of Object.keys(e)) if (k !== 'agent' && k !== 'hash' && k !== 'name' && k !== 'quant' && k !== 'onnx') throw bad(`has an unknown entry ${quote(k)} (allowed: agent, hash, name, quant, onnx)`);
-    const { agent, hash, name, quant, onnx } = e;
-    const o = onnx === undefined ? undefined : seatOnnx(onnx);
-    if (onnx !== undefined && o === undefined) throw bad('needs each onnx to be {file: "….onnx", mode: "trainable" or "frozen"} (an ONNX folder\'s seat)');
-    if (typeof agent !== 'number' || !Number.isInteger(agent) || agent < 0 || agent >= c.agents) throw bad(`needs each agent to be an integer in [0, ${c.agents - 1}] (the team's agents)`);
-    if (out.some((x) => x.agent === agent)) throw bad(`seats agent ${agent} twice`);
-    if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) throw bad('needs each hash to be 64 lowercase hex digits (the folder hash)');
-    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_SHARE_STRING || CONTROL.test(name)) throw bad(`needs each name to be 1..${MAX_SHARE_STRING} printable characters`);
-    if (quant !== undefined && !LINK_QUANTS.includes(quant as QuantKind)) throw bad(`needs each quant to be one of ${LINK_QUANTS.map((q) => `"${q}"`).join(', ')} (how the seat stores the weights), not ${quote(quant)}`);
-    out.push(linkCheckpoint({ agent, hash, name, quant: quant as QuantKind | undefined, ...(o ? { onnx: o } : {}) }));
+    const field = failedField(linkCheckpointSchema, e);
+    if (field !== undefined) throw bad(linkCheckpointProblem(field, e as Record<string, unknown>, c));
+    const x = e as SeatCheckpoint;
+    if (x.agent >= c.agents) throw bad(linkCheckpointProblem('agent', x, c));
+    if (CONTROL.test(x.name)) throw bad(linkCheckpointProblem('name', x, c));
+    if (out.some((y) => y.agent === x.agent)) throw bad(`seats agent ${x.agent} twice`);
+    out.push(linkCheckpoint(x));
   }
   return out.sort((a, b) => a.agent - b.agent);
 }
 
 function readStep(v: unknown, c: Config): StepRef {
   const bad = (why: string) => new ShareFail('step', `"step" = ${quote(v)} ${why}.`);
-  if (!isPlainObject(v)) throw bad('is not an object {stage, agent}');
-  for (const k of Object.keys(v)) if (k !== 'stage' && k !== 'agent') throw bad(`has an unknown entry ${quote(k)} (allowed: stage, agent)`);
-  const { stage, agent } = v;
-  if (typeof stage !== 'number' || !Number.isInteger(stage) || stage < 1 || stage > c.stages) {
-    throw bad(`needs a stage that is an integer in [1, ${c.stages}] (the run's stages)`);
-  }
+  const field = failedField(stepRefSchema, v);
+  const stageWrong = `needs a stage that is an integer in [1, ${c.stages}] (the run's stages)`;
+  const agentWrong = `needs an agent that is an integer in [0, ${c.agents - 1}] (the team's agents)`;
+  if (field === '' || !isPlainObject(v)) throw bad('is not an object {stage, agent}');
+  if (typeof field === 'object') throw bad(`has an unknown entry ${quote(field.unknown)} (allowed: stage, agent)`);
+  if (field !== undefined) throw bad(field === 'stage' ? stageWrong : agentWrong);
+  const { stage, agent } = v as unknown as StepRef;
+  if (stage < 1 || stage > c.stages) throw bad(stageWrong);
   if (agent === undefined) return { stage };
-  if (typeof agent !== 'number' || !Number.isInteger(agent) || agent < 0 || agent >= c.agents) {
-    throw bad(`needs an agent that is an integer in [0, ${c.agents - 1}] (the team's agents)`);
-  }
+  if (agent >= c.agents) throw bad(agentWrong);
   return { stage, agent };
 }
 

@@ -26,7 +26,7 @@ import { SatError } from '../core/errors';
 import { Rng } from '../core/rng';
 import { makeCard, cardToJson } from '../model/card';
 import { MODEL_PRESETS, type ModelSize, paramCount } from '../model/config';
-import type { QuantKind } from '../model/quant';
+import { SEAT_QUANTS, type QuantKind } from '../model/quant';
 import { cpuBackend } from '../backend/cpu';
 import { Model } from '../model/model';
 import { initWeights, quantizeWeights, saveModel } from '../model/weights';
@@ -93,7 +93,7 @@ function parse(argv: string[]): Args {
   }
   if (!isLlmTaskName(a.task)) throw new SatError('usage', `--task must be one of ${LLM_TASK_NAMES.join(', ')}, got "${a.task}"`);
   if (!(a.size in MODEL_PRESETS)) throw new SatError('usage', `--size must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got "${a.size}"`);
-  if (!['q8', 'q4', 'f32'].includes(a.quant)) throw new SatError('usage', `--quant must be q8, q4 or f32, got "${a.quant}"`);
+  if (!(SEAT_QUANTS as readonly string[]).includes(a.quant)) throw new SatError('usage', `--quant must be ${SEAT_QUANTS.join(', ')}, got "${a.quant}"`);
   return a;
 }
 

@@ -45,6 +45,8 @@ import { ProjectedLmAgent } from '../sat/agents/projected';
 import { lambdaHistogram } from '../sat/stage0';
 import { PRESETS, presetConfig } from '../sat/presets';
 import type { StageRecord } from '../sat/stage';
+import { runSummarySchema, type RunSummary } from '../sat/records';
+import { parse } from 'valibot';
 import { certReport, type CertReportRow } from '../sat/certReport';
 import type { CertScope } from '../sat/certificate';
 import type { HeldState } from '../sat/heldCheck';
@@ -496,7 +498,9 @@ async function main(): Promise<void> {
     : `held in ${fmt(checked.filter((s) => s.metrics['cert/held'] === 1).length / checked.length, 2)} of ${checked.length < stages.length ? 'the checked ' : ''}stages`;
   console.log(`\nfinal J ${fmt(stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(stages), 2)} of stages; certificate ${heldWords} and certified an improvement in ${fmt(certified, 2)}`);
   if (args.json) {
-    writeFileSync(args.json, JSON.stringify({ preset: args.preset, config: cfg, j0: exp.j0, stages: stages.map((s) => s.metrics) }, null, 1));
+    const summary: RunSummary = { preset: args.preset, config: cfg, j0: exp.j0, stages: stages.map((s) => s.metrics) };
+    parse(runSummarySchema, summary); // throws only on a bug: the summary is what the run recorded
+    writeFileSync(args.json, JSON.stringify(summary, null, 1));
     console.log(`metrics written to ${args.json}`);
   }
 }

@@ -34,9 +34,11 @@ import { f16ToF32, f32ToF16 } from '../core/f16';
 /** Values per block (the layout the backend's quantized matmuls read). */
 export const QK = QBLOCK;
 
-/** How a tensor (or a whole model file) stores its matrices. */
-export type QuantKind = 'f32' | 'q8' | 'q4';
-export const QUANT_KINDS: readonly QuantKind[] = ['f32', 'q8', 'q4'];
+/** How a tensor (or a whole model file) stores its matrices: the one list every reader and menu uses. */
+export const QUANT_KINDS = ['f32', 'q8', 'q4'] as const;
+export type QuantKind = (typeof QUANT_KINDS)[number];
+/** The same kinds in the order a seat offers them (card, links, messages): the quantized ones first, f32 last. */
+export const SEAT_QUANTS: readonly QuantKind[] = [...QUANT_KINDS.filter((q) => q !== 'f32'), 'f32'];
 
 export interface Q8Matrix {
   readonly q: Int8Array;

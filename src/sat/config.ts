@@ -11,9 +11,10 @@
  *
  * Not here: presets' prose and task construction (see `presets.ts` and `src/tasks`).
  */
+import { BOUND_KINDS } from '../core/confidence';
 import { ConfigError } from '../core/errors';
-import { TASKS, type TaskName } from '../tasks/index';
-import { LLM_TASKS, type LlmTaskName } from '../tasks/llm/index';
+import { TASK_NAMES, TASKS, type TaskName } from '../tasks/index';
+import { LLM_TASK_NAMES, LLM_TASKS, type LlmTaskName } from '../tasks/llm/index';
 
 /** Which part of the method a setting belongs to (groups the UI form and the docs). */
 export type Group = 'task' | 'model' | 'run' | 'advantage' | 'objective' | 'trust' | 'order' | 'certificate' | 'swap';
@@ -21,6 +22,8 @@ export type Group = 'task' | 'model' | 'run' | 'advantage' | 'objective' | 'trus
 interface Base {
   readonly doc: string;
   readonly group: Group;
+  /** Means something for tabular games only (the form hides it for language tasks). */
+  readonly tabularOnly?: true;
 }
 export interface IntField extends Base {
   readonly type: 'int';
@@ -70,14 +73,12 @@ const intList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'intList', .
 const floatList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'floatList', ...f });
 const enumList = (f: Omit<EnumListField, 'type'>): EnumListField => ({ type: 'enumList', ...f });
 
-/** Same names as the task registries (a test checks they agree): tabular games, then language tasks. */
-const TABULAR_TASK_OPTIONS = ['climbing', 'penalty', 'random-matrix', 'relay', 'router', 'guess'] as const satisfies readonly TaskName[];
-const LLM_TASK_OPTIONS = ['arithmetic', 'countdown'] as const satisfies readonly LlmTaskName[];
-const TASK_OPTIONS = [...TABULAR_TASK_OPTIONS, ...LLM_TASK_OPTIONS] as const;
+/** The task registries' names: tabular games, then language tasks. */
+const TASK_OPTIONS: readonly (TaskName | LlmTaskName)[] = [...TASK_NAMES, ...LLM_TASK_NAMES];
 
 /** True for the language-model tasks (agents are small transformers, not tables). */
 export function isLlmTask(task: string): task is LlmTaskName {
-  return (LLM_TASK_OPTIONS as readonly string[]).includes(task);
+  return (LLM_TASK_NAMES as readonly string[]).includes(task);
 }
 
 /** The table. Order here is the order of the UI form and of `--help`. */
@@ -92,10 +93,10 @@ export const CONFIG = {
     doc: "How agents share an episode (docs/method.md §2.2). 'auto' uses the task's own protocol (chain for language tasks); the guess and language tasks offer all four.",
   }),
   agents: int({ group: 'task', default: 3, min: 1, max: 6, doc: 'Number of agents n in the team (tabular games: 2–6; language tasks: 1–4, one turn marker each).' }),
-  actions: int({ group: 'task', default: 3, min: 2, max: 8, doc: 'Actions per agent m (fixed at 3 for the climbing and penalty games).' }),
+  actions: int({ group: 'task', tabularOnly: true, default: 3, min: 2, max: 8, doc: 'Actions per agent m (fixed at 3 for the climbing and penalty games).' }),
   taskSeed: int({ group: 'task', default: 7, min: 0, max: 2 ** 31 - 1, doc: 'Seed that generates the task itself (random-matrix payoffs, guess answers); separate from the run seed.' }),
-  penaltyK: float({ group: 'task', default: -10, min: -100, max: 0, doc: 'Penalty game: the payoff k for mis-coordinating on the two optimal actions.' }),
-  initScale: float({ group: 'task', default: 0, min: 0, max: 5, doc: 'Std of the random initial logits of each agent table (0 = uniform policies).' }),
+  penaltyK: float({ group: 'task', tabularOnly: true, default: -10, min: -100, max: 0, doc: 'Penalty game: the payoff k for mis-coordinating on the two optimal actions.' }),
+  initScale: float({ group: 'task', tabularOnly: true, default: 0, min: 0, max: 5, doc: 'Std of the random initial logits of each agent table (0 = uniform policies).' }),
 
   // — language-model agents —
   level: int({ group: 'model', default: 3, min: 1, max: 4, doc: 'Difficulty of the language task: arithmetic 1–4, countdown 1–3 (the shipped models were pretrained at level 3).' }),
@@ -160,7 +161,7 @@ export const CONFIG = {
   gamma: float({ group: 'certificate', default: 0.99, min: 0, max: 0.9999, doc: 'γ of the paper\u2019s discounted certificate form.' }),
   deltaConf: float({ group: 'certificate', default: 0.05, min: 1e-6, max: 0.5, log: true, doc: 'δ_conf: the certificate holds with probability ≥ 1 − δ_conf.' }),
   certEpisodes: int({ group: 'certificate', default: 0, min: 0, max: 1000000, doc: 'Size of the certification batch, drawn under π_cur at the stage start and never seen by any update (docs/certificate.md §5.1): language teams draw n times this many episodes (256 per agent, 768 a stage for three), tabular games this many exact draws; with the per-agent form each agent step draws this many under π̂ⁱ⁻¹ (§4). More episodes, a tighter bound. 0 = auto: 16,384 on tabular games (cheap), 256 for language teams.' }),
-  certBound: enumOf({ group: 'certificate', default: 'betting', options: ['betting', 'bernstein', 'hoeffding'], doc: 'The one-sided confidence bound behind the finite-sample term: betting (Waudby-Smith & Ramdas 2023, variance-adaptive, tightest), bernstein (empirical Bernstein, Maurer & Pontil 2009), hoeffding (worst-case range, the control).' }),
+  certBound: enumOf({ group: 'certificate', default: 'betting', options: BOUND_KINDS, doc: 'The one-sided confidence bound behind the finite-sample term: betting (Waudby-Smith & Ramdas 2023, variance-adaptive, tightest), bernstein (empirical Bernstein, Maurer & Pontil 2009), hoeffding (worst-case range, the control).' }),
   certClip: float({ group: 'certificate', default: 2, min: 1, max: 1e6, log: true, doc: 'c: the importance ratio is truncated at c in the certificate\u2019s estimator of language agents, whose ratios have no known bound (tabular agents need none: the exact range of every trajectory\u2019s ratio is known). Smaller c, a narrower range but a more pessimistic estimate (docs/certificate.md §4).' }),
   geoIters: int({ group: 'certificate', default: 50, min: 0, max: 200, doc: 'Fisher-vector products (conjugate gradient, and up to 20 Lanczos steps) behind the information-geometric gain κ√δ̄ − aδ̄; 0 = skip it (and greedy order, which needs κ).' }),
   aMax: float({ group: 'certificate', default: 0, min: 0, max: 1e6, doc: 'A_max: bound on |advantage| in reward units; 0 = the task\u2019s reward range R_max − R_min.' }),
@@ -179,6 +180,9 @@ type ValueOf<F> = F extends EnumField<infer O> ? O : F extends BoolField ? boole
 export type Config = { -readonly [K in ConfigKey]: ValueOf<(typeof CONFIG)[K]> };
 
 export const CONFIG_KEYS = Object.keys(CONFIG) as ConfigKey[];
+
+/** The settings marked tabularOnly in the table. */
+export const TABULAR_ONLY_KEYS: readonly ConfigKey[] = CONFIG_KEYS.filter((k) => CONFIG[k].tabularOnly === true);
 
 export function defaultConfig(): Config {
   const out: Record<string, unknown> = {};

@@ -10,7 +10,7 @@
  * Not here: the step controls (StepControls.tsx) or the team builder (TeamBuilder.tsx).
  */
 import { useState } from 'react';
-import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, type ConfigKey, type Field, type Group } from '../../sat/config';
+import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, TABULAR_ONLY_KEYS, type ConfigKey, type Field, type Group } from '../../sat/config';
 import { PRESETS, findPreset } from '../../sat/presets';
 import { answerWorksheet, WORKSHEET } from '../../sat/worksheet';
 import { useSession } from '../sessionContext';
@@ -29,8 +29,6 @@ const GROUPS: readonly { group: Group; title: string; open: boolean }[] = [
   { group: 'swap', title: 'Plug-and-play (§8)', open: false },
 ];
 
-/** Settings that only mean something for tabular games. */
-const TABULAR_ONLY: readonly ConfigKey[] = ['actions', 'penaltyK', 'initScale'];
 
 export const tooltip = (key: ConfigKey): string => `${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
 
@@ -160,7 +158,7 @@ export function Controls() {
   const dirty = usePlayground(isDirty);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
   const llm = isLlmTask(task);
-  const visible = (k: ConfigKey) => !hide.includes(k) && !(llm && TABULAR_ONLY.includes(k));
+  const visible = (k: ConfigKey) => !hide.includes(k) && !(llm && TABULAR_ONLY_KEYS.includes(k));
   if (hide.includes('preset') && hide.includes('settings')) return null;
   return (
     <aside className="controls" aria-label="Experiment controls">
