@@ -7,13 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { firstProblem } from '../src/core/schema';
 import { failedField, seatCheckpointSchema, stepRefSchema } from '../src/app/payloads';
 import { seatOnnx } from '../src/app/onnxSeatRef';
-import { createExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import { recordSchemas, runSummarySchema } from '../src/sat/records';
 
 describe('record schemas', () => {
   it('accept what the stage loop writes, and name the first wrong value by its path', async () => {
-    const exp = createExperiment(presetConfig('climbing', { stages: 1, batch: 4, seed: 3 }));
+    const exp = createTabularExperiment(presetConfig('climbing', { stages: 1, batch: 4, seed: 3 }));
     const [rec] = await runStages(exp, 1);
     const { stage } = recordSchemas(exp.cfg.agents);
     expect(firstProblem(stage, rec)).toBeUndefined();
