@@ -1,5 +1,5 @@
 /**
- * Comparing update orders of a language team from where it stands (src/sat/orderComparison.ts,
+ * Comparing update orders of a language team from where it stands (src/studies/orderComparison.ts,
  * the page's Compare orders on a language preset, src/app/sideRuns.ts), with the agents in
  * worker_threads workers (tests/helpers/nodeAgentWorker.ts, the page's RemoteAgent and
  * createRemoteExperiment):
@@ -38,8 +38,8 @@ import { parseConfig, type Config } from '../src/sat/config';
 import { createLlmExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { LmEnv } from '../src/sat/env/lm';
-import { deltaSweep, SWEEP_DELTAS } from '../src/sat/deltaSweep';
-import { compareOrdersFrom, ordersToCompare, TeamStart } from '../src/sat/orderComparison';
+import { deltaSweep, SWEEP_DELTAS } from '../src/studies/deltaSweep';
+import { compareOrdersFrom, ordersToCompare, TeamStart } from '../src/studies/orderComparison';
 import type { OrderKind } from '../src/sat/order';
 import type { StageRecord } from '../src/sat/stage';
 import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';

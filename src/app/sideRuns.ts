@@ -6,13 +6,13 @@
  *                    Tabular games: whole runs from stage 0, in this tab, stage by stage (a
  *                    stage takes milliseconds). Language teams: the run's stages left (at
  *                    least 1, at most 3) from where the team stands, in the agents' own
- *                    workers, one order after another from one snapshot of the team (src/sat/orderComparison.ts; Cancel
+ *                    workers, one order after another from one snapshot of the team (src/studies/orderComparison.ts; Cancel
  *                    stops within one agent step), after which the experiment is exactly as it
  *                    was — its next step gives the numbers it would have given without the
  *                    comparison. It starts at a stage boundary (mid-stage it says so).
  *   compareSimultaneous()  the same config and seed with scheme = simultaneous (table games, in
  *                    this tab), drawn dashed on the J chart.
- *   sweepDeltas()    the δ-sweep protocol of src/sat/deltaSweep.ts, as the CLI runs it for the
+ *   sweepDeltas()    the δ-sweep protocol of src/studies/deltaSweep.ts, as the CLI runs it for the
  *                    delta-sweep preset: only δ changes (same tables and seeds, one step with
  *                    lr ∝ √δ, no backtracking, fixed β; docs/method.md §9.2) — the violation-rate
  *                    chart's points, fit, bootstrap CI and KL/δ check. It runs the open settings
@@ -29,9 +29,9 @@
  */
 import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
-import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
+import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../studies/deltaSweep';
 import { createExperiment, runStages } from '../sat/experiment';
-import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../sat/orderComparison';
+import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../studies/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
 

@@ -1,5 +1,5 @@
 /**
- * `npm run claims` — run the five claims of docs/method.md §10b (src/sat/claims.ts) and write the
+ * `npm run claims` — run the five claims of docs/method.md §10b (src/studies/claims.ts) and write the
  * report:
  *
  *   npm run claims                         all five at the full (toy) scale → docs/claims.md,
@@ -16,13 +16,13 @@
  *
  * Progress goes to stderr, one line per claim to stdout. A usage error exits with status 2.
  *
- * Not here: what a claim runs or how its verdict is decided (src/sat/claims.ts), the SVG and
+ * Not here: what a claim runs or how its verdict is decided (src/studies/claims.ts), the SVG and
  * markdown (claimsReport.ts).
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { CLAIM_IDS, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim } from '../sat/claims';
+import { CLAIM_IDS, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim } from '../studies/claims';
 import { claimSvg, claimsMarkdown, svgName } from './claimsReport';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { loadFromDisk } from './models';

@@ -1,5 +1,5 @@
 /**
- * The claims report's files, as pure functions of the measured claims (src/sat/claims.ts):
+ * The claims report's files, as pure functions of the measured claims (src/studies/claims.ts):
  *
  *   claimSvg(plot)            one standalone SVG plot: axes with ticks, axis labels, a legend, each
  *                             series' means joined by a line with 95 % error bars (a fitted or
@@ -12,9 +12,9 @@
  * Hand-written because an SVG of a few lines and bars needs no library (the page draws the same
  * data with recharts, src/app/components/ClaimsView.tsx).
  *
- * Not here: running the claims (src/sat/claims.ts) or writing files (src/cli/claims.ts).
+ * Not here: running the claims (src/studies/claims.ts) or writing files (src/cli/claims.ts).
  */
-import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../sat/claims';
+import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../studies/claims';
 
 const W = 560;
 const H = 340;
@@ -157,7 +157,7 @@ export function claimsMarkdown(report: ClaimsReport, opts: MarkdownOptions): str
   const lines: string[] = [
     '# The claims, measured',
     '',
-    '<!-- Written by `npm run claims` (src/cli/claims.ts); edit the claims in src/sat/claims.ts, not this file. -->',
+    '<!-- Written by `npm run claims` (src/cli/claims.ts); edit the claims in src/studies/claims.ts, not this file. -->',
     '',
     `The five claims of [docs/method.md §10b](method.md#s10b), each run over several seeds at ${scaleWords}. ` +
       'A verdict is a verdict **at this scale**: it says what these runs show, not what the paper\u2019s models would do.',

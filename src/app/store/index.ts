@@ -19,7 +19,7 @@
 import { create } from 'zustand';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, type Field } from '../../sat/config';
 import { PRESETS, presetConfig } from '../../sat/presets';
-import type { DeltaSweepResult } from '../../sat/deltaSweep';
+import type { DeltaSweepResult } from '../../studies/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 import type { AgentInfo } from '../../sat/types';
 import type { TranscriptBatch } from '../charts/series';
@@ -123,7 +123,7 @@ export interface MetricsSlice {
   selected: StepRef | null;
   /** The same seed under other update orders (order comparison chart). */
   orders: readonly SeriesRun[];
-  /** The δ sweep's result (src/sat/deltaSweep.ts: per δ mean KL/δ and violation rate, the fit and its CI), or null. */
+  /** The δ sweep's result (src/studies/deltaSweep.ts: per δ mean KL/δ and violation rate, the fit and its CI), or null. */
   sweep: DeltaSweepResult | null;
   /** Language tasks: a few episodes of the batch each agent step trained on (the latest ones). */
   transcripts: readonly TranscriptBatch[];

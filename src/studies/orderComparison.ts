@@ -38,12 +38,12 @@
  * (order.ts), drawing (src/app/charts/OrderChart.tsx).
  */
 import { Rng } from '../core/rng';
-import { isLlmTask, parseConfig, type Config } from './config';
-import type { TeamEnv } from './env/types';
-import { planLlm, stepThrough, type Experiment } from './experiment';
-import type { OrderKind } from './order';
-import type { StageRecord } from './stage';
-import type { AgentSnapshot } from './types';
+import { isLlmTask, parseConfig, type Config } from '../sat/config';
+import type { TeamEnv } from '../sat/env/types';
+import { planLlm, stepThrough, type Experiment } from '../sat/experiment';
+import type { OrderKind } from '../sat/order';
+import type { StageRecord } from '../sat/stage';
+import type { AgentSnapshot } from '../sat/types';
 
 /** The orders a comparison runs by default (docs/method.md §3.1). */
 export function ordersToCompare(cfg: Config): OrderKind[] {

@@ -38,8 +38,8 @@
  */
 import { Rng } from '../core/rng';
 import { fitPowerLaw, mean, quantile, sampleStd, type PowerLawFit } from '../core/stats';
-import { type Config, isLlmTask, parseConfig } from './config';
-import { createExperiment, runStages, type Experiment, type TableExperiment } from './experiment';
+import { type Config, isLlmTask, parseConfig } from '../sat/config';
+import { createExperiment, runStages, type Experiment, type TableExperiment } from '../sat/experiment';
 
 /** The radii the preset and the page sweep by default: three decades' worth, log-spaced. */
 export const SWEEP_DELTAS: readonly number[] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1];

@@ -28,11 +28,11 @@
  */
 import { mean, meanCI } from '../core/stats';
 import { SatError } from '../core/errors';
-import { type Config, isLlmTask } from './config';
+import { type Config, isLlmTask } from '../sat/config';
 import { deltaSweep, SWEEP_DELTAS } from './deltaSweep';
-import { createExperiment, createLlmExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from './experiment';
-import { presetConfig } from './presets';
-import type { StageRecord } from './stage';
+import { createExperiment, createLlmExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from '../sat/experiment';
+import { presetConfig } from '../sat/presets';
+import type { StageRecord } from '../sat/stage';
 
 export type Verdict = 'holds' | 'does not hold' | 'not established';
 export const VERDICTS: readonly Verdict[] = ['holds', 'does not hold', 'not established'];
