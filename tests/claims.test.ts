@@ -21,9 +21,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SatError } from '../src/core/errors';
 import {
-  CLAIM_IDS, type ClaimPlot, type ClaimsReport, combineVerdicts, estimate, niceTicks, paired, runClaim, VERDICTS, verdictOf, wilson,
+  CLAIM_IDS, type ClaimPlot, type ClaimsReport, combineVerdicts, estimate, paired, runClaim, VERDICTS, verdictOf, wilson,
 } from '../src/studies/claims';
 import { claimSvg, claimsMarkdown, svgName } from '../src/cli/claimsReport';
+import { niceTicks } from '../src/app/claimsPlot';
 
 /**
  * A strict-enough XML well-formedness check for the SVGs (Node has no XML parser): one root,

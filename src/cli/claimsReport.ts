@@ -10,11 +10,13 @@
  *
  * Each series' group carries data-series and data-points, so a test can read what was plotted.
  * Hand-written because an SVG of a few lines and bars needs no library (the page draws the same
- * data with recharts, src/app/components/ClaimsView.tsx).
+ * data with recharts, src/app/components/ClaimsView.tsx; both take colours and ticks from
+ * src/app/claimsPlot.ts).
  *
  * Not here: running the claims (src/studies/claims.ts) or writing files (src/cli/claims.ts).
  */
-import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../studies/claims';
+import { CLAIM_COLOURS, niceTicks, plotYTicks } from '../app/claimsPlot';
+import { type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../studies/claims';
 
 const W = 560;
 const H = 340;

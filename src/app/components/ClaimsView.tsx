@@ -17,7 +17,8 @@
 import { useRef, useState } from 'react';
 import { CartesianGrid, ComposedChart, ErrorBar, Legend, Line, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import committedData from '../claims/data.json';
-import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim, sampleSize } from '../../studies/claims';
+import { CLAIM_COLOURS, niceTicks, plotYTicks } from '../claimsPlot';
+import { type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim, sampleSize } from '../../studies/claims';
 import { useMeasuredWidth } from '../charts/ChartFrame';
 import { GRID, MUTED_INK } from '../theme';
 import { yieldToBrowser } from '../session';
