@@ -284,8 +284,3 @@ export function bootstrapExponentCI(
   if (ps.length === 0) return null;
   return { lo: quantile(ps, 0.025), hi: quantile(ps, 0.975), level: 0.95, resamples, used: ps.length };
 }
-
-/** Mean of the per-δ mean KL/δ (a one-number summary of the scaling check). */
-export function meanKlOverDelta(r: DeltaSweepResult): number {
-  return mean(r.points.map((p) => p.klOverDelta));
-}
