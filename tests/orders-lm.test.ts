@@ -29,7 +29,7 @@ import { readFileSync } from 'node:fs';
 import { NumericError } from '../src/core/errors';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRemoteExperiment, type RemoteAgent, type RemoteExperiment } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type RemoteAgent, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { Session } from '../src/app/session';
 import { compareOrders, LM_SWEEP_SEEDS, sweepDeltas } from '../src/app/sideRuns';
 import { createPlaygroundStore } from '../src/app/store';
@@ -157,7 +157,7 @@ async function sessionAtStage1() {
   const store = createPlaygroundStore();
   const session = new Session(store, async (c) => {
     const exp = await remote(c);
-    return { exp, agents: exp.infos.map((info, index) => ({ ...info, index })), backend: 'test workers', terminate: () => exp.terminate() };
+    return { exp, agents: exp.infos.map((info, index) => ({ ...info, index })), backend: 'test workers', workers: exp.team, terminate: () => exp.terminate() };
   });
   await session.openConfig(cfg, 'arith-team', 'test');
   await session.stepStage();

@@ -39,7 +39,7 @@ import type { Config } from '../sat/config';
 import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
 import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
-import type { SeatCheckpoint } from './remoteTeam';
+import type { SeatCheckpoint } from '../workers/remoteTeam';
 import { seatOnnx } from './onnxSeatRef';
 import { ONNX_KEPT, onnxSeatContext, onnxSeatEstimate, readOnnxSeatFolder, type OnnxSeatMode } from './onnxFiles';
 

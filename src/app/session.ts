@@ -46,7 +46,7 @@ import { openTeam, type OpenExtras, type TeamHandle } from './team';
 import type { OnnxSeatMode } from './onnxFiles';
 import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
 import type { QuantKind } from '../model/quant';
-import type { SeatCheckpoint } from './remoteTeam';
+import type { SeatCheckpoint } from '../workers/remoteTeam';
 import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import type { InspectAnswer } from '../sat/inspect';
@@ -801,9 +801,9 @@ export class Session {
    */
   async inspectStep(ref: Required<StepRef>, maxEpisodes?: number): Promise<InspectAnswer> {
     const no = (reason: string): InspectAnswer => ({ ok: false, reason });
-    const agent = this.team?.exp.team[ref.agent] as { inspect?: (n?: number) => Promise<InspectAnswer> } | undefined;
-    if (!agent) return no('No experiment is loaded yet.');
-    if (!agent.inspect) return no('This team\'s agents do not run in workers here, so their updates cannot be inspected.');
+    if (!this.team?.exp.team[ref.agent]) return no('No experiment is loaded yet.');
+    const agent = this.team.workers?.[ref.agent];
+    if (!agent) return no('This team\'s agents do not run in workers here, so their updates cannot be inspected.');
     const latest = this.latestUpdate.get(ref.agent);
     if (!latest) return no(`Agent ${ref.agent} has not been updated since this team was built (a restored session or a recovery rebuilds it): step it again to inspect its update.`);
     if (!sameStep(latest, ref)) {
@@ -814,7 +814,7 @@ export class Session {
     const call = (async (): Promise<InspectAnswer> => {
       await before;
       try {
-        return await agent.inspect!(maxEpisodes);
+        return await agent.inspect(maxEpisodes);
       } catch (e) {
         return no(describeError(e, 'The experiment is unchanged.'));
       }

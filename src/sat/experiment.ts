@@ -9,7 +9,7 @@
  * Also the tabular plug-and-play swap (docs/method.md §8.2): replace one agent's table by another
  * policy, projected by Stage-0 into the δ_0 ball around the agent it replaces.
  *
- * The seam for agents that live elsewhere (one Web Worker per agent, src/app/remoteTeam.ts):
+ * The seam for agents that live elsewhere (one Web Worker per agent, src/workers/remoteTeam.ts):
  * `planTabular` / `planLlm` build everything but the agents — game or task, env, A_max — and
  * describe each agent as plain, cloneable data (`TableInit`, `LmInit`); `tableAgent` / `lmAgent`
  * turn one description into an in-process agent. createExperiment and createLlmExperiment are
@@ -75,7 +75,7 @@ export interface TabularExperiment extends Experiment {
   readonly team: TabularSoftmaxAgent[];
 }
 
-/** An agent that is a table, wherever it runs: a TabularSoftmaxAgent here, or one in a worker (src/app/remoteTeam.ts). */
+/** An agent that is a table, wherever it runs: a TabularSoftmaxAgent here, or one in a worker (src/workers/remoteTeam.ts). */
 export interface TableAgent extends AgentPolicy {
   readonly nObs: number;
   readonly nActions: number;

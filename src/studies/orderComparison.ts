@@ -1,7 +1,7 @@
 /**
  * Comparing update orders σ from where a team stands (docs/method.md §3.1, claim 3 of §10b): the
  * team's next stages run once per order, each from the same start, on the SAME agents — in this
- * process or in their workers (src/app/remoteTeam.ts), whichever the experiment holds:
+ * process or in their workers (src/workers/remoteTeam.ts), whichever the experiment holds:
  *
  *   const r = await compareOrdersFrom(exp, { orders: ['fixed', 'reverse'], stages: 2 });
  *   r.runs[k].stages      // order k's StageRecords, numbered on from exp.stagesDone

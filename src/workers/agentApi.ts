@@ -2,7 +2,7 @@
  * The worker boundary, which is where the parameters are (an agent's whole update is one call):
  * `AgentApi` is one agent — its model, its optimizer, its backend — behind a plain class.
  * agent.worker.ts only exposes it with comlink; the main thread drives it through
- * `Remote<AgentApi>` (src/app/remoteTeam.ts); tests and the CLI can use the class directly. It
+ * `Remote<AgentApi>` (src/workers/remoteTeam.ts); tests and the CLI can use the class directly. It
  * speaks in plain, cloneable data: `AgentSpec` in, typed arrays out.
  *
  *   const api = new AgentApi();
