@@ -37,7 +37,7 @@
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
-import { stepThrough, swapDue, type Experiment } from '../sat/experiment';
+import { restoreTeamState, stepThrough, swapDue, teamState, type Experiment } from '../sat/experiment';
 import { hfSwapRefusal } from '../sat/hfSeat';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
@@ -254,8 +254,7 @@ export class Session {
   // ── building a team ─────────────────────────────────────────────────────────────────────────
 
   private async takeBoundary(stages: number): Promise<Boundary> {
-    const exp = this.team!.exp;
-    return { stages, snapshots: await Promise.all(exp.team.map((a) => a.snapshot())), betas: exp.betas.slice() };
+    return { stages, ...(await teamState(this.team!.exp)) };
   }
 
   private async build(cfg: Config, label: string): Promise<void> {
@@ -873,11 +872,7 @@ export class Session {
       return;
     }
     if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
-    await Promise.all(exp.team.map((a, i) => a.restore(saved.boundary.snapshots[i]!)));
-    exp.betas.splice(0, exp.betas.length, ...saved.boundary.betas);
-    // src/sat numbers the next stage (and times a swap) by its count of stages done.
-    exp.stagesDone = saved.stages.length;
-    exp.lastEval = saved.stages[saved.stages.length - 1]?.evaluation;
+    await restoreTeamState(exp, saved.boundary, saved.stages);
     this.boundary = { ...saved.boundary, stages: saved.stages.length };
     // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.
     this.store.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });

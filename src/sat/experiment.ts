@@ -39,7 +39,7 @@ import type { ProjectedLmAgent } from './agents/projected';
 import { LmEnv } from './env/lm';
 import { tablePolicy, teamTables } from './rollout';
 import { runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
-import type { AgentPolicy } from './types';
+import type { AgentPolicy, AgentSnapshot } from './types';
 import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
 import { configuredLmSwap } from './lmSwap';
@@ -306,6 +306,22 @@ export async function runStages(exp: Experiment, count: number, onStage?: (s: St
     onStage?.(r.value);
   }
   return out;
+}
+
+/** The team as it stands: every agent's parameters and optimizer state, and β per agent. */
+export async function teamState(exp: Experiment): Promise<{ snapshots: AgentSnapshot[]; betas: number[] }> {
+  return { snapshots: await Promise.all(exp.team.map((a) => a.snapshot())), betas: exp.betas.slice() };
+}
+
+/**
+ * Puts the experiment back at the boundary after `stages`: every agent restored, β per agent, and
+ * the count of stages done (it numbers the next stage and times a swap) with the last evaluation.
+ */
+export async function restoreTeamState(exp: Experiment, state: { readonly snapshots: readonly AgentSnapshot[]; readonly betas: readonly number[] }, stages: readonly StageRecord[]): Promise<void> {
+  await Promise.all(exp.team.map((a, i) => a.restore(state.snapshots[i]!)));
+  exp.betas.splice(0, exp.betas.length, ...state.betas);
+  exp.stagesDone = stages.length;
+  exp.lastEval = stages[stages.length - 1]?.evaluation;
 }
 
 /** The current team's J (exact for tabular games). */
