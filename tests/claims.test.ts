@@ -1,5 +1,5 @@
 /**
- * The claims report (src/sat/claims.ts, src/cli/claims.ts, src/cli/claimsReport.ts):
+ * The claims report (src/studies/claims.ts, src/cli/claims.ts, src/cli/claimsReport.ts):
  *
  *   - the verdict rule on constructed intervals (a CI above the threshold holds, below does not,
  *     across it is not established; claim 5's "contains ½, excludes 0"), and how tests combine;
@@ -21,9 +21,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SatError } from '../src/core/errors';
 import {
-  CLAIM_IDS, type ClaimPlot, type ClaimsReport, combineVerdicts, estimate, niceTicks, paired, runClaim, VERDICTS, verdictOf, wilson,
-} from '../src/sat/claims';
+  CLAIM_IDS, type ClaimPlot, type ClaimsReport, combineVerdicts, estimate, paired, runClaim, VERDICTS, verdictOf, wilson,
+} from '../src/studies/claims';
 import { claimSvg, claimsMarkdown, svgName } from '../src/cli/claimsReport';
+import { niceTicks } from '../src/app/claimsPlot';
 
 /**
  * A strict-enough XML well-formedness check for the SVGs (Node has no XML parser): one root,

@@ -1,5 +1,5 @@
 /**
- * The δ-sweep protocol (src/sat/deltaSweep.ts, docs/method.md §9.2): only δ changes between runs
+ * The δ-sweep protocol (src/studies/deltaSweep.ts, docs/method.md §9.2): only δ changes between runs
  * (the configs differ in delta and lr alone; the first update of a run starts from the same tables
  * and batch, and its KL scales with δ), the step scaled to the radius keeps mean KL/δ in a narrow
  * band, the bootstrap interval of the exponent contains its point estimate and is deterministic,
@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { ViolationChart } from '../src/app/charts/ViolationChart';
 import { deltaSweepFit, klScaleCheck, violationPointsFromDeltaSweep } from '../src/app/charts/series';
 import { CONFIG_KEYS } from '../src/sat/config';
-import { bootstrapExponentCI, deltaSweep, SWEEP_PINNED, sweepConfig, sweepLr, type DeltaSweepResult } from '../src/sat/deltaSweep';
+import { bootstrapExponentCI, deltaSweep, SWEEP_PINNED, sweepConfig, sweepLr, type DeltaSweepResult } from '../src/studies/deltaSweep';
 import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CheckpointStore, folderEntries, readCheckpointFolder, seatName, type FileLike } from '../src/app/hfFiles';
-import { createRemoteExperiment, type RemoteExperiment } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { parseExperimentFile, parseParts, serializeBoundary, serializeExperiment, serializeHead, type ExperimentData } from '../src/app/savefile';
 import { base64urlEncode, decodeShare, encodeShare, makeShareState, SHARE_PREFIX } from '../src/app/share';
 import { readHfFolder } from '../src/cli/hfSeat';

@@ -22,7 +22,7 @@ describe('a missing checkpoint asked for by one import', () => {
     const session = new Session(store, async (c) => {
       const exp = await createLlmExperiment(c, loadFromDisk);
       const infos = await Promise.all(exp.team.map((a) => a.info()));
-      return { exp, agents: infos.map((info, index) => ({ ...info, index })), backend: 'test', terminate() {} };
+      return { exp, agents: infos.map((info, index) => ({ ...info, index })), backend: 'test', workers: null, terminate() {} };
     }, null);
     await session.openConfig(cfg, 'arith-team', 'test');
     const plain = session.sessionState()!;

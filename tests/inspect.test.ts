@@ -25,7 +25,7 @@ import { createElement as h } from 'react';
 import { renderToString } from 'react-dom/server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InspectionView } from '../src/app/components/TokenInspector';
-import { createRemoteExperiment, type RemoteAgent } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type RemoteAgent } from '../src/workers/remoteTeam';
 import { Session, type TeamOpener } from '../src/app/session';
 import { createPlaygroundStore } from '../src/app/store';
 import { presetConfig } from '../src/sat/presets';
@@ -240,7 +240,7 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
   /** The page's team.ts with Node worker threads for Web Workers. */
   const opener: TeamOpener = async (cfg) => {
     const exp = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load });
-    return { exp, agents: exp.infos.map((info, index) => ({ ...info, index })), backend: 'Node workers', terminate: () => exp.terminate() };
+    return { exp, agents: exp.infos.map((info, index) => ({ ...info, index })), backend: 'Node workers', workers: exp.team, terminate: () => exp.terminate() };
   };
   const session = new Session(createPlaygroundStore(), opener);
   afterAll(() => session.currentTeam()?.terminate());

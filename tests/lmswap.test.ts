@@ -22,7 +22,7 @@ import { swapLmAgent } from '../src/sat/lmSwap';
 import { ProjectedLmAgent } from '../src/sat/agents/projected';
 import { agentSteps } from '../src/sat/rollout';
 import type { AgentBatch, StepSet } from '../src/sat/types';
-import { createRemoteExperiment, type RemoteAgent } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type RemoteAgent } from '../src/workers/remoteTeam';
 import { nodeAgentWorker } from './helpers/nodeAgentWorker';
 
 function modelBytes(d: number, seed: number, name: string) {

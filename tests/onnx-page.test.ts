@@ -13,7 +13,7 @@
 import { deflateRawSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadFromDisk } from '../src/cli/models';
-import { createRemoteExperiment, type RemoteExperiment } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { CheckpointStore, folderEntries, readCheckpointFolder, type FileLike } from '../src/app/hfFiles';
 import { parseExperimentFile, serializeExperiment, type ExperimentData } from '../src/app/savefile';
 import { base64urlEncode, decodeShare, encodeShare, makeShareState, SHARE_PREFIX } from '../src/app/share';

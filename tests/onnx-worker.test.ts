@@ -1,6 +1,6 @@
 /**
  * ONNX seats in the agent workers the page uses (src/workers/agentApi.ts, kind "onnx", through
- * src/app/remoteTeam.ts createRemoteExperiment, over node:worker_threads):
+ * src/workers/remoteTeam.ts createRemoteExperiment, over node:worker_threads):
  *   - a frozen ONNX teammate (onnxruntime-web in its worker) sits in an arith-team chain of
  *     shipped models and a SAT stage runs around it: its update is no update (KL 0, gradient 0,
  *     gain 0, clip fraction 0, parameters none), its messages are fixed by the seed (two builds,
@@ -10,7 +10,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadFromDisk } from '../src/cli/models';
-import { createRemoteExperiment, type RemoteExperiment } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { runStages } from '../src/sat/experiment';
 import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../src/sat/hfSeat';
 import { seatOnnxTrainable, onnxSeatTokenizer } from '../src/sat/onnxSeat';

@@ -1,5 +1,5 @@
 /**
- * Comparing update orders of a language team from where it stands (src/sat/orderComparison.ts,
+ * Comparing update orders of a language team from where it stands (src/studies/orderComparison.ts,
  * the page's Compare orders on a language preset, src/app/sideRuns.ts), with the agents in
  * worker_threads workers (tests/helpers/nodeAgentWorker.ts, the page's RemoteAgent and
  * createRemoteExperiment):
@@ -29,7 +29,7 @@ import { readFileSync } from 'node:fs';
 import { NumericError } from '../src/core/errors';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRemoteExperiment, type RemoteAgent, type RemoteExperiment } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type RemoteAgent, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { Session } from '../src/app/session';
 import { compareOrders, LM_SWEEP_SEEDS, sweepDeltas } from '../src/app/sideRuns';
 import { createPlaygroundStore } from '../src/app/store';
@@ -38,8 +38,8 @@ import { parseConfig, type Config } from '../src/sat/config';
 import { createLlmExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { LmEnv } from '../src/sat/env/lm';
-import { deltaSweep, SWEEP_DELTAS } from '../src/sat/deltaSweep';
-import { compareOrdersFrom, ordersToCompare, TeamStart } from '../src/sat/orderComparison';
+import { deltaSweep, SWEEP_DELTAS } from '../src/studies/deltaSweep';
+import { compareOrdersFrom, ordersToCompare, TeamStart } from '../src/studies/orderComparison';
 import type { OrderKind } from '../src/sat/order';
 import type { StageRecord } from '../src/sat/stage';
 import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';
@@ -157,7 +157,7 @@ async function sessionAtStage1() {
   const store = createPlaygroundStore();
   const session = new Session(store, async (c) => {
     const exp = await remote(c);
-    return { exp, agents: exp.infos.map((info, index) => ({ ...info, index })), backend: 'test workers', terminate: () => exp.terminate() };
+    return { exp, agents: exp.infos.map((info, index) => ({ ...info, index })), backend: 'test workers', workers: exp.team, terminate: () => exp.terminate() };
   });
   await session.openConfig(cfg, 'arith-team', 'test');
   await session.stepStage();

@@ -23,7 +23,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Endpoint } from 'comlink';
 import { Rng } from '../src/core/rng';
-import { createRemoteExperiment, type AgentWorker, type RemoteAgent } from '../src/app/remoteTeam';
+import { createRemoteExperiment, type AgentWorker, type RemoteAgent } from '../src/workers/remoteTeam';
 import { Session } from '../src/app/session';
 import { usePlayground } from '../src/app/store';
 import type { TeamHandle } from '../src/app/team';
@@ -84,7 +84,7 @@ hooks.openTeam = async (cfg) => {
   const exp = await createRemoteExperiment(cfg, { makeWorker: () => tapped(nodeAgentWorker(), team, next++, calls), load });
   const memory = await Promise.all((exp.team as readonly RemoteAgent[]).map((a) => a.memoryBytes()));
   const agents = exp.infos.map((info, index) => ({ ...info, index, memoryBytes: memory[index] }));
-  const handle: TeamHandle = { exp, agents, backend: `${agents.length} Node workers`, terminate: () => exp.terminate() };
+  const handle: TeamHandle = { exp, agents, backend: `${agents.length} Node workers`, workers: exp.team, terminate: () => exp.terminate() };
   built.push({ handle, calls });
   return handle;
 };

@@ -1,5 +1,5 @@
 /**
- * The worker boundary (src/workers/agentApi.ts, src/app/remoteTeam.ts):
+ * The worker boundary (src/workers/agentApi.ts, src/workers/remoteTeam.ts):
  *   (a) AgentApi used directly gives the in-process agents' numbers for every method, for a
  *       table and for a small language model;
  *   (b) the whole remote path — comlink over node:worker_threads (tests/helpers/nodeAgentWorker.ts),
@@ -26,7 +26,7 @@ import { agentSteps } from '../src/sat/rollout';
 import type { StageRecord } from '../src/sat/stage';
 import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from '../src/sat/types';
 import { agentGeometry, updateAgent, type UpdatePlan } from '../src/sat/update';
-import { createRemoteExperiment, RemoteAgent, type RemoteExperiment } from '../src/app/remoteTeam';
+import { createRemoteExperiment, RemoteAgent, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { AgentApi, AgentWorkerError, CPU_BACKEND } from '../src/workers/agentApi';
 import { withTransfer } from '../src/workers/wire';
 import { live, nodeAgentWorker } from './helpers/nodeAgentWorker';

@@ -1,5 +1,5 @@
 /**
- * The presets' "predict, then run" questions (src/sat/worksheet.ts): every preset has one, and each
+ * The presets' "predict, then run" questions (src/studies/worksheet.ts): every preset has one, and each
  * answer, on a real short run of its preset (the tabular presets as configured, seed 3; the language
  * presets with their shipped models at a tiny batch), is what the records say — checked by hand
  * against those records for several (counted again here from the metrics or the steps' own fields,
@@ -14,7 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createTabularExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
 import { PRESETS, presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
-import { answerWorksheet, FALL, WORKSHEET, type WorksheetAnswer } from '../src/sat/worksheet';
+import { answerWorksheet, FALL, WORKSHEET, type WorksheetAnswer } from '../src/studies/worksheet';
 
 const SEED = 3;
 const runs = new Map<string, StageRecord[]>();

@@ -93,12 +93,12 @@ function exposeHandle(session: Session): void {
   (globalThis as { satPlayground?: unknown }).satPlayground = {
     state: () => session.store.getState(),
     loseDevice: async (agent: number): Promise<boolean> => {
-      const a = session.currentTeam()?.exp.team[agent] as { loseDevice?: () => Promise<boolean> } | undefined;
-      return a?.loseDevice ? a.loseDevice() : false;
+      const a = session.currentTeam()?.workers?.[agent];
+      return a ? a.loseDevice() : false;
     },
     cpuThreads: async (agent: number): Promise<unknown> => {
-      const a = session.currentTeam()?.exp.team[agent] as { cpuThreads?: () => Promise<unknown> } | undefined;
-      return a?.cpuThreads ? a.cpuThreads() : null;
+      const a = session.currentTeam()?.workers?.[agent];
+      return a ? a.cpuThreads() : null;
     },
   };
 }

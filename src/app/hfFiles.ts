@@ -28,7 +28,7 @@
  * same quantization, same LoRA seed), so a restored seat is the seat that was saved, bit for bit.
  *
  * Not here: the load itself (src/model/hfLoad.ts, in the seat's worker), the picker
- * (components/CheckpointPicker.tsx), the team (session.ts, remoteTeam.ts).
+ * (components/CheckpointPicker.tsx), the team (session.ts, src/workers/remoteTeam.ts).
  */
 import { ConfigError, FormatError } from '../core/errors';
 import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
@@ -39,7 +39,7 @@ import type { Config } from '../sat/config';
 import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
 import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
-import type { SeatCheckpoint } from './remoteTeam';
+import type { SeatCheckpoint } from '../workers/remoteTeam';
 import { seatOnnx } from './onnxSeatRef';
 import { ONNX_KEPT, onnxSeatContext, onnxSeatEstimate, readOnnxSeatFolder, type OnnxSeatMode } from './onnxFiles';
 

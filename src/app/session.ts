@@ -37,7 +37,7 @@
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
-import { stepThrough, swapDue, type Experiment } from '../sat/experiment';
+import { restoreTeamState, stepThrough, swapDue, teamState, type Experiment } from '../sat/experiment';
 import { hfSwapRefusal } from '../sat/hfSeat';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
@@ -46,7 +46,7 @@ import { openTeam, type OpenExtras, type TeamHandle } from './team';
 import type { OnnxSeatMode } from './onnxFiles';
 import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
 import type { QuantKind } from '../model/quant';
-import type { SeatCheckpoint } from './remoteTeam';
+import type { SeatCheckpoint } from '../workers/remoteTeam';
 import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import type { InspectAnswer } from '../sat/inspect';
@@ -254,8 +254,7 @@ export class Session {
   // ── building a team ─────────────────────────────────────────────────────────────────────────
 
   private async takeBoundary(stages: number): Promise<Boundary> {
-    const exp = this.team!.exp;
-    return { stages, snapshots: await Promise.all(exp.team.map((a) => a.snapshot())), betas: exp.betas.slice() };
+    return { stages, ...(await teamState(this.team!.exp)) };
   }
 
   private async build(cfg: Config, label: string): Promise<void> {
@@ -801,9 +800,9 @@ export class Session {
    */
   async inspectStep(ref: Required<StepRef>, maxEpisodes?: number): Promise<InspectAnswer> {
     const no = (reason: string): InspectAnswer => ({ ok: false, reason });
-    const agent = this.team?.exp.team[ref.agent] as { inspect?: (n?: number) => Promise<InspectAnswer> } | undefined;
-    if (!agent) return no('No experiment is loaded yet.');
-    if (!agent.inspect) return no('This team\'s agents do not run in workers here, so their updates cannot be inspected.');
+    if (!this.team?.exp.team[ref.agent]) return no('No experiment is loaded yet.');
+    const agent = this.team.workers?.[ref.agent];
+    if (!agent) return no('This team\'s agents do not run in workers here, so their updates cannot be inspected.');
     const latest = this.latestUpdate.get(ref.agent);
     if (!latest) return no(`Agent ${ref.agent} has not been updated since this team was built (a restored session or a recovery rebuilds it): step it again to inspect its update.`);
     if (!sameStep(latest, ref)) {
@@ -814,7 +813,7 @@ export class Session {
     const call = (async (): Promise<InspectAnswer> => {
       await before;
       try {
-        return await agent.inspect!(maxEpisodes);
+        return await agent.inspect(maxEpisodes);
       } catch (e) {
         return no(describeError(e, 'The experiment is unchanged.'));
       }
@@ -873,11 +872,7 @@ export class Session {
       return;
     }
     if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
-    await Promise.all(exp.team.map((a, i) => a.restore(saved.boundary.snapshots[i]!)));
-    exp.betas.splice(0, exp.betas.length, ...saved.boundary.betas);
-    // src/sat numbers the next stage (and times a swap) by its count of stages done.
-    exp.stagesDone = saved.stages.length;
-    exp.lastEval = saved.stages[saved.stages.length - 1]?.evaluation;
+    await restoreTeamState(exp, saved.boundary, saved.stages);
     this.boundary = { ...saved.boundary, stages: saved.stages.length };
     // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.
     this.store.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });

@@ -9,9 +9,9 @@
  */
 import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
-import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../sat/deltaSweep';
+import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../studies/deltaSweep';
 import { createTabularExperiment, runStages } from '../sat/experiment';
-import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../sat/orderComparison';
+import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../studies/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
 
@@ -49,7 +49,7 @@ export function compareOrdersTitle(cfg: Config, done: number): string {
  * The same seed under every update order (fixed, reverse, random, greedy when the geometric gain
  * is on); results land in the store's `orders`. Tabular: whole runs from stage 0, stage by stage.
  * Language: the stages left (1 to 3) from where the team stands, one order after another
- * (src/sat/orderComparison.ts; Cancel stops within one agent step), from a stage boundary only.
+ * (src/studies/orderComparison.ts; Cancel stops within one agent step), from a stage boundary only.
  */
 export async function compareOrders(session: Session): Promise<void> {
   const cfg = session.store.getState().config;

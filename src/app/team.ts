@@ -4,14 +4,14 @@
  * own Web Worker when the browser has workers (one per agent, comlink; ../workers), in this tab
  * otherwise. Language presets fetch their shipped model files from `models/` next to the page;
  * a seat may instead hold a Hugging Face checkpoint folder the person picked (`OpenExtras.seats`,
- * loaded in that seat's worker: remoteTeam.ts).
+ * loaded in that seat's worker: src/workers/remoteTeam.ts).
  *
  * Not here: stepping (session.ts) or the agents' maths (src/sat).
  */
 import { FormatError, SatError } from '../core/errors';
 import { isLlmTask, type Config } from '../sat/config';
 import { createTabularExperiment, createLlmExperiment, type Experiment, type ModelLoader } from '../sat/experiment';
-import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from './remoteTeam';
+import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from '../workers/remoteTeam';
 import type { AgentView } from './store';
 import { backendLine, wasmSimd, type BackendLine } from './backendLine';
 
@@ -22,6 +22,8 @@ export interface TeamHandle {
   readonly backend: string;
   /** The header's line (backendLine.ts). */
   readonly line?: BackendLine;
+  /** The agents in their workers, by index (their inspector, device and thread probes); null when they run in this tab. */
+  readonly workers: readonly RemoteAgent[] | null;
   /** Ends the workers (if any). */
   terminate(): void;
 }
@@ -56,7 +58,7 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
     const infos = await Promise.all(exp.team.map((a) => a.info()));
     const agents = infos.map((info, index) => ({ ...info, index, memoryBytes: 8 * 5 * info.parameters } /* logits, reference logits and log-probs, Adam's two moments */));
     const line = backendLine({ workers: false, agents, simd: false, threads: null, isolated: globalThis.crossOriginIsolated === true });
-    return { exp, agents, backend: line.detail, line, terminate() {} };
+    return { exp, agents, backend: line.detail, line, workers: null, terminate() {} };
   }
   if (typeof Worker === 'undefined') {
     if ((extras.seats?.size ?? 0) > 0) throw new SatError('worker', 'A seat with its own checkpoint loads it in a Web Worker, and this browser has none; the team was not changed.');
@@ -64,14 +66,15 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
     const infos = await Promise.all(exp.team.map((a) => a.info()));
     const agents = infos.map((info, index) => ({ ...info, index }));
     const line = backendLine({ workers: false, agents, simd: wasmSimd(), threads: null, isolated: globalThis.crossOriginIsolated === true });
-    return { exp, agents, backend: `No Web Workers here. ${line.detail}`, line, terminate() {} };
+    return { exp, agents, backend: `No Web Workers here. ${line.detail}`, line, workers: null, terminate() {} };
   }
   const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel, ...extras });
-  const memory = await Promise.all((exp.team as readonly RemoteAgent[]).map((a) => a.memoryBytes().catch(() => undefined)));
+  const workers: readonly RemoteAgent[] = exp.team;
+  const memory = await Promise.all(workers.map((a) => a.memoryBytes().catch(() => undefined)));
   const agents = exp.infos.map((info, index) => ({ ...info, index, memoryBytes: memory[index] }));
   const threads = isLlmTask(cfg.task)
-    ? await (exp.team[0] as RemoteAgent).cpuThreads().then((t) => ({ n: t.threads, why: t.why }), () => null)
+    ? await workers[0]!.cpuThreads().then((t) => ({ n: t.threads, why: t.why }), () => null)
     : null;
   const line = backendLine({ workers: true, agents, simd: wasmSimd(), threads, isolated: globalThis.crossOriginIsolated === true });
-  return { exp, agents, backend: line.detail, line, terminate: () => exp.terminate() };
+  return { exp, agents, backend: line.detail, line, workers, terminate: () => exp.terminate() };
 }

@@ -1,17 +1,17 @@
 /**
- * `npm run claims`: run the five claims of docs/method.md §10b (src/sat/claims.ts) and write the
+ * `npm run claims`: run the five claims of docs/method.md §10b (src/studies/claims.ts) and write the
  * report (docs/claims.md, docs/claims/claim-N.svg, src/app/claims/data.json). `--only 2,3` reruns
  * those and keeps the others' data; `--quick` is the seconds-long format check, written to a temp
  * folder or `--out DIR`, never over the committed report; `--render` rewrites the markdown and SVGs
  * from the data, running nothing. Progress to stderr, one line per claim to stdout.
  *
- * Not here: what a claim runs or how its verdict is decided (src/sat/claims.ts), the SVG and
+ * Not here: what a claim runs or how its verdict is decided (src/studies/claims.ts), the SVG and
  * markdown (claimsReport.ts).
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { CLAIM_IDS, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim } from '../sat/claims';
+import { CLAIM_IDS, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim } from '../studies/claims';
 import { claimSvg, claimsMarkdown, svgName } from './claimsReport';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { loadFromDisk } from './models';

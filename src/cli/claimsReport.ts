@@ -1,14 +1,15 @@
 /**
- * The claims report's files as pure functions of the measured claims (src/sat/claims.ts):
+ * The claims report's files as pure functions of the measured claims (src/studies/claims.ts):
  * `claimSvg`, one standalone SVG plot (series means with 95 % bars, fitted or reference curves
  * dashed; each series' group carries data-series / data-points so a test can read what was
  * plotted), and `claimsMarkdown`, docs/claims.md (the verdicts, then per claim the statement, the
  * rule, the tests, the plot and the exact commands).
  *
- * Not here: running the claims (src/sat/claims.ts), writing files (src/cli/claims.ts), the page's
+ * Not here: running the claims (src/studies/claims.ts), writing files (src/cli/claims.ts), the page's
  * charts of the same data (ClaimsView.tsx).
  */
-import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../sat/claims';
+import { CLAIM_COLOURS, niceTicks, plotYTicks } from '../app/claimsPlot';
+import { type ClaimPlot, type ClaimResult, type ClaimsReport, type ClaimTest, type Estimate, sampleSize } from '../studies/claims';
 
 const W = 560;
 const H = 340;
@@ -151,7 +152,7 @@ export function claimsMarkdown(report: ClaimsReport, opts: MarkdownOptions): str
   const lines: string[] = [
     '# The claims, measured',
     '',
-    '<!-- Written by `npm run claims` (src/cli/claims.ts); edit the claims in src/sat/claims.ts, not this file. -->',
+    '<!-- Written by `npm run claims` (src/cli/claims.ts); edit the claims in src/studies/claims.ts, not this file. -->',
     '',
     `The five claims of [docs/method.md §10b](method.md#s10b), each run over several seeds at ${scaleWords}. ` +
       'A verdict is a verdict **at this scale**: it says what these runs show, not what the paper\u2019s models would do.',

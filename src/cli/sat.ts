@@ -17,7 +17,7 @@
  *   npm run sat -- --help          (every setting, its default, range and meaning)
  *
  * `--sweep delta=…` on the delta-sweep preset (or on any tabular preset with --sqrt-delta) runs the
- * δ-sweep protocol of src/sat/deltaSweep.ts — only δ changes: same tables and seeds, one Adam step
+ * δ-sweep protocol of src/studies/deltaSweep.ts — only δ changes: same tables and seeds, one Adam step
  * per update with lr ∝ √δ, no backtracking, fixed β (docs/method.md §9.2) — and prints per δ the
  * mean KL/δ (the check that the step scaled with the radius), the violation rate, and the fitted
  * exponent of v ≈ c·δ^p with a bootstrap 95 % CI over seeds (10 seeds unless --seeds). --fixed-lr
@@ -47,11 +47,11 @@ import { PRESETS, presetConfig } from '../sat/presets';
 import type { StageRecord } from '../sat/stage';
 import { runSummarySchema, type RunSummary } from '../sat/records';
 import { parse } from 'valibot';
-import { certReport, type CertReportRow } from '../sat/certReport';
+import { certReport, type CertReportRow } from '../studies/certReport';
 import type { CertScope } from '../sat/certificate';
 import type { HeldState } from '../sat/heldCheck';
 import { attachProfiler, profileTable } from './profile';
-import { deltaSweep, SWEEP_SEEDS } from '../sat/deltaSweep';
+import { deltaSweep, SWEEP_SEEDS } from '../studies/deltaSweep';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { seatHfAgent } from './hfSeat';
 import { escapeLines } from '../core/text';
@@ -506,7 +506,7 @@ async function main(): Promise<void> {
 }
 
 /**
- * --sweep delta=… under the δ-sweep protocol (src/sat/deltaSweep.ts): one row per δ and the fitted
+ * --sweep delta=… under the δ-sweep protocol (src/studies/deltaSweep.ts): one row per δ and the fitted
  * exponent with its bootstrap interval; --json writes the whole result.
  */
 async function printDeltaSweep(args: Args, base: Config, progress: (msg: string) => void): Promise<void> {

@@ -43,9 +43,3 @@ export class FormatError extends SatError {
     this.name = 'FormatError';
   }
 }
-
-/** Throws NumericError naming `what` if `x` is not finite. Returns x for chaining. */
-export function assertFinite(x: number, what: string): number {
-  if (!Number.isFinite(x)) throw new NumericError(`${what} is ${x}; expected a finite number`);
-  return x;
-}

@@ -172,11 +172,6 @@ export function paramCount(cfg: ModelConfig): number {
   return paramBreakdown(cfg).total;
 }
 
-/** Head size d / heads. */
-export function headSize(cfg: ModelConfig): number {
-  return cfg.d / cfg.heads;
-}
-
 /** Names of the playground's size presets. */
 export type ModelSize = 'S' | 'M' | 'L';
 

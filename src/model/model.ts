@@ -38,19 +38,7 @@
  * of VIEW_ALIGN, so one RoPE op rotates both; the output projections Wo and W2 add the residual
  * in the matmul (matmulResidualForward) when they are plain f32.
  *
- * Sampling (`generate`): every prompt is prefilled at its own positions 0..P−1 (no padding).
- * Backend ops take one pos0 per call and no views, so prompts are grouped by length: a group
- * advances in lock step (same position), with its own KV cache [S_g × Tmax × C] per layer.
- * Prefill runs group by group (T = P), and each sequence's last hidden row is gathered
- * (embeddingForward as a row gather) and scattered (embeddingBackward into zeros) into one
- * [S × C] tensor in prompt order. A decoding step runs one row per prompt: norms, projections and
- * the MLP over all S rows at once, and per group only RoPE, the cache write and attention, on the
- * group's rows gathered out and scattered back (rows whose sequence has ended compute unused
- * values) — or on the rows in place when one group holds every prompt in order (no gather). Each step ends with ONE final norm, head and `sampleForward` over the S rows (Philox
- * counter (step, seq0 + prompt index)) and ONE download of S token ids. Every kernel computes each
- * row on its own (one accumulator per element), so batched decoding gives bit for bit the logits
- * of one-by-one decoding and of a plain forward over prompt + generated tokens, and the tokens of a
- * prompt do not depend on what else is in the batch.
+ * Sampling (`generate`) is batched KV-cache decoding: decode.ts.
  *
  * Shape letters: B batch, T time, N = B·T rows, C = d (model width), NH heads, HS = C/NH head
  * size, H hidden (SwiGLU), V vocabulary, L layers, r LoRA rank, S number of prompts, Tmax cache
@@ -59,7 +47,7 @@
  * Not here: the kernels (src/backend), weight files and quantization (weights.ts), LoRA init
  * (lora.ts), losses (next-token: loss.ts; RL: the agents turn them into dlogits on the backend).
  */
-import { ropeTable, rowLogSumExp } from '../backend/cpu';
+import { ropeTable } from '../backend/cpu';
 import { VIEW_ALIGN, type AdamWParams, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../backend/types';
 import { ConfigError } from '../core/errors';
 import { Rng } from '../core/rng';
@@ -67,13 +55,13 @@ import { validateConfig, type ModelConfig } from './config';
 import { initLora, LORA_ALL, validateLoraConfig, type LoraConfig, type LoraTarget } from './lora';
 import type { GenerateOptions, GenerateResult, ModelOptions, ParamSlot, Trainable } from './types';
 import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights, type WeightTensor } from './weights';
-import { checkGenerateArgs } from './generateArgs';
+import type { Acts, GradScratch, LayerActs, ParamSet } from './acts';
+import { decode, type DecodeHost } from './decode';
 
 export type * from './types';
 
 
-/** A set of parameter tensors, one per `layout` slot (the current ones, or a copy such as a reference). */
-export type ParamSet<X extends TensorKinds> = readonly X['f32'][];
+export type { ParamSet } from './acts';
 
 export interface ForwardOptions<X extends TensorKinds> {
   /** Keep the activations for `backward` (current parameters only). Default false. */
@@ -104,65 +92,6 @@ interface BLinear<X extends TensorKinds> {
   /** The base's slot when it trains ('full'), else −1. */
   readonly baseSlot: number;
   readonly lora: { readonly a: number; readonly b: number; readonly rank: number; readonly scale: number } | null;
-}
-
-interface LayerActs<X extends TensorKinds> {
-  ln1: X['f32'];
-  rstd1: X['f32'];
-  /** q and k (rotated) are views of `qk` at the current row count (`placeQK`). */
-  qk: X['f32'];
-  q: X['f32'];
-  k: X['f32'];
-  v: X['f32'];
-  att: X['f32'];
-  ao: X['f32'];
-  mid: X['f32'];
-  ln2: X['f32'];
-  rstd2: X['f32'];
-  a: X['f32'];
-  b: X['f32'];
-  h: X['f32'];
-  u: (X['f32'] | null)[];
-}
-
-interface Acts<X extends TensorKinds> {
-  capN: number;
-  capAtt: number;
-  sets: LayerActs<X>[];
-  res: X['f32'][];
-  lnf: X['f32'];
-  rstdf: X['f32'];
-  proj: X['f32'];
-  /** Pre-rotation q and k [N × C]: views of `qkraw` (`placeQK`). */
-  qkraw: X['f32'];
-  qraw: X['f32'];
-  kraw: X['f32'];
-  /** LoRA scratch [N × maxOut]: the base output and the low-rank branch. */
-  base: X['f32'];
-  tmp: X['f32'];
-  all: X['f32'][];
-}
-
-interface GradScratch<X extends TensorKinds> {
-  capN: number;
-  dx: X['f32'];
-  dln: X['f32'];
-  /** dq, dk and drot (q's), drotk (k's): views of `dqk` and `drotqk` (`placeQK`). */
-  dqk: X['f32'];
-  dq: X['f32'];
-  dk: X['f32'];
-  dv: X['f32'];
-  dao: X['f32'];
-  drotqk: X['f32'];
-  drot: X['f32'];
-  drotk: X['f32'];
-  dlnf: X['f32'];
-  dh: X['f32'];
-  da: X['f32'];
-  db: X['f32'];
-  dsc: X['f32'];
-  du: X['f32'];
-  all: X['f32'][];
 }
 
 const PROJ = ['wq', 'wk', 'wv', 'wo', 'w1', 'w3', 'w2'] as const;
@@ -872,169 +801,26 @@ export class Model<X extends TensorKinds = HostTensors> {
   // ---------------------------------------------------------------- sampling
 
   /**
-   * Samples continuations of each prompt with a KV cache (header: prompts grouped by length, one
-   * sample and one download of S ids per step; with `returnLogits` also one download of the S
-   * logit rows). Prompt i is sequence seq0 + i for the sampler and its k-th generated token uses
-   * step k, so the same seed gives the same tokens whatever else is in the batch. A sequence ends at
-   * `stop` (not returned), after `maxNew` tokens, or when prompt + generated reaches maxSeq.
+   * Samples continuations of each prompt with a KV cache (decode.ts): prompt i is sequence seq0 + i
+   * for the sampler and its k-th generated token uses step k. A sequence ends at `stop` (not
+   * returned), after `maxNew` tokens, or when prompt + generated reaches maxSeq.
    */
-  async generate(prompts: readonly Int32Array[], opts: GenerateOptions): Promise<GenerateResult> {
-    const be = this.be;
-    const { d: C, vocab: V, heads: NH, layers: L, normEps } = this.cfg;
-    const HS = this.HS;
-    const S = prompts.length;
-    const { maxSeq, seq0, longest } = checkGenerateArgs(this.cfg, prompts, opts);
-    const tau = opts.temperature;
-    const withLogits = opts.returnLogits ?? false;
-    const gen: number[][] = prompts.map(() => []);
-    const lps: number[][] = prompts.map(() => []);
-    const rows: number[][] = prompts.map(() => []);
-    const stopped = prompts.map(() => false);
-    const stopLogp = new Float32Array(S).fill(NaN);
-    const done = (): GenerateResult => ({
-      tokens: gen.map((g) => Int32Array.from(g)),
-      stopped,
-      ...(withLogits ? { logp: lps.map((g) => Float32Array.from(g)), stopLogp, logits: rows.map((r) => Float32Array.from(r)) } : {}),
-    });
-    if (S === 0 || opts.maxNew === 0) return done();
+  generate(prompts: readonly Int32Array[], opts: GenerateOptions): Promise<GenerateResult> {
+    return decode(this.decodeHost(), prompts, opts);
+  }
 
-    const Tmax = Math.min(maxSeq, longest + opts.maxNew);
-    // Groups of prompts of one length P (a prompt that already fills Tmax generates nothing).
-    const byLen = new Map<number, number[]>();
-    prompts.forEach((p, i) => {
-      if (p.length >= Tmax) return;
-      const m = byLen.get(p.length);
-      if (m) m.push(i);
-      else byLen.set(p.length, [i]);
-    });
-    if (byLen.size === 0) return done();
-    const owned: X[TensorKind][] = [];
-    const keepT = <T extends X[TensorKind]>(t: T): T => {
-      owned.push(t);
-      return t;
+  /** This model as the decoder sees it (its current parameters and forward pieces). */
+  private decodeHost(): DecodeHost<X> {
+    return {
+      be: this.be,
+      cfg: this.cfg,
+      HS: this.HS,
+      rope: this.rope,
+      params: this.params,
+      at: (which, P) => this.at(this[which], P),
+      samplingActs: (N) => this.samplingActs(N),
+      ropeQK: (s, acts, B, T, pos0) => this.ropeQK(s, acts, B, T, pos0),
+      layerForward: (l, P, s, acts, xin, xmid, xout, N, attention) => this.layerForward(l, P, s, acts, xin, xmid, xout, N, attention),
     };
-    const groups = [...byLen].map(([P, members]) => {
-      const Sg = members.length;
-      const tokens = new Int32Array(Sg * P);
-      members.forEach((s, b) => tokens.set(prompts[s]!, b * P));
-      return {
-        P,
-        members,
-        live: members.map(() => true),
-        prefill: tokens,
-        kc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
-        vc: Array.from({ length: L }, () => keepT(be.zeros('f32', Sg * Tmax * C))),
-        /** The group is every prompt, in order: its rows are the decode rows themselves (no gather / scatter). */
-        whole: members.length === prompts.length && members.every((s, b) => s === b),
-        lastRow: keepT(be.upload('i32', Int32Array.from(members, (_, b) => b * P + P - 1))),
-        scatter: keepT(be.upload('i32', Int32Array.from(members))),
-      };
-    });
-    const lastX = keepT(be.zeros('f32', S * C));
-    const lastLn = keepT(be.zeros('f32', S * C));
-    const lastRstd = keepT(be.zeros('f32', S));
-    const logits = keepT(be.zeros('f32', S * V));
-    const sampled = keepT(be.zeros('i32', S));
-    const maxSg = Math.max(...groups.map((g) => g.members.length));
-    const [gq, gk, gv, gqr, gkr, gao] = Array.from({ length: 6 }, () => keepT(be.zeros('f32', maxSg * C)));
-    const next = new Int32Array(S);
-    const invT = tau > 0 ? 1 / tau : 1;
-    const P0 = this.params;
-    const liveGroups = () => groups.filter((g) => g.live.some((x) => x));
-    try {
-      for (let step = 0; liveGroups().length > 0; step++) {
-        let last: X['f32'];
-        if (step === 0) {
-          // Prefill: each group at positions 0..P−1; each sequence's last row → lastX in prompt order.
-          be.fill(lastX, 0);
-          for (const grp of groups) {
-            const Sg = grp.members.length;
-            const T = grp.P;
-            const N = Sg * T;
-            const acts = this.samplingActs(N);
-            const s = acts.sets[0]!;
-            const tok = be.upload('i32', grp.prefill);
-            be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), Sg, T, C);
-            const attention = (st: LayerActs<X>, l: number): void => {
-              this.ropeQK(st, acts, Sg, T, 0);
-              be.kvCacheWrite(grp.kc[l]!, grp.vc[l]!, st.k, st.v, Sg, T, C, 0, Tmax);
-              be.attentionCachedForward(st.ao, st.q, grp.kc[l]!, grp.vc[l]!, Sg, T, NH, HS, 0, Tmax);
-            };
-            for (let l = 0; l < L; l++) this.layerForward(l, P0, s, acts, acts.res[l]!, s.mid, acts.res[l + 1]!, N, attention);
-            be.embeddingForward(gq, grp.lastRow, acts.res[L]!, 1, Sg, C); // row gather: each sequence's last row
-            be.embeddingBackward(lastX, gq, grp.scatter, 1, Sg, C); // rows → prompt order (into zeros)
-            be.dispose(tok);
-          }
-          last = lastX;
-        } else {
-          // Decode: one row per prompt (row s = prompt s; rows that are done compute unused values).
-          // Norms, projections and the MLP run over all S rows at once; RoPE, the cache write and
-          // attention run per group at the group's position, on its rows gathered and scattered back.
-          const acts = this.samplingActs(S);
-          const s = acts.sets[0]!;
-          const tok = be.upload('i32', next);
-          be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P0), 1, S, C);
-          const live = liveGroups();
-          const attention = (st: LayerActs<X>, l: number): void => {
-            const only = live.length === 1 && live[0]!.whole ? live[0]! : null;
-            if (only !== null) {
-              // One group holding every prompt in order: RoPE, the cache write and attention on the rows in place.
-              const pos0 = only.P + step - 1;
-              this.ropeQK(st, acts, S, 1, pos0);
-              be.kvCacheWrite(only.kc[l]!, only.vc[l]!, st.k, st.v, S, 1, C, pos0, Tmax);
-              be.attentionCachedForward(st.ao, st.q, only.kc[l]!, only.vc[l]!, S, 1, NH, HS, pos0, Tmax);
-              return;
-            }
-            be.fill(st.ao, 0);
-            for (const grp of live) {
-              const Sg = grp.members.length;
-              const pos0 = grp.P + step - 1;
-              be.embeddingForward(gq, grp.scatter, acts.qraw, 1, Sg, C);
-              be.embeddingForward(gk, grp.scatter, acts.kraw, 1, Sg, C);
-              be.embeddingForward(gv, grp.scatter, st.v, 1, Sg, C);
-              be.ropeForward(gqr, gq, this.rope, Sg, 1, NH, HS, pos0);
-              be.ropeForward(gkr, gk, this.rope, Sg, 1, NH, HS, pos0);
-              be.kvCacheWrite(grp.kc[l]!, grp.vc[l]!, gkr, gv, Sg, 1, C, pos0, Tmax);
-              be.attentionCachedForward(gao, gqr, grp.kc[l]!, grp.vc[l]!, Sg, 1, NH, HS, pos0, Tmax);
-              be.embeddingBackward(st.ao, gao, grp.scatter, 1, Sg, C);
-            }
-          };
-          for (let l = 0; l < L; l++) this.layerForward(l, P0, s, acts, acts.res[l]!, s.mid, acts.res[l + 1]!, S, attention);
-          be.dispose(tok);
-          last = acts.res[L]!;
-        }
-        be.rmsnormForward(lastLn, lastRstd, last, this.at(this.finalNorm, P0), 1, S, C, normEps);
-        be.matmulForward(logits, lastLn, this.at(this.head, P0), 1, S, C, V);
-        be.sampleForward(sampled, logits, S, V, { seed: opts.seed, stream: opts.stream, step, temperature: tau, topK: opts.topK, seq0 });
-        const ids = await be.download('i32', sampled);
-        const z = withLogits ? await be.download('f32', logits) : null;
-        for (const grp of groups) {
-          grp.members.forEach((s, b) => {
-            if (!grp.live[b]) return;
-            const a = ids[s]!;
-            let lp = NaN;
-            if (z !== null) {
-              const row = z.subarray(s * V, (s + 1) * V);
-              lp = row[a]! * invT - rowLogSumExp(row, 0, V, invT);
-              for (let v = 0; v < V; v++) rows[s]!.push(row[v]!);
-            }
-            if (a === opts.stop) {
-              stopped[s] = true;
-              stopLogp[s] = lp;
-              grp.live[b] = false;
-              return;
-            }
-            gen[s]!.push(a);
-            lps[s]!.push(lp);
-            next[s] = a;
-            const len = prompts[s]!.length + gen[s]!.length;
-            if (gen[s]!.length >= opts.maxNew || len >= Tmax) grp.live[b] = false;
-          });
-        }
-      }
-    } finally {
-      for (const t of owned) be.dispose(t);
-    }
-    return done();
   }
 }

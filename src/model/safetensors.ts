@@ -61,11 +61,6 @@ function isDtype(s: string): s is StDtype {
   return Object.prototype.hasOwnProperty.call(DTYPES, s);
 }
 
-/** Bytes per element of a dtype. */
-export function dtypeSize(dtype: StDtype): number {
-  return DTYPES[dtype].size;
-}
-
 function assertLittleEndian(): void {
   if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
     throw new FormatError('safetensors: this platform is big-endian; only little-endian hosts are supported');

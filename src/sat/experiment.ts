@@ -9,7 +9,7 @@
  * Also the tabular plug-and-play swap (docs/method.md §8.2): replace one agent's table by another
  * policy, projected by Stage-0 into the δ_0 ball around the agent it replaces.
  *
- * The seam for agents that live elsewhere (one Web Worker per agent, src/app/remoteTeam.ts):
+ * The seam for agents that live elsewhere (one Web Worker per agent, src/workers/remoteTeam.ts):
  * `planTabular` / `planLlm` build everything but the agents — game or task, env, A_max — and
  * describe each agent as plain, cloneable data (`TableInit`, `LmInit`); `tableAgent` / `lmAgent`
  * turn one description into an in-process agent. createTabularExperiment and createLlmExperiment are
@@ -39,7 +39,7 @@ import type { ProjectedLmAgent } from './agents/projected';
 import { LmEnv } from './env/lm';
 import { tablePolicy, teamTables } from './rollout';
 import { runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
-import type { AgentPolicy } from './types';
+import type { AgentPolicy, AgentSnapshot } from './types';
 import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
 import { configuredLmSwap } from './lmSwap';
@@ -75,7 +75,7 @@ export interface TabularExperiment extends Experiment {
   readonly team: TabularSoftmaxAgent[];
 }
 
-/** An agent that is a table, wherever it runs: a TabularSoftmaxAgent here, or one in a worker (src/app/remoteTeam.ts). */
+/** An agent that is a table, wherever it runs: a TabularSoftmaxAgent here, or one in a worker (src/workers/remoteTeam.ts). */
 export interface TableAgent extends AgentPolicy {
   readonly nObs: number;
   readonly nActions: number;
@@ -306,6 +306,22 @@ export async function runStages(exp: Experiment, count: number, onStage?: (s: St
     onStage?.(r.value);
   }
   return out;
+}
+
+/** The team as it stands: every agent's parameters and optimizer state, and β per agent. */
+export async function teamState(exp: Experiment): Promise<{ snapshots: AgentSnapshot[]; betas: number[] }> {
+  return { snapshots: await Promise.all(exp.team.map((a) => a.snapshot())), betas: exp.betas.slice() };
+}
+
+/**
+ * Puts the experiment back at the boundary after `stages`: every agent restored, β per agent, and
+ * the count of stages done (it numbers the next stage and times a swap) with the last evaluation.
+ */
+export async function restoreTeamState(exp: Experiment, state: { readonly snapshots: readonly AgentSnapshot[]; readonly betas: readonly number[] }, stages: readonly StageRecord[]): Promise<void> {
+  await Promise.all(exp.team.map((a, i) => a.restore(state.snapshots[i]!)));
+  exp.betas.splice(0, exp.betas.length, ...state.betas);
+  exp.stagesDone = stages.length;
+  exp.lastEval = stages[stages.length - 1]?.evaluation;
 }
 
 /** The current team's J (exact for tabular games). */

@@ -2,7 +2,7 @@
  * One agent's Web Worker: exposes an AgentApi over comlink, its results transferred (wire.ts).
  * The page starts one per agent with
  *   new Worker(new URL('../workers/agent.worker.ts', import.meta.url), { type: 'module' })
- * (src/app/remoteTeam.ts `makeAgentWorker`), and drives it from the main thread.
+ * (src/workers/remoteTeam.ts `makeAgentWorker`), and drives it from the main thread.
  *
  * It also tells onnxruntime-web where the build put its wasm (ortAssets.ts), for ONNX seats.
  *

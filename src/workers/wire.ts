@@ -9,7 +9,7 @@
  *
  * Outgoing arguments (main → worker) are cloned, not transferred: the stage loop keeps using what
  * it passes (a batch's obs, a snapshot it may restore twice). The one exception, the model file in
- * an LmSpec, is copied and transferred by src/app/remoteTeam.ts.
+ * an LmSpec, is copied and transferred by src/workers/remoteTeam.ts.
  *
  * Not here: AgentApi itself (agentApi.ts, comlink-free), worker lifetime and death (remoteTeam.ts).
  */

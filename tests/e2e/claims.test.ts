@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type ClaimsReport, runClaim, VERDICTS } from '../../src/sat/claims';
+import { type ClaimsReport, runClaim, VERDICTS } from '../../src/studies/claims';
 import { svgName } from '../../src/cli/claimsReport';
 import { playgroundForFile, ROOT, settled } from './harness';
 

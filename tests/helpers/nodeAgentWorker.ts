@@ -1,13 +1,13 @@
 /**
  * A Node worker_threads Worker running AgentApi (agentWorkerNode.ts), adapted to the AgentWorker
- * interface of src/app/remoteTeam.ts: the same RemoteAgent and createRemoteExperiment the page
+ * interface of src/workers/remoteTeam.ts: the same RemoteAgent and createRemoteExperiment the page
  * uses, driven from a test. `crash` makes the worker die in a named method (death tests).
  *
  * Not here: the browser worker (src/workers/agent.worker.ts, started by makeAgentWorker).
  */
 import { Worker } from 'node:worker_threads';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import type { AgentWorker } from '../../src/app/remoteTeam';
+import type { AgentWorker } from '../../src/workers/remoteTeam';
 
 export interface NodeWorkerOptions {
   readonly crash?: { readonly method: string; readonly how: 'exit' | 'throw' | 'hang' };

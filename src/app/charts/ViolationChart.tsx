@@ -1,7 +1,7 @@
 /**
  * "Do trust-region violations grow like √δ?" — the fraction of visited states whose KL exceeds δ,
  * against δ, on log–log axes (docs/method.md §6.1, §9.2): this run's agent steps averaged per δ,
- * and — after **Sweep δ** — the δ sweep's points (src/sat/deltaSweep.ts: only δ changes, one step
+ * and — after **Sweep δ** — the δ sweep's points (src/studies/deltaSweep.ts: only δ changes, one step
  * with lr ∝ √δ, no backtracking), with its fitted power law v ≈ c·δ^p (solid), the bootstrap 95 %
  * interval of p as two thin lines through the fit's centre, a √δ reference line of slope ½ through
  * the points' centre (dotted), and the scaling check (mean KL/δ per δ) in the readout and tooltips.
@@ -14,7 +14,7 @@
  * the result).
  */
 import { CartesianGrid, ComposedChart, Legend, Line, Scatter, Tooltip, XAxis, YAxis } from 'recharts';
-import type { DeltaSweepResult } from '../../sat/deltaSweep';
+import type { DeltaSweepResult } from '../../studies/deltaSweep';
 import { sci, short } from '../format';
 import { GRID, INK, MUTED_INK, teamSeries } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';

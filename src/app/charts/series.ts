@@ -23,7 +23,7 @@
  */
 import { fitPowerLaw, histogram, type PowerLawFit } from '../../core/stats';
 import type { BoundTerms, CertForm } from '../../sat/certificate';
-import type { DeltaSweepResult } from '../../sat/deltaSweep';
+import type { DeltaSweepResult } from '../../studies/deltaSweep';
 import { heldTolerance, type HeldState } from '../../sat/heldCheck';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 
@@ -549,7 +549,7 @@ export function sqrtReference(points: readonly ViolationPoint[]): (readonly [num
   return [[lo, c0 * Math.sqrt(lo)], [hi, c0 * Math.sqrt(hi)]];
 }
 
-/** One δ of a δ sweep (src/sat/deltaSweep.ts, docs/method.md §9.2): its pooled violation rate, and the scaling check. */
+/** One δ of a δ sweep (src/studies/deltaSweep.ts, docs/method.md §9.2): its pooled violation rate, and the scaling check. */
 export interface SweepViolationPoint extends ViolationPoint {
   /** Mean per-visit KL / δ (flat across δ ⇔ the step was scaled to the radius). */
   readonly klOverDelta: number;

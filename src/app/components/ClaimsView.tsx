@@ -6,18 +6,19 @@
  * and the exact commands.
  *
  * The tabular claims (2, 3, 5) can be re-run live in this tab, at the quick scale (seconds) or the
- * full one (minutes; the card says how long the CLI took), with progress and Cancel: the same src/sat/claims.ts the CLI
+ * full one (minutes; the card says how long the CLI took), with progress and Cancel: the same src/studies/claims.ts the CLI
  * runs, so the same seeds give the same numbers. A live result is labelled as such and can be put
  * away again; a cancelled run changes nothing.
  *
- * Not here: what a claim runs or how its verdict is decided (src/sat/claims.ts), the report's
+ * Not here: what a claim runs or how its verdict is decided (src/studies/claims.ts), the report's
  * files (src/cli/claims.ts), the language claims' live runs (minutes per stage on a CPU: the CLI's
  * job).
  */
 import { useRef, useState } from 'react';
 import { CartesianGrid, ComposedChart, ErrorBar, Legend, Line, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import committedData from '../claims/data.json';
-import { CLAIM_COLOURS, niceTicks, plotYTicks, type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim, sampleSize } from '../../sat/claims';
+import { CLAIM_COLOURS, niceTicks, plotYTicks } from '../claimsPlot';
+import { type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim, sampleSize } from '../../studies/claims';
 import { useMeasuredWidth } from '../charts/ChartFrame';
 import { GRID, MUTED_INK } from '../theme';
 import { yieldToBrowser } from '../session';

@@ -1,6 +1,6 @@
 /**
  * The left column: the presets gallery (each with its "what to look for" and its "predict, then
- * run" question, whose Reveal shows the answer this run measured — src/sat/worksheet.ts) and every setting of the
+ * run" question, whose Reveal shows the answer this run measured — src/studies/worksheet.ts) and every setting of the
  * one config table, grouped in the order of docs/method.md's sections (task, model, run,
  * advantages, objective, trust region, order, certificate, swap; the list is docs/method.md §11).
  * Each control's tooltip is its doc comment and allowed range; a share link's `<key>_hide=true`
@@ -12,7 +12,7 @@
 import { useState } from 'react';
 import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, TABULAR_ONLY_KEYS, type ConfigKey, type Field, type Group } from '../../sat/config';
 import { PRESETS, findPreset } from '../../sat/presets';
-import { answerWorksheet, WORKSHEET } from '../../sat/worksheet';
+import { answerWorksheet, WORKSHEET } from '../../studies/worksheet';
 import { useSession } from '../sessionContext';
 import { Fold } from './Fold';
 import { isDirty, setField, usePlayground } from '../store';

@@ -10,13 +10,6 @@ import { useEffect } from 'react';
 import { useSession } from '../sessionContext';
 import { setSpeed, usePlayground, type Speed } from '../store';
 
-export const SHORTCUTS: readonly { keys: string; what: string }[] = [
-  { keys: '→ or A', what: 'Step agent' },
-  { keys: 'S', what: 'Step stage' },
-  { keys: 'Space', what: 'Run / Pause' },
-  { keys: 'R', what: 'Reset' },
-];
-
 function typingIn(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
   if (!el || !el.tagName) return false;

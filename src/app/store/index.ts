@@ -19,13 +19,13 @@
 import { create } from 'zustand';
 import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, type Field } from '../../sat/config';
 import { PRESETS, presetConfig } from '../../sat/presets';
-import type { DeltaSweepResult } from '../../sat/deltaSweep';
+import type { DeltaSweepResult } from '../../studies/deltaSweep';
 import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 import type { AgentInfo } from '../../sat/types';
 import type { TranscriptBatch } from '../charts/series';
 import type { GameFrame } from '../gameFrame';
 import type { BackendLine } from '../backendLine';
-import { findStep, type StepRef } from '../stepRef';
+import type { StepRef } from '../stepRef';
 import type { QuantKind } from '../../model/quant';
 
 /** The settings form: every config key as the text the user typed (checked by parseConfig on apply). */
@@ -123,7 +123,7 @@ export interface MetricsSlice {
   selected: StepRef | null;
   /** The same seed under other update orders (order comparison chart). */
   orders: readonly SeriesRun[];
-  /** The δ sweep's result (src/sat/deltaSweep.ts: per δ mean KL/δ and violation rate, the fit and its CI), or null. */
+  /** The δ sweep's result (src/studies/deltaSweep.ts: per δ mean KL/δ and violation rate, the fit and its CI), or null. */
   sweep: DeltaSweepResult | null;
   /** Language tasks: a few episodes of the batch each agent step trained on (the latest ones). */
   transcripts: readonly TranscriptBatch[];
@@ -215,15 +215,4 @@ export function dismissError(): void {
 /** True when the form differs from the running experiment's settings. */
 export function isDirty(s: Pick<PlaygroundState, 'form' | 'applied'>): boolean {
   return CONFIG_KEYS.some((k) => s.form[k] !== s.applied[k]);
-}
-
-/** Every agent step recorded so far, in order (finished stages, then the stage in progress). */
-export function allSteps(s: Pick<PlaygroundState, 'stages' | 'partial'>): AgentStepRecord[] {
-  return [...s.stages.flatMap((r) => r.steps), ...s.partial];
-}
-
-/** The agent step in view: the selected one, else the latest. */
-export function stepInView(s: Pick<PlaygroundState, 'stages' | 'partial' | 'selected'>): AgentStepRecord | null {
-  const all = allSteps(s);
-  return findStep(all, s.selected) ?? all[all.length - 1] ?? null;
 }

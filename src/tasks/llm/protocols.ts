@@ -270,11 +270,6 @@ export function activeAgents(spec: TeamSpec, messages: readonly Message[]): numb
   return walk(spec, messages).pending;
 }
 
-/** The context `agent` sees when answering `problem` alone (independent, vote, router solver). */
-export function soloContext(problem: Problem, agent: number): string {
-  return buildContext(problem.prompt, [], agent);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The team's answer and reward
 // ---------------------------------------------------------------------------------------------

@@ -28,11 +28,11 @@
  */
 import { mean, meanCI } from '../core/stats';
 import { SatError } from '../core/errors';
-import { type Config, isLlmTask } from './config';
+import { type Config, isLlmTask } from '../sat/config';
 import { deltaSweep, SWEEP_DELTAS } from './deltaSweep';
-import { createTabularExperiment, createLlmExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from './experiment';
-import { presetConfig } from './presets';
-import type { StageRecord } from './stage';
+import { createTabularExperiment, createLlmExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from '../sat/experiment';
+import { presetConfig } from '../sat/presets';
+import type { StageRecord } from '../sat/stage';
 
 export type Verdict = 'holds' | 'does not hold' | 'not established';
 export const VERDICTS: readonly Verdict[] = ['holds', 'does not hold', 'not established'];
@@ -82,9 +82,6 @@ export interface PlotSeries {
   readonly errorBars: boolean;
 }
 
-/** Series i of a plot is drawn in colour i: the same in the report's SVGs and the page's Claims view. */
-export const CLAIM_COLOURS: readonly string[] = ['#0072B2', '#D55E00', '#009E73', '#CC79A7'];
-
 export interface ClaimPlot {
   readonly title: string;
   readonly xLabel: string;
@@ -118,32 +115,6 @@ export interface ClaimResult {
   readonly plot: ClaimPlot;
   /** The per-seed numbers behind the tests, by name. */
   readonly perSeed: Readonly<Record<string, readonly number[]>>;
-}
-
-/** About `count` round ticks covering [lo, hi] (steps of 1, 2 or 5 × 10^k). */
-export function niceTicks(lo: number, hi: number, count = 5): number[] {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi))) throw new RangeError(`niceTicks: [${lo}, ${hi}] is not finite`);
-  if (hi - lo < 1e-12 * Math.max(1, Math.abs(lo))) {
-    lo -= 0.5;
-    hi += 0.5;
-  }
-  const raw = (hi - lo) / count;
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((f) => f * mag).find((s) => s >= raw)!;
-  const out: number[] = [];
-  for (let k = Math.floor(lo / step); k * step <= hi + step * 1e-9; k++) out.push(Number((k * step).toPrecision(12)));
-  if (out[0]! > lo) out.unshift(Number((out[0]! - step).toPrecision(12)));
-  if (out.at(-1)! < hi) out.push(Number((out.at(-1)! + step).toPrecision(12)));
-  return out;
-}
-
-/** The y ticks of a plot, covering every interval and reference line: the SVG and the page draw the same axis. */
-export function plotYTicks(plot: ClaimPlot): number[] {
-  const ys = [...plot.series.flatMap((s) => s.points.flatMap((p) => [p.lo, p.hi])), ...plot.refs.map((r) => r.y)];
-  const [lo, hi] = [Math.min(...ys), Math.max(...ys)];
-  // 3 % headroom, so a mark on the last tick is not drawn on the frame.
-  const room = 0.03 * (hi - lo);
-  return niceTicks(lo - room, hi + room);
 }
 
 export interface ClaimsReport {

@@ -1,7 +1,7 @@
 /**
  * Comparing update orders σ from where a team stands (docs/method.md §3.1, claim 3 of §10b): the
  * team's next stages run once per order, each from the same start, on the SAME agents — in this
- * process or in their workers (src/app/remoteTeam.ts), whichever the experiment holds:
+ * process or in their workers (src/workers/remoteTeam.ts), whichever the experiment holds:
  *
  *   const r = await compareOrdersFrom(exp, { orders: ['fixed', 'reverse'], stages: 2 });
  *   r.runs[k].stages      // order k's StageRecords, numbered on from exp.stagesDone
@@ -38,12 +38,12 @@
  * (order.ts), drawing (src/app/charts/OrderChart.tsx).
  */
 import { Rng } from '../core/rng';
-import { isLlmTask, parseConfig, type Config } from './config';
-import type { TeamEnv } from './env/types';
-import { planLlm, stepThrough, type Experiment } from './experiment';
-import type { OrderKind } from './order';
-import type { StageRecord } from './stage';
-import type { AgentSnapshot } from './types';
+import { isLlmTask, parseConfig, type Config } from '../sat/config';
+import type { TeamEnv } from '../sat/env/types';
+import { planLlm, stepThrough, type Experiment } from '../sat/experiment';
+import type { OrderKind } from '../sat/order';
+import type { StageRecord } from '../sat/stage';
+import type { AgentSnapshot } from '../sat/types';
 
 /** The orders a comparison runs by default (docs/method.md §3.1). */
 export function ordersToCompare(cfg: Config): OrderKind[] {

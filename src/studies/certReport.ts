@@ -10,8 +10,8 @@
  *
  * Not here: running a stage (experiment.ts) or printing (src/cli/sat.ts).
  */
-import type { Config } from './config';
-import type { StageRecord } from './stage';
+import type { Config } from '../sat/config';
+import type { StageRecord } from '../sat/stage';
 
 export interface CertReportRow {
   readonly preset: string;

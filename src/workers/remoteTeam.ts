@@ -38,16 +38,13 @@ import { Rng } from '../core/rng';
 import { planLlm, planTabular, type Experiment, type ModelLoader, type TableAgent, type TableExperiment } from '../sat/experiment';
 import { isLlmTask, type Config } from '../sat/config';
 import type { TabularEnv } from '../sat/env/tabular';
-import type { GenerateOptions, LmAgentPolicy } from '../sat/agents/lm';
+import type { LmAgentPolicy } from '../sat/agents/lm';
 import type { LmEnv } from '../sat/env/lm';
-import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
-import type { UpdatePlan, UpdateResult } from '../sat/update';
-import type { InspectAnswer } from '../sat/inspect';
-import { configuredLmSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
-import type { AgentApi, AgentSpec, OnnxSeatInfo } from '../workers/agentApi';
-import type { CpuThreads } from '../backend/cpu/threads';
-import { AgentWorkerError } from '../workers/errors';
-import { installErrorTransfer } from '../workers/wire';
+import type { AgentInfo } from '../sat/types';
+import { configuredLmSwap } from '../sat/lmSwap';
+import type { AgentApi, AgentSpec } from './agentApi';
+import { AgentWorkerError } from './errors';
+import { installErrorTransfer } from './wire';
 
 /**
  * What a RemoteAgent needs from a worker: a comlink endpoint, word of its death, and a way to end
@@ -76,7 +73,7 @@ export function browserWorker(w: Worker): AgentWorker {
 
 /** The page's worker for one agent (Vite bundles agent.worker.ts as its own chunk). */
 export function makeAgentWorker(): Worker {
-  return new Worker(new URL('../workers/agent.worker.ts', import.meta.url), { type: 'module', name: 'sat-agent' });
+  return new Worker(new URL('./agent.worker.ts', import.meta.url), { type: 'module', name: 'sat-agent' });
 }
 
 /** One worker's link: its comlink proxy, and a promise that rejects when it dies or is terminated. */
@@ -116,7 +113,32 @@ class Link {
   }
 }
 
-/** An agent in a worker: the AgentPolicy (and generate) the stage loop and LmEnv call. */
+/**
+ * AgentApi's methods by name. The compiler holds this to exactly the class's public methods (a
+ * method added there and not here, or the reverse, does not compile), so each is forwarded below
+ * without its signature being written twice.
+ */
+const AGENT_METHODS = {
+  init: 0, onnxSeat: 0, loseDevice: 0, info: 0, cpuThreads: 0, memoryBytes: 0, distributions: 0, logProbs: 0,
+  setReference: 0, klToReference: 0, trainStep: 0, surrogateGradient: 0, fisherVectorProduct: 0, update: 0,
+  inspect: 0, swapIn: 0, kappa: 0, snapshot: 0, restore: 0, interpolate: 0, generate: 0, getLogits: 0, setLogits: 0,
+} as const satisfies Record<keyof AgentApi, 0>;
+
+/**
+ * An agent's calls as this thread makes them: AgentApi's own signatures. Every AgentApi method is
+ * async, so these are what comlink's Remote<AgentApi> calls take and answer (Remote would add its
+ * proxy handles and split a union result into a union of promises).
+ */
+type AgentCalls = Omit<AgentApi, 'init'>;
+
+// Declaration merging: every RemoteAgent has AgentApi's methods, typed from the class.
+export interface RemoteAgent extends AgentCalls {}
+
+/**
+ * An agent in a worker: the AgentPolicy (and generate) the stage loop and LmEnv call, and every
+ * other AgentApi method (the inspector, swaps, the device and thread probes), each one counted
+ * call to the worker.
+ */
 export class RemoteAgent implements LmAgentPolicy {
   readonly index: number;
   /** Calls made to the worker so far, per AgentApi method (what one agent step costs). */
@@ -132,7 +154,7 @@ export class RemoteAgent implements LmAgentPolicy {
   }
 
   /** One counted call of AgentApi method `name`. */
-  protected call<T>(name: string, f: (api: Remote<AgentApi>) => Promise<T>): Promise<T> {
+  protected call<T>(name: keyof AgentApi, f: (api: Remote<AgentApi>) => Promise<T>): Promise<T> {
     this.calls.set(name, (this.calls.get(name) ?? 0) + 1);
     return this.link.call(f);
   }
@@ -149,99 +171,21 @@ export class RemoteAgent implements LmAgentPolicy {
     return this.call('init', (api) => api.init(transfer(spec, transferList), onProgress ? proxy(onProgress) : undefined));
   }
 
-  info(): Promise<AgentInfo> {
-    return this.call('info', (api) => api.info());
-  }
-
-  memoryBytes(): Promise<number> {
-    return this.call('memoryBytes', (api) => api.memoryBytes());
-  }
-
-  /** An ONNX seat's file, mode, execution provider and parity or memory (null for other seats). */
-  onnxSeat(): Promise<OnnxSeatInfo | null> {
-    return this.call('onnxSeat', (api) => api.onnxSeat());
-  }
-
-  distributions(steps: StepSet): Promise<Float64Array> {
-    return this.call('distributions', (api) => api.distributions(steps));
-  }
-
-  logProbs(steps: StepSet): Promise<Float64Array> {
-    return this.call('logProbs', (api) => api.logProbs(steps));
-  }
-
-  setReference(): Promise<void> {
-    return this.call('setReference', (api) => api.setReference());
-  }
-
-  klToReference(steps: StepSet): Promise<Float64Array> {
-    return this.call('klToReference', (api) => api.klToReference(steps));
-  }
-
-  trainStep(batch: AgentBatch, spec: ObjectiveSpec): Promise<TrainReport> {
-    return this.call('trainStep', (api) => api.trainStep(batch, spec));
-  }
-
-  surrogateGradient(batch: AgentBatch): Promise<Float64Array> {
-    return this.call('surrogateGradient', (api) => api.surrogateGradient(batch));
-  }
-
-  fisherVectorProduct(steps: StepSet, v: Float64Array): Promise<Float64Array> {
-    return this.call('fisherVectorProduct', (api) => api.fisherVectorProduct(steps, v));
-  }
-
-  /** The whole update in the worker: one round trip (src/sat/update.ts). */
-  update(plan: UpdatePlan): Promise<UpdateResult> {
-    return this.call('update', (api) => api.update(plan));
-  }
-
-  /**
-   * The token inspector's numbers for this agent's latest update (AgentApi.inspect,
-   * docs/method.md §9b.1): one round trip, made when the page's inspector opens, never in the loop.
-   */
-  inspect(maxEpisodes?: number): Promise<InspectAnswer> {
-    return this.call('inspect', (api) => api.inspect(maxEpisodes) as Promise<InspectAnswer>); // (comlink's Remote splits the union)
-  }
-
-  /** A language swap made in the worker (lmSwap.ts `swapLmAgent` calls it: SwapsInPlace). */
-  swapIn(modelName: string, file: Uint8Array, steps: StepSet, o: SeatSwapOptions): Promise<SeatSwapReport> {
-    return this.call('swapIn', (api) => api.swapIn(modelName, file, steps, o));
-  }
-
-  kappa(batch: AgentBatch, rawAdv: Float64Array, iters: number): Promise<number> {
-    return this.call('kappa', (api) => api.kappa(batch, rawAdv, iters));
-  }
-
-  snapshot(): Promise<AgentSnapshot> {
-    return this.call('snapshot', (api) => api.snapshot());
-  }
-
-  restore(s: AgentSnapshot): Promise<void> {
-    return this.call('restore', (api) => api.restore(s));
-  }
-
-  interpolate(from: AgentSnapshot, f: number): Promise<void> {
-    return this.call('interpolate', (api) => api.interpolate(from, f));
-  }
-
-  generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
-    return this.call('generate', (api) => api.generate(contexts, opts));
-  }
-
-  /** For tests and demonstrations: destroys the worker's GPU device (false when it has none). */
-  loseDevice(): Promise<boolean> {
-    return this.call('loseDevice', (api) => api.loseDevice());
-  }
-
-  /** For tests and the curious: the CPU kernels' threads in the worker (src/backend/cpu/threads.ts). */
-  cpuThreads(): Promise<CpuThreads> {
-    return this.call('cpuThreads', (api) => api.cpuThreads());
-  }
-
   /** Ends the worker; pending and later calls reject with AgentWorkerError. */
   terminate(): void {
     this.link.terminate();
   }
+}
+
+for (const name of Object.keys(AGENT_METHODS) as (keyof AgentApi)[]) {
+  if (name === 'init') continue; // above: its spec's buffers are transferred and its progress callback proxied
+  Object.defineProperty(RemoteAgent.prototype, name, {
+    value(this: RemoteAgent, ...args: unknown[]): Promise<unknown> {
+      return this['call'](name, (api) => (api[name] as (...a: unknown[]) => Promise<unknown>)(...args));
+    },
+    writable: true,
+    configurable: true,
+  });
 }
 
 /** A table in a worker: also what the tabular swap (experiment.ts `swapAgent`) needs. */
@@ -253,14 +197,6 @@ export class RemoteTableAgent extends RemoteAgent implements TableAgent {
     super(index, worker);
     this.nObs = nObs;
     this.nActions = nActions;
-  }
-
-  getLogits(): Promise<Float64Array> {
-    return this.call('getLogits', (api) => api.getLogits());
-  }
-
-  setLogits(z: Float64Array): Promise<void> {
-    return this.call('setLogits', (api) => api.setLogits(z));
   }
 }
 

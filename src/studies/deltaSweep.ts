@@ -38,8 +38,8 @@
  */
 import { Rng } from '../core/rng';
 import { fitPowerLaw, mean, quantile, sampleStd, type PowerLawFit } from '../core/stats';
-import { type Config, isLlmTask, parseConfig } from './config';
-import { createTabularExperiment, runStages, type Experiment, type TableExperiment } from './experiment';
+import { type Config, isLlmTask, parseConfig } from '../sat/config';
+import { createTabularExperiment, runStages, type Experiment, type TableExperiment } from '../sat/experiment';
 
 /** The radii the preset and the page sweep by default: three decades' worth, log-spaced. */
 export const SWEEP_DELTAS: readonly number[] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1];
@@ -283,9 +283,4 @@ export function bootstrapExponentCI(
   }
   if (ps.length === 0) return null;
   return { lo: quantile(ps, 0.025), hi: quantile(ps, 0.975), level: 0.95, resamples, used: ps.length };
-}
-
-/** Mean of the per-δ mean KL/δ (a one-number summary of the scaling check). */
-export function meanKlOverDelta(r: DeltaSweepResult): number {
-  return mean(r.points.map((p) => p.klOverDelta));
 }

@@ -16,7 +16,7 @@
  * Not here: the presets' settings or their "what to look for" (presets.ts), showing the prompt
  * (src/app/components/Controls.tsx).
  */
-import type { AgentStepRecord, StageRecord } from './stage';
+import type { AgentStepRecord, StageRecord } from '../sat/stage';
 
 /** A measured answer: the sentence shown, and the facts it rests on (for tests and the JSON). */
 export interface WorksheetAnswer {
