@@ -16,7 +16,7 @@
  *                                  agent's memory for it and refuses before reading the weights
  *                                  when it does not fit; then reads every file and hashes the
  *                                  folder (hfFolderHash)
- *   seatContext(files, cfg)        that context for a folder already read
+ *   seatContext(files, cfg)        that context for a folder already read (in the same worker)
  *   CheckpointStore                the raw files by folder hash, and which seat holds which
  *                                  checkpoint, over a PartStore (IndexedDB database
  *                                  "sat-playground-checkpoints" in the page)
@@ -36,7 +36,7 @@ import { checkFits, checkpointParams, describeEstimate, estimateMemory, formatBy
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, type HfContextSettings } from '../sat/hfSeat';
 import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from './remoteTeam';
@@ -112,12 +112,15 @@ export { checkpointParams };
 /** What a seat's context and memory estimate depend on. */
 export type SeatSettings = Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'> & HfContextSettings;
 
-/** The context (positions) the settings need of a seat on these files (config.json and the tokenizer's files; the weights are not read). */
+/**
+ * The context (positions) the settings need of a seat on these files (config.json and the
+ * tokenizer's files; the weights are not read). The tokenizer is built and run in a budgeted worker
+ * (inputCheck.ts), as for a folder just picked: the page's main thread never builds one to measure.
+ */
 export async function seatContext(files: HfFiles, cfg: HfContextSettings, onnx?: SeatCheckpoint['onnx']): Promise<number> {
   if (onnx) return onnxSeatContext(files, cfg as SeatSettings, onnx.mode);
-  const { readHfConfig, hfTokenizerOf } = await loader();
-  const { cfg: mc, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
-  return hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
+  const json = [...files].filter(([name]) => name.endsWith('.json'));
+  return (await checkInput('checkpointHead', { files: json, settings: contextSettings(cfg) }, 'checkpoint')).context;
 }
 
 /** The settings a seat's context depends on, alone (what crosses to the check's worker). */
