@@ -8,14 +8,14 @@
  *                                  path in the folder (webkitRelativePath minus the top folder, or
  *                                  its name); like the CLI, only the folder's own *.json and
  *                                  *.safetensors files are kept (so both hash a folder alike)
- *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json and the
- *                                  tokenizer's), each size checked first against what config.json
- *                                  implies (hfLoad.ts hfFileCap), measures the context the preset
- *                                  needs with that tokenizer in a budgeted worker (inputCheck.ts;
- *                                  src/sat/hfSeat.ts hfSeatContext), estimates the
- *                                  agent's memory for it and refuses before reading the weights
- *                                  when it does not fit; then reads every file and hashes the
- *                                  folder (hfFolderHash)
+ *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json, parsed in a
+ *                                  budgeted worker, and the tokenizer's), each size checked first
+ *                                  against what config.json implies (hfLoad.ts hfFileCap),
+ *                                  measures the context the preset needs with that tokenizer in a
+ *                                  budgeted worker (inputCheck.ts; src/sat/hfSeat.ts
+ *                                  hfSeatContext), estimates the agent's memory for it and refuses
+ *                                  before reading the weights when it does not fit; then reads
+ *                                  every file and hashes the folder (hfFolderHash)
  *   seatContext(files, cfg)        that context for a folder already read (in the same worker)
  *   CheckpointStore                the raw files by folder hash, and which seat holds which
  *                                  checkpoint, over a PartStore (IndexedDB database
@@ -175,10 +175,13 @@ export async function readCheckpointFolder(
   if (![...entries.keys()].some((n) => n.endsWith('.safetensors')) && [...entries.keys()].some((n) => n.endsWith('.onnx'))) {
     return readOnnxSeatFolder(folder, entries, cfg, limit, quant, onnxMode, onRead);
   }
-  const { readHfConfig, hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
+  const { hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
   const configFile = entries.get('config.json');
   const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf('config.json', configFile, MAX_SMALL_JSON_BYTES)]] : []);
-  const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
+  const what = `checkpoint folder${folder ? ` "${folder}"` : ''}`;
+  // config.json is parsed in a budgeted worker too (inputCheck.ts), so a 4 MiB one is no pause
+  // here; "config.json is missing" comes from there as well.
+  const { cfg: mc, info, name: configName } = await checkInput('checkpointConfig', [...head], what);
   // Every size against what the config implies, before another byte is read.
   const weights = [...entries].filter(([name]) => name.endsWith('.safetensors'));
   for (const [name, f] of entries) checkSize(name, f, hfFileCap(name, mc, info));
@@ -187,7 +190,7 @@ export async function readCheckpointFolder(
   if (weightBytes > weightsCap) throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(weightBytes)}, more than the ${formatSize(weightsCap)} its config.json has room for`);
   for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(name, f, hfFileCap(name, mc, info))); // the tokenizer's (and the index: all small)
   // The tokenizer and its chat template are first parsed and run in a budgeted worker (inputCheck.ts).
-  const { context } = await checkInput('checkpointHead', { files: [...head], settings: contextSettings(cfg) }, `checkpoint folder${folder ? ` "${folder}"` : ''}`);
+  const { context } = await checkInput('checkpointHead', { files: [...head], settings: contextSettings(cfg) }, what);
   const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg, context) });
   checkFits(estimate, limit.bytes, limit.where);
   const files = new Map<string, Uint8Array>();
@@ -200,8 +203,7 @@ export async function readCheckpointFolder(
     onRead?.(i + 1, names.length);
   }
   const hash = await hfFolderHash(files);
-  const named = (raw as { _name_or_path?: unknown })._name_or_path;
-  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, quant, context, estimate, bytes, params: checkpointParams(mc, info) };
+  return { name: seatName(folder, hash, configName), hash, files, quant, context, estimate, bytes, params: checkpointParams(mc, info) };
 }
 
 /** The memory estimate for a folder already read (a stored one), for settings `cfg` (at the context they need), stored as `quant`. */
