@@ -206,12 +206,25 @@ export async function readCheckpointFolder(
   return { name: seatName(folder, hash, configName), hash, files, quant, context, estimate, bytes, params: checkpointParams(mc, info) };
 }
 
+/** A folder's config.json as the budgeted worker reads it (checkpointConfig), once per files map: the card asks for three estimates. */
+const configs = new WeakMap<HfFiles, ReturnType<typeof checkInput<'checkpointConfig'>>>();
+function configOf(files: HfFiles): ReturnType<typeof checkInput<'checkpointConfig'>> {
+  let c = configs.get(files);
+  if (!c) {
+    const bytes = files.get('config.json');
+    c = checkInput('checkpointConfig', bytes ? [['config.json', bytes]] : [], 'checkpoint');
+    configs.set(files, c);
+    c.catch(() => configs.delete(files)); // a refusal is not kept: the next call checks again
+  }
+  return c;
+}
+
 /** The memory estimate for a folder already read (a stored one), for settings `cfg` (at the context they need), stored as `quant`. */
 export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT, known?: number, onnx?: SeatCheckpoint['onnx']): Promise<MemoryEstimate> {
   if (onnx) return onnxSeatEstimate(files, onnx.file, cfg, quant, onnx.mode);
-  const { readHfConfig } = await loader();
   const context = known ?? (await seatContext(files, cfg)); // `known`: seatContext of these files and settings, measured already
-  return estimateMemory(readHfConfig(files, context).cfg, { quant, ...hfSeatBudget(cfg, context) });
+  const { cfg: mc, info } = await configOf(files);
+  return estimateMemory({ ...mc, maxSeq: Math.min(info.maxPositions, context) }, { quant, ...hfSeatBudget(cfg, context) });
 }
 
 /** The estimate as the card shows it. */
@@ -287,7 +300,7 @@ export class CheckpointStore {
           return { name: v.name, hash, files, bytes, params: 0 };
         }
       }
-      const { cfg, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+      const { cfg, info } = await configOf(files);
       return { name: v.name, hash, files, bytes, params: checkpointParams(cfg, info) };
     });
   }
