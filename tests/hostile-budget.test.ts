@@ -16,7 +16,7 @@ import { cliCheck } from '../src/cli/inputCheck';
 import { budgeted, inProcess, type CheckWorker } from '../src/workers/budget';
 import { presetConfig } from '../src/sat/presets';
 import { hfCheckpoint } from './helpers/hfCheckpoint';
-import { gzipBomb } from './helpers/hostile';
+import { deepJson, gzipBomb } from './helpers/hostile';
 
 const settings = presetConfig('arith-team', {});
 const jsonFiles = (files: Map<string, Uint8Array>) => [...files].filter(([n]) => n.endsWith('.json'));
@@ -34,6 +34,22 @@ describe('budgeted input checks', () => {
     expect((err as ConfigError).key).toBe('rope_scaling');
     const bomb = gzipBomb(64 * 2 ** 20);
     expect(await check('experimentFile', bomb, 'bomb')).toEqual(parseExperimentFile(bomb));
+  });
+
+  it("a folder's config.json is read in the worker: its config and name, or the loader's refusal", async () => {
+    const check = cliCheck();
+    const config = jsonFiles(hfCheckpoint({ config: { _name_or_path: 'org/tiny' } }).files).filter(([n]) => n === 'config.json');
+    const there = await check('checkpointConfig', config, 'folder');
+    expect(there).toEqual(await inProcess('checkpointConfig', config, 'folder'));
+    expect(there.name).toBe('org/tiny');
+    expect(there.cfg.vocab).toBe(272);
+    expect(there.info.modelType).toBe('llama');
+    const missing = await check('checkpointConfig', [], 'folder').catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(FormatError);
+    expect((missing as Error).message).toContain('checkpoint folder: "config.json" is missing');
+    const deep = await check('checkpointConfig', [['config.json', deepJson(100_000)]], 'folder').catch((e: unknown) => e);
+    expect(deep).toBeInstanceOf(FormatError);
+    expect((deep as Error).message).toContain('nested');
   });
 
   it('run logs and recipes are read in the worker too: the same run, and a key-bomb recipe refused there', async () => {

@@ -147,7 +147,7 @@ describe('fuzz: hostile inputs of a checkpoint folder', () => {
       const p = gen(0) + pick(rng, ['', '$', 'Q']);
       const risk = backtrackingRisk(p);
       if (risk !== null) {
-        expect(risk.length, p).toBeLessThan(MAX_MESSAGE);
+        expect(risk.why.length, p).toBeLessThan(MAX_MESSAGE);
         continue;
       }
       accepted++;

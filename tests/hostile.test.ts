@@ -155,10 +155,34 @@ describe('tokenizers: runaway patterns refused, real ones load', () => {
   });
 
   it('the two shapes of exponential backtracking, and a backreference, are named; safe repetitions are not', () => {
-    expect(backtrackingRisk('(a|a)+b')).toBe('the repeated group "(a|a)+" has alternatives that can match the same text');
-    expect(backtrackingRisk('(?:x+x+)+y')).toBe('the repeated group "(?:x+x+)+" holds a repeated part of its own (a nested quantifier)');
-    expect(backtrackingRisk('(a)\\1')).toContain('refers back to a group');
-    for (const ok of ['(?:a|b)+', '\\d+\\d+', '(ab){1,3}', '[a-z]+(?=\\s)', '\\p{N}{1,3}', "(?i:'s|'t)?"]) expect(backtrackingRisk(ok)).toBeNull();
+    expect(backtrackingRisk('(a|a)+b')).toEqual({ time: 'exponential', why: 'the repeated group "(a|a)+" has alternatives that can match the same text' });
+    expect(backtrackingRisk('(?:x+x+)+y')).toEqual({ time: 'exponential', why: 'the repeated group "(?:x+x+)+" holds a repeated part of its own (a nested quantifier)' });
+    expect(backtrackingRisk('(a)\\1')?.why).toContain('refers back to a group');
+    for (const ok of ['(?:a|b)+', '\\d+\\d+', '(ab){1,3}', '[a-z]+(?=\\s)', '\\p{N}{1,3}', "(?i:'s|'t)?", '\\s*[\\r\\n]+', '\\s+(?!\\S)']) expect(backtrackingRisk(ok)).toBeNull();
+  });
+
+  it('three chained unbounded repetitions (polynomial backtracking) are refused, at any depth; two are not', () => {
+    expect(backtrackingRisk('\\w*\\d*\\w*$')).toEqual({ time: 'polynomial', why: 'the part "\\w*\\d*\\w*" chains 3 unbounded repetitions, so a failing scan of n characters can take about n^3 steps (at most 2 are accepted)' });
+    expect(backtrackingRisk('x|a(?:\\s*b)?\\s*\\w+!')?.why).toContain('the part "(?:\\s*b)?\\s*\\w+" chains 3 unbounded');
+    expect(backtrackingRisk('(?=\\s*\\s*\\s*)a')?.time).toBe('polynomial');
+    expect(backtrackingRisk('\\s*a\\s*b{2,}')?.why).toContain('n^3');
+    for (const ok of ['\\s*\\w*$', '\\w*(?=\\s*)\\d+', 'a*|b*|c*']) expect(backtrackingRisk(ok)).toBeNull();
+    // What the refusal prevents: the cost grows as n^3 (tripling the text multiplies it by ~27).
+    const re = /\w*\d*\w*$/gu;
+    const cost = (n: number): number => {
+      const t0 = performance.now();
+      ('1'.repeat(n) + '!').match(re);
+      return performance.now() - t0;
+    };
+    cost(30);
+    const [small, big] = [cost(50), cost(150)];
+    expect(big / Math.max(small, 0.01)).toBeGreaterThan(13); // n^3 gives 27; n^2 would give 9, linear 3
+  });
+
+  it('a pre-tokenizer with a polynomial pattern is refused at load, before a 40-character prompt is encoded', () => {
+    const err = tokError(regexTokenizer('\\s*\\w*\\s*$'));
+    expect(err).toBeInstanceOf(FormatError);
+    expect(err.message).toContain('tokenizer.json: the pattern "\\\\s*\\\\w*\\\\s*$" of pre_tokenizer.pretokenizers[0].pattern could take polynomial time to match: the part "\\s*\\w*\\s*" chains 3 unbounded repetitions');
   });
 
   it('a normalizer or decoder pattern is checked too', () => {

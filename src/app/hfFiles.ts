@@ -8,15 +8,15 @@
  *                                  path in the folder (webkitRelativePath minus the top folder, or
  *                                  its name); like the CLI, only the folder's own *.json and
  *                                  *.safetensors files are kept (so both hash a folder alike)
- *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json and the
- *                                  tokenizer's), each size checked first against what config.json
- *                                  implies (hfLoad.ts hfFileCap), measures the context the preset
- *                                  needs with that tokenizer in a budgeted worker (inputCheck.ts;
- *                                  src/sat/hfSeat.ts hfSeatContext), estimates the
- *                                  agent's memory for it and refuses before reading the weights
- *                                  when it does not fit; then reads every file and hashes the
- *                                  folder (hfFolderHash)
- *   seatContext(files, cfg)        that context for a folder already read
+ *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json, parsed in a
+ *                                  budgeted worker, and the tokenizer's), each size checked first
+ *                                  against what config.json implies (hfLoad.ts hfFileCap),
+ *                                  measures the context the preset needs with that tokenizer in a
+ *                                  budgeted worker (inputCheck.ts; src/sat/hfSeat.ts
+ *                                  hfSeatContext), estimates the agent's memory for it and refuses
+ *                                  before reading the weights when it does not fit; then reads
+ *                                  every file and hashes the folder (hfFolderHash)
+ *   seatContext(files, cfg)        that context for a folder already read (in the same worker)
  *   CheckpointStore                the raw files by folder hash, and which seat holds which
  *                                  checkpoint, over a PartStore (IndexedDB database
  *                                  "sat-playground-checkpoints" in the page)
@@ -36,7 +36,7 @@ import { checkFits, checkpointParams, describeEstimate, estimateMemory, formatBy
 import type { HfFiles } from '../model/hfLoad';
 import { SEAT_QUANTS, type QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, type HfContextSettings } from '../sat/hfSeat';
 import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from '../workers/remoteTeam';
@@ -112,12 +112,15 @@ export { checkpointParams };
 /** What a seat's context and memory estimate depend on. */
 export type SeatSettings = Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'> & HfContextSettings;
 
-/** The context (positions) the settings need of a seat on these files (config.json and the tokenizer's files; the weights are not read). */
+/**
+ * The context (positions) the settings need of a seat on these files (config.json and the
+ * tokenizer's files; the weights are not read). The tokenizer is built and run in a budgeted worker
+ * (inputCheck.ts), as for a folder just picked: the page's main thread never builds one to measure.
+ */
 export async function seatContext(files: HfFiles, cfg: HfContextSettings, onnx?: SeatCheckpoint['onnx']): Promise<number> {
   if (onnx) return onnxSeatContext(files, cfg as SeatSettings, onnx.mode);
-  const { readHfConfig, hfTokenizerOf } = await loader();
-  const { cfg: mc, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
-  return hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
+  const json = [...files].filter(([name]) => name.endsWith('.json'));
+  return (await checkInput('checkpointHead', { files: json, settings: contextSettings(cfg) }, 'checkpoint')).context;
 }
 
 /** The settings a seat's context depends on, alone (what crosses to the check's worker). */
@@ -172,10 +175,13 @@ export async function readCheckpointFolder(
   if (![...entries.keys()].some((n) => n.endsWith('.safetensors')) && [...entries.keys()].some((n) => n.endsWith('.onnx'))) {
     return readOnnxSeatFolder(folder, entries, cfg, limit, quant, onnxMode, onRead);
   }
-  const { readHfConfig, hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
+  const { hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
   const configFile = entries.get('config.json');
   const head = new Map<string, Uint8Array>(configFile ? [['config.json', await bytesOf('config.json', configFile, MAX_SMALL_JSON_BYTES)]] : []);
-  const { cfg: mc, info, raw } = readHfConfig(head, HF_SEAT_MAX_SEQ); // "config.json is missing" comes from here too
+  const what = `checkpoint folder${folder ? ` "${folder}"` : ''}`;
+  // config.json is parsed in a budgeted worker too (inputCheck.ts), so a 4 MiB one is no pause
+  // here; "config.json is missing" comes from there as well.
+  const { cfg: mc, info, name: configName } = await checkInput('checkpointConfig', [...head], what);
   // Every size against what the config implies, before another byte is read.
   const weights = [...entries].filter(([name]) => name.endsWith('.safetensors'));
   for (const [name, f] of entries) checkSize(name, f, hfFileCap(name, mc, info));
@@ -184,7 +190,7 @@ export async function readCheckpointFolder(
   if (weightBytes > weightsCap) throw new FormatError(`checkpoint folder: its safetensors files hold ${formatSize(weightBytes)}, more than the ${formatSize(weightsCap)} its config.json has room for`);
   for (const [name, f] of entries) if (name !== 'config.json' && name.endsWith('.json')) head.set(name, await bytesOf(name, f, hfFileCap(name, mc, info))); // the tokenizer's (and the index: all small)
   // The tokenizer and its chat template are first parsed and run in a budgeted worker (inputCheck.ts).
-  const { context } = await checkInput('checkpointHead', { files: [...head], settings: contextSettings(cfg) }, `checkpoint folder${folder ? ` "${folder}"` : ''}`);
+  const { context } = await checkInput('checkpointHead', { files: [...head], settings: contextSettings(cfg) }, what);
   const estimate = estimateMemory(mc, { quant, ...hfSeatBudget(cfg, context) });
   checkFits(estimate, limit.bytes, limit.where);
   const files = new Map<string, Uint8Array>();
@@ -197,16 +203,28 @@ export async function readCheckpointFolder(
     onRead?.(i + 1, names.length);
   }
   const hash = await hfFolderHash(files);
-  const named = (raw as { _name_or_path?: unknown })._name_or_path;
-  return { name: seatName(folder, hash, typeof named === 'string' ? named : ''), hash, files, quant, context, estimate, bytes, params: checkpointParams(mc, info) };
+  return { name: seatName(folder, hash, configName), hash, files, quant, context, estimate, bytes, params: checkpointParams(mc, info) };
+}
+
+/** A folder's config.json as the budgeted worker reads it (checkpointConfig), once per files map: the card asks for three estimates. */
+const configs = new WeakMap<HfFiles, ReturnType<typeof checkInput<'checkpointConfig'>>>();
+function configOf(files: HfFiles): ReturnType<typeof checkInput<'checkpointConfig'>> {
+  let c = configs.get(files);
+  if (!c) {
+    const bytes = files.get('config.json');
+    c = checkInput('checkpointConfig', bytes ? [['config.json', bytes]] : [], 'checkpoint');
+    configs.set(files, c);
+    c.catch(() => configs.delete(files)); // a refusal is not kept: the next call checks again
+  }
+  return c;
 }
 
 /** The memory estimate for a folder already read (a stored one), for settings `cfg` (at the context they need), stored as `quant`. */
 export async function estimateOf(files: HfFiles, cfg: SeatSettings, quant: QuantKind = PAGE_SEAT_QUANT, known?: number, onnx?: SeatCheckpoint['onnx']): Promise<MemoryEstimate> {
   if (onnx) return onnxSeatEstimate(files, onnx.file, cfg, quant, onnx.mode);
-  const { readHfConfig } = await loader();
   const context = known ?? (await seatContext(files, cfg)); // `known`: seatContext of these files and settings, measured already
-  return estimateMemory(readHfConfig(files, context).cfg, { quant, ...hfSeatBudget(cfg, context) });
+  const { cfg: mc, info } = await configOf(files);
+  return estimateMemory({ ...mc, maxSeq: Math.min(info.maxPositions, context) }, { quant, ...hfSeatBudget(cfg, context) });
 }
 
 /** The estimate as the card shows it. */
@@ -282,7 +300,7 @@ export class CheckpointStore {
           return { name: v.name, hash, files, bytes, params: 0 };
         }
       }
-      const { cfg, info } = readHfConfig(files, HF_SEAT_MAX_SEQ);
+      const { cfg, info } = await configOf(files);
       return { name: v.name, hash, files, bytes, params: checkpointParams(cfg, info) };
     });
   }

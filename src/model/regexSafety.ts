@@ -11,9 +11,14 @@
  *   - a nested quantifier: a repeated group holding a repeated part, `(a+)+`, `([\s\S]+)+Q`;
  *   - an ambiguous alternation: a repeated group whose branches can start with the same
  *     character, `(\d|\w)+`, `(\d+|\w+|\s+|.)+\$` (which is also the first shape).
- * Backreferences are refused too (matching with them is NP-hard). The check is conservative —
- * `(ab+)+` is safe but refused — and it lets through what only costs polynomial time, such as
- * `\s*[\r\n]+`, which the real GPT-2, Llama-3, Qwen2 and GPT-4o patterns use.
+ * Backreferences are refused too (matching with them is NP-hard). Polynomial backtracking is bounded
+ * as well: k unbounded repetitions in one sequence (`\w*\d*\w*$`) can split a run of n characters
+ * among themselves in about n^(k−1) ways, each tried when the match fails, and a scan tries every
+ * start, so a failing scan costs about n^k steps. More than MAX_UNBOUNDED_CHAIN (2) unbounded
+ * repetitions in one sequence are refused, whether or not they can share characters; what is
+ * accepted costs at most ~n² per scan, which the real GPT-2, Llama-3, Qwen2 and GPT-4o patterns
+ * reach (`\s*[\r\n]+`, `[\p{Lu}…]*[\p{Ll}…]+`) and none exceeds. The check is conservative —
+ * `(ab+)+` is safe but refused.
  *
  * Not here: running the pattern (@huggingface/tokenizers compiles it), the tokenizer's other checks
  * (hfTokenizer.ts).
@@ -151,6 +156,41 @@ function firsts(seq: Seq, from = 0): Set<string> | 'wide' {
   return out.size === 0 ? 'wide' : out; // an empty branch: overlaps everything
 }
 
+/** Unbounded repetitions a sequence of this pattern may chain (header): more than this is refused. */
+export const MAX_UNBOUNDED_CHAIN = 2;
+
+/** The most unbounded repetitions one match of `a` can chain in one sequence (a group that is not repeated adds its branch's own; a lookaround counts apart). */
+function chain(a: Alt): number {
+  let most = 0;
+  for (const seq of a) {
+    let n = 0;
+    for (const t of seq) {
+      if (t.atom.kind === 'group' && t.atom.look) {
+        most = Math.max(most, chain(t.atom.alt));
+        continue;
+      }
+      if (t.max === Infinity) n += 1;
+      else if (t.atom.kind === 'group') n += chain(t.atom.alt);
+    }
+    most = Math.max(most, n);
+  }
+  return most;
+}
+
+/** The first sequence of `a` (at any depth) that chains more than MAX_UNBOUNDED_CHAIN unbounded repetitions, as the text from its first such term to its last. */
+function longChain(a: Alt, text: (from: Term, to: Term) => string): string | null {
+  for (const seq of a) {
+    const counted = seq.filter((t) => !(t.atom.kind === 'group' && t.atom.look) && (t.max === Infinity || (t.atom.kind === 'group' && chain(t.atom.alt) > 0)));
+    if (chain([seq]) > MAX_UNBOUNDED_CHAIN && counted.length > 1) return text(counted[0]!, counted[counted.length - 1]!);
+    for (const t of seq) {
+      if (t.atom.kind !== 'group') continue;
+      const inner = longChain(t.atom.alt, text);
+      if (inner) return inner;
+    }
+  }
+  return null;
+}
+
 /** The reason `a` can backtrack exponentially, or null (see the header for the two shapes). */
 function danger(a: Alt, text: (t: Term) => string): string | null {
   for (const seq of a) {
@@ -174,21 +214,33 @@ function danger(a: Alt, text: (t: Term) => string): string | null {
   return null;
 }
 
+/** What a pattern could cost to match, and why (a sentence). */
+export interface MatchRisk {
+  readonly time: 'exponential' | 'polynomial';
+  readonly why: string;
+}
+
 /**
- * Why `pattern` could take exponential time to match (a sentence), or null when it cannot (header).
- * A pattern this check cannot parse is refused with the reason.
+ * What `pattern` could cost to match when that is exponential, or polynomial past ~n² on n
+ * characters; null when it cannot (header). A pattern this check cannot parse is refused as
+ * exponential, with the reason.
  */
-export function backtrackingRisk(pattern: string): string | null {
+export function backtrackingRisk(pattern: string): MatchRisk | null {
   let tree: Alt;
   try {
     tree = parse(pattern);
   } catch (e) {
-    if (e instanceof Bad) return e.message;
+    if (e instanceof Bad) return { time: 'exponential', why: e.message };
     throw e;
   }
-  const text = (t: Term): string => {
-    const part = pattern.slice(t.span[0], t.span[1]);
+  const quote = (from: number, to: number): string => {
+    const part = pattern.slice(from, to);
     return `"${part.length > 40 ? `${part.slice(0, 40)}…` : part}"`;
   };
-  return danger(tree, text);
+  const exp = danger(tree, (t) => quote(t.span[0], t.span[1]));
+  if (exp) return { time: 'exponential', why: exp };
+  const k = chain(tree);
+  if (k <= MAX_UNBOUNDED_CHAIN) return null;
+  const part = longChain(tree, (from, to) => quote(from.span[0], to.span[1])) ?? quote(0, pattern.length);
+  return { time: 'polynomial', why: `the part ${part} chains ${k} unbounded repetitions, so a failing scan of n characters can take about n^${k} steps (at most ${MAX_UNBOUNDED_CHAIN} are accepted)` };
 }

@@ -129,7 +129,7 @@ export function checkTokenizerJson(tj: Record<string, unknown>, vocabSize: numbe
   for (const part of ['normalizer', 'pre_tokenizer', 'decoder']) {
     for (const [where, p] of patterns(tj[part], part, [])) {
       const risk = backtrackingRisk(p);
-      if (risk !== null) throw bad(`the pattern ${quote(p)} of ${where} could take exponential time to match: ${risk}; a real tokenizer's pattern does not need this`);
+      if (risk !== null) throw bad(`the pattern ${quote(p)} of ${where} could take ${risk.time} time to match: ${risk.why}; a real tokenizer's pattern does not need this`);
     }
   }
   return tokens;

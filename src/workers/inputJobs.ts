@@ -5,6 +5,9 @@
  * exists — in-process.
  *
  *   experimentFile   an experiment file's bytes → savefile.ts parseExperimentFile's result
+ *   checkpointConfig a checkpoint folder's config.json (as its one file, or none) → its model
+ *                    config, what else the page needs of it (src/model/hfLoad.ts readHfConfig)
+ *                    and its _name_or_path
  *   checkpointHead   a checkpoint folder's JSON files and the settings → the context its seat
  *                    needs (config.json, the tokenizer and its chat template parsed and run on the
  *                    task's prompts: src/sat/hfSeat.ts hfSeatContext)
@@ -27,11 +30,14 @@ import { SatError } from '../core/errors';
 import type { Config } from '../sat/config';
 import { parseExperimentFile, type ExperimentData, type ParseResult } from '../app/savefile';
 import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
+import type { ModelConfig } from '../model/config';
+import type { HfInfo } from '../model/hfConfig';
 import { hfTokenizerOf, readHfConfig } from '../model/hfLoad';
 import { onnxSeatHead, type OnnxSeatHead } from '../sat/onnxSeat';
 
 export interface InputJobs {
   experimentFile(bytes: Uint8Array): ParseResult<ExperimentData>;
+  checkpointConfig(files: readonly (readonly [string, Uint8Array])[]): { readonly cfg: ModelConfig; readonly info: HfInfo; readonly name: string };
   checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
   runLog(input: { readonly text: string; readonly name: string }): RunLog;
@@ -55,6 +61,11 @@ export interface JobFailure {
 
 export const INPUT_JOBS: InputJobs = {
   experimentFile: (bytes) => parseExperimentFile(bytes),
+  checkpointConfig: (files) => {
+    const { cfg, info, raw } = readHfConfig(new Map(files), HF_SEAT_MAX_SEQ);
+    const named = (raw as { _name_or_path?: unknown })._name_or_path;
+    return { cfg, info, name: typeof named === 'string' ? named : '' };
+  },
   checkpointHead: ({ files, settings }) => {
     const map = new Map(files);
     const { cfg, info } = readHfConfig(map, HF_SEAT_MAX_SEQ);

@@ -4,13 +4,15 @@
  * backtracking pre-tokenizer pattern is picked on agent 1's card, a folder whose chat template
  * loops 25 million times is picked after it, and a ~1 MB gzip bomb (1 GiB − 64 zeros) is imported
  * as an experiment file. Each is refused with its own message (the checks run in a budgeted Web
- * Worker, src/workers/budget.ts); throughout, a heartbeat on the main thread never misses 1 s and
- * the page answers a round trip within 1 s; the team and the stage table are unchanged, and a
- * reload restores the autosave as it was. The time to each refusal is printed (docs/performance.md,
+ * Worker, src/workers/budget.ts); throughout, no main-thread task takes LONGEST_TASK_MS, a heartbeat
+ * on the main thread never misses 1 s and the page answers a round trip within 1 s; the team and the stage table are unchanged, and a
+ * reload restores the autosave as it was. The time to each refusal and the longest task (with the scripts
+ * Chromium blames for every long animation frame) are printed (docs/performance.md,
  * "Hostile inputs").
  *
  * Not here: the readers' own checks (tests/hostile*.test.ts).
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -28,6 +30,13 @@ playgroundAndFolder('sat-hostile-e2e-', (p, d) => {
 
 const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
 const cfg = TINY_ARITH_TEAM;
+/**
+ * The longest main-thread task allowed while a hostile file is checked (Long Tasks API). The page's
+ * own work per refusal is a React render of the banner and a layout; the bound leaves room for a
+ * slow two-core machine with a software GPU shared with other jobs (docs/performance.md, "Hostile
+ * inputs").
+ */
+const LONGEST_TASK_MS = 200;
 
 /** Starts a main-thread heartbeat (every 50 ms); `maxGap` reads the longest gap between beats since. */
 async function heartbeat(p: Page): Promise<{ maxGap: () => Promise<number> }> {
@@ -42,6 +51,46 @@ async function heartbeat(p: Page): Promise<{ maxGap: () => Promise<number> }> {
     }, 50);
   });
   return { maxGap: () => p.evaluate(() => (window as unknown as { __gap: number }).__gap) };
+}
+
+/** A main-thread task or animation frame over 50 ms, with the scripts Chromium blames for it (long-animation-frame entries). */
+interface Long {
+  readonly kind: 'longtask' | 'frame';
+  readonly ms: number;
+  readonly scripts: string;
+}
+
+/** Records long tasks and long animation frames on the page from now on; `take` returns those seen since the last take. */
+async function longTasks(p: Page): Promise<{ take: () => Promise<Long[]> }> {
+  await p.evaluate(() => {
+    const w = window as unknown as { __long: Long[] };
+    w.__long = [];
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) w.__long.push({ kind: 'longtask', ms: e.duration, scripts: '' });
+    }).observe({ type: 'longtask' });
+    new PerformanceObserver((l) => {
+      type Frame = { duration: number; scripts: { invoker: string; sourceURL: string; sourceFunctionName: string; duration: number }[] };
+      for (const e of l.getEntries() as unknown as Frame[]) {
+        const scripts = e.scripts.map((x) => `${x.invoker} ${x.sourceURL.split('/').pop()} ${x.sourceFunctionName} ${x.duration.toFixed(0)} ms`).join('; ');
+        w.__long.push({ kind: 'frame', ms: e.duration, scripts });
+      }
+    }).observe({ type: 'long-animation-frame' });
+  });
+  return {
+    take: () =>
+      p.evaluate(() => {
+        const w = window as unknown as { __long: Long[] };
+        const out = w.__long;
+        w.__long = [];
+        return out;
+      }),
+  };
+}
+
+/** The longest task in `seen` (0 when none was over 50 ms), printed with every long one for `what`. */
+function longest(what: string, seen: readonly Long[]): number {
+  for (const e of seen) console.log(`[hostile e2e] ${what}: ${e.kind} ${e.ms.toFixed(0)} ms ${e.scripts}`);
+  return Math.max(0, ...seen.filter((e) => e.kind === 'longtask').map((e) => e.ms));
 }
 
 /** Runs `act` and waits for an error banner containing `expected`, round-tripping to the page every 200 ms; returns the banner, the time to it and the slowest round trip. */
@@ -65,6 +114,7 @@ describe('hostile files on the page', () => {
     const template = RUNAWAY_TEMPLATES['nested loops under the range cap'];
     writeHfFolder(join(dir, 'template-llama'), new Map(hfCheckpoint().files).set('tokenizer_config.json', new TextEncoder().encode(JSON.stringify({ eos_token: '<|im_end|>', chat_template: template }))));
     const bomb = gzipBomb(2 ** 30 - 64);
+    writeFileSync(join(dir, 'bomb.satexp'), bomb);
 
     const p = await pg.freshPage();
     await p.goto(pg.url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
@@ -77,17 +127,24 @@ describe('hostile files on the page', () => {
     const team = [await p.getByTestId('agent-0').innerText(), await p.getByTestId('agent-1').innerText()];
 
     const beat = await heartbeat(p);
+    const lt = await longTasks(p);
     const regex = await refused(p, () => p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'regex-llama')), 'tokenizer.json: the pattern "([\\\\s\\\\S]+)+Q" of pre_tokenizer.pretokenizers[0].pattern could take exponential time to match');
     await settled(p);
+    const regexTask = longest('regex folder', await lt.take());
     const loops = await refused(p, () => p.getByTestId('checkpoint-1-input').setInputFiles(join(dir, 'template-llama')), '"chat_template" is stopped: it takes more than 50,000 evaluation steps');
     await settled(p);
-    const gz = await refused(p, () => p.getByTestId('import').setInputFiles({ name: 'bomb.satexp', mimeType: 'application/octet-stream', buffer: Buffer.from(bomb) }), `bomb.satexp”: This experiment file cannot be opened: it decompresses to more than the ${32 * bomb.length} bytes this playground reads`);
+    const loopsTask = longest('template folder', await lt.take());
+    // Picked from disk, as a person picks it: a file handed over as bytes (setInputFiles with a buffer)
+    // crosses the DevTools pipe, and the renderer's main thread spends most of a second receiving it.
+    const gz = await refused(p, () => p.getByTestId('import').setInputFiles(join(dir, 'bomb.satexp')), `bomb.satexp”: This experiment file cannot be opened: it decompresses to more than the ${32 * bomb.length} bytes this playground reads`);
     expect(gz.text).toMatch(/the experiment on the page is unchanged\.|Your current experiment was not changed\./);
     await settled(p);
+    const gzTask = longest('gzip bomb', await lt.take());
     const gap = await beat.maxGap();
-    console.log(`[hostile e2e] time to refusal: regex folder ${regex.ms} ms, template folder ${loops.ms} ms, gzip bomb (${bomb.length} bytes) ${gz.ms} ms; slowest round trip ${Math.max(regex.slowest, loops.slowest, gz.slowest)} ms; longest main-thread gap ${gap.toFixed(0)} ms`);
+    console.log(`[hostile e2e] time to refusal: regex folder ${regex.ms} ms, template folder ${loops.ms} ms, gzip bomb (${bomb.length} bytes) ${gz.ms} ms; slowest round trip ${Math.max(regex.slowest, loops.slowest, gz.slowest)} ms; longest main-thread gap ${gap.toFixed(0)} ms; longest main-thread task: regex folder ${regexTask.toFixed(0)} ms, template folder ${loopsTask.toFixed(0)} ms, gzip bomb ${gzTask.toFixed(0)} ms`);
     expect(Math.max(regex.slowest, loops.slowest, gz.slowest)).toBeLessThan(1000);
     expect(gap).toBeLessThan(1000);
+    expect(Math.max(regexTask, loopsTask, gzTask)).toBeLessThan(LONGEST_TASK_MS);
 
     // Nothing changed, and the autosave restores the experiment as it was.
     expect([await p.getByTestId('agent-0').innerText(), await p.getByTestId('agent-1').innerText()]).toEqual(team);
