@@ -12,12 +12,15 @@
  *   cross-origin isolation (the headers stripped in the browser); the address bar after Copy link;
  *   scheme = simultaneous stepped and shown as one joint step.
  * - A lesson layout: `<panel>_hide` link flags take panels away.
+ * - The main chunk (the built index-*.js every visit loads first) is at most 500 kB: the charts,
+ *   an imported run's view, KaTeX and the Claims view load as chunks of their own.
  * - axe-core: no serious or critical violation on the opening page, with a formula card open, and
  *   on a language preset with the token inspector open.
  *
  * Not here: the playground's other behaviour (playground.test.ts) or the formula cards' numbers
  * (formulas.test.ts).
  */
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
@@ -65,6 +68,15 @@ async function axe(p: Page): Promise<{ id: string; impact: string; nodes: string
 }
 
 describe('the first five minutes', () => {
+  it('the main chunk is at most 500 kB', () => {
+    const assets = join(pg().distDir, 'assets');
+    const main = readdirSync(assets).filter((f) => /^index-[\w-]+\.js$/.test(f));
+    expect(main).toHaveLength(1);
+    const kB = statSync(join(assets, main[0]!)).size / 1000;
+    console.log(`main chunk ${main[0]}: ${kB.toFixed(1)} kB`);
+    expect(kB).toBeLessThanOrEqual(500);
+  });
+
   it('opens usable on the climbing game with no worker to wait for', async () => {
     const p = await pg().freshPage({ width: 1280, height: 720 });
     const t0 = Date.now();

@@ -39,6 +39,8 @@ export const SETUP_TIMEOUT_MS = 15 * 60_000;
 
 export interface Playground {
   readonly url: string;
+  /** The built page's folder (its assets/ hold the chunks). */
+  readonly distDir: string;
   readonly browser: Browser;
   /** Uncaught exceptions and console errors of every page opened through `freshPage`. */
   readonly errors: string[];
@@ -82,6 +84,7 @@ export async function openPlayground(): Promise<Playground> {
   const errors: string[] = [];
   return {
     url: `http://127.0.0.1:${addr.port}/`,
+    distDir: outDir,
     browser,
     errors,
     async freshPage(viewport = { width: 1280, height: 800 }, o = {}) {
