@@ -11,6 +11,7 @@
  *   why nothing moved, and the J axis never repeats a label; the backend line with and without
  *   cross-origin isolation (the headers stripped in the browser); the address bar after Copy link;
  *   scheme = simultaneous stepped and shown as one joint step.
+ * - The stage table of a 4-agent team fits the content column at 1024×768.
  * - A lesson layout: `<panel>_hide` link flags take panels away.
  * - The main chunk (the built index-*.js every visit loads first) is at most 500 kB: the charts,
  *   an imported run's view, KaTeX and the Claims view load as chunks of their own.
@@ -124,6 +125,18 @@ describe('the first five minutes', () => {
       await p.context().close();
     });
   }
+
+  it('at 1024×768 the stage table of a 4-agent team shows every column without a sideways scroll', async () => {
+    const p = await pg().freshPage({ width: 1024, height: 768 });
+    await open(p, await link('delta-sweep'));
+    await p.getByText(/Opened a shared experiment/).waitFor();
+    await settled(p);
+    await stepStages(p, 1);
+    expect(await p.locator('[data-testid="stage-row"] td[data-backtracks]').count()).toBe(4);
+    const fit = await p.locator('.table-wrap').evaluate((w) => ({ scroll: w.scrollWidth, client: w.clientWidth }));
+    expect(fit.scroll, `table ${fit.scroll} px in ${fit.client} px`).toBeLessThanOrEqual(fit.client);
+    await p.context().close();
+  });
 
   it('the game view moves as you step: bars, the most likely play, the payoff table', async () => {
     const p = await pg().freshPage();
