@@ -9,6 +9,7 @@
  */
 import { memo, useMemo } from 'react';
 import type { Config } from '../../sat/config';
+import type { StageRecord } from '../../sat/stage';
 import { count, fixed3, sci, short, signed3 } from '../format';
 import { stageRow, type StageRow } from '../stageRow';
 import { usePlayground } from '../store';
@@ -103,6 +104,19 @@ function lowerTitle(form: Config['certForm']): string {
     : 'Certified lower bound on ΔJ: a one-sided lower confidence bound on the agents\' summed fresh gains, each measured on a certification batch its update never saw — fresh gain minus the confidence width; no shift or bias term, both 0 by construction (docs/certificate.md §4–§6). Negative means it only promises J will not fall further than that.';
 }
 
+/**
+ * One row object per record (and team size), kept while the record lives: a new stage then makes
+ * one new row, and the memoised rows of the stages before it are not drawn again.
+ */
+const rowCache = new WeakMap<StageRecord, { n: number; row: StageRow }>();
+function cachedRow(r: StageRecord, n: number): StageRow {
+  const hit = rowCache.get(r);
+  if (hit && hit.n === n) return hit.row;
+  const row = stageRow(r, n);
+  rowCache.set(r, { n, row });
+  return row;
+}
+
 /** What a table belongs to. */
 interface RunInfo {
   readonly preset: string;
@@ -141,7 +155,7 @@ export function StageTable() {
   const preset = usePlayground((s) => s.preset);
   const j0 = usePlayground((s) => s.j0);
   const nAgents = usePlayground((s) => s.agents.length);
-  const rows = useMemo(() => stages.map((r) => stageRow(r, nAgents)), [stages, nAgents]);
+  const rows = useMemo(() => stages.map((r) => cachedRow(r, nAgents)), [stages, nAgents]);
 
   if (!cfg || !j0 || rows.length === 0) {
     return (
