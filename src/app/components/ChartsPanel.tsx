@@ -10,7 +10,8 @@
  * charts below them (and the swap card, the transcripts) draw from a deferred copy of the run
  * (React's useDeferredValue), in a render the browser may interrupt — so a step shows on the first
  * screen without waiting for six plots, and while Run goes faster than they draw, they skip to the
- * newest stage instead of queueing. The grid carries `data-pending` while it lags the store.
+ * newest stage instead of queueing; during Run the J chart and the game view do the same. The grid
+ * carries `data-pending` while anything lags the store.
  *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
@@ -78,11 +79,16 @@ export function ChartsPanel() {
   }, [transcripts, ref, step]);
   const rows = useMemo(() => transcriptRows(batch, stages, { current }), [batch, stages, current]);
   const game = frames.length > 0 ? (session.currentExperiment()?.env as Partial<TabularEnv> | undefined)?.game ?? null : null;
-  const frame = useMemo(() => (now.step ? frameAt(frames, now.step.stage, now.step.position) : frames[frames.length - 1] ?? null), [frames, now.step]);
+  // While Run goes, the J chart and the game view draw from the deferred copy too (they catch up
+  // the moment it stops); the timeline alone follows every step.
+  const running = status === 'running';
+  const firstStep = running ? step : now.step;
+  const firstRecords = running ? stages : stagesNow;
+  const frame = useMemo(() => (firstStep ? frameAt(frames, firstStep.stage, firstStep.position) : frames[frames.length - 1] ?? null), [frames, firstStep]);
   if (!cfg) return null;
   const certForm = form ?? cfg.certForm;
   const on = (name: PanelName) => shown(hide, name);
-  const where = now.step ? `stage ${now.step.stage}, after agent ${now.step.agent}${cfg.scheme === 'simultaneous' ? ' (joint step)' : ''}` : 'the initial team';
+  const where = firstStep ? `stage ${firstStep.stage}, after agent ${firstStep.agent}${cfg.scheme === 'simultaneous' ? ' (joint step)' : ''}` : 'the initial team';
   const llm = isLlmTask(cfg.task);
 
   return (
@@ -96,7 +102,7 @@ export function ChartsPanel() {
         <div className="first-row">
           {on('j') && (
             <div className="chart-with-action" data-panel="j">
-              <JChart records={stagesNow} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />
+              <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />
               {cfg.scheme === 'sequential' && (
                 <div className="chart-actions">
                   <button type="button" className="small" data-testid="compare-simultaneous" disabled={busy || llm || simultaneous !== null} onClick={() => void compareSimultaneous(session)} title={compareSimultaneousTitle(cfg)}>
