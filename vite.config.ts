@@ -33,11 +33,11 @@ export default defineConfig({
     outDir: 'dist',
     target: 'es2022',
     sourcemap: true,
-    // The page's main chunk is ~590 kB: react-dom and the SAT core the main thread runs (stage loop,
-    // environments, certificate, and the language code src/sat/experiment.ts imports). The charts
-    // (recharts), KaTeX, the Claims view and the real-run YAML are chunks of their own, loaded as
-    // the page starts or on first use; the agents' models and kernels are the worker chunk
-    // (~860 kB), the largest. Warn only past that.
-    chunkSizeWarningLimit: 900,
+    // The page's main chunk holds react-dom, the store, the stage loop and the table games the
+    // main thread runs; the charts (recharts), an imported run's view, KaTeX, the Claims view and
+    // the real-run YAML are chunks of their own, loaded as the page starts or on first use
+    // (tests/e2e/firstscreen.test.ts holds the main chunk to 500 kB). The agents' models and
+    // kernels are the worker chunk, the largest by far: warn only past that.
+    chunkSizeWarningLimit: 1400,
   },
 });

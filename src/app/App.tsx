@@ -13,7 +13,7 @@ import { ChartsPanel } from './components/ChartsPanel';
 import { Controls } from './components/Controls';
 import { Fold } from './components/Fold';
 import { Header } from './components/Header';
-import { RunLogView } from './components/RunLogView';
+import { RunLogSlot } from './components/runLogState';
 import { ShareBar } from './components/ShareBar';
 import { StageTable } from './components/StageTable';
 import { StepControls } from './components/StepControls';
@@ -91,7 +91,7 @@ export function App() {
           </div>
           {shown(hide, 'team') && <TeamFold />}
           <ChartsPanel />
-          <RunLogView />
+          <RunLogSlot />
           {shown(hide, 'table') && <StageTable />}
         </main>
       </div>

@@ -11,13 +11,17 @@
  *   why nothing moved, and the J axis never repeats a label; the backend line with and without
  *   cross-origin isolation (the headers stripped in the browser); the address bar after Copy link;
  *   scheme = simultaneous stepped and shown as one joint step.
+ * - The stage table of a 4-agent team fits the content column at 1024×768.
  * - A lesson layout: `<panel>_hide` link flags take panels away.
+ * - The main chunk (the built index-*.js every visit loads first) is at most 500 kB: the charts,
+ *   an imported run's view, KaTeX and the Claims view load as chunks of their own.
  * - axe-core: no serious or critical violation on the opening page, with a formula card open, and
  *   on a language preset with the token inspector open.
  *
  * Not here: the playground's other behaviour (playground.test.ts) or the formula cards' numbers
  * (formulas.test.ts).
  */
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
@@ -65,6 +69,15 @@ async function axe(p: Page): Promise<{ id: string; impact: string; nodes: string
 }
 
 describe('the first five minutes', () => {
+  it('the main chunk is at most 500 kB', () => {
+    const assets = join(pg().distDir, 'assets');
+    const main = readdirSync(assets).filter((f) => /^index-[\w-]+\.js$/.test(f));
+    expect(main).toHaveLength(1);
+    const kB = statSync(join(assets, main[0]!)).size / 1000;
+    console.log(`main chunk ${main[0]}: ${kB.toFixed(1)} kB`);
+    expect(kB).toBeLessThanOrEqual(500);
+  });
+
   it('opens usable on the climbing game with no worker to wait for', async () => {
     const p = await pg().freshPage({ width: 1280, height: 720 });
     const t0 = Date.now();
@@ -112,6 +125,18 @@ describe('the first five minutes', () => {
       await p.context().close();
     });
   }
+
+  it('at 1024×768 the stage table of a 4-agent team shows every column without a sideways scroll', async () => {
+    const p = await pg().freshPage({ width: 1024, height: 768 });
+    await open(p, await link('delta-sweep'));
+    await p.getByText(/Opened a shared experiment/).waitFor();
+    await settled(p);
+    await stepStages(p, 1);
+    expect(await p.locator('[data-testid="stage-row"] td[data-backtracks]').count()).toBe(4);
+    const fit = await p.locator('.table-wrap').evaluate((w) => ({ scroll: w.scrollWidth, client: w.clientWidth }));
+    expect(fit.scroll, `table ${fit.scroll} px in ${fit.client} px`).toBeLessThanOrEqual(fit.client);
+    await p.context().close();
+  });
 
   it('the game view moves as you step: bars, the most likely play, the payoff table', async () => {
     const p = await pg().freshPage();

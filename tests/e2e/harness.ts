@@ -39,6 +39,8 @@ export const SETUP_TIMEOUT_MS = 15 * 60_000;
 
 export interface Playground {
   readonly url: string;
+  /** The built page's folder (its assets/ hold the chunks). */
+  readonly distDir: string;
   readonly browser: Browser;
   /** Uncaught exceptions and console errors of every page opened through `freshPage`. */
   readonly errors: string[];
@@ -82,6 +84,7 @@ export async function openPlayground(): Promise<Playground> {
   const errors: string[] = [];
   return {
     url: `http://127.0.0.1:${addr.port}/`,
+    distDir: outDir,
     browser,
     errors,
     async freshPage(viewport = { width: 1280, height: 800 }, o = {}) {
@@ -147,12 +150,12 @@ export function playgroundAndFolder(prefix: string, ready: (pg: Playground, dir:
 /** arith-team shrunk to two agents and tiny batches, so a stage runs in about a second (checkpoint-seat tests). */
 export const TINY_ARITH_TEAM = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
 
-/** Waits until the session is idle again (no step or long work in flight). */
+/** Waits until the session is idle again (no step or long work in flight) and every chart shows the latest step (no chart grid lags the store: ChartsPanel's data-pending). */
 export async function settled(p: Page): Promise<void> {
   await p.waitForFunction(() => {
     const b = document.querySelector('[data-testid="step-agent"]') as HTMLButtonElement | null;
     const r = document.querySelector('[data-testid="run"]') as HTMLButtonElement | null;
-    return !!b && !!r && !document.querySelector('[data-testid="progress"]') && r.textContent?.includes('Run') && (!b.disabled || r.disabled);
+    return !!b && !!r && !document.querySelector('[data-testid="progress"]') && r.textContent?.includes('Run') && (!b.disabled || r.disabled) && !document.querySelector('[data-pending]');
   });
 }
 

@@ -4,7 +4,8 @@
  * share link made in Node by the page's own encoder and replayed to the end of stage 1, compares
  * σ = fixed and σ = reverse over the next stage in the agents' Web Workers — the progress line
  * names the order and the agent step of each of the four agent steps and offers Cancel — and the order chart shows two series,
- * each point with its held-out 95 % interval (error bars, "±" in the legend). The user's own
+ * each point with its held-out 95 % interval (error bars, "±" in the legend), each order's bars at
+ * their own x. The user's own
  * experiment is as it was: its next stage gives the stage table a fresh page shows after the same
  * link and the same step without any comparison. Sweep δ (the same machinery) runs seven radii
  * over three seeds from stage 1 onto the violation chart, and the experiment again steps on as
@@ -89,6 +90,9 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
     expect(keys[1]).toMatch(/^σ = reverse: J \d\.\d{3} ± \d\.\d{3}, held [01]\/1$/);
     for (const k of [0, 1]) expect(Number(await p.getByTestId(`order-final-${k}`).getAttribute('data-ci'))).toBeGreaterThan(0);
     expect(await chart.locator('.recharts-errorBar').count()).toBeGreaterThanOrEqual(2);
+    // Each order's bar sits at its own x, so the bars do not hide one another.
+    const xs = await chart.locator('.recharts-errorBar').evaluateAll((bars) => bars.map((b) => Math.round(b.getBoundingClientRect().x + b.getBoundingClientRect().width / 2)));
+    expect(new Set(xs).size, `bar centres ${xs.join(', ')}`).toBe(xs.length);
     expect(await p.getByTestId('notice').innerText()).toMatch(/Compared 2 orders from stage 1.*your experiment is as it was/);
     console.log(`[e2e orders] two orders of one arith-team stage (2 agents) compared in ${(ms / 1000).toFixed(1)} s: ${keys.join('; ')}`);
 

@@ -107,11 +107,11 @@ function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { 
           <div>certified ΔJ ≥ {term(row.lower!)}</div>
           {row.certified && (
             <div className="chart-certified">
-              <span aria-hidden="true">{CHECK}</span> certified improvement (bound &gt; 0)
+              <span aria-hidden="true">{CHECK}</span> certified improvement: the bound is above 0.{' '}
             </div>
           )}
           <div className="chart-tip-held">
-            <HeldGlyph held={row.held} /> {heldWords(row.held)}
+            <HeldGlyph held={row.held} /> certificate {heldWords(row.held)}.
           </div>
         </>
       )}

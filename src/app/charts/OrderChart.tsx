@@ -1,9 +1,11 @@
 /**
  * "Does the update order change the outcome?" — team J per stage for the same seed under two or
  * more update orders σ (claim 3 of docs/method.md §10b: the certificate holds for any σ, the
- * numbers change), one neutral-ink line per order, each with its own dash; marks filled where that
- * stage's certificate held, hollow red where it did not. Where J is a held-out estimate (language
- * teams) each point carries its 95 % interval as an error bar, and the legend and tooltip say ±.
+ * numbers change), one line per order in its own colour and dash (the legend's key the same);
+ * marks filled where that stage's certificate held, hollow red where it did not. Where J is a
+ * held-out estimate (language teams) each point carries its 95 % interval as an error bar, and the
+ * legend and tooltip say ±; the orders' points then sit side by side around their stage (a small
+ * offset each) so their bars do not hide one another.
  * Its formula card (formulas.ts `orderFormula`) writes each order's last stage J, bound and ΔJ; a
  * row clicked there thickens its line.
  *
@@ -45,7 +47,7 @@ function OTooltip({ active, payload, label, names }: { active?: boolean; payload
   if (!active || !row) return null;
   return (
     <div className="chart-tip">
-      <div className="chart-tip-title">stage {String(label)}</div>
+      <div className="chart-tip-title">stage {typeof label === 'number' ? Math.round(label) : String(label)}</div>
       {names.map((n, k) =>
         row[`s${k}`] === undefined ? null : (
           <div key={k}>
@@ -67,6 +69,9 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
   const lasts = series.map((s) => s.stages[s.stages.length - 1]);
   const formula = lasts.length > 0 && lasts.every((r) => r && resolvedForm(r, form) === r.certificate.form) ? bindFormula(orderFormula(names), lasts.map((r) => r!.metrics)) : null;
   const withCi = series.map((_, k) => rows.some((r) => r[`e${k}`] !== undefined));
+  // With error bars, order k's points move off their stage by a fraction of a stage, centred.
+  const spread = withCi.some(Boolean) && series.length > 1 ? Math.min(0.3, 0.6 / series.length) : 0;
+  const dataOf = (k: number) => (spread === 0 ? undefined : rows.map((r) => ({ ...r, stage: r.stage + (k - (series.length - 1) / 2) * spread })));
   return (
     <ChartFrame
       testid="chart-orders"
@@ -99,11 +104,11 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
       {(w, picked) => (
         <LineChart width={w} height={height} data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} vertical={false} />
-          <XAxis dataKey="stage" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
+          <XAxis dataKey="stage" type="number" domain={spread === 0 ? ['dataMin', 'dataMax'] : [(m: number) => m - 0.5, (m: number) => m + 0.5]} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
           <YAxis domain={['auto', 'auto']} tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
           <Tooltip content={<OTooltip names={names} />} />
           {series.map((s, k) => (
-            <Line key={k} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={picked === `s${k}` ? 3.5 : 1.75} className={picked === `s${k}` ? 'highlighted' : undefined} dot={dotFor(k)} connectNulls isAnimationActive={false}>
+            <Line key={k} data={dataOf(k)} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={picked === `s${k}` ? 3.5 : 1.75} className={picked === `s${k}` ? 'highlighted' : undefined} dot={dotFor(k)} connectNulls isAnimationActive={false}>
               {withCi[k] && <ErrorBar dataKey={`e${k}`} width={4 + 3 * k} strokeWidth={1} stroke={teamSeries(k).stroke} isAnimationActive={false} />}
             </Line>
           ))}

@@ -6,9 +6,17 @@
  * buttons here. The J chart and the game view share the first row (the first screen); a link's
  * `<panel>_hide` flags (panels.ts) leave panels out.
  *
+ * What draws first: the timeline, the J chart and the game view follow the store at once; the
+ * charts below them (and the swap card, the transcripts) draw from a deferred copy of the run
+ * (React's useDeferredValue), in a render the browser may interrupt — so a step shows on the first
+ * screen without waiting for six plots, and while Run goes faster than they draw, they skip to the
+ * newest stage instead of queueing; during Run the J chart and the game view do the same. The grid
+ * carries `data-pending` while anything lags the store.
+ *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
-import { memo, useMemo, useState } from 'react';
+import { memo, useDeferredValue, useMemo, useState } from 'react';
+import type { StageRecord, AgentStepRecord } from '../../sat/stage';
 import type { CertForm } from '../../sat/certificate';
 import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } from '../charts/lazy';
 import { findStep, lastStepRef, partialStage, toStepRef, transcriptRows, violationPointsFromStages } from '../charts/series';
@@ -26,17 +34,25 @@ import { TokenInspector } from './TokenInspector';
 
 const Timeline = memo(TimelineView);
 
+/** The stage in progress, the step in view and that step's record, for one copy of the run. */
+function useInView(stages: readonly StageRecord[], partial: readonly AgentStepRecord[], selected: Parameters<typeof toStepRef>[2] | null) {
+  const current = useMemo(() => partialStage(partial), [partial]);
+  const ref = useMemo(() => (selected ? toStepRef(stages, current, selected) : lastStepRef(stages, current)), [stages, current, selected]);
+  const step = useMemo(() => findStep(stages, current, ref), [stages, current, ref]);
+  return { current, ref, step };
+}
+
 export function ChartsPanel() {
   const session = useSession();
-  const stages = usePlayground((s) => s.stages);
-  const partial = usePlayground((s) => s.partial);
-  const selected = usePlayground((s) => s.selected);
+  const stagesNow = usePlayground((s) => s.stages);
+  const partialNow = usePlayground((s) => s.partial);
+  const selectedNow = usePlayground((s) => s.selected);
   const cfg = usePlayground((s) => s.config);
   const nAgents = usePlayground((s) => s.agents.length);
   const j0 = usePlayground((s) => s.j0);
   const orders = usePlayground((s) => s.orders);
   const sweep = usePlayground((s) => s.sweep);
-  const transcripts = usePlayground((s) => s.transcripts);
+  const transcriptsNow = usePlayground((s) => s.transcripts);
   const span = usePlayground((s) => s.span);
   const horizon = usePlayground((s) => s.horizon);
   const status = usePlayground((s) => s.status);
@@ -46,9 +62,15 @@ export function ChartsPanel() {
   const [form, setForm] = useState<CertForm | null>(null);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
 
-  const current = useMemo(() => partialStage(partial), [partial]);
-  const ref = useMemo(() => (selected ? toStepRef(stages, current, selected) : lastStepRef(stages, current)), [stages, current, selected]);
-  const step = useMemo(() => findStep(stages, current, ref), [stages, current, ref]);
+  // The first screen's view of the run, now.
+  const now = useInView(stagesNow, partialNow, selectedNow);
+  // The charts below it: the same, deferred.
+  const stages = useDeferredValue(stagesNow);
+  const partial = useDeferredValue(partialNow);
+  const selected = useDeferredValue(selectedNow);
+  const transcripts = useDeferredValue(transcriptsNow);
+  const pending = stages !== stagesNow || partial !== partialNow || selected !== selectedNow || transcripts !== transcriptsNow;
+  const { current, ref, step } = useInView(stages, partial, selected);
   const stageInView = useMemo(() => stages.find((r) => r.stage === ref?.stage) ?? stages[stages.length - 1] ?? null, [stages, ref]);
   const violation = useMemo(() => violationPointsFromStages(stages, 'this run', current), [stages, current]);
   const batch = useMemo(() => {
@@ -57,25 +79,30 @@ export function ChartsPanel() {
   }, [transcripts, ref, step]);
   const rows = useMemo(() => transcriptRows(batch, stages, { current }), [batch, stages, current]);
   const game = frames.length > 0 ? (session.currentExperiment()?.env as Partial<TabularEnv> | undefined)?.game ?? null : null;
-  const frame = useMemo(() => (step ? frameAt(frames, step.stage, step.position) : frames[frames.length - 1] ?? null), [frames, step]);
+  // While Run goes, the J chart and the game view draw from the deferred copy too (they catch up
+  // the moment it stops); the timeline alone follows every step.
+  const running = status === 'running';
+  const firstStep = running ? step : now.step;
+  const firstRecords = running ? stages : stagesNow;
+  const frame = useMemo(() => (firstStep ? frameAt(frames, firstStep.stage, firstStep.position) : frames[frames.length - 1] ?? null), [frames, firstStep]);
   if (!cfg) return null;
   const certForm = form ?? cfg.certForm;
   const on = (name: PanelName) => shown(hide, name);
-  const where = step ? `stage ${step.stage}, after agent ${step.agent}${cfg.scheme === 'simultaneous' ? ' (joint step)' : ''}` : 'the initial team';
+  const where = firstStep ? `stage ${firstStep.stage}, after agent ${firstStep.agent}${cfg.scheme === 'simultaneous' ? ' (joint step)' : ''}` : 'the initial team';
   const llm = isLlmTask(cfg.task);
 
   return (
     <>
       {on('timeline') && (
         <section className="timeline-section" aria-label="Timeline" data-panel="timeline">
-          <Timeline nAgents={nAgents} records={stages} current={current} selected={selected} onSelect={select} joint={cfg.scheme === 'simultaneous'} />
+          <Timeline nAgents={nAgents} records={stagesNow} current={now.current} selected={selectedNow} onSelect={select} joint={cfg.scheme === 'simultaneous'} />
         </section>
       )}
       {(on('j') || on('game')) && (
         <div className="first-row">
           {on('j') && (
             <div className="chart-with-action" data-panel="j">
-              <JChart records={stages} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />
+              <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />
               {cfg.scheme === 'sequential' && (
                 <div className="chart-actions">
                   <button type="button" className="small" data-testid="compare-simultaneous" disabled={busy || llm || simultaneous !== null} onClick={() => void compareSimultaneous(session)} title={compareSimultaneousTitle(cfg)}>
@@ -98,7 +125,7 @@ export function ChartsPanel() {
         </p>
       )}
       <SwapCard records={stages} maxNew={llm ? cfg.maxNew : null} />
-      <div className="charts-grid">
+      <div className="charts-grid" data-testid="charts-grid" data-pending={pending ? 1 : undefined}>
         {on('waterfall') && <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />}
         {on('advantages') && <AdvantageChart step={step} aClip={cfg.aClip} />}
         {on('kl') && <KlChart step={step} alpha={cfg.alpha} />}

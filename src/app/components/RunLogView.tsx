@@ -9,36 +9,14 @@
  *
  * Not here: parsing or the charts' rows (src/bridge), the playground's own charts (../charts).
  */
-import { useEffect } from 'react';
 import { CartesianGrid, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
-import { create } from 'zustand';
 import type { RunLog } from '../../bridge/runLog';
-import { checkInput } from '../inputCheck';
-import { readRunLogParam, runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
+import { runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
 import { runClip, runJ, runKl, runTimeline } from '../../bridge/runLogSeries';
-import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
 import { ChartFrame, DEFAULT_HEIGHT } from '../charts/ChartFrame';
 import { agentColor, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { usePlayground } from '../store';
-
-/** The file types Import hands to this view. */
-export const RUN_LOG_ACCEPT = `.jsonl,.json,.csv,.log,.txt,${RUN_FILE_EXTENSION}`;
-
-const useRunLog = create<{ log: RunLog | null }>(() => ({ log: null }));
-
-const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-/** Opens a run log; a file over the size cap is refused before it is read into memory. */
-export async function openRunLogText(size: number, text: () => Promise<string>, name: string): Promise<void> {
-  try {
-    checkFileBytes(size, LOG_LIMITS, 'run log');
-    const log = await checkInput('runLog', { text: await text(), name }, `run log "${name}"`);
-    useRunLog.setState({ log });
-    usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
-  } catch (e) {
-    usePlayground.setState({ error: `“${name}”: ${errorOf(e)} Your current experiment was not changed.` });
-  }
-}
+import { useRunLog } from './runLogState';
 
 const fmt = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.abs(x) !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(2) : x.toFixed(4));
 
@@ -99,17 +77,9 @@ function AgentLines({ rows, pick, agents, width, deltas }: { rows: readonly { st
   );
 }
 
+/** The open run's view; mounted by RunLogSlot (./runLogState) only while a run is open. */
 export function RunLogView() {
   const log = useRunLog((s) => s.log);
-  useEffect(() => {
-    const p = new URLSearchParams(location.search).get('run');
-    if (!p || useRunLog.getState().log) return;
-    try {
-      useRunLog.setState({ log: readRunLogParam(p) });
-    } catch (e) {
-      usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` });
-    }
-  }, []);
   if (!log) return null;
   const j = runJ(log);
   const kl = runKl(log);

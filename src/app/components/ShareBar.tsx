@@ -11,7 +11,7 @@
  */
 import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { experimentBytes, openExperimentBytes, shareLink } from '../boot';
-import { openRunLogText, RUN_LOG_ACCEPT } from './RunLogView';
+import { openRunLogText, RUN_LOG_ACCEPT } from './runLogState';
 import { describeError } from '../session';
 import { useSession } from '../sessionContext';
 import { EXPERIMENT_EXTENSION } from '../savefile';

@@ -1,7 +1,7 @@
 /**
  * One row per finished stage: J, ΔJ, the certificate's lower bound, whether it held and whether it
  * certified an improvement (✓: bound above 0), the update order σ, and per agent the trust-region KL
- * quantile and backtracks. Every header has a tooltip saying how to read it; the line under the
+ * quantile with its backtracks (↺n, only when the monitor undid a step). Every header has a tooltip saying how to read it; the line under the
  * table says what held and certified mean.
  *
  * Not here: the charts that answer the same questions in pictures (../charts), or any computation —
@@ -9,6 +9,7 @@
  */
 import { memo, useMemo } from 'react';
 import type { Config } from '../../sat/config';
+import type { StageRecord } from '../../sat/stage';
 import { count, fixed3, sci, short, signed3 } from '../format';
 import { stageRow, type StageRow } from '../stageRow';
 import { usePlayground } from '../store';
@@ -63,11 +64,11 @@ const Row = memo(function Row({ row, joint }: { row: StageRow; joint: boolean })
       <td className="num" data-value={row.certLower}>
         {fixed3(row.certLower)}
       </td>
-      <td className="center">
+      <td className="center marks">
         <HeldMark held={row.held} />
-      </td>
-      <td className="center" data-testid="cell-cert" data-certified={row.certified ? 1 : 0}>
-        <CertMark certified={row.certified} />
+        <span data-testid="cell-cert" data-certified={row.certified ? 1 : 0}>
+          <CertMark certified={row.certified} />
+        </span>
       </td>
       <td className="order">
         {joint ? (
@@ -79,16 +80,19 @@ const Row = memo(function Row({ row, joint }: { row: StageRow; joint: boolean })
           </span>
         ))}
       </td>
-      {row.klQ.map((k, j) => (
-        <td key={`kl${j}`} className={`num ${j === 0 ? 'group-start' : ''}`} data-value={k}>
-          {sci(k)}
-        </td>
-      ))}
-      {row.backtracks.map((b, j) => (
-        <td key={`bt${j}`} className={`num ${j === 0 ? 'group-start' : ''} ${b === 0 ? 'muted' : ''}`}>
-          {count(b)}
-        </td>
-      ))}
+      {row.klQ.map((k, j) => {
+        const b = row.backtracks[j] ?? 0;
+        return (
+          <td key={`kl${j}`} className={`num ${j === 0 ? 'group-start' : ''}`} data-value={k} data-backtracks={b}>
+            {sci(k)}
+            {b > 0 ? (
+              <span className="backtracks" title={`${count(b)} backtrack${b === 1 ? '' : 's'}: the monitor undid a step that moved too far and retried with β × 1.5`}>
+                {' '}↺{count(b)}
+              </span>
+            ) : null}
+          </td>
+        );
+      })}
     </tr>
   );
 });
@@ -98,6 +102,19 @@ function lowerTitle(form: Config['certForm']): string {
   return form === 'gamma'
     ? "Lower bound on ΔJ in the paper's γ form (certForm = gamma, a control): fresh gain − policy-shift penalty − estimator bias − Hoeffding width, all scaled by 1/(1−γ) (docs/certificate.md §9). At γ = 0.99 it is vacuous: far below anything J could lose."
     : 'Certified lower bound on ΔJ: a one-sided lower confidence bound on the agents\' summed fresh gains, each measured on a certification batch its update never saw — fresh gain minus the confidence width; no shift or bias term, both 0 by construction (docs/certificate.md §4–§6). Negative means it only promises J will not fall further than that.';
+}
+
+/**
+ * One row object per record (and team size), kept while the record lives: a new stage then makes
+ * one new row, and the memoised rows of the stages before it are not drawn again.
+ */
+const rowCache = new WeakMap<StageRecord, { n: number; row: StageRow }>();
+function cachedRow(r: StageRecord, n: number): StageRow {
+  const hit = rowCache.get(r);
+  if (hit && hit.n === n) return hit.row;
+  const row = stageRow(r, n);
+  rowCache.set(r, { n, row });
+  return row;
 }
 
 /** What a table belongs to. */
@@ -138,7 +155,7 @@ export function StageTable() {
   const preset = usePlayground((s) => s.preset);
   const j0 = usePlayground((s) => s.j0);
   const nAgents = usePlayground((s) => s.agents.length);
-  const rows = useMemo(() => stages.map((r) => stageRow(r, nAgents)), [stages, nAgents]);
+  const rows = useMemo(() => stages.map((r) => cachedRow(r, nAgents)), [stages, nAgents]);
 
   if (!cfg || !j0 || rows.length === 0) {
     return (
@@ -170,33 +187,22 @@ export function StageTable() {
               <th rowSpan={2} className="num" title="Realised change of J during this stage.">
                 ΔJ
               </th>
-              <th rowSpan={2} className="num" title={lowerTitle(info.certForm)}>
+              <th rowSpan={2} className="num wrap" title={lowerTitle(info.certForm)}>
                 Certified ΔJ ≥
               </th>
-              <th rowSpan={2} className="center" title="Filled dot: ΔJ was at least the certified bound. Hollow red circle: it was not.">
-                Held
-              </th>
-              <th rowSpan={2} className="center" title={`${CERTIFIED_WORDS} — a promise of progress, not only of a bounded fall (docs/certificate.md §12). A dot: the bound is 0 or below.`}>
-                Cert
+              <th rowSpan={2} className="center wrap" title={`Held — filled dot: ΔJ was at least the certified bound; hollow red circle: it was not. Cert — ${CERTIFIED_WORDS}, a promise of progress, not only of a bounded fall (docs/certificate.md §12); a dot: the bound is 0 or below.`}>
+                Held, cert
               </th>
               <th rowSpan={2} title="Update order σ: who was trained first, second, …; each agent is trained on advantages that account for its predecessors' updates.">
                 Order σ
               </th>
-              <th colSpan={n} className="group-start center" title={`(1−α)-quantile, α = ${info.alpha}, of the per-state KL between each agent's new and old policy. The trust region keeps it at most δ.`}>
+              <th colSpan={n} className="group-start center" title={`(1−α)-quantile, α = ${info.alpha}, of the per-state KL between each agent's new and old policy. The trust region keeps it at most δ. ↺n: the trust-region monitor undid a step that moved too far n times and retried with a stronger KL penalty (β × 1.5).`}>
                 KL quantile <span className="muted">(δ = {short(info.delta)})</span>
-              </th>
-              <th colSpan={n} className="group-start center" title="How often the trust-region monitor undid a step that moved too far and retried with a stronger KL penalty (β × 1.5).">
-                Backtracks
               </th>
             </tr>
             <tr className="agents-row">
               {agents.map((j) => (
                 <th key={`kl${j}`} className={`num ${j === 0 ? 'group-start' : ''}`}>
-                  <AgentChip agent={j} />
-                </th>
-              ))}
-              {agents.map((j) => (
-                <th key={`bt${j}`} className={`num ${j === 0 ? 'group-start' : ''}`}>
                   <AgentChip agent={j} />
                 </th>
               ))}
@@ -211,19 +217,20 @@ export function StageTable() {
       </div>
       <p className="how-to-read">
         <span className="legend-item">
-          <HeldMark held="held" /> held: the team improved at least as much as certified
+          <HeldGlyph held="held" /> held: the team improved at least as much as certified.
         </span>
         <span className="legend-item">
-          <HeldMark held="not held" /> not held
+          <HeldGlyph held="not held" /> not held: it improved less than certified.
         </span>
         {rows.some((r) => r.held === 'unchecked' || r.held === 'undecided') && (
           <span className="legend-item">
-            <HeldMark held="unchecked" /> not checked or undecided: a language stage's real ΔJ is only estimated
+            <HeldGlyph held="unchecked" /> not checked or undecided: a language stage&apos;s real ΔJ is only estimated.
           </span>
         )}
         <span className="legend-item">
-          <CertMark certified /> certified: the bound is above 0, a promised improvement
+          <span className="cert-mark" aria-hidden="true">{CHECK}</span> certified: the bound is above 0, a promised improvement.
         </span>
+        <span className="legend-item">↺n after a KL quantile: that agent&apos;s step backtracked n times.</span>
         <span className="muted">A negative bound promises only that J falls by no more than that. Hover a column title for how to read it.</span>
       </p>
     </section>

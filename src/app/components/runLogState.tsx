@@ -1,0 +1,57 @@
+/**
+ * An imported run's state and its place on the page: the open log (a small store of its own), how
+ * Import and a `?run=` link open one, and the slot that mounts the run's view. The view and its
+ * charts (./RunLogView.tsx, recharts) load only once a run is open, so the page's main chunk
+ * carries none of the plotting code.
+ *
+ * Not here: the view itself (./RunLogView.tsx) or parsing (src/bridge).
+ */
+import { lazy, Suspense, useEffect } from 'react';
+import { create } from 'zustand';
+import type { RunLog } from '../../bridge/runLog';
+import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
+import { readRunLogParam, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
+import { checkInput } from '../inputCheck';
+import { usePlayground } from '../store';
+
+/** The file types Import hands to this view. */
+export const RUN_LOG_ACCEPT = `.jsonl,.json,.csv,.log,.txt,${RUN_FILE_EXTENSION}`;
+
+/** The imported run on the page, if any. */
+export const useRunLog = create<{ log: RunLog | null }>(() => ({ log: null }));
+
+const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/** Opens a run log; a file over the size cap is refused before it is read into memory. */
+export async function openRunLogText(size: number, text: () => Promise<string>, name: string): Promise<void> {
+  try {
+    checkFileBytes(size, LOG_LIMITS, 'run log');
+    const log = await checkInput('runLog', { text: await text(), name }, `run log "${name}"`);
+    useRunLog.setState({ log });
+    usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
+  } catch (e) {
+    usePlayground.setState({ error: `“${name}”: ${errorOf(e)} Your current experiment was not changed.` });
+  }
+}
+
+const RunLogView = lazy(async () => ({ default: (await import('./RunLogView')).RunLogView }));
+
+/** Where an imported run shows: opens a `?run=` link's run once, then the view while a run is open. */
+export function RunLogSlot() {
+  const open = useRunLog((s) => s.log !== null);
+  useEffect(() => {
+    const p = new URLSearchParams(location.search).get('run');
+    if (!p || useRunLog.getState().log) return;
+    try {
+      useRunLog.setState({ log: readRunLogParam(p) });
+    } catch (e) {
+      usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` });
+    }
+  }, []);
+  if (!open) return null;
+  return (
+    <Suspense fallback={<p className="muted">Loading the run's charts…</p>}>
+      <RunLogView />
+    </Suspense>
+  );
+}
