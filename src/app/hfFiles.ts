@@ -36,7 +36,7 @@ import { checkFits, checkpointParams, describeEstimate, estimateMemory, formatBy
 import type { HfFiles } from '../model/hfLoad';
 import { SEAT_QUANTS, type QuantKind } from '../model/quant';
 import type { Config } from '../sat/config';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget, type HfContextSettings } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, type HfContextSettings } from '../sat/hfSeatLimits';
 import { checkInput } from './inputCheck';
 import { browserStore, guarded, type Guarded, type PartStore } from './persist';
 import type { SeatCheckpoint } from '../workers/remoteTeam';

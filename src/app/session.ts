@@ -38,7 +38,7 @@ import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
 import { restoreTeamState, stepThrough, swapDue, teamState, type Experiment } from '../sat/experiment';
-import { hfSwapRefusal } from '../sat/hfSeat';
+import { hfSwapRefusal } from '../sat/hfSeatLimits';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';

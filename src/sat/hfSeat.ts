@@ -1,138 +1,21 @@
 /**
- * A Hugging Face checkpoint as one seat of a language team: the pieces the CLI
- * (src/cli/hfSeat.ts, `--agent-model J=DIR`) and the page (src/workers/agentApi.ts, an `hf` agent
- * spec built in the seat's worker) share, so a folder seated either way is the same agent:
+ * A Hugging Face checkpoint as one seat of a language team: the LmAgent with LoRA adapters over
+ * the frozen (quantized) base, prompted with the checkpoint's own tokenizer, shared by the CLI
+ * (src/cli/hfSeat.ts, `--agent-model J=DIR`) and the page (an `hf` agent spec built in the seat's
+ * worker, src/workers/agentApi.ts), so a folder seated either way is the same agent. A context
+ * longer than its maxSeq is refused naming both.
  *
- *   hfSeatContext(cfg, tk, maxPositions)  the context the preset needs with this tokenizer (chat
- *                          template included), measured on the task's own prompts: the seat's maxSeq,
- *                          and refused by name when the checkpoint (or HF_SEAT_MAX_CONTEXT) is shorter
- *   hfSeatBudget(cfg, T)   what the memory estimate counts (hfConfig.ts estimateMemory): LoRA rank,
- *                          one training pass over batch × group messages of T tokens (the measured
- *                          context), sampling max(batch × group, evalEpisodes) prompts at once
- *   hfSeatSeed(seed, j)    the seed of agent j's LoRA initialisation
- *   hfSwapRefusal(cfg, j, name)  why the configured plug-and-play swap cannot take seat j on a
- *                          checkpoint (null when the swap is elsewhere): not supported yet
- *   hfSeatAgent(j, m, …)   the LmAgent: LoRA adapters over the frozen (quantized) base, prompted
- *                          with the checkpoint's own tokenizer; a context longer than its maxSeq
- *                          is refused naming both (not the model's generic "prompt i has n tokens")
- *
- * Not here: reading a folder (the CLI's fs reads, the page's File objects: src/app/hfFiles.ts),
- * the load and its checks (src/model/hfLoad.ts), or where the agent runs.
+ * Not here: the model-free checks (context, budget, swap refusal, seed: hfSeatLimits.ts, re-exported
+ * below), reading a folder (src/app/hfFiles.ts), the load and its checks (src/model/hfLoad.ts).
  */
 import { cpuBackend } from '../backend/cpu';
 import type { Backend, HostTensors, TensorKinds } from '../backend/types';
 import { ConfigError } from '../core/errors';
-import { Rng } from '../core/rng';
 import type { HfModel } from '../model/hfLoad';
 import { Model } from '../model/model';
-import type { TextTokenizer } from '../model/tokenizer';
-import { makeLlmTask } from '../tasks/llm/index';
-import { nextTurn, type Message } from '../tasks/llm/protocols';
 import { LmAgent, type GenerateOptions } from './agents/lm';
-import { resolvedProtocol, type Config } from './config';
 
-/** LoRA rank of a seated checkpoint when the `lora` setting is 0 (full training of a 100M model is not offered). */
-export const HF_DEFAULT_LORA_RANK = 8;
-
-/**
- * Context a checkpoint is read with before the preset's own is measured (positions): what the
- * page's config-only checks and stored copies use, and the default of `hfSeatBudget`.
- */
-export const HF_SEAT_MAX_SEQ = 128;
-
-/** The longest context a seat is given whatever the preset needs (positions): the attention's memory grows with its square. */
-export const HF_SEAT_MAX_CONTEXT = 1024;
-
-/** Problems of each split (train, held-out) whose contexts `hfSeatContext` measures. */
-const CONTEXT_PROBES = 96;
-
-/**
- * Tokens an earlier message of maxNew tokens is counted as, per token: a message is decoded to text
- * and encoded again by the reader's tokenizer, which can take more tokens than it was sampled with
- * — a byte token outside UTF-8 decodes to U+FFFD, three bytes (tests/hf-context.test.ts: a random
- * checkpoint's 32-token messages took up to 1.4× in a 4-agent chain); a char-tokenizer teammate's
- * message (at most maxNew ASCII characters) takes at most maxNew.
- */
-const EARLIER_MESSAGE_TOKENS = 2;
-
-/** Settings the context depends on. */
-export type HfContextSettings = Pick<Config, 'task' | 'taskSeed' | 'level' | 'formatReward' | 'protocol' | 'agents' | 'maxNew'>;
-
-/**
- * The context (positions) a seat needs for these settings, with this tokenizer: over the task's
- * first CONTEXT_PROBES problems of each split and every seat of the protocol, the context as the
- * tokenizer encodes it (chat template, "agent i:" lines) with each earlier message it sees counted
- * as EARLIER_MESSAGE_TOKENS × maxNew tokens (they are empty in the probe), plus maxNew for its own
- * message; then 8 tokens of slack, rounded up to a multiple of 16. Refused (ConfigError "context",
- * naming the need and the limit) when it is longer than the checkpoint's max_position_embeddings
- * or HF_SEAT_MAX_CONTEXT. It is a measurement, not a proof: a context past it is refused by the
- * agent, naming it (HfSeatAgent below).
- */
-export function hfSeatContext(cfg: HfContextSettings, tk: TextTokenizer, maxPositions: number): number {
-  const task = makeLlmTask(cfg.task as Parameters<typeof makeLlmTask>[0], { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
-  const protocol = resolvedProtocol(cfg as Config);
-  let need = 0;
-  const lengths = new Map<string, number>(); // contexts repeat across samples (a chain's seats are the same for every sample)
-  const encoded = (context: string): number => lengths.get(context) ?? lengths.set(context, tk.encodeContext(context).length).get(context)!;
-  for (const split of ['train', 'heldout'] as const) {
-    for (let i = 0; i < CONTEXT_PROBES; i++) {
-      const problem = task.generate(split, i);
-      for (let sample = 0; sample < cfg.agents; sample++) {
-        const spec = { protocol, nAgents: cfg.agents, sample };
-        const messages: Message[] = [];
-        for (let slots = nextTurn(spec, problem, messages); slots.length > 0; slots = nextTurn(spec, problem, messages)) {
-          for (const slot of slots) {
-            const seen = protocol === 'chain' ? messages.filter((m) => m.turn < slot.turn).length : 0;
-            need = Math.max(need, encoded(slot.context) + (EARLIER_MESSAGE_TOKENS * seen + 1) * cfg.maxNew);
-          }
-          for (const slot of slots) messages.push({ turn: slot.turn, agent: slot.agent, text: '' });
-        }
-      }
-    }
-  }
-  const limit = Math.min(maxPositions, HF_SEAT_MAX_CONTEXT);
-  if (need > limit) {
-    const why = maxPositions <= HF_SEAT_MAX_CONTEXT ? `the checkpoint's max_position_embeddings = ${maxPositions}` : `a seat's most, HF_SEAT_MAX_CONTEXT = ${HF_SEAT_MAX_CONTEXT}`;
-    throw new ConfigError(
-      'context',
-      need,
-      `This preset needs contexts of up to ${need} tokens for a checkpoint seat (the ${cfg.task} prompt and the earlier agents' messages as its tokenizer encodes them, plus maxNew = ${cfg.maxNew} for its own message), longer than ${why}; lower maxNew or the number of agents in the chain.`,
-    );
-  }
-  return Math.min(limit, 16 * Math.ceil((need + 8) / 16));
-}
-
-/** What the memory estimate of a seated checkpoint counts, for these settings. */
-export interface HfSeatBudget {
-  readonly loraRank: number;
-  readonly sequences: number;
-  readonly seqLen: number;
-  readonly prompts: number;
-}
-
-/** The budget for settings `cfg` with contexts of `seqLen` tokens (hfSeatContext's; HF_SEAT_MAX_SEQ before it is measured). */
-export function hfSeatBudget(cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'evalEpisodes'>, seqLen: number = HF_SEAT_MAX_SEQ): HfSeatBudget {
-  // One training pass packs the agent's batch × group messages, each at most seqLen tokens.
-  // Sampling: a rollout's batch × group prompts, or an evaluation's evalEpisodes, at once.
-  return { loraRank: cfg.lora > 0 ? cfg.lora : HF_DEFAULT_LORA_RANK, sequences: cfg.batch * cfg.group, seqLen, prompts: Math.max(cfg.batch * cfg.group, cfg.evalEpisodes) };
-}
-
-/**
- * Why the configured plug-and-play swap cannot run with agent j on checkpoint `name` (null when
- * swapAgent is another agent or −1). A swap distils the team's token states from the outgoing seat
- * into a shipped model and projects it by Stage-0 (src/sat/lmSwap.ts), which assumes both speak the
- * shipped models' 64-token vocabulary; a checkpoint's tokenizer is another, so neither swapping a
- * checkpoint out nor a checkpoint in is offered yet (docs/models.md "Not yet").
- */
-export function hfSwapRefusal(cfg: Pick<Config, 'swapAgent' | 'swapAt' | 'swapTo'>, j: number, name: string): string | null {
-  if (cfg.swapAgent !== j) return null;
-  return `The configured plug-and-play swap (swapAgent = ${j}, at stage ${cfg.swapAt}, to ${cfg.swapTo}) would replace agent ${j}, which holds checkpoint ${name}: swapping a checkpoint seat is not supported yet (a swap distils and projects between models of the shipped 64-token vocabulary; a checkpoint's tokenizer is another). Set swapAgent to another agent or −1, or put agent ${j} back on the shipped model.`;
-}
-
-/** Seed of agent j's LoRA initialisation on a seated checkpoint (the run seed's fork "hf", j). */
-export function hfSeatSeed(runSeed: number, j: number): number {
-  return new Rng(runSeed, [0x6866, j]).nextU32();
-}
+export { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_CONTEXT, HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, hfSeatSeed, hfSwapRefusal, type HfContextSettings, type HfSeatBudget } from './hfSeatLimits';
 
 /** What the agent on a seated checkpoint takes from the settings. */
 export interface HfSeatAgentOptions {

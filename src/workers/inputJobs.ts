@@ -29,7 +29,7 @@ import { readRunLog, type RunLog } from '../bridge/runLog';
 import { SatError } from '../core/errors';
 import type { Config } from '../sat/config';
 import { parseExperimentFile, type ExperimentData, type ParseResult } from '../app/savefile';
-import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from '../sat/hfSeatLimits';
 import type { ModelConfig } from '../model/config';
 import type { HfInfo } from '../model/hfConfig';
 import { hfTokenizerOf, readHfConfig } from '../model/hfLoad';

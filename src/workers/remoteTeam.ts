@@ -33,7 +33,7 @@ import { ConfigError, SatError } from '../core/errors';
 import type { HfFiles, HfProgress } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import type { TextTokenizer } from '../model/tokenizer';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeatLimits';
 import { Rng } from '../core/rng';
 import { planLlm, planTabular, type Experiment, type ModelLoader, type TableAgent, type TableExperiment } from '../sat/experiment';
 import { isLlmTask, type Config } from '../sat/config';
@@ -41,7 +41,6 @@ import type { TabularEnv } from '../sat/env/tabular';
 import type { LmAgentPolicy } from '../sat/agents/lm';
 import type { LmEnv } from '../sat/env/lm';
 import type { AgentInfo } from '../sat/types';
-import { configuredLmSwap } from '../sat/lmSwap';
 import type { AgentApi, AgentSpec } from './agentApi';
 import { AgentWorkerError } from './errors';
 import { installErrorTransfer } from './wire';
@@ -334,9 +333,14 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     )]);
     const infos = await Promise.all(team.map((a) => a.info()));
     const j0 = (await env.evaluate(team)).J;
-    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, infos, terminate, swapModel: configuredLmSwap(opts.load) };
+    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, infos, terminate, swapModel: lazyLmSwap(opts.load) };
   } catch (e) {
     terminate();
     throw e;
   }
+}
+
+/** The configured swap, its code (models, projection) fetched on the first swap rather than with the page. */
+function lazyLmSwap(load: ModelLoader): NonNullable<Experiment['swapModel']> {
+  return async (exp, j, name) => (await import('../sat/lmSwap')).configuredLmSwap(load)(exp, j, name);
 }

@@ -25,7 +25,7 @@ import { formatBytes } from '../../model/hfConfig';
 import { PAGE_SEAT_QUANT, SEAT_QUANTS, seatQuant, type FileLike } from '../hfFiles';
 import { ONNX_SEAT_MODES, type OnnxSeatMode } from '../onnxFiles';
 import type { Session } from '../session';
-import { hfSwapRefusal } from '../../sat/hfSeat';
+import { hfSwapRefusal } from '../../sat/hfSeatLimits';
 import { useSession } from '../sessionContext';
 import { usePlayground, type SeatView } from '../store';
 
