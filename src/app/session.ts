@@ -40,7 +40,7 @@ import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config'
 import { restoreTeamState, stepThrough, swapDue, teamState, type Experiment } from '../sat/experiment';
 import { hfSwapRefusal } from '../sat/hfSeatLimits';
 import { findPreset, presetConfig } from '../sat/presets';
-import type { AgentStepRecord, StageRecord } from '../sat/stage';
+import { checkFinishedStage, type AgentStepRecord, type StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { openTeam, type OpenExtras, type TeamHandle } from './team';
 import type { OnnxSeatMode } from './onnxFiles';
@@ -49,6 +49,7 @@ import type { QuantKind } from '../model/quant';
 import type { SeatCheckpoint } from '../workers/remoteTeam';
 import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
+import { short, signed3 } from './format';
 import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
 import type { LmEnv } from '../sat/env/lm';
@@ -85,17 +86,20 @@ export interface SessionState {
 
 const SPEED_MS: Record<Speed, number> = { slow: 700, normal: 150, fast: 0 };
 
-/**
- * Hands the thread back to the browser so clicks and repaints get through. A MessageChannel task,
- * unlike setTimeout(0), is not clamped to 4 ms when nested, nor throttled in a background tab.
- */
 /** Step stage shows an agent step once this long has passed since the last thing shown, ms. */
 export const SHOW_EVERY_MS = 100;
+
+/** Pairs of episodes Check bound spends (docs/certificate.md §12; the CLI's --held-pairs default). */
+export const CHECK_PAIRS = 2048;
 
 function now(): number {
   return performance.now();
 }
 
+/**
+ * Hands the thread back to the browser so clicks and repaints get through. A MessageChannel task,
+ * unlike setTimeout(0), is not clamped to 4 ms when nested, nor throttled in a background tab.
+ */
 export function yieldToBrowser(): Promise<void> {
   return new Promise((resolve) => {
     const ch = new MessageChannel();
@@ -147,6 +151,8 @@ async function seatEstimates(files: SeatCheckpoint['files'], cfg: Config, quant:
 export class Session {
   private team: TeamHandle | null = null;
   private boundary: Boundary | null = null;
+  /** The boundary before the last finished stage, while it is known ("Check bound" needs the stage's start). */
+  private stageStart: Boundary | null = null;
   /** The stage in progress, between agent steps. */
   private gen: AsyncGenerator<AgentStepRecord, StageRecord, void> | null = null;
   /** True while an action runs; the next one is dropped. */
@@ -287,6 +293,7 @@ export class Session {
   private async install(t: TeamHandle): Promise<void> {
     this.team = t;
     this.boundary = await this.takeBoundary(0);
+    this.stageStart = null;
     this.store.setState({ agents: t.agents, seats: this.seatViews(t.exp.cfg), backend: t.backend, backendLine: t.line ?? null, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon, frames: [] });
     this.probs = [];
     await this.recordFrame(0, -1, null);
@@ -676,7 +683,10 @@ export class Session {
 
   private async closeStage(rec: StageRecord): Promise<void> {
     this.gen = null;
+    const before = this.boundary;
     if (this.team) this.boundary = await this.takeBoundary(rec.stage);
+    // A swap stage starts from the swapped-in team, which no boundary holds.
+    this.stageStart = before && before.stages === rec.stage - 1 && !rec.swap ? before : null;
     const u = this.unshown;
     this.unshown = null;
     this.store.setState((s) => ({ stages: [...s.stages, rec], partial: [], selected: null, ...(u ? { transcripts: u.transcripts } : {}) }));
@@ -721,6 +731,49 @@ export class Session {
       } finally {
         this.flush();
       }
+    });
+  }
+
+  /**
+   * Why "Check bound" cannot run now (null when it can): it checks the last finished stage of a
+   * language team, from that stage's end, with the stage's start still kept.
+   */
+  checkRefusal(): string | null {
+    const s = this.state;
+    const rec = s.stages[s.stages.length - 1];
+    if (!this.team || !s.config || !isLlmTask(s.config.task)) return "Check bound is for language teams: a table game's J is exact, and every stage is checked as it runs.";
+    if (!rec) return "Step a stage first: Check bound tests the last finished stage's bound.";
+    if (s.partial.length > 0 || this.gen) return `Finish stage ${rec.stage + 1} first: Check bound runs at a stage boundary, from the team the last stage left.`;
+    if (rec.held && rec.held.state !== 'unchecked') return `Stage ${rec.stage} is already checked.`;
+    if (!this.stageStart) return `Stage ${rec.stage}'s starting team is not kept (after a reload, a replay or a swap it is gone): step another stage and check that one, or check stages as they run with the CLI's --held-pairs.`;
+    return null;
+  }
+
+  /**
+   * Check bound: the last finished language stage's lower bound against a common-random-numbers
+   * estimate of its true ΔJ, CHECK_PAIRS pairs of episodes (docs/certificate.md §12). It costs
+   * thousands of rollouts, so it runs only when asked; the team is left as it was.
+   */
+  async checkLastStage(): Promise<void> {
+    const why = this.checkRefusal();
+    if (why) {
+      this.store.setState({ notice: why });
+      return;
+    }
+    await this.exclusive('busy', async () => {
+      const t = this.team!;
+      const start = this.stageStart!;
+      const rec = this.state.stages[this.state.stages.length - 1]!;
+      const my = this.generation;
+      this.setProgress({ label: `Checking stage ${rec.stage}'s bound: ${CHECK_PAIRS.toLocaleString('en')} pairs of episodes, the starting and the final team on the same prompts…`, done: 0, total: 1, cancellable: false });
+      const checked = await checkFinishedStage(t.exp.env, t.exp.team, start.snapshots, rec, CHECK_PAIRS, t.exp.rng);
+      if (my !== this.generation) return;
+      const h = checked.held!;
+      const verdict = h.state === 'held' ? 'held' : h.state === 'not held' ? 'not held' : 'undecided (the estimate cannot tell)';
+      this.store.setState((st) => ({
+        stages: st.stages.map((r) => (r === rec ? checked : r)),
+        notice: `Stage ${rec.stage}: lower bound ${signed3(rec.certificate.chosen.lower)} against ΔJ ≈ ${signed3(h.estimate)} ± ${short(h.se)} (${h.pairs.toLocaleString('en')} pairs): ${verdict}.`,
+      }));
     });
   }
 
@@ -874,6 +927,7 @@ export class Session {
     if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
     await restoreTeamState(exp, saved.boundary, saved.stages);
     this.boundary = { ...saved.boundary, stages: saved.stages.length };
+    this.stageStart = null;
     // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.
     this.store.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });
     // Replay the stage in progress until the cursor's agent has moved (at most one step per agent).

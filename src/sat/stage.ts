@@ -580,10 +580,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/bias': cert.chosen.bias,
     'cert/finite': cert.chosen.finite,
     'cert/lower': cert.chosen.lower,
-    'cert/held': held.state === 'held' ? 1 : held.state === 'not held' ? 0 : NaN,
-    'cert/held_dj': held.estimate,
-    'cert/held_se': held.se,
-    'cert/held_pairs': held.pairs,
+    ...heldMetrics(held),
     'cert/sum_agents': sumAgents,
     'cert/ess': teamStats ? teamStats.ess : NaN,
     'cert/trunc_cost': teamStats ? teamStats.truncationCost : NaN,
@@ -609,4 +606,20 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   };
   for (const s of steps) Object.assign(metrics, s.metrics);
   return { stage, order, steps, certificate: cert, jBefore: jStart, jAfter: jPrev, metrics, evaluation: lastEval, held };
+}
+
+/** The metrics of a held check (docs/certificate.md §12): 1 held, 0 not held, NaN undecided or unchecked. */
+function heldMetrics(held: HeldCheck): Metrics {
+  return { 'cert/held': held.state === 'held' ? 1 : held.state === 'not held' ? 0 : NaN, 'cert/held_dj': held.estimate, 'cert/held_se': held.se, 'cert/held_pairs': held.pairs };
+}
+
+/**
+ * A finished language stage's bound checked afterwards (the page's "Check bound"): the team as the
+ * stage left it against `start`, its snapshots at the stage's start, on the stream a stage checked
+ * as it ran uses, so the verdict is the one `heldPairs` would have given. Returns the record with
+ * its held check and metrics replaced; the agents are left as they were.
+ */
+export async function checkFinishedStage(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], rec: StageRecord, pairs: number, rng: Rng): Promise<StageRecord> {
+  const held = await checkHeld(env, team, start, rec.certificate.chosen.lower, pairs, rng.fork(rec.stage, STREAM.heldCheck));
+  return { ...rec, held, metrics: { ...rec.metrics, ...heldMetrics(held) } };
 }

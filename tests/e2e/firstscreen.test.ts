@@ -17,6 +17,7 @@
  *   an imported run's view, KaTeX and the Claims view load as chunks of their own.
  * - axe-core: no serious or critical violation on the opening page, with a formula card open, and
  *   on a language preset with the token inspector open.
+ * - Check bound on a language stage: "not checked" until asked, then the verdict of a CRN estimate.
  *
  * Not here: the playground's other behaviour (playground.test.ts) or the formula cards' numbers
  * (formulas.test.ts).
@@ -272,4 +273,28 @@ describe('the first five minutes', () => {
     expect(await axe(p)).toEqual([]);
     await p.context().close();
   }, 300_000);
+
+  it('Check bound on a language stage: not checked, then tested against a 2,048-pair estimate', async () => {
+    const p = await pg().freshPage();
+    const cfg = { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3 };
+    await p.goto(pg().url + (await link('arith-team', cfg)), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    const check = p.getByTestId('check-bound');
+    expect(await check.isDisabled()).toBe(true); // no stage yet
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 1, undefined, { timeout: 180_000 });
+    await settled(p);
+    const heldCell = p.locator('[data-testid="stage-row"] .held .sr-only');
+    expect(await heldCell.innerText()).toBe('not checked');
+    await check.click();
+    await p.getByTestId('notice').getByText(/^Stage 1: lower bound/).waitFor({ timeout: 240_000 });
+    await settled(p);
+    const notice = await p.getByTestId('notice').innerText();
+    expect(notice).toMatch(/^Stage 1: lower bound −?\d+\.\d{3} against ΔJ ≈ [+−]?\d+\.\d{3} ± \S+ \(2,048 pairs\): (held|not held|undecided \(the estimate cannot tell\))\./);
+    const verdict = notice.match(/pairs\): (held|not held|undecided)/)![1]!;
+    expect(await heldCell.innerText()).toBe(verdict);
+    expect(await check.isDisabled()).toBe(true); // checked once
+    await p.context().close();
+  }, 600_000);
 });

@@ -1,6 +1,6 @@
 /**
  * The step-through bar, the first thing a newcomer presses: Step agent ▸, Step stage ▸▸,
- * Run ▶ / Pause ❚❚, Reset, the speed, and — while long work runs — its progress with a Cancel
+ * Run ▶ / Pause ❚❚, Reset, Check bound (language teams), the speed, and — while long work runs — its progress with a Cancel
  * button. Keyboard: → or A steps an agent, S a stage, Space runs/pauses, R resets (not while typing
  * in a field).
  *
@@ -8,6 +8,8 @@
  */
 import { useEffect } from 'react';
 import { useSession } from '../sessionContext';
+import { isLlmTask } from '../../sat/config';
+import { CHECK_PAIRS } from '../session';
 import { setSpeed, usePlayground, type Speed } from '../store';
 
 function typingIn(target: EventTarget | null): boolean {
@@ -80,6 +82,8 @@ export function StepControls() {
   const total = usePlayground((s) => s.config?.stages ?? 0);
   const nAgents = usePlayground((s) => s.agents.length);
   const joint = usePlayground((s) => s.config?.scheme === 'simultaneous');
+  const language = usePlayground((s) => !!s.config && isLlmTask(s.config.task));
+  const lastHeld = usePlayground((s) => s.stages[s.stages.length - 1]?.held?.state);
   const running = status === 'running';
   const working = status === 'busy' || status === 'loading';
   const noTeam = status === 'idle' || (status === 'loading' && stagesDone === 0 && !progress?.cancellable);
@@ -111,6 +115,17 @@ export function StepControls() {
       <button type="button" data-testid="reset" disabled={working || running} onClick={() => void session.reset()} title="A fresh team with the same settings and seed (R)">
         Reset
       </button>
+      {language && (
+        <button
+          type="button"
+          data-testid="check-bound"
+          disabled={working || running || stagesDone === 0 || stepsDone > 0 || (lastHeld !== undefined && lastHeld !== 'unchecked')}
+          onClick={() => void session.checkLastStage()}
+          title={`Test the last stage's lower bound against an estimate of its true ΔJ: the starting and the final team answer the same ${CHECK_PAIRS.toLocaleString('en')} prompts with the same sampler draws (docs/certificate.md §12). Thousands of rollouts: seconds to minutes.`}
+        >
+          Check bound
+        </button>
+      )}
       <label className="speed" title="Pause between agent steps while running">
         <span className="field-label">Speed</span>
         <select data-testid="speed" value={speed} onChange={(e) => setSpeed(e.target.value as Speed)}>
