@@ -31,7 +31,7 @@ import { describeParity } from '../model/onnx/parity';
 import type { QuantKind } from '../model/quant';
 import { LmAgent, type LmAgentPolicy } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
-import type { Experiment, LlmExperiment, LmSeat } from '../sat/experiment';
+import type { Experiment, LlmExperiment } from '../sat/experiment';
 import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeat';
 import { checkSwapTokenizer, prepareOnnxSwap, seatOnnxFrozen, seatOnnxTrainable, type OnnxSwapTarget } from '../sat/onnxSeat';
 import { tokenizer as charTokenizer } from '../model/tokenizer';
@@ -119,10 +119,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
   if (o.mode === 'frozen') {
     const seat = await seatOnnxFrozen(files, file, cfg, j, { temperature: cfg.temperature, topK: cfg.topK, memory: { limitBytes: limit, where } });
     o.log(`agent ${j} ← ${dir}/${file}: frozen, run by onnxruntime-web (${seat.agent.decoder.ep}); context ${seat.context}; memory estimate ${describeOnnxFrozen(seat.estimate)} (limit ${formatBytes(limit)}); other files of the folder: ${available.filter((f) => f !== file).join(', ') || 'none'}`);
-    // A frozen teammate is an LmAgentPolicy without a Model: the stage loop and the environment
-    // use only the policy's methods; the paths that reach into a seat's model (a plug-and-play
-    // swap, the page's inspector) are refused for it or never reached from the CLI.
-    lx.team[j] = seat.agent as unknown as LmSeat;
+    lx.team[j] = seat.agent;
     o.log(`  agent ${j} is ${seat.info.name}: never updated (ratio 1 in every estimator); turns marked ${seat.info.tokenizer.turns === 'chat' ? 'by its chat template' : 'as plain text ("agent i:")'}; messages end at token ${seat.info.tokenizer.eos}`);
   } else {
     const head = readOnnxLlamaHead(files, file);

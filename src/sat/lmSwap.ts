@@ -56,6 +56,7 @@ import type { HfModel } from '../model/hfLoad';
 import { dequantizeWeights, loadModel, type LoadedModel } from '../model/weights';
 import type { Experiment, LmSeat } from './experiment';
 import { LmAgent, logitRows, pack } from './agents/lm';
+import { FrozenOnnxAgent } from './agents/frozen';
 import { ProjectedLmAgent, projectRows, type ExternalLogits } from './agents/projected';
 import type { LmEnv } from './env/lm';
 import { agentSteps } from './rollout';
@@ -151,6 +152,7 @@ function seatAgent(seat: LmSeat): LmAgent<TensorKinds> {
  * own frozen halves.
  */
 function releaseDropped(oldSeat: LmSeat, kept: unknown): void {
+  if (oldSeat instanceof FrozenOnnxAgent) return; // never reached: seatSwap refuses a frozen seat
   const models = oldSeat instanceof ProjectedLmAgent ? [oldSeat.student.model, oldSeat.pre, oldSeat.cur] : [oldSeat.model];
   for (const m of models) if (m !== kept) m.dispose();
 }
