@@ -67,7 +67,10 @@ describe('plug-and-play onto an ONNX target', () => {
     await dec.release();
 
     let report: Parameters<NonNullable<Parameters<typeof configuredLmSwap>[2]>>[0] | undefined;
-    exp.swapModel = configuredLmSwap(async () => t, 'projection', (r) => (report = r));
+    // A loader of shipped models (the page's) refuses swapTo = onnx by name before loading anything.
+    const shippedOnly = configuredLmSwap(async () => { throw new Error('not reached'); });
+    await expect(shippedOnly(exp, 1, 'arithmetic-onnx')).rejects.toThrow('swapTo = onnx swaps agent 1 onto an ONNX folder, which only the command line takes (--swap 1=DIR)');
+    exp.swapModel = configuredLmSwap(async () => t, 'projection', (r) => (report = r), true);
     const records = await runStages(exp, 2);
     const swap = records[1]!.swap!;
     const r = report!;

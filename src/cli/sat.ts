@@ -322,7 +322,7 @@ function lmSwapSeat(seat: Args['swapSeat'], cfg: Config, log?: (line: string) =>
         (r.stage0 ? `  hand-over KL(π_θ‖π_new) of the distilled student q50/q90/q99: ${q(r.handover)}\n` : '') +
         `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${lambdaHistogram(r.lambdas).join(' ')}`,
     );
-  });
+  }, load !== loadFromDisk);
 }
 
 /** The configured swap of a tabular team, in one line (the stage record carries the numbers). */

@@ -303,10 +303,12 @@ export const SWAP_DISTILL = { steps: 150, lr: 1e-3 } as const;
  * The configured swap of a language team (experiment.ts `swapIfDue` calls it before stage swapAt):
  * the shipped model `name` read by `load` (or the ONNX target it prepares: swapTo = onnx), projected by Stage-0 (unless swapStage0 is off) and
  * distilled; the stage record's SwapSummary. `onReport` sees the full report (the CLI prints it).
+ * swapTo = onnx is refused by name unless `takesOnnx` (the loader prepares an ONNX target).
  */
-export function configuredLmSwap(load: (name: string) => Promise<Uint8Array | OnnxSwapTarget>, seat: 'projection' | 'student' = 'projection', onReport?: (r: LmSwapReport) => void): NonNullable<Experiment['swapModel']> {
+export function configuredLmSwap(load: (name: string) => Promise<Uint8Array | OnnxSwapTarget>, seat: 'projection' | 'student' = 'projection', onReport?: (r: LmSwapReport) => void, takesOnnx = false): NonNullable<Experiment['swapModel']> {
   return async (exp, j, name) => {
     const cfg = exp.cfg;
+    if (cfg.swapTo === 'onnx' && !takesOnnx) throw new ConfigError('swapTo', 'onnx', `swapTo = onnx swaps agent ${j} onto an ONNX folder, which only the command line takes (--swap ${j}=DIR); here the swap takes a shipped model: set swapTo to S or M${cfg.task === 'arithmetic' ? ' or L' : ''}.`);
     const r = await swapLmAgent(exp as Experiment & { env: LmEnv }, j, name, await load(name), {
       stage0: cfg.swapStage0, delta0: cfg.stage0Delta, distillSteps: SWAP_DISTILL.steps, distillLr: SWAP_DISTILL.lr, B: cfg.batch, G: cfg.group, seed: cfg.seed, seat,
     });
