@@ -30,6 +30,7 @@ const SLOW = [
   'tests/hostile-session.test.ts',
   'tests/inspect.test.ts',
   'tests/lmswap.test.ts',
+  'tests/lmswap-onnx.test.ts',
   'tests/mixedTeam.test.ts',
   'tests/orders-lm.test.ts',
   'tests/pretrain.test.ts',

@@ -81,7 +81,7 @@ describe('language-model agents', () => {
 
   it('the Fisher-vector product is positive semi-definite and linear in v; the surrogate gradient matches a finite difference', async () => {
     const exp = await createLlmExperiment(settings(), loader);
-    const agent = exp.team[0]!;
+    const agent = exp.team[0] as LmAgent;
     const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(11));
     await agent.setReference();
     const s = agentSteps(batch, 0);

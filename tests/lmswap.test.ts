@@ -115,7 +115,7 @@ describe('language plug-and-play', () => {
     const seat = exp.team[1]!;
     expect(seat).toBeInstanceOf(ProjectedLmAgent);
     expect((seat as ProjectedLmAgent).sampler).toBe('projection');
-    expect(seat.model.cfg.d).toBe(64); // the larger model's student holds the trainable seat
+    expect((seat as ProjectedLmAgent).model.cfg.d).toBe(64); // the larger model's student holds the trainable seat
     console.log(`[swap] KL to π_cur q50/q99: pre ${r.klPre.q50.toExponential(2)}/${r.klPre.q99.toExponential(2)}, projected ${r.klProjected.q50.toExponential(2)}/${r.klProjected.q99.toExponential(2)}, student ${r.klStudent.q50.toExponential(2)}/${r.klStudent.q99.toExponential(2)}; KL(π_new‖π_θ) ${r.distillKl.toExponential(2)}; hand-over KL(π_θ‖π_new) q50/q99 ${r.handover.q50.toExponential(2)}/${r.handover.q99.toExponential(2)}`);
   });
 

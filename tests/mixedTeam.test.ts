@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadModel } from '../src/model/weights';
 import { createLlmExperiment, runStages } from '../src/sat/experiment';
 import { parseConfig } from '../src/sat/config';
+import type { LmAgent } from '../src/sat/agents/lm';
 
 const load = async (name: string) => new Uint8Array(readFileSync(join(import.meta.dirname, '../public/models', `${name}.safetensors`)));
 
@@ -24,8 +25,8 @@ describe('mixed-size language team', () => {
     const sizes = (n: string) => loadModel(new Uint8Array(readFileSync(join(import.meta.dirname, '../public/models', `${n}.safetensors`)))).cfg;
     expect(infos.map((i) => i.name)).toEqual(['arithmetic-S#0', 'arithmetic-M#1', 'arithmetic-S#2']);
     expect(infos[1]!.parameters).toBeGreaterThan(3 * infos[0]!.parameters);
-    expect(exp.team[1]!.model.cfg.d).toBe(sizes('arithmetic-M').d);
-    expect(exp.team[0]!.model.cfg.d).toBe(sizes('arithmetic-S').d);
+    expect((exp.team[1] as LmAgent).model.cfg.d).toBe(sizes('arithmetic-M').d);
+    expect((exp.team[0] as LmAgent).model.cfg.d).toBe(sizes('arithmetic-S').d);
     const [rec] = await runStages(exp, 1);
     expect(rec!.steps.map((s) => s.agent)).toEqual([0, 1, 2]);
     expect(Number.isFinite(rec!.jAfter)).toBe(true);

@@ -4,7 +4,9 @@
  * external data, plus an f32 variant in the same folder) written to a temp dir is seated as agent
  * 1 of the arith-team chain, trainable (mapped into our model, parity with onnxruntime-web printed)
  * and frozen (run by onnxruntime-web), and each runs a stage; the frozen seat's ratio is 1 and its
- * parameters none; a missing file, a bad mode and a memory limit are refused by name. Runs the
+ * parameters none; a swap of the trainable seat onto another folder of its tokenizer runs Stage-0
+ * with π_pre from onnxruntime-web, one across tokenizers is refused by name; a missing file, a
+ * bad mode and a memory limit are refused by name. Runs the
  * real CLI (tsx) in a child process with a small batch.
  */
 import { spawnSync } from 'node:child_process';
@@ -51,6 +53,26 @@ describe('npm run sat -- --agent-model with an ONNX folder', () => {
     // The frozen seat's update: no step, no KL to its reference, no gradient, no gain.
     const stage = (JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { stages: Record<string, unknown>[] }).stages[0]!;
     for (const k of ['kl_max', 'kl_mean', 'grad_norm', 'gain', 'gain_insample', 'kappa', 'clipfrac', 'backtracks']) expect(stage[`agent/1/${k}`], k).toBe(0);
+  });
+
+  it('swaps agent 1 onto another ONNX folder of its tokenizer (π_pre from onnxruntime-web); refuses one across tokenizers', () => {
+    const target = join(dirname(dir), 'tiny-onnx-target');
+    for (const [name, bytes] of onnxFolder({ ...spec, kvHeads: 1, seed: 9 }, { weights: 'q4', file: 'onnx/model_q4.onnx' }).files) {
+      mkdirSync(dirname(join(target, name)), { recursive: true });
+      writeFileSync(join(target, name), bytes);
+    }
+    const r = sat('--preset', 'arith-team', ...SMALL, '--agent-model', `1=${dir}`, '--agent-onnx-file', 'onnx/model.onnx', '--swap', `1=${target}`, '--swap-stage', '1', '--stage0', '0.02');
+    expect(r.err).not.toContain('error:');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`swap target for agent 1: ${target}/onnx/model_q4.onnx (same tokenizer as tests/tiny-llama#1)`);
+    expect(r.out).toMatch(/swap target onnx\/model_q4\.onnx: parity with onnxruntime-web \(wasm\): largest \|Δ log p\| \d\.\d+e-\d+ nats .*; π_pre is computed by onnxruntime-web/);
+    expect(r.out).toMatch(/swap before stage 1: agent 1 ← arithmetic-onnx, Stage-0 on \(δ0 = 0\.02/);
+    expect(r.out).toMatch(/KL to π_cur q50\/q90\/q99: .*projected [\d.e+-]+\/[\d.e+-]+\/[\d.e+-]+ \(0\.0 % > δ\)/);
+    expect(r.out.split('\n').filter((l) => /^\s+1\s+-?\d+\.\d{3}/.test(l))).toHaveLength(1);
+    // Agent 0 holds the shipped model (the character tokenizer): refused by name before any stage.
+    const bad = sat('--preset', 'arith-team', ...SMALL, '--swap', `0=${target}`, '--swap-stage', '1');
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toContain('onto onnx/model_q4.onnx: the two models do not share a tokenizer (a vocabulary of 64 ids against 264)');
   });
 
   it('refuses a file the folder lacks, a bad mode, and a frozen seat over --agent-memory', () => {

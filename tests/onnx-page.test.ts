@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadFromDisk } from '../src/cli/models';
 import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { CheckpointStore, folderEntries, readCheckpointFolder, type FileLike } from '../src/app/hfFiles';
+import { onnxFolderFiles, readOnnxSeatFolder } from '../src/app/onnxFiles';
 import { parseExperimentFile, serializeExperiment, type ExperimentData } from '../src/app/savefile';
 import { base64urlEncode, decodeShare, encodeShare, makeShareState, SHARE_PREFIX } from '../src/app/share';
 import { hfFolderHash } from '../src/model/hfLoad';
@@ -72,6 +73,21 @@ describe('an ONNX folder in the page', () => {
     const t = await readCheckpointFolder(picked('tiny-onnx', files, []), cfg, roomy, undefined, 'q8', 'trainable');
     expect(t.params).toBeGreaterThan(0);
     expect(t.estimate.total).toBeGreaterThan(c.estimate.total); // LoRA, activations, and the parity check's f32 copy
+  });
+
+  it('reads another graph of the folder when one is chosen: only it and its data, its own hash; a file the folder lacks is refused', async () => {
+    const files = twoGraphs();
+    const reads: string[] = [];
+    const entries = folderEntries(picked('tiny-onnx', files, reads)).entries;
+    expect(onnxFolderFiles(entries.keys())).toEqual(['onnx/model.onnx', 'onnx/model_q4.onnx']);
+    const q4 = await readOnnxSeatFolder('tiny-onnx', entries, cfg, roomy, 'q8', 'frozen', undefined, 'onnx/model_q4.onnx');
+    expect(q4.onnx).toEqual({ file: 'onnx/model_q4.onnx', mode: 'frozen' });
+    expect([...q4.files.keys()].sort()).toEqual(['config.json', 'generation_config.json', 'onnx/model_q4.onnx', 'onnx/model_q4.onnx_data', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(reads).not.toContain('onnx/model.onnx');
+    const dflt = await readOnnxSeatFolder('tiny-onnx', entries, cfg, roomy, 'q8', 'frozen');
+    expect(dflt.onnx!.file).toBe('onnx/model.onnx');
+    expect(q4.hash).not.toBe(dflt.hash);
+    await expect(readOnnxSeatFolder('tiny-onnx', entries, cfg, roomy, 'q8', 'frozen', undefined, 'onnx/model_fp16.onnx')).rejects.toThrow('ONNX folder: "onnx/model_fp16.onnx" is not one of its .onnx files (it has: onnx/model.onnx, onnx/model_q4.onnx)');
   });
 
   it('refuses a folder that does not fit having read only its JSON files, in both modes', async () => {

@@ -3,7 +3,9 @@
  * hfFiles.ts's checkpoint reading for the transformers.js / onnx-community layout, which
  * hfFiles.ts hands over to when a picked folder has .onnx files and no safetensors checkpoint.
  *
- *   onnxFolderFile(names)        which .onnx file a seat takes (onnx/model.onnx first, as the CLI)
+ *   onnxFolderFiles(names)       the .onnx files a seat can take (onnx/model.onnx first, as the CLI);
+ *                                onnxFolderFile the default of them
+ *   readOnnxSeatFolder(…, file)  with `file` the one chosen (a record's, or the card's) instead
  *   readOnnxSeatFolder(…)        the JSON files first, the context the preset needs with the
  *                                folder's tokenizer, the memory estimate against the limit — before
  *                                the graph is read —, then the chosen .onnx file and its data files
@@ -34,11 +36,16 @@ export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
 /** A name an ONNX folder keeps: a top-level JSON file, or a graph / external data file in it or in onnx/. */
 export const ONNX_KEPT = /^(?:[^/]+\.json|(?:onnx\/)?[^/]+\.onnx(?:_data(?:_\d+)?|\.data)?)$/;
 
-/** The .onnx file a seat takes from these names: onnx/model.onnx first, then sorted (as the CLI). */
-export function onnxFolderFile(names: Iterable<string>): string | undefined {
+/** The .onnx files a seat can take from these names, in the order offered: onnx/model.onnx first, then sorted (as the CLI). */
+export function onnxFolderFiles(names: Iterable<string>): string[] {
   const list = [...names].filter((n) => n.endsWith('.onnx'));
   const rank = (n: string): number => (n.startsWith('onnx/') ? 0 : 2) + (/(^|\/)model\.onnx$/.test(n) ? 0 : 1);
-  return list.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))[0];
+  return list.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/** The .onnx file a seat takes when none is chosen: the first of onnxFolderFiles. */
+export function onnxFolderFile(names: Iterable<string>): string | undefined {
+  return onnxFolderFiles(names)[0];
 }
 
 /** The chosen file and the data files beside it whose names start with its name. */
@@ -104,9 +111,12 @@ export async function readOnnxSeatFolder(
   quant: QuantKind,
   mode: OnnxSeatMode,
   onRead?: (done: number, total: number) => void,
+  chosen?: string,
 ): Promise<ReadCheckpoint> {
-  const file = onnxFolderFile(entries.keys());
+  const available = onnxFolderFiles(entries.keys());
+  const file = chosen ?? available[0];
   if (file === undefined) throw new FormatError('ONNX folder: no .onnx file (onnx/model.onnx, onnx/model_q4.onnx, …)');
+  if (!available.includes(file)) throw new FormatError(`ONNX folder: "${file}" is not one of its .onnx files (it has: ${available.join(', ')}); pick the folder that holds it`);
   const names = filesOfSeat(entries.keys(), file).sort();
   const configFile = entries.get('config.json');
   if (configFile === undefined) throw new FormatError('ONNX folder: "config.json" is missing; an ONNX model folder has config.json, tokenizer.json and a .onnx file');

@@ -10,11 +10,14 @@
  * Only the chosen .onnx file and the data files beside it that start with its name are read (a
  * folder often holds several variants of the same model).
  *
+ * `--swap J=DIR` (swapTo = onnx) with DIR an ONNX folder or one of its .onnx files: the swap target
+ * of agent J (onnxSwapLoader), which must share the seat's tokenizer.
+ *
  * Not here: the seat's logic (src/sat/onnxSeat.ts), the checkpoint seat (hfSeat.ts), flag parsing.
  */
 import { readdir } from 'node:fs/promises';
 import { totalmem } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { ConfigError } from '../core/errors';
 import { readJson } from '../core/json';
 import { MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES, maxTokenizerBytes } from '../core/limits';
@@ -26,11 +29,12 @@ import { onnxFilesOf, readOnnxLlamaHead } from '../model/onnx/llama';
 import { describeOnnxFrozen } from '../model/onnx/folder';
 import { describeParity } from '../model/onnx/parity';
 import type { QuantKind } from '../model/quant';
-import { LmAgent } from '../sat/agents/lm';
+import { LmAgent, type LmAgentPolicy } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
-import type { Experiment, LlmExperiment, LmSeat } from '../sat/experiment';
+import type { Experiment, LlmExperiment } from '../sat/experiment';
 import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeat';
-import { seatOnnxFrozen, seatOnnxTrainable } from '../sat/onnxSeat';
+import { checkSwapTokenizer, prepareOnnxSwap, seatOnnxFrozen, seatOnnxTrainable, type OnnxSwapTarget } from '../sat/onnxSeat';
+import { tokenizer as charTokenizer } from '../model/tokenizer';
 import { openFolder, readRegular } from './folderFiles';
 
 export type OnnxSeatMode = 'trainable' | 'frozen';
@@ -115,10 +119,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
   if (o.mode === 'frozen') {
     const seat = await seatOnnxFrozen(files, file, cfg, j, { temperature: cfg.temperature, topK: cfg.topK, memory: { limitBytes: limit, where } });
     o.log(`agent ${j} ← ${dir}/${file}: frozen, run by onnxruntime-web (${seat.agent.decoder.ep}); context ${seat.context}; memory estimate ${describeOnnxFrozen(seat.estimate)} (limit ${formatBytes(limit)}); other files of the folder: ${available.filter((f) => f !== file).join(', ') || 'none'}`);
-    // A frozen teammate is an LmAgentPolicy without a Model: the stage loop and the environment
-    // use only the policy's methods; the paths that reach into a seat's model (a plug-and-play
-    // swap, the page's inspector) are refused for it or never reached from the CLI.
-    lx.team[j] = seat.agent as unknown as LmSeat;
+    lx.team[j] = seat.agent;
     o.log(`  agent ${j} is ${seat.info.name}: never updated (ratio 1 in every estimator); turns marked ${seat.info.tokenizer.turns === 'chat' ? 'by its chat template' : 'as plain text ("agent i:")'}; messages end at token ${seat.info.tokenizer.eos}`);
   } else {
     const head = readOnnxLlamaHead(files, file);
@@ -135,4 +136,39 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
   if (old instanceof LmAgent) old.model.dispose();
   const j0 = (await lx.env.evaluate(lx.team)).J;
   return { ...exp, j0 };
+}
+
+/** Where `--swap J=PATH` points: a folder (its first .onnx file) or one .onnx file in it or its onnx/. */
+async function resolveOnnxPath(path: string): Promise<{ dir: string; file: string }> {
+  if (path.endsWith('.onnx')) {
+    const parent = dirname(path);
+    return basename(parent) === 'onnx' ? { dir: dirname(parent), file: `onnx/${basename(path)}` } : { dir: parent, file: basename(path) };
+  }
+  const file = (await onnxFilesIn(path))[0];
+  if (file === undefined) throw new ConfigError('swapTo', path, `--swap …=${path}: not an ONNX model folder (no .onnx file in it or in its onnx/; a shipped model is named <task>-<size>, e.g. arithmetic-M).`);
+  return { dir: path, file };
+}
+
+/**
+ * The loader of a swap of agent j onto the ONNX folder or .onnx file `path` (`--swap J=PATH`,
+ * swapTo = onnx): the folder read and its tokenizer checked against the seat's now, so a swap
+ * across tokenizers is refused by name before the run starts; the weights mapped and the graph
+ * checked against onnxruntime-web when the swap is due (src/sat/onnxSeat.ts `prepareOnnxSwap`).
+ */
+export async function onnxSwapLoader(exp: Experiment, cfg: Config, j: number, path: string, o: Omit<OnnxSeatCliOptions, 'mode' | 'file'>): Promise<() => Promise<OnnxSwapTarget>> {
+  const { dir, file } = await resolveOnnxPath(path);
+  const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
+  const where = o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory';
+  const files = await readOnnxFolder(dir, file, limit);
+  const seat = (exp as LlmExperiment).team[j] as LmAgentPolicy & { readonly name: string };
+  checkSwapTokenizer(files, file, cfg, j, seat.tokenizer ?? charTokenizer, seat.name);
+  const head = readOnnxLlamaHead(files, file);
+  const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
+  const budget = hfSeatBudget(cfg, context);
+  o.log(`swap target for agent ${j}: ${dir}/${file} (same tokenizer as ${seat.name}); ${describeConfig({ ...head.cfg, maxSeq: context })}; ${o.quant}, LoRA rank ${budget.loraRank}`);
+  return async () => {
+    const t = await prepareOnnxSwap(files, file, cfg, j, seat.tokenizer ?? charTokenizer, seat.name, { quant: o.quant, maxSeq: context, loraRank: budget.loraRank, memory: { limitBytes: limit, where, ...budget } });
+    o.log(`  swap target ${file}: parity with onnxruntime-web (${t.ep}): ${describeParity(t.parity)}; π_pre is computed by onnxruntime-web`);
+    return t;
+  };
 }

@@ -32,7 +32,7 @@
  *
  * Not here: any algorithm (src/sat) — this file parses flags and prints tables.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { SatError } from '../core/errors';
 import { fitPowerLaw, mean, meanCI } from '../core/stats';
 import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, parseAssignment } from '../sat/config';
@@ -55,7 +55,7 @@ import { deltaSweep, SWEEP_SEEDS } from '../studies/deltaSweep';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { seatHfAgent } from './hfSeat';
 import { escapeLines } from '../core/text';
-import { ONNX_SEAT_MODES, type OnnxSeatMode } from './onnxSeat';
+import { ONNX_SEAT_MODES, onnxSwapLoader, type OnnxSeatMode } from './onnxSeat';
 import { cliGpuBackends, type CliGpu } from './gpu';
 import { QUANT_KINDS, type QuantKind } from '../model/quant';
 
@@ -68,6 +68,8 @@ interface Args {
   seeds: number;
   /** The model named by --swap J=<task>-<size> (checked against the task once the config is known). */
   swapModel?: string;
+  /** --swap J=PATH onto an ONNX folder or .onnx file (swapTo = onnx). */
+  swapOnnx?: string;
   /** Language swaps with Stage-0: the projection samples at once (default), or the distilled student. */
   swapSeat: 'projection' | 'student';
   quiet: boolean;
@@ -104,7 +106,7 @@ interface Args {
 
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N [--sqrt-delta] [--fixed-lr]]
-                     [--swap J=best|J=<model> --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
+                     [--swap J=best|J=<model>|J=ONNX_DIR --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
                      [--certify-report [--presets a,b,…] [--seeds N] [--held-pairs N] [--cert-scope team|agents]] [--profile] [--quiet] [--help]
                      [--export-recipe FILE [--hf S=org/model,M=…,L=…]] [--import-log FILE]
                      [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB]
@@ -154,6 +156,13 @@ function readArgs(argv: string[]): Args {
       // The swap flags are shorthands for the swap settings (swapAgent, swapTo, swapAt, swapStage0,
       // stage0Delta), so a swap from the command line is the same swap a share link replays.
       case 'swap': {
+        const path = /^(\d+)=(.+)$/.exec(v);
+        if (path && existsSync(path[2]!)) {
+          a.sets.swapAgent = path[1]!;
+          a.sets.swapTo = 'onnx';
+          a.swapOnnx = path[2]!;
+          break;
+        }
         const m = /^(\d+)=(best|[A-Za-z]+-([A-Za-z0-9]+))$/.exec(v);
         if (!m) throw new UsageError(`--swap expects J=best (tabular: the best response to the team) or J=<task>-<size> (language: e.g. 1=arithmetic-M), got ${v}`);
         a.sets.swapAgent = m[1]!;
@@ -304,8 +313,8 @@ async function openExperiment(cfg: Config, hf?: HfSeats): Promise<{ exp: Experim
  * How a language team seats its configured swap (experiment.ts calls it before stage swapAt):
  * lmSwap.ts `configuredLmSwap` with the model read from disk; `log` gets the full report.
  */
-function lmSwapSeat(seat: Args['swapSeat'], cfg: Config, log?: (line: string) => void): NonNullable<Experiment['swapModel']> {
-  return configuredLmSwap(loadFromDisk, seat, (r) => {
+function lmSwapSeat(seat: Args['swapSeat'], cfg: Config, log?: (line: string) => void, load: Parameters<typeof configuredLmSwap>[0] = loadFromDisk): NonNullable<Experiment['swapModel']> {
+  return configuredLmSwap(load, seat, (r) => {
     const q = (x: { q50: number; q90: number; q99: number; aboveDelta: number }) => `${sci(x.q50)}/${sci(x.q90)}/${sci(x.q99)} (${fmt(100 * x.aboveDelta, 1)} % > δ)`;
     const seats = { projection: 'the projection π_new samples (per token, λ(s) solved at sampling time)', student: 'the distilled student samples', raw: 'the new model samples as it is' };
     log?.(
@@ -315,7 +324,7 @@ function lmSwapSeat(seat: Args['swapSeat'], cfg: Config, log?: (line: string) =>
         (r.stage0 ? `  hand-over KL(π_θ‖π_new) of the distilled student q50/q90/q99: ${q(r.handover)}\n` : '') +
         `  λ(s) histogram [0,1e-3,1e-2,0.1,1,10,∞): ${lambdaHistogram(r.lambdas).join(' ')}`,
     );
-  });
+  }, load !== loadFromDisk);
 }
 
 /** The configured swap of a tabular team, in one line (the stage record carries the numbers). */
@@ -330,14 +339,16 @@ function tabularSwapLine(s: StageRecord, cfg: Config): string {
 
 async function runOne(
   cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void,
-  opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean; hf?: HfSeats; heldPairs?: number; certScope?: CertScope } = {},
+  opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean; hf?: HfSeats; heldPairs?: number; certScope?: CertScope; swapOnnx?: string } = {},
 ): Promise<{ exp: Experiment; stages: StageRecord[] }> {
   const { exp, gpu } = await openExperiment(cfg, opts.hf);
   // Language teams: check every stage's bound against a CRN estimate of its ΔJ (docs/certificate.md §12).
   if (opts.heldPairs) exp.env.heldPairs = opts.heldPairs;
   if (opts.certScope) exp.env.certScope = opts.certScope;
   if (gpu) opts.log?.(`backend webgpu, one device per agent:\n  ${gpu.adapters.join('\n  ')}`);
-  if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(opts.seat ?? 'projection', cfg, opts.log);
+  if (cfg.swapAgent >= 0 && cfg.swapTo === 'onnx' && !opts.swapOnnx) throw new UsageError('swapTo = onnx swaps onto an ONNX folder: name it with --swap J=DIR');
+  const onnx = opts.swapOnnx ? await onnxSwapLoader(exp, cfg, cfg.swapAgent, opts.swapOnnx, { quant: opts.hf?.quant ?? 'q8', limitBytes: opts.hf?.limitBytes, log: opts.log ?? (() => {}) }) : null;
+  if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(opts.seat ?? 'projection', cfg, opts.log, onnx ? () => onnx() : loadFromDisk);
   const profiling = opts.profile ? attachProfiler(exp) : null;
   let gpuCounts = gpu?.counts() ?? null;
   const stages = await runStages(exp, cfg.stages, (s) => {
@@ -487,7 +498,7 @@ async function main(): Promise<void> {
       console.log(stageRow(s, n));
     },
     {
-      seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile,
+      seat: args.swapSeat, log: (line) => console.log(line), profile: args.profile, swapOnnx: args.swapOnnx,
       hf: args.agentModels.length > 0 ? { seats: args.agentModels, quant: args.agentQuant, limitBytes: args.agentMemoryMiB !== undefined ? args.agentMemoryMiB * 2 ** 20 : undefined, log: (line) => console.error(escapeLines(line)), onnx: { mode: args.agentOnnx, file: args.agentOnnxFile } } : undefined,
     },
   );

@@ -169,7 +169,7 @@ export const CONFIG = {
   // — plug-and-play (docs/method.md §8) —
   swapAgent: int({ group: 'swap', default: -1, min: -1, max: 5, doc: 'Plug-and-play: the agent whose seat gets a different policy before stage swapAt (−1 = no swap). Tabular games swap in the best response to the team; language teams swap in the shipped model of size swapTo.' }),
   swapAt: int({ group: 'swap', default: 1, min: 1, max: 10000, doc: 'The swap happens just before this stage starts.' }),
-  swapTo: enumOf({ group: 'swap', default: 'best', options: ['best', 'S', 'M', 'L'], doc: 'What is swapped in: best = the best response to the current team (tabular games); S / M / L = the shipped model <task>-<size> (language teams).' }),
+  swapTo: enumOf({ group: 'swap', default: 'best', options: ['best', 'S', 'M', 'L', 'onnx'], doc: 'What is swapped in: best = the best response to the current team (tabular games); S / M / L = the shipped model <task>-<size> (language teams); onnx = the ONNX folder given with the command line\'s --swap J=DIR, with the seat\'s own tokenizer (the page cannot take one yet).' }),
   swapStage0: bool({ group: 'swap', default: true, doc: 'Project the incoming policy into the δ_0 ball around the agent it replaces, per state (Stage-0, docs/method.md §8.1); off = seat it as it is.' }),
   stage0Delta: float({ group: 'swap', default: 0.01, min: 1e-6, max: 10, log: true, doc: 'δ_0: Stage-0 projects a swapped-in agent to within this KL of the agent it replaces, per state.' }),
 } as const satisfies Record<string, Field>;

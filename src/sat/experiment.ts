@@ -43,6 +43,7 @@ import type { AgentPolicy, AgentSnapshot } from './types';
 import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
 import { configuredLmSwap } from './lmSwap';
+import type { FrozenOnnxAgent } from './agents/frozen';
 import { TabularSoftmaxAgent } from './agents/tabular';
 
 export interface Experiment {
@@ -91,9 +92,12 @@ export interface TableExperiment extends Experiment {
   readonly team: readonly TableAgent[];
 }
 
-/** A language team's seat: an agent, or the Stage-0 projection of a plug-and-play swap (src/sat/agents/projected.ts). */
-/** A language seat, on any backend (HostTensors: the CPU; GpuTensors: a WebGPU device). */
-export type LmSeat = LmAgent | ProjectedLmAgent | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors>;
+/**
+ * A language seat, on any backend (HostTensors: the CPU; GpuTensors: a WebGPU device): an agent,
+ * the Stage-0 projection of a plug-and-play swap (agents/projected.ts), or a frozen ONNX teammate
+ * (agents/frozen.ts: no model of ours).
+ */
+export type LmSeat = LmAgent | ProjectedLmAgent | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors> | FrozenOnnxAgent;
 
 /** A team of small language models on a verifiable text task. */
 export interface LlmExperiment extends Experiment {

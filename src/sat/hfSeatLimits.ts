@@ -105,7 +105,7 @@ export function hfSeatBudget(cfg: Pick<Config, 'lora' | 'batch' | 'group' | 'eva
  * checkpoint out nor a checkpoint in is offered yet (docs/models.md "Not yet").
  */
 export function hfSwapRefusal(cfg: Pick<Config, 'swapAgent' | 'swapAt' | 'swapTo'>, j: number, name: string): string | null {
-  if (cfg.swapAgent !== j) return null;
+  if (cfg.swapAgent !== j || cfg.swapTo === 'onnx') return null; // an ONNX target is checked against the seat's tokenizer instead (onnxSeat.ts)
   return `The configured plug-and-play swap (swapAgent = ${j}, at stage ${cfg.swapAt}, to ${cfg.swapTo}) would replace agent ${j}, which holds checkpoint ${name}: swapping a checkpoint seat is not supported yet (a swap distils and projects between models of the shipped 64-token vocabulary; a checkpoint's tokenizer is another). Set swapAgent to another agent or −1, or put agent ${j} back on the shipped model.`;
 }
 

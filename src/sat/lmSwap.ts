@@ -37,6 +37,12 @@
  * Everything runs on the outgoing agent's backend (the CPU kernels in the CLI, the worker's in the
  * page): the incoming model is built there, beside the frozen outgoing one.
  *
+ * The incoming model is a shipped model's file, or an ONNX folder with the seat's own tokenizer
+ * (src/sat/onnxSeat.ts `prepareOnnxSwap`, in process only): then π_pre is the graph run by
+ * onnxruntime-web, and the student is the same file's weights mapped into our model with LoRA on
+ * top (a trainable ONNX seat), checked against onnxruntime-web on the preset's prompts first. A
+ * target whose tokenizer is another is refused naming both (onnxSeat.ts `tokenizerDifference`).
+ *
  * Not here: the projection maths (stage0.ts), the two-model sampler (agents/projected.ts) or the
  * tabular swap (experiment.ts).
  */
@@ -45,14 +51,19 @@ import { quantile } from '../core/stats';
 import { klForward } from '../backend/cpu/softmax';
 import type { TensorKinds } from '../backend/types';
 import { Model } from '../model/model';
+import { ConfigError } from '../core/errors';
+import type { HfModel } from '../model/hfLoad';
 import { dequantizeWeights, loadModel, type LoadedModel } from '../model/weights';
 import type { Experiment, LmSeat } from './experiment';
 import { LmAgent, logitRows, pack } from './agents/lm';
-import { ProjectedLmAgent, projectRows } from './agents/projected';
+import { FrozenOnnxAgent } from './agents/frozen';
+import { ProjectedLmAgent, projectRows, type ExternalLogits } from './agents/projected';
 import type { LmEnv } from './env/lm';
 import { agentSteps } from './rollout';
 import { swapFloor } from './stage';
 import { lambdaHistogram } from './stage0';
+import { hfSeatAgent } from './hfSeat';
+import { tokenizerDifference, type OnnxSwapTarget } from './onnxSeat';
 import type { AgentPolicy, StepSet } from './types';
 
 export interface LmSwapOptions {
@@ -141,9 +152,13 @@ function seatAgent(seat: LmSeat): LmAgent<TensorKinds> {
  * own frozen halves.
  */
 function releaseDropped(oldSeat: LmSeat, kept: unknown): void {
+  if (oldSeat instanceof FrozenOnnxAgent) return; // never reached: seatSwap refuses a frozen seat
   const models = oldSeat instanceof ProjectedLmAgent ? [oldSeat.student.model, oldSeat.pre, oldSeat.cur] : [oldSeat.model];
   for (const m of models) if (m !== kept) m.dispose();
 }
+
+/** The settings the tokenizer check encodes the preset's prompts with (onnxSeat.ts `tokenizerDifference`). */
+type SwapSettings = Parameters<typeof tokenizerDifference>[2];
 
 /** What the seat's side of a swap measured (everything but the team's J before and after). */
 export type SeatSwapReport = Omit<LmSwapReport, 'jBefore' | 'jAfter'>;
@@ -170,10 +185,12 @@ function swapsInPlace(a: unknown): a is SwapsInPlace {
  * team), and returns the new seat with the report. The outgoing seat's model becomes π_cur of the
  * projection; nothing trains it afterwards.
  */
-export async function seatSwap(oldSeat: LmSeat, modelName: string, loaded: LoadedModel, steps: StepSet, o: SeatSwapOptions): Promise<{ seat: LmSeat; report: SeatSwapReport }> {
+export async function seatSwap(oldSeat: LmSeat, modelName: string, loaded: LoadedModel | OnnxSwapTarget, steps: StepSet, o: SeatSwapOptions, settings?: SwapSettings): Promise<{ seat: LmSeat; report: SeatSwapReport }> {
   const old = seatAgent(oldSeat);
+  if (!(old instanceof LmAgent)) throw new ConfigError('swapAgent', (old as { index?: number }).index, `swap: agent ${(old as { name?: string }).name ?? '?'} has no model of ours to project against (a frozen ONNX teammate); swap another agent`);
   const j = old.index;
-  if (loaded.cfg.vocab !== old.model.cfg.vocab) throw new RangeError(`swap: ${modelName} has vocabulary ${loaded.cfg.vocab}, the team uses ${old.model.cfg.vocab}`);
+  const vocab = 'kind' in loaded ? loaded.model.cfg.vocab : loaded.cfg.vocab;
+  if (vocab !== old.model.cfg.vocab) throw new RangeError(`swap: ${modelName} has vocabulary ${vocab}, the team uses ${old.model.cfg.vocab}`);
   const tau = old.temperature;
   const V = old.model.cfg.vocab;
   const be = old.model.be;
@@ -181,12 +198,24 @@ export async function seatSwap(oldSeat: LmSeat, modelName: string, loaded: Loade
   const p = pack(steps);
   const K = steps.obs.length;
   const zCur = await logitRows(old.model, p.tokens, p.B, p.T, p.row);
-  const weights = dequantizeWeights(loaded.weights);
-  // π_pre stays frozen (it is half of the projection); the student is a trainable copy.
-  const pre = new Model(be, loaded.cfg, weights, { trainable: 'none' });
   const name = `${modelName}#${j}`;
-  const student = new LmAgent(j, new Model(be, loaded.cfg, weights, { trainable: 'full' }), { name, temperature: tau, topK: old.topK });
-  const zPre = await logitRows(pre, p.tokens, p.B, p.T, p.row);
+  let pre: Model<TensorKinds> | ExternalLogits;
+  let student: LmAgent<TensorKinds>;
+  if ('kind' in loaded) {
+    // An ONNX target: π_pre in onnxruntime-web, the student LoRA over the mapped weights.
+    if (settings) {
+      const why = tokenizerDifference(old.tokenizer, loaded.model.tokenizer, settings, j);
+      if (why) throw new ConfigError('swapTo', 'onnx', `swap: ${modelName} and agent ${j} (${old.name}) do not share a tokenizer (${why})`);
+    }
+    pre = loaded.pre;
+    student = hfSeatAgent(j, loaded.model as HfModel, { loraRank: loaded.lora.rank, loraAlpha: loaded.lora.alpha, seed: loaded.lora.seed, temperature: tau, topK: old.topK, name: modelName }, be);
+  } else {
+    const weights = dequantizeWeights(loaded.weights);
+    // π_pre stays frozen (it is half of the projection); the student is a trainable copy.
+    pre = new Model(be, loaded.cfg, weights, { trainable: 'none' });
+    student = new LmAgent(j, new Model(be, loaded.cfg, weights, { trainable: 'full' }), { name, temperature: tau, topK: old.topK });
+  }
+  const zPre = 'logitRows' in pre ? await pre.logitRows(p.tokens, p.B, p.T, p.row) : await logitRows(pre, p.tokens, p.B, p.T, p.row);
 
   // π_new per state, as logits τ·log π_new so that softmax(·/τ) = π_new.
   const zNew = new Float32Array(K * V);
@@ -240,7 +269,7 @@ export async function seatSwap(oldSeat: LmSeat, modelName: string, loaded: Loade
  * states are projected and distilled on, the seat's side (`seatSwap`, in the seat's worker when it
  * has one), J after. Works on in-process and worker teams alike.
  */
-export async function swapLmAgent(exp: Experiment & { readonly env: LmEnv }, j: number, modelName: string, file: Uint8Array, o: LmSwapOptions): Promise<LmSwapReport> {
+export async function swapLmAgent(exp: Experiment & { readonly env: LmEnv }, j: number, modelName: string, file: Uint8Array | OnnxSwapTarget, o: LmSwapOptions): Promise<LmSwapReport> {
   const oldSeat = exp.team[j];
   if (!oldSeat) throw new RangeError(`swap: no agent ${j} in a team of ${exp.team.length}`);
   const delta = exp.cfg.deltas.length > 0 ? exp.cfg.deltas[j]! : exp.cfg.delta;
@@ -251,9 +280,14 @@ export async function swapLmAgent(exp: Experiment & { readonly env: LmEnv }, j: 
   const steps: StepSet = { ...agentSteps(batch, j), context: batch.context };
   const so: SeatSwapOptions = { stage0: o.stage0, delta0: o.delta0, distillSteps: o.distillSteps, distillLr: o.distillLr, delta, ...(o.stageDistillSteps !== undefined ? { stageDistillSteps: o.stageDistillSteps } : {}), ...(o.seat ? { seat: o.seat } : {}) };
   let report: SeatSwapReport;
-  if (swapsInPlace(oldSeat)) report = await oldSeat.swapIn(modelName, file, steps, so);
-  else {
-    const r = await seatSwap(oldSeat as LmSeat, modelName, loadModel(file), steps, so);
+  if (swapsInPlace(oldSeat)) {
+    if (!(file instanceof Uint8Array)) {
+      file.pre.dispose();
+      throw new ConfigError('swapTo', 'onnx', `swap: agent ${j} runs in a worker; a swap onto an ONNX folder runs in process only (the command line), for now`);
+    }
+    report = await oldSeat.swapIn(modelName, file, steps, so);
+  } else {
+    const r = await seatSwap(oldSeat as LmSeat, modelName, file instanceof Uint8Array ? loadModel(file) : file, steps, so, exp.cfg);
     (exp.team as AgentPolicy[])[j] = r.seat;
     report = r.report;
   }
@@ -267,12 +301,14 @@ export const SWAP_DISTILL = { steps: 150, lr: 1e-3 } as const;
 
 /**
  * The configured swap of a language team (experiment.ts `swapIfDue` calls it before stage swapAt):
- * the shipped model `name` read by `load`, projected by Stage-0 (unless swapStage0 is off) and
+ * the shipped model `name` read by `load` (or the ONNX target it prepares: swapTo = onnx), projected by Stage-0 (unless swapStage0 is off) and
  * distilled; the stage record's SwapSummary. `onReport` sees the full report (the CLI prints it).
+ * swapTo = onnx is refused by name unless `takesOnnx` (the loader prepares an ONNX target).
  */
-export function configuredLmSwap(load: (name: string) => Promise<Uint8Array>, seat: 'projection' | 'student' = 'projection', onReport?: (r: LmSwapReport) => void): NonNullable<Experiment['swapModel']> {
+export function configuredLmSwap(load: (name: string) => Promise<Uint8Array | OnnxSwapTarget>, seat: 'projection' | 'student' = 'projection', onReport?: (r: LmSwapReport) => void, takesOnnx = false): NonNullable<Experiment['swapModel']> {
   return async (exp, j, name) => {
     const cfg = exp.cfg;
+    if (cfg.swapTo === 'onnx' && !takesOnnx) throw new ConfigError('swapTo', 'onnx', `swapTo = onnx swaps agent ${j} onto an ONNX folder, which only the command line takes (--swap ${j}=DIR); here the swap takes a shipped model: set swapTo to S or M${cfg.task === 'arithmetic' ? ' or L' : ''}.`);
     const r = await swapLmAgent(exp as Experiment & { env: LmEnv }, j, name, await load(name), {
       stage0: cfg.swapStage0, delta0: cfg.stage0Delta, distillSteps: SWAP_DISTILL.steps, distillLr: SWAP_DISTILL.lr, B: cfg.batch, G: cfg.group, seed: cfg.seed, seat,
     });

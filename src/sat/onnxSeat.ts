@@ -9,6 +9,9 @@
  *                          our model (src/model/onnx/llama.ts), then the same file run by
  *                          onnxruntime-web on those prompts and compared with our model on the
  *                          file's exact values; refused past ONNX_PARITY_TOLERANCE with the numbers
+ *   prepareOnnxSwap(files, file, …)  the target of a plug-and-play swap onto the folder: the
+ *                          trainable seat's model as the student, the graph in onnxruntime-web as
+ *                          π_pre, refused when its tokenizer is not the seat's (tokenizerDifference)
  *   seatOnnxFrozen(files, file, …)  a frozen teammate (agents/frozen.ts): any decoder the graph
  *                          runs, its context measured for the preset with its tokenizer, its
  *                          memory estimated and checked before onnxruntime-web starts
@@ -16,11 +19,12 @@
  * Not here: reading the protobuf or mapping weights (src/model/onnx/), the frozen agent itself
  * (agents/frozen.ts), reading a folder from disk or from File objects.
  */
+import { ConfigError } from '../core/errors';
 import { readJson } from '../core/json';
 import { MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES } from '../core/limits';
 import type { ModelConfig } from '../model/config';
 import { hfTokenizerOf, readHfConfig, type HfLoadOptions } from '../model/hfLoad';
-import type { HfTurns } from '../model/hfTokenizer';
+import { HfTokenizer, type HfTurns } from '../model/hfTokenizer';
 import { checkOnnxFrozenFits, estimateOnnxFrozen, readOnnxFolderInfo, type OnnxFolderInfo, type OnnxFrozenEstimate } from '../model/onnx/folder';
 import { loadOnnxLlama, type OnnxLlama } from '../model/onnx/llama';
 import { OrtDecoder, type OrtProvider } from '../model/onnx/ort';
@@ -30,8 +34,9 @@ import type { TextTokenizer } from '../model/tokenizer';
 import { makeLlmTask } from '../tasks/llm/index';
 import { nextTurn, type Message } from '../tasks/llm/protocols';
 import { FrozenOnnxAgent } from './agents/frozen';
+import type { ExternalLogits } from './agents/projected';
 import { resolvedProtocol, type Config } from './config';
-import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from './hfSeat';
+import { HF_SEAT_MAX_SEQ, hfSeatContext, hfSeatSeed, type HfContextSettings } from './hfSeat';
 
 /** Prompts of the preset the parity check runs on. */
 export const ONNX_PARITY_PROMPTS = 4;
@@ -103,6 +108,13 @@ export interface OnnxTrainableSeat {
  * on the preset's prompts (header). The check's session is released before returning.
  */
 export async function seatOnnxTrainable(files: ReadonlyMap<string, Uint8Array>, file: string, settings: HfContextSettings, j: number, opts: HfLoadOptions & { readonly ep?: OrtProvider } = {}): Promise<OnnxTrainableSeat> {
+  const { seat, decoder } = await checkedOnnxLlama(files, file, settings, j, opts);
+  await decoder.release();
+  return seat;
+}
+
+/** The trainable seat's load and parity check, the session kept (the caller releases it). */
+async function checkedOnnxLlama(files: ReadonlyMap<string, Uint8Array>, file: string, settings: HfContextSettings, j: number, opts: HfLoadOptions & { readonly ep?: OrtProvider }): Promise<{ seat: OnnxTrainableSeat; decoder: OrtDecoder }> {
   const model = await loadOnnxLlama(files, file, opts);
   opts.signal?.throwIfAborted();
   const ep = opts.ep ?? 'wasm';
@@ -112,10 +124,74 @@ export async function seatOnnxTrainable(files: ReadonlyMap<string, Uint8Array>, 
     const parity = await onnxParity(dec, model.cfg, model.exact, prompts);
     checkParity(parity, file);
     const { exact: _exact, ...stored } = model;
-    return { model: stored, parity, ep };
-  } finally {
+    return { seat: { model: stored, parity, ep }, decoder: dec };
+  } catch (e) {
     await dec.release();
+    throw e;
   }
+}
+
+/**
+ * Why two tokenizers are not the same (null when they are): the vocabulary size, the end token,
+ * every id's text (both HfTokenizer), and the ids of the preset's prompts for seat j — what a
+ * swap needs for the two policies' distributions to be over the same tokens of the same texts.
+ */
+export function tokenizerDifference(a: TextTokenizer, b: TextTokenizer, settings: HfContextSettings, j: number): string | null {
+  if (a.vocabSize !== b.vocabSize) return `a vocabulary of ${a.vocabSize} ids against ${b.vocabSize}`;
+  if (a.eos !== b.eos) return `messages end at token ${a.eos} against ${b.eos}`;
+  if (a instanceof HfTokenizer !== b instanceof HfTokenizer) return 'the shipped character tokenizer against a tokenizer.json';
+  if (a instanceof HfTokenizer && b instanceof HfTokenizer) {
+    for (let i = 0; i < a.vocabSize; i++) {
+      const [x, y] = [a.decode([i], true), b.decode([i], true)];
+      if (x !== y) return `token ${i} is ${JSON.stringify(x.slice(0, 20))} against ${JSON.stringify(y.slice(0, 20))}`;
+    }
+  }
+  const pa = onnxSeatPrompts(settings, a, j, Infinity);
+  const pb = onnxSeatPrompts(settings, b, j, Infinity);
+  for (let k = 0; k < Math.min(pa.length, pb.length); k++) {
+    if (pa[k]!.length !== pb[k]!.length || pa[k]!.some((t, i) => t !== pb[k]![i])) return `the preset's prompt ${k} for agent ${j} is encoded differently (chat template or special tokens)`;
+  }
+  return pa.length === pb.length ? null : 'the preset\'s prompts are encoded differently';
+}
+
+/**
+ * The target of a plug-and-play swap onto an ONNX folder (lmSwap.ts `seatSwap`): π_pre is the
+ * graph run by onnxruntime-web (`pre`), the student that takes the seat over is the same file's
+ * initializers mapped into our model (LoRA over the `quant` base, as a trainable ONNX seat), and
+ * the two agreed on the preset's prompts within ONNX_PARITY_TOLERANCE (`parity`).
+ */
+export interface OnnxSwapTarget {
+  readonly kind: 'onnx';
+  readonly file: string;
+  readonly model: Omit<OnnxLlama, 'exact'>;
+  readonly pre: ExternalLogits;
+  readonly parity: OnnxParity;
+  readonly ep: OrtProvider;
+  readonly lora: { readonly rank: number; readonly alpha: number; readonly seed: number };
+}
+
+/**
+ * Loads `file` of an ONNX folder as the target of a swap of seat j, whose tokenizer is `seatTk`
+ * (refused naming both when the folder's is another), checked against onnxruntime-web; the
+ * session stays open as the projection's π_pre until the seat lets it go.
+ */
+export async function prepareOnnxSwap(files: ReadonlyMap<string, Uint8Array>, file: string, settings: HfContextSettings & Pick<Config, 'seed' | 'loraAlpha'>, j: number, seatTk: TextTokenizer, seatName: string, opts: HfLoadOptions & { readonly ep?: OrtProvider; readonly loraRank: number }): Promise<OnnxSwapTarget> {
+  checkSwapTokenizer(files, file, settings, j, seatTk, seatName);
+  const { seat, decoder } = await checkedOnnxLlama(files, file, settings, j, opts);
+  const cfg = { vocab: seat.model.cfg.vocab, maxSeq: seat.model.cfg.maxSeq };
+  const pre: ExternalLogits = {
+    cfg,
+    logitRows: (tokens, B, T, row) => decoder.logitRows(tokens, B, T, row, cfg.vocab),
+    dispose: () => void decoder.release().catch(() => undefined),
+  };
+  return { kind: 'onnx', file, model: seat.model, pre, parity: seat.parity, ep: seat.ep, lora: { rank: opts.loraRank, alpha: settings.loraAlpha, seed: hfSeatSeed(settings.seed, j) } };
+}
+
+/** ConfigError('swapTo') naming both models when the folder's tokenizer is not seat j's (onnxSeatTokenizer, trainable reading). */
+export function checkSwapTokenizer(files: ReadonlyMap<string, Uint8Array>, file: string, settings: HfContextSettings, j: number, seatTk: TextTokenizer, seatName: string): void {
+  const { tokenizer } = onnxSeatTokenizer(files, file, 'trainable');
+  const why = tokenizerDifference(seatTk, tokenizer, settings, j);
+  if (why) throw new ConfigError('swapTo', 'onnx', `The swap of agent ${j} (${seatName}) onto ${file}: the two models do not share a tokenizer (${why}); a swap projects one policy onto the other token by token, so it needs the seat's own tokenizer — pick a model of the same family, or seat the folder with --agent-model instead.`);
 }
 
 export interface OnnxFrozenSeatOptions {

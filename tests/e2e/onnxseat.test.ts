@@ -3,7 +3,8 @@
  * folder"). A tiny random decoder in the onnx-community layout (tests/helpers/onnxFolder.ts:
  * config.json, tokenizer files, onnx/model.onnx and a 4-bit onnx/model_q4.onnx with external
  * data) is picked on agent 1's card of a shrunk arith-team with "frozen" chosen first: the card
- * says what a folder needs before the picker opens, then shows the ONNX file and mode, the agent's
+ * says what a folder needs before the picker opens, then shows the ONNX file and mode, the
+ * worker's execution provider, memory estimate and context (src/app/onnxSeatInfo.ts), the agent's
  * backend line names onnxruntime-web and its execution provider (wasm here: the only adapter is
  * SwiftShader's, a software one, which the seat passes over), and Step stage runs a stage around
  * the frozen teammate. onnxruntime-web's files come from the page's own origin (no CDN).
@@ -58,6 +59,9 @@ describe('an ONNX model folder as an agent in the page', () => {
     await p.getByTestId('checkpoint-1-name').waitFor({ timeout: 180_000 });
     await settled(p);
     expect(await p.getByTestId('checkpoint-1-onnx').innerText()).toMatch(/^ONNX onnx\/model\.onnx, frozen: run by onnxruntime-web/);
+    // The worker's own account of the seat: its execution provider and why, its memory estimate and context.
+    await p.getByTestId('checkpoint-1-onnx-info').waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('checkpoint-1-onnx-info').innerText()).toMatch(/^onnxruntime-web on (wasm|WebGPU) \(.+\); memory estimate [\d.]+ (KiB|MiB); context \d+ tokens$/);
     const card = await p.getByTestId('agent-1').innerText();
     expect(card).toMatch(/tiny-onnx@[0-9a-f]{8}#1/);
     expect(card).toMatch(/onnxruntime-web (wasm|webgpu)/);

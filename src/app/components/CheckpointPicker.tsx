@@ -24,6 +24,7 @@ import type { QuantKind } from '../../model/quant';
 import { formatBytes } from '../../model/hfConfig';
 import { PAGE_SEAT_QUANT, SEAT_QUANTS, seatQuant, type FileLike } from '../hfFiles';
 import { ONNX_SEAT_MODES, type OnnxSeatMode } from '../onnxFiles';
+import { describeOnnxSeatInfo, useOnnxSeatInfo } from '../onnxSeatInfo';
 import type { Session } from '../session';
 import { hfSwapRefusal } from '../../sat/hfSeatLimits';
 import { useSession } from '../sessionContext';
@@ -84,6 +85,7 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
   const config = usePlayground((s) => s.config);
   const swapNote = seat && !seat.missing && config ? hfSwapRefusal(config, agent, seat.name) : null;
   const expect = seat?.missing ? seat.hash : undefined;
+  const onnxInfo = useOnnxSeatInfo(session, agent, !!seat?.onnx && !seat.missing);
   // Before a folder is seated the choice is this card's (and the session's, for a drop); after, the seat's.
   const [chosen, setChosen] = useState<QuantKind | null>(null);
   const quant = seat && !seat.missing ? (seat.quant ?? PAGE_SEAT_QUANT) : (chosen ?? seat?.quant ?? PAGE_SEAT_QUANT);
@@ -157,9 +159,10 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
           </span>
           {seat.onnx && (
             <span data-testid={`checkpoint-${agent}-onnx`}>
-              ONNX {seat.onnx.file}, {seat.onnx.mode === 'frozen' ? 'frozen: run by onnxruntime-web (its backend line says which execution provider), never updated' : 'trainable: mapped into the model, checked against onnxruntime-web'}
+              ONNX {seat.onnx.file}, {seat.onnx.mode === 'frozen' ? 'frozen: run by onnxruntime-web, never updated' : 'trainable: mapped into the model, checked against onnxruntime-web'}
             </span>
           )}
+          {seat.onnx && onnxInfo && <span data-testid={`checkpoint-${agent}-onnx-info`}>{describeOnnxSeatInfo(onnxInfo)}</span>}
           {seat.params !== undefined && seat.params > 0 && (seat.onnx?.mode !== 'frozen') && <span data-testid={`checkpoint-${agent}-params`}>{seat.params.toLocaleString('en')} base params (frozen, {seat.quant ?? PAGE_SEAT_QUANT})</span>}
           <span data-testid={`checkpoint-${agent}-stored`}>{stored(seat.stored)}</span>
           {seat.needs && <span title={seat.estimate} data-testid={`checkpoint-${agent}-needs`}>needs about {seat.needs} (estimate)</span>}

@@ -164,6 +164,26 @@ export class OrtDecoder {
     return { logits: r.logits, V: r.V };
   }
 
+  /**
+   * Raw logits [K × V] at the flat rows `row` (b·T + t) of a right-padded [B × T] token batch, as
+   * our model's `logitRows` returns them: one run per sequence that has a row, over its tokens up
+   * to the last row asked for (the padding after it never enters a causal graph).
+   */
+  async logitRows(tokens: Int32Array, B: number, T: number, row: Int32Array, V: number): Promise<Float32Array> {
+    const out = new Float32Array(row.length * V);
+    for (let b = 0; b < B; b++) {
+      let last = -1;
+      for (const r of row) if (r >= b * T && r < (b + 1) * T) last = Math.max(last, r - b * T);
+      if (last < 0) continue;
+      const z = await this.logits(tokens.subarray(b * T, b * T + last + 1));
+      if (z.V !== V) throw new ConfigError('onnx', z.V, `onnxruntime returned ${z.V} logits per position, the model ${V}; the graph's vocabulary is not config.json's`);
+      row.forEach((r, k) => {
+        if (r >= b * T && r <= b * T + last) out.set(z.logits.subarray((r - b * T) * V, (r - b * T + 1) * V), k * V);
+      });
+    }
+    return out;
+  }
+
   /** Logits at the last position of one sequence ([V]). */
   async lastLogits(tokens: Int32Array): Promise<Float32Array> {
     const { logits, V } = await this.logits(tokens);

@@ -10,6 +10,10 @@
  * pass; the sampler is `Model.generate`'s, so one seed gives one set of tokens. The SAT core runs
  * unchanged: π_new is the π_cur that sampled the batch.
  *
+ * π_pre may instead come from outside our model (`ExternalLogits`: an ONNX target run by
+ * onnxruntime-web, src/model/onnx/ortLogits.ts); the seat speaks the student's tokenizer and stops
+ * at its end token.
+ *
  * Not here: the projection maths (stage0.ts), the swap and its first distillation (lmSwap.ts), a
  * two-model KV cache.
  */
@@ -18,7 +22,7 @@ import { sampleForward } from '../../backend/cpu/sampling';
 import { gatherForward, klForward } from '../../backend/cpu/softmax';
 import type { FloatArray, HostTensors, TensorKinds } from '../../backend/types';
 import type { Model } from '../../model/model';
-import { EOS } from '../../model/tokenizer';
+import type { TextTokenizer } from '../../model/tokenizer';
 import { projectState } from '../stage0';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
 import { logitRows, pack, type GenerateOptions, type LmAgent, type LmAgentPolicy } from './lm';
@@ -57,9 +61,23 @@ export function projectRows(zPre: FloatArray, zCur: FloatArray, K: number, V: nu
   return { logp, lambdas, kl, klPre };
 }
 
+/**
+ * π_pre computed outside the student's backend: raw next-token logits ([K × V]) at the flat rows
+ * `row` of a right-padded [B × T] token batch, as `logitRows` returns them for a Model.
+ */
+export interface ExternalLogits {
+  readonly cfg: { readonly vocab: number; readonly maxSeq: number };
+  logitRows(tokens: Int32Array, B: number, T: number, row: Int32Array): Promise<Float32Array>;
+  dispose(): void;
+}
+
+function isExternal<X extends TensorKinds>(m: Model<X> | ExternalLogits): m is ExternalLogits {
+  return typeof (m as Partial<ExternalLogits>).logitRows === 'function';
+}
+
 export interface ProjectedLmAgentOptions<X extends TensorKinds> {
-  /** The incoming pretrained model π_pre (read only), on the student's backend. */
-  readonly pre: Model<X>;
+  /** The incoming pretrained model π_pre (read only), on the student's backend or external. */
+  readonly pre: Model<X> | ExternalLogits;
   /** The outgoing agent's model at π_cur (read only: nothing may train it afterwards), same backend. */
   readonly cur: Model<X>;
   /** Stage-0 radius δ0 > 0. */
@@ -84,7 +102,7 @@ export type SeatSampler = 'projection' | 'student';
 export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements LmAgentPolicy {
   /** The trainable model that takes over the seat (θ_pre after distillation), as an ordinary agent. */
   readonly student: LmAgent<X>;
-  readonly pre: Model<X>;
+  readonly pre: Model<X> | ExternalLogits;
   readonly cur: Model<X>;
   readonly delta0: number;
   private mode: SeatSampler = 'projection';
@@ -101,7 +119,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     const V = student.model.cfg.vocab;
     const index = student.index;
     if (o.pre.cfg.vocab !== V || o.cur.cfg.vocab !== V) throw new RangeError(`projected agent ${index}: vocabularies differ (student ${V}, π_pre ${o.pre.cfg.vocab}, π_cur ${o.cur.cfg.vocab})`);
-    if (o.pre.be !== student.model.be || o.cur.be !== student.model.be) throw new RangeError(`projected agent ${index}: π_pre, π_cur and the student must share one backend`);
+    if ((!isExternal(o.pre) && o.pre.be !== student.model.be) || o.cur.be !== student.model.be) throw new RangeError(`projected agent ${index}: π_pre, π_cur and the student must share one backend`);
     if (!(student.temperature > 0)) throw new ConfigError('temperature', student.temperature, `projected agent ${index}: Stage-0 projects distributions at τ > 0, got τ = ${student.temperature}`);
     if (!(o.delta0 > 0) || !Number.isFinite(o.delta0)) throw new ConfigError('stage0Delta', o.delta0, `projected agent ${index}: δ0 must be a finite number > 0, got ${o.delta0}`);
     this.student = student;
@@ -132,6 +150,16 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     return this.student.topK;
   }
 
+  /** The student's tokenizer (π_pre, π_cur and the student share it: lmSwap.ts checks). */
+  get tokenizer(): TextTokenizer {
+    return this.student.tokenizer;
+  }
+
+  /** π_pre's raw logits at `row` of a [B × T] batch. */
+  private preRows(tokens: Int32Array, B: number, T: number, row: Int32Array): Promise<Float32Array> {
+    return isExternal(this.pre) ? this.pre.logitRows(tokens, B, T, row) : logitRows(this.pre, tokens, B, T, row);
+  }
+
   /** Who samples for the seat now: the projection π_new, or the student that took over. */
   get sampler(): SeatSampler {
     return this.mode;
@@ -155,7 +183,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     if (K === 0) out = { logp: new Float64Array(0), lambdas: new Float64Array(0), kl: new Float64Array(0), klPre: new Float64Array(0) };
     else {
       const p = pack(steps);
-      const zPre = await logitRows(this.pre, p.tokens, p.B, p.T, p.row);
+      const zPre = await this.preRows(p.tokens, p.B, p.T, p.row);
       const zCur = await logitRows(this.cur, p.tokens, p.B, p.T, p.row);
       out = projectRows(zPre, zCur, K, V, this.temperature, this.delta0);
     }
@@ -278,7 +306,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
   /**
    * Token-by-token sampling from π_new. Sequence s of the call draws its k-th token with
    * sampleForward's counter (seed, stream, step k, sequence s), as Model.generate does; a
-   * sequence ends at EOS, after maxNew tokens, or when it reaches either model's maxSeq.
+   * sequence ends at the tokenizer's end token, after maxNew tokens, or when it reaches either model's maxSeq.
    */
   private async generateProjected(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
     const V = this.vocab;
@@ -288,6 +316,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     const stopped = contexts.map(() => false);
     let live = contexts.map((_, s) => s).filter((s) => contexts[s]!.length >= 1 && contexts[s]!.length < maxSeq);
     const tok = new Int32Array(1);
+    const eos = this.tokenizer.eos;
     const z = new Float64Array(V);
     for (let step = 0; step < opts.maxNew && live.length > 0; step++) {
       const lens = live.map((s) => contexts[s]!.length + gen[s]!.length);
@@ -300,7 +329,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
         tokens.set(gen[s]!, b * T + contexts[s]!.length);
         rows[b] = b * T + lens[b]! - 1;
       });
-      const zPre = await logitRows(this.pre, tokens, B, T, rows);
+      const zPre = await this.preRows(tokens, B, T, rows);
       const zCur = await logitRows(this.cur, tokens, B, T, rows);
       const proj = projectRows(zPre, zCur, B, V, tau, this.delta0);
       const next: number[] = [];
@@ -308,7 +337,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
         for (let v = 0; v < V; v++) z[v] = tau * proj.logp[b * V + v]!;
         sampleForward(tok, z, 1, V, { seed: opts.seed, stream: opts.stream, step, temperature: tau, topK: this.topK, seq0: s });
         const a = tok[0]!;
-        if (a === EOS) {
+        if (a === eos) {
           stopped[s] = true;
           return;
         }
