@@ -52,7 +52,8 @@ import {
 import { openExperimentBytes } from '../src/app/boot';
 import { Session } from '../src/app/session';
 import { usePlayground } from '../src/app/store';
-import { createTabularExperiment, createLlmExperiment, runStages, type Experiment } from '../src/sat/experiment';
+import { createTabularExperiment, runStages, type Experiment } from '../src/sat/experiment';
+import { createLlmExperiment } from '../src/sat/llmExperiment';
 import { presetConfig } from '../src/sat/presets';
 import { makeCard } from '../src/model/card';
 import { modelConfig, type ModelConfig } from '../src/model/config';

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { Session } from '../src/app/session';
 import { createPlaygroundStore } from '../src/app/store';
 import { loadFromDisk } from '../src/cli/models';
-import { createLlmExperiment } from '../src/sat/experiment';
+import { createLlmExperiment } from '../src/sat/llmExperiment';
 import { presetConfig } from '../src/sat/presets';
 
 const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, epochs: 1, geoIters: 0, maxNew: 3 });

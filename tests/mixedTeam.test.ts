@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadModel } from '../src/model/weights';
-import { createLlmExperiment, runStages } from '../src/sat/experiment';
+import { runStages } from '../src/sat/experiment';
+import { createLlmExperiment } from '../src/sat/llmExperiment';
 import { parseConfig } from '../src/sat/config';
 import type { LmAgent } from '../src/sat/agents/lm';
 

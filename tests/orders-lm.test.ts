@@ -35,7 +35,8 @@ import { compareOrders, LM_SWEEP_SEEDS, sweepDeltas } from '../src/app/sideRuns'
 import { createPlaygroundStore } from '../src/app/store';
 import { orderRows, orderSummary } from '../src/app/charts/series';
 import { parseConfig, type Config } from '../src/sat/config';
-import { createLlmExperiment, runStages } from '../src/sat/experiment';
+import { runStages } from '../src/sat/experiment';
+import { createLlmExperiment } from '../src/sat/llmExperiment';
 import { presetConfig } from '../src/sat/presets';
 import type { LmEnv } from '../src/sat/env/lm';
 import { deltaSweep, SWEEP_DELTAS } from '../src/studies/deltaSweep';

@@ -11,7 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createTabularExperiment, createLlmExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages } from '../src/sat/experiment';
+import { createLlmExperiment } from '../src/sat/llmExperiment';
 import { PRESETS, presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 import { answerWorksheet, FALL, WORKSHEET, type WorksheetAnswer } from '../src/studies/worksheet';

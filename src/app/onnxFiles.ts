@@ -24,7 +24,7 @@ import { formatSize, MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES, maxTokenizerBytes } f
 import { checkFits, estimateMemory, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
-import { hfSeatBudget, HF_SEAT_MAX_SEQ } from '../sat/hfSeat';
+import { hfSeatBudget, HF_SEAT_MAX_SEQ } from '../sat/hfSeatLimits';
 import type { OnnxSeatHead } from '../sat/onnxSeat';
 // hfFiles.ts imports this module too; the two use each other's functions only when called.
 import { checkpointParams, contextSettings, seatName, type FileLike, type ReadCheckpoint, type SeatSettings } from './hfFiles';

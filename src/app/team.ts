@@ -10,7 +10,7 @@
  */
 import { FormatError, SatError } from '../core/errors';
 import { isLlmTask, type Config } from '../sat/config';
-import { createTabularExperiment, createLlmExperiment, type Experiment, type ModelLoader } from '../sat/experiment';
+import { createTabularExperiment, type Experiment, type ModelLoader } from '../sat/experiment';
 import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from '../workers/remoteTeam';
 import type { AgentView } from './store';
 import { backendLine, wasmSimd, type BackendLine } from './backendLine';
@@ -62,7 +62,7 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
   }
   if (typeof Worker === 'undefined') {
     if ((extras.seats?.size ?? 0) > 0) throw new SatError('worker', 'A seat with its own checkpoint loads it in a Web Worker, and this browser has none; the team was not changed.');
-    const exp = isLlmTask(cfg.task) ? await createLlmExperiment(cfg, fetchModel) : createTabularExperiment(cfg);
+    const exp = isLlmTask(cfg.task) ? await (await import('../sat/llmExperiment')).createLlmExperiment(cfg, fetchModel) : createTabularExperiment(cfg);
     const infos = await Promise.all(exp.team.map((a) => a.info()));
     const agents = infos.map((info, index) => ({ ...info, index }));
     const line = backendLine({ workers: false, agents, simd: wasmSimd(), threads: null, isolated: globalThis.crossOriginIsolated === true });

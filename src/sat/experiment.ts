@@ -1,31 +1,24 @@
 /**
  * An experiment: a config turned into a game and a team, run stage by stage. The one entry point
- * shared by the CLI, the tests and (later) the playground's workers.
+ * shared by the CLI, the tests and the page.
  *
  *   const exp = createTabularExperiment(parseConfig({ task: 'climbing', seed: 3 }));
  *   for await (const step of stepThrough(exp)) …   // agent by agent
  *   await runStages(exp, 20);                        // or stage by stage
  *
- * Also the tabular plug-and-play swap (docs/method.md §8.2): replace one agent's table by another
- * policy, projected by Stage-0 into the δ_0 ball around the agent it replaces.
+ * Also the tabular plug-and-play swap (docs/method.md §8.2). The seam for agents that live
+ * elsewhere (src/workers/remoteTeam.ts): `planTabular` / `planLlm` build everything but the agents
+ * and describe each agent as plain, cloneable data (`TableInit`, `LmInit`); `tableAgent` here and
+ * `lmAgent` (llmExperiment.ts) turn one into an in-process agent, so a team built elsewhere from
+ * the same descriptions starts from bit-identical parameters.
  *
- * The seam for agents that live elsewhere (one Web Worker per agent, src/workers/remoteTeam.ts):
- * `planTabular` / `planLlm` build everything but the agents — game or task, env, A_max — and
- * describe each agent as plain, cloneable data (`TableInit`, `LmInit`); `tableAgent` / `lmAgent`
- * turn one description into an in-process agent. createTabularExperiment and createLlmExperiment are
- * exactly plan + those factories, so a team built elsewhere from the same descriptions starts
- * from bit-identical parameters.
- *
- * Not here: printing (src/cli), drawing (src/app), or workers (src/workers).
+ * Not here: the in-process language team and its model code (llmExperiment.ts), printing
+ * (src/cli), drawing (src/app), or workers (src/workers).
  */
 import { Rng } from '../core/rng';
 import { weightedQuantile } from '../core/stats';
 import { ConfigError, SatError } from '../core/errors';
-import { Model } from '../model/model';
-import { cpuBackend } from '../backend/cpu';
-import type { Backend, HostTensors, TensorKinds } from '../backend/types';
 import type { GpuTensors } from '../backend/webgpu/backend';
-import { dequantizeWeights, loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
 import { makeGame } from '../tasks/index';
 import { makeLlmTask } from '../tasks/llm/index';
 import { exactJ, stateVisitProbs } from '../tasks/tabular';
@@ -34,7 +27,7 @@ import type { TaskName } from '../tasks/index';
 import { agentModelName, type Config, isLlmTask, resolvedProtocol } from './config';
 import { TabularEnv } from './env/tabular';
 import type { TeamEnv, TeamEvaluation } from './env/types';
-import { LmAgent } from './agents/lm';
+import type { LmAgent } from './agents/lm';
 import type { ProjectedLmAgent } from './agents/projected';
 import { LmEnv } from './env/lm';
 import { tablePolicy, teamTables } from './rollout';
@@ -42,7 +35,6 @@ import { runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapS
 import type { AgentPolicy, AgentSnapshot } from './types';
 import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
-import { configuredLmSwap } from './lmSwap';
 import type { FrozenOnnxAgent } from './agents/frozen';
 import { TabularSoftmaxAgent } from './agents/tabular';
 
@@ -196,49 +188,6 @@ export function planLlm(cfg: Config): LlmPlan {
   const env = new LmEnv(task, resolvedProtocol(cfg), cfg.agents, { maxNew: cfg.maxNew, evalEpisodes: cfg.evalEpisodes, evalSeed: rng.fork(EVAL_STREAM).nextU32() });
   const aMax = cfg.aMax > 0 ? cfg.aMax : task.rewardRange[1] - task.rewardRange[0];
   return { modelName, env, aMax, agents };
-}
-
-/**
- * The agent an `LmInit` describes, over a loaded model, on a backend (the CPU kernels unless
- * given). `full` (lora = 0 only) is the dequantized weights; pass one copy to every agent of a
- * team (each uploads its own parameters from it).
- */
-export function lmAgent<X extends TensorKinds = HostTensors>(init: LmInit, loaded: LoadedModel, be: Backend<X> = cpuBackend as unknown as Backend<X>, full?: ModelWeights): LmAgent<X> {
-  const model = init.lora === 0
-    ? new Model(be, loaded.cfg, full ?? dequantizeWeights(loaded.weights), { trainable: 'full' })
-    : new Model(be, loaded.cfg, loaded.weights, { trainable: 'lora', lora: { rank: init.lora, alpha: init.loraAlpha }, seed: init.seed });
-  return new LmAgent(init.index, model, { name: init.name, temperature: init.temperature, topK: init.topK });
-}
-
-/** Where a language team's agents run in-process (the page's workers choose their own: src/workers/agentApi.ts). */
-export interface LlmBackends {
-  /**
-   * Agent `index`'s WebGPU backend, asked once per agent in index order — one device each, as in
-   * the page (the CLI's backend = webgpu, src/cli/sat.ts). Without it every agent is on the CPU.
-   */
-  readonly backendOf?: (index: number) => Promise<Backend<GpuTensors>>;
-}
-
-/**
- * A language team: every agent starts from its shipped model `<task>-<size>` (`model`, or its own
- * entry of `agentModels`; full weights when lora = 0, else a LoRA adapter over the frozen quantized
- * base), on the task's train split; J is estimated on held-out problems.
- */
-export async function createLlmExperiment(cfg: Config, load: ModelLoader, opts: LlmBackends = {}): Promise<LlmExperiment> {
-  const { modelName, env, aMax, agents } = planLlm(cfg);
-  // Each distinct model file is loaded (and dequantized) once, whatever the number of agents on it.
-  const files = new Map<string, { loaded: LoadedModel; full?: ModelWeights }>();
-  for (const f of new Set(agents.map((a) => a.modelFile))) {
-    const loaded = loadModel(await load(f));
-    files.set(f, { loaded, full: cfg.lora === 0 ? dequantizeWeights(loaded.weights) : undefined });
-  }
-  const team: LmSeat[] = [];
-  for (const init of agents) {
-    const m = files.get(init.modelFile)!;
-    team.push(opts.backendOf ? lmAgent(init, m.loaded, await opts.backendOf(init.index), m.full) : lmAgent(init, m.loaded, cpuBackend, m.full));
-  }
-  const j0 = (await env.evaluate(team)).J;
-  return { cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, swapModel: configuredLmSwap(load) };
 }
 
 /** Runs the next stage agent by agent: yields every agent step, returns the stage's record when it ends. */

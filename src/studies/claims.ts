@@ -30,7 +30,8 @@ import { mean, meanCI } from '../core/stats';
 import { SatError } from '../core/errors';
 import { type Config, isLlmTask } from '../sat/config';
 import { deltaSweep, SWEEP_DELTAS } from './deltaSweep';
-import { createTabularExperiment, createLlmExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from '../sat/experiment';
+import { createTabularExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from '../sat/experiment';
+import { createLlmExperiment } from '../sat/llmExperiment';
 import { presetConfig } from '../sat/presets';
 import type { StageRecord } from '../sat/stage';
 

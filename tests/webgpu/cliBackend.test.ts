@@ -20,7 +20,8 @@ import { attachProfiler, profileTable } from '../../src/cli/profile';
 import { loadFromDisk } from '../../src/cli/models';
 import { LmAgent } from '../../src/sat/agents/lm';
 import { presetConfig } from '../../src/sat/presets';
-import { createLlmExperiment, stepThrough } from '../../src/sat/experiment';
+import { stepThrough } from '../../src/sat/experiment';
+import { createLlmExperiment } from '../../src/sat/llmExperiment';
 import type { StageRecord } from '../../src/sat/stage';
 import { gpu } from './gpu';
 

@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { tokenizer } from '../../src/model/tokenizer';
 import { loadModel } from '../../src/model/weights';
 import type { LmSteps } from '../../src/sat/agents/lm';
-import { lmAgent } from '../../src/sat/experiment';
+import { lmAgent } from '../../src/sat/llmExperiment';
 import type { TokenInspection } from '../../src/sat/inspect';
 import type { AgentBatch } from '../../src/sat/types';
 import type { UpdateSettings } from '../../src/sat/update';

@@ -39,7 +39,8 @@ import { modelConfig, type ModelConfig } from '../../src/model/config';
 import type { LoraConfig } from '../../src/model/lora';
 import { loadModel, quantizeWeights, type ModelWeights } from '../../src/model/weights';
 import { parseConfig } from '../../src/sat/config';
-import { createLlmExperiment, lmAgent, planLlm, runStages, type LlmExperiment } from '../../src/sat/experiment';
+import { planLlm, runStages, type LlmExperiment } from '../../src/sat/experiment';
+import { createLlmExperiment, lmAgent } from '../../src/sat/llmExperiment';
 import { gpu, printTable, record, runSeed } from './gpu';
 import { randomWeights } from '../helpers/randomWeights';
 
