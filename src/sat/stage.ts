@@ -603,6 +603,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/team': team0 ? 1 : 0,
     'cert/certified': cert.chosen.certified ? 1 : 0,
     'cert/episodes': certEpisodes,
+    'cert/clip': team0 && !team0.all ? team0.tc.clip : NaN,
     'cert/oracle': cert.chosen.oracle,
     'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
     'cert/lower_episodic': cert.episodic.lower,

@@ -8,7 +8,7 @@
  * own training batches, which the update was fitted to — the optimism a fresh batch removes.
  * A toggle switches between our episodic form and the paper's γ form (§9); the readout says
  * "certified improvement" when the bound is above 0, held / not held, and, when the bound is
- * vacuous, says so in words. Its formula card (formulas.ts `waterfall` / `waterfall-gamma`) writes the
+ * vacuous, says so in words. Its formula card (formulas.ts `certFormulaId`: episodic, language team-level or γ) writes the
  * same sum with the record's cert/… numbers; a term clicked there outlines its bar here.
  *
  * Not here: the cumulative arithmetic (series.ts `waterfallRows`), choosing the stage (a prop).
@@ -20,7 +20,7 @@ import type { StageRecord } from '../../sat/stage';
 import { fixed3 } from '../format';
 import { GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph, Toggle } from './ChartFrame';
-import { bindFormula, FORMULAS } from './formulas';
+import { bindFormula, certFormulaId, FORMULAS } from './formulas';
 import { CHECK, grouped, pct, term } from './fmt';
 import { heldWords, waterfallRows, type FormChoice, type HeldState, type Waterfall, type WaterfallRow } from './series';
 
@@ -162,7 +162,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
   const wf = record ? waterfallRows(record, form, span) : null;
   const shown: CertForm = wf ? wf.form : form === 'gamma' ? 'gamma' : 'episodic';
   const formName = shown === 'gamma' ? `γ form${gamma !== undefined ? ` (γ = ${gamma})` : ''}` : `episodic form${horizon !== undefined ? ` (H = ${horizon})` : ''}`;
-  const formula = record && wf && wf.form === record.certificate.form ? bindFormula(FORMULAS[wf.form === 'gamma' ? 'waterfall-gamma' : 'waterfall'], record.metrics) : null;
+  const formula = record && wf && wf.form === record.certificate.form ? bindFormula(FORMULAS[certFormulaId(record.metrics, wf.form)], record.metrics) : null;
   const confidence = deltaConf !== undefined && deltaConf > 0 && deltaConf < 1 ? `with probability ≥ ${pct(1 - deltaConf, deltaConf < 0.01 ? 2 : 0)}` : 'with high probability';
   return (
     <ChartFrame
