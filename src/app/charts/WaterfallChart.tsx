@@ -130,8 +130,9 @@ function WfTooltip({ active, payload, wf }: { active?: boolean; payload?: readon
 /**
  * What the bound of a stage rests on, when it is the team-level one (docs/certificate.md §5.1): one
  * certification batch, the effective sample size of its team ratio r̄ and what truncating r̄ at c
- * cost; the reason when no certificate was given; and the common-random-numbers estimate of ΔJ
- * when the stage was checked.
+ * cost; for a language stage (finite c) each agent's share of the team summand, labelled a
+ * diagnostic; the reason when no certificate was given; and the common-random-numbers estimate of
+ * ΔJ when the stage was checked.
  */
 function TeamBoundNote({ record }: { record: StageRecord }) {
   const c = record.certificate;
@@ -146,6 +147,11 @@ function TeamBoundNote({ record }: { record: StageRecord }) {
       {c.scope === 'team' && c.team && c.team.episodes > 0 && (
         <span data-testid="team-bound" title="One certification batch for the whole stage, each episode scored with the ratio of the final team to the starting team (docs/certificate.md §5.1); the per-agent bars elsewhere are its shares, shown as diagnostics.">
           {`team-level bound: ${grouped(c.team.episodes)} episodes, ESS ${grouped(c.team.ess)}, truncation cost ${term(c.team.truncationCost)}`}
+        </span>
+      )}
+      {c.scope === 'team' && c.team && Number.isFinite(record.metrics['cert/clip']) && record.steps.length > 0 && (
+        <span data-testid="agent-shares" title="Each agent's share of the team summand, (min(ρ≤i, c) − min(ρ<i, c))·(R − R_min), in the order the agents moved: the shares add up to the team's fresh gain, but with a finite c a share is not a bound on that agent's own ΔJ (docs/certificate.md §5.1).">
+          {`per-agent shares (diagnostic): ${record.steps.map((s) => `agent ${s.agent} ${term(s.cert.gain)}`).join(', ')}`}
         </span>
       )}
       {h && h.pairs > 0 && (
