@@ -19,6 +19,9 @@
  *               V the unbiased sample variance, c = hi − lo.
  *   hoeffding   Hoeffding (1963): x̄ − c √(ln(1/η) / (2N)). The worst-case-range control.
  *
+ * `lowerConfidenceBoundBelow` is the betting bound for samples known only to lie above lo (no upper
+ * end): a lower bound needs nothing more (docs/certificate.md §5.2).
+ *
  * Every bound is computed on z = (x − lo)/(hi − lo) ∈ [0, 1] and mapped back, and is clamped to
  * [lo, hi] (a bound below lo says nothing more than lo does). Samples outside [lo, hi] are a bug in
  * the caller's range and throw RangeError: a range that does not cover the samples voids the bound.
