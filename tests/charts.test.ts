@@ -32,6 +32,7 @@ import {
   violationPointsFromStages, violationPointsFromSweep, waterfallRows,
 } from '../src/app/charts';
 import { dropNoise, J_MIN_SPAN, termsOf } from '../src/app/charts/series';
+import { term } from '../src/app/charts/fmt';
 import {
   type PartialStage, type TranscriptBatch, type TranscriptEpisode, type Waterfall,
 } from '../src/app/charts';
@@ -96,6 +97,12 @@ describe('held for stages whose J is estimated (language teams)', () => {
     expect(html).toMatch(/team-level bound: 768 episodes, ESS 701, truncation cost/);
     expect(html).toMatch(/ΔJ ≈ .* ± .* \(2,048 paired episodes\)/);
     expect(renderToString(h(WaterfallChart, { record: { ...unchecked, certificate: { ...teamCert, refused: 'topK > 0 with a projected seat' } } }))).toContain('No certificate: topK &gt; 0 with a projected seat');
+    // A language stage (finite c) lists each agent's share of the team summand, labelled a diagnostic;
+    // a stage without a truncation (tabular, c = ∞) does not.
+    expect(html).not.toContain('per-agent shares');
+    const lang = renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: teamCert, metrics: { ...notHeld.metrics, 'cert/clip': 10 } } }));
+    expect(notHeld.steps.length).toBeGreaterThan(1);
+    expect(lang).toContain(`per-agent shares (diagnostic): ${notHeld.steps.map((s) => `agent ${s.agent} ${term(s.cert.gain)}`).join(', ')}`);
     expect(stageTitle(timelineStages([notHeld], 3)[0]!, false)).toBe(`stage ${notHeld.stage}: certificate not held (ΔJ estimated ${signed3(lower - 1)} ± 0.010)`);
     expect(stageTitle(timelineStages([unchecked], 3)[0]!, false)).toBe(`stage ${unchecked.stage}: certificate not checked`);
     // The γ control form was not the one checked: it stays unchecked whatever the verdict.

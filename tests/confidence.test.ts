@@ -5,7 +5,7 @@
  * Inputs are fresh random draws (the seed is printed).
  */
 import { describe, expect, it } from 'vitest';
-import { BOUND_KINDS, lowerConfidenceBound, type BoundKind } from '../src/core/confidence';
+import { BOUND_KINDS, lowerConfidenceBound, lowerConfidenceBoundBelow, type BoundKind } from '../src/core/confidence';
 import { Rng } from '../src/core/rng';
 
 const seed = Date.now() % 0xffffffff >>> 0;
@@ -114,5 +114,122 @@ describe('lower confidence bounds', () => {
     expect(() => lowerConfidenceBound('bernstein', [0.5], 1, 0, 0.05)).toThrow(/not a finite interval/);
     expect(lowerConfidenceBound('betting', [], -3, 4, 0.05)).toBe(-3);
     expect(lowerConfidenceBound('betting', [2, 2, 2], 2, 2, 0.05)).toBe(2);
+  });
+});
+
+/** The lower-end-only betting bound by plain bisection over [0, max(1, max z)]: the reference twin. */
+function belowBisection(xs: Float64Array, lo: number, scale: number, eta: number): number {
+  const z = Array.from(xs, (x) => (x - lo) / scale);
+  const N = z.length;
+  const target = Math.log(1 / eta);
+  const lam: number[] = [];
+  let sumZ = 0;
+  let sumSq = 0;
+  for (let i = 0; i < N; i++) {
+    lam.push(Math.sqrt((2 * target) / (N * ((0.25 + sumSq) / (i + 1)))));
+    sumZ += z[i]!;
+    sumSq += (z[i]! - (0.5 + sumZ) / (i + 2)) ** 2;
+  }
+  const logK = (m: number) => z.reduce((s, zi, i) => s + Math.log(1 + Math.min(lam[i]!, m > 0 ? 0.75 / m : Infinity) * (zi - m)), 0);
+  if (logK(0) < target) return lo;
+  let a = 0;
+  let b = Math.max(1, ...z);
+  for (let it = 0; it < 200; it++) {
+    const m = (a + b) / 2;
+    if (logK(m) >= target) a = m;
+    else b = m;
+  }
+  return lo + scale * a;
+}
+
+/**
+ * Samples bounded below only, with their exact mean: 0, the certificate's own summand — a message
+ * drawn from an old distribution p over K messages, X = (q/p − 1)·R with R ∈ [0, 1] and a new
+ * distribution q that moves mass onto rare messages (heavy upper tail; mean Σ (q − p)·R); 1, a
+ * shifted Pareto (tail index 2.5); 2, Bernoulli on {lo, lo + s} (lower end sharp, no tail).
+ */
+function drawBelow(rng: Rng, kind: number, N: number): { xs: Float64Array; mean: number; lo: number; scale: number } {
+  const xs = new Float64Array(N);
+  if (kind === 0) {
+    const K = 4 + rng.int(12);
+    const p = Array.from({ length: K }, () => 0.02 + rng.uniform() ** 3);
+    const q = p.map((v) => v * Math.exp(2 * (rng.uniform() - 0.3) / Math.sqrt(v)));
+    const sp = p.reduce((a, v) => a + v, 0);
+    const sq = q.reduce((a, v) => a + v, 0);
+    const R = p.map(() => (rng.uniform() < 0.5 ? 1 : rng.uniform()));
+    const cdf: number[] = [];
+    p.reduce((a, v) => (cdf.push(a + v / sp), a + v / sp), 0);
+    for (let i = 0; i < N; i++) {
+      const u = rng.uniform();
+      let k = cdf.findIndex((c) => u < c);
+      if (k < 0) k = K - 1;
+      xs[i] = ((q[k]! / sq) / (p[k]! / sp) - 1) * R[k]!;
+    }
+    return { xs, mean: p.reduce((a, v, k) => a + (q[k]! / sq - v / sp) * R[k]!, 0), lo: -1, scale: 1 };
+  }
+  const lo = -2 * rng.uniform();
+  const scale = 0.5 + rng.uniform();
+  if (kind === 1) {
+    const a = 2.5;
+    for (let i = 0; i < N; i++) xs[i] = lo + scale * ((1 - rng.uniform()) ** (-1 / a) - 1);
+    return { xs, mean: lo + scale / (a - 1), lo, scale };
+  }
+  const p = 0.05 + 0.9 * rng.uniform();
+  for (let i = 0; i < N; i++) xs[i] = rng.uniform() < p ? lo + scale : lo;
+  return { xs, mean: lo + p * scale, lo, scale };
+}
+
+describe('lower confidence bound for samples bounded below only', () => {
+  it('covers the true mean in ≥ 1 − η of trials on heavy-tailed, Pareto and Bernoulli samples', () => {
+    const rng = new Rng(seed, [4]);
+    const eta = 0.1;
+    const trials = 400;
+    const lines: string[] = [];
+    for (let shape = 0; shape < 3; shape++) {
+      let covered = 0;
+      let gap = 0;
+      for (let t = 0; t < trials; t++) {
+        const d = drawBelow(rng, shape, 20 + rng.int(400));
+        const L = lowerConfidenceBoundBelow(d.xs, d.lo, d.scale, eta);
+        if (L <= d.mean) covered++;
+        gap += (d.mean - L) / d.scale;
+      }
+      lines.push(`below shape ${shape}: coverage ${(covered / trials).toFixed(3)}, mean (μ − L)/scale ${(gap / trials).toFixed(3)}`);
+      expect(covered / trials).toBeGreaterThanOrEqual(1 - eta - 3 * Math.sqrt((eta * (1 - eta)) / trials));
+    }
+    console.log(lines.join('\n'));
+  });
+
+  it('the Newton solve equals the bisection twin on fresh random inputs, above [0, 1] too', () => {
+    const rng = new Rng(seed, [5]);
+    let worst = 0;
+    for (let t = 0; t < 150; t++) {
+      const d = drawBelow(rng, t % 3, 2 + rng.int(400));
+      const eta = 10 ** (-1 - 3 * rng.uniform());
+      const a = lowerConfidenceBoundBelow(d.xs, d.lo, d.scale, eta);
+      const b = belowBisection(d.xs, d.lo, d.scale, eta);
+      worst = Math.max(worst, Math.abs(a - b) / d.scale);
+      expect(a).toBeLessThanOrEqual(b + 1e-9 * d.scale);
+    }
+    console.log(`below-only betting Newton vs bisection: max |Δ|/scale ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThan(1e-8);
+  });
+
+  it('equals the whole-range betting bound on samples inside [lo, lo + scale]', () => {
+    const rng = new Rng(seed, [6]);
+    for (let t = 0; t < 60; t++) {
+      const d = draw(rng, t % 3, 2 + rng.int(300));
+      const a = lowerConfidenceBoundBelow(d.xs, d.lo, d.hi - d.lo, 0.05);
+      const b = lowerConfidenceBound('betting', d.xs, d.lo, d.hi, 0.05);
+      expect(Math.abs(a - b)).toBeLessThan(1e-9 * (d.hi - d.lo));
+    }
+  });
+
+  it('refuses a sample below the lower end, a bad scale or η, and says lo without samples', () => {
+    expect(() => lowerConfidenceBoundBelow([0, -2], -1, 1, 0.05)).toThrow(/sample 1 = -2 lies below the stated lower end -1/);
+    expect(() => lowerConfidenceBoundBelow([0, Infinity], -1, 1, 0.05)).toThrow(/sample 1 = Infinity/);
+    expect(() => lowerConfidenceBoundBelow([0], -1, 0, 0.05)).toThrow(/positive finite scale/);
+    expect(() => lowerConfidenceBoundBelow([0], -1, 1, 1)).toThrow(/failure probability/);
+    expect(lowerConfidenceBoundBelow([], -3, 1, 0.05)).toBe(-3);
   });
 });

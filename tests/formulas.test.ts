@@ -28,7 +28,7 @@ import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { createLlmExperiment } from '../src/sat/llmExperiment';
 import { presetConfig } from '../src/sat/presets';
 import type { AgentStepRecord, StageRecord } from '../src/sat/stage';
-import { bindFormula, FORMULAS, formatSlot, KATEX_OPTIONS, orderFormula, slotKey, texNumber, UNDECIDED_REL, type FormulaDef } from '../src/app/charts/formulas';
+import { bindFormula, certFormulaId, FORMULAS, formatSlot, KATEX_OPTIONS, orderFormula, slotKey, texNumber, UNDECIDED_REL, type FormulaDef } from '../src/app/charts/formulas';
 import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, ViolationChart, WaterfallChart, violationPointsFromStages } from '../src/app/charts';
 
 let tabular: StageRecord[];
@@ -58,8 +58,8 @@ function fills(def: FormulaDef, records: readonly StageRecord[]): { what: string
 
 /** The cards a run's records can fill: the waterfall card of the form the run recorded. */
 function cardsFor(records: readonly StageRecord[]): FormulaDef[] {
-  const form = records[0]!.certificate.form;
-  return Object.values(FORMULAS).filter((d) => (d.id === 'waterfall' ? form === 'episodic' : d.id === 'waterfall-gamma' ? form === 'gamma' : true));
+  const cert = certFormulaId(records[0]!.metrics, records[0]!.certificate.form);
+  return Object.values(FORMULAS).filter((d) => (d.id.startsWith('waterfall') ? d.id === cert : true));
 }
 
 const runs = () => [
@@ -119,7 +119,7 @@ describe('formula cards on real records', () => {
     const seen = new Set<string>();
     for (const run of runs()) {
       for (const r of run.records) {
-        const id = r.certificate.form === 'gamma' ? 'waterfall-gamma' : 'waterfall';
+        const id = certFormulaId(r.metrics, r.certificate.form);
         const held = r.metrics['cert/held'];
         const want = held === 1 ? '\\le' : held === 0 ? '>' : UNDECIDED_REL;
         expect(signs(bindFormula(FORMULAS[id], r.metrics).tex)).toEqual([want]);
@@ -134,11 +134,25 @@ describe('formula cards on real records', () => {
     expect(seen.has(UNDECIDED_REL)).toBe(true); // and one unchecked language stage
   });
 
+  it('a language stage gets the team-level card with its own c and N; tabular and γ stages keep theirs', () => {
+    for (const r of lm) {
+      expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall-team');
+      const v = Object.fromEntries(bindFormula(FORMULAS['waterfall-team'], r.metrics).slots.map((s) => [s.name, s.value]));
+      expect(v.clip).toBe(r.steps[0]!.cert.clip);
+      expect(v.episodes).toBe(r.certificate.team!.episodes);
+    }
+    for (const r of tabular) expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall');
+    for (const r of gamma) expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall-gamma');
+    // A record written before cert/clip existed opens with the episodic card.
+    const { ['cert/clip']: _, ...old } = lm[0]!.metrics;
+    expect(certFormulaId(old, 'episodic')).toBe('waterfall');
+  });
+
   it('the certificate card adds up: gain − shift − bias − finite = lower with the numbers it shows, in both forms', () => {
     for (const r of [...tabular, ...gamma, ...lm]) {
-      const id = r.certificate.form === 'gamma' ? 'waterfall-gamma' : 'waterfall';
+      const id = certFormulaId(r.metrics, r.certificate.form);
       const v = Object.fromEntries(bindFormula(FORMULAS[id], r.metrics).slots.map((s) => [s.name, s.value]));
-      const sum = v.gain! - v.shift! - v.bias! - v.finite!;
+      const sum = v.gain! - (v.shift ?? 0) - (v.bias ?? 0) - v.finite!; // the team-level card has no shift or bias term
       expect(Math.abs(sum - v.lower!)).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(v.lower!)));
       expect(v.dJ).toBe(r.jAfter - r.jBefore);
     }

@@ -6,6 +6,9 @@
  * z = (x − lo)/(hi − lo) ∈ [0, 1], mapped back and clamped to [lo, hi]; a sample outside [lo, hi]
  * throws, since a range that does not cover the samples voids the bound.
  *
+ * `lowerConfidenceBoundBelow` is the betting bound for samples known only to lie above lo: a lower
+ * bound needs nothing more (docs/certificate.md §5.2).
+ *
  * Not here: where samples and ranges come from (src/sat/certificate.ts), two-sided or anytime-valid
  * versions.
  */
@@ -50,9 +53,13 @@ const BET_CAP = 0.75;
  * little compared with their range: near m = ½ it doubles the largest bet.
  */
 function bettingLower01(z: Float64Array, eta: number): number {
+  return bettingLowerZ(z, eta, 1);
+}
+
+/** The predictable plug-in bets λ̃_i of `bettingLower01` for the samples in the order given. */
+function plugInBets(z: Float64Array, target: number): Float64Array {
   const N = z.length;
   const lt = new Float64Array(N);
-  const target = Math.log(1 / eta);
   let sumZ = 0;
   let sumSq = 0;
   for (let i = 0; i < N; i++) {
@@ -60,6 +67,19 @@ function bettingLower01(z: Float64Array, eta: number): number {
     sumZ += z[i]!;
     sumSq += (z[i]! - (0.5 + sumZ) / (i + 2)) ** 2;
   }
+  return lt;
+}
+
+/**
+ * The betting lower bound for samples z ≥ 0 whose largest possible value may be unknown: `top` is
+ * an m known to be at or above the mean's bound search (1 for [0, 1] samples; max(1, max z)
+ * otherwise — at m ≥ max z every factor is ≤ 1, so log K_N(m) ≤ 0 < ln(1/η) and m is not
+ * rejected). Only z ≥ 0 is needed for validity: it keeps every factor 1 + λ(z − m) ≥ 1 − λm > 0.
+ */
+function bettingLowerZ(z: Float64Array, eta: number, top: number): number {
+  const N = z.length;
+  const target = Math.log(1 / eta);
+  const lt = plugInBets(z, target);
   // f(m) = log K_N(m) − ln(1/η) and its derivative.
   const fd = (m: number): [number, number] => {
     const cap = m > 0 ? BET_CAP / m : Infinity;
@@ -81,17 +101,18 @@ function bettingLower01(z: Float64Array, eta: number): number {
   };
   if (fd(0)[0] < 0) return 0; // not even m = 0 is rejected: the trivial bound
   let a = 0; // f(a) ≥ 0: rejected
-  let b = 1; // f(b) < 0: log K_N(1) ≤ 0 < ln(1/η)
-  let x = 1;
-  for (let it = 0; it < 100 && b - a > 1e-12; it++) {
+  let b = top; // f(b) < 0: log K_N(top) ≤ 0 < ln(1/η)
+  let x = top;
+  const eps = 1e-13 * top;
+  for (let it = 0; it < 200 && b - a > eps; it++) {
     const [f, d] = fd(x);
     if (f >= 0) a = x;
     else b = x;
     let next = d < 0 ? x - f / d : Number.NaN;
     if (!(next > a && next < b)) next = 0.5 * (a + b);
-    if (Math.abs(next - x) < 1e-13) {
+    if (Math.abs(next - x) < 0.1 * eps) {
       // Converged onto the root from one side: make sure the answer is a rejected point.
-      const probe = Math.max(a, b - 1e-10);
+      const probe = Math.max(a, b - 100 * eps);
       if (fd(probe)[0] >= 0) return probe;
       next = 0.5 * (a + b);
     }
@@ -139,4 +160,31 @@ export function lowerConfidenceBound(kind: BoundKind, xs: ArrayLike<number>, lo:
   const z = scaled(xs, lo, hi, fn);
   if (z.length === 0 || hi === lo) return lo;
   return lo + (hi - lo) * LOWER01[kind](z, eta);
+}
+
+/**
+ * L with P(E[x] ≥ L) ≥ 1 − η for i.i.d. samples known only to satisfy x ≥ lo — no upper end
+ * (docs/certificate.md §5.2). The betting bound needs no more: the gambler bets only that the mean
+ * exceeds m (λ ≥ 0), so a factor 1 + λ(x − m) can reach 0 only through a low x, and λ·(m − lo) ≤
+ * BET_CAP < 1 keeps it positive; a high x only raises the capital. At the true mean each factor
+ * has expectation 1 whatever the upper tail (the mean must be finite), so Markov's inequality
+ * applies as in `bettingLower01`. `scale` > 0 is the unit the bets' plug-in estimates start from
+ * (their priors ½ and ¼ are in units of `scale` above lo); any positive value fixed before the
+ * samples keeps the bound valid; the reward range is the natural one.
+ */
+export function lowerConfidenceBoundBelow(xs: ArrayLike<number>, lo: number, scale: number, eta: number): number {
+  const fn = 'lowerConfidenceBoundBelow';
+  checkEta(eta, fn);
+  if (!(Number.isFinite(lo) && Number.isFinite(scale) && scale > 0)) throw new RangeError(`${fn}: lower end ${lo} and scale ${scale}; expected a finite lower end and a positive finite scale`);
+  const tol = 1e-9 * Math.max(1, Math.abs(lo));
+  const z = new Float64Array(xs.length);
+  let top = 1;
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i]!;
+    if (!Number.isFinite(x) || x < lo - tol) throw new RangeError(`${fn}: sample ${i} = ${x} lies below the stated lower end ${lo} (or is not finite)`);
+    z[i] = Math.max(0, (x - lo) / scale);
+    top = Math.max(top, z[i]!);
+  }
+  if (z.length === 0) return lo;
+  return lo + scale * bettingLowerZ(z, eta, top);
 }

@@ -35,7 +35,7 @@
  * range on tabular games (src/sat/env/tabular.ts), the confidence bounds themselves (src/core/confidence.ts),
  * the common-random-numbers check of "held" (src/sat/heldCheck.ts).
  */
-import { lowerConfidenceBound, type BoundKind } from '../core/confidence';
+import { lowerConfidenceBound, lowerConfidenceBoundBelow, type BoundKind } from '../core/confidence';
 
 export type CertForm = 'episodic' | 'gamma';
 
@@ -129,13 +129,24 @@ export function perAgentEta(n: number, deltaConf: number): number {
 
 /**
  * Ĝ_i and L_i from the certification units' summands, known to lie in `range`. `eta` is this
- * agent's failure probability (perAgentEta).
+ * agent's failure probability (perAgentEta). With `scale` (the language summands, §5.2) the betting
+ * bound uses only the range's lower end — a lower confidence bound needs nothing more — with its
+ * bets' priors in units of `scale`; the upper end is still checked, and is all that Bernstein and
+ * Hoeffding can use. Without it, the bound of the whole range (tabular, exact ranges).
  */
-export function freshBound(summands: ArrayLike<number>, range: readonly [number, number], eta: number, kind: BoundKind): { gain: number; lower: number } {
+export function freshBound(
+  summands: ArrayLike<number>, range: readonly [number, number], eta: number, kind: BoundKind, scale?: number,
+): { gain: number; lower: number } {
   let s = 0;
-  for (let i = 0; i < summands.length; i++) s += summands[i]!;
+  let top = -Infinity;
+  for (let i = 0; i < summands.length; i++) {
+    s += summands[i]!;
+    top = Math.max(top, summands[i]!);
+  }
   const gain = summands.length > 0 ? s / summands.length : 0;
-  return { gain, lower: lowerConfidenceBound(kind, summands, range[0], range[1], eta) };
+  if (scale === undefined || kind !== 'betting') return { gain, lower: lowerConfidenceBound(kind, summands, range[0], range[1], eta) };
+  if (top > range[1] + 1e-9 * Math.max(1, Math.abs(range[1]))) throw new RangeError(`freshBound: a summand ${top} lies above the stated range's upper end ${range[1]}`);
+  return { gain, lower: lowerConfidenceBoundBelow(summands, range[0], scale, eta) };
 }
 
 /** The paper's Hoeffding width: A_max √(log(2n/δ_conf)/(2N)), the γ form's finite term per agent. */

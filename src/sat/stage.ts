@@ -189,7 +189,8 @@ interface AfterUpdate {
  * (c = ∞), b = the training batch's mean reward (independent of the certification batch), and the
  * exact range of X over every trajectory the old team can produce (enumeration). Language teams:
  * c = certClip and b = R_min, so min(r, c) ∈ [0, c] and R − b ∈ [0, A] give X ∈ [−A, (c − 1)·A];
- * truncating r can only lower E[X], because R − b ≥ 0. A unit is one episode, or for the
+ * truncating r can only lower E[X], because R − b ≥ 0; the betting bound uses only the lower end −A
+ * (docs/certificate.md §5.2). A unit is one episode, or for the
  * `independent` protocol one episode per slot (env.slots), averaged.
  */
 function certifyStep(
@@ -219,7 +220,8 @@ function certifyStep(
       x[Math.floor(e / G)]! += ((r - 1) * (ep.reward - rMin)) / G;
     });
   }
-  const { gain, lower } = freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound);
+  const lang = !(draw.before && env.certSample && after.table);
+  const { gain, lower } = freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound, lang ? env.rewardRange[1] - env.rewardRange[0] : undefined);
   return { gain, lower, range, units, episodes, clip, moved, x };
 }
 
@@ -258,7 +260,7 @@ function teamShare(
     x = t.tc.advance(after.certLogRatios ?? new Float64Array(t.tc.episodes));
     range = moved ? teamRange(span, cfg.certClip).share : [0, 0];
   }
-  const { gain, lower } = moved ? freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound) : { gain: 0, lower: 0 };
+  const { gain, lower } = moved ? freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound, t.all ? undefined : span) : { gain: 0, lower: 0 };
   return { gain, lower, range, units: t.tc.units, episodes: t.tc.episodes, clip: t.all ? Infinity : cfg.certClip, moved, x };
 }
 
@@ -542,7 +544,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       const xs = team0.all.summands();
       range = extent(xs);
     } else range = teamRange(span, cfg.certClip).team;
-    joint = freshBound(x, range, cfg.deltaConf, cfg.certBound);
+    joint = freshBound(x, range, cfg.deltaConf, cfg.certBound, team0.all ? undefined : span);
     teamStats = team0.tc.stats();
     certEpisodes += team0.tc.episodes;
   } else if (refused !== undefined) {
@@ -589,6 +591,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/team': team0 ? 1 : 0,
     'cert/certified': cert.chosen.certified ? 1 : 0,
     'cert/episodes': certEpisodes,
+    'cert/clip': team0 && !team0.all ? team0.tc.clip : NaN,
     'cert/oracle': cert.chosen.oracle,
     'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
     'cert/lower_episodic': cert.episodic.lower,

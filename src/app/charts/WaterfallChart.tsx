@@ -8,7 +8,7 @@
  * own training batches, which the update was fitted to — the optimism a fresh batch removes.
  * A toggle switches between our episodic form and the paper's γ form (§9); the readout says
  * "certified improvement" when the bound is above 0, held / not held, and, when the bound is
- * vacuous, says so in words. Its formula card (formulas.ts `waterfall` / `waterfall-gamma`) writes the
+ * vacuous, says so in words. Its formula card (formulas.ts `certFormulaId`: episodic, language team-level or γ) writes the
  * same sum with the record's cert/… numbers; a term clicked there outlines its bar here.
  *
  * Not here: the cumulative arithmetic (series.ts `waterfallRows`), choosing the stage (a prop).
@@ -20,7 +20,7 @@ import type { StageRecord } from '../../sat/stage';
 import { fixed3 } from '../format';
 import { GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph, Toggle } from './ChartFrame';
-import { bindFormula, FORMULAS } from './formulas';
+import { bindFormula, certFormulaId, FORMULAS } from './formulas';
 import { CHECK, grouped, pct, term } from './fmt';
 import { heldWords, waterfallRows, type FormChoice, type HeldState, type Waterfall, type WaterfallRow } from './series';
 
@@ -130,8 +130,9 @@ function WfTooltip({ active, payload, wf }: { active?: boolean; payload?: readon
 /**
  * What the bound of a stage rests on, when it is the team-level one (docs/certificate.md §5.1): one
  * certification batch, the effective sample size of its team ratio r̄ and what truncating r̄ at c
- * cost; the reason when no certificate was given; and the common-random-numbers estimate of ΔJ
- * when the stage was checked.
+ * cost; for a language stage (finite c) each agent's share of the team summand, labelled a
+ * diagnostic; the reason when no certificate was given; and the common-random-numbers estimate of
+ * ΔJ when the stage was checked.
  */
 function TeamBoundNote({ record }: { record: StageRecord }) {
   const c = record.certificate;
@@ -148,6 +149,11 @@ function TeamBoundNote({ record }: { record: StageRecord }) {
           {`team-level bound: ${grouped(c.team.episodes)} episodes, ESS ${grouped(c.team.ess)}, truncation cost ${term(c.team.truncationCost)}`}
         </span>
       )}
+      {c.scope === 'team' && c.team && Number.isFinite(record.metrics['cert/clip']) && record.steps.length > 0 && (
+        <span data-testid="agent-shares" title="Each agent's share of the team summand, (min(ρ≤i, c) − min(ρ<i, c))·(R − R_min), in the order the agents moved: the shares add up to the team's fresh gain, but with a finite c a share is not a bound on that agent's own ΔJ (docs/certificate.md §5.1).">
+          {`per-agent shares (diagnostic): ${record.steps.map((s) => `agent ${s.agent} ${term(s.cert.gain)}`).join(', ')}`}
+        </span>
+      )}
       {h && h.pairs > 0 && (
         <span data-testid="held-estimate" title="ΔJ estimated with common random numbers: the starting and final teams answer the same prompts with the same sampler draws (docs/certificate.md).">
           {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (${grouped(h.pairs)} paired episodes)`}
@@ -162,7 +168,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
   const wf = record ? waterfallRows(record, form, span) : null;
   const shown: CertForm = wf ? wf.form : form === 'gamma' ? 'gamma' : 'episodic';
   const formName = shown === 'gamma' ? `γ form${gamma !== undefined ? ` (γ = ${gamma})` : ''}` : `episodic form${horizon !== undefined ? ` (H = ${horizon})` : ''}`;
-  const formula = record && wf && wf.form === record.certificate.form ? bindFormula(FORMULAS[wf.form === 'gamma' ? 'waterfall-gamma' : 'waterfall'], record.metrics) : null;
+  const formula = record && wf && wf.form === record.certificate.form ? bindFormula(FORMULAS[certFormulaId(record.metrics, wf.form)], record.metrics) : null;
   const confidence = deltaConf !== undefined && deltaConf > 0 && deltaConf < 1 ? `with probability ≥ ${pct(1 - deltaConf, deltaConf < 0.01 ? 2 : 0)}` : 'with high probability';
   return (
     <ChartFrame

@@ -5,8 +5,9 @@
  * metric key it shows (docs/method.md §9), how it is formatted, and which part of the chart draws
  * it (the term a click highlights).
  *
- *   FORMULAS                           the cards of the waterfall (episodic and γ form), J, advantage,
- *                                      KL, β and violation charts
+ *   FORMULAS                           the cards of the waterfall (episodic, language team-level and
+ *                                      γ form; certFormulaId picks one), J, advantage, KL, β and
+ *                                      violation charts
  *   orderFormula(labels)               the order comparison's card, built for its series (one row
  *                                      per order σ_k: its last stage's J, bound and ΔJ)
  *   bindFormula(def, metrics, agent)   the card for one stage record's or agent step's metrics
@@ -63,7 +64,7 @@ export interface FormulaRelation {
 /** The relation sign of an undecided comparison. */
 export const UNDECIDED_REL = String.raw`\overset{?}{\le}`;
 
-export type FormulaId = 'waterfall' | 'waterfall-gamma' | 'j' | 'adv' | 'kl' | 'beta' | 'violation' | 'order';
+export type FormulaId = 'waterfall' | 'waterfall-team' | 'waterfall-gamma' | 'j' | 'adv' | 'kl' | 'beta' | 'violation' | 'order';
 
 export interface FormulaDef {
   readonly id: FormulaId;
@@ -99,6 +100,16 @@ const CERT_SLOTS: readonly FormulaSlot[] = [
 const CERT_NUMERIC =
   String.raw`L = \underbrace{ {{gain}} }_{\text{gain}} - \underbrace{ {{shift}} }_{\text{shift}} - \underbrace{ {{bias}} }_{\text{bias}} - \underbrace{ {{finite}} }_{\text{finite}} = {{lower}} \\ L \;{{rel:held}}\; \Delta J = {{dJ}}`;
 
+/**
+ * The certificate card a stage record gets: the γ form's, the language team-level form's (a finite
+ * truncation c in `cert/clip`, docs/certificate.md §5.1–§5.2), or the episodic one (tabular teams,
+ * and records older than `cert/clip`).
+ */
+export function certFormulaId(metrics: Metrics, form: 'episodic' | 'gamma'): 'waterfall' | 'waterfall-team' | 'waterfall-gamma' {
+  if (form === 'gamma') return 'waterfall-gamma';
+  return metrics['cert/team'] === 1 && Number.isFinite(metrics['cert/clip']) ? 'waterfall-team' : 'waterfall';
+}
+
 export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>> = {
   waterfall: {
     id: 'waterfall',
@@ -110,6 +121,20 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
     slots: CERT_SLOTS,
     relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
     note: 'X = (r − 1)(R − b) on certification batches no update saw; shift and bias are 0 by construction (§6). Held: L ≤ ΔJ.',
+  },
+  'waterfall-team': {
+    id: 'waterfall-team',
+    title: 'The certificate, team-level form (language team)',
+    source: 'stage',
+    docs: 'docs/certificate.md §5.1–§5.2, §12',
+    symbolic: String.raw`\Delta J \ \ge\ L = \underbrace{\bar X}_{\text{fresh gain}} - \underbrace{\big(\bar X - \mathrm{LCB}_{1-\delta_{\mathrm{conf}}}(X)\big)}_{\text{finite}} \\ X_e = \big(\min(\bar r_e, c) - 1\big)(R_e - R_{\min}),\quad \bar r_e = \textstyle\prod_j r_{j,e},\quad e = 1 \dots N`,
+    numeric: String.raw`c = {{clip}},\quad N = {{episodes}} \\ L = \underbrace{ {{gain}} }_{\text{gain}} - \underbrace{ {{finite}} }_{\text{finite}} = {{lower}} \\ L \;{{rel:held}}\; \Delta J = {{dJ}}`,
+    slots: [
+      slot('clip', 'cert/clip', 'fixed3', 'gain'), slot('episodes', 'cert/episodes', 'count', 'gain'),
+      ...CERT_SLOTS.filter((x) => x.name !== 'shift' && x.name !== 'bias'),
+    ],
+    relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
+    note: 'One batch of N episodes drawn under the starting team, each scored with the ratio of the final team to the starting team; the betting bound uses only X ≥ −A (§5.2). Held: L ≤ the common-random-numbers estimate of ΔJ, when the stage was checked.',
   },
   'waterfall-gamma': {
     id: 'waterfall-gamma',
