@@ -26,7 +26,8 @@ import * as v from 'valibot';
 import { count } from '../core/schema';
 import { parseExperimentFile, parseParts, serializeBoundary, serializeHead, serializeStage, type ExperimentData } from './savefile';
 import { guarded, unreadable, type PartStore } from './persist';
-import { fileDataOf, type Boundary, type Session } from './session';
+import type { Session } from './session';
+import { fileDataOf, type Boundary } from './sessionState';
 import type { StageRecord } from '../sat/stage';
 
 export const AUTOSAVE_FORMAT = 'sat-playground-autosave';

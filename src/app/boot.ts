@@ -18,7 +18,8 @@ import type { Autosave } from './autosave';
 import { checkInput } from './inputCheck';
 import { serializeExperiment, type ExperimentData, type ParseResult } from './savefile';
 import { decodeShare, encodeShare, makeShareState } from './share';
-import { fileDataOf, sessionOfFile, type Session } from './session';
+import type { Session } from './session';
+import { fileDataOf, sessionOfFile } from './sessionState';
 import { DEFAULT_PRESET } from './store';
 import { reached, refOf } from './stepRef';
 

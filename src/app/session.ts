@@ -14,16 +14,10 @@
  *   replayTo(ref)    step until an agent step (a StepRef) is reached: share links, restores
  *   cancelWork()     stop long work (loading, replaying a link, comparisons) between steps
  *   inspectStep(ref) the token inspector's numbers for a language agent's latest update
- *   seatCheckpoint(j, files)  seat a Hugging Face checkpoint folder as agent j (a fresh team; the
- *                    old one stays until the new one is built, so a bad folder changes nothing)
- *   setSeatQuant(j, quant)    agent j's checkpoint stored q8, q4 or f32 (re-estimated, then a fresh team)
- *   clearCheckpoint(j)        agent j back on the shipped model
- *   useLinkSeats(refs)        the seats a share link names, for the next build
- *
- * Seated checkpoints are part of the experiment like the settings: every build (Apply, Reset, a
- * restore, a recovery) seats them again, from the bytes kept in memory, and the page keeps their
- * files and the seating in IndexedDB (hfFiles.ts `CheckpointStore`), so the first build after a
- * reload seats them again without the folder.
+ *   checkLastStage() Check bound: the last finished language stage's bound against its ΔJ
+ *   seatCheckpoint(j, files), setSeatQuant, clearCheckpoint, useLinkSeats: checkpoint seats
+ *                    (seats.ts); every build seats them again, from the bytes kept in memory
+ *   sessionState() / restoreSession(saved): saving and restoring (sessionState.ts)
  *
  * Only one action runs at a time; a second click while one runs is ignored (buttons show it).
  * Every failure keeps what was done so far and says so in the banner.
@@ -31,58 +25,32 @@
  * The stage history lives in the store alone (`stages`, `partial`); src/sat's Experiment only
  * counts the stages done (it numbers the next one by it), which a restore sets.
  *
- * Not here: drawing (components, charts), the share-link and file formats (share.ts, savefile.ts),
- * saving (autosave.ts), or the algorithm (src/sat).
+ * Not here: the seats' and saving's own logic (seats.ts, sessionState.ts), drawing (components,
+ * charts), the share-link and file formats (share.ts, savefile.ts), when to save (autosave.ts), or
+ * the algorithm (src/sat).
  */
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
-import { restoreTeamState, stepThrough, swapDue, teamState, type Experiment } from '../sat/experiment';
+import { stepThrough, swapDue, teamState, type Experiment } from '../sat/experiment';
 import { hfSwapRefusal } from '../sat/hfSeatLimits';
 import { findPreset, presetConfig } from '../sat/presets';
 import { checkFinishedStage, type AgentStepRecord, type StageRecord } from '../sat/stage';
-import type { AgentSnapshot } from '../sat/types';
-import { openTeam, type OpenExtras, type TeamHandle } from './team';
+import { openTeam, type TeamHandle, type TeamOpener } from './team';
 import type { OnnxSeatMode } from './onnxFiles';
-import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
+import { CheckpointStore, type FileLike, type SeatRef } from './hfFiles';
 import type { QuantKind } from '../model/quant';
-import type { SeatCheckpoint } from '../workers/remoteTeam';
-import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import { short, signed3 } from './format';
 import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
 import type { LmEnv } from '../sat/env/lm';
-import type { ExperimentData } from './savefile';
 import { TabularEnv } from '../sat/env/tabular';
 import { gameFrame, probsOfLogits, type GameFrame } from './gameFrame';
-import { emptyMetrics, formOf, MAX_TRANSCRIPT_BATCHES, type AgentView, type Form, type PlaygroundState, type Progress, type SeatView, type Speed } from './store';
-
-/**
- * The team at the last stage boundary: every agent's parameters and optimizer state, and β per
- * agent. A save file stores this plus the cursor (replayed on restore: a run is fixed by its
- * seed), so a restore lands exactly on the last completed agent step.
- */
-export interface Boundary {
-  /** Stages finished when it was taken. */
-  readonly stages: number;
-  readonly snapshots: readonly AgentSnapshot[];
-  readonly betas: readonly number[];
-}
-
-/** What a save file holds: enough to land exactly on the last completed agent step. */
-export interface SessionState {
-  readonly config: Config;
-  readonly preset: string;
-  /** Finished stages (their records are the charts' data). */
-  readonly stages: readonly StageRecord[];
-  /** The last completed agent step (the steps of the stage in progress up to it are replayed on restore). */
-  readonly cursor: StepRef;
-  /** The team at the end of the last finished stage. */
-  readonly boundary: Boundary;
-  /** Language tasks: the seats on a checkpoint of their own ([] when none). Absent (an older file): the seats the page has. */
-  readonly checkpoints?: readonly (Required<Omit<SeatRef, 'onnx'>> & Pick<SeatRef, 'onnx'>)[];
-}
+import { describeError } from './errorText';
+import { SeatManager, type SeatRecord } from './seats';
+import { SessionRestore, stateOf, type Boundary, type SessionState } from './sessionState';
+import { emptyMetrics, formOf, MAX_TRANSCRIPT_BATCHES, type Form, type PlaygroundState, type Progress, type Speed } from './store';
 
 const SPEED_MS: Record<Speed, number> = { slow: 700, normal: 150, fast: 0 };
 
@@ -113,13 +81,6 @@ export function yieldToBrowser(): Promise<void> {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** A message a person can act on, for any failure. */
-export function describeError(e: unknown, kept: string): string {
-  if (e instanceof SatError) return `${e.message} ${kept}`;
-  const m = e instanceof Error ? e.message : String(e);
-  return `Something went wrong: ${m}. ${kept} If it happens again, please report it with the share link.`;
-}
-
 /**
  * Checks the form; on a bad value the banner names the setting and its range and nothing changes.
  */
@@ -127,25 +88,6 @@ export function configFromForm(form: Form): Config {
   const raw: Record<string, string> = {};
   for (const k of CONFIG_KEYS) raw[k] = form[k];
   return parseConfig(raw);
-}
-
-/** Builds the team for a config (team.ts in the page; tests may pass their own). */
-export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void, extras?: OpenExtras) => Promise<TeamHandle>;
-
-/** A seated checkpoint, with what the card shows of it. */
-type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string; readonly needs?: string; readonly needsBy?: Readonly<Partial<Record<QuantKind, string>>> };
-
-/** What the card shows of a seat's memory: the estimate for its quantization in words and its total, and the total for each choice. */
-async function seatEstimates(files: SeatCheckpoint['files'], cfg: Config, quant: QuantKind, onnx?: SeatCheckpoint['onnx']): Promise<{ estimate: string; needs: string; needsBy: Partial<Record<QuantKind, string>>; total: MemoryEstimate }> {
-  const needsBy: Partial<Record<QuantKind, string>> = {};
-  let total: MemoryEstimate | undefined;
-  const context = await seatContext(files, cfg, onnx); // measured once for the three estimates
-  for (const q of SEAT_QUANTS) {
-    const e = await estimateOf(files, cfg, q, context, onnx);
-    needsBy[q] = formatBytes(e.total);
-    if (q === quant) total = e;
-  }
-  return { estimate: describeSeatEstimate(total!), needs: formatBytes(total!.total), needsBy, total: total! };
 }
 
 export class Session {
@@ -173,24 +115,10 @@ export class Session {
   private latestUpdate = new Map<number, StepRef>();
   /** The token inspector's call in flight, if any: an action waits for it, so no step moves an agent being read. */
   private inspecting: Promise<unknown> | null = null;
-  /** Seats on a checkpoint of their own (agent index → folder). */
-  private seats = new Map<number, Seat>();
-  /** The card's choice of quantization for a seat without a checkpoint yet (the next folder seated there). */
-  private chosenQuant = new Map<number, QuantKind>();
-  /** The card's choice for the next ONNX folder seated there: trainable (mapped into our model) or frozen (run by onnxruntime-web). */
-  private chosenOnnx = new Map<number, OnnxSeatMode>();
-  /** Seats named (by a link) whose checkpoint this browser does not have. */
-  private missing = new Map<number, SeatRef>();
-  /** What the next build seats: the stored seating (first build), a link's, or nothing new (null). */
-  private wanted: readonly SeatRef[] | 'stored' | null = 'stored';
-  /** Cancels the checkpoint load in flight. */
-  private abort: AbortController | null = null;
-  /**
-   * A saved session (a file, the autosave) that names checkpoints this browser lacked: restored
-   * once every seat it names holds its checkpoint (resumeRestore); dropped by any other build
-   * (Apply, a preset, Reset, a link, another file).
-   */
-  private pendingRestore: { saved: SessionState; label: string } | null = null;
+  /** The checkpoint seats (seats.ts). */
+  private readonly seats: SeatManager;
+  /** Saving and restoring, and the restore waiting for checkpoints (sessionState.ts). */
+  private readonly saved: SessionRestore;
   /** Table games: every agent's action probabilities as last read (the game view's frames are built from them). */
   private probs: Float64Array[] = [];
 
@@ -199,8 +127,28 @@ export class Session {
     readonly store: StoreApi<PlaygroundState>,
     private readonly open: TeamOpener = openTeam,
     /** Where seated checkpoints are kept (IndexedDB in the page; none in Node unless a test gives one). */
-    private readonly checkpoints: CheckpointStore | null = typeof indexedDB === 'undefined' ? null : CheckpointStore.browser(),
-  ) {}
+    checkpoints: CheckpointStore | null = typeof indexedDB === 'undefined' ? null : CheckpointStore.browser(),
+  ) {
+    const lock = (fn: () => Promise<void>): Promise<boolean> => this.exclusive('loading', fn);
+    const progress = (p: Progress | null): void => this.setProgress(p);
+    this.seats = new SeatManager({ store, open, progress, lock, adopt: (cfg, t) => this.adopt(cfg, t), changed: () => this.tellListeners() }, checkpoints);
+    this.saved = new SessionRestore({
+      store, progress, lock,
+      build: async (cfg, label) => {
+        await this.build(cfg, label);
+        return this.team;
+      },
+      land: (b) => {
+        this.boundary = b;
+        this.stageStart = null;
+      },
+      redrawGame: async (stage, position) => {
+        this.store.setState({ frames: [] });
+        await this.recordFrame(stage, position, null);
+      },
+      replayStep: (t) => this.advanceOnce(t),
+    }, this.seats);
+  }
 
   /**
    * Calls `fn` after every recorded agent step, and after a checkpoint seat built a fresh team (so
@@ -265,7 +213,7 @@ export class Session {
 
   private async build(cfg: Config, label: string): Promise<void> {
     const my = ++this.generation;
-    this.pendingRestore = null;
+    this.saved.drop();
     this.gen = null;
     this.unshown = null;
     this.latestUpdate = new Map();
@@ -274,8 +222,8 @@ export class Session {
     old?.terminate();
     this.store.setState({ ...emptyMetrics(), config: cfg, agents: [], backend: 'starting…', backendLine: null });
     this.setProgress({ label, done: 0, total: 1, cancellable: false });
-    await this.resolveSeats(cfg);
-    const seats = this.extras(cfg, this.seats, null);
+    await this.seats.resolve(cfg);
+    const seats = this.seats.buildExtras(cfg);
     let t: TeamHandle;
     try {
       t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: false }), seats.extras);
@@ -294,7 +242,7 @@ export class Session {
     this.team = t;
     this.boundary = await this.takeBoundary(0);
     this.stageStart = null;
-    this.store.setState({ agents: t.agents, seats: this.seatViews(t.exp.cfg), backend: t.backend, backendLine: t.line ?? null, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon, frames: [] });
+    this.store.setState({ agents: t.agents, seats: this.seats.views(t.exp.cfg), backend: t.backend, backendLine: t.line ?? null, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon, frames: [] });
     this.probs = [];
     await this.recordFrame(0, -1, null);
   }
@@ -316,256 +264,62 @@ export class Session {
     this.store.setState((s) => ({ frames: [...s.frames, frame] }));
   }
 
-  // ── checkpoint seats ────────────────────────────────────────────────────────────────────────
-
-  /** The seats that apply to `cfg` (a language task with that many agents). */
-  private active(cfg: Config, seats: ReadonlyMap<number, Seat>): Map<number, Seat> {
-    return new Map(isLlmTask(cfg.task) ? [...seats].filter(([j]) => j < cfg.agents) : []);
-  }
-
-  /**
-   * The seats' part of a build, and `close()`, called once the build settled: a worker's progress
-   * message that arrives later (or after Cancel) is dropped rather than left on screen.
-   */
-  private extras(cfg: Config, seats: ReadonlyMap<number, Seat>, signal: AbortSignal | null): { extras: OpenExtras; close: () => void } {
-    const active = this.active(cfg, seats);
-    let open = true;
-    const close = (): void => {
-      open = false;
-    };
-    if (active.size === 0) return { extras: {}, close };
-    return { close, extras: {
-      seats: active,
-      seatLimit: pageSeatLimit(),
-      ...(signal ? { signal } : {}),
-      onSeatProgress: (j, p) => {
-        if (!open || signal?.aborted) return;
-        const seat = active.get(j)!;
-        this.setProgress({ label: `Agent ${j} ← ${seat.name}${seat.needs ? ` (needs about ${seat.needs})` : ''}: ${p.phase} ${p.done}/${p.total}${p.item ? ` (${p.item})` : ''}`, done: p.done, total: Math.max(1, p.total), cancellable: signal !== null });
-      },
-    } };
-  }
-
-  private seatViews(cfg: Config): SeatView[] {
-    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.onnx ? { onnx: c.onnx } : {}), ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
-    for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, quant: r.quant ?? PAGE_SEAT_QUANT, missing: true, ...(r.onnx ? { onnx: r.onnx } : {}) });
-    return views.sort((a, b) => a.agent - b.agent);
-  }
-
-  /** The seats a share link names: seated at the next build from this browser's storage, or reported missing. */
-  useLinkSeats(refs: readonly SeatRef[]): void {
-    this.wanted = refs;
-  }
-
-  /** The seats the link / the stored seating asks for, from storage (once per request). */
-  private async resolveSeats(cfg: Config): Promise<void> {
-    const wanted = this.wanted;
-    if (wanted === null) return;
-    this.wanted = null;
-    let refs: readonly SeatRef[] = [];
-    if (wanted === 'stored') {
-      if (!this.checkpoints) return;
-      const r = await this.checkpoints.loadSeating();
-      if (!r.ok) {
-        this.store.setState({ error: `Seated checkpoints: ${r.error}` });
-        return;
-      }
-      refs = r.value;
-    } else refs = wanted;
-    this.seats = new Map();
-    this.missing = new Map();
-    for (const ref of refs) {
-      const got = this.checkpoints ? await this.checkpoints.load(ref.hash) : ({ ok: true, value: null } as const);
-      if (got.ok && got.value) {
-        const quant = ref.quant ?? PAGE_SEAT_QUANT;
-        const { total: _, ...shown } = await seatEstimates(got.value.files, cfg, quant, ref.onnx);
-        this.seats.set(ref.agent, { ...got.value, quant, stored: got.value.bytes, ...(ref.onnx ? { onnx: ref.onnx } : {}), ...shown });
-      }
-      else {
-        this.missing.set(ref.agent, ref);
-        if (!got.ok) this.store.setState({ error: `Agent ${ref.agent}'s checkpoint ${ref.name}: ${got.error}` });
-      }
-    }
-    if (wanted !== 'stored') await this.checkpoints?.saveSeating(this.seating());
-  }
-
-  /**
-   * A fresh team with these seats, built while the current one stays; on failure or Cancel the
-   * current team is kept as it was and the banner says why.
-   */
-  private async rebuildWith(cfg: Config, seats: Map<number, Seat>, what: string): Promise<boolean> {
-    const abort = new AbortController();
-    this.abort = abort;
-    const part = this.extras(cfg, seats, abort.signal);
-    let t: TeamHandle;
-    try {
-      this.setProgress({ label: `${what}: starting the workers…`, done: 0, total: 1, cancellable: true });
-      t = await this.open(cfg, (msg) => this.setProgress({ label: msg, done: 0, total: 1, cancellable: true }), part.extras);
-    } catch (e) {
-      if (e instanceof SatError && e.code === 'cancelled') this.store.setState({ notice: `${what}: cancelled; the team was not changed.` });
-      else this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
-      return false;
-    } finally {
-      this.abort = null;
-      part.close();
-    }
+  /** A team built with new seats (seats.ts) replaces the current one. */
+  private async adopt(cfg: Config, t: TeamHandle): Promise<void> {
     ++this.generation;
     this.gen = null;
     this.unshown = null;
     this.latestUpdate = new Map();
     this.team?.terminate();
-    this.seats = seats;
     this.store.setState({ ...emptyMetrics(), config: cfg });
     await this.install(t);
-    return true;
+  }
+
+  private tellListeners(): void {
+    for (const fn of this.stepListeners) fn();
+  }
+
+  // ── checkpoint seats (seats.ts) ─────────────────────────────────────────────────────────────
+
+  /** The seats a share link names: seated at the next build from this browser's storage, or reported missing. */
+  useLinkSeats(refs: readonly SeatRef[]): void {
+    this.seats.useLinkSeats(refs);
   }
 
   /** The seats as storage, links and experiment files record them. */
-  seating(): SeatRef[] {
-    return [...this.seats].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, ...(c.onnx ? { onnx: c.onnx } : {}) }));
+  seating(): SeatRecord[] {
+    return this.seats.seating();
   }
 
-  private async saveSeating(drop: readonly string[] = []): Promise<void> {
-    if (!this.checkpoints) return;
-    const r = await this.checkpoints.saveSeating(this.seating(), drop);
-    if (!r.ok) this.store.setState({ error: `Seated checkpoints: ${r.error}` });
-  }
-
-  /**
-   * Seats the checkpoint folder `files` (a picker's or a drop's File list) as agent j of the
-   * applied language settings: config.json and the memory estimate first (refused before the
-   * weights are read when it does not fit), then the load in the seat's worker, with progress and
-   * Cancel, then storage. With `expectHash` (a link's seat) a folder with another hash is refused.
-   * `quant`: how its weights are stored (default: what the link or the seat had, else q8).
-   * Returns whether agent j now holds it; on failure the team is as it was.
-   */
+  /** Seats checkpoint folder `files` as agent j (SeatManager.seatCheckpoint); a restore waiting for it goes on. */
   async seatCheckpoint(j: number, files: readonly FileLike[], expectHash?: string, quant?: QuantKind): Promise<boolean> {
-    const cfg = this.state.config;
-    let ok = false;
-    await this.exclusive('loading', async () => {
-      const what = `Agent ${j}'s checkpoint`;
-      if (!cfg || !isLlmTask(cfg.task) || j < 0 || j >= cfg.agents) {
-        this.store.setState({ error: `${what}: a checkpoint can take a seat of a language team (agents 0..${(cfg?.agents ?? 1) - 1}); the team was not changed.` });
-        return;
-      }
-      let c;
-      try {
-        this.setProgress({ label: `${what}: reading config.json…`, done: 0, total: 1, cancellable: false });
-        const q = quant ?? this.chosenQuant.get(j) ?? this.missing.get(j)?.quant ?? this.seats.get(j)?.quant ?? PAGE_SEAT_QUANT;
-        const mode = this.chosenOnnx.get(j) ?? this.missing.get(j)?.onnx?.mode ?? this.seats.get(j)?.onnx?.mode ?? 'trainable';
-        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.setProgress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }), q, mode);
-        if (expectHash !== undefined && c.hash !== expectHash) {
-          const want = this.missing.get(j);
-          throw new SatError('checkpoint', `this folder is ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…), not the checkpoint the link needs${want ? `, ${want.name}` : ''} (hash ${expectHash.slice(0, SHORT_HASH)}…); pick that folder.`);
-        }
-      } catch (e) {
-        this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
-        return;
-      }
-      const { total: _, ...shown } = await seatEstimates(c.files, cfg, c.quant, c.onnx);
-      const seat: Seat = { name: c.name, hash: c.hash, files: c.files, quant: c.quant, params: c.params, stored: 'not stored', ...(c.onnx ? { onnx: c.onnx } : {}), ...shown };
-      const next = new Map(this.seats);
-      const previous = next.get(j)?.hash;
-      next.set(j, seat);
-      if (!(await this.rebuildWith(cfg, next, `Agent ${j} ← ${c.name}`))) return;
-      this.missing.delete(j);
-      if (this.checkpoints) {
-        const saved = await this.checkpoints.save(c);
-        seat.stored = saved.ok ? saved.value : saved.error;
-        await this.saveSeating(previous ? [previous] : []);
-      } else seat.stored = 'this page has no storage';
-      for (const fn of this.stepListeners) fn();
-      this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${c.quant}, ${seat.estimate}).` });
-      ok = true;
-    });
-    if (ok) await this.resumeRestore();
-    return ok;
+    return this.thenResume(await this.seats.seatCheckpoint(j, files, expectHash, quant));
   }
 
-  /** The card's frozen / trainable choice for the next ONNX folder seated at agent j (a seated folder keeps its mode: pick it again to change it). */
+  /** The card's frozen / trainable choice for the next ONNX folder seated at agent j. */
   chooseOnnxMode(j: number, mode: OnnxSeatMode): void {
-    this.chosenOnnx.set(j, mode);
+    this.seats.chooseOnnxMode(j, mode);
   }
 
-  /** The card's quantization choice: re-seats agent j's checkpoint so (setSeatQuant), or is kept for the next folder seated there. */
+  /** The card's quantization choice for agent j (SeatManager.chooseSeatQuant); a restore waiting for it goes on. */
   async chooseSeatQuant(j: number, quant: QuantKind): Promise<boolean> {
-    this.chosenQuant.set(j, quant);
-    return this.seats.has(j) ? this.setSeatQuant(j, quant) : false;
+    return this.thenResume(await this.seats.chooseSeatQuant(j, quant));
   }
 
-  /**
-   * Agent j's checkpoint stored as `quant` instead: re-estimated for the applied settings and
-   * refused (the team unchanged) when it does not fit, else a fresh team with that seat, recorded
-   * in the storage's seating. Returns whether agent j now holds it so.
-   */
+  /** Agent j's checkpoint stored as `quant` instead (SeatManager.setSeatQuant); a restore waiting for it goes on. */
   async setSeatQuant(j: number, quant: QuantKind): Promise<boolean> {
-    const cfg = this.state.config;
-    const seat = this.seats.get(j);
-    if (!cfg || !seat || seat.quant === quant) return false;
-    let ok = false;
-    await this.exclusive('loading', async () => {
-      const what = `Agent ${j}'s checkpoint as ${quant}`;
-      let next: Seat;
-      try {
-        const { total, ...shown } = await seatEstimates(seat.files, cfg, quant, seat.onnx);
-        checkFits(total, pageSeatLimit().bytes, pageSeatLimit().where);
-        next = { ...seat, quant, ...shown };
-      } catch (e) {
-        this.store.setState({ error: `${what}: ${describeError(e, 'The team was not changed.')}` });
-        return;
-      }
-      if (!(await this.rebuildWith(cfg, new Map(this.seats).set(j, next), `Agent ${j} ← ${seat.name} (${quant})`))) return;
-      await this.saveSeating();
-      for (const fn of this.stepListeners) fn();
-      this.store.setState({ seats: this.seatViews(cfg), error: null, notice: `Agent ${j} is now ${seat.name} stored ${quant} (${next.estimate}).` });
-      ok = true;
-    });
-    if (ok) await this.resumeRestore();
-    return ok;
-  }
-
-  /**
-   * After a seat changed: the saved session waiting for its checkpoints (pendingRestore) is
-   * restored once every seat it names holds the checkpoint it ran, as it ran it (hash and
-   * quantization); until then the notice says what is still to pick. (Seating built a fresh team
-   * anyway, so no step taken since the file was opened is lost by restoring it.)
-   */
-  private async resumeRestore(): Promise<void> {
-    const p = this.pendingRestore;
-    if (!p) return;
-    const waiting = (p.saved.checkpoints ?? []).filter((c) => {
-      const s = this.seats.get(c.agent);
-      return !s || s.hash !== c.hash || s.quant !== c.quant;
-    });
-    if (waiting.length > 0) {
-      const what = waiting.map((c) => {
-        const s = this.seats.get(c.agent);
-        return s && s.hash === c.hash ? `agent ${c.agent}'s ${c.name} as ${c.quant} (it holds it as ${s.quant}: choose ${c.quant} on its card)` : `agent ${c.agent}'s ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…)`;
-      });
-      this.store.setState((st) => ({ notice: `${st.notice ? `${st.notice} ` : ''}The saved experiment is restored once it has ${what.join(' and ')}.` }));
-      return;
-    }
-    this.pendingRestore = null;
-    await this.exclusive('loading', () => this.restoreInto(p.saved, p.label));
-    if (this.state.status !== 'error' && this.state.stages.length === p.saved.stages.length) {
-      this.store.setState({ notice: `The saved experiment is restored with its checkpoints: ${p.saved.stages.length} stage${p.saved.stages.length === 1 ? '' : 's'}.` });
-    }
+    return this.thenResume(await this.seats.setSeatQuant(j, quant));
   }
 
   /** Agent j back on the shipped model (a fresh team). */
   async clearCheckpoint(j: number): Promise<void> {
-    const cfg = this.state.config;
-    if (!cfg || (!this.seats.has(j) && !this.missing.has(j))) return;
-    await this.exclusive('loading', async () => {
-      const next = new Map(this.seats);
-      const previous = next.get(j)?.hash;
-      next.delete(j);
-      this.missing.delete(j);
-      if (await this.rebuildWith(cfg, next, `Agent ${j} back on ${cfg.task}-${cfg.model}`)) {
-        await this.saveSeating(previous ? [previous] : []);
-        for (const fn of this.stepListeners) fn();
-      }
-    });
+    await this.seats.clearCheckpoint(j);
+  }
+
+  /** After a seat changed (`ok`): the saved session waiting for checkpoints is restored if it now can be. */
+  private async thenResume(ok: boolean): Promise<boolean> {
+    if (ok) await this.saved.resume();
+    return ok;
   }
 
   /** Applies the form: a fresh team from those settings (the previous experiment is dropped). */
@@ -624,7 +378,7 @@ export class Session {
       if (my === this.generation && before) {
         this.unshown = null;
         try {
-          await this.restoreInto(before, 'Recovering the last completed agent step…', true);
+          await this.saved.restoreInto(before, 'Recovering the last completed agent step…', true);
         } catch (again) {
           throw new SatError('recover', `${describeError(e, '')} Recovering also failed (${again instanceof Error ? again.message : String(again)}); export what you see, then Reset.`);
         }
@@ -646,7 +400,7 @@ export class Session {
     const my = this.generation;
     // The configured swap runs before its stage's first agent step (a language swap distils for a
     // while): say so, unless something else (a replay) already shows its progress.
-    const swapSeat = !this.gen && swapDue(exp) ? this.seats.get(exp.cfg.swapAgent) : undefined;
+    const swapSeat = !this.gen && swapDue(exp) ? this.seats.holding(exp.cfg.swapAgent) : undefined;
     const refusal = swapSeat ? hfSwapRefusal(exp.cfg, exp.cfg.swapAgent, swapSeat.name) : null;
     if (refusal) throw new SatError('swap', `Stage ${exp.cfg.swapAt} did not start: ${refusal}`);
     const swap = !this.gen && swapDue(exp) && !this.state.progress ? { label: swapLabel(exp.cfg), done: 0, total: 1, cancellable: false } : null;
@@ -678,7 +432,7 @@ export class Session {
     if (u === null) return;
     this.unshown = null;
     this.store.setState((s) => ({ partial: [...s.partial, ...u.steps], selected: null, transcripts: u.transcripts }));
-    for (const fn of this.stepListeners) fn();
+    this.tellListeners();
   }
 
   private async closeStage(rec: StageRecord): Promise<void> {
@@ -690,7 +444,7 @@ export class Session {
     const u = this.unshown;
     this.unshown = null;
     this.store.setState((s) => ({ stages: [...s.stages, rec], partial: [], selected: null, ...(u ? { transcripts: u.transcripts } : {}) }));
-    for (const fn of this.stepListeners) fn();
+    this.tellListeners();
   }
 
   private canStep(): boolean {
@@ -811,7 +565,7 @@ export class Session {
   /** Cancels long work (a replay, a comparison) after the step in progress. */
   cancelWork(): void {
     this.stopRequested = true;
-    this.abort?.abort();
+    this.seats.cancel();
   }
 
   /**
@@ -883,63 +637,12 @@ export class Session {
 
   /** The session as it stands, or null when nothing is built or an action is in flight. */
   sessionState(): SessionState | null {
-    const s = this.state;
-    const b = this.boundary;
-    if (!this.team || !b || !s.config || b.stages !== s.stages.length) return null;
-    const partial = this.unshown ? [...s.partial, ...this.unshown.steps] : s.partial;
-    const last = partial[partial.length - 1];
-    const checkpoints = isLlmTask(s.config.task) ? [...this.active(s.config, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, ...(c.onnx ? { onnx: c.onnx } : {}) })) : undefined;
-    return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b, ...(checkpoints ? { checkpoints } : {}) };
+    return this.team ? stateOf(this.state, this.boundary, this.unshown?.steps ?? null, this.seats) : null;
   }
 
-  /**
-   * Rebuilds a saved session: a fresh team from its config, every agent restored to the saved
-   * boundary, the finished stages put back, then the steps of the stage in progress replayed.
-   */
+  /** Rebuilds a saved session (SessionRestore.restoreSession): its team, its stages, the stage in progress replayed. */
   async restoreSession(saved: SessionState, label: string): Promise<void> {
-    await this.exclusive('loading', async () => {
-      this.store.setState({ preset: saved.preset, form: formOf(saved.config), applied: formOf(saved.config) });
-      // The file's seats, from this browser's storage (or asked for on their cards), like a link's;
-      // a file without the field keeps the seats the page has, but not an earlier file's missing ones.
-      if (saved.checkpoints) this.useLinkSeats(saved.checkpoints);
-      else this.missing = new Map();
-      await this.restoreInto(saved, label);
-    });
-  }
-
-  /** A fresh team from the saved config, restored to the saved boundary, the stage in progress replayed to the cursor. */
-  private async restoreInto(saved: SessionState, label: string, keepSideRuns = false): Promise<void> {
-    const n = saved.boundary.snapshots.length;
-    const keep = this.state;
-    await this.build(saved.config, label);
-    const team = this.team;
-    if (!team) return;
-    const exp = team.exp;
-    // A seat whose checkpoint this browser lacks runs the shipped model: its saved parameters are the checkpoint's, so nothing is restored.
-    const lacking = (saved.checkpoints ?? []).filter((c) => this.missing.has(c.agent));
-    if (lacking.length > 0) {
-      const which = lacking.map((c) => `agent ${c.agent}'s checkpoint ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…, ${c.quant})`).join(', ');
-      const them = lacking.length === 1 ? 'that folder' : 'those folders';
-      this.pendingRestore = keepSideRuns ? null : { saved, label };
-      this.store.setState({ error: `The saved experiment seats ${which}, which this browser does not keep: pick ${them} on the agent's card and the saved steps are restored then. Nothing was restored yet; until then the team is the file's settings, fresh.` });
-      return;
-    }
-    if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
-    await restoreTeamState(exp, saved.boundary, saved.stages);
-    this.boundary = { ...saved.boundary, stages: saved.stages.length };
-    this.stageStart = null;
-    // After a failed step the side runs (order comparison, δ sweep) still belong to these settings.
-    this.store.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });
-    // Replay the stage in progress until the cursor's agent has moved (at most one step per agent).
-    const restored = this.state.stages.length;
-    if (restored > 0) {
-      this.store.setState({ frames: [] });
-      await this.recordFrame(restored, n - 1, null);
-    }
-    for (let k = 0; k < n && !reached(this.state.stages.length, this.state.partial, saved.cursor); k++) {
-      this.setProgress({ label: `Replaying agent step ${k + 1} of the stage in progress`, done: k, total: n, cancellable: false });
-      await this.advanceOnce(team);
-    }
+    await this.saved.restoreSession(saved, label);
   }
 }
 
@@ -958,33 +661,3 @@ function withTranscript(list: readonly TranscriptBatch[], exp: Experiment, step:
   return [...list, batch].slice(-MAX_TRANSCRIPT_BATCHES);
 }
 
-// ── the session as a file ─────────────────────────────────────────────────────────────────────
-
-/** A session as experiment-file data (what Export and the autosave write); `agents` adds each agent's info. */
-export function fileDataOf(s: SessionState, agents: readonly AgentView[], createdAt: string): ExperimentData {
-  return {
-    config: s.config,
-    presetName: s.preset,
-    createdAt,
-    stages: s.stages,
-    agents: s.boundary.snapshots.map((snapshot, i) => {
-      const a = agents[i];
-      return a ? { snapshot, info: { name: a.name, kind: a.kind, parameters: a.parameters, backend: a.backend } } : { snapshot };
-    }),
-    betas: s.boundary.betas,
-    cursor: s.cursor,
-    ...(s.checkpoints ? { checkpoints: s.checkpoints } : {}),
-  };
-}
-
-/** The session a file describes (for restoreSession). */
-export function sessionOfFile(d: ExperimentData): SessionState {
-  return {
-    config: d.config,
-    preset: d.presetName,
-    stages: d.stages,
-    cursor: d.cursor,
-    boundary: { stages: d.stages.length, snapshots: d.agents.map((a) => a.snapshot), betas: d.betas },
-    ...(d.checkpoints ? { checkpoints: d.checkpoints } : {}),
-  };
-}

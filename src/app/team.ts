@@ -45,6 +45,9 @@ export const fetchModel: ModelLoader = async (name) => {
 /** Checkpoint seats, their load's progress and limit, and a signal that cancels the build. */
 export type OpenExtras = Pick<RemoteExperimentOptions, 'seats' | 'seatLimit' | 'onSeatProgress' | 'signal'>;
 
+/** Builds the team for a config: `openTeam` in the page; tests may pass their own. */
+export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void, extras?: OpenExtras) => Promise<TeamHandle>;
+
 /**
  * The team for `cfg`: in Web Workers (one per agent) when the browser has them — always, in any
  * browser this page supports — else in this tab, said plainly.

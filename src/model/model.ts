@@ -21,17 +21,11 @@
  *           Q8 or Q4) is frozen and never merged — y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ;
  *   'none'  no parameters (inference only).
  *
- * Where the parameters live: on the backend, in four flat tensors (parameters, gradients, AdamW
- * m and v) holding every slot at an offset padded to VIEW_ALIGN (64 elements; the padding stays
- * zero); each named slot (`layout`) is a `Backend.view` of them. So AdamW (elementwise: the
- * padding stays zero), zeroing and clipping the gradients are one op each over all slots, and
- * the flat vector the rest of the app speaks (`getParams`, `getGrads`, `getState`, snapshots;
- * slot offsets in `layout`, unpadded) is the flat tensors downloaded together (one submission)
- * and unpadded on the host. `setParams` / `setState` upload once and gather into the slots (a
- * row gather, embeddingForward, rows of g = gcd(slot sizes) elements). No op
- * writes a tensor it also reads (a WebGPU dispatch may not bind one buffer as both read-only and
- * writable — nor two views of one buffer, one written), so rotary positions read a separate
- * pre-rotation buffer and a LoRA projection adds into a fresh output.
+ * Where the parameters live: a ParamStore (params.ts) — four padded flat tensors on the backend
+ * with one view per named slot (`layout`), AdamW and the flat host vectors. No op writes a tensor
+ * it also reads (a WebGPU dispatch may not bind one buffer as both read-only and writable — nor
+ * two views of one buffer, one written), so rotary positions read a separate pre-rotation buffer
+ * and a LoRA projection adds into a fresh output.
  *
  * Fewer GPU dispatches (docs/performance.md, "Dispatch economy"): q and k — raw, rotated, and
  * their gradients — are the two halves of one pair tensor, back to back when N·C is a multiple
@@ -44,8 +38,9 @@
  * size, H hidden (SwiGLU), V vocabulary, L layers, r LoRA rank, S number of prompts, Tmax cache
  * length (≤ maxSeq).
  *
- * Not here: the kernels (src/backend), weight files and quantization (weights.ts), LoRA init
- * (lora.ts), losses (next-token: loss.ts; RL: the agents turn them into dlogits on the backend).
+ * Not here: the kernels (src/backend), the parameters and their optimizer state (params.ts),
+ * weight files and quantization (weights.ts), LoRA init (lora.ts), losses (next-token: loss.ts;
+ * RL: the agents turn them into dlogits on the backend).
  */
 import { ropeTable } from '../backend/cpu';
 import { VIEW_ALIGN, type AdamWParams, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../backend/types';
@@ -57,11 +52,11 @@ import type { GenerateOptions, GenerateResult, ModelOptions, ParamSlot, Trainabl
 import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights, type WeightTensor } from './weights';
 import type { Acts, GradScratch, LayerActs, ParamSet } from './acts';
 import { decode, type DecodeHost } from './decode';
+import { ParamStore, type ModelState, type SlotSpec } from './params';
 
 export type * from './types';
-
-
 export type { ParamSet } from './acts';
+export type { ModelState } from './params';
 
 export interface ForwardOptions<X extends TensorKinds> {
   /** Keep the activations for `backward` (current parameters only). Default false. */
@@ -70,12 +65,6 @@ export interface ForwardOptions<X extends TensorKinds> {
   readonly out?: X['f32'];
   /** Read these parameters instead of the current ones (e.g. a reference copy from `copyParams`). */
   readonly params?: ParamSet<X>;
-}
-
-/** Parameter state downloaded: params [n] and optim = [t, m (n), v (n)] (AdamW step count and moments). */
-export interface ModelState {
-  readonly params: Float32Array;
-  readonly optim: Float32Array;
 }
 
 type FRef<X extends TensorKinds> = { readonly kind: 'slot'; readonly slot: number } | { readonly kind: 'fixed'; readonly t: X['f32'] };
@@ -97,38 +86,15 @@ interface BLinear<X extends TensorKinds> {
 const PROJ = ['wq', 'wk', 'wv', 'wo', 'w1', 'w3', 'w2'] as const;
 const [WQ, WK, WV, WO, W1, W3, W2] = [0, 1, 2, 3, 4, 5, 6] as const;
 
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
-}
-
-
 /** The tiny Llama decoder over a Backend (header). */
 export class Model<X extends TensorKinds = HostTensors> {
   readonly be: Backend<X>;
   readonly cfg: ModelConfig;
   readonly trainable: Trainable;
   readonly lora: LoraConfig | null;
-  /** Named slices of the flat parameter vector; one backend tensor each. */
-  readonly layout: readonly ParamSlot[];
-  /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one view per slot of the flat tensors. */
-  readonly params: X['f32'][];
-  readonly grads: X['f32'][];
-  readonly m: X['f32'][];
-  readonly v: X['f32'][];
-  /** AdamW steps taken. */
-  t = 0;
-
-  private readonly n: number;
-  /** Slot i's first element in the flat tensors (a multiple of VIEW_ALIGN), and their length. */
-  private readonly padOff: readonly number[];
-  private readonly nPad: number;
-  /** The flat tensors the slots view: parameters, gradients, AdamW m and v [nPad]. */
-  private readonly flat: { readonly params: X['f32']; readonly grads: X['f32']; readonly m: X['f32']; readonly v: X['f32'] };
-  /** Pack row width: gcd of the slot sizes. */
-  private readonly g: number;
+  /** The trainable parameters and their AdamW state (params.ts). */
+  private readonly store: ParamStore<X>;
   private readonly HS: number;
-  private readonly slots = new Map<string, number>();
   private readonly lins: BLinear<X>[][];
   private readonly attnNorm: FRef<X>[];
   private readonly mlpNorm: FRef<X>[];
@@ -139,8 +105,6 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly rope: X['f32'];
   /** Gradient sink of frozen norm gains [C]. */
   private readonly sinkC: X['f32'];
-  /** Zeros [max(1, nPad)]: copies are residualForward(dst, src, zeros). */
-  private readonly zeroSlot: X['f32'];
   private readonly ranks: (number | null)[];
   private acts: Acts<X> | null = null;
   /** Activations of forwards over another parameter set (`opts.params`): they never touch what `keep` kept. */
@@ -150,10 +114,7 @@ export class Model<X extends TensorKinds = HostTensors> {
   private logitsBuf: { t: X['f32']; n: number } | null = null;
   /** What the last forward with `keep` kept: its shape, its tokens (device and the caller's array) and the parameters' version then. */
   private kept: { B: number; T: number; tokens: X['i32']; host: Int32Array; version: number } | null = null;
-  /** Bumped whenever the current parameters change (adamStep, setParams, setState). */
-  private version = 0;
   private lastTokens: X['i32'] | null = null;
-  private packIdx = new Map<string, X['i32']>();
   /** Frozen weights uploaded by the constructor (released by `dispose`). */
   private readonly frozen: X[TensorKind][] = [];
   /** The caller's weights: the frozen base in 'lora' / 'none' mode is read from here by `exportWeights` (do not mutate them). */
@@ -184,60 +145,29 @@ export class Model<X extends TensorKinds = HostTensors> {
     const { d: C, layers: L } = cfg;
     this.HS = C / cfg.heads;
 
-    // --- the layout and its host values ---
-    const layout: ParamSlot[] = [];
-    let n = 0;
-    const add = (name: string, shape: number[]): void => {
-      const size = shape.reduce((p, s) => p * s, 1);
-      this.slots.set(name, layout.length);
-      layout.push({ name, offset: n, size, shape });
-      n += size;
-    };
+    // --- the trainable slots and their starting values ---
+    const specs: SlotSpec[] = [];
     const lcfg = this.lora;
     const targets: readonly LoraTarget[] = lcfg?.targets ?? LORA_ALL;
-    if (mode === 'full') for (const name of weightNames(cfg)) add(name, expectedShape(cfg, name));
+    if (mode === 'full') for (const name of weightNames(cfg)) specs.push({ name, shape: expectedShape(cfg, name), init: (weights.get(name) as { data: Float32Array }).data });
     if (mode === 'lora' && lcfg) {
+      const adapter = initLora(cfg, lcfg, new Rng(opts.seed ?? 0));
       for (let l = 0; l < L; l++) {
         for (const p of PROJ) {
           if (!targets.includes(p)) continue;
-          const [out, inp] = expectedShape(cfg, `layers.${l}.${p}`) as [number, number];
-          add(`layers.${l}.${p}.lora_a`, [lcfg.rank, inp]);
-          add(`layers.${l}.${p}.lora_b`, [out, lcfg.rank]);
+          const name = `layers.${l}.${p}`;
+          const [out, inp] = expectedShape(cfg, name) as [number, number];
+          const pair = adapter.pairs.get(name)!;
+          specs.push({ name: `${name}.lora_a`, shape: [lcfg.rank, inp], init: pair.a }, { name: `${name}.lora_b`, shape: [out, lcfg.rank], init: pair.b });
         }
       }
     }
-    this.layout = layout;
-    this.n = n;
-    this.g = layout.reduce((g, s) => gcd(g, s.size), 0) || 1;
-    const host: Float32Array[] = layout.map((s) => new Float32Array(s.size));
-    if (mode === 'full') layout.forEach((s, i) => host[i]!.set((weights.get(s.name) as { data: Float32Array }).data));
-    if (mode === 'lora' && lcfg) {
-      const adapter = initLora(cfg, lcfg, new Rng(opts.seed ?? 0));
-      for (const [name, pair] of adapter.pairs) {
-        host[this.slots.get(`${name}.lora_a`)!]!.set(pair.a);
-        host[this.slots.get(`${name}.lora_b`)!]!.set(pair.b);
-      }
-    }
-    let padded = 0;
-    this.padOff = layout.map((s) => {
-      const o = padded;
-      padded += Math.ceil(s.size / VIEW_ALIGN) * VIEW_ALIGN;
-      return o;
-    });
-    this.nPad = padded;
-    const flatHost = new Float32Array(padded);
-    host.forEach((h, i) => flatHost.set(h, this.padOff[i]!));
-    this.flat = { params: be.upload('f32', flatHost), grads: be.zeros('f32', padded), m: be.zeros('f32', padded), v: be.zeros('f32', padded) };
-    const views = (t: X['f32']): X['f32'][] => layout.map((s, i) => be.view(t, this.padOff[i]!, s.size));
-    this.params = views(this.flat.params);
-    this.grads = views(this.flat.grads);
-    this.m = views(this.flat.m);
-    this.v = views(this.flat.v);
-    this.zeroSlot = be.zeros('f32', Math.max(1, padded));
+    this.store = new ParamStore(be, specs);
+    const slotOf = (name: string): number => this.store.slotOf(name);
 
     // --- tensors the forward reads: a trainable slot, or a frozen upload ---
     const f32 = (name: string): FRef<X> => {
-      if (mode === 'full') return { kind: 'slot', slot: this.slots.get(name)! };
+      if (mode === 'full') return { kind: 'slot', slot: slotOf(name) };
       const t = weights.get(name)!;
       return { kind: 'fixed', t: this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t))) };
     };
@@ -259,7 +189,7 @@ export class Model<X extends TensorKinds = HostTensors> {
         const name = `layers.${l}.${p}`;
         const [out, inp] = expectedShape(cfg, name) as [number, number];
         let base: BMat<X>;
-        if (mode === 'full') base = { kind: 'f32', w: { kind: 'slot', slot: this.slots.get(name)! } };
+        if (mode === 'full') base = { kind: 'f32', w: { kind: 'slot', slot: slotOf(name) } };
         else {
           const t = weights.get(name)!;
           base =
@@ -275,8 +205,8 @@ export class Model<X extends TensorKinds = HostTensors> {
           in: inp,
           out,
           base,
-          baseSlot: mode === 'full' ? this.slots.get(name)! : -1,
-          lora: adapted ? { a: this.slots.get(`${name}.lora_a`)!, b: this.slots.get(`${name}.lora_b`)!, rank: lcfg.rank, scale: lcfg.alpha / lcfg.rank } : null,
+          baseSlot: mode === 'full' ? slotOf(name) : -1,
+          lora: adapted ? { a: slotOf(`${name}.lora_a`), b: slotOf(`${name}.lora_b`), rank: lcfg.rank, scale: lcfg.alpha / lcfg.rank } : null,
         });
       }
       this.lins.push(row);
@@ -294,15 +224,13 @@ export class Model<X extends TensorKinds = HostTensors> {
   /** Releases every tensor the model holds (it must not be used afterwards). */
   dispose(): void {
     const be = this.be;
-    const f = this.flat;
-    for (const t of [f.params, f.grads, f.m, f.v, this.zeroSlot, this.sinkC, this.rope]) be.dispose(t);
+    this.store.dispose();
+    for (const t of [this.sinkC, this.rope]) be.dispose(t);
     for (const t of this.frozen) be.dispose(t);
-    for (const t of this.packIdx.values()) be.dispose(t);
     for (const a of [this.acts, this.otherActs, this.genActs, this.gs]) if (a !== null) for (const t of a.all) be.dispose(t);
     if (this.logitsBuf !== null) be.dispose(this.logitsBuf.t);
     if (this.lastTokens !== null) be.dispose(this.lastTokens);
     this.frozen.length = 0;
-    this.packIdx.clear();
     this.acts = this.otherActs = this.genActs = this.gs = null;
     this.logitsBuf = null;
     this.lastTokens = null;
@@ -311,58 +239,76 @@ export class Model<X extends TensorKinds = HostTensors> {
 
   /** Number of trainable parameters (the flat vector's length). */
   paramCount(): number {
-    return this.n;
+    return this.store.count();
   }
 
   private at(r: FRef<X>, P: ParamSet<X>): X['f32'] {
     return r.kind === 'slot' ? P[r.slot]! : r.t;
   }
 
-  // ---------------------------------------------------------------- parameters and state
+  // ---------------------------------------------------------------- parameters and state (params.ts)
 
-  /** grads ← 0 (one fill of the flat gradient). */
+  /** Named slices of the flat parameter vector; one backend tensor each. */
+  get layout(): readonly ParamSlot[] {
+    return this.store.layout;
+  }
+
+  /** Current parameters, ∂L/∂params (backward accumulates), AdamW moments: one view per slot. */
+  get params(): X['f32'][] {
+    return this.store.params;
+  }
+
+  get grads(): X['f32'][] {
+    return this.store.grads;
+  }
+
+  get m(): X['f32'][] {
+    return this.store.m;
+  }
+
+  get v(): X['f32'][] {
+    return this.store.v;
+  }
+
+  /** AdamW steps taken. */
+  get t(): number {
+    return this.store.t;
+  }
+
+  /** grads ← 0. */
   zeroGrad(): void {
-    this.be.fill(this.flat.grads, 0);
+    this.store.zeroGrad();
   }
 
-  /** grads ← s·grads (gradient clipping): the flat gradient through a scratch tensor (two ops), as no op may read and write one tensor. */
+  /** grads ← s·grads (gradient clipping). */
   scaleGrads(s: number): void {
-    const be = this.be;
-    const n = this.nPad;
-    if (n === 0) return;
-    const tmp = be.zeros('f32', n);
-    be.residualForward(tmp, this.zeroSlot, this.flat.grads, n, s);
-    be.residualForward(this.flat.grads, this.zeroSlot, tmp, n, 1);
-    be.dispose(tmp);
+    this.store.scaleGrads(s);
   }
 
-  /** One AdamW step over the flat tensors (elementwise: equal to one per slot; the zero padding stays zero); t ← t + 1. */
+  /** One AdamW step over every trainable parameter; t ← t + 1. */
   adamStep(hp: AdamWParams): void {
     if (this.trainable === 'none') throw new ConfigError('trainable', 'none', "adamStep: this model is inference-only (trainable 'none').");
-    this.t += 1;
-    this.version++;
-    const f = this.flat;
-    if (this.nPad > 0) this.be.adamwStep(f.params, f.grads, f.m, f.v, this.nPad, this.t, hp);
+    this.store.adamStep(hp);
   }
 
   /** A device copy of the current parameters (e.g. a frozen reference for `forward({ params })`). */
   copyParams(): X['f32'][] {
-    return this.layout.map((s, i) => {
-      const t = this.be.zeros('f32', s.size);
-      this.be.residualForward(t, this.params[i]!, this.zeroSlot, s.size, 1);
-      return t;
-    });
+    return this.store.copyParams();
   }
 
   /** Overwrites `dst` (a ParamSet of this model) with the current parameters. */
   copyParamsInto(dst: ParamSet<X>): void {
-    this.layout.forEach((s, i) => this.be.residualForward(dst[i]!, this.params[i]!, this.zeroSlot, s.size, 1));
+    this.store.copyParamsInto(dst);
   }
 
   /** Overwrites `dst` (a ParamSet of this model, e.g. from copyParams) with the flat vector `flat` (one upload). */
   writeParams(dst: ParamSet<X>, flat: ArrayLike<number>): void {
-    if (flat.length !== this.n) throw new ConfigError('params', flat.length, `writeParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
-    this.unpack(Float32Array.from(flat), [dst]);
+    this.store.writeParams(dst, flat);
+  }
+
+  /** Releases a ParamSet made by copyParams. */
+  disposeParams(set: ParamSet<X>): void {
+    this.store.disposeParams(set);
   }
 
   /**
@@ -371,95 +317,37 @@ export class Model<X extends TensorKinds = HostTensors> {
    * `backward` again without a new forward (several Fisher-vector products at one θ).
    */
   keptFor(tokens: Int32Array): boolean {
-    return this.kept !== null && this.kept.host === tokens && this.kept.version === this.version;
-  }
-
-  /** Releases a ParamSet made by copyParams. */
-  disposeParams(set: ParamSet<X>): void {
-    for (const t of set) this.be.dispose(t);
-  }
-
-  /** Index tensor placing slot `i` of set `j` at rows (j·n + offset)/g … of a packed flat tensor. */
-  private idx(j: number, i: number): X['i32'] {
-    const key = `${j}:${i}`;
-    let t = this.packIdx.get(key);
-    if (!t) {
-      const s = this.layout[i]!;
-      const r0 = (j * this.n + s.offset) / this.g;
-      t = this.be.upload('i32', Int32Array.from({ length: s.size / this.g }, (_, k) => r0 + k));
-      this.packIdx.set(key, t);
-    }
-    return t;
-  }
-
-  /**
-   * Downloads flat tensors (all asked for at once: one submission on a GPU) and unpads them into
-   * one [flats·n] vector, slot by slot at the layout's offsets.
-   */
-  private async readFlat(flats: readonly X['f32'][]): Promise<Float32Array> {
-    const out = new Float32Array(flats.length * this.n);
-    if (this.n === 0) return out;
-    const hs = await Promise.all(flats.map((f) => this.be.download('f32', f)));
-    hs.forEach((h, j) => this.layout.forEach((s, i) => out.set(h.subarray(this.padOff[i]!, this.padOff[i]! + s.size), j * this.n + s.offset)));
-    return out;
-  }
-
-  /** Uploads one flat [sets·n] array and scatters it into per-slot sets. */
-  private unpack(flat: Float32Array, sets: readonly ParamSet<X>[]): void {
-    if (this.n === 0) return;
-    const t = this.be.upload('f32', flat);
-    sets.forEach((set, j) => this.layout.forEach((s, i) => this.be.embeddingForward(set[i]!, this.idx(j, i), t, 1, s.size / this.g, this.g)));
-    this.be.dispose(t);
+    return this.kept !== null && this.kept.host === tokens && this.kept.version === this.store.version;
   }
 
   /** The current parameters as one flat vector (one download). */
   getParams(): Promise<Float32Array> {
-    return this.readFlat([this.flat.params]);
+    return this.store.getParams();
   }
 
   /** The current gradient as one flat vector (one download). */
   getGrads(): Promise<Float32Array> {
-    return this.readFlat([this.flat.grads]);
+    return this.store.getGrads();
   }
 
   /** Sets the gradient from a flat vector (one upload), e.g. data-parallel shards summed elsewhere. */
   setGrads(flat: ArrayLike<number>): void {
-    if (flat.length !== this.n) throw new ConfigError('grads', flat.length, `setGrads: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
-    this.unpack(Float32Array.from(flat), [this.grads]);
+    this.store.setGrads(flat);
   }
 
   /** Sets the parameters from a flat vector (one upload); the optimizer state is kept. */
   setParams(flat: ArrayLike<number>): void {
-    if (flat.length !== this.n) throw new ConfigError('params', flat.length, `setParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
-    this.version++;
-    this.unpack(Float32Array.from(flat), [this.params]);
+    this.store.setParams(flat);
   }
 
   /** Params and optimizer state ([t, m…, v…]), in one download. */
-  async getState(): Promise<ModelState> {
-    const n = this.n;
-    const all = await this.readFlat([this.flat.params, this.flat.m, this.flat.v]);
-    const optim = new Float32Array(1 + 2 * n);
-    optim[0] = this.t;
-    optim.set(all.subarray(n, 3 * n), 1);
-    return { params: all.slice(0, n), optim };
+  getState(): Promise<ModelState> {
+    return this.store.getState();
   }
 
   /** Restores a `getState` snapshot (params alone keeps the optimizer state), in one upload. */
   setState(state: { readonly params: ArrayLike<number>; readonly optim?: ArrayLike<number> }): void {
-    const n = this.n;
-    if (state.params.length !== n) throw new ConfigError('params', state.params.length, `setState: params has ${state.params.length} values; this model has ${n} trainable parameters.`);
-    if (state.optim === undefined) return this.setParams(state.params);
-    const o = state.optim;
-    if (o.length !== 1 + 2 * n) throw new ConfigError('optim', o.length, `setState: optim has ${o.length} values; expected 1 + 2·${n} = ${1 + 2 * n} ([t, m…, v…]).`);
-    const t = o[0]!;
-    if (!Number.isInteger(t) || t < 0) throw new ConfigError('optim', t, `setState: optim[0] (the AdamW step count) must be an integer ≥ 0, got ${t}.`);
-    const all = new Float32Array(3 * n);
-    for (let i = 0; i < n; i++) all[i] = state.params[i]!;
-    for (let i = 0; i < 2 * n; i++) all[n + i] = o[1 + i]!;
-    this.t = t;
-    this.version++;
-    this.unpack(all, [this.params, this.m, this.v]);
+    this.store.setState(state);
   }
 
   /**
@@ -471,7 +359,7 @@ export class Model<X extends TensorKinds = HostTensors> {
     const cfg = this.cfg;
     const flat = await this.getParams();
     const slot = (name: string): Float32Array => {
-      const s = this.layout[this.slots.get(name)!]!;
+      const s = this.layout[this.store.slotOf(name)]!;
       return flat.subarray(s.offset, s.offset + s.size);
     };
     const lora = new Map(this.lins.flat().filter((lin) => lin.lora !== null).map((lin) => [lin.name, lin.lora!] as const));
@@ -738,7 +626,7 @@ export class Model<X extends TensorKinds = HostTensors> {
     }
     be.rmsnormForward(acts.lnf, acts.rstdf, acts.res[L]!, this.at(this.finalNorm, P), 1, N, C, normEps);
     be.matmulForward(out, acts.lnf, this.at(this.head, P), 1, N, C, V);
-    if (keep) this.kept = { B, T, tokens: tok, host: tokens, version: this.version };
+    if (keep) this.kept = { B, T, tokens: tok, host: tokens, version: this.store.version };
     if (other) be.dispose(tok); // after the ops that read it were issued (a GPU backend releases it once they ran)
     return out;
   }

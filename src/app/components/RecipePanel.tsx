@@ -10,7 +10,7 @@ import { strToU8, zipSync } from 'fflate';
 import { useState } from 'react';
 import { DEFAULT_MODELS, ENGINE_TITLES, type EngineName, type ModelMap } from '../../bridge/recipe';
 import { recipeOf } from '../recipeFiles';
-import { describeError } from '../session';
+import { describeError } from '../errorText';
 import { useSession } from '../sessionContext';
 import { usePlayground } from '../store';
 

@@ -12,7 +12,7 @@
 import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { experimentBytes, openExperimentBytes, shareLink } from '../boot';
 import { openRunLogText, RUN_LOG_ACCEPT } from './runLogState';
-import { describeError } from '../session';
+import { describeError } from '../errorText';
 import { useSession } from '../sessionContext';
 import { EXPERIMENT_EXTENSION } from '../savefile';
 import { usePlayground } from '../store';
