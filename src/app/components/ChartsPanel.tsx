@@ -39,6 +39,9 @@ import { TokenInspector } from './TokenInspector';
 
 const Timeline = memo(TimelineView);
 
+/** The share of a chart's box that must be in the window for it to count as on screen. */
+const SEEN_RATIO = 0.05;
+
 /**
  * Draws `children` while its box is on screen (an IntersectionObserver); off screen it keeps the
  * element it last drew — React then skips the whole chart — and catches up in idle time once
@@ -55,10 +58,11 @@ function OffScreenGate({ children, quiet }: { children: ReactElement; quiet: boo
   useEffect(() => {
     const el = box.current;
     if (!el || typeof IntersectionObserver === 'undefined') return;
+    // A sliver at the window's edge (a chart's title just peeking in) does not count as seen.
     const io = new IntersectionObserver((entries) => {
       const e = entries[entries.length - 1];
-      if (e) setOnScreen(e.isIntersecting);
-    }, { rootMargin: '64px' });
+      if (e) setOnScreen(e.isIntersecting && e.intersectionRatio >= SEEN_RATIO);
+    }, { threshold: [0, SEEN_RATIO] });
     io.observe(el);
     return () => io.disconnect();
   }, []);
