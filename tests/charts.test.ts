@@ -33,6 +33,7 @@ import {
 } from '../src/app/charts';
 import { dropNoise, J_MIN_SPAN, termsOf } from '../src/app/charts/series';
 import { term } from '../src/app/charts/fmt';
+import { stageTicks } from '../src/app/charts/JChart';
 import {
   type PartialStage, type TranscriptBatch, type TranscriptEpisode, type Waterfall,
 } from '../src/app/charts';
@@ -195,6 +196,22 @@ describe('team J per stage', () => {
     const html = renderToString(h(JChart, { records: run, span: exp.aMax }));
     expect(html).toMatch(new RegExp(`data-testid="certified-count" data-value="${want}"`));
     expect(html).toContain(`certified in <!-- -->${want} of 8 stages`);
+    // The plot itself (plain SVG, drawn on the server too): one ✓ per certified stage, one mark per stage and stage 0, one tick label per J tick.
+    expect(html.match(/data-certified="true"/g)?.length ?? 0).toBe(want);
+    expect(html.match(/<circle /g)?.length ?? 0).toBe(s.rows.length);
+    expect(html.match(/class="j-tick-value"/g)?.length ?? 0).toBe(s.ticks.length + stageTicks(0, 8).length);
+    expect(html).not.toContain('j-overlay-line');
+    const withOverlay = renderToString(h(JChart, { records: run, span: exp.aMax, overlay: { label: 'simultaneous', stages: run.slice(0, 3) } }));
+    expect(withOverlay.match(/class="j-overlay-line"/g)?.length).toBe(1);
+  });
+
+  it('the J chart\'s stage axis: whole stages, at most about six ticks, spanning the run', () => {
+    expect(stageTicks(0, 1)).toEqual([0, 1]);
+    expect(stageTicks(0, 8)).toEqual([0, 2, 4, 6, 8]);
+    expect(stageTicks(0, 30)).toEqual([0, 5, 10, 15, 20, 25, 30]);
+    expect(stageTicks(4, 7)).toEqual([4, 5, 6, 7]);
+    for (const t of stageTicks(0, 137)) expect(Number.isInteger(t)).toBe(true);
+    expect(stageTicks(0, 137).length).toBeLessThanOrEqual(8);
   });
 });
 

@@ -8,15 +8,19 @@
  * Its formula card (formulas.ts `j`) writes the latest stage's team/J, team/dJ and cert/lower; a
  * term clicked there thickens the line or enlarges the floors.
  *
+ * Drawn as plain SVG (it is on the first screen and redraws after every stage): the axes, grid,
+ * band, floors, line, marks and the dashed overlay are a few paths; hovering the plot, or the
+ * arrow keys once it has focus, show one stage's tooltip.
+ *
  * Not here: computing rows (series.ts `jSeries`), picking the certificate form (a prop).
  */
-import { Area, CartesianGrid, ComposedChart, Line, Tooltip, XAxis, YAxis, useXAxisScale, useYAxisScale, type DotItemDotProps } from 'recharts';
+import { type KeyboardEvent, type MouseEvent, useState } from 'react';
 import { fixed3, signed3 } from '../format';
 import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, kOfN, term } from './fmt';
-import { heldWords, jSeries, resolvedForm, type FormChoice, type JRow } from './series';
+import { heldWords, jSeries, resolvedForm, type FormChoice, type JRow, type JSeries } from './series';
 import type { StageRecord } from '../../sat/stage';
 
 export interface JChartProps {
@@ -40,60 +44,136 @@ function CheckMark({ cx, cy }: { cx: number; cy: number }) {
   return <path d={`M${cx - 3.5},${y} L${cx - 1},${y + 2.75} L${cx + 3.75},${y - 3}`} fill="none" stroke={INK} strokeWidth={1.75} strokeLinecap="round" strokeLinejoin="round" data-certified="true" />;
 }
 
-function JDot(props: DotItemDotProps) {
-  const { cx, cy, payload } = props;
-  const row = payload as JRow;
-  if (cx === undefined || cy === undefined || row.held === null) {
-    return <circle key={`d${props.index}`} cx={cx} cy={cy} r={2.5} fill={INK} />;
-  }
-  if (row.held === 'held') return <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.5} fill={HELD_FILL} stroke="#fff" strokeWidth={1} />;
-  if (row.held === 'not held') return <circle key={`d${props.index}`} cx={cx} cy={cy} r={4.25} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
-  return <circle key={`d${props.index}`} cx={cx} cy={cy} r={4} fill="#fff" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="2.5 2" />;
+/** A stage's mark at (cx, cy): filled when the certificate held, hollow red when not, dashed grey when undecided; a small dot at stage 0. */
+function JDot({ row, cx, cy }: { row: JRow; cx: number; cy: number }) {
+  if (row.held === null) return <circle cx={cx} cy={cy} r={2.5} fill={INK} />;
+  if (row.held === 'held') return <circle cx={cx} cy={cy} r={4.5} fill={HELD_FILL} stroke="#fff" strokeWidth={1} />;
+  if (row.held === 'not held') return <circle cx={cx} cy={cy} r={4.25} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
+  return <circle cx={cx} cy={cy} r={4} fill="#fff" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="2.5 2" />;
 }
 
-/**
- * The ✓ of every certified stage, on a layer of its own: the line's dots are clipped to the plot
- * area, which would cut a ✓ over a point at the top of the scale in half.
- */
-function CertMarks({ rows }: { rows: readonly JRow[] }) {
-  const x = useXAxisScale();
-  const y = useYAxisScale();
-  if (!x || !y) return null;
+/** A stage's floor mark at (cx, cy): a short bar, or ▼ on the bottom edge when clipped; `big` when the formula card picked the floor. */
+function FloorMark({ cx, cy, clipped, big }: { cx: number; cy: number; clipped: boolean; big: boolean }) {
+  const k = big ? 2 : 1;
+  const fill = big ? INK : MUTED_INK;
   return (
-    <g className="j-cert-marks" aria-hidden="true">
-      {rows.map((r) => {
-        if (!r.certified) return null;
-        const cx = x(r.stage);
-        const cy = y(r.j);
-        return typeof cx === 'number' && typeof cy === 'number' && Number.isFinite(cx) && Number.isFinite(cy) ? <CheckMark key={r.stage} cx={cx} cy={cy} /> : null;
-      })}
+    <g {...(big ? { 'data-highlighted': 'floor' } : {})}>
+      {clipped ? <path d={`M${cx - 4 * k},${cy - 7 * k} L${cx + 4 * k},${cy - 7 * k} L${cx},${cy - 1} Z`} fill={fill} /> : <rect x={cx - 7 * k} y={cy - k} width={14 * k} height={2 * k} fill={fill} />}
     </g>
   );
 }
 
-/** A stage's floor mark; `big` when the formula card picked the floor (drawn in ink, twice the size). */
-function floorDot(big: boolean) {
-  return function FloorDot(props: DotItemDotProps) {
-    const { cx, cy, payload, index } = props;
-    const row = payload as JRow;
-    if (cx === undefined || cy === undefined || row.floorShown === null) return <g key={`f${index}`} />;
-    const k = big ? 2 : 1;
-    const mark = row.floorClipped ? (
-      <path d={`M${cx - 4 * k},${cy - 7 * k} L${cx + 4 * k},${cy - 7 * k} L${cx},${cy - 1} Z`} fill={big ? INK : MUTED_INK} />
-    ) : (
-      <rect x={cx - 7 * k} y={cy - k} width={14 * k} height={2 * k} fill={big ? INK : MUTED_INK} />
-    );
-    return (
-      <g key={`f${index}`} {...(big ? { 'data-highlighted': 'floor' } : {})}>
-        {mark}
-      </g>
-    );
-  };
+/** Whole-stage ticks from `lo` to `hi`, at most about six, a step of 1, 2 or 5 times a power of ten. */
+export function stageTicks(lo: number, hi: number): number[] {
+  const span = Math.max(hi - lo, 1);
+  const raw = span / 6;
+  const p = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
+  const step = Math.max(1, [1, 2, 5, 10].map((m) => m * p).find((v) => v >= raw) ?? 10 * p);
+  const out: number[] = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + 1e-9; t += step) out.push(t);
+  return out;
 }
 
-function JTooltip({ active, payload }: { active?: boolean; payload?: readonly { payload?: unknown }[] }) {
-  const row = payload?.[0]?.payload as JRow | undefined;
-  if (!active || !row) return null;
+const MARGIN = { top: 16, right: 16, bottom: 4, left: 4 };
+const Y_AXIS_W = 56;
+const X_AXIS_H = 30;
+
+/** The plot: team J's band, line and marks, the floors and the dashed overlay, on a linear scale. */
+function JPlot({ s, width, height, lastX, picked }: { s: JSeries; width: number; height: number; lastX: number; picked: string | null }) {
+  const [hover, setHover] = useState<number | null>(null);
+  const x0 = s.rows[0]?.stage ?? 0;
+  const x1 = Math.max(lastX, x0 + 1e-9);
+  const left = MARGIN.left + Y_AXIS_W;
+  const right = width - MARGIN.right;
+  const top = MARGIN.top;
+  const bottom = height - MARGIN.bottom - X_AXIS_H;
+  const [d0, d1] = s.domain;
+  const x = (v: number) => left + ((v - x0) / (x1 - x0)) * (right - left);
+  const y = (v: number) => bottom - ((Math.min(Math.max(v, d0), d1) - d0) / (d1 - d0 || 1)) * (bottom - top);
+  const line = (pts: readonly { stage: number; j: number }[]) => pts.map((r, i) => `${i ? 'L' : 'M'}${x(r.stage).toFixed(2)},${y(r.j).toFixed(2)}`).join('');
+  const band = s.rows.some((r) => r.ci > 0)
+    ? `${s.rows.map((r, i) => `${i ? 'L' : 'M'}${x(r.stage).toFixed(2)},${y(r.band[1]).toFixed(2)}`).join('')}${[...s.rows].reverse().map((r) => `L${x(r.stage).toFixed(2)},${y(r.band[0]).toFixed(2)}`).join('')}Z`
+    : null;
+  const row = hover === null ? undefined : s.rows[hover];
+  const nearest = (px: number) => {
+    let best = 0;
+    s.rows.forEach((r, i) => {
+      if (Math.abs(x(r.stage) - px) < Math.abs(x(s.rows[best]!.stage) - px)) best = i;
+    });
+    return best;
+  };
+  const onMove = (e: MouseEvent<SVGSVGElement>) => setHover(nearest(e.clientX - e.currentTarget.getBoundingClientRect().left));
+  const onKey = (e: KeyboardEvent<SVGSVGElement>) => {
+    const n = s.rows.length;
+    const at = hover ?? n - 1;
+    const to = e.key === 'ArrowLeft' ? Math.max(0, at - 1) : e.key === 'ArrowRight' ? Math.min(n - 1, at + 1) : e.key === 'Home' ? 0 : e.key === 'End' ? n - 1 : null;
+    if (to === null) return;
+    e.preventDefault();
+    setHover(to);
+  };
+  const tipLeft = row ? x(row.stage) + 12 : 0;
+  return (
+    <div className="j-plot">
+      <svg
+        width={width}
+        height={height}
+        className="j-svg"
+        tabIndex={0}
+        role="img"
+        aria-label={`Team J over ${s.stages} stage${s.stages === 1 ? '' : 's'}; arrow keys show one stage`}
+        onMouseMove={onMove}
+        onMouseLeave={() => setHover(null)}
+        onFocus={() => setHover((h) => h ?? s.rows.length - 1)}
+        onBlur={() => setHover(null)}
+        onKeyDown={onKey}
+      >
+        <g className="j-grid">
+          {s.ticks.map((t) => (
+            <line key={t} x1={left} x2={right} y1={y(t)} y2={y(t)} stroke={GRID} />
+          ))}
+        </g>
+        <g className="j-y-axis" fontSize={12} fill={MUTED_INK}>
+          <line x1={left} x2={left} y1={top} y2={bottom} stroke={MUTED_INK} />
+          {s.ticks.map((t) => (
+            <text key={t} className="j-tick-value" x={left - 8} y={y(t)} textAnchor="end" dominantBaseline="middle">
+              {fixed3(t)}
+            </text>
+          ))}
+        </g>
+        <g className="j-x-axis" fontSize={12} fill={MUTED_INK}>
+          <line x1={left} x2={right} y1={bottom} y2={bottom} stroke={MUTED_INK} />
+          {stageTicks(x0, lastX).map((t) => (
+            <text key={t} className="j-tick-value" x={x(t)} y={bottom + 16} textAnchor="middle">
+              {t}
+            </text>
+          ))}
+        </g>
+        {band && <path className="j-band" d={band} fill={BAND_FILL} stroke="none" />}
+        {row && <line x1={x(row.stage)} x2={x(row.stage)} y1={top} y2={bottom} stroke={GRID} strokeWidth={1} />}
+        <g className="j-floors">
+          {s.rows.map((r) => (r.floorShown === null ? null : <FloorMark key={r.stage} cx={x(r.stage)} cy={y(r.floorShown)} clipped={r.floorClipped} big={picked === 'floor'} />))}
+        </g>
+        <path className={`j-line${picked === 'j' ? ' highlighted' : ''}`} d={line(s.rows)} fill="none" stroke={INK} strokeWidth={picked === 'j' ? 4 : 2} strokeLinejoin="round" />
+        {s.overlay.length > 0 && <path className="j-overlay-line" d={line(s.overlay)} fill="none" stroke={MUTED_INK} strokeWidth={2} strokeDasharray="6 4" />}
+        <g className="j-dots">
+          {s.rows.map((r) => (
+            <JDot key={r.stage} row={r} cx={x(r.stage)} cy={y(r.j)} />
+          ))}
+        </g>
+        <g className="j-cert-marks" aria-hidden="true">
+          {s.rows.map((r) => (r.certified ? <CheckMark key={r.stage} cx={x(r.stage)} cy={y(r.j)} /> : null))}
+        </g>
+      </svg>
+      {row && (
+        <div className="j-tip" style={tipLeft > width / 2 ? { right: width - x(row.stage) + 12, top: MARGIN.top } : { left: tipLeft, top: MARGIN.top }}>
+          <JTooltip row={row} />
+        </div>
+      )}
+    </div>
+  );
+}
+
+function JTooltip({ row }: { row: JRow }) {
   return (
     <div className="chart-tip">
       <div className="chart-tip-title">{row.held === null ? 'initial team' : `stage ${row.stage}`}</div>
@@ -177,19 +257,7 @@ export function JChart({ records, form = 'chosen', span, j0ci, overlay, width, h
         </>
       }
     >
-      {(w, picked) => (
-        <ComposedChart width={w} height={height} data={s.rows} margin={{ top: 16, right: 16, bottom: 4, left: 4 }}>
-          <CartesianGrid stroke={GRID} vertical={false} />
-          <XAxis dataKey="stage" type="number" domain={['dataMin', lastX]} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
-          <YAxis domain={[s.domain[0], s.domain[1]]} ticks={[...s.ticks]} allowDataOverflow tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
-          <Tooltip content={<JTooltip />} />
-          <Area dataKey="band" stroke="none" fill={BAND_FILL} isAnimationActive={false} />
-          <Line dataKey="floorShown" stroke="none" dot={floorDot(picked === 'floor')} activeDot={false} isAnimationActive={false} name="certified floor" />
-          <Line dataKey="j" stroke={INK} strokeWidth={picked === 'j' ? 4 : 2} className={picked === 'j' ? 'highlighted' : undefined} dot={JDot} isAnimationActive={false} name="team J" />
-          {s.overlay.length > 0 && <Line data={[...s.overlay]} dataKey="j" stroke={MUTED_INK} strokeWidth={2} strokeDasharray="6 4" dot={false} activeDot={false} isAnimationActive={false} name={overlay?.label} className="j-overlay-line" />}
-          <CertMarks rows={s.rows} />
-        </ComposedChart>
-      )}
+      {(w, picked) => <JPlot s={s} width={w} height={height} lastX={lastX} picked={picked} />}
     </ChartFrame>
   );
 }

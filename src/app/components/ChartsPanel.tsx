@@ -13,9 +13,14 @@
  * newest stage instead of queueing; during Run the J chart and the game view do the same. The grid
  * carries `data-pending` while anything lags the store.
  *
+ * A chart of the grid that is off screen does not redraw at all while a step or Run is in
+ * progress (`OffScreenGate`): it keeps its last drawing, marked `data-pending` and
+ * `data-offscreen`, and draws the newest state the moment it scrolls into view or, off screen, once
+ * the page is quiet again (in idle time) — so a finished step ends with every chart exact.
+ *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
-import { memo, useDeferredValue, useMemo, useState } from 'react';
+import { memo, type ReactElement, startTransition, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
 import type { StageRecord, AgentStepRecord } from '../../sat/stage';
 import type { CertForm } from '../../sat/certificate';
 import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } from '../charts/lazy';
@@ -33,6 +38,51 @@ import { SwapCard } from './SwapCard';
 import { TokenInspector } from './TokenInspector';
 
 const Timeline = memo(TimelineView);
+
+/** The share of a chart's box that must be in the window for it to count as on screen. */
+const SEEN_RATIO = 0.05;
+
+/**
+ * Draws `children` while its box is on screen (an IntersectionObserver); off screen it keeps the
+ * element it last drew — React then skips the whole chart — and catches up in idle time once
+ * `quiet` (no step or Run in progress). `data-pending` marks a drawing older than its data,
+ * `data-offscreen` a box out of view.
+ */
+function OffScreenGate({ children, quiet }: { children: ReactElement; quiet: boolean }) {
+  const box = useRef<HTMLDivElement | null>(null);
+  const [onScreen, setOnScreen] = useState(true);
+  const [catchUp, setCatchUp] = useState<ReactElement | null>(null);
+  const drawn = useRef(children);
+  if (onScreen || catchUp === children) drawn.current = children;
+  const stale = drawn.current !== children;
+  useEffect(() => {
+    const el = box.current;
+    if (!el || typeof IntersectionObserver === 'undefined') return;
+    // A sliver at the window's edge (a chart's title just peeking in) does not count as seen.
+    const io = new IntersectionObserver((entries) => {
+      const e = entries[entries.length - 1];
+      if (e) setOnScreen(e.isIntersecting && e.intersectionRatio >= SEEN_RATIO);
+    }, { threshold: [0, SEEN_RATIO] });
+    io.observe(el);
+    return () => io.disconnect();
+  }, []);
+  useEffect(() => {
+    if (!stale || !quiet) return;
+    const want = children;
+    const draw = () => startTransition(() => setCatchUp(want));
+    if (typeof requestIdleCallback === 'function') {
+      const id = requestIdleCallback(draw, { timeout: 500 });
+      return () => cancelIdleCallback(id);
+    }
+    const id = setTimeout(draw, 0);
+    return () => clearTimeout(id);
+  }, [stale, quiet, children]);
+  return (
+    <div ref={box} className="chart-gate" data-pending={stale ? 1 : undefined} data-offscreen={onScreen ? undefined : 1}>
+      {drawn.current}
+    </div>
+  );
+}
 
 /** The stage in progress, the step in view and that step's record, for one copy of the run. */
 function useInView(stages: readonly StageRecord[], partial: readonly AgentStepRecord[], selected: Parameters<typeof toStepRef>[2] | null) {
@@ -61,6 +111,7 @@ export function ChartsPanel() {
   const hide = usePlayground((s) => s.hide);
   const [form, setForm] = useState<CertForm | null>(null);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
+  const quiet = !busy;
 
   // The first screen's view of the run, now.
   const now = useInView(stagesNow, partialNow, selectedNow);
@@ -126,13 +177,31 @@ export function ChartsPanel() {
       )}
       <SwapCard records={stages} maxNew={llm ? cfg.maxNew : null} />
       <div className="charts-grid" data-testid="charts-grid" data-pending={pending ? 1 : undefined}>
-        {on('waterfall') && <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />}
-        {on('advantages') && <AdvantageChart step={step} aClip={cfg.aClip} />}
-        {on('kl') && <KlChart step={step} alpha={cfg.alpha} />}
-        {on('beta') && <BetaChart records={stages} current={current} nAgents={nAgents} />}
+        {on('waterfall') && (
+          <OffScreenGate quiet={quiet}>
+            <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />
+          </OffScreenGate>
+        )}
+        {on('advantages') && (
+          <OffScreenGate quiet={quiet}>
+            <AdvantageChart step={step} aClip={cfg.aClip} />
+          </OffScreenGate>
+        )}
+        {on('kl') && (
+          <OffScreenGate quiet={quiet}>
+            <KlChart step={step} alpha={cfg.alpha} />
+          </OffScreenGate>
+        )}
+        {on('beta') && (
+          <OffScreenGate quiet={quiet}>
+            <BetaChart records={stages} current={current} nAgents={nAgents} />
+          </OffScreenGate>
+        )}
         {on('violation') && (
           <div className="chart-with-action" data-panel="violation">
-            <ViolationChart points={violation} sweep={sweep} step={step} language={llm} />
+            <OffScreenGate quiet={quiet}>
+              <ViolationChart points={violation} sweep={sweep} step={step} language={llm} />
+            </OffScreenGate>
             <div className="chart-actions">
               <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title={sweepDeltasTitle(cfg)}>
                 Sweep δ
@@ -142,7 +211,9 @@ export function ChartsPanel() {
         )}
         {on('orders') && (
           <div className="chart-with-action" data-panel="orders">
-            <OrderChart series={orders} form={certForm} />
+            <OffScreenGate quiet={quiet}>
+              <OrderChart series={orders} form={certForm} />
+            </OffScreenGate>
             <div className="chart-actions">
               <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders(session)} title={compareOrdersTitle(cfg, stages.length)}>
                 Compare orders
