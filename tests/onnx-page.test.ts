@@ -129,6 +129,13 @@ describe('an ONNX folder in the page', () => {
     expect(f.ok && f.value.checkpoints).toEqual(data.checkpoints);
   });
 
+  it('readCheckpointFolder passes the chosen graph on: the one a link or the card names, not the folder\'s first', async () => {
+    const chosen = await readCheckpointFolder(picked('tiny-onnx', twoGraphs(), []), cfg, roomy, undefined, 'q8', 'frozen', 'onnx/model_q4.onnx');
+    const direct = await readOnnxSeatFolder('tiny-onnx', folderEntries(picked('tiny-onnx', twoGraphs(), [])).entries, cfg, roomy, 'q8', 'frozen', undefined, 'onnx/model_q4.onnx');
+    expect(chosen.onnx).toEqual({ file: 'onnx/model_q4.onnx', mode: 'frozen' });
+    expect(chosen.hash).toBe(direct.hash);
+  });
+
   it('a folder read in the page seats frozen in a worker; its backend line names onnxruntime-web', async () => {
     const c = await readCheckpointFolder(picked('tiny-onnx', twoGraphs(), []), cfg, roomy, undefined, 'q8', 'frozen');
     const exp = await createRemoteExperiment(cfg, { makeWorker: () => nodeAgentWorker(), load: loadFromDisk, seats: new Map([[1, c]]), seatLimit: roomy });

@@ -162,6 +162,8 @@ async function bytesOf(name: string, f: FileLike, cap: number): Promise<Uint8Arr
  * them (a ConfigError naming it and the limit when the checkpoint is shorter), the memory estimate
  * for that context against `limit` (a ConfigError naming every part when it does not fit — before
  * any weight is read), then every file, and the folder hash. `onRead(done, total)` after each file.
+ * An ONNX model folder is read by onnxFiles.ts in `onnxMode`, its graph `onnxFile` (default: the
+ * first of onnxFolderFiles).
  */
 export async function readCheckpointFolder(
   list: readonly FileLike[],
@@ -170,10 +172,11 @@ export async function readCheckpointFolder(
   onRead?: (done: number, total: number) => void,
   quant: QuantKind = PAGE_SEAT_QUANT,
   onnxMode: OnnxSeatMode = 'trainable',
+  onnxFile?: string,
 ): Promise<ReadCheckpoint> {
   const { folder, entries } = folderEntries(list);
   if (![...entries.keys()].some((n) => n.endsWith('.safetensors')) && [...entries.keys()].some((n) => n.endsWith('.onnx'))) {
-    return readOnnxSeatFolder(folder, entries, cfg, limit, quant, onnxMode, onRead);
+    return readOnnxSeatFolder(folder, entries, cfg, limit, quant, onnxMode, onRead, onnxFile);
   }
   const { hfFolderHash, hfFileCap, hfWeightsCap } = await loader();
   const configFile = entries.get('config.json');

@@ -11,8 +11,8 @@ import { isLlmTask, type Config } from '../sat/config';
 import type { QuantKind } from '../model/quant';
 import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import type { SeatCheckpoint } from '../workers/remoteTeam';
-import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, type FileLike, type SeatRef } from './hfFiles';
-import type { OnnxSeatMode } from './onnxFiles';
+import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, folderEntries, type FileLike, type SeatRef } from './hfFiles';
+import { onnxFolderFiles, type OnnxSeatMode } from './onnxFiles';
 import type { OpenExtras, TeamHandle, TeamOpener } from './team';
 import { describeError } from './errorText';
 import type { PlaygroundState, Progress, SeatView } from './store';
@@ -63,6 +63,10 @@ export class SeatManager {
   private chosenQuant = new Map<number, QuantKind>();
   /** The card's choice for the next ONNX folder seated there: trainable (mapped into our model) or frozen (run by onnxruntime-web). */
   private chosenOnnx = new Map<number, OnnxSeatMode>();
+  /** The card's choice of graph for the next ONNX folder seated there (absent: a link's, else the folder's first). */
+  private chosenOnnxFile = new Map<number, string>();
+  /** The .onnx files of the ONNX folder last seated at each agent, when it had more than one (the card's Graph list). */
+  private folderGraphs = new Map<number, string[]>();
   /** Seats named (by a link) whose checkpoint this browser does not have. */
   private missing = new Map<number, SeatRef>();
   /** What the next build seats: the stored seating (first build), a link's, or nothing new (null). */
@@ -119,7 +123,7 @@ export class SeatManager {
 
   /** What the cards show of the seats that apply to `cfg`, missing ones included. */
   views(cfg: Config): SeatView[] {
-    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.onnx ? { onnx: c.onnx } : {}), ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
+    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.onnx ? { onnx: c.onnx } : {}), ...(c.onnx && this.folderGraphs.has(agent) ? { onnxGraphs: this.folderGraphs.get(agent)! } : {}), ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
     for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, quant: r.quant ?? PAGE_SEAT_QUANT, missing: true, ...(r.onnx ? { onnx: r.onnx } : {}) });
     return views.sort((a, b) => a.agent - b.agent);
   }
@@ -245,7 +249,8 @@ export class SeatManager {
         this.host.progress({ label: `${what}: reading config.json…`, done: 0, total: 1, cancellable: false });
         const q = quant ?? this.chosenQuant.get(j) ?? this.missing.get(j)?.quant ?? this.seats.get(j)?.quant ?? PAGE_SEAT_QUANT;
         const mode = this.chosenOnnx.get(j) ?? this.missing.get(j)?.onnx?.mode ?? this.seats.get(j)?.onnx?.mode ?? 'trainable';
-        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.host.progress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }), q, mode);
+        const graph = this.chosenOnnxFile.get(j) ?? this.missing.get(j)?.onnx?.file;
+        c = await readCheckpointFolder(files, cfg, pageSeatLimit(), (done, total) => this.host.progress({ label: `${what}: reading file ${done} of ${total}`, done, total, cancellable: false }), q, mode, graph);
         if (expectHash !== undefined && c.hash !== expectHash) {
           const want = this.missing.get(j);
           throw new SatError('checkpoint', `this folder is ${c.name} (hash ${c.hash.slice(0, SHORT_HASH)}…), not the checkpoint the link needs${want ? `, ${want.name}` : ''} (hash ${expectHash.slice(0, SHORT_HASH)}…); pick that folder.`);
@@ -266,8 +271,13 @@ export class SeatManager {
         seat.stored = saved.ok ? saved.value : saved.error;
         await this.saveSeating(previous ? [previous] : []);
       } else seat.stored = 'this page has no storage';
+      const graphs = c.onnx ? onnxFolderFiles(folderEntries(files).entries.keys()) : [];
+      if (graphs.length > 1) this.folderGraphs.set(j, graphs);
+      else this.folderGraphs.delete(j);
+      const others = graphs.filter((g) => g !== c.onnx?.file);
+      const also = others.length > 0 ? ` Its folder also has ${others.join(', ')}: choose one under Graph and pick the folder again to seat it instead.` : '';
       this.host.changed();
-      this.say({ seats: this.views(cfg), error: null, notice: `Agent ${j} is now ${c.name} (${seat.params.toLocaleString('en')} parameters, ${c.quant}, ${seat.estimate}).` });
+      this.say({ seats: this.views(cfg), error: null, notice: `Agent ${j} is now ${c.name}${c.onnx ? ` (${c.onnx.file}, ${c.onnx.mode})` : ''} (${seat.params.toLocaleString('en')} parameters, ${c.quant}, ${seat.estimate}).${also}` });
       ok = true;
     });
     return ok;
@@ -276,6 +286,11 @@ export class SeatManager {
   /** The card's frozen / trainable choice for the next ONNX folder seated at agent j (a seated folder keeps its mode: pick it again to change it). */
   chooseOnnxMode(j: number, mode: OnnxSeatMode): void {
     this.chosenOnnx.set(j, mode);
+  }
+
+  /** The card's choice of graph for the next ONNX folder seated at agent j (a seated folder keeps its graph: pick the folder again to change it). */
+  chooseOnnxFile(j: number, file: string): void {
+    this.chosenOnnxFile.set(j, file);
   }
 
   /** The card's quantization choice: re-seats agent j's checkpoint so (setSeatQuant), or is kept for the next folder seated there. */

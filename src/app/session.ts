@@ -301,6 +301,11 @@ export class Session {
     this.seats.chooseOnnxMode(j, mode);
   }
 
+  /** The card's choice of graph for the next ONNX folder seated at agent j (SeatManager.chooseOnnxFile). */
+  chooseOnnxFile(j: number, file: string): void {
+    this.seats.chooseOnnxFile(j, file);
+  }
+
   /** The card's quantization choice for agent j (SeatManager.chooseSeatQuant); a restore waiting for it goes on. */
   async chooseSeatQuant(j: number, quant: QuantKind): Promise<boolean> {
     return this.thenResume(await this.seats.chooseSeatQuant(j, quant));

@@ -7,7 +7,7 @@
  * worker's execution provider, memory estimate and context (src/app/onnxSeatInfo.ts), the agent's
  * backend line names onnxruntime-web and its execution provider (wasm here: the only adapter is
  * SwiftShader's, a software one, which the seat passes over), and Step stage runs a stage around
- * the frozen teammate. onnxruntime-web's files come from the page's own origin (no CDN).
+ * the frozen teammate; then the card's Graph list and a second pick seat the folder's other graph. onnxruntime-web's files come from the page's own origin (no CDN).
  *
  * Not here: the seat's logic and records (tests/onnx-*.test.ts).
  */
@@ -70,6 +70,12 @@ describe('an ONNX model folder as an agent in the page', () => {
     await p.getByTestId('step-stage').click();
     await p.waitForFunction(`${rows} === 1 || document.querySelector('[data-testid="error"]') !== null`, undefined, { timeout: 400_000 });
     expect(await p.getByTestId('error').count(), await p.getByTestId('error').first().innerText().catch(() => '')).toBe(0);
+    await settled(p);
+    // The folder has two graphs: the notice names the other, and the card's Graph list re-seats it.
+    expect(await p.getByTestId('notice').innerText()).toMatch(/Its folder also has onnx\/model_q4\.onnx: choose one under Graph/);
+    await p.getByTestId('checkpoint-1-onnx-graph').selectOption('onnx/model_q4.onnx');
+    await p.getByTestId('checkpoint-1-input').setInputFiles(folder);
+    await p.getByText(/^ONNX onnx\/model_q4\.onnx, frozen/).waitFor({ timeout: 180_000 });
     await settled(p);
     const origin = new URL(pg.url).origin;
     expect(requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:'))).toEqual([]);

@@ -163,6 +163,23 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
             </span>
           )}
           {seat.onnx && onnxInfo && <span data-testid={`checkpoint-${agent}-onnx-info`}>{describeOnnxSeatInfo(onnxInfo)}</span>}
+          {seat.onnx && seat.onnxGraphs && (
+            <label className="checkpoint-quant" title="The folder's graphs: choose one, then pick the folder again to seat it (the seat keeps the graph it was seated with until then)">
+              Graph
+              <select
+                defaultValue={seat.onnx.file}
+                disabled={busy}
+                data-testid={`checkpoint-${agent}-onnx-graph`}
+                onChange={(e) => session.chooseOnnxFile(agent, e.currentTarget.value)}
+              >
+                {seat.onnxGraphs.map((g) => (
+                  <option key={g} value={g}>
+                    {g}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
           {seat.params !== undefined && seat.params > 0 && (seat.onnx?.mode !== 'frozen') && <span data-testid={`checkpoint-${agent}-params`}>{seat.params.toLocaleString('en')} base params (frozen, {seat.quant ?? PAGE_SEAT_QUANT})</span>}
           <span data-testid={`checkpoint-${agent}-stored`}>{stored(seat.stored)}</span>
           {seat.needs && <span title={seat.estimate} data-testid={`checkpoint-${agent}-needs`}>needs about {seat.needs} (estimate)</span>}

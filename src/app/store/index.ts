@@ -89,6 +89,8 @@ export interface SeatView {
   readonly needsBy?: Readonly<Partial<Record<QuantKind, string>>>;
   /** An ONNX model folder's seat: its .onnx file and whether it trains or is frozen. */
   readonly onnx?: { readonly file: string; readonly mode: 'trainable' | 'frozen' };
+  /** The .onnx files of the seated ONNX folder when it has more than one (the card's Graph list). */
+  readonly onnxGraphs?: readonly string[];
 }
 
 export type Speed = 'slow' | 'normal' | 'fast';
