@@ -89,6 +89,17 @@ describe(`geometryAt (seed ${seed})`, () => {
     }
   });
 
+  it('a Ritz value that only rounding error carries (F\'s null direction) does not become λ_min: a seed that drew one', async () => {
+    const rng = new Rng(445631691, [1]); // its 5th problem (n = 13) drew a spurious Ritz value near 0
+    for (let trial = 0; trial < 5; trial++) {
+      const n = 6 + rng.int(10);
+      const { g, fvp, lambda, c } = problem(n, rng);
+      const geo = await geometryAt(g, fvp, n + 5);
+      const lmin = Math.min(...lambda.filter((_, i) => c[i]! !== 0)) + FISHER_EPS;
+      expect(Math.abs(geo.lambdaMin - lmin) / lmin, `λ_min, n = ${n}`).toBeLessThan(1e-8);
+    }
+  });
+
   it('with fewer steps than dimensions: κ equals conjugate gradient after as many steps', async () => {
     const rng = new Rng(seed, [2]);
     for (let trial = 0; trial < 5; trial++) {

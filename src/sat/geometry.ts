@@ -14,6 +14,9 @@
 
 export const FISHER_EPS = 1e-6;
 
+/** The least weight of g on a Ritz vector for its Ritz value to count in λ_min (geometryAt). */
+const RITZ_WEIGHT = 1e-12;
+
 function dot(a: Float64Array, b: Float64Array): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
@@ -24,8 +27,14 @@ export type MatVec = (v: Float64Array) => Promise<Float64Array>;
 
 /** Eigenvalues of a small symmetric matrix (cyclic Jacobi rotations). */
 export function symmetricEigenvalues(a: number[][]): number[] {
+  return symmetricEigen(a).values.slice().sort((x, y) => x - y);
+}
+
+/** Eigenvalues and eigenvectors (columns of `vectors`) of a small symmetric matrix (cyclic Jacobi rotations). */
+export function symmetricEigen(a: number[][]): { values: number[]; vectors: number[][] } {
   const n = a.length;
   const m = a.map((row) => [...row]);
+  const v = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j): number => (i === j ? 1 : 0)));
   for (let sweep = 0; sweep < 100; sweep++) {
     let off = 0;
     for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) off += m[i]![j]! ** 2;
@@ -50,9 +59,15 @@ export function symmetricEigenvalues(a: number[][]): number[] {
           m[p]![k] = c * apk - s * aqk;
           m[q]![k] = s * apk + c * aqk;
         }
+        for (let k = 0; k < n; k++) {
+          const vkp = v[k]![p]!;
+          const vkq = v[k]![q]!;
+          v[k]![p] = c * vkp - s * vkq;
+          v[k]![q] = s * vkp + c * vkq;
+        }
       }
   }
-  return m.map((row, i) => row[i]!).sort((x, y) => x - y);
+  return { values: m.map((row, i) => row[i]!), vectors: v };
 }
 
 /** The Lanczos tridiagonal T = Qᵀ F Q on the Krylov space of `start` (full reorthogonalisation): its diagonal and off-diagonal. */
@@ -74,8 +89,7 @@ export async function lanczos(fvp: MatVec, start: Float64Array, steps: number): 
     alpha.push(a);
     // Orthogonalise against every Lanczos vector, twice ("twice is enough"). A residual below 1e-6
     // of F's scale is the Krylov space running out, not a new direction: normalised as if it were
-    // one, its rounding noise brought in a direction g never touched (F's null direction gave a
-    // spurious Ritz value in tests/geometry.test.ts, seed 2086525403, at a residual of 1.6e-7).
+    // one, its error brings in a direction g never touched, such as F's null direction.
     for (let pass = 0; pass < 2; pass++) {
       for (const q of Q) {
         const c = dot(w, q);
@@ -131,7 +145,11 @@ export async function geometryAt(g: Float64Array, fvp: MatVec, iters = 50): Prom
   const kappa = Math.sqrt(Math.max(0, 2 * gg * firstOfInverse(t, FISHER_EPS)));
   const k = t.alpha.length;
   const T = Array.from({ length: k }, (_, i) => Array.from({ length: k }, (_, j) => (i === j ? t.alpha[i]! : Math.abs(i - j) === 1 ? t.beta[Math.min(i, j)]! : 0)));
-  const lambdaMin = Math.max(0, symmetricEigenvalues(T)[0]!) + FISHER_EPS;
+  // The smallest Ritz value whose Ritz vector g reaches (weight e₁ᵀy squared): a value carried in
+  // only by rounding error in the last Lanczos vectors (F's null direction) has a weight near 0.
+  const { values, vectors } = symmetricEigen(T);
+  const seen = values.filter((_, j) => vectors[0]![j]! ** 2 > RITZ_WEIGHT);
+  const lambdaMin = Math.max(0, Math.min(...(seen.length > 0 ? seen : values))) + FISHER_EPS;
   return { g, kappa, lambdaMin };
 }
 
