@@ -19,7 +19,7 @@ import { createTabularExperiment, runStages, stepThrough, type TabularExperiment
 import type { LmEpisodeRecord } from '../src/sat/env/lm';
 import { presetConfig } from '../src/sat/presets';
 import { stageRow } from '../src/app/stageRow';
-import { signed3 } from '../src/app/format';
+import { signed3, tickLabels } from '../src/app/format';
 import { stageTitle } from '../src/app/components/Timeline';
 import { frameAt, gameFrame, payoffGrids, probsOfLogits } from '../src/app/gameFrame';
 import { CLIMBING_PAYOFFS, pairwiseMeanPayoff } from '../src/tasks/matrix';
@@ -725,5 +725,17 @@ describe('the swap card says what its radius is', () => {
     const sw = recs.find((r) => r.swap)!.swap!;
     expect(sw.certRadius).toBeGreaterThan(0);
     expect(sw.certRadius).toBeLessThanOrEqual(sw.delta0 * (1 + 1e-9));
+  });
+});
+
+describe('tickLabels', () => {
+  it('writes ticks at the fewest decimals that keep each exact, with the typographic minus and no −0', () => {
+    expect(tickLabels([-4, -2, 0, 2, 4, 6, 8])).toEqual(['\u22124', '\u22122', '0', '2', '4', '6', '8']);
+    expect(tickLabels([0, 0.25, 0.5, 0.75])).toEqual(['0.00', '0.25', '0.50', '0.75']);
+    expect(tickLabels([0.2045, 0.205, 0.2055, 0.206])).toEqual(['0.2045', '0.2050', '0.2055', '0.2060']);
+    const fresh = Array.from({ length: 6 }, (_, k) => Number((-0.3 + k * 0.1).toPrecision(12)));
+    const labels = tickLabels(fresh);
+    expect(new Set(labels).size).toBe(labels.length);
+    labels.forEach((l, k) => expect(Number(l.replace('\u2212', '-'))).toBeCloseTo(fresh[k]!, 12));
   });
 });

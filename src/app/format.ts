@@ -54,3 +54,17 @@ export function count(x: number): string {
 export function backendShort(line: string): string {
   return line.split(' — ')[0]!.trim();
 }
+
+/**
+ * Axis tick labels at the fewest decimals (0–6) that write every tick exactly: ticks 0, 2, 4 read
+ * "0", "2", "4"; 0.25, 0.5 read "0.25", "0.50". Distinct ticks get distinct labels.
+ */
+export function tickLabels(ticks: readonly number[]): string[] {
+  const size = Math.max(1e-300, ...ticks.map((t) => Math.abs(t)));
+  let d = 0;
+  while (d < 6 && ticks.some((t) => Math.abs(Number(t.toFixed(d)) - t) > 1e-9 * size)) d++;
+  return ticks.map((t) => {
+    const s = t.toFixed(d);
+    return Number(s) === 0 ? (0).toFixed(d) : withMinus(s);
+  });
+}

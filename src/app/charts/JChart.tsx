@@ -15,7 +15,7 @@
  * Not here: computing rows (series.ts `jSeries`), picking the certificate form (a prop).
  */
 import { type KeyboardEvent, type MouseEvent, useState } from 'react';
-import { fixed3, signed3 } from '../format';
+import { fixed3, signed3, tickLabels } from '../format';
 import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
@@ -88,6 +88,7 @@ function JPlot({ s, width, height, lastX, picked }: { s: JSeries; width: number;
   const top = MARGIN.top;
   const bottom = height - MARGIN.bottom - X_AXIS_H;
   const [d0, d1] = s.domain;
+  const yLabels = tickLabels(s.ticks);
   const x = (v: number) => left + ((v - x0) / (x1 - x0)) * (right - left);
   const y = (v: number) => bottom - ((Math.min(Math.max(v, d0), d1) - d0) / (d1 - d0 || 1)) * (bottom - top);
   const line = (pts: readonly { stage: number; j: number }[]) => pts.map((r, i) => `${i ? 'L' : 'M'}${x(r.stage).toFixed(2)},${y(r.j).toFixed(2)}`).join('');
@@ -134,9 +135,9 @@ function JPlot({ s, width, height, lastX, picked }: { s: JSeries; width: number;
         </g>
         <g className="j-y-axis" fontSize={12} fill={MUTED_INK}>
           <line x1={left} x2={left} y1={top} y2={bottom} stroke={MUTED_INK} />
-          {s.ticks.map((t) => (
+          {s.ticks.map((t, k) => (
             <text key={t} className="j-tick-value" x={left - 8} y={y(t)} textAnchor="end" dominantBaseline="middle">
-              {fixed3(t)}
+              {yLabels[k]}
             </text>
           ))}
         </g>
