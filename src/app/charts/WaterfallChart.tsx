@@ -72,6 +72,12 @@ const TICK_LINES: Record<WaterfallRow['kind'], readonly string[]> = {
   agent: ['share'], // under "agent j" (Tick)
 };
 
+/** With the per-agent bars (a language stage) a bar has ~40 px: the totals' names on two lines. */
+const CROWDED_LINES: Partial<Record<WaterfallRow['kind'], readonly string[]>> = {
+  lower: ['=', 'bound'],
+  realised: ['real', 'ΔJ'],
+};
+
 function shapeFor(held: HeldState, hatch: string, picked: string | null) {
   return function WaterfallBar(p: BarShapeProps) {
     const row = p.payload as WaterfallRow;
@@ -104,10 +110,11 @@ function shapeFor(held: HeldState, hatch: string, picked: string | null) {
 function Tick({ x, y, payload, rows }: { x?: number | string; y?: number | string; payload?: { value?: unknown }; rows: readonly WaterfallRow[] }) {
   const row = rows.find((r) => r.label === payload?.value);
   const kind = row?.kind;
-  const lines = row?.agent ? [`agent ${row.agent.index}`, ...TICK_LINES.agent] : kind ? TICK_LINES[kind] : [String(payload?.value ?? '')];
+  const crowded = rows.some((r) => r.kind === 'agent');
+  const lines = row?.agent ? [`agent ${row.agent.index}`, ...TICK_LINES.agent] : kind ? ((crowded && CROWDED_LINES[kind]) || TICK_LINES[kind]) : [String(payload?.value ?? '')];
   const diagnostic = kind === 'insample' || kind === 'agent';
   return (
-    <text x={Number(x)} y={Number(y)} textAnchor="middle" fontSize={11} fill={row?.agent ? agentColor(row.agent.index) : diagnostic ? MUTED_INK : INK} fontStyle={diagnostic ? 'italic' : undefined}>
+    <text x={Number(x)} y={Number(y)} textAnchor="middle" fontSize={crowded ? 10 : 11} fill={row?.agent ? agentColor(row.agent.index) : diagnostic ? MUTED_INK : INK} fontStyle={diagnostic ? 'italic' : undefined}>
       {lines.map((l, k) => (
         <tspan key={k} x={Number(x)} dy={k === 0 ? '0.9em' : '1.1em'}>
           {l}
@@ -285,7 +292,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
             <ReferenceLine y={0} stroke={MUTED_INK} />
             <Tooltip content={<WfTooltip wf={wf} />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
             <Bar dataKey="range" shape={shapeFor(wf.held, hatch, picked)} isAnimationActive={false}>
-              <LabelList dataKey="value" position="top" fontSize={11} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
+              <LabelList dataKey="value" position="top" fontSize={wf.agentShares ? 10 : 11} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
             </Bar>
           </BarChart>
         )
