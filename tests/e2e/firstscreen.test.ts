@@ -20,7 +20,8 @@
  * - Check bound on a language stage: "not checked" until asked, then the verdict of a CRN estimate.
  *   The stage's waterfall: each agent's share as a bar in its colour, keyed "diagnostics, not the
  *   certificate" beside the team-level bound; the J chart's ✓ and the timeline's title agree with
- *   it (certified or not, then held / not held / undecided with the estimate). A screenshot of the
+ *   it (certified or not, then held / not held / undecided with the estimate); its formula card is
+ *   the team-level one with the stage's c and N. A screenshot of the
  *   waterfall goes to test-results/waterfall-language.png.
  *
  * Not here: the playground's other behaviour (playground.test.ts) or the formula cards' numbers
@@ -311,10 +312,17 @@ describe('the first five minutes', () => {
     }
     const key = await wf.getByTestId('agent-shares').innerText();
     expect(key).toBe(`per-agent bars: diagnostics, not the certificate — ${bars.map((b) => `agent ${b.agent} ${term(b.value)}`).join(', ')}`);
-    expect(await wf.getByTestId('team-bound').innerText()).toMatch(/^team-level bound: [\d,]+ episodes, ESS/);
     expect(await wf.locator('.recharts-label-list text').count()).toBe(7 + 2);
     mkdirSync(join(ROOT, 'test-results'), { recursive: true });
     await wf.screenshot({ path: join(ROOT, 'test-results/waterfall-language.png') });
+    // Its formula card is the team-level form's, with this stage's truncation c and batch size N.
+    const card = wf.getByTestId('formula-card');
+    expect(await card.getAttribute('data-formula')).toBe('waterfall-team');
+    await card.locator('summary').first().click();
+    await card.getByTestId('formula-tex').waitFor({ state: 'visible', timeout: 60_000 });
+    expect(Number(await card.locator('[data-metric="cert/clip"]').first().getAttribute('data-value'))).toBe(presetConfig('arith-team', cfg).certClip);
+    const episodes = (await wf.getByTestId('team-bound').innerText()).match(/^team-level bound: ([\d,]+) episodes/)![1]!.replace(/,/g, '');
+    expect(await card.locator('[data-metric="cert/episodes"]').first().getAttribute('data-value')).toBe(episodes);
     // Certified or not, the J chart's ✓, the timeline's title and the waterfall say the same.
     const certified = (await wf.getByTestId('certified-note').count()) === 1;
     const header = p.locator('[data-testid="timeline"] [role="columnheader"][data-certified]');
