@@ -100,10 +100,19 @@ describe('held for stages whose J is estimated (language teams)', () => {
     expect(renderToString(h(WaterfallChart, { record: { ...unchecked, certificate: { ...teamCert, refused: 'topK > 0 with a projected seat' } } }))).toContain('No certificate: topK &gt; 0 with a projected seat');
     // A language stage (finite c) lists each agent's share of the team summand, labelled a diagnostic;
     // a stage without a truncation (tabular, c = ∞) does not.
-    expect(html).not.toContain('per-agent shares');
-    const lang = renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: teamCert, metrics: { ...notHeld.metrics, 'cert/clip': 10 } } }));
+    expect(html).not.toContain('data-testid="agent-shares"');
+    expect(html).not.toContain('wf-swatch');
+    const langRec = { ...notHeld, certificate: teamCert, metrics: { ...notHeld.metrics, 'cert/clip': 10 } };
+    const text = (x: string) => x.replace(/<!-- -->/g, '').replace(/<[^>]*>/g, '');
+    const lang = renderToString(h(WaterfallChart, { record: langRec }));
     expect(notHeld.steps.length).toBeGreaterThan(1);
-    expect(lang).toContain(`per-agent shares (diagnostic): ${notHeld.steps.map((s) => `agent ${s.agent} ${term(s.cert.gain)}`).join(', ')}`);
+    const listed = notHeld.steps.map((s) => `agent ${s.agent} ${term(s.cert.gain)}`).join(', ');
+    // The episodic form draws the shares as bars: the line is their key; the γ control lists them only.
+    expect(text(lang)).toContain(`per-agent bars: diagnostics, not the certificate — ${listed}`);
+    expect(lang.match(/class="wf-swatch"/g)).toHaveLength(notHeld.steps.length);
+    const gamma = renderToString(h(WaterfallChart, { record: langRec, form: 'gamma' }));
+    expect(text(gamma)).toContain(`per-agent shares (diagnostic): ${listed}`);
+    expect(gamma).not.toContain('wf-swatch');
     expect(stageTitle(timelineStages([notHeld], 3)[0]!, false)).toBe(`stage ${notHeld.stage}: certificate not held (ΔJ estimated ${signed3(lower - 1)} ± 0.010)`);
     expect(stageTitle(timelineStages([unchecked], 3)[0]!, false)).toBe(`stage ${unchecked.stage}: certificate not checked`);
     // The γ control form was not the one checked: it stays unchecked whatever the verdict.
@@ -296,6 +305,50 @@ describe('certificate waterfall', () => {
     }
     expect(certified).toBeGreaterThan(0);
     expect(certified).toBeLessThan(200);
+  });
+
+  it('a language stage (finite c) adds each agent\'s share as a diagnostic bar after the totals; the certificate\'s bars stay put', () => {
+    // A tabular run's records are team-level with c = ∞; cert/clip = 10 makes them a language stage's.
+    for (const r of records) {
+      const tabular = waterfallRows(r, 'chosen', exp.aMax);
+      expect(tabular.agentShares).toBe(false);
+      expect(tabular.rows.some((x) => x.kind === 'agent')).toBe(false);
+      const lang = { ...r, metrics: { ...r.metrics, 'cert/clip': 10 } } as StageRecord;
+      const wf = waterfallRows(lang, 'chosen', exp.aMax);
+      expect(wf.agentShares).toBe(true);
+      expect(wf.rows.map((x) => x.kind)).toEqual(['insample', 'gain', 'shift', 'bias', 'finite', 'lower', 'realised', ...r.steps.map(() => 'agent')]);
+      // Outside the sum: every bar the certificate is made of, and its verdicts, are the tabular ones.
+      expect(wf.rows.slice(0, 7)).toEqual(tabular.rows);
+      expect([wf.terms, wf.held, wf.certified]).toEqual([tabular.terms, tabular.held, tabular.certified]);
+      const shares = wf.rows.slice(7);
+      expect(shares.map((x) => x.agent!.index)).toEqual(r.steps.map((s) => s.agent));
+      expect(shares.map((x) => x.agent!.position)).toEqual(r.steps.map((_, k) => k));
+      expect(shares.map((x) => x.agent!.lower)).toEqual(r.steps.map((s) => s.cert.lower));
+      expect(new Set(wf.rows.map((x) => x.label)).size).toBe(wf.rows.length);
+      for (const [k, x] of shares.entries()) {
+        expect(x.label).toBe(`agent ${r.steps[k]!.agent} share`);
+        expect([x.inSum, x.total, x.from]).toEqual([false, true, 0]);
+        expect(close(x.value, r.steps[k]!.cert.gain)).toBe(true);
+        expect(x.to).toBe(x.value);
+        expect(x.range).toEqual([Math.min(0, x.value), Math.max(0, x.value)]);
+      }
+      // The shares telescope: they add up to the team's fresh gain (docs/certificate.md §5.1).
+      expect(close(shares.reduce((a, x) => a + x.value, 0), wf.terms.gain)).toBe(true);
+      // The γ control is not the team-level bound: no shares beside it.
+      expect(waterfallRows(lang, 'gamma', exp.aMax).rows.some((x) => x.kind === 'agent')).toBe(false);
+    }
+    expect(records.some((r) => r.steps.some((s) => s.cert.gain !== 0))).toBe(true);
+  });
+
+  it('a share within a few ulps of J\'s scale is drawn as 0; a small real one is kept', () => {
+    const base = records[0]!;
+    const scale = Math.max(Math.abs(base.jBefore), Math.abs(base.jAfter), 41);
+    const gains = [3 * Number.EPSILON * scale, -3 * Number.EPSILON * scale, 1e-6, -2e-9 * scale];
+    const steps = gains.map((gain, k) => ({ ...base.steps[k % base.steps.length]!, agent: k, cert: { ...base.steps[k % base.steps.length]!.cert, agent: k, gain } }));
+    const wf = waterfallRows({ ...base, steps, metrics: { ...base.metrics, 'cert/clip': 10 } } as StageRecord, 'episodic', 41);
+    const shares = wf.rows.filter((x) => x.kind === 'agent');
+    expect(shares.map((x) => x.value)).toEqual([0, 0, 1e-6, -2e-9 * scale]);
+    expect(shares.map((x) => x.range)).toEqual([[0, 0], [0, 0], [0, 1e-6], [-2e-9 * scale, 0]]);
   });
 
   it('calls a bound vacuous only below the largest possible drop', () => {

@@ -10,9 +10,12 @@ import { Rng } from '../src/core/rng';
 
 const seed = Date.now() % 0xffffffff >>> 0;
 
-/** Bisection on log K_N(m) = ln(1/η) with the same predictable, hedged-capped bets: the reference twin. */
-function bettingBisection(xs: Float64Array, lo: number, hi: number, eta: number): number {
-  const z = Array.from(xs, (x) => (x - lo) / (hi - lo));
+/**
+ * The betting bound by plain bisection, on samples z already in units of the bet (z ≥ 0): the
+ * predictable, hedged-capped bets, then log K_N(m) = ln(1/η) solved over [0, top]. The bound in
+ * z's units; 0 when even m = 0 is not rejected. Shared by both reference twins below.
+ */
+function bisectBetting(z: readonly number[], eta: number, top: number): number {
   const N = z.length;
   const target = Math.log(1 / eta);
   const lam: number[] = [];
@@ -24,15 +27,20 @@ function bettingBisection(xs: Float64Array, lo: number, hi: number, eta: number)
     sumSq += (z[i]! - (0.5 + sumZ) / (i + 2)) ** 2;
   }
   const logK = (m: number) => z.reduce((s, zi, i) => s + Math.log(1 + Math.min(lam[i]!, m > 0 ? 0.75 / m : Infinity) * (zi - m)), 0);
-  if (logK(0) < target) return lo;
+  if (logK(0) < target) return 0;
   let a = 0;
-  let b = 1;
+  let b = top;
   for (let it = 0; it < 200; it++) {
     const m = (a + b) / 2;
     if (logK(m) >= target) a = m;
     else b = m;
   }
-  return lo + (hi - lo) * a;
+  return a;
+}
+
+/** The betting bound on [lo, hi] by bisection over [0, 1]: the reference twin. */
+function bettingBisection(xs: Float64Array, lo: number, hi: number, eta: number): number {
+  return lo + (hi - lo) * bisectBetting(Array.from(xs, (x) => (x - lo) / (hi - lo)), eta, 1);
 }
 
 /** Samples of a few shapes on [lo, hi] with their exact mean. */
@@ -120,26 +128,7 @@ describe('lower confidence bounds', () => {
 /** The lower-end-only betting bound by plain bisection over [0, max(1, max z)]: the reference twin. */
 function belowBisection(xs: Float64Array, lo: number, scale: number, eta: number): number {
   const z = Array.from(xs, (x) => (x - lo) / scale);
-  const N = z.length;
-  const target = Math.log(1 / eta);
-  const lam: number[] = [];
-  let sumZ = 0;
-  let sumSq = 0;
-  for (let i = 0; i < N; i++) {
-    lam.push(Math.sqrt((2 * target) / (N * ((0.25 + sumSq) / (i + 1)))));
-    sumZ += z[i]!;
-    sumSq += (z[i]! - (0.5 + sumZ) / (i + 2)) ** 2;
-  }
-  const logK = (m: number) => z.reduce((s, zi, i) => s + Math.log(1 + Math.min(lam[i]!, m > 0 ? 0.75 / m : Infinity) * (zi - m)), 0);
-  if (logK(0) < target) return lo;
-  let a = 0;
-  let b = Math.max(1, ...z);
-  for (let it = 0; it < 200; it++) {
-    const m = (a + b) / 2;
-    if (logK(m) >= target) a = m;
-    else b = m;
-  }
-  return lo + scale * a;
+  return lo + scale * bisectBetting(z, eta, Math.max(1, ...z));
 }
 
 /**

@@ -18,15 +18,22 @@
  * - axe-core: no serious or critical violation on the opening page, with a formula card open, and
  *   on a language preset with the token inspector open.
  * - Check bound on a language stage: "not checked" until asked, then the verdict of a CRN estimate.
+ *   The stage's waterfall: each agent's share as a bar in its colour, keyed "diagnostics, not the
+ *   certificate" beside the team-level bound; the J chart's ✓ and the timeline's title agree with
+ *   it (certified or not, then held / not held / undecided with the estimate); its formula card is
+ *   the team-level one with the stage's c and N. A screenshot of the
+ *   waterfall goes to test-results/waterfall-language.png.
  *
  * Not here: the playground's other behaviour (playground.test.ts) or the formula cards' numbers
  * (formulas.test.ts).
  */
-import { readdirSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { term } from '../../src/app/charts/fmt';
 import { encodeShare, makeShareState } from '../../src/app/share';
+import { agentColor } from '../../src/app/theme';
 import { presetConfig } from '../../src/sat/presets';
 import { agentWorkers, playgroundForFile, points, ROOT, settled } from './harness';
 
@@ -288,6 +295,40 @@ describe('the first five minutes', () => {
     await settled(p);
     const heldCell = p.locator('[data-testid="stage-row"] .held .sr-only');
     expect(await heldCell.innerText()).toBe('not checked');
+    // The waterfall: the team-level bound, then each agent's share as a pale, dashed bar in its colour.
+    const wf = p.getByTestId('chart-waterfall');
+    await wf.scrollIntoViewIfNeeded();
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="chart-waterfall"] [data-agent-share]').length === 2, undefined, { timeout: 60_000 });
+    await settled(p);
+    const bars = await wf.locator('[data-agent-share]').evaluateAll((gs) => gs.map((g) => {
+      const path = g.querySelector('path');
+      return { agent: Number(g.getAttribute('data-agent-share')), value: Number(g.getAttribute('data-value')), stroke: path?.getAttribute('stroke') ?? null, dash: path?.getAttribute('stroke-dasharray') ?? null, height: path?.getBoundingClientRect().height ?? 0 };
+    }));
+    expect(bars.map((b) => b.agent).sort()).toEqual([0, 1]);
+    for (const b of bars) {
+      // A share of 0 (a rejected agent, or float noise) draws no bar at all.
+      if (b.value === 0) expect(b.height, `agent ${b.agent}`).toBe(0);
+      else expect([b.stroke, Boolean(b.dash), b.height > 0], `agent ${b.agent}`).toEqual([agentColor(b.agent), true, true]);
+    }
+    const key = await wf.getByTestId('agent-shares').innerText();
+    expect(key).toBe(`per-agent bars: diagnostics, not the certificate — ${bars.map((b) => `agent ${b.agent} ${term(b.value)}`).join(', ')}`);
+    expect(await wf.locator('.recharts-label-list text').count()).toBe(7 + 2);
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+    await wf.screenshot({ path: join(ROOT, 'test-results/waterfall-language.png') });
+    // Its formula card is the team-level form's, with this stage's truncation c and batch size N.
+    const card = wf.getByTestId('formula-card');
+    expect(await card.getAttribute('data-formula')).toBe('waterfall-team');
+    await card.locator('summary').first().click();
+    await card.getByTestId('formula-tex').waitFor({ state: 'visible', timeout: 60_000 });
+    expect(Number(await card.locator('[data-metric="cert/clip"]').first().getAttribute('data-value'))).toBe(presetConfig('arith-team', cfg).certClip);
+    const episodes = (await wf.getByTestId('team-bound').innerText()).match(/^team-level bound: ([\d,]+) episodes/)![1]!.replace(/,/g, '');
+    expect(await card.locator('[data-metric="cert/episodes"]').first().getAttribute('data-value')).toBe(episodes);
+    // Certified or not, the J chart's ✓, the timeline's title and the waterfall say the same.
+    const certified = (await wf.getByTestId('certified-note').count()) === 1;
+    const header = p.locator('[data-testid="timeline"] [role="columnheader"][data-certified]');
+    expect(await header.getAttribute('data-certified')).toBe(certified ? '1' : '0');
+    expect(await p.getByTestId('chart-j').locator('[data-certified="true"]').count()).toBe(certified ? 1 : 0);
+    expect(await header.getAttribute('title')).toBe(`stage 1: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate not checked`);
     await check.click();
     await p.getByTestId('notice').getByText(/^Stage 1: lower bound/).waitFor({ timeout: 240_000 });
     await settled(p);
@@ -295,6 +336,7 @@ describe('the first five minutes', () => {
     expect(notice).toMatch(/^Stage 1: lower bound −?\d+\.\d{3} against ΔJ ≈ [+−]?\d+\.\d{3} ± \S+ \(2,048 pairs\): (held|not held|undecided \(the estimate cannot tell\))\./);
     const verdict = notice.match(/pairs\): (held|not held|undecided)/)![1]!;
     expect(await heldCell.innerText()).toBe(verdict);
+    expect(await header.getAttribute('title')).toMatch(new RegExp(`^stage 1: ${certified ? 'certified improvement \\(bound above 0\\), ' : ''}certificate ${verdict} \\(ΔJ estimated [+−]?\\d+\\.\\d{3} ± \\d+\\.\\d{3}\\)$`));
     expect(await check.isDisabled()).toBe(true); // checked once
     await p.context().close();
   }, 600_000);

@@ -10,6 +10,9 @@
  * "certified improvement" when the bound is above 0, held / not held, and, when the bound is
  * vacuous, says so in words. Its formula card (formulas.ts `certFormulaId`: episodic, language team-level or γ) writes the
  * same sum with the record's cert/… numbers; a term clicked there outlines its bar here.
+ * A language stage's team-level bound is followed by one bar per agent, its share of the fresh gain
+ * in the agent's colour, pale and dashed and keyed "diagnostics, not the certificate" (§5.1): with
+ * a finite truncation c only the team's bound is a guarantee.
  *
  * Not here: the cumulative arithmetic (series.ts `waterfallRows`), choosing the stage (a prop).
  */
@@ -18,7 +21,7 @@ import { Bar, BarChart, CartesianGrid, LabelList, Rectangle, ReferenceLine, Tool
 import type { CertForm } from '../../sat/certificate';
 import type { StageRecord } from '../../sat/stage';
 import { fixed3 } from '../format';
-import { GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
+import { agentColor, agentTint, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph, Toggle } from './ChartFrame';
 import { bindFormula, certFormulaId, FORMULAS } from './formulas';
 import { CHECK, grouped, pct, term } from './fmt';
@@ -51,6 +54,7 @@ const FILL: Record<WaterfallRow['kind'], string> = {
   finite: '#cfd2d6',
   lower: INK,
   realised: INK,
+  agent: MUTED_INK, // drawn in the agent's own colour (shapeFor)
 };
 
 /**
@@ -65,6 +69,13 @@ const TICK_LINES: Record<WaterfallRow['kind'], readonly string[]> = {
   finite: ['−finite'],
   lower: ['= bound'],
   realised: ['real ΔJ'],
+  agent: ['share'], // under "agent j" (Tick)
+};
+
+/** With the per-agent bars (a language stage) a bar has ~40 px: the totals' names on two lines. */
+const CROWDED_LINES: Partial<Record<WaterfallRow['kind'], readonly string[]>> = {
+  lower: ['=', 'bound'],
+  realised: ['real', 'ΔJ'],
 };
 
 function shapeFor(held: HeldState, hatch: string, picked: string | null) {
@@ -74,7 +85,15 @@ function shapeFor(held: HeldState, hatch: string, picked: string | null) {
     if (row.kind === 'insample') bar = <Rectangle {...p} fill={`url(#${hatch})`} stroke={MUTED_INK} strokeWidth={1} strokeDasharray="3 2" />;
     else if (row.kind === 'realised' && held === 'not held') bar = <Rectangle {...p} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
     else if (row.kind === 'realised' && held !== 'held') bar = <Rectangle {...p} fill="#fff" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="4 3" />;
-    else bar = <Rectangle {...p} fill={FILL[row.kind]} stroke="none" />;
+    else if (row.kind === 'agent' && row.agent) {
+      // A diagnostic, not the certificate: pale and dashed, in the agent's colour.
+      const j = row.agent.index;
+      return (
+        <g data-agent-share={j} data-value={row.value} data-color={agentColor(j)}>
+          <Rectangle {...p} fill={agentTint(j, 0.3)} stroke={agentColor(j)} strokeWidth={1.5} strokeDasharray="3 2" />
+        </g>
+      );
+    } else bar = <Rectangle {...p} fill={FILL[row.kind]} stroke="none" />;
     if (row.kind !== picked) return bar;
     // Picked in the formula card: the bar outlined in ink, drawn over a pale halo.
     const { x = 0, y = 0, width = 0, height = 0 } = p as { x?: number; y?: number; width?: number; height?: number };
@@ -89,10 +108,13 @@ function shapeFor(held: HeldState, hatch: string, picked: string | null) {
 
 /** An x-axis name; the axis' value is the row's label, unique per row. */
 function Tick({ x, y, payload, rows }: { x?: number | string; y?: number | string; payload?: { value?: unknown }; rows: readonly WaterfallRow[] }) {
-  const kind = rows.find((r) => r.label === payload?.value)?.kind;
-  const lines = kind ? TICK_LINES[kind] : [String(payload?.value ?? '')];
+  const row = rows.find((r) => r.label === payload?.value);
+  const kind = row?.kind;
+  const crowded = rows.some((r) => r.kind === 'agent');
+  const lines = row?.agent ? [`agent ${row.agent.index}`, ...TICK_LINES.agent] : kind ? ((crowded && CROWDED_LINES[kind]) || TICK_LINES[kind]) : [String(payload?.value ?? '')];
+  const diagnostic = kind === 'insample' || kind === 'agent';
   return (
-    <text x={Number(x)} y={Number(y)} textAnchor="middle" fontSize={11} fill={kind === 'insample' ? MUTED_INK : INK} fontStyle={kind === 'insample' ? 'italic' : undefined}>
+    <text x={Number(x)} y={Number(y)} textAnchor="middle" fontSize={crowded ? 10 : 11} fill={row?.agent ? agentColor(row.agent.index) : diagnostic ? MUTED_INK : INK} fontStyle={diagnostic ? 'italic' : undefined}>
       {lines.map((l, k) => (
         <tspan key={k} x={Number(x)} dy={k === 0 ? '0.9em' : '1.1em'}>
           {l}
@@ -121,6 +143,12 @@ function WfTooltip({ active, payload, wf }: { active?: boolean; payload?: readon
         </div>
       )}
       {row.kind === 'gain' && <div className="muted">scored on certification batches no update saw</div>}
+      {row.agent && (
+        <div className="muted">
+          agent {row.agent.index}&apos;s share of the team&apos;s fresh gain (position {row.agent.position + 1} in the order); its own bound {term(row.agent.lower)}. A
+          diagnostic, not the certificate: with the ratio truncated only the team-level bound holds.
+        </div>
+      )}
       {(row.kind === 'shift' || row.kind === 'bias') && wf.form === 'episodic' && <div className="muted">0 by construction in the episodic form</div>}
       {row.kind === 'finite' && wf.form === 'episodic' && <div className="muted">the width of the one-sided confidence bound</div>}
     </div>
@@ -131,10 +159,10 @@ function WfTooltip({ active, payload, wf }: { active?: boolean; payload?: readon
  * What the bound of a stage rests on, when it is the team-level one (docs/certificate.md §5.1): one
  * certification batch, the effective sample size of its team ratio r̄ and what truncating r̄ at c
  * cost; for a language stage (finite c) each agent's share of the team summand, labelled a
- * diagnostic; the reason when no certificate was given; and the common-random-numbers estimate of
- * ΔJ when the stage was checked.
+ * diagnostic — the key of the per-agent bars when they are drawn (`bars`); the reason when no
+ * certificate was given; and the common-random-numbers estimate of ΔJ when the stage was checked.
  */
-function TeamBoundNote({ record }: { record: StageRecord }) {
+function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean }) {
   const c = record.certificate;
   const h = record.held;
   return (
@@ -145,13 +173,19 @@ function TeamBoundNote({ record }: { record: StageRecord }) {
         </span>
       )}
       {c.scope === 'team' && c.team && c.team.episodes > 0 && (
-        <span data-testid="team-bound" title="One certification batch for the whole stage, each episode scored with the ratio of the final team to the starting team (docs/certificate.md §5.1); the per-agent bars elsewhere are its shares, shown as diagnostics.">
+        <span data-testid="team-bound" title="One certification batch for the whole stage, each episode scored with the ratio of the final team to the starting team (docs/certificate.md §5.1); on a language stage the per-agent bars beside it are its shares, shown as diagnostics.">
           {`team-level bound: ${grouped(c.team.episodes)} episodes, ESS ${grouped(c.team.ess)}, truncation cost ${term(c.team.truncationCost)}`}
         </span>
       )}
       {c.scope === 'team' && c.team && Number.isFinite(record.metrics['cert/clip']) && record.steps.length > 0 && (
         <span data-testid="agent-shares" title="Each agent's share of the team summand, (min(ρ≤i, c) − min(ρ<i, c))·(R − R_min), in the order the agents moved: the shares add up to the team's fresh gain, but with a finite c a share is not a bound on that agent's own ΔJ (docs/certificate.md §5.1).">
-          {`per-agent shares (diagnostic): ${record.steps.map((s) => `agent ${s.agent} ${term(s.cert.gain)}`).join(', ')}`}
+          {bars ? 'per-agent bars: diagnostics, not the certificate — ' : 'per-agent shares (diagnostic): '}
+          {record.steps.map((s, k) => (
+            <span key={s.agent} className="wf-share">
+              {bars && <span className="wf-swatch" aria-hidden="true" style={{ background: agentTint(s.agent, 0.3), borderColor: agentColor(s.agent) }} />}
+              {`agent ${s.agent} ${term(s.cert.gain)}${k < record.steps.length - 1 ? ', ' : ''}`}
+            </span>
+          ))}
         </span>
       )}
       {h && h.pairs > 0 && (
@@ -203,7 +237,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
               {record!.evaluation.exact ? 'realised ΔJ' : 'held-out ΔJ (an estimate)'}{' '}
               <b className="num" data-metric="team/dJ" data-value={record!.metrics['team/dJ'] as number}>{term(wf.dJ)}</b>
             </span>
-            <TeamBoundNote record={record!} />
+            <TeamBoundNote record={record!} bars={wf.agentShares} />
             {wf.certified && (
               <span className="chart-certified" data-testid="certified-note" title={`The bound is above 0: ${confidence} the team improved this stage (docs/certificate.md §12)`}>
                 <span aria-hidden="true">{CHECK}</span> certified improvement
@@ -232,6 +266,14 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
           form (§9); then −finite, the width of the one-sided confidence bound on the fresh gain (§5; the team-level form scores one batch for the whole stage with the team's ratio, §5.1). What is left is the lower bound on
           ΔJ, {confidence} (§12), beside the ΔJ that really happened. Healthy: bound above 0 (certified improvement) and the real
           bar at least as tall (held, filled).
+          {wf?.agentShares && (
+            <>
+              {' '}
+              On a language stage the pale, dashed bars after the real ΔJ are each agent&apos;s share of the fresh gain, in
+              its colour and in the order the agents moved: they add up to the fresh gain, but with the ratio truncated at c a
+              share is not a bound on that agent&apos;s own ΔJ — diagnostics of who contributed, not the certificate (§5.1).
+            </>
+          )}
         </>
       }
     >
@@ -250,7 +292,7 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
             <ReferenceLine y={0} stroke={MUTED_INK} />
             <Tooltip content={<WfTooltip wf={wf} />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
             <Bar dataKey="range" shape={shapeFor(wf.held, hatch, picked)} isAnimationActive={false}>
-              <LabelList dataKey="value" position="top" fontSize={11} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
+              <LabelList dataKey="value" position="top" fontSize={wf.agentShares ? 10 : 11} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
             </Bar>
           </BarChart>
         )

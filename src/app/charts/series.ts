@@ -10,6 +10,7 @@
  *                      flattening the picture
  *   waterfallRows      fresh gain, −shift, −bias, −finite → lower bound, beside realised ΔJ, with
  *                      the in-sample gain as a diagnostic outside the sum (docs/certificate.md §4–§6)
+ *                      and, for a language stage, each agent's share of the fresh gain (§5.1)
  *   advantageRows      histogram of one agent step's advantages, normalised or raw (docs/method.md §4)
  *   klRows             per-state KL of one agent step on log-spaced bins, δ and the quantile (docs/method.md §6)
  *   violation*         KL violation rate against δ, the power-law fit v ≈ c·δ^p and a √δ line (docs/method.md §9.2)
@@ -296,9 +297,10 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
 /**
  * gain: Σ fresh gains (the certification batch); insample: Σ gains on the agents' own training
  * batches (a diagnostic beside it, not in the sum); shift, bias, finite: the penalties; lower, realised:
- * the totals.
+ * the totals; agent: one agent's share of a language stage's team-level fresh gain (a diagnostic,
+ * not in the sum and not a bound on that agent's ΔJ, docs/certificate.md §5.1).
  */
-export type WaterfallKind = 'insample' | 'gain' | 'shift' | 'bias' | 'finite' | 'lower' | 'realised';
+export type WaterfallKind = 'insample' | 'gain' | 'shift' | 'bias' | 'finite' | 'lower' | 'realised' | 'agent';
 
 export interface WaterfallRow {
   readonly kind: WaterfallKind;
@@ -314,6 +316,8 @@ export interface WaterfallRow {
   readonly total: boolean;
   /** True for a step of the running sum fresh gain → −shift → −bias → −finite = lower bound. */
   readonly inSum: boolean;
+  /** kind 'agent': the agent, its position in the stage's order σ and its own bound L_i (a diagnostic too). */
+  readonly agent?: { readonly index: number; readonly position: number; readonly lower: number };
 }
 
 export interface Waterfall {
@@ -329,6 +333,8 @@ export interface Waterfall {
   readonly penaltyOverGain: number;
   /** In-sample gain − fresh gain: how much scoring an update on its own training data flattered it (NaN when not recorded). */
   readonly optimism: number;
+  /** Rows of kind 'agent' follow the totals: a language stage's team-level bound, shown in the episodic form. */
+  readonly agentShares: boolean;
 }
 
 function bar(kind: WaterfallKind, label: string, value: number, from: number, to: number, total: boolean, inSum: boolean): WaterfallRow {
@@ -347,11 +353,22 @@ export function dropNoise(x: number, scale: number): number {
 }
 
 /**
+ * A language stage certified with the team-level form: one batch, the team ratio truncated at a
+ * finite c (formulas.ts `certFormulaId` reads the same two metrics for its card).
+ */
+function languageTeamBound(rec: StageRecord): boolean {
+  const clip = rec.metrics['cert/clip'];
+  return rec.metrics['cert/team'] === 1 && typeof clip === 'number' && Number.isFinite(clip);
+}
+
+/**
  * The bound of one stage as cumulative bars: the fresh gain from 0 up, then each penalty down from
  * where the previous bar ended; the running end after "−finite" is exactly the lower bound (the
  * last step is drawn to it, so float rounding in gain − finite cannot leave a gap), drawn again as
  * a total from 0, beside the realised ΔJ. The in-sample gain stands first, from 0, as a diagnostic
- * outside the sum (omitted for records saved before it was measured).
+ * outside the sum (omitted for records saved before it was measured). A language stage's
+ * team-level bound (episodic form) is followed by each agent's share of its fresh gain, from 0 in
+ * the order σ: diagnostics of who contributed — with a finite c only their sum lies below ΔJ.
  */
 export function waterfallRows(rec: StageRecord, form: FormChoice = 'chosen', span?: number): Waterfall {
   const raw = termsOf(rec, form);
@@ -370,11 +387,20 @@ export function waterfallRows(rec: StageRecord, form: FormChoice = 'chosen', spa
   rows.push(bar('finite', '−finite', -t.finite, at, t.lower, false, true));
   rows.push(bar('lower', '= bound', t.lower, 0, t.lower, true, false));
   rows.push(bar('realised', 'real ΔJ', dJ, 0, dJ, true, false));
+  const resolved = resolvedForm(rec, form);
+  const agentShares = resolved === 'episodic' && languageTeamBound(rec) && rec.steps.length > 0;
+  if (agentShares) {
+    rec.steps.forEach((s, position) => {
+      const share = dropNoise(s.cert.gain, scale);
+      rows.push({ ...bar('agent', `agent ${s.agent} share`, share, 0, share, true, false), agent: { index: s.agent, position, lower: s.cert.lower } });
+    });
+  }
   const penalties = t.shift + t.bias + t.finite;
   return {
-    rows, form: resolvedForm(rec, form), terms: t, dJ, held: heldUnder(rec, form), certified: certifiedUnder(rec, form), vacuous: isVacuous(t.lower, span),
+    rows, form: resolved, terms: t, dJ, held: heldUnder(rec, form), certified: certifiedUnder(rec, form), vacuous: isVacuous(t.lower, span),
     penaltyOverGain: t.gain > 0 ? penalties / t.gain : Infinity,
     optimism: inSample - t.gain,
+    agentShares,
   };
 }
 
