@@ -1,46 +1,18 @@
 /**
- * Share links: the settings of an experiment — a preset, the
- * config keys that differ from it, an optional agent step to jump to, and `<key>_hide` flags that
- * let a teacher publish a reduced UI — packed into the URL hash:
- *
- *   #v1.<base64url( deflate-raw( JSON, keys sorted ) )>
- *
- * The JSON is one flat object, TensorFlow Playground style, with keys sorted at every level so a
- * state has exactly one link:
+ * Share links: an experiment's settings in the URL hash, `#v1.<base64url(deflate-raw(JSON))>`,
+ * the JSON one flat object with keys sorted at every level, so a state has exactly one link:
  *
  *   {"lr":0.3,"lr_hide":true,"preset":"climbing","seed":4,"step":{"agent":1,"stage":3}}
  *
- *   preset        a name from PRESETS (absent = the defaults are the base)
- *   <config key>  a typed value (number, boolean, enum string, list of numbers) overriding the base
- *   <key>_hide    true: the control of <key> is hidden (any config key, "preset" for the gallery, or a
- *                 panel of panels.ts: "settings", "team", "timeline", "game", "j", … for a lesson layout)
- *   step          a StepRef {stage ≥ 1, agent?} (stepRef.ts): replay to the end of that stage, or to agent `agent`'s update
- *                 within it; stage ≤ the config's stages, agent < its agents
- *   checkpoints   language tasks: the seats that hold a Hugging Face checkpoint of their own,
- *                 [{agent, hash, name, quant?}] (hash: hfFolderHash, 64 hex digits; name: "folder@short
- *                 hash"; quant: "q8" | "q4" | "f32", how the seat stores the weights, q8 when
- *                 absent — written only when it is not q8); the files are not in the link — the page seats them from its storage,
- *                 or says which checkpoint is needed and asks for the folder (docs/models.md)
+ * `preset` is the base (absent: the defaults), a setting's key overrides it with a typed value,
+ * `<key>_hide: true` hides a control or a panel (panels.ts), `step` is a StepRef to replay to, and
+ * `checkpoints` (language tasks) names the seats' own checkpoints by folder hash (payloads.ts).
+ * The seed is a setting, so opening a link replays the same run.
  *
- * Opening a link replays the run: the seed is a config key, so same backend ⇒ identical metrics.
+ * `decodeShare` never throws and never hangs: sizes are capped before and while inflating, and
+ * every failure is `{ ok: false, code, error }` saying what was wrong and that the defaults opened.
  *
- * The deflate is fflate's (links it writes are byte-for-byte the same in every browser); a link
- * deflated by anything else, such as the platform's CompressionStream that earlier versions used,
- * reads the same. base64url is the platform's btoa / atob with the URL alphabet.
- *
- * `decodeShare` never throws and never hangs: the hash and the inflated JSON are capped
- * (MAX_SHARE_HASH_CHARS, MAX_SHARE_JSON_BYTES; inflating stops as soon as the cap is passed, so a
- * zip bomb costs a few milliseconds), and every failure — empty, wrong prefix, unknown version,
- * bad base64url, bad deflate data, not UTF-8, not JSON, not an object, an over-long or
- * control-character string, an unknown key, a wrong type, an out-of-range or inconsistent value
- * (checked by `parseConfig`, so the message names the key, the value and the range), an unknown
- * preset, a bad hide flag, a bad step — is a `{ ok: false, code, error }` whose message says what
- * was wrong and that the defaults were opened. Values are data only: nothing is evaluated, and
- * every string must be a known enum option or preset name.
- *
- * Not here: reading or writing `location.hash`, applying the state to the store, hiding controls,
- * or replaying the run (the page does those), and a plain-text `key=value` form (not needed).
- * No React, no DOM beyond btoa / atob (browsers, Node ≥ 16).
+ * Not here: `location.hash`, applying the state or replaying the run (the page does those).
  */
 import { deflateSync } from 'fflate';
 import * as v from 'valibot';
