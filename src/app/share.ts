@@ -17,7 +17,7 @@
 import { deflateSync } from 'fflate';
 import * as v from 'valibot';
 import { ConfigError, FormatError } from '../core/errors';
-import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, isLlmTask, parseConfig } from '../sat/config';
+import { CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, diffFromDefaults, isConfigKey, isLlmTask, parseConfig, SettingTypeError, unknownSetting } from '../sat/config';
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
 import { PANEL_NAMES } from './panels';
@@ -187,35 +187,6 @@ function checkString(s: string, what: string): void {
   if (CONTROL.test(s)) throw new ShareFail('string', `${what} ${quote(s)} contains a control character.`);
 }
 
-/** The JSON type a link must use for a config key (strings are accepted only for enums). */
-function checkType(key: ConfigKey, v: unknown): void {
-  const f = CONFIG[key];
-  let ok: boolean;
-  switch (f.type) {
-    case 'int':
-    case 'float':
-      ok = typeof v === 'number';
-      break;
-    case 'bool':
-      ok = typeof v === 'boolean';
-      break;
-    case 'enum':
-      ok = typeof v === 'string';
-      break;
-    case 'intList':
-    case 'floatList':
-      ok = Array.isArray(v) && v.every((x) => typeof x === 'number');
-      break;
-    case 'enumList':
-      ok = Array.isArray(v) && v.every((x) => typeof x === 'string');
-      break;
-  }
-  if (!ok) {
-    const expected = f.type === 'enum' ? 'a string' : f.type === 'bool' ? 'true or false' : f.type === 'int' || f.type === 'float' ? 'a number' : f.type === 'enumList' ? 'a list of strings' : 'a list of numbers';
-    throw new ShareFail('type', `setting "${key}" = ${quote(v)} has the wrong type: expected ${expected} (${describeAllowed(f)}).`);
-  }
-}
-
 function configFail(e: unknown, code: ShareErrorCode): ShareFail {
   if (e instanceof ConfigError) return new ShareFail(code, e.message);
   return new ShareFail(code, `its settings were refused (${e instanceof Error ? e.message : String(e)}).`);
@@ -255,21 +226,13 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
       if (v !== true) throw new ShareFail('hide', `the hide flag "${k}" = ${quote(v)} must be true (leave it out to show the control).`);
       hide.push(k.slice(0, -HIDE_SUFFIX.length));
     } else if (isConfigKey(k)) {
-      checkType(k, v);
       try {
-        const c = coerceValue(k, v);
-        overrides[k] = Array.isArray(c) ? [...c] : c;
+        overrides[k] = coerceValue(k, v, 'typed');
       } catch (e) {
-        throw configFail(e, 'range');
+        throw configFail(e, e instanceof SettingTypeError ? 'type' : 'range');
       }
     } else {
-      let msg = `it has an unknown entry ${quote(k)}.`;
-      try {
-        parseConfig({ [k]: v });
-      } catch (e) {
-        if (e instanceof ConfigError) msg = e.message;
-      }
-      throw new ShareFail('unknown-key', `${msg} A link may also hold "preset", "step", "checkpoints" and "<setting>_hide".`);
+      throw new ShareFail('unknown-key', `${unknownSetting(k, v).message} A link may also hold "preset", "step", "checkpoints" and "<setting>_hide".`);
     }
   }
   let config: Config;
@@ -418,14 +381,7 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
  */
 export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[] } = {}): ShareState {
   const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
-  const diff: Partial<Record<ConfigKey, unknown>> = {};
-  for (const k of CONFIG_KEYS) {
-    if (JSON.stringify(config[k]) !== JSON.stringify(base[k])) {
-      const v = config[k];
-      diff[k] = Array.isArray(v) ? [...v] : v;
-    }
-  }
-  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diff, hide: [...new Set(opts.hide ?? [])].sort() };
+  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diffFromDefaults(config, base), hide: [...new Set(opts.hide ?? [])].sort() };
   if (opts.preset !== undefined) state.preset = opts.preset;
   if (opts.step !== undefined) state.step = opts.step;
   if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map(linkCheckpoint);
