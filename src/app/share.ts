@@ -21,9 +21,8 @@ import { CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, d
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
 import { PANEL_NAMES } from './panels';
-import { failedField, SEAT_CHECKPOINT_KEYS, seatCheckpointSchema, type SeatCheckpoint, stepRefSchema } from './payloads';
+import { checkpointRule, failedField, SEAT_CHECKPOINT_KEYS, seatCheckpointSchema, type SeatCheckpoint, stepRefSchema } from './payloads';
 import type { StepRef } from './stepRef';
-import { SEAT_QUANTS } from '../model/quant';
 
 /** The link format's version: the `1` of `#v1.`. A link of another version opens the defaults. */
 export const SHARE_VERSION = 1;
@@ -249,22 +248,12 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
 }
 
 /** What a link says of a checkpoint entry's wrong field ('': not an object). */
-function linkCheckpointProblem(field: string | { readonly unknown: string }, e: Record<string, unknown>, c: Config): string {
+function linkCheckpointProblem(field: string | { readonly unknown: string }, e: unknown, c: Config): string {
   if (typeof field !== 'string') return `has an unknown entry ${quote(field.unknown)} (allowed: ${SEAT_CHECKPOINT_KEYS.join(', ')})`;
-  switch (field) {
-    case 'onnx':
-      return 'needs each onnx to be {file: "….onnx", mode: "trainable" or "frozen"} (an ONNX folder\'s seat)';
-    case 'agent':
-      return `needs each agent to be an integer in [0, ${c.agents - 1}] (the team's agents)`;
-    case 'hash':
-      return 'needs each hash to be 64 lowercase hex digits (the folder hash)';
-    case 'name':
-      return `needs each name to be 1..${MAX_SHARE_STRING} printable characters`;
-    case 'quant':
-      return `needs each quant to be one of ${SEAT_QUANTS.map((q) => `"${q}"`).join(', ')} (how the seat stores the weights), not ${quote(e.quant)}`;
-    default:
-      return 'has an entry that is not an object {agent, hash, name}';
-  }
+  const rule = checkpointRule(field, c.agents);
+  if (field === '') return `has an entry that is not ${rule.is}`;
+  const value = isPlainObject(e) ? e[field] : undefined;
+  return `needs each ${field} to be ${rule.is} (${rule.what})${value === undefined ? ', and one has none' : `, not ${quote(value)}`}`;
 }
 
 function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
@@ -274,7 +263,7 @@ function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
   const out: ShareCheckpoint[] = [];
   for (const e of v) {
     const field = failedField(linkCheckpointSchema, e);
-    if (field !== undefined) throw bad(linkCheckpointProblem(field, e as Record<string, unknown>, c));
+    if (field !== undefined) throw bad(linkCheckpointProblem(field, e, c));
     const x = e as SeatCheckpoint;
     if (x.agent >= c.agents) throw bad(linkCheckpointProblem('agent', x, c));
     if (CONTROL.test(x.name)) throw bad(linkCheckpointProblem('name', x, c));
