@@ -89,7 +89,7 @@ export const CONFIG = {
   // — task and team —
   task: enumOf({
     group: 'task', default: 'climbing', options: TASK_OPTIONS,
-    doc: 'The team game. Tabular: climbing/penalty (Claus & Boutilier matrix games), random-matrix (seeded cooperative game), relay (agent i acts at turn i seeing earlier actions), router (a router agent picks a solver), guess (an answer task for every protocol). Language models: arithmetic, countdown.',
+    doc: `The team game. Tabular: ${TASK_NAMES.map((n) => `${n} — ${TASKS[n].title}`).join('; ')}. Language models: ${LLM_TASK_NAMES.map((n) => `${n} — ${LLM_TASKS[n].title}`).join('; ')}.`,
   }),
   protocol: enumOf({
     group: 'task', default: 'auto', options: ['auto', 'independent', 'chain', 'vote', 'router'],
