@@ -32,6 +32,7 @@ import {
   parseConfig,
   isLlmTask,
   resolvedProtocol,
+  SettingTypeError,
 } from '../src/sat/config';
 import { TASK_NAMES, TASKS, makeGame } from '../src/tasks/index';
 import { LLM_TASK_NAMES, LLM_TASKS } from '../src/tasks/llm/index';
@@ -403,6 +404,24 @@ describe('string coercion (CLI and URL input)', () => {
     expect(coerceValue('betaAdapt', 'false')).toBe(false);
     expect(coerceValue('betaAdapt', '0')).toBe(false);
     expect(coerceValue('betaAdapt', false)).toBe(false);
+  });
+
+  it('typed reads (links) take each setting\'s JSON type only, derived from its row; loose reads take its text', () => {
+    for (const key of CONFIG_KEYS) {
+      const d = CONFIG[key].default;
+      expect(coerceValue(key, d, 'typed'), key).toEqual(d);
+      const text = Array.isArray(d) ? d.join(',') : String(d);
+      if (CONFIG[key].type === 'enum') continue; // an enum's text is its typed value
+      const e = configError(() => coerceValue(key, text, 'typed'));
+      expect(e, key).toBeInstanceOf(SettingTypeError);
+      expect(e.message, key).toContain(`Setting "${key}" = ${JSON.stringify(text)} has the wrong type: a text, not `);
+      expect(coerceValue(key, text), key).toEqual(d);
+    }
+    // A value of the right type but out of range is not a type error.
+    const range = configError(() => coerceValue('lr', 100, 'typed'));
+    expect(range).not.toBeInstanceOf(SettingTypeError);
+    expect(range.message).toContain('is out of range');
+    expect(configError(() => coerceValue('deltas', [0.1, '0.2'], 'typed')).message).toContain('a list with other entries, not a list of numbers');
   });
 
   it("integers written as '3.0' or '3e0' are integers", () => {

@@ -246,7 +246,7 @@ describe('experiment files: the seats\' checkpoints', () => {
     const cases: [unknown, RegExp][] = [
       [[{ agent: 2, name: 'a', hash: h, quant: 'q8' }], /checkpoint entry 0 has agent 2; an agent is an integer in \[0, 1\]/],
       [[{ agent: 0, name: 'a', hash: 'xyz', quant: 'q8' }], /hash the text "xyz"; a folder hash is 64 lowercase hex digits/],
-      [[{ agent: 0, name: 'a', hash: h, quant: 'q2' }], /quant the text "q2"; expected "q8", "q4" or "f32"/],
+      [[{ agent: 0, name: 'a', hash: h, quant: 'q2' }], /quant the text "q2"; a seat's quantization is one of "q8", "q4", "f32"/],
       [[{ agent: 0, name: 'a', hash: h, quant: 'q8' }, { agent: 0, name: 'b', hash: h, quant: 'q8' }], /seats agent 0 a second time/],
       [[0, 1, 0].map((agent) => ({ agent, name: 'a', hash: h, quant: 'q8' })), /"checkpoints" is not a list of at most 2 seats/],
     ];

@@ -2,8 +2,8 @@
  * What experiment files and share links carry beside the config, as runtime schemas written once:
  * a seat's checkpoint ({agent, name, hash, quant?, onnx?}), an ONNX seat's {file, mode}, an
  * agent's info and a step reference ({stage, agent?}). The types are inferred from the schemas.
- * Each reader words a failure its own way (a file's message, a link's), keyed by the field the
- * schema found wrong (`failedField`).
+ * What each checkpoint field must be is worded once (`checkpointRule`); a file's message and a
+ * link's put it in their own sentence, keyed by the field the schema found wrong (`failedField`).
  *
  * Not here: the relations between fields and the config (an agent below the team's size, a step
  * within the run: savefile.ts, share.ts), the records (src/sat/records.ts).
@@ -38,6 +38,27 @@ export const seatCheckpointSchema = v.object({
 export type SeatCheckpoint = v.InferOutput<typeof seatCheckpointSchema>;
 /** The keys a checkpoint entry may have. */
 export const SEAT_CHECKPOINT_KEYS = Object.keys(seatCheckpointSchema.entries) as (keyof SeatCheckpoint)[];
+
+/**
+ * What a checkpoint entry's `field` must be, in the words of every message about it (n: the
+ * team's size): `is` what a valid value is, `what` the field's role. '' is the entry itself.
+ */
+export function checkpointRule(field: string, n: number): { readonly what: string; readonly is: string } {
+  switch (field) {
+    case 'agent':
+      return { what: 'an agent', is: `an integer in [0, ${n - 1}]` };
+    case 'hash':
+      return { what: 'a folder hash', is: '64 lowercase hex digits' };
+    case 'name':
+      return { what: 'a checkpoint name', is: `1..${MAX_SEAT_NAME} printable characters` };
+    case 'quant':
+      return { what: "a seat's quantization", is: `one of ${SEAT_QUANTS.map((q) => `"${q}"`).join(', ')}` };
+    case 'onnx':
+      return { what: "an ONNX folder's seat", is: '{file: "….onnx", mode: "trainable" or "frozen"}' };
+    default:
+      return { what: 'a seat', is: 'an object {agent, name, hash, quant?, onnx?}' };
+  }
+}
 
 /** An agent's name, kind, parameter count and backend. */
 export const agentInfoSchema = v.object({ name: v.string(), kind: v.picklist(['tabular', 'lm']), parameters: count, backend: v.string() });

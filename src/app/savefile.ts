@@ -48,7 +48,7 @@ import {
   readPart,
   toJson,
 } from './expCodec';
-import { agentInfoSchema, failedField, type SeatCheckpoint, seatCheckpointSchema, stepRefSchema } from './payloads';
+import { agentInfoSchema, checkpointRule, failedField, type SeatCheckpoint, seatCheckpointSchema, stepRefSchema } from './payloads';
 import type { StepRef } from './stepRef';
 
 export {
@@ -240,25 +240,13 @@ function readExperiment(h: unknown): ExperimentData {
 }
 
 /** What a file says of a checkpoint entry's field that is wrong (`at`: "its checkpoint entry i"). */
-function checkpointProblem(field: string, c: Record<string, unknown>, at: string, n: number): string {
-  switch (field) {
-    case 'agent':
-      return `${at} has agent ${describe(c.agent)}; an agent is an integer in [0, ${n - 1}].`;
-    case 'name':
-      return `${at} has no valid name (1..64 characters).`;
-    case 'hash':
-      return `${at} has hash ${describe(c.hash)}; a folder hash is 64 lowercase hex digits.`;
-    case 'quant':
-      return `${at} has quant ${describe(c.quant)}; expected ${SEAT_QUANT_WORDS}.`;
-    case 'onnx':
-      return `${at} has onnx ${describe(c.onnx)}; expected {file: "….onnx", mode: "trainable" or "frozen"}.`;
-    default:
-      return `${at} is not an object {agent, name, hash, quant}.`;
-  }
+function checkpointProblem(field: string, c: unknown, at: string, n: number): string {
+  const rule = checkpointRule(field, n);
+  if (field === '' || !isObj(c)) return `${at} is ${describe(c)}, not ${rule.is}.`;
+  return `${at} has ${field} ${describe(c[field])}; ${rule.what} is ${rule.is}.`;
 }
 
 const fileCheckpointSchema = v.object({ ...seatCheckpointSchema.entries, quant: seatCheckpointSchema.entries.quant.wrapped });
-const SEAT_QUANT_WORDS = seatCheckpointSchema.entries.quant.wrapped.options.map((q) => `"${q}"`).join(', ').replace(/, ([^,]*)$/, ' or $1');
 
 /** The seats' checkpoints: a list of {agent, name, hash, quant}, one entry per agent at most, language tasks only. */
 function readCheckpoints(list: unknown, config: Config): SavedCheckpoint[] {
@@ -269,7 +257,7 @@ function readCheckpoints(list: unknown, config: Config): SavedCheckpoint[] {
   list.forEach((c: unknown, i: number) => {
     const at = `its checkpoint entry ${i}`;
     const field = failedField(fileCheckpointSchema, c);
-    need(field === undefined, 'agents', checkpointProblem(typeof field === 'string' ? field : '', c as Record<string, unknown>, at, n));
+    need(field === undefined, 'agents', checkpointProblem(typeof field === 'string' ? field : '', c, at, n));
     const e = c as SavedCheckpoint;
     need(e.agent < n, 'agents', checkpointProblem('agent', e, at, n));
     need(!out.some((x) => x.agent === e.agent), 'agents', `${at} seats agent ${e.agent} a second time.`);

@@ -1,57 +1,28 @@
 /**
- * Share links: the settings of an experiment — a preset, the
- * config keys that differ from it, an optional agent step to jump to, and `<key>_hide` flags that
- * let a teacher publish a reduced UI — packed into the URL hash:
- *
- *   #v1.<base64url( deflate-raw( JSON, keys sorted ) )>
- *
- * The JSON is one flat object, TensorFlow Playground style, with keys sorted at every level so a
- * state has exactly one link:
+ * Share links: an experiment's settings in the URL hash, `#v1.<base64url(deflate-raw(JSON))>`,
+ * the JSON one flat object with keys sorted at every level, so a state has exactly one link:
  *
  *   {"lr":0.3,"lr_hide":true,"preset":"climbing","seed":4,"step":{"agent":1,"stage":3}}
  *
- *   preset        a name from PRESETS (absent = the defaults are the base)
- *   <config key>  a typed value (number, boolean, enum string, list of numbers) overriding the base
- *   <key>_hide    true: the control of <key> is hidden (any config key, "preset" for the gallery, or a
- *                 panel of panels.ts: "settings", "team", "timeline", "game", "j", … for a lesson layout)
- *   step          a StepRef {stage ≥ 1, agent?} (stepRef.ts): replay to the end of that stage, or to agent `agent`'s update
- *                 within it; stage ≤ the config's stages, agent < its agents
- *   checkpoints   language tasks: the seats that hold a Hugging Face checkpoint of their own,
- *                 [{agent, hash, name, quant?}] (hash: hfFolderHash, 64 hex digits; name: "folder@short
- *                 hash"; quant: "q8" | "q4" | "f32", how the seat stores the weights, q8 when
- *                 absent — written only when it is not q8); the files are not in the link — the page seats them from its storage,
- *                 or says which checkpoint is needed and asks for the folder (docs/models.md)
+ * `preset` is the base (absent: the defaults), a setting's key overrides it with a typed value,
+ * `<key>_hide: true` hides a control or a panel (panels.ts), `step` is a StepRef to replay to, and
+ * `checkpoints` (language tasks) names the seats' own checkpoints by folder hash (payloads.ts).
+ * The seed is a setting, so opening a link replays the same run.
  *
- * Opening a link replays the run: the seed is a config key, so same backend ⇒ identical metrics.
+ * `decodeShare` never throws and never hangs: sizes are capped before and while inflating, and
+ * every failure is `{ ok: false, code, error }` saying what was wrong and that the defaults opened.
  *
- * The deflate is fflate's (links it writes are byte-for-byte the same in every browser); a link
- * deflated by anything else, such as the platform's CompressionStream that earlier versions used,
- * reads the same. base64url is the platform's btoa / atob with the URL alphabet.
- *
- * `decodeShare` never throws and never hangs: the hash and the inflated JSON are capped
- * (MAX_SHARE_HASH_CHARS, MAX_SHARE_JSON_BYTES; inflating stops as soon as the cap is passed, so a
- * zip bomb costs a few milliseconds), and every failure — empty, wrong prefix, unknown version,
- * bad base64url, bad deflate data, not UTF-8, not JSON, not an object, an over-long or
- * control-character string, an unknown key, a wrong type, an out-of-range or inconsistent value
- * (checked by `parseConfig`, so the message names the key, the value and the range), an unknown
- * preset, a bad hide flag, a bad step — is a `{ ok: false, code, error }` whose message says what
- * was wrong and that the defaults were opened. Values are data only: nothing is evaluated, and
- * every string must be a known enum option or preset name.
- *
- * Not here: reading or writing `location.hash`, applying the state to the store, hiding controls,
- * or replaying the run (the page does those), and a plain-text `key=value` form (not needed).
- * No React, no DOM beyond btoa / atob (browsers, Node ≥ 16).
+ * Not here: `location.hash`, applying the state or replaying the run (the page does those).
  */
 import { deflateSync } from 'fflate';
 import * as v from 'valibot';
 import { ConfigError, FormatError } from '../core/errors';
-import { CONFIG, CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, describeAllowed, isConfigKey, isLlmTask, parseConfig } from '../sat/config';
+import { CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, diffFromDefaults, isConfigKey, isLlmTask, parseConfig, SettingTypeError, unknownSetting } from '../sat/config';
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
 import { PANEL_NAMES } from './panels';
-import { failedField, SEAT_CHECKPOINT_KEYS, seatCheckpointSchema, type SeatCheckpoint, stepRefSchema } from './payloads';
+import { checkpointRule, failedField, SEAT_CHECKPOINT_KEYS, seatCheckpointSchema, type SeatCheckpoint, stepRefSchema } from './payloads';
 import type { StepRef } from './stepRef';
-import { SEAT_QUANTS } from '../model/quant';
 
 /** The link format's version: the `1` of `#v1.`. A link of another version opens the defaults. */
 export const SHARE_VERSION = 1;
@@ -215,35 +186,6 @@ function checkString(s: string, what: string): void {
   if (CONTROL.test(s)) throw new ShareFail('string', `${what} ${quote(s)} contains a control character.`);
 }
 
-/** The JSON type a link must use for a config key (strings are accepted only for enums). */
-function checkType(key: ConfigKey, v: unknown): void {
-  const f = CONFIG[key];
-  let ok: boolean;
-  switch (f.type) {
-    case 'int':
-    case 'float':
-      ok = typeof v === 'number';
-      break;
-    case 'bool':
-      ok = typeof v === 'boolean';
-      break;
-    case 'enum':
-      ok = typeof v === 'string';
-      break;
-    case 'intList':
-    case 'floatList':
-      ok = Array.isArray(v) && v.every((x) => typeof x === 'number');
-      break;
-    case 'enumList':
-      ok = Array.isArray(v) && v.every((x) => typeof x === 'string');
-      break;
-  }
-  if (!ok) {
-    const expected = f.type === 'enum' ? 'a string' : f.type === 'bool' ? 'true or false' : f.type === 'int' || f.type === 'float' ? 'a number' : f.type === 'enumList' ? 'a list of strings' : 'a list of numbers';
-    throw new ShareFail('type', `setting "${key}" = ${quote(v)} has the wrong type: expected ${expected} (${describeAllowed(f)}).`);
-  }
-}
-
 function configFail(e: unknown, code: ShareErrorCode): ShareFail {
   if (e instanceof ConfigError) return new ShareFail(code, e.message);
   return new ShareFail(code, `its settings were refused (${e instanceof Error ? e.message : String(e)}).`);
@@ -283,21 +225,13 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
       if (v !== true) throw new ShareFail('hide', `the hide flag "${k}" = ${quote(v)} must be true (leave it out to show the control).`);
       hide.push(k.slice(0, -HIDE_SUFFIX.length));
     } else if (isConfigKey(k)) {
-      checkType(k, v);
       try {
-        const c = coerceValue(k, v);
-        overrides[k] = Array.isArray(c) ? [...c] : c;
+        overrides[k] = coerceValue(k, v, 'typed');
       } catch (e) {
-        throw configFail(e, 'range');
+        throw configFail(e, e instanceof SettingTypeError ? 'type' : 'range');
       }
     } else {
-      let msg = `it has an unknown entry ${quote(k)}.`;
-      try {
-        parseConfig({ [k]: v });
-      } catch (e) {
-        if (e instanceof ConfigError) msg = e.message;
-      }
-      throw new ShareFail('unknown-key', `${msg} A link may also hold "preset", "step", "checkpoints" and "<setting>_hide".`);
+      throw new ShareFail('unknown-key', `${unknownSetting(k, v).message} A link may also hold "preset", "step", "checkpoints" and "<setting>_hide".`);
     }
   }
   let config: Config;
@@ -314,22 +248,12 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
 }
 
 /** What a link says of a checkpoint entry's wrong field ('': not an object). */
-function linkCheckpointProblem(field: string | { readonly unknown: string }, e: Record<string, unknown>, c: Config): string {
+function linkCheckpointProblem(field: string | { readonly unknown: string }, e: unknown, c: Config): string {
   if (typeof field !== 'string') return `has an unknown entry ${quote(field.unknown)} (allowed: ${SEAT_CHECKPOINT_KEYS.join(', ')})`;
-  switch (field) {
-    case 'onnx':
-      return 'needs each onnx to be {file: "….onnx", mode: "trainable" or "frozen"} (an ONNX folder\'s seat)';
-    case 'agent':
-      return `needs each agent to be an integer in [0, ${c.agents - 1}] (the team's agents)`;
-    case 'hash':
-      return 'needs each hash to be 64 lowercase hex digits (the folder hash)';
-    case 'name':
-      return `needs each name to be 1..${MAX_SHARE_STRING} printable characters`;
-    case 'quant':
-      return `needs each quant to be one of ${SEAT_QUANTS.map((q) => `"${q}"`).join(', ')} (how the seat stores the weights), not ${quote(e.quant)}`;
-    default:
-      return 'has an entry that is not an object {agent, hash, name}';
-  }
+  const rule = checkpointRule(field, c.agents);
+  if (field === '') return `has an entry that is not ${rule.is}`;
+  const value = isPlainObject(e) ? e[field] : undefined;
+  return `needs each ${field} to be ${rule.is} (${rule.what})${value === undefined ? ', and one has none' : `, not ${quote(value)}`}`;
 }
 
 function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
@@ -339,7 +263,7 @@ function readCheckpoints(v: unknown, c: Config): ShareCheckpoint[] {
   const out: ShareCheckpoint[] = [];
   for (const e of v) {
     const field = failedField(linkCheckpointSchema, e);
-    if (field !== undefined) throw bad(linkCheckpointProblem(field, e as Record<string, unknown>, c));
+    if (field !== undefined) throw bad(linkCheckpointProblem(field, e, c));
     const x = e as SeatCheckpoint;
     if (x.agent >= c.agents) throw bad(linkCheckpointProblem('agent', x, c));
     if (CONTROL.test(x.name)) throw bad(linkCheckpointProblem('name', x, c));
@@ -446,14 +370,7 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
  */
 export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[] } = {}): ShareState {
   const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
-  const diff: Partial<Record<ConfigKey, unknown>> = {};
-  for (const k of CONFIG_KEYS) {
-    if (JSON.stringify(config[k]) !== JSON.stringify(base[k])) {
-      const v = config[k];
-      diff[k] = Array.isArray(v) ? [...v] : v;
-    }
-  }
-  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diff, hide: [...new Set(opts.hide ?? [])].sort() };
+  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diffFromDefaults(config, base), hide: [...new Set(opts.hide ?? [])].sort() };
   if (opts.preset !== undefined) state.preset = opts.preset;
   if (opts.step !== undefined) state.step = opts.step;
   if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map(linkCheckpoint);

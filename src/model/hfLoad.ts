@@ -1,55 +1,17 @@
 /**
- * Loads a Hugging Face Llama-family checkpoint folder — config.json, model.safetensors (or the
- * shards of model.safetensors.index.json), tokenizer.json (+ tokenizer_config.json and
- * generation_config.json when present) — into our weights (weights.ts names and layout),
- * converted to f32 and quantized on load to Q8/Q4 blocks when asked. The input is a map
- * file name → bytes, so the CLI (fs reads) and the page (File objects) build the same thing.
+ * Loads a Hugging Face Llama-family checkpoint folder (config.json, model.safetensors or its
+ * shards, tokenizer.json and friends) into our weights (weights.ts names and layout), as f32 or
+ * quantized on load to Q8/Q4. The input is a map file name → bytes, so the CLI and the page build
+ * the same thing.
  *
- * Name map (HF → ours), and what the load does to each:
- *   model.embed_tokens.weight                    → tok_emb      [V × d]
- *   model.layers.N.input_layernorm.weight        → layers.N.attn_norm
- *   model.layers.N.self_attn.q_proj.weight       → layers.N.wq  rows permuted (RoPE layout, below)
- *   model.layers.N.self_attn.k_proj.weight       → layers.N.wk  rows permuted, then K/V heads repeated
- *   model.layers.N.self_attn.v_proj.weight       → layers.N.wv  K/V heads repeated
- *   model.layers.N.self_attn.o_proj.weight       → layers.N.wo
- *   model.layers.N.post_attention_layernorm.weight → layers.N.mlp_norm
- *   model.layers.N.mlp.{gate,up,down}_proj.weight → layers.N.{w1,w3,w2}
- *   model.norm.weight                            → final_norm
- *   lm_head.weight                               → lm_head  (absent when tie_word_embeddings)
- * (`…rotary_emb.inv_freq` buffers of old checkpoints are ignored: we compute the table.)
+ * Two transformations make our forward pass HF's exactly (docs/models.md, "How it is loaded"):
+ * q/k rows are permuted inside every head (HF rotates half pairs, our RoPE interleaved pairs), and
+ * grouped-query K/V heads are repeated into full [d × d] wk, wv (no new backend op).
  *
- * RoPE layout. HF Llama rotates "half" pairs (i, i + HS/2) of each head; our kernel
- * (src/backend/cpu/rope.ts) rotates interleaved pairs (2i, 2i+1), with the same frequency θ_i for
- * pair i. So within every head, our q/k row 2i is HF row i and our row 2i+1 is HF row i + HS/2.
- * The same permutation applied to q and k leaves every q·k dot product — hence attention — as
- * HF computes it; v and o are untouched. (This is the inverse of the permutation HF's conversion
- * script applies to Meta's checkpoints.)
+ * Every problem is a FormatError or ConfigError naming the file, tensor or field; sizes are
+ * checked before bytes (src/core/limits.ts), and memory before any tensor is read.
  *
- * Grouped-query attention (num_key_value_heads = KV < heads). HF shares K/V head j between query
- * heads j·g … j·g + g − 1 (g = heads / KV; `repeat_kv`). We repeat the K and V projection ROWS at
- * load instead: our wk, wv are [d × d] with head h a copy of K/V head ⌊h/g⌋, so the forward pass
- * is HF's exactly, with no new backend op. What this means:
- *   - memory: wk and wv hold g× the rows (for SmolLM-135M, g = 3: +2·2·576·192 per layer);
- *   - training: a LoRA adapter on wk / wv adapts each copy on its own, so the g copies of a group
- *     may drift apart — the trained model is a (multi-head) superset of the GQA one and cannot be
- *     folded back into KV heads unless the copies' deltas agree. Adapting only wq, wo and the MLP
- *     (LoRA targets) keeps it exactly GQA.
- *
- * Checks, each a FormatError (files, tensors) or ConfigError (config.json fields, memory) naming
- * the file, tensor or field: a missing file; a shard the index names but the folder lacks; a
- * tensor missing, of the wrong shape, of a dtype other than F32 / F16 / BF16, or with a non-finite
- * value; an unknown tensor; an lm_head in a tied checkpoint; truncated tensor data (the
- * safetensors reader's own message, prefixed by the file name); and, before any tensor is read,
- * a checkpoint whose estimated memory (hfConfig.ts estimateMemory) exceeds the given limit.
- *
- * Sizes before bytes (src/core/limits.ts): every JSON file is held to a size cap and a nesting
- * depth before it is parsed — tokenizer.json's cap grows with config.json's vocab_size — the
- * safetensors files together to 4 bytes per parameter the config implies, and each shard's header
- * to what that many tensors need; every header entry is checked (name, dtype, shape) before any
- * tensor data is copied.
- *
- * Not here: config.json's fields (hfConfig.ts), the tokenizer (hfTokenizer.ts), the page's file
- * picker and storage.
+ * Not here: config.json's fields (hfConfig.ts), the tokenizer (hfTokenizer.ts), the page's files.
  */
 import { ConfigError, FormatError } from '../core/errors';
 import { f16ToF32 } from '../core/f16';

@@ -1,46 +1,18 @@
 /**
- * The tiny Llama-family decoder — the one model of the project — assembled from `Backend<X>` ops
- * only (src/backend/types.ts), so the same code runs on the CPU reference kernels (`cpuBackend`,
- * f32; `cpuBackend64`, f64 for the finite-difference tests) or on WebGPU (`webgpuBackend`).
- * Pre-norm blocks; the head is tok_emb (tied) or lm_head (untied, cfg.tied = false):
+ * The tiny Llama-family decoder, the one model of the project (docs/models.md): pre-norm blocks
+ * of RMSNorm, RoPE attention and a SwiGLU MLP, tied or untied head, assembled from `Backend<X>`
+ * ops only (src/backend/types.ts), so the same code runs on the CPU kernels (f32, or f64 for the
+ * finite-difference tests) and on WebGPU. Backward is the exact reverse chain of the kernels'.
  *
- *   x₀ = E[tokens]                                            (embeddingForward)
- *   per layer l:
- *     h  = rmsnorm(x; g_attn)                                 (rmsnormForward)
- *     q  = rope(h·Wqᵀ),  k = rope(h·Wkᵀ),  v = h·Wvᵀ          (matmul*, ropeForward, pos 0..T−1)
- *     x ← x + attn(q, k, v)·Woᵀ                               (attentionForward: causal softmax;
- *                                                              the add folded into the matmul, matmulResidualForward)
- *     h  = rmsnorm(x; g_mlp)
- *     x ← x + (silu(h·W1ᵀ) ⊙ h·W3ᵀ)·W2ᵀ                       (SwiGLU, swigluForward)
- *   logits = rmsnorm(x; g_final) · Hᵀ                         (H = tok_emb when tied, else lm_head)
- * Backward is the exact reverse chain of the kernels' backwards (each cites its maths).
+ * Trainable parameters by mode: 'full' (every weight, all f32), 'lora' (A, B per adapted
+ * projection over a frozen f32/Q8/Q4 base, never merged), 'none' (inference). They live in a
+ * ParamStore (params.ts). No op writes a tensor it reads (WebGPU forbids it), and q, k share one
+ * pair tensor so one RoPE op rotates both (docs/performance.md, "Dispatch economy").
  *
- * Trainable parameters, by mode:
- *   'full'  every weight, in `weightNames` order (needs all-f32 weights);
- *   'lora'  (A [r × in], B [out × r]) per adapted projection in `loraTargets` order; the base (f32,
- *           Q8 or Q4) is frozen and never merged — y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ;
- *   'none'  no parameters (inference only).
+ * Shape letters: B batch, T time, N = B·T, C = d, NH heads, HS head size, H hidden, V vocabulary,
+ * L layers, r LoRA rank. Sampling with a KV cache: decode.ts.
  *
- * Where the parameters live: a ParamStore (params.ts) — four padded flat tensors on the backend
- * with one view per named slot (`layout`), AdamW and the flat host vectors. No op writes a tensor
- * it also reads (a WebGPU dispatch may not bind one buffer as both read-only and writable — nor
- * two views of one buffer, one written), so rotary positions read a separate pre-rotation buffer
- * and a LoRA projection adds into a fresh output.
- *
- * Fewer GPU dispatches (docs/performance.md, "Dispatch economy"): q and k — raw, rotated, and
- * their gradients — are the two halves of one pair tensor, back to back when N·C is a multiple
- * of VIEW_ALIGN, so one RoPE op rotates both; the output projections Wo and W2 add the residual
- * in the matmul (matmulResidualForward) when they are plain f32.
- *
- * Sampling (`generate`) is batched KV-cache decoding: decode.ts.
- *
- * Shape letters: B batch, T time, N = B·T rows, C = d (model width), NH heads, HS = C/NH head
- * size, H hidden (SwiGLU), V vocabulary, L layers, r LoRA rank, S number of prompts, Tmax cache
- * length (≤ maxSeq).
- *
- * Not here: the kernels (src/backend), the parameters and their optimizer state (params.ts),
- * weight files and quantization (weights.ts), LoRA init (lora.ts), losses (next-token: loss.ts;
- * RL: the agents turn them into dlogits on the backend).
+ * Not here: kernels (src/backend), weights and quantization (weights.ts), losses (loss.ts).
  */
 import { ropeTable } from '../backend/cpu';
 import { VIEW_ALIGN, type AdamWParams, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../backend/types';

@@ -1,18 +1,21 @@
 /**
- * The one typed config table (after TensorFlow Playground's PROPS; docs/method.md §11):
- * every setting of an experiment, with its type, default, range and a doc comment written for the
- * person who will read it as a tooltip. The same table drives the CLI flags (`--set key=value`),
- * the UI form and the share link, so a setting exists in exactly one place.
+ * The one typed config table (after TensorFlow Playground's PROPS; docs/method.md §11): every
+ * setting of an experiment, with its type, default, range and a doc comment written for the
+ * person who will read it as a tooltip. A setting is added here and nowhere else: its TypeScript
+ * type (`Config`), its default, its valibot schema (text from `--set` or a URL, or a link's and a
+ * file's typed JSON) and its messages are derived from its row, and the UI form, `--help` and the
+ * settings table of the docs read the same row.
  *
- * `parseConfig` turns loose input (strings from a command line or a URL, or typed values from the
- * UI) into a checked `Config`, and fails with a `ConfigError` naming the key, the value and what
- * is allowed: unknown keys (with a suggestion), wrong types, out-of-range values, and settings that
- * contradict each other (a custom order that is not a permutation, a protocol the task lacks, …).
+ * `parseConfig` turns loose input into a checked `Config`, or fails with a `ConfigError` naming
+ * the key, the value and what is allowed: unknown keys (with a suggestion), wrong types,
+ * out-of-range values, and settings that contradict each other (`checkConsistency`).
  *
  * Not here: presets' prose and task construction (see `presets.ts` and `src/tasks`).
  */
 import { BOUND_KINDS } from '../core/confidence';
+import * as v from 'valibot';
 import { ConfigError } from '../core/errors';
+import { describeValue } from '../core/schema';
 import { TASK_NAMES, TASKS, type TaskName } from '../tasks/index';
 import { LLM_TASK_NAMES, LLM_TASKS, type LlmTaskName } from '../tasks/llm/index';
 
@@ -86,7 +89,7 @@ export const CONFIG = {
   // — task and team —
   task: enumOf({
     group: 'task', default: 'climbing', options: TASK_OPTIONS,
-    doc: 'The team game. Tabular: climbing/penalty (Claus & Boutilier matrix games), random-matrix (seeded cooperative game), relay (agent i acts at turn i seeing earlier actions), router (a router agent picks a solver), guess (an answer task for every protocol). Language models: arithmetic, countdown.',
+    doc: `The team game. Tabular: ${TASK_NAMES.map((n) => `${n} — ${TASKS[n].title}`).join('; ')}. Language models: ${LLM_TASK_NAMES.map((n) => `${n} — ${LLM_TASKS[n].title}`).join('; ')}.`,
   }),
   protocol: enumOf({
     group: 'task', default: 'auto', options: ['auto', 'independent', 'chain', 'vote', 'router'],
@@ -184,13 +187,18 @@ export const CONFIG_KEYS = Object.keys(CONFIG) as ConfigKey[];
 /** The settings marked tabularOnly in the table. */
 export const TABULAR_ONLY_KEYS: readonly ConfigKey[] = CONFIG_KEYS.filter((k) => CONFIG[k].tabularOnly === true);
 
+/** A config with every value from `get`, lists copied (no two configs share a list). */
+function configOf(get: (k: ConfigKey) => unknown): Config {
+  return Object.fromEntries(CONFIG_KEYS.map((k) => { const x = get(k); return [k, Array.isArray(x) ? [...x] : x]; })) as Config;
+}
+
 export function defaultConfig(): Config {
-  const out: Record<string, unknown> = {};
-  for (const k of CONFIG_KEYS) {
-    const d = CONFIG[k].default;
-    out[k] = Array.isArray(d) ? [...d] : d;
-  }
-  return out as Config;
+  return configOf((k) => CONFIG[k].default);
+}
+
+/** A copy of `c` that shares no list with it. */
+export function copyConfig(c: Config): Config {
+  return configOf((k) => c[k]);
 }
 
 /** A number as people write it in a range: 1e-6 rather than 0.000001. */
@@ -217,10 +225,11 @@ export function describeAllowed(f: Field): string {
   }
 }
 
-function show(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 60) + '…' : v);
-  if (Array.isArray(v)) return `[${v.join(', ')}]`;
-  return String(v);
+/** A value as a message quotes it: texts in quotes and cut short, lists' first entries, an object described. */
+function show(v: unknown, depth = 0): string {
+  if (typeof v === 'string') return depth > 0 ? v.slice(0, 60) : JSON.stringify(v.length > 60 ? v.slice(0, 60) + '…' : v);
+  if (Array.isArray(v)) return depth >= 3 ? '(a value nested too deeply to show)' : `[${v.slice(0, 8).map((x) => show(x, depth + 1)).join(', ')}${v.length > 8 ? ', …' : ''}]`;
+  return v !== null && typeof v === 'object' ? describeValue(v) : String(v);
 }
 
 /** Edit distance counting a swap of neighbours as one edit (optimal string alignment), for "did you mean" suggestions on unknown keys. */
@@ -237,65 +246,108 @@ export function isConfigKey(key: string): key is ConfigKey {
   return Object.prototype.hasOwnProperty.call(CONFIG, key);
 }
 
-function unknownKey(key: string, value: unknown): ConfigError {
+/** The error of a key that is no setting, with the nearest one when it is close ("did you mean"). */
+export function unknownSetting(key: string, value: unknown): ConfigError {
   const best = CONFIG_KEYS.map((k) => [k, editDistance(key.toLowerCase(), k.toLowerCase())] as const).sort((a, b) => a[1] - b[1])[0];
   const hint = best && best[1] <= 3 ? ` Did you mean "${best[0]}"?` : '';
   return new ConfigError(key, value, `Unknown setting "${key.slice(0, 60)}".${hint} Known settings: ${CONFIG_KEYS.join(', ')}.`);
 }
 
-/** Coerces one raw value (a string from a CLI/URL, or a typed value) to the field's type, checking range. */
-export function coerceValue(key: ConfigKey, raw: unknown): Config[ConfigKey] {
-  const f: Field = CONFIG[key];
-  const bad = (why: string) => new ConfigError(key, raw, `Setting "${key}" = ${show(raw)} ${why}; expected ${describeAllowed(f)}.`);
-  const num = (x: unknown): number => {
-    if (typeof x === 'number') return x;
-    if (typeof x === 'string' && x.trim() !== '' && /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(x.trim())) return Number(x);
-    throw bad('is not a number');
+/** Text a command line or URL spells a number with (no hex, no "1e", no blanks inside). */
+const NUMBER_TEXT = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+/** A number, or text spelling one, as a number; undefined otherwise. */
+function asNumber(x: unknown): number | undefined {
+  if (typeof x === 'number') return x;
+  return typeof x === 'string' && NUMBER_TEXT.test(x.trim()) ? Number(x) : undefined;
+}
+const BOOL_TEXT: Readonly<Record<string, boolean>> = { true: true, '1': true, false: false, '0': false };
+
+/** What a link or a file holds for each type of setting (they are JSON: typed values, never text for a number). */
+const JSON_TYPE: { readonly [T in Field['type']]: readonly [words: string, is: (x: unknown) => boolean] } = {
+  int: ['a number', (x) => typeof x === 'number'],
+  float: ['a number', (x) => typeof x === 'number'],
+  bool: ['true or false', (x) => typeof x === 'boolean'],
+  enum: ['a text', (x) => typeof x === 'string'],
+  intList: ['a list of numbers', (x) => Array.isArray(x) && x.every((e) => typeof e === 'number')],
+  floatList: ['a list of numbers', (x) => Array.isArray(x) && x.every((e) => typeof e === 'number')],
+  enumList: ['a list of texts', (x) => Array.isArray(x) && x.every((e) => typeof e === 'string')],
+};
+
+/**
+ * The schema of one setting's value, derived from its row: it takes a typed value or the text a
+ * command line or URL gives (lists comma-separated) and outputs the typed value. Each message is
+ * the middle of `Setting "key" = <value> <message>; expected <describeAllowed>.`
+ */
+function valueSchema(f: Field): v.GenericSchema<unknown, unknown> {
+  // A list: text split at commas, then every entry read as the one-value field it is a list of.
+  const list = (one: Field, maxLength: number) => {
+    const entry = valueSchema(one);
+    return v.pipe(
+      v.custom<unknown[] | string>((x) => Array.isArray(x) || typeof x === 'string', 'is not a list'),
+      v.transform((x) => (Array.isArray(x) ? x : x.trim() === '' ? [] : x.split(',').map((e) => e.trim()))),
+      v.check((a) => a.length <= maxLength, (i) => `has ${(i.input as unknown[]).length} entries`),
+      v.array(v.pipe(v.unknown(), v.check((x) => v.is(entry, x), (i) => `has an entry ${show(i.input)} that is not allowed`), v.transform((x) => v.parse(entry, x)))),
+    );
   };
   switch (f.type) {
     case 'int':
-    case 'float': {
-      const v = num(raw);
-      if (!Number.isFinite(v)) throw bad('is not finite');
-      if (f.type === 'int' && !Number.isInteger(v)) throw bad('is not an integer');
-      if (v < f.min || v > f.max) throw bad('is out of range');
-      return v;
-    }
-    case 'bool': {
-      if (typeof raw === 'boolean') return raw;
-      if (raw === 'true' || raw === '1') return true;
-      if (raw === 'false' || raw === '0') return false;
-      throw bad('is not a boolean');
-    }
-    case 'enum': {
-      if (typeof raw === 'string' && (f.options as readonly string[]).includes(raw)) return raw as never;
-      throw bad('is not an allowed choice');
-    }
+    case 'float':
+      return v.pipe(
+        v.custom<unknown>((x) => asNumber(x) !== undefined, 'is not a number'),
+        v.transform((x) => asNumber(x)!),
+        v.check((x: number) => Number.isFinite(x), 'is not finite'),
+        v.check((x) => f.type === 'float' || Number.isInteger(x), 'is not an integer'),
+        v.check((x) => x >= f.min && x <= f.max, 'is out of range'),
+      );
+    case 'bool':
+      return v.pipe(
+        v.custom<unknown>((x) => typeof x === 'boolean' || (typeof x === 'string' && Object.hasOwn(BOOL_TEXT, x)), 'is not a boolean'),
+        v.transform((x) => (typeof x === 'boolean' ? x : BOOL_TEXT[x as string]!)),
+      );
+    case 'enum':
+      return v.picklist(f.options, 'is not an allowed choice');
     case 'intList':
     case 'floatList':
-      return listItems(raw, f.maxLength, bad).map((x) => {
-        const v = num(x);
-        if (!Number.isFinite(v) || (f.type === 'intList' && !Number.isInteger(v)) || v < f.min || v > f.max) {
-          throw bad(`has an entry ${show(x)} that is not allowed`);
-        }
-        return v;
-      });
+      return list({ ...f, type: f.type === 'intList' ? 'int' : 'float', default: 0 }, f.maxLength);
     case 'enumList':
-      return listItems(raw, f.maxLength, bad).map((x) => {
-        if (typeof x !== 'string' || !f.options.includes(x)) throw bad(`has an entry ${show(x)} that is not allowed`);
-        return x;
-      }) as never;
+      return list({ ...f, type: 'enum', default: '' }, f.maxLength);
   }
 }
 
-/** A list setting's entries: an array as given, or a comma-separated string split and trimmed. */
-function listItems(raw: unknown, maxLength: number, bad: (why: string) => ConfigError): unknown[] {
-  let items: unknown[];
-  if (Array.isArray(raw)) items = raw;
-  else if (typeof raw === 'string') items = raw.trim() === '' ? [] : raw.split(',').map((s) => s.trim());
-  else throw bad('is not a list');
-  if (items.length > maxLength) throw bad(`has ${items.length} entries`);
-  return items;
+/** What JSON type a value is, in words. */
+function jsonTypeOf(x: unknown): string {
+  if (Array.isArray(x)) return 'a list with other entries';
+  return x === null ? 'null' : typeof x === 'string' ? 'a text' : typeof x === 'number' ? 'a number' : typeof x === 'boolean' ? 'true or false' : 'an object';
+}
+
+/** A typed value of the field's JSON type (a link's, a file's), then checked as any input is. */
+function typedSchema(f: Field): v.GenericSchema<unknown, unknown> {
+  const [words, is] = JSON_TYPE[f.type];
+  return v.pipe(v.custom<unknown>(is, (i) => `has the wrong type: ${jsonTypeOf(i.input)}, not ${words}`), valueSchema(f));
+}
+
+/** Every setting's schemas, built once from the table: loose (text or typed) and typed. */
+const SCHEMAS = Object.fromEntries(CONFIG_KEYS.map((k) => [k, { loose: valueSchema(CONFIG[k]), typed: typedSchema(CONFIG[k]) }])) as Record<ConfigKey, { loose: v.GenericSchema<unknown, unknown>; typed: v.GenericSchema<unknown, unknown> }>;
+
+/** A value whose JSON type is not its setting's (a link's "lr": "0.1"); `typed` reads tell it from a value out of range. */
+export class SettingTypeError extends ConfigError {
+  constructor(key: string, value: unknown, message: string) {
+    super(key, value, message);
+    this.name = 'SettingTypeError';
+  }
+}
+
+/**
+ * One raw value as its setting's typed value, checked against the setting's schema. Loose (the
+ * default) also reads text (CLI, URL, "0.1,0.2" for a list); typed takes only the setting's JSON
+ * type, as a link holds it, and a value of another type is a SettingTypeError.
+ */
+export function coerceValue(key: ConfigKey, raw: unknown, mode: 'loose' | 'typed' = 'loose'): Config[ConfigKey] {
+  const r = v.safeParse(SCHEMAS[key][mode], raw, { abortEarly: true });
+  if (r.success) return r.output as Config[ConfigKey];
+  const why = r.issues[0].message;
+  const message = `Setting "${key}" = ${show(raw)} ${why}; expected ${describeAllowed(CONFIG[key])}.`;
+  throw why.startsWith('has the wrong type') ? new SettingTypeError(key, raw, message) : new ConfigError(key, raw, message);
 }
 
 /** Cross-field checks: settings that are each valid but contradict each other. */
@@ -386,9 +438,9 @@ function checkSwap(c: Config, n: number): void {
  * Every key of `input` must be known; values may be strings (CLI, URL) or typed.
  */
 export function parseConfig(input: Readonly<Record<string, unknown>>, base: Config = defaultConfig()): Config {
-  const out = { ...base, deltas: [...base.deltas], customOrder: [...base.customOrder], agentModels: [...base.agentModels] } as Record<string, unknown>;
+  const out = copyConfig(base) as Record<string, unknown>;
   for (const [key, raw] of Object.entries(input)) {
-    if (!isConfigKey(key)) throw unknownKey(key, raw);
+    if (!isConfigKey(key)) throw unknownSetting(key, raw);
     out[key] = coerceValue(key, raw);
   }
   const c = out as Config;
@@ -424,10 +476,9 @@ export function agentModelName(c: Config, i: number): string {
   return `${c.task}-${c.agentModels.length > 0 ? c.agentModels[i]! : c.model}`;
 }
 
-/** Only the settings that differ from the defaults (compact share links, readable JSON). */
-export function diffFromDefaults(c: Config): Partial<Config> {
-  const d = defaultConfig();
+/** Only the settings that differ from `base` (the defaults unless given): compact share links, readable JSON. */
+export function diffFromDefaults(c: Config, base: Config = defaultConfig()): Partial<Config> {
   const out: Record<string, unknown> = {};
-  for (const k of CONFIG_KEYS) if (JSON.stringify(c[k]) !== JSON.stringify(d[k])) out[k] = c[k];
+  for (const k of CONFIG_KEYS) if (JSON.stringify(c[k]) !== JSON.stringify(base[k])) out[k] = Array.isArray(c[k]) ? [...(c[k] as unknown[])] : c[k];
   return out as Partial<Config>;
 }

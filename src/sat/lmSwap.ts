@@ -1,50 +1,19 @@
 /**
- * Plug-and-play for language-model agents (docs/method.md §9b, §8.1): agent j is replaced by a
- * different pretrained model π_pre (e.g. a larger one) without retraining the others.
+ * Plug-and-play for language-model agents (docs/method.md §8.1, §9b): agent j's seat gets another
+ * pretrained model π_pre without retraining the others.
  *
- * With Stage-0 (the default seat, `seat: 'projection'`), the seat samples from the projection
- * itself at once: a ProjectedLmAgent (src/sat/agents/projected.ts) solves, at every token state it
- * meets, λ(s) of
+ * With Stage-0 the seat samples at once from π_pre projected into the δ_0 ball around the
+ * outgoing π_cur, per token state (a ProjectedLmAgent, agents/projected.ts; λ(s) from stage0.ts),
+ * while π_pre's own weights are distilled towards that projection on a fresh rollout; the
+ * student takes over at the next stage once the monitor accepts its first update (the hand-over,
+ * docs/method.md §9b). `seat: 'student'` seats the distilled student at once; without Stage-0 the
+ * new model is seated as it is. The incoming model is a shipped model or an ONNX folder with the
+ * seat's own tokenizer (onnxSeat.ts).
  *
- *   π_new(·|s) ∝ π_pre(·|s)^{1/(1+λ(s))} · π_cur(·|s)^{λ(s)/(1+λ(s))},   KL(π_new‖π_cur) ≤ δ_0
+ * The team's J and the rollout run on the main thread (`swapLmAgent`); building, projecting and
+ * distilling run beside the seat's parameters (`seatSwap`: in process or in its worker).
  *
- * (stage0.ts: λ(s) = 0 when π_pre is already inside, else bisection) from the incoming model's and
- * the frozen outgoing agent's logits, and draws the token from π_new. Meanwhile the new model's own
- * weights, starting at θ_pre, are distilled towards π_new on the token states of a fresh rollout
- * of the current team (states from d^{π_cur}) by minimising (1/K) Σ_s KL(π_new‖π_θ) with AdamW.
- *
- * Hand-over (agents/projected.ts has the details): the distilled student is the seat's trainable
- * policy. At the next stage's setReference() π_new becomes the seat's π_cur, so the student's
- * first SAT update — distilled once more on that update's own batch (`stageDistillSteps`), then one
- * ordinary step — is trained and checked against the policy that sampled the batch (ratios
- * π_θ/π_new, KL(π_θ‖π_new) ≤ δ_j); if the monitor accepts it the student holds the seat from then on
- * (SAT's π_cur⁽ʲ⁾ ← π_tar⁽ʲ⁾), if it rejects it the projection keeps sampling and the next stage
- * tries again. The report's `handover` quantiles are KL(π_θ‖π_new) of the swap's distilled student
- * at the swap's own (training) states — in-sample; on fresh prefixes it is further out, which is why
- * the hand-over step distils again on its own batch.
- *
- * `seat: 'student'` keeps the earlier behaviour: the distilled student samples from the first stage
- * on (a plain LmAgent), an approximation of π_new by KL(π_new‖π_θ).
- *
- * Without Stage-0 the new model simply takes agent j's seat as it is.
- *
- * Where it runs: the team's J and the rollout whose states are projected and distilled on need the
- * environment (the main thread: `swapLmAgent`); the rest — building the incoming model, the
- * projection, the distillation, the new seat — needs the seat's parameters, so it runs beside them
- * (`seatSwap`): in-process, or in the seat's Web Worker, on whatever backend the seat uses.
- * `configuredLmSwap` makes the configured swap (swapAgent/swapAt) of the CLI and the page.
- *
- * Everything runs on the outgoing agent's backend (the CPU kernels in the CLI, the worker's in the
- * page): the incoming model is built there, beside the frozen outgoing one.
- *
- * The incoming model is a shipped model's file, or an ONNX folder with the seat's own tokenizer
- * (src/sat/onnxSeat.ts `prepareOnnxSwap`, in process only): then π_pre is the graph run by
- * onnxruntime-web, and the student is the same file's weights mapped into our model with LoRA on
- * top (a trainable ONNX seat), checked against onnxruntime-web on the preset's prompts first. A
- * target whose tokenizer is another is refused naming both (onnxSeat.ts `tokenizerDifference`).
- *
- * Not here: the projection maths (stage0.ts), the two-model sampler (agents/projected.ts) or the
- * tabular swap (experiment.ts).
+ * Not here: the projection maths (stage0.ts), the two-model sampler (agents/projected.ts), the tabular swap (experiment.ts).
  */
 import { Rng } from '../core/rng';
 import { quantile } from '../core/stats';
