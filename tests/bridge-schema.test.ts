@@ -78,7 +78,7 @@ describe('every preset\'s export passes the engine\'s checks or is refused by na
     else expect(r.engines.satTrainer.ok ? [] : r.engines.satTrainer.refused.map((x) => x.setting)).toEqual(['task']);
   });
 
-  it('variants: LoRA, DrGRPO, the token objective, a mixed team, greedy / reverse / custom orders, vote and router', () => {
+  it('variants: LoRA, DrGRPO, the token objective, a mixed team, greedy / reverse / custom orders, an ONNX swap, vote and router', () => {
     const lora = check(runnable('arith-team', { lora: 8, loraAlpha: 16 }));
     const v = lora.engines.verl.ok ? lora.engines.verl.overrides : [];
     expect(v).toEqual(expect.arrayContaining(['actor_rollout_ref.model.lora_rank=8', 'actor_rollout_ref.model.lora_alpha=16', 'actor_rollout_ref.model.target_modules=all-linear', 'actor_rollout_ref.rollout.load_format=safetensors']));
@@ -98,6 +98,12 @@ describe('every preset\'s export passes the engine\'s checks or is refused by na
     }
     const custom = check(runnable('arith-team', { order: 'custom', customOrder: [2, 0, 1] }));
     expect(custom.engines.satTrainer.ok ? '' : custom.engines.satTrainer.refused[0]!.message).toMatch(/order custom: .*static, random and greedy_info_gain/);
+    // A seat swapped to an ONNX folder: each engine names swapTo onnx and why (no checkpoint to load), none throws.
+    const onnx = check(runnable('arith-team', { swapAgent: 1, swapTo: 'onnx' }));
+    expect(onnx.engines.satTrainer.ok ? [] : onnx.engines.satTrainer.refused.map((x) => x.setting)).toEqual(['swapTo']);
+    for (const e of [onnx.engines.verl, onnx.engines.teamtr]) expect(e.ok ? [] : e.refused.map((x) => x.setting), e.engine).toEqual(['swapAgent', 'swapTo']);
+    for (const e of Object.values(onnx.engines)) expect(e.ok ? '' : e.refused.find((x) => x.setting === 'swapTo')!.message, e.engine).toMatch(/^swapTo onnx: .*ONNX folder.*inference export.*checkpoint.*swapTo = S, M or L/);
+    expect(check(runnable('arith-team', { swapAgent: 1, swapTo: 'M' })).engines.satTrainer.ok).toBe(true);
     for (const protocol of ['chain', 'vote', 'router'] as const) {
       const r = check(runnable('arith-team', { protocol }));
       for (const e of [r.engines.satTrainer, r.engines.teamtr]) expect(e.ok ? [] : e.refused.map((x) => x.setting), `${e.engine} ${protocol}`).toEqual(['protocol']);

@@ -89,7 +89,7 @@ export const RECIPE: Readonly<Record<ConfigKey, RecipeEntry>> = {
   aMax: { satTrainer: 'certificate.A_max', verl: null, teamtr: null, note: '0 means the task\'s reward range; written as that range.' },
   swapAgent: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Read by the SAT authors\' scripts/plug_and_play.py; verl and TeamTR have no mid-run swap (refused).' },
   swapAt: NONE('When the swap happens; the SAT authors\' plug_and_play.py swaps a trained team, not at a stage.'),
-  swapTo: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Mapped like model; best (a tabular best response) is refused.' },
+  swapTo: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Mapped like model; best (a tabular best response) and onnx (an ONNX inference export, which no engine loads: give the checkpoint it came from as S, M or L) are refused.' },
   swapStage0: { satTrainer: 'sat.stage0_delta', verl: null, teamtr: null, note: 'Off is written as stage0_delta: 0.' },
   stage0Delta: { satTrainer: 'sat.stage0_delta', verl: null, teamtr: null, note: 'Read by the SAT authors\' plug_and_play.py; verl and TeamTR have no swap.' },
 };

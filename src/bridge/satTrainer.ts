@@ -15,13 +15,17 @@ import { DEFAULT_MODELS, hfId, sizeOf, type ModelMap } from './models';
 import type { EngineExport, Refusal } from './engine';
 import { DATA_FILES, responseTokens } from './taskData';
 
+/** Why a seat swapped to an ONNX folder cannot be exported: the engines load training checkpoints. */
+export const ONNX_SWAP =
+  "swapTo onnx: the seat's ONNX folder (the command line's --swap J=DIR) is an inference export with no trainable weights; the SAT authors' scripts/plug_and_play.py loads sat.agents[*].upgrade with Hugging Face from_pretrained (AutoTokenizer, and AutoModelForCausalLM in sat/models/causal_lm.py), which reads a PyTorch or safetensors checkpoint, not ONNX. Set swapTo = S, M or L and map that size to the checkpoint the ONNX folder was exported from.";
+
 /** Our update orders → AgentScheduler modes (sat/agent_scheduler.py); absent = refused. */
 const SCHEDULER: Partial<Record<Config['order'], string>> = { fixed: 'static', random: 'random' };
 
 /**
  * What the SAT authors' trainer cannot run of `cfg`, each with its reason: orders other than fixed
  * and random (its StageCoordinator passes no predicted gains, so greedy_info_gain falls back to
- * static); protocols other than independent (agent (g·G + k) mod n alone answers sample k of group
+ * static); a swap to best (tabular) or to an ONNX folder (not a checkpoint); protocols other than independent (agent (g·G + k) mod n alone answers sample k of group
  * g); batch normalisation (adv_mode grpo is our group baseline); countdown (its built-in reward
  * compares the response's last number with `chosen`).
  */
@@ -37,6 +41,7 @@ export function satTrainerRefusals(cfg: Config): Refusal[] {
   }
   if (cfg.norm === 'batch') out.push({ setting: 'norm', message: 'norm batch (std over the whole batch): its advantages normalise per group (sat.group_norm) or not at all; set norm = group or none.' });
   if (cfg.swapAgent >= 0 && cfg.swapTo === 'best') out.push({ setting: 'swapTo', message: 'swapTo best is a tabular best response; the trainer swaps in Hugging Face checkpoints.' });
+  if (cfg.swapAgent >= 0 && cfg.swapTo === 'onnx') out.push({ setting: 'swapTo', message: ONNX_SWAP });
   return out;
 }
 

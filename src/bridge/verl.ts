@@ -34,6 +34,7 @@ export function verlFamilyRefusals(cfg: Config, engine: string): Refusal[] {
   const out: Refusal[] = [];
   if (cfg.norm === 'batch') out.push({ setting: 'norm', message: `norm batch (std over the whole batch) has no counterpart in ${engine} (algorithm.norm_adv_by_std_in_grpo divides by the group's std or not at all); set norm = group or none.` });
   if (cfg.swapAgent >= 0) out.push({ setting: 'swapAgent', message: `${engine} has no mid-run model swap; run two legs (before and after the swap) or use the SAT authors' trainer (sat.agents[*].upgrade).` });
+  if (cfg.swapAgent >= 0 && cfg.swapTo === 'onnx') out.push({ setting: 'swapTo', message: `swapTo onnx: the seat's ONNX folder (the command line's --swap J=DIR) is an inference export; ${engine} trains and serves Hugging Face checkpoints (actor_rollout_ref.model.path), so even a second leg needs the checkpoint the ONNX folder was exported from, as swapTo = S, M or L.` });
   return out;
 }
 
