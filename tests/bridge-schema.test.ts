@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { isLlmTask, parseConfig, type Config } from '../src/sat/config';
 import { PRESETS, presetConfig } from '../src/sat/presets';
 import { CONFIG_KEYS } from '../src/sat/config';
-import { DEFAULT_MODELS, recipe, RECIPE, type EngineExport } from '../src/bridge/recipe';
+import { DEFAULT_MODELS, recipe, RECIPE, recipeSummary, type EngineExport } from '../src/bridge/recipe';
 import { checkSatTrainer, checkTeamtr, checkVerl, CHECKS, SAT_KEYS, TEAMTR_ADDITIONS, TEAMTR_KEYS, VERL_KEYS } from './helpers/engineSchemas';
 
 const llm = PRESETS.filter((p) => p.kind === 'llm').map((p) => p.name);
@@ -109,6 +109,30 @@ describe('every preset\'s export passes the engine\'s checks or is refused by na
       for (const e of [r.engines.satTrainer, r.engines.teamtr]) expect(e.ok ? [] : e.refused.map((x) => x.setting), `${e.engine} ${protocol}`).toEqual(['protocol']);
       expect(r.engines.verl.ok).toBe(true);
     }
+  });
+});
+
+describe('what an engine runs differently is said with its export', () => {
+  const settings = (e: EngineExport) => (e.ok ? e.differs.map((d) => d.setting) : []);
+  it('each written engine names the settings it computes differently, in its summary and in its file', () => {
+    const r = check(runnable('arith-team'));
+    expect(settings(r.engines.satTrainer)).toEqual(['epochs', 'onExhausted', 'retryLrFactor', 'betaAdapt', 'maxNew']);
+    expect(settings(r.engines.verl)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'agents']);
+    expect(settings(r.engines.teamtr)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta']);
+    for (const e of Object.values(r.engines)) {
+      if (!e.ok) continue;
+      for (const d of e.differs) {
+        expect(CONFIG_KEYS, e.engine).toContain(d.setting);
+        expect(d.message).toMatch(/\S+( \S+){5,}/);
+        expect(e.files[0]!.text, `${e.engine} file names ${d.setting}`).toContain(`#   ${d.setting}: ${d.message}`);
+        expect(recipeSummary(r), `${e.engine} summary names ${d.setting}`).toContain(`  runs differently — ${d.setting}: ${d.message}`);
+      }
+    }
+    // Settings the SAT authors' trainer has no key for are said when they leave its fixed choice.
+    const odd = check(runnable('arith-team', { epsHigh: 0.28, topK: 5, formatReward: 0.1, lora: 8, loraAlpha: 16, objective: 'token', epochs: 1, onExhausted: 'keep', retryLrFactor: 1, deltas: [0.1, 0.2, 0.3] }));
+    expect(settings(odd.engines.satTrainer)).toEqual(['epsHigh', 'objective', 'topK', 'formatReward', 'lora', 'betaAdapt', 'deltas', 'maxNew']);
+    const dr = check(runnable('arith-team', { objective: 'token', tokenAgg: 'dr_grpo' }));
+    expect(dr.engines.verl.ok && dr.engines.verl.differs.find((d) => d.setting === 'beta')!.message).toMatch(/no KL loss \(use_kl_loss=false\)/);
   });
 });
 

@@ -19,7 +19,7 @@ import { teamtrExport } from './teamtr';
 import { verlExport } from './verl';
 
 export { DEFAULT_MODELS, type ModelMap } from './models';
-export { ENGINE_TITLES, type EngineExport, type EngineName } from './engine';
+export { ENGINE_TITLES, type Difference, type EngineExport, type EngineName } from './engine';
 
 /** Where one playground setting goes in each engine: a key, or null (then the note says why). */
 export interface RecipeEntry {
@@ -159,11 +159,12 @@ export function dataFiles(cfg: Config, dataDir: string): ExportFile[] {
   ];
 }
 
-/** One line per engine: written, or refused with the reasons (for the CLI and the page). */
+/** Per engine a line: its command, or refused with the reasons; under a command, an indented line per difference (for the CLI). */
 export function recipeSummary(r: Recipe): string[] {
-  return (Object.keys(r.engines) as EngineName[]).map((k) => {
+  return (Object.keys(r.engines) as EngineName[]).flatMap((k) => {
     const e = r.engines[k];
-    return e.ok ? `${ENGINE_TITLES[k]}: ${e.command}` : `${ENGINE_TITLES[k]}: not exported — ${e.refused.map((x) => `${x.setting}: ${x.message}`).join(' ')}`;
+    if (!e.ok) return [`${ENGINE_TITLES[k]}: not exported — ${e.refused.map((x) => `${x.setting}: ${x.message}`).join(' ')}`];
+    return [`${ENGINE_TITLES[k]}: ${e.command}`, ...e.differs.map((d) => `  runs differently — ${d.setting}: ${d.message}`)];
   });
 }
 
