@@ -118,7 +118,8 @@ describe('what an engine runs differently is said with its export', () => {
     const r = check(runnable('arith-team'));
     expect(settings(r.engines.satTrainer)).toEqual(['epochs', 'onExhausted', 'retryLrFactor', 'betaAdapt', 'maxNew']);
     expect(settings(r.engines.verl)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'agents']);
-    expect(settings(r.engines.teamtr)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta']);
+    expect(settings(r.engines.teamtr)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'group']);
+    expect(r.engines.teamtr.ok && r.engines.teamtr.overrides).toContain('data.shuffle=false');
     for (const e of Object.values(r.engines)) {
       if (!e.ok) continue;
       for (const d of e.differs) {
