@@ -68,6 +68,15 @@ describe('TeamTR\'s per-agent metrics', () => {
     expect(rowsOf(runClip(log))[2]!.clip).toEqual([0.03, 0.035, 0.04]);
     expect(rowsOf(runTimeline(log)).map((r) => r.updates.map((u) => u.agent))).toEqual([[0, 1, 2], [0, 1, 2], [0, 1, 2]]);
   });
+
+  it('TeamTR\'s file logger (the same FileLogger as verl\'s, verl/utils/tracking.py in its copy) reads to the same steps', () => {
+    // Each console line's metrics as the {"step": N, "data": {…}} line the file logger writes for that call.
+    const jsonl = log.steps.map((st) => JSON.stringify({ step: st.step, data: st.metrics })).join('\n');
+    const file = readRunLog(jsonl, 'arith.teamtr-log.jsonl');
+    expect([file.format, file.engine, file.agents]).toEqual(['verl-jsonl', 'teamtr', 3]);
+    expect(file.steps).toEqual(log.steps);
+    expect(rowsOf(runKl(file))).toEqual(rowsOf(runKl(log)));
+  });
 });
 
 describe('the SAT authors\' trainer', () => {

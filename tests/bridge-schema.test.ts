@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { isLlmTask, parseConfig, type Config } from '../src/sat/config';
 import { PRESETS, presetConfig } from '../src/sat/presets';
 import { CONFIG_KEYS } from '../src/sat/config';
-import { DEFAULT_MODELS, recipe, RECIPE, type EngineExport } from '../src/bridge/recipe';
+import { DEFAULT_MODELS, recipe, RECIPE, recipeSummary, type EngineExport } from '../src/bridge/recipe';
 import { checkSatTrainer, checkTeamtr, checkVerl, CHECKS, SAT_KEYS, TEAMTR_ADDITIONS, TEAMTR_KEYS, VERL_KEYS } from './helpers/engineSchemas';
 
 const llm = PRESETS.filter((p) => p.kind === 'llm').map((p) => p.name);
@@ -78,7 +78,7 @@ describe('every preset\'s export passes the engine\'s checks or is refused by na
     else expect(r.engines.satTrainer.ok ? [] : r.engines.satTrainer.refused.map((x) => x.setting)).toEqual(['task']);
   });
 
-  it('variants: LoRA, DrGRPO, the token objective, a mixed team, greedy / reverse / custom orders, vote and router', () => {
+  it('variants: LoRA, DrGRPO, the token objective, a mixed team, greedy / reverse / custom orders, an ONNX swap, vote and router', () => {
     const lora = check(runnable('arith-team', { lora: 8, loraAlpha: 16 }));
     const v = lora.engines.verl.ok ? lora.engines.verl.overrides : [];
     expect(v).toEqual(expect.arrayContaining(['actor_rollout_ref.model.lora_rank=8', 'actor_rollout_ref.model.lora_alpha=16', 'actor_rollout_ref.model.target_modules=all-linear', 'actor_rollout_ref.rollout.load_format=safetensors']));
@@ -98,11 +98,42 @@ describe('every preset\'s export passes the engine\'s checks or is refused by na
     }
     const custom = check(runnable('arith-team', { order: 'custom', customOrder: [2, 0, 1] }));
     expect(custom.engines.satTrainer.ok ? '' : custom.engines.satTrainer.refused[0]!.message).toMatch(/order custom: .*static, random and greedy_info_gain/);
+    // A seat swapped to an ONNX folder: each engine names swapTo onnx and why (no checkpoint to load), none throws.
+    const onnx = check(runnable('arith-team', { swapAgent: 1, swapTo: 'onnx' }));
+    expect(onnx.engines.satTrainer.ok ? [] : onnx.engines.satTrainer.refused.map((x) => x.setting)).toEqual(['swapTo']);
+    for (const e of [onnx.engines.verl, onnx.engines.teamtr]) expect(e.ok ? [] : e.refused.map((x) => x.setting), e.engine).toEqual(['swapAgent', 'swapTo']);
+    for (const e of Object.values(onnx.engines)) expect(e.ok ? '' : e.refused.find((x) => x.setting === 'swapTo')!.message, e.engine).toMatch(/^swapTo onnx: .*ONNX folder.*inference export.*checkpoint.*swapTo = S, M or L/);
+    expect(check(runnable('arith-team', { swapAgent: 1, swapTo: 'M' })).engines.satTrainer.ok).toBe(true);
     for (const protocol of ['chain', 'vote', 'router'] as const) {
       const r = check(runnable('arith-team', { protocol }));
       for (const e of [r.engines.satTrainer, r.engines.teamtr]) expect(e.ok ? [] : e.refused.map((x) => x.setting), `${e.engine} ${protocol}`).toEqual(['protocol']);
       expect(r.engines.verl.ok).toBe(true);
     }
+  });
+});
+
+describe('what an engine runs differently is said with its export', () => {
+  const settings = (e: EngineExport) => (e.ok ? e.differs.map((d) => d.setting) : []);
+  it('each written engine names the settings it computes differently, in its summary and in its file', () => {
+    const r = check(runnable('arith-team'));
+    expect(settings(r.engines.satTrainer)).toEqual(['epochs', 'onExhausted', 'retryLrFactor', 'betaAdapt', 'maxNew']);
+    expect(settings(r.engines.verl)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'agents']);
+    expect(settings(r.engines.teamtr)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'group']);
+    expect(r.engines.teamtr.ok && r.engines.teamtr.overrides).toContain('data.shuffle=false');
+    for (const e of Object.values(r.engines)) {
+      if (!e.ok) continue;
+      for (const d of e.differs) {
+        expect(CONFIG_KEYS, e.engine).toContain(d.setting);
+        expect(d.message).toMatch(/\S+( \S+){5,}/);
+        expect(e.files[0]!.text, `${e.engine} file names ${d.setting}`).toContain(`#   ${d.setting}: ${d.message}`);
+        expect(recipeSummary(r), `${e.engine} summary names ${d.setting}`).toContain(`  runs differently — ${d.setting}: ${d.message}`);
+      }
+    }
+    // Settings the SAT authors' trainer has no key for are said when they leave its fixed choice.
+    const odd = check(runnable('arith-team', { epsHigh: 0.28, topK: 5, formatReward: 0.1, lora: 8, loraAlpha: 16, objective: 'token', epochs: 1, onExhausted: 'keep', retryLrFactor: 1, deltas: [0.1, 0.2, 0.3] }));
+    expect(settings(odd.engines.satTrainer)).toEqual(['epsHigh', 'objective', 'topK', 'formatReward', 'lora', 'betaAdapt', 'deltas', 'maxNew']);
+    const dr = check(runnable('arith-team', { objective: 'token', tokenAgg: 'dr_grpo' }));
+    expect(dr.engines.verl.ok && dr.engines.verl.differs.find((d) => d.setting === 'beta')!.message).toMatch(/no KL loss \(use_kl_loss=false\)/);
   });
 });
 

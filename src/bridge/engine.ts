@@ -23,6 +23,13 @@ export interface Refusal {
   readonly message: string;
 }
 
+/**
+ * A setting an engine carries but computes differently from the playground for this config (a
+ * sequence ratio that is length-normalised, a KL estimated against a reference model, a radius no
+ * monitor enforces): the export runs, and these say what its numbers will not match.
+ */
+export type Difference = Refusal;
+
 /** One file of an export: a path relative to where the recipe is written, and its text. */
 export interface ExportFile {
   readonly path: string;
@@ -38,6 +45,8 @@ export type EngineExport =
       /** The command that runs it, from the folder the recipe was written to. */
       readonly command: string;
       readonly files: readonly ExportFile[];
+      /** What this engine runs differently from the playground with these settings. */
+      readonly differs: readonly Difference[];
     }
   | { readonly ok: false; readonly engine: EngineName; readonly refused: readonly Refusal[] };
 
@@ -51,4 +60,13 @@ export function hydraValue(v: unknown): string {
 /** `key=value` lines from an ordered list of pairs. */
 export function overridesOf(pairs: readonly (readonly [string, unknown])[]): string[] {
   return pairs.map(([k, v]) => `${k}=${hydraValue(v)}`);
+}
+
+/** A script's or YAML's text with its engine's differences added as comments at the end of its leading comment block. */
+export function withDiffers(text: string, differs: readonly Difference[]): string {
+  if (differs.length === 0) return text;
+  const lines = text.split('\n');
+  const at = lines.findIndex((l) => !l.startsWith('#'));
+  lines.splice(at, 0, '# Runs differently from the playground (docs/real-run.md):', ...differs.map((d) => `#   ${d.setting}: ${d.message}`));
+  return lines.join('\n');
 }

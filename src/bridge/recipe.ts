@@ -19,7 +19,7 @@ import { teamtrExport } from './teamtr';
 import { verlExport } from './verl';
 
 export { DEFAULT_MODELS, type ModelMap } from './models';
-export { ENGINE_TITLES, type EngineExport, type EngineName } from './engine';
+export { ENGINE_TITLES, type Difference, type EngineExport, type EngineName } from './engine';
 
 /** Where one playground setting goes in each engine: a key, or null (then the note says why). */
 export interface RecipeEntry {
@@ -53,11 +53,11 @@ export const RECIPE: Readonly<Record<ConfigKey, RecipeEntry>> = {
   maxNew: { satTrainer: 'data.max_response_length', verl: 'data.max_response_length', teamtr: 'data.max_response_length', note: 'The playground counts characters of a char-level model; a real tokenizer and an instruct model need another budget: 4 × maxNew tokens, at least 32.' },
   evalEpisodes: { satTrainer: 'dataset.test_path', verl: 'data.val_files', teamtr: 'data.val_files', note: 'The held-out problems behind J, written as the validation file (verl and TeamTR validate every step: trainer.test_freq=1).' },
   formatReward: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py. The SAT authors\' reward is built in (1 or 0): a format reward > 0 is not carried there.' },
-  seed: { satTrainer: null, verl: 'data.seed', teamtr: 'data.seed', note: 'Shuffles the data; a real run has further seeds (sampling, initialisation). The SAT authors\' trainer takes --seed on its command line (written there).' },
+  seed: { satTrainer: null, verl: 'data.seed', teamtr: 'teamtr_router_seed', note: 'verl: shuffles the data. TeamTR reads its rows in file order (data.shuffle=false, so each step holds the same problems for every agent) and gets it as teamtr_router_seed. The SAT authors\' trainer takes --seed on its command line (written there). A real run has further seeds (sampling, initialisation).' },
   stages: { satTrainer: 'training.num_stages', verl: 'trainer.total_training_steps', teamtr: 'trainer.total_training_steps', note: 'One stage per training step.' },
   scheme: NONE('sequential is SAT; TeamTR updates agents in turn from one batch per step, which for the independent protocol is the same (an agent\'s update does not change another\'s episodes).'),
   batch: { satTrainer: 'data.train_batch_size', verl: 'data.train_batch_size', teamtr: 'data.train_batch_size', note: 'Prompts per stage. The SAT authors\' trainer counts episodes (batch × group); TeamTR counts rows, one per problem and agent (batch × agents). ppo_mini_batch_size is the whole batch (one optimizer step per epoch, as here).' },
-  group: { satTrainer: 'sat.group_size', verl: `${V}.rollout.n`, teamtr: `${V}.rollout.n`, note: 'Samples per prompt (GRPO group).' },
+  group: { satTrainer: 'sat.group_size', verl: `${V}.rollout.n`, teamtr: `${V}.rollout.n`, note: 'Samples per prompt (GRPO group). TeamTR: per prompt and agent, each agent with its own group baseline (agents × group samples a prompt), where the playground\'s independent protocol shares one group, sample k answered by agent k mod n.' },
   estimator: NONE('How agent j\'s advantages account for its predecessors\' updates (docs/method.md §4.2). No engine has the key: the SAT authors\' trainer reweights one batch per stage (truncated importance sampling, sat/data/reweighting.py); for the independent protocol TeamTR runs, the estimators coincide.'),
   norm: { satTrainer: 'sat.group_norm', verl: 'algorithm.norm_adv_by_std_in_grpo', teamtr: 'algorithm.norm_adv_by_std_in_grpo', note: 'group → true, none → false (with the group mean as baseline: sat.adv_mode grpo, group_baseline mean); batch is refused.' },
   aClip: { satTrainer: 'sat.A_clip', verl: null, teamtr: null, note: 'verl clips ratios, not advantages.' },
@@ -89,7 +89,7 @@ export const RECIPE: Readonly<Record<ConfigKey, RecipeEntry>> = {
   aMax: { satTrainer: 'certificate.A_max', verl: null, teamtr: null, note: '0 means the task\'s reward range; written as that range.' },
   swapAgent: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Read by the SAT authors\' scripts/plug_and_play.py; verl and TeamTR have no mid-run swap (refused).' },
   swapAt: NONE('When the swap happens; the SAT authors\' plug_and_play.py swaps a trained team, not at a stage.'),
-  swapTo: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Mapped like model; best (a tabular best response) is refused.' },
+  swapTo: { satTrainer: 'sat.agents[*].upgrade', verl: null, teamtr: null, note: 'Mapped like model; best (a tabular best response) and onnx (an ONNX inference export, which no engine loads: give the checkpoint it came from as S, M or L) are refused.' },
   swapStage0: { satTrainer: 'sat.stage0_delta', verl: null, teamtr: null, note: 'Off is written as stage0_delta: 0.' },
   stage0Delta: { satTrainer: 'sat.stage0_delta', verl: null, teamtr: null, note: 'Read by the SAT authors\' plug_and_play.py; verl and TeamTR have no swap.' },
 };
@@ -159,11 +159,12 @@ export function dataFiles(cfg: Config, dataDir: string): ExportFile[] {
   ];
 }
 
-/** One line per engine: written, or refused with the reasons (for the CLI and the page). */
+/** Per engine a line: its command, or refused with the reasons; under a command, an indented line per difference (for the CLI). */
 export function recipeSummary(r: Recipe): string[] {
-  return (Object.keys(r.engines) as EngineName[]).map((k) => {
+  return (Object.keys(r.engines) as EngineName[]).flatMap((k) => {
     const e = r.engines[k];
-    return e.ok ? `${ENGINE_TITLES[k]}: ${e.command}` : `${ENGINE_TITLES[k]}: not exported — ${e.refused.map((x) => `${x.setting}: ${x.message}`).join(' ')}`;
+    if (!e.ok) return [`${ENGINE_TITLES[k]}: not exported — ${e.refused.map((x) => `${x.setting}: ${x.message}`).join(' ')}`];
+    return [`${ENGINE_TITLES[k]}: ${e.command}`, ...e.differs.map((d) => `  runs differently — ${d.setting}: ${d.message}`)];
   });
 }
 

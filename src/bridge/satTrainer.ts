@@ -12,8 +12,12 @@ import { FormatError } from '../core/errors';
 import { diffFromDefaults, isLlmTask, parseConfig, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
 import { checkInputSize, RECIPE_LIMITS } from './limits';
 import { DEFAULT_MODELS, hfId, sizeOf, type ModelMap } from './models';
-import type { EngineExport, Refusal } from './engine';
+import { withDiffers, type Difference, type EngineExport, type Refusal } from './engine';
 import { DATA_FILES, responseTokens } from './taskData';
+
+/** Why a seat swapped to an ONNX folder cannot be exported: the engines load training checkpoints. */
+export const ONNX_SWAP =
+  "swapTo onnx: the seat's ONNX folder (the command line's --swap J=DIR) is an inference export with no trainable weights; the SAT authors' scripts/plug_and_play.py loads sat.agents[*].upgrade with Hugging Face from_pretrained (AutoTokenizer, and AutoModelForCausalLM in sat/models/causal_lm.py), which reads a PyTorch or safetensors checkpoint, not ONNX. Set swapTo = S, M or L and map that size to the checkpoint the ONNX folder was exported from.";
 
 /** Our update orders → AgentScheduler modes (sat/agent_scheduler.py); absent = refused. */
 const SCHEDULER: Partial<Record<Config['order'], string>> = { fixed: 'static', random: 'random' };
@@ -21,7 +25,7 @@ const SCHEDULER: Partial<Record<Config['order'], string>> = { fixed: 'static', r
 /**
  * What the SAT authors' trainer cannot run of `cfg`, each with its reason: orders other than fixed
  * and random (its StageCoordinator passes no predicted gains, so greedy_info_gain falls back to
- * static); protocols other than independent (agent (g·G + k) mod n alone answers sample k of group
+ * static); a swap to best (tabular) or to an ONNX folder (not a checkpoint); protocols other than independent (agent (g·G + k) mod n alone answers sample k of group
  * g); batch normalisation (adv_mode grpo is our group baseline); countdown (its built-in reward
  * compares the response's last number with `chosen`).
  */
@@ -37,6 +41,29 @@ export function satTrainerRefusals(cfg: Config): Refusal[] {
   }
   if (cfg.norm === 'batch') out.push({ setting: 'norm', message: 'norm batch (std over the whole batch): its advantages normalise per group (sat.group_norm) or not at all; set norm = group or none.' });
   if (cfg.swapAgent >= 0 && cfg.swapTo === 'best') out.push({ setting: 'swapTo', message: 'swapTo best is a tabular best response; the trainer swaps in Hugging Face checkpoints.' });
+  if (cfg.swapAgent >= 0 && cfg.swapTo === 'onnx') out.push({ setting: 'swapTo', message: ONNX_SWAP });
+  return out;
+}
+
+/**
+ * What the SAT authors' trainer runs differently from the playground with `cfg` (the export still
+ * runs): keys it has no room for, and its fixed choices (sat/kl/quantile_kl_ctrl.py,
+ * sat/stage_coordinator.py, sat/real_controller.py).
+ */
+export function satTrainerDiffers(cfg: Config): Difference[] {
+  const out: Difference[] = [];
+  const add = (when: boolean, setting: ConfigKey, message: string) => when && out.push({ setting, message });
+  add(cfg.epsHigh !== cfg.epsLow, 'epsHigh', `one symmetric ε (sat.epsilon = epsLow = ${cfg.epsLow}); epsHigh = ${cfg.epsHigh} is not carried.`);
+  add(cfg.objective === 'token', 'objective', 'its loss always uses the sequence-level ratio (sat/loss/seq_ratio_loss.py); the token objective is not carried.');
+  add(cfg.topK > 0, 'topK', `it samples every token (top_p = 1); topK = ${cfg.topK} is not carried.`);
+  add(cfg.formatReward > 0, 'formatReward', `its reward is built in (1 or 0); the format reward ${cfg.formatReward} is not carried (verl's and TeamTR's reward.py carry it).`);
+  add(cfg.lora > 0, 'lora', `it trains all weights; LoRA rank ${cfg.lora} is not carried.`);
+  add(cfg.epochs > 1, 'epochs', `one optimizer step per try; ${cfg.epochs} epochs are not carried.`);
+  add(cfg.onExhausted !== 'keep', 'onExhausted', `when the retries run out it keeps the last violating step (keep), not ${cfg.onExhausted}.`);
+  add(cfg.retryLrFactor !== 1, 'retryLrFactor', `its retries keep the step size (β ×1.5 only); retryLrFactor = ${cfg.retryLrFactor} is not carried.`);
+  add(true, 'betaAdapt', `it raises β ×1.5 after each backtrack and never lowers it${cfg.betaAdapt ? ' (no ÷1.5 when the KL ends below δ/1.5)' : '; betaAdapt = false is not carried'}.`);
+  add(cfg.deltas.length > 0, 'deltas', `one target_kl (δ = ${cfg.delta}) for every agent; the per-agent radii stay in the playground: section only.`);
+  add(true, 'maxNew', `a real tokenizer gets ${responseTokens(cfg)} response tokens for the playground's ${cfg.maxNew} characters.`);
   return out;
 }
 
@@ -78,8 +105,9 @@ export function satTrainerExport(cfg: Config, models: ModelMap, aMaxOfTask: numb
   const doc = satTrainerConfig(cfg, models, aMaxOfTask, dataDir, name);
   // scripts/train.py puts its own checkout on sys.path, so it runs from the recipe's folder, where the dataset paths are.
   const command = `python "$SAT_AAMAS/scripts/train.py" --config ${yamlFile} --seed ${cfg.seed}`;
+  const differs = satTrainerDiffers(cfg);
   const text = `# SAT Playground settings for the SAT authors' trainer (Yydc/SAT-AAMAS scripts/train.py); from this folder:\n#   ${command}\n# Every key is one its code reads; "playground" is read only by the playground's Import (docs/real-run.md).\n${stringify(doc)}`;
-  return { ok: true, engine: 'satTrainer', overrides: [], command, files: [{ path: yamlFile, text }] };
+  return { ok: true, engine: 'satTrainer', overrides: [], command, files: [{ path: yamlFile, text: withDiffers(text, differs) }], differs };
 }
 
 function at(o: unknown, path: string): unknown {

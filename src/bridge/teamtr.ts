@@ -8,10 +8,10 @@
  * Not here: the dataset rows (taskData.ts), the shared GRPO keys (verl.ts).
  */
 import { resolvedProtocol, type Config } from '../sat/config';
-import { overridesOf, type EngineExport, type Refusal } from './engine';
+import { overridesOf, withDiffers, type EngineExport, type Refusal } from './engine';
 import { hfId, sizeOf, teamIds, type ModelMap } from './models';
 import { DATA_FILES } from './taskData';
-import { grpoKeys, loraKeys, runScript, verlFamilyRefusals } from './verl';
+import { grpoKeys, loraKeys, runScript, verlFamilyDiffers, verlFamilyRefusals } from './verl';
 
 /**
  * What TeamTR cannot run of `cfg`. Each row is answered by its agent alone (the independent
@@ -39,6 +39,8 @@ export function teamtrExport(cfg: Config, models: ModelMap, dataDir: string, nam
     ['data.train_files', [`$DATA/${DATA_FILES.teamtrTrain}`]],
     ['data.val_files', [`$DATA/${DATA_FILES.teamtrVal}`]],
     ['data.train_batch_size', rows],
+    // rows in file order: each step's rows are `batch` problems, each once per agent (the file lists every problem's agents together)
+    ['data.shuffle', false],
     ['actor_rollout_ref.model.path', hfId(models, sizeOf(cfg, 0))],
     ['actor_rollout_ref.rollout.agent_model_paths', teamIds(cfg, models)],
     ['actor_rollout_ref.rollout.name', 'multi_agent_hf'],
@@ -59,5 +61,9 @@ export function teamtrExport(cfg: Config, models: ModelMap, dataDir: string, nam
     'export PYTHONPATH="$TEAMTR${PYTHONPATH:+:$PYTHONPATH}"',
   ];
   const text = runScript(`TeamTR: one run of the ${cfg.agents}-agent team of ${name}, agents updated in turn every step; needs TeamTR's environment and one GPU.`, env, 'python3 -m verl.trainer.main_ppo --config-path "$TEAMTR/teamtr/configs" --config-name teamtr_homo_full', overrides);
-  return { ok: true, engine: 'teamtr', overrides, command: `TEAMTR=/path/to/TeamTR bash ${scriptFile}`, files: [{ path: scriptFile, text }] };
+  const differs = [
+    ...verlFamilyDiffers(cfg, 'TeamTR', 'geo_mean'),
+    { setting: 'group' as const, message: `each agent samples ${cfg.group} answers per prompt with its own group baseline (${cfg.group * cfg.agents} a prompt in all), where the playground's group of ${cfg.group} is shared: sample k answered by agent k mod ${cfg.agents}.` },
+  ];
+  return { ok: true, engine: 'teamtr', overrides, command: `TEAMTR=/path/to/TeamTR bash ${scriptFile}`, files: [{ path: scriptFile, text: withDiffers(text, differs) }], differs };
 }

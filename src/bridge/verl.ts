@@ -9,7 +9,7 @@
  * Not here: the task's data (taskData.ts), the reward module (rewardPy.ts), the table for people (recipe.ts).
  */
 import { isLlmTask, type Config } from '../sat/config';
-import { overridesOf, type EngineExport, type Refusal } from './engine';
+import { overridesOf, withDiffers, type Difference, type EngineExport, type Refusal } from './engine';
 import { hfId, sizeOf, type ModelMap } from './models';
 import { DATA_FILES, responseTokens } from './taskData';
 
@@ -34,6 +34,20 @@ export function verlFamilyRefusals(cfg: Config, engine: string): Refusal[] {
   const out: Refusal[] = [];
   if (cfg.norm === 'batch') out.push({ setting: 'norm', message: `norm batch (std over the whole batch) has no counterpart in ${engine} (algorithm.norm_adv_by_std_in_grpo divides by the group's std or not at all); set norm = group or none.` });
   if (cfg.swapAgent >= 0) out.push({ setting: 'swapAgent', message: `${engine} has no mid-run model swap; run two legs (before and after the swap) or use the SAT authors' trainer (sat.agents[*].upgrade).` });
+  if (cfg.swapAgent >= 0 && cfg.swapTo === 'onnx') out.push({ setting: 'swapTo', message: `swapTo onnx: the seat's ONNX folder (the command line's --swap J=DIR) is an inference export; ${engine} trains and serves Hugging Face checkpoints (actor_rollout_ref.model.path), so even a second leg needs the checkpoint the ONNX folder was exported from, as swapTo = S, M or L.` });
+  return out;
+}
+
+/** What verl and TeamTR run differently from the playground with `cfg` (their export still runs). */
+export function verlFamilyDiffers(cfg: Config, engine: string, seqLoss: string): Difference[] {
+  const out: Difference[] = [
+    { setting: 'delta', message: `${engine} has no trust-region monitor: δ = ${cfg.delta} (and α, maxBacktracks) is not enforced, nothing is backtracked.` },
+    { setting: 'aClip', message: `${engine} clips ratios, not advantages: A_clip = ${cfg.aClip} is not applied.` },
+    { setting: 'maxNew', message: `a real tokenizer gets ${responseTokens(cfg)} response tokens for the playground's ${cfg.maxNew} characters.` },
+  ];
+  if (cfg.objective === 'sequence') out.push({ setting: 'objective', message: `the sequence-level ratio becomes ${engine}'s ${seqLoss}, which is length-normalised: the nearest, not the same.` });
+  if (cfg.beta > 0 && !(cfg.objective === 'token' && cfg.tokenAgg === 'dr_grpo')) out.push({ setting: 'beta', message: `β = ${cfg.beta} weighs low_var_kl, a sampled estimate of the KL to the reference model, where the playground's is the exact per-state KL to π_cur.` });
+  if (cfg.beta > 0 && cfg.objective === 'token' && cfg.tokenAgg === 'dr_grpo') out.push({ setting: 'beta', message: `dr_grpo is ${engine}'s DrGRPO, which has no KL loss (use_kl_loss=false): β = ${cfg.beta} is not applied.` });
   return out;
 }
 
@@ -121,5 +135,6 @@ export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name:
   const overrides = overridesOf(pairs);
   const env = [`DATA="$(cd "$(dirname "$0")" && pwd)/${dataDir}"`, `export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$PWD/${name}.verl-log.jsonl}"`];
   const text = runScript(`verl: one GRPO run of agent 0's model (the single-policy baseline of ${name}); needs verl and one GPU.`, env, 'python3 -m verl.trainer.main_ppo', overrides);
-  return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files: [{ path: scriptFile, text }] };
+  const differs = [...verlFamilyDiffers(cfg, 'verl', 'gspo'), { setting: 'agents' as const, message: `verl trains one policy: agent 0's model alone (${cfg.agents} agents in the playground); TeamTR's export runs the team.` }];
+  return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files: [{ path: scriptFile, text: withDiffers(text, differs) }], differs };
 }

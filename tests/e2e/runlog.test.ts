@@ -44,6 +44,7 @@ describe('Export for a real run (browser)', () => {
     expect(await verl.inputValue()).toMatch(/^actor_rollout_ref\.rollout\.name=vllm$/m);
     expect(await verl.inputValue()).toMatch(new RegExp(`^actor_rollout_ref\\.actor\\.kl_loss_coef=${await p.getByTestId('cfg-beta').inputValue()}$`, 'm'));
     for (const k of ['satTrainer', 'verl', 'teamtr']) expect(await p.getByTestId(`recipe-engine-${k}`).getAttribute('data-ok')).toBe('true');
+    expect(await p.getByTestId('recipe-differs-verl').innerText()).toMatch(/^runs differently from the playground: delta, aClip, maxNew, objective, beta, agents/);
     const [zipDl] = await Promise.all([p.waitForEvent('download'), p.getByTestId('recipe-zip').click()]);
     expect(zipDl.suggestedFilename()).toBe('arith-team.real-run.zip');
     const zip = unzipSync(new Uint8Array(readFileSync(await zipDl.path())));

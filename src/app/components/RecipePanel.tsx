@@ -1,6 +1,6 @@
 /**
- * "Export for a real run": the Hugging Face ids the zoo's sizes map to; per engine, its command or
- * why it is not exported; the verl overrides to copy; everything (configs, scripts, the task's
+ * "Export for a real run": the Hugging Face ids the zoo's sizes map to; per engine, its command and
+ * what it runs differently, or why it is not exported; the verl overrides to copy; everything (configs, scripts, the task's
  * data, reward.py) as one zip (docs/real-run.md). Loaded on first open, with the YAML library
  * (ShareBar.tsx).
  *
@@ -59,6 +59,18 @@ export function RecipePanel() {
           return (
             <li key={k} data-testid={`recipe-engine-${k}`} data-ok={e.ok}>
               <strong>{ENGINE_TITLES[k]}</strong>: {e.ok ? <code>{e.command}</code> : <>not exported — {e.refused.map((x) => `${x.setting}: ${x.message}`).join(' ')}</>}
+              {e.ok && e.differs.length > 0 && (
+                <details className="recipe-differs" data-testid={`recipe-differs-${k}`}>
+                  <summary>runs differently from the playground: {e.differs.map((d) => d.setting).join(', ')}</summary>
+                  <ul>
+                    {e.differs.map((d) => (
+                      <li key={d.setting}>
+                        <code>{d.setting}</code>: {d.message}
+                      </li>
+                    ))}
+                  </ul>
+                </details>
+              )}
             </li>
           );
         })}
