@@ -10,13 +10,20 @@
  * - Run: a fresh climbing page at speed "fast", Run ▶ for 30 stages (click → 30 rows drawn); stages/s.
  * - The main chunk's size (the built index-*.js), and the machine's load (os.loadavg) before and after.
  *
+ * `npm run bench:page -- --base DIR [--rounds K]`: also builds the checkout at DIR (another git
+ * worktree of this repository, with node_modules) and measures the two builds in turn, K rounds
+ * (default 3), so both see the same load; the table then has a column per build, medians over
+ * every round.
+ *
  * Prints a table; timings go to docs/performance.md by hand.
  */
-import { readdirSync, statSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
-import { openPlayground, settled } from '../tests/e2e/harness';
+import { build, preview } from 'vite';
+import { openPlayground, settled, type Playground } from '../tests/e2e/harness';
 
 const WARMUP = 2;
 const STAGES = 10;
@@ -63,55 +70,107 @@ async function openClimbing(p: Page, url: string): Promise<void> {
   await p.getByTestId('chart-j').waitFor();
 }
 
+/** One build's figures over the rounds it ran. */
+interface Sample {
+  first: number[];
+  inView: number[];
+  all: number[];
+  runRate: number[];
+}
+
+/** One round on the build served at `url`: 10 page stages after 2 warm-up, then Run for 30 stages. */
+async function round(pg: Playground, url: string, into: Sample): Promise<void> {
+  const p = await pg.freshPage({ width: 1280, height: 800 });
+  await openClimbing(p, url);
+  for (let k = 1; k <= WARMUP + STAGES; k++) {
+    const [ms, msInView, msAll] = await clickUntilDrawn(p, 'step-stage', k);
+    if (k > WARMUP) {
+      into.first.push(ms);
+      into.inView.push(msInView);
+      into.all.push(msAll);
+    }
+    await settled(p);
+  }
+  await p.context().close();
+
+  const q = await pg.freshPage({ width: 1280, height: 800 });
+  await openClimbing(q, url);
+  await q.getByTestId('speed').selectOption('fast');
+  const [runMs] = await clickUntilDrawn(q, 'run', RUN_STAGES);
+  into.runRate.push(RUN_STAGES / (runMs / 1000));
+  await q.context().close();
+}
+
+/** Builds the checkout at `root` for production and serves it; returns its URL and a closer. */
+async function serveOther(root: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const outDir = mkdtempSync(join(tmpdir(), 'sat-bench-base-'));
+  const configFile = join(root, 'vite.config.ts');
+  const saved = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ root, configFile, mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  } finally {
+    if (saved === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = saved;
+  }
+  const server = await preview({ root, configFile, logLevel: 'warn', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: true, open: false } });
+  const addr = server.httpServer.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${addr.port}/`,
+    close: async () => {
+      await server.close();
+      rmSync(outDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
 async function main(): Promise<void> {
-  const [load0 = NaN] = loadavg();
+  const baseDir = arg('--base');
+  const rounds = Number(arg('--rounds') ?? (baseDir ? 3 : 1));
+  const loads: number[] = [loadavg()[0] ?? NaN];
   const pg = await openPlayground();
+  const other = baseDir ? await serveOther(resolve(baseDir)) : null;
   try {
     const assets = join(pg.distDir, 'assets');
     const mainChunk = readdirSync(assets).find((f) => /^index-.*\.js$/.test(f));
     const mainKb = mainChunk ? statSync(join(assets, mainChunk)).size / 1000 : NaN;
-
-    const p = await pg.freshPage({ width: 1280, height: 800 });
-    await openClimbing(p, pg.url);
-    const times: number[] = [];
-    const inView: number[] = [];
-    const all: number[] = [];
-    for (let k = 1; k <= WARMUP + STAGES; k++) {
-      const [ms, msInView, msAll] = await clickUntilDrawn(p, 'step-stage', k);
-      if (k > WARMUP) {
-        times.push(ms);
-        inView.push(msInView);
-        all.push(msAll);
-      }
-      await settled(p);
-    }
-    await p.context().close();
-
-    const q = await pg.freshPage({ width: 1280, height: 800 });
-    await openClimbing(q, pg.url);
-    await q.getByTestId('speed').selectOption('fast');
-    const [runMs] = await clickUntilDrawn(q, 'run', RUN_STAGES);
-    await q.context().close();
-    const [load1 = NaN] = loadavg();
-
-    const rows: [string, string][] = [
-      ['page stage to first screen drawn (median of 10)', `${median(times).toFixed(1)} ms`],
-      ['  range', `${Math.min(...times).toFixed(1)}–${Math.max(...times).toFixed(1)} ms`],
-      ['page stage to every chart in view drawn (median of 10)', `${median(inView).toFixed(1)} ms`],
-      ['  range', `${Math.min(...inView).toFixed(1)}–${Math.max(...inView).toFixed(1)} ms`],
-      ['page stage to every chart drawn, off screen too (median of 10)', `${median(all).toFixed(1)} ms`],
-      ['  range', `${Math.min(...all).toFixed(1)}–${Math.max(...all).toFixed(1)} ms`],
-      [`Run, ${RUN_STAGES} stages at fast`, `${(RUN_STAGES / (runMs / 1000)).toFixed(1)} stages/s (${runMs.toFixed(0)} ms)`],
-      ['main chunk', `${mainKb.toFixed(1)} kB (${mainChunk})`],
-      ['load average (1 min) before → after', `${load0.toFixed(2)} → ${load1.toFixed(2)} on ${cpus().length} cores`],
+    const builds: { name: string; url: string; s: Sample }[] = [
+      ...(other ? [{ name: `base (${baseDir})`, url: other.url, s: { first: [], inView: [], all: [], runRate: [] } }] : []),
+      { name: 'this checkout', url: pg.url, s: { first: [], inView: [], all: [], runRate: [] } },
     ];
-    const w = Math.max(...rows.map((r) => r[0].length));
-    for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
-    console.log(`first screen (ms): ${times.map((t) => t.toFixed(0)).join(' ')}`);
-    console.log(`every chart in view (ms): ${inView.map((t) => t.toFixed(0)).join(' ')}`);
-    console.log(`every chart (ms): ${all.map((t) => t.toFixed(0)).join(' ')}`);
+    for (let r = 0; r < rounds; r++) {
+      for (const b of builds) {
+        await round(pg, b.url, b.s);
+        loads.push(loadavg()[0] ?? NaN);
+      }
+    }
+
+    const range = (xs: number[]) => `${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)}`;
+    const n = rounds * STAGES;
+    const rows: string[][] = [
+      ['', ...builds.map((b) => b.name)],
+      [`page stage to first screen drawn (median of ${n})`, ...builds.map((b) => `${median(b.s.first).toFixed(1)} ms`)],
+      ['  range', ...builds.map((b) => `${range(b.s.first)} ms`)],
+      [`page stage to every chart in view drawn (median of ${n})`, ...builds.map((b) => `${median(b.s.inView).toFixed(1)} ms`)],
+      ['  range', ...builds.map((b) => `${range(b.s.inView)} ms`)],
+      [`page stage to every chart drawn, off screen too (median of ${n})`, ...builds.map((b) => `${median(b.s.all).toFixed(1)} ms`)],
+      ['  range', ...builds.map((b) => `${range(b.s.all)} ms`)],
+      [`Run, ${RUN_STAGES} stages at fast (median of ${rounds})`, ...builds.map((b) => `${median(b.s.runRate).toFixed(1)} stages/s`)],
+      ['  each round', ...builds.map((b) => b.s.runRate.map((x) => x.toFixed(1)).join(', '))],
+    ];
+    const w = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+    for (const r of rows) console.log(r.map((x, c) => (c === 0 ? x.padEnd(w[c]!) : x.padStart(w[c]!))).join('  '));
+    console.log(`main chunk (this checkout): ${mainKb.toFixed(1)} kB (${mainChunk})`);
+    console.log(`load average (1 min) at start and after each round: ${loads.map((l) => l.toFixed(2)).join(' → ')} on ${cpus().length} cores`);
+    for (const b of builds) console.log(`${b.name}, first screen (ms): ${b.s.first.map((t) => t.toFixed(0)).join(' ')}`);
     if (pg.errors.length > 0) console.log(`page errors:\n${pg.errors.join('\n')}`);
   } finally {
+    await other?.close();
     await pg.close();
   }
 }

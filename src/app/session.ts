@@ -57,6 +57,14 @@ const SPEED_MS: Record<Speed, number> = { slow: 700, normal: 150, fast: 0 };
 /** Step stage shows an agent step once this long has passed since the last thing shown, ms. */
 export const SHOW_EVERY_MS = 100;
 
+/**
+ * Run ▶ at `fast` draws what was done (agent steps and finished stages) once this long has passed
+ * since the last thing drawn, ms: a few redraws a second, so a fast stage's maths is not paid for
+ * again in drawing every stage. Every stage is still recorded (autosave, links) and the last one is
+ * always drawn.
+ */
+export const RUN_DRAW_EVERY_MS = 250;
+
 /** Pairs of episodes Check bound spends (docs/certificate.md §12; the CLI's --held-pairs default). */
 export const CHECK_PAIRS = 2048;
 
@@ -106,11 +114,13 @@ export class Session {
   /** Told after every recorded agent step (autosave hooks in here). */
   private readonly stepListeners = new Set<() => void>();
   /**
-   * Agent steps of the stage in progress done but not yet in the store (Step stage shows a stage
-   * that finishes within SHOW_EVERY_MS once, at its end, instead of re-drawing every chart after
-   * every agent), with the transcripts they add. `flush` moves them to the store.
+   * What was done but is not yet in the store (Step stage shows a stage that finishes within
+   * SHOW_EVERY_MS once, at its end, instead of re-drawing every chart after every agent; Run at
+   * `fast` draws every RUN_DRAW_EVERY_MS): finished stages, then the agent steps of the stage in
+   * progress after them, the transcripts they leave and the game view's frames. `flush` moves them
+   * to the store.
    */
-  private unshown: { steps: AgentStepRecord[]; transcripts: readonly TranscriptBatch[] } | null = null;
+  private unshown: Unshown | null = null;
   /** Per agent, its latest update since this team was built: the one step of it its worker can inspect. */
   private latestUpdate = new Map<number, StepRef>();
   /** The token inspector's call in flight, if any: an action waits for it, so no step moves an agent being read. */
@@ -180,8 +190,21 @@ export class Session {
     this.store.setState({ progress: p });
   }
 
-  private finished(): boolean {
+  /** The store as it will be once what is not yet shown is drawn (`flush`). */
+  private get view(): PlaygroundState {
     const s = this.state;
+    const u = this.unshown;
+    if (!u) return s;
+    return { ...s, stages: u.stages.length ? [...s.stages, ...u.stages] : s.stages, partial: u.stages.length ? u.steps : [...s.partial, ...u.steps] };
+  }
+
+  /** Stages finished, drawn or not yet. */
+  private stagesDone(): number {
+    return this.state.stages.length + (this.unshown?.stages.length ?? 0);
+  }
+
+  private finished(): boolean {
+    const s = this.view;
     return !!s.config && s.stages.length >= s.config.stages && s.partial.length === 0;
   }
 
@@ -252,7 +275,7 @@ export class Session {
    * read again at a stage's first step (a swap may have changed a seat) or when none is known yet,
    * else only the agent that moved (`agent`). Reading a table changes nothing in the run.
    */
-  private async recordFrame(stage: number, position: number, agent: number | null): Promise<void> {
+  private async recordFrame(stage: number, position: number, agent: number | null, hold = false): Promise<void> {
     const t = this.team;
     if (!t || !(t.exp.env instanceof TabularEnv)) return;
     const game = t.exp.env.game;
@@ -261,7 +284,8 @@ export class Session {
     else this.probs[agent] = await read(agent);
     if (t !== this.team) return;
     const frame: GameFrame = gameFrame(game, this.probs, stage, position);
-    this.store.setState((s) => ({ frames: [...s.frames, frame] }));
+    if (hold) this.pending().frames.push(frame);
+    else this.store.setState((s) => ({ frames: [...s.frames, frame] }));
   }
 
   /** A team built with new seats (seats.ts) replaces the current one. */
@@ -370,12 +394,12 @@ export class Session {
    * One agent update. When it is the stage's last agent, the stage is closed too (certificate, J),
    * so the team's J gets its point as soon as every agent has moved.
    */
-  private async advance(show = true): Promise<void> {
+  private async advance(show = true, showEnd = true): Promise<void> {
     if (!this.team) throw new SatError('state', 'No experiment is loaded yet: pick a preset or press Apply.');
     const my = this.generation;
     const before = this.sessionState();
     try {
-      await this.advanceOnce(this.team, show);
+      await this.advanceOnce(this.team, show, showEnd);
     } catch (e) {
       // A failed step (a NaN loss, a dead worker, a lost device) leaves the stage half-done and the
       // agents in an unknown state: put the team back exactly where the last completed agent step
@@ -399,8 +423,11 @@ export class Session {
     }
   }
 
-  /** One agent step; `show` false keeps it out of the store (and off the screen) until `flush` or the stage's end. */
-  private async advanceOnce(t: TeamHandle, show = true): Promise<void> {
+  /**
+   * One agent step; `show` false keeps it out of the store (and off the screen) until `flush` or
+   * the stage's end, and `showEnd` false a stage it finishes too.
+   */
+  private async advanceOnce(t: TeamHandle, show = true, showEnd = true): Promise<void> {
     const exp = t.exp;
     const my = this.generation;
     // The configured swap runs before its stage's first agent step (a language swap distils for a
@@ -415,41 +442,55 @@ export class Session {
     if (swap && this.state.progress === swap) this.setProgress(null);
     if (my !== this.generation) return;
     if (r.done) {
-      await this.closeStage(r.value);
+      await this.closeStage(r.value, showEnd);
       return;
     }
     this.latestUpdate.set(r.value.agent, refOf(r.value));
-    await this.recordFrame(r.value.stage, r.value.position, r.value.agent);
+    await this.recordFrame(r.value.stage, r.value.position, r.value.agent, true);
     if (my !== this.generation) return;
-    const u = this.unshown ?? { steps: [], transcripts: this.state.transcripts };
-    this.unshown = { steps: [...u.steps, r.value], transcripts: withTranscript(u.transcripts, exp, r.value) };
+    const u = this.pending();
+    u.steps.push(r.value);
+    u.transcripts = withTranscript(u.transcripts, exp, r.value);
     if (r.value.position === exp.team.length - 1) {
       const end = await this.gen.next();
       if (my !== this.generation) return;
       if (!end.done) throw new Error('the stage yielded more agent steps than the team has agents');
-      await this.closeStage(end.value);
+      await this.closeStage(end.value, showEnd);
     } else if (show) this.flush();
   }
 
-  /** Puts the agent steps not yet shown into the store (one re-draw), then tells the step listeners. */
+  /** What is done but not yet shown, started empty when everything is shown. */
+  private pending(): Unshown {
+    this.unshown ??= { stages: [], steps: [], transcripts: this.state.transcripts, frames: [] };
+    return this.unshown;
+  }
+
+  /** Puts what is not yet shown into the store (one re-draw), then tells the step listeners. */
   private flush(): void {
     const u = this.unshown;
     if (u === null) return;
     this.unshown = null;
-    this.store.setState((s) => ({ partial: [...s.partial, ...u.steps], selected: null, transcripts: u.transcripts }));
+    this.store.setState((s) => ({
+      ...(u.stages.length ? { stages: [...s.stages, ...u.stages], partial: u.steps } : { partial: [...s.partial, ...u.steps] }),
+      selected: null,
+      transcripts: u.transcripts,
+      ...(u.frames.length ? { frames: [...s.frames, ...u.frames] } : {}),
+    }));
     this.tellListeners();
   }
 
-  private async closeStage(rec: StageRecord): Promise<void> {
+  /** A finished stage: the next boundary; drawn now unless `show` is false (then at the next `flush`). */
+  private async closeStage(rec: StageRecord, show = true): Promise<void> {
     this.gen = null;
     const before = this.boundary;
     if (this.team) this.boundary = await this.takeBoundary(rec.stage);
     // A swap stage starts from the swapped-in team, which no boundary holds.
     this.stageStart = before && before.stages === rec.stage - 1 && !rec.swap ? before : null;
-    const u = this.unshown;
-    this.unshown = null;
-    this.store.setState((s) => ({ stages: [...s.stages, rec], partial: [], selected: null, ...(u ? { transcripts: u.transcripts } : {}) }));
-    this.tellListeners();
+    const u = this.pending();
+    u.stages.push(rec);
+    u.steps = [];
+    if (show) this.flush();
+    else this.tellListeners();
   }
 
   private canStep(): boolean {
@@ -476,10 +517,10 @@ export class Session {
   async stepStage(): Promise<void> {
     if (!this.canStep()) return;
     await this.exclusive('busy', async () => {
-      const start = this.state.stages.length;
+      const start = this.stagesDone();
       let shown = now();
       try {
-        while (this.state.stages.length === start && !this.stopRequested) {
+        while (this.stagesDone() === start && !this.stopRequested) {
           const show = now() - shown >= SHOW_EVERY_MS;
           await this.advance(show);
           if (show) {
@@ -537,10 +578,10 @@ export class Session {
   }
 
   /**
-   * Run ▶: agent steps at the chosen speed until paused or every stage is done. At `fast` an agent
-   * step is drawn only once SHOW_EVERY_MS have passed since the last thing drawn (every finished
-   * stage is drawn), as Step stage does, so the charts redraw a few times a second, not after
-   * every agent.
+   * Run ▶: agent steps at the chosen speed until paused or every stage is done. At `fast` what was
+   * done (agent steps and finished stages) is drawn only once RUN_DRAW_EVERY_MS have passed since
+   * the last thing drawn, so the page redraws a few times a second, not after every agent or
+   * stage; whatever is left is drawn when Run stops.
    */
   async play(): Promise<void> {
     if (!this.canStep()) return;
@@ -549,10 +590,9 @@ export class Session {
       try {
         while (!this.stopRequested && !this.finished()) {
           const ms = SPEED_MS[this.state.speed];
-          const show = ms > 0 || now() - shown >= SHOW_EVERY_MS;
-          const stages = this.state.stages.length;
-          await this.advance(show);
-          if (show || this.state.stages.length !== stages) shown = now();
+          const show = ms > 0 || now() - shown >= RUN_DRAW_EVERY_MS;
+          await this.advance(show, show);
+          if (show) shown = now();
           if (ms > 0) await sleep(ms);
           else await yieldToBrowser();
         }
@@ -642,13 +682,25 @@ export class Session {
 
   /** The session as it stands, or null when nothing is built or an action is in flight. */
   sessionState(): SessionState | null {
-    return this.team ? stateOf(this.state, this.boundary, this.unshown?.steps ?? null, this.seats) : null;
+    return this.team ? stateOf(this.view, this.boundary, null, this.seats) : null;
   }
 
   /** Rebuilds a saved session (SessionRestore.restoreSession): its team, its stages, the stage in progress replayed. */
   async restoreSession(saved: SessionState, label: string): Promise<void> {
     await this.saved.restoreSession(saved, label);
   }
+}
+
+/** What a session has done but not yet put into the store (Session.unshown). */
+interface Unshown {
+  /** Finished stages, in order, after the store's. */
+  readonly stages: StageRecord[];
+  /** Agent steps of the stage in progress: after the store's `partial`, or, once `stages` has one, all of them. */
+  steps: AgentStepRecord[];
+  /** The transcripts as they will be. */
+  transcripts: readonly TranscriptBatch[];
+  /** The game view's frames, after the store's. */
+  readonly frames: GameFrame[];
 }
 
 /** What the progress bar says while the configured plug-and-play swap runs (before its stage's first agent step). */

@@ -254,7 +254,7 @@ function teamShare(
     const u = moved && after.table ? trajectoryLogRatios(t.space, j, t.cur[j]!, after.table) : new Float64Array(t.space.reward.length);
     if (after.table) t.cur[j] = after.table;
     const shares = t.all.advance(u);
-    x = t.tc.advance(Float64Array.from(t.space.draws, (k) => u[k]!));
+    x = t.tc.advance(gather(u, t.space.draws, 0));
     range = moved ? extent(shares) : [0, 0];
   } else {
     x = t.tc.advance(after.certLogRatios ?? new Float64Array(t.tc.episodes));
@@ -262,6 +262,13 @@ function teamShare(
   }
   const { gain, lower } = moved ? freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound, t.all ? undefined : span) : { gain: 0, lower: 0 };
   return { gain, lower, range, units: t.tc.units, episodes: t.tc.episodes, clip: t.all ? Infinity : cfg.certClip, moved, x };
+}
+
+/** values[idx[i]] − minus for every i: a plain loop (Float64Array.from with a map function is several times slower on 16,384 draws). */
+function gather(values: ArrayLike<number>, idx: ArrayLike<number>, minus: number): Float64Array {
+  const out = new Float64Array(idx.length);
+  for (let i = 0; i < idx.length; i++) out[i] = values[idx[i]!]! - minus;
+  return out;
 }
 
 /** [min, max] of an array (a loop: spreading a large array into Math.min overflows the stack). */
@@ -354,7 +361,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       const b = rewardsOf(stageBatch).reduce((a, r) => a + r, 0) / Math.max(1, stageBatch.episodes.length);
       const space = env.teamCertSpace(tables, nEp, teamRng);
       const all = new TeamCertBatch(space.reward.map((r) => r - b), 1, Infinity);
-      const tc = new TeamCertBatch(Float64Array.from(space.draws, (k) => space.reward[k]! - b), 1, Infinity);
+      const tc = new TeamCertBatch(gather(space.reward, space.draws, b), 1, Infinity);
       team0 = { tc, space, all, cur: tables.slice() };
     } else {
       const units = Math.max(1, Math.ceil(nEp / env.slots));
