@@ -7,6 +7,12 @@
  * message, or "timeout"), seconds from the read call to the refusal, the child's peak RSS.
  * docs/performance.md ("Hostile inputs") keeps the figures.
  *
+ * `npx tsx bench/hostile.ts --tokenizer [vocab] [rounds]`: the main-thread time a seated checkpoint
+ * with a large legitimate tokenizer (tests/helpers/hostile.ts largeBpeFolder, default 65,536 ids, the most a seat takes)
+ * costs, alternating before (the tokenizer built and the context measured on that thread, as
+ * src/workers/remoteTeam.ts did) and after (its JSON files cloned for the check's worker), and the
+ * check's own time in a worker thread.
+ *
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
  */
 import { spawnSync } from 'node:child_process';
@@ -18,7 +24,7 @@ import { encodeContainer, parseExperimentFile } from '../src/app/savefile';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
 import { presetConfig } from '../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
-import { bigVocabTokenizer, containerBomb, deepJson, extraEntriesFolder, gzipBomb, regexTokenizer, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES } from '../tests/helpers/hostile';
+import { bigVocabTokenizer, containerBomb, largeBpeFolder, deepJson, extraEntriesFolder, gzipBomb, regexTokenizer, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES } from '../tests/helpers/hostile';
 
 const GiB = 2 ** 30;
 
@@ -89,9 +95,34 @@ function write(input: Input): string {
   return dir;
 }
 
+/** The `--tokenizer` mode (header). */
+async function tokenizerBench(vocab: number, rounds: number): Promise<void> {
+  const { hfSeatContext } = await import('../src/sat/hfSeat');
+  const { hfTokenizerOf, readHfConfig } = await import('../src/model/hfLoad');
+  const { cliCheck } = await import('../src/cli/inputCheck');
+  const files = largeBpeFolder(vocab);
+  const head = [...files].filter(([n]) => n.endsWith('.json'));
+  const cfg = presetConfig('arith-team', {});
+  console.log(`tokenizer.json ${(files.get('tokenizer.json')!.length / 2 ** 20).toFixed(1)} MiB, ${vocab} ids`);
+  for (let r = 0; r < rounds; r++) {
+    let t = performance.now();
+    const { cfg: mc, info } = readHfConfig(files, 512);
+    const context = hfSeatContext(cfg, hfTokenizerOf(files, mc, info), info.maxPositions);
+    const before = performance.now() - t;
+    t = performance.now();
+    structuredClone(head);
+    const after = performance.now() - t;
+    t = performance.now();
+    const checked = await cliCheck()('checkpointHead', { files: head, settings: cfg }, 'bench');
+    const worker = performance.now() - t;
+    console.log(`round ${r}: main thread before ${before.toFixed(0)} ms (context ${context}), after ${after.toFixed(1)} ms; the check in its worker ${worker.toFixed(0)} ms (context ${checked.context})`);
+  }
+}
+
 function main(): void {
   const args = process.argv.slice(2);
   if (args[0] === '--child') return void child(args[1]!);
+  if (args[0] === '--tokenizer') return void tokenizerBench(Number(args[1] ?? 65_536), Number(args[2] ?? 3));
   const timeout = Number(process.env.HOSTILE_TIMEOUT ?? 60);
   const names = args.length > 0 ? Object.keys(CLASSES).filter((n) => args.some((a) => n.includes(a))) : Object.keys(CLASSES);
   console.log(`| class | time to refusal | peak RSS | outcome |\n|---|---|---|---|`);
