@@ -13,11 +13,12 @@
  * seeded fuzz families (tests/hostile-fuzz.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { gunzipSync } from 'node:zlib';
+import { deflateRawSync, gunzipSync } from 'node:zlib';
 import { FormatError, SatError } from '../src/core/errors';
 import { jsonDepth, readJson } from '../src/core/json';
 import { INFLATE_RATIO, TEMPLATE_MAX_CHARS } from '../src/core/limits';
 import { escapeControl, escapeLines } from '../src/core/text';
+import { inflateCapped } from '../src/app/inflate';
 import { parseExperimentFile, serializeExperiment } from '../src/app/savefile';
 import { loadHfCheckpoint, type HfFiles } from '../src/model/hfLoad';
 import { ChatTemplate } from '../src/model/chatTemplate';
@@ -63,6 +64,18 @@ describe('experiment files: inflation stops at the cap', () => {
     const bomb = gzipBomb(256 * MiB); // ~256 KiB: the 1 GiB − 64 bomb in small
     expect(bomb.length).toBeLessThan(MiB);
     expectTooLarge(bomb, `decompresses to more than the ${16 * MiB} bytes this playground reads from a file of ${bomb.length} bytes (${INFLATE_RATIO} times its size`);
+  });
+
+  it('inflates exactly while its step shrinks and grows (zeros, random bytes, zeros), and refuses one byte past the cap', () => {
+    const plain = new Uint8Array(6 * MiB);
+    let x = 7;
+    for (let i = 2 * MiB; i < 4 * MiB; i++) plain[i] = (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24;
+    const deflated = deflateRawSync(plain);
+    for (const slice of [1 << 14, 1 << 16]) {
+      const r = inflateCapped(deflated, plain.length, slice);
+      expect(r.ok && Buffer.from(r.bytes).equals(Buffer.from(plain))).toBe(true);
+      expect(inflateCapped(deflated, plain.length - 1, slice)).toMatchObject({ ok: false, why: 'too-large' });
+    }
   });
 
   it('a trailer that understates the length (ISIZE is mod 2^32) changes nothing', () => {
