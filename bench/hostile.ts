@@ -29,7 +29,7 @@ import { bigVocabTokenizer, containerBomb, largeBpeFolder, deepJson, extraEntrie
 const GiB = 2 ** 30;
 
 /** An input: an experiment file's bytes, or a checkpoint folder (its files, then an edit on disk). */
-type Input = { readonly file: Uint8Array } | { readonly folder: ReadonlyMap<string, Uint8Array>; readonly edit?: (dir: string) => void };
+type Input = { readonly file: Uint8Array; readonly ext?: string } | { readonly folder: ReadonlyMap<string, Uint8Array>; readonly edit?: (dir: string) => void };
 
 const folderWith = (name: string, bytes: Uint8Array | Record<string, unknown>): Input => ({
   folder: new Map(hfCheckpoint().files).set(name, bytes instanceof Uint8Array ? bytes : new TextEncoder().encode(JSON.stringify(bytes))),
@@ -48,6 +48,9 @@ const CLASSES: Record<string, () => Input> = {
   'folder: model.safetensors → /dev/zero': () => ({ folder: hfCheckpoint().files, edit: (d) => { rmSync(join(d, 'model.safetensors')); symlinkSync('/dev/zero', join(d, 'model.safetensors')); } }),
   'folder: config.json is a FIFO': () => ({ folder: hfCheckpoint().files, edit: (d) => { rmSync(join(d, 'config.json')); spawnSync('mkfifo', [join(d, 'config.json')]); } }),
   'folder: extra.json is a folder': () => ({ folder: hfCheckpoint().files, edit: (d) => mkdirSync(join(d, 'extra.json')) }),
+  'recipe YAML: 2,000,000 keys (37 MB)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 2_000_000 }, (_, i) => `key${String(i).padStart(11, '0')}: 1\n`).join('')), ext: 'yaml' }),
+  'folder: _name_or_path of terminal escapes': () => folderWith('config.json', { ...hfCheckpoint().config, _name_or_path: '\u001b]0;TITLE\u0007\u001b[2J\u001b[31mRED\u001b[0m\r\nerror: fake line' }),
+  'legitimate: a recipe of 4,990 keys (reference)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 4_990 }, (_, i) => `k${i}: 1\n`).join('')), ext: 'yaml' }),
   'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
   'legitimate: a 64 MiB experiment file (reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
 };
@@ -66,7 +69,14 @@ async function seatPath(dir: string): Promise<string> {
   const files = await readHfFolder(dir);
   const json = [...files].filter(([n]) => n.endsWith('.json'));
   await cliCheck()('checkpointHead', { files: json, settings: presetConfig('arith-team', {}) }, dir);
-  await loadHfCheckpoint(files, { quant: 'q8' });
+  const m = await loadHfCheckpoint(files, { quant: 'q8' });
+  return `ACCEPTED as ${JSON.stringify(m.name)}`;
+}
+
+/** What the page does with a picked recipe: its text read whole, then checked and parsed in the budgeted worker. */
+async function recipePath(path: string): Promise<string> {
+  const { cliCheck } = await import('../src/cli/inputCheck');
+  await cliCheck()('recipe', { text: readFileSync(path, 'utf8'), base: presetConfig('arith-team', {}) }, path);
   return 'ACCEPTED';
 }
 
@@ -74,7 +84,7 @@ async function child(path: string): Promise<void> {
   const t0 = performance.now();
   let msg: string;
   try {
-    msg = statSync(path).isDirectory() ? await seatPath(path) : ((r) => (r.ok ? 'ACCEPTED' : r.error))(parseExperimentFile(new Uint8Array(readFileSync(path))));
+    msg = statSync(path).isDirectory() ? await seatPath(path) : path.endsWith('.yaml') ? await recipePath(path) : ((r) => (r.ok ? 'ACCEPTED' : r.error))(parseExperimentFile(new Uint8Array(readFileSync(path))));
   } catch (e) {
     msg = e instanceof Error ? e.message : String(e);
   }
@@ -85,8 +95,9 @@ async function child(path: string): Promise<void> {
 function write(input: Input): string {
   const root = mkdtempSync(join(tmpdir(), 'sat-hostile-'));
   if ('file' in input) {
-    writeFileSync(join(root, 'x.satexp'), input.file);
-    return join(root, 'x.satexp');
+    const name = `x.${input.ext ?? 'satexp'}`;
+    writeFileSync(join(root, name), input.file);
+    return join(root, name);
   }
   const dir = join(root, 'ck');
   mkdirSync(dir);
