@@ -16,7 +16,7 @@
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,7 +139,12 @@ function main(): void {
   console.log(`| class | time to refusal | peak RSS | outcome |\n|---|---|---|---|`);
   for (const name of names) {
     const path = write(CLASSES[name]!());
-    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', path], { encoding: 'utf8', timeout: timeout * 1000, maxBuffer: 1 << 20 });
+    // Through /usr/bin/time where it exists: Linux keeps a process's peak RSS across exec, so a child
+    // forked from this (large) parent would report the parent's peak as its own.
+    const node = [process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', path];
+    const timed = existsSync('/usr/bin/time');
+    const r = spawnSync(timed ? '/usr/bin/time' : node[0]!, timed ? ['-f', 'maxrss_kb=%M', ...node] : node.slice(1), { encoding: 'utf8', timeout: timeout * 1000, maxBuffer: 1 << 20 });
+    const kb = /maxrss_kb=(\d+)/.exec(r.stderr ?? '')?.[1];
     rmSync(dirname(path), { recursive: true, force: true });
     if (r.error || r.status !== 0) {
       const why = r.error ? `timeout (> ${timeout} s)` : `exit ${r.status} ${r.signal ?? ''}: ${r.stderr.split('\n').filter((l) => l.trim()).slice(-1)[0]?.slice(0, 100) ?? ''}`;
@@ -147,6 +152,7 @@ function main(): void {
       continue;
     }
     const o = JSON.parse(r.stdout) as { s: number; rss: number; msg: string };
+    if (kb !== undefined) o.rss = Number(kb) / 1024;
     console.log(`| ${name} | ${o.s.toFixed(2)} s | ${o.rss.toFixed(0)} MiB | ${o.msg.replace(/\|/g, '\\|')} |`);
   }
 }
