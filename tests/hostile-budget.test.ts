@@ -4,21 +4,47 @@
  * its class, and a check past its time budget is terminated and refused naming the input and the
  * budget; a worker that dies past its heap limit is refused naming the memory budget. The page's
  * Web Worker runs the same jobs (tests/e2e/hostile.test.ts drops hostile files on the page).
+ *
+ * A checkpoint seat's tokenizer is never built on the thread that builds and drives the team (the
+ * page's main thread): every HfTokenizer constructed in this test's thread is counted, and a team
+ * of two checkpoint seats in worker threads (src/workers/remoteTeam.ts, the seat's context measured
+ * by the CLI's budgeted check) is built, evaluated and rolled out with the count at 0; the same
+ * seats built in this thread write the same token ids (held-out J, rollout sequences, bit for bit).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { readRunLog } from '../src/bridge/runLog';
 import { ConfigError, FormatError } from '../src/core/errors';
 import { parseExperimentFile } from '../src/app/savefile';
 import { cliCheck } from '../src/cli/inputCheck';
 import { budgeted, inProcess, type CheckWorker } from '../src/workers/budget';
 import { presetConfig } from '../src/sat/presets';
+import { Rng } from '../src/core/rng';
+import { loadHfCheckpoint } from '../src/model/hfLoad';
+import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed, HF_SEAT_MAX_SEQ } from '../src/sat/hfSeat';
+import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { hfCheckpoint } from './helpers/hfCheckpoint';
+import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';
 import { deepJson, gzipBomb } from './helpers/hostile';
 
+const built = vi.hoisted(() => ({ n: 0 }));
+
+vi.mock('../src/model/hfTokenizer', async (original) => {
+  const m = await original<typeof import('../src/model/hfTokenizer')>();
+  class Counted extends m.HfTokenizer {
+    constructor(...args: ConstructorParameters<typeof m.HfTokenizer>) {
+      super(...args);
+      built.n++;
+    }
+  }
+  return { ...m, HfTokenizer: Counted };
+});
+
 const settings = presetConfig('arith-team', {});
+const teamCfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, epochs: 1, geoIters: 0, maxNew: 3 });
+const roomy = { bytes: 2 ** 34, where: 'the test' };
 const jsonFiles = (files: Map<string, Uint8Array>) => [...files].filter(([n]) => n.endsWith('.json'));
 
 describe('budgeted input checks', () => {
@@ -83,4 +109,37 @@ describe('budgeted input checks', () => {
     const err = await budgeted(hungry, { timeMs: 60_000, memory: '32 MiB of heap' })('experimentFile', new Uint8Array(1), 'The file “x”').catch((e: unknown) => e);
     expect((err as Error).message).toBe('The file “x”: checking it was stopped: it ran out of memory (the limit is 32 MiB of heap); nothing was loaded');
   });
+});
+
+describe('a checkpoint seat in a worker: no tokenizer on the main thread', () => {
+  const opened: RemoteExperiment[] = [];
+  afterAll(() => opened.forEach((e) => e.terminate()));
+
+  it('builds its tokenizer only off this thread, and writes the token ids the in-process seat writes', async () => {
+    const { files } = hfCheckpoint();
+    const seat = { name: 'tiny-llama@0badf00d', hash: '0badf00d', files, quant: 'q8' as const };
+    const exp = await createRemoteExperiment(teamCfg, {
+      makeWorker: () => nodeAgentWorker(),
+      load: async () => new Uint8Array(),
+      seats: new Map([0, 1].map((j) => [j, seat] as const)),
+      seatLimit: roomy,
+      check: cliCheck(60_000), // where the check runs is the point here, not its budget (worker threads start slowly under load)
+    });
+    opened.push(exp);
+    const remote = await exp.env.rollout(exp.team, 2, 2, new Rng(7));
+    expect(built.n).toBe(0);
+
+    // The same seats here, as the CLI builds them (this builds tokenizers in this thread).
+    const m = await loadHfCheckpoint(files, { quant: 'q8', maxSeq: HF_SEAT_MAX_SEQ });
+    expect(built.n).toBeGreaterThan(0); // the counter sees a build in this thread
+    const context = hfSeatContext(teamCfg, m.tokenizer, m.info.maxPositions);
+    const local = [0, 1].map((j) => hfSeatAgent(j, m, { loraRank: hfSeatBudget(teamCfg).loraRank, loraAlpha: teamCfg.loraAlpha, seed: hfSeatSeed(teamCfg.seed, j), temperature: teamCfg.temperature, topK: teamCfg.topK, name: seat.name }));
+    expect(exp.j0).toBe((await exp.env.evaluate(local)).J);
+    const here = await exp.env.rollout(local, 2, 2, new Rng(7));
+    expect(remote.context).toEqual(here.context);
+    expect(remote.episodes).toEqual(here.episodes);
+    expect(Math.max(...(remote.context as { seqs: Int32Array[] }).seqs.map((s) => s.length))).toBeLessThanOrEqual(context);
+    exp.terminate();
+    expect(await workersStillAlive()).toBe(0);
+  }, 120_000);
 });

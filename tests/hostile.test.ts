@@ -13,11 +13,12 @@
  * seeded fuzz families (tests/hostile-fuzz.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { gunzipSync } from 'node:zlib';
+import { deflateRawSync, gunzipSync } from 'node:zlib';
 import { FormatError, SatError } from '../src/core/errors';
 import { jsonDepth, readJson } from '../src/core/json';
 import { INFLATE_RATIO, TEMPLATE_MAX_CHARS } from '../src/core/limits';
 import { escapeControl, escapeLines } from '../src/core/text';
+import { inflateCapped } from '../src/app/inflate';
 import { parseExperimentFile, serializeExperiment } from '../src/app/savefile';
 import { loadHfCheckpoint, type HfFiles } from '../src/model/hfLoad';
 import { ChatTemplate } from '../src/model/chatTemplate';
@@ -63,6 +64,18 @@ describe('experiment files: inflation stops at the cap', () => {
     const bomb = gzipBomb(256 * MiB); // ~256 KiB: the 1 GiB − 64 bomb in small
     expect(bomb.length).toBeLessThan(MiB);
     expectTooLarge(bomb, `decompresses to more than the ${16 * MiB} bytes this playground reads from a file of ${bomb.length} bytes (${INFLATE_RATIO} times its size`);
+  });
+
+  it('inflates exactly while its step shrinks and grows (zeros, random bytes, zeros), and refuses one byte past the cap', () => {
+    const plain = new Uint8Array(6 * MiB);
+    let x = 7;
+    for (let i = 2 * MiB; i < 4 * MiB; i++) plain[i] = (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24;
+    const deflated = deflateRawSync(plain);
+    for (const slice of [1 << 14, 1 << 16]) {
+      const r = inflateCapped(deflated, plain.length, slice);
+      expect(r.ok && Buffer.from(r.bytes).equals(Buffer.from(plain))).toBe(true);
+      expect(inflateCapped(deflated, plain.length - 1, slice)).toMatchObject({ ok: false, why: 'too-large' });
+    }
   });
 
   it('a trailer that understates the length (ISIZE is mod 2^32) changes nothing', () => {
@@ -177,6 +190,22 @@ describe('tokenizers: runaway patterns refused, real ones load', () => {
     cost(30);
     const [small, big] = [cost(50), cost(150)];
     expect(big / Math.max(small, 0.01)).toBeGreaterThan(13); // n^3 gives 27; n^2 would give 9, linear 3
+  });
+
+  it('two unbounded repetitions that may share characters, before a part that can fail, are refused; at a sequence\'s end, or disjoint, they are not', () => {
+    expect(backtrackingRisk('\\w*\\w*!')).toEqual({ time: 'polynomial', why: 'the part "\\w*\\w*!" has two unbounded repetitions before a part that can fail, so a failing scan of n characters can take about n^3 steps' });
+    expect(backtrackingRisk('a|(\\d+x*)\\d+(?=y)')?.time).toBe('polynomial');
+    for (const ok of ['\\w*\\w*', '\\s*\\w+!', 'a+b+c', '\\s*[\\r\\n]+', ...Object.values(REAL_PATTERNS)]) expect(backtrackingRisk(ok)).toBeNull();
+    // What the refusal prevents: the cost grows faster than n² (tripling the text multiplies it by ~27 for n³).
+    const re = /\w*\w*!/gu;
+    const cost = (n: number): number => {
+      const t0 = performance.now();
+      'a'.repeat(n).match(re);
+      return performance.now() - t0;
+    };
+    cost(30);
+    const [small, big] = [cost(60), cost(180)];
+    expect(big / Math.max(small, 0.01)).toBeGreaterThan(13); // n^3 gives 27; n^2 would give 9
   });
 
   it('a pre-tokenizer with a polynomial pattern is refused at load, before a 40-character prompt is encoded', () => {

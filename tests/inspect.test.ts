@@ -267,8 +267,8 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
       return r;
     };
     for (const a of team) {
-      const generate = a.generate.bind(a);
-      a.generate = (c, o) => (log.push('step calls a worker'), generate(c, o));
+      const speak = a.speak.bind(a); // a rollout's call per turn (the environment sends text)
+      a.speak = (c, o) => (log.push('step calls a worker'), speak(c, o));
     }
     const during = session.inspectStep({ stage: 1, agent: 0 });
     await session.stepAgent(); // stage 1, agent 1: closes the stage

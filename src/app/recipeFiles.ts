@@ -5,6 +5,7 @@
  *
  * Not here: the mapping (src/bridge/recipe.ts) or the panel (components/RecipePanel.tsx).
  */
+import { checkFileBytes, RECIPE_LIMITS } from '../bridge/limits';
 import { recipe, type ModelMap, type Recipe } from '../bridge/recipe';
 import { SatError } from '../core/errors';
 import { checkInput } from './inputCheck';
@@ -23,6 +24,17 @@ export function recipeOf(session: Session, models: ModelMap, data = false): Reci
 }
 
 /** Opens a SAT-style YAML's settings, read in the budgeted input worker (a bad file gets its message and changes nothing). */
+/** A picked recipe file: refused by its size before its text is read (a 37 MB one is not read and copied on this thread), else opened. */
+export async function openRecipeFile(session: Session, f: { readonly size: number; text(): Promise<string> }, source: string): Promise<boolean> {
+  try {
+    checkFileBytes(f.size, RECIPE_LIMITS, 'recipe');
+  } catch (e) {
+    session.store.setState({ error: `${source}: ${e instanceof Error ? e.message : String(e)} Your current experiment was not changed.` });
+    return false;
+  }
+  return openRecipeText(session, await f.text(), source);
+}
+
 export async function openRecipeText(session: Session, text: string, source: string): Promise<boolean> {
   const s = session.store.getState();
   if (!s.config) return false;

@@ -157,8 +157,8 @@ export function readHfConfig(files: HfFiles, maxSeq?: number): { cfg: ModelConfi
 /**
  * The folder's tokenizer (tokenizer.json, with tokenizer_config.json and generation_config.json
  * when present), for a config parsed from its config.json. loadHfCheckpoint builds the model's
- * with it; the page builds the same one on the main thread, where a worker's agent encodes its
- * prompts (src/sat/env/lm.ts: the tokenizer does not cross the worker boundary).
+ * with it; the page builds one only in workers (the budgeted check, the seat's own worker, which
+ * encodes its prompts: src/sat/env/lm.ts `TextSpeaker`).
  */
 export function hfTokenizerOf(files: HfFiles, cfg: ModelConfig, info: HfInfo, turns?: HfTurns): HfTokenizer {
   const cap = maxTokenizerBytes(cfg.vocab);

@@ -32,6 +32,7 @@ import { lmAgent } from '../sat/llmExperiment';
 import type { ProjectedLmAgent } from '../sat/agents/projected';
 import { seatSwap, type SeatSwapOptions, type SeatSwapReport } from '../sat/lmSwap';
 import { LmAgent, type GenerateOptions, type LmAgentPolicy } from '../sat/agents/lm';
+import { speakHere, type Spoken } from '../sat/env/lm';
 import { TabularSoftmaxAgent } from '../sat/agents/tabular';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
 import { agentGeometry, updateAgent, type UpdatePlan, type UpdateResult } from '../sat/update';
@@ -428,6 +429,15 @@ export class AgentApi {
   async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
     const a = this.#lm('generate');
     return this.#call(() => a.generate(contexts, opts));
+  }
+
+  /**
+   * Messages after text contexts (src/sat/env/lm.ts `TextSpeaker`): encoded, written and decoded
+   * here with this agent's own tokenizer, so the page's thread never builds a checkpoint's.
+   */
+  async speak(contexts: readonly string[], opts: GenerateOptions): Promise<Spoken> {
+    const a = this.#lm('speak');
+    return this.#call(() => speakHere(a, contexts, opts));
   }
 
   /** The table's logits (tabular agents; for swaps and export). */

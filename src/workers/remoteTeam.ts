@@ -23,8 +23,10 @@
  *
  * A seat may hold a Hugging Face checkpoint folder instead of the shipped model (`seats`): its
  * files go to that agent's worker, which loads and quantizes them (src/workers/agentApi.ts
- * `HfAgentSpec`), reporting progress; the same folder's tokenizer is built here too, because the
- * environment encodes each agent's prompts on this thread with the agent's own tokenizer.
+ * `HfAgentSpec`), reporting progress. Its tokenizer is built only off this thread: the context
+ * the seat needs is measured by a budgeted input check (src/workers/budget.ts, `checkpointHead` /
+ * `onnxHead`), and the environment hands every agent in a worker its prompts as text (`speak`,
+ * src/sat/env/lm.ts `TextSpeaker`), which the worker encodes, answers and decodes itself.
  *
  * Not here: the agent (src/workers/agentApi.ts), the store and buttons that use this (src/app).
  */
@@ -32,16 +34,16 @@ import { proxy, transfer, wrap, type Endpoint, type Remote } from 'comlink';
 import { ConfigError, SatError } from '../core/errors';
 import type { HfFiles, HfProgress } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
-import type { TextTokenizer } from '../model/tokenizer';
-import { HF_SEAT_MAX_SEQ, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeatLimits';
+import { hfSeatBudget, hfSeatSeed } from '../sat/hfSeatLimits';
 import { Rng } from '../core/rng';
 import { planLlm, planTabular, type Experiment, type ModelLoader, type TableAgent, type TableExperiment } from '../sat/experiment';
 import { isLlmTask, type Config } from '../sat/config';
 import type { TabularEnv } from '../sat/env/tabular';
 import type { LmAgentPolicy } from '../sat/agents/lm';
-import type { LmEnv } from '../sat/env/lm';
+import type { LmEnv, TextSpeaker } from '../sat/env/lm';
 import type { AgentInfo } from '../sat/types';
 import type { AgentApi, AgentSpec } from './agentApi';
+import type { Check } from './budget';
 import { AgentWorkerError } from './errors';
 import { installErrorTransfer } from './wire';
 
@@ -120,7 +122,7 @@ class Link {
 const AGENT_METHODS = {
   init: 0, onnxSeat: 0, loseDevice: 0, info: 0, cpuThreads: 0, memoryBytes: 0, distributions: 0, logProbs: 0,
   setReference: 0, klToReference: 0, trainStep: 0, surrogateGradient: 0, fisherVectorProduct: 0, update: 0,
-  inspect: 0, swapIn: 0, kappa: 0, snapshot: 0, restore: 0, interpolate: 0, generate: 0, getLogits: 0, setLogits: 0,
+  inspect: 0, swapIn: 0, kappa: 0, snapshot: 0, restore: 0, interpolate: 0, generate: 0, speak: 0, getLogits: 0, setLogits: 0,
 } as const satisfies Record<keyof AgentApi, 0>;
 
 /**
@@ -138,13 +140,11 @@ export interface RemoteAgent extends AgentCalls {}
  * other AgentApi method (the inspector, swaps, the device and thread probes), each one counted
  * call to the worker.
  */
-export class RemoteAgent implements LmAgentPolicy {
+export class RemoteAgent implements LmAgentPolicy, TextSpeaker {
   readonly index: number;
   /** Calls made to the worker so far, per AgentApi method (what one agent step costs). */
   readonly calls = new Map<string, number>();
   private readonly link: Link;
-  /** A checkpoint seat's tokenizer (the environment encodes this agent's prompts with it); absent: the char tokenizer. */
-  tokenizer?: TextTokenizer;
 
   constructor(index: number, worker: AgentWorker) {
     installErrorTransfer();
@@ -225,6 +225,8 @@ export interface RemoteExperimentOptions {
   readonly onSeatProgress?: (agent: number, p: HfProgress) => void;
   /** Aborting ends every worker started and rejects with a SatError ("cancelled"). */
   readonly signal?: AbortSignal;
+  /** Where a seat's tokenizer is built to measure its context: the page's budgeted input worker (src/app/inputCheck.ts) unless given. */
+  readonly check?: Check;
 }
 
 interface RemoteParts {
@@ -283,47 +285,39 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
       opts.signal?.addEventListener('abort', stop, { once: true });
     });
     cancelled.catch(() => {});
-    // The loader (and its tokenizer library) only when a seat needs it: the page's main chunk stays without it.
-    const hf = seats.size > 0 ? await import('../model/hfLoad') : null;
-    const onnx = [...seats.values()].some((s) => s.onnx) ? await import('../sat/onnxSeat') : null;
+    // The context each trainable seat needs, measured with its tokenizer off this thread (a frozen
+    // ONNX seat measures its own in its worker).
+    const page = seats.size > 0 ? await Promise.all([import('../app/inputCheck'), import('../app/hfFiles')]) : null;
+    const check = opts.check ?? page?.[0].checkInput;
+    const measured = new Map<SeatCheckpoint, Promise<number>>(); // a folder seated twice is measured once
+    const measure = async (seat: SeatCheckpoint): Promise<number> => {
+      const head = [...seat.files].filter(([n]) => n.endsWith('.json'));
+      const what = `The checkpoint “${seat.name}”`;
+      const settings = page![1].contextSettings(cfg);
+      return (seat.onnx ? await check!('onnxHead', { files: head, settings, mode: seat.onnx.mode }, what) : await check!('checkpointHead', { files: head, settings }, what)).context;
+    };
+    const contexts = new Map<number, number>();
+    await Promise.race([cancelled, Promise.all([...seats].map(async ([j, seat]) => {
+      if (seat.onnx?.mode === 'frozen') return;
+      if (!measured.has(seat)) measured.set(seat, measure(seat));
+      contexts.set(j, await measured.get(seat)!);
+    }))]);
     await Promise.race([cancelled, Promise.all(
       team.map((a, i) => {
         const init = agents[i]!;
         const seat = seats.get(init.index);
         const limit = opts.seatLimit ?? { bytes: Number.MAX_SAFE_INTEGER, where: 'no limit' };
         const progress = opts.onSeatProgress ? (p: HfProgress) => opts.onSeatProgress!(init.index, p) : undefined;
-        if (seat?.onnx && onnx) {
-          // The tokenizer here (the environment encodes with it); the model, or the graph, in the worker.
-          const t = onnx.onnxSeatTokenizer(seat.files, seat.onnx.file, seat.onnx.mode);
-          a.tokenizer = t.tokenizer;
-          const context = hfSeatContext(cfg, t.tokenizer, t.maxPositions);
+        if (seat) {
+          const context = contexts.get(init.index); // the worker's model gets this maxSeq
           const copies = new Map([...seat.files].map(([k, v]) => [k, v.slice()] as const));
-          return a.init(
-            {
-              kind: 'onnx', mode: seat.onnx.mode, file: seat.onnx.file, settings: cfg, index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
-              memory: { ...hfSeatBudget(cfg, context), limitBytes: limit.bytes, where: limit.where },
-              agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
-            },
-            [...copies.values()].map((v) => v.buffer),
-            progress,
-          );
-        }
-        if (seat && hf) {
-          const { hfTokenizerOf, readHfConfig } = hf;
-          // The tokenizer here (the environment encodes with it), the model in the worker.
-          const { cfg: mc, info } = readHfConfig(seat.files, HF_SEAT_MAX_SEQ);
-          a.tokenizer = hfTokenizerOf(seat.files, mc, info);
-          const context = hfSeatContext(cfg, a.tokenizer, info.maxPositions); // the worker's model gets this maxSeq
-          const copies = new Map([...seat.files].map(([k, v]) => [k, v.slice()] as const));
-          return a.init(
-            {
-              kind: 'hf', index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
-              memory: { ...hfSeatBudget(cfg, context), limitBytes: limit.bytes, where: limit.where },
-              agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
-            },
-            [...copies.values()].map((v) => v.buffer),
-            progress,
-          );
+          const common = {
+            index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
+            memory: { ...hfSeatBudget(cfg, context), limitBytes: limit.bytes, where: limit.where },
+            agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
+          };
+          const spec: AgentSpec = seat.onnx ? { kind: 'onnx', mode: seat.onnx.mode, file: seat.onnx.file, settings: cfg, ...common } : { kind: 'hf', ...common };
+          return a.init(spec, [...copies.values()].map((v) => v.buffer), progress);
         }
         // Each worker gets its own copy, transferred: the loader may cache the bytes, and a Node
         // Buffer can be a view into a shared pool.

@@ -128,3 +128,42 @@ export function bigVocabTokenizer(entries: number): Uint8Array {
   }
   return out;
 }
+
+/**
+ * A legitimate byte-level BPE tokenizer.json of `vocab` ids, the size of a real large one (Qwen2's
+ * 151,643): the 256 byte tokens, merges of earlier tokens (a seeded walk, shorter tokens likelier)
+ * up to vocab − 3 ids, then the three SPECIAL tokens — with the config that declares it.
+ */
+export function largeBpeFolder(vocab: number): Map<string, Uint8Array> {
+  const tj = tinyTokenizerJson();
+  const chars = Object.keys((tj.model as { vocab: Record<string, number> }).vocab).slice(0, 256);
+  const tokens = [...chars];
+  const have = new Set(tokens);
+  const merges: string[] = [];
+  let x = 12345;
+  const next = (n: number): number => {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    return Math.floor(((x >>> 8) / 2 ** 24) ** 2 * n); // skewed to low ids: short tokens merge most
+  };
+  while (tokens.length < vocab - 3) {
+    const a = tokens[next(tokens.length)]!;
+    const b = tokens[next(Math.min(tokens.length, 4096))]!;
+    if (have.has(a + b) || (a + b).length > 16) continue;
+    have.add(a + b);
+    tokens.push(a + b);
+    merges.push(`${a} ${b}`);
+  }
+  const special = specialsAt(vocab);
+  const ck = hfCheckpoint({ vocab, d: 16, heads: 2, kvHeads: 1, hidden: 16, layers: 1 });
+  const config = JSON.parse(new TextDecoder().decode(ck.files.get('config.json')!)) as Record<string, unknown>;
+  const files = new Map(ck.files);
+  files.set('config.json', enc({ ...config, bos_token_id: vocab - 3, eos_token_id: vocab - 3 }));
+  files.set('generation_config.json', enc({ bos_token_id: vocab - 3, eos_token_id: vocab - 3 }));
+  files.set('tokenizer.json', enc({ ...tj, added_tokens: special, model: { ...(tj.model as object), vocab: Object.fromEntries(tokens.map((t, i) => [t, i])), merges } }));
+  return files;
+}
+
+/** SPECIAL as added tokens at the last three ids of a `vocab`-id tokenizer. */
+function specialsAt(vocab: number): Record<string, unknown>[] {
+  return ['<|endoftext|>', '<|im_start|>', '<|im_end|>'].map((content, i) => ({ id: vocab - 3 + i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+}

@@ -73,7 +73,7 @@ export function ShareBar() {
 
   const importFile = async (f: File | undefined) => {
     if (!f) return;
-    if (/\.ya?ml$/i.test(f.name)) await (await import('../recipeFiles')).openRecipeText(session, await f.text(), `“${f.name}”`);
+    if (/\.ya?ml$/i.test(f.name)) await (await import('../recipeFiles')).openRecipeFile(session, f, `“${f.name}”`);
     else if (f.name.endsWith(EXPERIMENT_EXTENSION)) await openExperimentBytes(session, new Uint8Array(await f.arrayBuffer()), `The file “${f.name}”`);
     else await openRunLogText(f.size, () => f.text(), f.name);
     if (file.current) file.current.value = '';

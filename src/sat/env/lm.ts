@@ -9,6 +9,9 @@
  * (`LmAgentPolicy.tokenizer`: a loaded checkpoint's, src/model/hfTokenizer.ts; else the char
  * tokenizer), and its message ends at that tokenizer's end token — so a team may mix vocabularies:
  * every token sequence in the batch belongs to the one agent that wrote it and is scored by it.
+ * An agent in a worker (`TextSpeaker`: src/workers/remoteTeam.ts) is sent its contexts as text and
+ * encodes, writes and decodes them there in one call, so a checkpoint's tokenizer is never built
+ * on the page's main thread.
  *
  * Not here: the agents (src/sat/agents), the model (src/model) or the protocols' text (src/tasks/llm).
  */
@@ -17,7 +20,7 @@ import { meanCI } from '../../core/stats';
 import { tokenizer as charTokenizer, type TextTokenizer } from '../../model/tokenizer';
 import { nextTurn, protocolHorizon, teamVerdict, type Message, type TeamSpec } from '../../tasks/llm/protocols';
 import type { LlmTask, Problem } from '../../tasks/llm/types';
-import type { LmAgentPolicy, LmSteps } from '../agents/lm';
+import type { GenerateOptions, LmAgentPolicy, LmSteps } from '../agents/lm';
 import type { CertScope } from '../certificate';
 import type { AgentPolicy, AgentTurn, Batch, Episode } from '../types';
 import type { RolloutOptions, TeamEnv, TeamEvaluation } from './types';
@@ -38,6 +41,22 @@ interface Written {
   readonly context: Int32Array;
   readonly tokens: Int32Array;
   readonly stopped: boolean;
+  /** The writer's end-of-message token. */
+  readonly eos: number;
+}
+
+/** Messages written for text contexts: each context's ids, each message's tokens and text, the writer's end token. */
+export interface Spoken {
+  readonly contexts: Int32Array[];
+  readonly tokens: Int32Array[];
+  readonly stopped: boolean[];
+  readonly texts: string[];
+  readonly eos: number;
+}
+
+/** An agent whose tokenizer lives with its model (an agent in a worker): it is handed its contexts as text. */
+export interface TextSpeaker {
+  speak(contexts: readonly string[], opts: GenerateOptions): Promise<Spoken>;
 }
 
 /** One finished episode with its messages and grade, for transcripts. */
@@ -52,6 +71,20 @@ export interface LmEpisodeRecord {
 /** The tokenizer an agent speaks with (the char tokenizer unless it brings its own). */
 function tokenizerOf(agent: AgentPolicy): TextTokenizer {
   return (agent as LmAgentPolicy).tokenizer ?? charTokenizer;
+}
+
+/** `agent`'s messages after text `contexts`, encoded and decoded with its own tokenizer, here. */
+export async function speakHere(agent: LmAgentPolicy, contexts: readonly string[], opts: GenerateOptions): Promise<Spoken> {
+  const tk = tokenizerOf(agent);
+  const ids = contexts.map((c) => Int32Array.from(tk.encodeContext(c)));
+  const gen = await agent.generate(ids, opts);
+  return { contexts: ids, tokens: gen.tokens, stopped: gen.stopped, texts: gen.tokens.map((t) => tk.decodeMessage(t)), eos: tk.eos };
+}
+
+/** `agent`'s messages after `contexts`: where its tokenizer is (its worker, for a TextSpeaker). */
+function speak(agent: AgentPolicy, contexts: readonly string[], opts: GenerateOptions): Promise<Spoken> {
+  const s = agent as Partial<TextSpeaker>;
+  return typeof s.speak === 'function' ? s.speak(contexts, opts) : speakHere(agent as LmAgentPolicy, contexts, opts);
 }
 
 export class LmEnv implements TeamEnv {
@@ -105,23 +138,19 @@ export class LmEnv implements TeamEnv {
     const messages: Message[][] = problems.map(() => []);
     const written: Written[][] = problems.map(() => []);
     for (let round = 0; ; round++) {
-      const due: { e: number; agent: number; turn: number; context: Int32Array }[] = [];
+      const due: { e: number; agent: number; turn: number; context: string }[] = [];
       for (let e = 0; e < E; e++) {
         const spec: TeamSpec = { protocol: this.protocol, nAgents: this.nAgents, sample: samples[e]! };
-        for (const slot of nextTurn(spec, problems[e]!, messages[e]!)) {
-          due.push({ e, agent: slot.agent, turn: slot.turn, context: Int32Array.from(tokenizerOf(team[slot.agent]!).encodeContext(slot.context)) });
-        }
+        for (const slot of nextTurn(spec, problems[e]!, messages[e]!)) due.push({ e, agent: slot.agent, turn: slot.turn, context: slot.context });
       }
       if (due.length === 0) break;
       for (let a = 0; a < team.length; a++) {
         const mine = due.filter((d) => d.agent === a);
         if (mine.length === 0) continue;
-        const agent = team[a] as LmAgentPolicy;
-        const gen = await agent.generate(mine.map((d) => d.context), { maxNew: this.opts.maxNew, seed: rng.fork(round, a).nextU32(), stream: a });
+        const said = await speak(team[a]!, mine.map((d) => d.context), { maxNew: this.opts.maxNew, seed: rng.fork(round, a).nextU32(), stream: a });
         mine.forEach((d, i) => {
-          const tokens = gen.tokens[i]!;
-          written[d.e]!.push({ agent: a, turn: d.turn, context: d.context, tokens, stopped: gen.stopped[i]! });
-          messages[d.e]!.push({ turn: d.turn, agent: a, text: tokenizerOf(agent).decodeMessage(tokens) });
+          written[d.e]!.push({ agent: a, turn: d.turn, context: said.contexts[i]!, tokens: said.tokens[i]!, stopped: said.stopped[i]!, eos: said.eos });
+          messages[d.e]!.push({ turn: d.turn, agent: a, text: said.texts[i]! });
         });
       }
     }
@@ -150,7 +179,7 @@ export class LmEnv implements TeamEnv {
         const seq = new Int32Array(w.context.length + w.tokens.length + (w.stopped ? 1 : 0));
         seq.set(w.context);
         seq.set(w.tokens, w.context.length);
-        if (w.stopped) seq[seq.length - 1] = tokenizerOf(team[w.agent]!).eos;
+        if (w.stopped) seq[seq.length - 1] = w.eos;
         const id = seqs.push(seq) - 1;
         for (let pos = w.context.length; pos < seq.length; pos++) {
           perEpisode[e]!.push({ agent: w.agent, t: w.turn, step: stepSeq.length, action: seq[pos]! });
