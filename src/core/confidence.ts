@@ -108,6 +108,16 @@ function bettingLowerZ(z: Float64Array, eta: number, top: number): number {
     const [f, d] = fd(x);
     if (f >= 0) a = x;
     else b = x;
+    if (d < 0 && Math.abs(f) <= -d * eps) {
+      // Within eps of the root: x itself when rejected, else one probe just below it (a Newton
+      // step from the right rounds back onto x and would fall into bisection from 0).
+      if (f >= 0) return x;
+      const probe = x - Math.max((2 * f) / d, eps);
+      if (fd(probe)[0] >= 0) return probe;
+      b = probe;
+      x = 0.5 * (a + b);
+      continue;
+    }
     let next = d < 0 ? x - f / d : Number.NaN;
     if (!(next > a && next < b)) next = 0.5 * (a + b);
     if (Math.abs(next - x) < 0.1 * eps) {
