@@ -15,19 +15,16 @@
  * job).
  */
 import { useRef, useState } from 'react';
-import { CartesianGrid, ComposedChart, ErrorBar, Legend, Line, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import committedData from '../claims/data.json';
-import { CLAIM_COLOURS, niceTicks, plotYTicks } from '../claimsPlot';
 import { type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim, sampleSize } from '../../studies/claims';
 import { useMeasuredWidth } from '../charts/ChartFrame';
-import { GRID, MUTED_INK } from '../theme';
+import { ClaimPlotChart } from './ClaimPlotChart';
 import { yieldToBrowser } from '../session';
 import './ClaimsView.css';
 
 const COMMITTED = committedData as unknown as ClaimsReport;
 
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : String(x));
-const tickText = (x: number) => (x !== 0 && Math.abs(x) < 1e-2 ? x.toExponential(0) : String(Number(x.toPrecision(4))));
 
 interface Job {
   readonly id: number;
@@ -37,50 +34,13 @@ interface Job {
   readonly what: string;
 }
 
-/** A claim's plot drawn with recharts: each series' means joined, with its 95 % error bars. */
+/** A claim's plot at the card's measured width (ClaimPlotChart.tsx draws it). */
 function ClaimChart({ plot, testid }: { plot: ClaimPlot; testid: string }) {
   const [ref, width] = useMeasuredWidth<HTMLDivElement>(560);
   const points = plot.series.reduce((a, s) => a + s.points.length, 0);
-  const xs = plot.series.flatMap((s) => s.points.map((p) => p.x));
-  const cats = plot.xCategories;
-  const [xMin, xMax] = [Math.min(...xs), Math.max(...xs)];
-  // A little room either side, so the first and last error bars are not cut by the frame.
-  const pad = (xMax - xMin) * 0.03;
-  const domain: [number, number] = cats ? [-0.5, cats.length - 0.5] : plot.xLog ? [xMin / 1.15, xMax * 1.15] : [xMin - pad, xMax + pad];
-  const decades = plot.xLog
-    ? Array.from({ length: Math.round(Math.log10(xMax) - Math.log10(xMin)) + 1 }, (_, k) => 10 ** (Math.round(Math.log10(xMin)) + k))
-    : undefined;
-  const xTicks = cats ? cats.map((_, i) => i) : plot.xLog ? decades : niceTicks(xMin, xMax, 6).filter((t) => t >= xMin && t <= xMax);
-  const yTicks = plotYTicks(plot);
   return (
     <div className="claim-chart" ref={ref} data-testid={testid} data-points={points} data-series={plot.series.length}>
-      <ComposedChart width={Math.min(width, 640)} height={280} margin={{ top: 8, right: 20, bottom: 18, left: 8 }}>
-        <CartesianGrid stroke={GRID} />
-        <XAxis
-          dataKey="x" type="number" scale={plot.xLog ? 'log' : 'linear'} domain={domain} allowDataOverflow
-          ticks={xTicks} tickFormatter={(v: number) => (cats ? (cats[v] ?? '') : tickText(v))}
-          stroke={MUTED_INK} fontSize={12}
-          label={{ value: plot.xLabel, position: 'insideBottom', offset: -10, fontSize: 12, fill: MUTED_INK }}
-        />
-        <YAxis type="number" domain={[yTicks[0]!, yTicks.at(-1)!]} ticks={yTicks} allowDataOverflow tickFormatter={tickText} stroke={MUTED_INK} fontSize={12} width={56}
-          label={{ value: plot.yLabel, angle: -90, position: 'insideLeft', fontSize: 12, fill: MUTED_INK, style: { textAnchor: 'middle' } }} />
-        <Tooltip formatter={(v: unknown) => (typeof v === 'number' ? f3(v) : String(v))} labelFormatter={(v: unknown) => (cats ? (cats[Number(v)] ?? String(v)) : `${plot.xLabel} ${String(v)}`)} />
-        <Legend verticalAlign="top" height={24} iconSize={10} wrapperStyle={{ fontSize: 12 }} />
-        {plot.refs.map((r) => (
-          <ReferenceLine key={r.label} y={r.y} stroke={MUTED_INK} strokeDasharray="2 3" label={{ value: r.label, position: 'insideTopRight', fontSize: 11, fill: MUTED_INK }} />
-        ))}
-        {plot.series.map((s, i) => (
-          <Line
-            key={s.name} name={s.errorBars ? `${s.name} (mean ± 95 % CI)` : s.name}
-            data={s.points.map((p) => ({ x: p.x, y: p.y, err: [p.y - p.lo, p.hi - p.y] }))}
-            dataKey="y" stroke={CLAIM_COLOURS[i % CLAIM_COLOURS.length]} strokeWidth={1.6}
-            strokeDasharray={s.errorBars ? undefined : '5 4'} strokeOpacity={cats ? 0 : 1}
-            dot={s.errorBars ? { r: 3, fill: CLAIM_COLOURS[i % CLAIM_COLOURS.length] } : false} isAnimationActive={false}
-          >
-            {s.errorBars && <ErrorBar dataKey="err" width={5} strokeWidth={1.2} stroke={CLAIM_COLOURS[i % CLAIM_COLOURS.length]} direction="y" />}
-          </Line>
-        ))}
-      </ComposedChart>
+      <ClaimPlotChart plot={plot} width={Math.min(width, 640)} height={280} />
     </div>
   );
 }
