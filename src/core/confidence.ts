@@ -99,10 +99,20 @@ function bettingLowerZ(z: Float64Array, eta: number, top: number): number {
     }
     return [f, d];
   };
-  if (fd(0)[0] < 0) return 0; // not even m = 0 is rejected: the trivial bound
-  let a = 0; // f(a) ≥ 0: rejected
+  // Newton starts near the root: the mean less a normal-approximation width (a guess, not a bound;
+  // the bracket below keeps the answer a rejected point whatever the guess).
+  let mean = 0;
+  for (let i = 0; i < N; i++) mean += z[i]!;
+  mean /= N;
+  let ss = 0;
+  for (let i = 0; i < N; i++) ss += (z[i]! - mean) ** 2;
+  let x = Math.min(top, mean - Math.sqrt((2 * ss * target) / (N * N)));
+  if (!(x > 0)) {
+    if (fd(0)[0] < 0) return 0; // not even m = 0 is rejected: the trivial bound
+    x = top;
+  }
+  let a = 0; // f(a) ≥ 0: rejected (m = 0 is, unless the search finds no rejected m, then 0 is the answer)
   let b = top; // f(b) < 0: log K_N(top) ≤ 0 < ln(1/η)
-  let x = top;
   const eps = 1e-13 * top;
   for (let it = 0; it < 200 && b - a > eps; it++) {
     const [f, d] = fd(x);
