@@ -5,7 +5,7 @@
  * reports a specific message and leaves the experiment exactly at the last completed agent step,
  * from which stepping on reproduces the undisturbed run; the session state round-trips through
  * the save format and restores to identical records; two sessions, each with its own store, run
- * independently. Seeds: the climbing preset's (seed 1).
+ * independently; the game view's frames show the tables as they stand. Seeds: the climbing preset's (seed 1).
  *
  * Not here: rendering (tests/e2e) or the save format's own corruption cases (tests/savefile.test.ts).
  */
@@ -14,7 +14,8 @@ import { NumericError } from '../src/core/errors';
 import { serializeExperiment, parseExperimentFile } from '../src/app/savefile';
 import { Session } from '../src/app/session';
 import { createPlaygroundStore, usePlayground } from '../src/app/store';
-import { createTabularExperiment, runStages } from '../src/sat/experiment';
+import { createTabularExperiment, runStages, type TabularExperiment } from '../src/sat/experiment';
+import { gameFrame } from '../src/app/gameFrame';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 
@@ -38,6 +39,21 @@ describe('session', () => {
     const ref = await runStages(createTabularExperiment(cfg), 4);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
     expect(usePlayground.getState().status).toBe('ready');
+  });
+
+  it('the game view shows the tables as they stand after each agent step', async () => {
+    await session.stepStage();
+    await session.stepAgent();
+    await session.stepAgent();
+    const exp = session.currentExperiment() as TabularExperiment;
+    const frames = usePlayground.getState().frames;
+    const last = frames[frames.length - 1]!;
+    expect([frames.length, last.stage, last.position]).toEqual([1 + 3 + 2, 2, 1]);
+    const want = gameFrame(exp.game, exp.team.map((a) => a.distributionTable()), 2, 1);
+    expect(last.top.moves).toEqual(want.top.moves);
+    expect(last.top.prob).toBeCloseTo(want.top.prob, 12);
+    last.marginals.forEach((row, j) => row.forEach((x, k) => expect(x).toBeCloseTo(want.marginals[j]![k]!, 12)));
+    expect(usePlayground.getState().horizon).toBe(exp.env.horizon);
   });
 
   it('a NaN in one agent step: specific message, back at the last completed step, nothing lost', async () => {

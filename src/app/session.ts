@@ -32,10 +32,10 @@
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
-import { stepThrough, swapDue, teamState, type Experiment } from '../sat/experiment';
+import { agentParams, checkStageBound, episodeHorizon, latestEpisodes, stepThrough, swapDue, tableGame, teamSize, teamState, type Experiment } from '../sat/experiment';
 import { hfSwapRefusal } from '../sat/hfSeatLimits';
 import { findPreset, presetConfig } from '../sat/presets';
-import { checkFinishedStage, type AgentStepRecord, type StageRecord } from '../sat/stage';
+import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import { openTeam, type TeamHandle, type TeamOpener } from './team';
 import type { OnnxSeatMode } from './onnxFiles';
 import { CheckpointStore, type FileLike, type SeatRef } from './hfFiles';
@@ -44,8 +44,6 @@ import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import { short, signed3 } from './format';
 import type { InspectAnswer } from '../sat/inspect';
 import type { TranscriptBatch } from './charts/series';
-import type { LmEnv } from '../sat/env/lm';
-import { TabularEnv } from '../sat/env/tabular';
 import { gameFrame, probsOfLogits, type GameFrame } from './gameFrame';
 import { describeError } from './errorText';
 import { SeatManager, type SeatRecord } from './seats';
@@ -265,7 +263,7 @@ export class Session {
     this.team = t;
     this.boundary = await this.takeBoundary(0);
     this.stageStart = null;
-    this.store.setState({ agents: t.agents, seats: this.seats.views(t.exp.cfg), backend: t.backend, backendLine: t.line ?? null, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: t.exp.env.horizon, frames: [] });
+    this.store.setState({ agents: t.agents, seats: this.seats.views(t.exp.cfg), backend: t.backend, backendLine: t.line ?? null, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: episodeHorizon(t.exp), frames: [] });
     this.probs = [];
     await this.recordFrame(0, -1, null);
   }
@@ -277,10 +275,11 @@ export class Session {
    */
   private async recordFrame(stage: number, position: number, agent: number | null, hold = false): Promise<void> {
     const t = this.team;
-    if (!t || !(t.exp.env instanceof TabularEnv)) return;
-    const game = t.exp.env.game;
-    const read = async (j: number) => probsOfLogits((await t.exp.team[j]!.snapshot()).params, game.nActions[j]!);
-    if (agent === null || position <= 0 || this.probs.length !== t.exp.team.length) this.probs = await Promise.all(t.exp.team.map((_, j) => read(j)));
+    const game = t && tableGame(t.exp);
+    if (!t || !game) return;
+    const read = async (j: number) => probsOfLogits(await agentParams(t.exp, j), game.nActions[j]!);
+    const n = teamSize(t.exp);
+    if (agent === null || position <= 0 || this.probs.length !== n) this.probs = await Promise.all(Array.from({ length: n }, (_, j) => read(j)));
     else this.probs[agent] = await read(agent);
     if (t !== this.team) return;
     const frame: GameFrame = gameFrame(game, this.probs, stage, position);
@@ -451,7 +450,7 @@ export class Session {
     const u = this.pending();
     u.steps.push(r.value);
     u.transcripts = withTranscript(u.transcripts, exp, r.value);
-    if (r.value.position === exp.team.length - 1) {
+    if (r.value.position === teamSize(exp) - 1) {
       const end = await this.gen.next();
       if (my !== this.generation) return;
       if (!end.done) throw new Error('the stage yielded more agent steps than the team has agents');
@@ -566,7 +565,7 @@ export class Session {
       const rec = this.state.stages[this.state.stages.length - 1]!;
       const my = this.generation;
       this.setProgress({ label: `Checking stage ${rec.stage}'s bound: ${CHECK_PAIRS.toLocaleString('en')} pairs of episodes, the starting and the final team on the same prompts…`, done: 0, total: 1, cancellable: false });
-      const checked = await checkFinishedStage(t.exp.env, t.exp.team, start.snapshots, rec, CHECK_PAIRS, t.exp.rng);
+      const checked = await checkStageBound(t.exp, start.snapshots, rec, CHECK_PAIRS);
       if (my !== this.generation) return;
       const h = checked.held!;
       const verdict = h.state === 'held' ? 'held' : h.state === 'not held' ? 'not held' : 'undecided (the estimate cannot tell)';
@@ -620,7 +619,7 @@ export class Session {
   async replayTo(ref: StepRef): Promise<void> {
     const cfg = this.state.config;
     if (!cfg || !this.team) return;
-    const n = this.team.exp.team.length;
+    const n = teamSize(this.team.exp);
     const total = Math.min(ref.stage, cfg.stages) * n; // at most: an agent's step comes at some position of its stage
     await this.exclusive('loading', async () => {
       for (;;) {
@@ -652,8 +651,9 @@ export class Session {
    */
   async inspectStep(ref: Required<StepRef>, maxEpisodes?: number): Promise<InspectAnswer> {
     const no = (reason: string): InspectAnswer => ({ ok: false, reason });
-    if (!this.team?.exp.team[ref.agent]) return no('No experiment is loaded yet.');
-    const agent = this.team.workers?.[ref.agent];
+    const team = this.team;
+    if (!team || !(Number.isInteger(ref.agent) && ref.agent >= 0 && ref.agent < teamSize(team.exp))) return no('No experiment is loaded yet.');
+    const agent = team.workers?.[ref.agent];
     if (!agent) return no('This team\'s agents do not run in workers here, so their updates cannot be inspected.');
     const latest = this.latestUpdate.get(ref.agent);
     if (!latest) return no(`Agent ${ref.agent} has not been updated since this team was built (a restored session or a recovery rebuilds it): step it again to inspect its update.`);
@@ -712,9 +712,9 @@ function swapLabel(cfg: Config): string {
 
 /** Language tasks: keeps a few episodes of the batch this agent step trained on. */
 function withTranscript(list: readonly TranscriptBatch[], exp: Experiment, step: AgentStepRecord): readonly TranscriptBatch[] {
-  const env = exp.env as Partial<LmEnv>;
-  if (!Array.isArray(env.lastEpisodes) || env.lastEpisodes.length === 0) return list;
-  const batch: TranscriptBatch = { stage: step.stage, before: step.position, episodes: env.lastEpisodes.slice(0, 12) };
+  const episodes = latestEpisodes(exp);
+  if (episodes.length === 0) return list;
+  const batch: TranscriptBatch = { stage: step.stage, before: step.position, episodes: episodes.slice(0, 12) };
   return [...list, batch].slice(-MAX_TRANSCRIPT_BATCHES);
 }
 

@@ -8,7 +8,7 @@
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import type { Config } from '../sat/config';
-import { restoreTeamState } from '../sat/experiment';
+import { restoreTeamState, teamSize } from '../sat/experiment';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
 import type { AgentSnapshot } from '../sat/types';
 import { SHORT_HASH } from './hfFiles';
@@ -132,7 +132,7 @@ export class SessionRestore {
       store.setState({ error: `The saved experiment seats ${which}, which this browser does not keep: pick ${them} on the agent's card and the saved steps are restored then. Nothing was restored yet; until then the team is the file's settings, fresh.` });
       return;
     }
-    if (exp.team.length !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${exp.team.length}; nothing was restored.`);
+    if (teamSize(exp) !== n) throw new SatError('format', `The saved experiment has ${n} agents but its settings build ${teamSize(exp)}; nothing was restored.`);
     await restoreTeamState(exp, saved.boundary, saved.stages);
     this.host.land({ ...saved.boundary, stages: saved.stages.length });
     store.setState({ stages: saved.stages, partial: [], ...(keepSideRuns ? { orders: keep.orders, sweep: keep.sweep } : {}) });

@@ -29,9 +29,9 @@ import { TabularEnv } from './env/tabular';
 import type { TeamEnv, TeamEvaluation } from './env/types';
 import type { LmAgent } from './agents/lm';
 import type { ProjectedLmAgent } from './agents/projected';
-import { LmEnv } from './env/lm';
+import { LmEnv, type LmEpisodeRecord } from './env/lm';
 import { tablePolicy, teamTables } from './rollout';
-import { runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
+import { checkFinishedStage, runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
 import type { AgentPolicy, AgentSnapshot } from './types';
 import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
@@ -280,6 +280,39 @@ export async function restoreTeamState(exp: Experiment, state: { readonly snapsh
 /** The current team's J (exact for tabular games). */
 export async function currentJ(exp: Experiment): Promise<number> {
   return (await exp.env.evaluate(exp.team)).J;
+}
+
+// What the page (src/app/session.ts) asks of an experiment, so that it never reads env, team or rng.
+
+/** How many agents the team has. */
+export function teamSize(exp: Experiment): number {
+  return exp.team.length;
+}
+
+/** Turns in one episode (the game view's time axis). */
+export function episodeHorizon(exp: Experiment): number {
+  return exp.env.horizon;
+}
+
+/** Table games: the exact game the team plays; null for language tasks. */
+export function tableGame(exp: Experiment): TabularGame | null {
+  return exp.env instanceof TabularEnv ? exp.env.game : null;
+}
+
+/** Agent j's parameters as they stand (a table's logits); reading them changes nothing in the run. */
+export async function agentParams(exp: Experiment, j: number): Promise<Float64Array> {
+  return (await exp.team[j]!.snapshot()).params;
+}
+
+/** Check bound (stage.ts checkFinishedStage): finished stage `rec`'s bound against ΔJ from `start` to the team as it stands. */
+export function checkStageBound(exp: Experiment, start: readonly AgentSnapshot[], rec: StageRecord, pairs: number): Promise<StageRecord> {
+  return checkFinishedStage(exp.env, exp.team, start, rec, pairs, exp.rng);
+}
+
+/** Language tasks: the episodes of the batch the latest agent step trained on (none for tables). */
+export function latestEpisodes(exp: Experiment): readonly LmEpisodeRecord[] {
+  const env = exp.env as Partial<LmEnv>;
+  return Array.isArray(env.lastEpisodes) ? env.lastEpisodes : [];
 }
 
 export interface SwapReport {
