@@ -116,6 +116,7 @@ describe('a checkpoint seat in a worker: no tokenizer on the main thread', () =>
   afterAll(() => opened.forEach((e) => e.terminate()));
 
   it('builds its tokenizer only off this thread, and writes the token ids the in-process seat writes', async () => {
+    built.n = 0; // the checks above build tokenizers in this thread on purpose (inProcess)
     const { files } = hfCheckpoint();
     const seat = { name: 'tiny-llama@0badf00d', hash: '0badf00d', files, quant: 'q8' as const };
     const exp = await createRemoteExperiment(teamCfg, {

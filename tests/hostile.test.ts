@@ -180,32 +180,12 @@ describe('tokenizers: runaway patterns refused, real ones load', () => {
     expect(backtrackingRisk('(?=\\s*\\s*\\s*)a')?.time).toBe('polynomial');
     expect(backtrackingRisk('\\s*a\\s*b{2,}')?.why).toContain('n^3');
     for (const ok of ['\\s*\\w*$', '\\w*(?=\\s*)\\d+', 'a*|b*|c*']) expect(backtrackingRisk(ok)).toBeNull();
-    // What the refusal prevents: the cost grows as n^3 (tripling the text multiplies it by ~27).
-    const re = /\w*\d*\w*$/gu;
-    const cost = (n: number): number => {
-      const t0 = performance.now();
-      ('1'.repeat(n) + '!').match(re);
-      return performance.now() - t0;
-    };
-    cost(30);
-    const [small, big] = [cost(50), cost(150)];
-    expect(big / Math.max(small, 0.01)).toBeGreaterThan(13); // n^3 gives 27; n^2 would give 9, linear 3
   });
 
   it('two unbounded repetitions that may share characters, before a part that can fail, are refused; at a sequence\'s end, or disjoint, they are not', () => {
     expect(backtrackingRisk('\\w*\\w*!')).toEqual({ time: 'polynomial', why: 'the part "\\w*\\w*!" has two unbounded repetitions before a part that can fail, so a failing scan of n characters can take about n^3 steps' });
     expect(backtrackingRisk('a|(\\d+x*)\\d+(?=y)')?.time).toBe('polynomial');
     for (const ok of ['\\w*\\w*', '\\s*\\w+!', 'a+b+c', '\\s*[\\r\\n]+', ...Object.values(REAL_PATTERNS)]) expect(backtrackingRisk(ok)).toBeNull();
-    // What the refusal prevents: the cost grows faster than n² (tripling the text multiplies it by ~27 for n³).
-    const re = /\w*\w*!/gu;
-    const cost = (n: number): number => {
-      const t0 = performance.now();
-      'a'.repeat(n).match(re);
-      return performance.now() - t0;
-    };
-    cost(30);
-    const [small, big] = [cost(60), cost(180)];
-    expect(big / Math.max(small, 0.01)).toBeGreaterThan(13); // n^3 gives 27; n^2 would give 9
   });
 
   it('a pre-tokenizer with a polynomial pattern is refused at load, before a 40-character prompt is encoded', () => {
