@@ -682,7 +682,7 @@ export class Session {
 
   /** The session as it stands, or null when nothing is built or an action is in flight. */
   sessionState(): SessionState | null {
-    return this.team ? stateOf(this.view, this.boundary, null, this.seats) : null;
+    return this.team ? stateOf(this.view, this.boundary, this.seats) : null;
   }
 
   /** Rebuilds a saved session (SessionRestore.restoreSession): its team, its stages, the stage in progress replayed. */

@@ -52,10 +52,9 @@ export type SavedSeats = Pick<SeatManager, 'records' | 'useLinkSeats' | 'forgetM
  * done but not yet in the store; null when the boundary is not the last finished stage's (an
  * action is in flight) or nothing is built.
  */
-export function stateOf(s: PlaygroundState, b: Boundary | null, unshown: readonly AgentStepRecord[] | null, seats: SavedSeats): SessionState | null {
+export function stateOf(s: PlaygroundState, b: Boundary | null, seats: SavedSeats): SessionState | null {
   if (!b || !s.config || b.stages !== s.stages.length) return null;
-  const partial = unshown ? [...s.partial, ...unshown] : s.partial;
-  const last = partial[partial.length - 1];
+  const last = s.partial[s.partial.length - 1];
   const checkpoints = seats.records(s.config);
   return { config: s.config, preset: s.preset, stages: s.stages, cursor: last ? refOf(last) : { stage: s.stages.length }, boundary: b, ...(checkpoints ? { checkpoints } : {}) };
 }

@@ -101,11 +101,7 @@ function bettingLowerZ(z: Float64Array, eta: number, top: number): number {
   };
   // Newton starts near the root: the mean less a normal-approximation width (a guess, not a bound;
   // the bracket below keeps the answer a rejected point whatever the guess).
-  let mean = 0;
-  for (let i = 0; i < N; i++) mean += z[i]!;
-  mean /= N;
-  let ss = 0;
-  for (let i = 0; i < N; i++) ss += (z[i]! - mean) ** 2;
+  const { mean, ss } = moments(z);
   let x = Math.min(top, mean - Math.sqrt((2 * ss * target) / (N * N)));
   if (!(x > 0)) {
     if (fd(0)[0] < 0) return 0; // not even m = 0 is rejected: the trivial bound
@@ -141,15 +137,21 @@ function bettingLowerZ(z: Float64Array, eta: number, top: number): number {
   return a;
 }
 
+/** The samples' mean and their sum of squared deviations from it (two passes). */
+function moments(z: Float64Array): { mean: number; ss: number } {
+  let mean = 0;
+  for (let i = 0; i < z.length; i++) mean += z[i]!;
+  mean /= z.length;
+  let ss = 0;
+  for (let i = 0; i < z.length; i++) ss += (z[i]! - mean) ** 2;
+  return { mean, ss };
+}
+
 /** Empirical Bernstein: x̄ − √(2 V ln(2/η) / N) − 7 ln(2/η) / (3 (N − 1)), V the unbiased sample variance. */
 function bernsteinLower01(z: Float64Array, eta: number): number {
   const N = z.length;
   if (N < 2) return 0;
-  let mean = 0;
-  for (let i = 0; i < N; i++) mean += z[i]!;
-  mean /= N;
-  let ss = 0;
-  for (let i = 0; i < N; i++) ss += (z[i]! - mean) ** 2;
+  const { mean, ss } = moments(z);
   const V = ss / (N - 1);
   const l = Math.log(2 / eta);
   return Math.max(0, mean - Math.sqrt((2 * V * l) / N) - (7 * l) / (3 * (N - 1)));
@@ -158,10 +160,7 @@ function bernsteinLower01(z: Float64Array, eta: number): number {
 /** Hoeffding: x̄ − √(ln(1/η) / (2N)); the worst-case-range control. */
 function hoeffdingLower01(z: Float64Array, eta: number): number {
   const N = z.length;
-  let mean = 0;
-  for (let i = 0; i < N; i++) mean += z[i]!;
-  mean /= N;
-  return Math.max(0, mean - Math.sqrt(Math.log(1 / eta) / (2 * N)));
+  return Math.max(0, moments(z).mean - Math.sqrt(Math.log(1 / eta) / (2 * N)));
 }
 
 const LOWER01: Record<BoundKind, (z: Float64Array, eta: number) => number> = {

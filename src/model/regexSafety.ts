@@ -17,9 +17,8 @@
  * start, so a failing scan costs about n^k steps. More than MAX_UNBOUNDED_CHAIN (2) unbounded
  * repetitions in one sequence are refused, whether or not they can share characters. Two are
  * refused too when they may share characters and a part that can fail follows them in their
- * sequence (`\w*\w*!`: each split of
- * a run between them is tried, and each try scans the rest, so a failing scan costs about n³ — 51 s
- * at 4,000 characters); two at a sequence's end cost at most ~n² per scan, which the real GPT-2,
+ * sequence (`\w*\w*!`: each split of a run between them is tried, and each try scans the rest, so
+ * a failing scan costs about n³; docs/models.md has the measured cost); two at a sequence's end cost at most ~n² per scan, which the real GPT-2,
  * Llama-3, Qwen2 and GPT-4o patterns reach (`\s*[\r\n]+`, `[\p{Lu}…]*[\p{Ll}…]+(?i:'s|…)?`) and
  * none exceeds. The check is conservative — `(ab+)+` and `[a-z]+[0-9]+!` are safe but refused.
  *

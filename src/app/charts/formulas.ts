@@ -107,7 +107,13 @@ const CERT_NUMERIC =
  */
 export function certFormulaId(metrics: Metrics, form: 'episodic' | 'gamma'): 'waterfall' | 'waterfall-team' | 'waterfall-gamma' {
   if (form === 'gamma') return 'waterfall-gamma';
-  return metrics['cert/team'] === 1 && Number.isFinite(metrics['cert/clip']) ? 'waterfall-team' : 'waterfall';
+  return teamLevelBound(metrics) ? 'waterfall-team' : 'waterfall';
+}
+
+/** A language stage certified with the team-level form: one batch, the team ratio truncated at a finite c. */
+export function teamLevelBound(metrics: Metrics): boolean {
+  const clip = metrics['cert/clip'];
+  return metrics['cert/team'] === 1 && typeof clip === 'number' && Number.isFinite(clip);
 }
 
 export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>> = {

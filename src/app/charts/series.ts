@@ -30,6 +30,7 @@ import type { AgentStepRecord, StageRecord } from '../../sat/stage';
 
 export type { HeldState };
 import { findStep as findIn, refOf, type StepRef } from '../stepRef';
+import { teamLevelBound } from './formulas';
 
 export type { StepRef };
 
@@ -353,15 +354,6 @@ export function dropNoise(x: number, scale: number): number {
 }
 
 /**
- * A language stage certified with the team-level form: one batch, the team ratio truncated at a
- * finite c (formulas.ts `certFormulaId` reads the same two metrics for its card).
- */
-function languageTeamBound(rec: StageRecord): boolean {
-  const clip = rec.metrics['cert/clip'];
-  return rec.metrics['cert/team'] === 1 && typeof clip === 'number' && Number.isFinite(clip);
-}
-
-/**
  * The bound of one stage as cumulative bars: the fresh gain from 0 up, then each penalty down from
  * where the previous bar ended; the running end after "−finite" is exactly the lower bound (the
  * last step is drawn to it, so float rounding in gain − finite cannot leave a gap), drawn again as
@@ -388,7 +380,7 @@ export function waterfallRows(rec: StageRecord, form: FormChoice = 'chosen', spa
   rows.push(bar('lower', '= bound', t.lower, 0, t.lower, true, false));
   rows.push(bar('realised', 'real ΔJ', dJ, 0, dJ, true, false));
   const resolved = resolvedForm(rec, form);
-  const agentShares = resolved === 'episodic' && languageTeamBound(rec) && rec.steps.length > 0;
+  const agentShares = resolved === 'episodic' && teamLevelBound(rec.metrics) && rec.steps.length > 0;
   if (agentShares) {
     rec.steps.forEach((s, position) => {
       const share = dropNoise(s.cert.gain, scale);
