@@ -1,7 +1,8 @@
 /**
  * The Node twin of src/workers/agent.worker.ts, for tests: exposes an AgentApi (results
  * transferred, errors keeping their class) over a worker_threads parentPort with comlink's node
- * adapter. Started through agentWorker.boot.mjs (which registers tsx first).
+ * adapter. Bundled into one module by the test run's global setup, and started from there by
+ * nodeAgentWorker.ts.
  *
  * workerData.crash (tests of a dying worker only): when the named AgentApi method is called,
  * 'exit' ends the thread, 'throw' throws an uncaught error, 'hang' never answers.

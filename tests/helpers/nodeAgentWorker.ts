@@ -1,13 +1,16 @@
 /**
- * A Node worker_threads Worker running AgentApi (agentWorkerNode.ts), adapted to the AgentWorker
- * interface of src/workers/remoteTeam.ts: the same RemoteAgent and createRemoteExperiment the page
- * uses, driven from a test. `crash` makes the worker die in a named method (death tests).
+ * A Node worker_threads Worker running AgentApi (agentWorkerNode.ts, bundled by the test run's
+ * global setup into AGENT_WORKER_BUNDLE), adapted to the AgentWorker interface of
+ * src/workers/remoteTeam.ts: the same RemoteAgent and createRemoteExperiment the page uses, driven
+ * from a test. `crash` makes the worker die in a named method (death tests).
  *
  * Not here: the browser worker (src/workers/agent.worker.ts, started by makeAgentWorker).
  */
+import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { AgentWorker } from '../../src/workers/remoteTeam';
+import { AGENT_WORKER_BUNDLE } from './workerBundle';
 
 export interface NodeWorkerOptions {
   readonly crash?: { readonly method: string; readonly how: 'exit' | 'throw' | 'hang' };
@@ -17,7 +20,8 @@ export interface NodeWorkerOptions {
 export const live = new Set<Worker>();
 
 export function nodeAgentWorker(opts: NodeWorkerOptions = {}): AgentWorker {
-  const w = new Worker(new URL('./agentWorker.boot.mjs', import.meta.url), { workerData: { crash: opts.crash } });
+  if (!existsSync(AGENT_WORKER_BUNDLE)) throw new Error(`no agent worker bundle at ${AGENT_WORKER_BUNDLE.pathname}: run the tests through vitest, whose global setup (tests/setup/global.ts) writes it`);
+  const w = new Worker(AGENT_WORKER_BUNDLE, { workerData: { crash: opts.crash } });
   live.add(w);
   w.on('exit', () => live.delete(w));
   return {

@@ -10,11 +10,35 @@
  * test files skip with their reason printed, and the browser test still fails with the command
  * to run (it never skips).
  *
+ * It also bundles the Node agent worker (tests/helpers/agentWorkerNode.ts) into one ES module,
+ * AGENT_WORKER_BUNDLE, which tests/helpers/nodeAgentWorker.ts starts: a worker that loads one file
+ * is ready several times sooner than one that compiles the TypeScript sources and resolves
+ * hundreds of small package files itself, and the worker tests start dozens of them.
+ *
  * Not here: finding the WebGPU adapter (tests/webgpu/gpu.ts, per file).
  */
+import { build } from 'esbuild';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
+import { AGENT_WORKER_BUNDLE } from '../helpers/workerBundle';
+
+/** Bundles the agent worker's sources and packages; onnxruntime-web stays a package import (it finds its WASM files beside itself). */
+async function bundleAgentWorker(): Promise<void> {
+  await build({
+    entryPoints: [new URL('../helpers/agentWorkerNode.ts', import.meta.url).pathname],
+    outfile: AGENT_WORKER_BUNDLE.pathname,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    external: ['onnxruntime-web', 'webgpu'],
+    // CommonJS packages inside an ES module bundle call `require`; give them Node's.
+    banner: { js: "import { createRequire as __satRequire } from 'node:module'; const require = __satRequire(import.meta.url);" },
+    logLevel: 'warning',
+  });
+}
 
 export async function setup(): Promise<void> {
+  await bundleAgentWorker();
   try {
     const path = await ensureChromium();
     console.log(`[global setup] Chromium: ${path}`);

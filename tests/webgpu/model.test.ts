@@ -16,8 +16,8 @@
  *                              prompts (a sample flips only when u lands within the logits' f32
  *                              difference of a CDF boundary), printed.
  *   a SAT stage                one whole stage (arithmetic-S, LoRA r4 over Q8, 2 agents, chain,
- *                              a small batch and 3 Fisher-vector products so SwiftShader
- *                              finishes in ~30 s) with a team of
+ *                              a small batch, 16 certification episodes per agent and 3
+ *                              Fisher-vector products, small for SwiftShader) with a team of
  *                              LmAgents (src/sat/agents/lm.ts) on WebGPU vs the same team on
  *                              the CPU backend:
  *                              the rollouts must be identical (same sampled tokens), and every
@@ -185,7 +185,7 @@ describe.skipIf(ctx === null)('Model: WebGPU equals the CPU backend', () => {
 describe.skipIf(ctx === null)('a SAT stage with LmAgents: WebGPU equals the CPU backend', () => {
   it('the same rollouts and the same stage metrics (1e-3; Fisher-derived 1e-2)', async () => {
     const loader = async (name: string): Promise<Uint8Array> => new Uint8Array(readFileSync(`public/models/${name}.safetensors`));
-    const cfg = parseConfig({ task: 'arithmetic', level: 3, agents: 2, protocol: 'chain', batch: 2, group: 2, evalEpisodes: 8, maxNew: 4, lr: 3e-4, delta: 1, geoIters: 3, epochs: 1, stages: 1, seed: 4, lora: 4 });
+    const cfg = parseConfig({ task: 'arithmetic', level: 3, agents: 2, protocol: 'chain', batch: 2, group: 2, evalEpisodes: 8, maxNew: 4, lr: 3e-4, delta: 1, geoIters: 3, epochs: 1, stages: 1, seed: 4, lora: 4, certEpisodes: 16 });
     async function experiment<X extends TensorKinds>(be: Backend<X>): Promise<LlmExperiment> {
       const e = await createLlmExperiment(cfg, loader);
       const loaded = loadModel(await loader(e.modelName));
