@@ -9,7 +9,7 @@
  */
 import { parse, stringify } from 'yaml';
 import { FormatError } from '../core/errors';
-import { diffFromDefaults, isLlmTask, parseConfig, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
+import { diffConfig, isLlmTask, parseConfig, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
 import { checkInputSize, RECIPE_LIMITS } from './limits';
 import { DEFAULT_MODELS, hfId, sizeOf, type ModelMap } from './models';
 import { withDiffers, type Difference, type EngineExport, type Refusal } from './engine';
@@ -94,7 +94,7 @@ export function satTrainerConfig(cfg: Config, models: ModelMap, aMaxOfTask: numb
     certificate: { A_max: cfg.aMax > 0 ? cfg.aMax : aMaxOfTask, delta_conf: cfg.deltaConf },
     dataset: { train_path: `${dataDir}/${DATA_FILES.satTrain}`, test_path: `${dataDir}/${DATA_FILES.satTest}` },
     logging: { save_dir: `outputs/${name}`, checkpoint_every_stage: cfg.stages },
-    playground: diffFromDefaults(cfg),
+    playground: diffConfig(cfg),
   };
 }
 
