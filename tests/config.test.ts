@@ -81,6 +81,9 @@ describe('Config is what the table\'s schemas output', () => {
     expectTypeOf<Config['deltas']>().toEqualTypeOf<number[]>();
     expectTypeOf<Config['agentModels']>().toEqualTypeOf<string[]>();
     expectTypeOf<keyof Config>().toEqualTypeOf<ConfigKey>();
+    // No setting's type is any or unknown (a schema whose output the checker cannot see).
+    type Loose = { [K in ConfigKey]: 0 extends 1 & Config[K] ? K : unknown extends Config[K] ? K : never }[ConfigKey];
+    expectTypeOf<Loose>().toEqualTypeOf<never>();
   });
 
   it('the whole-config schema reads every setting by its row: defaults unchanged, text coerced, a bad value refused', () => {
