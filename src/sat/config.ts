@@ -154,7 +154,7 @@ function jsonTypeOf(x: unknown): string {
  * file holds it; a value of another type fails with "has the wrong type"). `Config` is inferred
  * from the loose schemas, so a setting's TypeScript type is whatever its schema outputs.
  */
-export type Row<F extends Field, T> = F & { readonly loose: Schema<T>; readonly typed: Schema<T> };
+type Row<F extends Field, T> = F & { readonly loose: Schema<T>; readonly typed: Schema<T> };
 
 function row<F extends Field, T>(f: F, loose: Schema<T>): Row<F, T> {
   const [words, is] = JSON_TYPE[f.type];
