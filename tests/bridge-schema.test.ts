@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { isLlmTask, parseConfig, type Config } from '../src/sat/config';
 import { PRESETS, presetConfig } from '../src/sat/presets';
 import { CONFIG_KEYS } from '../src/sat/config';
-import { DEFAULT_MODELS, recipe, RECIPE, recipeSummary, type EngineExport } from '../src/bridge/recipe';
+import { DEFAULT_MODELS, recipe, recipeEntry, recipeSummary, type EngineExport } from '../src/bridge/recipe';
 import { checkSatTrainer, checkTeamtr, checkVerl, CHECKS, SAT_KEYS, TEAMTR_ADDITIONS, TEAMTR_KEYS, VERL_KEYS } from './helpers/engineSchemas';
 
 const llm = PRESETS.filter((p) => p.kind === 'llm').map((p) => p.name);
@@ -53,7 +53,7 @@ describe('the engines\' key lists are read from their code', () => {
   it('every key the mapping table (docs/real-run.md) names is one of that engine\'s keys', () => {
     const teamtr = new Set([...Object.keys(TEAMTR_KEYS.keys), ...Object.keys(TEAMTR_ADDITIONS.in_config)]);
     for (const k of CONFIG_KEYS) {
-      const e = RECIPE[k];
+      const e = recipeEntry(k);
       if (e.verl) expect(Object.keys(VERL_KEYS.keys), `${k} → verl ${e.verl}`).toContain(e.verl);
       if (e.teamtr) expect(teamtr.has(e.teamtr), `${k} → TeamTR ${e.teamtr}`).toBe(true);
       if (e.satTrainer) expect(Object.keys(SAT_KEYS.keys), `${k} → SAT trainer ${e.satTrainer}`).toContain(e.satTrainer);

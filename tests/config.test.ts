@@ -6,20 +6,23 @@
  * list entries, and settings that contradict each other — asserting for each the error class
  * (ConfigError), its `.key`, and that the message names the key, the offending value and what
  * is allowed. Also: the defaults parse cleanly, string coercion from a CLI/URL, `parseAssignment`,
- * `diffFromDefaults` round-trips through `parseConfig` (random consistent configs, Rng seed 4242),
+ * `diffConfig` round-trips through `parseConfig` (random consistent configs, Rng seed 4242),
  * every field of the table is documented with a default inside its range, the task options equal
- * the task registry, and every config the parser accepts builds a game.
+ * the task registry, every config the parser accepts builds a game, and `Config` is the type the
+ * table's schemas output (literal choices kept; checked by `npm run typecheck`).
  *
  * Expected values (messages' ranges, coerced numbers) are written out by hand from the table in
  * docs/method.md §11 / config.ts, not read back from the code under test.
  */
 
-import { describe, expect, it } from 'vitest';
+import * as v from 'valibot';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ConfigError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
 import {
   CONFIG,
   CONFIG_KEYS,
+  CONFIG_SCHEMA,
   type Config,
   type ConfigKey,
   type Field,
@@ -27,15 +30,15 @@ import {
   checkConsistency,
   coerceValue,
   defaultConfig,
-  diffFromDefaults,
+  diffConfig,
   parseAssignment,
   parseConfig,
   isLlmTask,
   resolvedProtocol,
   SettingTypeError,
 } from '../src/sat/config';
-import { TASK_NAMES, TASKS, makeGame } from '../src/tasks/index';
-import { LLM_TASK_NAMES, LLM_TASKS } from '../src/tasks/llm/index';
+import { TASK_NAMES, TASKS, makeGame, type TaskName } from '../src/tasks/index';
+import { LLM_TASK_NAMES, LLM_TASKS, type LlmTaskName } from '../src/tasks/llm/index';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -66,6 +69,31 @@ function expectConfigError(fn: () => unknown, key: string, parts: readonly strin
 // ---------------------------------------------------------------------------------------------
 // Defaults and the table itself
 // ---------------------------------------------------------------------------------------------
+
+describe('Config is what the table\'s schemas output', () => {
+  it('keeps choices as literal unions and numbers, booleans and lists as such (a type check: npm run typecheck fails otherwise)', () => {
+    expectTypeOf<Config['task']>().toEqualTypeOf<TaskName | LlmTaskName>();
+    expectTypeOf<Config['protocol']>().toEqualTypeOf<'auto' | 'independent' | 'chain' | 'vote' | 'router'>();
+    expectTypeOf<Config['model']>().toEqualTypeOf<'S' | 'M' | 'L'>();
+    expectTypeOf<Config['agents']>().toEqualTypeOf<number>();
+    expectTypeOf<Config['lr']>().toEqualTypeOf<number>();
+    expectTypeOf<Config['betaAdapt']>().toEqualTypeOf<boolean>();
+    expectTypeOf<Config['deltas']>().toEqualTypeOf<number[]>();
+    expectTypeOf<Config['agentModels']>().toEqualTypeOf<string[]>();
+    expectTypeOf<keyof Config>().toEqualTypeOf<ConfigKey>();
+    // No setting's type is any or unknown (a schema whose output the checker cannot see).
+    type Loose = { [K in ConfigKey]: 0 extends 1 & Config[K] ? K : unknown extends Config[K] ? K : never }[ConfigKey];
+    expectTypeOf<Loose>().toEqualTypeOf<never>();
+  });
+
+  it('the whole-config schema reads every setting by its row: defaults unchanged, text coerced, a bad value refused', () => {
+    expect(v.parse(CONFIG_SCHEMA, defaultConfig())).toEqual(defaultConfig());
+    const read = v.parse(CONFIG_SCHEMA, { ...defaultConfig(), lr: '0.5', deltas: '0.1, 0.2', betaAdapt: 'false', agentModels: 'S,M' });
+    expect([read.lr, read.deltas, read.betaAdapt, read.agentModels]).toEqual([0.5, [0.1, 0.2], false, ['S', 'M']]);
+    expect(v.safeParse(CONFIG_SCHEMA, { ...defaultConfig(), protocol: 'relay' }).success).toBe(false);
+    expect(v.safeParse(CONFIG_SCHEMA, { ...defaultConfig(), customOrder: [0, 9] }).success).toBe(false);
+  });
+});
 
 describe('the CONFIG table', () => {
   it('parses the defaults cleanly: parseConfig({}) is the default config', () => {
@@ -487,7 +515,7 @@ describe('agentDelta and resolvedProtocol', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// diffFromDefaults round trips, on random consistent configs
+// diffConfig round trips, on random consistent configs
 // ---------------------------------------------------------------------------------------------
 
 /** A random setting-map that should parse: every field drawn in range, consistent across fields. */
@@ -548,12 +576,12 @@ function asStrings(input: Record<string, unknown>): Record<string, string> {
   return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)]));
 }
 
-describe('diffFromDefaults', () => {
+describe('diffConfig', () => {
   it('is empty for the defaults and names only what changed', () => {
-    expect(diffFromDefaults(defaultConfig())).toEqual({});
-    expect(diffFromDefaults(parseConfig({ lr: '0.05', deltas: '0.1,0.2,0.3' }))).toEqual({ lr: 0.05, deltas: [0.1, 0.2, 0.3] });
+    expect(diffConfig(defaultConfig())).toEqual({});
+    expect(diffConfig(parseConfig({ lr: '0.05', deltas: '0.1,0.2,0.3' }))).toEqual({ lr: 0.05, deltas: [0.1, 0.2, 0.3] });
     // Setting a value equal to its default is not a difference.
-    expect(diffFromDefaults(parseConfig({ lr: '0.1', task: 'climbing' }))).toEqual({});
+    expect(diffConfig(parseConfig({ lr: '0.1', task: 'climbing' }))).toEqual({});
   });
 
   it('round-trips through parseConfig on 200 random consistent configs (seed 4242), typed, JSON and string forms', () => {
@@ -564,7 +592,7 @@ describe('diffFromDefaults', () => {
       const c = parseConfig(input);
       // The string form (every float printed by String() round-trips exactly) gives the same config.
       expect(parseConfig(asStrings(input))).toEqual(c);
-      const diff = diffFromDefaults(c);
+      const diff = diffConfig(c);
       changed += Object.keys(diff).length;
       for (const k of Object.keys(diff) as ConfigKey[]) expect(c[k]).not.toEqual(defaultConfig()[k]);
       expect(parseConfig(diff)).toEqual(c);

@@ -1,6 +1,7 @@
 /**
- * "Export for a real run" (src/bridge/recipe.ts): the mapping covers every setting of the config
- * table for each engine (each mapped, or unmapped with a note saying why); the SAT authors'
+ * "Export for a real run" (src/bridge/recipe.ts): the mapping's rows are settings of the config
+ * table, each mapped or saying why not; a setting with no row is NOT_MAPPED and every export that
+ * runs lists it as not carried (a row removed from a copy of the table shows it); the SAT authors'
  * trainer's YAML parses back (the `yaml` library) to what was exported; importing it reproduces
  * the experiment exactly (its `playground` section) and lets an edited trainer key win; the files
  * land where the commands look; bad or oversized files get specific messages; docs/real-run.md's
@@ -13,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { FormatError } from '../src/core/errors';
 import { CONFIG_KEYS, defaultConfig, parseConfig, type Config } from '../src/sat/config';
 import { PRESETS, presetConfig } from '../src/sat/presets';
-import { DEFAULT_MODELS, readRecipe, recipe, RECIPE, recipeNames, recipeTable } from '../src/bridge/recipe';
+import { DEFAULT_MODELS, NOT_MAPPED, readRecipe, recipe, RECIPE, recipeEntry, recipeNames, recipeTable } from '../src/bridge/recipe';
 
 const DOC = join(import.meta.dirname, '../docs/real-run.md');
 
@@ -23,15 +24,34 @@ const exportable = PRESETS.filter((p) => p.kind === 'llm')
   .filter((c) => c.task === 'arithmetic');
 
 describe('recipe for a real run', () => {
-  it('maps every setting of the config table, and says why for each one an engine cannot take', () => {
-    expect(Object.keys(RECIPE).sort()).toEqual([...CONFIG_KEYS].sort());
+  it('each row is a setting of the config table, and says why for each engine that cannot take it', () => {
+    for (const k of Object.keys(RECIPE)) expect(CONFIG_KEYS, k).toContain(k);
     for (const k of CONFIG_KEYS) {
-      const e = RECIPE[k];
+      const e = recipeEntry(k);
       if (e.satTrainer === null || e.verl === null || e.teamtr === null) expect(e.note, k).toMatch(/\S+( \S+){3,}/);
     }
     const r = recipe(presetConfig('arith-team'));
     expect(r.unmapped.length).toBeGreaterThan(0);
-    expect(r.unmapped.every((k) => RECIPE[k].satTrainer === null && RECIPE[k].verl === null && RECIPE[k].teamtr === null)).toBe(true);
+    expect(r.unmapped.every((k) => { const e = recipeEntry(k); return e.satTrainer === null && e.verl === null && e.teamtr === null; })).toBe(true);
+  });
+
+  it('a setting with no row goes nowhere, and every export that runs lists it as not carried, with its value', () => {
+    const cfg = parseConfig({ ...presetConfig('arith-team'), protocol: 'independent', order: 'fixed', swapAgent: -1, topK: 5 });
+    const { topK: _, ...table } = RECIPE;
+    const line = 'topK: not mapped by this engine: topK = 5 is not carried.';
+    const without = recipe(cfg, DEFAULT_MODELS, 1, 'x.sat.yaml', { table, data: false });
+    expect(without.unmapped).toContain('topK');
+    expect(recipeTable(table)).toContain(`| \`topK\` | — | — | — | ${NOT_MAPPED.note} |`);
+    for (const e of Object.values(without.engines)) {
+      expect(e.ok, e.engine).toBe(true);
+      if (!e.ok) continue;
+      expect(e.differs.map((d) => `${d.setting}: ${d.message}`), e.engine).toContain(line);
+      expect(e.files[0]!.text, e.engine).toContain(`#   ${line}`);
+    }
+    // With the row, topK is mapped (verl, TeamTR) and no export says "not mapped".
+    const withRow = recipe(cfg, DEFAULT_MODELS, 1, 'x.sat.yaml', { data: false });
+    expect(withRow.unmapped).not.toContain('topK');
+    for (const e of Object.values(withRow.engines)) expect(e.ok && e.differs.filter((d) => d.message.startsWith('not mapped'))).toEqual([]);
   });
 
   it('the YAML parses back to what was exported, and the files sit where the commands look', () => {

@@ -17,7 +17,7 @@
 import { deflateSync } from 'fflate';
 import * as v from 'valibot';
 import { ConfigError, FormatError } from '../core/errors';
-import { CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, diffFromDefaults, isConfigKey, isLlmTask, parseConfig, SettingTypeError, unknownSetting } from '../sat/config';
+import { CONFIG_KEYS, type Config, type ConfigKey, coerceValue, defaultConfig, diffConfig, isConfigKey, isLlmTask, parseConfig, SettingTypeError, unknownSetting } from '../sat/config';
 import { PRESETS, presetConfig } from '../sat/presets';
 import { inflateCapped } from './inflate';
 import { PANEL_NAMES } from './panels';
@@ -370,7 +370,7 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
  */
 export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[] } = {}): ShareState {
   const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
-  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diffFromDefaults(config, base), hide: [...new Set(opts.hide ?? [])].sort() };
+  const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diffConfig(config, base), hide: [...new Set(opts.hide ?? [])].sort() };
   if (opts.preset !== undefined) state.preset = opts.preset;
   if (opts.step !== undefined) state.step = opts.step;
   if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map(linkCheckpoint);

@@ -2,15 +2,17 @@
  * "Export for a real run": the playground's settings as runs of three real engines — the SAT
  * authors' trainer (satTrainer.ts), verl (verl.ts, the single-policy baseline) and TeamTR
  * (teamtr.ts) — with the task's data and reward beside them, and the table `RECIPE` that says, for
- * EVERY setting of src/sat/config.ts, where it goes in each engine or why it goes nowhere. A
- * setting an engine would run differently is refused by name, never exported "nearly right".
- * docs/real-run.md's table is generated from RECIPE (`recipeTable`).
+ * a setting of src/sat/config.ts, where it goes in each engine or why it goes nowhere. A setting
+ * with no row (a new one) is `NOT_MAPPED`: no engine takes it, and every export lists it under
+ * "runs differently", so adding a setting needs only its config row. A setting an engine would
+ * run differently is refused by name, never exported "nearly right". docs/real-run.md's table is
+ * generated from RECIPE (`recipeTable`).
  *
  * Not here: the settings themselves (config.ts), the file dialogs (the page, the CLI).
  */
 import { CONFIG_KEYS, isLlmTask, type Config, type ConfigKey } from '../sat/config';
 import type { LlmTaskName } from '../tasks/llm/index';
-import { ENGINE_TITLES, type EngineExport, type EngineName, type ExportFile } from './engine';
+import { ENGINE_TITLES, type Difference, type EngineExport, type EngineName, type ExportFile } from './engine';
 import { DEFAULT_MODELS, type ModelMap } from './models';
 import { rewardModule } from './rewardPy';
 import { readSatTrainer, satTrainerExport } from './satTrainer';
@@ -33,8 +35,14 @@ export interface RecipeEntry {
 const NONE = (note: string): RecipeEntry => ({ satTrainer: null, verl: null, teamtr: null, note });
 const V = 'actor_rollout_ref';
 
-/** Every setting of the config table, by meaning (header). */
-export const RECIPE: Readonly<Record<ConfigKey, RecipeEntry>> = {
+/** Where a setting with no row in RECIPE goes: nowhere, and each export says so (`notMapped`). */
+export const NOT_MAPPED: RecipeEntry = NONE('Not mapped to any engine yet: every export lists it under "runs differently".');
+
+/** The mapping: a row per setting an engine takes, or whose reason for going nowhere is worth saying (header). */
+export type RecipeTable = Readonly<Partial<Record<ConfigKey, RecipeEntry>>>;
+
+/** The settings of the config table, by meaning; a setting without a row is NOT_MAPPED. */
+export const RECIPE: RecipeTable = {
   task: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'The task is the data: its prompts are written as each engine\'s dataset and its verifier as reward.py (verl reward.custom_reward_function, TeamTR custom_reward_function). The SAT authors\' trainer has a built-in numeric reward, so countdown is refused there; tabular games are refused everywhere.' },
   protocol: { satTrainer: null, verl: null, teamtr: null, note: 'The SAT authors\' trainer and TeamTR have each response written by one agent alone: independent; chain, vote and router are refused there. verl runs one policy, for which the protocol does not arise.' },
   agents: { satTrainer: 'sat.agents', verl: null, teamtr: `${V}.rollout.agent_model_paths`, note: 'One entry per agent. verl trains one policy (agent 0).' },
@@ -94,6 +102,16 @@ export const RECIPE: Readonly<Record<ConfigKey, RecipeEntry>> = {
   stage0Delta: { satTrainer: 'sat.stage0_delta', verl: null, teamtr: null, note: 'Read by the SAT authors\' plug_and_play.py; verl and TeamTR have no swap.' },
 };
 
+/** Where `key` goes in each engine: its row, or NOT_MAPPED. */
+export function recipeEntry(key: ConfigKey, table: RecipeTable = RECIPE): RecipeEntry {
+  return table[key] ?? NOT_MAPPED;
+}
+
+/** The settings `table` has no row for: each export lists them as not carried, with their values. */
+export function notMapped(cfg: Config, table: RecipeTable = RECIPE): Difference[] {
+  return CONFIG_KEYS.filter((k) => table[k] === undefined).map((k) => ({ setting: k, message: `not mapped by this engine: ${k} = ${JSON.stringify(cfg[k])} is not carried.` }));
+}
+
 /** The names of what an export writes, derived from the recipe file's name (e.g. "arith-team.sat.yaml"). */
 export interface RecipeNames {
   /** Experiment name: the runs' experiment_name and log names. */
@@ -124,13 +142,18 @@ export interface Recipe {
   readonly unmapped: readonly ConfigKey[];
 }
 
-/** The recipe for `cfg` (header). `aMaxOfTask` is A_max when cfg.aMax = 0 (the task's reward range). */
-export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTask = 1, yamlFile = 'sat-playground.sat.yaml', opts: { readonly data?: boolean } = {}): Recipe {
+/**
+ * The recipe for `cfg` (header). `aMaxOfTask` is A_max when cfg.aMax = 0 (the task's reward range);
+ * `opts.table` is the mapping (RECIPE unless given).
+ */
+export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTask = 1, yamlFile = 'sat-playground.sat.yaml', opts: { readonly data?: boolean; readonly table?: RecipeTable } = {}): Recipe {
   const n = recipeNames(yamlFile);
+  const table = opts.table ?? RECIPE;
+  const unlisted = notMapped(cfg, table);
   const engines: Record<EngineName, EngineExport> = {
-    satTrainer: satTrainerExport(cfg, models, aMaxOfTask, n.dataDir, n.name, n.yamlFile),
-    verl: verlExport(cfg, models, n.dataDir, n.name, n.verlScript),
-    teamtr: teamtrExport(cfg, models, n.dataDir, n.name, n.teamtrScript),
+    satTrainer: satTrainerExport(cfg, models, aMaxOfTask, n.dataDir, n.name, n.yamlFile, unlisted),
+    verl: verlExport(cfg, models, n.dataDir, n.name, n.verlScript, unlisted),
+    teamtr: teamtrExport(cfg, models, n.dataDir, n.name, n.teamtrScript, unlisted),
   };
   const files: ExportFile[] = Object.values(engines).flatMap((e) => (e.ok ? e.files : []));
   if (opts.data !== false && isLlmTask(cfg.task) && Object.values(engines).some((e) => e.ok)) files.push(...dataFiles(cfg, n.dataDir));
@@ -140,7 +163,7 @@ export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTas
     yaml: sat.ok ? sat.files[0]!.text : null,
     verl: engines.verl.ok ? engines.verl.overrides : [],
     files,
-    unmapped: CONFIG_KEYS.filter((k) => RECIPE[k].satTrainer === null && RECIPE[k].verl === null && RECIPE[k].teamtr === null),
+    unmapped: CONFIG_KEYS.filter((k) => { const e = recipeEntry(k, table); return e.satTrainer === null && e.verl === null && e.teamtr === null; }),
   };
 }
 
@@ -172,9 +195,12 @@ export function recipeSummary(r: Recipe): string[] {
 export const readRecipe = readSatTrainer;
 
 /** The Markdown table of docs/real-run.md: every setting, its counterpart in each engine and the note. */
-export function recipeTable(): string {
+export function recipeTable(table: RecipeTable = RECIPE): string {
   const cell = (x: string | null | undefined) => (x ? `\`${x}\`` : '—');
   const esc = (x: string) => x.replace(/\|/g, '\\|');
-  const rows = CONFIG_KEYS.map((k) => `| \`${k}\` | ${cell(RECIPE[k].satTrainer)} | ${cell(RECIPE[k].verl)} | ${cell(RECIPE[k].teamtr)} | ${esc(RECIPE[k].note)} |`);
+  const rows = CONFIG_KEYS.map((k) => {
+    const e = recipeEntry(k, table);
+    return `| \`${k}\` | ${cell(e.satTrainer)} | ${cell(e.verl)} | ${cell(e.teamtr)} | ${esc(e.note)} |`;
+  });
   return ['| setting | SAT authors\' trainer (YAML) | verl override | TeamTR override | note |', '|---|---|---|---|---|', ...rows].join('\n');
 }

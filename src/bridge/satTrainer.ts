@@ -9,7 +9,7 @@
  */
 import { parse, stringify } from 'yaml';
 import { FormatError } from '../core/errors';
-import { diffFromDefaults, isLlmTask, parseConfig, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
+import { diffConfig, isLlmTask, parseConfig, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
 import { checkInputSize, RECIPE_LIMITS } from './limits';
 import { DEFAULT_MODELS, hfId, sizeOf, type ModelMap } from './models';
 import { withDiffers, type Difference, type EngineExport, type Refusal } from './engine';
@@ -94,18 +94,18 @@ export function satTrainerConfig(cfg: Config, models: ModelMap, aMaxOfTask: numb
     certificate: { A_max: cfg.aMax > 0 ? cfg.aMax : aMaxOfTask, delta_conf: cfg.deltaConf },
     dataset: { train_path: `${dataDir}/${DATA_FILES.satTrain}`, test_path: `${dataDir}/${DATA_FILES.satTest}` },
     logging: { save_dir: `outputs/${name}`, checkpoint_every_stage: cfg.stages },
-    playground: diffFromDefaults(cfg),
+    playground: diffConfig(cfg),
   };
 }
 
-/** The export: YAML text and the command, or the refusals. */
-export function satTrainerExport(cfg: Config, models: ModelMap, aMaxOfTask: number, dataDir: string, name: string, yamlFile: string): EngineExport {
+/** The export: YAML text and the command, or the refusals; `notMapped` as in verlExport. */
+export function satTrainerExport(cfg: Config, models: ModelMap, aMaxOfTask: number, dataDir: string, name: string, yamlFile: string, notMapped: readonly Difference[] = []): EngineExport {
   const refused = satTrainerRefusals(cfg);
   if (refused.length > 0) return { ok: false, engine: 'satTrainer', refused };
   const doc = satTrainerConfig(cfg, models, aMaxOfTask, dataDir, name);
   // scripts/train.py puts its own checkout on sys.path, so it runs from the recipe's folder, where the dataset paths are.
   const command = `python "$SAT_AAMAS/scripts/train.py" --config ${yamlFile} --seed ${cfg.seed}`;
-  const differs = satTrainerDiffers(cfg);
+  const differs = [...satTrainerDiffers(cfg), ...notMapped];
   const text = `# SAT Playground settings for the SAT authors' trainer (Yydc/SAT-AAMAS scripts/train.py); from this folder:\n#   ${command}\n# Every key is one its code reads; "playground" is read only by the playground's Import (docs/real-run.md).\n${stringify(doc)}`;
   return { ok: true, engine: 'satTrainer', overrides: [], command, files: [{ path: yamlFile, text: withDiffers(text, differs) }], differs };
 }

@@ -8,7 +8,7 @@
  * Not here: the dataset rows (taskData.ts), the shared GRPO keys (verl.ts).
  */
 import { resolvedProtocol, type Config } from '../sat/config';
-import { overridesOf, withDiffers, type EngineExport, type Refusal } from './engine';
+import { overridesOf, withDiffers, type Difference, type EngineExport, type Refusal } from './engine';
 import { hfId, sizeOf, teamIds, type ModelMap } from './models';
 import { DATA_FILES } from './taskData';
 import { grpoKeys, loraKeys, runScript, verlFamilyDiffers, verlFamilyRefusals } from './verl';
@@ -28,8 +28,8 @@ export function teamtrRefusals(cfg: Config): Refusal[] {
   return out;
 }
 
-/** The TeamTR export of `cfg`, or refusals. */
-export function teamtrExport(cfg: Config, models: ModelMap, dataDir: string, name: string, scriptFile: string): EngineExport {
+/** The TeamTR export of `cfg`, or refusals; `notMapped` as in verlExport. */
+export function teamtrExport(cfg: Config, models: ModelMap, dataDir: string, name: string, scriptFile: string, notMapped: readonly Difference[] = []): EngineExport {
   const refused = teamtrRefusals(cfg);
   if (refused.length > 0) return { ok: false, engine: 'teamtr', refused };
   const rows = cfg.batch * cfg.agents;
@@ -64,6 +64,7 @@ export function teamtrExport(cfg: Config, models: ModelMap, dataDir: string, nam
   const differs = [
     ...verlFamilyDiffers(cfg, 'TeamTR', 'geo_mean'),
     { setting: 'group' as const, message: `each agent samples ${cfg.group} answers per prompt with its own group baseline (${cfg.group * cfg.agents} a prompt in all), where the playground's group of ${cfg.group} is shared: sample k answered by agent k mod ${cfg.agents}.` },
+    ...notMapped,
   ];
   return { ok: true, engine: 'teamtr', overrides, command: `TEAMTR=/path/to/TeamTR bash ${scriptFile}`, files: [{ path: scriptFile, text: withDiffers(text, differs) }], differs };
 }

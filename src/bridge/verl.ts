@@ -113,8 +113,9 @@ export function runScript(title: string, env: readonly string[], head: string, o
  * our exact per-state KL → kl_loss_type=low_var_kl (a sampled estimate). dr_grpo → verl's DrGRPO
  * (loss_agg_mode=seq-mean-token-sum-norm, use_kl_loss=false, norm_adv_by_std_in_grpo=false);
  * LoRA → model.lora_rank / lora_alpha / target_modules=all-linear, load_format=safetensors.
+ * `notMapped`: the settings the recipe's table does not map, listed last under "runs differently".
  */
-export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name: string, scriptFile: string): EngineExport {
+export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name: string, scriptFile: string, notMapped: readonly Difference[] = []): EngineExport {
   const refused = verlFamilyRefusals(cfg, 'verl');
   if (refused.length > 0) return { ok: false, engine: 'verl', refused };
   const pairs: [string, unknown][] = [
@@ -135,6 +136,6 @@ export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name:
   const overrides = overridesOf(pairs);
   const env = [`DATA="$(cd "$(dirname "$0")" && pwd)/${dataDir}"`, `export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$PWD/${name}.verl-log.jsonl}"`];
   const text = runScript(`verl: one GRPO run of agent 0's model (the single-policy baseline of ${name}); needs verl and one GPU.`, env, 'python3 -m verl.trainer.main_ppo', overrides);
-  const differs = [...verlFamilyDiffers(cfg, 'verl', 'gspo'), { setting: 'agents' as const, message: `verl trains one policy: agent 0's model alone (${cfg.agents} agents in the playground); TeamTR's export runs the team.` }];
+  const differs = [...verlFamilyDiffers(cfg, 'verl', 'gspo'), { setting: 'agents' as const, message: `verl trains one policy: agent 0's model alone (${cfg.agents} agents in the playground); TeamTR's export runs the team.` }, ...notMapped];
   return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files: [{ path: scriptFile, text: withDiffers(text, differs) }], differs };
 }

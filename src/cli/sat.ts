@@ -35,7 +35,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { SatError } from '../core/errors';
 import { fitPowerLaw, mean, meanCI } from '../core/stats';
-import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffFromDefaults, parseAssignment } from '../sat/config';
+import { CONFIG, CONFIG_KEYS, type Config, describeAllowed, diffConfig, parseAssignment } from '../sat/config';
 import { loadFromDisk } from './models';
 import { isLlmTask } from '../sat/config';
 import { createTabularExperiment, planLlm, planTabular, runStages, type Experiment } from '../sat/experiment';
@@ -485,7 +485,7 @@ async function main(): Promise<void> {
   // A single run: one row per stage.
   const cfg = base;
   const n = cfg.agents;
-  console.log(`preset ${args.preset}: ${JSON.stringify(diffFromDefaults(cfg))}`);
+  console.log(`preset ${args.preset}: ${JSON.stringify(diffConfig(cfg))}`);
   let printedHeader = false;
   const { exp, stages } = await runOne(
     cfg,

@@ -1,10 +1,11 @@
 /**
  * The one typed config table (after TensorFlow Playground's PROPS; docs/method.md §11): every
  * setting of an experiment, with its type, default, range and a doc comment written for the
- * person who will read it as a tooltip. A setting is added here and nowhere else: its TypeScript
- * type (`Config`), its default, its valibot schema (text from `--set` or a URL, or a link's and a
- * file's typed JSON) and its messages are derived from its row, and the UI form, `--help` and the
- * settings table of the docs read the same row.
+ * person who will read it as a tooltip. A setting is added here and nowhere else: its row's
+ * constructor builds its valibot schemas (text from `--set` or a URL, or a link's and a file's
+ * typed JSON), its TypeScript type (`Config`) is what those schemas output, its messages come from
+ * the row, and the UI form, `--help`, the settings table of the docs and the real-run export
+ * (src/bridge/recipe.ts) read the same row.
  *
  * `parseConfig` turns loose input into a checked `Config`, or fails with a `ConfigError` naming
  * the key, the value and what is allowed: unknown keys (with a suggestion), wrong types,
@@ -68,13 +69,106 @@ export interface EnumListField extends Base {
 }
 export type Field = IntField | FloatField | BoolField | EnumField | ListField | EnumListField;
 
-const int = (f: Omit<IntField, 'type'>): IntField => ({ type: 'int', ...f });
-const float = (f: Omit<FloatField, 'type'>): FloatField => ({ type: 'float', ...f });
-const bool = (f: Omit<BoolField, 'type'>): BoolField => ({ type: 'bool', ...f });
-const enumOf = <const O extends string>(f: Omit<EnumField<O>, 'type'>): EnumField<O> => ({ type: 'enum', ...f });
-const intList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'intList', ...f });
-const floatList = (f: Omit<ListField, 'type'>): ListField => ({ type: 'floatList', ...f });
-const enumList = (f: Omit<EnumListField, 'type'>): EnumListField => ({ type: 'enumList', ...f });
+// — the schema of each kind of value —
+
+/** A setting's schema: it takes a typed value or text and outputs the setting's typed value. */
+type Schema<T> = v.GenericSchema<unknown, T>;
+
+/** Text a command line or URL spells a number with (no hex, no "1e", no blanks inside). */
+const NUMBER_TEXT = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+/** A number, or text spelling one, as a number; undefined otherwise. */
+function asNumber(x: unknown): number | undefined {
+  if (typeof x === 'number') return x;
+  return typeof x === 'string' && NUMBER_TEXT.test(x.trim()) ? Number(x) : undefined;
+}
+const BOOL_TEXT: Readonly<Record<string, boolean>> = { true: true, '1': true, false: false, '0': false };
+
+/*
+ * The loose schemas: each takes a typed value or the text a command line or URL gives (lists
+ * comma-separated) and outputs the typed value. Each message is the middle of
+ * `Setting "key" = <value> <message>; expected <describeAllowed>.`
+ */
+
+/** A number in [min, max]: an integer when `integer`. */
+function numberSchema(integer: boolean, min: number, max: number) {
+  return v.pipe(
+    v.custom<unknown>((x) => asNumber(x) !== undefined, 'is not a number'),
+    v.transform((x) => asNumber(x)!),
+    v.check((x: number) => Number.isFinite(x), 'is not finite'),
+    v.check((x) => !integer || Number.isInteger(x), 'is not an integer'),
+    v.check((x) => x >= min && x <= max, 'is out of range'),
+  );
+}
+
+function boolSchema() {
+  return v.pipe(
+    v.custom<unknown>((x) => typeof x === 'boolean' || (typeof x === 'string' && Object.hasOwn(BOOL_TEXT, x)), 'is not a boolean'),
+    v.transform((x) => (typeof x === 'boolean' ? x : BOOL_TEXT[x as string]!)),
+  );
+}
+
+function choiceSchema<const O extends string>(options: readonly O[]) {
+  return v.picklist(options, 'is not an allowed choice');
+}
+
+/** A list: text split at commas, then every entry read, once, by the schema of one value. */
+function listSchema<T>(entry: Schema<T>, maxLength: number) {
+  return v.pipe(
+    v.custom<unknown[] | string>((x) => Array.isArray(x) || typeof x === 'string', 'is not a list'),
+    v.transform((x) => (Array.isArray(x) ? x : x.trim() === '' ? [] : x.split(',').map((e) => e.trim()))),
+    v.check((a) => a.length <= maxLength, (i) => `has ${(i.input as unknown[]).length} entries`),
+    v.array(
+      v.pipe(
+        v.unknown(),
+        v.rawTransform(({ dataset, addIssue, NEVER }) => {
+          const r = v.safeParse(entry, dataset.value);
+          if (r.success) return r.output;
+          addIssue({ message: `has an entry ${show(dataset.value)} that is not allowed` });
+          return NEVER;
+        }),
+      ),
+    ),
+  );
+}
+
+/** What a link or a file holds for each type of setting (they are JSON: typed values, never text for a number). */
+const JSON_TYPE: { readonly [T in Field['type']]: readonly [words: string, is: (x: unknown) => boolean] } = {
+  int: ['a number', (x) => typeof x === 'number'],
+  float: ['a number', (x) => typeof x === 'number'],
+  bool: ['true or false', (x) => typeof x === 'boolean'],
+  enum: ['a text', (x) => typeof x === 'string'],
+  intList: ['a list of numbers', (x) => Array.isArray(x) && x.every((e) => typeof e === 'number')],
+  floatList: ['a list of numbers', (x) => Array.isArray(x) && x.every((e) => typeof e === 'number')],
+  enumList: ['a list of texts', (x) => Array.isArray(x) && x.every((e) => typeof e === 'string')],
+};
+
+/** What JSON type a value is, in words. */
+function jsonTypeOf(x: unknown): string {
+  if (Array.isArray(x)) return 'a list with other entries';
+  return x === null ? 'null' : typeof x === 'string' ? 'a text' : typeof x === 'number' ? 'a number' : typeof x === 'boolean' ? 'true or false' : 'an object';
+}
+
+/**
+ * A row of the table: the field, with the two schemas of its value built from it — loose (text or
+ * typed: the command line, a URL, the form) and typed (only the field's JSON type, as a link or a
+ * file holds it; a value of another type fails with "has the wrong type"). `Config` is inferred
+ * from the loose schemas, so a setting's TypeScript type is whatever its schema outputs.
+ */
+type Row<F extends Field, T> = F & { readonly loose: Schema<T>; readonly typed: Schema<T> };
+
+function row<F extends Field, T>(f: F, loose: Schema<T>): Row<F, T> {
+  const [words, is] = JSON_TYPE[f.type];
+  const typed = v.pipe(v.custom<unknown>(is, (i) => `has the wrong type: ${jsonTypeOf(i.input)}, not ${words}`), loose);
+  return { ...f, loose, typed };
+}
+
+const int = (f: Omit<IntField, 'type'>) => row({ type: 'int', ...f } satisfies IntField, numberSchema(true, f.min, f.max));
+const float = (f: Omit<FloatField, 'type'>) => row({ type: 'float', ...f } satisfies FloatField, numberSchema(false, f.min, f.max));
+const bool = (f: Omit<BoolField, 'type'>) => row({ type: 'bool', ...f } satisfies BoolField, boolSchema());
+const enumOf = <const O extends string>(f: Omit<EnumField<O>, 'type'>) => row({ type: 'enum', ...f } satisfies EnumField<O>, choiceSchema(f.options));
+const intList = (f: Omit<ListField, 'type'>) => row({ type: 'intList', ...f } satisfies ListField, listSchema(numberSchema(true, f.min, f.max), f.maxLength));
+const floatList = (f: Omit<ListField, 'type'>) => row({ type: 'floatList', ...f } satisfies ListField, listSchema(numberSchema(false, f.min, f.max), f.maxLength));
+const enumList = (f: Omit<EnumListField, 'type'>) => row({ type: 'enumList', ...f } satisfies EnumListField, listSchema(choiceSchema(f.options), f.maxLength));
 
 /** The task registries' names: tabular games, then language tasks. */
 const TASK_OPTIONS: readonly (TaskName | LlmTaskName)[] = [...TASK_NAMES, ...LLM_TASK_NAMES];
@@ -178,9 +272,11 @@ export const CONFIG = {
 } as const satisfies Record<string, Field>;
 
 export type ConfigKey = keyof typeof CONFIG;
-type ValueOf<F> = F extends EnumField<infer O> ? O : F extends BoolField ? boolean : F extends ListField ? number[] : F extends EnumListField ? string[] : number;
-/** A complete, checked configuration. */
-export type Config = { -readonly [K in ConfigKey]: ValueOf<(typeof CONFIG)[K]> };
+
+/** The schema of a whole config, one entry per row: each setting's loose schema. */
+export const CONFIG_SCHEMA = v.object(Object.fromEntries(Object.entries(CONFIG).map(([k, f]) => [k, f.loose])) as { readonly [K in ConfigKey]: (typeof CONFIG)[K]['loose'] });
+/** A complete, checked configuration: what the table's schemas output. */
+export type Config = v.InferOutput<typeof CONFIG_SCHEMA>;
 
 export const CONFIG_KEYS = Object.keys(CONFIG) as ConfigKey[];
 
@@ -253,82 +349,6 @@ export function unknownSetting(key: string, value: unknown): ConfigError {
   return new ConfigError(key, value, `Unknown setting "${key.slice(0, 60)}".${hint} Known settings: ${CONFIG_KEYS.join(', ')}.`);
 }
 
-/** Text a command line or URL spells a number with (no hex, no "1e", no blanks inside). */
-const NUMBER_TEXT = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
-/** A number, or text spelling one, as a number; undefined otherwise. */
-function asNumber(x: unknown): number | undefined {
-  if (typeof x === 'number') return x;
-  return typeof x === 'string' && NUMBER_TEXT.test(x.trim()) ? Number(x) : undefined;
-}
-const BOOL_TEXT: Readonly<Record<string, boolean>> = { true: true, '1': true, false: false, '0': false };
-
-/** What a link or a file holds for each type of setting (they are JSON: typed values, never text for a number). */
-const JSON_TYPE: { readonly [T in Field['type']]: readonly [words: string, is: (x: unknown) => boolean] } = {
-  int: ['a number', (x) => typeof x === 'number'],
-  float: ['a number', (x) => typeof x === 'number'],
-  bool: ['true or false', (x) => typeof x === 'boolean'],
-  enum: ['a text', (x) => typeof x === 'string'],
-  intList: ['a list of numbers', (x) => Array.isArray(x) && x.every((e) => typeof e === 'number')],
-  floatList: ['a list of numbers', (x) => Array.isArray(x) && x.every((e) => typeof e === 'number')],
-  enumList: ['a list of texts', (x) => Array.isArray(x) && x.every((e) => typeof e === 'string')],
-};
-
-/**
- * The schema of one setting's value, derived from its row: it takes a typed value or the text a
- * command line or URL gives (lists comma-separated) and outputs the typed value. Each message is
- * the middle of `Setting "key" = <value> <message>; expected <describeAllowed>.`
- */
-function valueSchema(f: Field): v.GenericSchema<unknown, unknown> {
-  // A list: text split at commas, then every entry read as the one-value field it is a list of.
-  const list = (one: Field, maxLength: number) => {
-    const entry = valueSchema(one);
-    return v.pipe(
-      v.custom<unknown[] | string>((x) => Array.isArray(x) || typeof x === 'string', 'is not a list'),
-      v.transform((x) => (Array.isArray(x) ? x : x.trim() === '' ? [] : x.split(',').map((e) => e.trim()))),
-      v.check((a) => a.length <= maxLength, (i) => `has ${(i.input as unknown[]).length} entries`),
-      v.array(v.pipe(v.unknown(), v.check((x) => v.is(entry, x), (i) => `has an entry ${show(i.input)} that is not allowed`), v.transform((x) => v.parse(entry, x)))),
-    );
-  };
-  switch (f.type) {
-    case 'int':
-    case 'float':
-      return v.pipe(
-        v.custom<unknown>((x) => asNumber(x) !== undefined, 'is not a number'),
-        v.transform((x) => asNumber(x)!),
-        v.check((x: number) => Number.isFinite(x), 'is not finite'),
-        v.check((x) => f.type === 'float' || Number.isInteger(x), 'is not an integer'),
-        v.check((x) => x >= f.min && x <= f.max, 'is out of range'),
-      );
-    case 'bool':
-      return v.pipe(
-        v.custom<unknown>((x) => typeof x === 'boolean' || (typeof x === 'string' && Object.hasOwn(BOOL_TEXT, x)), 'is not a boolean'),
-        v.transform((x) => (typeof x === 'boolean' ? x : BOOL_TEXT[x as string]!)),
-      );
-    case 'enum':
-      return v.picklist(f.options, 'is not an allowed choice');
-    case 'intList':
-    case 'floatList':
-      return list({ ...f, type: f.type === 'intList' ? 'int' : 'float', default: 0 }, f.maxLength);
-    case 'enumList':
-      return list({ ...f, type: 'enum', default: '' }, f.maxLength);
-  }
-}
-
-/** What JSON type a value is, in words. */
-function jsonTypeOf(x: unknown): string {
-  if (Array.isArray(x)) return 'a list with other entries';
-  return x === null ? 'null' : typeof x === 'string' ? 'a text' : typeof x === 'number' ? 'a number' : typeof x === 'boolean' ? 'true or false' : 'an object';
-}
-
-/** A typed value of the field's JSON type (a link's, a file's), then checked as any input is. */
-function typedSchema(f: Field): v.GenericSchema<unknown, unknown> {
-  const [words, is] = JSON_TYPE[f.type];
-  return v.pipe(v.custom<unknown>(is, (i) => `has the wrong type: ${jsonTypeOf(i.input)}, not ${words}`), valueSchema(f));
-}
-
-/** Every setting's schemas, built once from the table: loose (text or typed) and typed. */
-const SCHEMAS = Object.fromEntries(CONFIG_KEYS.map((k) => [k, { loose: valueSchema(CONFIG[k]), typed: typedSchema(CONFIG[k]) }])) as Record<ConfigKey, { loose: v.GenericSchema<unknown, unknown>; typed: v.GenericSchema<unknown, unknown> }>;
-
 /** A value whose JSON type is not its setting's (a link's "lr": "0.1"); `typed` reads tell it from a value out of range. */
 export class SettingTypeError extends ConfigError {
   constructor(key: string, value: unknown, message: string) {
@@ -343,8 +363,9 @@ export class SettingTypeError extends ConfigError {
  * type, as a link holds it, and a value of another type is a SettingTypeError.
  */
 export function coerceValue(key: ConfigKey, raw: unknown, mode: 'loose' | 'typed' = 'loose'): Config[ConfigKey] {
-  const r = v.safeParse(SCHEMAS[key][mode], raw, { abortEarly: true });
-  if (r.success) return r.output as Config[ConfigKey];
+  const schema: Schema<Config[ConfigKey]> = CONFIG[key][mode];
+  const r = v.safeParse(schema, raw, { abortEarly: true });
+  if (r.success) return r.output;
   const why = r.issues[0].message;
   const message = `Setting "${key}" = ${show(raw)} ${why}; expected ${describeAllowed(CONFIG[key])}.`;
   throw why.startsWith('has the wrong type') ? new SettingTypeError(key, raw, message) : new ConfigError(key, raw, message);
@@ -476,8 +497,8 @@ export function agentModelName(c: Config, i: number): string {
   return `${c.task}-${c.agentModels.length > 0 ? c.agentModels[i]! : c.model}`;
 }
 
-/** Only the settings that differ from `base` (the defaults unless given): compact share links, readable JSON. */
-export function diffFromDefaults(c: Config, base: Config = defaultConfig()): Partial<Config> {
+/** The settings of `c` that differ from `base` (the defaults unless given), lists copied: compact share links, readable JSON. */
+export function diffConfig(c: Config, base: Config = defaultConfig()): Partial<Config> {
   const out: Record<string, unknown> = {};
   for (const k of CONFIG_KEYS) if (JSON.stringify(c[k]) !== JSON.stringify(base[k])) out[k] = Array.isArray(c[k]) ? [...(c[k] as unknown[])] : c[k];
   return out as Partial<Config>;
