@@ -18,7 +18,8 @@ import { presetConfig } from '../src/sat/presets';
 import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';
 import { onnxFolder } from './helpers/onnxFolder';
 
-const cfg = presetConfig('arith-team', { agents: 3, batch: 2, group: 2, evalEpisodes: 8, epochs: 1, geoIters: 0, maxNew: 3 });
+// A small certification batch: the certificate is not what this file checks.
+const cfg = presetConfig('arith-team', { agents: 3, batch: 2, group: 2, evalEpisodes: 8, epochs: 1, geoIters: 0, maxNew: 3, certEpisodes: 32 });
 const roomy = { bytes: 2 ** 34, where: 'the test' };
 
 describe('ONNX seats in agent workers', () => {

@@ -33,7 +33,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+// A small certification batch: the certificate is not what this file checks.
+const cfg = presetConfig('arith-team', { agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3, certEpisodes: 32 });
 const rows = 'document.querySelectorAll(\'[data-testid="stage-row"]\').length';
 
 describe('an ONNX model folder as an agent in the page', () => {

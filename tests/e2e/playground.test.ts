@@ -261,7 +261,7 @@ describe('playground page in Chromium', () => {
 
   it('language agents run on WebGPU in Chromium; a device destroyed mid-stage is recovered', async () => {
     // backend = webgpu: this machine's only adapter is SwiftShader, which `auto` passes over (slower than the CPU kernels).
-    const cfg = presetConfig('arith-team', { backend: 'webgpu', agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3 });
+    const cfg = presetConfig('arith-team', { backend: 'webgpu', agents: 2, batch: 2, group: 2, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3, certEpisodes: 32 });
     const p = await pg.freshPage();
     await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
     await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });

@@ -25,7 +25,7 @@ import { createLlmExperiment } from '../../src/sat/llmExperiment';
 import type { StageRecord } from '../../src/sat/stage';
 import { gpu } from './gpu';
 
-const cfg = presetConfig('arith-team', { agents: '2', batch: '2', group: '2', epochs: '1', evalEpisodes: '8', geoIters: '0', stages: '1', seed: '6', backend: 'webgpu' });
+const cfg = presetConfig('arith-team', { agents: '2', batch: '2', group: '2', epochs: '1', evalEpisodes: '8', geoIters: '0', stages: '1', seed: '6', backend: 'webgpu', certEpisodes: '32' });
 
 /** A GPU team; its first agent step, and (whole) its first stage — ~1 min on SwiftShader, most of it per-dispatch cost. */
 async function gpuRun(whole: boolean) {
