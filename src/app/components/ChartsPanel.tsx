@@ -23,7 +23,7 @@
 import { memo, type ReactElement, startTransition, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
 import type { StageRecord, AgentStepRecord } from '../../sat/stage';
 import type { CertForm } from '../../sat/certificate';
-import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } from '../charts/lazy';
+import { lazyCharts } from '../charts/lazy';
 import { findStep, lastStepRef, partialStage, toStepRef, transcriptRows, violationPointsFromStages } from '../charts/series';
 import { Timeline as TimelineView } from './Timeline';
 import { useSession } from '../sessionContext';
@@ -38,6 +38,7 @@ import { SwapCard } from './SwapCard';
 import { TokenInspector } from './TokenInspector';
 
 const Timeline = memo(TimelineView);
+const { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } = lazyCharts;
 
 /** The share of a chart's box that must be in the window for it to count as on screen. */
 const SEEN_RATIO = 0.05;
