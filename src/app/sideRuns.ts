@@ -10,7 +10,7 @@
 import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
 import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../studies/deltaSweep';
-import { createTabularExperiment, runStages } from '../sat/experiment';
+import { createTabularExperiment, runStages, teamSize } from '../sat/experiment';
 import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../studies/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
@@ -80,7 +80,7 @@ async function compareLanguageOrders(session: Session, cfg: Config): Promise<voi
   const exp = session.currentExperiment();
   const s = session.store.getState();
   if (!exp) return;
-  if (exp.team.length < 2) {
+  if (teamSize(exp) < 2) {
     session.store.setState({ notice: 'A team of one agent has one update order: there is nothing to compare.' });
     return;
   }
