@@ -15,15 +15,13 @@ import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../st
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
 
-/** The radii of the δ sweep (deltaSweep.ts's defaults, as the CLI's). */
-export { SWEEP_DELTAS };
 /** Stages per sweep run in the page: the config's own, capped (the delta-sweep preset has 5). */
-export const SWEEP_MAX_STAGES = 10;
+const SWEEP_MAX_STAGES = 10;
 /** Most stages per order when comparing orders of a language team (a language stage takes seconds). */
-export const LM_ORDER_STAGES = 3;
+const LM_ORDER_STAGES = 3;
 
 /** Stages per order for a language team with `done` stages behind it: the run's stages left, at least 1, at most LM_ORDER_STAGES. */
-export function languageOrderStages(cfg: Config, done: number): number {
+function languageOrderStages(cfg: Config, done: number): number {
   return Math.min(LM_ORDER_STAGES, Math.max(1, cfg.stages - done));
 }
 
@@ -144,7 +142,7 @@ export function sweepDeltasTitle(cfg: Config): string {
 }
 
 /** The sweep's settings: the open ones on the delta-sweep preset (tabular), else that preset's at the open seed. */
-export function sweepBase(open: Config | null, preset: string): Config {
+function sweepBase(open: Config | null, preset: string): Config {
   if (open && preset === 'delta-sweep' && !isLlmTask(open.task)) return open;
   return presetConfig('delta-sweep', open ? { seed: open.seed } : {});
 }

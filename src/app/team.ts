@@ -29,7 +29,7 @@ export interface TeamHandle {
 }
 
 /** Fetches `models/<name>.safetensors` relative to the page (works from any static host). */
-export const fetchModel: ModelLoader = async (name) => {
+const fetchModel: ModelLoader = async (name) => {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new FormatError(`"${name}" is not a model name.`);
   const url = new URL(`models/${name}.safetensors`, document.baseURI);
   let res: Response;

@@ -9,7 +9,7 @@
  * Its formula card (formulas.ts `orderFormula`) writes each order's last stage J, bound and ΔJ; a
  * row clicked there thickens its line.
  *
- * Not here: running the extra orders (the session does, and passes one StageRecord[] per order) or
+ * Not here: running the extra orders (sideRuns.ts, which stores one StageRecord[] per order) or
  * merging them (series.ts `orderRows`).
  */
 import { memo } from 'react';

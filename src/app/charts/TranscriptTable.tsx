@@ -5,7 +5,7 @@
  * which update wrote what. Under it, the page's token inspector for the step in view (the
  * `inspector` slot: components/TokenInspector.tsx).
  *
- * Not here: recording episodes (the session snapshots `LmEnv.lastEpisodes` after each agent step,
+ * Not here: recording episodes (the session snapshots experiment.ts `latestEpisodes` after each step,
  * see series.ts `TranscriptBatch`) or working out producers (series.ts `transcriptRows`).
  */
 import { type CSSProperties, memo, type ReactNode } from 'react';

@@ -44,7 +44,7 @@ export function resolvedForm(rec: StageRecord, form: FormChoice): CertForm {
 }
 
 /** Realised ΔJ of a stage. */
-export function realisedDJ(rec: StageRecord): number {
+function realisedDJ(rec: StageRecord): number {
   return rec.jAfter - rec.jBefore;
 }
 
@@ -329,7 +329,7 @@ function bar(kind: WaterfallKind, label: string, value: number, from: number, to
 }
 
 /** Ulps of a value's scale below which a difference is float rounding, not a change (see `dropNoise`). */
-export const NOISE_ULPS = 8;
+const NOISE_ULPS = 8;
 
 /**
  * `x`, or exactly 0 when |x| is within NOISE_ULPS ulps of `scale` (the size of the quantities it
@@ -563,7 +563,7 @@ export interface SweepViolationPoint extends ViolationPoint {
 }
 
 /** The sweep's label on the chart: which lr protocol it ran. */
-export function deltaSweepSource(r: DeltaSweepResult): string {
+function deltaSweepSource(r: DeltaSweepResult): string {
   // A language team's states are token prefixes (protocol.states = 0): name the team, not a table shape.
   const game = r.protocol.states === 0 ? `${r.protocol.task} team of ${r.protocol.agents}` : `${r.protocol.task} ${r.protocol.agents}×${r.protocol.actions}`;
   return r.protocol.lrScaling === 'sqrt' ? `δ sweep (${game}), lr ∝ √δ` : `δ sweep (${game}), lr fixed`;
