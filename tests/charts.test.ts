@@ -11,7 +11,7 @@
  */
 import { createElement as h } from 'react';
 import { renderToString } from 'react-dom/server';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { heldTolerance } from '../src/sat/heldCheck';
 import { certificate, type AgentCertInput, type BoundTerms } from '../src/sat/certificate';
@@ -659,6 +659,19 @@ describe('components render to static markup with real data', () => {
     expect(html.match(/data-testid="transcript-row"/g)).toHaveLength(3);
     expect(html).toContain('--agent:#0072B2');
     expect(html).toContain('3+4=');
+  });
+
+  it('lazy.tsx gives one lazy component per chart name, the same on every ask, drawing that chart once loaded', async () => {
+    const { lazyCharts } = await import('../src/app/charts/lazy');
+    expect(lazyCharts.JChart).toBe(lazyCharts.JChart);
+    expect(lazyCharts.KlChart).not.toBe(lazyCharts.JChart);
+    expect((lazyCharts as unknown as Record<string, unknown>)['$$typeof']).toBeUndefined();
+    const chart = (): string => renderToString(h(lazyCharts.JChart, { records }));
+    expect(chart()).toContain('Loading the charts');
+    await vi.waitFor(async () => {
+      await new Promise((r) => setTimeout(r, 10));
+      expect(points(chart(), 'chart-j')).toBe(STAGES);
+    });
   });
 
   it('shows a calm placeholder, not a blank box, before the first stage', () => {

@@ -5,7 +5,9 @@
  * reports a specific message and leaves the experiment exactly at the last completed agent step,
  * from which stepping on reproduces the undisturbed run; the session state round-trips through
  * the save format and restores to identical records; two sessions, each with its own store, run
- * independently; the game view's frames show the tables as they stand. Seeds: the climbing preset's (seed 1).
+ * independently; the game view's frames show the tables as they stand; the questions the page asks
+ * of an experiment (experiment.ts agentInfos, teamAgents) answer for the right agents. Seeds: the
+ * climbing preset's (seed 1).
  *
  * Not here: rendering (tests/e2e) or the save format's own corruption cases (tests/savefile.test.ts).
  */
@@ -14,7 +16,7 @@ import { NumericError } from '../src/core/errors';
 import { serializeExperiment, parseExperimentFile } from '../src/app/savefile';
 import { Session } from '../src/app/session';
 import { createPlaygroundStore, usePlayground } from '../src/app/store';
-import { createTabularExperiment, runStages, type TabularExperiment } from '../src/sat/experiment';
+import { agentInfos, createTabularExperiment, runStages, teamAgents, teamSize, type TabularExperiment } from '../src/sat/experiment';
 import { gameFrame } from '../src/app/gameFrame';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
@@ -110,6 +112,18 @@ describe('session', () => {
     await session.stepStage();
     const ref = await runStages(createTabularExperiment(cfg), 3);
     expect(strip(usePlayground.getState().stages)).toEqual(strip(ref));
+  });
+
+  it("what the page asks of an experiment: each agent's info in seat order, the team itself", async () => {
+    const exp = createTabularExperiment(presetConfig('relay', { stages: 3 }));
+    const infos = await agentInfos(exp);
+    expect(infos.map((i) => i.name)).toEqual(exp.game.nObs.map((_, j) => `table-${j}`));
+    expect(infos.map((i) => i.parameters)).toEqual(exp.game.nObs.map((n, j) => n * exp.game.nActions[j]!));
+    expect(teamSize(exp)).toBe(exp.game.nAgents);
+    expect(teamAgents(exp).map((a) => a.index)).toEqual(exp.game.nObs.map((_, j) => j));
+    // The page's agent cards come from the same question (src/app/team.ts).
+    expect(usePlayground.getState().agents.map((a) => [a.name, a.parameters])).toEqual(
+      (await agentInfos(createTabularExperiment(cfg))).map((i) => [i.name, i.parameters]));
   });
 
   it('two sessions, each with its own store, do not share anything', async () => {

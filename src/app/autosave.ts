@@ -1,24 +1,14 @@
 /**
- * Autosave: after every agent step the session is kept in a
- * PartStore (persist.ts; IndexedDB in the page) so that a reload restores the last completed
- * agent step — written incrementally, so that the cost of a step does not grow with the history.
+ * Autosave: after every agent step the session is kept in a PartStore (persist.ts; IndexedDB in the
+ * page) so a reload restores the last completed agent step — written in parts (savefile.ts
+ * containers), so a step's cost does not grow with the history. Every write is one setMany, all
+ * or nothing; the manifest names how many stage parts belong to the experiment, so a leftover part
+ * is never read. Earlier versions' one whole file ("current") is refused with a message saying so.
  *
- * What is stored, by key (the parts are savefile.ts containers, each checked by its gzip CRC):
- *
- *   manifest     { format: "sat-playground-autosave", version: 2, stages: k, savedAt }
- *   head         serializeHead: config, preset, date, cursor, seats' checkpoints — rewritten after every agent step
- *   boundary     serializeBoundary: agents and β after stage k    — rewritten when a stage finishes
- *   stage:<i>    serializeStage: stage i's record, i = 1..k       — written once, when stage i finishes
- *
- * Every write is one setMany (one transaction, all or nothing): manifest and head, plus the
- * boundary and the new stage parts when a stage finished. A new experiment (Apply, Reset, a link,
- * an import, a recovery's rebuild) is written whole, then the parts it no longer has are deleted;
- * the manifest names how many stage parts belong to it, so a leftover is never read. Loading reads
- * the manifest, then every part in one getMany, and checks the whole as a file is checked
- * (savefile.ts `parseParts`, the same messages).
- *
- * Earlier versions kept one whole file under the key "current"; found, it is opened as a file,
- * which refuses it with the message saying it comes from an older version.
+ *   manifest     { format, version: 2, stages: k, savedAt }
+ *   head         config, preset, date, cursor, seats' checkpoints — rewritten every agent step
+ *   boundary     agents and β after stage k                       — rewritten when a stage finishes
+ *   stage:<i>    stage i's record, i = 1..k                        — written once
  *
  * Not here: storage and its errors (persist.ts), the bytes (savefile.ts), start-up (boot.ts).
  */

@@ -1,31 +1,9 @@
 /**
- * A Hugging Face checkpoint folder in the page: from the File objects a folder picker (or a drop)
- * gives to the name → bytes map src/model/hfLoad.ts takes, checked against memory first, and kept
- * in the browser's storage so a reload seats it again without the folder (docs/models.md, "Your
- * own checkpoint").
- *
- *   folderEntries(list)            File list → { folder, entries: name → File }: a file's name is its
- *                                  path in the folder (webkitRelativePath minus the top folder, or
- *                                  its name); like the CLI, only the folder's own *.json and
- *                                  *.safetensors files are kept (so both hash a folder alike)
- *   readCheckpointFolder(list, …)  reads the folder's JSON files alone (config.json, parsed in a
- *                                  budgeted worker, and the tokenizer's), each size checked first
- *                                  against what config.json implies (hfLoad.ts hfFileCap),
- *                                  measures the context the preset needs with that tokenizer in a
- *                                  budgeted worker (inputCheck.ts; src/sat/hfSeat.ts
- *                                  hfSeatContext), estimates the agent's memory for it and refuses
- *                                  before reading the weights when it does not fit; then reads
- *                                  every file and hashes the folder (hfFolderHash)
- *   seatContext(files, cfg)        that context for a folder already read (in the same worker)
- *   CheckpointStore                the raw files by folder hash, and which seat holds which
- *                                  checkpoint, over a PartStore (IndexedDB database
- *                                  "sat-playground-checkpoints" in the page)
- *
- * The loader (and the tokenizer library under it) is imported on first use, so the page's main
- * chunk stays without it until a folder is picked or a stored one is seated.
- *
- * The raw files are stored, not the converted model: a reload re-runs the same load (same bytes,
- * same quantization, same LoRA seed), so a restored seat is the seat that was saved, bit for bit.
+ * A Hugging Face checkpoint folder in the page (docs/models.md, "Your own checkpoint"): the files
+ * a folder picker or a drop gives, checked against memory before any weight is read, turned into
+ * the name → bytes map src/model/hfLoad.ts takes, and stored raw (by folder hash, in IndexedDB) so
+ * a reload re-runs the same load and seats the same seat bit for bit. The loader is imported on
+ * first use, keeping it out of the page's main chunk.
  *
  * Not here: the load itself (src/model/hfLoad.ts, in the seat's worker), the picker
  * (components/CheckpointPicker.tsx), the team (session.ts, src/workers/remoteTeam.ts).
@@ -67,7 +45,11 @@ export const SHORT_HASH = 8;
 
 const KEPT = /^[^/]+\.(json|safetensors)$/;
 
-/** The folder's files by their name in it, and the folder's name ("" for files dropped on their own). */
+/**
+ * The folder's files by their name in it (webkitRelativePath minus the top folder, or the file's
+ * name), and the folder's name ("" for files dropped on their own). Like the CLI, only the
+ * folder's own *.json and *.safetensors files are kept, so both hash a folder alike.
+ */
 export function folderEntries(list: readonly FileLike[]): { folder: string; entries: Map<string, FileLike> } {
   if (list.length === 0) throw new FormatError('checkpoint folder: no files were given; pick the folder holding config.json, model.safetensors and tokenizer.json');
   let folder = '';

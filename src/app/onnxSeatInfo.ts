@@ -19,8 +19,8 @@ export function useOnnxSeatInfo(session: Session, j: number, seated: boolean): O
   const [info, setInfo] = useState<OnnxSeatInfo | null>(null);
   useEffect(() => {
     let live = true;
-    const a = seated ? (session.currentTeam()?.exp.team[j] as { onnxSeat?: () => Promise<OnnxSeatInfo | null> } | undefined) : undefined;
-    if (typeof a?.onnxSeat !== 'function') setInfo(null);
+    const a = seated ? session.currentTeam()?.workers?.[j] : undefined;
+    if (!a) setInfo(null);
     else a.onnxSeat().then((i) => live && setInfo(i), () => live && setInfo(null));
     return () => {
       live = false;

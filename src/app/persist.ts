@@ -1,27 +1,12 @@
 /**
- * The autosave's storage: a key-value store that survives a
- * reload, and the one place that turns its failures into messages.
- *
- *   PartStore          get / getMany / setMany / delMany / keys — the calls autosave.ts makes
- *   browserStore()     the page's: IndexedDB database "sat-playground", object store "autosave",
- *                      through idb-keyval
- *   guarded(doing, f)  runs f; `{ ok: true, value }` or `{ ok: false, error }`, never a throw
- *
- * Why idb-keyval: IndexedDB's request/transaction/version events are a lot of code to get right;
- * idb-keyval (600 bytes) is get/set over one object store with atomic setMany and getMany, and
- * `createStore` gives it our own database and store names (the same ones earlier versions used,
- * so an old autosave is found and reported rather than left behind).
- *
- * Nothing here throws or rejects to the caller of `guarded`: no IndexedDB (private mode, a
- * sandboxed frame, Node), a refused or blocked open, a full disk (QuotaExceededError) or an aborted
- * transaction each come back as `{ ok: false, error }` with a message for the banner — the
- * experiment in the page is untouched, and the message says to export it to a file. A store that
- * never answers times out (PERSIST_TIMEOUT_MS) instead of hanging the caller. Calls are queued,
- * so writes land in the order they were asked.
+ * The autosave's storage: a key-value store that survives a reload (`PartStore`; the page's is
+ * IndexedDB database "sat-playground", store "autosave", through idb-keyval — 600 bytes for
+ * get/set over one store with atomic setMany), and the one place that turns its failures into
+ * messages: `guarded` never throws — no IndexedDB, a refused open, a full disk or an aborted
+ * transaction come back as `{ ok: false, error }`, a store that never answers times out, and
+ * calls are queued so writes land in order.
  *
  * Not here: what is stored under which key (autosave.ts) or the bytes' format (savefile.ts).
- * A PartStore is injectable: tests hand in an in-memory one (tests/helpers/memoryStore.ts); the
- * browser e2e test covers IndexedDB itself.
  */
 import { createStore, delMany, get, getMany, keys, setMany, type UseStore } from 'idb-keyval';
 

@@ -1,25 +1,10 @@
 /**
  * The experiment file: one format for "Export experiment", "Import experiment" and the IndexedDB
- * autosave (its bytes: expCodec.ts). It holds the config, the finished stages' records (every
- * metric the charts draw), every agent's parameters and optimizer state at the last stage
- * boundary, β per agent, and a cursor naming the last completed agent step (a StepRef,
- * stepRef.ts): { stage: k } when k stages are finished, { stage: k + 1, agent: a } when agent a's
- * update was the last step done of stage k + 1. A run is fixed by its seed, so restoring the
- * boundary and replaying until that agent has moved lands exactly on it.
- *
- * The header is `{ createdAt, presetName, config, betas, cursor, agents: [{ info?, params, optim }],
- * stages, checkpoints? }`; `checkpoints` (language tasks) lists the seats on a Hugging Face
- * checkpoint of their own (payloads.ts), so opening the file seats them again or asks for the
- * folder. Files of format version 1 are refused with a message saying so.
- *
- * `parseExperimentFile` never throws: every problem (the container's, expCodec.ts; a config out
- * of range; agents, snapshots, β, stage records — checked against src/sat/records.ts — or a
- * cursor that do not fit) is `{ ok: false, code, error }` with a specific message.
- *
- * The autosave stores the same file cut into parts (serializeHead, serializeBoundary,
- * serializeStage): a head (everything but the stages and the agents), the boundary (agents and β)
- * and one part per stage, each a container of its own; `parseParts` puts them back together and
- * checks the whole exactly as a file is checked.
+ * autosave (its bytes: expCodec.ts). It holds the config, the finished stages' records, every
+ * agent's parameters and optimizer state at the last stage boundary, β per agent, the seats'
+ * checkpoints, and a cursor naming the last completed agent step (stepRef.ts) — a run is fixed by
+ * its seed, so restoring the boundary and replaying lands exactly on it. Parsing never throws:
+ * every problem is `{ ok: false, code, error }` with a specific message.
  *
  * Not here: reading or writing files and IndexedDB (persist.ts, autosave.ts), rebuilding a team
  * (session.ts). No React, no DOM: runs in Node tests.
@@ -126,7 +111,11 @@ function boundaryJson(d: Boundary, blobs: Blob64[]): Record<string, unknown> {
 /**
  * The experiment as a file. Deterministic: the same data gives the same bytes. Throws FormatError
  * only for data that cannot be stored (a Map, a sparse array, …) or a file over
- * MAX_EXPERIMENT_BYTES — never for what the stage loop records.
+ * MAX_EXPERIMENT_BYTES — never for what the stage loop records. Its JSON is `{ createdAt,
+ * presetName, config, betas, cursor, agents: [{ info?, params, optim }], stages, checkpoints? }`
+ * (`checkpoints`: the language seats on a Hugging Face checkpoint of their own, payloads.ts);
+ * cursor { stage: k } when k stages are finished, { stage: k + 1, agent: a } when agent a's update
+ * was the last step done of stage k + 1.
  */
 export function serializeExperiment(data: ExperimentData): Uint8Array {
   const blobs: Blob64[] = [];

@@ -10,20 +10,18 @@
 import { isLlmTask, parseConfig, type Config } from '../sat/config';
 import { presetConfig } from '../sat/presets';
 import { deltaSweep, SWEEP_DELTAS, SWEEP_SEEDS } from '../studies/deltaSweep';
-import { createTabularExperiment, runStages } from '../sat/experiment';
+import { createTabularExperiment, runStages, teamSize } from '../sat/experiment';
 import { compareOrdersFrom, orderLabel, ordersToCompare, TeamStart } from '../studies/orderComparison';
 import type { StageRecord } from '../sat/stage';
 import { yieldToBrowser, type Session } from './session';
 
-/** The radii of the δ sweep (deltaSweep.ts's defaults, as the CLI's). */
-export { SWEEP_DELTAS };
 /** Stages per sweep run in the page: the config's own, capped (the delta-sweep preset has 5). */
-export const SWEEP_MAX_STAGES = 10;
+const SWEEP_MAX_STAGES = 10;
 /** Most stages per order when comparing orders of a language team (a language stage takes seconds). */
-export const LM_ORDER_STAGES = 3;
+const LM_ORDER_STAGES = 3;
 
 /** Stages per order for a language team with `done` stages behind it: the run's stages left, at least 1, at most LM_ORDER_STAGES. */
-export function languageOrderStages(cfg: Config, done: number): number {
+function languageOrderStages(cfg: Config, done: number): number {
   return Math.min(LM_ORDER_STAGES, Math.max(1, cfg.stages - done));
 }
 
@@ -80,7 +78,7 @@ async function compareLanguageOrders(session: Session, cfg: Config): Promise<voi
   const exp = session.currentExperiment();
   const s = session.store.getState();
   if (!exp) return;
-  if (exp.team.length < 2) {
+  if (teamSize(exp) < 2) {
     session.store.setState({ notice: 'A team of one agent has one update order: there is nothing to compare.' });
     return;
   }
@@ -144,7 +142,7 @@ export function sweepDeltasTitle(cfg: Config): string {
 }
 
 /** The sweep's settings: the open ones on the delta-sweep preset (tabular), else that preset's at the open seed. */
-export function sweepBase(open: Config | null, preset: string): Config {
+function sweepBase(open: Config | null, preset: string): Config {
   if (open && preset === 'delta-sweep' && !isLlmTask(open.task)) return open;
   return presetConfig('delta-sweep', open ? { seed: open.seed } : {});
 }

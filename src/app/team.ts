@@ -10,7 +10,7 @@
  */
 import { FormatError, SatError } from '../core/errors';
 import { isLlmTask, type Config } from '../sat/config';
-import { createTabularExperiment, type Experiment, type ModelLoader } from '../sat/experiment';
+import { agentInfos, createTabularExperiment, teamAgents, type Experiment, type ModelLoader } from '../sat/experiment';
 import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from '../workers/remoteTeam';
 import type { AgentView } from './store';
 import { backendLine, wasmSimd, type BackendLine } from './backendLine';
@@ -29,7 +29,7 @@ export interface TeamHandle {
 }
 
 /** Fetches `models/<name>.safetensors` relative to the page (works from any static host). */
-export const fetchModel: ModelLoader = async (name) => {
+const fetchModel: ModelLoader = async (name) => {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new FormatError(`"${name}" is not a model name.`);
   const url = new URL(`models/${name}.safetensors`, document.baseURI);
   let res: Response;
@@ -58,7 +58,7 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
     // A table agent's step takes well under a millisecond: it runs in this tab, usable at once,
     // with no worker to start and no message to pass per call.
     const exp = createTabularExperiment(cfg);
-    const infos = await Promise.all(exp.team.map((a) => a.info()));
+    const infos = await agentInfos(exp);
     const agents = infos.map((info, index) => ({ ...info, index, memoryBytes: 8 * 5 * info.parameters } /* logits, reference logits and log-probs, Adam's two moments */));
     const line = backendLine({ workers: false, agents, simd: false, threads: null, isolated: globalThis.crossOriginIsolated === true });
     return { exp, agents, backend: line.detail, line, workers: null, terminate() {} };
@@ -66,13 +66,13 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
   if (typeof Worker === 'undefined') {
     if ((extras.seats?.size ?? 0) > 0) throw new SatError('worker', 'A seat with its own checkpoint loads it in a Web Worker, and this browser has none; the team was not changed.');
     const exp = isLlmTask(cfg.task) ? await (await import('../sat/llmExperiment')).createLlmExperiment(cfg, fetchModel) : createTabularExperiment(cfg);
-    const infos = await Promise.all(exp.team.map((a) => a.info()));
+    const infos = await agentInfos(exp);
     const agents = infos.map((info, index) => ({ ...info, index }));
     const line = backendLine({ workers: false, agents, simd: wasmSimd(), threads: null, isolated: globalThis.crossOriginIsolated === true });
     return { exp, agents, backend: `No Web Workers here. ${line.detail}`, line, workers: null, terminate() {} };
   }
   const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel, ...extras });
-  const workers: readonly RemoteAgent[] = exp.team;
+  const workers: readonly RemoteAgent[] = teamAgents(exp);
   const memory = await Promise.all(workers.map((a) => a.memoryBytes().catch(() => undefined)));
   const agents = exp.infos.map((info, index) => ({ ...info, index, memoryBytes: memory[index] }));
   const threads = isLlmTask(cfg.task)

@@ -1,24 +1,18 @@
 /**
- * The `Backend` interface: the one list of ops a Llama-family model needs for forward,
- * backward, an optimizer step and sampling, implemented kernel for kernel by the CPU reference
- * (`src/backend/cpu/`, `cpuBackend`) and by WebGPU (`src/backend/webgpu/`, `webgpuBackend`).
+ * The `Backend` interface: the one list of ops a Llama-family model needs for forward, backward,
+ * an optimizer step and sampling, implemented kernel for kernel by the CPU reference
+ * (`src/backend/cpu/`) and by WebGPU (`src/backend/webgpu/`). Ops work on opaque handles typed per
+ * tensor kind (`TensorKinds`: typed arrays on the CPU, buffer wrappers on WebGPU), return `void`
+ * and may run later (`download` is the one async call). The CPU's plain functions are the
+ * reference: every backend uses their names and argument order. Forward ops OVERWRITE their
+ * outputs; backward ops ACCUMULATE into `d…` (as llm.c).
  *
- *   - Ops work on opaque handles, typed per tensor kind by a map `X` (`TensorKinds`): on the CPU a
- *     handle is a typed array (`HostTensors`), on WebGPU a buffer wrapper. Shapes and
- *     hyper-parameters are plain numbers.
- *   - Ops return `void` and may run later (WebGPU records them); `download` is the one async call.
- *     A reduction the caller needs (the clipped-loss statistics) is written to a small tensor.
- *   - The CPU's plain functions (`xForward(out, inp, …, B, T, C)`) are the reference; every backend
- *     uses their names and argument order, and each GPU kernel is tested against its namesake.
- *   - Forward ops OVERWRITE their outputs; backward ops ACCUMULATE into `d…` (as llm.c): the
- *     caller zeroes gradients once per step.
+ * Shape letters: B batch, T time, C channels, OC output channels, NH heads, HS head size
+ * (C = NH·HS), H MLP hidden, V vocabulary, N rows (B·T or steps K), Tmax KV-cache capacity; every
+ * tensor flat, row-major, the last letter fastest.
  *
- * Shape letters of every op: B batch, T time, C channels (model width), OC output channels, NH
- * heads, HS head size (C = NH·HS), H MLP hidden width, V vocabulary, N rows (usually B·T, or steps
- * K), Tmax KV-cache capacity. Every tensor is flat, row-major, the last letter fastest.
- *
- * Not here: the kernels, model assembly (src/model), the quantizer (it produces the Q8/Q4 layouts
- * that `matmulForwardQ8/Q4` read). Adding an op: docs/kernels.md.
+ * Not here: the kernels, model assembly (src/model), the quantizer (quant.ts: the Q8/Q4 layouts
+ * `matmulForwardQ8/Q4` read). Adding an op: docs/kernels.md.
  */
 
 /** Q8/Q4 weights: values per block along C sharing one f16 scale (C must be a multiple of it). */

@@ -1,21 +1,11 @@
 /**
- * `npm run sat -- --agent-model J=DIR`: seats a Hugging Face Llama checkpoint folder (DIR) as
- * agent J of a language team. The folder's files are read from disk into the name → bytes map
- * src/model/hfLoad.ts takes (the page builds the same map from File objects), the memory an
- * agent on it will hold is estimated from config.json and refused before anything is allocated
- * when it does not fit, then the checkpoint is converted and quantized on load (q8 unless
- * --agent-quant says otherwise) and trains LoRA adapters (rank = the `lora` setting, 8 when it
- * is 0) on the CPU backend, prompted with its own tokenizer (chat template when it has one), on
- * contexts of the length the preset needs with that tokenizer (src/sat/hfSeat.ts hfSeatContext,
- * measured on the task's prompts before the weights are read; refused by name when the checkpoint
- * is shorter). The estimate counts one training pass over the agent's batch × group messages at
- * that length (an LM agent packs them into one forward) and sampling max(batch × group,
- * evalEpisodes) prompts at once.
- * The folder is read as files only (readHfFolder: regular files inside it, each held to the size
- * its config.json implies), and its tokenizer and chat template are first run in a budgeted worker
- * thread (inputCheck.ts), so a hostile folder ends in a message, not a hang or an abort.
- * Progress lines go to the `log` callback (stderr in the CLI). The budget, the LoRA seed and the
- * agent itself come from src/sat/hfSeat.ts, which the page's worker uses too.
+ * `npm run sat -- --agent-model J=DIR`: seats a Hugging Face Llama checkpoint folder (DIR) as agent
+ * J of a language team. The folder's files are read from disk (regular files only, each held to
+ * the size its config.json implies) into the name → bytes map src/model/hfLoad.ts takes, as the
+ * page builds it from File objects; the tokenizer and chat template first run in a budgeted worker
+ * thread, so a hostile folder ends in a message. The context, the memory estimate (refused before
+ * anything is allocated), the LoRA seed and the agent come from src/sat/hfSeat.ts, which the
+ * page's worker uses too. Progress lines go to the `log` callback (stderr in the CLI).
  *
  * Not here: the loader's checks (hfLoad.ts), the agent (src/sat/agents/lm.ts, built by
  * src/sat/hfSeat.ts), flag parsing (sat.ts).

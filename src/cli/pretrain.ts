@@ -6,17 +6,9 @@
  *                       [--seed 1] [--batch 32] [--lr 3e-3] [--quant q8|q4|f32] [--out public/models]
  *                       [--workers 2]
  *
- * Writes <out>/<task>-<size>.safetensors (weights, config and card in __metadata__) and
- * <out>/<task>-<size>.json (the card alone, for people and the UI's gallery). Progress, loss and
- * throughput are printed as it goes.
- *
- * `--workers W` (default: min(2, available cores)) trains by data parallelism on W worker threads
- * (src/train/parallel.ts); `--workers 1` is the single-thread loop (src/train/pretrain.ts
- * `pretrain`), unchanged. The wall time printed at the end and stored as the card's
- * pretrainSeconds includes starting the workers.
- *
- * Flags are read by node:util's parseArgs (flags.ts); a bad one exits with status 2 and a message
- * naming it (an unknown flag, a missing value, a number out of its range).
+ * Writes <out>/<task>-<size>.safetensors and <out>/<task>-<size>.json (the card alone). `--workers
+ * W` (default min(2, cores)) trains data-parallel on W threads (src/train/parallel.ts); 1 is the
+ * single-thread loop. Bad flags exit with status 2, naming the flag (flags.ts).
  *
  * Not here: the training maths (src/train/pretrain.ts) or the worker pool (src/train/parallel.ts).
  */

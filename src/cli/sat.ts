@@ -1,34 +1,9 @@
 /**
- * `npm run sat` — run SAT on a team (tabular or language models) from the command line.
- *
- *   npm run sat -- --preset climbing --stages 20 --seed 1 [--set key=value …] [--json FILE]
- *   npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds 10
- *   npm run sat -- --preset delta-sweep --sweep delta=0.001,0.002,0.005,0.01,0.02,0.05,0.1 [--seeds 10] [--fixed-lr]
- *   npm run sat -- --preset relay --swap 1=best --swap-stage 10 [--no-stage0]
- *   npm run sat -- --preset arith-pnp --swap 1=arithmetic-M --swap-stage 3 [--stage0 0.1 | --no-stage0] [--swap-seat student]
- *   npm run sat -- --certify-report [--presets a,b,…] [--seeds 5] [--stages 30]
- *   npm run sat -- --preset arith-team --stages 2 --profile   (per stage: time, passes and tokens per phase)
- *   npm run sat -- --preset arith-team --set backend=webgpu   (one GPUDevice per agent through Node's webgpu package: gpu.ts)
- *   npm run sat -- --preset arith-team --agent-model 1=path/to/hf-folder [--agent-quant q8|q4|f32] [--agent-memory MiB]
- *                  (a Hugging Face Llama checkpoint as agent 1: hfSeat.ts, docs/models.md "Your own checkpoint")
- *   npm run sat -- --preset arith-team --set protocol=independent --export-recipe runs/arith.sat.yaml [--hf S=org/model]
- *                  (real runs: the SAT authors' YAML, verl and TeamTR scripts, data, reward.py; docs/real-run.md)
- *   npm run sat -- --import-log run.jsonl   (a real run's metric log, summarised; docs/real-run.md)
- *   npm run sat -- --help          (every setting, its default, range and meaning)
- *
- * `--sweep delta=…` on the delta-sweep preset (or on any tabular preset with --sqrt-delta) runs the
- * δ-sweep protocol of src/studies/deltaSweep.ts — only δ changes: same tables and seeds, one Adam step
- * per update with lr ∝ √δ, no backtracking, fixed β (docs/method.md §9.2) — and prints per δ the
- * mean KL/δ (the check that the step scaled with the radius), the violation rate, and the fitted
- * exponent of v ≈ c·δ^p with a bootstrap 95 % CI over seeds (10 seeds unless --seeds). --fixed-lr
- * keeps lr at the preset's value instead (the old protocol, as a negative control). Any other
- * --sweep key=… runs the preset at each value and fits the violation rate as it comes.
- *
- * The same metric keys as the JSON export and the charts (docs/method.md §9). Errors in the settings exit
- * with status 2 and a message naming the key, the value and what is allowed.
- *
- * Flags are read by node:util's parseArgs (flags.ts): `--flag value` or `--flag=value`; `--set` may
- * repeat; an unknown flag, or one missing its value, exits with status 2 and names it.
+ * `npm run sat` — run SAT on a team (tabular or language models) from the command line: a run,
+ * `--compare` of schemes over seeds, `--sweep` (the δ sweep of src/studies/deltaSweep.ts), a
+ * `--swap`, `--certify-report`, `--export-recipe`, `--import-log`. `--help` lists every flag and
+ * setting; README shows examples. Flags are read by flags.ts (an unknown or valueless one, or a
+ * bad setting, exits with status 2 naming it); metric keys are those of the JSON export.
  *
  * Not here: any algorithm (src/sat) — this file parses flags and prints tables.
  */

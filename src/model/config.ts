@@ -1,25 +1,8 @@
 /**
- * The shape of a small Llama-family decoder: RMSNorm, rotary positions, SwiGLU MLP, input and
- * output embeddings tied (the playground's own models) or untied (many Hugging Face checkpoints,
- * src/model/hfLoad.ts). A `ModelConfig` fixes every tensor shape (see `weights.ts` for the names),
- * and `paramCount` counts them:
- *
- *   params = V·d                                (tok_emb; also the output head when tied)
- *          + V·d                                (lm_head, only when untied)
- *          + layers · (4·d² + 3·d·hidden + 2·d)  (wq wk wv wo, w1 w3 w2, two RMSNorm gains)
- *          + d                                  (final_norm)
- *
- * Attention is multi-head with as many K/V heads as query heads: a grouped-query checkpoint
- * (fewer K/V heads) is brought to this shape at load by repeating its K/V projection rows
- * (hfLoad.ts says exactly what that means for training), so there is no `kvHeads` field here.
- *
- * Presets: S / M / L for the playground (vocab = the char tokenizer's 64) and the two reference
- * configs of the bench (vocab 40). L ≈ 4·M ≈ 16·S: hidden = 3·d throughout, d doubles per step.
- *
- * Quantization (int8/int4 blocks of 32 along a matrix's input dim) needs d % 32 == 0, which
- * `validateConfig(cfg, { quantized: true })` checks. `hidden` need not be a multiple of 32: a
- * matrix whose input dim is not (w2, whose input dim is `hidden`) is simply kept in f32 in a
- * quantized model — see `weights.ts`.
+ * The shape of a small Llama-family decoder: RMSNorm, rotary positions, SwiGLU MLP, embeddings tied
+ * (the playground's own models) or untied (many Hugging Face checkpoints). A `ModelConfig` fixes
+ * every tensor shape (names in weights.ts). Attention has as many K/V heads as query heads: a
+ * grouped-query checkpoint is brought to this shape at load (hfLoad.ts), so there is no `kvHeads`.
  *
  * Not here: tensor storage (weights.ts), the forward pass (src/backend), training settings.
  */
@@ -87,6 +70,8 @@ function checkInt(key: string, v: unknown, min: number, max: number): void {
  * Checks a config; returns it unchanged or throws ConfigError naming the offending field.
  * Ranges: vocab 2..65536, d 2..8192, layers 1..128, heads 1..d with d % heads == 0 and an even
  * head size, hidden 1..65536, maxSeq 1..65536, ropeTheta > 0, 0 < normEps < 1, tied a boolean.
+ * `quantized` also needs d % 32 == 0 (int8/int4 blocks of 32 along a matrix's input dim); `hidden`
+ * need not be: w2, whose input dim it is, then stays f32 in a quantized model (weights.ts).
  */
 export function validateConfig(cfg: ModelConfig, opts: ValidateOptions = {}): ModelConfig {
   checkInt('vocab', cfg.vocab, 2, 65536);
@@ -158,6 +143,13 @@ export interface ParamBreakdown {
   readonly total: number;
 }
 
+/**
+ * The parameters by part:
+ *   params = V·d                                (tok_emb; also the output head when tied)
+ *          + V·d                                (lm_head, only when untied)
+ *          + layers · (4·d² + 3·d·hidden + 2·d)  (wq wk wv wo, w1 w3 w2, two RMSNorm gains)
+ *          + d                                  (final_norm)
+ */
 export function paramBreakdown(cfg: ModelConfig): ParamBreakdown {
   const { vocab: V, d, layers, hidden } = cfg;
   const embedding = V * d;

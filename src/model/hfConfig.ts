@@ -2,25 +2,8 @@
  * A Hugging Face Llama-family `config.json` → our `ModelConfig` (config.ts), with every option we
  * do not implement refused by name, and the memory an agent on it will hold estimated from the
  * config alone — before a tensor is read or a buffer allocated (docs/models.md, "Your own
- * checkpoint").
- *
- * Fields read (HF `LlamaConfig` names, its defaults when absent):
- *   model_type               must be "llama" (qwen2 has q/k/v biases, mistral a sliding window,
- *                            gemma a different norm and head: all refused)
- *   vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads   required
- *   num_key_value_heads      default num_attention_heads; must divide it (grouped-query attention)
- *   head_dim                 default hidden_size / num_attention_heads; any other value is refused
- *   rope_theta 10000, rms_norm_eps 1e-6, max_position_embeddings 2048, tie_word_embeddings false
- *   hidden_act "silu", attention_bias false, mlp_bias false, rope_scaling null   (else refused)
- *   bos_token_id, eos_token_id          kept for the tokenizer (hfTokenizer.ts)
- * Anything else (torch_dtype, initializer_range, pretraining_tp, use_cache, …) does not change the
- * forward pass and is ignored.
- *
- * The model runs on at most `maxSeq` positions (default min(max_position_embeddings, 512)): the
- * rotary table and the attention buffers are sized by it, and our tasks' turns are short.
- *
- * Grouped-query attention is carried by repeating K/V projection rows at load (hfLoad.ts), so the
- * ModelConfig is plain multi-head (heads = num_attention_heads) and `kvHeads` lives in `HfInfo`.
+ * checkpoint"). Grouped-query attention is carried by repeating K/V rows at load (hfLoad.ts), so
+ * the ModelConfig is plain multi-head and `kvHeads` lives in `HfInfo`.
  *
  * Not here: reading tensors (hfLoad.ts), the tokenizer (hfTokenizer.ts).
  */
@@ -83,7 +66,18 @@ function tokenId(o: Record<string, unknown>, key: string): number | null {
 
 /**
  * Parsed config.json → our config and what else the checkpoint says. Throws ConfigError whose
- * `key` is the config.json field at fault and whose message names its value.
+ * `key` is the config.json field at fault and whose message names its value. Fields read (HF
+ * `LlamaConfig` names, its defaults when absent):
+ *   model_type               must be "llama" (qwen2 has q/k/v biases, mistral a sliding window,
+ *                            gemma a different norm and head: all refused)
+ *   vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads   required
+ *   num_key_value_heads      default num_attention_heads; must divide it (grouped-query attention)
+ *   head_dim                 default hidden_size / num_attention_heads; any other value is refused
+ *   rope_theta 10000, rms_norm_eps 1e-6, max_position_embeddings 2048, tie_word_embeddings false
+ *   hidden_act "silu", attention_bias false, mlp_bias false, rope_scaling null   (else refused)
+ *   bos_token_id, eos_token_id          kept for the tokenizer (hfTokenizer.ts)
+ * Anything else (torch_dtype, use_cache, …) does not change the forward pass and is ignored. The
+ * model runs on at most `maxSeq` positions (default min(max_position_embeddings, 512)).
  */
 export function parseHfConfig(raw: unknown, opts: { readonly maxSeq?: number } = {}): { cfg: ModelConfig; info: HfInfo } {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {

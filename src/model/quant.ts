@@ -1,27 +1,8 @@
 /**
- * Block quantization of weight matrices: int8 (Q8) and int4 (Q4), blocks of 32 consecutive
- * values along the input dim, one f16 scale per block. A matrix is [rows × cols] = [out × in],
- * row-major; cols must be a multiple of 32.
- *
- * Q8 — the numbers of GGUF Q8_0:
- *   q: Int8Array(rows·cols), row-major; scales: Uint16Array(rows·cols/32), f16 bits,
- *   block of (o, c) = o·(cols/32) + ⌊c/32⌋.
- *   scale = max|x| / 127 over the block (all-zero block → scale 0, q = 0),
- *   q = round(x / scale) (half away from zero), clamped to ±127;   x̂ = q · scale.
- *
- * Q4 — the packing of ONNX MatMulNBits (bits = 4, block_size = 32, default zero point 8):
- *   q: Uint8Array(rows·cols/2); element (o, c) lives in byte ⌊(o·cols + c)/2⌋, low nibble for
- *   even c, high nibble for odd c. scales as for Q8.
- *   scale = max|x| / 7  (symmetric; nibble 0 is never produced — we chose this over GGUF Q4_0's
- *   "signed absmax / −8" trick because it keeps every element within scale/2, the −8 trick clamps
- *   the opposite extreme and can be off by a whole scale),
- *   nibble = clamp(round(x / scale) + 8, 0, 15);   x̂ = (nibble − 8) · scale.
- *
- * The scale is stored in f16. We quantize with the *stored* (f16) scale, rounded up to the next
- * f16 if rounding to nearest would have made it smaller than max|x|/127 (or /7), so no element is
- * ever clamped and the error bound is exact:  |x − x̂| ≤ scale/2  per element (plus the f32
- * rounding of x̂, ≤ |x̂|·2⁻²⁴). llama.cpp quantizes with the unrounded f32 scale, so in rare
- * elements our q may differ from its by one; the format and its meaning are the same.
+ * Block quantization of weight matrices: int8 (Q8, the numbers of GGUF Q8_0) and int4 (Q4, the
+ * packing of ONNX MatMulNBits), blocks of 32 consecutive values along the input dim, one f16 scale
+ * per block. A matrix is [rows × cols] = [out × in], row-major; cols must be a multiple of 32.
+ * Every element is within scale/2 of its value: no element is ever clamped (see blockScales).
  *
  * Not here: which tensors get quantized (weights.ts), the dequantizing loops and the quantized
  * matmuls (src/backend/cpu/quant.ts: one copy serves both).
@@ -79,7 +60,13 @@ export function f16AtLeast(v: number, where = ''): number {
   return h;
 }
 
-/** Shared by Q8/Q4: per-block absmax → stored f16 scale bits; `levels` is 127 or 7. */
+/**
+ * Shared by Q8/Q4: per-block absmax → stored f16 scale bits; `levels` is 127 or 7. Values are
+ * quantized with the *stored* f16 scale, rounded up to the next f16 if rounding to nearest would
+ * make it smaller than max|x|/levels, so no element is clamped and |x − x̂| ≤ scale/2 exactly
+ * (plus the f32 rounding of x̂, ≤ |x̂|·2⁻²⁴). llama.cpp uses the unrounded f32 scale, so in rare
+ * elements our q differs from its by one; the format and its meaning are the same.
+ */
 function blockScales(x: Float32Array, rows: number, cols: number, levels: number, what: string): Uint16Array {
   const nb = cols / QK;
   const scales = new Uint16Array(rows * nb);
@@ -101,7 +88,11 @@ function blockScales(x: Float32Array, rows: number, cols: number, levels: number
   return scales;
 }
 
-/** f32 [rows × cols] → Q8 blocks. */
+/**
+ * f32 [rows × cols] → Q8 blocks: q Int8Array(rows·cols) row-major, scales Uint16Array(rows·cols/32)
+ * of f16 bits, block of (o, c) = o·(cols/32) + ⌊c/32⌋; scale = max|x|/127 over the block (an
+ * all-zero block has scale 0, q = 0), q = round(x/scale) half away from zero, x̂ = q·scale.
+ */
 export function quantizeQ8(x: Float32Array, rows: number, cols: number, what = 'quantizeQ8'): Q8Matrix {
   checkShape(what, rows, cols, x.length);
   const scales = blockScales(x, rows, cols, 127, what);
@@ -133,7 +124,12 @@ export function dequantizeQ8(m: Q8Matrix, rows: number, cols: number, out?: Floa
   return y;
 }
 
-/** f32 [rows × cols] → Q4 blocks, two values per byte (low nibble = even column). */
+/**
+ * f32 [rows × cols] → Q4 blocks: q Uint8Array(rows·cols/2), element (o, c) in byte ⌊(o·cols + c)/2⌋,
+ * low nibble for even c; scales as Q8's. scale = max|x|/7, symmetric (nibble 0 never produced:
+ * GGUF Q4_0's "signed absmax / −8" clamps the opposite extreme and can be off by a whole scale),
+ * nibble = clamp(round(x/scale) + 8, 0, 15), x̂ = (nibble − 8)·scale.
+ */
 export function quantizeQ4(x: Float32Array, rows: number, cols: number, what = 'quantizeQ4'): Q4Matrix {
   checkShape(what, rows, cols, x.length);
   const scales = blockScales(x, rows, cols, 7, what);

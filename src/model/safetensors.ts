@@ -1,23 +1,11 @@
 /**
- * The safetensors file format (huggingface/safetensors), written and read from its spec:
- *
- *   bytes 0..8     N, the header length, u64 little-endian
- *   bytes 8..8+N   UTF-8 JSON object (may end in spaces; we pad it so the data starts 8-aligned):
- *                  { "__metadata__": { string: string },
- *                    "<name>": { "dtype": "F32", "shape": [..], "data_offsets": [begin, end] }, … }
- *   bytes 8+N..    the data section: each tensor's bytes, row-major, little-endian, at
- *                  [begin, end) relative to the start of the data section.
- *
- * The reader is strict, as the reference implementation is: tensors must exactly tile the data
- * section (start at 0, no gaps, no overlaps, nothing after the last one), each tensor's byte
- * length must equal numel·sizeof(dtype), and every failure is a FormatError that says what is
- * wrong and where — in a message of bounded length whatever the file holds (long names are cut,
- * long shapes abbreviated, deeply nested values described rather than printed). Tensor data is
- * copied out, so the result does not alias the input bytes.
- *
- * dtypes in memory: F64 Float64Array, F32 Float32Array, F16 and BF16 Uint16Array (raw bits; see
- * src/core/f16.ts), I32/U32/I16/U16/I8/U8 the matching typed array. BOOL, I64, U64 and the F8
- * types are valid safetensors but not supported here (a specific error says so).
+ * The safetensors file format (huggingface/safetensors), written and read from its spec: an 8-byte
+ * little-endian header length N, N bytes of JSON ({ "__metadata__": {…}, "<name>": { dtype, shape,
+ * data_offsets }, … }; we pad it so the data starts 8-aligned), then the tensors' bytes. The reader
+ * is as strict as the reference: tensors exactly tile the data section, each is numel·sizeof(dtype)
+ * bytes, and every failure is a bounded-length FormatError saying what and where. Data is copied
+ * out (no aliasing). F16/BF16 are raw Uint16 bits (src/core/f16.ts); BOOL, I64, U64 and F8 are
+ * refused by name.
  *
  * Not here: what the tensors mean (weights.ts decides names, shapes and the model scheme).
  */

@@ -1,39 +1,7 @@
 /**
  * Model weights: names, shapes, random init, quantization of a whole model, and the model file
- * (safetensors + scheme in `__metadata__`).
- *
- * Names and shapes (matrices are [out × in], row-major; y = W·x):
- *   tok_emb              [V × d]       token embedding; when tied, also the output head (logits = E·h)
- *   layers.{l}.attn_norm [d]           RMSNorm gain before attention
- *   layers.{l}.wq/wk/wv  [d × d]       query, key, value projections
- *   layers.{l}.wo        [d × d]       attention output projection
- *   layers.{l}.mlp_norm  [d]           RMSNorm gain before the MLP
- *   layers.{l}.w1        [hidden × d]  SwiGLU gate
- *   layers.{l}.w3        [hidden × d]  SwiGLU up
- *   layers.{l}.w2        [d × hidden]  SwiGLU down
- *   final_norm           [d]
- *   lm_head              [V × d]       the output head of an untied model (cfg.tied = false) only
- * `weightNames(cfg)` lists them in this order (layer by layer).
- *
- * In memory a tensor is f32, q8 or q4 (see quant.ts for the block layouts). Which tensors a
- * quantized model quantizes: every matrix whose input dim is a multiple of 32 (tok_emb and all
- * projections when d and hidden are multiples of 32). A matrix whose input dim is not — w2 when
- * hidden = 172, say — is kept in f32, unpadded, so every consumer sees the logical shape; that
- * costs its 4 bytes/param and nothing else. Norm gains are always f32.
- *
- * The model file is safetensors with
- *   __metadata__ = { "format": "sat-playground", "version": "1", "config": <ModelConfig JSON>,
- *                    "quant": "f32" | "q8" | "q4", "card": <ModelCard JSON> }
- *   an f32 tensor       → one entry  "<name>"         F32 [shape]
- *   a q8 tensor [O × C] → two entries "<name>.q"      I8  [O, C]
- *                                     "<name>.scales" F16 [O, C/32]
- *   a q4 tensor [O × C] → two entries "<name>.q"      U8  [O, C/2]   (two nibbles a byte)
- *                                     "<name>.scales" F16 [O, C/32]
- * "quant" is "f32" when every tensor is f32, otherwise the one quantized kind the file uses (q8
- * and q4 are not mixed in one file). `loadModel` checks all of it: every expected tensor present
- * with the right shape and dtype, no unknown extras, f32 values and f16 scales finite — each
- * failure a FormatError naming the tensor, of bounded length whatever the file holds (the config
- * and card JSON nest at most MAX_METADATA_DEPTH deep; long texts are cut).
+ * (safetensors with the scheme in `__metadata__`). The tensor table is at `weightNames`, the file
+ * layout at `saveModel`; a tensor's block layouts are in quant.ts.
  *
  * Not here: the forward/backward pass (src/backend), LoRA adapters (lora.ts), the card's fields
  * (card.ts).
@@ -86,7 +54,20 @@ export type LayerTensor = (typeof LAYER_TENSORS)[number];
 export const MODEL_FORMAT = 'sat-playground';
 export const MODEL_FORMAT_VERSION = '1';
 
-/** Every tensor name of a model with this config, in canonical order. */
+/**
+ * Every tensor name of a model with this config, in canonical order (layer by layer). Matrices are
+ * [out × in], row-major (y = W·x):
+ *   tok_emb              [V × d]       token embedding; when tied, also the output head (logits = E·h)
+ *   layers.{l}.attn_norm [d]           RMSNorm gain before attention
+ *   layers.{l}.wq/wk/wv  [d × d]       query, key, value projections
+ *   layers.{l}.wo        [d × d]       attention output projection
+ *   layers.{l}.mlp_norm  [d]           RMSNorm gain before the MLP
+ *   layers.{l}.w1        [hidden × d]  SwiGLU gate
+ *   layers.{l}.w3        [hidden × d]  SwiGLU up
+ *   layers.{l}.w2        [d × hidden]  SwiGLU down
+ *   final_norm           [d]
+ *   lm_head              [V × d]       the output head of an untied model (cfg.tied = false) only
+ */
 export function weightNames(cfg: ModelConfig): string[] {
   const names = ['tok_emb'];
   for (let l = 0; l < cfg.layers; l++) for (const t of LAYER_TENSORS) names.push(`layers.${l}.${t}`);
@@ -274,7 +255,19 @@ export function checkWeights(cfg: ModelConfig, weights: ModelWeights): void {
   }
 }
 
-/** Serialises a model (config, weights in whatever storage they have, card) to safetensors bytes. */
+/**
+ * Serialises a model (config, weights in whatever storage they have, card) to safetensors bytes:
+ *   __metadata__ = { "format": "sat-playground", "version": "1", "config": <ModelConfig JSON>,
+ *                    "quant": "f32" | "q8" | "q4", "card": <ModelCard JSON> }
+ *   an f32 tensor       → one entry  "<name>"         F32 [shape]
+ *   a q8 tensor [O × C] → two entries "<name>.q"      I8  [O, C]
+ *                                     "<name>.scales" F16 [O, C/32]
+ *   a q4 tensor [O × C] → two entries "<name>.q"      U8  [O, C/2]   (two nibbles a byte)
+ *                                     "<name>.scales" F16 [O, C/32]
+ * "quant" is "f32" when every tensor is f32, otherwise the one quantized kind the file uses (q8
+ * and q4 are not mixed). A quantized model quantizes every matrix whose input dim is a multiple of
+ * 32; any other (w2 when hidden = 172, say) stays f32 and unpadded; norm gains are always f32.
+ */
 export function saveModel(cfg: ModelConfig, weights: ModelWeights, card: ModelCard): Uint8Array {
   const quant = weightsQuant(weights);
   validateConfig(cfg, { quantized: quant !== 'f32' });
@@ -355,7 +348,12 @@ function shapeEq(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((s, i) => s === b[i]);
 }
 
-/** Parses and fully validates a model file written by `saveModel`. Throws FormatError. */
+/**
+ * Parses and fully validates a model file written by `saveModel`: every expected tensor present
+ * with the right shape and dtype, no unknown extras, f32 values and f16 scales finite. Each failure
+ * is a FormatError naming the tensor, of bounded length whatever the file holds (the config and
+ * card JSON nest at most MAX_METADATA_DEPTH deep; long texts are cut).
+ */
 export function loadModel(bytes: Uint8Array): LoadedModel {
   const { tensors, metadata } = readSafetensors(bytes);
   const format = metadata.format;

@@ -1,39 +1,14 @@
 /**
- * The improvement certificate (docs/certificate.md): with probability ≥ 1 − δ_conf,
+ * The improvement certificate (docs/certificate.md, which derives it): with probability
+ * ≥ 1 − δ_conf, J(π̄) − J(π_cur) ≥ L, L a one-sided lower confidence bound on the agents'
+ * importance-weighted summands X = (min(r, c) − 1)·(R − b) over certification batches no update
+ * saw. Two forms: per agent (each agent's fresh gain Ĝ_i and bound L_i, a rejected update counting
+ * exactly 0) and team-level (`TeamCertBatch`: one batch at the stage start, the whole stage's
+ * ratio, per-agent shares that add up to X). The paper's discounted form is computed beside them
+ * as a control.
  *
- *   J(π̄) − J(π_cur) ≥ L,   L = a one-sided (1 − δ_conf) lower confidence bound on E[S],
- *   S_t = Σ_i X_{i,t}  (the t-th certification summand of every agent, summed),
- *
- * because E[S_t] = Σ_i E[X_i] ≤ Σ_i ΔJ_i = ΔJ and, given the training data, the agents'
- * certification batches are independent of each other and of every update (§5). Each agent's own
- * bound L_i (at 1 − δ_conf/n, so that Σ_i L_i is a valid but looser stage bound) is kept for the
- * per-agent view. For the agent j = σ(i) at position i of the order,
- *
- *   Ĝ_i   the *fresh* gain: the mean over a certification batch — units drawn under π̂ⁱ⁻¹ after
- *         j's training data and never seen by its update — of the importance-sampling summand
- *           X = (min(r_j, c) − 1)·(R − b),   r_j = Π over j's actions of π_new/π_old,
- *         whose expectation is ≤ ΔJ_i = J(π̂ⁱ) − J(π̂ⁱ⁻¹) (= when c covers every ratio) (§3–§4);
- *   L_i   a one-sided (1 − δ_conf/n) lower confidence bound for E[X] over the units, given an
- *         interval [lo, hi] that provably contains X (§5);
- *
- * and an agent whose update was rejected contributes exactly 0 (its parameters are restored bit
- * for bit, so ΔJ_i = 0). Because r_j is the exact trajectory likelihood ratio between π̂ⁱ and
- * π̂ⁱ⁻¹, the estimator targets ΔJ_i itself, not a per-step surrogate: there is no occupancy-shift
- * term and no estimator bias (shift = bias = 0, derived in §3 and §6), whatever the protocol.
- *
- * The paper's discounted form (γ, Hoeffding with the worst-case range over correlated episodes, a
- * shift of (2γ/(1−γ)²)·A_max·Σ√(δ_i/2)) is computed beside it as a control (§9): at γ = 0.99 it
- * is vacuous.
- *
- * The team-level form (§5.1, `TeamCertBatch`, the default for language teams): ONE certification
- * batch drawn under π_cur at the stage start, each episode scored with the ratio of the final team
- * to the starting team r̄ = Π_j r_j, X = (min(r̄, c) − 1)·(R − b), one bound at δ_conf. Its
- * per-agent "shares" (min(ρ_≤i, c) − min(ρ_<i, c))·(R − b), with ρ_≤i the ratio of the first i
- * agents, add up to X exactly and are the per-agent view in that form.
- *
- * Not here: drawing the certification batch or computing r (src/sat/stage.ts), the summand's exact
- * range on tabular games (src/sat/env/tabular.ts), the confidence bounds themselves (src/core/confidence.ts),
- * the common-random-numbers check of "held" (src/sat/heldCheck.ts).
+ * Not here: drawing the batches or computing r (stage.ts), the summand's range on tabular games
+ * (env/tabular.ts), the confidence bounds (src/core/confidence.ts), the "held" check (heldCheck.ts).
  */
 import { lowerConfidenceBound, lowerConfidenceBoundBelow, type BoundKind } from '../core/confidence';
 

@@ -32,7 +32,7 @@ import type { ProjectedLmAgent } from './agents/projected';
 import { LmEnv, type LmEpisodeRecord } from './env/lm';
 import { tablePolicy, teamTables } from './rollout';
 import { checkFinishedStage, runStage, swapFloor, type AgentStepRecord, type StageRecord, type SwapSummary } from './stage';
-import type { AgentPolicy, AgentSnapshot } from './types';
+import type { AgentInfo, AgentPolicy, AgentSnapshot } from './types';
 import type { StageProfiler } from './profile';
 import { lambdaHistogram, projectTable } from './stage0';
 import type { FrozenOnnxAgent } from './agents/frozen';
@@ -282,11 +282,21 @@ export async function currentJ(exp: Experiment): Promise<number> {
   return (await exp.env.evaluate(exp.team)).J;
 }
 
-// What the page (src/app/session.ts) asks of an experiment, so that it never reads env, team or rng.
+// What the page (src/app) asks of an experiment, so that it never reads env, team or rng.
 
 /** How many agents the team has. */
 export function teamSize(exp: Experiment): number {
   return exp.team.length;
+}
+
+/** What each agent is (name, kind, parameter count, backend), in seat order. */
+export function agentInfos(exp: Experiment): Promise<AgentInfo[]> {
+  return Promise.all(exp.team.map((a) => a.info()));
+}
+
+/** The agents themselves, as the experiment's kind types them (a worker team's handles: their probes). */
+export function teamAgents<E extends Experiment>(exp: E): E['team'] {
+  return exp.team;
 }
 
 /** Turns in one episode (the game view's time axis). */

@@ -1,20 +1,9 @@
 /**
  * An ONNX model folder as one seat of a language team — the pieces the CLI (src/cli/onnxSeat.ts)
- * and the page's worker (src/workers/agentApi.ts) share, beside the checkpoint seat's
- * (hfSeat.ts: the context, the budget, the LoRA seed, the agent are the same):
- *
- *   onnxSeatPrompts(cfg, tk, j)   the preset's own prompts for seat j, encoded with the seat's
- *                          tokenizer (chat template included): what the parity check runs on
- *   seatOnnxTrainable(files, file, …)  the trainable seat's model: the initializers mapped into
- *                          our model (src/model/onnx/llama.ts), then the same file run by
- *                          onnxruntime-web on those prompts and compared with our model on the
- *                          file's exact values; refused past ONNX_PARITY_TOLERANCE with the numbers
- *   prepareOnnxSwap(files, file, …)  the target of a plug-and-play swap onto the folder: the
- *                          trainable seat's model as the student, the graph in onnxruntime-web as
- *                          π_pre, refused when its tokenizer is not the seat's (tokenizerDifference)
- *   seatOnnxFrozen(files, file, …)  a frozen teammate (agents/frozen.ts): any decoder the graph
- *                          runs, its context measured for the preset with its tokenizer, its
- *                          memory estimated and checked before onnxruntime-web starts
+ * and the page's worker (src/workers/agentApi.ts) share, beside the checkpoint seat's (hfSeat.ts:
+ * the context, the budget, the LoRA seed and the agent are the same): the parity prompts, the
+ * trainable seat (weights mapped into our model, checked against onnxruntime-web), the target of a
+ * swap onto the folder, and the frozen teammate run by onnxruntime-web.
  *
  * Not here: reading the protobuf or mapping weights (src/model/onnx/), the frozen agent itself
  * (agents/frozen.ts), reading a folder from disk or from File objects.
@@ -104,8 +93,10 @@ export interface OnnxTrainableSeat {
 }
 
 /**
- * Loads `file` of an ONNX folder as a trainable seat's model and checks it against onnxruntime-web
- * on the preset's prompts (header). The check's session is released before returning.
+ * Loads `file` of an ONNX folder as a trainable seat's model (its initializers mapped into ours,
+ * src/model/onnx/llama.ts) and runs the same file in onnxruntime-web on the preset's prompts
+ * (onnxSeatPrompts), comparing with our model on the file's exact values: refused past
+ * ONNX_PARITY_TOLERANCE with the numbers. The check's session is released before returning.
  */
 export async function seatOnnxTrainable(files: ReadonlyMap<string, Uint8Array>, file: string, settings: HfContextSettings, j: number, opts: HfLoadOptions & { readonly ep?: OrtProvider } = {}): Promise<OnnxTrainableSeat> {
   const { seat, decoder } = await checkedOnnxLlama(files, file, settings, j, opts);

@@ -1,44 +1,11 @@
 /**
- * Stage-0 alignment (docs/method.md §8.1): before a swapped-in pretrained agent π_pre takes part in
- * a stage, each state's action distribution is projected into the KL ball of radius δ0 around the
- * current agent π_cur, so the first SAT stage starts inside the trust region the certificate
- * assumes.
+ * Stage-0 alignment (docs/method.md §8.1): before a swapped-in pretrained agent π_pre joins a
+ * stage, each state's action distribution is projected into the KL ball of radius δ0 around the
+ * current agent π_cur — π_new = argmin KL(π‖π_pre) s.t. KL(π‖π_cur) ≤ δ0 — so the first stage
+ * starts inside the trust region the certificate assumes. The closed form
+ * π_λ ∝ π_pre^{1/(1+λ)}·π_cur^{λ/(1+λ)} and the bisection for λ are derived in §8.1.
  *
- * The problem, per state s (dropping s):
- *
- *     π_new = argmin_π KL(π‖π_pre)   subject to   KL(π‖π_cur) ≤ δ0,   Σ_a π_a = 1.
- *
- * Closed form. Both KLs are convex in π, and π = π_cur is strictly feasible (KL = 0 < δ0), so the
- * KKT conditions are necessary and sufficient (Slater). With multipliers λ ≥ 0 and ν, the
- * Lagrangian is
- *     L = Σ_a π_a log(π_a/π_pre,a) + λ (Σ_a π_a log(π_a/π_cur,a) − δ0) + ν (Σ_a π_a − 1).
- * Stationarity, ∂L/∂π_a = 0:
- *     log π_a + 1 − log π_pre,a + λ (log π_a + 1 − log π_cur,a) + ν = 0
- *  ⇒  log π_a = (log π_pre,a + λ log π_cur,a) / (1+λ) − const,
- * i.e. π_λ ∝ π_pre^{1/(1+λ)} · π_cur^{λ/(1+λ)} — in logit space
- *     logits_new = (logits_pre + λ·logits_cur)/(1+λ)   (we use log-probs; the constant is the
- *                                                       normaliser, restored by log-softmax).
- * Complementary slackness, λ·(KL(π_λ‖π_cur) − δ0) = 0, leaves two cases: λ = 0, which is allowed
- * only if π_pre itself is feasible (then π_new = π_pre exactly), or the constraint is tight,
- * KL(π_λ‖π_cur) = δ0, and λ is the root of that one equation.
- *
- * Finding λ. Write t = λ/(1+λ) ∈ [0, 1), so logits_t = (1−t)·logp_pre + t·logp_cur, a straight line
- * in log-prob space from π_pre (t = 0) to π_cur (t = 1). With T = log π_cur − log π_pre and
- * A(t) = log Σ_a π_pre,a e^{t T_a}, log π_t = log π_pre + t T − A(t) is an exponential family, so
- * A'(t) = E_t[T], A''(t) = Var_t(T), and
- *     f(t) = KL(π_t‖π_cur) = E_t[(t−1) T] − A(t) = (t−1) A'(t) − A(t),
- *     f'(t) = (t−1) A''(t) = −(1−t) Var_{π_t}(T) ≤ 0.
- * So f falls monotonically from f(0) = KL(π_pre‖π_cur) to f(1) = 0 (strictly, unless π_pre = π_cur),
- * and since λ ↦ t is increasing the same holds in λ. Working in t the bracket is simply [0, 1] — no
- * doubling of λ is needed — and bisection on it converges; λ = t/(1−t) is reported at the end.
- *
- * Guarantee: the returned policy has |KL(π_new‖π_cur) − δ0| ≤ min(tol, δ0·1e-3) when bisection
- * meets the tolerance, and otherwise (double precision exhausted, or maxIter reached) it is the feasible end
- * of the bracket, KL ≤ δ0. Either way KL(π_new‖π_cur) ≤ δ0 + tol.
- *
- * Not here: the distillation of π_new into the new agent's weights, sampling from π_new, choosing
- * δ0(s), or plotting the λ(s) histogram — this file only computes the projection and the numbers
- * those consumers need.
+ * Not here: distilling π_new into weights, sampling from it, choosing δ0(s), or plotting λ(s).
  */
 
 import { ConfigError, NumericError } from '../core/errors';
@@ -184,7 +151,10 @@ function projectValidated(
 }
 
 /**
- * Stage-0 projection of one state (header: closed form and bisection).
+ * Stage-0 projection of one state: bisection in t = λ/(1+λ) ∈ [0, 1] on f(t) = KL(π_t‖π_cur),
+ * which falls monotonically from KL(π_pre‖π_cur) to 0 (docs/method.md §8.1). The result has
+ * |KL(π_new‖π_cur) − δ0| ≤ min(tol, δ0·1e-3) when bisection meets the tolerance, else it is the
+ * bracket's feasible end; either way KL(π_new‖π_cur) ≤ δ0 + tol.
  *
  * @param logitsPre logits (or log-probs) of π_pre over the actions
  * @param logitsCur logits (or log-probs) of π_cur over the same actions

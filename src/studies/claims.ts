@@ -1,27 +1,9 @@
 /**
- * The five claims of docs/method.md §10b as runnable definitions: for each claim, what runs (which
- * presets, settings, seeds and stages, at two scales), the statistic, and the rule that turns the
- * statistic's 95 % confidence interval into a verdict in words. `npm run claims` (src/cli/claims.ts)
- * runs all five and writes docs/claims.md; the page's Claims view re-runs the tabular ones (2, 3, 5).
- *
- * The verdict rule, one for every test (`verdictOf`):
- *
- *   direction 'above' t   holds when the CI lies above t (lo > t); does not hold when it lies
- *                         below (hi < t); otherwise — the CI contains t — not established
- *   direction 'contains' t   holds when t lies inside the CI and the CI excludes `exclude`
- *                         (claim 5: p = ½ inside, p = 0 outside); does not hold when the CI
- *                         excludes t; otherwise not established
- *
- * and a claim with several tests holds when every test holds, does not hold when any test does not,
- * and is otherwise not established (`combineVerdicts`). A CI with infinite ends (one seed) never
- * decides anything. Intervals are Student-t over seeds (stats.meanCI), paired by seed where two
- * variants share a seed; claim 5's exponent has deltaSweep.ts's bootstrap interval over seeds.
- *
- * A claim's verdict is a verdict at the scale it ran at (`ClaimScale`): a few stages of toy models
- * and games, never the paper's scale.
- *
- * Everything here is a pure function of the settings and seeds (a seed fixes a run, docs/method.md
- * §10); language claims need a model loader (the CLI reads public/models from disk).
+ * The five claims of docs/method.md §10b as runnable definitions: for each claim what runs
+ * (presets, settings, seeds and stages, at two scales), the statistic, and the rule that turns its
+ * 95 % confidence interval into a verdict in words — a verdict at the scale it ran at, never the
+ * paper's. Pure functions of settings and seeds; `npm run claims` runs all five into
+ * docs/claims.md, the page's Claims view re-runs the tabular ones (2, 3, 5).
  *
  * Not here: files, markdown or SVG (src/cli/claims.ts, src/cli/claimsReport.ts), drawing
  * (src/app/components/ClaimsView.tsx), the δ-sweep protocol itself (deltaSweep.ts).
@@ -137,7 +119,12 @@ export interface ClaimContext {
 
 // ── the verdict rule ──
 
-/** The rule of the module comment, for one interval. */
+/**
+ * The verdict of one interval. 'above' t: holds when the CI lies above t (lo > t), does not hold
+ * when below (hi < t), else not established. 'contains' t: holds when t is inside the CI and the
+ * CI excludes `exclude` (claim 5: p = ½ inside, p = 0 outside), does not hold when the CI excludes
+ * t, else not established. A CI with an infinite end (one seed) decides nothing.
+ */
 export function verdictOf(est: Pick<Estimate, 'lo' | 'hi'>, direction: ClaimTest['direction'], threshold: number, exclude?: number): Verdict {
   const { lo, hi } = est;
   if (!(Number.isFinite(lo) && Number.isFinite(hi)) || lo > hi) return 'not established';

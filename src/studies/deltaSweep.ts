@@ -1,37 +1,9 @@
 /**
- * The δ sweep: does the KL violation rate grow like √δ (docs/method.md §6.1, §9.2)? A protocol in
- * which only the radius δ changes, and the numbers that test the claim.
- *
- * For every seed and every δ the same config is run (`sweepConfig`), so the same seed gives
- * the same starting tables and the same stage-batch streams (docs/method.md §10). What the protocol
- * pins, whatever the base config says:
- *
- *   epochs 1, maxBacktracks 0, onExhausted 'keep'   one optimizer step per agent update, never
- *                                                    undone: the radius is monitored, not enforced
- *                                                    (§6.2, §6.3), so every δ gets the same number of
- *                                                    steps
- *   betaAdapt false                                  β fixed (§6.4); with one step from π_cur the KL
- *                                                    penalty's gradient is 0 anyway
- *   lr(δ) = lr_ref·√(δ/δ_ref)                        the step scaled to the radius (below)
- *   certEpisodes 64, geoIters 0 (unless greedy order) the certificate's batch and the geometric gain
- *                                                    play no part in the sweep; kept small for speed
- *
- * Why lr ∝ √δ: with one step from π_cur the clipped ratio is 1 and the KL term has no gradient, and
- * Adam's first step moves each logit of a visited row by lr·m̂/(√v̂+ε) ≈ lr·sign(g) — independent of
- * the gradient's size. The per-state KL of a small logit move Δz is ≈ ½·Var_π(Δz) ∝ lr², so
- * lr ∝ √δ keeps KL/δ (to second order) the same at every δ. The sweep reports mean KL/δ per δ to
- * check that empirically; the fit v ≈ c·δ^p (stats.fitPowerLaw) then asks how the share of states
- * past the radius changes when the whole step is scaled with it. `lrScaling: 'fixed'` keeps lr at
- * lr_ref (the old protocol, which measures P(KL > δ) of one fixed step distribution) — the
- * negative control.
- *
- * The exponent's 95 % interval is a percentile bootstrap over seeds: resample the seeds with
- * replacement, pool each δ's violations and visits over the drawn seeds, refit p (a seeded Rng,
- * so the interval is deterministic).
- *
- * Each run is a fresh tabular team by default (one costs milliseconds). A language team is swept
- * from where it stands (`open`: every (seed, δ) run starts from one snapshot of its agents,
- * orderComparison.ts `TeamStart`), so the radius is the only difference between its runs too.
+ * The δ sweep: does the KL violation rate grow like √δ (docs/method.md §9.2)? A protocol in which
+ * only the radius δ changes — every (seed, δ) run is `sweepConfig`: one never-undone Adam step per
+ * update, fixed β, lr ∝ √δ so KL/δ stays the same at every δ — then the fit v ≈ c·δ^p with a
+ * seed-bootstrap interval of p. Tabular runs are fresh teams; a language team is swept from where
+ * it stands (orderComparison.ts `TeamStart`).
  *
  * Not here: printing (src/cli/sat.ts), the page's button (src/app/sideRuns.ts), the chart
  * (src/app/charts/ViolationChart.tsx).

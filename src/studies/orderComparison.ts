@@ -1,41 +1,14 @@
 /**
- * Comparing update orders σ from where a team stands (docs/method.md §3.1, claim 3 of §10b): the
- * team's next stages run once per order, each from the same start, on the SAME agents — in this
- * process or in their workers (src/workers/remoteTeam.ts), whichever the experiment holds:
+ * Comparing update orders σ from where a team stands (docs/method.md §3.1): the team's next
+ * stages run once per order, each from the same snapshot, on the same agents (in this process or
+ * in their workers), and the team is restored after. One snapshot in memory whatever the number
+ * of orders, no model loaded twice, no worker started; the experiment's own state is never written.
  *
  *   const r = await compareOrdersFrom(exp, { orders: ['fixed', 'reverse'], stages: 2 });
  *   r.runs[k].stages      // order k's StageRecords, numbered on from exp.stagesDone
  *
- *   start  ← every agent's snapshot (parameters + optimizer state), the team's evaluation
- *   for each σ: restore start; run `stages` stages with order σ (a side experiment: its own
- *               config, environment, β and stage count, the same agents and seed streams)
- *   restore start                                           ← the experiment is as it was
- *
- * `TeamStart` is that start and its side experiments, for any side run from where a team stands
- * (the language δ sweep of deltaSweep.ts uses it too).
- *
- * Why the orders run one after another in the same agents rather than in a fresh team per order:
- * memory stays bounded by one snapshot of the team whatever the number of orders (per agent its
- * trainable parameters and the two Adam moments, f64 — about 0.7 MB for an arithmetic-S agent),
- * no model is loaded twice, and no worker is started. The experiment's own state — β, its stage
- * count, its last evaluation, its environment's transcripts — is never touched: each side
- * experiment has copies. Call it at a stage boundary (the agents' frozen reference is reset by
- * the next stage's start, so parameters and optimizer state are the whole of what a stage
- * carries over); the page's Compare orders does (src/app/sideRuns.ts).
- *
- * The same streams: a side stage draws every random number from the run seed's named sub-streams
- * (stage, purpose, …), so order σ's stages are exactly those an experiment configured with σ
- * would run from the same start (tests/orders-lm.test.ts checks it against in-process runs).
- * Each order's held-out J comes with the evaluation's 95 % interval (`StageRecord.evaluation.ci`,
- * core/stats `meanCI` over the held-out problems, as the team J chart shows it).
- *
- * A language team's configured plug-and-play swap is not made in a side run: it replaces the
- * agent in its worker, which a restore of parameters cannot undo (tabular swaps are a restore of
- * the table and stay). Cancel is checked between agent steps: a cancelled comparison keeps the
- * stages each order finished and drops the one in progress.
- *
- * Not here: the page's button, progress bar and store (src/app/sideRuns.ts), the order rule itself
- * (order.ts), drawing (src/app/charts/OrderChart.tsx).
+ * Not here: the page's button and progress (src/app/sideRuns.ts), the order rule (order.ts),
+ * drawing (src/app/charts/OrderChart.tsx).
  */
 import { Rng } from '../core/rng';
 import { isLlmTask, parseConfig, type Config } from '../sat/config';

@@ -7,7 +7,7 @@
  *
  * Not here: binning (series.ts `advantageRows`), choosing the agent step (a prop).
  */
-import { useState } from 'react';
+import { memo, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts';
 import type { AgentStepRecord } from '../../sat/stage';
 import { fixed3, short } from '../format';
@@ -44,7 +44,7 @@ function AdvTooltip({ active, payload }: { active?: boolean; payload?: readonly 
   );
 }
 
-export function AdvantageChart({ step, mode, defaultMode = 'norm', onModeChange, aClip, bins = ADV_BINS, width, height = DEFAULT_HEIGHT }: AdvantageChartProps) {
+export const AdvantageChart = memo(function AdvantageChart({ step, mode, defaultMode = 'norm', onModeChange, aClip, bins = ADV_BINS, width, height = DEFAULT_HEIGHT }: AdvantageChartProps) {
   const [own, setOwn] = useState<AdvMode>(defaultMode);
   const m = mode ?? own;
   const rows = step ? advantageRows(step, m, { bins, aClip }) : [];
@@ -113,4 +113,4 @@ export function AdvantageChart({ step, mode, defaultMode = 'norm', onModeChange,
       )}
     </ChartFrame>
   );
-}
+});

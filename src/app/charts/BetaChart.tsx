@@ -8,6 +8,7 @@
  *
  * Not here: the rows (series.ts `betaRows`) or the β schedule itself (src/sat/monitor.ts).
  */
+import { memo } from 'react';
 import { Bar, CartesianGrid, ComposedChart, Line, Rectangle, Tooltip, XAxis, YAxis, type BarShapeProps, type DotItemDotProps } from 'recharts';
 import type { StageRecord } from '../../sat/stage';
 import { count, sci } from '../format';
@@ -42,7 +43,7 @@ function BTooltip({ active, payload }: { active?: boolean; payload?: readonly { 
   );
 }
 
-export function BetaChart({ records, current, nAgents, width, height = DEFAULT_HEIGHT }: BetaChartProps) {
+export const BetaChart = memo(function BetaChart({ records, current, nAgents, width, height = DEFAULT_HEIGHT }: BetaChartProps) {
   const rows = betaRows(records, current);
   const logScale = rows.length > 0 && rows.every((r) => r.beta > 0 && Number.isFinite(r.beta));
   const totalBt = rows.reduce((s, r) => s + r.backtracks, 0);
@@ -107,4 +108,4 @@ export function BetaChart({ records, current, nAgents, width, height = DEFAULT_H
       )}
     </ChartFrame>
   );
-}
+});

@@ -24,7 +24,7 @@ import { HELD_FILL, MUTED_INK, NOT_HELD } from '../theme';
 import type { HeldState } from './series';
 import './charts.css';
 
-export const DEFAULT_WIDTH = 520;
+const DEFAULT_WIDTH = 520;
 export const DEFAULT_HEIGHT = 240;
 
 /** Width of the element behind the returned ref, `fallback` until it has been measured (> 0). */

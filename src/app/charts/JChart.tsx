@@ -14,7 +14,7 @@
  *
  * Not here: computing rows (series.ts `jSeries`), picking the certificate form (a prop).
  */
-import { type KeyboardEvent, type MouseEvent, useState } from 'react';
+import { type KeyboardEvent, type MouseEvent, memo, useState } from 'react';
 import { fixed3, signed3, tickLabels } from '../format';
 import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
@@ -200,7 +200,7 @@ function JTooltip({ row }: { row: JRow }) {
   );
 }
 
-export function JChart({ records, form = 'chosen', span, j0ci, overlay, width, height = DEFAULT_HEIGHT }: JChartProps) {
+export const JChart = memo(function JChart({ records, form = 'chosen', span, j0ci, overlay, width, height = DEFAULT_HEIGHT }: JChartProps) {
   const s = jSeries(records, { form, span, j0ci, overlay: overlay?.stages });
   const lastX = Math.max(s.rows[s.rows.length - 1]?.stage ?? 0, s.overlay[s.overlay.length - 1]?.stage ?? 0);
   const last = s.rows[s.rows.length - 1];
@@ -261,4 +261,4 @@ export function JChart({ records, form = 'chosen', span, j0ci, overlay, width, h
       {(w, picked) => <JPlot s={s} width={w} height={height} lastX={lastX} picked={picked} />}
     </ChartFrame>
   );
-}
+});

@@ -8,6 +8,7 @@
  *
  * Not here: binning (series.ts `klRows`), the monitor itself (src/sat/monitor.ts).
  */
+import { memo } from 'react';
 import { Bar, BarChart, CartesianGrid, Rectangle, ReferenceLine, Tooltip, XAxis, YAxis, type BarShapeProps } from 'recharts';
 import type { AgentStepRecord } from '../../sat/stage';
 import { count, sci } from '../format';
@@ -40,7 +41,7 @@ function KlTooltip({ active, payload }: { active?: boolean; payload?: readonly {
   );
 }
 
-export function KlChart({ step, alpha, perDecade = 4, width, height = DEFAULT_HEIGHT }: KlChartProps) {
+export const KlChart = memo(function KlChart({ step, alpha, perDecade = 4, width, height = DEFAULT_HEIGHT }: KlChartProps) {
   const h = step ? klRows(step, perDecade) : null;
   const n = h ? h.n : 0;
   const agent = step ? step.agent : 0;
@@ -116,4 +117,4 @@ export function KlChart({ step, alpha, perDecade = 4, width, height = DEFAULT_HE
       }
     </ChartFrame>
   );
-}
+});

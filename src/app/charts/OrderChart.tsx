@@ -9,9 +9,10 @@
  * Its formula card (formulas.ts `orderFormula`) writes each order's last stage J, bound and ΔJ; a
  * row clicked there thickens its line.
  *
- * Not here: running the extra orders (the session does, and passes one StageRecord[] per order) or
+ * Not here: running the extra orders (sideRuns.ts, which stores one StageRecord[] per order) or
  * merging them (series.ts `orderRows`).
  */
+import { memo } from 'react';
 import { CartesianGrid, ErrorBar, LineChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
 import { fixed3 } from '../format';
 import { GRID, HELD_FILL, MUTED_INK, NOT_HELD, teamSeries } from '../theme';
@@ -61,7 +62,7 @@ function OTooltip({ active, payload, label, names }: { active?: boolean; payload
   );
 }
 
-export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HEIGHT }: OrderChartProps) {
+export const OrderChart = memo(function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HEIGHT }: OrderChartProps) {
   const rows = orderRows(series, form);
   const summary = orderSummary(series, form);
   const points = series.reduce((s, x) => s + x.stages.length, 0);
@@ -116,4 +117,4 @@ export function OrderChart({ series, form = 'chosen', width, height = DEFAULT_HE
       )}
     </ChartFrame>
   );
-}
+});

@@ -5,10 +5,10 @@
  * which update wrote what. Under it, the page's token inspector for the step in view (the
  * `inspector` slot: components/TokenInspector.tsx).
  *
- * Not here: recording episodes (the session snapshots `LmEnv.lastEpisodes` after each agent step,
+ * Not here: recording episodes (the session snapshots experiment.ts `latestEpisodes` after each step,
  * see series.ts `TranscriptBatch`) or working out producers (series.ts `transcriptRows`).
  */
-import type { CSSProperties, ReactNode } from 'react';
+import { type CSSProperties, memo, type ReactNode } from 'react';
 import { fixed3 } from '../format';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from '../components/AgentChip';
@@ -29,7 +29,7 @@ function shown(text: string): string {
   return text.length === 0 ? '∅ (empty)' : text;
 }
 
-export function TranscriptTable({ rows, caption, onSelectStep, inspector }: TranscriptTableProps) {
+export const TranscriptTable = memo(function TranscriptTable({ rows, caption, onSelectStep, inspector }: TranscriptTableProps) {
   const maxMsgs = Math.max(0, ...rows.map((r) => r.messages.length));
   const cols = Array.from({ length: maxMsgs }, (_, i) => i);
   const correct = rows.filter((r) => r.correct).length;
@@ -120,4 +120,4 @@ export function TranscriptTable({ rows, caption, onSelectStep, inspector }: Tran
       )}
     </ChartFrame>
   );
-}
+});

@@ -13,6 +13,7 @@
  * `deltaSweepFit`, stats.fitPowerLaw) or running sweeps (sideRuns.ts runs them; the panel passes
  * the result).
  */
+import { memo } from 'react';
 import { CartesianGrid, ComposedChart, Legend, Line, Scatter, Tooltip, XAxis, YAxis } from 'recharts';
 import type { DeltaSweepResult } from '../../studies/deltaSweep';
 import { sci, short } from '../format';
@@ -61,7 +62,7 @@ function BigPoint(p: { cx?: number; cy?: number; fill?: unknown }) {
 
 const asRows = (line: readonly (readonly [number, number])[]) => line.map(([delta, rate]) => ({ delta, rate }));
 
-export function ViolationChart({ points, sweep, step, language = false, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
+export const ViolationChart = memo(function ViolationChart({ points, sweep, step, language = false, width, height = DEFAULT_HEIGHT }: ViolationChartProps) {
   const formula = step ? bindFormula(FORMULAS.violation, step.metrics, step.agent) : null;
   const sweepPts = sweep ? violationPointsFromDeltaSweep(sweep) : [];
   const agg: ViolationPoint[] = [...aggregateViolation(points), ...sweepPts].sort((a, b) => a.delta - b.delta);
@@ -169,4 +170,4 @@ export function ViolationChart({ points, sweep, step, language = false, width, h
       )}
     </ChartFrame>
   );
-}
+});

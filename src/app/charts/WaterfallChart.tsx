@@ -16,7 +16,7 @@
  *
  * Not here: the cumulative arithmetic (series.ts `waterfallRows`), choosing the stage (a prop).
  */
-import { useId } from 'react';
+import { memo, useId } from 'react';
 import { Bar, BarChart, CartesianGrid, LabelList, Rectangle, ReferenceLine, Tooltip, XAxis, YAxis, type BarShapeProps } from 'recharts';
 import type { CertForm } from '../../sat/certificate';
 import type { StageRecord } from '../../sat/stage';
@@ -197,7 +197,7 @@ function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean })
   );
 }
 
-export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, horizon, span, deltaConf, width, height = DEFAULT_HEIGHT }: WaterfallChartProps) {
+export const WaterfallChart = memo(function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, horizon, span, deltaConf, width, height = DEFAULT_HEIGHT }: WaterfallChartProps) {
   const hatch = `wf-hatch-${useId().replace(/[^A-Za-z0-9_-]/g, '')}`;
   const wf = record ? waterfallRows(record, form, span) : null;
   const shown: CertForm = wf ? wf.form : form === 'gamma' ? 'gamma' : 'episodic';
@@ -299,4 +299,4 @@ export function WaterfallChart({ record, form = 'chosen', onFormChange, gamma, h
       }
     </ChartFrame>
   );
-}
+});

@@ -1,28 +1,9 @@
 /**
- * The charts' formula cards, in one place: for each chart, the formula it draws as TeX — a
- * symbolic line as docs/method.md or docs/certificate.md writes it, then the same formula with the
- * run's numbers substituted term by term — and, for every substituted number, a slot naming the
- * metric key it shows (docs/method.md §9), how it is formatted, and which part of the chart draws
- * it (the term a click highlights).
- *
- *   FORMULAS                           the cards of the waterfall (episodic, language team-level and
- *                                      γ form; certFormulaId picks one), J, advantage, KL, β and
- *                                      violation charts
- *   orderFormula(labels)               the order comparison's card, built for its series (one row
- *                                      per order σ_k: its last stage's J, bound and ΔJ)
- *   bindFormula(def, metrics, agent)   the card for one stage record's or agent step's metrics
- *                                      (or one per series, for the order card):
- *                                      each slot's key resolved (agent/<j>/… → agent/2/…), its raw
- *                                      number, the text shown, and the whole TeX, in which every
- *                                      number is wrapped as \htmlData{metric=…, value=…, term=…}
- *                                      so the rendered page carries data-metric / data-value /
- *                                      data-term on it (tests compare them with the metrics)
- *   KATEX_OPTIONS                      the one KaTeX configuration: trust only \htmlData (nothing
- *                                      else of KaTeX's HTML extension), strict otherwise
- *
- * A slot's number is exactly `metrics[key]` — never recomputed here — so a card cannot disagree with
- * the CLI table, the JSON export or the stage table, which read the same keys. A relation (≤ or >)
- * is decided from two slots' numbers, as stage.ts decides cert/held and monitor.ts decides q ≤ δ.
+ * The charts' formula cards, in one place: for each chart the formula it draws as TeX, symbolic
+ * (as docs/method.md or docs/certificate.md writes it) and then with the run's numbers, each number
+ * a slot naming the metric key it shows. A slot's number is exactly `metrics[key]`, never
+ * recomputed, so a card cannot disagree with the CLI table, the JSON export or the stage table;
+ * every number carries data-metric / data-value / data-term in the page (tests compare them).
  *
  * Not here: rendering (FormulaCard.tsx imports KaTeX, lazily), choosing the record (the chart has
  * it), or highlighting (ChartFrame.tsx keeps the picked term; each chart draws it).
@@ -116,6 +97,7 @@ export function teamLevelBound(metrics: Metrics): boolean {
   return metrics['cert/team'] === 1 && typeof clip === 'number' && Number.isFinite(clip);
 }
 
+/** The cards of the waterfall (episodic, language team-level and γ form: certFormulaId picks one), J, advantage, KL, β and violation charts. */
 export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>> = {
   waterfall: {
     id: 'waterfall',
@@ -279,7 +261,9 @@ export function texNumber(shown: string): string {
 
 /**
  * The card for `metrics` (a stage record's or an agent step's; for the order card, one per series,
- * picked by each slot's `from`); `agent` fills agent/<j>/ keys.
+ * picked by each slot's `from`); `agent` fills agent/<j>/ keys. Every number of the TeX is wrapped
+ * as \htmlData{metric=…, value=…, term=…}; a relation (≤ or >) is decided from two slots' numbers,
+ * as stage.ts decides cert/held.
  */
 export function bindFormula(def: FormulaDef, metrics: Metrics | readonly Metrics[], agent?: number): BoundFormula {
   const slots: BoundSlot[] = def.slots.map((s) => {

@@ -1,23 +1,9 @@
 /**
  * The charts' data: pure functions (no React, no store) that turn what a run records —
- * `StageRecord[]`, one `AgentStepRecord`, sweep points, language-model episodes — into the rows each
- * chart plots. All the maths of the playground's pictures lives here, so it can be unit-tested in
- * Node on real runs (tests/charts.test.ts):
- *
- *   jSeries            team J per stage with its confidence band, the certified floor
- *                      J_before + lower bound, held / not held, certified (bound > 0)
- *                      (docs/certificate.md §12), and a y-domain that keeps a vacuous floor from
- *                      flattening the picture
- *   waterfallRows      fresh gain, −shift, −bias, −finite → lower bound, beside realised ΔJ, with
- *                      the in-sample gain as a diagnostic outside the sum (docs/certificate.md §4–§6)
- *                      and, for a language stage, each agent's share of the fresh gain (§5.1)
- *   advantageRows      histogram of one agent step's advantages, normalised or raw (docs/method.md §4)
- *   klRows             per-state KL of one agent step on log-spaced bins, δ and the quantile (docs/method.md §6)
- *   violation*         KL violation rate against δ, the power-law fit v ≈ c·δ^p and a √δ line (docs/method.md §9.2)
- *   betaRows           β and backtracks per agent step (docs/method.md §6.2, §6.4)
- *   orderRows          several labelled J-per-stage series on one stage axis (docs/method.md §3.1)
- *   transcriptRows     language episodes with, per message, the agent step whose policy wrote it
- *   timelineStages     the stages × agents grid with σ positions and outcomes (the timeline)
+ * `StageRecord[]`, one `AgentStepRecord`, sweep points, language episodes — into the rows each
+ * chart plots (jSeries, waterfallRows, advantageRows, klRows, violation*, betaRows, orderRows,
+ * transcriptRows, timelineStages). All the maths of the pictures lives here, so it is unit-tested
+ * in Node on real runs (tests/charts.test.ts).
  *
  * Not here: drawing (the components beside this file), running anything, or formatting numbers
  * for people (../format.ts).
@@ -58,7 +44,7 @@ export function resolvedForm(rec: StageRecord, form: FormChoice): CertForm {
 }
 
 /** Realised ΔJ of a stage. */
-export function realisedDJ(rec: StageRecord): number {
+function realisedDJ(rec: StageRecord): number {
   return rec.jAfter - rec.jBefore;
 }
 
@@ -216,6 +202,9 @@ export interface JSeries {
   readonly vacuous: number;
 }
 
+/** The J axis's least height: five ticks 0.001 or more apart, so distinct at J's 3 decimals. */
+export const J_MIN_SPAN = 0.006;
+
 /**
  * J per stage with its band, the certified floor, and per stage whether the certificate held
  * (bound ≤ realised ΔJ) and whether it certified an improvement (bound > 0) — two different
@@ -224,9 +213,6 @@ export interface JSeries {
  * band; floors further down are clipped to the bottom edge and counted, so one vacuous bound cannot
  * squash the J curve into a flat line.
  */
-/** The J axis's least height: five ticks 0.001 or more apart, so distinct at J's 3 decimals. */
-export const J_MIN_SPAN = 0.006;
-
 export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoice; span?: number; j0ci?: number; overlay?: readonly StageRecord[] } = {}): JSeries {
   const form = opts.form ?? 'chosen';
   const raw: Omit<JRow, 'floorShown' | 'floorClipped'>[] = [];
@@ -343,7 +329,7 @@ function bar(kind: WaterfallKind, label: string, value: number, from: number, to
 }
 
 /** Ulps of a value's scale below which a difference is float rounding, not a change (see `dropNoise`). */
-export const NOISE_ULPS = 8;
+const NOISE_ULPS = 8;
 
 /**
  * `x`, or exactly 0 when |x| is within NOISE_ULPS ulps of `scale` (the size of the quantities it
@@ -577,7 +563,7 @@ export interface SweepViolationPoint extends ViolationPoint {
 }
 
 /** The sweep's label on the chart: which lr protocol it ran. */
-export function deltaSweepSource(r: DeltaSweepResult): string {
+function deltaSweepSource(r: DeltaSweepResult): string {
   // A language team's states are token prefixes (protocol.states = 0): name the team, not a table shape.
   const game = r.protocol.states === 0 ? `${r.protocol.task} team of ${r.protocol.agents}` : `${r.protocol.task} ${r.protocol.agents}×${r.protocol.actions}`;
   return r.protocol.lrScaling === 'sqrt' ? `δ sweep (${game}), lr ∝ √δ` : `δ sweep (${game}), lr fixed`;
@@ -764,6 +750,7 @@ export function producerOf(agent: number, at: { stage: number; before: number },
   return null;
 }
 
+/** Language episodes with, per message, the agent step whose policy wrote it (the latest accepted step of its agent before the rollout). */
 export function transcriptRows(batch: TranscriptBatch | null | undefined, records: readonly StageRecord[], opts: { current?: PartialStage | null; limit?: number } = {}): TranscriptRow[] {
   if (!batch) return [];
   const cache = new Map<number, StepRef | null>();

@@ -1,35 +1,24 @@
 /**
  * The timeline and the charts grid, wired to the store: what each chart is given and where it
- * comes from. The step in view (the timeline's selection, else the latest step) drives the
- * advantage, KL and transcript views; the stage in view drives the waterfall. The order
- * comparison, the simultaneous overlay and the δ sweep run on demand (sideRuns.ts) from the
- * buttons here. The J chart and the game view share the first row (the first screen); a link's
- * `<panel>_hide` flags (panels.ts) leave panels out.
- *
- * What draws first: the timeline, the J chart and the game view follow the store at once; the
- * charts below them (and the swap card, the transcripts) draw from a deferred copy of the run
- * (React's useDeferredValue), in a render the browser may interrupt — so a step shows on the first
- * screen without waiting for six plots, and while Run goes faster than they draw, they skip to the
- * newest stage instead of queueing; during Run the J chart and the game view do the same. The grid
- * carries `data-pending` while anything lags the store.
- *
- * A chart of the grid that is off screen does not redraw at all while a step or Run is in
- * progress (`OffScreenGate`): it keeps its last drawing, marked `data-pending` and
- * `data-offscreen`, and draws the newest state the moment it scrolls into view or, off screen, once
- * the page is quiet again (in idle time) — so a finished step ends with every chart exact.
+ * comes from. The step in view (the timeline's selection, else the latest) drives the advantage,
+ * KL and transcript views; the stage in view drives the waterfall; the side runs start from
+ * buttons here (sideRuns.ts); a link's `<panel>_hide` flags (panels.ts) leave panels out. The J
+ * chart and the game view follow the store at once (the first screen); the charts below draw from
+ * a deferred copy, and off screen not at all while a step runs (`OffScreenGate`), so a step shows
+ * without waiting for six plots. The grid carries `data-pending` while anything lags the store.
  *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
 import { memo, type ReactElement, startTransition, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
 import type { StageRecord, AgentStepRecord } from '../../sat/stage';
 import type { CertForm } from '../../sat/certificate';
-import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } from '../charts/lazy';
+import { lazyCharts } from '../charts/lazy';
 import { findStep, lastStepRef, partialStage, toStepRef, transcriptRows, violationPointsFromStages } from '../charts/series';
 import { Timeline as TimelineView } from './Timeline';
 import { useSession } from '../sessionContext';
 import { compareOrders, compareOrdersTitle, compareSimultaneous, compareSimultaneousTitle, sweepDeltas, sweepDeltasTitle } from '../sideRuns';
 import { isLlmTask } from '../../sat/config';
-import type { TabularEnv } from '../../sat/env/tabular';
+import { tableGame } from '../../sat/experiment';
 import { frameAt } from '../gameFrame';
 import { shown, type PanelName } from '../panels';
 import { TableGameView, TranscriptGameView } from './GameView';
@@ -38,6 +27,7 @@ import { SwapCard } from './SwapCard';
 import { TokenInspector } from './TokenInspector';
 
 const Timeline = memo(TimelineView);
+const { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } = lazyCharts;
 
 /** The share of a chart's box that must be in the window for it to count as on screen. */
 const SEEN_RATIO = 0.05;
@@ -115,7 +105,8 @@ export function ChartsPanel() {
 
   // The first screen's view of the run, now.
   const now = useInView(stagesNow, partialNow, selectedNow);
-  // The charts below it: the same, deferred.
+  // The charts below it: the same, deferred (a render the browser may interrupt; when steps come
+  // faster than they draw, they skip to the newest stage instead of queueing).
   const stages = useDeferredValue(stagesNow);
   const partial = useDeferredValue(partialNow);
   const selected = useDeferredValue(selectedNow);
@@ -129,7 +120,8 @@ export function ChartsPanel() {
     return transcripts.find((b) => b.stage === ref.stage && b.before === step?.position) ?? transcripts[transcripts.length - 1] ?? null;
   }, [transcripts, ref, step]);
   const rows = useMemo(() => transcriptRows(batch, stages, { current }), [batch, stages, current]);
-  const game = frames.length > 0 ? (session.currentExperiment()?.env as Partial<TabularEnv> | undefined)?.game ?? null : null;
+  const exp = session.currentExperiment();
+  const game = frames.length > 0 && exp ? tableGame(exp) : null;
   // While Run goes, the J chart and the game view draw from the deferred copy too (they catch up
   // the moment it stops); the timeline alone follows every step.
   const running = status === 'running';

@@ -1,21 +1,10 @@
 /**
- * "Your own checkpoint…" on a language agent's card: a folder picker (`<input type=file
- * webkitdirectory multiple>`) that seats a Hugging Face Llama checkpoint folder as that agent
- * (Session.seatCheckpoint: config.json and the memory estimate first, then the load in the seat's
- * worker with progress and Cancel), and what the seat holds — the checkpoint's name (folder and
- * short hash), its parameters, the memory estimate and what this browser keeps of it. A seat a
- * share link names but this browser lacks says which checkpoint it needs and offers the picker
- * for exactly that folder. `dropFiles` lets the card take the folder (or its files) dropped on it.
- * A choice beside the picker says how the weights are stored — q8, q4 or f32 (each option with
- * the estimate's total once a folder is seated): picked before a folder, it is what the folder
- * loads as; changed on a seated checkpoint, it re-seats it so (Session.setSeatQuant: re-estimated
- * and refused before anything is allocated when it does not fit).
- * An ONNX model folder (transformers.js / onnx-community: config.json, tokenizer.json, onnx/model*.onnx)
- * is taken too: a choice beside the picker says whether it is seated trainable (its weights mapped
- * into our model, checked against onnxruntime-web) or frozen (run by onnxruntime-web, never
- * updated); the seated card says which file and mode, the agent's backend line the execution
- * provider. What a folder needs is said before the picker opens.
- * docs/models.md, "Your own checkpoint" and "An ONNX model folder", say how it works and what is not done yet.
+ * "Your own checkpoint…" on a language agent's card: a folder picker (or a drop, `dropFiles`) that
+ * seats a Hugging Face Llama checkpoint or an ONNX model folder as that agent — config.json and
+ * the memory estimate first, then the load in the seat's worker with progress and Cancel — and
+ * what the seat holds. Choices beside the picker: how the weights are stored (q8, q4 or f32; on a
+ * seated checkpoint a change re-seats it) and, for ONNX, trainable or frozen. A seat a share link
+ * names but this browser lacks asks for exactly that folder. docs/models.md says how it works.
  *
  * Not here: reading and storing the files (hfFiles.ts), the team (session.ts).
  */

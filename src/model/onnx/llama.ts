@@ -1,32 +1,10 @@
 /**
  * Maps the weights of an ONNX Llama-family decoder (read.ts) onto our model's (weights.ts), for the
  * trainable ONNX seat. The folder is the transformers.js / onnx-community layout: config.json (the
- * same Llama fields as a checkpoint: hfConfig.ts), tokenizer.json (+ tokenizer_config.json,
- * generation_config.json) and one .onnx file, often under onnx/, with its external data.
- *
- * Which initializer is which weight — by *node*, since exporters name weights differently
- * (optimum: anonymous onnx::MatMul_N; onnxruntime-genai: model.layers.L.attn.q_proj.MatMul.weight)
- * but both name the nodes after the PyTorch modules:
- *   /model/layers.L/(self_attn|attn)/(q|k|v|o)_proj/…   MatMul or MatMulNBits  → wq wk wv wo
- *   /model/layers.L/mlp/(gate|up|down)_proj/…           MatMul or MatMulNBits  → w1 w3 w2
- *   /lm_head/…                                          MatMul or MatMulNBits  → lm_head
- *   the Gather whose indices are input_ids                                      → tok_emb
- * and the norm gains by initializer name: model.layers.L.input_layernorm.weight,
- * model.layers.L.post_attention_layernorm.weight, model.norm.weight (genai:
- * model.layers.{layers}.final_norm_layernorm.weight).
- * A MatMul's weight is an initializer, or one reached through Cast (f16 → f32) or
- * DequantizeLinear (8-bit, per tensor or per axis, with its zero point); a MatMulNBits node holds
- * 4-bit blocks (bits 4, any block_size, f32/f16 scales, packed uint8 zero points or the default 8).
- * Every value is dequantized exactly as onnxruntime computes it (f32 of (q − zp)·scale), then
- * mapped as hfLoad.ts maps a checkpoint (RoPE row permutation, K/V rows repeated for GQA).
- * The head: when the graph's head weight equals the embedding bit for bit the model stays tied,
- * else it is untied with the graph's head (a quantized file's head usually differs).
- *
- * Refused, naming the node or initializer: fused projections (qkv_proj, gate_up_proj), a weight
- * computed by anything else, GatherBlockQuantized embeddings, MatMulNBits with bits ≠ 4, g_idx or a
- * bias, a projection missing or found twice, a shape that does not match config.json, a
- * non-finite value, and any other MatMul by a constant that touches the model's width (a weight
- * this mapping would silently drop).
+ * Llama fields of a checkpoint: hfConfig.ts), tokenizer.json and one .onnx file with its external
+ * data. Weights are found by node (exporters name initializers differently but nodes after the
+ * PyTorch modules), dequantized exactly as onnxruntime computes them, then mapped as hfLoad.ts maps
+ * a checkpoint; anything this mapping would silently drop is refused by name.
  *
  * Not here: the protobuf (wire.ts, read.ts), running the graph (ort.ts), the seat (src/sat/onnxSeat.ts).
  */
@@ -66,6 +44,17 @@ export function onnxFileBytes(files: HfFiles, file: string): number {
   return n;
 }
 
+/*
+ * Which node is which weight (optimum names initializers onnx::MatMul_N, onnxruntime-genai
+ * model.layers.L.attn.q_proj.MatMul.weight, but both name the nodes after the modules):
+ *   /model/layers.L/(self_attn|attn)/(q|k|v|o)_proj/…   MatMul or MatMulNBits  → wq wk wv wo
+ *   /model/layers.L/mlp/(gate|up|down)_proj/…           MatMul or MatMulNBits  → w1 w3 w2
+ *   /lm_head/…                                          MatMul or MatMulNBits  → lm_head
+ *   the Gather whose indices are input_ids                                      → tok_emb
+ * and the norm gains by initializer name: model.layers.L.input_layernorm.weight,
+ * model.layers.L.post_attention_layernorm.weight, model.norm.weight (genai:
+ * model.layers.{layers}.final_norm_layernorm.weight).
+ */
 const PROJ = /^\/model\/layers\.(\d+)\/(?:self_attn|attn)\/(q|k|v|o|qkv)_proj\//;
 const MLP = /^\/model\/layers\.(\d+)\/mlp\/(gate|up|down|gate_up)_proj\//;
 const HEAD = /^\/lm_head\//;
@@ -220,7 +209,19 @@ export function readOnnxLlamaHead(files: HfFiles, file: string, maxSeq?: number)
   return { ...head, cfg, model, untiedHead: hasHead };
 }
 
-/** Reads an ONNX Llama folder's `file` into our model (header), stored as `opts.quant`. */
+/**
+ * Reads an ONNX Llama folder's `file` into our model, stored as `opts.quant`. A MatMul's weight is
+ * an initializer, or one reached through Cast (f16 → f32) or DequantizeLinear (8-bit, per tensor or
+ * per axis, with its zero point); a MatMulNBits node holds 4-bit blocks (any block_size, f32/f16
+ * scales, packed uint8 zero points or the default 8). Values are f32 of (q − zp)·scale, then RoPE
+ * rows permuted and K/V rows repeated for GQA as hfLoad.ts does. The model stays tied when the
+ * graph's head equals the embedding bit for bit, else it is untied with the graph's head.
+ *
+ * Refused, naming the node or initializer: fused projections (qkv_proj, gate_up_proj), a weight
+ * computed by anything else, GatherBlockQuantized embeddings, MatMulNBits with bits ≠ 4, g_idx or
+ * a bias, a projection missing or found twice, a shape that does not match config.json, a
+ * non-finite value, and any other MatMul by a constant that touches the model's width.
+ */
 export async function loadOnnxLlama(files: HfFiles, file: string, opts: HfLoadOptions = {}): Promise<OnnxLlama> {
   const quant = opts.quant ?? 'f32';
   const progress = opts.onProgress ?? (() => {});

@@ -1,30 +1,8 @@
 /**
  * The language-model agent: the `AgentPolicy` the tabular tables implement, for one small
- * transformer (`Model`, src/model/model.ts) on any backend — the CPU kernels or WebGPU — so the
- * same class trains in the CLI, in the page's workers and on a GPU.
- *
- * States are token prefixes. A message is a sequence of token steps: at step k the agent saw the
- * prefix seq[0..pos) and emitted the token seq[pos]. Episodes therefore hold one `AgentTurn` per
- * token (obs = the step's index in the batch's `LmSteps` table, action = the token), so the SAT
- * core's per-step machinery — sequence ratios, exact per-state KL over the full vocabulary,
- * trust-region quantiles — applies unchanged. The end-of-message token is an action too: an agent
- * learns when to stop. Every log-prob used in a ratio comes from the same full forward pass at the
- * sampling temperature (never from the KV-cached sampler), so r = 1 exactly before the first step,
- * and is the log-prob of the distribution the sampler draws from (top-k truncated and renormalised
- * when topK > 0). The KL of the trust region stays the full-softmax KL: a radius, not a ratio.
- *
- * What runs where:
- *   - on the backend: every forward and backward, the gather of the step rows out of the
- *     [B·T × V] logits (embeddingForward used as a row gather) and the scatter of their gradient
- *     back (embeddingBackward into zeros), the clipped-loss gradient, the KL, AdamW; the frozen
- *     reference π_cur is a device copy of the parameters, and its logits at a step set are cached
- *     on the device (per step set, by the identity of its `obs` array, until the reference moves);
- *   - downloaded: per call, what the caller needs — [K × V] logit rows for `distributions` /
- *     `logProbs` (the log-softmax then runs in f64 on the host), K KL values, the 4 loss statistics
- *     and the flat gradient (its norm is a reported metric and the finiteness guard), S token ids
- *     per decoding step.
- * The objective's per-episode inputs (advantages and IS weights, f64 in the batch) travel as f32
- * tensors, as they must on a GPU.
+ * transformer (src/model/model.ts) on any backend — CPU kernels or WebGPU — so the same class
+ * trains in the CLI, in the page's workers and on a GPU. States are token prefixes and actions
+ * tokens (end-of-message included), so the SAT core's per-step machinery applies unchanged.
  *
  * Not here: the model's maths (src/model/model.ts), the environment (src/sat/env/lm.ts), choosing
  * a backend or a device (the worker does), the Stage-0 projection (projected.ts wraps this class).
@@ -123,6 +101,22 @@ interface DevicePack<X extends TensorKinds> {
   readonly row: X['i32'];
 }
 
+/**
+ * One language agent. A message is a sequence of token steps: at step k the agent saw the prefix
+ * seq[0..pos) and emitted seq[pos], so an episode holds one `AgentTurn` per token (obs = the step's
+ * index in the batch's `LmSteps` table, action = the token). Every log-prob in a ratio comes from
+ * the same full forward pass at the sampling temperature (never the KV-cached sampler), so r = 1
+ * exactly before the first step, and is the log-prob of what the sampler draws from (top-k
+ * truncated and renormalised when topK > 0); the trust region's KL stays the full-softmax KL.
+ *
+ * On the backend: every forward and backward, the gather of step rows out of the [B·T × V] logits
+ * and the scatter of their gradient, the clipped-loss gradient, the KL, AdamW; the frozen reference
+ * π_cur is a device copy of the parameters, its logits cached per step set (by the identity of its
+ * `obs` array) until the reference moves. Downloaded per call: what the caller needs — [K × V]
+ * logit rows (log-softmax in f64 on the host), K KL values, the 4 loss statistics and the flat
+ * gradient (its norm is a metric and the finiteness guard), S token ids per decoding step.
+ * Per-episode inputs (advantages, IS weights) travel as f32 tensors, as they must on a GPU.
+ */
 export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPolicy {
   readonly index: number;
   readonly name: string;
