@@ -5,18 +5,19 @@
  * installs it when running as root, or fails with the command to run). A page records its uncaught
  * exceptions and console errors in `errors`, which a test expects to be empty at its end.
  *
- * Each test file opens its own playground (`openPlayground` in beforeAll, `close` in afterAll):
- * the build takes ~2 s, and files stay independent of one another.
+ * Each test file opens its own playground (`openPlayground` in beforeAll, `close` in afterAll), and
+ * the files of one test run share one build: the first file to open a playground builds into the
+ * folder the global setup provides (tests/setup/global.ts), the others serve what it wrote.
  *
  * Not here: what a test does on the page (tests/e2e/*.test.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
 import { presetConfig } from '../../src/sat/presets';
 
@@ -66,11 +67,32 @@ async function buildApp(dir: string): Promise<void> {
   }
 }
 
-/** Builds, serves and opens the browser; call in beforeAll with SETUP_TIMEOUT_MS. */
+/**
+ * The test run's build of the page: built once into the run's folder, then reused. A file builds
+ * into a folder of its own and renames it into place, so two files building at once both end up
+ * serving one complete build.
+ */
+async function runBuild(): Promise<string> {
+  const root = inject('e2eBuildRoot');
+  const dist = join(root, 'dist');
+  if (existsSync(join(dist, 'index.html'))) return dist;
+  const mine = mkdtempSync(join(root, 'building-'));
+  const t0 = performance.now();
+  await buildApp(mine);
+  console.log(`[e2e] built the page for this run in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  try {
+    renameSync(mine, dist);
+  } catch (e) {
+    if (!existsSync(join(dist, 'index.html'))) throw e;
+    rmSync(mine, { recursive: true, force: true }); // another file's build landed first
+  }
+  return dist;
+}
+
+/** Builds (once per run), serves and opens the browser; call in beforeAll with SETUP_TIMEOUT_MS. */
 export async function openPlayground(): Promise<Playground> {
   const executablePath = await ensureChromium();
-  const outDir = mkdtempSync(join(tmpdir(), 'sat-e2e-dist-'));
-  await buildApp(outDir);
+  const outDir = await runBuild();
   const server: PreviewServer = await preview({
     root: ROOT,
     configFile: CONFIG_FILE,
@@ -109,7 +131,6 @@ export async function openPlayground(): Promise<Playground> {
     async close() {
       await browser.close();
       await server.close();
-      rmSync(outDir, { recursive: true, force: true });
     },
   };
 }

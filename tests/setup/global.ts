@@ -1,5 +1,6 @@
 /**
- * Vitest global setup: runs once, before any test file, so that every file sees the same machine.
+ * Vitest global setup: runs before any test file (once per project), so that every file sees the
+ * same machine.
  * It makes sure Debian's Chromium is at /usr/bin/chromium (scripts/ensure-chromium.mjs: installed
  * with apt-get when missing and running as root; otherwise the run stops here with the exact
  * command to run). Chromium is what the browser test drives, and its SwiftShader is the WebGPU
@@ -15,9 +16,16 @@
  * is ready several times sooner than one that compiles the TypeScript sources and resolves
  * hundreds of small package files itself, and the worker tests start dozens of them.
  *
+ * It makes the folder the browser tests' one build of the page goes into (tests/e2e/harness.ts), and
+ * removes it when the run ends.
+ *
  * Not here: finding the WebGPU adapter (tests/webgpu/gpu.ts, per file).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { build } from 'esbuild';
+import type { TestProject } from 'vitest/node';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
 import { AGENT_WORKER_BUNDLE } from '../helpers/workerBundle';
 
@@ -37,8 +45,19 @@ async function bundleAgentWorker(): Promise<void> {
   });
 }
 
-export async function setup(): Promise<void> {
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The folder the browser tests build the page into, once per run. */
+    e2eBuildRoot: string;
+  }
+}
+
+/** Runs once per Vitest project; returns the teardown that removes what it made. */
+export async function setup(project: TestProject): Promise<() => void> {
   await bundleAgentWorker();
+  const buildRoot = mkdtempSync(join(tmpdir(), 'sat-e2e-build-'));
+  project.provide('e2eBuildRoot', buildRoot);
+  const teardown = (): void => rmSync(buildRoot, { recursive: true, force: true });
   try {
     const path = await ensureChromium();
     console.log(`[global setup] Chromium: ${path}`);
@@ -46,8 +65,10 @@ export async function setup(): Promise<void> {
     const why = e instanceof Error ? e.message : String(e);
     if (process.env.SAT_ALLOW_NO_GPU === '1') {
       console.warn(`[global setup] WARNING (SAT_ALLOW_NO_GPU=1): going on without Chromium — ${why}. Without it the GPU test files skip when no other WebGPU adapter exists, and the browser test fails.`);
-      return;
+      return teardown;
     }
+    teardown();
     throw new Error(`[global setup] ${why} (or set SAT_ALLOW_NO_GPU=1 to run the tests that need neither Chromium nor a WebGPU adapter)`);
   }
+  return teardown;
 }
