@@ -38,12 +38,12 @@ export const TEMPLATE_MAX_STEPS = 50_000;
 export const TEMPLATE_MAX_CHARS = 1 << 20;
 
 /**
- * Experiment files: contents may inflate to at most RATIO times the compressed size (real ones
- * inflate a few times at most: f64 weights and metrics barely compress, the JSON header about
- * tenfold), or FLOOR bytes when that is more.
+ * Experiment files: every prefix of the compressed data may inflate to at most RATIO times its
+ * length plus SLACK bytes (real ones inflate a few times at most: f64 weights and metrics barely
+ * compress, the JSON header about tenfold), so a bomb is refused after a few kilobytes of its input.
  */
 export const INFLATE_RATIO = 32;
-export const INFLATE_FLOOR = 16 * 2 ** 20;
+export const INFLATE_SLACK = 2 ** 20;
 
 /** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
 export const CHECK_TIME_MS = 10_000;
