@@ -16,7 +16,8 @@ import { describe, expect, it } from 'vitest';
 import { deflateRawSync, gunzipSync } from 'node:zlib';
 import { FormatError, SatError } from '../src/core/errors';
 import { jsonDepth, readJson } from '../src/core/json';
-import { INFLATE_RATIO, INFLATE_SLACK, TEMPLATE_MAX_CHARS } from '../src/core/limits';
+import { INFLATE_RATIO, INFLATE_SLACK, TEMPLATE_MAX_CHARS, TOKENIZER_MAX_ENCODE_CHARS } from '../src/core/limits';
+import { Tokenizer } from '@huggingface/tokenizers';
 import { escapeControl, escapeLines } from '../src/core/text';
 import { inflateCapped } from '../src/app/inflate';
 import { parseExperimentFile, serializeExperiment } from '../src/app/savefile';
@@ -202,6 +203,22 @@ describe('tokenizers: runaway patterns refused, real ones load', () => {
     const text = "What's 12+34? It's 46, isn't it?  Yes!!\n";
     expect(text).toHaveLength(40);
     expect(t.decode(t.encode(text, false))).toBe(text);
+  });
+
+  it('a text past TOKENIZER_MAX_ENCODE_CHARS is refused before a checked but quadratic pattern runs on it; up to it, ids are the library\'s own', () => {
+    // \w+! passes the load checks, and splitting n word characters with no "!" takes ~n²/2 steps.
+    expect(backtrackingRisk('\\w+!')).toBeNull();
+    const t = new HfTokenizer(regexTokenizer('\\w+!'), { vocab: 272, tokenizerConfig: { eos_token: '<|im_end|>' } });
+    expect(() => t.encode('a'.repeat(TOKENIZER_MAX_ENCODE_CHARS + 1))).toThrow(
+      new FormatError(`tokenizer: a text of ${TOKENIZER_MAX_ENCODE_CHARS + 1} characters is longer than the ${TOKENIZER_MAX_ENCODE_CHARS} this playground encodes in one call (a seat's context is at most 1,024 tokens; a checked pre-tokenizer pattern may still take time growing with the square of the length, docs/models.md "Input limits")`),
+    );
+    // The real patterns at the cap: the same ids as @huggingface/tokenizers gives unbounded.
+    const line = "What's 12+34? It's 46, isn't it?  Yes!!\n";
+    const text = line.repeat(Math.ceil(TOKENIZER_MAX_ENCODE_CHARS / line.length)).slice(0, TOKENIZER_MAX_ENCODE_CHARS);
+    for (const p of Object.values(REAL_PATTERNS)) {
+      const tj = regexTokenizer(p);
+      expect(new HfTokenizer(tj, { vocab: 272, tokenizerConfig: { eos_token: '<|im_end|>' } }).encode(text, false)).toEqual(new Tokenizer(tj, {}).encode(text, { add_special_tokens: false }).ids);
+    }
   });
 
   it('the two shapes of exponential backtracking, and a backreference, are named; safe repetitions are not', () => {

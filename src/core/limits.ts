@@ -45,6 +45,15 @@ export const TEMPLATE_MAX_CHARS = 1 << 20;
 export const INFLATE_RATIO = 32;
 export const INFLATE_SLACK = 2 ** 20;
 
+/**
+ * Longest text a checkpoint's tokenizer encodes in one call (characters). A pre-tokenizer pattern
+ * that passes the load checks (src/model/regexSafety.ts) may still take ~n² steps to split n
+ * characters, so a hostile one could slow its seat down by the square of a long text; a seat's
+ * context is at most 1,024 tokens, and what it encodes (the task's prompt in its chat template,
+ * earlier messages) stays far under 16 characters a token.
+ */
+export const TOKENIZER_MAX_ENCODE_CHARS = 16_384;
+
 /** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
 export const CHECK_TIME_MS = 10_000;
 /** Heap a check's worker may grow to in Node (the page bounds memory with the size caps above). */
