@@ -1,10 +1,11 @@
 /**
  * Hostile inputs, one regression test per reproducer (tests/helpers/hostile.ts builds them, small
  * where the real one is big but through the same code path): gzip bombs and an experiment
- * container with one huge blob refused by the inflation cap; a safetensors header with entries the
+ * container with one huge blob refused as soon as a prefix inflates past the ratio; a safetensors header with entries the
  * config does not have refused by its size before it is decoded, and an unexpected entry before
  * any tensor data is copied; 100,000-deep JSON refused by name; runaway pre-tokenizer patterns
- * refused while the real GPT-2 / Llama-3 / Qwen2 / GPT-4o / SmolLM patterns load and encode; each
+ * refused while the real GPT-2 / Llama-3 / Qwen2 / GPT-4o / SmolLM patterns load and encode (and a
+ * text past one encode call's cap refused, the ids up to it unchanged); each
  * malformed vocabulary refused naming its entry; runaway chat templates stopped by their budgets
  * while real ones render; config.json values that print oddly; control characters escaped.
  * The CLI's folder reading (links, devices, pipes, folders) is tests/hostile-cli.test.ts.
