@@ -13,6 +13,12 @@
  * src/workers/remoteTeam.ts did) and after (its JSON files cloned for the check's worker), and the
  * check's own time in a worker thread.
  *
+ * `npx tsx bench/hostile.ts --page [rounds] [dist…]`: the experiment-file bombs in the page, each
+ * picked on Import as a person picks it, timed from the pick to the refusal's banner; and, in the
+ * same page, a fresh check worker (input.worker) timed apart — its start (and an empty worker's),
+ * then the job alone. Each `dist` is a built page (`vite build --outDir`; default: this tree, built
+ * now); rounds alternate between them, so two builds compare in one run.
+ *
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
  */
 import { spawnSync } from 'node:child_process';
@@ -20,7 +26,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, sym
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeContainer, parseExperimentFile } from '../src/app/savefile';
+import { parseExperimentFile, serializeExperiment } from '../src/app/savefile';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
 import { presetConfig } from '../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
@@ -52,14 +58,30 @@ const CLASSES: Record<string, () => Input> = {
   'folder: _name_or_path of terminal escapes': () => folderWith('config.json', { ...hfCheckpoint().config, _name_or_path: '\u001b]0;TITLE\u0007\u001b[2J\u001b[31mRED\u001b[0m\r\nerror: fake line' }),
   'legitimate: a recipe of 4,990 keys (reference)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 4_990 }, (_, i) => `k${i}: 1\n`).join('')), ext: 'yaml' }),
   'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
-  'legitimate: a 64 MiB experiment file (reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
+  'legitimate: a 64 MiB experiment (35 MB file; reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
 };
 
-/** A real experiment container (savefile.ts) whose one blob is `bytes` of random f64s: the size of a big real export. */
+/**
+ * A valid experiment (parseExperimentFile accepts it) whose contents are `bytes` long: an arith-team
+ * at its start, each agent's weights and optimizer state random f32 values stored as f64, as a
+ * trained language team's are — the size of a big real export, and about as compressible.
+ */
 function legitimateExperiment(bytes: number): Uint8Array {
-  const values = new Float64Array(bytes / 8);
-  for (let i = 0; i < values.length; i++) values[i] = Math.random();
-  return encodeContainer('{}', [values]);
+  const config = presetConfig('arith-team', {});
+  const n = config.agents;
+  const p = Math.floor(bytes / 8 / n / 3);
+  const agents = Array.from({ length: n }, (_, a) => {
+    const params = new Float64Array(p);
+    const optim = new Float64Array(1 + 2 * p);
+    optim[0] = 12;
+    for (let i = 0; i < p; i++) {
+      params[i] = Math.fround((Math.random() - 0.5) * 0.2);
+      optim[1 + i] = Math.fround((Math.random() - 0.5) * 1e-3);
+      optim[1 + p + i] = Math.fround(Math.random() * 1e-6);
+    }
+    return { snapshot: { params, optim }, info: { name: `arithmetic-S#${a}`, kind: 'lm' as const, parameters: p, backend: 'cpu' } };
+  });
+  return serializeExperiment({ config, presetName: 'arith-team', createdAt: '2026-12-02T00:00:00.000Z', stages: [], agents, betas: agents.map(() => config.beta), cursor: { stage: 0 } });
 }
 
 /** What the CLI does with --agent-model up to the weights: read the folder, check its head in the budgeted worker, load. */
@@ -130,9 +152,88 @@ async function tokenizerBench(vocab: number, rounds: number): Promise<void> {
   }
 }
 
+/** The experiment files `--page` picks: the two gzip bombs and the container bomb. */
+const PAGE_FILES: Record<string, () => Uint8Array> = {
+  'bomb-1GiB': () => gzipBomb(GiB - 64),
+  'bomb-8GiB': () => gzipBomb(8 * GiB),
+  'container-1GiB': () => containerBomb(GiB / 8),
+};
+
+/** In the page: an empty worker's start, then for each file a fresh check worker's start (a one-byte job) and the file's job alone (ms). */
+const IN_PAGE = `(async ([worker, names]) => {
+  const out = {};
+  const reply = (w, msg, transfer) => new Promise((res) => { w.onmessage = (e) => res(e.data); w.postMessage(msg, transfer); });
+  let t = performance.now();
+  const blank = new Worker(URL.createObjectURL(new Blob(['onmessage = () => postMessage(0)'], { type: 'text/javascript' })), { type: 'module' });
+  await reply(blank, 0, []);
+  out['empty worker start'] = performance.now() - t;
+  blank.terminate();
+  for (const name of names) {
+    const bytes = new Uint8Array(await (await fetch('/' + name + '.satexp')).arrayBuffer());
+    t = performance.now();
+    const w = new Worker('/assets/' + worker, { type: 'module' });
+    await reply(w, { job: 'experimentFile', input: Uint8Array.of(1) }, []);
+    out[name + ' worker start'] = performance.now() - t;
+    t = performance.now();
+    await reply(w, { job: 'experimentFile', input: bytes }, [bytes.buffer]);
+    out[name + ' job'] = performance.now() - t;
+    w.terminate();
+  }
+  return out;
+})`;
+
+/** The `--page` mode (header). */
+async function pageBench(rounds: number, dists: string[]): Promise<void> {
+  const { cpSync, readdirSync } = await import('node:fs');
+  const { chromium } = await import('playwright-core');
+  const { build, preview } = await import('vite');
+  const { CHROMIUM_ARGS, ROOT } = await import('../tests/e2e/harness');
+  const files = Object.fromEntries(Object.entries(PAGE_FILES).map(([k, f]) => [k, f()]));
+  if (dists.length === 0) {
+    const out = mkdtempSync(join(tmpdir(), 'sat-hostile-dist-'));
+    process.env.NODE_ENV = 'production';
+    await build({ root: ROOT, mode: 'production', logLevel: 'error', build: { outDir: out, emptyOutDir: true, sourcemap: false } });
+    dists.push(out);
+  }
+  const pages: { name: string; url: string; dir: string; worker: string }[] = [];
+  for (const d of dists) {
+    const dir = mkdtempSync(join(tmpdir(), 'sat-hostile-page-'));
+    cpSync(d, dir, { recursive: true });
+    for (const [k, v] of Object.entries(files)) writeFileSync(join(dir, `${k}.satexp`), v);
+    const server = await preview({ root: ROOT, logLevel: 'error', build: { outDir: dir }, preview: { host: '127.0.0.1', port: 0, open: false } });
+    const port = (server.httpServer.address() as { port: number }).port;
+    pages.push({ name: d, url: `http://127.0.0.1:${port}/`, dir, worker: readdirSync(join(dir, 'assets')).find((f) => /^input\.worker-.*\.js$/.test(f))! });
+  }
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const banner = () => document.querySelector('[data-testid="error"]')?.textContent ?? '';
+  for (let r = 0; r < rounds; r++) {
+    for (const pg of pages) {
+      const p = await (await browser.newContext()).newPage();
+      await p.goto(pg.url);
+      await p.waitForSelector('[data-testid="import"]:not([disabled])');
+      const row: Record<string, number> = {};
+      let said = '';
+      for (const name of Object.keys(files)) {
+        const before = await p.evaluate(banner);
+        const t0 = Date.now();
+        await p.getByTestId('import').setInputFiles(join(pg.dir, `${name}.satexp`));
+        await p.waitForFunction((b) => { const t = document.querySelector('[data-testid="error"]')?.textContent ?? ''; return t !== '' && t !== b; }, before, { timeout: 60_000, polling: 20 });
+        row[`${name} page`] = Date.now() - t0;
+        said = await p.evaluate(banner);
+      }
+      Object.assign(row, await p.evaluate(`${IN_PAGE}(${JSON.stringify([pg.worker, Object.keys(files)])})`));
+      console.log(`round ${r} ${pg.name}: ${Object.entries(row).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}; last banner: ${said.slice(0, 200)}`);
+      await p.context().close();
+    }
+  }
+  await browser.close();
+  process.exit(0);
+}
+
 function main(): void {
   const args = process.argv.slice(2);
   if (args[0] === '--child') return void child(args[1]!);
+  if (args[0] === '--page') return void pageBench(Number(args[1] ?? 2), args.slice(2));
   if (args[0] === '--tokenizer') return void tokenizerBench(Number(args[1] ?? 65_536), Number(args[2] ?? 3));
   const timeout = Number(process.env.HOSTILE_TIMEOUT ?? 60);
   const names = args.length > 0 ? Object.keys(CLASSES).filter((n) => args.some((a) => n.includes(a))) : Object.keys(CLASSES);

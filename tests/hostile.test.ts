@@ -1,10 +1,11 @@
 /**
  * Hostile inputs, one regression test per reproducer (tests/helpers/hostile.ts builds them, small
  * where the real one is big but through the same code path): gzip bombs and an experiment
- * container with one huge blob refused by the inflation cap; a safetensors header with entries the
+ * container with one huge blob refused as soon as a prefix inflates past the ratio; a safetensors header with entries the
  * config does not have refused by its size before it is decoded, and an unexpected entry before
  * any tensor data is copied; 100,000-deep JSON refused by name; runaway pre-tokenizer patterns
- * refused while the real GPT-2 / Llama-3 / Qwen2 / GPT-4o / SmolLM patterns load and encode; each
+ * refused while the real GPT-2 / Llama-3 / Qwen2 / GPT-4o / SmolLM patterns load and encode (and a
+ * text past one encode call's cap refused, the ids up to it unchanged); each
  * malformed vocabulary refused naming its entry; runaway chat templates stopped by their budgets
  * while real ones render; config.json values that print oddly; control characters escaped.
  * The CLI's folder reading (links, devices, pipes, folders) is tests/hostile-cli.test.ts.
@@ -16,7 +17,8 @@ import { describe, expect, it } from 'vitest';
 import { deflateRawSync, gunzipSync } from 'node:zlib';
 import { FormatError, SatError } from '../src/core/errors';
 import { jsonDepth, readJson } from '../src/core/json';
-import { INFLATE_RATIO, TEMPLATE_MAX_CHARS } from '../src/core/limits';
+import { INFLATE_RATIO, INFLATE_SLACK, TEMPLATE_MAX_CHARS, TOKENIZER_MAX_ENCODE_CHARS } from '../src/core/limits';
+import { Tokenizer } from '@huggingface/tokenizers';
 import { escapeControl, escapeLines } from '../src/core/text';
 import { inflateCapped } from '../src/app/inflate';
 import { parseExperimentFile, serializeExperiment } from '../src/app/savefile';
@@ -31,6 +33,7 @@ import { CHAT_TEMPLATE, hfCheckpoint, tinyTokenizerJson } from './helpers/hfChec
 import { containerBomb, deepJson, extraEntriesFolder, gzipBomb, gzipMember, regexTokenizer, REAL_PATTERNS, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES, zeroDeflate } from './helpers/hostile';
 
 const MiB = 2 ** 20;
+const GiB = 2 ** 30;
 const enc = (o: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(o));
 
 async function loadError(files: HfFiles): Promise<Error> {
@@ -60,10 +63,44 @@ describe('experiment files: inflation stops at the cap', () => {
     expect(r.error).toContain(fragment);
   };
 
-  it('a bomb of zeros is refused at INFLATE_RATIO times its size (16 MiB floor), not at 1 GiB', () => {
+  it('a bomb of zeros is refused as soon as a prefix inflates past INFLATE_RATIO times its length (plus the slack), not at 1 GiB', () => {
     const bomb = gzipBomb(256 * MiB); // ~256 KiB: the 1 GiB − 64 bomb in small
     expect(bomb.length).toBeLessThan(MiB);
-    expectTooLarge(bomb, `decompresses to more than the ${16 * MiB} bytes this playground reads from a file of ${bomb.length} bytes (${INFLATE_RATIO} times its size`);
+    const r = parseExperimentFile(bomb);
+    expectTooLarge(bomb, `part of it decompresses to more than ${INFLATE_RATIO} times its size: the first `);
+    const m = /the first (\d+) bytes of its compressed data already inflate to (\d+) bytes, (\d+) times their size/.exec(r.ok ? '' : r.error);
+    expect(m, r.ok ? '' : r.error).not.toBeNull();
+    const [input, output, times] = [Number(m![1]), Number(m![2]), Number(m![3])];
+    // True: that prefix did inflate past the limit, and the figures agree with each other.
+    expect(output).toBeGreaterThan(INFLATE_RATIO * input + INFLATE_SLACK);
+    expect(times).toBe(Math.floor(output / input));
+    // Soon: within one step of the limit, a few kilobytes of a file of ~256 KiB.
+    expect(input).toBeLessThan(8 * 1024);
+    expect(output).toBeLessThan(INFLATE_SLACK + 2 * MiB);
+  });
+
+  it('a bomb is given up before its later bytes are read: a cut after its first 24 KiB is never reached', () => {
+    // The 1 GiB − 64 bomb's data (~1 MiB; zeros inflate ~1,000-fold) cut short: capped by the whole
+    // file's length (32 × 1 MiB), inflating reads ~32 KiB of input and runs into the cut; the prefix
+    // limit stops within ~2 KiB.
+    const full = zeroDeflate(GiB - 64);
+    const cut = full.subarray(0, 24 * 1024);
+    expect(inflateCapped(cut, INFLATE_RATIO * full.length, 1 << 14)).toMatchObject({ ok: false, why: 'eof' });
+    expect(inflateCapped(cut, INFLATE_RATIO * full.length, 1 << 14, { times: INFLATE_RATIO, slack: INFLATE_SLACK })).toMatchObject({ ok: false, why: 'ratio' });
+  });
+
+  it('the limit holds every prefix: data that inflates little at first may hold long runs of zeros later, not first', () => {
+    const random = new Uint8Array(2 * MiB);
+    let x = 11;
+    for (let i = 0; i < random.length; i++) random[i] = (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24;
+    const zeros = new Uint8Array(24 * MiB);
+    const cat = (a: Uint8Array, b: Uint8Array) => Buffer.concat([a, b]);
+    const limit = { times: INFLATE_RATIO, slack: INFLATE_SLACK };
+    const late = cat(random, zeros);
+    const r = inflateCapped(deflateRawSync(late), 2 ** 30, 1 << 14, limit);
+    expect(r.ok && Buffer.from(r.bytes).equals(late)).toBe(true);
+    // The same bytes the other way round inflate as little overall (~13-fold), but their first kilobytes ~1,000-fold.
+    expect(inflateCapped(deflateRawSync(cat(zeros, random)), 2 ** 30, 1 << 14, limit)).toMatchObject({ ok: false, why: 'ratio' });
   });
 
   it('inflates exactly while its step shrinks and grows (zeros, random bytes, zeros), and refuses one byte past the cap', () => {
@@ -79,11 +116,11 @@ describe('experiment files: inflation stops at the cap', () => {
   });
 
   it('a trailer that understates the length (ISIZE is mod 2^32) changes nothing', () => {
-    expectTooLarge(gzipMember(zeroDeflate(256 * MiB), 64), `more than the ${16 * MiB} bytes`);
+    expectTooLarge(gzipMember(zeroDeflate(256 * MiB), 64), `more than ${INFLATE_RATIO} times its size`);
   });
 
   it('a valid container whose one blob is all zeros is refused before the blob is read', () => {
-    expectTooLarge(containerBomb(32 * MiB), `more than the ${16 * MiB} bytes`);
+    expectTooLarge(containerBomb(32 * MiB), `more than ${INFLATE_RATIO} times its size`);
   });
 
   it('a real experiment compresses far less than the cap allows (so the cap refuses no real file)', async () => {
@@ -93,6 +130,8 @@ describe('experiment files: inflation stops at the cap', () => {
     const infos = await Promise.all(exp.team.map((a) => a.info()));
     const bytes = serializeExperiment({ config: exp.cfg, presetName: 'relay', createdAt: '2026-12-01T00:00:00.000Z', stages, agents: snaps.map((snapshot, i) => ({ snapshot, info: infos[i]! })), betas: exp.betas.slice(), cursor: { stage: 12 } });
     expect(gunzipSync(bytes).length / bytes.length).toBeLessThan(INFLATE_RATIO / 2);
+    // Every prefix too, with room to spare: under a quarter of the ratio and no slack at all.
+    expect(inflateCapped(bytes.subarray(10), 2 ** 30, 1 << 14, { times: INFLATE_RATIO / 4, slack: 0 }).ok).toBe(true);
     expect(parseExperimentFile(bytes).ok).toBe(true);
   });
 });
@@ -165,6 +204,22 @@ describe('tokenizers: runaway patterns refused, real ones load', () => {
     const text = "What's 12+34? It's 46, isn't it?  Yes!!\n";
     expect(text).toHaveLength(40);
     expect(t.decode(t.encode(text, false))).toBe(text);
+  });
+
+  it('a text past TOKENIZER_MAX_ENCODE_CHARS is refused before a checked but quadratic pattern runs on it; up to it, ids are the library\'s own', () => {
+    // \w+! passes the load checks, and splitting n word characters with no "!" takes ~n²/2 steps.
+    expect(backtrackingRisk('\\w+!')).toBeNull();
+    const t = new HfTokenizer(regexTokenizer('\\w+!'), { vocab: 272, tokenizerConfig: { eos_token: '<|im_end|>' } });
+    expect(() => t.encode('a'.repeat(TOKENIZER_MAX_ENCODE_CHARS + 1))).toThrow(
+      new FormatError(`tokenizer: a text of ${TOKENIZER_MAX_ENCODE_CHARS + 1} characters is longer than the ${TOKENIZER_MAX_ENCODE_CHARS} this playground encodes in one call (a seat's context is at most 1,024 tokens; a checked pre-tokenizer pattern may still take time growing with the square of the length, docs/models.md "Input limits")`),
+    );
+    // The real patterns at the cap: the same ids as @huggingface/tokenizers gives unbounded.
+    const line = "What's 12+34? It's 46, isn't it?  Yes!!\n";
+    const text = line.repeat(Math.ceil(TOKENIZER_MAX_ENCODE_CHARS / line.length)).slice(0, TOKENIZER_MAX_ENCODE_CHARS);
+    for (const p of Object.values(REAL_PATTERNS)) {
+      const tj = regexTokenizer(p);
+      expect(new HfTokenizer(tj, { vocab: 272, tokenizerConfig: { eos_token: '<|im_end|>' } }).encode(text, false)).toEqual(new Tokenizer(tj, {}).encode(text, { add_special_tokens: false }).ids);
+    }
   });
 
   it('the two shapes of exponential backtracking, and a backreference, are named; safe repetitions are not', () => {

@@ -8,15 +8,15 @@
  *
  * gzip's trailer (CRC-32 and length) is the integrity check. fflate inflates but leaves the
  * trailer to its caller and reads bytes after a member as a further member, so `gunzipChecked`
- * reads the header's length, inflates capped (inflate.ts: it stops at the first slice past
- * the cap), and compares the trailer with the one fflate writes for the contents. Every failure is
+ * reads the header's length, inflates capped (inflate.ts: it stops at the first step past the
+ * cap, or past INFLATE_RATIO times the input read so far), and compares the trailer with the one fflate writes for the contents. Every failure is
  * a FileFail with its code and a specific reason (savefile.ts words it for the page).
  *
  * Not here: what the header must hold (savefile.ts, src/sat/records.ts, payloads.ts).
  */
 import { Gzip, gzipSync } from 'fflate';
 import { FormatError } from '../core/errors';
-import { formatSize, INFLATE_FLOOR, INFLATE_RATIO } from '../core/limits';
+import { formatSize, INFLATE_RATIO, INFLATE_SLACK } from '../core/limits';
 import { describeValue as describe } from '../core/schema';
 import { readSafetensors, writeSafetensors, type StTensor } from '../model/safetensors';
 import { inflateCapped } from './inflate';
@@ -128,27 +128,22 @@ function sameBytes(a: Uint8Array, at: number, b: Uint8Array, from = 0, to = b.le
   return true;
 }
 
-/** The most a file of `fileLength` bytes may inflate to, and why (for the message). */
-interface InflateCap {
-  readonly bytes: number;
-  readonly why: string;
-}
-
 /**
- * min(maxBytes, max(INFLATE_FLOOR, INFLATE_RATIO × the file's length)): a real experiment barely
- * compresses, so a bomb is refused after inflating a few dozen times its own size, not 1 GiB.
+ * Inflates raw deflate data: at most `maxBytes` out, and no prefix of the data inflating to more
+ * than INFLATE_RATIO times its length plus INFLATE_SLACK (inflate.ts), so a bomb is refused after
+ * a few kilobytes of its input. A stream that needs more input is FileFail('truncated').
  */
-function inflateCap(fileLength: number, maxBytes: number): InflateCap {
-  const byRatio = Math.max(INFLATE_FLOOR, INFLATE_RATIO * fileLength);
-  if (byRatio >= maxBytes) return { bytes: maxBytes, why: '' };
-  return { bytes: byRatio, why: ` from a file of ${fileLength} bytes (${INFLATE_RATIO} times its size, at least ${formatSize(INFLATE_FLOOR)}; a real experiment compresses far less)` };
-}
-
-/** Inflates raw deflate data with a cap on the output; a stream that needs more input is FileFail('truncated'). */
-function inflateOrFail(data: Uint8Array, fileLength: number, cap: InflateCap): Uint8Array {
-  const r = inflateCapped(data, cap.bytes, INFLATE_SLICE);
+function inflateOrFail(data: Uint8Array, fileLength: number, maxBytes: number): Uint8Array {
+  const r = inflateCapped(data, maxBytes, INFLATE_SLICE, { times: INFLATE_RATIO, slack: INFLATE_SLACK });
   if (r.ok) return r.bytes;
-  if (r.why === 'too-large') throw new FileFail('too-large', `it decompresses to more than the ${cap.bytes} bytes this playground reads${cap.why}.`);
+  if (r.why === 'too-large') throw new FileFail('too-large', `it decompresses to more than the ${maxBytes} bytes this playground reads.`);
+  if (r.why === 'ratio') {
+    const times = Math.floor(r.output / r.input);
+    throw new FileFail(
+      'too-large',
+      `part of it decompresses to more than ${INFLATE_RATIO} times its size: the first ${r.input} bytes of its compressed data already inflate to ${r.output} bytes, ${times} times their size (this playground reads data that inflates at most ${INFLATE_RATIO} times, plus ${formatSize(INFLATE_SLACK)}; a real experiment compresses far less).`,
+    );
+  }
   if (r.why === 'eof') {
     throw new FileFail('truncated', `the file is truncated at byte ${fileLength}: its compressed data ends before the end of the stream (it was probably cut short while downloading or copying, or it is corrupted).`);
   }
@@ -166,15 +161,14 @@ function gunzipChecked(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const h = gzipHeaderLength(bytes);
   if (n < h + 10) throw new FileFail('truncated', `the file is truncated at byte ${n} (at least ${h + 10} bytes were expected); it was probably cut short while downloading or copying.`);
   // Not the trailer's ISIZE: it is the length mod 2^32, and the last 4 bytes of a truncated file.
-  const cap = inflateCap(n, maxBytes);
-  const contents = inflateOrFail(bytes.subarray(h), n, cap);
+  const contents = inflateOrFail(bytes.subarray(h), n, maxBytes);
   const want = gzipTrailer(contents);
   if (sameBytes(bytes, n - 8, want)) return contents;
   for (let p = h; p + 8 < n; p++) {
     if (sameBytes(bytes, p, want)) throw new FileFail('trailing', `it has ${n - p - 8} unexpected bytes after its end at byte ${p + 8}; something was appended to it.`);
   }
   try {
-    inflateOrFail(bytes.subarray(h, n - 8), n, cap);
+    inflateOrFail(bytes.subarray(h, n - 8), n, maxBytes);
   } catch (e) {
     if (e instanceof FileFail && e.code === 'truncated') {
       throw new FileFail('truncated', `the file is truncated at byte ${n}, inside gzip's 8-byte trailer (its checksum and length); it was probably cut short while downloading or copying.`);

@@ -38,12 +38,21 @@ export const TEMPLATE_MAX_STEPS = 50_000;
 export const TEMPLATE_MAX_CHARS = 1 << 20;
 
 /**
- * Experiment files: contents may inflate to at most RATIO times the compressed size (real ones
- * inflate a few times at most: f64 weights and metrics barely compress, the JSON header about
- * tenfold), or FLOOR bytes when that is more.
+ * Experiment files: every prefix of the compressed data may inflate to at most RATIO times its
+ * length plus SLACK bytes (real ones inflate a few times at most: f64 weights and metrics barely
+ * compress, the JSON header about tenfold), so a bomb is refused after a few kilobytes of its input.
  */
 export const INFLATE_RATIO = 32;
-export const INFLATE_FLOOR = 16 * 2 ** 20;
+export const INFLATE_SLACK = 2 ** 20;
+
+/**
+ * Longest text a checkpoint's tokenizer encodes in one call (characters). A pre-tokenizer pattern
+ * that passes the load checks (src/model/regexSafety.ts) may still take ~n² steps to split n
+ * characters, so a hostile one could slow its seat down by the square of a long text; a seat's
+ * context is at most 1,024 tokens, and what it encodes (the task's prompt in its chat template,
+ * earlier messages) stays far under 16 characters a token.
+ */
+export const TOKENIZER_MAX_ENCODE_CHARS = 16_384;
 
 /** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
 export const CHECK_TIME_MS = 10_000;

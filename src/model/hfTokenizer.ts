@@ -27,6 +27,7 @@
  */
 import { Tokenizer } from '@huggingface/tokenizers';
 import { FormatError } from '../core/errors';
+import { TOKENIZER_MAX_ENCODE_CHARS } from '../core/limits';
 import { ChatTemplate, TemplateBudgetError } from './chatTemplate';
 import type { HfInfo } from './hfConfig';
 import type { TextTokenizer } from './tokenizer';
@@ -130,8 +131,15 @@ export class HfTokenizer implements TextTokenizer {
     }
   }
 
-  /** Text → ids with the tokenizer's own added special tokens (`tokenizer(text)` in Python) unless `special` is false. */
+  /**
+   * Text → ids with the tokenizer's own added special tokens (`tokenizer(text)` in Python) unless
+   * `special` is false. A text longer than TOKENIZER_MAX_ENCODE_CHARS is refused before the
+   * tokenizer's patterns run on it (their cost may grow with the square of its length).
+   */
   encode(text: string, special = true): number[] {
+    if (text.length > TOKENIZER_MAX_ENCODE_CHARS) {
+      throw new FormatError(`tokenizer: a text of ${text.length} characters is longer than the ${TOKENIZER_MAX_ENCODE_CHARS} this playground encodes in one call (a seat's context is at most 1,024 tokens; a checked pre-tokenizer pattern may still take time growing with the square of the length, docs/models.md "Input limits")`);
+    }
     return this.tk.encode(text, { add_special_tokens: special }).ids;
   }
 
