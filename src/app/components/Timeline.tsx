@@ -9,15 +9,10 @@
  * move the selection (←/→ previous/next step in update order, ↑/↓ the agent above/below in the same
  * stage, Home/End first/last step).
  *
- * At most `TIMELINE_COLUMNS` stages are drawn at once (a long run's timeline would otherwise
- * re-lay hundreds of cells every stage): the newest ones, or the ones around the selection;
- * "◂ older" and "newer ▸" page through the rest, and the arrow keys move the window with the
- * selection.
- *
  * Not here: which step is selected (the caller owns it; `onSelect` reports clicks and keys), the
  * grid's data and the navigation rule (charts/series.ts `timelineStages`, `moveSelection`).
  */
-import { type CSSProperties, type KeyboardEvent, useEffect, useRef, useState } from 'react';
+import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react';
 import type { StageRecord } from '../../sat/stage';
 import { HeldGlyph, HowTo } from '../charts/ChartFrame';
 import { certifiedUnder, heldWords, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
@@ -41,22 +36,6 @@ export interface TimelineProps {
   readonly cursor?: Required<StepRef> | null;
   /** scheme = simultaneous: every agent of a stage moves at once, one joint step (cells marked "=" instead of a turn in σ). */
   readonly joint?: boolean;
-}
-
-/** Stages drawn at once; the rest are a page away. */
-export const TIMELINE_COLUMNS = 40;
-
-/**
- * Where the window of drawn stages starts (an index into the stages): `end` is the last index the
- * reader paged to (null: the newest), moved as little as needed for `keep` (an index) to be inside.
- */
-export function windowStart(total: number, end: number | null, keep: number | null, size = TIMELINE_COLUMNS): number {
-  let last = end === null ? total - 1 : Math.min(end, total - 1);
-  if (keep !== null && keep >= 0) {
-    if (keep > last) last = keep;
-    else if (keep < last - size + 1) last = keep + size - 1;
-  }
-  return Math.max(0, Math.min(last, total - 1) - size + 1);
 }
 
 const NAV_KEYS: readonly NavKey[] = ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End'];
@@ -87,36 +66,18 @@ function whereWords(stages: readonly TimelineStage[], here: Required<StepRef> | 
 }
 
 export function Timeline({ nAgents, records, current, selected: selectedIn, onSelect: report, cursor, joint = false }: TimelineProps) {
-  const all = timelineStages(records, nAgents, current);
+  const stages = timelineStages(records, nAgents, current);
   const certified = new Map(records.map((r) => [r.stage, certifiedUnder(r, 'chosen')]));
   const selected = toStepRef(records, current, selectedIn);
   const onSelect = (ref: Required<StepRef>) => {
-    const c = all.find((st) => st.stage === ref.stage)?.cells[ref.agent];
+    const c = stages.find((st) => st.stage === ref.stage)?.cells[ref.agent];
     if (c && c.status !== 'pending') report(ref);
   };
   const here = cursor === undefined ? lastStepRef(records, current) : cursor;
-  // The window of drawn stages: where the reader paged to (end, an index into all), or the newest
-  // (null). A new selection outside it moves it there; a new stage with nothing selected brings
-  // back the newest, as the scroll below does.
-  const [end, setEnd] = useState<number | null>(null);
-  const [seen, setSeen] = useState({ sel: '', n: 0 });
-  const sel = selected ? keyOf(selected) : '';
-  if (sel !== seen.sel || all.length !== seen.n) {
-    setSeen({ sel, n: all.length });
-    const at = selected ? all.findIndex((st) => st.stage === selected.stage) : -1;
-    if (sel !== seen.sel && at >= 0) {
-      const last = windowStart(all.length, end, at) + TIMELINE_COLUMNS - 1;
-      if (last !== (end ?? all.length - 1)) setEnd(last >= all.length - 1 ? null : last);
-    } else if (!selected && all.length !== seen.n && end !== null) setEnd(null);
-  }
-  const first = windowStart(all.length, end, null);
-  const stages = all.length > TIMELINE_COLUMNS ? all.slice(first, first + TIMELINE_COLUMNS) : all;
-  const page = (to: number) => setEnd(to >= all.length - 1 ? null : to);
   const cells = useRef(new Map<string, HTMLDivElement>());
   const grid = useRef<HTMLDivElement | null>(null);
-  const ran = all.reduce((s, st) => s + st.cells.filter((c) => c.status !== 'pending').length, 0);
-  const inWindow = (r: Required<StepRef> | null) => (r && stages.some((st) => st.stage === r.stage) ? r : null);
-  const tabStop = inWindow(selected) ?? inWindow(here) ?? (stages[0] ? { stage: stages[0].stage, agent: 0 } : null);
+  const ran = stages.reduce((s, st) => s + st.cells.filter((c) => c.status !== 'pending').length, 0);
+  const tabStop = selected ?? here ?? (stages[0] ? { stage: stages[0].stage, agent: 0 } : null);
 
   // Keep keyboard focus on the selected cell when the selection moves while the grid has focus.
   useEffect(() => {
@@ -132,22 +93,22 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
   // scrollWidth during the commit would force an extra layout of the whole page every stage.
   const scroller = useRef<HTMLDivElement | null>(null);
   useEffect(() => {
-    if (selected || end !== null) return;
+    if (selected) return;
     const id = requestAnimationFrame(() => {
       const el = scroller.current;
       if (el) el.scrollLeft = el.scrollWidth;
     });
     return () => cancelAnimationFrame(id);
-  }, [all.length, selected, end]);
+  }, [stages.length, selected]);
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (!(NAV_KEYS as readonly string[]).includes(e.key)) return;
     e.preventDefault();
-    const next = moveSelection(all, selected ?? here, e.key as NavKey);
+    const next = moveSelection(stages, selected ?? here, e.key as NavKey);
     if (next && !sameStep(next, selected)) onSelect(next);
   };
 
-  if (all.length === 0) {
+  if (stages.length === 0) {
     return (
       <section className="timeline" data-testid="timeline" data-points={0} aria-label="Timeline">
         <div className="chart-empty">Step an agent to start the timeline: stages across, agents down, numbered in update order σ.</div>
@@ -160,22 +121,9 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
       <header className="chart-head">
         <h3 className="chart-title">Who was updated when, and where are we?</h3>
         <span className="chart-readout" data-testid="timeline-where">
-          {whereWords(all, here)}
+          {whereWords(stages, here)}
         </span>
       </header>
-      {all.length > TIMELINE_COLUMNS && (
-        <div className="timeline-pager" data-testid="timeline-pager">
-          <button type="button" className="small" data-testid="timeline-older" disabled={first === 0} onClick={() => page(first - 1)} title="Show the stages before these">
-            ◂ older
-          </button>
-          <span className="muted small-note" data-testid="timeline-window">
-            {`stages ${stages[0]!.stage}–${stages[stages.length - 1]!.stage} of ${all.length}`}
-          </span>
-          <button type="button" className="small" data-testid="timeline-newer" disabled={first + stages.length >= all.length} onClick={() => page(first + stages.length + TIMELINE_COLUMNS - 1)} title="Show the stages after these (the newest: the window follows the run again)">
-            newer ▸
-          </button>
-        </div>
-      )}
       <div className="timeline-scroll" ref={scroller}>
         <div
           ref={grid}
