@@ -128,11 +128,28 @@ export function ChartsPanel() {
   const firstStep = running ? step : now.step;
   const firstRecords = running ? stages : stagesNow;
   const frame = useMemo(() => (firstStep ? frameAt(frames, firstStep.stage, firstStep.position) : frames[frames.length - 1] ?? null), [frames, firstStep]);
+  const certForm = form ?? cfg?.certForm ?? 'chosen';
+  const scheme = cfg?.scheme;
+  const where = firstStep ? `stage ${firstStep.stage}, after agent ${firstStep.agent}${scheme === 'simultaneous' ? ' (joint step)' : ''}` : 'the initial team';
+  const llm = cfg ? isLlmTask(cfg.task) : false;
+  // Each chart's element is kept while its inputs are the same, so a render of this panel for
+  // something else (the status flipping to busy and back around every step) redraws none of them,
+  // and an off-screen gate does not count an unchanged chart as lagging.
+  const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />, [firstRecords, certForm, span, j0?.ci, simultaneous]);
+  const tableGame = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} /> : null), [game, frame, where]);
+  const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} />, [stages, llm, cfg]);
+  const gamma = cfg?.gamma ?? 0;
+  const deltaConf = cfg?.deltaConf ?? 0;
+  const aClip = cfg?.aClip ?? 0;
+  const alpha = cfg?.alpha ?? 0;
+  const waterfall = useMemo(() => <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={gamma} horizon={horizon} span={span} deltaConf={deltaConf} />, [stageInView, certForm, gamma, horizon, span, deltaConf]);
+  const advantages = useMemo(() => <AdvantageChart step={step} aClip={aClip} />, [step, aClip]);
+  const kl = useMemo(() => <KlChart step={step} alpha={alpha} />, [step, alpha]);
+  const beta = useMemo(() => <BetaChart records={stages} current={current} nAgents={nAgents} />, [stages, current, nAgents]);
+  const violationChart = useMemo(() => <ViolationChart points={violation} sweep={sweep} step={step} language={llm} />, [violation, sweep, step, llm]);
+  const orderChart = useMemo(() => <OrderChart series={orders} form={certForm} />, [orders, certForm]);
   if (!cfg) return null;
-  const certForm = form ?? cfg.certForm;
   const on = (name: PanelName) => shown(hide, name);
-  const where = firstStep ? `stage ${firstStep.stage}, after agent ${firstStep.agent}${cfg.scheme === 'simultaneous' ? ' (joint step)' : ''}` : 'the initial team';
-  const llm = isLlmTask(cfg.task);
 
   return (
     <>
@@ -145,7 +162,7 @@ export function ChartsPanel() {
         <div className="first-row">
           {on('j') && (
             <div className="chart-with-action" data-panel="j">
-              <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />
+              {jChart}
               {cfg.scheme === 'sequential' && (
                 <div className="chart-actions">
                   <button type="button" className="small" data-testid="compare-simultaneous" disabled={busy || llm || simultaneous !== null} onClick={() => void compareSimultaneous(session)} title={compareSimultaneousTitle(cfg)}>
@@ -155,7 +172,7 @@ export function ChartsPanel() {
               )}
             </div>
           )}
-          {on('game') && (llm ? <TranscriptGameView row={rows[0] ?? null} where={batch ? `stage ${batch.stage}, batch of agent step ${batch.before + 1}` : ''} /> : game && <TableGameView game={game} frame={frame} where={where} />)}
+          {on('game') && (llm ? <TranscriptGameView row={rows[0] ?? null} where={batch ? `stage ${batch.stage}, batch of agent step ${batch.before + 1}` : ''} /> : tableGame)}
         </div>
       )}
       {stageInView && stageInView.steps.length > 0 && stageInView.steps.every((x) => !x.accepted) && (
@@ -167,32 +184,32 @@ export function ChartsPanel() {
           raise δ and Apply.
         </p>
       )}
-      <SwapCard records={stages} maxNew={llm ? cfg.maxNew : null} />
+      {swapCard}
       <div className="charts-grid" data-testid="charts-grid" data-pending={pending ? 1 : undefined}>
         {on('waterfall') && (
           <OffScreenGate quiet={quiet}>
-            <WaterfallChart record={stageInView} form={certForm} onFormChange={setForm} gamma={cfg.gamma} horizon={horizon} span={span} deltaConf={cfg.deltaConf} />
+            {waterfall}
           </OffScreenGate>
         )}
         {on('advantages') && (
           <OffScreenGate quiet={quiet}>
-            <AdvantageChart step={step} aClip={cfg.aClip} />
+            {advantages}
           </OffScreenGate>
         )}
         {on('kl') && (
           <OffScreenGate quiet={quiet}>
-            <KlChart step={step} alpha={cfg.alpha} />
+            {kl}
           </OffScreenGate>
         )}
         {on('beta') && (
           <OffScreenGate quiet={quiet}>
-            <BetaChart records={stages} current={current} nAgents={nAgents} />
+            {beta}
           </OffScreenGate>
         )}
         {on('violation') && (
           <div className="chart-with-action" data-panel="violation">
             <OffScreenGate quiet={quiet}>
-              <ViolationChart points={violation} sweep={sweep} step={step} language={llm} />
+              {violationChart}
             </OffScreenGate>
             <div className="chart-actions">
               <button type="button" className="small" data-testid="sweep-delta" disabled={busy} onClick={() => void sweepDeltas(session)} title={sweepDeltasTitle(cfg)}>
@@ -204,7 +221,7 @@ export function ChartsPanel() {
         {on('orders') && (
           <div className="chart-with-action" data-panel="orders">
             <OffScreenGate quiet={quiet}>
-              <OrderChart series={orders} form={certForm} />
+              {orderChart}
             </OffScreenGate>
             <div className="chart-actions">
               <button type="button" className="small" data-testid="compare-orders" disabled={busy} onClick={() => void compareOrders(session)} title={compareOrdersTitle(cfg, stages.length)}>

@@ -89,10 +89,16 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
   }, [selected?.stage, selected?.agent]);
 
   // The newest column in view: after a run the latest stage is at the right edge, not cut off.
+  // Scrolled in the next animation frame, where the browser lays the page out anyway: reading
+  // scrollWidth during the commit would force an extra layout of the whole page every stage.
   const scroller = useRef<HTMLDivElement | null>(null);
   useEffect(() => {
-    const el = scroller.current;
-    if (el && !selected) el.scrollLeft = el.scrollWidth;
+    if (selected) return;
+    const id = requestAnimationFrame(() => {
+      const el = scroller.current;
+      if (el) el.scrollLeft = el.scrollWidth;
+    });
+    return () => cancelAnimationFrame(id);
   }, [stages.length, selected]);
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
