@@ -136,7 +136,7 @@ export function ChartsPanel() {
   // something else (the status flipping to busy and back around every step) redraws none of them,
   // and an off-screen gate does not count an unchanged chart as lagging.
   const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />, [firstRecords, certForm, span, j0?.ci, simultaneous]);
-  const tableGame = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} /> : null), [game, frame, where]);
+  const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} /> : null), [game, frame, where]);
   const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} />, [stages, llm, cfg]);
   const gamma = cfg?.gamma ?? 0;
   const deltaConf = cfg?.deltaConf ?? 0;
@@ -172,7 +172,7 @@ export function ChartsPanel() {
               )}
             </div>
           )}
-          {on('game') && (llm ? <TranscriptGameView row={rows[0] ?? null} where={batch ? `stage ${batch.stage}, batch of agent step ${batch.before + 1}` : ''} /> : tableGame)}
+          {on('game') && (llm ? <TranscriptGameView row={rows[0] ?? null} where={batch ? `stage ${batch.stage}, batch of agent step ${batch.before + 1}` : ''} /> : gameView)}
         </div>
       )}
       {stageInView && stageInView.steps.length > 0 && stageInView.steps.every((x) => !x.accepted) && (
