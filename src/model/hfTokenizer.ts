@@ -1,27 +1,14 @@
 /**
- * A checkpoint's own tokenizer: tokenizer.json read by @huggingface/tokenizers (Hugging Face's JS
- * tokenizers — the same BPE / WordPiece / Unigram models, normalizers, pre-tokenizers and
- * decoders as the Python library), and the chat template of tokenizer_config.json rendered by
- * @huggingface/jinja. It satisfies `TextTokenizer` (tokenizer.ts), so the language environment
- * (src/sat/env/lm.ts) encodes a task's contexts with the agent's own tokenizer.
+ * A checkpoint's own tokenizer: tokenizer.json read by @huggingface/tokenizers (the same models,
+ * normalizers, pre-tokenizers and decoders as the Python library) and the chat template of
+ * tokenizer_config.json rendered by @huggingface/jinja. It satisfies `TextTokenizer`
+ * (tokenizer.ts), so the language environment encodes a task's contexts with the agent's own
+ * tokenizer; `HfTurns` says how our turn markers become text.
  *
- * How turns are marked. Our protocols write contexts with markers (src/tasks/llm/protocols.ts):
- * prompt + ( <a_i> message <sep> )* + <a_j>. A Hugging Face vocabulary has no such tokens, so:
- *   'plain'  the markers become text:  prompt + ("\nagent i: " message)* + "\nagent j:"
- *            — encoded with the tokenizer's own special tokens (its post-processor adds BOS when
- *            the checkpoint does, as `tokenizer(text)` does in Python);
- *   'chat'   (default when tokenizer_config.json has a chat_template) one user message holding
- *            the prompt and the earlier messages as "agent i: message" lines, rendered with
- *            add_generation_prompt, so the agent answers as the assistant — encoded without
- *            added special tokens, as `apply_chat_template(tokenize=True)` does (the template
- *            writes BOS itself).
  * A message ends at `eos`: tokenizer_config.json's eos_token, else generation_config.json's
- * eos_token_id, else config.json's (the first of a list). A tokenizer with none is refused, and so
- * is an eos id outside the vocabulary.
- *
- * Untrusted input: tokenizer.json is checked entry by entry before the library reads it
- * (tokenizerJson.ts: ids, merges, model type, patterns that could backtrack exponentially), and the
- * chat template renders within step and size budgets (chatTemplate.ts).
+ * eos_token_id, else config.json's (the first of a list); a tokenizer with none, or with an eos id
+ * outside the vocabulary, is refused. tokenizer.json is checked before the library reads it
+ * (tokenizerJson.ts), and the chat template renders within budgets (chatTemplate.ts).
  *
  * Not here: the char tokenizer (tokenizer.ts), model weights (hfLoad.ts).
  */
@@ -33,6 +20,17 @@ import type { HfInfo } from './hfConfig';
 import type { TextTokenizer } from './tokenizer';
 import { checkTokenizerJson } from './tokenizerJson';
 
+/**
+ * How turns are marked. Our protocols write contexts with markers (src/tasks/llm/protocols.ts):
+ * prompt + ( <a_i> message <sep> )* + <a_j>, which a Hugging Face vocabulary lacks, so:
+ *   'plain'  the markers become text: prompt + ("\nagent i: " message)* + "\nagent j:", encoded
+ *            with the tokenizer's special tokens (BOS where the checkpoint adds it, as
+ *            `tokenizer(text)` does in Python);
+ *   'chat'   (default when tokenizer_config.json has a chat_template) one user message holding the
+ *            prompt and the earlier messages as "agent i: message" lines, rendered with
+ *            add_generation_prompt and encoded without added special tokens, as
+ *            `apply_chat_template(tokenize=True)` does (the template writes BOS itself).
+ */
 export type HfTurns = 'plain' | 'chat';
 
 export interface HfTokenizerOptions {

@@ -1,26 +1,15 @@
 /**
- * A static check that a tokenizer's regular expression cannot backtrack exponentially, so a
- * pre-tokenizer or normalizer pattern from an untrusted tokenizer.json cannot hang the page or the
- * CLI on a 40-character prompt. JavaScript's engine backtracks, and a running match cannot be
- * interrupted, so the pattern is judged before it is compiled.
+ * A static check that a tokenizer's regular expression cannot backtrack badly, so a pattern from an
+ * untrusted tokenizer.json cannot hang the page or the CLI: JavaScript's engine backtracks and a
+ * running match cannot be interrupted, so the pattern is judged before it is compiled.
  *
  * The pattern is parsed (the Oniguruma / JavaScript syntax tokenizer.json uses) into alternations,
- * sequences and quantified atoms, and refused when a repeated part (`+`, `*`, `{n,}`, `{n,m}` with
- * m > 1) can match the same text in more than one way per repetition — the two shapes behind
- * exponential backtracking:
- *   - a nested quantifier: a repeated group holding a repeated part, `(a+)+`, `([\s\S]+)+Q`;
- *   - an ambiguous alternation: a repeated group whose branches can start with the same
- *     character, `(\d|\w)+`, `(\d+|\w+|\s+|.)+\$` (which is also the first shape).
- * Backreferences are refused too (matching with them is NP-hard). Polynomial backtracking is bounded
- * as well: k unbounded repetitions in one sequence (`\w*\d*\w*$`) can split a run of n characters
- * among themselves in about n^(k−1) ways, each tried when the match fails, and a scan tries every
- * start, so a failing scan costs about n^k steps. More than MAX_UNBOUNDED_CHAIN (2) unbounded
- * repetitions in one sequence are refused, whether or not they can share characters. Two are
- * refused too when they may share characters and a part that can fail follows them in their
- * sequence (`\w*\w*!`: each split of a run between them is tried, and each try scans the rest, so
- * a failing scan costs about n³; docs/models.md has the measured cost); two at a sequence's end cost at most ~n² per scan, which the real GPT-2,
- * Llama-3, Qwen2 and GPT-4o patterns reach (`\s*[\r\n]+`, `[\p{Lu}…]*[\p{Ll}…]+(?i:'s|…)?`) and
- * none exceeds. The check is conservative — `(ab+)+` and `[a-z]+[0-9]+!` are safe but refused.
+ * sequences and quantified atoms, and refused for: a nested quantifier (`(a+)+`); a repeated
+ * alternation whose branches can start alike (`(\d|\w)+`); a backreference; more than
+ * MAX_UNBOUNDED_CHAIN unbounded repetitions in one sequence (`\w*\d*\w*$`); two that may share
+ * characters before a part that can fail (`\w*\w*!`). What passes costs at most ~n² per scan, as
+ * the GPT-2, Llama-3, Qwen2 and GPT-4o patterns do. The check is conservative (`(ab+)+` is safe but
+ * refused); docs/models.md has the rules' costs.
  *
  * Not here: running the pattern (@huggingface/tokenizers compiles it), the tokenizer's other checks
  * (hfTokenizer.ts).

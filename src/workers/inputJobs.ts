@@ -2,24 +2,11 @@
  * The checks of user-supplied input that run in a budgeted worker (budget.ts), by name: each a
  * plain function from structured-clonable input to structured-clonable output, so the same table
  * runs in a Web Worker (input.worker.ts), a Node worker thread (inputNode.ts) or — where neither
- * exists — in-process.
- *
- *   experimentFile   an experiment file's bytes → savefile.ts parseExperimentFile's result
- *   checkpointConfig a checkpoint folder's config.json (as its one file, or none) → its model
- *                    config, what else the page needs of it (src/model/hfLoad.ts readHfConfig)
- *                    and its _name_or_path
- *   checkpointHead   a checkpoint folder's JSON files and the settings → the context its seat
- *                    needs (config.json, the tokenizer and its chat template parsed and run on the
- *                    task's prompts: src/sat/hfSeat.ts hfSeatContext)
- *   onnxHead         an ONNX folder's JSON files, the settings and the seat's mode → its context,
- *                    vocabulary and config (src/sat/onnxSeat.ts onnxSeatHead)
- *   runLog           a real run's log text → the run it records (src/bridge/runLog.ts)
- *   recipe           a SAT-style recipe YAML and the open settings → the settings it sets
- *                    (src/bridge/recipe.ts readRecipe)
+ * exists — in-process. A new input kind adds a row to `InputJobs` and `INPUT_JOBS`.
  *
  * A failure the user can act on (a SatError) comes back as its class name and message
  * (`JobFailure`) and is rebuilt on the caller's side (budget.ts); anything else is a bug and is
- * reported as such. A new input kind adds a row here.
+ * reported as such.
  *
  * Not here: the budgets and the worker's life (budget.ts), the checks themselves (savefile.ts,
  * hfLoad.ts, hfTokenizer.ts, hfSeat.ts).
@@ -36,11 +23,17 @@ import { hfTokenizerOf, readHfConfig } from '../model/hfLoad';
 import { onnxSeatHead, type OnnxSeatHead } from '../sat/onnxSeat';
 
 export interface InputJobs {
+  /** An experiment file's bytes → savefile.ts parseExperimentFile's result. */
   experimentFile(bytes: Uint8Array): ParseResult<ExperimentData>;
+  /** A checkpoint folder's config.json (as its one file, or none) → its model config, what else the page needs of it (hfLoad.ts readHfConfig) and its _name_or_path. */
   checkpointConfig(files: readonly (readonly [string, Uint8Array])[]): { readonly cfg: ModelConfig; readonly info: HfInfo; readonly name: string };
+  /** A checkpoint folder's JSON files and the settings → the context its seat needs (config.json, the tokenizer and its chat template run on the task's prompts: hfSeatContext). */
   checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
+  /** An ONNX folder's JSON files, the settings and the seat's mode → its context, vocabulary and config (onnxSeat.ts onnxSeatHead). */
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
+  /** A real run's log text → the run it records (bridge/runLog.ts). */
   runLog(input: { readonly text: string; readonly name: string }): RunLog;
+  /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
   recipe(input: { readonly text: string; readonly base: Config; readonly aMaxOfTask?: number }): Config;
 }
 
