@@ -44,7 +44,7 @@ import type { LmAgentPolicy } from '../sat/agents/lm';
 import type { LmEnv, TextSpeaker } from '../sat/env/lm';
 import type { AgentInfo } from '../sat/types';
 import type { AgentApi, AgentSpec } from './agentApi';
-import type { Check } from './budget';
+import { inProcess, type Check } from './budget';
 import { AgentWorkerError } from './errors';
 import { installErrorTransfer } from './wire';
 
@@ -256,7 +256,10 @@ export interface RemoteExperimentOptions {
   readonly onSeatProgress?: (agent: number, p: HfProgress) => void;
   /** Aborting ends every worker started and rejects with a SatError ("cancelled"). */
   readonly signal?: AbortSignal;
-  /** Where a seat's tokenizer is built to measure its context: the page's budgeted input worker (src/app/inputCheck.ts) unless given. */
+  /**
+   * Where a seat's tokenizer is built to measure its context: the page passes its budgeted input
+   * worker (src/app/inputCheck.ts `checkInput`); absent, this thread (budget.ts `inProcess`).
+   */
   readonly check?: Check;
 }
 
@@ -323,14 +326,13 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     cancelled.catch(() => {});
     // The context each trainable seat needs, measured with its tokenizer off this thread (a frozen
     // ONNX seat measures its own in its worker).
-    const page = seats.size > 0 ? await Promise.all([import('../app/inputCheck'), import('../app/hfFiles')]) : null;
-    const check = opts.check ?? page?.[0].checkInput;
+    const check = opts.check ?? inProcess;
     const measured = new Map<SeatCheckpoint, Promise<number>>(); // a folder seated twice is measured once
     const measure = async (seat: SeatCheckpoint): Promise<number> => {
       const head = [...seat.files].filter(([n]) => n.endsWith('.json'));
       const what = `The checkpoint “${seat.name}”`;
-      const settings = page![1].contextSettings(cfg);
-      return (seat.onnx ? await check!('onnxHead', { files: head, settings, mode: seat.onnx.mode }, what) : await check!('checkpointHead', { files: head, settings }, what)).context;
+      const settings = cfg; // the check reads the prompt settings (HfContextSettings) of it
+      return (seat.onnx ? await check('onnxHead', { files: head, settings, mode: seat.onnx.mode }, what) : await check('checkpointHead', { files: head, settings }, what)).context;
     };
     const contexts = new Map<number, number>();
     await Promise.race([cancelled, Promise.all([...seats].map(async ([j, seat]) => {
