@@ -313,10 +313,19 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     for (const f of new Set(agents.filter((a) => !seats.has(a.index)).map((a) => a.modelFile))) files.set(f, await opts.load(f));
     // The shipped-model agents of a page share one worker (hostAgents); a checkpoint seat, which
     // may be large, keeps a worker of its own, and so does every agent of an AgentWorker factory.
-    const shipped = agents.filter((a) => !seats.has(a.index));
-    const first = shipped.length > 1 ? opts.makeWorker() : null;
-    const hosted = first === null ? [] : 'endpoint' in first ? [first, ...shipped.slice(1).map(() => asAgentWorker(opts.makeWorker()))] : hostAgents(first, shipped.length);
-    const team = agents.map((init) => new RemoteAgent(init.index, seats.has(init.index) ? asAgentWorker(opts.makeWorker()) : (hosted.shift() ?? asAgentWorker(opts.makeWorker()))));
+    // Workers are made in agent order, the first shipped agent's deciding whether to host.
+    const shipped = agents.filter((a) => !seats.has(a.index)).length;
+    let hosted: AgentWorker[] | null = null;
+    const workerFor = (j: number): AgentWorker => {
+      if (seats.has(j) || shipped < 2) return asAgentWorker(opts.makeWorker());
+      if (hosted === null) {
+        const w = opts.makeWorker();
+        hosted = 'endpoint' in w ? [] : hostAgents(w, shipped);
+        if ('endpoint' in w) return w;
+      }
+      return hosted.shift() ?? asAgentWorker(opts.makeWorker());
+    };
+    const team = agents.map((init) => new RemoteAgent(init.index, workerFor(init.index)));
     started.push(...team);
     const cancelled = new Promise<never>((_, reject) => {
       const stop = (): void => reject(new SatError('cancelled', 'Building the team was cancelled.'));
