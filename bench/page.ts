@@ -15,15 +15,26 @@
  * (default 3), so both see the same load; the table then has a column per build, medians over
  * every round.
  *
+ * `npm run bench:page -- --lm [--rounds K] [--base DIR]`: the language stage instead — arith-team,
+ * seed 1, opened from a share link; click Step stage → the stage row drawn (the animation frame
+ * after it), stages 1 and 2 (the first one included), against `npm run sat` on the same preset, seed
+ * and stages with --profile, whose tables total each stage's wall time (start-up and J₀ are left
+ * out on both sides). Page and CLI alternate, K rounds
+ * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
+ * With `--base DIR` the other build's page is timed in the same rounds too.
+ *
  * Prints a table; timings go to docs/performance.md by hand.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { build, preview } from 'vite';
-import { openPlayground, settled, type Playground } from '../tests/e2e/harness';
+import { encodeShare, makeShareState } from '../src/app/share';
+import { presetConfig } from '../src/sat/presets';
+import { openPlayground, ROOT, settled, type Playground } from '../tests/e2e/harness';
 
 const WARMUP = 2;
 const STAGES = 10;
@@ -129,6 +140,245 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
+/** The language comparison's preset, seed and stages timed. */
+const LM_PRESET = 'arith-team';
+const LM_SEED = 1;
+const LM_STAGES = 2;
+
+/**
+ * Opens arith-team (seed 1) from a share link, then clicks Step stage LM_STAGES times; per stage,
+ * ms from the click to the frame after its row is drawn, and the row's J as the page shows it.
+ */
+async function pageLmStages(pg: Playground, url: string): Promise<{ ms: number[]; j: string[] }> {
+  const p = await pg.freshPage({ width: 1280, height: 800 });
+  const link = await encodeShare(makeShareState(presetConfig(LM_PRESET, { seed: LM_SEED }), { preset: LM_PRESET }));
+  await p.goto(url + link, { waitUntil: 'load' });
+  await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 300_000 });
+  await settled(p);
+  const ms: number[] = [];
+  const j: string[] = [];
+  for (let k = 1; k <= LM_STAGES; k++) {
+    ms.push(
+      await p.evaluate(`new Promise((resolve) => {
+        const t0 = performance.now();
+        document.querySelector('[data-testid="step-stage"]').click();
+        const tick = () => {
+          if (document.querySelectorAll('[data-testid="stage-row"]').length < ${k}) return requestAnimationFrame(tick);
+          requestAnimationFrame(() => resolve(performance.now() - t0));
+        };
+        requestAnimationFrame(tick);
+      })`),
+    );
+    j.push(Number(await p.locator('[data-testid="stage-row"]').nth(k - 1).getByTestId('cell-j').getAttribute('data-value')).toFixed(3));
+    await settled(p);
+  }
+  await p.context().close();
+  return { ms, j };
+}
+
+/**
+ * `npm run sat -- --profile` on the same preset, seed and stages (tsx, as the script runs it): per
+ * stage, the wall time its profile table totals (the stage loop from its first phase to its end;
+ * the counting it adds is a few wrapped calls), and each row's J.
+ */
+function cliLmStages(): Promise<{ ms: number[]; j: string[] }> {
+  return new Promise((resolve, reject) => {
+    const args = ['src/cli/sat.ts', '--preset', LM_PRESET, '--seed', String(LM_SEED), '--stages', String(LM_STAGES), '--profile'];
+    const child = spawn(join(ROOT, 'node_modules/.bin/tsx'), args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => (out += chunk));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const ms = [...out.matchAll(/^total\s+(\d+)\s/gm)].map((m) => Number(m[1]));
+      const j = [...out.matchAll(/^\s+\d+\s+(-?[\d.]+)\s/gm)].map((m) => m[1]!);
+      if (code === 0 && ms.length === LM_STAGES) resolve({ ms, j });
+      else reject(new Error(`npm run sat exited with ${code} and ${ms.length} stage profiles:\n${out}`));
+    });
+  });
+}
+
+/** One trace event of Chromium's tracing (the fields read here). */
+interface TraceEvent {
+  name: string;
+  ph: string;
+  pid: number;
+  tid: number;
+  ts: number;
+  dur?: number;
+  args?: { name?: string };
+}
+
+/** A V8 CPU profile (the fields read here). */
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time per function ("name file:line"), ms. */
+function selfTimes(profile: CpuProfile): Map<string, number> {
+  const self = new Map<string, number>();
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  profile.samples.forEach((id, i) => {
+    const f = byId.get(id)!.callFrame;
+    const what = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+    self.set(what, (self.get(what) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+  });
+  return self;
+}
+
+/**
+ * `--lm-profile`: where the page's language stage goes. Opens arith-team as `pageLmStages` does and,
+ * per stage, records a Chromium trace (every thread: the page's main thread, each agent's worker,
+ * their kernel helpers) and a V8 CPU profile of the main thread; prints per thread its busy time
+ * (top-level tasks) and the main thread's heaviest functions by self time.
+ */
+async function profileLm(pg: Playground): Promise<void> {
+  const p = await pg.freshPage({ width: 1280, height: 800 });
+  const link = await encodeShare(makeShareState(presetConfig(LM_PRESET, { seed: LM_SEED }), { preset: LM_PRESET }));
+  await p.goto(pg.url + link, { waitUntil: 'load' });
+  await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 300_000 });
+  await settled(p);
+  const cdp = await p.context().newCDPSession(p);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 500 });
+  // The agents' workers, each profiled through its own (non-flattened) target session.
+  const workerSessions: string[] = [];
+  let nextId = 1;
+  const pendingReplies = new Map<number, (r: unknown) => void>();
+  cdp.on('Target.attachedToTarget', (e: { sessionId: string; targetInfo: { type: string; url: string } }) => {
+    if (e.targetInfo.type === 'worker' && !e.targetInfo.url.startsWith('blob:')) workerSessions.push(e.sessionId);
+  });
+  cdp.on('Target.receivedMessageFromTarget', (e: { message: string }) => {
+    const m = JSON.parse(e.message) as { id?: number; result?: unknown };
+    if (m.id !== undefined) pendingReplies.get(m.id)?.(m.result);
+  });
+  const toWorker = (sessionId: string, method: string, params: object = {}): Promise<unknown> => {
+    const id = nextId++;
+    const reply = new Promise((r) => pendingReplies.set(id, r));
+    void cdp.send('Target.sendMessageToTarget', { sessionId, message: JSON.stringify({ id, method, params }) });
+    return reply;
+  };
+  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
+  await new Promise((r) => setTimeout(r, 500));
+  for (const w of workerSessions) {
+    await toWorker(w, 'Profiler.enable');
+    await toWorker(w, 'Profiler.setSamplingInterval', { interval: 500 });
+  }
+  console.log(`agent workers attached: ${workerSessions.length}`);
+  for (let k = 1; k <= LM_STAGES; k++) {
+    for (const w of workerSessions) await toWorker(w, 'Profiler.start');
+    await pg.browser.startTracing(p, { categories: ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', '__metadata'] });
+    await cdp.send('Profiler.start');
+    const t0 = Date.now();
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction((want) => document.querySelectorAll('[data-testid="stage-row"]').length >= want, k, { timeout: 600_000, polling: 16 });
+    const wall = Date.now() - t0;
+    const workerProfiles = await Promise.all(workerSessions.map((w) => toWorker(w, 'Profiler.stop'))) as { profile: CpuProfile }[];
+    const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
+    const trace = JSON.parse((await pg.browser.stopTracing()).toString('utf8')) as { traceEvents: TraceEvent[] };
+    const names = new Map<string, string>();
+    for (const e of trace.traceEvents) if (e.ph === 'M' && e.name === 'thread_name') names.set(`${e.pid}:${e.tid}`, e.args?.name ?? '?');
+    const busy = new Map<string, number>();
+    for (const e of trace.traceEvents) {
+      if (e.ph !== 'X' || e.name !== 'RunTask' || !e.dur) continue;
+      const key = `${e.pid}:${e.tid}`;
+      busy.set(key, (busy.get(key) ?? 0) + e.dur / 1000);
+    }
+    console.log(`\nstage ${k}: ${wall} ms click → row (load ${uptime()}); threads' busy time (top-level tasks):`);
+    for (const [key, ms] of [...busy].sort((x, y) => y[1] - x[1]).slice(0, 8)) console.log(`  ${(names.get(key) ?? key).padEnd(28)} ${ms.toFixed(0).padStart(7)} ms`);
+    // The page's main thread (the busiest renderer main) and the workers of its process: how much
+    // of the stage had a worker computing, only the main thread, or nothing at all (waiting).
+    const main = [...busy].filter(([key]) => names.get(key) === 'CrRendererMain').sort((x, y) => y[1] - x[1])[0]?.[0];
+    const pid = main?.split(':')[0];
+    const tasks = trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'RunTask' && e.dur && `${e.pid}` === pid);
+    const span = (list: TraceEvent[]) => list.map((e) => [e.ts, e.ts + e.dur!] as const);
+    const workers = span(tasks.filter((e) => names.get(`${e.pid}:${e.tid}`) === 'DedicatedWorker thread'));
+    const mainTasks = span(tasks.filter((e) => `${e.pid}:${e.tid}` === main));
+    const all = [...workers, ...mainTasks];
+    const t0us = Math.min(...all.map((x) => x[0]));
+    const t1us = Math.max(...all.map((x) => x[1]));
+    const ms1 = 1000; // 1 ms bins
+    const nb = Math.ceil((t1us - t0us) / ms1);
+    const wb = new Uint8Array(nb);
+    const mb = new Uint8Array(nb);
+    for (const [a, b] of workers) for (let i = Math.floor((a - t0us) / ms1); i < Math.ceil((b - t0us) / ms1); i++) wb[i] = 1;
+    for (const [a, b] of mainTasks) for (let i = Math.floor((a - t0us) / ms1); i < Math.ceil((b - t0us) / ms1); i++) mb[i] = 1;
+    let w = 0;
+    let mOnly = 0;
+    let none = 0;
+    for (let i = 0; i < nb; i++) {
+      if (wb[i]) w++;
+      else if (mb[i]) mOnly++;
+      else none++;
+    }
+    console.log(`  1 ms bins over ${nb} ms: a worker busy ${w}, only the main thread ${mOnly}, neither ${none}`);
+    const byName = new Map<string, number>();
+    for (const e of trace.traceEvents) if (e.ph === 'X' && e.dur && `${e.pid}:${e.tid}` === main && e.name !== 'RunTask') byName.set(e.name, (byName.get(e.name) ?? 0) + e.dur / 1000);
+    console.log(`  main thread events (nested ones counted in their parents too): ${[...byName].sort((x, y) => y[1] - x[1]).slice(0, 14).map(([n, ms]) => `${n} ${ms.toFixed(0)}`).join(', ')}`);
+    const self = selfTimes(profile);
+    const total = [...self.values()].reduce((x, y) => x + y, 0);
+    const idle = (self.get('(idle) :-1') ?? 0) + (self.get('(program) :-1') ?? 0);
+    console.log(`  main thread, sampled: ${total.toFixed(0)} ms, of which idle/program ${idle.toFixed(0)} ms; heaviest by self time:`);
+    for (const [what, ms] of [...self].sort((x, y) => y[1] - x[1]).slice(0, 25)) console.log(`    ${ms.toFixed(0).padStart(6)} ms  ${what}`);
+    const chunks = new Map<string, number>();
+    for (const [what, ms] of self) {
+      const chunk = what.split(' ').pop()!.split(':')[0]!;
+      chunks.set(chunk, (chunks.get(chunk) ?? 0) + ms);
+    }
+    workerProfiles.forEach(({ profile: wp }, i) => {
+      const ws = selfTimes(wp);
+      const top = [...ws].sort((x, y) => y[1] - x[1]).slice(0, 12).map(([what, ms]) => `${what.replace(/ .*\//, ' ')} ${ms.toFixed(0)}`);
+      console.log(`  worker ${i}: ${[...ws.values()].reduce((x, y) => x + y, 0).toFixed(0)} ms sampled: ${top.join(' | ')}`);
+    });
+    console.log(`  main thread by script: ${[...chunks].sort((x, y) => y[1] - x[1]).slice(0, 8).map(([c, ms]) => `${c || '(native)'} ${ms.toFixed(0)}`).join(', ')}`);
+    await settled(p);
+  }
+  await p.context().close();
+}
+
+/** `uptime`'s load averages, as it prints them. */
+const uptime = () => loadavg().map((l) => l.toFixed(2)).join(', ');
+
+async function mainLm(): Promise<void> {
+  const baseDir = arg('--base');
+  const rounds = Number(arg('--rounds') ?? 3);
+  const pg = await openPlayground();
+  const other = baseDir ? await serveOther(resolve(baseDir)) : null;
+  const sides = [
+    ...(other ? [{ name: 'base page', run: () => pageLmStages(pg, other.url) }] : []),
+    { name: 'page', run: () => pageLmStages(pg, pg.url) },
+    { name: 'cli', run: cliLmStages },
+  ];
+  const got = new Map(sides.map((s) => [s.name, [] as { ms: number[]; j: string[]; load: string }[]]));
+  try {
+    for (let r = 0; r < rounds; r++) {
+      for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
+        const load = uptime();
+        const x = await s.run();
+        got.get(s.name)!.push({ ...x, load });
+        console.log(`round ${r + 1} ${s.name.padEnd(9)} stages ${x.ms.map((t) => t.toFixed(0).padStart(6)).join(' ')} ms   J ${x.j.join(' ')}   load ${load}`);
+      }
+    }
+    const cli = got.get('cli')!;
+    console.log(`\n${LM_PRESET}, seed ${LM_SEED}: stage wall time, click → row drawn (page) vs the stage loop's wall time (CLI --profile); medians of ${rounds} rounds, ratio = page / CLI per round`);
+    for (let k = 0; k < LM_STAGES; k++) {
+      const c = median(cli.map((x) => x.ms[k]!));
+      const parts = [...got].filter(([n]) => n !== 'cli').map(([n, xs]) => {
+        const ratios = xs.map((x, r) => x.ms[k]! / cli[r]!.ms[k]!);
+        return `${n} ${median(xs.map((x) => x.ms[k]!)).toFixed(0)} ms (×${median(ratios).toFixed(2)}; ${ratios.map((q) => q.toFixed(2)).join(' ')})`;
+      });
+      console.log(`stage ${k + 1}: cli ${c.toFixed(0)} ms   ${parts.join('   ')}`);
+    }
+    console.log(`load (uptime) now: ${uptime()} on ${cpus().length} cores`);
+    if (pg.errors.length > 0) console.log(`page errors:\n${pg.errors.join('\n')}`);
+  } finally {
+    await other?.close();
+    await pg.close();
+  }
+}
+
 async function main(): Promise<void> {
   const baseDir = arg('--base');
   const rounds = Number(arg('--rounds') ?? (baseDir ? 3 : 1));
@@ -175,4 +425,11 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (process.argv.includes('--lm-profile')) {
+  const pg = await openPlayground();
+  try {
+    await profileLm(pg);
+  } finally {
+    await pg.close();
+  }
+} else await (process.argv.includes('--lm') ? mainLm() : main());

@@ -524,7 +524,9 @@ export class Session {
           await this.advance(show);
           if (show) {
             shown = now();
-            await yieldToBrowser();
+            // Agents in workers: the next step's first call is posted before the browser draws
+            // this one, so the drawing overlaps the agent's work instead of preceding it.
+            if (!this.team?.workers) await yieldToBrowser();
           }
         }
       } finally {

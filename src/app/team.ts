@@ -14,6 +14,7 @@ import { agentInfos, createTabularExperiment, teamAgents, type Experiment, type 
 import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from '../workers/remoteTeam';
 import type { AgentView } from './store';
 import { backendLine, wasmSimd, type BackendLine } from './backendLine';
+import { checkInput } from './inputCheck';
 
 export interface TeamHandle {
   readonly exp: Experiment;
@@ -71,7 +72,7 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
     const line = backendLine({ workers: false, agents, simd: wasmSimd(), threads: null, isolated: globalThis.crossOriginIsolated === true });
     return { exp, agents, backend: `No Web Workers here. ${line.detail}`, line, workers: null, terminate() {} };
   }
-  const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel, ...extras });
+  const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load: fetchModel, check: checkInput, ...extras });
   const workers: readonly RemoteAgent[] = teamAgents(exp);
   const memory = await Promise.all(workers.map((a) => a.memoryBytes().catch(() => undefined)));
   const agents = exp.infos.map((info, index) => ({ ...info, index, memoryBytes: memory[index] }));
