@@ -1,11 +1,10 @@
 /**
- * A team whose agents live in Web Workers: each in a worker of its own, or — the page's
- * shipped-model agents — all in one (`hostAgents`). The worker boundary is where the parameters
- * are (an agent's whole update — train epochs, monitor, retries, geometry — is ONE
+ * A team whose agents live in Web Workers, one worker per agent (the worker boundary is where the
+ * parameters are: an agent's whole update — train epochs, monitor, retries, geometry — is ONE
  * call to its worker, `update` (src/sat/update.ts), and parameter-sized vectors never cross it in
  * the loop): the main thread keeps the stage loop (src/sat/stage.ts), the environment and the
- * rollouts (turn by turn) and drives each agent through its typed `Remote<AgentApi>`; each
- * agent owns its model, optimizer and backend.
+ * rollouts (turn by turn) and drives each agent through its typed `Remote<AgentApi>`; each worker
+ * owns its model, optimizer and backend.
  *
  *   const exp = await createRemoteExperiment(cfg, { makeWorker: makeAgentWorker, load });
  *   await runStages(exp, 3);          // the same functions as an in-process experiment
@@ -76,36 +75,6 @@ export function browserWorker(w: Worker): AgentWorker {
 /** The page's worker for one agent (Vite bundles agent.worker.ts as its own chunk). */
 export function makeAgentWorker(): Worker {
   return new Worker(new URL('./agent.worker.ts', import.meta.url), { type: 'module', name: 'sat-agent' });
-}
-
-/**
- * `n` agents sharing one DOM Worker (agent.worker.ts): each gets a MessagePort of its own, over
- * which the worker exposes a fresh AgentApi. Agents in one worker share its compiled code, the
- * kernels' memory and helper threads — as the CLI's agents share its one thread — instead of each
- * warming up its own (docs/performance.md "The page's language stage"). The worker ends when its
- * last agent is terminated; its death is every agent's.
- */
-export function hostAgents(host: Worker, n: number): AgentWorker[] {
-  let live = n;
-  const agents: AgentWorker[] = [];
-  for (let i = 0; i < n; i++) {
-    const { port1, port2 } = new MessageChannel();
-    host.postMessage({ agentPort: port2 }, [port2]);
-    port1.start();
-    let ended = false;
-    const { onDeath } = browserWorker(host);
-    agents.push({
-      endpoint: port1,
-      onDeath,
-      terminate: () => {
-        if (ended) return;
-        ended = true;
-        port1.close();
-        if (--live === 0) host.terminate();
-      },
-    });
-  }
-  return agents;
 }
 
 /** One worker's link: its comlink proxy, and a promise that rejects when it dies or is terminated. */
@@ -311,21 +280,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     const seats = opts.seats ?? new Map<number, SeatCheckpoint>();
     const files = new Map<string, Uint8Array>();
     for (const f of new Set(agents.filter((a) => !seats.has(a.index)).map((a) => a.modelFile))) files.set(f, await opts.load(f));
-    // The shipped-model agents of a page share one worker (hostAgents); a checkpoint seat, which
-    // may be large, keeps a worker of its own, and so does every agent of an AgentWorker factory.
-    // Workers are made in agent order, the first shipped agent's deciding whether to host.
-    const shipped = agents.filter((a) => !seats.has(a.index)).length;
-    let hosted: AgentWorker[] | null = null;
-    const workerFor = (j: number): AgentWorker => {
-      if (seats.has(j) || shipped < 2) return asAgentWorker(opts.makeWorker());
-      if (hosted === null) {
-        const w = opts.makeWorker();
-        hosted = 'endpoint' in w ? [] : hostAgents(w, shipped);
-        if ('endpoint' in w) return w;
-      }
-      return hosted.shift() ?? asAgentWorker(opts.makeWorker());
-    };
-    const team = agents.map((init) => new RemoteAgent(init.index, workerFor(init.index)));
+    const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker())));
     started.push(...team);
     const cancelled = new Promise<never>((_, reject) => {
       const stop = (): void => reject(new SatError('cancelled', 'Building the team was cancelled.'));

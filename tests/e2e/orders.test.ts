@@ -61,7 +61,7 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
   it('two orders from stage 1 in the workers, two series with CIs; the experiment steps on as if nothing happened', async () => {
     const link = pg().url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team', step: { stage: 1 } })));
     const p = await openAtStage1(link);
-    expect(agentWorkers(p).length).toBe(1); // both agents in one worker (remoteTeam.ts hostAgents)
+    expect(agentWorkers(p).length).toBe(2);
     expect(await p.getByTestId('compare-orders').getAttribute('title')).toMatch(/next 1 stage from where your team stands.*fixed, reverse/);
     // Every progress line shown, recorded as it is drawn (the comparison may take under a second).
     await p.evaluate(() => {
