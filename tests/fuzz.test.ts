@@ -321,7 +321,10 @@ function jsonEdit(b: ExpBase, rng: Rng): ExpMutant {
       // Splice the nested text in by hand: building it as an object would overflow JSON.stringify here.
       setAt(h, target, '@@NEST@@');
       const bytes = encodeContainer(JSON.stringify(h).replace('"@@NEST@@"', nested(depth, rng.int(2) === 0)), blobs);
-      return { kind: `nested ${depth} deep at ${showPath(target)}`, bytes, must: 'refuse', codes: CONTENT_CODES };
+      // 200,000 levels of brackets (400 kB) deflate to about 1 kB: past 32 times its size plus
+      // 1 MiB, such a file may be refused as a bomb (too-large) before its JSON is read.
+      const codes = depth === 200_000 ? [...CONTENT_CODES, 'too-large' as const] : CONTENT_CODES;
+      return { kind: `nested ${depth} deep at ${showPath(target)}`, bytes, must: 'refuse', codes };
     }
     case 8:
       setAt(h, leaf, 'x'.repeat(pick(rng, [65, 5000, 200_000])));

@@ -2,8 +2,8 @@
  * A session's checkpoint seats: which agents of a language team run a Hugging Face or ONNX folder
  * of their own, the card's choices for the next folder, and the seating kept in storage (hfFiles.ts
  * `CheckpointStore`). A `SeatManager` seats, re-quantizes and clears seats through the session's
- * one-action lock and team swap (`SeatHost`); it neither steps nor saves the experiment
- * (session.ts, sessionState.ts).
+ * one-action lock and team swap (`SeatHost`); every team build seats them again, from the bytes
+ * kept in memory. It neither steps nor saves the experiment (session.ts, sessionState.ts).
  */
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';

@@ -5,19 +5,9 @@
  * last stage boundary, the stage in progress, whether an action runs — and writes what people see
  * into its store. The page makes one (main.tsx, reachable by components through sessionContext.ts);
  * a test may make several, each with its own store. The buttons, the keyboard shortcuts, share
- * links and autosave all call its methods:
- *
- *   applySettings()  build a fresh team from the form (loading models, measuring J₀)
- *   stepAgent()      one agent update of the current stage (the last one also closes the stage)
- *   stepStage()      finish the current stage
- *   play() / pause() keep stepping at the chosen speed
- *   replayTo(ref)    step until an agent step (a StepRef) is reached: share links, restores
- *   cancelWork()     stop long work (loading, replaying a link, comparisons) between steps
- *   inspectStep(ref) the token inspector's numbers for a language agent's latest update
- *   checkLastStage() Check bound: the last finished language stage's bound against its ΔJ
- *   seatCheckpoint(j, files), setSeatQuant, clearCheckpoint, useLinkSeats: checkpoint seats
- *                    (seats.ts); every build seats them again, from the bytes kept in memory
- *   sessionState() / restoreSession(saved): saving and restoring (sessionState.ts)
+ * links and autosave all call its methods (applySettings, stepAgent, stepStage, play/pause,
+ * replayTo, cancelWork, inspectStep, checkLastStage, the checkpoint seats' methods, sessionState /
+ * restoreSession), each documented where it is defined.
  *
  * Only one action runs at a time; a second click while one runs is ignored (buttons show it).
  * Every failure keeps what was done so far and says so in the banner.

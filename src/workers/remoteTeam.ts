@@ -21,13 +21,6 @@
  * step to the rollout turns plus a small constant. A worker that dies rejects every pending and
  * later call with an AgentWorkerError naming the agent — never a hang.
  *
- * A seat may hold a Hugging Face checkpoint folder instead of the shipped model (`seats`): its
- * files go to that agent's worker, which loads and quantizes them (src/workers/agentApi.ts
- * `HfAgentSpec`), reporting progress. Its tokenizer is built only off this thread: the context
- * the seat needs is measured by a budgeted input check (src/workers/budget.ts, `checkpointHead` /
- * `onnxHead`), and the environment hands every agent in a worker its prompts as text (`speak`,
- * src/sat/env/lm.ts `TextSpeaker`), which the worker encodes, answers and decodes itself.
- *
  * Not here: the agent (src/workers/agentApi.ts), the store and buttons that use this (src/app).
  */
 import { proxy, transfer, wrap, type Endpoint, type Remote } from 'comlink';
@@ -217,7 +210,13 @@ export interface RemoteExperimentOptions {
   readonly makeWorker: () => Worker | AgentWorker;
   /** Reads a shipped model's bytes (language tasks only). */
   readonly load?: ModelLoader;
-  /** Seats (agent index → folder) that hold a checkpoint instead of the shipped model (language tasks). */
+  /**
+   * Seats (agent index → folder) that hold a checkpoint instead of the shipped model (language
+   * tasks): the files go to that agent's worker, which loads and quantizes them (agentApi.ts
+   * `HfAgentSpec`). Its tokenizer is built only off this thread: the seat's context is measured by
+   * a budgeted input check (`checkpointHead` / `onnxHead`), and the environment hands every agent
+   * in a worker its prompts as text (`speak`), which the worker encodes, answers and decodes.
+   */
   readonly seats?: ReadonlyMap<number, SeatCheckpoint>;
   /** The memory a seated checkpoint may take, and what that limit is, in words. */
   readonly seatLimit?: { readonly bytes: number; readonly where: string };

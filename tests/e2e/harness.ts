@@ -67,15 +67,29 @@ async function buildApp(dir: string): Promise<void> {
   }
 }
 
+/** The folder the test run's global setup provides for its one build; null outside Vitest (bench scripts). */
+function runBuildRoot(): string | null {
+  try {
+    return inject('e2eBuildRoot');
+  } catch {
+    return null;
+  }
+}
+
 /**
- * The test run's build of the page: built once into the run's folder, then reused. A file builds
+ * The page's build: in a test run, built once into the run's folder and then reused (a file builds
  * into a folder of its own and renames it into place, so two files building at once both end up
- * serving one complete build.
+ * serving one complete build); outside one, a temporary build of its own (`own`, removed on close).
  */
-async function runBuild(): Promise<string> {
-  const root = inject('e2eBuildRoot');
+async function pageBuild(): Promise<{ readonly dir: string; readonly own: boolean }> {
+  const root = runBuildRoot();
+  if (root === null) {
+    const dir = mkdtempSync(join(tmpdir(), 'sat-e2e-dist-'));
+    await buildApp(dir);
+    return { dir, own: true };
+  }
   const dist = join(root, 'dist');
-  if (existsSync(join(dist, 'index.html'))) return dist;
+  if (existsSync(join(dist, 'index.html'))) return { dir: dist, own: false };
   const mine = mkdtempSync(join(root, 'building-'));
   const t0 = performance.now();
   await buildApp(mine);
@@ -86,13 +100,13 @@ async function runBuild(): Promise<string> {
     if (!existsSync(join(dist, 'index.html'))) throw e;
     rmSync(mine, { recursive: true, force: true }); // another file's build landed first
   }
-  return dist;
+  return { dir: dist, own: false };
 }
 
 /** Builds (once per run), serves and opens the browser; call in beforeAll with SETUP_TIMEOUT_MS. */
 export async function openPlayground(): Promise<Playground> {
   const executablePath = await ensureChromium();
-  const outDir = await runBuild();
+  const { dir: outDir, own } = await pageBuild();
   const server: PreviewServer = await preview({
     root: ROOT,
     configFile: CONFIG_FILE,
@@ -131,6 +145,7 @@ export async function openPlayground(): Promise<Playground> {
     async close() {
       await browser.close();
       await server.close();
+      if (own) rmSync(outDir, { recursive: true, force: true });
     },
   };
 }
