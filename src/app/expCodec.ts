@@ -9,8 +9,9 @@
  * gzip's trailer (CRC-32 and length) is the integrity check. fflate inflates but leaves the
  * trailer to its caller and reads bytes after a member as a further member, so `gunzipChecked`
  * reads the header's length, inflates capped (inflate.ts: it stops at the first step past the
- * cap, or past INFLATE_RATIO times the input read so far), and compares the trailer with the one fflate writes for the contents. Every failure is
- * a FileFail with its code and a specific reason (savefile.ts words it for the page).
+ * cap, or past INFLATE_RATIO times the input read so far), and compares the trailer with the one
+ * fflate writes for the contents. Every failure is a FileFail with its code and a specific reason
+ * (savefile.ts words it for the page).
  *
  * Not here: what the header must hold (savefile.ts, src/sat/records.ts, payloads.ts).
  */

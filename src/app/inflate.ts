@@ -1,6 +1,6 @@
 /**
  * Capped inflating of raw deflate data, shared by the two readers a person hands compressed bytes
- * to: share links (share.ts) and experiment files (savefile.ts). fflate's streaming Inflate is fed
+ * to: share links (share.ts) and experiment files (expCodec.ts). fflate's streaming Inflate is fed
  * input a step at a time and its output counted as it comes, so data that inflates past `cap` (a
  * zip bomb) is given up as soon as the cap is passed, at most one step's output later.
  *
@@ -15,7 +15,7 @@
  * stay small, and a limit is noticed within one of them.
  *
  * Not here: what the callers tell the user (each maps the outcome to its own message), gzip's
- * header and trailer (savefile.ts).
+ * header and trailer (expCodec.ts).
  */
 import { Inflate } from 'fflate';
 

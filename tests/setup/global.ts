@@ -12,9 +12,9 @@
  * to run (it never skips).
  *
  * It also bundles the Node agent worker (tests/helpers/agentWorkerNode.ts) into one ES module,
- * AGENT_WORKER_BUNDLE, which tests/helpers/nodeAgentWorker.ts starts: a worker that loads one file
- * is ready several times sooner than one that compiles the TypeScript sources and resolves
- * hundreds of small package files itself, and the worker tests start dozens of them.
+ * AGENT_WORKER_BUNDLE, once per run, which tests/helpers/nodeAgentWorker.ts starts: a worker that
+ * loads one file is ready several times sooner than one that compiles the TypeScript sources and
+ * resolves hundreds of small package files itself, and the worker tests start dozens of them.
  *
  * It makes the folder the browser tests' one build of the page goes into (tests/e2e/harness.ts), and
  * removes it when the run ends.
@@ -52,9 +52,13 @@ declare module 'vitest' {
   }
 }
 
+/** The one bundling of a run: Vitest calls `setup` once per project, in the same process. */
+let bundled: Promise<void> | undefined;
+
 /** Runs once per Vitest project; returns the teardown that removes what it made. */
 export async function setup(project: TestProject): Promise<() => void> {
-  await bundleAgentWorker();
+  bundled ??= bundleAgentWorker();
+  await bundled;
   const buildRoot = mkdtempSync(join(tmpdir(), 'sat-e2e-build-'));
   project.provide('e2eBuildRoot', buildRoot);
   const teardown = (): void => rmSync(buildRoot, { recursive: true, force: true });
