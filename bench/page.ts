@@ -424,6 +424,10 @@ async function profileRun(pg: Playground, root: string): Promise<void> {
         inFrames.set(what, (inFrames.get(what) ?? 0) + e.dur! / 1000);
       }
     }
+    for (const name of ['Paint', 'Layout', 'UpdateLayoutTree', 'PrePaint', 'Commit', 'FunctionCall', 'TimerFire', 'EventDispatch']) {
+      const es = mainEvents.filter((e) => e.name === name);
+      console.log(`  ${name}: ${es.length} events, ${(es.reduce((t, e) => t + e.dur!, 0) / 1000).toFixed(0)} ms, longest ${(Math.max(0, ...es.map((e) => e.dur!)) / 1000).toFixed(1)} ms`);
+    }
     console.log(`animation frames: ${frames.length}, ${frames.reduce((t, e) => t + e.dur!, 0) / 1000} ms; their calls: ${[...inFrames].sort((x, y) => y[1] - x[1]).slice(0, 8).map(([w, ms]) => `${w} ${ms.toFixed(0)}`).join(', ')}`);
     const self = selfTimes(profile);
     console.log('heaviest by self time:');

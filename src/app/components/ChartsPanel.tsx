@@ -122,11 +122,12 @@ export function ChartsPanel() {
   const rows = useMemo(() => transcriptRows(batch, stages, { current }), [batch, stages, current]);
   const exp = session.currentExperiment();
   const game = frames.length > 0 && exp ? tableGame(exp) : null;
-  // While Run goes, the J chart and the game view draw from the deferred copy too (they catch up
-  // the moment it stops); the timeline alone follows every step.
+  // The J chart and the game view follow the store at once, in the same render and paint as the
+  // timeline: Run puts what it did into the store only a few times a second (session.ts), so a
+  // deferred copy for them would only add a second commit, layout and paint to each of its draws.
   const running = status === 'running';
-  const firstStep = running ? step : now.step;
-  const firstRecords = running ? stages : stagesNow;
+  const firstStep = now.step;
+  const firstRecords = stagesNow;
   const frame = useMemo(() => (firstStep ? frameAt(frames, firstStep.stage, firstStep.position) : frames[frames.length - 1] ?? null), [frames, firstStep]);
   const certForm = form ?? cfg?.certForm ?? 'chosen';
   const scheme = cfg?.scheme;
@@ -136,7 +137,7 @@ export function ChartsPanel() {
   // something else (the status flipping to busy and back around every step) redraws none of them,
   // and an off-screen gate does not count an unchanged chart as lagging.
   const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />, [firstRecords, certForm, span, j0?.ci, simultaneous]);
-  const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} /> : null), [game, frame, where]);
+  const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} still={running} /> : null), [game, frame, where, running]);
   const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} />, [stages, llm, cfg]);
   const gamma = cfg?.gamma ?? 0;
   const deltaConf = cfg?.deltaConf ?? 0;
