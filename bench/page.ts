@@ -243,6 +243,7 @@ interface TraceEvent {
 
 /** A V8 CPU profile (the fields read here). */
 interface CpuProfile {
+  startTime?: number;
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
   samples: number[];
   timeDeltas: number[];
@@ -409,6 +410,33 @@ async function profileRun(pg: Playground, root: string): Promise<void> {
     const tasks = trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'RunTask' && e.dur && `${e.pid}:${e.tid}` === main).sort((a, b) => a.ts - b.ts);
     const long = tasks.filter((e) => e.dur! >= 5000).length;
     console.log(`main thread: ${tasks.length} tasks, busy ${(busy.get(main!) ?? 0).toFixed(0)} ms; tasks ≥ 5 ms: ${long}; longest ${Math.max(...tasks.map((e) => e.dur!)) / 1000} ms`);
+    // The longest tasks: when (ms after the first task) and what they hold.
+    const t0 = tasks[0]?.ts ?? 0;
+    for (const t of [...tasks].sort((a, b) => b.dur! - a.dur!).slice(0, 5)) {
+      const inner = trace.traceEvents.filter((e) => e.ph === 'X' && e.dur && `${e.pid}:${e.tid}` === main && e.ts >= t.ts && e.ts + e.dur <= t.ts + t.dur! && e !== t && e.dur >= 2000);
+      console.log(`  task at ${((t.ts - t0) / 1000).toFixed(0)} ms, ${(t.dur! / 1000).toFixed(0)} ms: ${inner.slice(0, 8).map((e) => `${e.name}${e.args?.data?.functionName ? `(${e.args.data.functionName})` : ''} ${(e.dur! / 1000).toFixed(0)}`).join(', ')}`);
+    }
+    {
+      // What the longest task ran: the CPU profile's samples inside it (the two share one clock), inclusive.
+      const longest = [...tasks].sort((a, b) => b.dur! - a.dur!)[0]!;
+      const byIdL = new Map(profile.nodes.map((n) => [n.id, n]));
+      const parentL = new Map<number, number>();
+      for (const n of profile.nodes as { id: number; children?: number[] }[]) for (const c of n.children ?? []) parentL.set(c, n.id);
+      let at = profile.startTime ?? 0;
+      const inclL = new Map<string, number>();
+      profile.samples.forEach((id, i) => {
+        at += profile.timeDeltas[i] ?? 0;
+        if (at < longest.ts || at > longest.ts + longest.dur!) return;
+        const seen = new Set<string>();
+        for (let n: number | undefined = id; n !== undefined; n = parentL.get(n)) {
+          const f = byIdL.get(n)!.callFrame;
+          const what = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+          if (!seen.has(what)) inclL.set(what, (inclL.get(what) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+          seen.add(what);
+        }
+      });
+      console.log(`  the longest task's functions, inclusive: ${[...inclL].sort((x, y) => y[1] - x[1]).slice(0, 45).map(([w, ms]) => `${w} ${ms.toFixed(0)}`).join(' | ')}`);
+    }
     const byName = new Map<string, number>();
     for (const e of trace.traceEvents) if (e.ph === 'X' && e.dur && `${e.pid}:${e.tid}` === main && e.name !== 'RunTask') byName.set(e.name, (byName.get(e.name) ?? 0) + e.dur / 1000);
     console.log(`main thread events (nested ones in their parents too): ${[...byName].sort((x, y) => y[1] - x[1]).slice(0, 18).map(([n, ms]) => `${n} ${ms.toFixed(0)}`).join(', ')}`);

@@ -9,7 +9,7 @@
  *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
-import { memo, type ReactElement, startTransition, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, type ReactElement, startTransition, useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { StageRecord, AgentStepRecord } from '../../sat/stage';
 import type { CertForm } from '../../sat/certificate';
 import { lazyCharts } from '../charts/lazy';
@@ -56,6 +56,18 @@ function OffScreenGate({ children, quiet }: { children: ReactElement; quiet: boo
     io.observe(el);
     return () => io.disconnect();
   }, []);
+  // While a step or Run goes, the box is measured after each commit too, before the deferred
+  // render that would redraw the chart: the observer reports a box that this commit pushed out of
+  // the window (the timeline growing by its first stage) only after that redraw, wasted.
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (quiet || !el || typeof innerHeight === 'undefined') return;
+    const r = el.getBoundingClientRect();
+    const w = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0));
+    const h = Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
+    const seen = r.width > 0 && r.height > 0 && (w * h) / (r.width * r.height) >= SEEN_RATIO;
+    if (seen !== onScreen) setOnScreen(seen);
+  });
   useEffect(() => {
     if (!stale || !quiet) return;
     const want = children;
