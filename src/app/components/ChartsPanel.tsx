@@ -35,10 +35,10 @@ const SEEN_RATIO = 0.05;
 /**
  * Draws `children` while its box is on screen (an IntersectionObserver); off screen it keeps the
  * element it last drew — React then skips the whole chart — and catches up in idle time once
- * `quiet` (no step or Run in progress). `data-pending` marks a drawing older than its data,
- * `data-offscreen` a box out of view.
+ * `quiet` (no step or Run in progress); while `measure` (Run going) its box is also measured after
+ * every commit. `data-pending` marks a drawing older than its data, `data-offscreen` a box out of view.
  */
-function OffScreenGate({ children, quiet }: { children: ReactElement; quiet: boolean }) {
+function OffScreenGate({ children, quiet, measure }: { children: ReactElement; quiet: boolean; measure: boolean }) {
   const box = useRef<HTMLDivElement | null>(null);
   const [onScreen, setOnScreen] = useState(true);
   const [catchUp, setCatchUp] = useState<ReactElement | null>(null);
@@ -56,12 +56,13 @@ function OffScreenGate({ children, quiet }: { children: ReactElement; quiet: boo
     io.observe(el);
     return () => io.disconnect();
   }, []);
-  // While a step or Run goes, the box is measured after each commit too, before the deferred
-  // render that would redraw the chart: the observer reports a box that this commit pushed out of
-  // the window (the timeline growing by its first stage) only after that redraw, wasted.
+  // While Run goes, the box is measured after each commit too, before the deferred render that
+  // would redraw the chart: the observer reports a box that this commit pushed out of the window
+  // (the timeline growing by its first stage) only after that redraw, wasted. (Not for a single
+  // step: measuring forces a layout in each of its commits, and its redraw is one.)
   useLayoutEffect(() => {
     const el = box.current;
-    if (quiet || !el || typeof innerHeight === 'undefined') return;
+    if (!measure || !el || typeof innerHeight === 'undefined') return;
     const r = el.getBoundingClientRect();
     const w = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0));
     const h = Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
@@ -200,28 +201,28 @@ export function ChartsPanel() {
       {swapCard}
       <div className="charts-grid" data-testid="charts-grid" data-pending={pending ? 1 : undefined}>
         {on('waterfall') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {waterfall}
           </OffScreenGate>
         )}
         {on('advantages') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {advantages}
           </OffScreenGate>
         )}
         {on('kl') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {kl}
           </OffScreenGate>
         )}
         {on('beta') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {beta}
           </OffScreenGate>
         )}
         {on('violation') && (
           <div className="chart-with-action" data-panel="violation">
-            <OffScreenGate quiet={quiet}>
+            <OffScreenGate quiet={quiet} measure={running}>
               {violationChart}
             </OffScreenGate>
             <div className="chart-actions">
@@ -233,7 +234,7 @@ export function ChartsPanel() {
         )}
         {on('orders') && (
           <div className="chart-with-action" data-panel="orders">
-            <OffScreenGate quiet={quiet}>
+            <OffScreenGate quiet={quiet} measure={running}>
               {orderChart}
             </OffScreenGate>
             <div className="chart-actions">
