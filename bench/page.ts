@@ -23,6 +23,12 @@
  * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
  * With `--base DIR` the other build's page is timed in the same rounds too.
  *
+ * `npm run bench:page -- --run-only --base DIR [--rounds K]`: Run's rate alone, this build and DIR's
+ * alternated K rounds (default 10), the order flipped every round.
+ *
+ * `npm run bench:page -- --run-profile [--base DIR]`: where Run's time goes — this checkout (or DIR)
+ * built unminified, Run on climbing under a Chromium trace and a CPU profile of the main thread.
+ *
  * Prints a table; timings go to docs/performance.md by hand.
  */
 import { spawn } from 'node:child_process';
@@ -67,6 +73,19 @@ async function clickUntilDrawn(p: Page, testid: string, want: number): Promise<[
     };
     requestAnimationFrame(tick);
   })`);
+}
+
+/** Clicks `testid` in the page; ms until `want` stage rows are in the DOM and the frame after is painted. */
+function clickUntilRows(p: Page, testid: string, want: number): Promise<number> {
+  return p.evaluate(`new Promise((resolve) => {
+    const t0 = performance.now();
+    document.querySelector('[data-testid="${testid}"]').click();
+    const tick = () => {
+      if (document.querySelectorAll('[data-testid="stage-row"]').length < ${want}) return requestAnimationFrame(tick);
+      requestAnimationFrame(() => resolve(performance.now() - t0));
+    };
+    requestAnimationFrame(tick);
+  })`) as Promise<number>;
 }
 
 const median = (xs: number[]) => {
@@ -190,17 +209,7 @@ async function pageLmStages(pg: Playground, url: string): Promise<{ ms: number[]
   const ms: number[] = [];
   const j: string[] = [];
   for (let k = 1; k <= LM_STAGES; k++) {
-    ms.push(
-      await p.evaluate(`new Promise((resolve) => {
-        const t0 = performance.now();
-        document.querySelector('[data-testid="step-stage"]').click();
-        const tick = () => {
-          if (document.querySelectorAll('[data-testid="stage-row"]').length < ${k}) return requestAnimationFrame(tick);
-          requestAnimationFrame(() => resolve(performance.now() - t0));
-        };
-        requestAnimationFrame(tick);
-      })`),
-    );
+    ms.push(await clickUntilRows(p, 'step-stage', k));
     j.push(Number(await p.locator('[data-testid="stage-row"]').nth(k - 1).getByTestId('cell-j').getAttribute('data-value')).toFixed(3));
     await settled(p);
   }
@@ -390,15 +399,7 @@ async function profileRun(pg: Playground, root: string): Promise<void> {
     await pg.browser.startTracing(p, { categories: ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', '__metadata'] });
     await cdp.send('Profiler.start');
     // Until the last stage's row is painted, as Run's rate counts it (not the charts catching up after).
-    const runMs = (await p.evaluate(`new Promise((resolve) => {
-      const t0 = performance.now();
-      document.querySelector('[data-testid="run"]').click();
-      const tick = () => {
-        if (document.querySelectorAll('[data-testid="stage-row"]').length < ${RUN_STAGES}) return requestAnimationFrame(tick);
-        requestAnimationFrame(() => resolve(performance.now() - t0));
-      };
-      requestAnimationFrame(tick);
-    })`)) as number;
+    const runMs = await clickUntilRows(p, 'run', RUN_STAGES);
     const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
     const trace = JSON.parse((await pg.browser.stopTracing()).toString('utf8')) as { traceEvents: TraceEvent[] };
     console.log(`Run, ${RUN_STAGES} stages at fast: ${runMs.toFixed(0)} ms, ${(RUN_STAGES / (runMs / 1000)).toFixed(1)} stages/s (load ${uptime()})`);
