@@ -41,13 +41,31 @@ const manifestSchema = v.object({
 });
 type Manifest = v.InferOutput<typeof manifestSchema>;
 
+/** Calls `fn` in a task of its own, soon: a MessageChannel message, which a background tab does not throttle. */
+function nextTask(fn: () => void): void {
+  const ch = new MessageChannel();
+  ch.port1.onmessage = () => {
+    ch.port1.close();
+    fn();
+  };
+  ch.port2.postMessage(null);
+}
+
 /**
  * Calls `fn` once the browser has drawn what is on screen now: a task after the next animation
  * frame, so a step's serialising and compressing runs after its picture is painted instead of
- * before; a timer too, because a hidden tab runs no animation frames. Whichever comes first runs
- * `fn`; without `requestAnimationFrame` (Node, a worker) the timer alone, at once.
+ * before; a timer too, in case no frame comes (the tab hidden meanwhile). Whichever comes first
+ * runs `fn`. A hidden tab draws nothing: the next task. Without `requestAnimationFrame` (Node): a timer.
  */
 function afterPaint(fn: () => void): void {
+  if (typeof requestAnimationFrame !== 'function') {
+    setTimeout(fn, 0);
+    return;
+  }
+  if (typeof document !== 'undefined' && document.hidden) {
+    nextTask(fn);
+    return;
+  }
   let done = false;
   const run = () => {
     if (done) return;
@@ -55,17 +73,8 @@ function afterPaint(fn: () => void): void {
     clearTimeout(timer);
     fn();
   };
-  const raf = typeof requestAnimationFrame === 'function' && !(typeof document !== 'undefined' && document.hidden);
-  const timer = setTimeout(run, raf ? AFTER_PAINT_LIMIT_MS : 0);
-  if (!raf) return;
-  requestAnimationFrame(() => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => {
-      ch.port1.close();
-      run();
-    };
-    ch.port2.postMessage(null);
-  });
+  const timer = setTimeout(run, AFTER_PAINT_LIMIT_MS);
+  requestAnimationFrame(() => nextTask(run));
 }
 
 /** The longest a step's save waits for the browser to draw, ms (a throttled or hidden tab). */
