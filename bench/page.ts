@@ -23,6 +23,12 @@
  * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
  * With `--base DIR` the other build's page is timed in the same rounds too.
  *
+ * `npm run bench:page -- --run-only --base DIR [--rounds K]`: Run's rate alone, this build and DIR's
+ * alternated K rounds (default 10), the order flipped every round.
+ *
+ * `npm run bench:page -- --run-profile [--base DIR]`: where Run's time goes — this checkout (or DIR)
+ * built unminified, Run on climbing under a Chromium trace and a CPU profile of the main thread.
+ *
  * Prints a table; timings go to docs/performance.md by hand.
  */
 import { spawn } from 'node:child_process';
@@ -69,6 +75,19 @@ async function clickUntilDrawn(p: Page, testid: string, want: number): Promise<[
   })`);
 }
 
+/** Clicks `testid` in the page; ms until `want` stage rows are in the DOM and the frame after is painted. */
+function clickUntilRows(p: Page, testid: string, want: number): Promise<number> {
+  return p.evaluate(`new Promise((resolve) => {
+    const t0 = performance.now();
+    document.querySelector('[data-testid="${testid}"]').click();
+    const tick = () => {
+      if (document.querySelectorAll('[data-testid="stage-row"]').length < ${want}) return requestAnimationFrame(tick);
+      requestAnimationFrame(() => resolve(performance.now() - t0));
+    };
+    requestAnimationFrame(tick);
+  })`) as Promise<number>;
+}
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const at = (i: number) => s[i] ?? NaN;
@@ -104,22 +123,54 @@ async function round(pg: Playground, url: string, into: Sample): Promise<void> {
   }
   await p.context().close();
 
+  into.runRate.push(await runRate(pg, url));
+}
+
+/** Run ▶ at `fast` for RUN_STAGES stages from a fresh climbing page; stages/s. */
+async function runRate(pg: Playground, url: string): Promise<number> {
   const q = await pg.freshPage({ width: 1280, height: 800 });
   await openClimbing(q, url);
   await q.getByTestId('speed').selectOption('fast');
   const [runMs] = await clickUntilDrawn(q, 'run', RUN_STAGES);
-  into.runRate.push(RUN_STAGES / (runMs / 1000));
   await q.context().close();
+  return RUN_STAGES / (runMs / 1000);
+}
+
+/**
+ * `--run-only --base DIR [--rounds K]`: Run's rate alone, the two builds alternated K rounds
+ * (default 10), the order flipped every round; each round's rates and load, then the medians.
+ */
+async function mainRunOnly(): Promise<void> {
+  const baseDir = arg('--base');
+  if (!baseDir) throw new Error('--run-only needs --base DIR');
+  const rounds = Number(arg('--rounds') ?? 10);
+  const pg = await openPlayground();
+  const other = await serveOther(resolve(baseDir));
+  try {
+    const sides = [
+      { name: 'base', url: other.url, rates: [] as number[] },
+      { name: 'this', url: pg.url, rates: [] as number[] },
+    ];
+    for (let r = 0; r < rounds; r++) {
+      for (const s of r % 2 === 0 ? sides : [...sides].reverse()) s.rates.push(await runRate(pg, s.url));
+      console.log(`round ${r + 1}: base ${sides[0]!.rates[r]!.toFixed(1)}, this ${sides[1]!.rates[r]!.toFixed(1)} stages/s (this ÷ base ${(sides[1]!.rates[r]! / sides[0]!.rates[r]!).toFixed(2)}), load ${uptime()}`);
+    }
+    const ratios = sides[1]!.rates.map((x, i) => x / sides[0]!.rates[i]!);
+    console.log(`Run, ${RUN_STAGES} stages at fast, median of ${rounds}: base ${median(sides[0]!.rates).toFixed(1)}, this ${median(sides[1]!.rates).toFixed(1)} stages/s; median ratio ${median(ratios).toFixed(2)}`);
+  } finally {
+    await other.close();
+    await pg.close();
+  }
 }
 
 /** Builds the checkout at `root` for production and serves it; returns its URL and a closer. */
-async function serveOther(root: string): Promise<{ url: string; close: () => Promise<void> }> {
+async function serveOther(root: string, minify = true): Promise<{ url: string; close: () => Promise<void> }> {
   const outDir = mkdtempSync(join(tmpdir(), 'sat-bench-base-'));
   const configFile = join(root, 'vite.config.ts');
   const saved = process.env.NODE_ENV;
   process.env.NODE_ENV = 'production';
   try {
-    await build({ root, configFile, mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true, sourcemap: false } });
+    await build({ root, configFile, mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true, sourcemap: false, minify } });
   } finally {
     if (saved === undefined) delete process.env.NODE_ENV;
     else process.env.NODE_ENV = saved;
@@ -158,17 +209,7 @@ async function pageLmStages(pg: Playground, url: string): Promise<{ ms: number[]
   const ms: number[] = [];
   const j: string[] = [];
   for (let k = 1; k <= LM_STAGES; k++) {
-    ms.push(
-      await p.evaluate(`new Promise((resolve) => {
-        const t0 = performance.now();
-        document.querySelector('[data-testid="step-stage"]').click();
-        const tick = () => {
-          if (document.querySelectorAll('[data-testid="stage-row"]').length < ${k}) return requestAnimationFrame(tick);
-          requestAnimationFrame(() => resolve(performance.now() - t0));
-        };
-        requestAnimationFrame(tick);
-      })`),
-    );
+    ms.push(await clickUntilRows(p, 'step-stage', k));
     j.push(Number(await p.locator('[data-testid="stage-row"]').nth(k - 1).getByTestId('cell-j').getAttribute('data-value')).toFixed(3));
     await settled(p);
   }
@@ -206,11 +247,12 @@ interface TraceEvent {
   tid: number;
   ts: number;
   dur?: number;
-  args?: { name?: string };
+  args?: { name?: string; data?: { functionName?: string; url?: string; lineNumber?: number } };
 }
 
 /** A V8 CPU profile (the fields read here). */
 interface CpuProfile {
+  startTime?: number;
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
   samples: number[];
   timeDeltas: number[];
@@ -338,6 +380,119 @@ async function profileLm(pg: Playground): Promise<void> {
   await p.context().close();
 }
 
+/**
+ * `--run-profile [--base DIR]`: where Run's time goes on climbing. This checkout (or DIR) built
+ * unminified, Run ▶ at `fast` for RUN_STAGES stages from a fresh page under a Chromium trace and a
+ * V8 CPU profile of the main thread; prints the wall time, the main thread's busy time (top-level
+ * tasks) and idle gaps, the trace's heaviest main-thread events and the heaviest functions and
+ * scripts by self time.
+ */
+async function profileRun(pg: Playground, root: string): Promise<void> {
+  const built = await serveOther(root, false);
+  try {
+    const p = await pg.freshPage({ width: 1280, height: 800 });
+    await openClimbing(p, built.url);
+    await p.getByTestId('speed').selectOption('fast');
+    const cdp = await p.context().newCDPSession(p);
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+    await pg.browser.startTracing(p, { categories: ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', '__metadata'] });
+    await cdp.send('Profiler.start');
+    // Until the last stage's row is painted, as Run's rate counts it (not the charts catching up after).
+    const runMs = await clickUntilRows(p, 'run', RUN_STAGES);
+    const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
+    const trace = JSON.parse((await pg.browser.stopTracing()).toString('utf8')) as { traceEvents: TraceEvent[] };
+    console.log(`Run, ${RUN_STAGES} stages at fast: ${runMs.toFixed(0)} ms, ${(RUN_STAGES / (runMs / 1000)).toFixed(1)} stages/s (load ${uptime()})`);
+    const names = new Map<string, string>();
+    for (const e of trace.traceEvents) if (e.ph === 'M' && e.name === 'thread_name') names.set(`${e.pid}:${e.tid}`, e.args?.name ?? '?');
+    const busy = new Map<string, number>();
+    for (const e of trace.traceEvents) if (e.ph === 'X' && e.name === 'RunTask' && e.dur) busy.set(`${e.pid}:${e.tid}`, (busy.get(`${e.pid}:${e.tid}`) ?? 0) + e.dur / 1000);
+    const main = [...busy].filter(([key]) => names.get(key) === 'CrRendererMain').sort((x, y) => y[1] - x[1])[0]?.[0];
+    const tasks = trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'RunTask' && e.dur && `${e.pid}:${e.tid}` === main).sort((a, b) => a.ts - b.ts);
+    const long = tasks.filter((e) => e.dur! >= 5000).length;
+    console.log(`main thread: ${tasks.length} tasks, busy ${(busy.get(main!) ?? 0).toFixed(0)} ms; tasks ≥ 5 ms: ${long}; longest ${Math.max(...tasks.map((e) => e.dur!)) / 1000} ms`);
+    // The longest tasks: when (ms after the first task) and what they hold.
+    const t0 = tasks[0]?.ts ?? 0;
+    for (const t of [...tasks].sort((a, b) => b.dur! - a.dur!).slice(0, 5)) {
+      const inner = trace.traceEvents.filter((e) => e.ph === 'X' && e.dur && `${e.pid}:${e.tid}` === main && e.ts >= t.ts && e.ts + e.dur <= t.ts + t.dur! && e !== t && e.dur >= 2000);
+      console.log(`  task at ${((t.ts - t0) / 1000).toFixed(0)} ms, ${(t.dur! / 1000).toFixed(0)} ms: ${inner.slice(0, 8).map((e) => `${e.name}${e.args?.data?.functionName ? `(${e.args.data.functionName})` : ''} ${(e.dur! / 1000).toFixed(0)}`).join(', ')}`);
+    }
+    {
+      // What the longest task ran: the CPU profile's samples inside it (the two share one clock), inclusive.
+      const longest = [...tasks].sort((a, b) => b.dur! - a.dur!)[0]!;
+      const byIdL = new Map(profile.nodes.map((n) => [n.id, n]));
+      const parentL = new Map<number, number>();
+      for (const n of profile.nodes as { id: number; children?: number[] }[]) for (const c of n.children ?? []) parentL.set(c, n.id);
+      let at = profile.startTime ?? 0;
+      const inclL = new Map<string, number>();
+      profile.samples.forEach((id, i) => {
+        at += profile.timeDeltas[i] ?? 0;
+        if (at < longest.ts || at > longest.ts + longest.dur!) return;
+        const seen = new Set<string>();
+        for (let n: number | undefined = id; n !== undefined; n = parentL.get(n)) {
+          const f = byIdL.get(n)!.callFrame;
+          const what = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+          if (!seen.has(what)) inclL.set(what, (inclL.get(what) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+          seen.add(what);
+        }
+      });
+      console.log(`  the longest task's functions, inclusive: ${[...inclL].sort((x, y) => y[1] - x[1]).slice(0, 45).map(([w, ms]) => `${w} ${ms.toFixed(0)}`).join(' | ')}`);
+    }
+    const byName = new Map<string, number>();
+    for (const e of trace.traceEvents) if (e.ph === 'X' && e.dur && `${e.pid}:${e.tid}` === main && e.name !== 'RunTask') byName.set(e.name, (byName.get(e.name) ?? 0) + e.dur / 1000);
+    console.log(`main thread events (nested ones in their parents too): ${[...byName].sort((x, y) => y[1] - x[1]).slice(0, 18).map(([n, ms]) => `${n} ${ms.toFixed(0)}`).join(', ')}`);
+    // What the animation frames ran: the script calls inside each FireAnimationFrame.
+    const mainEvents = trace.traceEvents.filter((e) => e.ph === 'X' && e.dur && `${e.pid}:${e.tid}` === main);
+    const frames = mainEvents.filter((e) => e.name === 'FireAnimationFrame');
+    const inFrames = new Map<string, number>();
+    for (const f of frames) {
+      for (const e of mainEvents) {
+        if (e.name !== 'FunctionCall' || e.ts < f.ts || e.ts + e.dur! > f.ts + f.dur!) continue;
+        const d = e.args?.data;
+        const what = `${d?.functionName || '(anonymous)'} ${d?.url?.split('/').pop()}:${d?.lineNumber}`;
+        inFrames.set(what, (inFrames.get(what) ?? 0) + e.dur! / 1000);
+      }
+    }
+    for (const name of ['Paint', 'Layout', 'UpdateLayoutTree', 'PrePaint', 'Commit', 'FunctionCall', 'TimerFire', 'EventDispatch']) {
+      const es = mainEvents.filter((e) => e.name === name);
+      console.log(`  ${name}: ${es.length} events, ${(es.reduce((t, e) => t + e.dur!, 0) / 1000).toFixed(0)} ms, longest ${(Math.max(0, ...es.map((e) => e.dur!)) / 1000).toFixed(1)} ms`);
+    }
+    console.log(`animation frames: ${frames.length}, ${frames.reduce((t, e) => t + e.dur!, 0) / 1000} ms; their calls: ${[...inFrames].sort((x, y) => y[1] - x[1]).slice(0, 8).map(([w, ms]) => `${w} ${ms.toFixed(0)}`).join(', ')}`);
+    const self = selfTimes(profile);
+    console.log('heaviest by self time:');
+    for (const [what, ms] of [...self].sort((x, y) => y[1] - x[1]).slice(0, 40)) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${what}`);
+    const chunks = new Map<string, number>();
+    for (const [what, ms] of self) {
+      const chunk = what.split(' ').pop()!.split(':')[0]!;
+      chunks.set(chunk, (chunks.get(chunk) ?? 0) + ms);
+    }
+    console.log(`by script: ${[...chunks].sort((x, y) => y[1] - x[1]).slice(0, 10).map(([c, ms]) => `${c || '(native)'} ${ms.toFixed(0)}`).join(', ')}`);
+    // Inclusive time of a few functions of interest (each sample counted once per function on its stack).
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes as { id: number; children?: number[] }[]) for (const c of n.children ?? []) parent.set(c, n.id);
+    const incl = new Map<string, number>();
+    profile.samples.forEach((id, i) => {
+      const seen = new Set<string>();
+      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+        const f = byId.get(at)!.callFrame;
+        const what = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+        if (seen.has(what)) continue;
+        seen.add(what);
+        incl.set(what, (incl.get(what) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+      }
+    });
+    console.log('heaviest by inclusive time:');
+    for (const [what, ms] of [...incl].sort((x, y) => y[1] - x[1]).slice(0, 40)) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${what}`);
+    // React components (capitalised names) and a few calls of interest, inclusive.
+    const named = [...incl].filter(([what]) => /^([A-Z]\w*|save|flush|tellListeners|recordFrame|takeBoundary|runStage|play) /.test(what));
+    console.log(`components and calls, inclusive: ${named.sort((x, y) => y[1] - x[1]).slice(0, 40).map(([w, ms]) => `${w.split(' ')[0]} ${ms.toFixed(0)}`).join(', ')}`);
+    await p.context().close();
+  } finally {
+    await built.close();
+  }
+}
+
 /** `uptime`'s load averages, as it prints them. */
 const uptime = () => loadavg().map((l) => l.toFixed(2)).join(', ');
 
@@ -425,11 +580,19 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--lm-profile')) {
+if (process.argv.includes('--run-profile')) {
+  const pg = await openPlayground();
+  try {
+    await profileRun(pg, resolve(arg('--base') ?? ROOT));
+  } finally {
+    await pg.close();
+  }
+} else if (process.argv.includes('--lm-profile')) {
   const pg = await openPlayground();
   try {
     await profileLm(pg);
   } finally {
     await pg.close();
   }
-} else await (process.argv.includes('--lm') ? mainLm() : main());
+} else if (process.argv.includes('--run-only')) await mainRunOnly();
+else await (process.argv.includes('--lm') ? mainLm() : main());

@@ -10,6 +10,9 @@
  * finished stage are printed and must stay flat (the last ten stages cost no more than 1.5× the
  * first ten): a stage's record is written once, not the whole history after every step.
  *
+ * A step's save runs in a task after the step (after the browser has drawn it, in the page), so
+ * steps told before it are written together and the last one is never left out.
+ *
  * Failures, each with its message: no IndexedDB (save, load and clear), a full disk (said once), a
  * missing or damaged stage part, a manifest that is not this version's, an older version's
  * one-file autosave. A new experiment rewrites the store and drops the old parts.
@@ -125,6 +128,29 @@ describe('autosave', () => {
     const b = page(kv);
     await restore(b.session, b.autosave);
     expect(exactDiff(b.session.store.getState().stages, a.session.store.getState().stages)).toBeNull();
+  });
+
+  it('a step is saved in a task after it, not inside it; steps told before that save are saved together, the last one included', async () => {
+    const cfg = presetConfig('climbing', { stages: 4 });
+    const kv = new MemoryStore();
+    const a = page(kv);
+    await a.session.openConfig(cfg, 'climbing', 'test');
+    await a.session.stepStage();
+    await a.autosave.settled();
+    const before = a.autosave.stats.writes;
+    expect(before).toBeGreaterThan(0);
+    // The step returns with its save asked for, not yet run: nothing serialised inside the step.
+    await a.session.stepAgent();
+    expect(a.autosave.stats.writes).toBe(before);
+    await a.session.stepAgent();
+    expect(a.autosave.stats.writes).toBe(before);
+    await a.autosave.settled();
+    // Both steps in one write, which holds the second (the session as it was when the save ran).
+    expect(a.autosave.stats.writes).toBe(before + 1);
+    const b = page(kv);
+    await restore(b.session, b.autosave);
+    expect(b.session.sessionState()!.cursor).toEqual({ stage: 2, agent: a.session.store.getState().partial[1]!.agent });
+    expect(b.session.store.getState().partial).toHaveLength(2);
   });
 });
 

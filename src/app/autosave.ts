@@ -41,7 +41,48 @@ const manifestSchema = v.object({
 });
 type Manifest = v.InferOutput<typeof manifestSchema>;
 
+/** Calls `fn` in a task of its own, soon: a MessageChannel message, which a background tab does not throttle. */
+function nextTask(fn: () => void): void {
+  const ch = new MessageChannel();
+  ch.port1.onmessage = () => {
+    ch.port1.close();
+    fn();
+  };
+  ch.port2.postMessage(null);
+}
+
+/**
+ * Calls `fn` once the browser has drawn what is on screen now: a task after the next animation
+ * frame, so a step's serialising and compressing runs after its picture is painted instead of
+ * before; a timer too, in case no frame comes (the tab hidden meanwhile). Whichever comes first
+ * runs `fn`. A hidden tab draws nothing: the next task. Without `requestAnimationFrame` (Node): a timer.
+ */
+function afterPaint(fn: () => void): void {
+  if (typeof requestAnimationFrame !== 'function') {
+    setTimeout(fn, 0);
+    return;
+  }
+  if (typeof document !== 'undefined' && document.hidden) {
+    nextTask(fn);
+    return;
+  }
+  let done = false;
+  const run = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    fn();
+  };
+  const timer = setTimeout(run, AFTER_PAINT_LIMIT_MS);
+  requestAnimationFrame(() => nextTask(run));
+}
+
+/** The longest a step's save waits for the browser to draw, ms (a throttled or hidden tab). */
+const AFTER_PAINT_LIMIT_MS = 100;
+
 export class Autosave {
+  /** A save is asked for and waits for the browser to draw (`schedule`). */
+  private scheduled = false;
   private saving = false;
   private again = false;
   private reported = false;
@@ -56,9 +97,43 @@ export class Autosave {
     private readonly store: PartStore,
   ) {}
 
-  /** Saves after every agent step the session records; returns the unsubscribe. */
+  /**
+   * Saves after every agent step the session records, once the browser has drawn it (`schedule`);
+   * returns the unsubscribe. A page being hidden or left saves what waits at once.
+   */
   attach(): () => void {
-    return this.session.onStep(() => void this.save());
+    const off = this.session.onStep(() => this.schedule());
+    if (typeof document === 'undefined' || typeof addEventListener !== 'function') return off;
+    const now = () => {
+      if (this.scheduled) void this.saveScheduled();
+    };
+    const onHidden = () => {
+      if (document.visibilityState === 'hidden') now();
+    };
+    document.addEventListener('visibilitychange', onHidden);
+    addEventListener('pagehide', now);
+    return () => {
+      off();
+      document.removeEventListener('visibilitychange', onHidden);
+      removeEventListener('pagehide', now);
+    };
+  }
+
+  /**
+   * Asks for a save after the browser has drawn the step (`afterPaint`): the step's picture is not
+   * held up by serialising it. Steps told before it runs are saved together (it reads the session
+   * as it then is), so the last one is never lost; `settled` waits for it.
+   */
+  schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    afterPaint(() => void this.saveScheduled());
+  }
+
+  private async saveScheduled(): Promise<void> {
+    if (!this.scheduled) return;
+    this.scheduled = false;
+    await this.save();
   }
 
   /** Saves now, or right after the save in flight (never two at once, never a stale one last). */
@@ -83,9 +158,9 @@ export class Autosave {
     }
   }
 
-  /** Resolves when no save is in flight (tests wait on it before reloading). */
+  /** Resolves when no save is asked for or in flight (tests wait on it before reloading). */
   async settled(): Promise<void> {
-    while (this.saving) await new Promise((r) => setTimeout(r, 10));
+    while (this.scheduled || this.saving) await new Promise((r) => setTimeout(r, 10));
   }
 
   /** Writes what changed since the last write; returns the error message, or null. */
@@ -150,8 +225,9 @@ export class Autosave {
     return { ok: true, data: data.value };
   }
 
-  /** Forgets the autosave (every key of the store). */
+  /** Forgets the autosave (every key of the store); a save asked for and not yet begun is dropped. */
   async clear(): Promise<string | null> {
+    this.scheduled = false;
     const r = await guarded('clear the autosaved experiment', async () => this.store.delMany(await this.store.keys()));
     this.written = null;
     this.lastHead = null;

@@ -9,7 +9,7 @@
  *
  * Not here: any maths (charts/series.ts) or drawing details (each chart's own file).
  */
-import { memo, type ReactElement, startTransition, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, type ReactElement, startTransition, useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { StageRecord, AgentStepRecord } from '../../sat/stage';
 import type { CertForm } from '../../sat/certificate';
 import { lazyCharts } from '../charts/lazy';
@@ -35,10 +35,10 @@ const SEEN_RATIO = 0.05;
 /**
  * Draws `children` while its box is on screen (an IntersectionObserver); off screen it keeps the
  * element it last drew — React then skips the whole chart — and catches up in idle time once
- * `quiet` (no step or Run in progress). `data-pending` marks a drawing older than its data,
- * `data-offscreen` a box out of view.
+ * `quiet` (no step or Run in progress); while `measure` (Run going) its box is also measured after
+ * every commit. `data-pending` marks a drawing older than its data, `data-offscreen` a box out of view.
  */
-function OffScreenGate({ children, quiet }: { children: ReactElement; quiet: boolean }) {
+function OffScreenGate({ children, quiet, measure }: { children: ReactElement; quiet: boolean; measure: boolean }) {
   const box = useRef<HTMLDivElement | null>(null);
   const [onScreen, setOnScreen] = useState(true);
   const [catchUp, setCatchUp] = useState<ReactElement | null>(null);
@@ -56,6 +56,19 @@ function OffScreenGate({ children, quiet }: { children: ReactElement; quiet: boo
     io.observe(el);
     return () => io.disconnect();
   }, []);
+  // While Run goes, the box is measured after each commit too, before the deferred render that
+  // would redraw the chart: the observer reports a box that this commit pushed out of the window
+  // (the timeline growing by its first stage) only after that redraw, wasted. (Not for a single
+  // step: measuring forces a layout in each of its commits, and its redraw is one.)
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!measure || !el || typeof innerHeight === 'undefined') return;
+    const r = el.getBoundingClientRect();
+    const w = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0));
+    const h = Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
+    const seen = r.width > 0 && r.height > 0 && (w * h) / (r.width * r.height) >= SEEN_RATIO;
+    if (seen !== onScreen) setOnScreen(seen);
+  });
   useEffect(() => {
     if (!stale || !quiet) return;
     const want = children;
@@ -122,11 +135,12 @@ export function ChartsPanel() {
   const rows = useMemo(() => transcriptRows(batch, stages, { current }), [batch, stages, current]);
   const exp = session.currentExperiment();
   const game = frames.length > 0 && exp ? tableGame(exp) : null;
-  // While Run goes, the J chart and the game view draw from the deferred copy too (they catch up
-  // the moment it stops); the timeline alone follows every step.
+  // The J chart and the game view follow the store at once, in the same render and paint as the
+  // timeline: Run puts what it did into the store only a few times a second (session.ts), so a
+  // deferred copy for them would only add a second commit, layout and paint to each of its draws.
   const running = status === 'running';
-  const firstStep = running ? step : now.step;
-  const firstRecords = running ? stages : stagesNow;
+  const firstStep = now.step;
+  const firstRecords = stagesNow;
   const frame = useMemo(() => (firstStep ? frameAt(frames, firstStep.stage, firstStep.position) : frames[frames.length - 1] ?? null), [frames, firstStep]);
   const certForm = form ?? cfg?.certForm ?? 'chosen';
   const scheme = cfg?.scheme;
@@ -136,7 +150,7 @@ export function ChartsPanel() {
   // something else (the status flipping to busy and back around every step) redraws none of them,
   // and an off-screen gate does not count an unchanged chart as lagging.
   const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />, [firstRecords, certForm, span, j0?.ci, simultaneous]);
-  const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} /> : null), [game, frame, where]);
+  const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} still={running} /> : null), [game, frame, where, running]);
   const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} />, [stages, llm, cfg]);
   const gamma = cfg?.gamma ?? 0;
   const deltaConf = cfg?.deltaConf ?? 0;
@@ -187,28 +201,28 @@ export function ChartsPanel() {
       {swapCard}
       <div className="charts-grid" data-testid="charts-grid" data-pending={pending ? 1 : undefined}>
         {on('waterfall') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {waterfall}
           </OffScreenGate>
         )}
         {on('advantages') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {advantages}
           </OffScreenGate>
         )}
         {on('kl') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {kl}
           </OffScreenGate>
         )}
         {on('beta') && (
-          <OffScreenGate quiet={quiet}>
+          <OffScreenGate quiet={quiet} measure={running}>
             {beta}
           </OffScreenGate>
         )}
         {on('violation') && (
           <div className="chart-with-action" data-panel="violation">
-            <OffScreenGate quiet={quiet}>
+            <OffScreenGate quiet={quiet} measure={running}>
               {violationChart}
             </OffScreenGate>
             <div className="chart-actions">
@@ -220,7 +234,7 @@ export function ChartsPanel() {
         )}
         {on('orders') && (
           <div className="chart-with-action" data-panel="orders">
-            <OffScreenGate quiet={quiet}>
+            <OffScreenGate quiet={quiet} measure={running}>
               {orderChart}
             </OffScreenGate>
             <div className="chart-actions">

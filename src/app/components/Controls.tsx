@@ -9,7 +9,7 @@
  *
  * Not here: the step controls (StepControls.tsx) or the team builder (TeamBuilder.tsx).
  */
-import { useState } from 'react';
+import { memo, useMemo, useState } from 'react';
 import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, TABULAR_ONLY_KEYS, type ConfigKey, type Field, type Group } from '../../sat/config';
 import { PRESETS, findPreset } from '../../sat/presets';
 import { answerWorksheet, WORKSHEET } from '../../studies/worksheet';
@@ -32,12 +32,13 @@ const GROUPS: readonly { group: Group; title: string; open: boolean }[] = [
 
 export const tooltip = (key: ConfigKey): string => `${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
 
-function FieldControl({ k, disabled }: { k: ConfigKey; disabled: boolean }) {
+/** One setting; disabled with the fieldset around all of them, so the status flipping redraws none. */
+const FieldControl = memo(function FieldControl({ k }: { k: ConfigKey }) {
   const f: Field = CONFIG[k];
   const value = usePlayground((s) => s.form[k]);
   const applied = usePlayground((s) => s.applied[k]);
   const changed = value !== applied;
-  const common = { id: `cfg-${k}`, 'data-testid': `cfg-${k}`, disabled, 'aria-describedby': `tip-${k}` };
+  const common = { id: `cfg-${k}`, 'data-testid': `cfg-${k}`, 'aria-describedby': `tip-${k}` };
   let input;
   if (f.type === 'enum') {
     input = (
@@ -66,7 +67,10 @@ function FieldControl({ k, disabled }: { k: ConfigKey; disabled: boolean }) {
       </span>
     </label>
   );
-}
+});
+
+/** The fieldset's look: none of its own (the groups inside are the boxes), laid out as the form. */
+const FIELDSET_STYLE = { display: 'flex', flexDirection: 'column', gap: 8, border: 0, padding: 0, margin: 0, minWidth: 0 } as const;
 
 /**
  * The preset's worksheet prompt: the question, and behind Reveal the answer computed from the
@@ -158,7 +162,30 @@ export function Controls() {
   const dirty = usePlayground(isDirty);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
   const llm = isLlmTask(task);
-  const visible = (k: ConfigKey) => !hide.includes(k) && !(llm && TABULAR_ONLY_KEYS.includes(k));
+  // The groups do not depend on the status: a re-render of the form for it (busy ⇄ ready around
+  // every step) hands React the same elements, and only the fieldset's `disabled` changes.
+  const groups = useMemo(() => {
+    const visible = (k: ConfigKey) => !hide.includes(k) && !(llm && TABULAR_ONLY_KEYS.includes(k));
+    return GROUPS.filter((g) => g.group !== 'model' || llm).map((g) => {
+      const keys = CONFIG_KEYS.filter((k) => CONFIG[k].group === g.group && visible(k));
+      if (keys.length === 0) return null;
+      return (
+        <details key={g.group} open={g.open} className="group" data-testid={`group-${g.group}`}>
+          <summary>{g.title}</summary>
+          <div className="group-fields">
+            {keys.map((k) => (
+              <FieldControl key={k} k={k} />
+            ))}
+          </div>
+          {g.group === 'swap' && llm && (
+            <p className="muted" data-testid="swap-checkpoint-note">
+              The swap&apos;s incoming model is a shipped one (swapTo); a checkpoint of your own is not a swap target yet, and a seat holding one cannot be swapped: seat it with &ldquo;Your own checkpoint…&rdquo; on the agent&apos;s card (a fresh team) — docs/models.md.
+            </p>
+          )}
+        </details>
+      );
+    });
+  }, [hide, llm]);
   if (hide.includes('preset') && hide.includes('settings')) return null;
   return (
     <aside className="controls" aria-label="Experiment controls">
@@ -179,25 +206,9 @@ export function Controls() {
             {dirty ? 'Apply changes' : 'Apply'}
           </button>
         </div>
-        {GROUPS.filter((g) => g.group !== 'model' || llm).map((g) => {
-          const keys = CONFIG_KEYS.filter((k) => CONFIG[k].group === g.group && visible(k));
-          if (keys.length === 0) return null;
-          return (
-            <details key={g.group} open={g.open} className="group" data-testid={`group-${g.group}`}>
-              <summary>{g.title}</summary>
-              <div className="group-fields">
-                {keys.map((k) => (
-                  <FieldControl key={k} k={k} disabled={busy} />
-                ))}
-              </div>
-              {g.group === 'swap' && llm && (
-                <p className="muted" data-testid="swap-checkpoint-note">
-                  The swap&apos;s incoming model is a shipped one (swapTo); a checkpoint of your own is not a swap target yet, and a seat holding one cannot be swapped: seat it with &ldquo;Your own checkpoint…&rdquo; on the agent&apos;s card (a fresh team) — docs/models.md.
-                </p>
-              )}
-            </details>
-          );
-        })}
+        <fieldset disabled={busy} style={FIELDSET_STYLE}>
+          {groups}
+        </fieldset>
       </form>
       </Fold>
       )}

@@ -20,7 +20,10 @@ import { agentColor, agentTint } from '../theme';
 
 const pct = (p: number) => `${Math.round(100 * p)} %`;
 
-function AgentBars({ frame, game }: { frame: GameFrame; game: TabularGame }) {
+/** The bars' height transition, off while Run goes: it would re-lay and repaint them for 120 ms after every draw. */
+const STILL = { transition: 'none' } as const;
+
+function AgentBars({ frame, game, still }: { frame: GameFrame; game: TabularGame; still: boolean }) {
   return (
     <div className="game-bars" data-testid="game-bars">
       {frame.marginals.map((row, j) => (
@@ -30,7 +33,7 @@ function AgentBars({ frame, game }: { frame: GameFrame; game: TabularGame }) {
             {row.map((p, a) => (
               <span key={a} className="game-bar" title={`agent ${j} plays ${game.actionLabel(j, a)} on ${pct(p)} of its turns`}>
                 <span className="game-bar-track" aria-hidden="true">
-                  <span className="game-bar-fill" style={{ height: `${Math.max(0, Math.min(1, p)) * 100}%` }} />
+                  <span className="game-bar-fill" style={{ height: `${Math.max(0, Math.min(1, p)) * 100}%`, ...(still ? STILL : {}) }} />
                 </span>
                 <span className="game-bar-label">
                   {game.actionLabel(j, a)} <span className="muted">{pct(p)}</span>
@@ -98,8 +101,8 @@ function PayoffTables({ frame, game }: { frame: GameFrame; game: TabularGame }) 
   );
 }
 
-/** A table game's view at `frame` (null: nothing computed yet). */
-export function TableGameView({ game, frame, where }: { game: TabularGame; frame: GameFrame | null; where: string }) {
+/** A table game's view at `frame` (null: nothing computed yet); `still`: no bar transitions (Run at work). */
+export function TableGameView({ game, frame, where, still = false }: { game: TabularGame; frame: GameFrame | null; where: string; still?: boolean }) {
   return (
     <section className="chart game-view" data-testid="game-view" data-points={frame ? 1 : 0} aria-label="What does the team play?">
       <header className="chart-head">
@@ -125,7 +128,7 @@ export function TableGameView({ game, frame, where }: { game: TabularGame; frame
           </div>
           <div className="game-body">
             <PayoffTables frame={frame} game={game} />
-            <AgentBars frame={frame} game={game} />
+            <AgentBars frame={frame} game={game} still={still} />
           </div>
         </>
       ) : (
