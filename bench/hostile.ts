@@ -336,6 +336,7 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
     }
   }
   await browser.close();
+  for (const pg of pages) rmSync(pg.dir, { recursive: true, force: true }); // copies of the builds, with the files
   // Medians over the rounds, one table per build; peaks against the legitimate file's.
   for (const [i, pg] of pages.entries()) {
     const med = (k: string): number => median(seen[i]!.get(k) ?? [NaN]);
