@@ -17,8 +17,8 @@
  * 64 MiB experiment in the page, each picked on Import as a person picks it in a freshly opened
  * page, timed from the pick to the banner (the refusal, or the opened file's notice); then, in the
  * same page, a fresh check worker (input.worker) timed apart — its start (and an empty worker's),
- * then the job alone; the page's own share of a pick (its change event to the banner) is timed
- * in the page too. Beside each time, the peak memory of the page's renderer process (a page and
+ * then the job alone (and, once a round in a fresh context, a first check worker started cold);
+ * the page's own share of a pick (its change event to the banner) is timed in the page too. Beside each time, the peak memory of the page's renderer process (a page and
  * its dedicated workers share it): its peak RSS reset before (`/proc/<pid>/clear_refs`, needs
  * root) and read after (`VmHWM`), with its rise over the RSS before and its ratio to the
  * legitimate file's peak. Each `dist` is a built page (`vite build --outDir`; default: this tree,
@@ -304,6 +304,16 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
       const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
       const row: Record<string, number> = {};
       let said = '';
+      {
+        // A first check worker in a fresh context (its own HTTP cache): started cold, as a pick's is.
+        const p = await (await browser.newContext()).newPage();
+        await p.goto(pg.url, { waitUntil: 'networkidle' });
+        await settled(p);
+        const c = (await p.evaluate(`${CHECK_ALONE}(${JSON.stringify([pg.worker, Object.keys(files)[0]])})`)) as { start: number; job: number };
+        row['cold check worker start'] = c.start;
+        row['cold first job'] = c.job;
+        await p.context().close();
+      }
       for (const name of Object.keys(files)) {
         // A fresh page per file: the peak is this file's alone, on a page that has just opened.
         const p = await (await browser.newContext()).newPage();
@@ -340,7 +350,7 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
   // Medians over the rounds, one table per build; peaks against the legitimate file's.
   for (const [i, pg] of pages.entries()) {
     const med = (k: string): number => median(seen[i]!.get(k) ?? [NaN]);
-    console.log(`\n${pg.name}: input.worker entry ${pg.workerKb.toFixed(1)} kB; empty worker start ${med('empty worker start').toFixed(0)} ms (medians of ${rounds})`);
+    console.log(`\n${pg.name}: input.worker entry ${pg.workerKb.toFixed(1)} kB; empty worker start ${med('empty worker start').toFixed(0)} ms; in a fresh context, a check worker's start ${med('cold check worker start').toFixed(0)} ms and its first job (${Object.keys(files)[0]}) ${med('cold first job').toFixed(0)} ms (medians of ${rounds})`);
     console.log('| file | pick to banner | change event to banner | page peak (rise) | ×reference | check worker start | job alone | job peak (rise) | ×reference |\n|---|---|---|---|---|---|---|---|---|');
     for (const name of Object.keys(files)) {
       console.log(`| ${name} | ${(med(`${name} page`) / 1000).toFixed(2)} s | ${(med(`${name} change to banner`) / 1000).toFixed(2)} s | ${med(`${name} page peak`).toFixed(0)} MiB (+${med(`${name} page rise`).toFixed(0)}) | ${(med(`${name} page peak`) / med(`${PAGE_REFERENCE} page peak`)).toFixed(2)} | ${(med(`${name} worker start`) / 1000).toFixed(2)} s | ${(med(`${name} job`) / 1000).toFixed(2)} s | ${med(`${name} job peak`).toFixed(0)} MiB (+${med(`${name} job rise`).toFixed(0)}) | ${(med(`${name} job peak`) / med(`${PAGE_REFERENCE} job peak`)).toFixed(2)} |`);
