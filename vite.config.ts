@@ -27,6 +27,9 @@ const ISOLATION_HEADERS = {
 export default defineConfig({
   base: './',
   plugins: [react()],
+  // Workers are ES modules, so a worker's dynamic imports become chunks of their own: the input
+  // check worker (src/workers/input.worker.ts) loads only the code of the one job it runs.
+  worker: { format: 'es' },
   server: { headers: ISOLATION_HEADERS },
   preview: { headers: ISOLATION_HEADERS },
   build: {

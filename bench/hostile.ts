@@ -13,16 +13,22 @@
  * src/workers/remoteTeam.ts did) and after (its JSON files cloned for the check's worker), and the
  * check's own time in a worker thread.
  *
- * `npx tsx bench/hostile.ts --page [rounds] [dist…]`: the experiment-file bombs in the page, each
- * picked on Import as a person picks it, timed from the pick to the refusal's banner; and, in the
+ * `npx tsx bench/hostile.ts --page [rounds] [dist…]`: the experiment-file bombs and a legitimate
+ * 64 MiB experiment in the page, each picked on Import as a person picks it in a freshly opened
+ * page, timed from the pick to the banner (the refusal, or the opened file's notice); then, in the
  * same page, a fresh check worker (input.worker) timed apart — its start (and an empty worker's),
- * then the job alone. Each `dist` is a built page (`vite build --outDir`; default: this tree, built
- * now); rounds alternate between them, so two builds compare in one run.
+ * then the job alone (and, once a round in a fresh context, a first check worker started cold);
+ * the page's own share of a pick (its change event to the banner) is timed in the page too. Beside each time, the peak memory of the page's renderer process (a page and
+ * its dedicated workers share it): its peak RSS reset before (`/proc/<pid>/clear_refs`, needs
+ * root) and read after (`VmHWM`), with its rise over the RSS before and its ratio to the
+ * legitimate file's peak. Each `dist` is a built page (`vite build --outDir`; default: this tree,
+ * built now); rounds alternate between them, so two builds compare in one run; the medians per
+ * build close the output.
  *
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -152,42 +158,125 @@ async function tokenizerBench(vocab: number, rounds: number): Promise<void> {
   }
 }
 
-/** The experiment files `--page` picks: the two gzip bombs and the container bomb. */
+/** The experiment files `--page` picks: the two gzip bombs, the container bomb and the legitimate reference. */
 const PAGE_FILES: Record<string, () => Uint8Array> = {
   'bomb-1GiB': () => gzipBomb(GiB - 64),
   'bomb-8GiB': () => gzipBomb(8 * GiB),
   'container-1GiB': () => containerBomb(GiB / 8),
+  'legit-64MiB': () => legitimateExperiment(64 * 2 ** 20),
+};
+/** The file whose peak the others are held against (a ratio under 2 is the goal). */
+const PAGE_REFERENCE = 'legit-64MiB';
+
+/**
+ * In the page: notes when the file input's change event fires and when the banner first differs
+ * from `before` (window.__pickedAt, __shownAt), so the page's own share of a pick is timed apart
+ * from the driver's.
+ */
+const WATCH_PICK = (before: string): void => {
+  const w = window as unknown as { __pickedAt: number; __shownAt: number };
+  w.__pickedAt = NaN;
+  w.__shownAt = NaN;
+  document.querySelector('[data-testid="import"]')!.addEventListener('change', () => void (w.__pickedAt = performance.now()), { capture: true, once: true });
+  const seen = new MutationObserver(() => {
+    const t = [...document.querySelectorAll('[data-testid="error"], [data-testid="notice"]')].map((e) => e.textContent).join('\n');
+    if (t !== '' && t !== before) {
+      w.__shownAt = performance.now();
+      seen.disconnect();
+    }
+  });
+  seen.observe(document.body, { subtree: true, childList: true, characterData: true });
 };
 
-/** In the page: an empty worker's start, then for each file a fresh check worker's start (a one-byte job) and the file's job alone (ms). */
-const IN_PAGE = `(async ([worker, names]) => {
-  const out = {};
+/** In the page: an empty worker's start (ms). */
+const EMPTY_WORKER = `(async () => {
+  const t = performance.now();
+  const w = new Worker(URL.createObjectURL(new Blob(['onmessage = () => postMessage(0)'], { type: 'text/javascript' })), { type: 'module' });
+  await new Promise((res) => { w.onmessage = res; w.postMessage(0); });
+  w.terminate();
+  return performance.now() - t;
+})()`;
+
+/** In the page: a fresh check worker's start (a one-byte job), then the file's job alone (ms). */
+const CHECK_ALONE = `(async ([worker, name]) => {
   const reply = (w, msg, transfer) => new Promise((res) => { w.onmessage = (e) => res(e.data); w.postMessage(msg, transfer); });
+  const bytes = new Uint8Array(await (await fetch('/' + name + '.satexp')).arrayBuffer());
   let t = performance.now();
-  const blank = new Worker(URL.createObjectURL(new Blob(['onmessage = () => postMessage(0)'], { type: 'text/javascript' })), { type: 'module' });
-  await reply(blank, 0, []);
-  out['empty worker start'] = performance.now() - t;
-  blank.terminate();
-  for (const name of names) {
-    const bytes = new Uint8Array(await (await fetch('/' + name + '.satexp')).arrayBuffer());
-    t = performance.now();
-    const w = new Worker('/assets/' + worker, { type: 'module' });
-    await reply(w, { job: 'experimentFile', input: Uint8Array.of(1) }, []);
-    out[name + ' worker start'] = performance.now() - t;
-    t = performance.now();
-    await reply(w, { job: 'experimentFile', input: bytes }, [bytes.buffer]);
-    out[name + ' job'] = performance.now() - t;
-    w.terminate();
-  }
-  return out;
+  const w = new Worker('/assets/' + worker, { type: 'module' });
+  await reply(w, { job: 'experimentFile', input: Uint8Array.of(1) }, []);
+  const start = performance.now() - t;
+  t = performance.now();
+  await reply(w, { job: 'experimentFile', input: bytes }, [bytes.buffer]);
+  const job = performance.now() - t;
+  w.terminate();
+  return { start, job };
 })`;
+
+/**
+ * The renderer processes of the browser this process started (Chromium's children with
+ * `--type=renderer`): a page and its dedicated workers run in one of them.
+ */
+function renderers(): number[] {
+  const parent = (pid: number): number => Number(/\) \S+ (\d+)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1] ?? 0);
+  const mine = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 16; hops++) if ((p = parent(p)) === process.pid) return true;
+    return false;
+  };
+  return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer') && mine(pid);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+}
+
+/** A /proc/<pid>/status field in MiB (0 for a process gone). */
+function statusMiB(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  try {
+    return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Peak memory of the renderers over `f`: each renderer's peak RSS reset to its RSS before
+ * (`clear_refs` 5), then its VmHWM read after; the largest renderer's peak, and its rise over its
+ * RSS before (MiB).
+ */
+async function rendererPeak<T>(f: () => Promise<T>): Promise<{ value: T; peak: number; rise: number }> {
+  const pids = renderers();
+  const before = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    } catch {
+      // not ours to reset (not root): the peak is then the process's lifetime peak
+    }
+    before.set(pid, statusMiB(pid, 'VmRSS'));
+  }
+  const value = await f();
+  let peak = 0;
+  let rise = 0;
+  for (const pid of pids) {
+    const hwm = statusMiB(pid, 'VmHWM');
+    if (hwm > peak) [peak, rise] = [hwm, hwm - before.get(pid)!];
+  }
+  return { value, peak, rise };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 
 /** The `--page` mode (header). */
 async function pageBench(rounds: number, dists: string[]): Promise<void> {
-  const { cpSync, readdirSync } = await import('node:fs');
+  const { cpSync } = await import('node:fs');
   const { chromium } = await import('playwright-core');
   const { build, preview } = await import('vite');
-  const { CHROMIUM_ARGS, ROOT } = await import('../tests/e2e/harness');
+  const { CHROMIUM_ARGS, ROOT, settled } = await import('../tests/e2e/harness');
   const files = Object.fromEntries(Object.entries(PAGE_FILES).map(([k, f]) => [k, f()]));
   if (dists.length === 0) {
     const out = mkdtempSync(join(tmpdir(), 'sat-hostile-dist-'));
@@ -195,38 +284,78 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
     await build({ root: ROOT, mode: 'production', logLevel: 'error', build: { outDir: out, emptyOutDir: true, sourcemap: false } });
     dists.push(out);
   }
-  const pages: { name: string; url: string; dir: string; worker: string }[] = [];
+  const pages: { name: string; url: string; dir: string; worker: string; workerKb: number }[] = [];
   for (const d of dists) {
     const dir = mkdtempSync(join(tmpdir(), 'sat-hostile-page-'));
     cpSync(d, dir, { recursive: true });
     for (const [k, v] of Object.entries(files)) writeFileSync(join(dir, `${k}.satexp`), v);
     const server = await preview({ root: ROOT, logLevel: 'error', build: { outDir: dir }, preview: { host: '127.0.0.1', port: 0, open: false } });
     const port = (server.httpServer.address() as { port: number }).port;
-    pages.push({ name: d, url: `http://127.0.0.1:${port}/`, dir, worker: readdirSync(join(dir, 'assets')).find((f) => /^input\.worker-.*\.js$/.test(f))! });
+    const worker = readdirSync(join(dir, 'assets')).find((f) => /^input\.worker-.*\.js$/.test(f))!;
+    pages.push({ name: d, url: `http://127.0.0.1:${port}/`, dir, worker, workerKb: statSync(join(dir, 'assets', worker)).size / 1000 });
   }
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
-  const banner = () => document.querySelector('[data-testid="error"]')?.textContent ?? '';
+  const shown = () => [...document.querySelectorAll('[data-testid="error"], [data-testid="notice"]')].map((e) => e.textContent).join('\n');
+  /** Per build, per measure ("bomb-1GiB page", "bomb-1GiB page peak", …): the rounds' values. */
+  const seen = pages.map(() => new Map<string, number[]>());
+  const note = (i: number, k: string, v: number): void => void seen[i]!.set(k, [...(seen[i]!.get(k) ?? []), v]);
   for (let r = 0; r < rounds; r++) {
-    for (const pg of pages) {
-      const p = await (await browser.newContext()).newPage();
-      await p.goto(pg.url);
-      await p.waitForSelector('[data-testid="import"]:not([disabled])');
+    for (const [i, pg] of pages.entries()) {
+      const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
       const row: Record<string, number> = {};
       let said = '';
-      for (const name of Object.keys(files)) {
-        const before = await p.evaluate(banner);
-        const t0 = Date.now();
-        await p.getByTestId('import').setInputFiles(join(pg.dir, `${name}.satexp`));
-        await p.waitForFunction((b) => { const t = document.querySelector('[data-testid="error"]')?.textContent ?? ''; return t !== '' && t !== b; }, before, { timeout: 60_000, polling: 20 });
-        row[`${name} page`] = Date.now() - t0;
-        said = await p.evaluate(banner);
+      {
+        // A first check worker in a fresh context (its own HTTP cache): started cold, as a pick's is.
+        const p = await (await browser.newContext()).newPage();
+        await p.goto(pg.url, { waitUntil: 'networkidle' });
+        await settled(p);
+        const c = (await p.evaluate(`${CHECK_ALONE}(${JSON.stringify([pg.worker, Object.keys(files)[0]])})`)) as { start: number; job: number };
+        row['cold check worker start'] = c.start;
+        row['cold first job'] = c.job;
+        await p.context().close();
       }
-      Object.assign(row, await p.evaluate(`${IN_PAGE}(${JSON.stringify([pg.worker, Object.keys(files)])})`));
-      console.log(`round ${r} ${pg.name}: ${Object.entries(row).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}; last banner: ${said.slice(0, 200)}`);
-      await p.context().close();
+      for (const name of Object.keys(files)) {
+        // A fresh page per file: the peak is this file's alone, on a page that has just opened.
+        const p = await (await browser.newContext()).newPage();
+        await p.goto(pg.url, { waitUntil: 'networkidle' });
+        await p.waitForSelector('[data-testid="import"]:not([disabled])');
+        await settled(p); // the page's own start (its chunks, the first stage's table) done before the pick
+        const before = await p.evaluate(shown);
+        await p.evaluate(WATCH_PICK, before);
+        const t0 = Date.now();
+        const m = await rendererPeak(async () => {
+          await p.getByTestId('import').setInputFiles(join(pg.dir, `${name}.satexp`));
+          await p.waitForFunction((b) => { const t = [...document.querySelectorAll('[data-testid="error"], [data-testid="notice"]')].map((e) => e.textContent).join('\n'); return t !== '' && t !== b; }, before, { timeout: 120_000, polling: 20 });
+          return Date.now() - t0;
+        });
+        row[`${name} page`] = m.value;
+        row[`${name} change to banner`] = (await p.evaluate('window.__shownAt - window.__pickedAt')) as number;
+        row[`${name} page peak`] = m.peak;
+        row[`${name} page rise`] = m.rise;
+        said = await p.evaluate(shown);
+        const c = await rendererPeak(() => p.evaluate(`${CHECK_ALONE}(${JSON.stringify([pg.worker, name])})`) as Promise<{ start: number; job: number }>);
+        row[`${name} worker start`] = c.value.start;
+        row[`${name} job`] = c.value.job;
+        row[`${name} job peak`] = c.peak;
+        row[`${name} job rise`] = c.rise;
+        if (name === Object.keys(files)[0]) row['empty worker start'] = (await p.evaluate(EMPTY_WORKER)) as number;
+        await p.context().close();
+      }
+      for (const [k, v] of Object.entries(row)) note(i, k, v);
+      console.log(`round ${r} ${pg.name} (load ${load}): ${Object.entries(row).map(([k, v]) => `${k} ${v.toFixed(0)}${/peak|rise/.test(k) ? ' MiB' : ' ms'}`).join(', ')}; last said: ${said.slice(0, 200)}`);
     }
   }
   await browser.close();
+  for (const pg of pages) rmSync(pg.dir, { recursive: true, force: true }); // copies of the builds, with the files
+  // Medians over the rounds, one table per build; peaks against the legitimate file's.
+  for (const [i, pg] of pages.entries()) {
+    const med = (k: string): number => median(seen[i]!.get(k) ?? [NaN]);
+    console.log(`\n${pg.name}: input.worker entry ${pg.workerKb.toFixed(1)} kB; empty worker start ${med('empty worker start').toFixed(0)} ms; in a fresh context, a check worker's start ${med('cold check worker start').toFixed(0)} ms and its first job (${Object.keys(files)[0]}) ${med('cold first job').toFixed(0)} ms (medians of ${rounds})`);
+    console.log('| file | pick to banner | change event to banner | page peak (rise) | ×reference | check worker start | job alone | job peak (rise) | ×reference |\n|---|---|---|---|---|---|---|---|---|');
+    for (const name of Object.keys(files)) {
+      console.log(`| ${name} | ${(med(`${name} page`) / 1000).toFixed(2)} s | ${(med(`${name} change to banner`) / 1000).toFixed(2)} s | ${med(`${name} page peak`).toFixed(0)} MiB (+${med(`${name} page rise`).toFixed(0)}) | ${(med(`${name} page peak`) / med(`${PAGE_REFERENCE} page peak`)).toFixed(2)} | ${(med(`${name} worker start`) / 1000).toFixed(2)} s | ${(med(`${name} job`) / 1000).toFixed(2)} s | ${med(`${name} job peak`).toFixed(0)} MiB (+${med(`${name} job rise`).toFixed(0)}) | ${(med(`${name} job peak`) / med(`${PAGE_REFERENCE} job peak`)).toFixed(2)} |`);
+    }
+  }
   process.exit(0);
 }
 

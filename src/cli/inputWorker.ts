@@ -8,6 +8,6 @@
 import { parentPort } from 'node:worker_threads';
 import { runJob, type JobName } from '../workers/inputJobs';
 
-parentPort!.once('message', (m: { job: JobName; input: never }) => {
-  parentPort!.postMessage(runJob(m.job, m.input));
+parentPort!.once('message', async (m: { job: JobName; input: never }) => {
+  parentPort!.postMessage(await runJob(m.job, m.input));
 });

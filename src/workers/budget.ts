@@ -77,7 +77,7 @@ export function budgeted(start: () => CheckWorker, budget: Budget): Check {
 /** A Check that runs jobs in this thread (no budget): where the platform has no workers, such as the Node tests of the page's modules. */
 export const inProcess: Check = async (job, input) => {
   const { runJob } = await import('./inputJobs');
-  const r = runJob(job, input);
+  const r = await runJob(job, input);
   if (r.ok) return r.value;
   throw rebuild(r);
 };

@@ -7,6 +7,6 @@
  */
 import { runJob, type JobName } from './inputJobs';
 
-self.onmessage = (e: MessageEvent<{ job: JobName; input: never }>) => {
-  self.postMessage(runJob(e.data.job, e.data.input));
+self.onmessage = async (e: MessageEvent<{ job: JobName; input: never }>) => {
+  self.postMessage(await runJob(e.data.job, e.data.input));
 };

@@ -1,8 +1,13 @@
 /**
  * The checks of user-supplied input that run in a budgeted worker (budget.ts), by name: each a
  * plain function from structured-clonable input to structured-clonable output, so the same table
- * runs in a Web Worker (input.worker.ts), a Node worker thread (inputNode.ts) or — where neither
- * exists — in-process. A new input kind adds a row to `InputJobs` and `INPUT_JOBS`.
+ * runs in a Web Worker (input.worker.ts), a Node worker thread (src/cli/inputWorker.ts) or — where
+ * neither exists — in-process. A new input kind adds a row to `InputJobs` and `INPUT_JOBS`.
+ *
+ * Each row imports its checker when it runs (a dynamic import), so the page's build splits the
+ * worker into one chunk per job and a fresh worker fetches and compiles only the code its one job
+ * needs: an experiment file never pays for the tokenizers, the chat-template engine or the ONNX
+ * reader. Hence the jobs are async and `runJob` returns a Promise.
  *
  * A failure the user can act on (a SatError) comes back as its class name and message
  * (`JobFailure`) and is rebuilt on the caller's side (budget.ts); anything else is a bug and is
@@ -11,16 +16,14 @@
  * Not here: the budgets and the worker's life (budget.ts), the checks themselves (savefile.ts,
  * hfLoad.ts, hfTokenizer.ts, hfSeat.ts).
  */
-import { readRecipe } from '../bridge/recipe';
-import { readRunLog, type RunLog } from '../bridge/runLog';
+import type { RunLog } from '../bridge/runLog';
 import { SatError } from '../core/errors';
 import type { Config } from '../sat/config';
-import { parseExperimentFile, type ExperimentData, type ParseResult } from '../app/savefile';
-import { HF_SEAT_MAX_SEQ, hfSeatContext, type HfContextSettings } from '../sat/hfSeatLimits';
+import type { ExperimentData, ParseResult } from '../app/savefile';
+import type { HfContextSettings } from '../sat/hfSeatLimits';
 import type { ModelConfig } from '../model/config';
 import type { HfInfo } from '../model/hfConfig';
-import { hfTokenizerOf, readHfConfig } from '../model/hfLoad';
-import { onnxSeatHead, type OnnxSeatHead } from '../sat/onnxSeat';
+import type { OnnxSeatHead } from '../sat/onnxSeat';
 
 export interface InputJobs {
   /** An experiment file's bytes → savefile.ts parseExperimentFile's result. */
@@ -52,28 +55,31 @@ export interface JobFailure {
   readonly key?: string;
 }
 
-export const INPUT_JOBS: InputJobs = {
-  experimentFile: (bytes) => parseExperimentFile(bytes),
-  checkpointConfig: (files) => {
+/** Each job, loading its checker on first use (header). */
+export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Promise<JobOutput<K>> } = {
+  experimentFile: async (bytes) => (await import('../app/savefile')).parseExperimentFile(bytes),
+  checkpointConfig: async (files) => {
+    const [{ readHfConfig }, { HF_SEAT_MAX_SEQ }] = await Promise.all([import('../model/hfLoad'), import('../sat/hfSeatLimits')]);
     const { cfg, info, raw } = readHfConfig(new Map(files), HF_SEAT_MAX_SEQ);
     const named = (raw as { _name_or_path?: unknown })._name_or_path;
     return { cfg, info, name: typeof named === 'string' ? named : '' };
   },
-  checkpointHead: ({ files, settings }) => {
+  checkpointHead: async ({ files, settings }) => {
+    const [{ hfTokenizerOf, readHfConfig }, { HF_SEAT_MAX_SEQ, hfSeatContext }] = await Promise.all([import('../model/hfLoad'), import('../sat/hfSeatLimits')]);
     const map = new Map(files);
     const { cfg, info } = readHfConfig(map, HF_SEAT_MAX_SEQ);
     return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
   },
-  onnxHead: ({ files, settings, mode }) => onnxSeatHead(new Map(files), settings, mode),
-  runLog: ({ text, name }) => readRunLog(text, name),
-  recipe: ({ text, base, aMaxOfTask }) => readRecipe(text, base, { aMaxOfTask }),
+  onnxHead: async ({ files, settings, mode }) => (await import('../sat/onnxSeat')).onnxSeatHead(new Map(files), settings, mode),
+  runLog: async ({ text, name }) => (await import('../bridge/runLog')).readRunLog(text, name),
+  recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };
 
-/** Runs job `name` on `input` and packs the outcome for the way back (never throws). */
-export function runJob<K extends JobName>(name: K, input: JobInput<K>): JobReply<K> {
+/** Runs job `name` on `input` and packs the outcome for the way back (never rejects). */
+export async function runJob<K extends JobName>(name: K, input: JobInput<K>): Promise<JobReply<K>> {
   try {
-    const job = INPUT_JOBS[name] as (x: JobInput<K>) => JobOutput<K>;
-    return { ok: true, value: job(input) };
+    const job = INPUT_JOBS[name] as (x: JobInput<K>) => Promise<JobOutput<K>>;
+    return { ok: true, value: await job(input) };
   } catch (e) {
     if (e instanceof SatError) return { ok: false, errorClass: e.name, message: e.message, key: (e as { key?: string }).key };
     return { ok: false, errorClass: '', message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };

@@ -14,7 +14,7 @@
  *
  * Not here: the readers' own checks (tests/hostile*.test.ts).
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -200,4 +200,16 @@ describe('hostile files on the page', () => {
     expect(pg.errors).toEqual([]);
     await p.context().close();
   }, 400_000);
+
+  it('the check worker\'s entry is the job table alone: each job\'s code is a chunk of its own, loaded when it runs', () => {
+    const assets = join(pg.distDir, 'assets');
+    const entry = readdirSync(assets).filter((f) => /^input\.worker-[\w-]+\.js$/.test(f));
+    expect(entry).toHaveLength(1);
+    const text = readFileSync(join(assets, entry[0]!), 'utf8');
+    // Holding every job's code (the tokenizers, the template engine, the ONNX and YAML readers) it was 381 kB.
+    expect(text.length).toBeLessThan(20_000);
+    const chunks = [...new Set([...text.matchAll(/import\(\s*[`'"]\.\/([\w.-]+\.js)[`'"]\s*\)/g)].map((m) => m[1]!))];
+    for (const job of ['savefile', 'hfLoad', 'onnxSeat', 'runLog', 'recipe']) expect(chunks.filter((c) => c.startsWith(`${job}-`)), job).toHaveLength(1);
+    for (const c of chunks) expect(existsSync(join(assets, c)), c).toBe(true);
+  });
 });
