@@ -19,7 +19,7 @@ import { readRunLog } from '../src/bridge/runLog';
 import { ConfigError, FormatError } from '../src/core/errors';
 import { parseExperimentFile } from '../src/app/savefile';
 import { cliCheck } from '../src/cli/inputCheck';
-import { budgeted, inProcess, type CheckWorker } from '../src/workers/budget';
+import { budgeted, inProcess, timeFor, type CheckWorker } from '../src/workers/budget';
 import { presetConfig } from '../src/sat/presets';
 import { Rng } from '../src/core/rng';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
@@ -94,6 +94,21 @@ describe('budgeted input checks', () => {
     const err = await cliCheck(1)('checkpointHead', { files: jsonFiles(hfCheckpoint().files), settings }, '--agent-model 1=slow').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FormatError);
     expect((err as Error).message).toBe('--agent-model 1=slow: checking it took longer than 0.001 s, the time this playground gives one input (docs/models.md, "Input limits"); it was stopped and nothing was loaded');
+  });
+
+  it("an experiment file's time grows with its size; other jobs keep the flat budget", async () => {
+    const silent = (): CheckWorker => ({ post: () => {}, onReply: () => {}, onDeath: () => {}, terminate: () => {} });
+    const budget = { timeMs: 20, perMiBMs: { experimentFile: 40 } };
+    const mib = new Uint8Array(2 ** 20);
+    expect(timeFor(budget, 'experimentFile', mib)).toBe(60);
+    expect(timeFor(budget, 'experimentFile', new Uint8Array(3 * 2 ** 19))).toBe(80);
+    // a folder's files are counted, names included (rounded up: 2 MiB and a few bytes → 81 ms)
+    expect(timeFor({ timeMs: 20, perMiBMs: { checkpointHead: 40 } }, 'checkpointHead', { files: [['a.json', mib], ['b.json', mib]], settings })).toBe(101);
+    expect(timeFor(budget, 'checkpointHead', { files: [['a.json', mib]], settings })).toBe(20);
+    const file = await budgeted(silent, budget)('experimentFile', mib, 'The file “big”').catch((e: unknown) => e);
+    expect((file as Error).message).toBe('The file “big”: checking it took longer than 0.06 s, the time this playground gives an input of its size (docs/models.md, "Input limits"); it was stopped and nothing was loaded');
+    const head = await budgeted(silent, budget)('checkpointHead', { files: [['config.json', mib]], settings }, 'folder').catch((e: unknown) => e);
+    expect((head as Error).message).toBe('folder: checking it took longer than 0.02 s, the time this playground gives one input (docs/models.md, "Input limits"); it was stopped and nothing was loaded');
   });
 
   it('a worker that dies past its heap limit is refused, naming the memory budget', async () => {

@@ -1,13 +1,13 @@
 /**
  * The page's budgeted input checks (src/workers/budget.ts): each check in a fresh Web Worker
- * (src/workers/input.worker.ts) given CHECK_TIME_MS, so an experiment file or a checkpoint's
- * tokenizer and chat template are parsed and run off the main thread and a runaway one is stopped
- * with a message naming it. Where there is no Worker (the Node tests of the page's modules) the
+ * (src/workers/input.worker.ts) given CHECK_TIME_MS (an experiment file CHECK_TIME_PER_MIB_MS more
+ * per MiB), so an experiment file or a checkpoint's tokenizer and chat template are parsed and run
+ * off the main thread and a runaway one is stopped with a message naming it. Where there is no Worker (the Node tests of the page's modules) the
  * checks run in-process.
  *
  * Not here: the jobs (src/workers/inputJobs.ts), what each caller shows.
  */
-import { CHECK_TIME_MS } from '../core/limits';
+import { CHECK_TIME_MS, CHECK_TIME_PER_MIB_MS } from '../core/limits';
 import { budgeted, inProcess, type Check, type CheckWorker } from '../workers/budget';
 import type { JobReply } from '../workers/inputJobs';
 
@@ -22,4 +22,4 @@ function webWorker(): CheckWorker {
 }
 
 /** The page's check: budgeted in a Web Worker, or in-process where workers do not exist. */
-export const checkInput: Check = typeof Worker === 'function' ? budgeted(webWorker, { timeMs: CHECK_TIME_MS }) : inProcess;
+export const checkInput: Check = typeof Worker === 'function' ? budgeted(webWorker, { timeMs: CHECK_TIME_MS, perMiBMs: { experimentFile: CHECK_TIME_PER_MIB_MS } }) : inProcess;

@@ -1,13 +1,13 @@
 /**
  * The command line's budgeted input checks (src/workers/budget.ts): each check in a fresh worker
- * thread (inputWorker.mjs) with CHECK_TIME_MS of time and a CHECK_HEAP_MIB heap limit
- * (resourceLimits), so a checkpoint folder whose tokenizer or chat template runs away ends in a
+ * thread (inputWorker.mjs) with CHECK_TIME_MS of time (an experiment file more, by its size) and
+ * a CHECK_HEAP_MIB heap limit (resourceLimits), so a checkpoint folder whose tokenizer or chat template runs away ends in a
  * message naming it and the budget — not a hang, and not a V8 abort of the whole process.
  *
  * Not here: the jobs (src/workers/inputJobs.ts), what the command prints.
  */
 import { Worker } from 'node:worker_threads';
-import { CHECK_HEAP_MIB, CHECK_TIME_MS, formatSize } from '../core/limits';
+import { CHECK_HEAP_MIB, CHECK_TIME_MS, CHECK_TIME_PER_MIB_MS, formatSize } from '../core/limits';
 import { budgeted, type Check, type CheckWorker } from '../workers/budget';
 import type { JobReply } from '../workers/inputJobs';
 
@@ -27,5 +27,5 @@ function threadWorker(): CheckWorker {
 
 /** The CLI's check, with its budgets (header). */
 export function cliCheck(timeMs = CHECK_TIME_MS): Check {
-  return budgeted(threadWorker, { timeMs, memory: `${formatSize(CHECK_HEAP_MIB * 2 ** 20)} of heap` });
+  return budgeted(threadWorker, { timeMs, perMiBMs: { experimentFile: CHECK_TIME_PER_MIB_MS }, memory: `${formatSize(CHECK_HEAP_MIB * 2 ** 20)} of heap` });
 }

@@ -56,6 +56,12 @@ export const TOKENIZER_MAX_ENCODE_CHARS = 16_384;
 
 /** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
 export const CHECK_TIME_MS = 10_000;
+/**
+ * More time an experiment file's check gets per MiB of the file: its legitimate size reaches tens
+ * of MB (weights and optimizer state as f64) and its check's time grows with it, while a bomb is
+ * refused by its first kilobytes whatever its size (INFLATE_RATIO) and MAX_EXPERIMENT_BYTES caps it.
+ */
+export const CHECK_TIME_PER_MIB_MS = 1_000;
 /** Heap a check's worker may grow to in Node (the page bounds memory with the size caps above). */
 export const CHECK_HEAP_MIB = 1024;
 

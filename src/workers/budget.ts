@@ -9,7 +9,7 @@
  * worker takes everything it allocated with it. Memory is bounded by the size caps the readers
  * apply before they allocate (src/core/limits.ts) and, in Node, by the thread's heap limit.
  *
- *   const check = budgeted(startWorker, { timeMs: CHECK_TIME_MS });
+ *   const check = budgeted(startWorker, { timeMs: CHECK_TIME_MS, perMiBMs: { experimentFile: CHECK_TIME_PER_MIB_MS } });
  *   const r = await check('experimentFile', bytes, 'The file “run.satexp”', [bytes.buffer]);
  *
  * `startWorker` adapts the platform's worker: src/app/inputCheck.ts (a Web Worker running
@@ -33,6 +33,8 @@ export interface CheckWorker {
 export interface Budget {
   /** Time the check may take, from posting to reply. */
   readonly timeMs: number;
+  /** More time per MiB of input, for the jobs named (those whose legitimate inputs are large). */
+  readonly perMiBMs?: { readonly [K in JobName]?: number };
   /** The memory limit in words, for the message when the worker dies of it ("1 GiB of heap"); the platform enforces it. */
   readonly memory?: string;
 }
@@ -51,10 +53,25 @@ function rebuild(r: Extract<JobReply, { ok: false }>): Error {
   }
 }
 
+/** Bytes of an input: its byte arrays' and strings' lengths, in arrays and plain objects a few levels down. */
+function bytesOf(x: unknown, depth = 0): number {
+  if (typeof x === 'string') return x.length;
+  if (ArrayBuffer.isView(x)) return x.byteLength;
+  if (depth >= 4 || x === null || typeof x !== 'object') return 0;
+  return Object.values(x).reduce((n: number, y) => n + bytesOf(y, depth + 1), 0);
+}
+
+/** The time `job` gets for `input`: the budget's, plus its per-MiB share for the jobs that have one. */
+export function timeFor(budget: Budget, job: JobName, input: unknown): number {
+  const perMiB = budget.perMiBMs?.[job] ?? 0;
+  return perMiB === 0 ? budget.timeMs : budget.timeMs + Math.ceil((bytesOf(input) / 2 ** 20) * perMiB);
+}
+
 /** A Check that runs each job in a fresh worker from `start` within `budget` (header). */
 export function budgeted(start: () => CheckWorker, budget: Budget): Check {
   return <K extends JobName>(job: K, input: JobInput<K>, what: string, transfer: Transferable[] = []) =>
     new Promise<JobOutput<K>>((resolve, reject) => {
+      const timeMs = timeFor(budget, job, input);
       const w = start();
       let done = false;
       const finish = (f: () => void): void => {
@@ -65,8 +82,8 @@ export function budgeted(start: () => CheckWorker, budget: Budget): Check {
         f();
       };
       const timer = setTimeout(
-        () => finish(() => reject(new FormatError(`${what}: checking it took longer than ${budget.timeMs / 1000} s, the time this playground gives one input (docs/models.md, "Input limits"); it was stopped and nothing was loaded`))),
-        budget.timeMs,
+        () => finish(() => reject(new FormatError(`${what}: checking it took longer than ${timeMs / 1000} s, the time this playground gives ${timeMs === budget.timeMs ? 'one input' : 'an input of its size'} (docs/models.md, "Input limits"); it was stopped and nothing was loaded`))),
+        timeMs,
       );
       w.onReply((r) => finish(() => (r.ok ? resolve(r.value as JobOutput<K>) : reject(rebuild(r)))));
       w.onDeath((why) => finish(() => reject(new FormatError(`${what}: checking it was stopped: ${why}${budget.memory ? ` (the limit is ${budget.memory})` : ''}; nothing was loaded`))));
