@@ -21,7 +21,9 @@
  * and stages with --profile, whose tables total each stage's wall time (start-up and J₀ are left
  * out on both sides). Page and CLI alternate, K rounds
  * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
- * With `--base DIR` the other build's page is timed in the same rounds too.
+ * With `--base DIR` the other build's page is timed in the same rounds too. `--lm-hide` adds a
+ * page with every chart and the game view hidden (the link's panel flags; the stage table stays,
+ * as it is what is timed): what drawing costs the stage.
  *
  * `npm run bench:page -- --run-only --base DIR [--rounds K]`: Run's rate alone, this build and DIR's
  * alternated K rounds (default 10), the order flipped every round.
@@ -39,6 +41,7 @@ import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { build, preview } from 'vite';
 import { encodeShare, makeShareState } from '../src/app/share';
+import { PANEL_NAMES } from '../src/app/panels';
 import { presetConfig } from '../src/sat/presets';
 import { openPlayground, ROOT, settled, type Playground } from '../tests/e2e/harness';
 
@@ -191,6 +194,9 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
+/** `--lm-hide`'s hidden panels: every chart, the game view, the timeline and the transcripts (panels.ts). */
+const LM_HIDDEN = PANEL_NAMES.filter((n) => !['table', 'settings', 'team', 'files', 'claims'].includes(n));
+
 /** The language comparison's preset, seed and stages timed. */
 const LM_PRESET = 'arith-team';
 const LM_SEED = 1;
@@ -200,9 +206,9 @@ const LM_STAGES = 2;
  * Opens arith-team (seed 1) from a share link, then clicks Step stage LM_STAGES times; per stage,
  * ms from the click to the frame after its row is drawn, and the row's J as the page shows it.
  */
-async function pageLmStages(pg: Playground, url: string): Promise<{ ms: number[]; j: string[] }> {
+async function pageLmStages(pg: Playground, url: string, hide: readonly string[] = []): Promise<{ ms: number[]; j: string[] }> {
   const p = await pg.freshPage({ width: 1280, height: 800 });
-  const link = await encodeShare(makeShareState(presetConfig(LM_PRESET, { seed: LM_SEED }), { preset: LM_PRESET }));
+  const link = await encodeShare(makeShareState(presetConfig(LM_PRESET, { seed: LM_SEED }), { preset: LM_PRESET, hide }));
   await p.goto(url + link, { waitUntil: 'load' });
   await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 300_000 });
   await settled(p);
@@ -504,6 +510,7 @@ async function mainLm(): Promise<void> {
   const sides = [
     ...(other ? [{ name: 'base page', run: () => pageLmStages(pg, other.url) }] : []),
     { name: 'page', run: () => pageLmStages(pg, pg.url) },
+    ...(process.argv.includes('--lm-hide') ? [{ name: 'page, drawing hidden', run: () => pageLmStages(pg, pg.url, LM_HIDDEN) }] : []),
     { name: 'cli', run: cliLmStages },
   ];
   const got = new Map(sides.map((s) => [s.name, [] as { ms: number[]; j: string[]; load: string }[]]));
