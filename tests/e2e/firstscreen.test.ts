@@ -203,6 +203,8 @@ describe('the first five minutes', () => {
     await open(p);
     expect(await p.evaluate(() => crossOriginIsolated)).toBe(false);
     const warn = p.getByTestId('backend-warn');
+    // The line is drawn once the team is built, which may come after the controls settle.
+    await warn.waitFor({ state: 'visible', timeout: 30_000 });
     expect(await warn.isVisible()).toBe(true);
     expect(await warn.innerText()).toMatch(/Not cross-origin isolated/);
     expect(await warn.getAttribute('title')).toMatch(/table games do not need threads/);
