@@ -3,27 +3,27 @@
  * (tests/helpers/hostile.ts builds them; the parent writes each to disk), each read in a fresh
  * child process so its peak RSS is its own — a checkpoint folder the way `--agent-model` reads it
  * (readHfFolder, the budgeted head check in a worker thread, the load), an experiment file the way
- * the page parses it — killed after HOSTILE_TIMEOUT seconds (default 60). Prints one table row per class: outcome (the first line of the
- * message, or "timeout"), seconds from the read call to the refusal, the child's peak RSS.
- * docs/performance.md ("Hostile inputs") keeps the figures.
+ * the page parses it — killed after HOSTILE_TIMEOUT seconds (default 60). Prints one table row per
+ * class: outcome (the first line of the message, or "timeout"), seconds from the read call to the
+ * refusal, the child's peak RSS. docs/performance.md ("Hostile inputs") keeps the figures.
  *
- * `npx tsx bench/hostile.ts --tokenizer [vocab] [rounds]`: the main-thread time a seated checkpoint
- * with a large legitimate tokenizer (tests/helpers/hostile.ts largeBpeFolder, default 65,536 ids, the most a seat takes)
- * costs, alternating before (the tokenizer built and the context measured on that thread, as
- * src/workers/remoteTeam.ts did) and after (its JSON files cloned for the check's worker), and the
- * check's own time in a worker thread.
+ * `npx tsx bench/hostile.ts --tokenizer [vocab] [rounds]`: the main-thread time a seated
+ * checkpoint with a large legitimate tokenizer (tests/helpers/hostile.ts largeBpeFolder, default
+ * 65,536 ids, the most a seat takes) costs, alternating before (the tokenizer built and the
+ * context measured on that thread, as src/workers/remoteTeam.ts did) and after (its JSON files
+ * cloned for the check's worker), and the check's own time in a worker thread.
  *
  * `npx tsx bench/hostile.ts --page [rounds] [dist…]`: the experiment-file bombs and a legitimate
  * 64 MiB experiment in the page, each picked on Import as a person picks it in a freshly opened
  * page, timed from the pick to the banner (the refusal, or the opened file's notice); then, in the
  * same page, a fresh check worker (input.worker) timed apart — its start (and an empty worker's),
  * then the job alone (and, once a round in a fresh context, a first check worker started cold);
- * the page's own share of a pick (its change event to the banner) is timed in the page too. Beside each time, the peak memory of the page's renderer process (a page and
- * its dedicated workers share it): its peak RSS reset before (`/proc/<pid>/clear_refs`, needs
- * root) and read after (`VmHWM`), with its rise over the RSS before and its ratio to the
- * legitimate file's peak. Each `dist` is a built page (`vite build --outDir`; default: this tree,
- * built now); rounds alternate between them, so two builds compare in one run; the medians per
- * build close the output.
+ * the page's own share of a pick (its change event to the banner) is timed in the page too. Beside
+ * each time, the peak memory of the page's renderer process (a page and its dedicated workers
+ * share it): its peak RSS reset before (`/proc/<pid>/clear_refs`, needs root) and read after
+ * (`VmHWM`), with its rise over the RSS before and its ratio to the legitimate file's peak. Each
+ * `dist` is a built page (`vite build --outDir`; default: this tree, built now); rounds alternate
+ * between them, so two builds compare in one run; the medians per build close the output.
  *
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
  */
