@@ -200,7 +200,10 @@ const LM_HIDDEN = PANEL_NAMES.filter((n) => !['table', 'settings', 'team', 'file
 /** The language comparison's preset, seed and stages timed. */
 const LM_PRESET = 'arith-team';
 const LM_SEED = 1;
-const LM_STAGES = 2;
+/** Stages timed by `--lm` (`--lm-stages K` to see how the ratio settles as the workers warm up). */
+const LM_STAGES = Number(arg('--lm-stages') ?? 2);
+/** Seconds between the opened page and the first click (`--lm-read S`; default 5). */
+const LM_READ_MS = 1000 * Number(arg('--lm-read') ?? 5);
 
 /**
  * Opens arith-team (seed 1) from a share link, then clicks Step stage LM_STAGES times; per stage,
@@ -212,6 +215,9 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
   await p.goto(url + link, { waitUntil: 'load' });
   await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 300_000 });
   await settled(p);
+  // A newcomer reads the opened page before the first click; a build may use that time (its agents'
+  // workers warm up in the background).
+  await p.waitForTimeout(LM_READ_MS);
   const ms: number[] = [];
   const j: string[] = [];
   for (let k = 1; k <= LM_STAGES; k++) {

@@ -5,6 +5,7 @@
  *   (b) the whole remote path — comlink over node:worker_threads (tests/helpers/nodeAgentWorker.ts),
  *       one worker per agent — gives bit-identical stage metrics to the in-process run (timings
  *       aside), for the climbing preset and a tiny language team;
+ *   (e) a worker's warm-up (a scratch copy's update) changes neither its agent nor the run;
  *   (d) an agent step costs its worker one `update` call plus the rollouts' calls: counted per
  *       agent step (tabular and language), at most the rollout turns plus a small constant;
  *   (c) errors cross with their class, and a worker that dies rejects the call instead of hanging;
@@ -27,6 +28,7 @@ import { agentSteps } from '../src/sat/rollout';
 import type { StageRecord } from '../src/sat/stage';
 import type { AgentBatch, AgentPolicy, Batch, ObjectiveSpec } from '../src/sat/types';
 import { agentGeometry, updateAgent, type UpdatePlan } from '../src/sat/update';
+import { warmUpShape } from '../src/sat/warmUp';
 import { createRemoteExperiment, RemoteAgent, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { AgentApi, AgentWorkerError, CPU_BACKEND } from '../src/workers/agentApi';
 import { withTransfer } from '../src/workers/wire';
@@ -189,6 +191,21 @@ describe('a team of workers (comlink over node:worker_threads)', () => {
     expect(await (exp.team[0] as RemoteAgent).memoryBytes()).toBeGreaterThan(modelBytes.byteLength);
     expectSameRun(await runStages(exp, 1), await runStages(local, 1));
     exp.terminate();
+  });
+
+  it('a warm-up (warmUp on a scratch copy) leaves every agent as it was and the run unchanged', async () => {
+    const cfg = lmSettings({ seed: 3, stages: 2 });
+    const cold = await remote(cfg);
+    const warm = await remote(cfg);
+    const team = warm.team as RemoteAgent[];
+    const before = await Promise.all(team.map((a) => a.snapshot()));
+    expect(await Promise.all(team.map((a) => a.warmUp(warmUpShape(cfg))))).toEqual([true, true]);
+    expect(await Promise.all(team.map((a) => a.snapshot()))).toEqual(before);
+    expectSameRun(await runStages(warm, 2), await runStages(cold, 2));
+    // Nothing to warm in a table's worker.
+    const table = await remote(parseConfig({ task: 'climbing', stages: 1 }));
+    expect(await (table.team[0] as RemoteAgent).warmUp(warmUpShape(cfg))).toBe(false);
+    for (const e of [cold, warm, table]) e.terminate();
   });
 
   /**

@@ -88,7 +88,8 @@ async function openDefault(session: Session): Promise<void> {
  * A small handle on `window.satPlayground` for the curious (and the browser tests): the store's
  * state, and `loseDevice(agent)`, which destroys that agent's GPU device as a driver reset would —
  * the next step fails, and the session rebuilds the team from the last completed agent step;
- * `cpuThreads(agent)`, that language agent's CPU kernel threads (src/backend/cpu/threads.ts), or null.
+ * `cpuThreads(agent)`, that language agent's CPU kernel threads (src/backend/cpu/threads.ts), or null;
+ * `warmed()`, how many of a language team's workers have warmed up since it was built (team.ts).
  */
 function exposeHandle(session: Session): void {
   (globalThis as { satPlayground?: unknown }).satPlayground = {
@@ -101,6 +102,7 @@ function exposeHandle(session: Session): void {
       const a = session.currentTeam()?.workers?.[agent];
       return a ? a.cpuThreads() : null;
     },
+    warmed: (): number => session.currentTeam()?.warmed?.() ?? 0,
   };
 }
 

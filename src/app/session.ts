@@ -256,6 +256,7 @@ export class Session {
     this.store.setState({ agents: t.agents, seats: this.seats.views(t.exp.cfg), backend: t.backend, backendLine: t.line ?? null, j0: { J: t.exp.j0, ci: t.exp.lastEval?.ci ?? 0 }, span: t.exp.aMax, horizon: episodeHorizon(t.exp), frames: [] });
     this.probs = [];
     await this.recordFrame(0, -1, null);
+    t.warmUp?.();
   }
 
   /**
@@ -417,6 +418,7 @@ export class Session {
    * the stage's end, and `showEnd` false a stage it finishes too.
    */
   private async advanceOnce(t: TeamHandle, show = true, showEnd = true): Promise<void> {
+    t.stopWarmUp?.();
     const exp = t.exp;
     const my = this.generation;
     // The configured swap runs before its stage's first agent step (a language swap distils for a

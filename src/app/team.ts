@@ -15,6 +15,7 @@ import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteE
 import type { AgentView } from './store';
 import { backendLine, wasmSimd, type BackendLine } from './backendLine';
 import { checkInput } from './inputCheck';
+import { warmUpShape } from '../sat/warmUp';
 
 export interface TeamHandle {
   readonly exp: Experiment;
@@ -25,8 +26,45 @@ export interface TeamHandle {
   readonly line?: BackendLine;
   /** The agents in their workers, by index (their inspector, device and thread probes); null when they run in this tab. */
   readonly workers: readonly RemoteAgent[] | null;
+  /**
+   * Starts warming a language team's workers in the background (agentApi.ts `warmUp`), one agent
+   * at a time after a short pause, until `stopWarmUp` — which every step calls first, so a warm-up
+   * delays a click by at most the one agent's warm-up in flight. Absent: nothing to warm.
+   */
+  warmUp?(): void;
+  stopWarmUp?(): void;
+  /** How many agents' workers have finished their warm-up. */
+  warmed?(): number;
   /** Ends the workers (if any). */
   terminate(): void;
+}
+
+/** How long a built team stays idle before its warm-up starts: a step or replay right away skips it. */
+const WARM_UP_DELAY_MS = 400;
+
+/** `TeamHandle.warmUp` / `stopWarmUp` over the agents' workers. */
+function warmer(cfg: Config, workers: readonly RemoteAgent[]): Pick<TeamHandle, 'warmUp' | 'stopWarmUp' | 'warmed'> {
+  const shape = warmUpShape(cfg);
+  let stopped = false;
+  let done = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return {
+    warmUp() {
+      timer = setTimeout(async () => {
+        for (const a of workers) {
+          if (stopped) return;
+          // A worker that fails here fails its next real call too, which says so: nothing to report twice.
+          if (!(await a.warmUp(shape).catch(() => false))) return;
+          done++;
+        }
+      }, WARM_UP_DELAY_MS);
+    },
+    stopWarmUp() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+    warmed: () => done,
+  };
 }
 
 /** Fetches `models/<name>.safetensors` relative to the page (works from any static host). */
@@ -80,5 +118,12 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
     ? await workers[0]!.cpuThreads().then((t) => ({ n: t.threads, why: t.why }), () => null)
     : null;
   const line = backendLine({ workers: true, agents, simd: wasmSimd(), threads, isolated: globalThis.crossOriginIsolated === true });
-  return { exp, agents, backend: line.detail, line, workers, terminate: () => exp.terminate() };
+  const warm = isLlmTask(cfg.task) ? warmer(cfg, workers) : {};
+  return {
+    exp, agents, backend: line.detail, line, workers, ...warm,
+    terminate() {
+      warm.stopWarmUp?.();
+      exp.terminate();
+    },
+  };
 }

@@ -29,7 +29,7 @@ import { agentSteps } from './rollout';
 import type { StageProfiler } from './profile';
 import type { TrustCheck } from './monitor';
 import type { AgentBatch, AgentPolicy, AgentSnapshot, Batch } from './types';
-import { agentGeometry, updateAgent, type UpdatePlan, type UpdateSettings } from './update';
+import { agentGeometry, updateAgent, updateSettings, type UpdatePlan } from './update';
 
 /** Metric values: numbers, or arrays (histograms, σ). Keys: docs/method.md §9. */
 export type Metrics = Record<string, number | number[]>;
@@ -286,14 +286,6 @@ function rewardsOf(batch: Batch): Float64Array {
   return Float64Array.from(batch.episodes, (e) => e.reward);
 }
 
-/** The update's slice of the config (plain data: it crosses to a worker). */
-function updateSettings(cfg: Config): UpdateSettings {
-  return {
-    objective: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, lr: cfg.lr, weightDecay: cfg.weightDecay,
-    epochs: cfg.epochs, alpha: cfg.alpha, maxBacktracks: cfg.maxBacktracks, retryLrFactor: cfg.retryLrFactor, onExhausted: cfg.onExhausted,
-    betaAdapt: cfg.betaAdapt, geoIters: cfg.geoIters,
-  };
-}
 
 function now(): number {
   return typeof performance !== 'undefined' ? performance.now() : Date.now();

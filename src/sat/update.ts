@@ -13,6 +13,7 @@
  */
 import { geometricGain, geometryAt, type GeometryBefore } from './geometry';
 import { checkTrustRegion, lowerBeta, raiseBeta, type TrustCheck } from './monitor';
+import type { Config } from './config';
 import type { AgentBatch, AgentPolicy, ObjectiveSpec, StepSet, TrainReport } from './types';
 
 /** The settings of an update (a slice of the experiment Config; plain data). */
@@ -31,6 +32,15 @@ export interface UpdateSettings {
   readonly betaAdapt: boolean;
   /** Conjugate-gradient / Lanczos iterations of the geometric gain; 0 skips it. */
   readonly geoIters: number;
+}
+
+/** The update's slice of the config (plain data: it crosses to a worker). */
+export function updateSettings(cfg: Config): UpdateSettings {
+  return {
+    objective: cfg.objective, tokenAgg: cfg.tokenAgg, epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, lr: cfg.lr, weightDecay: cfg.weightDecay,
+    epochs: cfg.epochs, alpha: cfg.alpha, maxBacktracks: cfg.maxBacktracks, retryLrFactor: cfg.retryLrFactor, onExhausted: cfg.onExhausted,
+    betaAdapt: cfg.betaAdapt, geoIters: cfg.geoIters,
+  };
 }
 
 /** What one update is asked to do. */

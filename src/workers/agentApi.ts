@@ -37,6 +37,7 @@ import { TabularSoftmaxAgent } from '../sat/agents/tabular';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../sat/types';
 import { agentGeometry, updateAgent, type UpdatePlan, type UpdateResult } from '../sat/update';
 import { inspectKept, keepForInspection, type InspectAnswer, type KeptUpdate } from '../sat/inspect';
+import { warmUpUpdate, type WarmUpShape } from '../sat/warmUp';
 
 /** A table agent: the same description createTabularExperiment uses, so the initial table is identical. */
 export interface TableSpec extends TableInit {
@@ -147,6 +148,8 @@ export class AgentApi {
   #notKept = 'this agent has not been updated yet: step an agent first.';
   /** An ONNX seat's card facts (null for other agents). */
   #onnx: OnnxSeatInfo | null = null;
+  /** A shipped model on the CPU: what `warmUp` builds its scratch copy from, while that agent is seated. */
+  #warmFrom: { readonly spec: LmSpec; readonly loaded: LoadedModel; readonly agent: AnyAgent } | null = null;
 
   /** Anything but an update moved the parameters: the kept update no longer describes π_new. */
   #forget(why: string): void {
@@ -164,6 +167,7 @@ export class AgentApi {
     this.#forget('this agent has not been updated yet: step an agent first.');
     await (this.#agent instanceof FrozenOnnxAgent ? this.#agent.dispose() : undefined);
     this.#onnx = null;
+    this.#warmFrom = null;
     if (spec.kind === 'onnx') {
       // onnxruntime-web (and its wasm) is imported here, on first use only (src/model/onnx/ort.ts).
       const { seatOnnxFrozen, seatOnnxTrainable } = await import('../sat/onnxSeat');
@@ -192,6 +196,7 @@ export class AgentApi {
       const loaded = loadModel(spec.model);
       this.#modelBytes = spec.model.byteLength;
       this.#agent = (spec.backend ?? 'cpu') === 'cpu' ? this.#cpuAgent(spec, loaded) : await this.#gpuAgent(spec, loaded);
+      if (this.#gpu === null) this.#warmFrom = { spec, loaded, agent: this.#agent };
     } else {
       throw new AgentWorkerError(`agent worker: unknown agent kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; expected "tabular", "lm", "hf" or "onnx".`);
     }
@@ -405,6 +410,24 @@ export class AgentApi {
       this.#modelBytes += file.byteLength;
       return r.report;
     });
+  }
+
+  /**
+   * One update of a scratch copy of this agent on a made-up batch of `shape` (src/sat/warmUp.ts),
+   * then the copy is dropped: this worker's code is compiled and its kernels' memory grown before
+   * the first stage needs them. The agent is not touched. A shipped model on the CPU only (false:
+   * nothing to warm — a table, a checkpoint or ONNX seat, a GPU agent, or a seat swapped since).
+   */
+  async warmUp(shape: WarmUpShape): Promise<boolean> {
+    const w = this.#warmFrom;
+    if (w === null || w.agent !== this.#a) return false;
+    const scratch = lmAgent(w.spec, w.loaded);
+    try {
+      await warmUpUpdate(scratch, shape);
+    } finally {
+      scratch.dispose();
+    }
+    return true;
   }
 
   /** κ at the current parameters (update.ts `agentGeometry`), for the greedy order; one call. */

@@ -83,6 +83,9 @@ describe('token inspector (browser)', () => {
     await p.goto(url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
     await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
     await settled(p);
+    // Each agent's worker warms up on a scratch copy of its model (team.ts) before the step: the
+    // numbers below are the agent's own all the same.
+    await p.waitForFunction((n) => (globalThis as unknown as { satPlayground: { warmed(): number } }).satPlayground.warmed() >= n, cfg.agents, { timeout: 120_000, polling: 200 });
     await p.getByTestId('step-agent').click();
     await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 1, undefined, { timeout: 120_000 });
     await settled(p);

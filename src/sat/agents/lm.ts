@@ -176,6 +176,16 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     return d;
   }
 
+  /** Releases the model and every tensor this agent holds (it must not be used afterwards). */
+  dispose(): void {
+    this.clearCaches();
+    for (const t of [...this.ref, ...(this.fvpSets ?? []).flat()]) this.be.dispose(t);
+    this.ref = [];
+    this.fvpSets = null;
+    this.fvpAt = null;
+    this.model.dispose();
+  }
+
   /** Drops the per-step-set caches (device tensors released). */
   private clearCaches(): void {
     for (const t of this.refCache.values()) this.be.dispose(t);
