@@ -23,7 +23,18 @@
  * share it): its peak RSS reset before (`/proc/<pid>/clear_refs`, needs root) and read after
  * (`VmHWM`), with its rise over the RSS before and its ratio to the legitimate file's peak. Each
  * `dist` is a built page (`vite build --outDir`; default: this tree, built now); rounds alternate
- * between them, so two builds compare in one run; the medians per build close the output.
+ * between them, so two builds compare in one run; the medians per build close the output. Then,
+ * each in a freshly opened page holding a shared two-agent arith-team (its language team unfolded),
+ * the hostile checkpoint folders (the folder classes above a browser can hand over: runaway regexes
+ * and templates, the big vocabulary, the extra safetensors entries, the deep config.json) picked as
+ * a folder on agent 1's "Your own checkpoint…" (`setInputFiles` with the folder's path), beside the
+ * largest legitimate folder a seat takes (largeBpeFolder, 65,536 ids) and the tiny checkpoint; and
+ * the 2,000,000-key recipe YAML picked on Import, beside the recipe the page exports for the team
+ * (its protocol independent: the only one the SAT authors' trainer takes) and the 4,990-key one.
+ * Seats are stored f32 (the reference's width, 16, is no q8 block). Per input, its outcome (the
+ * banner's first line), pick to banner, change event to banner and the renderer's peak with its
+ * ratio to its kind's legitimate reference, medians over the rounds. `HOSTILE_PAGE=a,b` keeps only
+ * the inputs whose names contain a or b (and each kind's reference).
  *
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
  */
@@ -32,7 +43,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Page } from 'playwright-core';
 import { parseExperimentFile, serializeExperiment } from '../src/app/savefile';
+import { DEFAULT_MODELS, recipe } from '../src/bridge/recipe';
+import type { Config } from '../src/sat/config';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
 import { presetConfig } from '../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
@@ -165,22 +179,47 @@ const PAGE_FILES: Record<string, () => Uint8Array> = {
   'container-1GiB': () => containerBomb(GiB / 8),
   'legit-64MiB': () => legitimateExperiment(64 * 2 ** 20),
 };
+/** How long `--page` waits for a folder's or a recipe's banner. */
+const PICK_TIMEOUT_MS = 60_000;
 /** The file whose peak the others are held against (a ratio under 2 is the goal). */
 const PAGE_REFERENCE = 'legit-64MiB';
 
 /**
- * In the page: notes when the file input's change event fires and when the banner first differs
- * from `before` (window.__pickedAt, __shownAt), so the page's own share of a pick is timed apart
- * from the driver's.
+ * What `--page` picks in a page holding a team: the folder classes a browser can hand over (no
+ * links, FIFOs or sub-folders) on agent 1's card, the recipes on Import. The one of each kind
+ * named "(reference)" is the legitimate input its kind's peaks are held against.
  */
-const WATCH_PICK = (before: string): void => {
+interface PagePick {
+  readonly kind: 'seat' | 'recipe';
+  readonly input: Input;
+}
+const PAGE_PICKS: Record<string, (team: Config) => PagePick> = {
+  ...Object.fromEntries(
+    Object.entries(CLASSES)
+      .filter(([k]) => /^(regex|template|vocab|safetensors|config\.json)/.test(k))
+      .map(([k, f]) => [k, (): PagePick => ({ kind: 'seat', input: f() })]),
+  ),
+  'legitimate: a BPE checkpoint of 65,536 ids (reference)': () => ({ kind: 'seat', input: { folder: largeBpeFolder(65_536) } }),
+  'legitimate: the tiny checkpoint': () => ({ kind: 'seat', input: CLASSES['legitimate: the tiny checkpoint (reference)']!() }),
+  'recipe YAML: 2,000,000 keys (37 MB)': () => ({ kind: 'recipe', input: CLASSES['recipe YAML: 2,000,000 keys (37 MB)']!() }),
+  'legitimate: the page\'s exported recipe (reference)': (team) => ({ kind: 'recipe', input: { file: new TextEncoder().encode(recipe({ ...team, protocol: 'independent' }, DEFAULT_MODELS, 1, 'arith-team.sat.yaml').yaml!), ext: 'yaml' } }),
+  'legitimate: a recipe of 4,990 keys': () => ({ kind: 'recipe', input: CLASSES['legitimate: a recipe of 4,990 keys (reference)']!() }),
+};
+
+/**
+ * In the page: notes when the file input `input`'s change event fires and when the banner first
+ * differs from `before` (with `idle`, once no page-wide progress is shown too: a seat or a recipe
+ * opened builds a team) (window.__pickedAt, __shownAt), so the page's own share of a pick is timed
+ * apart from the driver's.
+ */
+const WATCH_PICK = ([before, input, idle]: [string, string, boolean]): void => {
   const w = window as unknown as { __pickedAt: number; __shownAt: number };
   w.__pickedAt = NaN;
   w.__shownAt = NaN;
-  document.querySelector('[data-testid="import"]')!.addEventListener('change', () => void (w.__pickedAt = performance.now()), { capture: true, once: true });
+  document.querySelector(`[data-testid="${input}"]`)!.addEventListener('change', () => void (w.__pickedAt = performance.now()), { capture: true, once: true });
   const seen = new MutationObserver(() => {
     const t = [...document.querySelectorAll('[data-testid="error"], [data-testid="notice"]')].map((e) => e.textContent).join('\n');
-    if (t !== '' && t !== before) {
+    if (t !== '' && t !== before && !(idle && document.querySelector('[data-testid="progress"]'))) {
       w.__shownAt = performance.now();
       seen.disconnect();
     }
@@ -276,8 +315,20 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
   const { cpSync } = await import('node:fs');
   const { chromium } = await import('playwright-core');
   const { build, preview } = await import('vite');
-  const { CHROMIUM_ARGS, ROOT, settled } = await import('../tests/e2e/harness');
-  const files = Object.fromEntries(Object.entries(PAGE_FILES).map(([k, f]) => [k, f()]));
+  const { CHROMIUM_ARGS, ROOT, settled, TINY_ARITH_TEAM } = await import('../tests/e2e/harness');
+  const { encodeShare, makeShareState } = await import('../src/app/share');
+  const only = process.env.HOSTILE_PAGE?.split(',').filter((x) => x !== '');
+  const kept = (name: string): boolean => !only || only.some((x) => name.includes(x));
+  // The files kept, with their reference; the folders and recipes kept, with theirs ("(reference)" in the name).
+  const fileNames = Object.keys(PAGE_FILES).filter(kept);
+  const files = Object.fromEntries((fileNames.length > 0 ? [...new Set([...fileNames, PAGE_REFERENCE])] : []).map((k) => [k, PAGE_FILES[k]!()]));
+  // Each folder and recipe written to disk once, built one at a time (the big vocabulary is 180 MB).
+  const picks = Object.entries(PAGE_PICKS)
+    .filter(([k]) => kept(k) || k.includes('(reference)'))
+    .map(([name, f]) => {
+      const pick = f(TINY_ARITH_TEAM);
+      return [name, { kind: pick.kind, path: write(pick.input) }] as const;
+    });
   if (dists.length === 0) {
     const out = mkdtempSync(join(tmpdir(), 'sat-hostile-dist-'));
     process.env.NODE_ENV = 'production';
@@ -295,6 +346,18 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
     pages.push({ name: d, url: `http://127.0.0.1:${port}/`, dir, worker, workerKb: statSync(join(dir, 'assets', worker)).size / 1000 });
   }
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const team = `#${(await encodeShare(makeShareState(TINY_ARITH_TEAM, { preset: 'arith-team' }))).replace(/^#/, '')}`;
+  /** A fresh page holding the shared team, its language team's cards unfolded, settled. */
+  const teamPage = async (url: string): Promise<Page> => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await ctx.addInitScript(() => localStorage.setItem('sat-playground.fold.team-lm', 'open'));
+    const p = await ctx.newPage();
+    await p.goto(url + team, { waitUntil: 'networkidle' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    return p;
+  };
+  const outcomes = pages.map(() => new Map<string, string[]>());
   const shown = () => [...document.querySelectorAll('[data-testid="error"], [data-testid="notice"]')].map((e) => e.textContent).join('\n');
   /** Per build, per measure ("bomb-1GiB page", "bomb-1GiB page peak", …): the rounds' values. */
   const seen = pages.map(() => new Map<string, number[]>());
@@ -304,7 +367,7 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
       const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
       const row: Record<string, number> = {};
       let said = '';
-      {
+      if (Object.keys(files).length > 0) {
         // A first check worker in a fresh context (its own HTTP cache): started cold, as a pick's is.
         const p = await (await browser.newContext()).newPage();
         await p.goto(pg.url, { waitUntil: 'networkidle' });
@@ -321,7 +384,7 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
         await p.waitForSelector('[data-testid="import"]:not([disabled])');
         await settled(p); // the page's own start (its chunks, the first stage's table) done before the pick
         const before = await p.evaluate(shown);
-        await p.evaluate(WATCH_PICK, before);
+        await p.evaluate(WATCH_PICK, [before, 'import', false] as [string, string, boolean]);
         const t0 = Date.now();
         const m = await rendererPeak(async () => {
           await p.getByTestId('import').setInputFiles(join(pg.dir, `${name}.satexp`));
@@ -341,6 +404,31 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
         if (name === Object.keys(files)[0]) row['empty worker start'] = (await p.evaluate(EMPTY_WORKER)) as number;
         await p.context().close();
       }
+      for (const [name, pick] of picks) {
+        // A fresh page holding the team per input, as for the files; the pick, then the banner once no page-wide progress is shown.
+        const p = await teamPage(pg.url);
+        const input = pick.kind === 'seat' ? 'checkpoint-1-input' : 'import';
+        if (pick.kind === 'seat') await p.getByTestId('checkpoint-1-quant').selectOption('f32'); // the reference's width, 16, is no q8 block
+        const before = await p.evaluate(shown);
+        await p.evaluate(WATCH_PICK, [before, input, true] as [string, string, boolean]);
+        const t0 = Date.now();
+        const m = await rendererPeak(async () => {
+          await p.getByTestId(input).setInputFiles(pick.path);
+          try {
+            await p.waitForFunction((b) => { const t = [...document.querySelectorAll('[data-testid="error"], [data-testid="notice"]')].map((e) => e.textContent).join('\n'); return t !== '' && t !== b && !document.querySelector('[data-testid="progress"]'); }, before, { timeout: PICK_TIMEOUT_MS, polling: 20 });
+          } catch {
+            return NaN; // no banner in time: "timeout" below
+          }
+          return Date.now() - t0;
+        });
+        row[`${name} page`] = m.value;
+        row[`${name} change to banner`] = (await p.evaluate('window.__shownAt - window.__pickedAt')) as number;
+        row[`${name} page peak`] = m.peak;
+        row[`${name} page rise`] = m.rise;
+        const out = Number.isNaN(m.value) ? `timeout (> ${PICK_TIMEOUT_MS / 1000} s)` : await p.evaluate(() => (document.querySelector('[data-testid="error"]')?.textContent || document.querySelector('[data-testid="notice"]')?.textContent || '').split('\n')[0]!.replace(/×$/, '').slice(0, 140)); // less the banner's close button
+        outcomes[i]!.set(name, [...(outcomes[i]!.get(name) ?? []), out]);
+        await p.context().close();
+      }
       for (const [k, v] of Object.entries(row)) note(i, k, v);
       console.log(`round ${r} ${pg.name} (load ${load}): ${Object.entries(row).map(([k, v]) => `${k} ${v.toFixed(0)}${/peak|rise/.test(k) ? ' MiB' : ' ms'}`).join(', ')}; last said: ${said.slice(0, 200)}`);
     }
@@ -350,12 +438,24 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
   // Medians over the rounds, one table per build; peaks against the legitimate file's.
   for (const [i, pg] of pages.entries()) {
     const med = (k: string): number => median(seen[i]!.get(k) ?? [NaN]);
+    if (Object.keys(files).length > 0) {
     console.log(`\n${pg.name}: input.worker entry ${pg.workerKb.toFixed(1)} kB; empty worker start ${med('empty worker start').toFixed(0)} ms; in a fresh context, a check worker's start ${med('cold check worker start').toFixed(0)} ms and its first job (${Object.keys(files)[0]}) ${med('cold first job').toFixed(0)} ms (medians of ${rounds})`);
     console.log('| file | pick to banner | change event to banner | page peak (rise) | ×reference | check worker start | job alone | job peak (rise) | ×reference |\n|---|---|---|---|---|---|---|---|---|');
     for (const name of Object.keys(files)) {
       console.log(`| ${name} | ${(med(`${name} page`) / 1000).toFixed(2)} s | ${(med(`${name} change to banner`) / 1000).toFixed(2)} s | ${med(`${name} page peak`).toFixed(0)} MiB (+${med(`${name} page rise`).toFixed(0)}) | ${(med(`${name} page peak`) / med(`${PAGE_REFERENCE} page peak`)).toFixed(2)} | ${(med(`${name} worker start`) / 1000).toFixed(2)} s | ${(med(`${name} job`) / 1000).toFixed(2)} s | ${med(`${name} job peak`).toFixed(0)} MiB (+${med(`${name} job rise`).toFixed(0)}) | ${(med(`${name} job peak`) / med(`${PAGE_REFERENCE} job peak`)).toFixed(2)} |`);
     }
+    }
+    // The folders and recipes: each against the reference of its kind; a pick with no banner in time is left out of the medians and counted.
+    const ref = Object.fromEntries(picks.filter(([k]) => k.includes('(reference)')).map(([k, v]) => [v.kind, k]));
+    console.log('\n| input | outcome (first line of the banner) | pick to banner | change event to banner | page peak (rise) | ×reference |\n|---|---|---|---|---|---|');
+    for (const [name, v] of picks) {
+      const done = (k: string): number => median((seen[i]!.get(k) ?? []).filter((x, j) => Number.isFinite(seen[i]!.get(`${name} page`)![j]!) && Number.isFinite(x)));
+      const late = (seen[i]!.get(`${name} page`) ?? []).filter((x) => !Number.isFinite(x)).length;
+      const said = [...new Set(outcomes[i]!.get(name) ?? [])].join(' / ').replace(/\|/g, '\\|');
+      console.log(`| ${name} | ${said} | ${(done(`${name} page`) / 1000).toFixed(2)} s${late > 0 ? ` (${late} of ${rounds} no banner)` : ''} | ${(done(`${name} change to banner`) / 1000).toFixed(2)} s | ${med(`${name} page peak`).toFixed(0)} MiB (+${med(`${name} page rise`).toFixed(0)}) | ${(med(`${name} page peak`) / med(`${ref[v.kind]} page peak`)).toFixed(2)} |`);
+    }
   }
+  for (const [, v] of picks) rmSync(dirname(v.path), { recursive: true, force: true });
   process.exit(0);
 }
 
