@@ -19,7 +19,8 @@
  * seed 1, opened from a share link; click Step stage → the stage row drawn (the animation frame
  * after it), stages 1 and 2 (the first one included), against `npm run sat` on the same preset, seed
  * and stages with --profile, whose tables total each stage's wall time (start-up and J₀ are left
- * out on both sides). Page and CLI alternate, K rounds
+ * out on both sides). The page waits 5 s after it has opened before the first click, as a newcomer
+ * reads it (`--lm-read S`); `--lm-stages N` times N stages (default 2). Page and CLI alternate, K rounds
  * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
  * With `--base DIR` the other build's page is timed in the same rounds too. `--lm-hide` adds a
  * page with every chart and the game view hidden (the link's panel flags; the stage table stays,
@@ -200,7 +201,7 @@ const LM_HIDDEN = PANEL_NAMES.filter((n) => !['table', 'settings', 'team', 'file
 /** The language comparison's preset, seed and stages timed. */
 const LM_PRESET = 'arith-team';
 const LM_SEED = 1;
-/** Stages timed by `--lm` (`--lm-stages K` to see how the ratio settles as the workers warm up). */
+/** Stages timed by `--lm` (`--lm-stages N`, to see how the ratio settles as the workers warm up). */
 const LM_STAGES = Number(arg('--lm-stages') ?? 2);
 /** Seconds between the opened page and the first click (`--lm-read S`; default 5). */
 const LM_READ_MS = 1000 * Number(arg('--lm-read') ?? 5);

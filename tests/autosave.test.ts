@@ -11,7 +11,8 @@
  * first ten): a stage's record is written once, not the whole history after every step.
  *
  * A step's save runs in a task after the step (after the browser has drawn it, in the page), so
- * steps told before it are written together and the last one is never left out.
+ * steps told before it are written together and the last one is never left out. Under Run and Step
+ * stage the session tells a stage once, at its end (or when Run stops inside it).
  *
  * Failures, each with its message: no IndexedDB (save, load and clear), a full disk (said once), a
  * missing or damaged stage part, a manifest that is not this version's, an older version's
@@ -151,6 +152,34 @@ describe('autosave', () => {
     await restore(b.session, b.autosave);
     expect(b.session.sessionState()!.cursor).toEqual({ stage: 2, agent: a.session.store.getState().partial[1]!.agent });
     expect(b.session.store.getState().partial).toHaveLength(2);
+  });
+  it('under Run and Step stage a stage is told (and saved) once, at its end; a Run paused inside a stage tells its last step when it stops', async () => {
+    const cfg = presetConfig('climbing', { stages: 8 });
+    const kv = new MemoryStore();
+    const a = page(kv);
+    await a.session.openConfig(cfg, 'climbing', 'test');
+    await a.autosave.settled();
+    let told = 0;
+    a.session.onStep(() => told++);
+    a.session.store.setState({ speed: 'normal' }); // every agent step drawn as it is made
+    const run = a.session.play();
+    while (a.session.store.getState().stages.length < 2) await new Promise((r) => setTimeout(r, 5));
+    a.session.pause();
+    await run;
+    const s = a.session.store.getState();
+    expect(s.stages.length).toBeGreaterThanOrEqual(2);
+    // One tell a finished stage, one for the stage Run left unfinished (not one per agent step).
+    const afterRun = s.stages.length + (s.partial.length > 0 ? 1 : 0);
+    expect(told).toBe(afterRun);
+    // Step stage finishes the stage (the rest of it, or a whole one): one tell, at its end.
+    await a.session.stepStage();
+    expect(a.session.store.getState().partial).toHaveLength(0);
+    expect(told).toBe(afterRun + 1);
+    await a.autosave.settled();
+    const b = page(kv);
+    await restore(b.session, b.autosave);
+    expect(b.session.sessionState()!.cursor).toEqual(a.session.sessionState()!.cursor);
+    expect(b.session.store.getState().stages).toHaveLength(a.session.store.getState().stages.length);
   });
 });
 

@@ -9,7 +9,7 @@
  *   work threshold at 0 (every call with R ≥ 8 split) and at its default;
  *   a model training step (preset S, full fine-tuning: forward, loss, backward, AdamW) with 4
  *   threads equals one with 1, bit for bit (parameters and loss);
- *   the pool really split jobs over more than one thread (its counters);
+ *   the pool really split jobs over more than one thread (its counters), and none inside onOneThread;
  *   one thread configured (SharedArrayBuffer there): a fresh simd.ts runs the shared build without
  *   helpers, its tensors resident, the same bits, and a later setCpuThreads(2) starts helpers on it;
  *   without SharedArrayBuffer (a page that is not cross-origin isolated), a fresh simd.ts runs on
@@ -21,7 +21,7 @@
  */
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import * as simd from '../src/backend/cpu/simd';
-import { MIN_WORK, cpuThreads, cpuThreadsReady, setCpuThreads } from '../src/backend/cpu/threads';
+import { MIN_WORK, cpuThreads, cpuThreadsReady, onOneThread, setCpuThreads } from '../src/backend/cpu/threads';
 import { cpuBackend } from '../src/backend/cpu';
 import { Rng } from '../src/core/rng';
 import { MODEL_PRESETS } from '../src/model/config';
@@ -182,6 +182,27 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
     expect(after.shares - before.shares, 'chunks of that job').toBeGreaterThan(1);
     expect(after.helped, 'chunks the helpers ran, over all jobs').toBeGreaterThan(0);
     expect(after.helped).toBeLessThanOrEqual(after.shares);
+  });
+
+  it('onOneThread runs its calls unsplit, with the same bits, and splits again after', async () => {
+    const r = rng();
+    const [N, C, OC] = [512, 64, 128];
+    const a = rand(N * C, r);
+    const w = rand(OC * C, r);
+    const split = new Float32Array(N * OC);
+    simd.simdMatmulForward(split, a, w, 1, N, C, OC);
+    const before = cpuThreads();
+    const alone = new Float32Array(N * OC);
+    const seen = await onOneThread(async () => {
+      simd.simdMatmulForward(alone, a, w, 1, N, C, OC);
+      return cpuThreads();
+    });
+    expect(seen.threads).toBe(1);
+    expect(seen.jobs, 'no job split inside').toBe(before.jobs);
+    expectSameBits([alone], [split], 'one thread against four');
+    simd.simdMatmulForward(alone, a, w, 1, N, C, OC);
+    expect(cpuThreads().threads).toBe(4);
+    expect(cpuThreads().jobs, 'split again after').toBe(before.jobs + 1);
   });
 });
 

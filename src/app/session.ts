@@ -101,6 +101,10 @@ export class Session {
   private generation = 0;
   /** Told after every recorded agent step (autosave hooks in here). */
   private readonly stepListeners = new Set<() => void>();
+  /** Step stage or Run is going: a step inside a stage is told with the stage's end (`holdingSteps`). */
+  private holdMidStage = false;
+  /** A step held by `holdMidStage`, not told yet. */
+  private stepHeld = false;
   /**
    * What was done but is not yet in the store (Step stage shows a stage that finishes within
    * SHOW_EVERY_MS once, at its end, instead of re-drawing every chart after every agent; Run at
@@ -151,6 +155,8 @@ export class Session {
   /**
    * Calls `fn` after every recorded agent step, and after a checkpoint seat built a fresh team (so
    * the autosave never pairs the old team's snapshots with the new seating); returns the unsubscribe.
+   * Under Step stage and Run, the steps inside a stage are told once, with the stage's end (or when
+   * the action stops): one autosave a stage, not one per agent while the next agent computes.
    */
   onStep(fn: () => void): () => void {
     this.stepListeners.add(fn);
@@ -290,7 +296,23 @@ export class Session {
   }
 
   private tellListeners(): void {
+    if (this.holdMidStage && this.gen !== null) {
+      this.stepHeld = true;
+      return;
+    }
+    this.stepHeld = false;
     for (const fn of this.stepListeners) fn();
+  }
+
+  /** Runs Step stage's or Run's loop with the steps inside a stage told at its end (`onStep`). */
+  private async holdingSteps(fn: () => Promise<void>): Promise<void> {
+    this.holdMidStage = true;
+    try {
+      await fn();
+    } finally {
+      this.holdMidStage = false;
+      if (this.stepHeld) this.tellListeners();
+    }
   }
 
   // ── checkpoint seats (seats.ts) ─────────────────────────────────────────────────────────────
@@ -507,24 +529,26 @@ export class Session {
    */
   async stepStage(): Promise<void> {
     if (!this.canStep()) return;
-    await this.exclusive('busy', async () => {
-      const start = this.stagesDone();
-      let shown = now();
-      try {
-        while (this.stagesDone() === start && !this.stopRequested) {
-          const show = now() - shown >= SHOW_EVERY_MS;
-          await this.advance(show);
-          if (show) {
-            shown = now();
-            // Agents in workers: the next step's first call is posted before the browser draws
-            // this one, so the drawing overlaps the agent's work instead of preceding it.
-            if (!this.team?.workers) await yieldToBrowser();
+    await this.exclusive('busy', () =>
+      this.holdingSteps(async () => {
+        const start = this.stagesDone();
+        let shown = now();
+        try {
+          while (this.stagesDone() === start && !this.stopRequested) {
+            const show = now() - shown >= SHOW_EVERY_MS;
+            await this.advance(show);
+            if (show) {
+              shown = now();
+              // Agents in workers: the next step's first call is posted before the browser draws
+              // this one, so the drawing overlaps the agent's work instead of preceding it.
+              if (!this.team?.workers) await yieldToBrowser();
+            }
           }
+        } finally {
+          this.flush();
         }
-      } finally {
-        this.flush();
-      }
-    });
+      }),
+    );
   }
 
   /**
@@ -578,21 +602,23 @@ export class Session {
    */
   async play(): Promise<void> {
     if (!this.canStep()) return;
-    await this.exclusive('running', async () => {
-      let shown = now();
-      try {
-        while (!this.stopRequested && !this.finished()) {
-          const ms = SPEED_MS[this.state.speed];
-          const show = ms > 0 || now() - shown >= RUN_DRAW_EVERY_MS;
-          await this.advance(show, show);
-          if (show) shown = now();
-          if (ms > 0) await sleep(ms);
-          else await yieldToBrowser();
+    await this.exclusive('running', () =>
+      this.holdingSteps(async () => {
+        let shown = now();
+        try {
+          while (!this.stopRequested && !this.finished()) {
+            const ms = SPEED_MS[this.state.speed];
+            const show = ms > 0 || now() - shown >= RUN_DRAW_EVERY_MS;
+            await this.advance(show, show);
+            if (show) shown = now();
+            if (ms > 0) await sleep(ms);
+            else await yieldToBrowser();
+          }
+        } finally {
+          this.flush();
         }
-      } finally {
-        this.flush();
-      }
-    });
+      }),
+    );
   }
 
   /** Pause ❚❚: stops Run after the agent step in progress. */

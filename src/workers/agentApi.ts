@@ -11,7 +11,7 @@
  */
 import { AgentWorkerError, DeviceLostError } from './errors';
 import { simdAvailable } from '../backend/cpu/simd';
-import { cpuThreads, type CpuThreads } from '../backend/cpu/threads';
+import { cpuThreads, onOneThread, type CpuThreads } from '../backend/cpu/threads';
 
 export { AgentWorkerError, DeviceLostError };
 import { isSoftwareAdapter } from '../backend/webgpu/device';
@@ -414,8 +414,8 @@ export class AgentApi {
 
   /**
    * One update of a scratch copy of this agent on a made-up batch of `shape` (src/sat/warmUp.ts),
-   * then the copy is dropped: this worker's code is compiled and its kernels' memory grown before
-   * the first stage needs them. The agent is not touched. A shipped model on the CPU only (false:
+   * on one kernel thread, then the copy is dropped: this worker's code is compiled and its
+   * kernels' memory grown before the first stage needs them. The agent is not touched. A shipped model on the CPU only (false:
    * nothing to warm — a table, a checkpoint or ONNX seat, a GPU agent, or a seat swapped since).
    */
   async warmUp(shape: WarmUpShape): Promise<boolean> {
@@ -423,7 +423,8 @@ export class AgentApi {
     if (w === null || w.agent !== this.#a) return false;
     const scratch = lmAgent(w.spec, w.loaded);
     try {
-      await warmUpUpdate(scratch, shape);
+      // One kernel thread: the other core compiles what the warm-up made hot, and the page stays responsive.
+      await onOneThread(() => warmUpUpdate(scratch, shape));
     } finally {
       scratch.dispose();
     }

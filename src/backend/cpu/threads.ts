@@ -273,6 +273,22 @@ export function setCpuThreads(n: number, minWork = MIN_WORK): void {
   }
 }
 
+/**
+ * Runs `fn` with the kernels on the calling thread alone, then puts the thread count back: for
+ * background work (an agent's warm-up, src/workers/agentApi.ts) that should leave the other cores
+ * to the page and to the JavaScript engine's background compilers. Calls made meanwhile are split
+ * over no helper; results are the same bits either way.
+ */
+export async function onOneThread<T>(fn: () => Promise<T>): Promise<T> {
+  const saved = wanted;
+  wanted = 1;
+  try {
+    return await fn();
+  } finally {
+    wanted = saved;
+  }
+}
+
 /** How many helpers say ready (not counting the caller). */
 function readyHelpers(p: Pool): number {
   let n = 0;
