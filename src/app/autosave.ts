@@ -1,12 +1,13 @@
 /**
- * Autosave: after every agent step the session is kept in a PartStore (persist.ts; IndexedDB in the
- * page) so a reload restores the last completed agent step — written in parts (savefile.ts
- * containers), so a step's cost does not grow with the history. Every write is one setMany, all
- * or nothing; the manifest names how many stage parts belong to the experiment, so a leftover part
- * is never read. Earlier versions' one whole file ("current") is refused with a message saying so.
+ * Autosave: whenever the session tells of a step (after every agent step, or once a stage under
+ * Step stage and Run: session.ts `onStep`) it is kept in a PartStore (persist.ts; IndexedDB in the
+ * page) so a reload restores it — written in parts (savefile.ts containers), so a step's cost does
+ * not grow with the history. Every write is one setMany, all or nothing; the manifest names how
+ * many stage parts belong to the experiment, so a leftover part is never read. Earlier versions'
+ * one whole file ("current") is refused with a message saying so.
  *
  *   manifest     { format, version: 2, stages: k, savedAt }
- *   head         config, preset, date, cursor, seats' checkpoints — rewritten every agent step
+ *   head         config, preset, date, cursor, seats' checkpoints — rewritten every save
  *   boundary     agents and β after stage k                       — rewritten when a stage finishes
  *   stage:<i>    stage i's record, i = 1..k                        — written once
  *
