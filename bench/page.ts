@@ -22,7 +22,8 @@
  * out on both sides). The page waits 5 s after it has opened before the first click, as a newcomer
  * reads it (`--lm-read S`); `--lm-stages N` times N stages (default 2). Page and CLI alternate, K rounds
  * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
- * With `--base DIR` the other build's page is timed in the same rounds too. `--lm-hide` adds a
+ * With `--base DIR` the other build's page and CLI are timed in the same rounds too, and each page's
+ * ratio is to its own build's CLI. `--lm-hide` adds a
  * page with every chart and the game view hidden (the link's panel flags; the stage table stays,
  * as it is what is timed): what drawing costs the stage.
  *
@@ -235,10 +236,10 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
  * stage, the wall time its profile table totals (the stage loop from its first phase to its end;
  * the counting it adds is a few wrapped calls), and each row's J.
  */
-function cliLmStages(): Promise<{ ms: number[]; j: string[] }> {
+function cliLmStages(root = ROOT): Promise<{ ms: number[]; j: string[] }> {
   return new Promise((resolve, reject) => {
     const args = ['src/cli/sat.ts', '--preset', LM_PRESET, '--seed', String(LM_SEED), '--stages', String(LM_STAGES), '--profile'];
-    const child = spawn(join(ROOT, 'node_modules/.bin/tsx'), args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(join(root, 'node_modules/.bin/tsx'), args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => (out += chunk));
@@ -515,10 +516,10 @@ async function mainLm(): Promise<void> {
   const pg = await openPlayground();
   const other = baseDir ? await serveOther(resolve(baseDir)) : null;
   const sides = [
-    ...(other ? [{ name: 'base page', run: () => pageLmStages(pg, other.url) }] : []),
+    ...(other ? [{ name: 'base page', run: () => pageLmStages(pg, other.url) }, { name: 'base cli', run: () => cliLmStages(resolve(baseDir!)) }] : []),
     { name: 'page', run: () => pageLmStages(pg, pg.url) },
     ...(process.argv.includes('--lm-hide') ? [{ name: 'page, drawing hidden', run: () => pageLmStages(pg, pg.url, LM_HIDDEN) }] : []),
-    { name: 'cli', run: cliLmStages },
+    { name: 'cli', run: () => cliLmStages() },
   ];
   const got = new Map(sides.map((s) => [s.name, [] as { ms: number[]; j: string[]; load: string }[]]));
   try {
@@ -530,15 +531,16 @@ async function mainLm(): Promise<void> {
         console.log(`round ${r + 1} ${s.name.padEnd(9)} stages ${x.ms.map((t) => t.toFixed(0).padStart(6)).join(' ')} ms   J ${x.j.join(' ')}   load ${load}`);
       }
     }
-    const cli = got.get('cli')!;
-    console.log(`\n${LM_PRESET}, seed ${LM_SEED}: stage wall time, click → row drawn (page) vs the stage loop's wall time (CLI --profile); medians of ${rounds} rounds, ratio = page / CLI per round`);
+    // Each page against its own build's CLI in the same round: the base page against the base CLI.
+    const cliOf = (name: string) => got.get(name.startsWith('base') ? 'base cli' : 'cli')!;
+    console.log(`\n${LM_PRESET}, seed ${LM_SEED}: stage wall time, click → row drawn (page) vs the stage loop's wall time (CLI --profile); medians of ${rounds} rounds, ratio = page / its build's CLI per round`);
     for (let k = 0; k < LM_STAGES; k++) {
-      const c = median(cli.map((x) => x.ms[k]!));
-      const parts = [...got].filter(([n]) => n !== 'cli').map(([n, xs]) => {
-        const ratios = xs.map((x, r) => x.ms[k]! / cli[r]!.ms[k]!);
+      const clis = [...got].filter(([n]) => n.endsWith('cli')).map(([n, xs]) => `${n} ${median(xs.map((x) => x.ms[k]!)).toFixed(0)} ms`);
+      const parts = [...got].filter(([n]) => !n.endsWith('cli')).map(([n, xs]) => {
+        const ratios = xs.map((x, r) => x.ms[k]! / cliOf(n)[r]!.ms[k]!);
         return `${n} ${median(xs.map((x) => x.ms[k]!)).toFixed(0)} ms (×${median(ratios).toFixed(2)}; ${ratios.map((q) => q.toFixed(2)).join(' ')})`;
       });
-      console.log(`stage ${k + 1}: cli ${c.toFixed(0)} ms   ${parts.join('   ')}`);
+      console.log(`stage ${k + 1}: ${clis.join('   ')}   ${parts.join('   ')}`);
     }
     console.log(`load (uptime) now: ${uptime()} on ${cpus().length} cores`);
     if (pg.errors.length > 0) console.log(`page errors:\n${pg.errors.join('\n')}`);

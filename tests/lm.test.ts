@@ -35,6 +35,18 @@ function settings(extra: Record<string, unknown> = {}) {
 }
 
 describe('language-model agents', () => {
+  it('log-probs asked for at once on two step sets equal those asked one by one (the reused log π array is not shared)', async () => {
+    const exp = await createLlmExperiment(settings(), loader);
+    const [a, b] = [9, 10].map((seed) => exp.env.rollout(exp.team, 2, 4, new Rng(seed)));
+    const agent = exp.team[0]!;
+    const [sa, sb] = [agentSteps(await a!, 0), agentSteps(await b!, 0)];
+    const alone = [await agent.logProbs(sa), await agent.logProbs(sb)];
+    const together = await Promise.all([agent.logProbs(sa), agent.logProbs(sb), agent.logProbs(sa)]);
+    expect(Array.from(alone[0]!)).not.toEqual(Array.from(alone[1]!));
+    expect(together.map((x) => Array.from(x))).toEqual([alone[0], alone[1], alone[0]].map((x) => Array.from(x!)));
+    expect(Array.from(alone[0]!)).toEqual(Array.from(sa.logp));
+  });
+
   it('r = 1 exactly before the first step: recomputed log-probs equal the rollout\'s, and the KL is exactly 0', async () => {
     const exp = await createLlmExperiment(settings(), loader);
     const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(9));

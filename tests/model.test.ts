@@ -554,6 +554,37 @@ describe('Model API contracts', () => {
     expect(() => m.setState({ params: snap.params, optim: Float32Array.from(snap.optim, (x, i) => (i === 0 ? 1.5 : x)) })).toThrow(/step count/);
   });
 
+  it('reads in place (hostView) and in f64 equal the downloaded f32 copies, and are fresh arrays', async () => {
+    // Twin models trained alike, one on the backend without its hostView: every read downloads.
+    const { hostView, ...downloadOnly } = cpuBackend;
+    expect(hostView).toBeTypeOf('function');
+    const seqs = randomTokens(3 * 8, TINY.vocab, rng(41));
+    const [m, twin] = [cpuBackend, downloadOnly].map((be) => new Model(be, TINY, randomWeights(TINY, rng(40)), { trainable: 'full' }));
+    for (const x of [m!, twin!]) await trainOnSequences(x, seqs, 3, 8, { lr: 1e-2 });
+    const copy = { state: await twin!.getState(), grads: await twin!.getGrads(), params: await twin!.getParams() };
+    const state = await m!.getState();
+    const state64 = await m!.getState(Float64Array);
+    const grads64 = await m!.getGrads(Float64Array);
+    expect(maxAbs(copy.grads)).toBeGreaterThan(0);
+    expect(Array.from(state.params)).toEqual(Array.from(copy.state.params));
+    expect(Array.from(state.optim)).toEqual(Array.from(copy.state.optim));
+    expect(Array.from(await m!.getGrads())).toEqual(Array.from(copy.grads));
+    expect(Array.from(await m!.getParams())).toEqual(Array.from(copy.params));
+    expect(state64.params).toBeInstanceOf(Float64Array);
+    expect(Array.from(state64.params)).toEqual(Array.from(copy.state.params));
+    expect(Array.from(state64.optim)).toEqual(Array.from(copy.state.optim));
+    expect(grads64).toBeInstanceOf(Float64Array);
+    expect(Array.from(grads64)).toEqual(Array.from(copy.grads));
+    // Fresh and unshared: a caller may keep or transfer them, and the next step leaves them be.
+    for (const a of [state.params, state.optim, state64.params, grads64]) expect(a.buffer).toBeInstanceOf(ArrayBuffer);
+    const before = Array.from(state64.params);
+    await trainOnSequences(m!, seqs, 3, 8, { lr: 1e-2 });
+    expect(Array.from(state64.params)).toEqual(before);
+    // setState takes the f64 snapshot as it takes the f32 one.
+    m!.setState(state64);
+    expect(Array.from(await m!.getParams())).toEqual(Array.from(copy.state.params));
+  });
+
   it('copyParams is a frozen copy: forward({ params }) reads it after the parameters move', async () => {
     const w = quantizeWeights(TINY_Q, randomWeights(TINY_Q, rng(37)), 'q8');
     const m = new Model(cpuBackend, TINY_Q, w, { trainable: 'lora', lora: { rank: 4, alpha: 8 }, seed: 3 });

@@ -111,6 +111,11 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   fill(t: X['f32'], value: number): void;
   /** Copy of the tensor's contents, after every op issued before it has run. */
   download<K extends TensorKind>(kind: K, t: X[K]): Promise<HostTensors[K]>;
+  /**
+   * The float tensor's own memory, where it is host memory (the f32 CPU backends): what `download`
+   * would copy, without the copy — valid until an op writes or frees the tensor. Absent on WebGPU.
+   */
+  readonly hostView?: (t: X['f32']) => Float32Array;
   /** Release a tensor (no-op on the CPU; a no-op on a view). */
   dispose(t: X[TensorKind]): void;
   /**

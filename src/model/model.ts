@@ -24,7 +24,7 @@ import type { GenerateOptions, GenerateResult, ModelOptions, ParamSlot, Trainabl
 import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights, type WeightTensor } from './weights';
 import type { Acts, GradScratch, LayerActs, ParamSet } from './acts';
 import { decode, type DecodeHost } from './decode';
-import { ParamStore, type ModelState, type SlotSpec } from './params';
+import { ParamStore, type HostVector, type HostVectorCtor, type ModelState, type SlotSpec } from './params';
 
 export type * from './types';
 export type { ParamSet } from './acts';
@@ -297,9 +297,11 @@ export class Model<X extends TensorKinds = HostTensors> {
     return this.store.getParams();
   }
 
-  /** The current gradient as one flat vector (one download). */
-  getGrads(): Promise<Float32Array> {
-    return this.store.getGrads();
+  /** The current gradient as one flat vector (one download), in f32 or, given Float64Array, in f64. */
+  getGrads(): Promise<Float32Array>;
+  getGrads<A extends HostVector>(ctor: HostVectorCtor<A>): Promise<A>;
+  getGrads(ctor: HostVectorCtor<HostVector> = Float32Array): Promise<HostVector> {
+    return this.store.getGrads(ctor);
   }
 
   /** Sets the gradient from a flat vector (one upload), e.g. data-parallel shards summed elsewhere. */
@@ -312,9 +314,11 @@ export class Model<X extends TensorKinds = HostTensors> {
     this.store.setParams(flat);
   }
 
-  /** Params and optimizer state ([t, m…, v…]), in one download. */
-  getState(): Promise<ModelState> {
-    return this.store.getState();
+  /** Params and optimizer state ([t, m…, v…]), in one download; in f32 or, given Float64Array, in f64. */
+  getState(): Promise<ModelState>;
+  getState<A extends HostVector>(ctor: HostVectorCtor<A>): Promise<{ readonly params: A; readonly optim: A }>;
+  getState(ctor: HostVectorCtor<HostVector> = Float32Array): Promise<{ readonly params: HostVector; readonly optim: HostVector }> {
+    return this.store.getState(ctor);
   }
 
   /** Restores a `getState` snapshot (params alone keeps the optimizer state), in one upload. */

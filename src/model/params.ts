@@ -18,6 +18,11 @@ export interface ModelState {
   readonly optim: Float32Array;
 }
 
+/** The host vectors a flat read fills: f32 as the tensors hold it, or f64 (each value converted exactly). */
+export type HostVector = Float32Array | Float64Array;
+/** Which of them to make. */
+export type HostVectorCtor<A extends HostVector> = new (length: number) => A;
+
 /** A slot to lay out: its name, shape and starting values (zeros when absent). */
 export interface SlotSpec {
   readonly name: string;
@@ -158,7 +163,7 @@ export class ParamStore<X extends TensorKinds = HostTensors> {
   /** Overwrites `dst` (a ParamSet of this layout, e.g. from copyParams) with the flat vector `flat` (one upload). */
   writeParams(dst: ParamSet<X>, flat: ArrayLike<number>): void {
     if (flat.length !== this.n) throw new ConfigError('params', flat.length, `writeParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
-    this.unpack(Float32Array.from(flat), [dst]);
+    this.unpack(asF32(flat), [dst]);
   }
 
   /** Releases a ParamSet made by copyParams. */
@@ -180,14 +185,22 @@ export class ParamStore<X extends TensorKinds = HostTensors> {
   }
 
   /**
-   * Downloads flat tensors (all asked for at once: one submission on a GPU) and unpads them into
-   * one [flats·n] vector, slot by slot at the layout's offsets.
+   * Downloads flat tensors (all asked for at once: one submission on a GPU; read in place where the
+   * backend's tensors are host memory, `hostView`) and unpads flat j into `into[j]` from its
+   * element `at[j]`, slot by slot at the layout's offsets: straight into the vectors the caller
+   * keeps, with no copy between.
    */
-  private async readFlat(flats: readonly X['f32'][]): Promise<Float32Array> {
-    const out = new Float32Array(flats.length * this.n);
-    if (this.n === 0) return out;
-    const hs = await Promise.all(flats.map((f) => this.be.download('f32', f)));
-    hs.forEach((h, j) => this.layout.forEach((s, i) => out.set(h.subarray(this.padOff[i]!, this.padOff[i]! + s.size), j * this.n + s.offset)));
+  private async readFlat(flats: readonly X['f32'][], into: readonly HostVector[], at: readonly number[]): Promise<void> {
+    if (this.n === 0) return;
+    const view = this.be.hostView;
+    const hs = view ? flats.map((f) => view(f)) : await Promise.all(flats.map((f) => this.be.download('f32', f)));
+    hs.forEach((h, j) => this.layout.forEach((s, i) => into[j]!.set(h.subarray(this.padOff[i]!, this.padOff[i]! + s.size), at[j]! + s.offset)));
+  }
+
+  /** One flat tensor as a new [n] vector of `ctor`'s type. */
+  private async readOne<A extends HostVector>(flat: X['f32'], ctor: HostVectorCtor<A>): Promise<A> {
+    const out = new ctor(this.n);
+    await this.readFlat([flat], [out], [0]);
     return out;
   }
 
@@ -201,35 +214,39 @@ export class ParamStore<X extends TensorKinds = HostTensors> {
 
   /** The current parameters as one flat vector (one download). */
   getParams(): Promise<Float32Array> {
-    return this.readFlat([this.flat.params]);
+    return this.readOne(this.flat.params, Float32Array);
   }
 
-  /** The current gradient as one flat vector (one download). */
-  getGrads(): Promise<Float32Array> {
-    return this.readFlat([this.flat.grads]);
+  /** The current gradient as one flat vector (one download), in f32 or, given Float64Array, in f64. */
+  getGrads(): Promise<Float32Array>;
+  getGrads<A extends HostVector>(ctor: HostVectorCtor<A>): Promise<A>;
+  getGrads(ctor: HostVectorCtor<HostVector> = Float32Array): Promise<HostVector> {
+    return this.readOne(this.flat.grads, ctor);
   }
 
   /** Sets the gradient from a flat vector (one upload), e.g. data-parallel shards summed elsewhere. */
   setGrads(flat: ArrayLike<number>): void {
     if (flat.length !== this.n) throw new ConfigError('grads', flat.length, `setGrads: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
-    this.unpack(Float32Array.from(flat), [this.grads]);
+    this.unpack(asF32(flat), [this.grads]);
   }
 
   /** Sets the parameters from a flat vector (one upload); the optimizer state is kept. */
   setParams(flat: ArrayLike<number>): void {
     if (flat.length !== this.n) throw new ConfigError('params', flat.length, `setParams: got ${flat.length} values; this model has ${this.n} trainable parameters.`);
     this.changes++;
-    this.unpack(Float32Array.from(flat), [this.params]);
+    this.unpack(asF32(flat), [this.params]);
   }
 
-  /** Params and optimizer state ([t, m…, v…]), in one download. */
-  async getState(): Promise<ModelState> {
+  /** Params and optimizer state ([t, m…, v…]), in one download; in f32 or, given Float64Array, in f64. */
+  getState(): Promise<ModelState>;
+  getState<A extends HostVector>(ctor: HostVectorCtor<A>): Promise<{ readonly params: A; readonly optim: A }>;
+  async getState(ctor: HostVectorCtor<HostVector> = Float32Array): Promise<{ readonly params: HostVector; readonly optim: HostVector }> {
     const n = this.n;
-    const all = await this.readFlat([this.flat.params, this.flat.m, this.flat.v]);
-    const optim = new Float32Array(1 + 2 * n);
+    const params = new ctor(n);
+    const optim = new ctor(1 + 2 * n);
     optim[0] = this.steps;
-    optim.set(all.subarray(n, 3 * n), 1);
-    return { params: all.slice(0, n), optim };
+    await this.readFlat([this.flat.params, this.flat.m, this.flat.v], [params, optim, optim], [0, 1, 1 + n]);
+    return { params, optim };
   }
 
   /** Restores a `getState` snapshot (params alone keeps the optimizer state), in one upload. */
@@ -248,4 +265,9 @@ export class ParamStore<X extends TensorKinds = HostTensors> {
     this.changes++;
     this.unpack(all, [this.params, this.m, this.v]);
   }
+}
+
+/** `flat` as a Float32Array: itself when it is one (an upload copies it), else converted. */
+function asF32(flat: ArrayLike<number>): Float32Array {
+  return flat instanceof Float32Array ? flat : Float32Array.from(flat);
 }

@@ -103,7 +103,8 @@ export async function updateAgent(agent: AgentPolicy, plan: UpdatePlan, phase?: 
   let kl: Float64Array = new Float64Array(batch.obs.length);
   let last: TrainReport = { objective: 0, surrogate: 0, clipfrac: 0, gradNorm: 0 };
   for (let epoch = 0; epoch < s.epochs && !exhausted; epoch++) {
-    const pre = await agent.snapshot();
+    // The first epoch starts where the update did: its snapshot is `start` (restore copies it).
+    const pre = epoch === 0 ? start : await agent.snapshot();
     // A retry restores the parameters and optimizer state, raises β, and (retryLrFactor < 1)
     // shrinks the step itself — an Adam step's size barely depends on β.
     let lr = s.lr;

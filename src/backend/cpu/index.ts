@@ -132,11 +132,12 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
 }
 
 /** Memory calls of the f32 backends: handles are the typed arrays themselves. */
-const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'download' | 'dispose' | 'view'> = {
+const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'download' | 'hostView' | 'dispose' | 'view'> = {
   upload: (_kind, data) => data.slice() as typeof data,
   zeros: (kind, length) => new ctors[kind](length),
   fill: (t, value) => void t.fill(value),
   download: (_kind, t) => Promise.resolve(t.slice() as typeof t),
+  hostView: (t) => t,
   dispose: () => undefined,
   view,
 };

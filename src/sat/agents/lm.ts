@@ -142,6 +142,12 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   private fvpAt: { obs: Int32Array; p: Float64Array; theta: Float32Array } | null = null;
   /** Two parameter sets for θ ± εv (allocated at the first product). */
   private fvpSets: X['f32'][][] | null = null;
+  /**
+   * Host arrays that never leave a call (θ ± εv, H(Jv), log π for a gather), kept and reused: a
+   * fresh array costs its pages' first touch, dear in a browser's worker (docs/performance.md
+   * "Fresh host arrays in the agent's calls").
+   */
+  private readonly scratch = new Scratch();
 
   constructor(index: number, model: Model<X>, opts: { name?: string; temperature?: number; topK?: number; tokenizer?: TextTokenizer; fullSoftmaxScores?: boolean } = {}) {
     this.index = index;
@@ -223,13 +229,14 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
    * negative control of the validity test, not a policy anyone samples.
    */
   private async logPolicyAt(steps: StepSet): Promise<Float64Array> {
-    const d = this.packOf(steps);
-    const K = d.K;
-    const lp = new Float64Array(K * this.V);
+    const z = await this.currentLogits(steps);
+    return this.logPolicyOf(new Float64Array(z.length), z);
+  }
+
+  /** `logPolicyAt`'s maths: log π into `lp` from the [K × V] logit rows `z`; returns `lp`. */
+  private logPolicyOf(lp: Float64Array, z: Float32Array): Float64Array {
+    const K = z.length / this.V;
     if (K === 0) return lp;
-    const zt = this.logitsAt(d);
-    const z = await this.be.download('f32', zt);
-    this.be.dispose(zt);
     if (this.truncates) samplerLogProbs(lp, z, K, this.V, this.temperature, this.topK);
     else logSoftmaxForward(lp, z, K, this.V, this.temperature);
     return lp;
@@ -249,7 +256,13 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     if (!actions || actions.length !== steps.obs.length) throw new RangeError(`agent ${this.index}: logProbs needs one action per step`);
     const out = new Float64Array(steps.obs.length);
     if (out.length === 0) return out;
-    gatherForward(out, await this.logPolicyAt(steps), actions, steps.obs.length, this.V);
+    const zt = this.logitsAt(this.packOf(steps));
+    const view = this.be.hostView;
+    const z = view ? view(zt) : await this.be.download('f32', zt);
+    // log π in a reused array, filled and read with no await between (no other call can take it
+    // or the logits' memory).
+    gatherForward(out, this.logPolicyOf(this.scratch.f64('logPolicy', z.length), z), actions, steps.obs.length, this.V);
+    this.be.dispose(zt);
     return out;
   }
 
@@ -343,7 +356,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     // The unclipped, unpenalised surrogate (1/N) Σ w A (r − 1): a clip band too wide to bind, β = 0.
     const spec = { level: 'sequence', tokenAgg: 'grpo', epsLow: 1 - 1e-12, epsHigh: 1e12, beta: 0 } as const;
     this.be.dispose(await this.objectiveBackward(batch, spec, 1));
-    return Float64Array.from(await this.model.getGrads());
+    return this.model.getGrads(Float64Array);
   }
 
   /**
@@ -366,8 +379,8 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     let vn = 0;
     for (const x of v) vn += x * x;
     vn = Math.sqrt(vn);
-    const out = new Float64Array(v.length);
-    if (vn === 0 || K === 0) return out;
+    if (v.length !== this.model.paramCount()) throw new RangeError(`agent ${this.index}: fisherVectorProduct needs a vector of ${this.model.paramCount()} values, got ${v.length}`);
+    if (vn === 0 || K === 0) return new Float64Array(v.length);
     // θ, and p at θ with the activations kept for the backward (once per step set and θ).
     let at = this.fvpAt;
     if (at === null || at.obs !== steps.obs || !this.model.keptFor(d.p.tokens)) {
@@ -382,7 +395,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const sets = (this.fvpSets ??= [this.model.copyParams(), this.model.copyParams()]);
     const eps = 1e-3 / vn;
     const theta = at.theta;
-    const moved = new Float32Array(theta.length);
+    const moved = this.scratch.f32('moved', theta.length);
     for (const [k, sgn] of [[0, 1], [1, -1]] as const) {
       for (let i = 0; i < theta.length; i++) moved[i] = theta[i]! + sgn * eps * v[i]!;
       this.model.writeParams(sets[k]!, moved); // both uploads before any forward (see objectiveBackward)
@@ -394,8 +407,8 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
       be.dispose(zt);
     }
     // h_k = H_k (J_k v) / K, with J_k v = (z(θ+εv) − z(θ−εv)) / 2ε.
-    const h = new Float32Array(K * V);
-    const jv = new Float64Array(V);
+    const h = this.scratch.f32('h', K * V);
+    const jv = this.scratch.f64('jv', V);
     const scale = 1 / (K * tau * tau);
     for (let k = 0; k < K; k++) {
       let pj = 0;
@@ -409,9 +422,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     this.model.zeroGrad();
     this.backwardFrom(d, hT);
     be.dispose(hT);
-    const g = await this.model.getGrads();
-    for (let i = 0; i < out.length; i++) out[i] = g[i]!;
-    return out;
+    return this.model.getGrads(Float64Array);
   }
 
   /** Logits at τ under the current parameters at every step's state ([K × V]; one download). */
@@ -457,12 +468,11 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   }
 
   async snapshot(): Promise<AgentSnapshot> {
-    const s = await this.model.getState();
-    return { params: Float64Array.from(s.params), optim: Float64Array.from(s.optim) };
+    return this.model.getState(Float64Array);
   }
 
   async restore(s: AgentSnapshot): Promise<void> {
-    this.model.setState({ params: Float32Array.from(s.params), optim: Float32Array.from(s.optim) });
+    this.model.setState(s); // rounds each value to f32 as it copies
   }
 
   async interpolate(from: AgentSnapshot, f: number): Promise<void> {
@@ -476,5 +486,27 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
   async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
     const r = await this.model.generate(contexts, { maxNew: opts.maxNew, temperature: this.temperature, topK: this.topK, seed: opts.seed, stream: opts.stream, stop: this.tokenizer.eos });
     return { tokens: r.tokens, stopped: r.stopped };
+  }
+}
+
+/** Named host arrays reused across calls, each grown when a call needs more (its contents are the last caller's). */
+class Scratch {
+  private readonly arrays = new Map<string, Float32Array | Float64Array>();
+
+  f32(name: string, length: number): Float32Array {
+    return this.get(name, length, Float32Array);
+  }
+
+  f64(name: string, length: number): Float64Array {
+    return this.get(name, length, Float64Array);
+  }
+
+  private get<A extends Float32Array | Float64Array>(name: string, length: number, ctor: new (n: number) => A): A {
+    let a = this.arrays.get(name) as A | undefined;
+    if (a === undefined || a.length < length) {
+      a = new ctor(length);
+      this.arrays.set(name, a);
+    }
+    return a.subarray(0, length) as A;
   }
 }
