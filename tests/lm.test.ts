@@ -16,7 +16,9 @@ import { initWeights, saveModel } from '../src/model/weights';
 import { parseConfig } from '../src/sat/config';
 import { runStages } from '../src/sat/experiment';
 import { createLlmExperiment } from '../src/sat/llmExperiment';
-import { cpuBackend64 } from '../src/backend/cpu';
+import { cpuBackend, cpuBackend64 } from '../src/backend/cpu';
+import type { Backend } from '../src/backend/types';
+import type { GpuTensors } from '../src/backend/webgpu/backend';
 import { klBackward } from '../src/backend/cpu/softmax';
 import { Model } from '../src/model/model';
 import { pack, type LmAgent, type LmSteps } from '../src/sat/agents/lm';
@@ -45,6 +47,25 @@ describe('language-model agents', () => {
     expect(Array.from(alone[0]!)).not.toEqual(Array.from(alone[1]!));
     expect(together.map((x) => Array.from(x))).toEqual([alone[0], alone[1], alone[0]].map((x) => Array.from(x!)));
     expect(Array.from(alone[0]!)).toEqual(Array.from(sa.logp));
+  });
+
+  it('read in place (hostView) or downloaded, an agent gives the same log-probs, distributions and Fisher-vector products', async () => {
+    // The same team twice: on cpuBackend, and on it without hostView (every read downloads, as on a GPU).
+    const { hostView: _, ...downloadOnly } = cpuBackend;
+    const [exp, twin] = await Promise.all([
+      createLlmExperiment(settings(), loader),
+      createLlmExperiment(settings(), loader, { backendOf: async () => downloadOnly as unknown as Backend<GpuTensors> }),
+    ]);
+    const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(13));
+    const rng = new Rng(14);
+    const v = Float64Array.from({ length: (exp.team[0] as LmAgent).model.paramCount() }, () => rng.normal() * 1e-2);
+    const reads = async (agent: LmAgent) => {
+      const s = agentSteps(batch, 0);
+      return [await agent.logProbs(s), await agent.distributions(s), await agent.fisherVectorProduct(s, v), await agent.fisherVectorProduct(s, v.map((x) => -x))].map((x) => Array.from(x));
+    };
+    const [a, b] = [await reads(exp.team[0] as LmAgent), await reads(twin.team[0] as LmAgent)];
+    expect(a[2]!.some((x) => x !== 0)).toBe(true);
+    expect(a).toEqual(b);
   });
 
   it('r = 1 exactly before the first step: recomputed log-probs equal the rollout\'s, and the KL is exactly 0', async () => {

@@ -112,7 +112,8 @@ interface DevicePack<X extends TensorKinds> {
  * On the backend: every forward and backward, the gather of step rows out of the [B·T × V] logits
  * and the scatter of their gradient, the clipped-loss gradient, the KL, AdamW; the frozen reference
  * π_cur is a device copy of the parameters, its logits cached per step set (by the identity of its
- * `obs` array) until the reference moves. Downloaded per call: what the caller needs — [K × V]
+ * `obs` array) until the reference moves. Read back per call (in place where the backend's
+ * tensors are host memory: `readLogits`, ParamStore's flat reads): what the caller needs — [K × V]
  * logit rows (log-softmax in f64 on the host), K KL values, the 4 loss statistics and the flat
  * gradient (its norm is a metric and the finiteness guard), S token ids per decoding step.
  * Per-episode inputs (advantages, IS weights) travel as f32 tensors, as they must on a GPU.
@@ -229,8 +230,25 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
    * negative control of the validity test, not a policy anyone samples.
    */
   private async logPolicyAt(steps: StepSet): Promise<Float64Array> {
-    const z = await this.currentLogits(steps);
-    return this.logPolicyOf(new Float64Array(z.length), z);
+    const d = this.packOf(steps);
+    if (d.K === 0) return new Float64Array(0);
+    return this.readLogits([this.logitsAt(d)], ([z]) => this.logPolicyOf(new Float64Array(z!.length), z!));
+  }
+
+  /**
+   * Runs `fn` on the host contents of logit tensors, then frees them: read in place where the
+   * backend's tensors are host memory (`Backend.hostView`), else downloaded together. `fn` runs
+   * with no await after the read, so no other call can reuse their memory (or a scratch array
+   * `fn` fills) before it is done.
+   */
+  private async readLogits<T>(zts: readonly X['f32'][], fn: (zs: Float32Array[]) => T): Promise<T> {
+    const view = this.be.hostView;
+    const zs = view ? zts.map((t) => view(t)) : await Promise.all(zts.map((t) => this.be.download('f32', t)));
+    try {
+      return fn(zs);
+    } finally {
+      for (const t of zts) this.be.dispose(t);
+    }
   }
 
   /** `logPolicyAt`'s maths: log π into `lp` from the [K × V] logit rows `z`; returns `lp`. */
@@ -256,14 +274,11 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     if (!actions || actions.length !== steps.obs.length) throw new RangeError(`agent ${this.index}: logProbs needs one action per step`);
     const out = new Float64Array(steps.obs.length);
     if (out.length === 0) return out;
-    const zt = this.logitsAt(this.packOf(steps));
-    const view = this.be.hostView;
-    const z = view ? view(zt) : await this.be.download('f32', zt);
-    // log π in a reused array, filled and read with no await between (no other call can take it
-    // or the logits' memory).
-    gatherForward(out, this.logPolicyOf(this.scratch.f64('logPolicy', z.length), z), actions, steps.obs.length, this.V);
-    this.be.dispose(zt);
-    return out;
+    // log π in a reused array, filled and gathered inside readLogits (no await between).
+    return this.readLogits([this.logitsAt(this.packOf(steps))], ([z]) => {
+      gatherForward(out, this.logPolicyOf(this.scratch.f64('logPolicy', z!.length), z!), actions, steps.obs.length, this.V);
+      return out;
+    });
   }
 
   async setReference(): Promise<void> {
@@ -376,20 +391,20 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const K = d.K;
     const V = this.V;
     const tau = this.temperature;
+    if (v.length !== this.model.paramCount()) throw new RangeError(`agent ${this.index}: fisherVectorProduct needs a vector of ${this.model.paramCount()} values, got ${v.length}`);
     let vn = 0;
     for (const x of v) vn += x * x;
     vn = Math.sqrt(vn);
-    if (v.length !== this.model.paramCount()) throw new RangeError(`agent ${this.index}: fisherVectorProduct needs a vector of ${this.model.paramCount()} values, got ${v.length}`);
     if (vn === 0 || K === 0) return new Float64Array(v.length);
     // θ, and p at θ with the activations kept for the backward (once per step set and θ).
     let at = this.fvpAt;
     if (at === null || at.obs !== steps.obs || !this.model.keptFor(d.p.tokens)) {
-      const zt = this.logitsAt(d, { keep: true });
-      const z = await be.download('f32', zt);
-      be.dispose(zt);
-      const p = new Float64Array(K * V);
-      logSoftmaxForward(p, z, K, V, tau);
-      for (let i = 0; i < p.length; i++) p[i] = Math.exp(p[i]!);
+      const p = await this.readLogits([this.logitsAt(d, { keep: true })], ([z]) => {
+        const q = new Float64Array(K * V);
+        logSoftmaxForward(q, z!, K, V, tau);
+        for (let i = 0; i < q.length; i++) q[i] = Math.exp(q[i]!);
+        return q;
+      });
       at = this.fvpAt = { obs: steps.obs, p, theta: await this.model.getParams() };
     }
     const sets = (this.fvpSets ??= [this.model.copyParams(), this.model.copyParams()]);
@@ -400,25 +415,22 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
       for (let i = 0; i < theta.length; i++) moved[i] = theta[i]! + sgn * eps * v[i]!;
       this.model.writeParams(sets[k]!, moved); // both uploads before any forward (see objectiveBackward)
     }
-    const zts = sets.map((set) => this.logitsAt(d, { params: set }));
-    const zs: Float32Array[] = [];
-    for (const zt of zts) {
-      zs.push(await be.download('f32', zt));
-      be.dispose(zt);
-    }
     // h_k = H_k (J_k v) / K, with J_k v = (z(θ+εv) − z(θ−εv)) / 2ε.
-    const h = this.scratch.f32('h', K * V);
-    const jv = this.scratch.f64('jv', V);
-    const scale = 1 / (K * tau * tau);
-    for (let k = 0; k < K; k++) {
-      let pj = 0;
-      for (let a = 0; a < V; a++) {
-        jv[a] = (zs[0]![k * V + a]! - zs[1]![k * V + a]!) / (2 * eps);
-        pj += at.p[k * V + a]! * jv[a]!;
+    const p = at.p;
+    const hT = await this.readLogits(sets.map((set) => this.logitsAt(d, { params: set })), ([zp, zm]) => {
+      const h = this.scratch.f32('h', K * V);
+      const jv = this.scratch.f64('jv', V);
+      const scale = 1 / (K * tau * tau);
+      for (let k = 0; k < K; k++) {
+        let pj = 0;
+        for (let a = 0; a < V; a++) {
+          jv[a] = (zp![k * V + a]! - zm![k * V + a]!) / (2 * eps);
+          pj += p[k * V + a]! * jv[a]!;
+        }
+        for (let a = 0; a < V; a++) h[k * V + a] = scale * p[k * V + a]! * (jv[a]! - pj);
       }
-      for (let a = 0; a < V; a++) h[k * V + a] = scale * at.p[k * V + a]! * (jv[a]! - pj);
-    }
-    const hT = be.upload('f32', h);
+      return be.upload('f32', h); // the scratch h is copied before any other call can take it
+    });
     this.model.zeroGrad();
     this.backwardFrom(d, hT);
     be.dispose(hT);
