@@ -18,9 +18,14 @@
  * missing or damaged stage part, a manifest that is not this version's, an older version's
  * one-file autosave. A new experiment rewrites the store and drops the old parts.
  *
+ * A page left (pagehide) while a write is in flight hands the waiting save to the store at once
+ * (tests/helpers/memoryStore.ts's HeldStore holds the writes and runs them in order, as IndexedDB
+ * does): both land, the newer last, and a new experiment's write drops its stale parts in its own
+ * write, never the parts of the write beside it.
+ *
  * Not here: the parts' format (tests/savefile.test.ts checks the same validator on whole files).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { Autosave, stageKey } from '../src/app/autosave';
 import { browserStore } from '../src/app/persist';
 import { serializeExperiment } from '../src/app/savefile';
@@ -31,7 +36,7 @@ import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { presetConfig } from '../src/sat/presets';
 import type { StageRecord } from '../src/sat/stage';
 import { exactDiff } from './helpers/exactDiff';
-import { MemoryStore } from './helpers/memoryStore';
+import { HeldStore, MemoryStore } from './helpers/memoryStore';
 
 const STAGES = 200;
 
@@ -180,6 +185,63 @@ describe('autosave', () => {
     await restore(b.session, b.autosave);
     expect(b.session.sessionState()!.cursor).toEqual(a.session.sessionState()!.cursor);
     expect(b.session.store.getState().stages).toHaveLength(a.session.store.getState().stages.length);
+  });
+});
+
+describe('autosave when the page is left', () => {
+  async function until(ok: () => boolean): Promise<void> {
+    for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
+    expect(ok()).toBe(true);
+  }
+
+  it('a page left while a write is in flight hands its last step to the store at once; both land, the newer last', async () => {
+    const kv = new HeldStore();
+    const a = page(kv);
+    await a.session.openConfig(presetConfig('climbing', { stages: 4 }), 'climbing', 'test');
+    await a.session.stepStage();
+    await a.autosave.settled();
+    kv.hold(); // the store is slow: writes wait
+    onTestFinished(() => kv.release()); // the store's queue is the page's: never leave it held
+    const before = kv.calls;
+    await a.session.stepAgent();
+    await until(() => kv.calls === before + 1); // the step's write is in flight
+    await a.session.stepAgent();
+    a.autosave.flush(); // pagehide
+    await new Promise((r) => setTimeout(r, 0));
+    expect(kv.calls).toBe(before + 2); // handed over now, not after the write in flight
+    kv.release();
+    await a.autosave.settled();
+    await new Promise((r) => setTimeout(r, 0));
+    const b = page(kv);
+    await restore(b.session, b.autosave);
+    expect(b.session.sessionState()!.cursor).toEqual(a.session.sessionState()!.cursor);
+    expect(b.session.store.getState().partial).toHaveLength(2);
+  });
+
+  it("a new experiment's write in flight does not drop the parts of the write handed over beside it", async () => {
+    const kv = new HeldStore();
+    const a = page(kv);
+    await a.session.openConfig(presetConfig('climbing', { stages: 6 }), 'climbing', 'test');
+    for (let k = 0; k < 4; k++) await a.session.stepStage();
+    await a.autosave.settled();
+    await a.session.reset();
+    await a.autosave.settled();
+    kv.hold();
+    onTestFinished(() => kv.release());
+    const before = kv.calls;
+    await a.session.stepStage(); // the new experiment's first write: drops stages 2–4 of the old one
+    await until(() => kv.calls === before + 1);
+    await a.session.stepStage();
+    a.autosave.flush();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(kv.calls).toBe(before + 2);
+    kv.release();
+    await a.autosave.settled();
+    await new Promise((r) => setTimeout(r, 0));
+    expect([...kv.map.keys()].sort()).toEqual(['boundary', 'head', 'manifest', stageKey(1), stageKey(2)]);
+    const b = page(kv);
+    await restore(b.session, b.autosave);
+    expect(exactDiff(b.session.store.getState().stages, a.session.store.getState().stages)).toBeNull();
   });
 });
 

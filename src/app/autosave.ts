@@ -105,9 +105,7 @@ export class Autosave {
   attach(): () => void {
     const off = this.session.onStep(() => this.schedule());
     if (typeof document === 'undefined' || typeof addEventListener !== 'function') return off;
-    const now = () => {
-      if (this.scheduled) void this.saveScheduled();
-    };
+    const now = () => this.flush();
     const onHidden = () => {
       if (document.visibilityState === 'hidden') now();
     };
@@ -137,6 +135,22 @@ export class Autosave {
     await this.save();
   }
 
+  /**
+   * The page is being hidden or left: the save that waits is handed to the store at once, even
+   * beside a write in flight (waiting for that one could outlast the page). Each write is one
+   * transaction computed as it starts, so IndexedDB lands the two in order and the newer one last.
+   * (What `attach` calls on pagehide and on the page turning hidden.)
+   */
+  flush(): void {
+    if (!this.scheduled) return;
+    this.scheduled = false;
+    if (!this.saving) {
+      void this.save();
+      return;
+    }
+    void this.writeOnce(true).then((error) => this.report(error));
+  }
+
   /** Saves now, or right after the save in flight (never two at once, never a stale one last). */
   async save(): Promise<void> {
     if (this.saving) {
@@ -147,16 +161,20 @@ export class Autosave {
     try {
       do {
         this.again = false;
-        const error = await this.writeOnce();
-        if (error && !this.reported) {
-          this.reported = true; // say it once, not after every step
-          this.session.store.setState({ error: `Autosave failed: ${error}` });
-        }
-        if (!error) this.reported = false;
+        this.report(await this.writeOnce());
       } while (this.again);
     } finally {
       this.saving = false;
     }
+  }
+
+  /** Says a failed write once, not after every step; a write that works clears that. */
+  private report(error: string | null): void {
+    if (error && !this.reported) {
+      this.reported = true;
+      this.session.store.setState({ error: `Autosave failed: ${error}` });
+    }
+    if (!error) this.reported = false;
   }
 
   /** Resolves when no save is asked for or in flight (tests wait on it before reloading). */
@@ -164,37 +182,44 @@ export class Autosave {
     while (this.scheduled || this.saving) await new Promise((r) => setTimeout(r, 10));
   }
 
-  /** Writes what changed since the last write; returns the error message, or null. */
-  private async writeOnce(): Promise<string | null> {
-    const s = this.session.sessionState();
-    if (!s) return null;
-    const w = this.written;
-    const k = s.stages.length;
-    const continues = w !== null && w.stages.length <= k && w.stages.every((r, i) => s.stages[i] === r) && (w.stages.length < k || w.boundary === s.boundary);
-    const createdAt = continues ? w.createdAt : new Date().toISOString();
-    const entries: [string, unknown][] = [];
-    if (!continues || w.boundary !== s.boundary) {
-      const data = fileDataOf(s, this.session.store.getState().agents, createdAt);
-      entries.push(['boundary', serializeBoundary(data)]);
-      for (const rec of s.stages.slice(continues ? w.stages.length : 0)) entries.push([stageKey(rec.stage), serializeStage(rec)]);
-    }
-    const head = serializeHead({ config: s.config, presetName: s.preset, createdAt, cursor: s.cursor, ...(s.checkpoints ? { checkpoints: s.checkpoints } : {}) });
-    if (entries.length === 0 && this.lastHead && sameBytes(head, this.lastHead)) return null;
-    const manifest: Manifest = { format: AUTOSAVE_FORMAT, version: AUTOSAVE_VERSION, stages: k, savedAt: new Date().toISOString() };
-    entries.push(['head', head], ['manifest', manifest]);
-    const r = await guarded('autosave the experiment', async () => {
-      await this.store.setMany(entries);
-      if (!continues) {
-        // Parts of an earlier experiment: never read (the manifest says how many stages there are), deleted to free the space.
-        const stale = (await this.store.keys()).filter((key) => key === LEGACY_KEY || (key.startsWith('stage:') && !(Number(key.slice(6)) <= k)));
-        if (stale.length > 0) await this.store.delMany(stale);
-      }
-    });
+  /**
+   * Writes what changed since the last write, as the session is when the store takes the write
+   * (after the calls queued before it; `now`: at once); returns the error message, or null.
+   */
+  private async writeOnce(now = false): Promise<string | null> {
+    const r = await guarded(
+      'autosave the experiment',
+      async (): Promise<{ entries: [string, unknown][]; wrote: NonNullable<Autosave['written']>; head: Uint8Array } | null> => {
+        const s = this.session.sessionState();
+        if (!s) return null;
+        const w = this.written;
+        const k = s.stages.length;
+        const continues = w !== null && w.stages.length <= k && w.stages.every((r, i) => s.stages[i] === r) && (w.stages.length < k || w.boundary === s.boundary);
+        const createdAt = continues ? w.createdAt : new Date().toISOString();
+        const entries: [string, unknown][] = [];
+        if (!continues || w.boundary !== s.boundary) {
+          const data = fileDataOf(s, this.session.store.getState().agents, createdAt);
+          entries.push(['boundary', serializeBoundary(data)]);
+          for (const rec of s.stages.slice(continues ? w.stages.length : 0)) entries.push([stageKey(rec.stage), serializeStage(rec)]);
+        }
+        const head = serializeHead({ config: s.config, presetName: s.preset, createdAt, cursor: s.cursor, ...(s.checkpoints ? { checkpoints: s.checkpoints } : {}) });
+        if (entries.length === 0 && this.lastHead && sameBytes(head, this.lastHead)) return null;
+        const manifest: Manifest = { format: AUTOSAVE_FORMAT, version: AUTOSAVE_VERSION, stages: k, savedAt: new Date().toISOString() };
+        entries.push(['head', head], ['manifest', manifest]);
+        // A new experiment drops an earlier one's parts (never read: the manifest says how many stages there are) to free the space.
+        const stale = (key: string) => key === LEGACY_KEY || (key.startsWith('stage:') && !(Number(key.slice(6)) <= k));
+        await this.store.setMany(entries, continues ? undefined : stale);
+        return { entries, wrote: { stages: s.stages, boundary: s.boundary, createdAt }, head };
+      },
+      now,
+    );
     if (!r.ok) return r.error;
-    this.written = { stages: s.stages, boundary: s.boundary, createdAt };
-    this.lastHead = head;
+    const d = r.value;
+    if (!d) return null;
+    this.written = d.wrote;
+    this.lastHead = d.head;
     this.stats.writes++;
-    for (const [, v] of entries) this.stats.bytes += v instanceof Uint8Array ? v.length : JSON.stringify(v).length;
+    for (const [, v] of d.entries) this.stats.bytes += v instanceof Uint8Array ? v.length : JSON.stringify(v).length;
     return null;
   }
 

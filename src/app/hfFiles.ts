@@ -298,9 +298,12 @@ export class CheckpointStore {
   saveSeating(seats: readonly SeatRef[], drop: readonly string[] = []): Promise<Guarded<void>> {
     return guarded('remember the seated checkpoints', async () => {
       const keep = new Set(seats.map((s) => s.hash));
-      const stale = [...new Set(drop)].filter((h) => !keep.has(h)).map(fileKey);
-      await this.store.setMany([[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT, ...(s.onnx ? { onnx: s.onnx } : {}) }))]]);
-      if (stale.length > 0) await this.store.delMany(stale);
+      const stale = new Set([...new Set(drop)].filter((h) => !keep.has(h)).map(fileKey));
+      // One transaction: the seating and the deletions land together.
+      await this.store.setMany(
+        [[SEATING_KEY, seats.map((s) => ({ agent: s.agent, name: s.name, hash: s.hash, quant: s.quant ?? PAGE_SEAT_QUANT, ...(s.onnx ? { onnx: s.onnx } : {}) }))]],
+        stale.size > 0 ? (key) => stale.has(key) : undefined,
+      );
     });
   }
 

@@ -8,7 +8,7 @@
  *
  * Not here: what is stored under which key (autosave.ts) or the bytes' format (savefile.ts).
  */
-import { createStore, delMany, get, getMany, keys, setMany, type UseStore } from 'idb-keyval';
+import { createStore, delMany, get, getMany, keys, promisifyRequest, setMany, type UseStore } from 'idb-keyval';
 
 export const PERSIST_DB = 'sat-playground';
 export const PERSIST_STORE = 'autosave';
@@ -19,8 +19,12 @@ export const PERSIST_TIMEOUT_MS = 10_000;
 export interface PartStore {
   get(key: string): Promise<unknown>;
   getMany(keys: readonly string[]): Promise<unknown[]>;
-  /** All or nothing (one transaction). */
-  setMany(entries: readonly (readonly [string, unknown])[]): Promise<void>;
+  /**
+   * All or nothing (one transaction). With `drop`, the keys already stored that it accepts (and that
+   * `entries` does not write) are deleted in the same transaction, so two writes in flight at once
+   * land one after the other, each whole.
+   */
+  setMany(entries: readonly (readonly [string, unknown])[], drop?: (key: string) => boolean): Promise<void>;
   delMany(keys: readonly string[]): Promise<void>;
   keys(): Promise<string[]>;
 }
@@ -84,7 +88,20 @@ export function browserStore(db = PERSIST_DB, name = PERSIST_STORE): PartStore {
   return {
     get: (key) => use((s) => get(key, s)),
     getMany: (ks) => use((s) => getMany([...ks], s)),
-    setMany: (entries) => use((s) => setMany(entries.map(([k, v]) => [k, v]), s)),
+    setMany: (entries, drop) =>
+      use((s) =>
+        drop
+          ? s('readwrite', (os) => {
+              const written = new Set(entries.map(([k]) => k));
+              for (const [k, v] of entries) os.put(v, k);
+              const all = os.getAllKeys();
+              all.onsuccess = () => {
+                for (const k of all.result) if (typeof k === 'string' && !written.has(k) && drop(k)) os.delete(k);
+              };
+              return promisifyRequest(os.transaction);
+            })
+          : setMany(entries.map(([k, v]) => [k, v]), s),
+      ),
     delMany: (ks) => use((s) => delMany([...ks], s)),
     keys: () => use(async (s) => (await keys(s)).map(String)),
   };
@@ -95,9 +112,10 @@ let queue: Promise<unknown> = Promise.resolve();
 
 /**
  * Runs `fn` against the store after the calls before it; never throws. `doing` completes "could not
- * …" in the message ("autosave the experiment").
+ * …" in the message ("autosave the experiment"). `now`: runs `fn` at once, beside a call in flight
+ * (a page being left cannot wait for it); calls after it still wait for both.
  */
-export function guarded<T>(doing: string, fn: () => Promise<T>): Promise<Guarded<T>> {
+export function guarded<T>(doing: string, fn: () => Promise<T>, now = false): Promise<Guarded<T>> {
   const run = async (): Promise<Guarded<T>> => {
     try {
       return { ok: true, value: await withTimeout(fn(), doing) };
@@ -105,8 +123,8 @@ export function guarded<T>(doing: string, fn: () => Promise<T>): Promise<Guarded
       return { ok: false, error: `${explain(e, doing)} ${KEEP}` };
     }
   };
-  const next = queue.then(run, run);
-  queue = next;
+  const next = now ? run() : queue.then(run, run);
+  queue = now ? Promise.all([queue, next]) : next;
   return next;
 }
 

@@ -342,29 +342,41 @@ describe('playground page in Chromium', () => {
     const want = await tableValues(page);
     const wantSteps = await stepsInTimeline(page);
     // What IndexedDB holds: a manifest, the head, the boundary and one part per finished stage (src/app/autosave.ts).
-    const keys = await page.evaluate(
-      () =>
-        new Promise<string[]>((done, fail) => {
-          const open = indexedDB.open('sat-playground');
-          open.onerror = () => fail(open.error);
-          open.onsuccess = () => {
-            const req = open.result.transaction('autosave', 'readonly').objectStore('autosave').getAllKeys();
-            req.onerror = () => fail(req.error);
-            req.onsuccess = () => {
-              open.result.close();
-              done(req.result.map(String));
+    const storedKeys = () =>
+      page.evaluate(
+        () =>
+          new Promise<string[]>((done, fail) => {
+            const open = indexedDB.open('sat-playground');
+            open.onerror = () => fail(open.error);
+            open.onsuccess = () => {
+              const req = open.result.transaction('autosave', 'readonly').objectStore('autosave').getAllKeys();
+              req.onerror = () => fail(req.error);
+              req.onsuccess = () => {
+                open.result.close();
+                done(req.result.map(String));
+              };
             };
-          };
-        }),
-    );
+          }),
+      );
+    const keys = await storedKeys();
     const finished = await rows().count();
-    expect(finished).toBeGreaterThan(0);
+    expect(finished).toBeGreaterThan(2);
     expect(keys.sort()).toEqual(['boundary', 'head', 'manifest', ...Array.from({ length: finished }, (_, i) => `stage:${i + 1}`)].sort());
     await page.goto(url, { waitUntil: 'load' }); // no hash: the autosave
     await page.getByText(/Restored your last experiment/).waitFor();
     await settled(page);
     expect(await tableValues(page)).toEqual(want);
     expect(await stepsInTimeline(page)).toBe(wantSteps);
+    // A new experiment's first write drops the old one's later stage parts in its own transaction.
+    await page.getByTestId('reset').click();
+    await settled(page);
+    for (let k = 1; k <= 2; k++) {
+      await page.getByTestId('step-stage').click();
+      await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stage-row"]').length === n, k);
+      await settled(page);
+    }
+    await page.waitForTimeout(300); // let the last autosave land
+    expect((await storedKeys()).sort()).toEqual(['boundary', 'head', 'manifest', 'stage:1', 'stage:2']);
   });
 
   it('export → import round-trips; a damaged file is refused with its reason', async () => {
