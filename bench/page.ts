@@ -16,8 +16,9 @@
  * every round.
  *
  * `npm run bench:page -- --lm [--rounds K] [--base DIR]`: the language stage instead — arith-team,
- * seed 1, opened from a share link; click Step stage → the stage row drawn (the animation frame
- * after it), stages 1 and 2 (the first one included), against `npm run sat` on the same preset, seed
+ * seed 1, opened from a share link; click Step stage → the stage row drawn (the end of the frame
+ * that first has it; the next animation frame, which a task queued after that frame such as the
+ * autosave delays, is printed beside it), stages 1 and 2 (the first one included), against `npm run sat` on the same preset, seed
  * and stages with --profile, whose tables total each stage's wall time (start-up and J₀ are left
  * out on both sides). The page waits 5 s after it has opened before the first click, as a newcomer
  * reads it (`--lm-read S`); `--lm-stages N` times N stages (default 2). Page and CLI alternate, K rounds
@@ -78,6 +79,31 @@ async function clickUntilDrawn(p: Page, testid: string, want: number): Promise<[
     };
     requestAnimationFrame(tick);
   })`);
+}
+
+/**
+ * Clicks `testid` in the page; ms until `want` stage rows are drawn: [the end of the frame that
+ * first has them (a message posted from that frame's animation callback runs once the frame's
+ * rendering is done, before any task queued after it such as the autosave's), the next animation
+ * frame after that one (which a long task after the frame delays)].
+ */
+function clickUntilRowPainted(p: Page, testid: string, want: number): Promise<[number, number]> {
+  return p.evaluate(`new Promise((resolve) => {
+    const t0 = performance.now();
+    document.querySelector('[data-testid="${testid}"]').click();
+    const tick = () => {
+      if (document.querySelectorAll('[data-testid="stage-row"]').length < ${want}) return requestAnimationFrame(tick);
+      let painted = 0;
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => {
+        painted = performance.now() - t0;
+        ch.port1.close();
+      };
+      ch.port2.postMessage(null);
+      requestAnimationFrame(() => resolve([painted, performance.now() - t0]));
+    };
+    requestAnimationFrame(tick);
+  })`) as Promise<[number, number]>;
 }
 
 /** Clicks `testid` in the page; ms until `want` stage rows are in the DOM and the frame after is painted. */
@@ -211,7 +237,7 @@ const LM_READ_MS = 1000 * Number(arg('--lm-read') ?? 5);
  * Opens arith-team (seed 1) from a share link, then clicks Step stage LM_STAGES times; per stage,
  * ms from the click to the frame after its row is drawn, and the row's J as the page shows it.
  */
-async function pageLmStages(pg: Playground, url: string, hide: readonly string[] = []): Promise<{ ms: number[]; j: string[] }> {
+async function pageLmStages(pg: Playground, url: string, hide: readonly string[] = []): Promise<{ ms: number[]; next: number[]; j: string[] }> {
   const p = await pg.freshPage({ width: 1280, height: 800 });
   const link = await encodeShare(makeShareState(presetConfig(LM_PRESET, { seed: LM_SEED }), { preset: LM_PRESET, hide }));
   await p.goto(url + link, { waitUntil: 'load' });
@@ -221,14 +247,17 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
   // workers warm up in the background).
   await p.waitForTimeout(LM_READ_MS);
   const ms: number[] = [];
+  const next: number[] = [];
   const j: string[] = [];
   for (let k = 1; k <= LM_STAGES; k++) {
-    ms.push(await clickUntilRows(p, 'step-stage', k));
+    const [painted, nextFrame] = await clickUntilRowPainted(p, 'step-stage', k);
+    ms.push(painted);
+    next.push(nextFrame);
     j.push(Number(await p.locator('[data-testid="stage-row"]').nth(k - 1).getByTestId('cell-j').getAttribute('data-value')).toFixed(3));
     await settled(p);
   }
   await p.context().close();
-  return { ms, j };
+  return { ms, next, j };
 }
 
 /**
@@ -521,24 +550,27 @@ async function mainLm(): Promise<void> {
     ...(process.argv.includes('--lm-hide') ? [{ name: 'page, drawing hidden', run: () => pageLmStages(pg, pg.url, LM_HIDDEN) }] : []),
     { name: 'cli', run: () => cliLmStages() },
   ];
-  const got = new Map(sides.map((s) => [s.name, [] as { ms: number[]; j: string[]; load: string }[]]));
+  const got = new Map(sides.map((s) => [s.name, [] as { ms: number[]; next?: number[]; j: string[]; load: string }[]]));
   try {
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const load = uptime();
         const x = await s.run();
         got.get(s.name)!.push({ ...x, load });
-        console.log(`round ${r + 1} ${s.name.padEnd(9)} stages ${x.ms.map((t) => t.toFixed(0).padStart(6)).join(' ')} ms   J ${x.j.join(' ')}   load ${load}`);
+        const nf = (x as { next?: number[] }).next;
+        const next = nf ? `   (next frame ${nf.map((t) => t.toFixed(0)).join(' ')})` : '';
+        console.log(`round ${r + 1} ${s.name.padEnd(9)} stages ${x.ms.map((t) => t.toFixed(0).padStart(6)).join(' ')} ms${next}   J ${x.j.join(' ')}   load ${load}`);
       }
     }
     // Each page against its own build's CLI in the same round: the base page against the base CLI.
     const cliOf = (name: string) => got.get(name.startsWith('base') ? 'base cli' : 'cli')!;
-    console.log(`\n${LM_PRESET}, seed ${LM_SEED}: stage wall time, click → row drawn (page) vs the stage loop's wall time (CLI --profile); medians of ${rounds} rounds, ratio = page / its build's CLI per round`);
+    console.log(`\n${LM_PRESET}, seed ${LM_SEED}: stage wall time, click → the frame drawing the row done (page) vs the stage loop's wall time (CLI --profile); medians of ${rounds} rounds, ratio = page / its build's CLI per round`);
     for (let k = 0; k < LM_STAGES; k++) {
       const clis = [...got].filter(([n]) => n.endsWith('cli')).map(([n, xs]) => `${n} ${median(xs.map((x) => x.ms[k]!)).toFixed(0)} ms`);
       const parts = [...got].filter(([n]) => !n.endsWith('cli')).map(([n, xs]) => {
         const ratios = xs.map((x, r) => x.ms[k]! / cliOf(n)[r]!.ms[k]!);
-        return `${n} ${median(xs.map((x) => x.ms[k]!)).toFixed(0)} ms (×${median(ratios).toFixed(2)}; ${ratios.map((q) => q.toFixed(2)).join(' ')})`;
+        const nextRatios = xs.map((x, r) => x.next![k]! / cliOf(n)[r]!.ms[k]!);
+        return `${n} ${median(xs.map((x) => x.ms[k]!)).toFixed(0)} ms (×${median(ratios).toFixed(2)}; ${ratios.map((q) => q.toFixed(2)).join(' ')}; next frame ×${median(nextRatios).toFixed(2)})`;
       });
       console.log(`stage ${k + 1}: ${clis.join('   ')}   ${parts.join('   ')}`);
     }
