@@ -1,6 +1,8 @@
 /**
  * Tests for the core utilities: the Philox4x32-10 generator and `Rng` (src/core/rng.ts) and the
- * statistics module (src/core/stats.ts).
+ * statistics module (src/core/stats.ts), and the whole-vector loops of src/core/vec.ts against the
+ * same sums written out element by element (bit for bit: they replace loops the SAT update ran
+ * inline, and a stage's numbers must not move).
  *
  * Known-answer vectors come from Random123's tests/kat_vectors; statistical values are checked
  * against closed forms or hand computation written out in the test. Randomised checks use fixed
@@ -14,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { NumericError } from '../src/core/errors';
 import { Rng, mixPath, philox4x32, sampleCategorical, u32ToUniform } from '../src/core/rng';
 import { fitPowerLaw, histogram, linreg, mean, meanCI, quantile, sampleStd, sum, weightedQuantile } from '../src/core/stats';
+import { addScaled, dot, lerp, sumOfSquares } from '../src/core/vec';
 
 const hex = (a: ArrayLike<number>): string[] =>
   Array.from(a, (x) => (x >>> 0).toString(16).padStart(8, '0'));
@@ -441,5 +444,50 @@ describe('weightedQuantile', () => {
     expect(() => weightedQuantile([1], [0], 0.5)).toThrow(/sum to 0/);
     expect(() => weightedQuantile([1], [-1], 0.5)).toThrow(/weight 0/);
     expect(() => weightedQuantile([1], [1], 1.5)).toThrow(/p = 1.5/);
+  });
+});
+
+describe('vec: whole-vector loops', () => {
+  const seed = Date.now() % 1_000_000;
+  const rng = new Rng(seed);
+  const f64 = (n: number) => Float64Array.from({ length: n }, () => rng.uniform() * 2 - 1);
+  const f32 = (n: number) => Float32Array.from({ length: n }, () => rng.uniform() * 2 - 1);
+
+  it(`equal element-by-element sums and updates on random vectors, f64 and f32 (seed ${seed})`, () => {
+    for (const n of [0, 1, 7, 28_832]) {
+      for (const [a, b] of [
+        [f64(n), f64(n)],
+        [f32(n), f32(n)],
+        [f32(n), f64(n)],
+      ] as const) {
+        let d = 0;
+        let q = 0;
+        for (let i = 0; i < n; i++) {
+          d += a[i]! * b[i]!;
+          q += a[i]! * a[i]!;
+        }
+        expect(dot(a, b)).toBe(d);
+        expect(sumOfSquares(a)).toBe(q);
+        const c = rng.uniform() * 4 - 2;
+        for (const Out of [Float64Array, Float32Array]) {
+          const out = new Out(n);
+          addScaled(out, a, c, b);
+          const want = new Out(n);
+          for (let i = 0; i < n; i++) want[i] = a[i]! + c * b[i]!;
+          expect(out).toEqual(want);
+          lerp(out, a, c, b);
+          for (let i = 0; i < n; i++) want[i] = a[i]! + c * (b[i]! - a[i]!);
+          expect(out).toEqual(want);
+        }
+      }
+    }
+  });
+
+  it('addScaled may write over its own input (w ← w + a·q)', () => {
+    const w = f64(1000);
+    const q = f64(1000);
+    const want = w.map((x, i) => x - 0.37 * q[i]!);
+    addScaled(w, w, -0.37, q);
+    expect(w).toEqual(want);
   });
 });

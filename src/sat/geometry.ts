@@ -11,17 +11,12 @@
  *
  * Not here: the agents' gradients (each AgentPolicy supplies g and F·v).
  */
+import { addScaled, dot } from '../core/vec';
 
 export const FISHER_EPS = 1e-6;
 
 /** The least weight of g on a Ritz vector for its Ritz value to count in λ_min (geometryAt). */
 const RITZ_WEIGHT = 1e-12;
-
-function dot(a: Float64Array, b: Float64Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
-}
 
 export type MatVec = (v: Float64Array) => Promise<Float64Array>;
 
@@ -87,15 +82,10 @@ export async function lanczos(fvp: MatVec, start: Float64Array, steps: number): 
     const w = await fvp(Q[k]!);
     const a = dot(w, Q[k]!);
     alpha.push(a);
-    // Orthogonalise against every Lanczos vector, twice ("twice is enough"). A residual below 1e-6
-    // of F's scale is the Krylov space running out, not a new direction: normalised as if it were
-    // one, its error brings in a direction g never touched, such as F's null direction.
-    for (let pass = 0; pass < 2; pass++) {
-      for (const q of Q) {
-        const c = dot(w, q);
-        for (let i = 0; i < w.length; i++) w[i]! -= c * q[i]!;
-      }
-    }
+    // A residual below 1e-6 of F's scale is the Krylov space running out, not a new direction:
+    // normalised as if it were one, its error brings in a direction g never touched, such as F's
+    // null direction.
+    orthogonalise(w, Q);
     const b = Math.sqrt(dot(w, w));
     if (b < 1e-6 * Math.max(1, Math.abs(a))) break;
     if (k + 1 < steps) {
@@ -104,6 +94,13 @@ export async function lanczos(fvp: MatVec, start: Float64Array, steps: number): 
     }
   }
   return { alpha, beta: beta.slice(0, Math.max(0, alpha.length - 1)) };
+}
+
+/** w ← w − (w·q) q for every Lanczos vector q, twice ("twice is enough"). */
+function orthogonalise(w: Float64Array, Q: readonly Float64Array[]): void {
+  for (let pass = 0; pass < 2; pass++) {
+    for (const q of Q) addScaled(w, w, -dot(w, q), q);
+  }
 }
 
 /** e₁ᵀ (T + εI)⁻¹ e₁ for a tridiagonal T (the Thomas algorithm; T + εI is positive definite). */

@@ -11,6 +11,7 @@ import type { Backend, ClippedLossSpec, HostTensors, TensorKinds } from '../../b
 import { samplerLogProbs } from '../../backend/cpu/sampling';
 import { gatherForward, logSoftmaxForward } from '../../backend/cpu/softmax';
 import { ConfigError, NumericError } from '../../core/errors';
+import { addScaled, lerp, sumOfSquares } from '../../core/vec';
 import type { Model } from '../../model/model';
 import { tokenizer as charTokenizer, type TextTokenizer } from '../../model/tokenizer';
 import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
@@ -360,8 +361,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
       throw new NumericError(`agent ${this.index}: the objective is ${objective} (surrogate ${surrogate}, KL ${klMean}); parameters left unchanged`);
     }
     const grads = await this.model.getGrads();
-    let norm2 = 0;
-    for (const g of grads) norm2 += g * g;
+    const norm2 = sumOfSquares(grads);
     if (!Number.isFinite(norm2)) throw new NumericError(`agent ${this.index}: the gradient has a non-finite entry; parameters left unchanged`);
     this.model.adamStep({ lr: spec.lr, weightDecay: spec.weightDecay });
     return { objective, surrogate, clipfrac, gradNorm: Math.sqrt(norm2) };
@@ -392,9 +392,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const V = this.V;
     const tau = this.temperature;
     if (v.length !== this.model.paramCount()) throw new RangeError(`agent ${this.index}: fisherVectorProduct needs a vector of ${this.model.paramCount()} values, got ${v.length}`);
-    let vn = 0;
-    for (const x of v) vn += x * x;
-    vn = Math.sqrt(vn);
+    const vn = Math.sqrt(sumOfSquares(v));
     if (vn === 0 || K === 0) return new Float64Array(v.length);
     // θ, and p at θ with the activations kept for the backward (once per step set and θ).
     let at = this.fvpAt;
@@ -412,7 +410,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const theta = at.theta;
     const moved = this.scratch.f32('moved', theta.length);
     for (const [k, sgn] of [[0, 1], [1, -1]] as const) {
-      for (let i = 0; i < theta.length; i++) moved[i] = theta[i]! + sgn * eps * v[i]!;
+      addScaled(moved, theta, sgn * eps, v);
       this.model.writeParams(sets[k]!, moved); // both uploads before any forward (see objectiveBackward)
     }
     // h_k = H_k (J_k v) / K, with J_k v = (z(θ+εv) − z(θ−εv)) / 2ε.
@@ -491,7 +489,7 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     const cur = await this.model.getParams();
     await this.restore(from);
     const p = new Float32Array(cur.length);
-    for (let i = 0; i < cur.length; i++) p[i] = from.params[i]! + f * (cur[i]! - from.params[i]!);
+    lerp(p, from.params, f, cur);
     this.model.setParams(p);
   }
 

@@ -26,6 +26,7 @@ import type { TextTokenizer } from '../../model/tokenizer';
 import { projectState } from '../stage0';
 import type { AgentBatch, AgentInfo, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
 import { logitRows, pack, type GenerateOptions, type LmAgent, type LmAgentPolicy } from './lm';
+import { lerp } from '../../core/vec';
 
 /** The Stage-0 projection of K states' next-token distributions. */
 export interface ProjectedRows {
@@ -293,7 +294,7 @@ export class ProjectedLmAgent<X extends TensorKinds = HostTensors> implements Lm
     const now = await this.student.model.getParams();
     await this.restore(from);
     const p = new Float32Array(now.length);
-    for (let i = 0; i < p.length; i++) p[i] = from.params[i]! + f * (now[i]! - from.params[i]!);
+    lerp(p, from.params, f, now);
     this.student.model.setParams(p);
     if (wasStudent && f !== 0) this.mode = 'student';
   }

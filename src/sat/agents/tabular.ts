@@ -9,6 +9,7 @@
  */
 import { NumericError } from '../../core/errors';
 import type { Rng } from '../../core/rng';
+import { lerp } from '../../core/vec';
 import { clippedLossBackward } from '../../backend/cpu/objective';
 import { logSoftmax } from '../categorical';
 import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
@@ -228,7 +229,7 @@ export class TabularSoftmaxAgent implements AgentPolicy {
   async interpolate(from: AgentSnapshot, f: number): Promise<void> {
     const cur = this.z.slice();
     await this.restore(from);
-    for (let i = 0; i < cur.length; i++) this.z[i] = from.params[i]! + f * (cur[i]! - from.params[i]!);
+    lerp(this.z, from.params, f, cur);
   }
 
   /** The reference logits (π_cur), a copy. */
