@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { NumericError } from '../src/core/errors';
 import { Rng, mixPath, philox4x32, sampleCategorical, u32ToUniform } from '../src/core/rng';
 import { fitPowerLaw, histogram, linreg, mean, meanCI, quantile, sampleStd, sum, weightedQuantile } from '../src/core/stats';
-import { addScaled, dot, lerp, sumOfSquares } from '../src/core/vec';
+import { addScaled, divided, dot, lerp, sumOfSquares } from '../src/core/vec';
 
 const hex = (a: ArrayLike<number>): string[] =>
   Array.from(a, (x) => (x >>> 0).toString(16).padStart(8, '0'));
@@ -481,6 +481,12 @@ describe('vec: whole-vector loops', () => {
         }
       }
     }
+  });
+
+  it('divided equals Float64Array.map((x) => x / d) bit for bit', () => {
+    const x = f64(5000);
+    const d = rng.uniform() * 3 + 0.1;
+    expect(divided(x, d)).toEqual(x.map((v) => v / d));
   });
 
   it('addScaled may write over its own input (w ← w + a·q)', () => {

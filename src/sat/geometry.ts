@@ -11,7 +11,7 @@
  *
  * Not here: the agents' gradients (each AgentPolicy supplies g and F·v).
  */
-import { addScaled, dot } from '../core/vec';
+import { addScaled, divided, dot } from '../core/vec';
 
 export const FISHER_EPS = 1e-6;
 
@@ -77,7 +77,7 @@ export async function lanczos(fvp: MatVec, start: Float64Array, steps: number): 
   const alpha: number[] = [];
   const beta: number[] = [];
   if (norm0 === 0) return { alpha, beta };
-  const Q: Float64Array[] = [start.map((x) => x / norm0)];
+  const Q: Float64Array[] = [divided(start, norm0)];
   for (let k = 0; k < Math.min(steps, start.length); k++) {
     const w = await fvp(Q[k]!);
     const a = dot(w, Q[k]!);
@@ -90,7 +90,7 @@ export async function lanczos(fvp: MatVec, start: Float64Array, steps: number): 
     if (b < 1e-6 * Math.max(1, Math.abs(a))) break;
     if (k + 1 < steps) {
       beta.push(b);
-      Q.push(w.map((x) => x / b));
+      Q.push(divided(w, b));
     }
   }
   return { alpha, beta: beta.slice(0, Math.max(0, alpha.length - 1)) };

@@ -415,24 +415,32 @@ export class LmAgent<X extends TensorKinds = HostTensors> implements LmAgentPoli
     }
     // h_k = H_k (J_k v) / K, with J_k v = (z(θ+εv) − z(θ−εv)) / 2ε.
     const p = at.p;
-    const hT = await this.readLogits(sets.map((set) => this.logitsAt(d, { params: set })), ([zp, zm]) => {
-      const h = this.scratch.f32('h', K * V);
-      const jv = this.scratch.f64('jv', V);
-      const scale = 1 / (K * tau * tau);
-      for (let k = 0; k < K; k++) {
-        let pj = 0;
-        for (let a = 0; a < V; a++) {
-          jv[a] = (zp![k * V + a]! - zm![k * V + a]!) / (2 * eps);
-          pj += p[k * V + a]! * jv[a]!;
-        }
-        for (let a = 0; a < V; a++) h[k * V + a] = scale * p[k * V + a]! * (jv[a]! - pj);
-      }
-      return be.upload('f32', h); // the scratch h is copied before any other call can take it
-    });
+    const hT = await this.readLogits(sets.map((set) => this.logitsAt(d, { params: set })), ([zp, zm]) => be.upload('f32', this.fisherRows(zp!, zm!, p, K, eps))); // the scratch rows are copied before any other call can take them
     this.model.zeroGrad();
     this.backwardFrom(d, hT);
     be.dispose(hT);
     return this.model.getGrads(Float64Array);
+  }
+
+  /**
+   * The Fisher-vector product's output rows h_k = H_k (J_k v) / K from the logits at θ ± εv and p
+   * at θ (a method rather than a closure made anew on every call).
+   */
+  private fisherRows(zp: Float32Array, zm: Float32Array, p: Float64Array, K: number, eps: number): Float32Array {
+    const V = this.V;
+    const tau = this.temperature;
+    const h = this.scratch.f32('h', K * V);
+    const jv = this.scratch.f64('jv', V);
+    const scale = 1 / (K * tau * tau);
+    for (let k = 0; k < K; k++) {
+      let pj = 0;
+      for (let a = 0; a < V; a++) {
+        jv[a] = (zp[k * V + a]! - zm[k * V + a]!) / (2 * eps);
+        pj += p[k * V + a]! * jv[a]!;
+      }
+      for (let a = 0; a < V; a++) h[k * V + a] = scale * p[k * V + a]! * (jv[a]! - pj);
+    }
+    return h;
   }
 
   /** Logits at τ under the current parameters at every step's state ([K × V]; one download). */
