@@ -107,16 +107,8 @@ function clickUntilRowPainted(p: Page, testid: string, want: number): Promise<[n
 }
 
 /** Clicks `testid` in the page; ms until `want` stage rows are in the DOM and the frame after is painted. */
-function clickUntilRows(p: Page, testid: string, want: number): Promise<number> {
-  return p.evaluate(`new Promise((resolve) => {
-    const t0 = performance.now();
-    document.querySelector('[data-testid="${testid}"]').click();
-    const tick = () => {
-      if (document.querySelectorAll('[data-testid="stage-row"]').length < ${want}) return requestAnimationFrame(tick);
-      requestAnimationFrame(() => resolve(performance.now() - t0));
-    };
-    requestAnimationFrame(tick);
-  })`) as Promise<number>;
+async function clickUntilRows(p: Page, testid: string, want: number): Promise<number> {
+  return (await clickUntilRowPainted(p, testid, want))[1];
 }
 
 const median = (xs: number[]) => {

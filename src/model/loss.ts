@@ -20,6 +20,7 @@
  */
 import type { TensorKinds } from '../backend/types';
 import { ConfigError, NumericError } from '../core/errors';
+import { sumOfSquares } from '../core/vec';
 import type { Model } from './model';
 import { PAD } from './tokenizer';
 import type { TrainOptions } from './types';
@@ -112,9 +113,7 @@ export async function trainOnSequences<X extends TensorKinds>(model: Model<X>, t
   model.zeroGrad();
   const loss = recordNextTokenLoss(model, { tokens, B, T }, { backward: true });
   const [{ lossSum, targets }, grads] = await Promise.all([loss(), model.getGrads()]);
-  let norm2 = 0;
-  for (const g of grads) norm2 += g * g;
-  const norm = Math.sqrt(norm2);
+  const norm = Math.sqrt(sumOfSquares(grads));
   if (!Number.isFinite(norm)) throw new NumericError(`trainOnSequences: the gradient norm is ${norm}; no step taken.`);
   const clip = opts.maxGradNorm ?? 0;
   if (clip > 0 && norm > clip) model.scaleGrads(clip / norm);

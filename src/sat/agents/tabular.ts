@@ -9,7 +9,7 @@
  */
 import { NumericError } from '../../core/errors';
 import type { Rng } from '../../core/rng';
-import { lerp } from '../../core/vec';
+import { lerp, sumOfSquares } from '../../core/vec';
 import { clippedLossBackward } from '../../backend/cpu/objective';
 import { logSoftmax } from '../categorical';
 import type { AgentBatch, AgentInfo, AgentPolicy, AgentSnapshot, ObjectiveSpec, StepSet, TrainReport } from '../types';
@@ -144,8 +144,7 @@ export class TabularSoftmaxAgent implements AgentPolicy {
       const row = batch.obs[k]! * A;
       for (let b = 0; b < A; b++) g[row + b]! += dlogits[k * A + b]!;
     }
-    let norm2 = 0;
-    for (let i = 0; i < g.length; i++) norm2 += g[i]! * g[i]!;
+    const norm2 = sumOfSquares(g);
     // Rows (states) visited in this batch: only they move (see adamAscent).
     const visited = new Uint8Array(this.nObs);
     for (let k = 0; k < K; k++) visited[batch.obs[k]!] = 1;
