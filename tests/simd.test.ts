@@ -14,7 +14,9 @@
  *
  * Also: shapes that are not multiples of 4 (every padding path), N = 1, C = 1, OC = 1, bench-sized
  * ones (2048 rows); accumulation into non-zero gradients; null outputs in the backward; Q8/Q4 equal
- * to the SIMD dense matmul on dequantized weights bit for bit; f64 arguments take the TS path;
+ * to the SIMD dense matmul on dequantized weights bit for bit; forwards of a few rows, which read
+ * the weight as stored (f32, or Q8 / Q4 dequantized in registers, special f16 scales included),
+ * equal the same rows of a batch large enough for the gemm bit for bit; f64 arguments take the TS path;
  * with WebAssembly.validate stubbed to fail, a fresh simd.ts runs the TS twins and warns once;
  * short buffers throw the TS twins' RangeErrors; `cpuBackend` really dispatches to the kernel and a
  * small Model's logits on it stay close to `cpuBackendReference`'s; the committed artifact equals a
@@ -82,6 +84,7 @@ import {
   simdMatmulForward,
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
+  LINEAR_MAX_ROWS,
 } from '../src/backend/cpu/simd';
 import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
 import { Rng } from '../src/core/rng';
@@ -101,6 +104,8 @@ function rng(): Rng {
 }
 /** Uniform in [−1, 1), f32-exact. */
 const rand = randF32;
+/** An f32 array's bits, for bit-for-bit comparisons (NaN payloads and −0 included). */
+const bits = (a: Float32Array): Uint32Array => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
 /**
  * Per kernel, printed at the end: the worst |Δ|/tol (with its shape) and the worst |Δ| in units of
@@ -282,6 +287,60 @@ describe('WebAssembly SIMD kernels vs their TypeScript twins', () => {
       }
     });
   }
+
+  // Up to LINEAR_MAX_ROWS rows the forward reads W as stored (linF32 / linQ8 / linQ4), above it
+  // through Wᵀ and the gemm; both sum each element in the same order, so a row is the same bits
+  // whichever path it takes — what makes decoding one token give the plain forward's logits.
+  it(`forwards of 1..${LINEAR_MAX_ROWS} rows (weights as stored) equal the same rows of a larger batch (the gemm) bit for bit: f32, Q8, Q4`, () => {
+    const r = rng();
+    const big = LINEAR_MAX_ROWS + 5;
+    // OC: every tile remainder (mod 8: 8-row tiles, a 4-row tile, single rows); C: every k remainder (f32).
+    for (const [C, OC] of [[5, 1], [7, 3], [12, 8], [33, 13], [64, 4], [96, 203], [130, 31]] as const) {
+      const inp = rand(big * C, r), w = rand(OC * C, r);
+      const want = new Float32Array(big * OC);
+      simdMatmulForward(want, inp, w, 1, big, C, OC);
+      for (const N of [1, 2, 3, LINEAR_MAX_ROWS]) {
+        const got = new Float32Array(N * OC).fill(NaN);
+        simdMatmulForward(got, inp.subarray(0, N * C), w, 1, N, C, OC);
+        expect(bits(got), `f32 N ${N} C ${C} OC ${OC}`).toEqual(bits(want.subarray(0, N * OC)));
+      }
+    }
+    for (const [C, OC] of [[32, 1], [32, 7], [64, 12], [96, 203], [160, 40]] as const) {
+      const inp = rand(big * C, r), w = rand(OC * C, r);
+      const q8 = quantizeQ8(w, OC, C), q4 = quantizeQ4(w, OC, C);
+      for (const k of [
+        { name: 'Q8', fwd: (o: Float32Array, x: Float32Array, N: number) => simdMatmulForwardQ8(o, x, q8.q, q8.scales, 1, N, C, OC) },
+        { name: 'Q4', fwd: (o: Float32Array, x: Float32Array, N: number) => simdMatmulForwardQ4(o, x, q4.q, q4.scales, 1, N, C, OC) },
+      ]) {
+        const want = new Float32Array(big * OC);
+        k.fwd(want, inp, big);
+        for (const N of [1, 2, 5, LINEAR_MAX_ROWS]) {
+          const got = new Float32Array(N * OC).fill(NaN);
+          k.fwd(got, inp.subarray(0, N * C), N);
+          expect(bits(got), `${k.name} N ${N} C ${C} OC ${OC}`).toEqual(bits(want.subarray(0, N * OC)));
+        }
+      }
+    }
+  });
+
+  it('Q8 / Q4 scales that are f16 subnormals, zero, negative or huge dequantize exactly as the TS twin does', () => {
+    const r = rng();
+    const [N, C, OC] = [3, 64, 9];
+    const inp = rand(N * C, r);
+    const q8 = quantizeQ8(rand(OC * C, r), OC, C), q4 = quantizeQ4(rand(OC * C, r), OC, C);
+    // 0x0001 (smallest subnormal), 0x03ff (largest subnormal), 0x8000 (−0), 0x7bff (65504), 0xfbff, 0x3c00 (1), 0x8400 (−2⁻¹⁴).
+    const special = [0x0001, 0x03ff, 0x8000, 0x7bff, 0xfbff, 0x3c00, 0x8400];
+    for (const sc of [q8.scales, q4.scales]) for (let i = 0; i < sc.length; i++) sc[i] = special[i % special.length]!;
+    for (const [name, ts, simd, w] of [
+      ['Q8', (o: Float32Array) => matmulForwardQ8(o, inp, q8.q, q8.scales, 1, N, C, OC), (o: Float32Array) => simdMatmulForwardQ8(o, inp, q8.q, q8.scales, 1, N, C, OC), dequantizeQ8(q8.q, q8.scales, OC, C)],
+      ['Q4', (o: Float32Array) => matmulForwardQ4(o, inp, q4.q, q4.scales, 1, N, C, OC), (o: Float32Array) => simdMatmulForwardQ4(o, inp, q4.q, q4.scales, 1, N, C, OC), dequantizeQ4(q4.q, q4.scales, OC, C)],
+    ] as const) {
+      const want = new Float32Array(N * OC), got = new Float32Array(N * OC).fill(NaN);
+      ts(want);
+      simd(got);
+      expectClose(`matmulForward${name}`, `special scales N${N} C${C} OC${OC}`, got, want, magForward(inp, w, N, C, OC), null, C);
+    }
+  });
 
   it('f64 arguments take the TS path (bit for bit); short buffers throw the TS RangeErrors', () => {
     const r = rng();

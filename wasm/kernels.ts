@@ -198,6 +198,308 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
   }
 }
 
+// ───────────────────────── the forward product on weights as stored ─────────────────────────
+
+/**
+ * out[n·OC + o] = Σ_k x[n·C + k] · W[o, k]   for n < N, o0 ≤ o < o1: the forward matmul out = inp · Wᵀ
+ * with W read as the model stores it, [OC × C] row-major — f32 (`linF32`), or Q8 / Q4 blocks of 32
+ * along C (`linQ8`, `linQ4`; the layouts of src/backend/cpu/quant.ts) dequantized on the fly, each
+ * weight q·s exactly as quant.ts dequantRows makes it (an int8 or int4 times an f16 is exact in f32).
+ * No Wᵀ copy is made (transposePad): for the few rows of a decoding step that copy costs as much as
+ * the product, and a quantized weight is read at its own size, not as f32.
+ *
+ * Numerics: lanes are output columns o, as in `gemm`. A 4 × 4 block of W (4 rows o, 4 steps k) is
+ * transposed into four column vectors, and each lane is one f32 accumulator summed in ascending k,
+ * s = s + x·w — gemm's operations on Wᵀ in the same order, so every element is bit-equal to the gemm
+ * path, and a row computed alone equals the same row in any batch.
+ *
+ * Tiles: 8 rows of W (two 4-lane sums per row of x) × 2 rows of x, so four independent sums are in
+ * flight and the adds' latency overlaps; an odd last row of x runs the same body alone, and a last
+ * group of 4 rows of W the same body with one sum per row of x. The column vectors of a tile go
+ * through `cols`, 512 bytes of scratch that belong to the calling thread (threads.ts hands each its
+ * own), so dequantizing a block is done once for both rows of x. Rows past the last multiple of 4:
+ * one scalar sum each, in the same order. A caller splits [0, OC) over threads in multiples of 8
+ * rows, so a split changes no element.
+ */
+// @ts-ignore: decorator
+@inline function step4(s: v128, xp: usize, col: usize): v128 {
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp), v128.load(col)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 4), v128.load(col, 16)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 8), v128.load(col, 32)));
+  return f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 12), v128.load(col, 48)));
+}
+
+/** The 4 × 4 block of f32 rows p, p + rs, p + 2rs, p + 3rs, transposed: column j (k + j of the 4 rows) at dst + 16·j. */
+// @ts-ignore: decorator
+@inline function transpose4(p: usize, rs: usize, dst: usize): void {
+  const r0 = v128.load(p), r1 = v128.load(p + rs), r2 = v128.load(p + 2 * rs), r3 = v128.load(p + 3 * rs);
+  const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
+  v128.store(dst, v128.shuffle<f32>(t0, t1, 0, 1, 4, 5));
+  v128.store(dst, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7), 16);
+  v128.store(dst, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5), 32);
+  v128.store(dst, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7), 48);
+}
+
+/** Stores the sums of a tile: s0 to out row n at column o, s1 (when `hi`) at o + 4. */
+// @ts-ignore: decorator
+@inline function store8(out: usize, s0: v128, s1: v128, hi: bool): void {
+  v128.store(out, s0);
+  if (hi) v128.store(out, s1, 16);
+}
+
+/** f32 weights (header): out[n, o] for o in [o0, o1), all n. */
+export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  const wRow = (<usize>C) << 2;
+  const oRow = (<usize>OC) << 2;
+  const c4 = C & ~3;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const wa = w + (<usize>o) * wRow;
+    const wb = wa + 4 * wRow;
+    for (let n = 0; n < N; n += 2) {
+      const two = n + 1 < N;
+      const x0 = x + (<usize>n) * wRow;
+      const x1 = two ? x0 + wRow : x0;
+      let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+      for (let k = 0; k < c4; k += 4) {
+        const kb = (<usize>k) << 2;
+        transpose4(wa + kb, wRow, cols);
+        if (hi) transpose4(wb + kb, wRow, cols + 64);
+        a0 = step4(a0, x0 + kb, cols);
+        if (hi) b0 = step4(b0, x0 + kb, cols + 64);
+        if (two) {
+          a1 = step4(a1, x1 + kb, cols);
+          if (hi) b1 = step4(b1, x1 + kb, cols + 64);
+        }
+      }
+      for (let k = c4; k < C; k++) {
+        // The last C mod 4 steps: each column built lane by lane.
+        const kb = (<usize>k) << 2;
+        let ca = f32x4.splat(load<f32>(wa + kb));
+        ca = f32x4.replace_lane(ca, 1, load<f32>(wa + wRow + kb));
+        ca = f32x4.replace_lane(ca, 2, load<f32>(wa + 2 * wRow + kb));
+        ca = f32x4.replace_lane(ca, 3, load<f32>(wa + 3 * wRow + kb));
+        let cb = f32x4.splat(0);
+        if (hi) {
+          cb = f32x4.splat(load<f32>(wb + kb));
+          cb = f32x4.replace_lane(cb, 1, load<f32>(wb + wRow + kb));
+          cb = f32x4.replace_lane(cb, 2, load<f32>(wb + 2 * wRow + kb));
+          cb = f32x4.replace_lane(cb, 3, load<f32>(wb + 3 * wRow + kb));
+        }
+        const s0 = v128.load32_splat(x0 + kb), s1 = v128.load32_splat(x1 + kb);
+        a0 = f32x4.add(a0, f32x4.mul(s0, ca));
+        b0 = f32x4.add(b0, f32x4.mul(s0, cb));
+        a1 = f32x4.add(a1, f32x4.mul(s1, ca));
+        b1 = f32x4.add(b1, f32x4.mul(s1, cb));
+      }
+      const po = out + (<usize>n) * oRow + ((<usize>o) << 2);
+      store8(po, a0, b0, hi);
+      if (two) store8(po + oRow, a1, b1, hi);
+    }
+    o += hi ? 8 : 4;
+  }
+  for (; o < o1; o++) {
+    const wo = w + (<usize>o) * wRow;
+    for (let n = 0; n < N; n++) {
+      const xn = x + (<usize>n) * wRow;
+      let s: f32 = 0;
+      for (let k = 0; k < C; k++) s += load<f32>(xn + ((<usize>k) << 2)) * load<f32>(wo + ((<usize>k) << 2));
+      store<f32>(out + (<usize>n) * oRow + ((<usize>o) << 2), s);
+    }
+  }
+}
+
+/** f16 bits → f32, exactly (quant.ts f16ToF32): the bits moved into place, then ·2¹¹² (exact, subnormals included); Inf and NaN kept. */
+// @ts-ignore: decorator
+@inline function half(h: u32): f32 {
+  if ((h & 0x7c00) == 0x7c00) return reinterpret<f32>(((h & 0x8000) << 16) | 0x7f800000 | ((h & 0x3ff) << 13));
+  const v = reinterpret<f32>((h & 0x7fff) << 13) * reinterpret<f32>(0x77800000);
+  return (h & 0x8000) != 0 ? -v : v;
+}
+
+/** The scales of rows o..o+3 at block j as one f32x4 (sc: the u16 scales, nb blocks per row). */
+// @ts-ignore: decorator
+@inline function scales4(sc: usize, nb: i32, o: i32, j: i32): v128 {
+  const rs = (<usize>nb) << 1;
+  const p = sc + (<usize>o) * rs + ((<usize>j) << 1);
+  let v = f32x4.splat(half(<u32>load<u16>(p)));
+  v = f32x4.replace_lane(v, 1, half(<u32>load<u16>(p + rs)));
+  v = f32x4.replace_lane(v, 2, half(<u32>load<u16>(p + 2 * rs)));
+  return f32x4.replace_lane(v, 3, half(<u32>load<u16>(p + 3 * rs)));
+}
+
+/** The four columns of one 4 × 4 block: byte t of each 32-bit lane (lane i = row i), sign-extended, converted, ·sv. */
+// @ts-ignore: decorator
+@inline function byteCols(v: v128, sv: v128, dst: usize): void {
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 24), 24)), sv));
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 16), 24)), sv), 16);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 8), 24)), sv), 32);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(v, 24)), sv), 48);
+}
+
+/**
+ * Sixteen int8 weights (k0..k0+15) of each of four rows r0..r3, times the rows' scales sv, as four
+ * column blocks at dst (block m, steps k0 + 4m..k0 + 4m + 3, at dst + 64·m, transpose4's layout):
+ * the rows transposed as 32-bit lanes, then byteCols on each.
+ */
+// @ts-ignore: decorator
+@inline function dequant16(r0: v128, r1: v128, r2: v128, r3: v128, sv: v128, dst: usize): void {
+  const t0 = v128.shuffle<i32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<i32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<i32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<i32>(r2, r3, 2, 6, 3, 7);
+  byteCols(v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), sv, dst);
+  byteCols(v128.shuffle<i32>(t0, t1, 2, 3, 6, 7), sv, dst + 64);
+  byteCols(v128.shuffle<i32>(t2, t3, 0, 1, 4, 5), sv, dst + 128);
+  byteCols(v128.shuffle<i32>(t2, t3, 2, 3, 6, 7), sv, dst + 192);
+}
+
+/**
+ * Thirty-two int4 weights of one row (16 bytes at p, low nibble first: quant.ts's Q4 layout) as
+ * int8 in k order: bytes k0..k0+15 (`upper` false) or k0+16..k0+31 (true), each nibble − 8.
+ */
+// @ts-ignore: decorator
+@inline function nibbles(p: usize, upper: bool): v128 {
+  const b = v128.load(p);
+  const lo = v128.and(b, i8x16.splat(15));
+  const hi = i8x16.shr_u(b, 4);
+  const e = upper
+    ? i8x16.shuffle(lo, hi, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+    : i8x16.shuffle(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  return i8x16.sub(e, i8x16.splat(8));
+}
+
+/**
+ * The quantized tile loop shared by linQ8 and linQ4 (`bits` 8 or 4): per block of 32 steps k, the
+ * tile's columns are dequantized into `cols` once (two halves of 16 steps, 256 bytes per 4 rows),
+ * then each row of x takes them in.
+ */
+// @ts-ignore: decorator
+@inline function linQ(bits: i32, x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  const xRow = (<usize>C) << 2;
+  const oRow = (<usize>OC) << 2;
+  const qRow = bits == 8 ? <usize>C : (<usize>C) >> 1;
+  const nb = C >> 5;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const qa = q + (<usize>o) * qRow;
+    const qb = qa + 4 * qRow;
+    for (let n = 0; n < N; n += 2) {
+      const two = n + 1 < N;
+      const x0 = x + (<usize>n) * xRow;
+      const x1 = two ? x0 + xRow : x0;
+      let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+      for (let j = 0; j < nb; j++) {
+        const sa = scales4(sc, nb, o, j);
+        const sb = hi ? scales4(sc, nb, o + 4, j) : sa;
+        for (let h = 0; h < 2; h++) {
+          if (bits == 8) {
+            const pa = qa + ((<usize>j) << 5) + ((<usize>h) << 4);
+            dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols);
+            if (hi) {
+              const pb = pa + 4 * qRow;
+              dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256);
+            }
+          } else {
+            const up = h != 0;
+            const pa = qa + ((<usize>j) << 4);
+            dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols);
+            if (hi) {
+              const pb = pa + 4 * qRow;
+              dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256);
+            }
+          }
+          const kb = ((<usize>j) << 7) + ((<usize>h) << 6); // byte offset of step 32j + 16h in a row of x
+          for (let m: usize = 0; m < 4; m++) {
+            // Block m: steps 32j + 16h + 4m … + 3, its columns at cols + 64m.
+            const xm = kb + (m << 4), cm = cols + (m << 6);
+            a0 = step4(a0, x0 + xm, cm);
+            if (hi) b0 = step4(b0, x0 + xm, cm + 256);
+            if (two) {
+              a1 = step4(a1, x1 + xm, cm);
+              if (hi) b1 = step4(b1, x1 + xm, cm + 256);
+            }
+          }
+        }
+      }
+      const po = out + (<usize>n) * oRow + ((<usize>o) << 2);
+      store8(po, a0, b0, hi);
+      if (two) store8(po + oRow, a1, b1, hi);
+    }
+    o += hi ? 8 : 4;
+  }
+  for (; o < o1; o++) {
+    for (let n = 0; n < N; n++) {
+      const xn = x + (<usize>n) * xRow;
+      let s: f32 = 0;
+      for (let k = 0; k < C; k++) {
+        const sk = half(<u32>load<u16>(sc + (((<usize>o) * (<usize>nb) + (<usize>(k >> 5))) << 1)));
+        let v: i32;
+        if (bits == 8) v = <i32>load<i8>(q + (<usize>o) * qRow + <usize>k);
+        else {
+          const by = <i32>load<u8>(q + (<usize>o) * qRow + ((<usize>k) >> 1));
+          v = ((k & 1) == 0 ? by & 15 : by >> 4) - 8;
+        }
+        s += load<f32>(xn + ((<usize>k) << 2)) * (<f32>v * sk);
+      }
+      store<f32>(out + (<usize>n) * oRow + ((<usize>o) << 2), s);
+    }
+  }
+}
+
+/**
+ * The dense f32 rows [o0, o1) of a Q8 (`bits` 8) or Q4 (4) weight: out[(o − o0)·C + c] = W[o, c],
+ * each q·s as quant.ts dequantRows makes it (exact). What the larger forwards (through Wᵀ and the
+ * gemm) and the input gradients of a frozen quantized weight run on.
+ */
+export function dequantRows(out: usize, q: usize, sc: usize, C: i32, o0: i32, o1: i32, bits: i32): void {
+  const nb = C >> 5;
+  const qRow = bits == 8 ? <usize>C : (<usize>C) >> 1;
+  for (let o = o0; o < o1; o++) {
+    const qo = q + (<usize>o) * qRow;
+    const dst = out + (<usize>(o - o0)) * ((<usize>C) << 2);
+    for (let j = 0; j < nb; j++) {
+      const sv = f32x4.splat(half(<u32>load<u16>(sc + (((<usize>o) * (<usize>nb) + (<usize>j)) << 1))));
+      const d = dst + ((<usize>j) << 7);
+      let e0: v128, e1: v128;
+      if (bits == 8) {
+        e0 = v128.load(qo + ((<usize>j) << 5));
+        e1 = v128.load(qo + ((<usize>j) << 5), 16);
+      } else {
+        e0 = nibbles(qo + ((<usize>j) << 4), false);
+        e1 = nibbles(qo + ((<usize>j) << 4), true);
+      }
+      storeBytes16(e0, sv, d);
+      storeBytes16(e1, sv, d + 64);
+    }
+  }
+}
+
+/** Sixteen int8 lanes of e, sign-extended and converted in order, ·sv, stored as 16 f32 at dst. */
+// @ts-ignore: decorator
+@inline function storeBytes16(e: v128, sv: v128, dst: usize): void {
+  const lo = i16x8.extend_low_i8x16_s(e), hi = i16x8.extend_high_i8x16_s(e);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), sv));
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), sv), 16);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), sv), 32);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), sv), 48);
+}
+
+/** Q8 weights (header; q: int8 [OC × C], sc: f16 scales [OC × C/32]): out[n, o] for o in [o0, o1), all n. */
+export function linQ8(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  linQ(8, x, N, q, sc, C, out, OC, o0, o1, cols);
+}
+
+/** Q4 weights (header; q: packed int4 [OC × C/2], sc: f16 scales [OC × C/32]): out[n, o] for o in [o0, o1), all n. */
+export function linQ4(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  linQ(4, x, N, q, sc, C, out, OC, o0, o1, cols);
+}
+
 // ───────────────────────── attention and the row kernels ─────────────────────────
 // Every pointer below is a byte offset into linear memory; every stride is in f32 elements.
 // Vector loops cover 4 elements at a time with a scalar tail in the same order, so no result

@@ -5,7 +5,9 @@
  * instead when the kernels are unavailable or an argument is a Float64Array (the f64 backend).
  * Results agree with the twins within f32 rounding (the kernels sum in f32 lanes, the twins in f64)
  * and do not depend on the thread count; the bounds are derived and tested in tests/simd.test.ts.
- * The quantized matmuls dequantize the weight (quant.ts) and run the dense kernel.
+ * The forward matmuls of a few rows read the weight as stored, dequantizing a quantized one in
+ * registers (wasm/kernels.ts linF32 / linQ8 / linQ4); larger ones, and the quantized input
+ * gradients, run the dense kernel (on the weight dequantized by quant.ts).
  *
  * Not here: loading, memory and operand placement (simdMemory.ts, whose public part is re-exported
  * below), the kernels (wasm/kernels.ts), the thread pool (threads.ts). Embedding, gather, KL, the
@@ -47,11 +49,12 @@ import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
 import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdRelease, simdResident, simdTensor } from './simdMemory';
 import { logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { attnBackwardSplit, attnForwardSplit, blockedGemm, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
+import { LIN_SCRATCH, attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
 
 export {
   setCpuResidency,
   simdAvailable,
+  simdBytes,
   simdKernelCalls,
   simdRelease,
   simdResident,
@@ -61,8 +64,17 @@ export {
   simdView,
 } from './simdMemory';
 
+/**
+ * Most rows of inp for which the forward reads W as stored (wasm/kernels.ts linF32, linQ8, linQ4)
+ * instead of copying Wᵀ once (transposePad) and running the gemm: the copy pays for itself only
+ * when enough rows share it. Both give the same bits (the kernels' header), so where the line falls
+ * changes only the speed (docs/performance.md "Decoding at real size").
+ */
+export const LINEAR_MAX_ROWS = 16;
+
 /** out = inp · Wᵀ on the kernel; all f32, sizes already checked. */
 function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Float32Array, N: number, C: number, OC: number): void {
+  if (N <= LINEAR_MAX_ROWS) return forwardLinear(k, 32, out, inp, [[weight, OC * C, IN]], N, C, OC);
   const OCp = ceil4(OC);
   const [pi, po, pwSrc, pw] = place(k, [
     [inp, N * C, IN],
@@ -71,6 +83,15 @@ function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Fl
   ], [C * OCp]) as [number, number, number, number];
   k.transposePad(pw * 4, pwSrc * 4, OC, C, OCp); // Wᵀ [C × OCp], padding columns zero
   blockedGemm(k, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
+  finish();
+}
+
+/** out = inp · Wᵀ with W as stored: f32 (weight = [w]) or quantized (weight = [q, scales]); sizes already checked. */
+function forwardLinear(k: Kernels, bits: 32 | 8 | 4, out: Float32Array, inp: Float32Array, weight: Arg[], N: number, C: number, OC: number): void {
+  const copies = scratchCopies();
+  const o = place(k, [[inp, N * C, IN], [out, N * OC, OUT], ...weight], [(LIN_SCRATCH / 4) * copies]);
+  const w = o.slice(2, 2 + weight.length).map((e) => e * 4);
+  linearSplit(k, bits, o[0]! * 4, N, w, C, o[1]! * 4, OC, o[o.length - 1]! * 4);
   finish();
 }
 
@@ -137,6 +158,8 @@ let wScratch: Float32Array = new Float32Array(0);
 /**
  * The dense f32 weight [OC × C] of a Q8 (Int8Array) or Q4 (Uint8Array) matrix, in a reused scratch,
  * after the quantized op's own checks (quant.ts), so errors name that op; `x` is [N × C], `y` [N × OC].
+ * Dequantized by the kernels (wasm/kernels.ts dequantRows, split over threads) when the scratch is
+ * resident in their memory, else by quant.ts — the same exact values either way.
  */
 function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number, x: [string, FloatArray], y: [string, FloatArray]): Float32Array {
   const N = checkQuantized(op, q, scales, B, T, C, OC);
@@ -147,21 +170,41 @@ function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array,
     wScratch = simdTensor(OC * C) ?? new Float32Array(OC * C);
   }
   const w = wScratch.subarray(0, OC * C);
-  if (q instanceof Int8Array) dequantRowsQ8(w, q, scales, C, 0, OC);
-  else dequantRowsQ4(w, q, scales, C, 0, OC);
+  const bits = q instanceof Int8Array ? 8 : 4;
+  const k = load()!;
+  if (simdResident(w)) {
+    const [pw, pq, ps] = place(k, [[w, OC * C, OUT], [q, bits === 8 ? OC * C : (OC * C) / 2, IN], [scales, (OC * C) / 32, IN]]);
+    dequantSplit(k, pw! * 4, pq! * 4, ps! * 4, C, OC, bits);
+    finish();
+  } else if (bits === 8) dequantRowsQ8(w, q as Int8Array, scales, C, 0, OC);
+  else dequantRowsQ4(w, q as Uint8Array, scales, C, 0, OC);
   return w;
 }
 
-/** out = inp · Wᵀ for a Q8 weight (quant.ts header): dequantized (TS), then the SIMD dense kernel. */
-export function simdMatmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  if (!fast(out, inp)) return matmulForwardQ8(out, inp, q, scales, B, T, C, OC);
-  simdMatmulForward(out, inp, dequantized('matmulForwardQ8', q, scales, B, T, C, OC, ['inp', inp], ['out', out]), B, T, C, OC);
+/**
+ * out = inp · Wᵀ for a quantized weight on the kernels: up to LINEAR_MAX_ROWS rows dequantized on
+ * the fly (linQ8 / linQ4), more through the dense f32 weight (dequantized, then the gemm) — the same
+ * bits either way, those of the dense matmul on the dequantized weight.
+ */
+function forwardQuantized(op: string, out: FloatArray, inp: FloatArray, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  const N = B * T;
+  if (N > LINEAR_MAX_ROWS) return simdMatmulForward(out, inp, dequantized(op, q, scales, B, T, C, OC, ['inp', inp], ['out', out]), B, T, C, OC);
+  checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, 'inp', inp, N * C);
+  need(op, 'out', out, N * OC);
+  if (N * OC > 0) forwardLinear(load()!, q instanceof Int8Array ? 8 : 4, out as Float32Array, inp as Float32Array, [[q, q instanceof Int8Array ? OC * C : (OC * C) / 2, IN], [scales, (OC * C) / 32, IN]], N, C, OC);
 }
 
-/** out = inp · Wᵀ for a Q4 weight (quant.ts header): dequantized (TS), then the SIMD dense kernel. */
+/** out = inp · Wᵀ for a Q8 weight (quant.ts header), on the kernels (forwardQuantized). Overwrites `out`. */
+export function simdMatmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  if (!fast(out, inp)) return matmulForwardQ8(out, inp, q, scales, B, T, C, OC);
+  forwardQuantized('matmulForwardQ8', out, inp, q, scales, B, T, C, OC);
+}
+
+/** out = inp · Wᵀ for a Q4 weight (quant.ts header), on the kernels (forwardQuantized). Overwrites `out`. */
 export function simdMatmulForwardQ4(out: FloatArray, inp: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
   if (!fast(out, inp)) return matmulForwardQ4(out, inp, q, scales, B, T, C, OC);
-  simdMatmulForward(out, inp, dequantized('matmulForwardQ4', q, scales, B, T, C, OC, ['inp', inp], ['out', out]), B, T, C, OC);
+  forwardQuantized('matmulForwardQ4', out, inp, q, scales, B, T, C, OC);
 }
 
 /** dinp += dout · W for a Q8 weight: dequantized (TS), then the SIMD dense kernel. Accumulates. */
