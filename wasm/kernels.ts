@@ -243,6 +243,20 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
   v128.store(dst, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7), 48);
 }
 
+/** s plus four steps k of one row of x (xp) against the 4 × 4 f32 block of rows p, p + rs, … (transposed in registers). */
+// @ts-ignore: decorator
+@inline function rowStep4(s: v128, xp: usize, p: usize, rs: usize): v128 {
+  const r0 = v128.load(p), r1 = v128.load(p + rs), r2 = v128.load(p + 2 * rs), r3 = v128.load(p + 3 * rs);
+  const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp), v128.shuffle<f32>(t0, t1, 0, 1, 4, 5)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 4), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 8), v128.shuffle<f32>(t2, t3, 0, 1, 4, 5)));
+  return f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 12), v128.shuffle<f32>(t2, t3, 2, 3, 6, 7)));
+}
+
 /** Stores the sums of a tile: s0 to out row n at column o, s1 (when `hi`) at o + 4. */
 // @ts-ignore: decorator
 @inline function store8(out: usize, s0: v128, s1: v128, hi: bool): void {
@@ -265,15 +279,25 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
       const x0 = x + (<usize>n) * wRow;
       const x1 = two ? x0 + wRow : x0;
       let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
-      for (let k = 0; k < c4; k += 4) {
-        const kb = (<usize>k) << 2;
-        transpose4(wa + kb, wRow, cols);
-        if (hi) transpose4(wb + kb, wRow, cols + 64);
-        a0 = step4(a0, x0 + kb, cols);
-        if (hi) b0 = step4(b0, x0 + kb, cols + 64);
-        if (two) {
+      if (two) {
+        // Two rows of x share each transposed block (through `cols`).
+        for (let k = 0; k < c4; k += 4) {
+          const kb = (<usize>k) << 2;
+          transpose4(wa + kb, wRow, cols);
+          if (hi) transpose4(wb + kb, wRow, cols + 64);
+          a0 = step4(a0, x0 + kb, cols);
           a1 = step4(a1, x1 + kb, cols);
-          if (hi) b1 = step4(b1, x1 + kb, cols + 64);
+          if (hi) {
+            b0 = step4(b0, x0 + kb, cols + 64);
+            b1 = step4(b1, x1 + kb, cols + 64);
+          }
+        }
+      } else {
+        // One row of x: each block transposed in registers and used at once.
+        for (let k = 0; k < c4; k += 4) {
+          const kb = (<usize>k) << 2;
+          a0 = rowStep4(a0, x0 + kb, wa + kb, wRow);
+          if (hi) b0 = rowStep4(b0, x0 + kb, wb + kb, wRow);
         }
       }
       for (let k = c4; k < C; k++) {
@@ -358,6 +382,28 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
   byteCols(v128.shuffle<i32>(t2, t3, 2, 3, 6, 7), sv, dst + 192);
 }
 
+/** s plus four steps k of one row of x (xp) against one 4 × 4 int8 block v (byteCols's layout) times sv, the columns in registers. */
+// @ts-ignore: decorator
+@inline function rowBytes4(s: v128, xp: usize, v: v128, sv: v128): v128 {
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 24), 24)), sv)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 4), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 16), 24)), sv)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 8), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 8), 24)), sv)));
+  return f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 12), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(v, 24)), sv)));
+}
+
+/** s plus sixteen steps k of one row of x (xp) against int8 rows r0..r3 (k0..k0+15) times sv: dequant16 with the columns used at once. */
+// @ts-ignore: decorator
+@inline function rowBytes16(s: v128, xp: usize, r0: v128, r1: v128, r2: v128, r3: v128, sv: v128): v128 {
+  const t0 = v128.shuffle<i32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<i32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<i32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<i32>(r2, r3, 2, 6, 3, 7);
+  s = rowBytes4(s, xp, v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), sv);
+  s = rowBytes4(s, xp + 16, v128.shuffle<i32>(t0, t1, 2, 3, 6, 7), sv);
+  s = rowBytes4(s, xp + 32, v128.shuffle<i32>(t2, t3, 0, 1, 4, 5), sv);
+  return rowBytes4(s, xp + 48, v128.shuffle<i32>(t2, t3, 2, 3, 6, 7), sv);
+}
+
 /**
  * Thirty-two int4 weights of one row (16 bytes at p, low nibble first: quant.ts's Q4 layout) as
  * int8 in k order: bytes k0..k0+15 (`upper` false) or k0+16..k0+31 (true), each nibble − 8.
@@ -388,7 +434,6 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
   for (; o + 4 <= o1; ) {
     const hi = o + 8 <= o1;
     const qa = q + (<usize>o) * qRow;
-    const qb = qa + 4 * qRow;
     for (let n = 0; n < N; n += 2) {
       const two = n + 1 < N;
       const x0 = x + (<usize>n) * xRow;
@@ -398,31 +443,37 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
         const sa = scales4(sc, nb, o, j);
         const sb = hi ? scales4(sc, nb, o + 4, j) : sa;
         for (let h = 0; h < 2; h++) {
-          if (bits == 8) {
-            const pa = qa + ((<usize>j) << 5) + ((<usize>h) << 4);
-            dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols);
-            if (hi) {
-              const pb = pa + 4 * qRow;
-              dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256);
-            }
-          } else {
-            const up = h != 0;
-            const pa = qa + ((<usize>j) << 4);
-            dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols);
-            if (hi) {
-              const pb = pa + 4 * qRow;
-              dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256);
-            }
-          }
           const kb = ((<usize>j) << 7) + ((<usize>h) << 6); // byte offset of step 32j + 16h in a row of x
+          const pa = bits == 8 ? qa + ((<usize>j) << 5) + ((<usize>h) << 4) : qa + ((<usize>j) << 4);
+          const pb = pa + 4 * qRow;
+          const up = h != 0;
+          if (!two) {
+            // One row of x: the columns in registers, used at once.
+            if (bits == 8) {
+              a0 = rowBytes16(a0, x0 + kb, v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa);
+              if (hi) b0 = rowBytes16(b0, x0 + kb, v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb);
+            } else {
+              a0 = rowBytes16(a0, x0 + kb, nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa);
+              if (hi) b0 = rowBytes16(b0, x0 + kb, nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb);
+            }
+            continue;
+          }
+          // Two rows of x: the columns dequantized once into `cols`, then taken in by both.
+          if (bits == 8) {
+            dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols);
+            if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256);
+          } else {
+            dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols);
+            if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256);
+          }
           for (let m: usize = 0; m < 4; m++) {
             // Block m: steps 32j + 16h + 4m … + 3, its columns at cols + 64m.
             const xm = kb + (m << 4), cm = cols + (m << 6);
             a0 = step4(a0, x0 + xm, cm);
-            if (hi) b0 = step4(b0, x0 + xm, cm + 256);
-            if (two) {
-              a1 = step4(a1, x1 + xm, cm);
-              if (hi) b1 = step4(b1, x1 + xm, cm + 256);
+            a1 = step4(a1, x1 + xm, cm);
+            if (hi) {
+              b0 = step4(b0, x0 + xm, cm + 256);
+              b1 = step4(b1, x1 + xm, cm + 256);
             }
           }
         }
