@@ -213,13 +213,14 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
  * s = s + x·w — gemm's operations on Wᵀ in the same order, so every element is bit-equal to the gemm
  * path, and a row computed alone equals the same row in any batch.
  *
- * Tiles: 8 rows of W (two 4-lane sums per row of x) × 2 rows of x, so four independent sums are in
- * flight and the adds' latency overlaps; an odd last row of x runs the same body alone, and a last
- * group of 4 rows of W the same body with one sum per row of x. The column vectors of a tile go
- * through `cols`, 512 bytes of scratch that belong to the calling thread (threads.ts hands each its
- * own), so dequantizing a block is done once for both rows of x. Rows past the last multiple of 4:
- * one scalar sum each, in the same order. A caller splits [0, OC) over threads in multiples of 8
- * rows, so a split changes no element.
+ * Tiles: 8 rows of W (two 4-lane accumulators per row of x; a last group of 4 rows, one). One row
+ * of x (a decoding step of one prompt) takes each transposed or dequantized block in registers as
+ * soon as it is made. More rows: per chunk of 16 steps k, the tile's blocks are made once into
+ * `cols` (512 bytes of scratch that belong to the calling thread; threads.ts hands each its own)
+ * and every row of x, in pairs (four sums in flight, so the adds' latency overlaps), takes them in,
+ * its sums kept in `out` between chunks (an f32 stored and loaded back is the same f32). Rows of W
+ * past the last multiple of 4: one scalar sum each, in the same order. A caller splits [0, OC) over
+ * threads in multiples of 8 rows, so a split changes no element.
  */
 // @ts-ignore: decorator
 @inline function step4(s: v128, xp: usize, col: usize): v128 {
@@ -264,6 +265,43 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
   if (hi) v128.store(out, s1, 16);
 }
 
+/**
+ * Every row of x takes in a chunk of nq ≤ 4 column blocks of a tile (at cols, and cols + 256 for the
+ * second 4 rows when `hi`), steps kb0 / 4 … on: rows in pairs, an odd last row alone; each sum
+ * loaded from out (or zero on the `first` chunk), advanced, stored back.
+ */
+// @ts-ignore: decorator
+@inline function chunkRows(x: usize, N: i32, xRow: usize, kb0: usize, nq: usize, cols: usize, out: usize, oRow: usize, first: bool, hi: bool): void {
+  const z = f32x4.splat(0);
+  for (let n = 0; n < N; n += 2) {
+    const two = n + 1 < N;
+    const x0 = x + (<usize>n) * xRow + kb0;
+    const p0 = out + (<usize>n) * oRow;
+    let a0 = first ? z : v128.load(p0), b0 = first || !hi ? z : v128.load(p0, 16);
+    if (two) {
+      const x1 = x0 + xRow, p1 = p0 + oRow;
+      let a1 = first ? z : v128.load(p1), b1 = first || !hi ? z : v128.load(p1, 16);
+      for (let m: usize = 0; m < nq; m++) {
+        const xm = m << 4, cm = cols + (m << 6);
+        a0 = step4(a0, x0 + xm, cm);
+        a1 = step4(a1, x1 + xm, cm);
+        if (hi) {
+          b0 = step4(b0, x0 + xm, cm + 256);
+          b1 = step4(b1, x1 + xm, cm + 256);
+        }
+      }
+      store8(p1, a1, b1, hi);
+    } else {
+      for (let m: usize = 0; m < nq; m++) {
+        const xm = m << 4, cm = cols + (m << 6);
+        a0 = step4(a0, x0 + xm, cm);
+        if (hi) b0 = step4(b0, x0 + xm, cm + 256);
+      }
+    }
+    store8(p0, a0, b0, hi);
+  }
+}
+
 /** f32 weights (header): out[n, o] for o in [o0, o1), all n. */
 export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
   const wRow = (<usize>C) << 2;
@@ -274,55 +312,46 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
     const hi = o + 8 <= o1;
     const wa = w + (<usize>o) * wRow;
     const wb = wa + 4 * wRow;
-    for (let n = 0; n < N; n += 2) {
-      const two = n + 1 < N;
-      const x0 = x + (<usize>n) * wRow;
-      const x1 = two ? x0 + wRow : x0;
-      let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
-      if (two) {
-        // Two rows of x share each transposed block (through `cols`).
-        for (let k = 0; k < c4; k += 4) {
-          const kb = (<usize>k) << 2;
-          transpose4(wa + kb, wRow, cols);
-          if (hi) transpose4(wb + kb, wRow, cols + 64);
-          a0 = step4(a0, x0 + kb, cols);
-          a1 = step4(a1, x1 + kb, cols);
-          if (hi) {
-            b0 = step4(b0, x0 + kb, cols + 64);
-            b1 = step4(b1, x1 + kb, cols + 64);
-          }
-        }
-      } else {
-        // One row of x: each block transposed in registers and used at once.
-        for (let k = 0; k < c4; k += 4) {
-          const kb = (<usize>k) << 2;
-          a0 = rowStep4(a0, x0 + kb, wa + kb, wRow);
-          if (hi) b0 = rowStep4(b0, x0 + kb, wb + kb, wRow);
-        }
-      }
-      for (let k = c4; k < C; k++) {
-        // The last C mod 4 steps: each column built lane by lane.
+    const po = out + ((<usize>o) << 2);
+    if (N == 1) {
+      let a = f32x4.splat(0), b = f32x4.splat(0);
+      for (let k = 0; k < c4; k += 4) {
         const kb = (<usize>k) << 2;
-        let ca = f32x4.splat(load<f32>(wa + kb));
-        ca = f32x4.replace_lane(ca, 1, load<f32>(wa + wRow + kb));
-        ca = f32x4.replace_lane(ca, 2, load<f32>(wa + 2 * wRow + kb));
-        ca = f32x4.replace_lane(ca, 3, load<f32>(wa + 3 * wRow + kb));
-        let cb = f32x4.splat(0);
-        if (hi) {
-          cb = f32x4.splat(load<f32>(wb + kb));
-          cb = f32x4.replace_lane(cb, 1, load<f32>(wb + wRow + kb));
-          cb = f32x4.replace_lane(cb, 2, load<f32>(wb + 2 * wRow + kb));
-          cb = f32x4.replace_lane(cb, 3, load<f32>(wb + 3 * wRow + kb));
-        }
-        const s0 = v128.load32_splat(x0 + kb), s1 = v128.load32_splat(x1 + kb);
-        a0 = f32x4.add(a0, f32x4.mul(s0, ca));
-        b0 = f32x4.add(b0, f32x4.mul(s0, cb));
-        a1 = f32x4.add(a1, f32x4.mul(s1, ca));
-        b1 = f32x4.add(b1, f32x4.mul(s1, cb));
+        a = rowStep4(a, x + kb, wa + kb, wRow);
+        if (hi) b = rowStep4(b, x + kb, wb + kb, wRow);
       }
-      const po = out + (<usize>n) * oRow + ((<usize>o) << 2);
-      store8(po, a0, b0, hi);
-      if (two) store8(po + oRow, a1, b1, hi);
+      store8(po, a, b, hi);
+    } else {
+      for (let k = 0; k < c4; k += 16) {
+        const nq = <usize>min(4, (c4 - k) >> 2);
+        const kb = (<usize>k) << 2;
+        for (let m: usize = 0; m < nq; m++) {
+          transpose4(wa + kb + (m << 4), wRow, cols + (m << 6));
+          if (hi) transpose4(wb + kb + (m << 4), wRow, cols + 256 + (m << 6));
+        }
+        chunkRows(x, N, wRow, kb, nq, cols, po, oRow, k == 0, hi);
+      }
+    }
+    for (let k = c4; k < C; k++) {
+      // The last C mod 4 steps: each column built lane by lane, every row's sums from out.
+      const kb = (<usize>k) << 2;
+      let ca = f32x4.splat(load<f32>(wa + kb));
+      ca = f32x4.replace_lane(ca, 1, load<f32>(wa + wRow + kb));
+      ca = f32x4.replace_lane(ca, 2, load<f32>(wa + 2 * wRow + kb));
+      ca = f32x4.replace_lane(ca, 3, load<f32>(wa + 3 * wRow + kb));
+      let cb = f32x4.splat(0);
+      if (hi) {
+        cb = f32x4.splat(load<f32>(wb + kb));
+        cb = f32x4.replace_lane(cb, 1, load<f32>(wb + wRow + kb));
+        cb = f32x4.replace_lane(cb, 2, load<f32>(wb + 2 * wRow + kb));
+        cb = f32x4.replace_lane(cb, 3, load<f32>(wb + 3 * wRow + kb));
+      }
+      for (let n = 0; n < N; n++) {
+        const p = po + (<usize>n) * oRow;
+        const xs = v128.load32_splat(x + (<usize>n) * wRow + kb);
+        const first = k == 0;
+        store8(p, f32x4.add(first ? f32x4.splat(0) : v128.load(p), f32x4.mul(xs, ca)), f32x4.add(first || !hi ? f32x4.splat(0) : v128.load(p, 16), f32x4.mul(xs, cb)), hi);
+      }
     }
     o += hi ? 8 : 4;
   }
@@ -420,9 +449,9 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
 }
 
 /**
- * The quantized tile loop shared by linQ8 and linQ4 (`bits` 8 or 4): per block of 32 steps k, the
- * tile's columns are dequantized into `cols` once (two halves of 16 steps, 256 bytes per 4 rows),
- * then each row of x takes them in.
+ * The quantized tile loop shared by linQ8 and linQ4 (`bits` 8 or 4), per half block of 16 steps k:
+ * one row of x takes the dequantized columns in registers; more rows take them from `cols`, where
+ * they are dequantized once (256 bytes per 4 rows of W) — the header's two ways.
  */
 // @ts-ignore: decorator
 @inline function linQ(bits: i32, x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
@@ -434,54 +463,39 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
   for (; o + 4 <= o1; ) {
     const hi = o + 8 <= o1;
     const qa = q + (<usize>o) * qRow;
-    for (let n = 0; n < N; n += 2) {
-      const two = n + 1 < N;
-      const x0 = x + (<usize>n) * xRow;
-      const x1 = two ? x0 + xRow : x0;
-      let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
-      for (let j = 0; j < nb; j++) {
-        const sa = scales4(sc, nb, o, j);
-        const sb = hi ? scales4(sc, nb, o + 4, j) : sa;
-        for (let h = 0; h < 2; h++) {
-          const kb = ((<usize>j) << 7) + ((<usize>h) << 6); // byte offset of step 32j + 16h in a row of x
-          const pa = bits == 8 ? qa + ((<usize>j) << 5) + ((<usize>h) << 4) : qa + ((<usize>j) << 4);
-          const pb = pa + 4 * qRow;
-          const up = h != 0;
-          if (!two) {
-            // One row of x: the columns in registers, used at once.
-            if (bits == 8) {
-              a0 = rowBytes16(a0, x0 + kb, v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa);
-              if (hi) b0 = rowBytes16(b0, x0 + kb, v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb);
-            } else {
-              a0 = rowBytes16(a0, x0 + kb, nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa);
-              if (hi) b0 = rowBytes16(b0, x0 + kb, nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb);
-            }
-            continue;
-          }
-          // Two rows of x: the columns dequantized once into `cols`, then taken in by both.
+    const po = out + ((<usize>o) << 2);
+    let a = f32x4.splat(0), b = f32x4.splat(0);
+    for (let j = 0; j < nb; j++) {
+      const sa = scales4(sc, nb, o, j);
+      const sb = hi ? scales4(sc, nb, o + 4, j) : sa;
+      for (let h = 0; h < 2; h++) {
+        const kb = ((<usize>j) << 7) + ((<usize>h) << 6); // byte offset of step 32j + 16h in a row of x
+        const pa = bits == 8 ? qa + ((<usize>j) << 5) + ((<usize>h) << 4) : qa + ((<usize>j) << 4);
+        const pb = pa + 4 * qRow;
+        const up = h != 0;
+        if (N == 1) {
+          // One row of x: the columns in registers, used at once.
           if (bits == 8) {
-            dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols);
-            if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256);
+            a = rowBytes16(a, x + kb, v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa);
+            if (hi) b = rowBytes16(b, x + kb, v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb);
           } else {
-            dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols);
-            if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256);
+            a = rowBytes16(a, x + kb, nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa);
+            if (hi) b = rowBytes16(b, x + kb, nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb);
           }
-          for (let m: usize = 0; m < 4; m++) {
-            // Block m: steps 32j + 16h + 4m … + 3, its columns at cols + 64m.
-            const xm = kb + (m << 4), cm = cols + (m << 6);
-            a0 = step4(a0, x0 + xm, cm);
-            a1 = step4(a1, x1 + xm, cm);
-            if (hi) {
-              b0 = step4(b0, x0 + xm, cm + 256);
-              b1 = step4(b1, x1 + xm, cm + 256);
-            }
-          }
+          continue;
         }
+        // More rows: the chunk's columns dequantized once into `cols`, then taken in by every row.
+        if (bits == 8) {
+          dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols);
+          if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256);
+        } else {
+          dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols);
+          if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256);
+        }
+        chunkRows(x, N, xRow, kb, 4, cols, po, oRow, j == 0 && h == 0, hi);
       }
-      const po = out + (<usize>n) * oRow + ((<usize>o) << 2);
-      store8(po, a0, b0, hi);
-      if (two) store8(po + oRow, a1, b1, hi);
     }
+    if (N == 1) store8(po, a, b, hi);
     o += hi ? 8 : 4;
   }
   for (; o < o1; o++) {
