@@ -14,9 +14,9 @@
  *
  * Also: shapes that are not multiples of 4 (every padding path), N = 1, C = 1, OC = 1, bench-sized
  * ones (2048 rows); accumulation into non-zero gradients; null outputs in the backward; Q8/Q4 equal
- * to the SIMD dense matmul on dequantized weights bit for bit; forwards of a few rows, which read
- * the weight as stored (f32, or Q8 / Q4 dequantized in registers, special f16 scales included),
- * equal the same rows of a batch large enough for the gemm bit for bit; f64 arguments take the TS path;
+ * to the SIMD dense matmul on dequantized weights bit for bit; a batch's rows (linear kernels for a
+ * few rows, packed panels for more; Q8 / Q4 dequantized on the fly, special f16 scales included)
+ * equal the same rows computed alone bit for bit; f64 arguments take the TS path;
  * with WebAssembly.validate stubbed to fail, a fresh simd.ts runs the TS twins and warns once;
  * short buffers throw the TS twins' RangeErrors; `cpuBackend` really dispatches to the kernel and a
  * small Model's logits on it stay close to `cpuBackendReference`'s; the committed artifact equals a
@@ -288,36 +288,41 @@ describe('WebAssembly SIMD kernels vs their TypeScript twins', () => {
     });
   }
 
-  // Up to LINEAR_MAX_ROWS rows the forward reads W as stored (linF32 / linQ8 / linQ4), above it
-  // through Wᵀ and the gemm; both sum each element in the same order, so a row is the same bits
-  // whichever path it takes — what makes decoding one token give the plain forward's logits.
-  it(`forwards of 1..${LINEAR_MAX_ROWS} rows (weights as stored) equal the same rows of a larger batch (the gemm) bit for bit: f32, Q8, Q4`, () => {
+  // The forward reads W as stored: one row (and up to LINEAR_MAX_ROWS) through the linear kernels,
+  // more through packed panels and gemm's register tile. Every path sums each element in the same
+  // order, so a row is the same bits however many rows share the call — what makes decoding one
+  // token give the plain forward's logits.
+  it(`a batch's rows equal the same rows computed alone bit for bit (linear ≤ ${LINEAR_MAX_ROWS} rows, panels above): f32, Q8, Q4`, () => {
     const r = rng();
-    const big = LINEAR_MAX_ROWS + 5;
+    const Ns = [2, 3, 4, 5, 6, 7, 9, 17];
+    const alone = (fwd: (o: Float32Array, x: Float32Array, N: number) => void, inp: Float32Array, N: number, C: number, OC: number): Float32Array => {
+      const want = new Float32Array(N * OC);
+      for (let n = 0; n < N; n++) fwd(want.subarray(n * OC, (n + 1) * OC), inp.subarray(n * C, (n + 1) * C), 1);
+      return want;
+    };
     // OC: every tile remainder (mod 8: 8-row tiles, a 4-row tile, single rows); C: every k remainder (f32).
-    for (const [C, OC] of [[5, 1], [7, 3], [12, 8], [33, 13], [64, 4], [96, 203], [130, 31]] as const) {
-      const inp = rand(big * C, r), w = rand(OC * C, r);
-      const want = new Float32Array(big * OC);
-      simdMatmulForward(want, inp, w, 1, big, C, OC);
-      for (const N of [1, 2, 3, LINEAR_MAX_ROWS]) {
+    for (const [C, OC] of [[5, 1], [7, 3], [12, 8], [33, 13], [64, 4], [96, 203], [130, 31], [16, 12]] as const) {
+      const fwd = (o: Float32Array, x: Float32Array, N: number): void => simdMatmulForward(o, x, w, 1, N, C, OC);
+      const w = rand(OC * C, r);
+      for (const N of Ns) {
+        const inp = rand(N * C, r);
         const got = new Float32Array(N * OC).fill(NaN);
-        simdMatmulForward(got, inp.subarray(0, N * C), w, 1, N, C, OC);
-        expect(bits(got), `f32 N ${N} C ${C} OC ${OC}`).toEqual(bits(want.subarray(0, N * OC)));
+        fwd(got, inp, N);
+        expect(bits(got), `f32 N ${N} C ${C} OC ${OC}`).toEqual(bits(alone(fwd, inp, N, C, OC)));
       }
     }
     for (const [C, OC] of [[32, 1], [32, 7], [64, 12], [96, 203], [160, 40]] as const) {
-      const inp = rand(big * C, r), w = rand(OC * C, r);
+      const w = rand(OC * C, r);
       const q8 = quantizeQ8(w, OC, C), q4 = quantizeQ4(w, OC, C);
-      for (const k of [
-        { name: 'Q8', fwd: (o: Float32Array, x: Float32Array, N: number) => simdMatmulForwardQ8(o, x, q8.q, q8.scales, 1, N, C, OC) },
-        { name: 'Q4', fwd: (o: Float32Array, x: Float32Array, N: number) => simdMatmulForwardQ4(o, x, q4.q, q4.scales, 1, N, C, OC) },
-      ]) {
-        const want = new Float32Array(big * OC);
-        k.fwd(want, inp, big);
-        for (const N of [1, 2, 5, LINEAR_MAX_ROWS]) {
+      for (const [name, fwd] of [
+        ['Q8', (o: Float32Array, x: Float32Array, N: number): void => simdMatmulForwardQ8(o, x, q8.q, q8.scales, 1, N, C, OC)],
+        ['Q4', (o: Float32Array, x: Float32Array, N: number): void => simdMatmulForwardQ4(o, x, q4.q, q4.scales, 1, N, C, OC)],
+      ] as const) {
+        for (const N of Ns) {
+          const inp = rand(N * C, r);
           const got = new Float32Array(N * OC).fill(NaN);
-          k.fwd(got, inp.subarray(0, N * C), N);
-          expect(bits(got), `${k.name} N ${N} C ${C} OC ${OC}`).toEqual(bits(want.subarray(0, N * OC)));
+          fwd(got, inp, N);
+          expect(bits(got), `${name} N ${N} C ${C} OC ${OC}`).toEqual(bits(alone(fwd, inp, N, C, OC)));
         }
       }
     }

@@ -1,15 +1,15 @@
 /**
  * WebAssembly SIMD kernels of the CPU backend, in AssemblyScript (compiled by `npm run build:wasm`,
  * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simdMemory.ts):
- * `gemm` (the matmul family, this header), then causal attention forward/backward and the row
+ * `gemm` (the matmul gradients, this header), the forward product on weights as stored (linear and
+ * panel kernels, below the first rule), then causal attention forward/backward and the row
  * kernels — RMSNorm, SwiGLU, log-softmax, RoPE, residual add, forward and backward — below the second rule, each
  * stating its maths by reference to its TypeScript twin in src/backend/cpu/.
  *
- * One kernel serves the whole f32 matmul family: a "broadcast × row" product
+ * One kernel serves both matmul gradients: a "broadcast × row" product
  *   out[r, j] = Σ_k A(r, k) · B[k, j]        r < R, j < J (J a multiple of 4), k < K
  * with A read through strides (element (r, k) at a + 4·(r·ars + k·aks)) and B, out row-major with
- * J columns. The loader (simd.ts) maps the three matmul products onto it:
- *   forward      out  = inp · Wᵀ    A = inp  (ars C, aks 1),   B = Wᵀ [C × OC]   (transposePad, below)
+ * J columns. The loader (simd.ts) maps the products onto it:
  *   input grad   dinp = dout · W    A = dout (ars OC, aks 1),  B = W  [OC × C]
  *   weight grad  dW   = doutᵀ · inp A = doutᵀ (ars 1, aks OC), B = inp [N × C]
  * so no kernel needs a horizontal (across-lane) sum: every lane is its own output element.
@@ -34,9 +34,8 @@
  * a view into one may be only 4-byte aligned, which wasm allows (an alignment is a hint), at some
  * cost in speed.
  *
- * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
- * embedding (a row gather: it stays TypeScript), threads (none in here: src/backend/cpu/threads.ts
- * runs shares of a gemm's rows, or of attention's batch, on other instances of this module over the
+ * Not here: copies in and out, padding (simd.ts), embedding (a row gather: it stays TypeScript), threads (none in here: src/backend/cpu/threads.ts
+ * runs shares of a gemm's rows, of a forward's output columns, or of attention's batch, on other instances of this module over the
  * same shared memory — the shared-memory build, scripts/build-wasm.mjs; a result does not depend on
  * the share an element falls in).
  */
@@ -44,40 +43,6 @@
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */
 export function heapBase(): usize {
   return (__heap_base + 15) & ~(<usize>15);
-}
-
-/**
- * out[c·OCp + o] = w[o·C + c] for o < OC, c < C, and 0 for OC ≤ o < OCp: the forward's Wᵀ, its rows
- * padded to OCp (a multiple of 4) — the gemm's B for out = inp · Wᵀ. 4 × 4 blocks are transposed in
- * registers (four loads, eight shuffles, four stores); the edges element by element. A copy: exact.
- */
-export function transposePad(out: usize, w: usize, OC: i32, C: i32, OCp: i32): void {
-  const o4 = OC & ~3;
-  const c4 = C & ~3;
-  const wRow = (<usize>C) << 2;
-  const oRow = (<usize>OCp) << 2;
-  for (let o = 0; o < o4; o += 4) {
-    const w0 = w + (<usize>o) * wRow;
-    for (let c = 0; c < c4; c += 4) {
-      const src = w0 + ((<usize>c) << 2);
-      const r0 = v128.load(src);
-      const r1 = v128.load(src + wRow);
-      const r2 = v128.load(src + 2 * wRow);
-      const r3 = v128.load(src + 3 * wRow);
-      const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
-      const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
-      const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
-      const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
-      const dst = out + (<usize>c) * oRow + ((<usize>o) << 2);
-      v128.store(dst, v128.shuffle<f32>(t0, t1, 0, 1, 4, 5));
-      v128.store(dst + oRow, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
-      v128.store(dst + 2 * oRow, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5));
-      v128.store(dst + 3 * oRow, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7));
-    }
-    for (let c = c4; c < C; c++) for (let k = 0; k < 4; k++) st(out, c * OCp + o + k, ld(w, (o + k) * C + c));
-  }
-  for (let o = o4; o < OC; o++) for (let c = 0; c < C; c++) st(out, c * OCp + o, ld(w, o * C + c));
-  for (let c = 0; c < C; c++) for (let o = OC; o < OCp; o++) st(out, c * OCp + o, 0);
 }
 
 /** f32x4 store of s, or of (what is there) + s when accumulating. */
@@ -205,8 +170,8 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
  * with W read as the model stores it, [OC × C] row-major — f32 (`linF32`), or Q8 / Q4 blocks of 32
  * along C (`linQ8`, `linQ4`; the layouts of src/backend/cpu/quant.ts) dequantized on the fly, each
  * weight q·s exactly as quant.ts dequantRows makes it (an int8 or int4 times an f16 is exact in f32).
- * No Wᵀ copy is made (transposePad): for the few rows of a decoding step that copy costs as much as
- * the product, and a quantized weight is read at its own size, not as f32.
+ * No copy of Wᵀ is made: for the few rows of a decoding step it would cost as much as the product,
+ * and a quantized weight is read at its own size, not as f32.
  *
  * Numerics: lanes are output columns o, as in `gemm`. A 4 × 4 block of W (4 rows o, 4 steps k) is
  * transposed into four column vectors, and each lane is one f32 accumulator summed in ascending k,
@@ -230,18 +195,18 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
   return f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 12), v128.load(col, 48)));
 }
 
-/** The 4 × 4 block of f32 rows p, p + rs, p + 2rs, p + 3rs, transposed: column j (k + j of the 4 rows) at dst + 16·j. */
+/** The 4 × 4 block of f32 rows p, p + rs, p + 2rs, p + 3rs, transposed: column j (k + j of the 4 rows) at dst + cs·j. */
 // @ts-ignore: decorator
-@inline function transpose4(p: usize, rs: usize, dst: usize): void {
+@inline function transpose4(p: usize, rs: usize, dst: usize, cs: usize): void {
   const r0 = v128.load(p), r1 = v128.load(p + rs), r2 = v128.load(p + 2 * rs), r3 = v128.load(p + 3 * rs);
   const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
   const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
   const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
   const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
   v128.store(dst, v128.shuffle<f32>(t0, t1, 0, 1, 4, 5));
-  v128.store(dst, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7), 16);
-  v128.store(dst, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5), 32);
-  v128.store(dst, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7), 48);
+  v128.store(dst + cs, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
+  v128.store(dst + 2 * cs, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5));
+  v128.store(dst + 3 * cs, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7));
 }
 
 /** s plus four steps k of one row of x (xp) against the 4 × 4 f32 block of rows p, p + rs, … (transposed in registers). */
@@ -326,8 +291,8 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
         const nq = <usize>min(4, (c4 - k) >> 2);
         const kb = (<usize>k) << 2;
         for (let m: usize = 0; m < nq; m++) {
-          transpose4(wa + kb + (m << 4), wRow, cols + (m << 6));
-          if (hi) transpose4(wb + kb + (m << 4), wRow, cols + 256 + (m << 6));
+          transpose4(wa + kb + (m << 4), wRow, cols + (m << 6), 16);
+          if (hi) transpose4(wb + kb + (m << 4), wRow, cols + 256 + (m << 6), 16);
         }
         chunkRows(x, N, wRow, kb, nq, cols, po, oRow, k == 0, hi);
       }
@@ -385,30 +350,30 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
   return f32x4.replace_lane(v, 3, half(<u32>load<u16>(p + 3 * rs)));
 }
 
-/** The four columns of one 4 × 4 block: byte t of each 32-bit lane (lane i = row i), sign-extended, converted, ·sv. */
+/** The four columns of one 4 × 4 block: byte t of each 32-bit lane (lane i = row i), sign-extended, converted, ·sv; column t at dst + cs·t. */
 // @ts-ignore: decorator
-@inline function byteCols(v: v128, sv: v128, dst: usize): void {
+@inline function byteCols(v: v128, sv: v128, dst: usize, cs: usize): void {
   v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 24), 24)), sv));
-  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 16), 24)), sv), 16);
-  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 8), 24)), sv), 32);
-  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(v, 24)), sv), 48);
+  v128.store(dst + cs, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 16), 24)), sv));
+  v128.store(dst + 2 * cs, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 8), 24)), sv));
+  v128.store(dst + 3 * cs, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(v, 24)), sv));
 }
 
 /**
- * Sixteen int8 weights (k0..k0+15) of each of four rows r0..r3, times the rows' scales sv, as four
- * column blocks at dst (block m, steps k0 + 4m..k0 + 4m + 3, at dst + 64·m, transpose4's layout):
- * the rows transposed as 32-bit lanes, then byteCols on each.
+ * Sixteen int8 weights (k0..k0+15) of each of four rows r0..r3, times the rows' scales sv, as
+ * sixteen column vectors (column k0 + t at dst + cs·t, transpose4's layout): the rows transposed as
+ * 32-bit lanes, then byteCols on each.
  */
 // @ts-ignore: decorator
-@inline function dequant16(r0: v128, r1: v128, r2: v128, r3: v128, sv: v128, dst: usize): void {
+@inline function dequant16(r0: v128, r1: v128, r2: v128, r3: v128, sv: v128, dst: usize, cs: usize): void {
   const t0 = v128.shuffle<i32>(r0, r1, 0, 4, 1, 5);
   const t1 = v128.shuffle<i32>(r2, r3, 0, 4, 1, 5);
   const t2 = v128.shuffle<i32>(r0, r1, 2, 6, 3, 7);
   const t3 = v128.shuffle<i32>(r2, r3, 2, 6, 3, 7);
-  byteCols(v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), sv, dst);
-  byteCols(v128.shuffle<i32>(t0, t1, 2, 3, 6, 7), sv, dst + 64);
-  byteCols(v128.shuffle<i32>(t2, t3, 0, 1, 4, 5), sv, dst + 128);
-  byteCols(v128.shuffle<i32>(t2, t3, 2, 3, 6, 7), sv, dst + 192);
+  byteCols(v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), sv, dst, cs);
+  byteCols(v128.shuffle<i32>(t0, t1, 2, 3, 6, 7), sv, dst + 4 * cs, cs);
+  byteCols(v128.shuffle<i32>(t2, t3, 0, 1, 4, 5), sv, dst + 8 * cs, cs);
+  byteCols(v128.shuffle<i32>(t2, t3, 2, 3, 6, 7), sv, dst + 12 * cs, cs);
 }
 
 /** s plus four steps k of one row of x (xp) against one 4 × 4 int8 block v (byteCols's layout) times sv, the columns in registers. */
@@ -486,11 +451,11 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
         }
         // More rows: the chunk's columns dequantized once into `cols`, then taken in by every row.
         if (bits == 8) {
-          dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols);
-          if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256);
+          dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols, 16);
+          if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256, 16);
         } else {
-          dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols);
-          if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256);
+          dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols, 16);
+          if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256, 16);
         }
         chunkRows(x, N, xRow, kb, 4, cols, po, oRow, j == 0 && h == 0, hi);
       }
@@ -515,6 +480,134 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
       store<f32>(out + (<usize>n) * oRow + ((<usize>o) << 2), s);
     }
   }
+}
+
+/**
+ * The same product for many rows of x (a prefill, a training batch), through packed panels: for each
+ * tile of 8 rows of W, its columns over all C steps are packed once into `strip` (C × 8 f32, row k =
+ * W[o..o+7, k]: f32 rows transposed, Q8 / Q4 rows dequantized — the calling thread's own, 32·C bytes)
+ * and every row of x runs gemm's 4 × 8 register tile against it, so no thread copies the whole of Wᵀ
+ * first and each panel stays in cache while the rows stream past it. Same sums in the same order as
+ * gemm on Wᵀ (bit-equal to it and to the linear kernels above). A last tile of 4 rows leaves the
+ * strip's other 4 columns as they are (their lanes are computed and not stored); rows of W past the
+ * last multiple of 4 go to the linear kernel. C must be a multiple of 4 (f32; the quantized layouts
+ * have 32), and strip must hold max(32·C, 512) bytes (the linear kernel's scratch too).
+ */
+// @ts-ignore: decorator
+@inline function panelRows(x: usize, N: i32, C: i32, strip: usize, out: usize, oRow: usize, hi: bool): void {
+  const xRow = (<usize>C) << 2;
+  let r = 0;
+  for (; r + 4 <= N; r += 4) {
+    let p0 = x + (<usize>r) * xRow;
+    let p1 = p0 + xRow;
+    let p2 = p1 + xRow;
+    let p3 = p2 + xRow;
+    let bp = strip;
+    let s00 = f32x4.splat(0), s01 = f32x4.splat(0);
+    let s10 = f32x4.splat(0), s11 = f32x4.splat(0);
+    let s20 = f32x4.splat(0), s21 = f32x4.splat(0);
+    let s30 = f32x4.splat(0), s31 = f32x4.splat(0);
+    for (let k = 0; k < C; k++) {
+      const b0 = v128.load(bp);
+      const b1 = v128.load(bp, 16);
+      let v = v128.load32_splat(p0);
+      s00 = f32x4.add(s00, f32x4.mul(v, b0));
+      s01 = f32x4.add(s01, f32x4.mul(v, b1));
+      v = v128.load32_splat(p1);
+      s10 = f32x4.add(s10, f32x4.mul(v, b0));
+      s11 = f32x4.add(s11, f32x4.mul(v, b1));
+      v = v128.load32_splat(p2);
+      s20 = f32x4.add(s20, f32x4.mul(v, b0));
+      s21 = f32x4.add(s21, f32x4.mul(v, b1));
+      v = v128.load32_splat(p3);
+      s30 = f32x4.add(s30, f32x4.mul(v, b0));
+      s31 = f32x4.add(s31, f32x4.mul(v, b1));
+      p0 += 4;
+      p1 += 4;
+      p2 += 4;
+      p3 += 4;
+      bp += 32;
+    }
+    const o = out + (<usize>r) * oRow;
+    store8(o, s00, s01, hi);
+    store8(o + oRow, s10, s11, hi);
+    store8(o + 2 * oRow, s20, s21, hi);
+    store8(o + 3 * oRow, s30, s31, hi);
+  }
+  for (; r < N; r++) {
+    let p0 = x + (<usize>r) * xRow;
+    let bp = strip;
+    let s0 = f32x4.splat(0), s1 = f32x4.splat(0);
+    for (let k = 0; k < C; k++) {
+      const v = v128.load32_splat(p0);
+      s0 = f32x4.add(s0, f32x4.mul(v, v128.load(bp)));
+      s1 = f32x4.add(s1, f32x4.mul(v, v128.load(bp, 16)));
+      p0 += 4;
+      bp += 32;
+    }
+    store8(out + (<usize>r) * oRow, s0, s1, hi);
+  }
+}
+
+/** f32 weights (panel header), C a multiple of 4: out[n, o] for o in [o0, o1), all n. */
+export function panelF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  const wRow = (<usize>C) << 2;
+  const oRow = (<usize>OC) << 2;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const wa = w + (<usize>o) * wRow;
+    for (let k = 0; k < C; k += 4) {
+      const kb = (<usize>k) << 2;
+      transpose4(wa + kb, wRow, strip + (kb << 3), 32);
+      if (hi) transpose4(wa + 4 * wRow + kb, wRow, strip + (kb << 3) + 16, 32);
+    }
+    panelRows(x, N, C, strip, out + ((<usize>o) << 2), oRow, hi);
+    o += hi ? 8 : 4;
+  }
+  if (o < o1) linF32(x, N, w, C, out, OC, o, o1, strip);
+}
+
+// @ts-ignore: decorator
+@inline function panelQ(bits: i32, x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  const oRow = (<usize>OC) << 2;
+  const qRow = bits == 8 ? <usize>C : (<usize>C) >> 1;
+  const nb = C >> 5;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const qa = q + (<usize>o) * qRow;
+    for (let j = 0; j < nb; j++) {
+      const sa = scales4(sc, nb, o, j);
+      const sb = hi ? scales4(sc, nb, o + 4, j) : sa;
+      for (let h = 0; h < 2; h++) {
+        const dst = strip + ((<usize>(32 * j + 16 * h)) << 5); // strip row of step 32j + 16h
+        const pa = bits == 8 ? qa + ((<usize>j) << 5) + ((<usize>h) << 4) : qa + ((<usize>j) << 4);
+        const pb = pa + 4 * qRow;
+        const up = h != 0;
+        if (bits == 8) {
+          dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, dst, 32);
+          if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, dst + 16, 32);
+        } else {
+          dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, dst, 32);
+          if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, dst + 16, 32);
+        }
+      }
+    }
+    panelRows(x, N, C, strip, out + ((<usize>o) << 2), oRow, hi);
+    o += hi ? 8 : 4;
+  }
+  if (o < o1) linQ(bits, x, N, q, sc, C, out, OC, o, o1, strip);
+}
+
+/** Q8 weights (panel header): out[n, o] for o in [o0, o1), all n. */
+export function panelQ8(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  panelQ(8, x, N, q, sc, C, out, OC, o0, o1, strip);
+}
+
+/** Q4 weights (panel header): out[n, o] for o in [o0, o1), all n. */
+export function panelQ4(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  panelQ(4, x, N, q, sc, C, out, OC, o0, o1, strip);
 }
 
 /**

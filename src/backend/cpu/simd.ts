@@ -49,7 +49,7 @@ import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
 import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdRelease, simdResident, simdTensor } from './simdMemory';
 import { logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { LIN_SCRATCH, attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
+import { attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
 
 export {
   setCpuResidency,
@@ -65,33 +65,31 @@ export {
 } from './simdMemory';
 
 /**
- * Most rows of inp for which the forward reads W as stored (wasm/kernels.ts linF32, linQ8, linQ4)
- * instead of copying Wᵀ once (transposePad) and running the gemm: the copy pays for itself only
- * when enough rows share it. Both give the same bits (the kernels' header), so where the line falls
- * changes only the speed (docs/performance.md "Decoding at real size").
+ * Most rows of inp for which the forward runs the linear kernels (wasm/kernels.ts linF32, linQ8,
+ * linQ4: each block of W made once per chunk and taken in by every row) rather than the panel
+ * kernels (panelF32, …: a packed panel of W per tile and gemm's 4 × 8 register tile). Both read W as
+ * stored and give the same bits, so the line changes only the speed (docs/performance.md "Decoding
+ * at real size").
  */
-export const LINEAR_MAX_ROWS = 16;
+export const LINEAR_MAX_ROWS = 3;
+let linearMaxRows = LINEAR_MAX_ROWS;
 
-/** out = inp · Wᵀ on the kernel; all f32, sizes already checked. */
-function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Float32Array, N: number, C: number, OC: number): void {
-  if (N <= LINEAR_MAX_ROWS) return forwardLinear(k, 32, out, inp, [[weight, OC * C, IN]], N, C, OC);
-  const OCp = ceil4(OC);
-  const [pi, po, pwSrc, pw] = place(k, [
-    [inp, N * C, IN],
-    [out, N * OC, OUT, N, OC, OCp],
-    [weight, OC * C, IN],
-  ], [C * OCp]) as [number, number, number, number];
-  k.transposePad(pw * 4, pwSrc * 4, OC, C, OCp); // Wᵀ [C × OCp], padding columns zero
-  blockedGemm(k, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
-  finish();
+/** Sets the row count up to which the forward runs the linear kernels (LINEAR_MAX_ROWS by default): benches time both with it; the results are the same bits. */
+export function setLinearMaxRows(n: number): void {
+  linearMaxRows = n;
 }
 
-/** out = inp · Wᵀ with W as stored: f32 (weight = [w]) or quantized (weight = [q, scales]); sizes already checked. */
-function forwardLinear(k: Kernels, bits: 32 | 8 | 4, out: Float32Array, inp: Float32Array, weight: Arg[], N: number, C: number, OC: number): void {
-  const copies = scratchCopies();
-  const o = place(k, [[inp, N * C, IN], [out, N * OC, OUT], ...weight], [(LIN_SCRATCH / 4) * copies]);
+/**
+ * out = inp · Wᵀ with W as stored — f32 (weight = [w]) or quantized (weight = [q, scales]) — on the
+ * linear or the panel kernels, split over threads; sizes already checked. The panels need C a
+ * multiple of 4 (always so for the quantized layouts).
+ */
+function forwardStored(k: Kernels, bits: 32 | 8 | 4, out: Float32Array, inp: Float32Array, weight: Arg[], N: number, C: number, OC: number): void {
+  const panel = N > linearMaxRows && C % 4 === 0;
+  const stride = ceil4(Math.max(128, panel ? 8 * C : 0)); // floats of scratch per thread: 512 bytes, or a C × 8 panel
+  const o = place(k, [[inp, N * C, IN], [out, N * OC, OUT], ...weight], [stride * scratchCopies()]);
   const w = o.slice(2, 2 + weight.length).map((e) => e * 4);
-  linearSplit(k, bits, o[0]! * 4, N, w, C, o[1]! * 4, OC, o[o.length - 1]! * 4);
+  linearSplit(k, bits, panel, o[0]! * 4, N, w, C, o[1]! * 4, OC, o[o.length - 1]! * 4, stride * 4);
   finish();
 }
 
@@ -127,11 +125,11 @@ function backwardF32(
   finish();
 }
 
-/** out = inp · Wᵀ (matmul.ts header), on the SIMD kernel when it is available. Overwrites `out`. */
+/** out = inp · Wᵀ (matmul.ts header), on the SIMD kernels when they are available. Overwrites `out`. */
 export function simdMatmulForward(out: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, OC: number): void {
   if (!fast(out, inp, weight)) return matmulForward(out, inp, weight, B, T, C, OC);
   const N = checkMatmulForward(out, inp, weight, B, T, C, OC);
-  if (N * OC > 0) forwardF32(load()!, out as Float32Array, inp as Float32Array, weight as Float32Array, N, C, OC);
+  if (N * OC > 0) forwardStored(load()!, 32, out as Float32Array, inp as Float32Array, [[weight as Float32Array, OC * C, IN]], N, C, OC);
 }
 
 /** dinp += dout · W, dW += doutᵀ · inp (matmul.ts header), on the SIMD kernel when available. */
@@ -181,18 +179,12 @@ function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array,
   return w;
 }
 
-/**
- * out = inp · Wᵀ for a quantized weight on the kernels: up to LINEAR_MAX_ROWS rows dequantized on
- * the fly (linQ8 / linQ4), more through the dense f32 weight (dequantized, then the gemm) — the same
- * bits either way, those of the dense matmul on the dequantized weight.
- */
+/** out = inp · Wᵀ for a quantized weight on the kernels (forwardStored): the same bits as the dense matmul on the dequantized weight. */
 function forwardQuantized(op: string, out: FloatArray, inp: FloatArray, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  const N = B * T;
-  if (N > LINEAR_MAX_ROWS) return simdMatmulForward(out, inp, dequantized(op, q, scales, B, T, C, OC, ['inp', inp], ['out', out]), B, T, C, OC);
-  checkQuantized(op, q, scales, B, T, C, OC);
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
   need(op, 'inp', inp, N * C);
   need(op, 'out', out, N * OC);
-  if (N * OC > 0) forwardLinear(load()!, q instanceof Int8Array ? 8 : 4, out as Float32Array, inp as Float32Array, [[q, q instanceof Int8Array ? OC * C : (OC * C) / 2, IN], [scales, (OC * C) / 32, IN]], N, C, OC);
+  if (N * OC > 0) forwardStored(load()!, q instanceof Int8Array ? 8 : 4, out as Float32Array, inp as Float32Array, [[q, q instanceof Int8Array ? OC * C : (OC * C) / 2, IN], [scales, (OC * C) / 32, IN]], N, C, OC);
 }
 
 /** out = inp · Wᵀ for a Q8 weight (quant.ts header), on the kernels (forwardQuantized). Overwrites `out`. */

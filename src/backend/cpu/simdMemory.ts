@@ -36,11 +36,13 @@ export interface Kernels {
   logSoftmaxBwd(dz: number, dlp: number, lp: number, N: number, V: number, invT: number): void;
   ropeApply(out: number, inp: number, table: number, B: number, T: number, NH: number, HS: number, pos0: number, sgn: number, acc: number): void;
   axpy(out: number, a: number, b: number, N: number, s: number): void;
-  transposePad(out: number, w: number, OC: number, C: number, OCp: number): void;
   linF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
   linQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
   linQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
   dequantRows(out: number, q: number, sc: number, C: number, o0: number, o1: number, bits: number): void;
+  panelF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
+  panelQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
+  panelQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
 }
 
 /** The typed arrays a kernel call can take: f32 tensors, and the int8 / packed int4 / f16-bits arrays of a quantized weight. */
