@@ -100,6 +100,8 @@ function forwardStored(k: Kernels, bits: 32 | 8 | 4, out: Float32Array, inp: Flo
  * strip of inp are 2 × 8 KB of cache lines, so both stay in L1 across a chunk.
  */
 const DW_ROWS = 128;
+/** Steps per block of the input gradient's sum over OC (K-blocked like the weight gradient, below). */
+const DINP_K = 256;
 
 /** dinp += dout · W and/or dW += doutᵀ · inp on the kernel; all f32, sizes already checked. */
 function backwardF32(
@@ -119,7 +121,9 @@ function backwardF32(
   if (dweight !== null) args.push([inp, N * C, IN, N, C, Cp], [dweight, OC * C, ACC, OC, C, Cp]);
   const o = place(k, args);
   const pd = o[0]!;
-  if (dinp !== null) blockedGemm(k, pd * 4, OC, 1, o[1]! * 4, Cp, o[2]! * 4, N, OC, 1, OC);
+  // K-blocked too: a block of DINP_K rows of W, 8 columns wide, is 8 KB and stays in L1 while every
+  // row tile of dout streams past it.
+  if (dinp !== null) blockedGemm(k, pd * 4, OC, 1, o[1]! * 4, Cp, o[2]! * 4, N, OC, 1, DINP_K);
   // K-blocked: chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
   if (dweight !== null) blockedGemm(k, pd * 4, 1, OC, o[args.length - 2]! * 4, Cp, o[args.length - 1]! * 4, OC, N, 1, DW_ROWS);
   finish();
