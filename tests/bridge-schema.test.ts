@@ -116,7 +116,9 @@ describe('what an engine runs differently is said with its export', () => {
   const settings = (e: EngineExport) => (e.ok ? e.differs.map((d) => d.setting) : []);
   it('each written engine names the settings it computes differently, in its summary and in its file', () => {
     const r = check(runnable('arith-team'));
-    expect(settings(r.engines.satTrainer)).toEqual(['epochs', 'onExhausted', 'retryLrFactor', 'betaAdapt', 'maxNew']);
+    expect(settings(r.engines.satTrainer)).toEqual(['rewardMode', 'epochs', 'onExhausted', 'retryLrFactor', 'betaAdapt', 'maxNew']);
+    // Its built-in reward reads the last number of a reply: extract mode is what it runs.
+    expect(settings(check(runnable('arith-team', { rewardMode: 'extract' })).engines.satTrainer)).not.toContain('rewardMode');
     expect(settings(r.engines.verl)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'agents']);
     expect(settings(r.engines.teamtr)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'group']);
     expect(r.engines.teamtr.ok && r.engines.teamtr.overrides).toContain('data.shuffle=false');
@@ -131,7 +133,7 @@ describe('what an engine runs differently is said with its export', () => {
     }
     // Settings the SAT authors' trainer has no key for are said when they leave its fixed choice.
     const odd = check(runnable('arith-team', { epsHigh: 0.28, topK: 5, formatReward: 0.1, lora: 8, loraAlpha: 16, objective: 'token', epochs: 1, onExhausted: 'keep', retryLrFactor: 1, deltas: [0.1, 0.2, 0.3] }));
-    expect(settings(odd.engines.satTrainer)).toEqual(['epsHigh', 'objective', 'topK', 'formatReward', 'lora', 'betaAdapt', 'deltas', 'maxNew']);
+    expect(settings(odd.engines.satTrainer)).toEqual(['epsHigh', 'objective', 'topK', 'formatReward', 'rewardMode', 'lora', 'betaAdapt', 'deltas', 'maxNew']);
     const dr = check(runnable('arith-team', { objective: 'token', tokenAgg: 'dr_grpo' }));
     expect(dr.engines.verl.ok && dr.engines.verl.differs.find((d) => d.setting === 'beta')!.message).toMatch(/no KL loss \(use_kl_loss=false\)/);
   });

@@ -58,9 +58,10 @@ export const RECIPE: RecipeTable = {
   loraAlpha: { satTrainer: null, verl: `${V}.model.lora_alpha`, teamtr: `${V}.model.lora_alpha`, note: 'Written with lora > 0.' },
   temperature: { satTrainer: 'generation.temperature', verl: `${V}.rollout.temperature`, teamtr: `${V}.rollout.temperature`, note: 'The sampling temperature of every rollout.' },
   topK: { satTrainer: null, verl: `${V}.rollout.top_k`, teamtr: `${V}.rollout.top_k`, note: 'verl (vLLM): 0 = all tokens is written -1; TeamTR\'s Hugging Face sampler takes 0. The SAT authors\' trainer samples with top_p only.' },
-  maxNew: { satTrainer: 'data.max_response_length', verl: 'data.max_response_length', teamtr: 'data.max_response_length', note: 'The playground counts characters of a char-level model; a real tokenizer and an instruct model need another budget: 4 × maxNew tokens, at least 32.' },
+  maxNew: { satTrainer: 'data.max_response_length', verl: 'data.max_response_length', teamtr: 'data.max_response_length', note: 'The playground counts characters of a char-level model; a real tokenizer and an instruct model need another budget: 4 × maxNew tokens, at least 64 for a bare answer (rewardMode strict) or 256 for a worked one (extract).' },
   evalEpisodes: { satTrainer: 'dataset.test_path', verl: 'data.val_files', teamtr: 'data.val_files', note: 'The held-out problems behind J, written as the validation file (verl and TeamTR validate every step: trainer.test_freq=1).' },
   formatReward: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py. The SAT authors\' reward is built in (1 or 0): a format reward > 0 is not carried there.' },
+  rewardMode: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py (REWARD_MODE) and the instruction line of every prompt: strict grades the whole reply as the playground does (its J); extract grades the last \\boxed{…}, the text after ####, else the last number (countdown: the last line). The SAT authors\' reward is built in: it reads the last number of the reply, whatever the mode.' },
   seed: { satTrainer: null, verl: 'data.seed', teamtr: 'teamtr_router_seed', note: 'verl: shuffles the data. TeamTR reads its rows in file order (data.shuffle=false, so each step holds the same problems for every agent) and gets it as teamtr_router_seed. The SAT authors\' trainer takes --seed on its command line (written there). A real run has further seeds (sampling, initialisation).' },
   stages: { satTrainer: 'training.num_stages', verl: 'trainer.total_training_steps', teamtr: 'trainer.total_training_steps', note: 'One stage per training step.' },
   scheme: NONE('sequential is SAT; TeamTR updates agents in turn from one batch per step, which for the independent protocol is the same (an agent\'s update does not change another\'s episodes).'),
@@ -178,7 +179,7 @@ export function dataFiles(cfg: Config, dataDir: string): ExportFile[] {
     { path: at(DATA_FILES.teamtrVal), text: teamtrRows(cfg, val) },
     { path: at(DATA_FILES.satTrain), text: satRows(cfg, train, 'train') },
     { path: at(DATA_FILES.satTest), text: satRows(cfg, val, 'test') },
-    { path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward) },
+    { path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward, cfg.rewardMode) },
   ];
 }
 
