@@ -179,3 +179,27 @@ describe('the checker fails broken exports (it can fail)', () => {
     expect(checkSatTrainer(y.replace(/path: HuggingFaceTB\/SmolLM2-135M-Instruct/, 'path: tabular:climbing'), files).join('\n')).toMatch(/sat.agents\[0\].path "tabular:climbing" is not a loadable model/);
   });
 });
+
+describe('an export writes only what its engines run, under names that match', () => {
+  it('each engine\'s data rows only when it exports, reward.py for verl or TeamTR, the verl overrides beside its script', () => {
+    const cases = [...llm.map((n) => presetConfig(n)), ...llm.map((n) => runnable(n)), runnable('arith-team', { norm: 'batch' }), presetConfig('arith-team', { order: 'random', protocol: 'independent' })];
+    const seen = new Set<string>();
+    for (const cfg of cases) {
+      const r = recipe(cfg, DEFAULT_MODELS, 1, 'runs/x.sat.yaml');
+      const paths = r.files.map((f) => f.path);
+      const ok = { satTrainer: r.engines.satTrainer.ok, verl: r.engines.verl.ok, teamtr: r.engines.teamtr.ok };
+      seen.add(JSON.stringify(ok));
+      const has = (p: string) => paths.includes(p);
+      expect([has('x.sat.yaml'), has('x.data/train.sat.jsonl'), has('x.data/test.sat.jsonl')], `${cfg.task} ${cfg.protocol}: SAT trainer ${ok.satTrainer}`).toEqual([ok.satTrainer, ok.satTrainer, ok.satTrainer]);
+      expect([has('x.verl.sh'), has('x.verl.txt'), has('x.data/train.verl.jsonl'), has('x.data/val.verl.jsonl')]).toEqual([ok.verl, ok.verl, ok.verl, ok.verl]);
+      expect([has('x.teamtr.sh'), has('x.data/train.teamtr.jsonl'), has('x.data/val.teamtr.jsonl')]).toEqual([ok.teamtr, ok.teamtr, ok.teamtr]);
+      expect(has('x.data/reward.py')).toBe(ok.verl || ok.teamtr);
+      expect(paths.some((p) => p.includes('.sat.yaml.'))).toBe(false);
+      if (r.engines.verl.ok) expect(r.files.find((f) => f.path === 'x.verl.txt')!.text).toBe(`${r.engines.verl.overrides.join('\n')}\n`);
+      // Without data (the page's panel), the engines' own files only.
+      expect(recipe(cfg, DEFAULT_MODELS, 1, 'runs/x.sat.yaml', { data: false }).files.some((f) => f.path.startsWith('x.data/'))).toBe(false);
+    }
+    // The cases cover an engine refused beside engines that export.
+    expect(seen.size).toBeGreaterThan(2);
+  });
+});

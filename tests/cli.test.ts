@@ -36,12 +36,12 @@ describe('npm run sat', () => {
     const file = join(dir, 'team.sat.yaml');
     const r = sat('--preset', 'arith-team', '--set', 'delta=0.07', '--set', 'protocol=independent', '--export-recipe', file, '--hf', 'S=my-org/small');
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toMatch(/wrote in .*: team\.sat\.yaml, team\.verl\.sh, team\.teamtr\.sh, team\.sat\.yaml\.verl\.txt, and 7 data files under team\.data\//);
+    expect(r.out).toMatch(/wrote in .*: team\.sat\.yaml, team\.verl\.sh, team\.verl\.txt, team\.teamtr\.sh, and 7 data files under team\.data\//);
     expect(r.out).toMatch(/\d+ settings have no counterpart in any engine/);
     const cfg = presetConfig('arith-team', { delta: '0.07', protocol: 'independent' });
     const back = readRecipe(readFileSync(file, 'utf8'), defaultConfig(), { models: { S: 'my-org/small', M: 'm', L: 'l' } });
     expect(back).toEqual(cfg);
-    const verl = readFileSync(`${file}.verl.txt`, 'utf8').trim().split('\n');
+    const verl = readFileSync(join(dir, 'team.verl.txt'), 'utf8').trim().split('\n');
     expect(verl).toContain('actor_rollout_ref.model.path=my-org/small');
     expect(verl).toContain(`data.train_batch_size=${cfg.batch}`);
     expect(readFileSync(join(dir, 'team.data', 'reward.py'), 'utf8')).toMatch(/^def compute_score\(data_source, solution_str, ground_truth, extra_info=None/m);

@@ -18,7 +18,7 @@ import { rewardModule } from './rewardPy';
 import { readSatTrainer, satTrainerExport } from './satTrainer';
 import { DATA_FILES, problemsOf, satRows, teamtrRows, verlRows } from './taskData';
 import { teamtrExport } from './teamtr';
-import { verlExport } from './verl';
+import { verlExport, verlOverridesFile } from './verl';
 
 export { DEFAULT_MODELS, type ModelMap } from './models';
 export { ENGINE_TITLES, type Difference, type EngineExport, type EngineName } from './engine';
@@ -119,6 +119,8 @@ export interface RecipeNames {
   readonly name: string;
   readonly yamlFile: string;
   readonly verlScript: string;
+  /** verl's overrides, one per line. */
+  readonly verlOverrides: string;
   readonly teamtrScript: string;
   /** Folder of the data and reward.py, relative to the recipe. */
   readonly dataDir: string;
@@ -128,7 +130,7 @@ export interface RecipeNames {
 export function recipeNames(yamlFile: string): RecipeNames {
   const base = yamlFile.split(/[\\/]/).pop()!;
   const name = base.replace(/\.sat\.ya?ml$|\.ya?ml$/i, '') || 'sat-playground';
-  return { name, yamlFile: base, verlScript: `${name}.verl.sh`, teamtrScript: `${name}.teamtr.sh`, dataDir: `${name}.data` };
+  return { name, yamlFile: base, verlScript: `${name}.verl.sh`, verlOverrides: verlOverridesFile(name), teamtrScript: `${name}.teamtr.sh`, dataDir: `${name}.data` };
 }
 
 /** The exported recipe: each engine's export, and every file to write (engines, data, reward). */
@@ -157,7 +159,7 @@ export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTas
     teamtr: teamtrExport(cfg, models, n.dataDir, n.name, n.teamtrScript, unlisted),
   };
   const files: ExportFile[] = Object.values(engines).flatMap((e) => (e.ok ? e.files : []));
-  if (opts.data !== false && isLlmTask(cfg.task) && Object.values(engines).some((e) => e.ok)) files.push(...dataFiles(cfg, n.dataDir));
+  if (opts.data !== false && isLlmTask(cfg.task)) files.push(...dataFiles(cfg, n.dataDir, engines));
   const sat = engines.satTrainer;
   return {
     engines,
@@ -168,19 +170,20 @@ export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTas
   };
 }
 
-/** The task's data files and reward module under `dataDir`. */
-export function dataFiles(cfg: Config, dataDir: string): ExportFile[] {
+/**
+ * The task's data files and reward module under `dataDir`, for the engines that export (`engines`):
+ * each engine's rows only when it runs, reward.py when verl or TeamTR does (the SAT authors'
+ * reward is built in).
+ */
+export function dataFiles(cfg: Config, dataDir: string, engines: Readonly<Record<EngineName, EngineExport>>): ExportFile[] {
   const { train, val } = problemsOf(cfg);
   const at = (f: string) => `${dataDir}/${f}`;
-  return [
-    { path: at(DATA_FILES.verlTrain), text: verlRows(cfg, train) },
-    { path: at(DATA_FILES.verlVal), text: verlRows(cfg, val) },
-    { path: at(DATA_FILES.teamtrTrain), text: teamtrRows(cfg, train) },
-    { path: at(DATA_FILES.teamtrVal), text: teamtrRows(cfg, val) },
-    { path: at(DATA_FILES.satTrain), text: satRows(cfg, train, 'train') },
-    { path: at(DATA_FILES.satTest), text: satRows(cfg, val, 'test') },
-    { path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward, cfg.rewardMode) },
-  ];
+  const out: ExportFile[] = [];
+  if (engines.verl.ok) out.push({ path: at(DATA_FILES.verlTrain), text: verlRows(cfg, train) }, { path: at(DATA_FILES.verlVal), text: verlRows(cfg, val) });
+  if (engines.teamtr.ok) out.push({ path: at(DATA_FILES.teamtrTrain), text: teamtrRows(cfg, train) }, { path: at(DATA_FILES.teamtrVal), text: teamtrRows(cfg, val) });
+  if (engines.satTrainer.ok) out.push({ path: at(DATA_FILES.satTrain), text: satRows(cfg, train, 'train') }, { path: at(DATA_FILES.satTest), text: satRows(cfg, val, 'test') });
+  if (engines.verl.ok || engines.teamtr.ok) out.push({ path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward, cfg.rewardMode) });
+  return out;
 }
 
 /** Per engine a line: its command, or refused with the reasons; under a command, an indented line per difference (for the CLI). */
