@@ -106,7 +106,10 @@ describe('every preset\'s export passes the engine\'s checks or is refused by na
     expect(check(runnable('arith-team', { swapAgent: 1, swapTo: 'M' })).engines.satTrainer.ok).toBe(true);
     for (const protocol of ['chain', 'vote', 'router'] as const) {
       const r = check(runnable('arith-team', { protocol }));
-      for (const e of [r.engines.satTrainer, r.engines.teamtr]) expect(e.ok ? [] : e.refused.map((x) => x.setting), `${e.engine} ${protocol}`).toEqual(['protocol']);
+      // TeamTR plays chain through the exported rollout (tests/bridge-chain.test.ts); vote and router nowhere.
+      const refusers = protocol === 'chain' ? [r.engines.satTrainer] : [r.engines.satTrainer, r.engines.teamtr];
+      for (const e of refusers) expect(e.ok ? [] : e.refused.map((x) => x.setting), `${e.engine} ${protocol}`).toEqual(['protocol']);
+      expect(r.engines.teamtr.ok).toBe(protocol === 'chain');
       expect(r.engines.verl.ok).toBe(true);
     }
   });

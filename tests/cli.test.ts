@@ -36,7 +36,7 @@ describe('npm run sat', () => {
     const file = join(dir, 'team.sat.yaml');
     const r = sat('--preset', 'arith-team', '--set', 'delta=0.07', '--set', 'protocol=independent', '--export-recipe', file, '--hf', 'S=my-org/small');
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toMatch(/wrote in .*: team\.sat\.yaml, team\.verl\.sh, team\.verl\.txt, team\.teamtr\.sh, and 7 data files under team\.data\//);
+    expect(r.out).toMatch(/wrote in .*: team\.sat\.yaml, team\.verl\.sh, team\.verl\.txt, team\.teamtr\.sh, and 10 data files under team\.data\//);
     expect(r.out).toMatch(/\d+ settings have no counterpart in any engine/);
     const cfg = presetConfig('arith-team', { delta: '0.07', protocol: 'independent' });
     const back = readRecipe(readFileSync(file, 'utf8'), defaultConfig(), { models: { S: 'my-org/small', M: 'm', L: 'l' } });
@@ -50,6 +50,8 @@ describe('npm run sat', () => {
     expect(chain.code, chain.err).toBe(0);
     expect(chain.out).toMatch(/SAT-AAMAS scripts\/train.py\): not exported — protocol: protocol chain/);
     expect(existsSync(join(dir, 'chain.sat.yaml'))).toBe(false);
+    expect(existsSync(join(dir, 'chain.data', 'train.sat.jsonl'))).toBe(false);
+    expect([existsSync(join(dir, 'chain.teamtr.sh')), existsSync(join(dir, 'chain.data', 'teamplay.py'))]).toEqual([true, true]);
     const log = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/sat-trainer.log'));
     expect(log.code, log.err).toBe(0);
     expect(log.out).toMatch(/sat-trainer \(satTrainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);

@@ -288,9 +288,15 @@ def _verify(answer, ground_truth):
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    """verl's reward function: the reward of one answer (its text cut at the first marker)."""
+    """verl's reward function: the reward of one answer (its text cut at the first marker), or, when
+    the rollout handed over its episode (extra_info["rollout_reward_scores"]["team"], as
+    teamtr_rollout.py does), the team's reward for that episode."""
     if data_source != DATA_SOURCE:
         raise ValueError("reward.py grades " + DATA_SOURCE + " rows, got data_source " + repr(data_source))
+    scores = extra_info.get("rollout_reward_scores") if isinstance(extra_info, dict) else None
+    team = scores.get("team") if isinstance(scores, dict) else None
+    if team is not None:
+        return team_reward(team["protocol"], team["n_agents"], team["messages"], ground_truth)
     return _verify(clean_message(solution_str), ground_truth)[0]
 
 

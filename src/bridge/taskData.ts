@@ -10,7 +10,7 @@
  * Not here: the problems (src/tasks/llm), the reward function (rewardPy.ts), the engines' configs.
  */
 import { LLM_TASKS, type LlmTaskName, type Problem } from '../tasks/llm/index';
-import { isLlmTask, type Config } from '../sat/config';
+import { isLlmTask, resolvedProtocol, type Config } from '../sat/config';
 import type { RewardMode } from './answer';
 
 /** What every dataset row's data_source says: the reward module dispatches on it. */
@@ -103,16 +103,19 @@ export function verlRows(cfg: Config, problems: readonly Problem[]): string {
 }
 
 /**
- * TeamTR's multi_agent_turn rows: every problem once per agent, each agent answering it alone. With
- * a `context` column the rows are used as they are; data_source / reward_model / extra_info reach
- * the reward function.
+ * TeamTR's multi_agent_turn rows: every problem once per agent, agent 0's row first. With a
+ * `context` column (the problem's prompt, plain text) the rows are used as they are; the exported
+ * rollout (teamPy.ts) builds each agent's real context from it — alone (independent) or after the
+ * episode's earlier messages (chain: turn_id = the agent's turn, conversation_id = the problem) —
+ * and renders the agent's chat template. data_source / reward_model / extra_info reach reward.py.
  */
 export function teamtrRows(cfg: Config, problems: readonly Problem[]): string {
   const task = cfg.task as LlmTaskName;
+  const chain = resolvedProtocol(cfg) === 'chain';
   const rows = problems.flatMap((p, c) =>
     Array.from({ length: cfg.agents }, (_, a) => {
       const v = verlRow(task, p, cfg.level, cfg.rewardMode);
-      return { context: promptText(task, p, cfg.rewardMode), response: '', agent_id: a, turn_id: 0, conversation_id: c * cfg.agents + a, data_source: v.data_source, reward_model: v.reward_model, extra_info: v.extra_info };
+      return { context: promptText(task, p, cfg.rewardMode), response: '', agent_id: a, turn_id: chain ? a : 0, conversation_id: chain ? c : c * cfg.agents + a, data_source: v.data_source, reward_model: v.reward_model, extra_info: v.extra_info };
     }),
   );
   return lines(rows);
