@@ -6,7 +6,9 @@
  * (a hash of the context picks its reply), and every context, every message and the team reward
  * reward.py gives through `compute_score` (as TeamTR's reward manager calls it) must equal what
  * src/tasks/llm/protocols.ts `nextTurn` / `teamVerdict` give for the same episode, on ≥ 1,000
- * episodes of each chain preset in both reward modes. A shuffled batch is refused by name.
+ * episodes of each chain preset in both reward modes. A shuffled batch is refused by name. The
+ * hook (sitecustomize.py) and the rollout class itself (with torch, when a python3 has it) run on
+ * stand-ins for TeamTR's packages.
  * What this cannot check (the models, TeamTR's trainer): docs/real-run.md.
  */
 import { spawnSync } from 'node:child_process';
@@ -196,4 +198,164 @@ describe('the exported hook puts the protocol rollout in TeamTR\'s place', () =>
     const plain = run(stub);
     expect(plain.stdout.trim()).toBe('MultiAgentHFRollout verl.workers.rollout.multi_agent_hf_rollout True');
   });
+});
+
+/**
+ * ProtocolHFRollout.generate_sequences itself, with torch and stand-ins for what only TeamTR's
+ * environment has (verl's DataProto, tensordict, a transformers tokenizer and model: a char-level
+ * tokenizer with a chat template, a module whose generate picks a scripted reply by a hash of the
+ * context it decodes). Needs a python3 with torch (Debian: apt-get install python3-torch, which
+ * installs it for /usr/bin/python3); without one it is skipped and says so.
+ */
+const TORCH_PY = ['python3', '/usr/bin/python3'].find((py) => spawnSync(py, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0);
+
+const ROLLOUT_DRIVER = String.raw`
+import json, sys, types
+import torch
+# torch's FSDP is not importable on every build (Debian's 1.13 under Python 3.11); the stand-in model is not FSDP.
+sys.modules.setdefault("torch.distributed.fsdp", types.SimpleNamespace(FullyShardedDataParallel=type("FSDP", (), {})))
+try:
+    import torch.distributed.fsdp as _f
+    _f.FullyShardedDataParallel
+except Exception:
+    sys.modules["torch.distributed.fsdp"] = types.SimpleNamespace(FullyShardedDataParallel=type("FSDP", (), {}))
+import transformers
+from verl import DataProto
+import teamtr_rollout
+
+job = json.load(sys.stdin)
+tok = transformers.AutoTokenizer.from_pretrained("chat")
+
+def fnv(s):
+    b = s.encode("utf-16-le", "surrogatepass")
+    h = 0x811C9DC5
+    for i in range(0, len(b), 2):
+        h ^= b[i] | (b[i + 1] << 8)
+        h = (h * 0x01000193) & 0xFFFFFFFF
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h
+
+class StandIn(torch.nn.Module):
+    def __init__(self, agent):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.agent = agent
+    def generate(self, input_ids, attention_mask, max_new_tokens, eos_token_id, pad_token_id, **kw):
+        rows = []
+        for i in range(input_ids.shape[0]):
+            ctx = tok.decode(input_ids[i][attention_mask[i].bool()].tolist())
+            assert ctx.startswith("<|user|>") and ctx.endswith("<|assistant|>"), ctx
+            ctx = ctx[len("<|user|>"):-len("<|assistant|>")]
+            c = job["cands"]
+            reply = tok(c[fnv(ctx) % len(c)])["input_ids"] + [eos_token_id]
+            rows.append(reply[:max_new_tokens])
+        width = max(len(r) for r in rows) + 3
+        out = torch.full((input_ids.shape[0], input_ids.shape[1] + width), pad_token_id, dtype=torch.long)
+        out[:, : input_ids.shape[1]] = input_ids
+        for i, r in enumerate(rows):
+            out[i, input_ids.shape[1] : input_ids.shape[1] + len(r)] = torch.tensor(r)
+        return out
+
+class Config(dict):
+    __getattr__ = dict.get
+
+G, n = job["group"], job["n_agents"]
+prompts, agents = [], []
+for p in job["prompts"]:
+    for a in range(n):
+        for s in range(G):
+            prompts.append(p); agents.append(a)
+L = 64
+ids = torch.zeros((len(prompts), L), dtype=torch.long)
+mask = torch.zeros((len(prompts), L), dtype=torch.long)
+for i, p in enumerate(prompts):
+    e = tok(p)["input_ids"]
+    ids[i, L - len(e):] = torch.tensor(e); mask[i, L - len(e):] = 1
+batch = {"input_ids": ids, "attention_mask": mask, "position_ids": torch.clamp(mask.cumsum(1) - 1, min=0), "agent_id": torch.tensor(agents).unsqueeze(-1)}
+config = Config(agent_model_paths=["chat"] * n, response_length=job["response_length"], do_sample=True, temperature=1.0, top_k=0, top_p=1.0, n=G)
+rollout = teamtr_rollout.ProtocolHFRollout(modules={a: StandIn(a) for a in range(n)}, config=config)
+out = rollout.generate_sequences(DataProto(batch=batch, meta_info={"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, "do_sample": True}))
+b = out.batch
+N, W = b["prompts"].shape
+R = b["responses"].shape[1]
+assert b["input_ids"].shape == (N, W + R) and b["attention_mask"].shape == (N, W + R) and b["position_ids"].shape == (N, W + R)
+assert torch.equal(b["input_ids"], torch.cat([b["prompts"], b["responses"]], dim=1))
+rows = []
+for i in range(N):
+    am = b["attention_mask"][i]
+    pos = b["position_ids"][i]
+    assert int(pos[am.bool()][0]) == 0 and torch.equal(pos[am.bool()], torch.arange(int(am.sum())))
+    prompt = tok.decode(b["prompts"][i][am[:W].bool()].tolist())
+    reply_ids = b["responses"][i][am[W:].bool()].tolist()
+    rows.append({"agent": agents[i], "prompt": prompt, "reply": tok.decode(reply_ids, skip_special_tokens=True), "ends_eos": reply_ids[-1] == tok.eos_token_id, "team": out.non_tensor_batch["reward_scores"][i]["team"]})
+print(json.dumps({"rows": rows, "R": R}))
+`;
+
+const STUBS: Record<string, string> = {
+  'verl/__init__.py': 'class DataProto:\n    def __init__(self, batch=None, non_tensor_batch=None, meta_info=None):\n        self.batch = batch\n        self.non_tensor_batch = non_tensor_batch or {}\n        self.meta_info = meta_info or {}\n',
+  'verl/workers/__init__.py': '',
+  'verl/workers/rollout/__init__.py': 'from .multi_agent_hf_rollout import MultiAgentHFRollout\n',
+  'verl/workers/rollout/multi_agent_hf_rollout.py': 'class MultiAgentHFRollout:\n    def __init__(self, modules, config):\n        self.modules = modules\n        self.config = config\n',
+  'tensordict.py': 'class TensorDict(dict):\n    def __init__(self, d, batch_size):\n        super().__init__(d)\n        self.batch_size = batch_size\n',
+  // A char-level tokenizer: ids 3.. are code points + 3; 0 pad, 2 eos; a chat template around the user turn.
+  'transformers.py': [
+    'class _Tok:',
+    '    pad_token_id = 0',
+    '    eos_token_id = 2',
+    '    chat_template = "user/assistant"',
+    '    def __call__(self, text, add_special_tokens=False):',
+    '        return {"input_ids": [ord(c) + 3 for c in text]}',
+    '    def decode(self, ids, skip_special_tokens=False):',
+    '        return "".join(chr(i - 3) for i in ids if i >= 3)',
+    '    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):',
+    '        return "<|user|>" + messages[0]["content"] + "<|assistant|>"',
+    'class AutoTokenizer:',
+    '    @staticmethod',
+    '    def from_pretrained(path, trust_remote_code=False):',
+    '        return _Tok()',
+    '',
+  ].join('\n'),
+};
+
+describe('ProtocolHFRollout.generate_sequences with torch and stand-ins for TeamTR\'s packages', () => {
+  it.skipIf(!TORCH_PY)('plays the chain across the agents\' modules: prompts, replies, tensors and reward_scores as protocols.ts has them', () => {
+    const cfg = presetConfig('arith-team');
+    const task = LLM_TASKS.arithmetic.make({ seed: cfg.taskSeed, level: cfg.level });
+    const probs = Array.from({ length: 6 }, (_, i) => task.generate('train', i)).map((p) => ({ ...p, prompt: promptText('arithmetic', p, 'strict') }));
+    const cands = ['7', ' 12 ', 'The answer is 9.', '3<sep>4', '<a2>5', '', '11'];
+    const job = { group: 2, n_agents: cfg.agents, prompts: probs.map((p) => p.prompt), cands, response_length: 8 };
+    const dir = mkdtempSync(join(tmpdir(), 'sat-rollout-'));
+    for (const [f, text] of Object.entries({ ...STUBS, 'teamplay.py': teamplayModule('chain', cfg.agents), 'teamtr_rollout.py': teamtrRolloutModule(), 'reward.py': rewardModule('arithmetic', 0), 'driver.py': ROLLOUT_DRIVER })) {
+      spawnSync('mkdir', ['-p', join(dir, f, '..')]);
+      writeFileSync(join(dir, f), text);
+    }
+    const r = spawnSync(TORCH_PY!, ['driver.py'], { cwd: dir, input: JSON.stringify(job), encoding: 'utf8', env: { ...process.env, PYTHONPATH: dir } });
+    expect(r.status, r.stderr).toBe(0);
+    const { rows, R } = JSON.parse(r.stdout) as { rows: { agent: number; prompt: string; reply: string; ends_eos: boolean; team: { messages: string[] } }[]; R: number };
+    expect(R).toBe(8);
+    expect(rows).toHaveLength(6 * cfg.agents * 2);
+    let saw = 0;
+    probs.forEach((p, c) => {
+      for (let s = 0; s < 2; s++) {
+        const spec = { protocol: 'chain' as const, nAgents: cfg.agents };
+        const messages: Message[] = [];
+        for (let slots = nextTurn(spec, p, messages); slots.length > 0; slots = nextTurn(spec, p, messages)) {
+          const slot = slots[0]!;
+          const row = rows[(c * cfg.agents + slot.agent) * 2 + s]!;
+          const text = cands[hashString(slot.context) % cands.length]!;
+          expect(row.prompt, `problem ${c} sample ${s} agent ${slot.agent}`).toBe(`<|user|>${slot.context}<|assistant|>`);
+          expect([row.agent, row.reply, row.ends_eos]).toEqual([slot.agent, text.slice(0, 8), text.length < 8]);
+          messages.push({ turn: slot.turn, agent: slot.agent, text: row.reply });
+          if (slot.agent > 0 && slot.context.includes('<sep>')) saw++;
+        }
+        for (let a = 0; a < cfg.agents; a++) expect(rows[(c * cfg.agents + a) * 2 + s]!.team.messages).toEqual(messages.map((m) => m.text));
+      }
+    });
+    expect(saw).toBeGreaterThan(0);
+  });
+  if (!TORCH_PY) it('is skipped: no python3 with torch here (apt-get install python3-torch)', () => console.log('ProtocolHFRollout test skipped: no python3 with torch on this machine; apt-get install python3-torch runs it.'));
 });

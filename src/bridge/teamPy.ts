@@ -134,8 +134,9 @@ row. Every row carries its episode's messages in reward_scores, which reward.py'
 grades as the team (verl/workers/reward_manager/naive.py:83 passes them on). TeamTR then updates
 the agents one after another on their own rows (verl/workers/fsdp_workers.py:868).
 
-It needs TeamTR's environment (torch, transformers, tensordict, verl); it was not run where it was
-written.
+It needs TeamTR's environment (torch, transformers, tensordict, verl). Where it was written it ran
+only with torch and stand-ins for the rest (a char-level tokenizer, a scripted model), never with
+real models, FSDP or Ray.
 """
 import numpy as np
 
