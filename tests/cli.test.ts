@@ -56,6 +56,11 @@ describe('npm run sat', () => {
     expect(log.code, log.err).toBe(0);
     expect(log.out).toMatch(/sat-trainer \(satTrainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);
     expect(log.out).toMatch(/agent 0: δ = 0\.1, violation rate 50\.0 %/);
+    // A generation dump folder: its episodes, through the budgeted input check.
+    const gen = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/teamtr-generations'));
+    expect(gen.code, gen.err).toBe(0);
+    expect(gen.out).toMatch(/2\.jsonl: generation dump, 6 replies in 1 step \(2–2\), 3 agents/);
+    expect(gen.out).toMatch(/step 2 agent 1 score 1\.0000\n {4}prompt ".*3\+4=<a0>7<sep><a1>\\nassistant\\n"\n {4}reply {2}"7"/);
     const bad = sat('--import-log', file);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/is not a run log the playground reads/);

@@ -14,7 +14,7 @@ import { overridesOf, withDiffers, type Difference, type EngineExport, type Refu
 import { hfId, sizeOf, teamIds, type ModelMap } from './models';
 import { DATA_FILES } from './taskData';
 import { TEAM_PROTOCOLS, type TeamProtocol } from './teamPy';
-import { grpoKeys, loraKeys, runScript, verlFamilyDiffers, verlFamilyRefusals } from './verl';
+import { dumpKeys, grpoKeys, loraKeys, runScript, verlFamilyDiffers, verlFamilyRefusals } from './verl';
 
 /**
  * What TeamTR cannot run of `cfg`. The exported rollout plays independent (each row answered by
@@ -55,6 +55,7 @@ export function teamtrExport(cfg: Config, models: ModelMap, dataDir: string, nam
     ['teamtr_router_seed', cfg.seed],
     ['trainer.experiment_name', name],
     ['trainer.default_local_dir', `checkpoints/${name}`],
+    ...dumpKeys(name),
   ];
   const overrides = overridesOf(pairs);
   const env = [

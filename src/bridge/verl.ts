@@ -16,6 +16,14 @@ import { DATA_FILES, responseTokens } from './taskData';
 /** The longest prompt in tokens the exports allow: an instruction line, the problem and a chat template. */
 export const PROMPT_TOKENS = 256;
 
+/** Where a run writes its generation dumps (`<step>.jsonl`: every episode's prompt, reply and score), which Import reads back (generations.ts). */
+export function dumpKeys(name: string): [string, unknown][] {
+  return [
+    ['trainer.rollout_data_dir', `$PWD/${name}.generations/train`],
+    ['trainer.validation_data_dir', `$PWD/${name}.generations/val`],
+  ];
+}
+
 /** The file of verl's overrides, one per line (for a launcher of one's own), beside its script. */
 export function verlOverridesFile(name: string): string {
   return `${name}.verl.txt`;
@@ -137,6 +145,7 @@ export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name:
     ['reward.custom_reward_function.path', `$DATA/${DATA_FILES.reward}`],
     ['reward.custom_reward_function.name', 'compute_score'],
     ['trainer.experiment_name', name],
+    ...dumpKeys(name),
   ];
   const overrides = overridesOf(pairs);
   const env = [`DATA="$(cd "$(dirname "$0")" && pwd)/${dataDir}"`, `export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$PWD/${name}.verl-log.jsonl}"`];
