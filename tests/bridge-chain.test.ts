@@ -26,13 +26,8 @@ import { withRewardMode, type RewardMode } from '../src/bridge/answer';
 import { siteCustomizeModule, teamplayModule, teamtrRolloutModule } from '../src/bridge/teamPy';
 import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
 
-/** The Python side: lays out the rows, plays them with the stand-in, grades each episode. */
-const DRIVER = String.raw`
-import json, sys
-import reward, teamplay
-
-def fnv(s):
-    # src/tasks/llm/types.ts hashString: FNV-1a over UTF-16 code units, then the murmur3 finaliser
+/** The stand-in model's hash in Python: src/tasks/llm/types.ts hashString (FNV-1a over UTF-16 code units, then the murmur3 finaliser). */
+const FNV_PY = String.raw`def fnv(s):
     b = s.encode("utf-16-le", "surrogatepass")
     h = 0x811C9DC5
     for i in range(0, len(b), 2):
@@ -44,7 +39,14 @@ def fnv(s):
     h = (h * 0xC2B2AE35) & 0xFFFFFFFF
     h ^= h >> 16
     return h
+`;
 
+/** The Python side: lays out the rows, plays them with the stand-in, grades each episode. */
+const DRIVER = String.raw`
+import json, sys
+import reward, teamplay
+
+${FNV_PY}
 job = json.load(sys.stdin)
 G = job["group"]
 prompts, agents, where = [], [], []
@@ -226,19 +228,7 @@ import teamtr_rollout
 job = json.load(sys.stdin)
 tok = transformers.AutoTokenizer.from_pretrained("chat")
 
-def fnv(s):
-    b = s.encode("utf-16-le", "surrogatepass")
-    h = 0x811C9DC5
-    for i in range(0, len(b), 2):
-        h ^= b[i] | (b[i + 1] << 8)
-        h = (h * 0x01000193) & 0xFFFFFFFF
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h
-
+${FNV_PY}
 class StandIn(torch.nn.Module):
     def __init__(self, agent):
         super().__init__()

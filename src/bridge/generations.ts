@@ -13,7 +13,9 @@
  */
 import { FormatError } from '../core/errors';
 import { checkInputSize, LOG_LIMITS } from './limits';
-import { Warnings } from './runLog';
+
+/** Bad lines named at most (the rest are counted): a dump is read without the metric logs' parsers, which the page loads later. */
+const MAX_NAMED = 20;
 
 /** One generated reply, as the dump holds it. */
 export interface GenerationRow {
@@ -80,7 +82,11 @@ export function agentOfPrompt(input: string): number | null {
 
 /** Reads one or more dump files (header). Throws FormatError when no file has a readable row. */
 export function readGenerations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump {
-  const w = new Warnings();
+  const named: string[] = [];
+  let bad = 0;
+  const warn = (msg: string) => {
+    if (bad++ < MAX_NAMED) named.push(msg);
+  };
   const rows: GenerationRow[] = [];
   for (const f of files) {
     checkInputSize(f.text, LOG_LIMITS, 'generation dump');
@@ -91,28 +97,28 @@ export function readGenerations(files: readonly { readonly name: string; readonl
       try {
         o = parseLine(line);
       } catch {
-        w.add(`${f.name} line ${i + 1}: not JSON.`);
+        warn(`${f.name} line ${i + 1}: not JSON.`);
         return;
       }
       if (!isRecord(o)) {
-        w.add(`${f.name} line ${i + 1}: not a {"input", "output", "step", …} record.`);
+        warn(`${f.name} line ${i + 1}: not a {"input", "output", "step", …} record.`);
         return;
       }
       const score = typeof o.score === 'number' && Number.isFinite(o.score) ? o.score : null;
-      if (score === null) w.add(`${f.name} line ${i + 1}: its score is not a number; the row is kept without one.`);
+      if (score === null) warn(`${f.name} line ${i + 1}: its score is not a number; the row is kept without one.`);
       const gts = o.gts === undefined || o.gts === null ? null : typeof o.gts === 'string' ? o.gts : JSON.stringify(o.gts);
       rows.push({ step: o.step, input: o.input, output: o.output, score, groundTruth: gts, agent: agentOfPrompt(o.input) });
     });
   }
   const name = files.map((f) => f.name).join(', ');
   if (rows.length === 0) {
-    const why = w.list.length > 0 ? ` First problem: ${w.list[0]}` : '';
+    const why = named.length > 0 ? ` First problem: ${named[0]}` : '';
     throw new FormatError(`“${name}” holds no generation row (verl's trainer.rollout_data_dir / validation_data_dir files: {"input", "output", "score", "step"} per line).${why} Nothing was read.`);
   }
   rows.sort((a, b) => a.step - b.step);
   const steps = [...new Set(rows.map((r) => r.step))];
   const agents = rows.reduce((n, r) => (r.agent === null ? n : Math.max(n, r.agent + 1)), 0);
-  const warnings = w.skipped > w.list.length ? [...w.list, `… and ${w.skipped - w.list.length} more.`] : w.list;
+  const warnings = bad > named.length ? [...named, `… and ${bad - named.length} more.`] : named;
   return { name, rows, steps, agents, warnings };
 }
 
