@@ -17,6 +17,7 @@
  * hfLoad.ts, hfTokenizer.ts, hfSeat.ts).
  */
 import type { RunLog } from '../bridge/runLog';
+import type { GenerationDump } from '../bridge/generations';
 import { SatError } from '../core/errors';
 import type { Config } from '../sat/config';
 import type { ExperimentData, ParseResult } from '../app/savefile';
@@ -36,6 +37,8 @@ export interface InputJobs {
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
   /** A real run's log text → the run it records (bridge/runLog.ts). */
   runLog(input: { readonly text: string; readonly name: string }): RunLog;
+  /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's) → its episodes (bridge/generations.ts). */
+  generations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump;
   /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
   recipe(input: { readonly text: string; readonly base: Config; readonly aMaxOfTask?: number }): Config;
 }
@@ -72,6 +75,7 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
   },
   onnxHead: async ({ files, settings, mode }) => (await import('../sat/onnxSeat')).onnxSeatHead(new Map(files), settings, mode),
   runLog: async ({ text, name }) => (await import('../bridge/runLog')).readRunLog(text, name),
+  generations: async (files) => (await import('../bridge/generations')).readGenerations(files),
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };
 
