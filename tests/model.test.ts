@@ -38,7 +38,7 @@
  * Not here: the kernels one by one (tests/backend-cpu.test.ts), WebGPU (tests/webgpu/model.test.ts).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { cpuBackend, cpuBackend64, type HostTensors64 } from '../src/backend/cpu';
+import { cpuBackend, cpuBackend64, simdResidentStats, type HostTensors64 } from '../src/backend/cpu';
 import type { TensorKinds } from '../src/backend/types';
 import { ConfigError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
@@ -487,6 +487,56 @@ describe('LoRA forward and exportWeights', () => {
     expect(exported).toEqual(dequantizeWeights(q8));
     const back = new Model(cpuBackend, TINY_Q, exported, { trainable: 'none' });
     expect(logits32(back, tokens, 2, 7)).toEqual(z); // quantized matmul == matmul on dequantized weights, bit for bit
+  });
+});
+
+describe('a frozen quantized embedding and head', () => {
+  // The embedding rows are dequantized as they are looked up and the head multiplies through the
+  // quantized arrays, so no f32 [V × C] copy is kept; the numbers are those of the dequantized model.
+  for (const quant of ['q8', 'q4'] as const) {
+    it(`${quant}: forward, greedy decoding with logits and a LoRA step equal the dequantized f32 model's bit for bit, without an f32 table`, async () => {
+      const w = randomWeights(TINY_Q, rng(40));
+      const qw = quantizeWeights(TINY_Q, w, quant);
+      expect(qw.get('tok_emb')!.dtype).toBe(quant);
+      const dq = dequantizeWeights(qw);
+      const tokens = randomTokens(14, TINY_Q.vocab, rng(41));
+      const a = new Model(cpuBackend, TINY_Q, qw, { trainable: 'none' });
+      const b = new Model(cpuBackend, TINY_Q, dq, { trainable: 'none' });
+      expect(logits32(a, tokens, 2, 7)).toEqual(logits32(b, tokens, 2, 7));
+      const prompts = [tokens.slice(0, 3), tokens.slice(3, 8), tokens.slice(8, 11)];
+      const opts = { maxNew: 5, temperature: 0, topK: 0, seed: 1, stream: 0, stop: -1, returnLogits: true };
+      const ga = await a.generate(prompts, opts), gb = await b.generate(prompts, opts);
+      expect(ga.tokens).toEqual(gb.tokens);
+      expect(ga.logits).toEqual(gb.logits);
+      // An out-of-range token is refused as before.
+      expect(() => a.forward(Int32Array.of(0, TINY_Q.vocab), 1, 2)).toThrow(/token 12 at 1 is outside/);
+      // A LoRA step: the head's input gradient through the quantized arrays, the same loss and adapters.
+      const lora = { rank: 2, alpha: 4 };
+      const la = new Model(cpuBackend, TINY_Q, qw, { trainable: 'lora', lora, seed: 3 });
+      const lb = new Model(cpuBackend, TINY_Q, dq, { trainable: 'lora', lora, seed: 3 });
+      const sa = await trainOnSequences(la, tokens, 2, 7, { lr: 1e-2 });
+      const sb = await trainOnSequences(lb, tokens, 2, 7, { lr: 1e-2 });
+      expect(sa).toEqual(sb);
+      expect(await la.getParams()).toEqual(await lb.getParams());
+      for (const m of [a, b, la, lb]) m.dispose();
+    });
+  }
+
+  it('a Q8 model of a large vocabulary holds its table at about a quarter of the f32 bytes (no f32 copy)', () => {
+    const cfg = modelConfig({ vocab: 4096, d: 64, layers: 1, heads: 2, hidden: 32, maxSeq: 16 }, { quantized: true });
+    const qw = quantizeWeights(cfg, randomWeights(cfg, rng(42)), 'q8');
+    const grown = (make: () => Model): { bytes: number; model: Model } => {
+      const before = simdResidentStats()!.bytes;
+      const model = make();
+      return { bytes: simdResidentStats()!.bytes - before, model };
+    };
+    const q = grown(() => new Model(cpuBackend, cfg, qw, { trainable: 'none' }));
+    const f = grown(() => new Model(cpuBackend, cfg, dequantizeWeights(qw), { trainable: 'none' }));
+    const table = cfg.vocab * cfg.d;
+    // f32: the table's 4 bytes per weight; Q8: 1 byte + a 2-byte scale per 32, and nothing in f32.
+    expect(f.bytes - q.bytes).toBeGreaterThan(table * (4 - 1 - 2 / 32) * 0.95);
+    q.model.dispose();
+    f.model.dispose();
   });
 });
 

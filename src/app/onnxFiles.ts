@@ -87,7 +87,7 @@ async function estimate(files: HfFiles, cfg: SeatSettings, quant: QuantKind, mod
   const { estimateOnnxFrozenFromConfig } = (await loaders())[1];
   const f = estimateOnnxFrozenFromConfig(c.config, graphBytes, c.vocab, c.context);
   // In the card's terms: the weights as onnxruntime holds them, the files as the worker keeps them, the cache and logits as sampling.
-  return { estimate: { weights: f.session, hostWeights: f.files, embeddingF32: 0, lora: 0, activations: f.logits, sampling: f.cache, total: f.total }, context: c.context };
+  return { estimate: { weights: f.session, hostWeights: f.files, lora: 0, activations: f.logits, sampling: f.cache, total: f.total }, context: c.context };
 }
 
 /** The estimate for a seat on files already read (a stored one). */

@@ -32,8 +32,10 @@ export interface DecodeHost<X extends TensorKinds> {
   /** The RoPE table [maxSeq × HS]. */
   readonly rope: X['f32'];
   readonly params: ParamSet<X>;
-  /** The embedding or final norm tensor under parameter set P. */
-  at(which: 'emb' | 'finalNorm', P: ParamSet<X>): X['f32'];
+  /** The final norm tensor under parameter set P. */
+  at(which: 'finalNorm', P: ParamSet<X>): X['f32'];
+  /** out [N × C] = the embedding rows of `tokens` (host ids; `tok` the same on the backend) under parameter set P. */
+  embed(out: X['f32'], tokens: Int32Array, tok: X['i32'], P: ParamSet<X>, N: number): void;
   /** logits [N × V] = inp [N × C] · headᵀ under parameter set P (the model's head, f32 or quantized). */
   headForward(out: X['f32'], inp: X['f32'], P: ParamSet<X>, N: number): void;
   /** The sampling scratch at N rows. */
@@ -127,7 +129,7 @@ export async function decode<X extends TensorKinds>(m: DecodeHost<X>, prompts: r
           const acts = m.samplingActs(N);
           const s = acts.sets[0]!;
           const tok = be.upload('i32', grp.prefill);
-          be.embeddingForward(acts.res[0]!, tok, m.at('emb', P0), Sg, T, C);
+          m.embed(acts.res[0]!, grp.prefill, tok, P0, N);
           const attention = (st: LayerActs<X>, l: number): void => {
             m.ropeQK(st, acts, Sg, T, 0);
             be.kvCacheWrite(grp.kc[l]!, grp.vc[l]!, st.k, st.v, Sg, T, C, 0, Tmax);
@@ -146,7 +148,7 @@ export async function decode<X extends TensorKinds>(m: DecodeHost<X>, prompts: r
         const acts = m.samplingActs(S);
         const s = acts.sets[0]!;
         const tok = be.upload('i32', next);
-        be.embeddingForward(acts.res[0]!, tok, m.at('emb', P0), 1, S, C);
+        m.embed(acts.res[0]!, next, tok, P0, S);
         const live = liveGroups();
         const attention = (st: LayerActs<X>, l: number): void => {
           const only = live.length === 1 && live[0]!.whole ? live[0]! : null;

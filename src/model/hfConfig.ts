@@ -149,8 +149,6 @@ export interface MemoryEstimate {
    *  so a CPU process holds them twice: `hostWeights`. */
   readonly weights: number;
   readonly hostWeights: number;
-  /** The f32 copies the model reads its embedding (and untied head) from (model.ts dequantizes them once). */
-  readonly embeddingF32: number;
   /** LoRA adapters: parameters, gradient and two AdamW moments, f32 (0 without LoRA). */
   readonly lora: number;
   /** Activations of one training forward+backward over `sequences` × `seqLen` rows (kept for every layer) and their logits. */
@@ -185,7 +183,6 @@ export function estimateMemory(cfg: ModelConfig, o: EstimateOptions): MemoryEsti
   const perLayer = 4 * matrixBytes(d, d, o.quant) + 2 * matrixBytes(H, d, o.quant) + matrixBytes(d, H, o.quant) + 2 * 4 * d;
   const embMats = cfg.tied ? 1 : 2;
   const weights = embMats * matrixBytes(V, d, o.quant) + L * perLayer + 4 * d;
-  const embeddingF32 = o.quant === 'f32' ? 0 : embMats * 4 * V * d;
   const loraParams = o.loraRank > 0 ? L * o.loraRank * (4 * (d + d) + 2 * (d + H) + (H + d)) : 0;
   const Bs = o.sequences ?? 8;
   const T = o.seqLen ?? maxSeq;
@@ -195,7 +192,7 @@ export function estimateMemory(cfg: ModelConfig, o: EstimateOptions): MemoryEsti
   const sampling = 4 * (2 * L * S * T * d + S * T * (9 * d + 3 * H) + S * heads * T * T + S * V);
   const lora = 4 * 4 * loraParams;
   // The model keeps its training and sampling buffers side by side (both grow-only), so they add.
-  return { weights, hostWeights: weights, embeddingF32, lora, activations, sampling, total: 2 * weights + embeddingF32 + lora + activations + sampling };
+  return { weights, hostWeights: weights, lora, activations, sampling, total: 2 * weights + lora + activations + sampling };
 }
 
 /** "1.23 GiB" / "456.7 MiB". */
@@ -205,9 +202,9 @@ export function formatBytes(n: number): string {
   return `${(n / 2 ** 10).toFixed(1)} KiB`;
 }
 
-/** One line: "weights 150 MiB + their host copy 150 MiB + f32 embedding 108 MiB + LoRA 40 MiB + activations 1.7 GiB + sampling … = …". */
+/** One line: "weights 150 MiB + their host copy 150 MiB + LoRA 40 MiB + activations 1.7 GiB + sampling … = …". */
 export function describeEstimate(e: MemoryEstimate): string {
-  return `weights ${formatBytes(e.weights)} + their host copy ${formatBytes(e.hostWeights)} + f32 embedding ${formatBytes(e.embeddingF32)} + LoRA ${formatBytes(e.lora)} + activations ${formatBytes(e.activations)} + sampling ${formatBytes(e.sampling)} = ${formatBytes(e.total)}`;
+  return `weights ${formatBytes(e.weights)} + their host copy ${formatBytes(e.hostWeights)} + LoRA ${formatBytes(e.lora)} + activations ${formatBytes(e.activations)} + sampling ${formatBytes(e.sampling)} = ${formatBytes(e.total)}`;
 }
 
 /** Throws ConfigError('memory', …) before anything is allocated when the estimate exceeds `limitBytes`. */

@@ -23,6 +23,7 @@ import { initLora, LORA_ALL, validateLoraConfig, type LoraConfig, type LoraTarge
 import type { GenerateOptions, GenerateResult, ModelOptions, ParamSlot, Trainable } from './types';
 import { checkWeights, dequantizeTensor, expectedShape, weightNames, type ModelWeights, type WeightTensor } from './weights';
 import type { Acts, GradScratch, LayerActs, ParamSet } from './acts';
+import { dequantRowsQ4, dequantRowsQ8 } from '../backend/cpu/quant';
 import { decode, type DecodeHost } from './decode';
 import { ParamStore, type HostVector, type HostVectorCtor, type ModelState, type SlotSpec } from './params';
 
@@ -71,9 +72,16 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly attnNorm: FRef<X>[];
   private readonly mlpNorm: FRef<X>[];
   private readonly finalNorm: FRef<X>;
-  private readonly emb: FRef<X>;
-  /** The output head: `emb` itself when tied, else lm_head. */
-  private readonly head: FRef<X>;
+  /**
+   * The embedding table as an f32 tensor (a slot, or a frozen upload) — or null when it is frozen and
+   * stored Q8/Q4: its rows are then dequantized as they are looked up (`embed`, from `embQ`), the
+   * same exact values, so a quantized model holds no f32 copy of its largest matrix.
+   */
+  private readonly emb: FRef<X> | null;
+  /** The quantized embedding the lookup reads when `emb` is null. */
+  private readonly embQ: Extract<WeightTensor, { dtype: 'q8' | 'q4' }> | null;
+  /** The output head as an f32 tensor: `emb` itself when tied, else lm_head; null when only `headMat` (quantized) holds it. */
+  private readonly head: FRef<X> | null;
   /**
    * The head as the forward multiplies by it: the f32 `head`, or — for a frozen head stored Q8/Q4 —
    * its quantized arrays, which give the same numbers (the quantized matmuls equal the dense one on
@@ -90,6 +98,8 @@ export class Model<X extends TensorKinds = HostTensors> {
   private genActs: Acts<X> | null = null;
   private gs: GradScratch<X> | null = null;
   private logitsBuf: { t: X['f32']; n: number } | null = null;
+  /** embed's in-order row indices 0..n−1 (quantized embedding only). */
+  private iotaBuf: { t: X['i32']; n: number } | null = null;
   /** What the last forward with `keep` kept: its shape, its tokens (device and the caller's array) and the parameters' version then. */
   private kept: { B: number; T: number; tokens: X['i32']; host: Int32Array; version: number } | null = null;
   private lastTokens: X['i32'] | null = null;
@@ -149,19 +159,24 @@ export class Model<X extends TensorKinds = HostTensors> {
       const t = weights.get(name)!;
       return { kind: 'fixed', t: this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t))) };
     };
-    // tok_emb is the embedding table (and the head when tied). Quantized, it is dequantized once into
-    // f32 [V × C]: the lookup needs f32 rows, and matmulForwardQ8/Q4 equal matmulForward on the
-    // dequantized matrix bit for bit (quant.ts), so the head's numbers are those of the Q8/Q4 path.
-    this.emb = f32('tok_emb');
-    // An untied lm_head is read the same way (f32; dequantized once when stored Q8/Q4).
-    this.head = cfg.tied ? this.emb : f32('lm_head');
-    const headW = mode === 'full' ? null : weights.get(cfg.tied ? 'tok_emb' : 'lm_head')!;
+    // tok_emb is the embedding table (and the head when tied); an untied lm_head is read like it.
+    // Frozen and stored Q8/Q4, neither is kept in f32: the lookup dequantizes the rows it reads, and
+    // the head multiplies through the quantized arrays — matmulForwardQ8/Q4 equal matmulForward on
+    // the dequantized matrix bit for bit (quant.ts), so the numbers are those of the f32 copy.
+    const quantized = (name: string): Extract<WeightTensor, { dtype: 'q8' | 'q4' }> | null => {
+      const t = mode === 'full' ? undefined : weights.get(name);
+      return t !== undefined && t.dtype !== 'f32' ? t : null;
+    };
+    this.embQ = quantized('tok_emb');
+    this.emb = this.embQ === null ? f32('tok_emb') : null;
+    const headQ = cfg.tied ? this.embQ : quantized('lm_head');
+    this.head = headQ !== null ? null : cfg.tied ? this.emb : f32('lm_head');
     this.headMat =
-      headW === null || headW.dtype === 'f32'
-        ? { kind: 'f32', w: this.head }
-        : headW.dtype === 'q8'
-          ? { kind: 'q8', q: this.keep(be.upload('i8', headW.q)), scales: this.keep(be.upload('u16', headW.scales)) }
-          : { kind: 'q4', q: this.keep(be.upload('u8', headW.q)), scales: this.keep(be.upload('u16', headW.scales)) };
+      headQ === null
+        ? { kind: 'f32', w: this.head! }
+        : headQ.dtype === 'q8'
+          ? { kind: 'q8', q: this.keep(be.upload('i8', headQ.q)), scales: this.keep(be.upload('u16', headQ.scales)) }
+          : { kind: 'q4', q: this.keep(be.upload('u8', headQ.q)), scales: this.keep(be.upload('u16', headQ.scales)) };
     this.finalNorm = f32('final_norm');
     this.attnNorm = [];
     this.mlpNorm = [];
@@ -214,6 +229,8 @@ export class Model<X extends TensorKinds = HostTensors> {
     for (const t of this.frozen) be.dispose(t);
     for (const a of [this.acts, this.otherActs, this.genActs, this.gs]) if (a !== null) for (const t of a.all) be.dispose(t);
     if (this.logitsBuf !== null) be.dispose(this.logitsBuf.t);
+    if (this.iotaBuf !== null) be.dispose(this.iotaBuf.t);
+    this.iotaBuf = null;
     if (this.lastTokens !== null) be.dispose(this.lastTokens);
     this.frozen.length = 0;
     this.acts = this.otherActs = this.genActs = this.gs = null;
@@ -494,6 +511,40 @@ export class Model<X extends TensorKinds = HostTensors> {
 
   // ---------------------------------------------------------------- forward / backward
 
+  /**
+   * out [N × C] = the embedding rows of `tokens` (host ids; `tok` the same ids on the backend): a
+   * gather from the f32 table, or — quantized — the rows dequantized here (exact, as quant.ts
+   * dequantRows) and uploaded, then gathered into `out` in order.
+   */
+  private embed(out: X['f32'], tokens: Int32Array, tok: X['i32'], P: ParamSet<X>, N: number): void {
+    const be = this.be;
+    const C = this.cfg.d;
+    if (this.emb !== null) return be.embeddingForward(out, tok, this.at(this.emb, P), 1, N, C);
+    const t = this.embQ!;
+    const V = this.cfg.vocab;
+    const rows = new Float32Array(N * C);
+    for (let n = 0; n < N; n++) {
+      const id = tokens[n]!;
+      if (!(id >= 0 && id < V)) throw new RangeError(`embeddingForward: token ${id} at row ${n} is outside [0, ${V})`);
+      const dst = rows.subarray(n * C, (n + 1) * C);
+      if (t.dtype === 'q8') dequantRowsQ8(dst, t.q, t.scales, C, id, id + 1);
+      else dequantRowsQ4(dst, t.q, t.scales, C, id, id + 1);
+    }
+    const up = be.upload('f32', rows);
+    be.embeddingForward(out, this.iota(N), up, 1, N, C);
+    be.dispose(up);
+  }
+
+  /** 0, 1, …, N − 1 on the backend (the in-order gather of `embed`), kept for the largest N so far. */
+  private iota(N: number): X['i32'] {
+    if (this.iotaBuf === null || this.iotaBuf.n < N) {
+      if (this.iotaBuf !== null) this.be.dispose(this.iotaBuf.t);
+      const n = Math.max(N, 2 * (this.iotaBuf?.n ?? 0));
+      this.iotaBuf = { t: this.be.upload('i32', Int32Array.from({ length: n }, (_, i) => i)), n };
+    }
+    return this.iotaBuf.t;
+  }
+
   /** out = inp · Wᵀ for any base kind (linear.ts matForward). */
   private matForward(out: X['f32'], inp: X['f32'], m: BMat<X>, P: ParamSet<X>, N: number, C: number, OC: number): void {
     switch (m.kind) {
@@ -604,7 +655,7 @@ export class Model<X extends TensorKinds = HostTensors> {
       this.lastTokens = tok;
       this.kept = null;
     }
-    be.embeddingForward(acts.res[0]!, tok, this.at(this.emb, P), B, T, C);
+    this.embed(acts.res[0]!, tokens, tok, P, N);
     const attention = (s: LayerActs<X>): void => {
       this.ropeQK(s, acts, B, T, 0);
       be.attentionForward(s.ao, s.att, s.q, s.k, s.v, B, T, NH, HS);
@@ -637,10 +688,13 @@ export class Model<X extends TensorKinds = HostTensors> {
     const N = B * T;
     const g = this.gradScratch(N);
     const gradOf = (r: FRef<X>): X['f32'] => (r.kind === 'slot' ? this.grads[r.slot]! : this.sinkC);
-    const embGrad = this.emb.kind === 'slot' ? this.grads[this.emb.slot]! : null;
-    const headGrad = this.head.kind === 'slot' ? this.grads[this.head.slot]! : null; // = embGrad when tied
+    const embGrad = this.emb?.kind === 'slot' ? this.grads[this.emb.slot]! : null;
+    const headGrad = this.head?.kind === 'slot' ? this.grads[this.head.slot]! : null; // = embGrad when tied
     be.fill(g.dlnf, 0);
-    be.matmulBackward(g.dlnf, headGrad, dlogits, acts.lnf, this.at(this.head, P), 1, N, C, V);
+    const hm = this.headMat;
+    if (hm.kind === 'f32') be.matmulBackward(g.dlnf, headGrad, dlogits, acts.lnf, this.at(hm.w, P), 1, N, C, V);
+    else if (hm.kind === 'q8') be.matmulBackwardInputQ8(g.dlnf, dlogits, hm.q, hm.scales, 1, N, C, V);
+    else be.matmulBackwardInputQ4(g.dlnf, dlogits, hm.q, hm.scales, 1, N, C, V);
     be.fill(g.dx, 0);
     be.rmsnormBackward(g.dx, gradOf(this.finalNorm), g.dlnf, acts.res[L]!, this.at(this.finalNorm, P), acts.rstdf, 1, N, C);
     for (let l = L - 1; l >= 0; l--) {
@@ -695,6 +749,7 @@ export class Model<X extends TensorKinds = HostTensors> {
       rope: this.rope,
       params: this.params,
       at: (which, P) => this.at(this[which], P),
+      embed: (out, tokens, tok, P, N) => this.embed(out, tokens, tok, P, N),
       headForward: (out, inp, P, N) => this.matForward(out, inp, this.headMat, P, N, this.cfg.d, this.cfg.vocab),
       samplingActs: (N) => this.samplingActs(N),
       ropeQK: (s, acts, B, T, pos0) => this.ropeQK(s, acts, B, T, pos0),
