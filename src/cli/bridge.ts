@@ -5,7 +5,7 @@
  *
  * Not here: the mappings and parsers themselves (src/bridge).
  */
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FormatError, SatError } from '../core/errors';
 import { checkFileBytes, LOG_LIMITS } from '../bridge/limits';
@@ -13,8 +13,8 @@ import { escapeControl } from '../core/text';
 import { isLlmTask, type Config } from '../sat/config';
 import { planLlm, planTabular } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/recipe';
-import { readRunLog } from '../bridge/runLog';
 import { runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
+import { cliCheck } from './inputCheck';
 
 /** Writes the recipe's files next to `file` and says what was written and what was refused. */
 export function exportRecipe(file: string, cfg: Config, hf: Partial<ModelMap>): void {
@@ -38,20 +38,21 @@ export function exportRecipe(file: string, cfg: Config, hf: Partial<ModelMap>): 
 
 const f4 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(2) : x.toFixed(4));
 
-/** Prints a real run's log as the page's charts would read it. */
-export function printRunLog(file: string): void {
-  let text: string;
+/** Prints a real run's log as the page's charts would read it; the file is read and parsed in the budgeted worker thread (inputCheck.ts). */
+export async function printRunLog(file: string): Promise<void> {
+  let size: number;
   try {
     // A regular file (not a pipe or a device), refused before it is read when its bytes are over the cap.
     const st = statSync(file);
     if (!st.isFile()) throw new FormatError(`The run log ${escapeControl(file)} is not a regular file. Nothing was read.`);
     checkFileBytes(st.size, LOG_LIMITS, 'run log');
-    text = readFileSync(file, 'utf8');
+    size = st.size;
   } catch (e) {
     if (e instanceof FormatError) throw e;
-    throw new SatError('file', `Cannot read the run log ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new SatError('file', `Cannot read the run log ${escapeControl(file)}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const log = readRunLog(text, file.split(/[\\/]/).pop());
+  const name = file.split(/[\\/]/).pop()!;
+  const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${escapeControl(name)}`);
   console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]!.step}–${log.steps[log.steps.length - 1]!.step}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
   for (const w of log.warnings) console.log(`  skipped: ${w}`);
   const j = runJ(log);

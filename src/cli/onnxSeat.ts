@@ -36,6 +36,9 @@ import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfS
 import { checkSwapTokenizer, prepareOnnxSwap, seatOnnxFrozen, seatOnnxTrainable, type OnnxSwapTarget } from '../sat/onnxSeat';
 import { tokenizer as charTokenizer } from '../model/tokenizer';
 import { openFolder, readRegular } from './folderFiles';
+import { cliCheck } from './inputCheck';
+import { escapeControl } from '../core/text';
+import type { Check } from '../workers/budget';
 
 export type OnnxSeatMode = 'trainable' | 'frozen';
 export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
@@ -63,9 +66,11 @@ const ONNX_FOLDER = 'ONNX folder';
  * The folder's JSON files, `file` and the data files beside it whose names start with its name, as
  * regular files inside the folder (folderFiles.ts): JSON files held to the small files' cap (the
  * tokenizer to its vocabulary's, when config.json names one), the graph and its data to `cap`
- * (the machine's memory: the seat's own estimate, checked later, says more).
+ * (the machine's memory: the seat's own estimate, checked later, says more). The graph is then
+ * checked in the budgeted worker thread (its caps, operators, cycles and external data), so a
+ * hostile one is refused by name before this process parses it.
  */
-export async function readOnnxFolder(dir: string, file: string, cap: number): Promise<Map<string, Uint8Array>> {
+export async function readOnnxFolder(dir: string, file: string, cap: number, check: Check = cliCheck()): Promise<Map<string, Uint8Array>> {
   const { root, names } = await openFolder(dir, 'give the folder holding config.json, tokenizer.json and onnx/model.onnx');
   const files = new Map<string, Uint8Array>();
   const json = names.filter((n) => n.endsWith('.json')).sort();
@@ -80,6 +85,12 @@ export async function readOnnxFolder(dir: string, file: string, cap: number): Pr
   const base = file.slice(sub.length);
   for (const name of (await list(join(root, sub))).sort()) {
     if (name === base || (name.startsWith(base) && !name.endsWith('.onnx'))) files.set(sub + name, await readRegular(root, sub + name, cap, 'on this machine', ONNX_FOLDER));
+  }
+  const graph = files.get(file);
+  if (graph !== undefined) {
+    // The graph through the budgeted door (src/workers/inputJobs.ts onnxGraph) before anything here parses it or onnxruntime sees it.
+    const sizes = [...files].filter(([n]) => n !== file && !n.endsWith('.json')).map(([n, b]) => [n, b.byteLength] as const);
+    await check('onnxGraph', { graph: { path: join(root, file), size: graph.byteLength }, file, sizes }, `${ONNX_FOLDER} ${escapeControl(dir)}: ${escapeControl(file)}`);
   }
   return files;
 }

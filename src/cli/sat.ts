@@ -379,7 +379,7 @@ async function main(): Promise<void> {
   }
 
   if (args.importLog) {
-    printRunLog(args.importLog);
+    await printRunLog(args.importLog);
     return;
   }
 

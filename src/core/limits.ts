@@ -54,6 +54,27 @@ export const INFLATE_SLACK = 2 ** 20;
  */
 export const TOKENIZER_MAX_ENCODE_CHARS = 16_384;
 
+/**
+ * An ONNX graph's counts, checked as the protobuf is read and before each item is decoded. The
+ * exported decoders have tens to about a hundred nodes and initializers per layer (so even a
+ * 126-layer model stays near 10,000–20,000; onnxruntime-genai's fused graphs far fewer), one level
+ * of `If` (a merged decoder's two branches), two graph inputs and outputs per layer's cache, and
+ * lists (a node's inputs, an attribute's values, a tensor's dims) of a few hundred items at most;
+ * the caps sit 5× or more above that.
+ */
+export const ONNX_LIMITS = {
+  /** Nodes of the graph and of every subgraph together. */
+  nodes: 100_000,
+  /** Initializers of the graph and of every subgraph together. */
+  initializers: 100_000,
+  /** Graph inputs and outputs together. */
+  values: 10_000,
+  /** Subgraphs nested in one another (an `If` inside an `If`'s branch is depth 2). */
+  subgraphDepth: 8,
+  /** Items of one list: a node's inputs, outputs or attributes, an attribute's ints / floats / strings / graphs, a tensor's dims. */
+  list: 65_536,
+} as const;
+
 /** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
 export const CHECK_TIME_MS = 10_000;
 /**

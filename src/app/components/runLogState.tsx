@@ -22,11 +22,11 @@ export const useRunLog = create<{ log: RunLog | null }>(() => ({ log: null }));
 
 const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-/** Opens a run log; a file over the size cap is refused before it is read into memory. */
-export async function openRunLogText(size: number, text: () => Promise<string>, name: string): Promise<void> {
+/** Opens a run log: the File goes to the budgeted worker, which reads it there (this thread never holds its bytes); one over the size cap is refused before that. */
+export async function openRunLogFile(file: Blob, name: string): Promise<void> {
   try {
-    checkFileBytes(size, LOG_LIMITS, 'run log');
-    const log = await checkInput('runLog', { text: await text(), name }, `run log "${name}"`);
+    checkFileBytes(file.size, LOG_LIMITS, 'run log');
+    const log = await checkInput('runLog', { source: file, name }, `run log "${name}"`);
     useRunLog.setState({ log });
     usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
   } catch (e) {
