@@ -94,13 +94,31 @@ export interface InputLimits {
   readonly lines: number;
   /** Most `key:` / `"key":` occurrences. */
   readonly keys: number;
+  /** Most characters in one line. */
+  readonly lineChars: number;
 }
 
-/** A SAT-style recipe: a few dozen keys in a few kilobytes; generous caps. */
-export const RECIPE_LIMITS: InputLimits = { chars: 256 * 1024, lines: 5_000, keys: 5_000 };
+/** A SAT-style recipe: a few dozen keys in a few kilobytes, lines of under a hundred characters; generous caps. */
+export const RECIPE_LIMITS: InputLimits = { chars: 256 * 1024, lines: 5_000, keys: 5_000, lineChars: 16 * 1024 };
 
-/** A run log: a long real run logs ~100 metrics per step for tens of thousands of steps. */
-export const LOG_LIMITS: InputLimits = { chars: 64 * 1024 * 1024, lines: 2_000_000, keys: 20_000_000 };
+/**
+ * A run log: a long real run logs ~100 metrics per step for tens of thousands of steps, a line of
+ * verl's file logger a few kilobytes (a W&B JSON array may be one line of the whole history).
+ */
+export const LOG_LIMITS: InputLimits = { chars: 64 * 1024 * 1024, lines: 2_000_000, keys: 20_000_000, lineChars: 16 * 1024 * 1024 };
+
+/** What one run log may hold once parsed, checked before it leaves the check's worker (real runs: a few hundred keys, tens of thousands of steps). */
+export const RUN_LOG_MAX = {
+  /** Metrics in one step. */
+  keysPerStep: 10_000,
+  /** Distinct metric keys in the whole log. */
+  keys: 10_000,
+  /** Steps. */
+  steps: 500_000,
+} as const;
+
+/** Deepest nesting of a recipe YAML (flow `[`/`{` and block levels; a real recipe nests 4). */
+export const RECIPE_MAX_DEPTH = 32;
 
 /** "1.5 MiB", "300 bytes". */
 export function formatSize(n: number): string {

@@ -16,7 +16,8 @@
  */
 import { Warnings, type AgentUpdate, type Parsed, type RunStep } from '../runLog';
 
-const NUM = '(-?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf|-inf)';
+// A number: digits with an optional fraction (`\d+(?:\.\d*)?`, never `\d+\.?\d*`, whose two runs could split one digit run n ways).
+const NUM = '(-?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf|-inf)';
 const STAGE = /^=== Stage (\d+)\/(\d+) ===$/;
 const UPDATING = /^\[Stage\] Updating agent (\d+) \((\d+)\/(\d+)\)$/;
 const MET = new RegExp(`^KL constraint met: ${NUM} <= ${NUM}$`);

@@ -58,7 +58,7 @@ export function pyNumber(s: string): number | null {
   if (np) t = np[1]!.trim();
   if (t === 'True') return 1;
   if (t === 'False') return 0;
-  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t)) return null;
+  if (!/^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/.test(t)) return null; // one way to split a digit run: linear
   const x = Number(t);
   return Number.isFinite(x) ? x : null;
 }
