@@ -26,12 +26,12 @@ function scan(text: string, limits: InputLimits): { lines: number; keys: number;
     if (c === 10) {
       if (i - start > limits.lineChars) return { lines, keys, longLine: lines };
       start = i + 1;
-      if (++lines > limits.lines) break;
+      if (++lines > limits.lines) return { lines, keys, longLine: 0 };
     } else if (c === 58 /* : */ && i > 0) {
       const p = text.charCodeAt(i - 1);
       // a key ends right before ':' in YAML (`key:`, `'key':`) and JSON (`"key":`); times like 12:30 count too, which only errs on the safe side
       if (p === 34 || p === 39 || (p >= 48 && p <= 57) || (p >= 65 && p <= 90) || (p >= 97 && p <= 122) || p === 95) {
-        if (++keys > limits.keys) break;
+        if (++keys > limits.keys) return { lines, keys, longLine: 0 };
       }
     }
   }
