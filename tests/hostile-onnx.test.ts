@@ -17,6 +17,7 @@ import { onnxFolder } from './helpers/onnxFolder';
 import { onnxCycle, onnxExternalOffset, onnxFloatChunks, onnxIdentityNodes, onnxNestedIf, onnxPackedInts, onnxScalarInitializers } from './helpers/hostile';
 
 function refusal(files: Map<string, Uint8Array>, file = 'm.onnx'): string {
+  if (!files.has(file)) files = new Map([[file, [...files.values()][0]!]]);
   try {
     readOnnx(files, file);
   } catch (e) {
@@ -75,5 +76,22 @@ describe('hostile ONNX graphs', () => {
     const m = readOnnx(new Map(f.files), f.file);
     expect(m.nodes.length).toBeGreaterThan(10);
     expect(m.initializers.size).toBeGreaterThan(5);
+  });
+});
+
+describe("an ONNX file's strings reach messages escaped", () => {
+  it('a node name or config name with a newline and terminal escapes cannot forge a line', async () => {
+    const { Msg } = await import('../bench/onnx/protobuf');
+    const { onnxModel } = await import('./helpers/hostile');
+    const evil = 'x\nerror: forged\u001b[2J';
+    const g = new Msg().msg(1, new Msg().str(1, 'b').str(2, 'a').str(3, evil).str(4, 'Identity')).msg(1, new Msg().str(1, 'a').str(2, 'b').str(3, 'y').str(4, 'Identity'));
+    const msg = refusal(one(onnxModel(g)), 'm\n.onnx');
+    expect(msg).not.toMatch(/[\u0000-\u001f]/);
+    const { readOnnxFolderInfo } = await import('../src/model/onnx/folder');
+    const f = onnxFolder();
+    const files = new Map(f.files);
+    const cfg = JSON.parse(new TextDecoder().decode(files.get('config.json')!));
+    files.set('config.json', new TextEncoder().encode(JSON.stringify({ ...cfg, _name_or_path: evil })));
+    expect(readOnnxFolderInfo(files).name).toBe('x\\nerror: forged\\u{1b}[2J');
   });
 });

@@ -51,10 +51,10 @@ export async function printRunLog(file: string): Promise<void> {
     if (e instanceof FormatError) throw e;
     throw new SatError('file', `Cannot read the run log ${escapeControl(file)}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const name = file.split(/[\\/]/).pop()!;
-  const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${escapeControl(name)}`);
+  const name = escapeControl(file.split(/[\\/]/).pop()!); // quoted in the log's messages and its title
+  const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${name}`);
   console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]!.step}–${log.steps[log.steps.length - 1]!.step}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
-  for (const w of log.warnings) console.log(`  skipped: ${w}`);
+  for (const w of log.warnings) console.log(`  skipped: ${escapeControl(w)}`);
   const j = runJ(log);
   const kl = runKl(log);
   const clip = runClip(log);

@@ -1,7 +1,11 @@
 /**
  * Text that came from a file, made safe to print on a terminal: control characters (C0, DEL, C1,
  * and the bidirectional overrides that reorder a line) are written as visible escapes, so a
- * config's name cannot set the window title, clear the screen or forge a log line.
+ * config's name cannot set the window title, clear the screen or forge a log line. `escapeControl`
+ * is the one escaping helper: every user-controlled string (a name or path from a file or a
+ * folder, a file's own strings) goes through it where it enters a message or a printed line —
+ * newlines included, so no string can start a line of its own; `escapeLines` is only the CLI
+ * printer's last guard over whole messages, whose own newlines it keeps.
  *
  * Not here: HTML escaping (React does it in the page), quoting for messages (safetensors.ts quote).
  */

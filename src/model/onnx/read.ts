@@ -24,6 +24,7 @@
 import { FormatError } from '../../core/errors';
 import { f16ToF32 } from '../../core/f16';
 import { ONNX_LIMITS } from '../../core/limits';
+import { escapeControl } from '../../core/text';
 import { fields, packedCount, packedInts, safeInt, str, type Field } from './wire';
 
 /** TensorProto.DataType codes. */
@@ -119,6 +120,9 @@ function normDomain(d: string): string {
 
 const LIMITS_DOC = 'docs/models.md, "Input limits"';
 
+/** A string of the file (a name, an operator, a path) as a message quotes it: control characters escaped (src/core/text.ts), at most 100 characters. */
+const q = (s: string): string => escapeControl(s.length > 100 ? `${s.slice(0, 100)}…` : s);
+
 /** Refuses a list of `n` items past ONNX_LIMITS.list, naming what holds it and the field. */
 function checkList(n: number, what: string, field: string): void {
   if (n > ONNX_LIMITS.list) throw new FormatError(`${what}: ${field} holds more than ${ONNX_LIMITS.list.toLocaleString('en')} items, past what this reader accepts (${LIMITS_DOC})`);
@@ -137,7 +141,7 @@ function parseAttr(buf: Uint8Array, what: string): { attr: OnnxAttr; graphs: Uin
   const graphs: Uint8Array[] = [];
   let strings = 0;
   for (const fl of fields(buf, what)) {
-    const here = () => `${what} "${name}"`;
+    const here = () => `${what} "${q(name)}"`;
     if (fl.field === 1) name = str(fl, `${what} name`);
     else if (fl.field === 2 && fl.wire === 5) f = f32Of(fl.int);
     else if (fl.field === 3) i = safeInt(fl, here());
@@ -312,7 +316,7 @@ function parseTensor(buf: Uint8Array, file: string, index: number, where = ''): 
       case 4: floatData.add(f, `${what}: float_data`); break;
       case 5: int32Data.add(f, `${what}: int32_data`); break;
       case 7: int64Data.add(f, `${what}: int64_data`); break;
-      case 8: name = str(f, `${what} name`); what = `${file}: ${where}initializer "${name}"`; break;
+      case 8: name = str(f, `${what} name`); what = `${file}: ${where}initializer "${q(name)}"`; break;
       case 9: raw = f.bytes; break;
       case 13: {
         checkList(external.size + 1, what, 'external_data');
@@ -375,7 +379,7 @@ function checkAcyclic(nodes: readonly OnnxNode[], file: string, where: string): 
   nodes.forEach((n, i) => {
     for (const o of n.outputs) {
       if (o === '') continue;
-      if (producer.has(o)) throw new FormatError(`${file}: ${where}value "${o}" is the output of two nodes ("${nodes[producer.get(o)!]!.name}" and "${n.name}"); an ONNX graph gives each value one producer`);
+      if (producer.has(o)) throw new FormatError(`${file}: ${where}value "${q(o)}" is the output of two nodes ("${q(nodes[producer.get(o)!]!.name)}" and "${q(n.name)}"); an ONNX graph gives each value one producer`);
       producer.set(o, i);
     }
   });
@@ -399,26 +403,26 @@ function checkAcyclic(nodes: readonly OnnxNode[], file: string, where: string): 
   }
   if (done < nodes.length) {
     const stuck = nodes[waiting.findIndex((w) => w > 0)]!;
-    throw new FormatError(`${file}: ${where}node "${stuck.name}" (${stuck.opType}) is on a cycle: it needs a value that is computed, through other nodes, from its own output; an ONNX graph must be acyclic`);
+    throw new FormatError(`${file}: ${where}node "${q(stuck.name)}" (${q(stuck.opType)}) is on a cycle: it needs a value that is computed, through other nodes, from its own output; an ONNX graph must be acyclic`);
   }
 }
 
 /** The external data of `t` checked: a file of the folder (no path outside it), the range inside it. */
-function checkExternal(t: OnnxTensor, file: string, sizeOf: (name: string) => number | undefined): void {
+function checkExternal(t: OnnxTensor, path: string, file: string, sizeOf: (name: string) => number | undefined): void {
   if (t.source.kind !== 'external') return;
-  const where = resolveExternal(file, t.source.file);
-  if (where === null) throw new FormatError(`${file}: initializer "${t.name}" names external data "${t.source.file}", a path outside the model's folder`);
+  const where = resolveExternal(path, t.source.file);
+  if (where === null) throw new FormatError(`${file}: initializer "${q(t.name)}" names external data "${q(t.source.file)}", a path outside the model's folder`);
   const size = sizeOf(where);
-  if (size === undefined) throw new FormatError(`${file}: initializer "${t.name}" is stored in "${where}", which the folder lacks`);
+  if (size === undefined) throw new FormatError(`${file}: initializer "${q(t.name)}" is stored in "${q(where)}", which the folder lacks`);
   if (t.source.offset + t.source.length > size) {
-    throw new FormatError(`${file}: initializer "${t.name}" says its ${t.source.length} bytes are at offset ${t.source.offset} of "${where}", but that file has ${size} bytes; the external data is truncated or the offsets are wrong`);
+    throw new FormatError(`${file}: initializer "${q(t.name)}" says its ${t.source.length} bytes are at offset ${t.source.offset} of "${q(where)}", but that file has ${size} bytes; the external data is truncated or the offsets are wrong`);
   }
 }
 
 function checkKnownOp(n: OnnxNode, file: string, where: string): void {
   const known = KNOWN_OPS[n.domain];
   if (known === undefined || !known.has(n.opType)) {
-    throw new FormatError(`${file}: ${where}node "${n.name}" uses operator "${n.opType.slice(0, 80)}"${n.domain ? ` of domain "${n.domain.slice(0, 80)}"` : ''}, which this playground does not know; supported: the ONNX default domain's common operators and onnxruntime's com.microsoft decoder operators (docs/models.md)`);
+    throw new FormatError(`${file}: ${where}node "${q(n.name)}" uses operator "${q(n.opType)}"${n.domain ? ` of domain "${q(n.domain)}"` : ''}, which this playground does not know; supported: the ONNX default domain's common operators and onnxruntime's com.microsoft decoder operators (docs/models.md)`);
   }
 }
 
@@ -428,7 +432,7 @@ function checkKnownOp(n: OnnxNode, file: string, where: string): void {
  */
 export function readOnnx(files: ReadonlyMap<string, Uint8Array>, file: string): OnnxModel {
   const bytes = files.get(file);
-  if (bytes === undefined) throw new FormatError(`ONNX folder: "${file}" is missing`);
+  if (bytes === undefined) throw new FormatError(`ONNX folder: "${q(file)}" is missing`);
   return readOnnxGraph(bytes, file, (n) => files.get(n)?.length);
 }
 
@@ -439,7 +443,8 @@ export function readOnnx(files: ReadonlyMap<string, Uint8Array>, file: string): 
  * (an `If`'s branches, a `Loop`'s body) are walked with an explicit stack, each checked like the
  * main graph (operators, cycles, external data) but not returned.
  */
-export function readOnnxGraph(bytes: Uint8Array, file: string, sizeOf: (name: string) => number | undefined): OnnxModel {
+export function readOnnxGraph(bytes: Uint8Array, path: string, sizeOf: (name: string) => number | undefined): OnnxModel {
+  const file = q(path); // for messages: a name from the folder, printed with its control characters escaped
   let irVersion = 0;
   let producer = '';
   const opsets = new Map<string, number>();
@@ -481,13 +486,13 @@ export function readOnnxGraph(bytes: Uint8Array, file: string, sizeOf: (name: st
         const { node, graphs } = parseNode(f.bytes, own.length, file, g.where);
         own.push(node);
         for (const sub of graphs) {
-          if (g.depth + 1 > ONNX_LIMITS.subgraphDepth) throw new FormatError(`${file}: ${g.where}node "${node.name}" (${node.opType}) holds subgraphs nested more than ${ONNX_LIMITS.subgraphDepth} deep, past what this playground reads (${LIMITS_DOC}); a decoder nests one level at most`);
-          stack.push({ bytes: sub, depth: g.depth + 1, where: `${g.where}node "${node.name.slice(0, 60)}"'s subgraph: ` });
+          if (g.depth + 1 > ONNX_LIMITS.subgraphDepth) throw new FormatError(`${file}: ${g.where}node "${q(node.name)}" (${q(node.opType)}) holds subgraphs nested more than ${ONNX_LIMITS.subgraphDepth} deep, past what this playground reads (${LIMITS_DOC}); a decoder nests one level at most`);
+          stack.push({ bytes: sub, depth: g.depth + 1, where: `${g.where}node "${q(node.name)}"'s subgraph: ` });
         }
       } else if (f.field === 5) {
         if (++nInit > ONNX_LIMITS.initializers) throw over('initializers', ONNX_LIMITS.initializers);
         const t = parseTensor(f.bytes, file, inits.size, g.where);
-        if (inits.has(t.name)) throw new FormatError(`${file}: ${g.where}initializer "${t.name}" is defined twice`);
+        if (inits.has(t.name)) throw new FormatError(`${file}: ${g.where}initializer "${q(t.name)}" is defined twice`);
         inits.set(t.name, t);
       } else if (f.field === 15) throw new FormatError(`${file}: sparse initializers are not supported`);
       else if (top && (f.field === 11 || f.field === 12)) {
@@ -497,13 +502,13 @@ export function readOnnxGraph(bytes: Uint8Array, file: string, sizeOf: (name: st
     }
     for (const n of own) checkKnownOp(n, file, g.where);
     checkAcyclic(own, file, g.where);
-    for (const t of inits.values()) checkExternal(t, file, sizeOf);
+    for (const t of inits.values()) checkExternal(t, path, file, sizeOf);
     if (top) {
       nodes = own;
       initializers = inits;
     }
   }
-  return { file, irVersion, producer, opsets, nodes, inputs, outputs, initializers };
+  return { file: path, irVersion, producer, opsets, nodes, inputs, outputs, initializers };
 }
 
 /** The bytes of an initializer stored raw or externally (little-endian, as ONNX stores them). */
@@ -520,7 +525,7 @@ let f16Table: Float32Array | null = null;
 
 /** An initializer of type float, float16 or bfloat16 as f32 (a fresh array); other types refused by name. */
 export function tensorF32(m: OnnxModel, files: ReadonlyMap<string, Uint8Array>, t: OnnxTensor): Float32Array {
-  const what = `${m.file}: initializer "${t.name}"`;
+  const what = `${q(m.file)}: initializer "${q(t.name)}"`;
   if (t.source.kind === 'floats') return t.source.values.slice();
   const raw = rawBytes(m, files, t);
   if (t.dataType === DT.FLOAT) {
@@ -551,7 +556,7 @@ export function tensorF32(m: OnnxModel, files: ReadonlyMap<string, Uint8Array>, 
 
 /** An 8-bit or 4-bit (packed) initializer's bytes: a view for raw / external data. */
 export function tensorBytes(m: OnnxModel, files: ReadonlyMap<string, Uint8Array>, t: OnnxTensor): Uint8Array {
-  const what = `${m.file}: initializer "${t.name}"`;
+  const what = `${q(m.file)}: initializer "${q(t.name)}"`;
   const bits = DT_BITS[t.dataType];
   if (bits !== 8 && bits !== 4) throw new FormatError(`${what}: has type ${dtypeName(t.dataType)}, not an 8-bit or 4-bit type`);
   const raw = rawBytes(m, files, t);
@@ -564,7 +569,7 @@ export function tensorBytes(m: OnnxModel, files: ReadonlyMap<string, Uint8Array>
 export function tensorInts(m: OnnxModel, files: ReadonlyMap<string, Uint8Array>, t: OnnxTensor): number[] {
   if (t.source.kind === 'int64s' || t.source.kind === 'int32s') return t.source.values.slice();
   const raw = rawBytes(m, files, t);
-  if (raw === null || (t.dataType !== DT.INT64 && t.dataType !== DT.INT32)) throw new FormatError(`${m.file}: initializer "${t.name}" is not an integer tensor`);
+  if (raw === null || (t.dataType !== DT.INT64 && t.dataType !== DT.INT32)) throw new FormatError(`${q(m.file)}: initializer "${q(t.name)}" is not an integer tensor`);
   const dv = new DataView(raw.buffer, raw.byteOffset, raw.length);
   const out: number[] = [];
   for (let i = 0; i < t.count; i++) out.push(t.dataType === DT.INT64 ? Number(dv.getBigInt64(8 * i, true)) : dv.getInt32(4 * i, true));

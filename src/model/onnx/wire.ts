@@ -10,6 +10,7 @@
  * Not here: what the fields mean (read.ts), writing (bench/onnx/protobuf.ts).
  */
 import { FormatError } from '../../core/errors';
+import { escapeControl } from '../../core/text';
 
 /** Wire types: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32. */
 export type WireType = 0 | 1 | 2 | 5;
@@ -118,11 +119,15 @@ export function packedInts(bytes: Uint8Array, what: string, out: number[] = []):
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** A string field (UTF-8, refused when malformed). */
+/**
+ * A string field (UTF-8, refused when malformed), with its control characters escaped
+ * (src/core/text.ts): every name, operator and path of the file reaches messages and terminals
+ * through here, so none can forge a line. A real graph's names have none, so nothing it names changes.
+ */
 export function str(f: Field, what: string): string {
   if (f.wire !== 2) throw new FormatError(`${what}: expected a string (wire type 2), got wire type ${f.wire}`);
   try {
-    return UTF8.decode(f.bytes);
+    return escapeControl(UTF8.decode(f.bytes));
   } catch {
     throw new FormatError(`${what}: not valid UTF-8; the file is corrupt`);
   }
