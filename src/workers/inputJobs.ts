@@ -70,6 +70,8 @@ export interface InputJobs {
   onnxGraph(input: { readonly graph: ByteSource; readonly file: string; readonly sizes: readonly (readonly [string, number])[] }): OnnxGraphSummary;
   /** A real run's log file → the run it records (bridge/runLog.ts); refused by its size before it is read. */
   runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
+  /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
+  runLink(param: string): RunLog;
   /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
   recipe(input: { readonly text: string; readonly base: Config; readonly aMaxOfTask?: number }): Config;
 }
@@ -116,6 +118,7 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     checkFileBytes(sourceSize(source), LOG_LIMITS, 'run log');
     return readRunLog(new TextDecoder().decode(await sourceBytes(source)), name);
   },
+  runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };
 

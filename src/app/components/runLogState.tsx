@@ -10,7 +10,7 @@ import { lazy, Suspense, useEffect } from 'react';
 import { create } from 'zustand';
 import type { RunLog } from '../../bridge/runLog';
 import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
-import { readRunLogParam, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
+import { RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
 import { checkInput } from '../inputCheck';
 import { usePlayground } from '../store';
 
@@ -42,11 +42,11 @@ export function RunLogSlot() {
   useEffect(() => {
     const p = new URLSearchParams(location.search).get('run');
     if (!p || useRunLog.getState().log) return;
-    try {
-      useRunLog.setState({ log: readRunLogParam(p) });
-    } catch (e) {
-      usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` });
-    }
+    // inflated and read in the budgeted worker, as a file is
+    checkInput('runLink', p, 'This run link').then(
+      (log) => useRunLog.setState({ log }),
+      (e: unknown) => usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` }),
+    );
   }, []);
   if (!open) return null;
   return (
