@@ -11,7 +11,8 @@
  * Not here: the settings themselves (config.ts), the file dialogs (the page, the CLI).
  */
 import { CST, Lexer } from 'yaml';
-import { FormatError } from '../core/errors';
+import { ConfigError, FormatError } from '../core/errors';
+import { boundedMessage } from '../core/text';
 import { RECIPE_MAX_DEPTH } from '../core/limits';
 import { CONFIG_KEYS, isLlmTask, type Config, type ConfigKey } from '../sat/config';
 import type { LlmTaskName } from '../tasks/llm/index';
@@ -268,7 +269,14 @@ export function checkRecipeYaml(text: string): void {
  */
 export function readRecipe(text: string, base: Config, opts: { readonly models?: ModelMap; readonly aMaxOfTask?: number } = {}): Config {
   checkRecipeYaml(text);
-  return readSatTrainer(text, base, opts);
+  try {
+    return readSatTrainer(text, base, opts);
+  } catch (e) {
+    // a refusal may quote a value of the file: kept short (a 5,000-character model id is not repeated back whole)
+    if (e instanceof ConfigError) throw new ConfigError(e.key, e.value, boundedMessage(e.message, 400));
+    if (e instanceof FormatError) throw new FormatError(boundedMessage(e.message, 400));
+    throw e;
+  }
 }
 
 /** The Markdown table of docs/real-run.md: every setting, its counterpart in each engine and the note. */

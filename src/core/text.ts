@@ -7,6 +7,8 @@
  * newlines included, so no string can start a line of its own; `escapeLines` is only the CLI
  * printer's last guard over whole messages, whose own newlines it keeps.
  *
+ * `boundedMessage` keeps a message that quotes a file's values short.
+ *
  * Not here: HTML escaping (React does it in the page), quoting for messages (safetensors.ts quote).
  */
 
@@ -22,4 +24,14 @@ export function escapeControl(s: string): string {
 /** A message of ours that may quote file strings: each line kept, control characters within lines escaped. */
 export function escapeLines(s: string): string {
   return s.split('\n').map(escapeControl).join('\n');
+}
+
+/**
+ * A message of bounded length: every quoted text over 60 characters cut to its first 60 and "…",
+ * then the whole at `max` characters — so a value a file repeats thousands of times is not
+ * repeated back whole.
+ */
+export function boundedMessage(message: string, max = 600): string {
+  const short = message.replace(/"((?:[^"\\]|\\.){60})(?:[^"\\]|\\.)+"/g, (_m, head: string) => `"${head}…"`);
+  return short.length <= max ? short : `${short.slice(0, max - 1)}…`;
 }
