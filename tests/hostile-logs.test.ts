@@ -48,7 +48,11 @@ describe('hostile run logs', () => {
 
   it('a step with more metrics than the cap, or more distinct keys than the cap, is refused', () => {
     const wide = Object.fromEntries(Array.from({ length: RUN_LOG_MAX.keysPerStep + 1 }, (_, i) => [`k${i}`, i]));
-    expect(refusal(`${JSON.stringify({ step: 7, data: wide })}\n`)).toBe('“x.log”: step 7 has more than 10,000 metrics, the most one step may have (docs/models.md, "Input limits"). Nothing was read.');
+    // counted on the line's text before JSON.parse builds the object
+    expect(refusal(`{"step": 0, "data": {"a": 1}}\n${JSON.stringify({ step: 7, data: wide })}\n`)).toBe('Line 2 of this run log has more than 10,000 keys, the most one step may have (docs/models.md, "Input limits"). Nothing was read.');
+    // a CSV's row is counted once parsed
+    const header = ['_step', ...Object.keys(wide)].join(',');
+    expect(refusal(`${header}\n7,${Object.values(wide).join(',')}\n`)).toBe('“x.log”: step 7 has more than 10,000 metrics, the most one step may have (docs/models.md, "Input limits"). Nothing was read.');
     const many = Array.from({ length: 11 }, (_, s) => JSON.stringify({ step: s, data: Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`s${s}k${i}`, i])) })).join('\n');
     expect(refusal(many)).toBe('“x.log” has more than 10,000 distinct metric keys, the most a run log may have (docs/models.md, "Input limits"). Nothing was read.');
     const fine = Array.from({ length: 100 }, (_, s) => JSON.stringify({ step: s, data: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i])) })).join('\n');
@@ -61,6 +65,8 @@ describe('hostile run logs', () => {
     expect(r).toEqual({ ok: true, value: readRunLog(text, 'blob.jsonl') });
     const big = { source: { path: 'big.jsonl', size: 60 * 2 ** 20 }, name: '' };
     expect(timeFor({ timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS }, 'runLog', big)).toBe(70_000);
+    const between = await runJob('runLog', { source: new Blob([new Uint8Array(LOG_LIMITS.chars + 1).fill(0x31)]), name: 'big.log' });
+    expect(between).toMatchObject({ ok: false, errorClass: 'FormatError', message: 'This run log holds 67,108,865 characters; the playground reads at most 67,108,864 of it. Nothing was read.' });
     const over = await runJob('runLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 }, name: 'huge.log' });
     expect(over).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it/) });
   });

@@ -59,3 +59,18 @@ export function checkInputSize(text: string, limits: InputLimits, what: string):
 export function checkFileBytes(bytes: number, limits: InputLimits, what: string): void {
   if (bytes > limits.chars * 4) throw new FormatError(`This ${what} is ${size(bytes)}; the playground reads at most ${size(limits.chars)} of it. Nothing was read.`);
 }
+
+/**
+ * Throws a FormatError naming the cap when the UTF-8 `bytes` decode to more characters (UTF-16
+ * units) than `limits.chars`: counted on the bytes (every byte that does not continue a sequence
+ * is one unit, a four-byte sequence's lead one more), so a file between the two caps is refused
+ * before a string of it is built.
+ */
+export function checkTextBytes(bytes: Uint8Array, limits: InputLimits, what: string): void {
+  let units = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if ((b & 0xc0) !== 0x80) units += b >= 0xf0 ? 2 : 1;
+  }
+  if (units > limits.chars) throw new FormatError(`This ${what} holds ${units.toLocaleString('en')} characters; the playground reads at most ${limits.chars.toLocaleString('en')} of it. Nothing was read.`);
+}

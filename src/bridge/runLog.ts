@@ -69,6 +69,17 @@ export interface Parsed {
   readonly skipped: number;
 }
 
+/**
+ * Refuses line `i` (from 0) of a log when it holds more `"key":` pairs than one step may have
+ * (RUN_LOG_MAX.keysPerStep): counted on the text, before JSON.parse builds an object of them.
+ */
+export function checkLineKeys(line: string, i: number): void {
+  let n = 0;
+  for (let at = line.indexOf('":'); at >= 0; at = line.indexOf('":', at + 2)) {
+    if (++n > RUN_LOG_MAX.keysPerStep) throw new FormatError(`Line ${(i + 1).toLocaleString('en')} of this run log has more than ${RUN_LOG_MAX.keysPerStep.toLocaleString('en')} keys, the most one step may have (docs/models.md, "Input limits"). Nothing was read.`);
+  }
+}
+
 /** Collects warnings up to MAX_WARNINGS, counting the rest. */
 export class Warnings {
   readonly list: string[] = [];

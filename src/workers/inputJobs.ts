@@ -114,9 +114,11 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     return { nodes: m.nodes.length, initializers: m.initializers.size, inputs: m.inputs.length, outputs: m.outputs.length };
   },
   runLog: async ({ source, name }) => {
-    const [{ readRunLog }, { checkFileBytes, LOG_LIMITS }] = await Promise.all([import('../bridge/runLog'), import('../bridge/limits')]);
+    const [{ readRunLog }, { checkFileBytes, checkTextBytes, LOG_LIMITS }] = await Promise.all([import('../bridge/runLog'), import('../bridge/limits')]);
     checkFileBytes(sourceSize(source), LOG_LIMITS, 'run log');
-    return readRunLog(new TextDecoder().decode(await sourceBytes(source)), name);
+    const bytes = await sourceBytes(source);
+    checkTextBytes(bytes, LOG_LIMITS, 'run log'); // its characters counted on the bytes, before a string of them exists
+    return readRunLog(new TextDecoder().decode(bytes), name);
   },
   runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),

@@ -14,7 +14,7 @@
  *
  * Not here: detecting the format and merging steps (runLog.ts).
  */
-import { Warnings, type AgentUpdate, type Parsed, type RunStep } from '../runLog';
+import { checkLineKeys, Warnings, type AgentUpdate, type Parsed, type RunStep } from '../runLog';
 
 // A number: digits with an optional fraction (`\d+(?:\.\d*)?`, never `\d+\.?\d*`, whose two runs could split one digit run n ways).
 const NUM = '(-?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf|-inf)';
@@ -46,6 +46,7 @@ export function parseSatTrainerLog(text: string): Parsed {
     const line = raw.trim();
     if (line === '') return;
     if (line.startsWith('{')) {
+      checkLineKeys(line, i);
       let o: Record<string, unknown>;
       try {
         o = JSON.parse(line);

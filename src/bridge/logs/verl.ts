@@ -14,7 +14,7 @@
  *
  * Not here: detecting the format and merging steps (runLog.ts).
  */
-import { Warnings, type Parsed, type RunStep } from '../runLog';
+import { checkLineKeys, Warnings, type Parsed, type RunStep } from '../runLog';
 
 /** A finite number, or null. */
 function num(v: unknown): number | null {
@@ -29,6 +29,7 @@ export function parseVerlJsonl(text: string): Parsed {
   lines.forEach((raw, i) => {
     const line = raw.trim();
     if (line === '') return;
+    checkLineKeys(line, i);
     let o: unknown;
     try {
       o = JSON.parse(line);

@@ -487,7 +487,7 @@ export function readOnnxGraph(bytes: Uint8Array, path: string, sizeOf: (name: st
         own.push(node);
         for (const sub of graphs) {
           if (g.depth + 1 > ONNX_LIMITS.subgraphDepth) throw new FormatError(`${file}: ${g.where}node "${q(node.name)}" (${q(node.opType)}) holds subgraphs nested more than ${ONNX_LIMITS.subgraphDepth} deep, past what this playground reads (${LIMITS_DOC}); a decoder nests one level at most`);
-          stack.push({ bytes: sub, depth: g.depth + 1, where: `${g.where}node "${q(node.name)}"'s subgraph: ` });
+          stack.push({ bytes: sub, depth: g.depth + 1, where: `a subgraph ${g.depth + 1} deep, in node "${q(node.name)}": ` });
         }
       } else if (f.field === 5) {
         if (++nInit > ONNX_LIMITS.initializers) throw over('initializers', ONNX_LIMITS.initializers);
