@@ -42,6 +42,7 @@ const SLOW = [
   'tests/worksheet.test.ts',
   // the CLI or python3 as a child process
   'tests/bridge-reward.test.ts',
+  'tests/bridge-chain.test.ts',
   'tests/cli.test.ts',
   'tests/hf-cli.test.ts',
   'tests/hostile-cli.test.ts',

@@ -123,6 +123,12 @@ describe('bad input', () => {
     const partial = readRunLog('step:1 - a:0.5 - b:tensor(3.)\nstep:2 - a:0.25', 'c.log');
     expect(partial.steps).toEqual([{ step: 1, metrics: { a: 0.5 } }, { step: 2, metrics: { a: 0.25 } }]);
     expect(partial.warnings).toEqual(['line 1: left out 1 value that is not a number.']);
+    // A NaN: the console prints "nan", verl's file logger (orjson) writes null; both are said alike.
+    const nanConsole = readRunLog('step:1 - a:nan - b:0.5 - c:inf', 'n.log');
+    const nanFile = readRunLog('{"step":1,"data":{"a":null,"b":0.5,"c":null,"note":"text"}}', 'n.jsonl');
+    expect(nanFile.steps).toEqual(nanConsole.steps);
+    expect(nanFile.warnings).toEqual(nanConsole.warnings);
+    expect(nanFile.warnings).toEqual(['line 1: left out 2 values that are not numbers.']);
     const many = Array.from({ length: 30 }, () => 'not json').join('\n');
     const w = readRunLog(`{"step":1,"data":{"a":1}}\n${many}`, 'm.jsonl').warnings;
     expect(w).toHaveLength(21);

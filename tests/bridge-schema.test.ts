@@ -106,7 +106,10 @@ describe('every preset\'s export passes the engine\'s checks or is refused by na
     expect(check(runnable('arith-team', { swapAgent: 1, swapTo: 'M' })).engines.satTrainer.ok).toBe(true);
     for (const protocol of ['chain', 'vote', 'router'] as const) {
       const r = check(runnable('arith-team', { protocol }));
-      for (const e of [r.engines.satTrainer, r.engines.teamtr]) expect(e.ok ? [] : e.refused.map((x) => x.setting), `${e.engine} ${protocol}`).toEqual(['protocol']);
+      // TeamTR plays chain through the exported rollout (tests/bridge-chain.test.ts); vote and router nowhere.
+      const refusers = protocol === 'chain' ? [r.engines.satTrainer] : [r.engines.satTrainer, r.engines.teamtr];
+      for (const e of refusers) expect(e.ok ? [] : e.refused.map((x) => x.setting), `${e.engine} ${protocol}`).toEqual(['protocol']);
+      expect(r.engines.teamtr.ok).toBe(protocol === 'chain');
       expect(r.engines.verl.ok).toBe(true);
     }
   });
@@ -116,7 +119,9 @@ describe('what an engine runs differently is said with its export', () => {
   const settings = (e: EngineExport) => (e.ok ? e.differs.map((d) => d.setting) : []);
   it('each written engine names the settings it computes differently, in its summary and in its file', () => {
     const r = check(runnable('arith-team'));
-    expect(settings(r.engines.satTrainer)).toEqual(['epochs', 'onExhausted', 'retryLrFactor', 'betaAdapt', 'maxNew']);
+    expect(settings(r.engines.satTrainer)).toEqual(['rewardMode', 'epochs', 'onExhausted', 'retryLrFactor', 'betaAdapt', 'maxNew']);
+    // Its built-in reward reads the last number of a reply: extract mode is what it runs.
+    expect(settings(check(runnable('arith-team', { rewardMode: 'extract' })).engines.satTrainer)).not.toContain('rewardMode');
     expect(settings(r.engines.verl)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'agents']);
     expect(settings(r.engines.teamtr)).toEqual(['delta', 'aClip', 'maxNew', 'objective', 'beta', 'group']);
     expect(r.engines.teamtr.ok && r.engines.teamtr.overrides).toContain('data.shuffle=false');
@@ -131,7 +136,7 @@ describe('what an engine runs differently is said with its export', () => {
     }
     // Settings the SAT authors' trainer has no key for are said when they leave its fixed choice.
     const odd = check(runnable('arith-team', { epsHigh: 0.28, topK: 5, formatReward: 0.1, lora: 8, loraAlpha: 16, objective: 'token', epochs: 1, onExhausted: 'keep', retryLrFactor: 1, deltas: [0.1, 0.2, 0.3] }));
-    expect(settings(odd.engines.satTrainer)).toEqual(['epsHigh', 'objective', 'topK', 'formatReward', 'lora', 'betaAdapt', 'deltas', 'maxNew']);
+    expect(settings(odd.engines.satTrainer)).toEqual(['epsHigh', 'objective', 'topK', 'formatReward', 'rewardMode', 'lora', 'betaAdapt', 'deltas', 'maxNew']);
     const dr = check(runnable('arith-team', { objective: 'token', tokenAgg: 'dr_grpo' }));
     expect(dr.engines.verl.ok && dr.engines.verl.differs.find((d) => d.setting === 'beta')!.message).toMatch(/no KL loss \(use_kl_loss=false\)/);
   });
@@ -175,5 +180,29 @@ describe('the checker fails broken exports (it can fail)', () => {
     expect(checkSatTrainer(y.replace('adv_mode: grpo', 'adv_mode: resample'), files)).toContain('SAT trainer: sat.adv_mode = "resample" is none of grpo, gae');
     expect(checkSatTrainer(y.replace('train_batch_size: 128', 'train_batch_size: 130'), files).join('\n')).toMatch(/not a multiple of sat.group_size \(8\): 2 episodes would be dropped/);
     expect(checkSatTrainer(y.replace(/path: HuggingFaceTB\/SmolLM2-135M-Instruct/, 'path: tabular:climbing'), files).join('\n')).toMatch(/sat.agents\[0\].path "tabular:climbing" is not a loadable model/);
+  });
+});
+
+describe('an export writes only what its engines run, under names that match', () => {
+  it('each engine\'s data rows only when it exports, reward.py for verl or TeamTR, the verl overrides beside its script', () => {
+    const cases = [...llm.map((n) => presetConfig(n)), ...llm.map((n) => runnable(n)), runnable('arith-team', { norm: 'batch' }), presetConfig('arith-team', { order: 'random', protocol: 'independent' })];
+    const seen = new Set<string>();
+    for (const cfg of cases) {
+      const r = recipe(cfg, DEFAULT_MODELS, 1, 'runs/x.sat.yaml');
+      const paths = r.files.map((f) => f.path);
+      const ok = { satTrainer: r.engines.satTrainer.ok, verl: r.engines.verl.ok, teamtr: r.engines.teamtr.ok };
+      seen.add(JSON.stringify(ok));
+      const has = (p: string) => paths.includes(p);
+      expect([has('x.sat.yaml'), has('x.data/train.sat.jsonl'), has('x.data/test.sat.jsonl')], `${cfg.task} ${cfg.protocol}: SAT trainer ${ok.satTrainer}`).toEqual([ok.satTrainer, ok.satTrainer, ok.satTrainer]);
+      expect([has('x.verl.sh'), has('x.verl.txt'), has('x.data/train.verl.jsonl'), has('x.data/val.verl.jsonl')]).toEqual([ok.verl, ok.verl, ok.verl, ok.verl]);
+      expect([has('x.teamtr.sh'), has('x.data/train.teamtr.jsonl'), has('x.data/val.teamtr.jsonl')]).toEqual([ok.teamtr, ok.teamtr, ok.teamtr]);
+      expect(has('x.data/reward.py')).toBe(ok.verl || ok.teamtr);
+      expect(paths.some((p) => p.includes('.sat.yaml.'))).toBe(false);
+      if (r.engines.verl.ok) expect(r.files.find((f) => f.path === 'x.verl.txt')!.text).toBe(`${r.engines.verl.overrides.join('\n')}\n`);
+      // Without data (the page's panel), the engines' own files only.
+      expect(recipe(cfg, DEFAULT_MODELS, 1, 'runs/x.sat.yaml', { data: false }).files.some((f) => f.path.startsWith('x.data/'))).toBe(false);
+    }
+    // The cases cover an engine refused beside engines that export.
+    expect(seen.size).toBeGreaterThan(2);
   });
 });

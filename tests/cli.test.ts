@@ -36,12 +36,12 @@ describe('npm run sat', () => {
     const file = join(dir, 'team.sat.yaml');
     const r = sat('--preset', 'arith-team', '--set', 'delta=0.07', '--set', 'protocol=independent', '--export-recipe', file, '--hf', 'S=my-org/small');
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toMatch(/wrote in .*: team\.sat\.yaml, team\.verl\.sh, team\.teamtr\.sh, team\.sat\.yaml\.verl\.txt, and 7 data files under team\.data\//);
+    expect(r.out).toMatch(/wrote in .*: team\.sat\.yaml, team\.verl\.sh, team\.verl\.txt, team\.teamtr\.sh, and 10 data files under team\.data\//);
     expect(r.out).toMatch(/\d+ settings have no counterpart in any engine/);
     const cfg = presetConfig('arith-team', { delta: '0.07', protocol: 'independent' });
     const back = readRecipe(readFileSync(file, 'utf8'), defaultConfig(), { models: { S: 'my-org/small', M: 'm', L: 'l' } });
     expect(back).toEqual(cfg);
-    const verl = readFileSync(`${file}.verl.txt`, 'utf8').trim().split('\n');
+    const verl = readFileSync(join(dir, 'team.verl.txt'), 'utf8').trim().split('\n');
     expect(verl).toContain('actor_rollout_ref.model.path=my-org/small');
     expect(verl).toContain(`data.train_batch_size=${cfg.batch}`);
     expect(readFileSync(join(dir, 'team.data', 'reward.py'), 'utf8')).toMatch(/^def compute_score\(data_source, solution_str, ground_truth, extra_info=None/m);
@@ -50,10 +50,17 @@ describe('npm run sat', () => {
     expect(chain.code, chain.err).toBe(0);
     expect(chain.out).toMatch(/SAT-AAMAS scripts\/train.py\): not exported — protocol: protocol chain/);
     expect(existsSync(join(dir, 'chain.sat.yaml'))).toBe(false);
+    expect(existsSync(join(dir, 'chain.data', 'train.sat.jsonl'))).toBe(false);
+    expect([existsSync(join(dir, 'chain.teamtr.sh')), existsSync(join(dir, 'chain.data', 'teamplay.py'))]).toEqual([true, true]);
     const log = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/sat-trainer.log'));
     expect(log.code, log.err).toBe(0);
     expect(log.out).toMatch(/sat-trainer \(satTrainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);
     expect(log.out).toMatch(/agent 0: δ = 0\.1, violation rate 50\.0 %/);
+    // A generation dump folder: its episodes, through the budgeted input check.
+    const gen = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/teamtr-generations'));
+    expect(gen.code, gen.err).toBe(0);
+    expect(gen.out).toMatch(/2\.jsonl: generation dump, 6 replies in 1 step \(2–2\), 3 agents/);
+    expect(gen.out).toMatch(/step 2 agent 1 score 1\.0000\n {4}prompt ".*3\+4=<a0>7<sep><a1>\\nassistant\\n"\n {4}reply {2}"7"/);
     const bad = sat('--import-log', file);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/is not a run log the playground reads/);

@@ -78,6 +78,8 @@ const SEPARATED = 'each unbounded run is followed by a literal it cannot match, 
 const REVIEWED: Readonly<Record<string, string>> = {
   'src/app/charts/formulas.ts: ^(-?[\\d.]+)e(-?\\d+)$': 'runs on Number.prototype.toExponential output, never on a file',
   'src/app/onnxFiles.ts: ^(?:[^/]+\\.json|(?:onnx\\/)?[^/]+\\.onnx(?:_data(?:_\\d+)?|\\.data)?)$': `runs on one name of a picked folder (a path component, at most 255 bytes on common file systems); ${SEPARATED}`,
+  'src/bridge/answer.ts: ^[ \\t]*-?[0-9]+[ \\t]*$': 'the runs hold disjoint characters (blanks, digits), so a text splits one way: linear',
+  'src/bridge/answer.ts: -?[0-9]+(?:,[0-9]{3})*(?:\\.[0-9]+)?': 'each repetition of the group starts with a comma and holds exactly three digits, so a text splits one way; it matches at the first digit it meets: linear',
   'src/bridge/logs/satTrainer.ts: ^=== Stage (\\d+)\\/(\\d+) ===$': SEPARATED,
   'src/bridge/logs/satTrainer.ts: ^\\[Stage\\] Updating agent (\\d+) \\((\\d+)\\/(\\d+)\\)$': SEPARATED,
   'src/bridge/logs/satTrainer.ts: ^KL constraint met: (-?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf|-inf) <= (-?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf|-inf)$': `${SEPARATED} (a 300,000-digit line: tests/hostile-logs.test.ts)`,
@@ -156,6 +158,8 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
 const BYTES_IN: Readonly<Record<string, string>> = {
   'src/app/components/CheckpointPicker.tsx': "wraps a picked folder's File objects; reads nothing itself",
   'src/app/components/ShareBar.tsx': 'an experiment file, whose bytes go straight to the experimentFile job (boot.ts)',
+  'src/app/components/runLogState.tsx': "an imported log's first MiB, to tell a generation dump from a run log; a dump's text, parsed by the generations job (a run log's File goes to the runLog job unread)",
+  'src/cli/bridge.ts': "a log's first MiB, to tell a generation dump from a run log; a dump's files after their size cap, parsed by the generations job (a run log's path goes to the runLog job)",
   'src/app/hfFiles.ts': "a checkpoint's files, each after its size cap, parsed by the checkpoint jobs",
   'src/app/onnxFiles.ts': "an ONNX folder's JSON files (size-capped, parsed by onnxHead) and its graph after onnxGraph passed",
   'src/app/recipeFiles.ts': 'a recipe after its size cap (256 K characters), parsed by the recipe job',

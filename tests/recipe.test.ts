@@ -64,8 +64,8 @@ describe('recipe for a real run', () => {
       expect(doc.sat.agents).toHaveLength(cfg.agents);
       const paths = r.files.map((f) => f.path);
       const n = recipeNames('runs/team.sat.yaml');
-      expect(n).toEqual({ name: 'team', yamlFile: 'team.sat.yaml', verlScript: 'team.verl.sh', teamtrScript: 'team.teamtr.sh', dataDir: 'team.data' });
-      expect(paths).toEqual(expect.arrayContaining(['team.sat.yaml', 'team.verl.sh', 'team.teamtr.sh', 'team.data/train.verl.jsonl', 'team.data/val.verl.jsonl', 'team.data/reward.py', 'team.data/train.sat.jsonl']));
+      expect(n).toEqual({ name: 'team', yamlFile: 'team.sat.yaml', verlScript: 'team.verl.sh', verlOverrides: 'team.verl.txt', teamtrScript: 'team.teamtr.sh', dataDir: 'team.data' });
+      expect(paths).toEqual(expect.arrayContaining(['team.sat.yaml', 'team.verl.sh', 'team.verl.txt', 'team.teamtr.sh', 'team.data/train.verl.jsonl', 'team.data/val.verl.jsonl', 'team.data/reward.py', 'team.data/train.sat.jsonl']));
       expect(paths).toContain(doc.dataset.train_path);
       const script = r.files.find((f) => f.path === 'team.verl.sh')!.text;
       expect(script).toContain('"data.train_files=$DATA/train.verl.jsonl"');

@@ -14,7 +14,9 @@
  *
  * Also: shapes that are not multiples of 4 (every padding path), N = 1, C = 1, OC = 1, bench-sized
  * ones (2048 rows); accumulation into non-zero gradients; null outputs in the backward; Q8/Q4 equal
- * to the SIMD dense matmul on dequantized weights bit for bit; f64 arguments take the TS path;
+ * to the SIMD dense matmul on dequantized weights bit for bit; a batch's rows (linear kernels for a
+ * few rows, packed panels for more; Q8 / Q4 dequantized on the fly, special f16 scales included)
+ * equal the same rows computed alone bit for bit; f64 arguments take the TS path;
  * with WebAssembly.validate stubbed to fail, a fresh simd.ts runs the TS twins and warns once;
  * short buffers throw the TS twins' RangeErrors; `cpuBackend` really dispatches to the kernel and a
  * small Model's logits on it stay close to `cpuBackendReference`'s; the committed artifact equals a
@@ -82,6 +84,7 @@ import {
   simdMatmulForward,
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
+  LINEAR_MAX_ROWS,
 } from '../src/backend/cpu/simd';
 import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
 import { Rng } from '../src/core/rng';
@@ -101,6 +104,8 @@ function rng(): Rng {
 }
 /** Uniform in [−1, 1), f32-exact. */
 const rand = randF32;
+/** An f32 array's bits, for bit-for-bit comparisons (NaN payloads and −0 included). */
+const bits = (a: Float32Array): Uint32Array => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
 /**
  * Per kernel, printed at the end: the worst |Δ|/tol (with its shape) and the worst |Δ| in units of
@@ -282,6 +287,65 @@ describe('WebAssembly SIMD kernels vs their TypeScript twins', () => {
       }
     });
   }
+
+  // The forward reads W as stored: one row (and up to LINEAR_MAX_ROWS) through the linear kernels,
+  // more through packed panels and gemm's register tile. Every path sums each element in the same
+  // order, so a row is the same bits however many rows share the call — what makes decoding one
+  // token give the plain forward's logits.
+  it(`a batch's rows equal the same rows computed alone bit for bit (linear ≤ ${LINEAR_MAX_ROWS} rows, panels above): f32, Q8, Q4`, () => {
+    const r = rng();
+    const Ns = [2, 3, 4, 5, 6, 7, 9, 17];
+    const alone = (fwd: (o: Float32Array, x: Float32Array, N: number) => void, inp: Float32Array, N: number, C: number, OC: number): Float32Array => {
+      const want = new Float32Array(N * OC);
+      for (let n = 0; n < N; n++) fwd(want.subarray(n * OC, (n + 1) * OC), inp.subarray(n * C, (n + 1) * C), 1);
+      return want;
+    };
+    // OC: every tile remainder (mod 8: 8-row tiles, a 4-row tile, single rows); C: every k remainder (f32).
+    for (const [C, OC] of [[5, 1], [7, 3], [12, 8], [33, 13], [64, 4], [96, 203], [130, 31], [16, 12]] as const) {
+      const fwd = (o: Float32Array, x: Float32Array, N: number): void => simdMatmulForward(o, x, w, 1, N, C, OC);
+      const w = rand(OC * C, r);
+      for (const N of Ns) {
+        const inp = rand(N * C, r);
+        const got = new Float32Array(N * OC).fill(NaN);
+        fwd(got, inp, N);
+        expect(bits(got), `f32 N ${N} C ${C} OC ${OC}`).toEqual(bits(alone(fwd, inp, N, C, OC)));
+      }
+    }
+    for (const [C, OC] of [[32, 1], [32, 7], [64, 12], [96, 203], [160, 40]] as const) {
+      const w = rand(OC * C, r);
+      const q8 = quantizeQ8(w, OC, C), q4 = quantizeQ4(w, OC, C);
+      for (const [name, fwd] of [
+        ['Q8', (o: Float32Array, x: Float32Array, N: number): void => simdMatmulForwardQ8(o, x, q8.q, q8.scales, 1, N, C, OC)],
+        ['Q4', (o: Float32Array, x: Float32Array, N: number): void => simdMatmulForwardQ4(o, x, q4.q, q4.scales, 1, N, C, OC)],
+      ] as const) {
+        for (const N of Ns) {
+          const inp = rand(N * C, r);
+          const got = new Float32Array(N * OC).fill(NaN);
+          fwd(got, inp, N);
+          expect(bits(got), `${name} N ${N} C ${C} OC ${OC}`).toEqual(bits(alone(fwd, inp, N, C, OC)));
+        }
+      }
+    }
+  });
+
+  it('Q8 / Q4 scales that are f16 subnormals, zero, negative or huge dequantize exactly as the TS twin does', () => {
+    const r = rng();
+    const [N, C, OC] = [3, 64, 9];
+    const inp = rand(N * C, r);
+    const q8 = quantizeQ8(rand(OC * C, r), OC, C), q4 = quantizeQ4(rand(OC * C, r), OC, C);
+    // 0x0001 (smallest subnormal), 0x03ff (largest subnormal), 0x8000 (−0), 0x7bff (65504), 0xfbff, 0x3c00 (1), 0x8400 (−2⁻¹⁴).
+    const special = [0x0001, 0x03ff, 0x8000, 0x7bff, 0xfbff, 0x3c00, 0x8400];
+    for (const sc of [q8.scales, q4.scales]) for (let i = 0; i < sc.length; i++) sc[i] = special[i % special.length]!;
+    for (const [name, ts, simd, w] of [
+      ['Q8', (o: Float32Array) => matmulForwardQ8(o, inp, q8.q, q8.scales, 1, N, C, OC), (o: Float32Array) => simdMatmulForwardQ8(o, inp, q8.q, q8.scales, 1, N, C, OC), dequantizeQ8(q8.q, q8.scales, OC, C)],
+      ['Q4', (o: Float32Array) => matmulForwardQ4(o, inp, q4.q, q4.scales, 1, N, C, OC), (o: Float32Array) => simdMatmulForwardQ4(o, inp, q4.q, q4.scales, 1, N, C, OC), dequantizeQ4(q4.q, q4.scales, OC, C)],
+    ] as const) {
+      const want = new Float32Array(N * OC), got = new Float32Array(N * OC).fill(NaN);
+      ts(want);
+      simd(got);
+      expectClose(`matmulForward${name}`, `special scales N${N} C${C} OC${OC}`, got, want, magForward(inp, w, N, C, OC), null, C);
+    }
+  });
 
   it('f64 arguments take the TS path (bit for bit); short buffers throw the TS RangeErrors', () => {
     const r = rng();

@@ -66,6 +66,7 @@ const SHAPES: [number, number, number][] = [
   [8, 16, 8],
   [9, 33, 11],
   [13, 17, 50],
+  [4, 36, 203],
   [37, 64, 96],
   [130, 31, 9],
   [301, 48, 72],
@@ -98,6 +99,8 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
     for (const [N, C, OC] of [
       [1, 32, 3],
       [9, 64, 11],
+      [2, 96, 203],
+      [16, 64, 64],
       [37, 32, 96],
       [300, 96, 40],
     ] as const) {

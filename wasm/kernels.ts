@@ -1,15 +1,15 @@
 /**
  * WebAssembly SIMD kernels of the CPU backend, in AssemblyScript (compiled by `npm run build:wasm`,
  * scripts/build-wasm.mjs, into src/backend/cpu/wasm/kernels.wasm.ts; loaded by src/backend/cpu/simdMemory.ts):
- * `gemm` (the matmul family, this header), then causal attention forward/backward and the row
+ * `gemm` (the matmul gradients, this header), the forward product on weights as stored (linear and
+ * panel kernels, below the first rule), then causal attention forward/backward and the row
  * kernels — RMSNorm, SwiGLU, log-softmax, RoPE, residual add, forward and backward — below the second rule, each
  * stating its maths by reference to its TypeScript twin in src/backend/cpu/.
  *
- * One kernel serves the whole f32 matmul family: a "broadcast × row" product
+ * One kernel serves both matmul gradients: a "broadcast × row" product
  *   out[r, j] = Σ_k A(r, k) · B[k, j]        r < R, j < J (J a multiple of 4), k < K
  * with A read through strides (element (r, k) at a + 4·(r·ars + k·aks)) and B, out row-major with
- * J columns. The loader (simd.ts) maps the three matmul products onto it:
- *   forward      out  = inp · Wᵀ    A = inp  (ars C, aks 1),   B = Wᵀ [C × OC]   (transposePad, below)
+ * J columns. The loader (simd.ts) maps the products onto it:
  *   input grad   dinp = dout · W    A = dout (ars OC, aks 1),  B = W  [OC × C]
  *   weight grad  dW   = doutᵀ · inp A = doutᵀ (ars 1, aks OC), B = inp [N × C]
  * so no kernel needs a horizontal (across-lane) sum: every lane is its own output element.
@@ -34,9 +34,8 @@
  * a view into one may be only 4-byte aligned, which wasm allows (an alignment is a hint), at some
  * cost in speed.
  *
- * Not here: copies in and out, padding (simd.ts), quantized weights (dequantized by the loader),
- * embedding (a row gather: it stays TypeScript), threads (none in here: src/backend/cpu/threads.ts
- * runs shares of a gemm's rows, or of attention's batch, on other instances of this module over the
+ * Not here: copies in and out, padding (simd.ts), embedding (a row gather: it stays TypeScript), threads (none in here: src/backend/cpu/threads.ts
+ * runs shares of a gemm's rows, of a forward's output columns, or of attention's batch, on other instances of this module over the
  * same shared memory — the shared-memory build, scripts/build-wasm.mjs; a result does not depend on
  * the share an element falls in).
  */
@@ -44,40 +43,6 @@
 /** First free byte after the module's static data: the loader's buffers start here (16-aligned). */
 export function heapBase(): usize {
   return (__heap_base + 15) & ~(<usize>15);
-}
-
-/**
- * out[c·OCp + o] = w[o·C + c] for o < OC, c < C, and 0 for OC ≤ o < OCp: the forward's Wᵀ, its rows
- * padded to OCp (a multiple of 4) — the gemm's B for out = inp · Wᵀ. 4 × 4 blocks are transposed in
- * registers (four loads, eight shuffles, four stores); the edges element by element. A copy: exact.
- */
-export function transposePad(out: usize, w: usize, OC: i32, C: i32, OCp: i32): void {
-  const o4 = OC & ~3;
-  const c4 = C & ~3;
-  const wRow = (<usize>C) << 2;
-  const oRow = (<usize>OCp) << 2;
-  for (let o = 0; o < o4; o += 4) {
-    const w0 = w + (<usize>o) * wRow;
-    for (let c = 0; c < c4; c += 4) {
-      const src = w0 + ((<usize>c) << 2);
-      const r0 = v128.load(src);
-      const r1 = v128.load(src + wRow);
-      const r2 = v128.load(src + 2 * wRow);
-      const r3 = v128.load(src + 3 * wRow);
-      const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
-      const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
-      const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
-      const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
-      const dst = out + (<usize>c) * oRow + ((<usize>o) << 2);
-      v128.store(dst, v128.shuffle<f32>(t0, t1, 0, 1, 4, 5));
-      v128.store(dst + oRow, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
-      v128.store(dst + 2 * oRow, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5));
-      v128.store(dst + 3 * oRow, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7));
-    }
-    for (let c = c4; c < C; c++) for (let k = 0; k < 4; k++) st(out, c * OCp + o + k, ld(w, (o + k) * C + c));
-  }
-  for (let o = o4; o < OC; o++) for (let c = 0; c < C; c++) st(out, c * OCp + o, ld(w, o * C + c));
-  for (let c = 0; c < C; c++) for (let o = OC; o < OCp; o++) st(out, c * OCp + o, 0);
 }
 
 /** f32x4 store of s, or of (what is there) + s when accumulating. */
@@ -196,6 +161,501 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
       put(out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4, s0, ac);
     }
   }
+}
+
+// ───────────────────────── the forward product on weights as stored ─────────────────────────
+
+/**
+ * out[n·OC + o] = Σ_k x[n·C + k] · W[o, k]   for n < N, o0 ≤ o < o1: the forward matmul out = inp · Wᵀ
+ * with W read as the model stores it, [OC × C] row-major — f32 (`linF32`), or Q8 / Q4 blocks of 32
+ * along C (`linQ8`, `linQ4`; the layouts of src/backend/cpu/quant.ts) dequantized on the fly, each
+ * weight q·s exactly as quant.ts dequantRows makes it (an int8 or int4 times an f16 is exact in f32).
+ * No copy of Wᵀ is made: for the few rows of a decoding step it would cost as much as the product,
+ * and a quantized weight is read at its own size, not as f32.
+ *
+ * Numerics: lanes are output columns o, as in `gemm`. A 4 × 4 block of W (4 rows o, 4 steps k) is
+ * transposed into four column vectors, and each lane is one f32 accumulator summed in ascending k,
+ * s = s + x·w — gemm's operations on Wᵀ in the same order, so every element is bit-equal to the gemm
+ * path, and a row computed alone equals the same row in any batch.
+ *
+ * Tiles: 8 rows of W (two 4-lane accumulators per row of x; a last group of 4 rows, one). One row
+ * of x (a decoding step of one prompt) takes each transposed or dequantized block in registers as
+ * soon as it is made. More rows: per chunk of 16 steps k, the tile's blocks are made once into
+ * `cols` (512 bytes of scratch that belong to the calling thread; threads.ts hands each its own)
+ * and every row of x, in pairs (four sums in flight, so the adds' latency overlaps), takes them in,
+ * its sums kept in `out` between chunks (an f32 stored and loaded back is the same f32). Rows of W
+ * past the last multiple of 4: one scalar sum each, in the same order. A caller splits [0, OC) over
+ * threads in multiples of 8 rows, so a split changes no element.
+ */
+// @ts-ignore: decorator
+@inline function step4(s: v128, xp: usize, col: usize): v128 {
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp), v128.load(col)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 4), v128.load(col, 16)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 8), v128.load(col, 32)));
+  return f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 12), v128.load(col, 48)));
+}
+
+/** The 4 × 4 block of f32 rows p, p + rs, p + 2rs, p + 3rs, transposed: column j (k + j of the 4 rows) at dst + cs·j. */
+// @ts-ignore: decorator
+@inline function transpose4(p: usize, rs: usize, dst: usize, cs: usize): void {
+  const r0 = v128.load(p), r1 = v128.load(p + rs), r2 = v128.load(p + 2 * rs), r3 = v128.load(p + 3 * rs);
+  const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
+  v128.store(dst, v128.shuffle<f32>(t0, t1, 0, 1, 4, 5));
+  v128.store(dst + cs, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
+  v128.store(dst + 2 * cs, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5));
+  v128.store(dst + 3 * cs, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7));
+}
+
+/** s plus four steps k of one row of x (xp) against the 4 × 4 f32 block of rows p, p + rs, … (transposed in registers). */
+// @ts-ignore: decorator
+@inline function rowStep4(s: v128, xp: usize, p: usize, rs: usize): v128 {
+  const r0 = v128.load(p), r1 = v128.load(p + rs), r2 = v128.load(p + 2 * rs), r3 = v128.load(p + 3 * rs);
+  const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp), v128.shuffle<f32>(t0, t1, 0, 1, 4, 5)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 4), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 8), v128.shuffle<f32>(t2, t3, 0, 1, 4, 5)));
+  return f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 12), v128.shuffle<f32>(t2, t3, 2, 3, 6, 7)));
+}
+
+/** Stores the sums of a tile: s0 to out row n at column o, s1 (when `hi`) at o + 4. */
+// @ts-ignore: decorator
+@inline function store8(out: usize, s0: v128, s1: v128, hi: bool): void {
+  v128.store(out, s0);
+  if (hi) v128.store(out, s1, 16);
+}
+
+/**
+ * Every row of x takes in a chunk of nq ≤ 4 column blocks of a tile (at cols, and cols + 256 for the
+ * second 4 rows when `hi`), steps kb0 / 4 … on: rows in pairs, an odd last row alone; each sum
+ * loaded from out (or zero on the `first` chunk), advanced, stored back.
+ */
+// @ts-ignore: decorator
+@inline function chunkRows(x: usize, N: i32, xRow: usize, kb0: usize, nq: usize, cols: usize, out: usize, oRow: usize, first: bool, hi: bool): void {
+  const z = f32x4.splat(0);
+  for (let n = 0; n < N; n += 2) {
+    const two = n + 1 < N;
+    const x0 = x + (<usize>n) * xRow + kb0;
+    const p0 = out + (<usize>n) * oRow;
+    let a0 = first ? z : v128.load(p0), b0 = first || !hi ? z : v128.load(p0, 16);
+    if (two) {
+      const x1 = x0 + xRow, p1 = p0 + oRow;
+      let a1 = first ? z : v128.load(p1), b1 = first || !hi ? z : v128.load(p1, 16);
+      for (let m: usize = 0; m < nq; m++) {
+        const xm = m << 4, cm = cols + (m << 6);
+        a0 = step4(a0, x0 + xm, cm);
+        a1 = step4(a1, x1 + xm, cm);
+        if (hi) {
+          b0 = step4(b0, x0 + xm, cm + 256);
+          b1 = step4(b1, x1 + xm, cm + 256);
+        }
+      }
+      store8(p1, a1, b1, hi);
+    } else {
+      for (let m: usize = 0; m < nq; m++) {
+        const xm = m << 4, cm = cols + (m << 6);
+        a0 = step4(a0, x0 + xm, cm);
+        if (hi) b0 = step4(b0, x0 + xm, cm + 256);
+      }
+    }
+    store8(p0, a0, b0, hi);
+  }
+}
+
+/** f32 weights (header): out[n, o] for o in [o0, o1), all n. */
+export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  const wRow = (<usize>C) << 2;
+  const oRow = (<usize>OC) << 2;
+  const c4 = C & ~3;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const wa = w + (<usize>o) * wRow;
+    const wb = wa + 4 * wRow;
+    const po = out + ((<usize>o) << 2);
+    if (N == 1) {
+      let a = f32x4.splat(0), b = f32x4.splat(0);
+      for (let k = 0; k < c4; k += 4) {
+        const kb = (<usize>k) << 2;
+        a = rowStep4(a, x + kb, wa + kb, wRow);
+        if (hi) b = rowStep4(b, x + kb, wb + kb, wRow);
+      }
+      store8(po, a, b, hi);
+    } else {
+      for (let k = 0; k < c4; k += 16) {
+        const nq = <usize>min(4, (c4 - k) >> 2);
+        const kb = (<usize>k) << 2;
+        for (let m: usize = 0; m < nq; m++) {
+          transpose4(wa + kb + (m << 4), wRow, cols + (m << 6), 16);
+          if (hi) transpose4(wb + kb + (m << 4), wRow, cols + 256 + (m << 6), 16);
+        }
+        chunkRows(x, N, wRow, kb, nq, cols, po, oRow, k == 0, hi);
+      }
+    }
+    for (let k = c4; k < C; k++) {
+      // The last C mod 4 steps: each column built lane by lane, every row's sums from out.
+      const kb = (<usize>k) << 2;
+      let ca = f32x4.splat(load<f32>(wa + kb));
+      ca = f32x4.replace_lane(ca, 1, load<f32>(wa + wRow + kb));
+      ca = f32x4.replace_lane(ca, 2, load<f32>(wa + 2 * wRow + kb));
+      ca = f32x4.replace_lane(ca, 3, load<f32>(wa + 3 * wRow + kb));
+      let cb = f32x4.splat(0);
+      if (hi) {
+        cb = f32x4.splat(load<f32>(wb + kb));
+        cb = f32x4.replace_lane(cb, 1, load<f32>(wb + wRow + kb));
+        cb = f32x4.replace_lane(cb, 2, load<f32>(wb + 2 * wRow + kb));
+        cb = f32x4.replace_lane(cb, 3, load<f32>(wb + 3 * wRow + kb));
+      }
+      for (let n = 0; n < N; n++) {
+        const p = po + (<usize>n) * oRow;
+        const xs = v128.load32_splat(x + (<usize>n) * wRow + kb);
+        const first = k == 0;
+        store8(p, f32x4.add(first ? f32x4.splat(0) : v128.load(p), f32x4.mul(xs, ca)), f32x4.add(first || !hi ? f32x4.splat(0) : v128.load(p, 16), f32x4.mul(xs, cb)), hi);
+      }
+    }
+    o += hi ? 8 : 4;
+  }
+  for (; o < o1; o++) {
+    const wo = w + (<usize>o) * wRow;
+    for (let n = 0; n < N; n++) {
+      const xn = x + (<usize>n) * wRow;
+      let s: f32 = 0;
+      for (let k = 0; k < C; k++) s += load<f32>(xn + ((<usize>k) << 2)) * load<f32>(wo + ((<usize>k) << 2));
+      store<f32>(out + (<usize>n) * oRow + ((<usize>o) << 2), s);
+    }
+  }
+}
+
+/** f16 bits → f32, exactly (quant.ts f16ToF32): the bits moved into place, then ·2¹¹² (exact, subnormals included); Inf and NaN kept. */
+// @ts-ignore: decorator
+@inline function half(h: u32): f32 {
+  if ((h & 0x7c00) == 0x7c00) return reinterpret<f32>(((h & 0x8000) << 16) | 0x7f800000 | ((h & 0x3ff) << 13));
+  const v = reinterpret<f32>((h & 0x7fff) << 13) * reinterpret<f32>(0x77800000);
+  return (h & 0x8000) != 0 ? -v : v;
+}
+
+/** The scales of rows o..o+3 at block j as one f32x4 (sc: the u16 scales, nb blocks per row). */
+// @ts-ignore: decorator
+@inline function scales4(sc: usize, nb: i32, o: i32, j: i32): v128 {
+  const rs = (<usize>nb) << 1;
+  const p = sc + (<usize>o) * rs + ((<usize>j) << 1);
+  let v = f32x4.splat(half(<u32>load<u16>(p)));
+  v = f32x4.replace_lane(v, 1, half(<u32>load<u16>(p + rs)));
+  v = f32x4.replace_lane(v, 2, half(<u32>load<u16>(p + 2 * rs)));
+  return f32x4.replace_lane(v, 3, half(<u32>load<u16>(p + 3 * rs)));
+}
+
+/** The four columns of one 4 × 4 block: byte t of each 32-bit lane (lane i = row i), sign-extended, converted, ·sv; column t at dst + cs·t. */
+// @ts-ignore: decorator
+@inline function byteCols(v: v128, sv: v128, dst: usize, cs: usize): void {
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 24), 24)), sv));
+  v128.store(dst + cs, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 16), 24)), sv));
+  v128.store(dst + 2 * cs, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 8), 24)), sv));
+  v128.store(dst + 3 * cs, f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(v, 24)), sv));
+}
+
+/**
+ * Sixteen int8 weights (k0..k0+15) of each of four rows r0..r3, times the rows' scales sv, as
+ * sixteen column vectors (column k0 + t at dst + cs·t, transpose4's layout): the rows transposed as
+ * 32-bit lanes, then byteCols on each.
+ */
+// @ts-ignore: decorator
+@inline function dequant16(r0: v128, r1: v128, r2: v128, r3: v128, sv: v128, dst: usize, cs: usize): void {
+  const t0 = v128.shuffle<i32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<i32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<i32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<i32>(r2, r3, 2, 6, 3, 7);
+  byteCols(v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), sv, dst, cs);
+  byteCols(v128.shuffle<i32>(t0, t1, 2, 3, 6, 7), sv, dst + 4 * cs, cs);
+  byteCols(v128.shuffle<i32>(t2, t3, 0, 1, 4, 5), sv, dst + 8 * cs, cs);
+  byteCols(v128.shuffle<i32>(t2, t3, 2, 3, 6, 7), sv, dst + 12 * cs, cs);
+}
+
+/** s plus four steps k of one row of x (xp) against one 4 × 4 int8 block v (byteCols's layout) times sv, the columns in registers. */
+// @ts-ignore: decorator
+@inline function rowBytes4(s: v128, xp: usize, v: v128, sv: v128): v128 {
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 24), 24)), sv)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 4), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 16), 24)), sv)));
+  s = f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 8), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(i32x4.shl(v, 8), 24)), sv)));
+  return f32x4.add(s, f32x4.mul(v128.load32_splat(xp, 12), f32x4.mul(f32x4.convert_i32x4_s(i32x4.shr_s(v, 24)), sv)));
+}
+
+/** s plus sixteen steps k of one row of x (xp) against int8 rows r0..r3 (k0..k0+15) times sv: dequant16 with the columns used at once. */
+// @ts-ignore: decorator
+@inline function rowBytes16(s: v128, xp: usize, r0: v128, r1: v128, r2: v128, r3: v128, sv: v128): v128 {
+  const t0 = v128.shuffle<i32>(r0, r1, 0, 4, 1, 5);
+  const t1 = v128.shuffle<i32>(r2, r3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<i32>(r0, r1, 2, 6, 3, 7);
+  const t3 = v128.shuffle<i32>(r2, r3, 2, 6, 3, 7);
+  s = rowBytes4(s, xp, v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), sv);
+  s = rowBytes4(s, xp + 16, v128.shuffle<i32>(t0, t1, 2, 3, 6, 7), sv);
+  s = rowBytes4(s, xp + 32, v128.shuffle<i32>(t2, t3, 0, 1, 4, 5), sv);
+  return rowBytes4(s, xp + 48, v128.shuffle<i32>(t2, t3, 2, 3, 6, 7), sv);
+}
+
+/**
+ * Thirty-two int4 weights of one row (16 bytes at p, low nibble first: quant.ts's Q4 layout) as
+ * int8 in k order: bytes k0..k0+15 (`upper` false) or k0+16..k0+31 (true), each nibble − 8.
+ */
+// @ts-ignore: decorator
+@inline function nibbles(p: usize, upper: bool): v128 {
+  const b = v128.load(p);
+  const lo = v128.and(b, i8x16.splat(15));
+  const hi = i8x16.shr_u(b, 4);
+  const e = upper
+    ? i8x16.shuffle(lo, hi, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+    : i8x16.shuffle(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  return i8x16.sub(e, i8x16.splat(8));
+}
+
+/**
+ * The quantized tile loop shared by linQ8 and linQ4 (`bits` 8 or 4), per half block of 16 steps k:
+ * one row of x takes the dequantized columns in registers; more rows take them from `cols`, where
+ * they are dequantized once (256 bytes per 4 rows of W) — the header's two ways.
+ */
+// @ts-ignore: decorator
+@inline function linQ(bits: i32, x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  const xRow = (<usize>C) << 2;
+  const oRow = (<usize>OC) << 2;
+  const qRow = bits == 8 ? <usize>C : (<usize>C) >> 1;
+  const nb = C >> 5;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const qa = q + (<usize>o) * qRow;
+    const po = out + ((<usize>o) << 2);
+    let a = f32x4.splat(0), b = f32x4.splat(0);
+    for (let j = 0; j < nb; j++) {
+      const sa = scales4(sc, nb, o, j);
+      const sb = hi ? scales4(sc, nb, o + 4, j) : sa;
+      for (let h = 0; h < 2; h++) {
+        const kb = ((<usize>j) << 7) + ((<usize>h) << 6); // byte offset of step 32j + 16h in a row of x
+        const pa = bits == 8 ? qa + ((<usize>j) << 5) + ((<usize>h) << 4) : qa + ((<usize>j) << 4);
+        const pb = pa + 4 * qRow;
+        const up = h != 0;
+        if (N == 1) {
+          // One row of x: the columns in registers, used at once.
+          if (bits == 8) {
+            a = rowBytes16(a, x + kb, v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa);
+            if (hi) b = rowBytes16(b, x + kb, v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb);
+          } else {
+            a = rowBytes16(a, x + kb, nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa);
+            if (hi) b = rowBytes16(b, x + kb, nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb);
+          }
+          continue;
+        }
+        // More rows: the chunk's columns dequantized once into `cols`, then taken in by every row.
+        if (bits == 8) {
+          dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, cols, 16);
+          if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, cols + 256, 16);
+        } else {
+          dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, cols, 16);
+          if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, cols + 256, 16);
+        }
+        chunkRows(x, N, xRow, kb, 4, cols, po, oRow, j == 0 && h == 0, hi);
+      }
+    }
+    if (N == 1) store8(po, a, b, hi);
+    o += hi ? 8 : 4;
+  }
+  for (; o < o1; o++) {
+    for (let n = 0; n < N; n++) {
+      const xn = x + (<usize>n) * xRow;
+      let s: f32 = 0;
+      for (let k = 0; k < C; k++) {
+        const sk = half(<u32>load<u16>(sc + (((<usize>o) * (<usize>nb) + (<usize>(k >> 5))) << 1)));
+        let v: i32;
+        if (bits == 8) v = <i32>load<i8>(q + (<usize>o) * qRow + <usize>k);
+        else {
+          const by = <i32>load<u8>(q + (<usize>o) * qRow + ((<usize>k) >> 1));
+          v = ((k & 1) == 0 ? by & 15 : by >> 4) - 8;
+        }
+        s += load<f32>(xn + ((<usize>k) << 2)) * (<f32>v * sk);
+      }
+      store<f32>(out + (<usize>n) * oRow + ((<usize>o) << 2), s);
+    }
+  }
+}
+
+/**
+ * The same product for many rows of x (a prefill, a training batch), through packed panels: for each
+ * tile of 8 rows of W, its columns over all C steps are packed once into `strip` (C × 8 f32, row k =
+ * W[o..o+7, k]: f32 rows transposed, Q8 / Q4 rows dequantized — the calling thread's own, 32·C bytes)
+ * and every row of x runs gemm's 4 × 8 register tile against it, so no thread copies the whole of Wᵀ
+ * first and each panel stays in cache while the rows stream past it. Same sums in the same order as
+ * gemm on Wᵀ (bit-equal to it and to the linear kernels above). A last tile of 4 rows leaves the
+ * strip's other 4 columns as they are (their lanes are computed and not stored); rows of W past the
+ * last multiple of 4 go to the linear kernel. C must be a multiple of 4 (f32; the quantized layouts
+ * have 32), and strip must hold max(32·C, 512) bytes (the linear kernel's scratch too).
+ */
+// @ts-ignore: decorator
+@inline function panelRows(x: usize, N: i32, C: i32, strip: usize, out: usize, oRow: usize, hi: bool): void {
+  const xRow = (<usize>C) << 2;
+  let r = 0;
+  for (; r + 4 <= N; r += 4) {
+    let p0 = x + (<usize>r) * xRow;
+    let p1 = p0 + xRow;
+    let p2 = p1 + xRow;
+    let p3 = p2 + xRow;
+    let bp = strip;
+    let s00 = f32x4.splat(0), s01 = f32x4.splat(0);
+    let s10 = f32x4.splat(0), s11 = f32x4.splat(0);
+    let s20 = f32x4.splat(0), s21 = f32x4.splat(0);
+    let s30 = f32x4.splat(0), s31 = f32x4.splat(0);
+    for (let k = 0; k < C; k++) {
+      const b0 = v128.load(bp);
+      const b1 = v128.load(bp, 16);
+      let v = v128.load32_splat(p0);
+      s00 = f32x4.add(s00, f32x4.mul(v, b0));
+      s01 = f32x4.add(s01, f32x4.mul(v, b1));
+      v = v128.load32_splat(p1);
+      s10 = f32x4.add(s10, f32x4.mul(v, b0));
+      s11 = f32x4.add(s11, f32x4.mul(v, b1));
+      v = v128.load32_splat(p2);
+      s20 = f32x4.add(s20, f32x4.mul(v, b0));
+      s21 = f32x4.add(s21, f32x4.mul(v, b1));
+      v = v128.load32_splat(p3);
+      s30 = f32x4.add(s30, f32x4.mul(v, b0));
+      s31 = f32x4.add(s31, f32x4.mul(v, b1));
+      p0 += 4;
+      p1 += 4;
+      p2 += 4;
+      p3 += 4;
+      bp += 32;
+    }
+    const o = out + (<usize>r) * oRow;
+    store8(o, s00, s01, hi);
+    store8(o + oRow, s10, s11, hi);
+    store8(o + 2 * oRow, s20, s21, hi);
+    store8(o + 3 * oRow, s30, s31, hi);
+  }
+  for (; r < N; r++) {
+    let p0 = x + (<usize>r) * xRow;
+    let bp = strip;
+    let s0 = f32x4.splat(0), s1 = f32x4.splat(0);
+    for (let k = 0; k < C; k++) {
+      const v = v128.load32_splat(p0);
+      s0 = f32x4.add(s0, f32x4.mul(v, v128.load(bp)));
+      s1 = f32x4.add(s1, f32x4.mul(v, v128.load(bp, 16)));
+      p0 += 4;
+      bp += 32;
+    }
+    store8(out + (<usize>r) * oRow, s0, s1, hi);
+  }
+}
+
+/** f32 weights (panel header), C a multiple of 4: out[n, o] for o in [o0, o1), all n. */
+export function panelF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  const wRow = (<usize>C) << 2;
+  const oRow = (<usize>OC) << 2;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const wa = w + (<usize>o) * wRow;
+    for (let k = 0; k < C; k += 4) {
+      const kb = (<usize>k) << 2;
+      transpose4(wa + kb, wRow, strip + (kb << 3), 32);
+      if (hi) transpose4(wa + 4 * wRow + kb, wRow, strip + (kb << 3) + 16, 32);
+    }
+    panelRows(x, N, C, strip, out + ((<usize>o) << 2), oRow, hi);
+    o += hi ? 8 : 4;
+  }
+  if (o < o1) linF32(x, N, w, C, out, OC, o, o1, strip);
+}
+
+// @ts-ignore: decorator
+@inline function panelQ(bits: i32, x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  const oRow = (<usize>OC) << 2;
+  const qRow = bits == 8 ? <usize>C : (<usize>C) >> 1;
+  const nb = C >> 5;
+  let o = o0;
+  for (; o + 4 <= o1; ) {
+    const hi = o + 8 <= o1;
+    const qa = q + (<usize>o) * qRow;
+    for (let j = 0; j < nb; j++) {
+      const sa = scales4(sc, nb, o, j);
+      const sb = hi ? scales4(sc, nb, o + 4, j) : sa;
+      for (let h = 0; h < 2; h++) {
+        const dst = strip + ((<usize>(32 * j + 16 * h)) << 5); // strip row of step 32j + 16h
+        const pa = bits == 8 ? qa + ((<usize>j) << 5) + ((<usize>h) << 4) : qa + ((<usize>j) << 4);
+        const pb = pa + 4 * qRow;
+        const up = h != 0;
+        if (bits == 8) {
+          dequant16(v128.load(pa), v128.load(pa + qRow), v128.load(pa + 2 * qRow), v128.load(pa + 3 * qRow), sa, dst, 32);
+          if (hi) dequant16(v128.load(pb), v128.load(pb + qRow), v128.load(pb + 2 * qRow), v128.load(pb + 3 * qRow), sb, dst + 16, 32);
+        } else {
+          dequant16(nibbles(pa, up), nibbles(pa + qRow, up), nibbles(pa + 2 * qRow, up), nibbles(pa + 3 * qRow, up), sa, dst, 32);
+          if (hi) dequant16(nibbles(pb, up), nibbles(pb + qRow, up), nibbles(pb + 2 * qRow, up), nibbles(pb + 3 * qRow, up), sb, dst + 16, 32);
+        }
+      }
+    }
+    panelRows(x, N, C, strip, out + ((<usize>o) << 2), oRow, hi);
+    o += hi ? 8 : 4;
+  }
+  if (o < o1) linQ(bits, x, N, q, sc, C, out, OC, o, o1, strip);
+}
+
+/** Q8 weights (panel header): out[n, o] for o in [o0, o1), all n. */
+export function panelQ8(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  panelQ(8, x, N, q, sc, C, out, OC, o0, o1, strip);
+}
+
+/** Q4 weights (panel header): out[n, o] for o in [o0, o1), all n. */
+export function panelQ4(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  panelQ(4, x, N, q, sc, C, out, OC, o0, o1, strip);
+}
+
+/**
+ * The dense f32 rows [o0, o1) of a Q8 (`bits` 8) or Q4 (4) weight: out[(o − o0)·C + c] = W[o, c],
+ * each q·s as quant.ts dequantRows makes it (exact). What the larger forwards (through Wᵀ and the
+ * gemm) and the input gradients of a frozen quantized weight run on.
+ */
+export function dequantRows(out: usize, q: usize, sc: usize, C: i32, o0: i32, o1: i32, bits: i32): void {
+  const nb = C >> 5;
+  const qRow = bits == 8 ? <usize>C : (<usize>C) >> 1;
+  for (let o = o0; o < o1; o++) {
+    const qo = q + (<usize>o) * qRow;
+    const dst = out + (<usize>(o - o0)) * ((<usize>C) << 2);
+    for (let j = 0; j < nb; j++) {
+      const sv = f32x4.splat(half(<u32>load<u16>(sc + (((<usize>o) * (<usize>nb) + (<usize>j)) << 1))));
+      const d = dst + ((<usize>j) << 7);
+      let e0: v128, e1: v128;
+      if (bits == 8) {
+        e0 = v128.load(qo + ((<usize>j) << 5));
+        e1 = v128.load(qo + ((<usize>j) << 5), 16);
+      } else {
+        e0 = nibbles(qo + ((<usize>j) << 4), false);
+        e1 = nibbles(qo + ((<usize>j) << 4), true);
+      }
+      storeBytes16(e0, sv, d);
+      storeBytes16(e1, sv, d + 64);
+    }
+  }
+}
+
+/** Sixteen int8 lanes of e, sign-extended and converted in order, ·sv, stored as 16 f32 at dst. */
+// @ts-ignore: decorator
+@inline function storeBytes16(e: v128, sv: v128, dst: usize): void {
+  const lo = i16x8.extend_low_i8x16_s(e), hi = i16x8.extend_high_i8x16_s(e);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), sv));
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), sv), 16);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), sv), 32);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), sv), 48);
+}
+
+/** Q8 weights (header; q: int8 [OC × C], sc: f16 scales [OC × C/32]): out[n, o] for o in [o0, o1), all n. */
+export function linQ8(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  linQ(8, x, N, q, sc, C, out, OC, o0, o1, cols);
+}
+
+/** Q4 weights (header; q: packed int4 [OC × C/2], sc: f16 scales [OC × C/32]): out[n, o] for o in [o0, o1), all n. */
+export function linQ4(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
+  linQ(4, x, N, q, sc, C, out, OC, o0, o1, cols);
 }
 
 // ───────────────────────── attention and the row kernels ─────────────────────────

@@ -14,7 +14,7 @@ import { CST, Lexer } from 'yaml';
 import { ConfigError, FormatError } from '../core/errors';
 import { boundedMessage } from '../core/text';
 import { RECIPE_MAX_DEPTH } from '../core/limits';
-import { CONFIG_KEYS, isLlmTask, type Config, type ConfigKey } from '../sat/config';
+import { CONFIG_KEYS, isLlmTask, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
 import type { LlmTaskName } from '../tasks/llm/index';
 import { checkInputSize, RECIPE_LIMITS } from './limits';
 import { ENGINE_TITLES, type Difference, type EngineExport, type EngineName, type ExportFile } from './engine';
@@ -23,7 +23,8 @@ import { rewardModule } from './rewardPy';
 import { readSatTrainer, satTrainerExport } from './satTrainer';
 import { DATA_FILES, problemsOf, satRows, teamtrRows, verlRows } from './taskData';
 import { teamtrExport } from './teamtr';
-import { verlExport } from './verl';
+import { siteCustomizeModule, TEAM_FILES, teamplayModule, teamtrRolloutModule, type TeamProtocol } from './teamPy';
+import { verlExport, verlOverridesFile } from './verl';
 
 export { DEFAULT_MODELS, type ModelMap } from './models';
 export { ENGINE_TITLES, type Difference, type EngineExport, type EngineName } from './engine';
@@ -49,7 +50,7 @@ export type RecipeTable = Readonly<Partial<Record<ConfigKey, RecipeEntry>>>;
 /** The settings of the config table, by meaning; a setting without a row is NOT_MAPPED. */
 export const RECIPE: RecipeTable = {
   task: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'The task is the data: its prompts are written as each engine\'s dataset and its verifier as reward.py (verl reward.custom_reward_function, TeamTR custom_reward_function). The SAT authors\' trainer has a built-in numeric reward, so countdown is refused there; tabular games are refused everywhere.' },
-  protocol: { satTrainer: null, verl: null, teamtr: null, note: 'The SAT authors\' trainer and TeamTR have each response written by one agent alone: independent; chain, vote and router are refused there. verl runs one policy, for which the protocol does not arise.' },
+  protocol: { satTrainer: null, verl: null, teamtr: `${V}.rollout.name`, note: 'TeamTR (rollout.name=multi_agent_hf) plays independent and chain through the exported rollout (teamplay.py, teamtr_rollout.py, put in place by sitecustomize.py): agent j sees the episode\'s earlier messages exactly as the playground builds them; vote and router are refused. The SAT authors\' trainer has each response written by one agent alone: independent only. verl runs one policy, for which the protocol does not arise.' },
   agents: { satTrainer: 'sat.agents', verl: null, teamtr: `${V}.rollout.agent_model_paths`, note: 'One entry per agent. verl trains one policy (agent 0).' },
   actions: NONE('A tabular game\'s action count; a language model\'s actions are its vocabulary.'),
   taskSeed: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'Fixes the generated problems written into the data files.' },
@@ -63,15 +64,16 @@ export const RECIPE: RecipeTable = {
   loraAlpha: { satTrainer: null, verl: `${V}.model.lora_alpha`, teamtr: `${V}.model.lora_alpha`, note: 'Written with lora > 0.' },
   temperature: { satTrainer: 'generation.temperature', verl: `${V}.rollout.temperature`, teamtr: `${V}.rollout.temperature`, note: 'The sampling temperature of every rollout.' },
   topK: { satTrainer: null, verl: `${V}.rollout.top_k`, teamtr: `${V}.rollout.top_k`, note: 'verl (vLLM): 0 = all tokens is written -1; TeamTR\'s Hugging Face sampler takes 0. The SAT authors\' trainer samples with top_p only.' },
-  maxNew: { satTrainer: 'data.max_response_length', verl: 'data.max_response_length', teamtr: 'data.max_response_length', note: 'The playground counts characters of a char-level model; a real tokenizer and an instruct model need another budget: 4 × maxNew tokens, at least 32.' },
+  maxNew: { satTrainer: 'data.max_response_length', verl: 'data.max_response_length', teamtr: 'data.max_response_length', note: 'The playground counts characters of a char-level model; a real tokenizer and an instruct model need another budget: 4 × maxNew tokens, at least 64 for a bare answer (rewardMode strict) or 256 for a worked one (extract).' },
   evalEpisodes: { satTrainer: 'dataset.test_path', verl: 'data.val_files', teamtr: 'data.val_files', note: 'The held-out problems behind J, written as the validation file (verl and TeamTR validate every step: trainer.test_freq=1).' },
   formatReward: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py. The SAT authors\' reward is built in (1 or 0): a format reward > 0 is not carried there.' },
+  rewardMode: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py (REWARD_MODE) and the instruction line of every prompt: strict grades the whole reply as the playground does (its J); extract grades the last \\boxed{…}, the text after ####, else the last number (countdown: the last line). The SAT authors\' reward is built in: it reads the last number of the reply, whatever the mode.' },
   seed: { satTrainer: null, verl: 'data.seed', teamtr: 'teamtr_router_seed', note: 'verl: shuffles the data. TeamTR reads its rows in file order (data.shuffle=false, so each step holds the same problems for every agent) and gets it as teamtr_router_seed. The SAT authors\' trainer takes --seed on its command line (written there). A real run has further seeds (sampling, initialisation).' },
   stages: { satTrainer: 'training.num_stages', verl: 'trainer.total_training_steps', teamtr: 'trainer.total_training_steps', note: 'One stage per training step.' },
-  scheme: NONE('sequential is SAT; TeamTR updates agents in turn from one batch per step, which for the independent protocol is the same (an agent\'s update does not change another\'s episodes).'),
+  scheme: NONE('sequential is SAT; TeamTR updates agents in turn from one batch per step, which for the independent protocol is the same (an agent\'s update does not change another\'s episodes) and for chain reuses the step\'s episodes for every agent.'),
   batch: { satTrainer: 'data.train_batch_size', verl: 'data.train_batch_size', teamtr: 'data.train_batch_size', note: 'Prompts per stage. The SAT authors\' trainer counts episodes (batch × group); TeamTR counts rows, one per problem and agent (batch × agents). ppo_mini_batch_size is the whole batch (one optimizer step per epoch, as here).' },
   group: { satTrainer: 'sat.group_size', verl: `${V}.rollout.n`, teamtr: `${V}.rollout.n`, note: 'Samples per prompt (GRPO group). TeamTR: per prompt and agent, each agent with its own group baseline (agents × group samples a prompt), where the playground\'s independent protocol shares one group, sample k answered by agent k mod n.' },
-  estimator: NONE('How agent j\'s advantages account for its predecessors\' updates (docs/method.md §4.2). No engine has the key: the SAT authors\' trainer reweights one batch per stage (truncated importance sampling, sat/data/reweighting.py); for the independent protocol TeamTR runs, the estimators coincide.'),
+  estimator: NONE('How agent j\'s advantages account for its predecessors\' updates (docs/method.md §4.2). No engine has the key: the SAT authors\' trainer reweights one batch per stage (truncated importance sampling, sat/data/reweighting.py); for the independent protocol the estimators coincide; TeamTR\'s chain reuses one batch of episodes for every agent, with no importance weights.'),
   norm: { satTrainer: 'sat.group_norm', verl: 'algorithm.norm_adv_by_std_in_grpo', teamtr: 'algorithm.norm_adv_by_std_in_grpo', note: 'group → true, none → false (with the group mean as baseline: sat.adv_mode grpo, group_baseline mean); batch is refused.' },
   aClip: { satTrainer: 'sat.A_clip', verl: null, teamtr: null, note: 'verl clips ratios, not advantages.' },
   probeEpisodes: NONE('A diagnostic of the playground\'s certificate (the bias probe).'),
@@ -123,6 +125,8 @@ export interface RecipeNames {
   readonly name: string;
   readonly yamlFile: string;
   readonly verlScript: string;
+  /** verl's overrides, one per line. */
+  readonly verlOverrides: string;
   readonly teamtrScript: string;
   /** Folder of the data and reward.py, relative to the recipe. */
   readonly dataDir: string;
@@ -132,7 +136,7 @@ export interface RecipeNames {
 export function recipeNames(yamlFile: string): RecipeNames {
   const base = yamlFile.split(/[\\/]/).pop()!;
   const name = base.replace(/\.sat\.ya?ml$|\.ya?ml$/i, '') || 'sat-playground';
-  return { name, yamlFile: base, verlScript: `${name}.verl.sh`, teamtrScript: `${name}.teamtr.sh`, dataDir: `${name}.data` };
+  return { name, yamlFile: base, verlScript: `${name}.verl.sh`, verlOverrides: verlOverridesFile(name), teamtrScript: `${name}.teamtr.sh`, dataDir: `${name}.data` };
 }
 
 /** The exported recipe: each engine's export, and every file to write (engines, data, reward). */
@@ -161,7 +165,7 @@ export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTas
     teamtr: teamtrExport(cfg, models, n.dataDir, n.name, n.teamtrScript, unlisted),
   };
   const files: ExportFile[] = Object.values(engines).flatMap((e) => (e.ok ? e.files : []));
-  if (opts.data !== false && isLlmTask(cfg.task) && Object.values(engines).some((e) => e.ok)) files.push(...dataFiles(cfg, n.dataDir));
+  if (opts.data !== false && isLlmTask(cfg.task)) files.push(...dataFiles(cfg, n.dataDir, engines));
   const sat = engines.satTrainer;
   return {
     engines,
@@ -172,19 +176,27 @@ export function recipe(cfg: Config, models: ModelMap = DEFAULT_MODELS, aMaxOfTas
   };
 }
 
-/** The task's data files and reward module under `dataDir`. */
-export function dataFiles(cfg: Config, dataDir: string): ExportFile[] {
+/**
+ * The task's data files and reward module under `dataDir`, for the engines that export (`engines`):
+ * each engine's rows only when it runs, reward.py when verl or TeamTR does (the SAT authors'
+ * reward is built in).
+ */
+export function dataFiles(cfg: Config, dataDir: string, engines: Readonly<Record<EngineName, EngineExport>>): ExportFile[] {
   const { train, val } = problemsOf(cfg);
   const at = (f: string) => `${dataDir}/${f}`;
-  return [
-    { path: at(DATA_FILES.verlTrain), text: verlRows(cfg, train) },
-    { path: at(DATA_FILES.verlVal), text: verlRows(cfg, val) },
-    { path: at(DATA_FILES.teamtrTrain), text: teamtrRows(cfg, train) },
-    { path: at(DATA_FILES.teamtrVal), text: teamtrRows(cfg, val) },
-    { path: at(DATA_FILES.satTrain), text: satRows(cfg, train, 'train') },
-    { path: at(DATA_FILES.satTest), text: satRows(cfg, val, 'test') },
-    { path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward) },
-  ];
+  const out: ExportFile[] = [];
+  if (engines.verl.ok) out.push({ path: at(DATA_FILES.verlTrain), text: verlRows(cfg, train) }, { path: at(DATA_FILES.verlVal), text: verlRows(cfg, val) });
+  if (engines.teamtr.ok) out.push({ path: at(DATA_FILES.teamtrTrain), text: teamtrRows(cfg, train) }, { path: at(DATA_FILES.teamtrVal), text: teamtrRows(cfg, val) });
+  if (engines.satTrainer.ok) out.push({ path: at(DATA_FILES.satTrain), text: satRows(cfg, train, 'train') }, { path: at(DATA_FILES.satTest), text: satRows(cfg, val, 'test') });
+  if (engines.verl.ok || engines.teamtr.ok) out.push({ path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward, cfg.rewardMode) });
+  if (engines.teamtr.ok) {
+    out.push(
+      { path: at(TEAM_FILES.teamplay), text: teamplayModule(resolvedProtocol(cfg) as TeamProtocol, cfg.agents) },
+      { path: at(TEAM_FILES.rollout), text: teamtrRolloutModule() },
+      { path: at(TEAM_FILES.site), text: siteCustomizeModule() },
+    );
+  }
+  return out;
 }
 
 /** Per engine a line: its command, or refused with the reasons; under a command, an indented line per difference (for the CLI). */

@@ -2,7 +2,8 @@
  * The task's verifier as a Python reward module (standard library only), written beside the
  * dataset by "Export for a real run": the same rules as the TypeScript verifiers and protocols
  * (arithmetic.ts `verifyInteger`, countdown.ts `verifyCountdown` with JavaScript's doubles,
- * types.ts `preCheck` in UTF-16 units, protocols.ts `cleanMessage` and `teamVerdict`), exposing
+ * types.ts `preCheck` in UTF-16 units, protocols.ts `cleanMessage` and `teamVerdict`, answer.ts
+ * `extractAnswer` for the `rewardMode` setting), exposing
  * verl's `compute_score(data_source, solution_str, ground_truth, extra_info)` and
  * `team_reward(protocol, n_agents, messages, ground_truth, sample)` for a whole episode.
  * tests/bridge-reward.test.ts requires python3's rewards to equal the TypeScript ones exactly.
@@ -14,15 +15,17 @@ import { MAX_VERIFY_CHARS } from '../tasks/llm/types';
 import { MAX_LITERAL_DIGITS, MAX_PAREN_DEPTH } from '../tasks/llm/countdown';
 import { SPECIAL_MARKERS } from '../tasks/llm/protocols';
 import { dataSource } from './taskData';
+import { MAX_EXTRACT_CHARS, type RewardMode } from './answer';
 
-/** The Python source of the reward module for `task` with the given format reward. */
-export function rewardModule(task: LlmTaskName, formatReward: number): string {
+/** The Python source of the reward module for `task` with the given format reward and answer extraction. */
+export function rewardModule(task: LlmTaskName, formatReward: number, mode: RewardMode = 'strict'): string {
   return `"""SAT Playground reward for the ${task} task, exported by "Export for a real run".
 
 compute_score(data_source, solution_str, ground_truth, extra_info=None) is verl's custom reward
 function (reward.custom_reward_function.path=<this file>, name=compute_score); team_reward(...)
 grades a whole episode of the playground's protocols. The rules are the playground's verifiers
-(docs/real-run.md): standard library only, no eval.
+(docs/real-run.md): standard library only, no eval. REWARD_MODE "strict" grades a whole message as
+the playground does; "extract" grades the answer pulled out of a longer reply (extract_answer).
 """
 import json
 import re
@@ -30,6 +33,8 @@ import re
 TASK = ${JSON.stringify(task)}
 DATA_SOURCE = ${JSON.stringify(dataSource(task))}
 FORMAT_REWARD = ${formatReward}
+REWARD_MODE = ${JSON.stringify(mode)}
+MAX_EXTRACT_CHARS = ${MAX_EXTRACT_CHARS}
 MAX_VERIFY_CHARS = ${MAX_VERIFY_CHARS}
 MAX_PAREN_DEPTH = ${MAX_PAREN_DEPTH}
 MAX_LITERAL_DIGITS = ${MAX_LITERAL_DIGITS}
@@ -208,9 +213,74 @@ def verify_countdown(numbers, target, answer):
     return (1.0 if _evaluate(e) == target else float(FORMAT_REWARD)), parsed
 
 
+# -- answer extraction (REWARD_MODE "extract") -------------------------------------------------
+
+_NUMBER = re.compile(r"-?[0-9]+(?:,[0-9]{3})*(?:\\.[0-9]+)?")
+_TRAILING_VALUE = re.compile(r"[ \\t]*-?[0-9]+[ \\t]*")
+_BOXED = "\\\\boxed{"
+
+
+def _last_boxed(text):
+    at = text.rfind(_BOXED)
+    if at < 0:
+        return None
+    depth = 1
+    for i in range(at + len(_BOXED), len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[at + len(_BOXED):i]
+    return None
+
+
+def _last_number(region):
+    last = None
+    for m in _NUMBER.finditer(region):
+        last = m.group(0)
+    if last is None:
+        return None
+    s = last.replace(",", "")
+    dot = s.find(".")
+    if dot >= 0 and s[dot + 1:].strip("0") == "":
+        s = s[:dot]
+    return s
+
+
+def _bare_expression(line):
+    s = _js_trim(line)
+    if s.endswith("."):
+        s = _js_trim(s[:-1])
+    eq = s.rfind("=")
+    if eq >= 0 and _TRAILING_VALUE.fullmatch(s[eq + 1:]) is not None:
+        s = _js_trim(s[:eq])
+    return s
+
+
+def extract_answer(text):
+    """The answer REWARD_MODE reads from a (marker-cleaned) reply: the reply itself when strict; else
+    the last \\\\boxed{...}, else the text after the last ####, else the last number (arithmetic) or
+    the last non-empty line (countdown), with a countdown line's final "." and "= N" dropped."""
+    if REWARD_MODE == "strict" or not isinstance(text, str) or _utf16_len(text) > MAX_EXTRACT_CHARS:
+        return text
+    boxed = _last_boxed(text)
+    hash_at = text.rfind("####") if boxed is None else -1
+    marked = boxed if boxed is not None else (text[hash_at + 4:] if hash_at >= 0 else None)
+    if TASK == "arithmetic":
+        region = marked if marked is not None else text
+        n = _last_number(region)
+        return n if n is not None else region
+    if marked is not None:
+        return _bare_expression(marked)
+    lines = [l for l in text.split("\\n") if _js_trim(l) != ""]
+    return _bare_expression(lines[-1]) if lines else text
+
+
 # -- one answer, one episode ------------------------------------------------------------------
 
 def _verify(answer, ground_truth):
+    answer = extract_answer(answer)
     if TASK == "arithmetic":
         return verify_integer(int(ground_truth), answer)
     nums, target = str(ground_truth).split(">")
@@ -218,9 +288,15 @@ def _verify(answer, ground_truth):
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    """verl's reward function: the reward of one answer (its text cut at the first marker)."""
+    """verl's reward function: the reward of one answer (its text cut at the first marker), or, when
+    the rollout handed over its episode (extra_info["rollout_reward_scores"]["team"], as
+    teamtr_rollout.py does), the team's reward for that episode."""
     if data_source != DATA_SOURCE:
         raise ValueError("reward.py grades " + DATA_SOURCE + " rows, got data_source " + repr(data_source))
+    scores = extra_info.get("rollout_reward_scores") if isinstance(extra_info, dict) else None
+    team = scores.get("team") if isinstance(scores, dict) else None
+    if team is not None:
+        return team_reward(team["protocol"], team["n_agents"], team["messages"], ground_truth)
     return _verify(clean_message(solution_str), ground_truth)[0]
 
 
@@ -258,13 +334,15 @@ def team_reward(protocol, n_agents, messages, ground_truth, sample=0):
 
 if __name__ == "__main__":
     # Reads {"episodes": [{protocol, n_agents, messages, ground_truth}], "answers": [[data_source,
-    # solution_str, ground_truth]]} on stdin; prints {"team": [...], "single": [...]}.
+    # solution_str, ground_truth]]} on stdin; prints {"team": [...], "single": [...], "extracted":
+    # [...]} (extracted: the answer each solution_str is graded on).
     import sys
 
     job = json.load(sys.stdin)
     out = {
         "team": [team_reward(e["protocol"], e["n_agents"], e["messages"], e["ground_truth"]) for e in job.get("episodes", [])],
         "single": [compute_score(a[0], a[1], a[2]) for a in job.get("answers", [])],
+        "extracted": [extract_answer(clean_message(a[1])) for a in job.get("answers", [])],
     }
     json.dump(out, sys.stdout)
 `;

@@ -57,6 +57,7 @@ export function satTrainerDiffers(cfg: Config): Difference[] {
   add(cfg.objective === 'token', 'objective', 'its loss always uses the sequence-level ratio (sat/loss/seq_ratio_loss.py); the token objective is not carried.');
   add(cfg.topK > 0, 'topK', `it samples every token (top_p = 1); topK = ${cfg.topK} is not carried.`);
   add(cfg.formatReward > 0, 'formatReward', `its reward is built in (1 or 0); the format reward ${cfg.formatReward} is not carried (verl's and TeamTR's reward.py carry it).`);
+  add(cfg.rewardMode === 'strict', 'rewardMode', 'its reward is built in and reads the last number of the reply, as rewardMode = extract does for arithmetic; strict grading is not carried.');
   add(cfg.lora > 0, 'lora', `it trains all weights; LoRA rank ${cfg.lora} is not carried.`);
   add(cfg.epochs > 1, 'epochs', `one optimizer step per try; ${cfg.epochs} epochs are not carried.`);
   add(cfg.onExhausted !== 'keep', 'onExhausted', `when the retries run out it keeps the last violating step (keep), not ${cfg.onExhausted}.`);

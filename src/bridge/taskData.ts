@@ -10,17 +10,27 @@
  * Not here: the problems (src/tasks/llm), the reward function (rewardPy.ts), the engines' configs.
  */
 import { LLM_TASKS, type LlmTaskName, type Problem } from '../tasks/llm/index';
-import { isLlmTask, type Config } from '../sat/config';
+import { isLlmTask, resolvedProtocol, type Config } from '../sat/config';
+import type { RewardMode } from './answer';
 
 /** What every dataset row's data_source says: the reward module dispatches on it. */
 export function dataSource(task: LlmTaskName): string {
   return `sat-playground/${task}`;
 }
 
-/** The line put before each prompt: the answer format the verifier reads, in words. */
-export const INSTRUCTIONS: Readonly<Record<LlmTaskName, string>> = {
-  arithmetic: 'Reply with the integer result only, no words.',
-  countdown: 'Reply with one expression only: the given numbers (each at most once), + - * and parentheses, equal to the number after ">".',
+/**
+ * The line put before each prompt: the answer format the exported reward reads, in words — the
+ * bare answer (rewardMode strict) or a worked reply ending in \boxed{…} (extract, answer.ts).
+ */
+export const INSTRUCTIONS: Readonly<Record<RewardMode, Readonly<Record<LlmTaskName, string>>>> = {
+  strict: {
+    arithmetic: 'Reply with the integer result only, no words.',
+    countdown: 'Reply with one expression only: the given numbers (each at most once), + - * and parentheses, equal to the number after ">".',
+  },
+  extract: {
+    arithmetic: 'Work out the result, then give the final integer as \\boxed{N}.',
+    countdown: 'Write one expression using the given numbers (each at most once), + - * and parentheses, equal to the number after ">"; give it last as \\boxed{expression}.',
+  },
 };
 
 /** The files of the task's data, relative to the data folder. */
@@ -41,16 +51,20 @@ export function groundTruth(task: LlmTaskName, p: Problem): string {
 }
 
 /** The text the model is shown for a problem. */
-export function promptText(task: LlmTaskName, p: Problem): string {
-  return `${INSTRUCTIONS[task]}\n${p.prompt}`;
+export function promptText(task: LlmTaskName, p: Problem, mode: RewardMode = 'strict'): string {
+  return `${INSTRUCTIONS[mode][task]}\n${p.prompt}`;
 }
+
+/** Response tokens an instruct model gets for a bare answer ("The answer is 16." included) and for a worked one. */
+export const RESPONSE_TOKENS: Readonly<Record<RewardMode, number>> = { strict: 64, extract: 256 };
 
 /**
  * Tokens of a real tokenizer per message (the engines' max_response_length): the playground's
- * budget counts characters of a char-level model, so ×4, at least 32 (an instruct model adds words).
+ * budget counts characters of a char-level model, which says little about a real tokenizer and an
+ * instruct model's words, so the larger of 4 × maxNew and RESPONSE_TOKENS of the reward mode.
  */
 export function responseTokens(cfg: Config): number {
-  return Math.max(32, 4 * cfg.maxNew);
+  return Math.max(RESPONSE_TOKENS[cfg.rewardMode], 4 * cfg.maxNew);
 }
 
 /** How many problems each file holds: a stage's batch for every stage, and the evaluation set. */
@@ -72,10 +86,10 @@ export function problemsOf(cfg: Config): { train: Problem[]; val: Problem[] } {
 const lines = (rows: readonly unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
 /** verl's row: data_source, prompt as chat, ability, reward_model (rule, ground_truth), extra_info. */
-function verlRow(task: LlmTaskName, p: Problem, level: number) {
+function verlRow(task: LlmTaskName, p: Problem, level: number, mode: RewardMode) {
   return {
     data_source: dataSource(task),
-    prompt: [{ role: 'user', content: promptText(task, p) }],
+    prompt: [{ role: 'user', content: promptText(task, p, mode) }],
     ability: task,
     reward_model: { style: 'rule', ground_truth: groundTruth(task, p) },
     extra_info: { split: p.split, index: p.index, task, level, prompt: p.prompt },
@@ -85,20 +99,23 @@ function verlRow(task: LlmTaskName, p: Problem, level: number) {
 /** verl's RLHF dataset rows (JSONL). */
 export function verlRows(cfg: Config, problems: readonly Problem[]): string {
   const task = cfg.task as LlmTaskName;
-  return lines(problems.map((p) => verlRow(task, p, cfg.level)));
+  return lines(problems.map((p) => verlRow(task, p, cfg.level, cfg.rewardMode)));
 }
 
 /**
- * TeamTR's multi_agent_turn rows: every problem once per agent, each agent answering it alone. With
- * a `context` column the rows are used as they are; data_source / reward_model / extra_info reach
- * the reward function.
+ * TeamTR's multi_agent_turn rows: every problem once per agent, agent 0's row first. With a
+ * `context` column (the problem's prompt, plain text) the rows are used as they are; the exported
+ * rollout (teamPy.ts) builds each agent's real context from it — alone (independent) or after the
+ * episode's earlier messages (chain: turn_id = the agent's turn, conversation_id = the problem) —
+ * and renders the agent's chat template. data_source / reward_model / extra_info reach reward.py.
  */
 export function teamtrRows(cfg: Config, problems: readonly Problem[]): string {
   const task = cfg.task as LlmTaskName;
+  const chain = resolvedProtocol(cfg) === 'chain';
   const rows = problems.flatMap((p, c) =>
     Array.from({ length: cfg.agents }, (_, a) => {
-      const v = verlRow(task, p, cfg.level);
-      return { context: promptText(task, p), response: '', agent_id: a, turn_id: 0, conversation_id: c * cfg.agents + a, data_source: v.data_source, reward_model: v.reward_model, extra_info: v.extra_info };
+      const v = verlRow(task, p, cfg.level, cfg.rewardMode);
+      return { context: promptText(task, p, cfg.rewardMode), response: '', agent_id: a, turn_id: chain ? a : 0, conversation_id: chain ? c : c * cfg.agents + a, data_source: v.data_source, reward_model: v.reward_model, extra_info: v.extra_info };
     }),
   );
   return lines(rows);
@@ -110,5 +127,6 @@ export function teamtrRows(cfg: Config, problems: readonly Problem[]): string {
  */
 export function satRows(cfg: Config, problems: readonly Problem[], split: 'train' | 'test'): string {
   const task = cfg.task as LlmTaskName;
-  return lines(problems.map((p) => (split === 'train' ? { prompt: promptText(task, p), chosen: p.answer } : { problem: promptText(task, p), answer: p.answer })));
+  const text = (p: Problem) => promptText(task, p, cfg.rewardMode);
+  return lines(problems.map((p) => (split === 'train' ? { prompt: text(p), chosen: p.answer } : { problem: text(p), answer: p.answer })));
 }

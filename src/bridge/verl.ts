@@ -16,6 +16,19 @@ import { DATA_FILES, responseTokens } from './taskData';
 /** The longest prompt in tokens the exports allow: an instruction line, the problem and a chat template. */
 export const PROMPT_TOKENS = 256;
 
+/** Where a run writes its generation dumps (`<step>.jsonl`: every episode's prompt, reply and score), which Import reads back (generations.ts). */
+export function dumpKeys(name: string): [string, unknown][] {
+  return [
+    ['trainer.rollout_data_dir', `$PWD/${name}.generations/train`],
+    ['trainer.validation_data_dir', `$PWD/${name}.generations/val`],
+  ];
+}
+
+/** The file of verl's overrides, one per line (for a launcher of one's own), beside its script. */
+export function verlOverridesFile(name: string): string {
+  return `${name}.verl.txt`;
+}
+
 /** Largest divisor of n that is at most cap (a micro-batch that splits the mini-batch evenly). */
 export function microBatch(n: number, cap = 8): number {
   for (let m = Math.min(n, cap); m > 1; m--) if (n % m === 0) return m;
@@ -132,10 +145,12 @@ export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name:
     ['reward.custom_reward_function.path', `$DATA/${DATA_FILES.reward}`],
     ['reward.custom_reward_function.name', 'compute_score'],
     ['trainer.experiment_name', name],
+    ...dumpKeys(name),
   ];
   const overrides = overridesOf(pairs);
   const env = [`DATA="$(cd "$(dirname "$0")" && pwd)/${dataDir}"`, `export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$PWD/${name}.verl-log.jsonl}"`];
   const text = runScript(`verl: one GRPO run of agent 0's model (the single-policy baseline of ${name}); needs verl and one GPU.`, env, 'python3 -m verl.trainer.main_ppo', overrides);
   const differs = [...verlFamilyDiffers(cfg, 'verl', 'gspo'), { setting: 'agents' as const, message: `verl trains one policy: agent 0's model alone (${cfg.agents} agents in the playground); TeamTR's export runs the team.` }, ...notMapped];
-  return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files: [{ path: scriptFile, text: withDiffers(text, differs) }], differs };
+  const files = [{ path: scriptFile, text: withDiffers(text, differs) }, { path: verlOverridesFile(name), text: `${overrides.join('\n')}\n` }];
+  return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files, differs };
 }

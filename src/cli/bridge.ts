@@ -1,11 +1,13 @@
 /**
  * The command line's side of the bridge to real engines: `--export-recipe FILE` writes every file
  * of the recipe (src/bridge/recipe.ts) next to FILE, and `--import-log FILE` reads a real run's
- * log (src/bridge/runLog.ts) and prints what the page's charts would show, as tables.
+ * log (src/bridge/runLog.ts) and prints what the page's charts would show, as tables — or, given
+ * a generation dump (a `<step>.jsonl` of verl's rollout_data_dir, or the folder of them), reads it
+ * through the budgeted input check (src/bridge/generations.ts) and prints its episodes.
  *
  * Not here: the mappings and parsers themselves (src/bridge).
  */
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FormatError, SatError } from '../core/errors';
 import { checkFileBytes, LOG_LIMITS } from '../bridge/limits';
@@ -14,6 +16,7 @@ import { isLlmTask, type Config } from '../sat/config';
 import { planLlm, planTabular } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/recipe';
 import { runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
+import { generationPage, generationSummary, isGenerationDump } from '../bridge/generations';
 import { cliCheck } from './inputCheck';
 
 /** Writes the recipe's files next to `file` and says what was written and what was refused. */
@@ -27,31 +30,83 @@ export function exportRecipe(file: string, cfg: Config, hf: Partial<ModelMap>): 
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, f.text);
   }
-  if (r.verl.length > 0) writeFileSync(`${file}.verl.txt`, `${r.verl.join('\n')}\n`);
   const written = r.files.map((f) => f.path).filter((p) => !p.includes('/'));
   const data = r.files.filter((f) => f.path.includes('/'));
   if (r.files.length === 0) console.log(`nothing written in ${dir}: every engine refused these settings (the reasons below; docs/real-run.md)`);
-  else console.log(`wrote in ${dir}: ${[...written, ...(r.verl.length > 0 ? [`${file.split(/[\\/]/).pop()}.verl.txt`] : [])].join(', ')}${data.length > 0 ? `, and ${data.length} data files under ${data[0]!.path.split('/')[0]}/ (datasets and reward.py)` : ''}`);
+  else console.log(`wrote in ${dir}: ${written.join(', ')}${data.length > 0 ? `, and ${data.length} data files under ${data[0]!.path.split('/')[0]}/ (datasets and reward.py)` : ''}`);
   for (const line of recipeSummary(r)) console.log(`  ${line}`);
   console.log(`${r.unmapped.length} settings have no counterpart in any engine (docs/real-run.md says why): ${r.unmapped.join(', ')}`);
 }
 
 const f4 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(2) : x.toFixed(4));
 
-/** Prints a real run's log as the page's charts would read it; the file is read and parsed in the budgeted worker thread (inputCheck.ts). */
-export async function printRunLog(file: string): Promise<void> {
-  let size: number;
+/** The files of a generation dump folder (`<step>.jsonl`, in step order), or `file` itself. */
+function dumpFiles(file: string): string[] {
+  if (!statSync(file).isDirectory()) return [file];
+  const steps = readdirSync(file).filter((f) => /^\d+\.jsonl$/.test(f)).sort((a, b) => parseInt(a, 10) - parseInt(b, 10));
+  if (steps.length === 0) throw new FormatError(`The folder ${escapeControl(file)} has no <step>.jsonl generation dump (verl's trainer.rollout_data_dir / validation_data_dir). Nothing was read.`);
+  return steps.map((f) => join(file, f));
+}
+
+/** A regular file's size, refused before it is read when it is not a regular file or its bytes are over the cap. */
+function logFileSize(file: string, what: string): number {
   try {
-    // A regular file (not a pipe or a device), refused before it is read when its bytes are over the cap.
     const st = statSync(file);
-    if (!st.isFile()) throw new FormatError(`The run log ${escapeControl(file)} is not a regular file. Nothing was read.`);
-    checkFileBytes(st.size, LOG_LIMITS, 'run log');
-    size = st.size;
+    if (!st.isFile()) throw new FormatError(`The ${what} ${escapeControl(file)} is not a regular file. Nothing was read.`);
+    checkFileBytes(st.size, LOG_LIMITS, what);
+    return st.size;
   } catch (e) {
     if (e instanceof FormatError) throw e;
-    throw new SatError('file', `Cannot read the run log ${escapeControl(file)}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new SatError('file', `Cannot read the ${what} ${escapeControl(file)}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const name = escapeControl(file.split(/[\\/]/).pop()!); // quoted in the log's messages and its title
+}
+
+/** A regular file's text, refused before it is read when its bytes are over the cap. */
+function readLogFile(file: string, what: string): string {
+  logFileSize(file, what);
+  return readFileSync(file, 'utf8');
+}
+
+/** The first `n` bytes of a file as text (enough to tell a generation dump from a run log). */
+function fileHead(file: string, n: number): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = new Uint8Array(n);
+    return new TextDecoder().decode(buf.subarray(0, readSync(fd, buf, 0, n, 0)));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Prints a generation dump's episodes: per step and agent the rows and mean score, then the first rows. */
+async function printGenerations(where: string, texts: readonly { readonly name: string; readonly text: string }[]): Promise<void> {
+  const dump = await cliCheck()('generations', texts, `The generation dump ${escapeControl(where)}`);
+  console.log(`${dump.name}: generation dump, ${dump.rows.length} replies in ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''} (${dump.steps[0]}–${dump.steps[dump.steps.length - 1]})${dump.agents > 0 ? `, ${dump.agents} agents (each prompt's last turn marker)` : ', one policy (no turn marker in the prompts)'}`);
+  for (const w of dump.warnings) console.log(`  note: ${w}`);
+  console.log('step  agent  rows  mean score');
+  for (const s of generationSummary(dump)) console.log(`${String(s.step).padStart(4)}  ${(s.agent === null ? '—' : String(s.agent)).padStart(5)}  ${String(s.rows).padStart(4)}  ${f4(s.meanScore ?? undefined).padStart(10)}`);
+  const first = generationPage(dump, { size: 5 });
+  console.log(`first ${first.rows.length} of ${first.total}:`);
+  const q = (t: string) => JSON.stringify(t.length > 120 ? `…${t.slice(-120)}` : t);
+  for (const r of first.rows) console.log(`  step ${r.step}${r.agent === null ? '' : ` agent ${r.agent}`} score ${f4(r.score ?? undefined)}${r.groundTruth === null ? '' : ` (truth ${JSON.stringify(r.groundTruth)})`}\n    prompt ${q(r.input)}\n    reply  ${q(r.output)}`);
+}
+
+/**
+ * Prints a real run's log as the page's charts would read it (the file read and parsed in the
+ * budgeted worker thread, inputCheck.ts, from its path), or a generation dump's episodes.
+ */
+export async function printRunLog(file: string): Promise<void> {
+  let isDir = false;
+  try {
+    isDir = statSync(file).isDirectory();
+  } catch {
+    // logFileSize says why
+  }
+  const base = (f: string) => f.split(/[\\/]/).pop()!;
+  if (isDir) return printGenerations(file, dumpFiles(file).map((f) => ({ name: base(f), text: readLogFile(f, 'generation dump') })));
+  const size = logFileSize(file, 'run log');
+  if (isGenerationDump(fileHead(file, Math.min(size, 2 ** 20 + 1024)))) return printGenerations(file, [{ name: base(file), text: readLogFile(file, 'generation dump') }]);
+  const name = escapeControl(base(file)); // quoted in the log's messages and its title
   const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${name}`);
   console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]!.step}–${log.steps[log.steps.length - 1]!.step}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
   for (const w of log.warnings) console.log(`  skipped: ${escapeControl(w)}`);

@@ -65,7 +65,7 @@ interface Args {
   fixedLr: boolean;
   /** --export-recipe FILE: the settings as real runs (the SAT authors' YAML FILE, verl and TeamTR scripts, data, reward.py; bridge.ts). */
   exportRecipe?: string;
-  /** --import-log FILE: a real run's metric log, parsed and summarised (bridge.ts). */
+  /** --import-log FILE: a real run's metric log, or its generation dump (a file or the folder), parsed and summarised (bridge.ts). */
   importLog?: string;
   /** --hf S=id,M=id,L=id: the Hugging Face ids the zoo's sizes map to in a recipe. */
   hf: Partial<Record<'S' | 'M' | 'L', string>>;

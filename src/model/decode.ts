@@ -32,8 +32,10 @@ export interface DecodeHost<X extends TensorKinds> {
   /** The RoPE table [maxSeq × HS]. */
   readonly rope: X['f32'];
   readonly params: ParamSet<X>;
-  /** The embedding, final norm or head tensor under parameter set P. */
-  at(which: 'emb' | 'finalNorm' | 'head', P: ParamSet<X>): X['f32'];
+  /** The embedding or final norm tensor under parameter set P. */
+  at(which: 'emb' | 'finalNorm', P: ParamSet<X>): X['f32'];
+  /** logits [N × V] = inp [N × C] · headᵀ under parameter set P (the model's head, f32 or quantized). */
+  headForward(out: X['f32'], inp: X['f32'], P: ParamSet<X>, N: number): void;
   /** The sampling scratch at N rows. */
   samplingActs(N: number): Acts<X>;
   /** RoPE of q and k, rows [B × T] from pos0. */
@@ -175,7 +177,7 @@ export async function decode<X extends TensorKinds>(m: DecodeHost<X>, prompts: r
         last = acts.res[L]!;
       }
       be.rmsnormForward(lastLn, lastRstd, last, m.at('finalNorm', P0), 1, S, C, normEps);
-      be.matmulForward(logits, lastLn, m.at('head', P0), 1, S, C, V);
+      m.headForward(logits, lastLn, P0, S);
       be.sampleForward(sampled, logits, S, V, { seed: opts.seed, stream: opts.stream, step, temperature: tau, topK: opts.topK, seq0 });
       const ids = await be.download('i32', sampled);
       const z = withLogits ? await be.download('f32', logits) : null;

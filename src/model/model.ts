@@ -74,6 +74,12 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly emb: FRef<X>;
   /** The output head: `emb` itself when tied, else lm_head. */
   private readonly head: FRef<X>;
+  /**
+   * The head as the forward multiplies by it: the f32 `head`, or — for a frozen head stored Q8/Q4 —
+   * its quantized arrays, which give the same numbers (the quantized matmuls equal the dense one on
+   * the dequantized matrix bit for bit) while reading a quarter or an eighth of the bytes.
+   */
+  private readonly headMat: BMat<X>;
   private readonly rope: X['f32'];
   /** Gradient sink of frozen norm gains [C]. */
   private readonly sinkC: X['f32'];
@@ -149,6 +155,13 @@ export class Model<X extends TensorKinds = HostTensors> {
     this.emb = f32('tok_emb');
     // An untied lm_head is read the same way (f32; dequantized once when stored Q8/Q4).
     this.head = cfg.tied ? this.emb : f32('lm_head');
+    const headW = mode === 'full' ? null : weights.get(cfg.tied ? 'tok_emb' : 'lm_head')!;
+    this.headMat =
+      headW === null || headW.dtype === 'f32'
+        ? { kind: 'f32', w: this.head }
+        : headW.dtype === 'q8'
+          ? { kind: 'q8', q: this.keep(be.upload('i8', headW.q)), scales: this.keep(be.upload('u16', headW.scales)) }
+          : { kind: 'q4', q: this.keep(be.upload('u8', headW.q)), scales: this.keep(be.upload('u16', headW.scales)) };
     this.finalNorm = f32('final_norm');
     this.attnNorm = [];
     this.mlpNorm = [];
@@ -601,7 +614,7 @@ export class Model<X extends TensorKinds = HostTensors> {
       this.layerForward(l, P, s, acts, acts.res[l]!, s.mid, acts.res[l + 1]!, N, attention);
     }
     be.rmsnormForward(acts.lnf, acts.rstdf, acts.res[L]!, this.at(this.finalNorm, P), 1, N, C, normEps);
-    be.matmulForward(out, acts.lnf, this.at(this.head, P), 1, N, C, V);
+    this.matForward(out, acts.lnf, this.headMat, P, N, C, V);
     if (keep) this.kept = { B, T, tokens: tok, host: tokens, version: this.store.version };
     if (other) be.dispose(tok); // after the ops that read it were issued (a GPU backend releases it once they ran)
     return out;
@@ -682,6 +695,7 @@ export class Model<X extends TensorKinds = HostTensors> {
       rope: this.rope,
       params: this.params,
       at: (which, P) => this.at(this[which], P),
+      headForward: (out, inp, P, N) => this.matForward(out, inp, this.headMat, P, N, this.cfg.d, this.cfg.vocab),
       samplingActs: (N) => this.samplingActs(N),
       ropeQK: (s, acts, B, T, pos0) => this.ropeQK(s, acts, B, T, pos0),
       layerForward: (l, P, s, acts, xin, xmid, xout, N, attention) => this.layerForward(l, P, s, acts, xin, xmid, xout, N, attention),

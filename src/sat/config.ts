@@ -207,6 +207,10 @@ export const CONFIG = {
   maxNew: int({ group: 'model', default: 6, min: 1, max: 32, doc: 'Most tokens per message, the end-of-message token included.' }),
   evalEpisodes: int({ group: 'model', default: 128, min: 8, max: 4096, doc: 'Held-out problems behind each estimate of the team’s J (one sampled episode each, fixed seed).' }),
   formatReward: float({ group: 'model', default: 0, min: 0, max: 0.99, doc: 'Reward for a well-formed but wrong answer (0 = only correct answers score).' }),
+  rewardMode: enumOf({
+    group: 'model', default: 'strict', options: ['strict', 'extract'],
+    doc: "Which part of a real model's reply the exported reward.py grades (docs/real-run.md §2). strict = the whole message, as the playground's own verifier grades it (its J always does). extract = the last \\boxed{…}, else the text after the last ####, else the last number (countdown: the last line), for instruct models that answer in words.",
+  }),
 
   // — the run —
   seed: int({ group: 'run', default: 1, min: 0, max: 4294967295, doc: 'Run seed: fixes every sampled episode, order and probe. Same seed + same config + same backend ⇒ identical run.' }),

@@ -24,6 +24,7 @@
  * hfLoad.ts, hfTokenizer.ts, hfSeat.ts, onnx/read.ts, bridge/runLog.ts, bridge/recipe.ts).
  */
 import type { RunLog } from '../bridge/runLog';
+import type { GenerationDump } from '../bridge/generations';
 import { SatError } from '../core/errors';
 import type { Config } from '../sat/config';
 import type { ExperimentData, ParseResult } from '../app/savefile';
@@ -72,6 +73,8 @@ export interface InputJobs {
   runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
   /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
   runLink(param: string): RunLog;
+  /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's) → its episodes (bridge/generations.ts). */
+  generations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump;
   /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
   recipe(input: { readonly text: string; readonly base: Config; readonly aMaxOfTask?: number }): Config;
 }
@@ -121,6 +124,7 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     return readRunLog(new TextDecoder().decode(bytes), name);
   },
   runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
+  generations: async (files) => (await import('../bridge/generations')).readGenerations(files),
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };
 

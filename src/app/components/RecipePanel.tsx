@@ -40,7 +40,6 @@ export function RecipePanel() {
     const full = recipeOf(session, models, true);
     const files: Record<string, Uint8Array> = {};
     for (const f of full.files) files[`${name}/${f.path}`] = strToU8(f.text);
-    if (full.verl.length > 0) files[`${name}/${name}.sat.yaml.verl.txt`] = strToU8(`${full.verl.join('\n')}\n`);
     download(zipSync(files).slice().buffer, `${name}.real-run.zip`, 'application/zip');
   };
   const any = Object.values(r.engines).some((e) => e.ok);

@@ -1,6 +1,7 @@
 /**
- * An imported run's state and its place on the page: the open log (a small store of its own), how
- * Import and a `?run=` link open one, and the slot that mounts the run's view. The view and its
+ * An imported run's state and its place on the page: the open log and the open generation dump
+ * (small stores of their own), how Import and a `?run=` link open them, and the slot that mounts
+ * their views. The view and its
  * charts (./RunLogView.tsx, recharts) load only once a run is open, so the page's main chunk
  * carries none of the plotting code.
  *
@@ -9,6 +10,7 @@
 import { lazy, Suspense, useEffect } from 'react';
 import { create } from 'zustand';
 import type { RunLog } from '../../bridge/runLog';
+import { isGenerationDump, type GenerationDump } from '../../bridge/generations';
 import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
 import { RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
 import { checkInput } from '../inputCheck';
@@ -20,12 +22,22 @@ export const RUN_LOG_ACCEPT = `.jsonl,.json,.csv,.log,.txt,${RUN_FILE_EXTENSION}
 /** The imported run on the page, if any. */
 export const useRunLog = create<{ log: RunLog | null }>(() => ({ log: null }));
 
+/** The imported generation dump (a real run's episodes, ./GenerationsView.tsx), if any; `opened` counts imports (a new one starts unfiltered). */
+export const useGenerations = create<{ dump: GenerationDump | null; opened: number }>(() => ({ dump: null, opened: 0 }));
+
 const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** Opens a run log: the File goes to the budgeted worker, which reads it there (this thread never holds its bytes); one over the size cap is refused before that. */
 export async function openRunLogFile(file: Blob, name: string): Promise<void> {
   try {
     checkFileBytes(file.size, LOG_LIMITS, 'run log');
+    // A generation dump is told from a run log by its first line: only the file's head is read here.
+    if (isGenerationDump(await file.slice(0, 2 ** 20 + 1024).text())) {
+      const dump = await checkInput('generations', [{ name, text: await file.text() }], `generation dump "${name}"`);
+      useGenerations.setState((s) => ({ dump, opened: s.opened + 1 }));
+      usePlayground.setState({ notice: `Opened the generation dump “${name}”: ${dump.rows.length} replies of ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''}, under the charts.` });
+      return;
+    }
     const log = await checkInput('runLog', { source: file, name }, `run log "${name}"`);
     useRunLog.setState({ log });
     usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
@@ -35,10 +47,12 @@ export async function openRunLogFile(file: Blob, name: string): Promise<void> {
 }
 
 const RunLogView = lazy(async () => ({ default: (await import('./RunLogView')).RunLogView }));
+const GenerationsView = lazy(async () => ({ default: (await import('./GenerationsView')).GenerationsView }));
 
 /** Where an imported run shows: opens a `?run=` link's run once, then the view while a run is open. */
 export function RunLogSlot() {
   const open = useRunLog((s) => s.log !== null);
+  const dump = useGenerations((s) => s.dump !== null);
   useEffect(() => {
     const p = new URLSearchParams(location.search).get('run');
     if (!p || useRunLog.getState().log) return;
@@ -48,10 +62,11 @@ export function RunLogSlot() {
       (e: unknown) => usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` }),
     );
   }, []);
-  if (!open) return null;
+  if (!open && !dump) return null;
   return (
     <Suspense fallback={<p className="muted">Loading the run's charts…</p>}>
-      <RunLogView />
+      {open && <RunLogView />}
+      {dump && <GenerationsView />}
     </Suspense>
   );
 }

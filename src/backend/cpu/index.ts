@@ -44,6 +44,7 @@ import {
   simdRopeForward,
   simdSwigluBackward,
   simdSwigluForward,
+  simdBytes,
   simdRelease,
   simdTensor,
   simdView,
@@ -142,16 +143,32 @@ const memory32: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'fill' | 'downlo
   view,
 };
 
+/** A resident tensor of `kind` (f32, or a quantized weight's i8 / u8 / u16 arrays), or null (simdMemory.ts simdTensor). */
+function residentOf(kind: TensorKind, n: number, from?: HostTensors[TensorKind]): HostTensors[TensorKind] | null {
+  switch (kind) {
+    case 'f32':
+      return simdTensor(n, from as Float32Array | undefined);
+    case 'i8':
+      return simdBytes(Int8Array, n, from as Int8Array | undefined);
+    case 'u8':
+      return simdBytes(Uint8Array, n, from as Uint8Array | undefined);
+    case 'u16':
+      return simdBytes(Uint16Array, n, from as Uint16Array | undefined);
+    default:
+      return null;
+  }
+}
+
 /**
- * Memory calls of cpuBackend: f32 tensors resident in the SIMD kernels' shared memory when there is
+ * Memory calls of cpuBackend: f32 tensors (and a quantized weight's arrays) resident in the SIMD kernels' shared memory when there is
  * one (simdMemory.ts simdTensor: no copies in or out of a kernel call), else as memory32. `dispose`
  * releases a resident tensor's block (poisoned with NaN: a use after dispose shows); a view keeps
  * its tensor's block alive.
  */
 const residentMemory: Pick<Backend<HostTensors>, 'upload' | 'zeros' | 'dispose' | 'view'> = {
-  upload: (kind, data) => ((kind === 'f32' ? simdTensor(data.length, data as Float32Array) : null) ?? data.slice()) as typeof data,
-  zeros: (kind, length) => ((kind === 'f32' ? simdTensor(length) : null) ?? new ctors[kind](length)) as HostTensors[typeof kind],
-  dispose: (t) => void (t instanceof Float32Array && simdRelease(t)),
+  upload: (kind, data) => (residentOf(kind, data.length, data) ?? data.slice()) as typeof data,
+  zeros: (kind, length) => (residentOf(kind, length) ?? new ctors[kind](length)) as HostTensors[typeof kind],
+  dispose: (t) => void (t instanceof Int32Array || simdRelease(t)),
   view: (t, offset, length) => {
     checkView(t, offset, length);
     return simdView(t, offset, length);

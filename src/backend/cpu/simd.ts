@@ -5,7 +5,9 @@
  * instead when the kernels are unavailable or an argument is a Float64Array (the f64 backend).
  * Results agree with the twins within f32 rounding (the kernels sum in f32 lanes, the twins in f64)
  * and do not depend on the thread count; the bounds are derived and tested in tests/simd.test.ts.
- * The quantized matmuls dequantize the weight (quant.ts) and run the dense kernel.
+ * The forward matmuls of a few rows read the weight as stored, dequantizing a quantized one in
+ * registers (wasm/kernels.ts linF32 / linQ8 / linQ4); larger ones, and the quantized input
+ * gradients, run the dense kernel (on the weight dequantized by quant.ts).
  *
  * Not here: loading, memory and operand placement (simdMemory.ts, whose public part is re-exported
  * below), the kernels (wasm/kernels.ts), the thread pool (threads.ts). Embedding, gather, KL, the
@@ -47,11 +49,12 @@ import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
 import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdRelease, simdResident, simdTensor } from './simdMemory';
 import { logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { attnBackwardSplit, attnForwardSplit, blockedGemm, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
+import { attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
 
 export {
   setCpuResidency,
   simdAvailable,
+  simdBytes,
   simdKernelCalls,
   simdRelease,
   simdResident,
@@ -61,16 +64,32 @@ export {
   simdView,
 } from './simdMemory';
 
-/** out = inp · Wᵀ on the kernel; all f32, sizes already checked. */
-function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Float32Array, N: number, C: number, OC: number): void {
-  const OCp = ceil4(OC);
-  const [pi, po, pwSrc, pw] = place(k, [
-    [inp, N * C, IN],
-    [out, N * OC, OUT, N, OC, OCp],
-    [weight, OC * C, IN],
-  ], [C * OCp]) as [number, number, number, number];
-  k.transposePad(pw * 4, pwSrc * 4, OC, C, OCp); // Wᵀ [C × OCp], padding columns zero
-  blockedGemm(k, pi * 4, C, 1, pw * 4, OCp, po * 4, N, C, 0, C);
+/**
+ * Most rows of inp for which the forward runs the linear kernels (wasm/kernels.ts linF32, linQ8,
+ * linQ4: each block of W made once per chunk and taken in by every row) rather than the panel
+ * kernels (panelF32, …: a packed panel of W per tile and gemm's 4 × 8 register tile). Both read W as
+ * stored and give the same bits, so the line changes only the speed (docs/performance.md "Decoding
+ * at real size").
+ */
+export const LINEAR_MAX_ROWS = 3;
+let linearMaxRows = LINEAR_MAX_ROWS;
+
+/** Sets the row count up to which the forward runs the linear kernels (LINEAR_MAX_ROWS by default): benches time both with it; the results are the same bits. */
+export function setLinearMaxRows(n: number): void {
+  linearMaxRows = n;
+}
+
+/**
+ * out = inp · Wᵀ with W as stored — f32 (weight = [w]) or quantized (weight = [q, scales]) — on the
+ * linear or the panel kernels, split over threads; sizes already checked. The panels need C a
+ * multiple of 4 (always so for the quantized layouts).
+ */
+function forwardStored(k: Kernels, bits: 32 | 8 | 4, out: Float32Array, inp: Float32Array, weight: Arg[], N: number, C: number, OC: number): void {
+  const panel = N > linearMaxRows && C % 4 === 0;
+  const stride = ceil4(Math.max(128, panel ? 8 * C : 0)); // floats of scratch per thread: 512 bytes, or a C × 8 panel
+  const o = place(k, [[inp, N * C, IN], [out, N * OC, OUT], ...weight], [stride * scratchCopies()]);
+  const w = o.slice(2, 2 + weight.length).map((e) => e * 4);
+  linearSplit(k, bits, panel, o[0]! * 4, N, w, C, o[1]! * 4, OC, o[o.length - 1]! * 4, stride * 4);
   finish();
 }
 
@@ -81,6 +100,8 @@ function forwardF32(k: Kernels, out: Float32Array, inp: Float32Array, weight: Fl
  * strip of inp are 2 × 8 KB of cache lines, so both stay in L1 across a chunk.
  */
 const DW_ROWS = 128;
+/** Steps per block of the input gradient's sum over OC (K-blocked like the weight gradient, below). */
+const DINP_K = 256;
 
 /** dinp += dout · W and/or dW += doutᵀ · inp on the kernel; all f32, sizes already checked. */
 function backwardF32(
@@ -100,17 +121,19 @@ function backwardF32(
   if (dweight !== null) args.push([inp, N * C, IN, N, C, Cp], [dweight, OC * C, ACC, OC, C, Cp]);
   const o = place(k, args);
   const pd = o[0]!;
-  if (dinp !== null) blockedGemm(k, pd * 4, OC, 1, o[1]! * 4, Cp, o[2]! * 4, N, OC, 1, OC);
+  // K-blocked too: a block of DINP_K rows of W, 8 columns wide, is 8 KB and stays in L1 while every
+  // row tile of dout streams past it.
+  if (dinp !== null) blockedGemm(k, pd * 4, OC, 1, o[1]! * 4, Cp, o[2]! * 4, N, OC, 1, DINP_K);
   // K-blocked: chunks of DW_ROWS rows of dout / inp, each chunk's sums added once.
   if (dweight !== null) blockedGemm(k, pd * 4, 1, OC, o[args.length - 2]! * 4, Cp, o[args.length - 1]! * 4, OC, N, 1, DW_ROWS);
   finish();
 }
 
-/** out = inp · Wᵀ (matmul.ts header), on the SIMD kernel when it is available. Overwrites `out`. */
+/** out = inp · Wᵀ (matmul.ts header), on the SIMD kernels when they are available. Overwrites `out`. */
 export function simdMatmulForward(out: FloatArray, inp: FloatArray, weight: FloatArray, B: number, T: number, C: number, OC: number): void {
   if (!fast(out, inp, weight)) return matmulForward(out, inp, weight, B, T, C, OC);
   const N = checkMatmulForward(out, inp, weight, B, T, C, OC);
-  if (N * OC > 0) forwardF32(load()!, out as Float32Array, inp as Float32Array, weight as Float32Array, N, C, OC);
+  if (N * OC > 0) forwardStored(load()!, 32, out as Float32Array, inp as Float32Array, [[weight as Float32Array, OC * C, IN]], N, C, OC);
 }
 
 /** dinp += dout · W, dW += doutᵀ · inp (matmul.ts header), on the SIMD kernel when available. */
@@ -137,6 +160,8 @@ let wScratch: Float32Array = new Float32Array(0);
 /**
  * The dense f32 weight [OC × C] of a Q8 (Int8Array) or Q4 (Uint8Array) matrix, in a reused scratch,
  * after the quantized op's own checks (quant.ts), so errors name that op; `x` is [N × C], `y` [N × OC].
+ * Dequantized by the kernels (wasm/kernels.ts dequantRows, split over threads) when the scratch is
+ * resident in their memory, else by quant.ts — the same exact values either way.
  */
 function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number, x: [string, FloatArray], y: [string, FloatArray]): Float32Array {
   const N = checkQuantized(op, q, scales, B, T, C, OC);
@@ -147,21 +172,35 @@ function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array,
     wScratch = simdTensor(OC * C) ?? new Float32Array(OC * C);
   }
   const w = wScratch.subarray(0, OC * C);
-  if (q instanceof Int8Array) dequantRowsQ8(w, q, scales, C, 0, OC);
-  else dequantRowsQ4(w, q, scales, C, 0, OC);
+  const bits = q instanceof Int8Array ? 8 : 4;
+  const k = load()!;
+  if (simdResident(w)) {
+    const [pw, pq, ps] = place(k, [[w, OC * C, OUT], [q, bits === 8 ? OC * C : (OC * C) / 2, IN], [scales, (OC * C) / 32, IN]]);
+    dequantSplit(k, pw! * 4, pq! * 4, ps! * 4, C, OC, bits);
+    finish();
+  } else if (bits === 8) dequantRowsQ8(w, q as Int8Array, scales, C, 0, OC);
+  else dequantRowsQ4(w, q as Uint8Array, scales, C, 0, OC);
   return w;
 }
 
-/** out = inp · Wᵀ for a Q8 weight (quant.ts header): dequantized (TS), then the SIMD dense kernel. */
-export function simdMatmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  if (!fast(out, inp)) return matmulForwardQ8(out, inp, q, scales, B, T, C, OC);
-  simdMatmulForward(out, inp, dequantized('matmulForwardQ8', q, scales, B, T, C, OC, ['inp', inp], ['out', out]), B, T, C, OC);
+/** out = inp · Wᵀ for a quantized weight on the kernels (forwardStored): the same bits as the dense matmul on the dequantized weight. */
+function forwardQuantized(op: string, out: FloatArray, inp: FloatArray, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, 'inp', inp, N * C);
+  need(op, 'out', out, N * OC);
+  if (N * OC > 0) forwardStored(load()!, q instanceof Int8Array ? 8 : 4, out as Float32Array, inp as Float32Array, [[q, q instanceof Int8Array ? OC * C : (OC * C) / 2, IN], [scales, (OC * C) / 32, IN]], N, C, OC);
 }
 
-/** out = inp · Wᵀ for a Q4 weight (quant.ts header): dequantized (TS), then the SIMD dense kernel. */
+/** out = inp · Wᵀ for a Q8 weight (quant.ts header), on the kernels (forwardQuantized). Overwrites `out`. */
+export function simdMatmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  if (!fast(out, inp)) return matmulForwardQ8(out, inp, q, scales, B, T, C, OC);
+  forwardQuantized('matmulForwardQ8', out, inp, q, scales, B, T, C, OC);
+}
+
+/** out = inp · Wᵀ for a Q4 weight (quant.ts header), on the kernels (forwardQuantized). Overwrites `out`. */
 export function simdMatmulForwardQ4(out: FloatArray, inp: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
   if (!fast(out, inp)) return matmulForwardQ4(out, inp, q, scales, B, T, C, OC);
-  simdMatmulForward(out, inp, dequantized('matmulForwardQ4', q, scales, B, T, C, OC, ['inp', inp], ['out', out]), B, T, C, OC);
+  forwardQuantized('matmulForwardQ4', out, inp, q, scales, B, T, C, OC);
 }
 
 /** dinp += dout · W for a Q8 weight: dequantized (TS), then the SIMD dense kernel. Accumulates. */

@@ -36,8 +36,17 @@ export interface Kernels {
   logSoftmaxBwd(dz: number, dlp: number, lp: number, N: number, V: number, invT: number): void;
   ropeApply(out: number, inp: number, table: number, B: number, T: number, NH: number, HS: number, pos0: number, sgn: number, acc: number): void;
   axpy(out: number, a: number, b: number, N: number, s: number): void;
-  transposePad(out: number, w: number, OC: number, C: number, OCp: number): void;
+  linF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
+  linQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
+  linQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
+  dequantRows(out: number, q: number, sc: number, C: number, o0: number, o1: number, bits: number): void;
+  panelF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
+  panelQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
+  panelQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
 }
+
+/** The typed arrays a kernel call can take: f32 tensors, and the int8 / packed int4 / f16-bits arrays of a quantized weight. */
+export type KernelArray = Float32Array | Int8Array | Uint8Array | Uint16Array;
 
 /** (i32.const 0; i8x16.splat; i8x16.popcnt) in a function returning v128: validates iff SIMD is there. */
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
@@ -161,8 +170,8 @@ let arena: Arena | null = null;
 let scratch = { at: 0, bytes: 0 };
 /** Every SharedArrayBuffer object the memory has handed out (one per size it has had). */
 const memBuffers = new WeakSet<ArrayBufferLike>();
-/** Resident tensors (the roots simdTensor made, not views) → their block. */
-const roots = new WeakMap<Float32Array, number>();
+/** Resident tensors (the roots simdTensor and simdBytes made, not views) → their block. */
+const roots = new WeakMap<KernelArray, number>();
 /** Views of resident tensors (simdView) → their root, so a root lives as long as its views. */
 const viewRoot = new WeakMap<Float32Array, Float32Array>();
 /** Frees the block of a resident tensor that was dropped without simdRelease. */
@@ -207,22 +216,39 @@ function releaseBlock(at: number): void {
  * caller then makes an ordinary array). Released by simdRelease, or when dropped (a finalizer).
  */
 export function simdTensor(n: number, from?: Float32Array): Float32Array | null {
+  return resident(Float32Array, n, from);
+}
+
+/**
+ * The same for the arrays of a quantized weight (int8 values, packed int4 bytes, f16 scale bits), so
+ * a quantized matmul reads them where they are: a resident Int8Array, Uint8Array or Uint16Array of
+ * `n` elements, zeroed or a copy of `from`, or null (as simdTensor).
+ */
+export function simdBytes<A extends Int8Array | Uint8Array | Uint16Array>(ctor: ArrayCtor<A>, n: number, from?: A): A | null {
+  return resident(ctor, n, from);
+}
+
+/** A typed-array constructor (Float32Array, Int8Array, …) as `resident` uses it. */
+type ArrayCtor<A> = { new (b: ArrayBufferLike, at: number, n: number): A; readonly BYTES_PER_ELEMENT: number };
+
+function resident<A extends KernelArray>(ctor: ArrayCtor<A>, n: number, from?: A): A | null {
   const k = load();
   if (k === null || arena === null || !residency || n <= 0) return null;
-  if (tensorBytes() + n * 4 > residentCap) return null;
-  const at = arena.alloc(n * 4);
+  const bytes = n * ctor.BYTES_PER_ELEMENT;
+  if (tensorBytes() + bytes > residentCap) return null;
+  const at = arena.alloc(bytes);
   if (at === null) return null;
   if (f32.buffer !== k.memory.buffer) f32 = new Float32Array(k.memory.buffer);
-  if (from !== undefined) f32.set(from.subarray(0, n), at >> 2);
-  else f32.fill(0, at >> 2, (at >> 2) + Math.ceil(n / (ALIGN / 4)) * (ALIGN / 4));
-  const t = new Float32Array(k.memory.buffer, at, n);
+  const t = new ctor(k.memory.buffer, at, n);
+  if (from !== undefined) t.set(from.subarray(0, n) as never);
+  else new Uint8Array(k.memory.buffer, at, Math.ceil(bytes / ALIGN) * ALIGN).fill(0);
   roots.set(t, at);
   finalizer?.register(t, at, t);
   return t;
 }
 
-/** Releases a tensor simdTensor made (true), or does nothing to any other array (false). */
-export function simdRelease(t: Float32Array): boolean {
+/** Releases a tensor simdTensor or simdBytes made (true), or does nothing to any other array (false). */
+export function simdRelease(t: KernelArray): boolean {
   const at = roots.get(t);
   if (at === undefined) return false;
   roots.delete(t);
@@ -240,7 +266,7 @@ export function simdView(t: Float32Array, offset: number, length: number): Float
 }
 
 /** Whether `t` lies in the kernels' memory (a resident tensor or a view of one). */
-export function simdResident(t: FloatArray): boolean {
+export function simdResident(t: FloatArray | KernelArray): boolean {
   return memBuffers.has(t.buffer);
 }
 
@@ -274,10 +300,13 @@ export const ACC = 2;
  * An operand: the array, its element count, its use, and — when the kernel wants its rows padded —
  * [rows, cols, stride] (stride ≥ cols, the padding zero).
  */
-export type Arg = readonly [a: Float32Array, n: number, use: 0 | 1 | 2, rows?: number, cols?: number, stride?: number];
+export type Arg = readonly [a: KernelArray, n: number, use: 0 | 1 | 2, rows?: number, cols?: number, stride?: number];
 
 /** Operands to copy back after the call (place → finish): [array, element offset, arg]. */
 let pending: [Float32Array, number, Arg][] = [];
+
+/** f32 slots that n elements of `a` take (a quantized weight's bytes, rounded up to whole slots). */
+const slots = (a: KernelArray, n: number): number => Math.ceil((n * a.BYTES_PER_ELEMENT) / 4);
 
 /**
  * Where the kernel finds each operand, then `extra` scratch regions: element offsets into `f32`.
@@ -289,22 +318,22 @@ let pending: [Float32Array, number, Arg][] = [];
 export function place(k: Kernels, args: readonly Arg[], extra: readonly number[] = []): number[] {
   calls++;
   const at = args.map(([a, n, use, rows, cols, stride], i): number => {
-    if (!memBuffers.has(a.buffer) || (stride !== undefined && stride !== cols && rows! > 0)) return -1;
+    if (!memBuffers.has(a.buffer) || a.byteOffset % 4 !== 0 || (stride !== undefined && stride !== cols && rows! > 0)) return -1;
     const lo = a.byteOffset;
-    const hi = lo + 4 * n;
+    const hi = lo + a.BYTES_PER_ELEMENT * n;
     if (use !== IN) {
       // Any OTHER operand (the same array passed twice included) that shares a byte with this one.
       for (let j = 0; j < args.length; j++) {
         const [b, m] = args[j]!;
         if (j === i || !memBuffers.has(b.buffer)) continue;
-        if (b.byteOffset < hi && lo < b.byteOffset + 4 * m) return -1;
+        if (b.byteOffset < hi && lo < b.byteOffset + b.BYTES_PER_ELEMENT * m) return -1;
       }
     }
     return lo >> 2;
   });
   const sizes: number[] = [];
-  args.forEach(([, n, , rows, , stride], i) => {
-    if (at[i]! < 0) sizes.push(stride !== undefined ? rows! * stride : n);
+  args.forEach(([a, n, , rows, , stride], i) => {
+    if (at[i]! < 0) sizes.push(stride !== undefined ? rows! * stride : slots(a, n));
   });
   const regions = layout(k, ...sizes, ...extra);
   let r = 0;
@@ -313,6 +342,11 @@ export function place(k: Kernels, args: readonly Arg[], extra: readonly number[]
     if (at[i]! >= 0) return;
     const [a, n, use, rows, cols, stride] = arg;
     at[i] = regions[r++]!;
+    if (!(a instanceof Float32Array)) {
+      // A quantized weight's array: read only, copied in as bytes.
+      new Uint8Array(f32.buffer, at[i]! * 4, n * a.BYTES_PER_ELEMENT).set(new Uint8Array(a.buffer, a.byteOffset, n * a.BYTES_PER_ELEMENT));
+      return;
+    }
     if (use !== OUT) {
       if (stride !== undefined) copyIn(at[i]!, a, rows!, cols!, stride);
       else f32.set(a.subarray(0, n), at[i]!);

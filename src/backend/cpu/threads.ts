@@ -49,6 +49,13 @@ const ATTN_BWD = 2;
 const SWIGLU_FWD = 3;
 const SWIGLU_BWD = 4;
 const RMSNORM_FWD = 5;
+const LIN_F32 = 6;
+const LIN_Q8 = 7;
+const LIN_Q4 = 8;
+const DEQUANT = 9;
+const PANEL_F32 = 10;
+const PANEL_Q8 = 11;
+const PANEL_Q4 = 12;
 /** Most threads (the caller included). */
 const MAX_THREADS = 16;
 const CONTROL_WORDS = SLOT + MAX_THREADS - 1;
@@ -92,6 +99,14 @@ const SHARE_JS = `(ex, c, f) => (kind, r0, r1, t) => {
   } else if (kind === ${SWIGLU_BWD}) {
     const o = 4 * r0;
     ex.swigluBwd(c[j] + o, c[j + 1] + o, c[j + 2] + o, c[j + 3] + o, c[j + 4] + o, r1 - r0);
+  } else if (kind === ${LIN_F32} || kind === ${PANEL_F32}) {
+    (kind === ${LIN_F32} ? ex.linF32 : ex.panelF32)(c[j], c[j + 1], c[j + 2], c[j + 3], c[j + 4], c[j + 5], r0, r1, c[j + 6] + t * c[j + 7]);
+  } else if (kind >= ${LIN_Q8} && kind <= ${PANEL_Q4} && kind !== ${DEQUANT}) {
+    const fn = kind === ${LIN_Q8} ? ex.linQ8 : kind === ${LIN_Q4} ? ex.linQ4 : kind === ${PANEL_Q8} ? ex.panelQ8 : ex.panelQ4;
+    fn(c[j], c[j + 1], c[j + 2], c[j + 3], c[j + 4], c[j + 5], c[j + 6], r0, r1, c[j + 7] + t * c[j + 8]);
+  } else if (kind === ${DEQUANT}) {
+    const C = c[j + 3];
+    ex.dequantRows(c[j] + 4 * r0 * C, c[j + 1], c[j + 2], C, r0, r1, c[j + 4]);
   } else if (kind === ${RMSNORM_FWD}) {
     const C = c[j + 4], o = 4 * r0 * C;
     ex.rmsnormFwd(c[j] + o, c[j + 1] + 4 * r0, c[j + 2] + o, c[j + 3], r1 - r0, C, f[j + 5]);
@@ -385,6 +400,13 @@ interface Exports {
   swigluFwd(out: number, a: number, b: number, N: number): void;
   swigluBwd(da: number, db: number, dout: number, a: number, b: number, N: number): void;
   rmsnormFwd(out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void;
+  linF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
+  linQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
+  linQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
+  dequantRows(out: number, q: number, sc: number, C: number, o0: number, o1: number, bits: number): void;
+  panelF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
+  panelQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
+  panelQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
 }
 
 /**
@@ -448,4 +470,27 @@ export function swigluBackwardSplit(ex: Exports, da: number, db: number, dout: n
 export function rmsnormForwardSplit(ex: Exports, out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void {
   if (pool === null) return ex.rmsnormFwd(out, rstd, inp, w, N, C, eps);
   forkJoin(ex, RMSNORM_FWD, [out, rstd, inp, w, C, eps], [5], N, 1, N * C);
+}
+
+/**
+ * The forward product on weights as stored: out [N × OC] = x [N × C] · Wᵀ by the linear kernels
+ * (wasm/kernels.ts linF32, linQ8, linQ4: a few rows) or the panel kernels (panelF32, panelQ8,
+ * panelQ4: many), split over the OC output columns in multiples of 8 (the kernels' tile), thread t
+ * using the scratch at scratch + t·stride bytes. `weight` is `[w]` for f32, `[q, scales]` for Q8 /
+ * Q4. Same bits for any split and either kernel (the kernels' header).
+ */
+export function linearSplit(ex: Exports, bits: 32 | 8 | 4, panel: boolean, x: number, N: number, weight: readonly number[], C: number, out: number, OC: number, scratch: number, stride: number): void {
+  const kind = bits === 32 ? (panel ? PANEL_F32 : LIN_F32) : bits === 8 ? (panel ? PANEL_Q8 : LIN_Q8) : panel ? PANEL_Q4 : LIN_Q4;
+  if (pool === null) {
+    if (bits === 32) return (panel ? ex.panelF32 : ex.linF32)(x, N, weight[0]!, C, out, OC, 0, OC, scratch);
+    const fn = kind === LIN_Q8 ? ex.linQ8 : kind === LIN_Q4 ? ex.linQ4 : kind === PANEL_Q8 ? ex.panelQ8 : ex.panelQ4;
+    return fn(x, N, weight[0]!, weight[1]!, C, out, OC, 0, OC, scratch);
+  }
+  forkJoin(ex, kind, [x, N, ...weight, C, out, OC, scratch, stride], [], OC, 8, N * C * OC);
+}
+
+/** The dense f32 matrix [OC × C] of a Q8 / Q4 weight (wasm/kernels.ts dequantRows) at `out`, split over its rows; exact, so any split gives the same bits. */
+export function dequantSplit(ex: Exports, out: number, q: number, sc: number, C: number, OC: number, bits: 8 | 4): void {
+  if (pool === null) return ex.dequantRows(out, q, sc, C, 0, OC, bits);
+  forkJoin(ex, DEQUANT, [out, q, sc, C, bits], [], OC, 1, OC * C);
 }

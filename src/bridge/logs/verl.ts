@@ -3,7 +3,8 @@
  * classes in TeamTR @ e78ab03, whose per-agent metrics are prefixed `agent<i>/`):
  *
  *   file     verl/utils/tracking.py FileLogger.log: one line per log call,
- *            orjson.dumps({"step": step, "data": data}) — compact JSON, numbers as numbers;
+ *            orjson.dumps({"step": step, "data": data}) — compact JSON, numbers as numbers, and
+ *            NaN / ±inf as null (orjson's rule), which is reported like the console's "nan";
  *   console  verl/utils/logger/aggregate_logger.py LocalLogger.log / concat_dict_to_str:
  *            "step:<step>" then " - <key>:<pprint.pformat(value)>" for every numeric value;
  *            under NumPy 2 a numpy scalar prints as "np.float64(0.25)", which is read too. Lines
@@ -19,6 +20,11 @@ import { checkLineKeys, Warnings, type Parsed, type RunStep } from '../runLog';
 /** A finite number, or null. */
 function num(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/** The warning for `bad` values of line `i` (0-based) that are not numbers, the same for both loggers. */
+function notNumbers(i: number, bad: number): string {
+  return `line ${i + 1}: left out ${bad} value${bad > 1 ? 's that are not numbers' : ' that is not a number'}.`;
 }
 
 /** verl's file logger: {"step": N, "data": {…}} per line. */
@@ -43,10 +49,13 @@ export function parseVerlJsonl(text: string): Parsed {
       return;
     }
     const metrics: Record<string, number> = {};
+    let bad = 0;
     for (const [k, v] of Object.entries(rec.data as Record<string, unknown>)) {
       const x = num(v);
       if (x !== null) metrics[k] = x;
+      else if (v === null) bad++;
     }
+    if (bad > 0) w.add(notNumbers(i, bad));
     steps.push({ step: rec.step as number, metrics });
   });
   return w.done(steps);
@@ -86,7 +95,7 @@ export function parseVerlConsole(text: string): Parsed {
       if (x === null) bad++;
       else metrics[seg.slice(0, at)] = x;
     }
-    if (bad > 0) w.add(`line ${i + 1}: left out ${bad} value${bad > 1 ? 's that are not numbers' : ' that is not a number'}.`);
+    if (bad > 0) w.add(notNumbers(i, bad));
     steps.push({ step: Number(m[1]), metrics });
   });
   return w.done(steps);
