@@ -2,8 +2,10 @@
  * `npx tsx bench/hostile.ts [class…]`: time to refusal and peak memory of each hostile input class
  * (tests/helpers/hostile.ts builds them; the parent writes each to disk), each read in a fresh
  * child process so its peak RSS is its own — a checkpoint folder the way `--agent-model` reads it
- * (readHfFolder, the budgeted head check in a worker thread, the load), an experiment file the way
- * the page parses it — killed after HOSTILE_TIMEOUT seconds (default 60). Prints one table row per
+ * (readHfFolder, the budgeted head check in a worker thread, the load), an ONNX folder's graph the
+ * way `--agent-model` reads it (readOnnxFolder with its budgeted onnxGraph check, then readOnnx), a
+ * run log the way `--import-log` reads it (printRunLog: the budgeted runLog job on its path), a
+ * recipe the way the page checks it, an experiment file the way the page parses it — killed after HOSTILE_TIMEOUT seconds (default 60). Prints one table row per
  * class: outcome (the first line of the message, or "timeout"), seconds from the read call to the
  * refusal, the child's peak RSS. docs/performance.md ("Hostile inputs") keeps the figures.
  *
@@ -50,12 +52,13 @@ import type { Config } from '../src/sat/config';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
 import { presetConfig } from '../src/sat/presets';
 import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
-import { bigVocabTokenizer, containerBomb, largeBpeFolder, deepJson, extraEntriesFolder, gzipBomb, regexTokenizer, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES } from '../tests/helpers/hostile';
+import { bigVocabTokenizer, containerBomb, largeBpeFolder, deepJson, extraEntriesFolder, gzipBomb, onnxCycle, onnxExternalOffset, onnxFloatChunks, onnxIdentityNodes, onnxNestedIf, onnxPackedInts, onnxScalarInitializers, regexTokenizer, RUNAWAY_PATTERNS, RUNAWAY_TEMPLATES } from '../tests/helpers/hostile';
+import { onnxFolder } from '../tests/helpers/onnxFolder';
 
 const GiB = 2 ** 30;
 
 /** An input: an experiment file's bytes, or a checkpoint folder (its files, then an edit on disk). */
-type Input = { readonly file: Uint8Array; readonly ext?: string } | { readonly folder: ReadonlyMap<string, Uint8Array>; readonly edit?: (dir: string) => void };
+type Input = { readonly file: Uint8Array; readonly ext?: string } | { readonly folder: ReadonlyMap<string, Uint8Array>; readonly edit?: (dir: string) => void; readonly onnx?: boolean };
 
 const folderWith = (name: string, bytes: Uint8Array | Record<string, unknown>): Input => ({
   folder: new Map(hfCheckpoint().files).set(name, bytes instanceof Uint8Array ? bytes : new TextEncoder().encode(JSON.stringify(bytes))),
@@ -76,6 +79,23 @@ const CLASSES: Record<string, () => Input> = {
   'folder: extra.json is a folder': () => ({ folder: hfCheckpoint().files, edit: (d) => mkdirSync(join(d, 'extra.json')) }),
   'recipe YAML: 2,000,000 keys (37 MB)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 2_000_000 }, (_, i) => `key${String(i).padStart(11, '0')}: 1\n`).join('')), ext: 'yaml' }),
   'folder: _name_or_path of terminal escapes': () => folderWith('config.json', { ...hfCheckpoint().config, _name_or_path: '\u001b]0;TITLE\u0007\u001b[2J\u001b[31mRED\u001b[0m\r\nerror: fake line' }),
+  'onnx: float_data in 450,000 one-value chunks (1.8 MB)': () => ({ folder: new Map([['model.onnx', onnxFloatChunks(450_000)]]), onnx: true }),
+  'onnx: 1,000,000 Identity nodes': () => ({ folder: new Map([['model.onnx', onnxIdentityNodes(1_000_000)]]), onnx: true }),
+  'onnx: 1,000,000 scalar initializers': () => ({ folder: new Map([['model.onnx', onnxScalarInitializers(1_000_000)]]), onnx: true }),
+  'onnx: a graph cycle': () => ({ folder: new Map([['model.onnx', onnxCycle()]]), onnx: true }),
+  'onnx: If nested 10,000 deep': () => ({ folder: new Map([['model.onnx', onnxNestedIf(10_000)]]), onnx: true }),
+  'onnx: external-data offset "0x0"': () => ({ folder: new Map([...onnxExternalOffset('0x0')].map(([n, b]) => [n === 'm.onnx' ? 'model.onnx' : n, b])), onnx: true }),
+  'onnx: a packed list of 500,000 ints': () => ({ folder: new Map([['model.onnx', onnxPackedInts(500_000)]]), onnx: true }),
+  'legitimate: a decoder export (reference)': () => ({ folder: new Map([...onnxFolder({}, { weights: 'f32' }).files].map(([n, b]) => [n === 'onnx/model.onnx' ? 'model.onnx' : n, b])), onnx: true }),
+  'run log: SAT trainer, a 150 kB digit run': () => ({ file: new TextEncoder().encode(`=== Stage 1/2 ===\nStage lower bound: ${'1'.repeat(150_000)}x\n`), ext: 'log' }),
+  'run log: verl console, a 150 kB digit run': () => ({ file: new TextEncoder().encode(`step:1 - a:${'1'.repeat(150_000)}x\n`), ext: 'log' }),
+  'run log: one 50 MB line': () => ({ file: new TextEncoder().encode(`{"step": 1, "data": {"a": "${'x'.repeat(50_000_000)}"}}\n`), ext: 'jsonl' }),
+  'run log: 1,000,000 metric keys': () => ({ file: new TextEncoder().encode(`{"step": 1, "data": {${Array.from({ length: 1_000_000 }, (_, i) => `"k${i}": 1`).join(', ')}}}\n`), ext: 'jsonl' }),
+  'run log: 200 MB': () => ({ file: new Uint8Array(200 * 2 ** 20).fill(0x31), ext: 'log' }),
+  'legitimate: a 60 MB verl file log (reference)': () => ({ file: verlLog(60 * 2 ** 20), ext: 'jsonl' }),
+  'recipe YAML: flow sequence 100,000 deep': () => ({ file: new TextEncoder().encode(`sat: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`), ext: 'yaml' }),
+  'recipe YAML: 20,000 quoted keys': () => ({ file: new TextEncoder().encode(`{${Array.from({ length: 20_000 }, (_, i) => `'${i}' : 1`).join(',\n')}}\n`), ext: 'yaml' }),
+  'recipe YAML: !!js/function': () => ({ file: new TextEncoder().encode('sat: {}\nx: !!js/function "function () { return 1 }"\n'), ext: 'yaml' }),
   'legitimate: a recipe of 4,990 keys (reference)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 4_990 }, (_, i) => `k${i}: 1\n`).join('')), ext: 'yaml' }),
   'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
   'legitimate: a 64 MiB experiment (35 MB file; reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
@@ -104,6 +124,34 @@ function legitimateExperiment(bytes: number): Uint8Array {
   return serializeExperiment({ config, presetName: 'arith-team', createdAt: '2026-12-02T00:00:00.000Z', stages: [], agents, betas: agents.map(() => config.beta), cursor: { stage: 0 } });
 }
 
+/** A verl file log (one {"step", "data"} line per step, 100 metrics a step) of about `bytes` bytes: a long real run's size. */
+function verlLog(bytes: number): Uint8Array {
+  const line = (step: number) => `${JSON.stringify({ step, data: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`actor/metric_${i}`, Math.random()])) })}\n`;
+  const per = line(0).length;
+  return new TextEncoder().encode(Array.from({ length: Math.floor(bytes / per) }, (_, s) => line(s)).join(''));
+}
+
+/** What the CLI does with an ONNX folder's graph: read the folder (the graph checked in the budgeted worker), then parse it as a seat does. */
+async function onnxPath(dir: string): Promise<string> {
+  const [{ readOnnxFolder }, { readOnnx }] = await Promise.all([import('../src/cli/onnxSeat'), import('../src/model/onnx/read')]);
+  const files = await readOnnxFolder(dir, 'model.onnx', 2 ** 32);
+  const m = readOnnx(files, 'model.onnx');
+  return `ACCEPTED: ${m.nodes.length} nodes, ${m.initializers.size} initializers`;
+}
+
+/** What `--import-log` does: the file's size checked, then read and parsed in the budgeted worker. */
+async function logPath(path: string): Promise<string> {
+  const { printRunLog } = await import('../src/cli/bridge');
+  const log = console.log;
+  console.log = () => {}; // the tables are not the bench's
+  try {
+    await printRunLog(path);
+  } finally {
+    console.log = log;
+  }
+  return 'ACCEPTED';
+}
+
 /** What the CLI does with --agent-model up to the weights: read the folder, check its head in the budgeted worker, load. */
 async function seatPath(dir: string): Promise<string> {
   const { readHfFolder } = await import('../src/cli/hfSeat');
@@ -126,7 +174,11 @@ async function child(path: string): Promise<void> {
   const t0 = performance.now();
   let msg: string;
   try {
-    msg = statSync(path).isDirectory() ? await seatPath(path) : path.endsWith('.yaml') ? await recipePath(path) : ((r) => (r.ok ? 'ACCEPTED' : r.error))(parseExperimentFile(new Uint8Array(readFileSync(path))));
+    msg = statSync(path).isDirectory()
+      ? existsSync(join(path, 'model.onnx')) ? await onnxPath(path) : await seatPath(path)
+      : path.endsWith('.yaml') ? await recipePath(path)
+      : /\.(log|jsonl)$/.test(path) ? await logPath(path)
+      : ((r) => (r.ok ? 'ACCEPTED' : r.error))(parseExperimentFile(new Uint8Array(readFileSync(path))));
   } catch (e) {
     msg = e instanceof Error ? e.message : String(e);
   }

@@ -11,7 +11,8 @@
  * by the CLI's budgeted check) is built, evaluated and rolled out with the count at 0; the same
  * seats built in this thread write the same token ids (held-out J, rollout sequences, bit for bit).
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -19,7 +20,9 @@ import { readRunLog } from '../src/bridge/runLog';
 import { ConfigError, FormatError } from '../src/core/errors';
 import { parseExperimentFile } from '../src/app/savefile';
 import { cliCheck } from '../src/cli/inputCheck';
-import { budgeted, inProcess, timeFor, type CheckWorker } from '../src/workers/budget';
+import { budgeted, inProcess, PER_MIB_MS, timeFor, type CheckWorker } from '../src/workers/budget';
+import { readOnnx } from '../src/model/onnx/read';
+import { onnxFolder } from './helpers/onnxFolder';
 import { presetConfig } from '../src/sat/presets';
 import { Rng } from '../src/core/rng';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
@@ -27,7 +30,7 @@ import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed, HF_SEAT_MAX_SEQ }
 import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { hfCheckpoint } from './helpers/hfCheckpoint';
 import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';
-import { deepJson, gzipBomb } from './helpers/hostile';
+import { deepJson, gzipBomb, onnxCycle, onnxExternalOffset } from './helpers/hostile';
 
 const built = vi.hoisted(() => ({ n: 0 }));
 
@@ -80,14 +83,33 @@ describe('budgeted input checks', () => {
 
   it('run logs and recipes are read in the worker too: the same run, and a key-bomb recipe refused there', async () => {
     const check = cliCheck();
-    const text = readFileSync(join(import.meta.dirname, 'fixtures/bridge/logs/verl-file.jsonl'), 'utf8');
-    const there = await check('runLog', { text, name: 'verl-file.jsonl' }, 'run log');
+    const path = join(import.meta.dirname, 'fixtures/bridge/logs/verl-file.jsonl');
+    const text = readFileSync(path, 'utf8');
+    const there = await check('runLog', { source: { path, size: statSync(path).size }, name: 'verl-file.jsonl' }, 'run log');
     expect(there).toEqual(readRunLog(text, 'verl-file.jsonl'));
     expect(there.steps.length).toBeGreaterThan(0);
     const bomb = Array.from({ length: 6_000 }, (_, i) => `k${i}: 1`).join('\n');
     const err = await check('recipe', { text: bomb, base: settings }, 'recipe.yaml').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FormatError);
     expect((err as Error).message).toMatch(/more than 5,000 (lines|keys)/);
+  });
+
+  it('an ONNX graph is checked in the worker from its path: counts of a real export, a cycle or a hex offset refused there', async () => {
+    const check = cliCheck();
+    const dir = mkdtempSync(join(tmpdir(), 'sat-door-onnx-'));
+    const put = (name: string, bytes: Uint8Array) => (writeFileSync(join(dir, name), bytes), { path: join(dir, name), size: bytes.length });
+    const f = onnxFolder({}, { weights: 'f32', external: true });
+    const real = await check('onnxGraph', { graph: put('model.onnx', f.files.get(f.file)!), file: f.file, sizes: [[`${f.file}_data`, f.files.get(`${f.file}_data`)!.length]] }, 'ONNX folder');
+    const local = readOnnx(f.files, f.file);
+    expect(real).toEqual({ nodes: local.nodes.length, initializers: local.initializers.size, inputs: local.inputs.length, outputs: local.outputs.length });
+    const cycle = await check('onnxGraph', { graph: put('cycle.onnx', onnxCycle()), file: 'cycle.onnx', sizes: [] }, 'ONNX folder').catch((e: unknown) => e);
+    expect(cycle).toBeInstanceOf(FormatError);
+    expect((cycle as Error).message).toMatch(/^cycle\.onnx: node "(first|second)" \(Identity\) is on a cycle/);
+    const hex = onnxExternalOffset('0x0');
+    const off = await check('onnxGraph', { graph: hex.get('m.onnx')!, file: 'm.onnx', sizes: [['w.bin', 64]] }, 'ONNX folder').catch((e: unknown) => e);
+    expect((off as Error).message).toContain('external data offset "0x0" is not a byte offset');
+    // a graph's time grows with its size, as an experiment file's does
+    expect(timeFor({ timeMs: 20, perMiBMs: PER_MIB_MS }, 'onnxGraph', { graph: { path: 'x', size: 2 ** 21 }, file: '', sizes: [] })).toBe(2020);
   });
 
   it('a check past its time budget is stopped and refused, naming the input and the budget', async () => {

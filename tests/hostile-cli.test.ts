@@ -3,8 +3,9 @@
  * readHfFolder): a link to /dev/zero or out of the folder, a named pipe as config.json, a folder
  * named like a file, a file larger than its config allows — each refused by name before a byte
  * is read; links inside the folder and a Hugging Face cache snapshot (links into ../../blobs) are
- * read. And the real CLI (tsx, a child process) prints a checkpoint name full of terminal escapes
- * escaped, and refuses 100,000-deep JSON with a specific message, not a stack overflow.
+ * read. And the real CLI (tsx, a child process) prints a checkpoint's or an ONNX folder's name full
+ * of terminal escapes (a newline included) escaped, refuses 100,000-deep JSON with a specific
+ * message, not a stack overflow, and an ONNX graph with a cycle by name before onnxruntime sees it.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { readHfFolder } from '../src/cli/hfSeat';
 import { readOnnxFolder } from '../src/cli/onnxSeat';
 import { onnxFolder } from './helpers/onnxFolder';
 import { hfCheckpoint, writeHfFolder } from './helpers/hfCheckpoint';
-import { deepJson } from './helpers/hostile';
+import { deepJson, onnxCycle } from './helpers/hostile';
 
 function folder(edit: (dir: string) => void = () => {}, files = hfCheckpoint().files): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'sat-hostile-')), 'ck');
@@ -124,6 +125,31 @@ describe('the CLI prints what came from a file escaped, and refuses deep JSON by
     expect(r.code).toBe(0);
     expect(r.err).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(r.err).toContain('agent 1 is \\u{1b}]0;TITLE\\u{7}\\u{1b}[2J\\u{1b}[31mRED\\u{1b}[0m\\r\\nerror: fake line:');
+    expect(r.err.split('\n').some((l) => l.startsWith('error:'))).toBe(false);
+  });
+
+  it("an ONNX folder's hostile graph ends in its refusal and status 2, before onnxruntime: no stack trace", () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'sat-hostile-onnx-')), 'ck');
+    mkdirSync(join(dir, 'onnx'), { recursive: true });
+    writeHfFolder(dir, new Map([...onnxFolder().files].filter(([n]) => !n.endsWith('_data')).map(([n, b]) => [n, n.endsWith('.onnx') ? onnxCycle() : b] as const)));
+    const r = sat('--preset', 'arith-team', '--agent-model', `1=${dir}`, '--agent-onnx', 'frozen');
+    expect(r.code).toBe(2);
+    expect(r.err.trim()).toMatch(/^error: onnx\/model\.onnx: node "(first|second)" \(Identity\) is on a cycle/);
+    expect(r.err).not.toMatch(/\n\s+at |please report/);
+  });
+
+  it("an ONNX folder's _name_or_path with a newline reaches the terminal escaped, and the folder's path", () => {
+    const evil = 'org/x\nerror: forged \u001b[2J';
+    const dir = join(mkdtempSync(join(tmpdir(), 'sat-hostile-onnx-')), 'c\u001bk'); // (a newline cannot reach --agent-model: J=DIR is one line)
+    mkdirSync(join(dir, 'onnx'), { recursive: true });
+    const files = new Map(onnxFolder().files);
+    files.set('config.json', new TextEncoder().encode(JSON.stringify({ ...JSON.parse(new TextDecoder().decode(files.get('config.json')!)), _name_or_path: evil })));
+    writeHfFolder(dir, files);
+    const r = sat('--preset', 'arith-team', ...SMALL, '--agent-model', `1=${dir}`, '--agent-onnx', 'frozen');
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(r.err).toContain('agent 1 is org/x\\nerror: forged \\u{1b}[2J: never updated');
+    expect(r.err).toContain('c\\u{1b}k/onnx/model.onnx: frozen');
     expect(r.err.split('\n').some((l) => l.startsWith('error:'))).toBe(false);
   });
 

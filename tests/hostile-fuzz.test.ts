@@ -10,7 +10,14 @@
  *     escapes, nested) for the fields the loader reads;
  *   - regex patterns: random patterns from a small grammar, each judged by regexSafety.ts and, when
  *     accepted, run on a 24-character string of its own characters;
- *   - gzip bombs: random sizes of zeros with random trailers.
+ *   - gzip bombs: random sizes of zeros with random trailers;
+ *   - ONNX graphs: a real export's protobuf with bytes flipped, cut, doubled or hostile fields
+ *     spliced in (runaway varints, huge lengths, long packed lists);
+ *   - run logs, one family per format (verl file and console, W&B CSV and JSON lines, the SAT
+ *     authors' trainer): fixtures with hostile pieces spliced in (digit runs, brackets, control
+ *     characters, long lines), slices cut or doubled, lines dropped;
+ *   - recipe YAML: an exported recipe mutated the same way (tags, deep brackets, quotes).
+ * A refusal's message must also hold no control character (every quoted string is escaped).
  * Each case must end either accepted and well-formed (a tokenizer that round-trips a prompt with
  * every id in range; a rendered template within the output cap; a config that loads) or refused
  * with the reader's own error class and a short message — never another error, a hang or a crash.
@@ -167,5 +174,126 @@ describe('fuzz: hostile inputs of a checkpoint folder', () => {
       expect(r.ok, `bomb ${i}`).toBe(false);
       if (!r.ok) expect(['too-large', 'checksum', 'layout'], `bomb ${i}: ${r.error}`).toContain(r.code);
     }
+  });
+});
+
+describe('fuzz: hostile ONNX graphs, run logs and recipes', () => {
+  /** Accepted, or refused with the reader's class, a short message and no control character (every string is escaped). */
+  const judged = (label: string, f: () => void, classes: readonly (new (...a: never[]) => Error)[]): string => {
+    const m = outcome(label, f, classes);
+    if (m !== 'ok' && /[\u0000-\u001f\u007f-\u009f]/.test(m)) throw new Error(`${label}: a message with a control character: ${JSON.stringify(m)}`);
+    return m;
+  };
+  const bytesOf = (s: string) => new TextEncoder().encode(s);
+  /** A few hostile pieces a mutant may splice in: digit runs, brackets, quotes, control characters, long lines. */
+  const HOSTILE = ['1'.repeat(5_000), '['.repeat(200), '{'.repeat(200), '"'.repeat(50), '\u001b[2J\nerror: forged', 'nan', '-inf', '1e999', '\u0000', ':'.repeat(500), 'x'.repeat(20_000), '\r\n', ' - ', 'np.float64(', '!!js/function', '0x0'];
+
+  /** `text` with 1–4 random edits: a hostile piece spliced in, a slice cut, a slice doubled, a line dropped. */
+  function mutateText(rng: Rng, text: string): string {
+    let t = text;
+    for (let k = 1 + rng.int(4); k > 0; k--) {
+      const at = rng.int(t.length + 1);
+      const to = Math.min(t.length, at + rng.int(200));
+      switch (rng.int(4)) {
+        case 0: t = t.slice(0, at) + pick(rng, HOSTILE) + t.slice(at); break;
+        case 1: t = t.slice(0, at) + t.slice(to); break;
+        case 2: t = t.slice(0, to) + t.slice(at, to) + t.slice(to); break;
+        default: {
+          const lines = t.split('\n');
+          lines.splice(rng.int(lines.length), 1);
+          t = lines.join('\n');
+        }
+      }
+    }
+    return t;
+  }
+
+  it('ONNX protobuf mutants are read or refused by name (300 mutants)', async () => {
+    const { readOnnx } = await import('../src/model/onnx/read');
+    const { onnxFolder } = await import('./helpers/onnxFolder');
+    const rng = new Rng(SEED, [7]);
+    const bases = [onnxFolder({}, { weights: 'f32' }), onnxFolder({}, { weights: 'f32', external: true })];
+    let refused = 0;
+    for (let i = 0; i < 300; i++) {
+      const base = pick(rng, bases);
+      const bytes = base.files.get(base.file)!.slice();
+      let m: Uint8Array = bytes;
+      for (let k = 1 + rng.int(3); k > 0; k--) {
+        const at = rng.int(m.length);
+        switch (rng.int(5)) {
+          case 0: m[at] = rng.int(256); break; // a flipped byte
+          case 1: m = m.slice(0, at); break; // truncated
+          case 2: m[at] = 0xff; break; // a varint that runs on
+          case 3: { // a slice doubled (repeated fields, duplicate names)
+            const to = Math.min(m.length, at + 1 + rng.int(64));
+            const out = new Uint8Array(m.length + to - at);
+            out.set(m.subarray(0, to));
+            out.set(m.subarray(at, to), to);
+            out.set(m.subarray(to), to + to - at);
+            m = out;
+            break;
+          }
+          default: { // a hostile field spliced in: a long packed list, a huge length, a deep group
+            const piece = pick(rng, [Uint8Array.of(0x42, 0xff, 0xff, 0xff, 0x0f), Uint8Array.of(0x0a, 0x80, 0x80, 0x80, 0x80, 0x10), new Uint8Array(64).fill(0x80), Uint8Array.of(0x0b, 0x0c)]);
+            const out = new Uint8Array(m.length + piece.length);
+            out.set(m.subarray(0, at));
+            out.set(piece, at);
+            out.set(m.subarray(at), at + piece.length);
+            m = out;
+          }
+        }
+      }
+      const files = new Map(base.files);
+      files.set(base.file, m);
+      if (judged(`onnx mutant ${i}`, () => void readOnnx(files, base.file), [FormatError]) !== 'ok') refused++;
+    }
+    expect(refused).toBeGreaterThan(50);
+  });
+
+  it('run log mutants of each format are read (bad lines skipped by name) or refused by name (5 × 200 mutants)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { readRunLog } = await import('../src/bridge/runLog');
+    const { csvRows } = await import('../src/bridge/logs/wandb');
+    const fixture = (n: string) => readFileSync(join(import.meta.dirname, 'fixtures/bridge/logs', n), 'utf8');
+    const csv = fixture('wandb-history.csv');
+    const [head, ...rows] = csvRows(csv);
+    const wandbJson = rows.map((r) => JSON.stringify(Object.fromEntries(head!.map((k, j) => [k, Number(r[j]) || r[j]])))).join('\n');
+    const formats: Record<string, [string, string]> = {
+      'verl-jsonl': ['verl-file.jsonl', fixture('verl-file.jsonl')],
+      'verl-console': ['verl-console.log', fixture('verl-console.log')],
+      'wandb-csv': ['wandb-history.csv', csv],
+      'wandb-json': ['wandb-history.jsonl', wandbJson],
+      'sat-trainer': ['sat-trainer.log', fixture('sat-trainer.log')],
+    };
+    for (const [format, [name, text]] of Object.entries(formats)) {
+      expect(readRunLog(text, name).format).toBe(format);
+      const rng = new Rng(SEED, [8, Object.keys(formats).indexOf(format)]);
+      let read = 0;
+      for (let i = 0; i < 200; i++) {
+        const m = mutateText(rng, text);
+        const label = `${format} mutant ${i}`;
+        if (judged(label, () => {
+          const log = readRunLog(m, name);
+          for (const s of log.steps) if (!Number.isInteger(s.step) || Object.values(s.metrics).some((v) => !Number.isFinite(v))) throw new Error(`${label}: a step that is not whole or a metric that is not finite`);
+        }, [FormatError]) === 'ok') read++;
+      }
+      expect(read, format).toBeGreaterThan(20);
+    }
+  });
+
+  it('recipe YAML mutants are read or refused by name (300 mutants)', async () => {
+    const { readRecipe, recipe } = await import('../src/bridge/recipe');
+    const { parseConfig } = await import('../src/sat/config');
+    const { presetConfig } = await import('../src/sat/presets');
+    const base = parseConfig({ ...presetConfig('arith-team'), protocol: 'independent', swapAgent: -1, order: 'fixed' });
+    const yaml = recipe(base).yaml!;
+    const rng = new Rng(SEED, [9]);
+    let read = 0;
+    for (let i = 0; i < 300; i++) {
+      const m = mutateText(rng, yaml);
+      if (judged(`recipe mutant ${i}`, () => void readRecipe(m, base), [FormatError, ConfigError]) === 'ok') read++;
+    }
+    expect(read).toBeGreaterThan(20);
   });
 });

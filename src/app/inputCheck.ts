@@ -7,8 +7,8 @@
  *
  * Not here: the jobs (src/workers/inputJobs.ts), what each caller shows.
  */
-import { CHECK_TIME_MS, CHECK_TIME_PER_MIB_MS } from '../core/limits';
-import { budgeted, inProcess, type Check, type CheckWorker } from '../workers/budget';
+import { CHECK_TIME_MS } from '../core/limits';
+import { budgeted, inProcess, PER_MIB_MS, type Check, type CheckWorker } from '../workers/budget';
 import type { JobReply } from '../workers/inputJobs';
 
 function webWorker(): CheckWorker {
@@ -22,4 +22,4 @@ function webWorker(): CheckWorker {
 }
 
 /** The page's check: budgeted in a Web Worker, or in-process where workers do not exist. */
-export const checkInput: Check = typeof Worker === 'function' ? budgeted(webWorker, { timeMs: CHECK_TIME_MS, perMiBMs: { experimentFile: CHECK_TIME_PER_MIB_MS } }) : inProcess;
+export const checkInput: Check = typeof Worker === 'function' ? budgeted(webWorker, { timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS }) : inProcess;

@@ -8,7 +8,8 @@
  *   readOnnxSeatFolder(…, file)  with `file` the one chosen (a record's, or the card's) instead
  *   readOnnxSeatFolder(…)        the JSON files first, the context the preset needs with the
  *                                folder's tokenizer, the memory estimate against the limit — before
- *                                the graph is read —, then the chosen .onnx file and its data files
+ *                                the graph is read —, the graph checked in the budgeted worker
+ *                                (inputJobs.ts onnxGraph), then the chosen .onnx file and its data files
  *                                only (a folder often holds several variants), and the hash of
  *                                what was read
  *   onnxSeatEstimate(…)          that estimate for files already read (a stored seat)
@@ -129,6 +130,10 @@ export async function readOnnxSeatFolder(
   const graphBytes = names.filter((n) => !n.endsWith('.json')).reduce((a, n) => a + entries.get(n)!.size, 0);
   const { estimate: e, context } = await estimate(head, cfg, quant, mode, graphBytes);
   checkFits(e, limit.bytes, limit.where); // before the graph is read
+  // The graph through the budgeted door (a File goes to the worker unread), before this thread or onnxruntime holds it.
+  const graph = entries.get(file)!;
+  const sizes = names.filter((n) => n !== file && !n.endsWith('.json')).map((n) => [n, entries.get(n)!.size] as const);
+  await checkInput('onnxGraph', { graph: typeof Blob !== 'undefined' && graph instanceof Blob ? graph : new Uint8Array(await graph.arrayBuffer()), file, sizes }, `ONNX folder: "${file}"`);
   const files = new Map<string, Uint8Array>(head);
   let bytes = 0;
   for (const [i, n] of names.entries()) {

@@ -10,8 +10,13 @@
  *
  * Not here: the settings themselves (config.ts), the file dialogs (the page, the CLI).
  */
+import { CST, Lexer } from 'yaml';
+import { ConfigError, FormatError } from '../core/errors';
+import { boundedMessage } from '../core/text';
+import { RECIPE_MAX_DEPTH } from '../core/limits';
 import { CONFIG_KEYS, isLlmTask, resolvedProtocol, type Config, type ConfigKey } from '../sat/config';
 import type { LlmTaskName } from '../tasks/llm/index';
+import { checkInputSize, RECIPE_LIMITS } from './limits';
 import { ENGINE_TITLES, type Difference, type EngineExport, type EngineName, type ExportFile } from './engine';
 import { DEFAULT_MODELS, type ModelMap } from './models';
 import { rewardModule } from './rewardPy';
@@ -204,7 +209,87 @@ export function recipeSummary(r: Recipe): string[] {
 }
 
 /** Settings from a SAT-style YAML (the SAT authors' trainer's, as exported): see satTrainer.ts readSatTrainer. */
-export const readRecipe = readSatTrainer;
+/** The YAML tags a recipe may carry: the core schema's, and `!` (non-specific). Anything else (`!!js/function`, `!!python/object/apply`, a local `!foo`) is refused by name. */
+const RECIPE_TAGS: ReadonlySet<string> = new Set(['!', '!!str', '!!int', '!!float', '!!bool', '!!null', '!!map', '!!seq']);
+
+/**
+ * Checks a recipe's YAML before any parse, with the YAML library's lexer (a flat, linear stream
+ * of tokens: no recursion on the text's nesting): the size caps (limits.ts), the keys (every `:`
+ * that ends a key, quoted keys included) against RECIPE_LIMITS.keys, the nesting (flow `[`/`{`
+ * levels, block indentation levels and `- `/`? ` entries opened on one line) against
+ * RECIPE_MAX_DEPTH, no tag but the core schema's and no %TAG directive. A FormatError names the
+ * line and the limit or the tag.
+ */
+export function checkRecipeYaml(text: string): void {
+  checkInputSize(text, RECIPE_LIMITS, 'recipe');
+  let line = 1;
+  let keys = 0;
+  let flow = 0;
+  const indents: number[] = []; // block levels open before this line, by their indentation
+  let atStart = true;
+  let lineLevels = 0; // block entries ("- ", "? ") opened on this line
+  const deep = (depth: number): FormatError => new FormatError(`Line ${line} of this recipe nests ${depth > RECIPE_MAX_DEPTH * 4 ? 'far ' : ''}more than ${RECIPE_MAX_DEPTH} levels deep; a recipe nests a few (docs/models.md, "Input limits"). Nothing was read.`);
+  const open = (indent: number): void => {
+    while (indents.length > 0 && indents[indents.length - 1]! >= indent) indents.pop();
+    indents.push(indent);
+  };
+  for (const tok of new Lexer().lex(text)) {
+    const type = CST.tokenType(tok);
+    if (type === 'newline') {
+      line++;
+      atStart = true;
+      lineLevels = 0;
+      continue;
+    }
+    if (atStart && type !== 'comment') {
+      atStart = false;
+      if (flow === 0) open(type === 'space' ? tok.length : 0);
+    }
+    switch (type) {
+      case 'flow-seq-start':
+      case 'flow-map-start':
+        if (++flow + indents.length + lineLevels > RECIPE_MAX_DEPTH) throw deep(flow + indents.length + lineLevels);
+        break;
+      case 'flow-seq-end':
+      case 'flow-map-end':
+        flow = Math.max(0, flow - 1);
+        break;
+      case 'seq-item-ind':
+      case 'explicit-key-ind':
+        if (++lineLevels + indents.length + flow > RECIPE_MAX_DEPTH) throw deep(lineLevels + indents.length + flow);
+        break;
+      case 'map-value-ind':
+        if (++keys > RECIPE_LIMITS.keys) throw new FormatError(`This recipe has more than ${RECIPE_LIMITS.keys.toLocaleString('en')} keys (quoted ones included); the playground reads at most that many. Nothing was read.`);
+        break;
+      case 'tag':
+        if (!RECIPE_TAGS.has(tok)) throw new FormatError(`Line ${line} of this recipe carries the YAML tag ${JSON.stringify(tok.slice(0, 60))}, which the playground does not read: a recipe holds plain values (strings, numbers, booleans, lists and maps). Nothing was read.`);
+        break;
+      case 'directive-line':
+        if (tok.startsWith('%TAG')) throw new FormatError(`Line ${line} of this recipe declares a %TAG directive, which the playground does not read. Nothing was read.`);
+        break;
+      default:
+        break;
+    }
+    if (indents.length > RECIPE_MAX_DEPTH) throw deep(indents.length);
+  }
+}
+
+/**
+ * A SAT-style recipe YAML read back (the page's and the CLI's import): checked by
+ * checkRecipeYaml before the YAML library parses it, then read as the SAT authors' trainer's
+ * config (satTrainer.ts readSatTrainer).
+ */
+export function readRecipe(text: string, base: Config, opts: { readonly models?: ModelMap; readonly aMaxOfTask?: number } = {}): Config {
+  checkRecipeYaml(text);
+  try {
+    return readSatTrainer(text, base, opts);
+  } catch (e) {
+    // a refusal may quote a value of the file: kept short (a 5,000-character model id is not repeated back whole)
+    if (e instanceof ConfigError) throw new ConfigError(e.key, e.value, boundedMessage(e.message, 400));
+    if (e instanceof FormatError) throw new FormatError(boundedMessage(e.message, 400));
+    throw e;
+  }
+}
 
 /** The Markdown table of docs/real-run.md: every setting, its counterpart in each engine and the note. */
 export function recipeTable(table: RecipeTable = RECIPE): string {

@@ -2,13 +2,14 @@
  * A real run's metric log, normalised: whichever engine and logger wrote it, an imported log
  * becomes one `RunLog` — steps in order, metrics under the engine's own key names and, where the
  * log says so, each update's agent order and KL against δ. `readRunLog` finds the format, caps the
- * size first (limits.ts) and skips a bad line, naming it in `warnings`, so a partial log opens; a
+ * size first (limits.ts), caps what it parsed (RUN_LOG_MAX) and skips a bad line, naming it in `warnings`, so a partial log opens; a
  * file with no readable step is a FormatError describing the formats.
  *
  * Not here: the formats' parsers (logs/, each citing the code that writes it), the charts' rows
  * (runLogSeries.ts), the page (RunLogView.tsx).
  */
 import { FormatError } from '../core/errors';
+import { RUN_LOG_MAX } from '../core/limits';
 import { checkInputSize, LOG_LIMITS } from './limits';
 import { parseSatTrainerLog } from './logs/satTrainer';
 import { parseVerlConsole, parseVerlJsonl } from './logs/verl';
@@ -66,6 +67,17 @@ export interface Parsed {
   readonly steps: RunStep[];
   readonly warnings: string[];
   readonly skipped: number;
+}
+
+/**
+ * Refuses line `i` (from 0) of a log when it holds more `"key":` pairs than one step may have
+ * (RUN_LOG_MAX.keysPerStep): counted on the text, before JSON.parse builds an object of them.
+ */
+export function checkLineKeys(line: string, i: number): void {
+  let n = 0;
+  for (let at = line.indexOf('":'); at >= 0; at = line.indexOf('":', at + 2)) {
+    if (++n > RUN_LOG_MAX.keysPerStep) throw new FormatError(`Line ${(i + 1).toLocaleString('en')} of this run log has more than ${RUN_LOG_MAX.keysPerStep.toLocaleString('en')} keys, the most one step may have (docs/models.md, "Input limits"). Nothing was read.`);
+  }
 }
 
 /** Collects warnings up to MAX_WARNINGS, counting the rest. */
@@ -128,6 +140,24 @@ function agentCount(steps: readonly RunStep[]): number {
   return n;
 }
 
+/**
+ * Refuses a parsed log past RUN_LOG_MAX (steps, metrics in one step, distinct keys), so what leaves
+ * the check's worker for the page's charts stays the size of a real run's. Stops at the first cap passed.
+ */
+export function checkRunLogCounts(steps: readonly RunStep[], name: string): void {
+  const tail = `(docs/models.md, "Input limits"). Nothing was read.`;
+  if (steps.length > RUN_LOG_MAX.steps) throw new FormatError(`“${name}” has ${steps.length.toLocaleString('en')} steps, more than the ${RUN_LOG_MAX.steps.toLocaleString('en')} a run log may have ${tail}`);
+  const keys = new Set<string>();
+  for (const s of steps) {
+    let n = 0;
+    for (const k in s.metrics) {
+      if (++n > RUN_LOG_MAX.keysPerStep) throw new FormatError(`“${name}”: step ${s.step} has more than ${RUN_LOG_MAX.keysPerStep.toLocaleString('en')} metrics, the most one step may have ${tail}`);
+      if (keys.size <= RUN_LOG_MAX.keys) keys.add(k);
+    }
+    if (keys.size > RUN_LOG_MAX.keys) throw new FormatError(`“${name}” has more than ${RUN_LOG_MAX.keys.toLocaleString('en')} distinct metric keys, the most a run log may have ${tail}`);
+  }
+}
+
 /** Reads a run log (header). Throws FormatError only when nothing in it can be read. */
 export function readRunLog(text: string, fileName = 'run log'): RunLog {
   checkInputSize(text, LOG_LIMITS, 'run log');
@@ -139,6 +169,7 @@ export function readRunLog(text: string, fileName = 'run log'): RunLog {
     );
   }
   const parsed = PARSERS[format](text);
+  checkRunLogCounts(parsed.steps, fileName);
   const steps = mergeSteps(parsed.steps);
   if (steps.length === 0) {
     const why = parsed.warnings.length > 0 ? ` First problem: ${parsed.warnings[0]}` : '';

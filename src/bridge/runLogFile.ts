@@ -9,7 +9,7 @@
 import { deflateSync, inflateSync, strFromU8, strToU8 } from 'fflate';
 import { FormatError } from '../core/errors';
 import { checkInputSize, LOG_LIMITS } from './limits';
-import type { RunLog, RunLogFormat, RunStep } from './runLog';
+import { checkRunLogCounts, type RunLog, type RunLogFormat, type RunStep } from './runLog';
 
 export const RUN_FILE_EXTENSION = '.satrun.json';
 /** The longest `?run=` value a link carries (the data of a longer run travels as a file). */
@@ -45,6 +45,7 @@ export function readRunLogFile(text: string): RunLog {
     for (const [k, v] of Object.entries(st.metrics as object)) if (typeof v !== 'number' || !Number.isFinite(v)) throw new FormatError(`Step ${st.step} of this saved run has a metric ${k} that is not a finite number. Nothing was read.`);
     return { step: st.step as number, metrics: st.metrics as Record<string, number>, ...(Array.isArray(st.updates) ? { updates: st.updates as RunStep['updates'] } : {}) };
   });
+  checkRunLogCounts(clean, 'saved run');
   const format = FORMATS.includes(o.format as RunLogFormat) ? (o.format as RunLogFormat) : 'verl-jsonl';
   const engine = (['verl', 'teamtr', 'satTrainer', 'unknown'] as const).find((e) => e === o.engine) ?? 'unknown';
   const keys = [...new Set(clean.flatMap((s) => Object.keys(s.metrics)))].sort();

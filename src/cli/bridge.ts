@@ -7,7 +7,7 @@
  *
  * Not here: the mappings and parsers themselves (src/bridge).
  */
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FormatError, SatError } from '../core/errors';
 import { checkFileBytes, LOG_LIMITS } from '../bridge/limits';
@@ -15,7 +15,6 @@ import { escapeControl } from '../core/text';
 import { isLlmTask, type Config } from '../sat/config';
 import { planLlm, planTabular } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/recipe';
-import { readRunLog } from '../bridge/runLog';
 import { runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
 import { generationPage, generationSummary, isGenerationDump } from '../bridge/generations';
 import { cliCheck } from './inputCheck';
@@ -49,16 +48,33 @@ function dumpFiles(file: string): string[] {
   return steps.map((f) => join(file, f));
 }
 
-/** A regular file's text, refused before it is read when its bytes are over the cap. */
-function readLogFile(file: string, what: string): string {
+/** A regular file's size, refused before it is read when it is not a regular file or its bytes are over the cap. */
+function logFileSize(file: string, what: string): number {
   try {
     const st = statSync(file);
     if (!st.isFile()) throw new FormatError(`The ${what} ${escapeControl(file)} is not a regular file. Nothing was read.`);
     checkFileBytes(st.size, LOG_LIMITS, what);
-    return readFileSync(file, 'utf8');
+    return st.size;
   } catch (e) {
     if (e instanceof FormatError) throw e;
-    throw new SatError('file', `Cannot read the ${what} ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new SatError('file', `Cannot read the ${what} ${escapeControl(file)}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+/** A regular file's text, refused before it is read when its bytes are over the cap. */
+function readLogFile(file: string, what: string): string {
+  logFileSize(file, what);
+  return readFileSync(file, 'utf8');
+}
+
+/** The first `n` bytes of a file as text (enough to tell a generation dump from a run log). */
+function fileHead(file: string, n: number): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = new Uint8Array(n);
+    return new TextDecoder().decode(buf.subarray(0, readSync(fd, buf, 0, n, 0)));
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -75,21 +91,25 @@ async function printGenerations(where: string, texts: readonly { readonly name: 
   for (const r of first.rows) console.log(`  step ${r.step}${r.agent === null ? '' : ` agent ${r.agent}`} score ${f4(r.score ?? undefined)}${r.groundTruth === null ? '' : ` (truth ${JSON.stringify(r.groundTruth)})`}\n    prompt ${q(r.input)}\n    reply  ${q(r.output)}`);
 }
 
-/** Prints a real run's log as the page's charts would read it, or a generation dump's episodes. */
+/**
+ * Prints a real run's log as the page's charts would read it (the file read and parsed in the
+ * budgeted worker thread, inputCheck.ts, from its path), or a generation dump's episodes.
+ */
 export async function printRunLog(file: string): Promise<void> {
   let isDir = false;
   try {
     isDir = statSync(file).isDirectory();
   } catch {
-    // readLogFile says why
+    // logFileSize says why
   }
   const base = (f: string) => f.split(/[\\/]/).pop()!;
   if (isDir) return printGenerations(file, dumpFiles(file).map((f) => ({ name: base(f), text: readLogFile(f, 'generation dump') })));
-  const text = readLogFile(file, 'run log');
-  if (isGenerationDump(text)) return printGenerations(file, [{ name: base(file), text }]);
-  const log = readRunLog(text, file.split(/[\\/]/).pop());
+  const size = logFileSize(file, 'run log');
+  if (isGenerationDump(fileHead(file, Math.min(size, 2 ** 20 + 1024)))) return printGenerations(file, [{ name: base(file), text: readLogFile(file, 'generation dump') }]);
+  const name = escapeControl(base(file)); // quoted in the log's messages and its title
+  const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${name}`);
   console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]!.step}–${log.steps[log.steps.length - 1]!.step}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
-  for (const w of log.warnings) console.log(`  skipped: ${w}`);
+  for (const w of log.warnings) console.log(`  skipped: ${escapeControl(w)}`);
   const j = runJ(log);
   const kl = runKl(log);
   const clip = runClip(log);

@@ -24,6 +24,7 @@ import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSea
 import type { Check } from '../workers/budget';
 import { openFolder, readRegular } from './folderFiles';
 import { cliCheck } from './inputCheck';
+import { escapeControl } from '../core/text';
 import { onnxFilesIn, seatOnnxAgent, type OnnxSeatMode } from './onnxSeat';
 
 export { HF_DEFAULT_LORA_RANK };
@@ -80,14 +81,14 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   // files only; their own messages come from here when they are malformed), worked out in a
   // budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
   const json = [...files].filter(([name]) => name.endsWith('.json'));
-  const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${dir}`);
+  const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${escapeControl(dir)}`);
   const head = readHfConfig(files, HF_CLI_MAX_SEQ);
   const budget = hfSeatBudget(cfg, context);
   const rank = budget.loraRank;
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
   // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
   const { cfg: mc } = parseHfConfig(head.raw, { maxSeq: context });
-  o.log(`agent ${j} ← ${dir}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (the context this preset needs with its tokenizer; sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
+  o.log(`agent ${j} ← ${escapeControl(dir)}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (the context this preset needs with its tokenizer; sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
   let last = '';
   const m = await loadHfCheckpoint(files, {
     quant: o.quant,

@@ -7,8 +7,8 @@
  * Not here: the jobs (src/workers/inputJobs.ts), what the command prints.
  */
 import { Worker } from 'node:worker_threads';
-import { CHECK_HEAP_MIB, CHECK_TIME_MS, CHECK_TIME_PER_MIB_MS, formatSize } from '../core/limits';
-import { budgeted, type Check, type CheckWorker } from '../workers/budget';
+import { CHECK_HEAP_MIB, CHECK_TIME_MS, formatSize } from '../core/limits';
+import { budgeted, PER_MIB_MS, type Check, type CheckWorker } from '../workers/budget';
 import type { JobReply } from '../workers/inputJobs';
 
 function threadWorker(): CheckWorker {
@@ -27,5 +27,5 @@ function threadWorker(): CheckWorker {
 
 /** The CLI's check, with its budgets (header). */
 export function cliCheck(timeMs = CHECK_TIME_MS): Check {
-  return budgeted(threadWorker, { timeMs, perMiBMs: { experimentFile: CHECK_TIME_PER_MIB_MS }, memory: `${formatSize(CHECK_HEAP_MIB * 2 ** 20)} of heap` });
+  return budgeted(threadWorker, { timeMs, perMiBMs: PER_MIB_MS, memory: `${formatSize(CHECK_HEAP_MIB * 2 ** 20)} of heap` });
 }

@@ -36,6 +36,9 @@ import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfS
 import { checkSwapTokenizer, prepareOnnxSwap, seatOnnxFrozen, seatOnnxTrainable, type OnnxSwapTarget } from '../sat/onnxSeat';
 import { tokenizer as charTokenizer } from '../model/tokenizer';
 import { openFolder, readRegular } from './folderFiles';
+import { cliCheck } from './inputCheck';
+import { escapeControl } from '../core/text';
+import type { Check } from '../workers/budget';
 
 export type OnnxSeatMode = 'trainable' | 'frozen';
 export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
@@ -63,9 +66,11 @@ const ONNX_FOLDER = 'ONNX folder';
  * The folder's JSON files, `file` and the data files beside it whose names start with its name, as
  * regular files inside the folder (folderFiles.ts): JSON files held to the small files' cap (the
  * tokenizer to its vocabulary's, when config.json names one), the graph and its data to `cap`
- * (the machine's memory: the seat's own estimate, checked later, says more).
+ * (the machine's memory: the seat's own estimate, checked later, says more). The graph is then
+ * checked in the budgeted worker thread (its caps, operators, cycles and external data), so a
+ * hostile one is refused by name before this process parses it.
  */
-export async function readOnnxFolder(dir: string, file: string, cap: number): Promise<Map<string, Uint8Array>> {
+export async function readOnnxFolder(dir: string, file: string, cap: number, check: Check = cliCheck()): Promise<Map<string, Uint8Array>> {
   const { root, names } = await openFolder(dir, 'give the folder holding config.json, tokenizer.json and onnx/model.onnx');
   const files = new Map<string, Uint8Array>();
   const json = names.filter((n) => n.endsWith('.json')).sort();
@@ -80,6 +85,12 @@ export async function readOnnxFolder(dir: string, file: string, cap: number): Pr
   const base = file.slice(sub.length);
   for (const name of (await list(join(root, sub))).sort()) {
     if (name === base || (name.startsWith(base) && !name.endsWith('.onnx'))) files.set(sub + name, await readRegular(root, sub + name, cap, 'on this machine', ONNX_FOLDER));
+  }
+  const graph = files.get(file);
+  if (graph !== undefined) {
+    // The graph through the budgeted door (src/workers/inputJobs.ts onnxGraph) before anything here parses it or onnxruntime sees it.
+    const sizes = [...files].filter(([n]) => n !== file && !n.endsWith('.json')).map(([n, b]) => [n, b.byteLength] as const);
+    await check('onnxGraph', { graph: { path: join(root, file), size: graph.byteLength }, file, sizes }, `${ONNX_FOLDER} ${escapeControl(dir)}: ${escapeControl(file)}`);
   }
   return files;
 }
@@ -109,7 +120,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
   const available = await onnxFilesIn(dir);
   const file = o.file ?? available[0];
   if (file === undefined || !available.includes(file)) {
-    throw new ConfigError('agent-onnx-file', o.file, `--agent-model ${j}=${dir}: ${o.file === undefined ? 'the folder has no .onnx file' : `"${o.file}" is not one of the folder's .onnx files`} (it has: ${available.join(', ') || 'none'}).`);
+    throw new ConfigError('agent-onnx-file', o.file, `--agent-model ${j}=${escapeControl(dir)}: ${o.file === undefined ? 'the folder has no .onnx file' : `"${escapeControl(o.file)}" is not one of the folder's .onnx files`} (it has: ${escapeControl(available.join(', ')) || 'none'}).`);
   }
   const files = await readOnnxFolder(dir, file, Math.floor(0.8 * totalmem()));
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
@@ -118,7 +129,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
   const old = lx.team[j]!;
   if (o.mode === 'frozen') {
     const seat = await seatOnnxFrozen(files, file, cfg, j, { temperature: cfg.temperature, topK: cfg.topK, memory: { limitBytes: limit, where } });
-    o.log(`agent ${j} ← ${dir}/${file}: frozen, run by onnxruntime-web (${seat.agent.decoder.ep}); context ${seat.context}; memory estimate ${describeOnnxFrozen(seat.estimate)} (limit ${formatBytes(limit)}); other files of the folder: ${available.filter((f) => f !== file).join(', ') || 'none'}`);
+    o.log(`agent ${j} ← ${escapeControl(`${dir}/${file}`)}: frozen, run by onnxruntime-web (${seat.agent.decoder.ep}); context ${seat.context}; memory estimate ${describeOnnxFrozen(seat.estimate)} (limit ${formatBytes(limit)}); other files of the folder: ${escapeControl(available.filter((f) => f !== file).join(', ')) || 'none'}`);
     lx.team[j] = seat.agent;
     o.log(`  agent ${j} is ${seat.info.name}: never updated (ratio 1 in every estimator); turns marked ${seat.info.tokenizer.turns === 'chat' ? 'by its chat template' : 'as plain text ("agent i:")'}; messages end at token ${seat.info.tokenizer.eos}`);
   } else {
@@ -126,7 +137,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
     const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
     const budget = hfSeatBudget(cfg, context);
     const mc = { ...head.cfg, maxSeq: context };
-    o.log(`agent ${j} ← ${dir}/${file}: trainable; ${describeConfig(mc)}; ${o.quant}, LoRA rank ${budget.loraRank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
+    o.log(`agent ${j} ← ${escapeControl(`${dir}/${file}`)}: trainable; ${describeConfig(mc)}; ${o.quant}, LoRA rank ${budget.loraRank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
     const seat = await seatOnnxTrainable(files, file, cfg, j, { quant: o.quant, maxSeq: context, memory: { limitBytes: limit, where, ...budget } });
     o.log(`  parity with onnxruntime-web (${seat.ep}): ${describeParity(seat.parity)}`);
     const agent = hfSeatAgent(j, seat.model as HfModel, { loraRank: budget.loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK });
@@ -145,7 +156,7 @@ async function resolveOnnxPath(path: string): Promise<{ dir: string; file: strin
     return basename(parent) === 'onnx' ? { dir: dirname(parent), file: `onnx/${basename(path)}` } : { dir: parent, file: basename(path) };
   }
   const file = (await onnxFilesIn(path))[0];
-  if (file === undefined) throw new ConfigError('swapTo', path, `--swap …=${path}: not an ONNX model folder (no .onnx file in it or in its onnx/; a shipped model is named <task>-<size>, e.g. arithmetic-M).`);
+  if (file === undefined) throw new ConfigError('swapTo', path, `--swap …=${escapeControl(path)}: not an ONNX model folder (no .onnx file in it or in its onnx/; a shipped model is named <task>-<size>, e.g. arithmetic-M).`);
   return { dir: path, file };
 }
 
@@ -165,10 +176,10 @@ export async function onnxSwapLoader(exp: Experiment, cfg: Config, j: number, pa
   const head = readOnnxLlamaHead(files, file);
   const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
   const budget = hfSeatBudget(cfg, context);
-  o.log(`swap target for agent ${j}: ${dir}/${file} (same tokenizer as ${seat.name}); ${describeConfig({ ...head.cfg, maxSeq: context })}; ${o.quant}, LoRA rank ${budget.loraRank}`);
+  o.log(`swap target for agent ${j}: ${escapeControl(`${dir}/${file}`)} (same tokenizer as ${seat.name}); ${describeConfig({ ...head.cfg, maxSeq: context })}; ${o.quant}, LoRA rank ${budget.loraRank}`);
   return async () => {
     const t = await prepareOnnxSwap(files, file, cfg, j, seat.tokenizer ?? charTokenizer, seat.name, { quant: o.quant, maxSeq: context, loraRank: budget.loraRank, memory: { limitBytes: limit, where, ...budget } });
-    o.log(`  swap target ${file}: parity with onnxruntime-web (${t.ep}): ${describeParity(t.parity)}; π_pre is computed by onnxruntime-web`);
+    o.log(`  swap target ${escapeControl(file)}: parity with onnxruntime-web (${t.ep}): ${describeParity(t.parity)}; π_pre is computed by onnxruntime-web`);
     return t;
   };
 }

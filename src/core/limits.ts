@@ -54,6 +54,27 @@ export const INFLATE_SLACK = 2 ** 20;
  */
 export const TOKENIZER_MAX_ENCODE_CHARS = 16_384;
 
+/**
+ * An ONNX graph's counts, checked as the protobuf is read and before each item is decoded. The
+ * exported decoders have tens to about a hundred nodes and initializers per layer (so even a
+ * 126-layer model stays near 10,000–20,000; onnxruntime-genai's fused graphs far fewer), one level
+ * of `If` (a merged decoder's two branches), two graph inputs and outputs per layer's cache, and
+ * lists (a node's inputs, an attribute's values, a tensor's dims) of a few hundred items at most;
+ * the caps sit 5× or more above that.
+ */
+export const ONNX_LIMITS = {
+  /** Nodes of the graph and of every subgraph together. */
+  nodes: 100_000,
+  /** Initializers of the graph and of every subgraph together. */
+  initializers: 100_000,
+  /** Graph inputs and outputs together. */
+  values: 10_000,
+  /** Subgraphs nested in one another (an `If` inside an `If`'s branch is depth 2). */
+  subgraphDepth: 8,
+  /** Items of one list: a node's inputs, outputs or attributes, an attribute's ints / floats / strings / graphs, a tensor's dims. */
+  list: 65_536,
+} as const;
+
 /** Time one input check may take in its worker before it is stopped (checkpoint head, experiment file). */
 export const CHECK_TIME_MS = 10_000;
 /**
@@ -73,13 +94,31 @@ export interface InputLimits {
   readonly lines: number;
   /** Most `key:` / `"key":` occurrences. */
   readonly keys: number;
+  /** Most characters in one line. */
+  readonly lineChars: number;
 }
 
-/** A SAT-style recipe: a few dozen keys in a few kilobytes; generous caps. */
-export const RECIPE_LIMITS: InputLimits = { chars: 256 * 1024, lines: 5_000, keys: 5_000 };
+/** A SAT-style recipe: a few dozen keys in a few kilobytes, lines of under a hundred characters; generous caps. */
+export const RECIPE_LIMITS: InputLimits = { chars: 256 * 1024, lines: 5_000, keys: 5_000, lineChars: 16 * 1024 };
 
-/** A run log: a long real run logs ~100 metrics per step for tens of thousands of steps. */
-export const LOG_LIMITS: InputLimits = { chars: 64 * 1024 * 1024, lines: 2_000_000, keys: 20_000_000 };
+/**
+ * A run log: a long real run logs ~100 metrics per step for tens of thousands of steps, a line of
+ * verl's file logger a few kilobytes (a W&B JSON array may be one line of the whole history).
+ */
+export const LOG_LIMITS: InputLimits = { chars: 64 * 1024 * 1024, lines: 2_000_000, keys: 20_000_000, lineChars: 16 * 1024 * 1024 };
+
+/** What one run log may hold once parsed, checked before it leaves the check's worker (real runs: a few hundred keys, tens of thousands of steps). */
+export const RUN_LOG_MAX = {
+  /** Metrics in one step. */
+  keysPerStep: 10_000,
+  /** Distinct metric keys in the whole log. */
+  keys: 10_000,
+  /** Steps. */
+  steps: 500_000,
+} as const;
+
+/** Deepest nesting of a recipe YAML (flow `[`/`{` and block levels; a real recipe nests 4). */
+export const RECIPE_MAX_DEPTH = 32;
 
 /** "1.5 MiB", "300 bytes". */
 export function formatSize(n: number): string {

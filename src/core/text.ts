@@ -1,7 +1,13 @@
 /**
  * Text that came from a file, made safe to print on a terminal: control characters (C0, DEL, C1,
  * and the bidirectional overrides that reorder a line) are written as visible escapes, so a
- * config's name cannot set the window title, clear the screen or forge a log line.
+ * config's name cannot set the window title, clear the screen or forge a log line. `escapeControl`
+ * is the one escaping helper: every user-controlled string (a name or path from a file or a
+ * folder, a file's own strings) goes through it where it enters a message or a printed line —
+ * newlines included, so no string can start a line of its own; `escapeLines` is only the CLI
+ * printer's last guard over whole messages, whose own newlines it keeps.
+ *
+ * `boundedMessage` keeps a message that quotes a file's values short.
  *
  * Not here: HTML escaping (React does it in the page), quoting for messages (safetensors.ts quote).
  */
@@ -18,4 +24,14 @@ export function escapeControl(s: string): string {
 /** A message of ours that may quote file strings: each line kept, control characters within lines escaped. */
 export function escapeLines(s: string): string {
   return s.split('\n').map(escapeControl).join('\n');
+}
+
+/**
+ * A message of bounded length: every quoted text over 60 characters cut to its first 60 and "…",
+ * then the whole at `max` characters — so a value a file repeats thousands of times is not
+ * repeated back whole.
+ */
+export function boundedMessage(message: string, max = 600): string {
+  const short = message.replace(/"((?:[^"\\]|\\.){60})(?:[^"\\]|\\.)+"/g, (_m, head: string) => `"${head}…"`);
+  return short.length <= max ? short : `${short.slice(0, max - 1)}…`;
 }

@@ -102,11 +102,14 @@ function parse(src: string): Alt {
     else if (c === '+') q = [1, Infinity];
     else if (c === '?') q = [0, 1];
     else if (c === '{') {
-      const m = /^\{(\d*)(,?)(\d*)\}/.exec(src.slice(i));
-      if (!m || (m[1] === '' && m[3] === '')) return q; // a literal "{"
+      // Sticky at i (no copy of the rest), and the two digit runs apart on either side of a required comma: linear in the pattern.
+      const brace = /\{(\d*)(?:(,)(\d*))?\}/y;
+      brace.lastIndex = i;
+      const m = brace.exec(src);
+      if (!m || (m[1] === '' && (m[3] ?? '') === '')) return q; // a literal "{"
       const lo = m[1] === '' ? 0 : Number(m[1]);
       i += m[0].length;
-      return lazy([lo, m[2] === '' ? lo : m[3] === '' ? Infinity : Number(m[3])]);
+      return lazy([lo, m[2] === undefined ? lo : m[3] === '' ? Infinity : Number(m[3])]);
     } else return q;
     i++;
     return lazy(q);

@@ -7,6 +7,7 @@
  * (card.ts).
  */
 import { ConfigError, FormatError, NumericError } from '../core/errors';
+import { boundedMessage } from '../core/text';
 import type { Rng } from '../core/rng';
 import { f16ToF32 } from '../core/f16';
 import { cardToJson, validateCard, type ModelCard } from './card';
@@ -338,11 +339,8 @@ function nestedDeeperThan(v: unknown, limit: number): boolean {
   return false;
 }
 
-/** A message of bounded length: quoted texts over 60 characters cut, then the whole at MAX_MESSAGE. */
-function tidy(message: string): string {
-  const short = message.replace(/"((?:[^"\\]|\\.){60})(?:[^"\\]|\\.)+"/g, (_m, head: string) => `"${head}…"`);
-  return short.length <= MAX_MESSAGE ? short : `${short.slice(0, MAX_MESSAGE - 1)}…`;
-}
+/** A message of bounded length (src/core/text.ts boundedMessage at MAX_MESSAGE). */
+const tidy = (message: string): string => boundedMessage(message, MAX_MESSAGE);
 
 function shapeEq(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((s, i) => s === b[i]);

@@ -75,7 +75,7 @@ export type Field = IntField | FloatField | BoolField | EnumField | ListField | 
 type Schema<T> = v.GenericSchema<unknown, T>;
 
 /** Text a command line or URL spells a number with (no hex, no "1e", no blanks inside). */
-const NUMBER_TEXT = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+const NUMBER_TEXT = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/; // one way to split a digit run: linear
 /** A number, or text spelling one, as a number; undefined otherwise. */
 function asNumber(x: unknown): number | undefined {
   if (typeof x === 'number') return x;

@@ -9,7 +9,7 @@
  * worker takes everything it allocated with it. Memory is bounded by the size caps the readers
  * apply before they allocate (src/core/limits.ts) and, in Node, by the thread's heap limit.
  *
- *   const check = budgeted(startWorker, { timeMs: CHECK_TIME_MS, perMiBMs: { experimentFile: CHECK_TIME_PER_MIB_MS } });
+ *   const check = budgeted(startWorker, { timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS });
  *   const r = await check('experimentFile', bytes, 'The file “run.satexp”', [bytes.buffer]);
  *
  * `startWorker` adapts the platform's worker: src/app/inputCheck.ts (a Web Worker running
@@ -18,6 +18,7 @@
  * Not here: the jobs (inputJobs.ts), what a caller tells the user beyond the message.
  */
 import { ConfigError, FormatError, NumericError, SatError } from '../core/errors';
+import { CHECK_TIME_PER_MIB_MS } from '../core/limits';
 import type { JobInput, JobName, JobOutput, JobReply } from './inputJobs';
 
 /** The few things a check needs of a worker, whatever the platform. */
@@ -39,6 +40,9 @@ export interface Budget {
   readonly memory?: string;
 }
 
+/** The jobs whose legitimate inputs are large, and the time each gets per MiB (the page's and the CLI's budgets). */
+export const PER_MIB_MS: Budget['perMiBMs'] = { experimentFile: CHECK_TIME_PER_MIB_MS, runLog: CHECK_TIME_PER_MIB_MS, onnxGraph: CHECK_TIME_PER_MIB_MS };
+
 /** A check: job name, input, what the input is (for messages: "The file “x.satexp”"), buffers to transfer. */
 export type Check = <K extends JobName>(job: K, input: JobInput<K>, what: string, transfer?: Transferable[]) => Promise<JobOutput<K>>;
 
@@ -53,10 +57,12 @@ function rebuild(r: Extract<JobReply, { ok: false }>): Error {
   }
 }
 
-/** Bytes of an input: its byte arrays' and strings' lengths, in arrays and plain objects a few levels down. */
+/** Bytes of an input: its byte arrays', Blobs', sized paths' and strings' lengths, in arrays and plain objects a few levels down. */
 function bytesOf(x: unknown, depth = 0): number {
   if (typeof x === 'string') return x.length;
   if (ArrayBuffer.isView(x)) return x.byteLength;
+  if (typeof Blob !== 'undefined' && x instanceof Blob) return x.size;
+  if (x !== null && typeof x === 'object' && typeof (x as { path?: unknown }).path === 'string' && typeof (x as { size?: unknown }).size === 'number') return (x as { size: number }).size;
   if (depth >= 4 || x === null || typeof x !== 'object') return 0;
   return Object.values(x).reduce((n: number, y) => n + bytesOf(y, depth + 1), 0);
 }

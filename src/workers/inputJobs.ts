@@ -13,8 +13,15 @@
  * (`JobFailure`) and is rebuilt on the caller's side (budget.ts); anything else is a bug and is
  * reported as such.
  *
+ * A file's bytes reach a job as a `ByteSource`: in the page a File (a Blob: the job reads it in the
+ * worker, so a large file's bytes never enter the main thread), in the CLI a path (the job reads it
+ * in the worker thread), in tests the bytes themselves. The job checks the size before it reads.
+ *
+ * This table is the only place a user's file is read and parsed (docs/models.md, "Input limits");
+ * tests/hostile-door.test.ts holds every reader of src/ to it.
+ *
  * Not here: the budgets and the worker's life (budget.ts), the checks themselves (savefile.ts,
- * hfLoad.ts, hfTokenizer.ts, hfSeat.ts).
+ * hfLoad.ts, hfTokenizer.ts, hfSeat.ts, onnx/read.ts, bridge/runLog.ts, bridge/recipe.ts).
  */
 import type { RunLog } from '../bridge/runLog';
 import type { GenerationDump } from '../bridge/generations';
@@ -26,6 +33,31 @@ import type { ModelConfig } from '../model/config';
 import type { HfInfo } from '../model/hfConfig';
 import type { OnnxSeatHead } from '../sat/onnxSeat';
 
+/** A file's bytes as a job gets them (header): a path carries its size, so the budget knows it before the worker starts. */
+export type ByteSource = Uint8Array | Blob | { readonly path: string; readonly size: number };
+
+/** The size of a source, without reading it. */
+export function sourceSize(s: ByteSource): number {
+  return s instanceof Uint8Array ? s.byteLength : s.size;
+}
+
+/** The bytes of a source, read here (in the worker). A path is read with node:fs, imported only then (never in the page). */
+export async function sourceBytes(s: ByteSource): Promise<Uint8Array> {
+  if (s instanceof Uint8Array) return s;
+  if (typeof Blob !== 'undefined' && s instanceof Blob) return new Uint8Array(await s.arrayBuffer());
+  const fs = 'node:fs/promises';
+  const { readFile } = (await import(/* @vite-ignore */ fs)) as typeof import('node:fs/promises');
+  return new Uint8Array(await readFile((s as { path: string }).path));
+}
+
+/** What the budgeted check of an ONNX graph found (onnxGraph): the graph's own counts. */
+export interface OnnxGraphSummary {
+  readonly nodes: number;
+  readonly initializers: number;
+  readonly inputs: number;
+  readonly outputs: number;
+}
+
 export interface InputJobs {
   /** An experiment file's bytes → savefile.ts parseExperimentFile's result. */
   experimentFile(bytes: Uint8Array): ParseResult<ExperimentData>;
@@ -35,8 +67,12 @@ export interface InputJobs {
   checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
   /** An ONNX folder's JSON files, the settings and the seat's mode → its context, vocabulary and config (onnxSeat.ts onnxSeatHead). */
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
-  /** A real run's log text → the run it records (bridge/runLog.ts). */
-  runLog(input: { readonly text: string; readonly name: string }): RunLog;
+  /** An ONNX file (the graph) and the sizes of the folder's other files → its counts, once read.ts's checks pass (caps, operators, cycles, external data). */
+  onnxGraph(input: { readonly graph: ByteSource; readonly file: string; readonly sizes: readonly (readonly [string, number])[] }): OnnxGraphSummary;
+  /** A real run's log file → the run it records (bridge/runLog.ts); refused by its size before it is read. */
+  runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
+  /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
+  runLink(param: string): RunLog;
   /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's) → its episodes (bridge/generations.ts). */
   generations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump;
   /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
@@ -74,7 +110,20 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
   },
   onnxHead: async ({ files, settings, mode }) => (await import('../sat/onnxSeat')).onnxSeatHead(new Map(files), settings, mode),
-  runLog: async ({ text, name }) => (await import('../bridge/runLog')).readRunLog(text, name),
+  onnxGraph: async ({ graph, file, sizes }) => {
+    const { readOnnxGraph } = await import('../model/onnx/read');
+    const known = new Map(sizes);
+    const m = readOnnxGraph(await sourceBytes(graph), file, (n) => known.get(n));
+    return { nodes: m.nodes.length, initializers: m.initializers.size, inputs: m.inputs.length, outputs: m.outputs.length };
+  },
+  runLog: async ({ source, name }) => {
+    const [{ readRunLog }, { checkFileBytes, checkTextBytes, LOG_LIMITS }] = await Promise.all([import('../bridge/runLog'), import('../bridge/limits')]);
+    checkFileBytes(sourceSize(source), LOG_LIMITS, 'run log');
+    const bytes = await sourceBytes(source);
+    checkTextBytes(bytes, LOG_LIMITS, 'run log'); // its characters counted on the bytes, before a string of them exists
+    return readRunLog(new TextDecoder().decode(bytes), name);
+  },
+  runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
   generations: async (files) => (await import('../bridge/generations')).readGenerations(files),
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };

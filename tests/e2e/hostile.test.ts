@@ -4,7 +4,10 @@
  * backtracking pre-tokenizer pattern is picked on agent 1's card, a folder whose chat template
  * loops 25 million times is picked after it, and a ~1 MB gzip bomb (1 GiB − 64 zeros) is imported
  * as an experiment file; then two more gzip bombs, a 100,000-deep config.json, a 10,000,000-entry
- * vocabulary, a safetensors header of 1,000,000 extra entries and a 37 MB recipe YAML (`otherClasses`).
+ * vocabulary, a safetensors header of 1,000,000 extra entries, a 37 MB recipe YAML, ONNX folders
+ * whose graph has a cycle or If nested 10,000 deep, run logs of 1,000,000 keys on a line, one
+ * 50 MB line or 200 MB, and recipes nested 100,000 deep or tagged !!js/function
+ * (`otherClasses`).
  * Each is refused with its own message (the checks run in a budgeted Web
  * Worker, src/workers/budget.ts); throughout, no main-thread task takes LONGEST_TASK_MS, a heartbeat
  * on the main thread never misses 1 s and the page answers a round trip within 1 s; the team and the stage table are unchanged, and a
@@ -20,7 +23,8 @@ import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { encodeShare, makeShareState } from '../../src/app/share';
 import { hfCheckpoint, writeHfFolder } from '../helpers/hfCheckpoint';
-import { bigVocabTokenizer, containerBomb, deepJson, extraEntriesFolder, gzipBomb, regexTokenizer, RUNAWAY_TEMPLATES } from '../helpers/hostile';
+import { bigVocabTokenizer, containerBomb, deepJson, extraEntriesFolder, gzipBomb, onnxCycle, onnxNestedIf, regexTokenizer, RUNAWAY_TEMPLATES } from '../helpers/hostile';
+import { onnxFolder } from '../helpers/onnxFolder';
 import { playgroundAndFolder, settled, TINY_ARITH_TEAM, type Playground } from './harness';
 
 let pg: Playground;
@@ -125,6 +129,14 @@ async function otherClasses(p: Page): Promise<{ what: string; ms: number; task: 
   writeHfFolder(join(dir, 'vocab-llama'), new Map(hfCheckpoint().files).set('tokenizer.json', bigVocabTokenizer(10_000_000)));
   writeHfFolder(join(dir, 'entries-llama'), extraEntriesFolder(1_000_000));
   writeFileSync(join(dir, 'big.yaml'), enc('sat: {}\n' + Array.from({ length: 2_000_000 }, (_, i) => `key${String(i).padStart(11, '0')}: 1\n`).join('')));
+  const onnxWith = (graph: Uint8Array) => new Map([...onnxFolder().files].filter(([n]) => n.endsWith('.json')).concat([['model.onnx', graph]]));
+  writeHfFolder(join(dir, 'cycle-onnx'), onnxWith(onnxCycle()));
+  writeHfFolder(join(dir, 'nested-onnx'), onnxWith(onnxNestedIf(10_000)));
+  writeFileSync(join(dir, 'keys.jsonl'), enc(`{"step": 1, "data": {${Array.from({ length: 1_000_000 }, (_, i) => `"k${i}": 1`).join(', ')}}}\n`));
+  writeFileSync(join(dir, 'line.jsonl'), enc(`{"step": 1, "data": {"a": "${'x'.repeat(50_000_000)}"}}\n`));
+  writeFileSync(join(dir, 'big.log'), new Uint8Array(200 * 2 ** 20).fill(0x31));
+  writeFileSync(join(dir, 'deep.yaml'), enc(`sat: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`));
+  writeFileSync(join(dir, 'tag.yaml'), enc('sat: {}\nx: !!js/function "function () {}"\n'));
   const cases: [string, string, string][] = [
     ['gzip 8 GiB of zeros', 'import', 'bomb8.satexp'],
     ['gzip container, 1 GiB f64 blob', 'import', 'container.satexp'],
@@ -132,6 +144,13 @@ async function otherClasses(p: Page): Promise<{ what: string; ms: number; task: 
     ['10,000,000-entry vocabulary', 'checkpoint-1-input', 'vocab-llama'],
     ['safetensors, 1,000,000 extra entries', 'checkpoint-1-input', 'entries-llama'],
     ['recipe YAML, 2,000,000 keys', 'import', 'big.yaml'],
+    ['ONNX folder, a graph cycle', 'checkpoint-1-input', 'cycle-onnx'],
+    ['ONNX folder, If nested 10,000 deep', 'checkpoint-1-input', 'nested-onnx'],
+    ['run log, 1,000,000 keys on one line', 'import', 'keys.jsonl'],
+    ['run log, one 50 MB line', 'import', 'line.jsonl'],
+    ['run log of 200 MB', 'import', 'big.log'],
+    ['recipe YAML, flow 100,000 deep', 'import', 'deep.yaml'],
+    ['recipe YAML, !!js/function', 'import', 'tag.yaml'],
   ];
   const out: { what: string; ms: number; task: number }[] = [];
   for (const [what, input, file] of cases) {

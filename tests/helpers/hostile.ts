@@ -3,12 +3,15 @@
  * (deflate streams of zeros, a member whose ISIZE understates it, an experiment container whose one
  * blob is all zeros), deeply nested JSON, a safetensors header with many extra entries, and
  * checkpoint folders (tests/helpers/hfCheckpoint.ts) with a runaway pre-tokenizer regex, a runaway
- * chat template or a vocabulary far past vocab_size. Each is the smallest input that reaches the
+ * chat template or a vocabulary far past vocab_size, and ONNX graphs past the reader's caps (float_data
+ * in one-value chunks, many nodes or initializers, a cycle, nested If, a hex offset, long packed lists).
+ * Each is the smallest input that reaches the
  * code path of the real attack; the sizes are parameters.
  *
  * Not here: what the readers say about them (the tests), timing (bench/hostile.ts).
  */
 import { constants, deflateRawSync } from 'node:zlib';
+import { Msg, varint } from '../../bench/onnx/protobuf';
 import { writeSafetensors, type StTensor } from '../../src/model/safetensors';
 import { hfCheckpoint, tinyTokenizerJson } from './hfCheckpoint';
 
@@ -166,4 +169,83 @@ export function largeBpeFolder(vocab: number): Map<string, Uint8Array> {
 /** SPECIAL as added tokens at the last three ids of a `vocab`-id tokenizer. */
 function specialsAt(vocab: number): Record<string, unknown>[] {
   return ['<|endoftext|>', '<|im_start|>', '<|im_end|>'].map((content, i) => ({ id: vocab - 3 + i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+}
+
+/** An ONNX ModelProto (ir 8, opset 17) around `graph`. */
+export function onnxModel(graph: Msg): Uint8Array {
+  return new Msg().int(1, 8).msg(7, graph).msg(8, new Msg().str(1, '').int(2, 17)).bytes();
+}
+
+/** A graph holding one f32 initializer of `n` values written as `n` packed float_data fields of one value each. */
+export function onnxFloatChunks(n: number): Uint8Array {
+  const t = new Msg().int(1, n).int(2, 1).str(8, 'w');
+  const one = new Uint8Array(4);
+  for (let i = 0; i < n; i++) t.raw(4, one);
+  return onnxModel(new Msg().msg(5, t));
+}
+
+/** A graph of `n` Identity nodes in a chain (x → v0 → v1 → …). */
+export function onnxIdentityNodes(n: number): Uint8Array {
+  const g = new Msg();
+  for (let i = 0; i < n; i++) g.msg(1, new Msg().str(1, i === 0 ? 'x' : `v${i - 1}`).str(2, `v${i}`).str(4, 'Identity'));
+  return onnxModel(g);
+}
+
+/** A graph of `n` scalar f32 initializers. */
+export function onnxScalarInitializers(n: number): Uint8Array {
+  const g = new Msg();
+  const zero = new Uint8Array(4);
+  for (let i = 0; i < n; i++) g.msg(5, new Msg().int(2, 1).str(8, `c${i}`).raw(9, zero));
+  return onnxModel(g);
+}
+
+/** A graph whose two nodes feed each other (a → b → a). */
+export function onnxCycle(): Uint8Array {
+  return onnxModel(new Msg().msg(1, new Msg().str(1, 'b').str(2, 'a').str(3, 'first').str(4, 'Identity')).msg(1, new Msg().str(1, 'a').str(2, 'b').str(3, 'second').str(4, 'Identity')));
+}
+
+/**
+ * A graph whose If node's then_branch holds an If node, `depth` deep. Written outside-in as the
+ * concatenation of each level's prefix (tags and lengths, computed inside-out), so 10,000 levels
+ * cost their few hundred kilobytes, not a copy per level.
+ */
+export function onnxNestedIf(depth: number): Uint8Array {
+  const enc = (s: string) => new TextEncoder().encode(s);
+  const cat = (...xs: Uint8Array[]) => {
+    const out = new Uint8Array(xs.reduce((a, x) => a + x.length, 0));
+    let o = 0;
+    for (const x of xs) (out.set(x, o), (o += x.length));
+    return out;
+  };
+  const tag = (field: number, wire: number) => varint(field * 8 + wire);
+  const len = (field: number, n: number) => cat(tag(field, 2), varint(n));
+  const str = (field: number, s: string) => cat(len(field, enc(s).length), enc(s));
+  const leaf = new Msg().str(1, 'x').str(2, 'y').str(4, 'Identity').bytes();
+  const prefixes: Uint8Array[] = [];
+  let node = leaf.length; // the innermost node's length
+  for (let k = 0; k < depth; k++) {
+    const graphHead = len(1, node); // GraphProto { node = … }
+    const graph = graphHead.length + node;
+    const attrHead = cat(str(1, 'then_branch'), tag(20, 0), varint(5), len(6, graph));
+    const attr = attrHead.length + graph;
+    const nodeHead = cat(str(1, 'cond'), str(2, `out${k}`), str(4, 'If'), len(5, attr));
+    prefixes.push(cat(nodeHead, attrHead, graphHead));
+    node = nodeHead.length + attr;
+  }
+  const graph = cat(len(1, node), ...prefixes.reverse(), leaf);
+  return cat(tag(1, 0), varint(8), len(7, graph.length), graph, new Msg().msg(8, new Msg().str(1, '').int(2, 17)).bytes());
+}
+
+/** A graph with one f32 initializer [4] stored externally in "w.bin" at the offset written `offset` (e.g. "0x0"). */
+export function onnxExternalOffset(offset: string): Map<string, Uint8Array> {
+  const kv = (k: string, v: string) => new Msg().str(1, k).str(2, v);
+  const t = new Msg().int(1, 4).int(2, 1).str(8, 'w').msg(13, kv('location', 'w.bin')).msg(13, kv('offset', offset)).msg(13, kv('length', '16')).int(14, 1);
+  return new Map([['m.onnx', onnxModel(new Msg().msg(5, t))], ['w.bin', new Uint8Array(64)]]);
+}
+
+/** A Transpose node whose `perm` attribute is `n` packed ints. */
+export function onnxPackedInts(n: number): Uint8Array {
+  const packed = new Uint8Array(n).fill(1);
+  const attr = new Msg().str(1, 'perm').raw(8, packed).int(20, 7);
+  return onnxModel(new Msg().msg(1, new Msg().str(1, 'x').str(2, 'y').str(4, 'Transpose').msg(5, attr)));
 }

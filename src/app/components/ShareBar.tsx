@@ -11,7 +11,7 @@
  */
 import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { experimentBytes, openExperimentBytes, shareLink } from '../boot';
-import { openRunLogText, RUN_LOG_ACCEPT } from './runLogState';
+import { openRunLogFile, RUN_LOG_ACCEPT } from './runLogState';
 import { describeError } from '../errorText';
 import { useSession } from '../sessionContext';
 import { EXPERIMENT_EXTENSION } from '../savefile';
@@ -75,7 +75,7 @@ export function ShareBar() {
     if (!f) return;
     if (/\.ya?ml$/i.test(f.name)) await (await import('../recipeFiles')).openRecipeFile(session, f, `“${f.name}”`);
     else if (f.name.endsWith(EXPERIMENT_EXTENSION)) await openExperimentBytes(session, new Uint8Array(await f.arrayBuffer()), `The file “${f.name}”`);
-    else await openRunLogText(f.size, () => f.text(), f.name);
+    else await openRunLogFile(f, f.name);
     if (file.current) file.current.value = '';
   };
 

@@ -12,7 +12,7 @@ import { create } from 'zustand';
 import type { RunLog } from '../../bridge/runLog';
 import { isGenerationDump, type GenerationDump } from '../../bridge/generations';
 import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
-import { readRunLogParam, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
+import { RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
 import { checkInput } from '../inputCheck';
 import { usePlayground } from '../store';
 
@@ -27,18 +27,18 @@ export const useGenerations = create<{ dump: GenerationDump | null; opened: numb
 
 const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-/** Opens a run log; a file over the size cap is refused before it is read into memory. */
-export async function openRunLogText(size: number, text: () => Promise<string>, name: string): Promise<void> {
+/** Opens a run log: the File goes to the budgeted worker, which reads it there (this thread never holds its bytes); one over the size cap is refused before that. */
+export async function openRunLogFile(file: Blob, name: string): Promise<void> {
   try {
-    checkFileBytes(size, LOG_LIMITS, 'run log');
-    const body = await text();
-    if (isGenerationDump(body)) {
-      const dump = await checkInput('generations', [{ name, text: body }], `generation dump "${name}"`);
+    checkFileBytes(file.size, LOG_LIMITS, 'run log');
+    // A generation dump is told from a run log by its first line: only the file's head is read here.
+    if (isGenerationDump(await file.slice(0, 2 ** 20 + 1024).text())) {
+      const dump = await checkInput('generations', [{ name, text: await file.text() }], `generation dump "${name}"`);
       useGenerations.setState((s) => ({ dump, opened: s.opened + 1 }));
       usePlayground.setState({ notice: `Opened the generation dump “${name}”: ${dump.rows.length} replies of ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''}, under the charts.` });
       return;
     }
-    const log = await checkInput('runLog', { text: body, name }, `run log "${name}"`);
+    const log = await checkInput('runLog', { source: file, name }, `run log "${name}"`);
     useRunLog.setState({ log });
     usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
   } catch (e) {
@@ -56,11 +56,11 @@ export function RunLogSlot() {
   useEffect(() => {
     const p = new URLSearchParams(location.search).get('run');
     if (!p || useRunLog.getState().log) return;
-    try {
-      useRunLog.setState({ log: readRunLogParam(p) });
-    } catch (e) {
-      usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` });
-    }
+    // inflated and read in the budgeted worker, as a file is
+    checkInput('runLink', p, 'This run link').then(
+      (log) => useRunLog.setState({ log }),
+      (e: unknown) => usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` }),
+    );
   }, []);
   if (!open && !dump) return null;
   return (

@@ -14,9 +14,10 @@
  *
  * Not here: detecting the format and merging steps (runLog.ts).
  */
-import { Warnings, type AgentUpdate, type Parsed, type RunStep } from '../runLog';
+import { checkLineKeys, Warnings, type AgentUpdate, type Parsed, type RunStep } from '../runLog';
 
-const NUM = '(-?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf|-inf)';
+// A number: digits with an optional fraction (`\d+(?:\.\d*)?`, never `\d+\.?\d*`, whose two runs could split one digit run n ways).
+const NUM = '(-?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf|-inf)';
 const STAGE = /^=== Stage (\d+)\/(\d+) ===$/;
 const UPDATING = /^\[Stage\] Updating agent (\d+) \((\d+)\/(\d+)\)$/;
 const MET = new RegExp(`^KL constraint met: ${NUM} <= ${NUM}$`);
@@ -45,6 +46,7 @@ export function parseSatTrainerLog(text: string): Parsed {
     const line = raw.trim();
     if (line === '') return;
     if (line.startsWith('{')) {
+      checkLineKeys(line, i);
       let o: Record<string, unknown>;
       try {
         o = JSON.parse(line);

@@ -15,7 +15,7 @@
  *
  * Not here: detecting the format and merging steps (runLog.ts).
  */
-import { Warnings, type Parsed, type RunStep } from '../runLog';
+import { checkLineKeys, Warnings, type Parsed, type RunStep } from '../runLog';
 
 /** A finite number, or null. */
 function num(v: unknown): number | null {
@@ -35,6 +35,7 @@ export function parseVerlJsonl(text: string): Parsed {
   lines.forEach((raw, i) => {
     const line = raw.trim();
     if (line === '') return;
+    checkLineKeys(line, i);
     let o: unknown;
     try {
       o = JSON.parse(line);
@@ -67,7 +68,7 @@ export function pyNumber(s: string): number | null {
   if (np) t = np[1]!.trim();
   if (t === 'True') return 1;
   if (t === 'False') return 0;
-  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t)) return null;
+  if (!/^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/.test(t)) return null; // one way to split a digit run: linear
   const x = Number(t);
   return Number.isFinite(x) ? x : null;
 }

@@ -10,7 +10,7 @@
  *
  * Not here: detecting the format and merging steps (runLog.ts).
  */
-import { Warnings, type Parsed, type RunStep } from '../runLog';
+import { checkLineKeys, Warnings, type Parsed, type RunStep } from '../runLog';
 
 /** RFC 4180 fields of one CSV text: quoted fields may hold commas, quotes ("") and newlines. */
 export function csvRows(text: string): string[][] {
@@ -95,6 +95,7 @@ export function parseWandbJson(text: string): Parsed {
     rows = [];
     t.split('\n').forEach((line, i) => {
       if (line.trim() === '') return;
+      checkLineKeys(line, i);
       try {
         rows.push(JSON.parse(line));
       } catch {

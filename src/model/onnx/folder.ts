@@ -9,6 +9,7 @@
  * Not here: the Llama mapping of a trainable seat (llama.ts reads config.json strictly, as a checkpoint's).
  */
 import { ConfigError, FormatError } from '../../core/errors';
+import { escapeControl } from '../../core/text';
 import { formatBytes } from '../hfConfig';
 import { HfTokenizer, type HfTurns } from '../hfTokenizer';
 import { onnxFileBytes } from './llama';
@@ -58,7 +59,7 @@ export function readOnnxFolderInfo(files: ReadonlyMap<string, Uint8Array>, model
     turns,
   });
   const named = c._name_or_path;
-  return { name: typeof named === 'string' && named.length > 0 ? named.slice(0, 120) : 'onnx model', vocab, maxPositions, tokenizer };
+  return { name: typeof named === 'string' && named.length > 0 ? escapeControl(named.slice(0, 120)) : 'onnx model', vocab, maxPositions, tokenizer };
 }
 
 export interface OnnxFrozenEstimate {

@@ -9,6 +9,7 @@
  * Not here: the protobuf (wire.ts, read.ts), running the graph (ort.ts), the seat (src/sat/onnxSeat.ts).
  */
 import { ConfigError, FormatError } from '../../core/errors';
+import { escapeControl } from '../../core/text';
 import type { ModelConfig } from '../config';
 import { checkFits, estimateMemory, type HfInfo } from '../hfConfig';
 import { hfTokenizerOf, permuteRopeRows, readHfConfig, repeatKvRows, type HfFiles, type HfLoadOptions, type HfModel } from '../hfLoad';
@@ -357,7 +358,7 @@ export async function loadOnnxLlama(files: HfFiles, file: string, opts: HfLoadOp
   const weights = quant === 'f32' ? exact : quantizeWeights(cfg, exact, quant);
   progress({ phase: quant === 'f32' ? 'converting' : 'quantizing', done: names.length, total: names.length, item: '' });
   const named = (raw as Record<string, unknown>)._name_or_path;
-  const name = typeof named === 'string' && named.length > 0 ? named.slice(0, 120) : 'onnx model';
+  const name = typeof named === 'string' && named.length > 0 ? escapeControl(named.slice(0, 120)) : 'onnx model';
   return { cfg, weights, info, tokenizer, name, exact, onnx: { file, encodings, bytes: onnxFileBytes(files, file) } };
 }
 

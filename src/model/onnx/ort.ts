@@ -120,11 +120,18 @@ export class OrtDecoder {
         externalData.push({ path: name.slice(dir.length), data: bytes });
       }
     }
-    const session = await ort.InferenceSession.create(files.get(model.file)!, {
-      executionProviders: [ep],
-      graphOptimizationLevel: 'all',
-      ...(externalData.length > 0 ? { externalData } : {}),
-    });
+    let session: import('onnxruntime-web').InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(files.get(model.file)!, {
+        executionProviders: [ep],
+        graphOptimizationLevel: 'all',
+        ...(externalData.length > 0 ? { externalData } : {}),
+      });
+    } catch (e) {
+      // The graph passed read.ts's checks, so what onnxruntime still refuses is the file's: its first line, never its stack.
+      const why = (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 300);
+      throw new FormatError(`${model.file}: onnxruntime-web could not load this graph (${why}); nothing was seated`);
+    }
     return new OrtDecoder(ort, session, ep, past, hasMask, hasPositions);
   }
 

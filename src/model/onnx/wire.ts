@@ -10,6 +10,7 @@
  * Not here: what the fields mean (read.ts), writing (bench/onnx/protobuf.ts).
  */
 import { FormatError } from '../../core/errors';
+import { escapeControl } from '../../core/text';
 
 /** Wire types: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32. */
 export type WireType = 0 | 1 | 2 | 5;
@@ -28,15 +29,28 @@ const EMPTY = new Uint8Array(0);
 /** Iterates the fields of one message; `what` names the message in errors ("NodeProto 3 of the graph"). */
 export function* fields(buf: Uint8Array, what: string): Generator<Field> {
   let p = 0;
+  // Seven bytes (49 bits) are summed as a plain number; only a longer varint pays for BigInt.
   const varint = (): bigint => {
-    let v = 0n;
+    let v = 0;
     for (let i = 0; i < 10; i++) {
       if (p >= buf.length) throw new FormatError(`${what}: the protobuf data ends inside a number (byte ${p} of ${buf.length}); the file is truncated`);
       const b = buf[p++]!;
-      v |= BigInt(b & 0x7f) << BigInt(7 * i);
-      if ((b & 0x80) === 0) return v;
+      if (i === 7) return longVarint(BigInt(v), b, i);
+      v += (b & 0x7f) * 2 ** (7 * i);
+      if ((b & 0x80) === 0) return BigInt(v);
     }
     throw new FormatError(`${what}: a protobuf number at byte ${p} runs past ten bytes; the file is corrupt`);
+  };
+  const longVarint = (low: bigint, first: number, from: number): bigint => {
+    let v = low;
+    let b = first;
+    for (let i = from; ; ) {
+      v |= BigInt(b & 0x7f) << BigInt(7 * i);
+      if ((b & 0x80) === 0) return v;
+      if (++i >= 10) throw new FormatError(`${what}: a protobuf number at byte ${p} runs past ten bytes; the file is corrupt`);
+      if (p >= buf.length) throw new FormatError(`${what}: the protobuf data ends inside a number (byte ${p} of ${buf.length}); the file is truncated`);
+      b = buf[p++]!;
+    }
   };
   while (p < buf.length) {
     const at = p;
@@ -75,9 +89,18 @@ export function safeInt(f: Field, what: string): number {
   return Number(v);
 }
 
-/** The varints of a packed repeated field (dims written packed). */
-export function packedInts(bytes: Uint8Array, what: string): number[] {
-  const out: number[] = [];
+/** How many varints a packed repeated field holds (bytes without the continuation bit): counted before any is decoded. */
+export function packedCount(bytes: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < bytes.length; i++) if ((bytes[i]! & 0x80) === 0) n++;
+  return n;
+}
+
+/**
+ * Appends the varints of a packed repeated field (dims, ints written packed) to `out`, one at a
+ * time: a list of any length never passes through a spread or an argument list.
+ */
+export function packedInts(bytes: Uint8Array, what: string, out: number[] = []): number[] {
   let p = 0;
   while (p < bytes.length) {
     let v = 0n;
@@ -96,11 +119,15 @@ export function packedInts(bytes: Uint8Array, what: string): number[] {
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** A string field (UTF-8, refused when malformed). */
+/**
+ * A string field (UTF-8, refused when malformed), with its control characters escaped
+ * (src/core/text.ts): every name, operator and path of the file reaches messages and terminals
+ * through here, so none can forge a line. A real graph's names have none, so nothing it names changes.
+ */
 export function str(f: Field, what: string): string {
   if (f.wire !== 2) throw new FormatError(`${what}: expected a string (wire type 2), got wire type ${f.wire}`);
   try {
-    return UTF8.decode(f.bytes);
+    return escapeControl(UTF8.decode(f.bytes));
   } catch {
     throw new FormatError(`${what}: not valid UTF-8; the file is corrupt`);
   }

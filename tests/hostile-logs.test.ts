@@ -1,0 +1,73 @@
+/**
+ * Hostile run logs against the bridge's readers (src/bridge/runLog.ts, logs/), one regression per
+ * class: long digit runs where a number is expected (the SAT authors' printed log, verl's console
+ * lines: read in linear time now that no number pattern has two runs that can split one digit
+ * run), a line past the line cap, a step with too many metrics, too many distinct keys; and the
+ * door's side: the runLog job reads a Blob (the page hands it the File) and its time grows with
+ * the file's size.
+ *
+ * Not here: the formats themselves (tests/bridge-logs.test.ts), the worker thread
+ * (tests/hostile-budget.test.ts), timing (bench/hostile.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { readRunLog } from '../src/bridge/runLog';
+import { FormatError } from '../src/core/errors';
+import { CHECK_TIME_MS, LOG_LIMITS, RUN_LOG_MAX } from '../src/core/limits';
+import { PER_MIB_MS, timeFor } from '../src/workers/budget';
+import { runJob } from '../src/workers/inputJobs';
+
+function refusal(text: string): string {
+  try {
+    readRunLog(text, 'x.log');
+  } catch (e) {
+    expect(e).toBeInstanceOf(FormatError);
+    return (e as Error).message;
+  }
+  throw new Error('accepted');
+}
+
+describe('hostile run logs', () => {
+  const digits = '1'.repeat(300_000);
+
+  it("a 300,000-digit run in the SAT authors' printed log is read in linear time (the stage kept, the line skipped)", () => {
+    const log = readRunLog(`=== Stage 1/2 ===\n[Stage] Updating agent 0 (1/2)\nKL constraint met: ${digits} <= ${digits}x\nStage lower bound: ${digits}x\nCollected 8 episodes\n`, 'sat.log');
+    expect(log.format).toBe('sat-trainer');
+    expect(log.steps).toEqual([{ step: 1, metrics: { episodes: 8 }, updates: [{ agent: 0, position: 0, klQ: NaN, delta: NaN, backtracks: 0, violated: false }] }]);
+  });
+
+  it("a 300,000-digit value in verl's console log is read in linear time and left out by name", () => {
+    const log = readRunLog(`step:1 - a:${digits}x - b:0.5\nstep:2 - a:np.float64(${digits}x - b:0.25\n`, 'console.log');
+    expect(log.steps.map((s) => s.metrics)).toEqual([{ b: 0.5 }, { b: 0.25 }]);
+    expect(log.warnings).toEqual(['line 1: left out 1 value that is not a number.', 'line 2: left out 1 value that is not a number.']);
+  });
+
+  it('a line past the line cap is refused by its number before any parse', () => {
+    const long = `{"step": 1, "data": {"a": "${'x'.repeat(LOG_LIMITS.lineChars)}"}}`;
+    expect(refusal(`{"step": 0, "data": {"a": 1}}\n${long}\n`)).toBe('Line 2 of this run log is longer than 16,777,216 characters; the playground reads at most that many in one line. Nothing was read.');
+  });
+
+  it('a step with more metrics than the cap, or more distinct keys than the cap, is refused', () => {
+    const wide = Object.fromEntries(Array.from({ length: RUN_LOG_MAX.keysPerStep + 1 }, (_, i) => [`k${i}`, i]));
+    // counted on the line's text before JSON.parse builds the object
+    expect(refusal(`{"step": 0, "data": {"a": 1}}\n${JSON.stringify({ step: 7, data: wide })}\n`)).toBe('Line 2 of this run log has more than 10,000 keys, the most one step may have (docs/models.md, "Input limits"). Nothing was read.');
+    // a CSV's row is counted once parsed
+    const header = ['_step', ...Object.keys(wide)].join(',');
+    expect(refusal(`${header}\n7,${Object.values(wide).join(',')}\n`)).toBe('“x.log”: step 7 has more than 10,000 metrics, the most one step may have (docs/models.md, "Input limits"). Nothing was read.');
+    const many = Array.from({ length: 11 }, (_, s) => JSON.stringify({ step: s, data: Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`s${s}k${i}`, i])) })).join('\n');
+    expect(refusal(many)).toBe('“x.log” has more than 10,000 distinct metric keys, the most a run log may have (docs/models.md, "Input limits"). Nothing was read.');
+    const fine = Array.from({ length: 100 }, (_, s) => JSON.stringify({ step: s, data: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i])) })).join('\n');
+    expect(readRunLog(fine, 'ok.jsonl').keys).toHaveLength(100);
+  });
+
+  it('the runLog job reads a Blob itself, and its time grows with the size (a legitimate 60 MB log gets 70 s)', async () => {
+    const text = '{"step": 1, "data": {"a": 0.5}}\n{"step": 2, "data": {"a": 0.25}}\n';
+    const r = await runJob('runLog', { source: new Blob([text]), name: 'blob.jsonl' });
+    expect(r).toEqual({ ok: true, value: readRunLog(text, 'blob.jsonl') });
+    const big = { source: { path: 'big.jsonl', size: 60 * 2 ** 20 }, name: '' };
+    expect(timeFor({ timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS }, 'runLog', big)).toBe(70_000);
+    const between = await runJob('runLog', { source: new Blob([new Uint8Array(LOG_LIMITS.chars + 1).fill(0x31)]), name: 'big.log' });
+    expect(between).toMatchObject({ ok: false, errorClass: 'FormatError', message: 'This run log holds 67,108,865 characters; the playground reads at most 67,108,864 of it. Nothing was read.' });
+    const over = await runJob('runLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 }, name: 'huge.log' });
+    expect(over).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it/) });
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * Hostile recipe YAML against the import (src/bridge/recipe.ts readRecipe), one regression per
+ * class: flow sequences nested 100,000 deep (and 8,000 on lines within the caps), block nesting
+ * and one-line `- - - …` entries past the depth cap, 20,000 quoted keys (single- and
+ * double-quoted, with a space before the colon), unknown tags (`!!js/function`,
+ * `!!python/object/apply`, a local `!foo`) and a %TAG directive — each refused by name before the
+ * YAML library parses, and an exported recipe still read back whole.
+ *
+ * Not here: the recipe's mapping (tests/recipe.test.ts), fuzzing (tests/hostile-fuzz.test.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { readRecipe, recipe } from '../src/bridge/recipe';
+import { FormatError } from '../src/core/errors';
+import { RECIPE_MAX_DEPTH } from '../src/core/limits';
+import { parseConfig } from '../src/sat/config';
+import { presetConfig } from '../src/sat/presets';
+
+const base = parseConfig({ ...presetConfig('arith-team'), protocol: 'independent', swapAgent: -1, order: 'fixed' });
+const exported = recipe(base).yaml!;
+
+function refusal(text: string): string {
+  try {
+    readRecipe(text, base);
+  } catch (e) {
+    expect(e).toBeInstanceOf(FormatError);
+    return (e as Error).message;
+  }
+  throw new Error('accepted');
+}
+
+describe('hostile recipe YAML', () => {
+  it('an exported recipe passes the checks and reads back whole', () => {
+    expect(readRecipe(exported, base)).toEqual(base);
+  });
+
+  it('flow sequences nested 100,000 deep, or 8,000 over short lines, are refused before the parser recurses', () => {
+    expect(refusal(`sat: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`)).toMatch(/^Line 1 of this recipe is longer than 16,384 characters/);
+    const lines = Array.from({ length: 1_000 }, () => '[[[[[[[[').join('\n');
+    expect(refusal(`sat: ${lines}\n${']'.repeat(8_000)}\n`)).toBe(`Line 4 of this recipe nests more than ${RECIPE_MAX_DEPTH} levels deep; a recipe nests a few (docs/models.md, "Input limits"). Nothing was read.`);
+  });
+
+  it('block nesting and one-line entries past the depth cap are refused; a few levels are fine', () => {
+    const block = (n: number) => `${Array.from({ length: n }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n')} 1\n`;
+    expect(refusal(block(RECIPE_MAX_DEPTH + 8))).toMatch(/^Line 33 of this recipe nests more than 32 levels deep/);
+    expect(refusal(`sat: ${'- '.repeat(5_000)}1\n`)).toMatch(/^Line 1 of this recipe nests more than 32 levels deep/);
+    expect(refusal(block(8))).toMatch(/no "sat" section/);
+  });
+
+  it('20,000 quoted keys are counted, whatever their quotes', () => {
+    for (const q of ['"', "'"]) {
+      const rows = Array.from({ length: 4_000 }, (_, r) => Array.from({ length: 5 }, (_, i) => `${q}${r * 5 + i}${q} : 1`).join(','));
+      expect(refusal(`{${rows.join(',\n')}}\n`)).toBe('This recipe has more than 5,000 keys (quoted ones included); the playground reads at most that many. Nothing was read.');
+    }
+  });
+
+  it('unknown tags and %TAG directives are refused by name', () => {
+    expect(refusal(`${exported}\nx: !!js/function "function () {}"\n`)).toMatch(/^Line \d+ of this recipe carries the YAML tag "!!js\/function", which the playground does not read/);
+    expect(refusal(`${exported}\nx: !!python/object/apply:os.system ["ls"]\n`)).toContain('the YAML tag "!!python/object/apply:os.system"');
+    expect(refusal('sat: !foo 1\n')).toContain('the YAML tag "!foo"');
+    expect(refusal('%TAG !! tag:example.com,2000:\n---\nsat: !!str 1\n')).toBe('Line 1 of this recipe declares a %TAG directive, which the playground does not read. Nothing was read.');
+    expect(() => readRecipe(exported.replace('sat:', 'sat: !!map'), base)).not.toThrow();
+  });
+});
