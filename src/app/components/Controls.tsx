@@ -97,7 +97,11 @@ function Worksheet({ preset }: { preset: string }) {
           <div className="worksheet-answer" data-testid="worksheet-answer" data-ready={result.ready ? 'true' : 'false'} aria-live="polite">
             {result.ready ? (
               <>
-                <span className="look-label">This run:</span> {result.answer.text}
+                <span className="look-label">This run:</span> {result.answer.text}{' '}
+                <span data-testid="worksheet-lesson" data-holds={q.lesson.holds(result.answer.facts) ? 'true' : 'false'}>
+                  <span className="look-label">The lesson:</span> {q.lesson.says}{' '}
+                  {q.lesson.holds(result.answer.facts) ? 'This run shows it.' : 'This run does not show it (the lesson is checked on the preset’s own settings and seed).'}
+                </span>
               </>
             ) : (
               <span className="muted">
