@@ -117,7 +117,7 @@ function randomHide(rng: Rng): string[] {
 describe('share links: round trips', () => {
   it('no config key collides with the link\'s own entries', () => {
     for (const k of CONFIG_KEYS as string[]) {
-      expect(k === 'preset' || k === 'step' || k.endsWith('_hide'), k).toBe(false);
+      expect(k === 'preset' || k === 'step' || k === 'projector' || k.endsWith('_hide'), k).toBe(false);
     }
   });
 
@@ -153,6 +153,16 @@ describe('share links: round trips', () => {
     expect(state.config).toEqual({ task: 'penalty', agents: 2, penaltyK: -3.25, seed: 99 });
     const r = await decodeShare(await encodeShare(state));
     expect(r.ok && r.config).toEqual(cfg);
+  });
+
+  it('projector: true round-trips and opens the same settings; any other value is refused by name', async () => {
+    const cfg = presetConfig('coordination');
+    const state = makeShareState(cfg, { preset: 'coordination', projector: true });
+    const r = await decodeShare(await encodeShare(state));
+    expect(r.ok && r.state.projector).toBe(true);
+    expect(r.ok && r.config).toEqual(cfg);
+    expect(makeShareState(cfg, { preset: 'coordination', projector: false }).projector).toBeUndefined();
+    expectFail(await decodeShare(await craft('{"preset":"climbing","projector":1}')), 'type', '"projector" = 1 must be true');
   });
 
   it('a state made only of defaults is the shortest link and opens the defaults', async () => {

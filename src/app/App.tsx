@@ -66,8 +66,9 @@ export function App() {
   // The Claims view replaces the body while open; the playground stays mounted underneath.
   const [claims, setClaims] = useState(false);
   const hide = usePlayground((s) => s.hide);
+  const projector = usePlayground((s) => s.projector);
   return (
-    <div className="app">
+    <div className={projector ? 'app projector' : 'app'} data-projector={projector ? 'on' : 'off'}>
       <Header />
       {claims && (
         <Suspense fallback={<p className="muted claims-loading">Loading the claims…</p>}>

@@ -20,7 +20,7 @@ import { serializeExperiment, type ExperimentData, type ParseResult } from './sa
 import { decodeShare, encodeShare, makeShareState } from './share';
 import type { Session } from './session';
 import { fileDataOf, sessionOfFile } from './sessionState';
-import { DEFAULT_PRESET } from './store';
+import { DEFAULT_PRESET, setProjector } from './store';
 import { reached, refOf } from './stepRef';
 
 // ── files ─────────────────────────────────────────────────────────────────────────────────────
@@ -74,7 +74,7 @@ export async function shareLink(session: Session): Promise<string> {
   const last = s.partial[s.partial.length - 1];
   const step = last ? refOf(last) : s.stages.length > 0 ? { stage: s.stages.length } : undefined;
   const checkpoints = s.seats.filter((x) => !x.missing).map(({ agent, name, hash, quant }) => ({ agent, name, hash, quant }));
-  const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide, checkpoints }));
+  const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide, checkpoints, projector: s.projector }));
   return `${location.origin}${location.pathname}${location.search}${hash}`;
 }
 
@@ -117,6 +117,7 @@ export async function boot(session: Session, autosave: Autosave): Promise<void> 
     if (r.ok) {
       const preset = r.state.preset ?? DEFAULT_PRESET;
       store.setState({ hide: r.state.hide });
+      if (r.state.projector) setProjector(true, false); // the link's choice, for this page only
       session.useLinkSeats(r.state.checkpoints ?? []); // its seats' checkpoints, from this browser's storage (or asked for on the card)
       await session.openConfig(r.config, preset, 'Opening the shared experiment…');
       const step = r.state.step;

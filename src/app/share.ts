@@ -6,7 +6,8 @@
  *
  * `preset` is the base (absent: the defaults), a setting's key overrides it with a typed value,
  * `<key>_hide: true` hides a control or a panel (panels.ts), `step` is a StepRef to replay to, and
- * `checkpoints` (language tasks) names the seats' own checkpoints by folder hash (payloads.ts).
+ * `checkpoints` (language tasks) names the seats' own checkpoints by folder hash (payloads.ts),
+ * and `projector: true` opens the page in projector mode (projector.ts).
  * The seed is a setting, so opening a link replays the same run.
  *
  * `decodeShare` never throws and never hangs: sizes are capped before and while inflating, and
@@ -54,6 +55,8 @@ export interface ShareState {
   readonly hide: readonly string[];
   /** Seats on a checkpoint of their own, by agent (language tasks). */
   readonly checkpoints?: readonly ShareCheckpoint[];
+  /** Open in projector mode (absent: the viewer's own choice). */
+  readonly projector?: true;
 }
 
 /** A seat's checkpoint as a link records it (payloads.ts): which agent, the folder's hash and name, and how it is stored (absent: q8). */
@@ -215,9 +218,13 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   const hide: string[] = [];
   let rawStep: unknown;
   let rawCheckpoints: unknown;
+  let projector = false;
   for (const [k, v] of entries) {
     if (k === 'preset') continue;
-    if (k === 'step') {
+    if (k === 'projector') {
+      if (v !== true) throw new ShareFail('type', `"projector" = ${quote(v)} must be true (leave it out for the viewer's own choice).`);
+      projector = true;
+    } else if (k === 'step') {
       rawStep = v;
     } else if (k === 'checkpoints') {
       rawCheckpoints = v;
@@ -231,7 +238,7 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
         throw configFail(e, e instanceof SettingTypeError ? 'type' : 'range');
       }
     } else {
-      throw new ShareFail('unknown-key', `${unknownSetting(k, v).message} A link may also hold "preset", "step", "checkpoints" and "<setting>_hide".`);
+      throw new ShareFail('unknown-key', `${unknownSetting(k, v).message} A link may also hold "preset", "step", "checkpoints", "projector" and "<setting>_hide".`);
     }
   }
   let config: Config;
@@ -242,6 +249,7 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   }
   const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: overrides, hide: hide.sort() };
   if (preset !== undefined) state.preset = preset;
+  if (projector) state.projector = true;
   if (rawStep !== undefined) state.step = readStep(rawStep, config);
   if (rawCheckpoints !== undefined) state.checkpoints = readCheckpoints(rawCheckpoints, config);
   return { state, config };
@@ -294,6 +302,7 @@ function linkObject(state: ShareState): Record<string, unknown> {
   for (const [k, v] of Object.entries(state.config)) if (v !== undefined) o[k] = v;
   for (const k of state.hide) o[k + HIDE_SUFFIX] = true;
   if (state.preset !== undefined) o.preset = state.preset;
+  if (state.projector) o.projector = true;
   if (state.step !== undefined) o.step = state.step.agent === undefined ? { stage: state.step.stage } : { stage: state.step.stage, agent: state.step.agent };
   if (state.checkpoints !== undefined && state.checkpoints.length > 0) o.checkpoints = [...state.checkpoints].sort((a, b) => a.agent - b.agent).map(linkCheckpoint);
   return o;
@@ -368,10 +377,11 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
  * The state that shares `config`: only the keys that differ from `preset`'s config (or from the
  * defaults when no preset is named), plus the step and hidden controls.
  */
-export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[] } = {}): ShareState {
+export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[]; projector?: boolean } = {}): ShareState {
   const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
   const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diffConfig(config, base), hide: [...new Set(opts.hide ?? [])].sort() };
   if (opts.preset !== undefined) state.preset = opts.preset;
+  if (opts.projector) state.projector = true;
   if (opts.step !== undefined) state.step = opts.step;
   if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map(linkCheckpoint);
   return state;

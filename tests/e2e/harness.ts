@@ -207,3 +207,33 @@ export function agentWorkers(p: Page): ReturnType<Page['workers']> {
 export async function points(p: Page, id: string): Promise<number> {
   return Number(await p.getByTestId(id).getAttribute('data-points'));
 }
+
+/** One visible text run on the first screen: its computed font size and where it is. */
+export interface TextSize {
+  readonly size: number;
+  readonly text: string;
+  readonly where: string;
+}
+
+/**
+ * The computed font size of every non-empty text node drawn inside the viewport (HTML and SVG
+ * alike; screen-reader-only text and hidden elements left out), for the readability checks.
+ */
+export async function textSizes(p: Page): Promise<TextSize[]> {
+  return p.evaluate(() => {
+    const out: { size: number; text: string; where: string }[] = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const t = n.textContent?.trim();
+      const el = n.parentElement;
+      if (!t || !el || el.closest('.sr-only, script, style, option') || !el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      const b = range.getBoundingClientRect();
+      if (b.width === 0 || b.height === 0 || b.bottom <= 0 || b.top >= innerHeight || b.right <= 0 || b.left >= innerWidth) continue;
+      const cls = el.getAttribute('class')?.split(' ')[0];
+      out.push({ size: parseFloat(getComputedStyle(el).fontSize), text: t.slice(0, 40), where: `${el.tagName.toLowerCase()}${cls ? `.${cls}` : ''} at y ${Math.round(b.top)}` });
+    }
+    return out;
+  });
+}

@@ -122,11 +122,22 @@ export function PresetGallery() {
   const session = useSession();
   const preset = usePlayground((s) => s.preset);
   const status = usePlayground((s) => s.status);
+  const projector = usePlayground((s) => s.projector);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
   const p = findPreset(preset);
   return (
     <section className="gallery" aria-label="Presets" data-testid="presets">
       <h2 className="section-title">Presets</h2>
+      {projector ? (
+        // On a projector the list is one line, so the question and Reveal stay on the first screen.
+        <select className="preset-select" data-testid="preset-select" aria-label="Preset" value={preset} disabled={busy} onChange={(e) => void session.choosePreset(e.target.value)}>
+          {PRESETS.map((x) => (
+            <option key={x.name} value={x.name}>
+              {x.name} ({x.kind === 'llm' ? 'LM' : 'table'})
+            </option>
+          ))}
+        </select>
+      ) : (
       <div className="gallery-list" role="listbox" aria-label="Preset">
         {PRESETS.map((x) => (
           <button
@@ -145,14 +156,16 @@ export function PresetGallery() {
           </button>
         ))}
       </div>
+      )}
       <div className="preset-card">
         <div className="preset-title" data-testid="preset-title">
           {p.title}
         </div>
+        {projector && <Worksheet key={preset} preset={preset} />}
         <div className="preset-look">
           <span className="look-label">What to look for.</span> {p.lookFor}
         </div>
-        <Worksheet key={preset} preset={preset} />
+        {!projector && <Worksheet key={preset} preset={preset} />}
       </div>
     </section>
   );
@@ -190,10 +203,13 @@ export function Controls() {
       );
     });
   }, [hide, llm]);
-  if (hide.includes('preset') && hide.includes('settings')) return null;
+  const preset = usePlayground((s) => s.preset);
+  // A lesson page without the gallery keeps its question (a class still predicts, then runs).
+  const question = hide.includes('preset') ? <Worksheet key={preset} preset={preset} /> : null;
+  if (hide.includes('preset') && hide.includes('settings')) return question && <aside className="controls controls-question" aria-label="The lesson's question">{question}</aside>;
   return (
     <aside className="controls" aria-label="Experiment controls">
-      {!hide.includes('preset') && <PresetGallery />}
+      {hide.includes('preset') ? question : <PresetGallery />}
       {!hide.includes('settings') && (
       <Fold name="settings" summary={<span className="section-title">Settings{dirty ? ' · changed, not applied' : ''}</span>}>
       <form

@@ -1,0 +1,127 @@
+/**
+ * Browser test of teaching with the page (Debian's Chromium via ./harness.ts):
+ *
+ * - Projector mode: at 1280×720, after two stages, every text drawn on the first screen is at
+ *   least 16 px (payoff tables, bar labels, axis ticks, timeline numbers), chart titles larger, the
+ *   preset's question and Reveal on the first screen, the header one line on a table and a
+ *   language preset; the toggle is remembered across a reload and a link's `projector` key opens
+ *   it. The default mode's smallest text is at least 13 px.
+ * - The coordination lesson: on its default seed Reveal prints the lesson's claim as shown.
+ *
+ * Not here: the lessons' claims on every preset in Node (tests/lessons.test.ts), the first
+ * screen's layout in the default mode (firstscreen.test.ts).
+ */
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { encodeShare, makeShareState } from '../../src/app/share';
+import { presetConfig } from '../../src/sat/presets';
+import { playgroundForFile, settled, textSizes, type TextSize } from './harness';
+
+const pg = playgroundForFile();
+
+async function open(p: Page, hash = ''): Promise<void> {
+  await p.goto(pg().url + hash, { waitUntil: 'load' });
+  await settled(p);
+}
+
+async function link(preset: string, opts: { projector?: boolean; hide?: string[] } = {}): Promise<string> {
+  return encodeShare(makeShareState(presetConfig(preset), { preset, ...opts }));
+}
+
+async function stepStages(p: Page, n: number): Promise<void> {
+  const start = await p.locator('[data-testid="stage-row"]').count();
+  for (let k = 1; k <= n; k++) {
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction((want) => document.querySelectorAll('[data-testid="stage-row"]').length === want, start + k);
+    await settled(p);
+  }
+}
+
+const smallest = (xs: readonly TextSize[]) => Math.min(...xs.map((x) => x.size));
+const below = (xs: readonly TextSize[], px: number) => xs.filter((x) => x.size < px).slice(0, 8).map((x) => `${x.size}px "${x.text}" ${x.where}`).join('; ');
+
+/** The element's box lies inside the viewport. */
+async function inViewport(p: Page, testid: string, height: number): Promise<void> {
+  const box = await p.getByTestId(testid).first().boundingBox();
+  expect(box, testid).not.toBeNull();
+  expect(box!.y, `${testid} top`).toBeGreaterThanOrEqual(0);
+  expect(box!.y + box!.height, `${testid} bottom`).toBeLessThanOrEqual(height);
+}
+
+/** The header is one line: no taller than its tallest single item plus its padding. */
+async function headerOneLine(p: Page): Promise<void> {
+  const h = await p.locator('header.header').evaluate((el) => {
+    const cs = getComputedStyle(el);
+    const kids = [...el.children].map((c) => c.getBoundingClientRect());
+    const tops = kids.map((b) => Math.round(b.top));
+    return { height: el.getBoundingClientRect().height - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom), tallest: Math.max(...kids.map((b) => b.height)), rows: new Set(tops.map((t) => Math.round(t / 10))).size, lede: el.querySelector('.lede')!.getBoundingClientRect().height, ledeLine: parseFloat(getComputedStyle(el.querySelector('.lede')!).lineHeight) };
+  });
+  expect(h.height, JSON.stringify(h)).toBeLessThanOrEqual(h.tallest + 1);
+  expect(h.lede, JSON.stringify(h)).toBeLessThanOrEqual(h.ledeLine * 1.2);
+}
+
+describe('projector mode', () => {
+  it('at 1280×720 the default mode draws no text under 13 px; projector mode none under 16 px, titles larger, the question on the first screen', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 720 });
+    await open(p);
+    await stepStages(p, 2);
+    await p.mouse.move(0, 0);
+    const plain = await textSizes(p);
+    console.log(`default mode, climbing after 2 stages: ${plain.length} texts on the first screen, smallest ${smallest(plain)} px`);
+    expect(smallest(plain), below(plain, 13)).toBeGreaterThanOrEqual(13);
+    expect(await p.locator('.app').getAttribute('data-projector')).toBe('off');
+
+    await p.getByTestId('projector-toggle').click();
+    await settled(p);
+    await p.mouse.move(0, 0);
+    const big = await textSizes(p);
+    console.log(`projector mode, climbing after 2 stages: ${big.length} texts on the first screen, smallest ${smallest(big)} px`);
+    expect(smallest(big), below(big, 16)).toBeGreaterThanOrEqual(16);
+    // The numbers a class reads are among them: timeline cells, axis ticks, payoff cells, bar labels.
+    for (const sel of ['.timeline-cell', '.j-tick-value', 'table.payoff td', '.game-bar-label']) {
+      const px = await p.locator(sel).first().evaluate((el) => parseFloat(getComputedStyle(el).fontSize));
+      expect(px, sel).toBeGreaterThanOrEqual(16);
+    }
+    const title = await p.locator('.chart-title').first().evaluate((el) => parseFloat(getComputedStyle(el).fontSize));
+    expect(title).toBeGreaterThan(16);
+    for (const id of ['worksheet-question', 'worksheet-reveal', 'step-agent', 'timeline']) await inViewport(p, id, 720);
+    await headerOneLine(p);
+    await p.screenshot({ path: 'test-results/projector-climbing-1280x720.png' });
+
+    // Remembered in this browser: a reload opens it again; the toggle turns it off for good.
+    await p.reload({ waitUntil: 'load' });
+    await settled(p);
+    expect(await p.locator('.app').getAttribute('data-projector')).toBe('on');
+    await p.getByTestId('projector-toggle').click();
+    await p.reload({ waitUntil: 'load' });
+    await settled(p);
+    expect(await p.locator('.app').getAttribute('data-projector')).toBe('off');
+    expect(pg().errors).toEqual([]);
+    await p.context().close();
+  });
+
+  it('a link with the projector key opens it, on a language preset too, with a one-line header', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 720 });
+    await p.goto(pg().url + (await link('arith-team', { projector: true })), { waitUntil: 'load' });
+    await p.waitForFunction(() => !/Starting/.test(document.querySelector('[data-testid="backend"]')?.textContent ?? 'Starting'));
+    expect(await p.locator('.app').getAttribute('data-projector')).toBe('on');
+    await headerOneLine(p);
+    const big = await textSizes(p);
+    expect(smallest(big), below(big, 16)).toBeGreaterThanOrEqual(16);
+    for (const id of ['worksheet-question', 'worksheet-reveal']) await inViewport(p, id, 720);
+    await p.context().close();
+  });
+});
+
+describe('the coordination lesson in the page', () => {
+  it('on its default seed Reveal after 10 stages says the lesson shows', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await open(p, await link('coordination'));
+    await stepStages(p, 10);
+    await p.getByTestId('worksheet-reveal').click();
+    const lesson = p.getByTestId('worksheet-lesson');
+    expect(await lesson.getAttribute('data-holds')).toBe('true');
+    expect(await p.getByTestId('worksheet-answer').innerText()).toMatch(/^This run: Yes: J is 9\.\d{3} after stage 10/);
+    await p.context().close();
+  });
+});
