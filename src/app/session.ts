@@ -382,7 +382,8 @@ export class Session {
   async choosePreset(name: string): Promise<void> {
     if (this.busy) return;
     const cfg = presetConfig(findPreset(name).name);
-    this.store.setState({ preset: name, form: formOf(cfg) });
+    // A teacher's question belongs to the lesson's preset: another preset drops it.
+    this.store.setState({ preset: name, form: formOf(cfg), ...(name !== this.state.preset ? { question: null } : {}) });
     await this.applySettings();
   }
 

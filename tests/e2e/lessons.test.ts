@@ -7,13 +7,16 @@
  *   language preset; the toggle is remembered across a reload and a link's `projector` key opens
  *   it. The default mode's smallest text is at least 13 px.
  * - The coordination lesson: on its default seed Reveal prints the lesson's claim as shown.
+ * - The address bar is the state: after a step it holds the link of that step; the address opened
+ *   in a fresh browser replays to the same stage with the same J; another preset is a history
+ *   entry of its own, and Back opens the run before it again.
  *
  * Not here: the lessons' claims on every preset in Node (tests/lessons.test.ts), the first
  * screen's layout in the default mode (firstscreen.test.ts).
  */
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { encodeShare, makeShareState } from '../../src/app/share';
+import { decodeShare, encodeShare, makeShareState } from '../../src/app/share';
 import { presetConfig } from '../../src/sat/presets';
 import { playgroundForFile, settled, textSizes, type TextSize } from './harness';
 
@@ -122,6 +125,93 @@ describe('the coordination lesson in the page', () => {
     const lesson = p.getByTestId('worksheet-lesson');
     expect(await lesson.getAttribute('data-holds')).toBe('true');
     expect(await p.getByTestId('worksheet-answer').innerText()).toMatch(/^This run: Yes: J is 9\.\d{3} after stage 10/);
+    await p.context().close();
+  });
+});
+
+/** The link in the address bar, decoded (fails the test when it is not one). */
+async function addressState(p: Page) {
+  const r = await decodeShare(new URL(p.url()).hash);
+  if (!r.ok) throw new Error(`the address bar holds no link: ${p.url()} (${r.error})`);
+  return r.state;
+}
+
+describe('the address bar is the state', () => {
+  it('every step writes it; a fresh browser replays it to the same stage; Back returns to the run before', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await open(p);
+    await p.getByTestId('step-agent').click();
+    await settled(p);
+    await p.waitForFunction(() => location.hash.length > 4);
+    expect((await addressState(p)).step).toEqual({ stage: 1, agent: 0 });
+    await stepStages(p, 2);
+    await expect.poll(async () => (await addressState(p)).step, { timeout: 5000 }).toEqual({ stage: 2 });
+    const address = p.url();
+    const j = await p.evaluate(() => (globalThis as unknown as { satPlayground: { state(): { stages: { jAfter: number }[] } } }).satPlayground.state().stages.map((s) => s.jAfter));
+
+    const q = await pg().freshPage({ width: 1280, height: 800 });
+    await q.goto(address, { waitUntil: 'load' });
+    await q.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 2);
+    await settled(q);
+    expect(await q.evaluate(() => (globalThis as unknown as { satPlayground: { state(): { stages: { jAfter: number }[] } } }).satPlayground.state().stages.map((s) => s.jAfter))).toEqual(j);
+    await q.context().close();
+
+    // Another preset: a new history entry; Back opens the climbing run at stage 2 again.
+    await p.getByTestId('preset-coordination').click();
+    await settled(p);
+    await expect.poll(async () => (await addressState(p)).preset, { timeout: 5000 }).toBe('coordination');
+    await p.goBack();
+    await expect.poll(() => p.url(), { timeout: 5000 }).toBe(address);
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 2 && document.querySelector('[data-testid="preset-climbing"]')?.getAttribute('aria-selected') === 'true');
+    await settled(p);
+    expect(pg().errors).toEqual([]);
+    await p.context().close();
+  });
+});
+
+describe('the lesson-link builder', () => {
+  it('builds a reduced lesson link whose page is the preview: preset, seed, stage, hidden panels, the question kept without the gallery', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await p.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await open(p);
+    await p.getByTestId('lesson-link-open').click();
+    await p.getByTestId('lesson-preset').selectOption('coordination');
+    await p.getByTestId('lesson-seed').fill('4');
+    await p.getByTestId('lesson-stage').fill('3');
+    for (const h of ['preset', 'settings', 'team', 'waterfall']) await p.getByTestId(`lesson-hide-${h}`).check();
+    const question = 'Which optimum will the two agents pick, and why do they agree?';
+    await p.getByTestId('lesson-question').fill(question);
+    const frame = p.getByTestId('lesson-preview');
+    await frame.waitFor();
+    await expect.poll(async () => (await frame.getAttribute('src'))?.replace('?lesson-preview', ''), { timeout: 5000 }).toBe(await p.getByTestId('lesson-link').inputValue());
+    const link = await p.getByTestId('lesson-link').inputValue();
+    const r = await decodeShare(new URL(link).hash);
+    expect(r.ok && r.state).toMatchObject({ preset: 'coordination', config: { seed: 4 }, step: { stage: 3 }, hide: ['preset', 'settings', 'team', 'waterfall'], question });
+    await p.getByTestId('lesson-copy').click();
+    expect(await p.evaluate(() => navigator.clipboard.readText())).toBe(link);
+
+    // The preview is that page: three stages replayed, the gallery and panels gone, the question there.
+    const preview = p.frameLocator('[data-testid="lesson-preview"]');
+    await preview.locator('[data-testid="stage-row"]').nth(2).waitFor({ timeout: 60_000 });
+    expect(await preview.getByTestId('teacher-question').innerText()).toContain(question);
+    expect(await preview.getByTestId('worksheet-question').count()).toBe(1);
+    expect(await preview.getByTestId('presets').count()).toBe(0);
+    expect(await preview.locator('[data-testid="chart-waterfall"]').count()).toBe(0);
+
+    // And so is the page a class opens from the link, in a browser of its own.
+    const q = await pg().freshPage({ width: 1280, height: 720 });
+    await q.goto(link, { waitUntil: 'load' });
+    await q.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 3);
+    await settled(q);
+    expect(await q.getByTestId('teacher-question').innerText()).toContain(question);
+    expect(await q.getByTestId('presets').count()).toBe(0);
+    expect(await q.evaluate(() => (globalThis as unknown as { satPlayground: { state(): { config: { seed: number }; preset: string } } }).satPlayground.state().config.seed)).toBe(4);
+    // The preview did not replace the teacher's own autosaved run (climbing).
+    await p.reload({ waitUntil: 'load' });
+    await settled(p);
+    expect(await p.locator('[data-testid="preset-climbing"]').getAttribute('aria-selected')).toBe('true');
+    expect(pg().errors).toEqual([]);
+    await q.context().close();
     await p.context().close();
   });
 });

@@ -80,11 +80,17 @@ const FIELDSET_STYLE = { display: 'flex', flexDirection: 'column', gap: 8, borde
 function Worksheet({ preset }: { preset: string }) {
   const [shown, setShown] = useState(false);
   const stages = usePlayground((s) => s.stages);
+  const teacher = usePlayground((s) => s.question);
   const q = WORKSHEET[preset];
   if (!q) return null;
   const result = shown ? answerWorksheet(preset, stages) : null;
   return (
     <div className="worksheet" data-testid="worksheet" style={{ display: 'flex', flexDirection: 'column', alignItems: 'flex-start', gap: 4, marginTop: 6 }}>
+      {teacher && (
+        <div className="teacher-question" data-testid="teacher-question">
+          <span className="look-label">Your teacher asks:</span> {teacher}
+        </div>
+      )}
       <div>
         <span className="look-label">Predict, then run.</span> <span data-testid="worksheet-question">{q.question}</span>
       </div>

@@ -19,7 +19,7 @@ export function Header() {
       <h1>SAT Playground</h1>
       <p className="lede" data-testid="lede">
         <strong>Sequential Agent Tuning</strong> trains a team one agent at a time, each inside a KL trust region, with a certified bound on the team&apos;s gain. Press{' '}
-        <strong>Step agent ▸</strong> and watch the timeline, the J chart and the game.
+        <strong>Step agent ▸</strong> and watch.
       </p>
       <button
         type="button"

@@ -40,6 +40,8 @@ export interface ExperimentSlice {
   applied: Form;
   /** Controls hidden by a share link's `<key>_hide` flags. */
   hide: readonly string[];
+  /** A teacher's own question from a lesson link (shown above the preset's), or null. */
+  question: string | null;
 }
 
 export type RunStatus =
@@ -180,6 +182,7 @@ export function createPlaygroundStore() {
     form: initialForm,
     applied: initialForm,
     hide: [],
+    question: null,
     // run
     status: 'idle',
     progress: null,
