@@ -215,3 +215,32 @@ describe('the lesson-link builder', () => {
     await p.context().close();
   });
 });
+
+describe('nothing silently thrown away', () => {
+  it('Apply with a history keeps the old run dashed on the J chart until dismissed; the folded team line shows the applied δ', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await open(p);
+    await stepStages(p, 2);
+    const before = await p.evaluate(() => (globalThis as unknown as { satPlayground: { state(): { stages: { jAfter: number }[] } } }).satPlayground.state().stages.map((s) => s.jAfter));
+    await p.getByTestId('fold-settings').locator('summary.fold-summary').click();
+    await p.getByTestId('cfg-delta').fill('0.2');
+    await p.getByTestId('apply').click();
+    await settled(p);
+    expect(await p.locator('[data-testid="stage-row"]').count()).toBe(0);
+    expect(await p.getByTestId('previous-kept').innerText()).toMatch(/before Apply \(delta 0\.5 → 0\.2\) \(2 stages, J \d\.\d{3}\)/);
+    await stepStages(p, 1);
+    const overlay = p.getByTestId('j-overlay');
+    await overlay.waitFor();
+    expect(await overlay.innerText()).toMatch(new RegExp(`before Apply \\(delta 0\\.5 → 0\\.2\\): J ${before[1]!.toFixed(3)} at stage 2`));
+    expect(await p.locator('[data-testid="chart-j"] .j-overlay-line').count()).toBe(1);
+    expect(await p.getByTestId('team-summary').innerText()).toMatch(/δ = 0\.2\b/);
+    await p.getByTestId('dismiss-previous').click();
+    expect(await p.getByTestId('j-overlay').count()).toBe(0);
+    // Another preset is another game: nothing of this one is drawn over it.
+    await p.getByTestId('preset-penalty').click();
+    await settled(p);
+    expect(await p.getByTestId('j-overlay').count()).toBe(0);
+    expect(pg().errors).toEqual([]);
+    await p.context().close();
+  });
+});

@@ -54,7 +54,7 @@ export function TeamSummary() {
         </span>
       ))}
       <span className="muted">
-        order {cfg.order}, δ = {short(cfg.delta)}, scheme {cfg.scheme} · open to edit
+        order {cfg.order === 'custom' && cfg.customOrder.length ? cfg.customOrder.join('→') : cfg.order}, {cfg.deltas.length ? `δ_i = ${cfg.deltas.map(short).join(', ')}` : `δ = ${short(cfg.delta)}`}, scheme {cfg.scheme} · open to edit
       </span>
     </span>
   );

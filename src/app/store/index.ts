@@ -42,6 +42,8 @@ export interface ExperimentSlice {
   hide: readonly string[];
   /** A teacher's own question from a lesson link (shown above the preset's), or null. */
   question: string | null;
+  /** The run before the last Apply on the same preset, drawn dashed on the J chart until dismissed. */
+  previous: SeriesRun | null;
 }
 
 export type RunStatus =
@@ -183,6 +185,7 @@ export function createPlaygroundStore() {
     applied: initialForm,
     hide: [],
     question: null,
+    previous: null,
     // run
     status: 'idle',
     progress: null,
