@@ -36,7 +36,7 @@ import { term } from '../../src/app/charts/fmt';
 import { decodeShare, encodeShare, makeShareState } from '../../src/app/share';
 import { agentColor } from '../../src/app/theme';
 import { presetConfig } from '../../src/sat/presets';
-import { agentWorkers, playgroundForFile, points, ROOT, settled } from './harness';
+import { agentWorkers, inViewport, playgroundForFile, points, ROOT, settled, stepStages } from './harness';
 
 const pg = playgroundForFile();
 
@@ -49,22 +49,6 @@ async function link(preset: string, overrides: Record<string, unknown> = {}, opt
   return encodeShare(makeShareState(presetConfig(preset, overrides), { preset, ...opts }));
 }
 
-async function stepStages(p: Page, n: number): Promise<void> {
-  const start = await p.locator('[data-testid="stage-row"]').count();
-  for (let k = 1; k <= n; k++) {
-    await p.getByTestId('step-stage').click();
-    await p.waitForFunction((want) => document.querySelectorAll('[data-testid="stage-row"]').length === want, start + k);
-    await settled(p);
-  }
-}
-
-/** The element's box lies inside the viewport (its top and bottom both on the first screen). */
-async function inViewport(p: Page, testid: string, height: number): Promise<void> {
-  const box = await p.getByTestId(testid).first().boundingBox();
-  expect(box, testid).not.toBeNull();
-  expect(box!.y, `${testid} top`).toBeGreaterThanOrEqual(0);
-  expect(box!.y + box!.height, `${testid} bottom (${box!.y + box!.height} > ${height})`).toBeLessThanOrEqual(height);
-}
 
 /** Serious and critical axe-core violations, each with the elements it names (so a failure says where). */
 async function axe(p: Page): Promise<{ id: string; impact: string; nodes: string[] }[]> {

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
 import { presetConfig } from '../../src/sat/presets';
 
@@ -236,4 +236,22 @@ export async function textSizes(p: Page): Promise<TextSize[]> {
     }
     return out;
   });
+}
+
+/** Clicks Step stage n times, each time until the stage table has one more row and the page settled. */
+export async function stepStages(p: Page, n: number): Promise<void> {
+  const start = await p.locator('[data-testid="stage-row"]').count();
+  for (let k = 1; k <= n; k++) {
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction((want) => document.querySelectorAll('[data-testid="stage-row"]').length === want, start + k);
+    await settled(p);
+  }
+}
+
+/** The element's box lies inside the viewport (its top and bottom both on the first screen). */
+export async function inViewport(p: Page, testid: string, height: number): Promise<void> {
+  const box = await p.getByTestId(testid).first().boundingBox();
+  expect(box, testid).not.toBeNull();
+  expect(box!.y, `${testid} top`).toBeGreaterThanOrEqual(0);
+  expect(box!.y + box!.height, `${testid} bottom (${box!.y + box!.height} > ${height})`).toBeLessThanOrEqual(height);
 }

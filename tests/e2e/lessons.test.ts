@@ -18,7 +18,7 @@ import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { decodeShare, encodeShare, makeShareState } from '../../src/app/share';
 import { presetConfig } from '../../src/sat/presets';
-import { playgroundForFile, settled, textSizes, type TextSize } from './harness';
+import { inViewport, playgroundForFile, settled, stepStages, textSizes, TINY_ARITH_TEAM, type TextSize } from './harness';
 
 const pg = playgroundForFile();
 
@@ -31,25 +31,9 @@ async function link(preset: string, opts: { projector?: boolean; hide?: string[]
   return encodeShare(makeShareState(presetConfig(preset), { preset, ...opts }));
 }
 
-async function stepStages(p: Page, n: number): Promise<void> {
-  const start = await p.locator('[data-testid="stage-row"]').count();
-  for (let k = 1; k <= n; k++) {
-    await p.getByTestId('step-stage').click();
-    await p.waitForFunction((want) => document.querySelectorAll('[data-testid="stage-row"]').length === want, start + k);
-    await settled(p);
-  }
-}
 
 const smallest = (xs: readonly TextSize[]) => Math.min(...xs.map((x) => x.size));
 const below = (xs: readonly TextSize[], px: number) => xs.filter((x) => x.size < px).slice(0, 8).map((x) => `${x.size}px "${x.text}" ${x.where}`).join('; ');
-
-/** The element's box lies inside the viewport. */
-async function inViewport(p: Page, testid: string, height: number): Promise<void> {
-  const box = await p.getByTestId(testid).first().boundingBox();
-  expect(box, testid).not.toBeNull();
-  expect(box!.y, `${testid} top`).toBeGreaterThanOrEqual(0);
-  expect(box!.y + box!.height, `${testid} bottom`).toBeLessThanOrEqual(height);
-}
 
 /** The header is one line: no taller than its tallest single item plus its padding. */
 async function headerOneLine(p: Page): Promise<void> {
@@ -243,4 +227,22 @@ describe('nothing silently thrown away', () => {
     expect(pg().errors).toEqual([]);
     await p.context().close();
   });
+
+  it('Check bound leaves the token inspector as it was: the latest agent step is still inspectable', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await p.goto(pg().url + (await encodeShare(makeShareState(TINY_ARITH_TEAM, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 1, undefined, { timeout: 180_000 });
+    await settled(p);
+    await p.getByTestId('check-bound').click();
+    await p.getByTestId('notice').getByText(/^Stage 1: lower bound/).waitFor({ timeout: 240_000 });
+    await settled(p);
+    await p.getByTestId('inspect-tokens').click();
+    await p.getByTestId('inspector-token').first().waitFor({ timeout: 60_000 });
+    expect(await p.getByText(/Nothing to inspect/).count()).toBe(0);
+    expect(pg().errors).toEqual([]);
+    await p.context().close();
+  }, 480_000);
 });

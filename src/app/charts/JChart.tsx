@@ -228,6 +228,11 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
             held in {kOfN(s.heldCount, s.checkedCount)}
             {s.checkedCount < s.stages && <> ({s.stages - s.checkedCount} not checked or undecided)</>}
           </span>
+          {s.flat && (
+            <span className="muted" data-testid="j-flat" title="Every J so far rounds to the same value at 3 decimals">
+              no change
+            </span>
+          )}
           {overlay && overlay.stages.length > 0 && (
             <span data-testid="j-overlay">
               <svg width="22" height="8" aria-hidden="true">

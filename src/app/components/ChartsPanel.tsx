@@ -154,7 +154,7 @@ export function ChartsPanel() {
   const overlay = simultaneous ?? previous;
   const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={overlay ?? undefined} />, [firstRecords, certForm, span, j0?.ci, overlay]);
   const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} still={running} /> : null), [game, frame, where, running]);
-  const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} />, [stages, llm, cfg]);
+  const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} span={span} lowestJ={llm ? 0 : null} />, [stages, llm, cfg, span]);
   const gamma = cfg?.gamma ?? 0;
   const deltaConf = cfg?.deltaConf ?? 0;
   const aClip = cfg?.aClip ?? 0;
