@@ -246,3 +246,21 @@ describe('nothing silently thrown away', () => {
     await p.context().close();
   }, 480_000);
 });
+
+describe('long work says so', () => {
+  it('Sweep δ shows its progress, the time left and Cancel, and Cancel stops it', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await open(p, await link('delta-sweep'));
+    const t0 = Date.now();
+    await p.getByTestId('sweep-delta').click();
+    const left = p.getByTestId('progress-left');
+    await left.waitFor({ timeout: 60_000 });
+    console.log(`Sweep δ: time left first shown ${Date.now() - t0} ms after the click: "${await left.innerText()}"`);
+    expect(await left.innerText()).toMatch(/^\d+ of \d+ · about \d+ (s|min) left$/);
+    await p.getByTestId('progress').getByTestId('cancel').click();
+    await settled(p);
+    expect(await p.getByTestId('progress').count()).toBe(0);
+    expect(pg().errors).toEqual([]);
+    await p.context().close();
+  });
+});

@@ -6,7 +6,7 @@
  *
  * Not here: what the actions do (session.ts), or sharing and files (ShareBar.tsx).
  */
-import { useEffect } from 'react';
+import { useEffect, useRef } from 'react';
 import { useSession } from '../sessionContext';
 import { isLlmTask } from '../../sat/config';
 import { CHECK_PAIRS } from '../session';
@@ -54,6 +54,21 @@ function useShortcuts(): void {
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
   }, [session]);
+}
+
+/**
+ * Long work's time left, from its pace so far: (elapsed / done) × what remains, once a first part
+ * is done (a guess before it would be noise). The clock starts when the work appears.
+ */
+function TimeLeft({ done, total }: { done: number; total: number }) {
+  const start = useRef(performance.now());
+  if (total <= 1 || done < 1 || done >= total) return null;
+  const left = ((performance.now() - start.current) / done) * (total - done) / 1000;
+  return (
+    <span className="work-left muted" data-testid="progress-left">
+      {done} of {total} · about {left < 60 ? `${Math.max(1, Math.round(left))} s` : `${Math.round(left / 60)} min`} left
+    </span>
+  );
 }
 
 /**
@@ -145,6 +160,7 @@ export function StepControls() {
               <span className="progress-fill" style={{ width: `${(100 * progress.done) / progress.total}%` }} />
             </span>
           )}
+          <TimeLeft done={progress.done} total={progress.total} />
           {progress.cancellable && (
             <button type="button" className="small" data-testid="cancel" onClick={() => session.cancelWork()}>
               Cancel
