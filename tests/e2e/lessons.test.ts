@@ -14,13 +14,17 @@
  * Not here: the lessons' claims on every preset in Node (tests/lessons.test.ts), the first
  * screen's layout in the default mode (firstscreen.test.ts).
  */
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { decodeShare, encodeShare, makeShareState } from '../../src/app/share';
 import { presetConfig } from '../../src/sat/presets';
-import { inViewport, playgroundForFile, settled, stepStages, textSizes, TINY_ARITH_TEAM, type TextSize } from './harness';
+import { inViewport, playgroundForFile, ROOT, settled, stepStages, textSizes, TINY_ARITH_TEAM, type TextSize } from './harness';
 
 const pg = playgroundForFile();
+
+/** Screenshots go to test-results/ (ignored), or with UPDATE_SCREENSHOT=1 to docs/ for the README. */
+const shot = (name: string) => join(ROOT, process.env.UPDATE_SCREENSHOT === '1' ? 'docs' : 'test-results', name);
 
 async function open(p: Page, hash = ''): Promise<void> {
   await p.goto(pg().url + hash, { waitUntil: 'load' });
@@ -73,7 +77,7 @@ describe('projector mode', () => {
     expect(title).toBeGreaterThan(16);
     for (const id of ['worksheet-question', 'worksheet-reveal', 'step-agent', 'timeline']) await inViewport(p, id, 720);
     await headerOneLine(p);
-    await p.screenshot({ path: 'test-results/projector-climbing-1280x720.png' });
+    await p.screenshot({ path: shot('projector.png') });
 
     // Remembered in this browser: a reload opens it again; the toggle turns it off for good.
     await p.reload({ waitUntil: 'load' });
@@ -177,6 +181,8 @@ describe('the lesson-link builder', () => {
     // The preview is that page: three stages replayed, the gallery and panels gone, the question there.
     const preview = p.frameLocator('[data-testid="lesson-preview"]');
     await preview.locator('[data-testid="stage-row"]').nth(2).waitFor({ timeout: 60_000 });
+    await p.waitForTimeout(500);
+    await p.screenshot({ path: shot('lesson-builder.png') });
     expect(await preview.getByTestId('teacher-question').innerText()).toContain(question);
     expect(await preview.getByTestId('worksheet-question').count()).toBe(1);
     expect(await preview.getByTestId('presets').count()).toBe(0);
