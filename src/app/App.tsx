@@ -69,6 +69,18 @@ export function App() {
   const projector = usePlayground((s) => s.projector);
   return (
     <div className={projector ? 'app projector' : 'app'} data-projector={projector ? 'on' : 'off'}>
+      {/* Focus moves by script: the hash is the share link (addressBar.ts), never an anchor. */}
+      <a
+        className="skip-link"
+        href="#step-controls"
+        data-testid="skip-link"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById('step-controls')?.querySelector<HTMLButtonElement>('button:not(:disabled)')?.focus();
+        }}
+      >
+        Skip to the step controls
+      </a>
       <Header />
       {claims && (
         <Suspense fallback={<p className="muted claims-loading">Loading the claims…</p>}>

@@ -270,3 +270,24 @@ describe('long work says so', () => {
     await p.context().close();
   });
 });
+
+describe('the second five minutes', () => {
+  it('a skip link is the first Tab stop and lands on Step agent; settings read in words, numbers in number boxes', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await open(p);
+    await p.waitForFunction(() => location.hash.startsWith('#v1.'));
+    const before = p.url();
+    await p.keyboard.press('Tab');
+    expect(await p.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('skip-link');
+    await p.keyboard.press('Enter');
+    expect(await p.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('step-agent');
+    expect(p.url()).toBe(before); // the address bar still holds the link, not an anchor
+    await p.getByTestId('fold-settings').locator('summary.fold-summary').click();
+    const label = p.locator('.field-label[data-key="taskSeed"]');
+    expect((await label.innerText()).toLowerCase()).toContain('task seed');
+    for (const k of ['seed', 'lr', 'taskSeed', 'penaltyK']) expect(await p.getByTestId(`cfg-${k}`).getAttribute('type'), k).toBe('number');
+    expect(await p.getByTestId('cfg-customOrder').getAttribute('type')).toBe('text');
+    expect(pg().errors).toEqual([]);
+    await p.context().close();
+  });
+});

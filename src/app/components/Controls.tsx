@@ -30,7 +30,10 @@ const GROUPS: readonly { group: Group; title: string; open: boolean }[] = [
 ];
 
 
-export const tooltip = (key: ConfigKey): string => `${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
+export const tooltip = (key: ConfigKey): string => `${key}: ${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
+
+/** A setting's label in words ("taskSeed" → "task seed", "penaltyK" → "penalty k"); the key itself is in the tooltip and the link. */
+export const labelWords = (key: string): string => key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
 
 /** One setting; disabled with the fieldset around all of them, so the status flipping redraws none. */
 const FieldControl = memo(function FieldControl({ k }: { k: ConfigKey }) {
@@ -52,13 +55,16 @@ const FieldControl = memo(function FieldControl({ k }: { k: ConfigKey }) {
     );
   } else if (f.type === 'bool') {
     input = <input {...common} type="checkbox" checked={value === 'true'} onChange={(e) => setField(k, e.target.checked ? 'true' : 'false')} />;
+  } else if (f.type === 'int' || f.type === 'float') {
+    // A number box: the browser's own keyboard and stepper; parseConfig still checks the range on Apply.
+    input = <input {...common} type="number" step={f.type === 'int' ? 1 : 'any'} min={f.min} max={f.max} value={value} onChange={(e) => setField(k, e.target.value)} />;
   } else {
-    input = <input {...common} type="text" inputMode={f.type === 'int' ? 'numeric' : 'decimal'} spellCheck={false} value={value} onChange={(e) => setField(k, e.target.value)} />;
+    input = <input {...common} type="text" spellCheck={false} value={value} onChange={(e) => setField(k, e.target.value)} />;
   }
   return (
     <label className={`field field-${f.type}${changed ? ' changed' : ''}`} title={tooltip(k)}>
-      <span className="field-label">
-        {k}
+      <span className="field-label" data-key={k}>
+        {labelWords(k)}
         {changed && <span className="changed-dot" aria-label="changed, not applied" />}
       </span>
       {input}

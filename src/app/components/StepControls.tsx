@@ -104,7 +104,7 @@ export function StepControls() {
   const noTeam = status === 'idle' || (status === 'loading' && stagesDone === 0 && !progress?.cancellable);
   const done = status === 'done';
   return (
-    <div className="stepbar" role="toolbar" aria-label="Step through SAT">
+    <div className="stepbar" id="step-controls" tabIndex={-1} role="toolbar" aria-label="Step through SAT">
       <button
         type="button"
         data-testid="step-agent"
