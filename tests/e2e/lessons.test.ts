@@ -290,4 +290,16 @@ describe('the second five minutes', () => {
     expect(pg().errors).toEqual([]);
     await p.context().close();
   });
+
+  it('the team cards name the backend in the header\'s words (a language team on the CPU kernels)', async () => {
+    const p = await pg().freshPage({ width: 1280, height: 800 });
+    await p.goto(pg().url + (await encodeShare(makeShareState(TINY_ARITH_TEAM, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    const header = await p.getByTestId('backend').innerText();
+    const card = await p.getByTestId('agent-0-backend').innerText();
+    expect(card).toMatch(/^(WebAssembly SIMD kernels|WebGPU|CPU kernels in TypeScript)/);
+    expect(header, `header "${header}", card "${card}"`).toContain(card);
+    await p.context().close();
+  });
 });
