@@ -117,6 +117,15 @@ describe('the coordination lesson in the page', () => {
   });
 });
 
+/** A shrunk arith-team (two agents, tiny batches) opened from its link, settled. */
+async function openTinyTeam(): Promise<Page> {
+  const p = await pg().freshPage({ width: 1280, height: 800 });
+  await p.goto(pg().url + (await encodeShare(makeShareState(TINY_ARITH_TEAM, { preset: 'arith-team' }))), { waitUntil: 'load' });
+  await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+  await settled(p);
+  return p;
+}
+
 /** The link in the address bar, decoded (fails the test when it is not one). */
 async function addressState(p: Page) {
   const r = await decodeShare(new URL(p.url()).hash);
@@ -235,10 +244,7 @@ describe('nothing silently thrown away', () => {
   });
 
   it('Check bound leaves the token inspector as it was: the latest agent step is still inspectable', async () => {
-    const p = await pg().freshPage({ width: 1280, height: 800 });
-    await p.goto(pg().url + (await encodeShare(makeShareState(TINY_ARITH_TEAM, { preset: 'arith-team' }))), { waitUntil: 'load' });
-    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
-    await settled(p);
+    const p = await openTinyTeam();
     await p.getByTestId('step-stage').click();
     await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 1, undefined, { timeout: 180_000 });
     await settled(p);
@@ -292,10 +298,7 @@ describe('the second five minutes', () => {
   });
 
   it('the team cards name the backend in the header\'s words (a language team on the CPU kernels)', async () => {
-    const p = await pg().freshPage({ width: 1280, height: 800 });
-    await p.goto(pg().url + (await encodeShare(makeShareState(TINY_ARITH_TEAM, { preset: 'arith-team' }))), { waitUntil: 'load' });
-    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
-    await settled(p);
+    const p = await openTinyTeam();
     const header = await p.getByTestId('backend').innerText();
     const card = await p.getByTestId('agent-0-backend').innerText();
     expect(card).toMatch(/^(WebAssembly SIMD kernels|WebGPU|CPU kernels in TypeScript)/);
