@@ -29,6 +29,7 @@ const SLOW = [
   'tests/hf-context.test.ts',
   'tests/hostile-session.test.ts',
   'tests/inspect.test.ts',
+  'tests/lessons.test.ts',
   'tests/lmswap.test.ts',
   'tests/lmswap-onnx.test.ts',
   'tests/mixedTeam.test.ts',

@@ -23,7 +23,7 @@ import { signed3, tickLabels } from '../src/app/format';
 import { stageTitle } from '../src/app/components/Timeline';
 import { frameAt, gameFrame, payoffGrids, probsOfLogits } from '../src/app/gameFrame';
 import { CLIMBING_PAYOFFS, pairwiseMeanPayoff } from '../src/tasks/matrix';
-import { radiusWords } from '../src/app/components/SwapCard';
+import { radiusWords, vacuousFloor } from '../src/app/components/SwapCard';
 import { ADV_HIST_BINS, type AgentStepRecord, type StageRecord } from '../src/sat/stage';
 import {
   ADV_BINS, AdvantageChart, BetaChart, JChart, KlChart, OrderChart, Timeline, TranscriptTable, ViolationChart, WaterfallChart,
@@ -121,6 +121,15 @@ describe('held for stages whose J is estimated (language teams)', () => {
 });
 
 describe('team J per stage', () => {
+  it('a J that never changes beyond rounding is flat, on an axis at least 0.1 tall, and says so; a real change is not', () => {
+    const base = records[0]!;
+    const still = (k: number, j: number): StageRecord => ({ ...base, stage: k, jBefore: j, jAfter: j + 1e-6 * k });
+    const flat = jSeries([still(1, 0.33), still(2, 0.33)]);
+    expect(flat.flat).toBe(true);
+    expect(flat.domain[1] - flat.domain[0]).toBeGreaterThanOrEqual(0.1);
+    const moved = jSeries(records);
+    expect(moved.flat).toBe(false);
+  });
   it('has the initial team, then one row per stage, with the certified floor and held exactly as the run recorded', () => {
     const s = jSeries(records);
     expect(s.rows).toHaveLength(STAGES + 1);
@@ -784,6 +793,14 @@ describe('the swap card says what its radius is', () => {
   it('a table: the measured largest per-state KL, said ≤ δ₀ only with Stage-0', () => {
     expect(radiusWords({ certRadius: 0.04, stage0: true, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 4.0e\u22122 (≤ δ₀ = 0.05 by Stage-0)');
     expect(radiusWords({ certRadius: 0.9, stage0: false, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 9.0e\u22121');
+  });
+  it('a floor wider than J could fall is called vacuous in words; a tighter one is not', () => {
+    // arith-pnp's swap: "cannot have lowered J by more than 0.387" while J stood at 0.066 (rewards in [0, 1]).
+    expect(vacuousFloor(0.387, 0.066, 1, 0)).toMatch(/^vacuous here: J stood at 0\.066, only 0\.066 above the lowest J there is/);
+    expect(vacuousFloor(0.05, 0.4, 1, 0)).toBeNull();
+    // A table game: only J's whole range is known.
+    expect(vacuousFloor(45, 5, 41, null)).toMatch(/wider than J's whole range \(41\.000\)/);
+    expect(vacuousFloor(3, 5, 41, null)).toBeNull();
   });
   it('relay-pnp: the measured radius really is within δ₀ (the projection keeps every state inside)', async () => {
     const exp = createTabularExperiment(presetConfig('relay-pnp', { stages: 8 }));

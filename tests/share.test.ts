@@ -23,6 +23,8 @@ import { Rng } from '../src/core/rng';
 import {
   MAX_SHARE_HASH_CHARS,
   MAX_SHARE_JSON_BYTES,
+  MAX_SHARE_QUESTION,
+  MAX_SHARE_STRING,
   SHARE_FALLBACK,
   SHARE_PREFIX,
   type ShareResult,
@@ -117,7 +119,7 @@ function randomHide(rng: Rng): string[] {
 describe('share links: round trips', () => {
   it('no config key collides with the link\'s own entries', () => {
     for (const k of CONFIG_KEYS as string[]) {
-      expect(k === 'preset' || k === 'step' || k.endsWith('_hide'), k).toBe(false);
+      expect(k === 'preset' || k === 'step' || k === 'projector' || k === 'question' || k.endsWith('_hide'), k).toBe(false);
     }
   });
 
@@ -153,6 +155,27 @@ describe('share links: round trips', () => {
     expect(state.config).toEqual({ task: 'penalty', agents: 2, penaltyK: -3.25, seed: 99 });
     const r = await decodeShare(await encodeShare(state));
     expect(r.ok && r.config).toEqual(cfg);
+  });
+
+  it('projector: true round-trips and opens the same settings; any other value is refused by name', async () => {
+    const cfg = presetConfig('coordination');
+    const state = makeShareState(cfg, { preset: 'coordination', projector: true });
+    const r = await decodeShare(await encodeShare(state));
+    expect(r.ok && r.state.projector).toBe(true);
+    expect(r.ok && r.config).toEqual(cfg);
+    expect(makeShareState(cfg, { preset: 'coordination', projector: false }).projector).toBeUndefined();
+    expectFail(await decodeShare(await craft('{"preset":"climbing","projector":1}')), 'type', '"projector" = 1 must be true');
+  });
+
+  it('a teacher\'s question round-trips up to its own cap; an empty or longer one is refused by name', async () => {
+    const cfg = presetConfig('coordination');
+    const question = 'Why do the two agents end on the same optimum when they move one at a time? '.repeat(3).trim();
+    expect(question.length).toBeGreaterThan(MAX_SHARE_STRING);
+    const r = await decodeShare(await encodeShare(makeShareState(cfg, { preset: 'coordination', question, hide: ['preset'] })));
+    expect(r.ok && r.state.question).toBe(question);
+    expectFail(await decodeShare(await craft(JSON.stringify({ preset: 'climbing', question: 'x'.repeat(MAX_SHARE_QUESTION + 1) }))), 'string', `longer than ${MAX_SHARE_QUESTION}`);
+    expectFail(await decodeShare(await craft('{"preset":"climbing","question":"  "}')), 'type', '"question"');
+    expectFail(await decodeShare(await craft('{"preset":"climbing","question":7}')), 'type', '"question"');
   });
 
   it('a state made only of defaults is the shortest link and opens the defaults', async () => {

@@ -66,8 +66,21 @@ export function App() {
   // The Claims view replaces the body while open; the playground stays mounted underneath.
   const [claims, setClaims] = useState(false);
   const hide = usePlayground((s) => s.hide);
+  const projector = usePlayground((s) => s.projector);
   return (
-    <div className="app">
+    <div className={projector ? 'app projector' : 'app'} data-projector={projector ? 'on' : 'off'}>
+      {/* Focus moves by script: the hash is the share link (addressBar.ts), never an anchor. */}
+      <a
+        className="skip-link"
+        href="#step-controls"
+        data-testid="skip-link"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById('step-controls')?.querySelector<HTMLButtonElement>('button:not(:disabled)')?.focus();
+        }}
+      >
+        Skip to the step controls
+      </a>
       <Header />
       {claims && (
         <Suspense fallback={<p className="muted claims-loading">Loading the claims…</p>}>

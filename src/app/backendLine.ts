@@ -31,17 +31,25 @@ export interface BackendLine {
   readonly warn: string | null;
 }
 
+/**
+ * What runs one agent, in the header's words (the team cards say the same): tables in TypeScript,
+ * WebGPU and its adapter, or the CPU's WebAssembly SIMD kernels — with their threads when known
+ * (`threads` left out: a card, which does not know them) — or TypeScript where SIMD is missing.
+ */
+export function agentKind(kind: string, backend: string, simd: boolean, threads?: { readonly n: number } | null): string {
+  const b = backendShort(backend);
+  if (kind === 'tabular') return 'tables in TypeScript';
+  if (b.startsWith('webgpu')) return `WebGPU, ${b.replace(/^webgpu \(?/, '').replace(/\)$/, '') || 'adapter unnamed'}`;
+  if (!simd) return 'CPU kernels in TypeScript (no WebAssembly SIMD here)';
+  if (threads === undefined) return 'WebAssembly SIMD kernels';
+  return threads && threads.n > 1 ? `WebAssembly SIMD kernels, ${threads.n} threads each` : 'WebAssembly SIMD kernels, one thread each';
+}
+
 export function backendLine(f: BackendFacts): BackendLine {
   const n = f.agents.length;
   const where = f.workers ? `${n} Web Worker${n === 1 ? '' : 's'}` : `${n} agent${n === 1 ? '' : 's'} in this tab`;
   const kinds = new Set<string>();
-  for (const a of f.agents) {
-    const b = backendShort(a.backend);
-    if (a.kind === 'tabular') kinds.add('tables in TypeScript');
-    else if (b.startsWith('webgpu')) kinds.add(`WebGPU, ${b.replace(/^webgpu \(?/, '').replace(/\)$/, '') || 'adapter unnamed'}`);
-    else if (f.simd) kinds.add(f.threads && f.threads.n > 1 ? `WebAssembly SIMD kernels, ${f.threads.n} threads each` : 'WebAssembly SIMD kernels, one thread each');
-    else kinds.add('CPU kernels in TypeScript (no WebAssembly SIMD here)');
-  }
+  for (const a of f.agents) kinds.add(agentKind(a.kind, a.backend, f.simd, f.threads));
   const cpuLm = f.agents.some((a) => a.kind !== 'tabular' && !backendShort(a.backend).startsWith('webgpu'));
   const reasons = [...new Set(f.agents.map((a) => a.backend.split(' — ').slice(1).join(' — ')).filter((x) => x !== ''))];
   const oneThread = cpuLm && f.threads && f.threads.n <= 1 && f.threads.why ? `One thread per agent: ${f.threads.why}.` : '';

@@ -8,6 +8,8 @@
  *      opens the defaults with a banner saying exactly what was wrong;
  *   2. else the autosave in IndexedDB ⇒ the last completed agent step, restored;
  *   3. else the default preset.
+ * From then on the address bar holds the state's link (addressBar.ts); a link of the experiment
+ * the autosave holds restores the autosave rather than replaying (openLink).
  *
  * Not here: the formats themselves (share.ts, savefile.ts), autosave (autosave.ts, persist.ts) or
  * stepping (session.ts).
@@ -17,10 +19,11 @@ import { findPreset, presetConfig } from '../sat/presets';
 import type { Autosave } from './autosave';
 import { checkInput } from './inputCheck';
 import { serializeExperiment, type ExperimentData, type ParseResult } from './savefile';
-import { decodeShare, encodeShare, makeShareState } from './share';
+import { followAddressBar } from './addressBar';
+import { canonicalJson, decodeShare, encodeShare, makeShareState } from './share';
 import type { Session } from './session';
 import { fileDataOf, sessionOfFile } from './sessionState';
-import { DEFAULT_PRESET } from './store';
+import { DEFAULT_PRESET, setProjector } from './store';
 import { reached, refOf } from './stepRef';
 
 // ── files ─────────────────────────────────────────────────────────────────────────────────────
@@ -74,7 +77,7 @@ export async function shareLink(session: Session): Promise<string> {
   const last = s.partial[s.partial.length - 1];
   const step = last ? refOf(last) : s.stages.length > 0 ? { stage: s.stages.length } : undefined;
   const checkpoints = s.seats.filter((x) => !x.missing).map(({ agent, name, hash, quant }) => ({ agent, name, hash, quant }));
-  const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide, checkpoints }));
+  const hash = await encodeShare(makeShareState(s.config, { preset: s.preset, step, hide: s.hide, checkpoints, projector: s.projector, question: s.question }));
   return `${location.origin}${location.pathname}${location.search}${hash}`;
 }
 
@@ -106,38 +109,84 @@ function exposeHandle(session: Session): void {
   };
 }
 
-/** What opens when the page loads (see the top of this file), then autosave after every step. */
+/** The notice after the autosave was restored: how far the run had come. */
+function restoredNotice(session: Session): void {
+  const s = session.store.getState();
+  session.store.setState({ notice: `Restored your last experiment: ${s.stages.length} stage${s.stages.length === 1 ? '' : 's'}${s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : ''}.` });
+}
+
+/**
+ * Opens a share link (boot, and Back / Forward through the address bar): its settings, hidden
+ * controls and seats, then a replay to its step. When this browser's autosave holds the same
+ * experiment (preset and settings) at or past that step, it is restored instead of replayed —
+ * the address bar always holds the link, so a reload must not cost a language team its run.
+ * A bad link leaves the page as it was and says why; returns whether the link opened.
+ */
+export async function openLink(session: Session, autosave: Autosave | null, hash: string): Promise<boolean> {
+  const store = session.store;
+  const r = await decodeShare(hash);
+  if (!r.ok) {
+    if (r.code !== 'empty') store.setState({ error: r.error });
+    return false;
+  }
+  const preset = r.state.preset ?? DEFAULT_PRESET;
+  const step = r.state.step;
+  store.setState({ hide: r.state.hide, question: r.state.question ?? null });
+  if (r.state.projector) setProjector(true, false); // the link's choice, for this page only
+  const saved = autosave ? await autosave.load() : null;
+  if (saved?.ok && saved.data && saved.data.presetName === preset && canonicalJson(saved.data.config) === canonicalJson(r.config) && !(r.state.checkpoints?.length) && saved.data.stages.length >= (step?.stage ?? 0)) {
+    if (await openData(session, saved.data, 'the autosaved experiment')) {
+      restoredNotice(session);
+      return true;
+    }
+  }
+  session.useLinkSeats(r.state.checkpoints ?? []); // its seats' checkpoints, from this browser's storage (or asked for on the card)
+  await session.openConfig(r.config, preset, 'Opening the shared experiment…');
+  if (step) await session.replayTo(step);
+  const s = store.getState();
+  const needs = s.seats
+    .filter((x) => x.missing)
+    .map((x) => ` It seats checkpoint ${x.name} as agent ${x.agent}, which this browser does not keep: agent ${x.agent} runs the shipped model until you pick that folder on its card.`)
+    .join('');
+  const at = `stage ${s.stages.length}${s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : ''}`;
+  store.setState({
+    notice: (!step
+      ? 'Opened a shared experiment.'
+      : reached(s.stages.length, s.partial, step)
+        ? `Opened a shared experiment and replayed it to stage ${step.stage}${step.agent !== undefined ? `, agent ${step.agent}` : ''}.`
+        : `Opened a shared experiment; its replay to stage ${step.stage} stopped at ${at}. Step on, or Run, from here.`) + needs,
+  });
+  void autosave?.save();
+  return true;
+}
+
+/** The page opened as the lesson-link builder's preview (`?lesson-preview`): it neither autosaves nor writes the address bar. */
+export const isLessonPreview = (): boolean => new URLSearchParams(location.search).has(LESSON_PREVIEW);
+export const LESSON_PREVIEW = 'lesson-preview';
+
+/**
+ * What opens when the page loads (see the top of this file), then autosave after every step; from
+ * then on the address bar follows the state (addressBar.ts). The builder's preview (isLessonPreview)
+ * only opens its link: it must not overwrite the teacher's own autosave.
+ */
 export async function boot(session: Session, autosave: Autosave): Promise<void> {
   exposeHandle(session);
+  if (isLessonPreview()) {
+    if (!(await openLink(session, null, location.hash))) await openDefault(session);
+    return;
+  }
   autosave.attach();
+  await openFirst(session, autosave);
+  followAddressBar(session, () => shareLink(session), async (hash) => {
+    if (hash && hash !== '#') await openLink(session, autosave, hash);
+  });
+}
+
+async function openFirst(session: Session, autosave: Autosave): Promise<void> {
   const store = session.store;
   const hash = location.hash;
   if (hash && hash !== '#') {
-    const r = await decodeShare(hash);
-    if (r.ok) {
-      const preset = r.state.preset ?? DEFAULT_PRESET;
-      store.setState({ hide: r.state.hide });
-      session.useLinkSeats(r.state.checkpoints ?? []); // its seats' checkpoints, from this browser's storage (or asked for on the card)
-      await session.openConfig(r.config, preset, 'Opening the shared experiment…');
-      const step = r.state.step;
-      if (step) await session.replayTo(step);
-      const s = store.getState();
-      const needs = s.seats
-        .filter((x) => x.missing)
-        .map((x) => ` It seats checkpoint ${x.name} as agent ${x.agent}, which this browser does not keep: agent ${x.agent} runs the shipped model until you pick that folder on its card.`)
-        .join('');
-      const at = `stage ${s.stages.length}${s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : ''}`;
-      store.setState({
-        notice: (!step
-          ? 'Opened a shared experiment.'
-          : reached(s.stages.length, s.partial, step)
-            ? `Opened a shared experiment and replayed it to stage ${step.stage}${step.agent !== undefined ? `, agent ${step.agent}` : ''}.`
-            : `Opened a shared experiment; its replay to stage ${step.stage} stopped at ${at}. Step on, or Run, from here.`) + needs,
-      });
-      void autosave.save();
-      return;
-    }
-    if (r.code !== 'empty') store.setState({ error: r.error });
+    if (await openLink(session, autosave, hash)) return;
     await openDefault(session);
     return;
   }
@@ -148,8 +197,7 @@ export async function boot(session: Session, autosave: Autosave): Promise<void> 
   } else if (saved.data) {
     const ok = await openData(session, saved.data, 'the autosaved experiment');
     if (ok) {
-      const s = store.getState();
-      store.setState({ notice: `Restored your last experiment: ${s.stages.length} stage${s.stages.length === 1 ? '' : 's'}${s.partial.length ? ` and ${s.partial.length} agent step${s.partial.length === 1 ? '' : 's'}` : ''}.` });
+      restoredNotice(session);
       return;
     }
     await autosave.clear();

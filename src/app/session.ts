@@ -364,7 +364,7 @@ export class Session {
   }
 
   /** Applies the form: a fresh team from those settings (the previous experiment is dropped). */
-  async applySettings(): Promise<void> {
+  async applySettings(keepPrevious = true): Promise<void> {
     let cfg: Config;
     try {
       cfg = configFromForm(this.state.form);
@@ -372,24 +372,30 @@ export class Session {
       this.store.setState({ error: describeError(e, 'The running experiment was not changed.') });
       return;
     }
+    // The run so far is not thrown away: it stays on the J chart, dashed, until dismissed.
+    const before = this.state.stages;
+    const changed = changedSettings(this.state.applied, formOf(cfg));
     await this.exclusive('loading', async () => {
       this.store.setState({ applied: formOf(cfg), form: formOf(cfg), error: null });
       await this.build(cfg, 'Building the team…');
     });
+    if (keepPrevious && before.length > 0 && this.state.config === cfg) this.store.setState({ previous: { label: `before Apply (${changed || 'same settings'})`, stages: before } });
+    else if (!keepPrevious) this.store.setState({ previous: null });
   }
 
   /** Picks a preset: its settings fill the form and a fresh team is built. */
   async choosePreset(name: string): Promise<void> {
     if (this.busy) return;
     const cfg = presetConfig(findPreset(name).name);
-    this.store.setState({ preset: name, form: formOf(cfg) });
-    await this.applySettings();
+    // A teacher's question belongs to the lesson's preset: another preset drops it.
+    this.store.setState({ preset: name, form: formOf(cfg), ...(name !== this.state.preset ? { question: null } : {}) });
+    await this.applySettings(false); // another game: its J is not comparable with the run before
   }
 
   /** Same settings, fresh team (Reset). */
   async reset(): Promise<void> {
     this.store.setState({ form: this.state.applied });
-    await this.applySettings();
+    await this.applySettings(false);
   }
 
   /** Builds the experiment described by a config without touching the hidden controls (links, restores). */
@@ -738,3 +744,10 @@ function withTranscript(list: readonly TranscriptBatch[], exp: Experiment, step:
   return [...list, batch].slice(-MAX_TRANSCRIPT_BATCHES);
 }
 
+/** The settings an Apply changed, in words ("lr 0.3 → 0.1, deltas → 0.2,0.5"); '' when none. */
+function changedSettings(from: Form, to: Form): string {
+  return (Object.keys(to) as (keyof Form)[])
+    .filter((k) => from[k] !== to[k])
+    .map((k) => `${k} ${from[k] || '—'} → ${to[k] || '—'}`)
+    .join(', ');
+}

@@ -6,7 +6,9 @@
  *
  * `preset` is the base (absent: the defaults), a setting's key overrides it with a typed value,
  * `<key>_hide: true` hides a control or a panel (panels.ts), `step` is a StepRef to replay to, and
- * `checkpoints` (language tasks) names the seats' own checkpoints by folder hash (payloads.ts).
+ * `checkpoints` (language tasks) names the seats' own checkpoints by folder hash (payloads.ts),
+ * `projector: true` opens the page in projector mode (projector.ts), and `question` is a
+ * teacher's own question shown above the preset's (the lesson-link builder writes it).
  * The seed is a setting, so opening a link replays the same run.
  *
  * `decodeShare` never throws and never hangs: sizes are capped before and while inflating, and
@@ -41,6 +43,8 @@ export const MAX_SHARE_HASH_CHARS = 4096;
 export const MAX_SHARE_JSON_BYTES = 16 * 1024;
 /** Longest string (key or value) in a link, in characters: longer than any key, enum option or preset name. */
 export const MAX_SHARE_STRING = 64;
+/** Longest teacher's question a link holds, in characters (two lines of the question box). */
+export const MAX_SHARE_QUESTION = 240;
 /** Controls that are not config keys but may still be hidden with `<name>_hide`: the gallery and the page's panels (panels.ts). */
 export const HIDEABLE_EXTRA = ['preset', ...PANEL_NAMES] as const;
 
@@ -54,6 +58,10 @@ export interface ShareState {
   readonly hide: readonly string[];
   /** Seats on a checkpoint of their own, by agent (language tasks). */
   readonly checkpoints?: readonly ShareCheckpoint[];
+  /** Open in projector mode (absent: the viewer's own choice). */
+  readonly projector?: true;
+  /** A teacher's own question, shown above the preset's (absent: none). */
+  readonly question?: string;
 }
 
 /** A seat's checkpoint as a link records it (payloads.ts): which agent, the folder's hash and name, and how it is stored (absent: q8). */
@@ -181,8 +189,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-function checkString(s: string, what: string): void {
-  if (s.length > MAX_SHARE_STRING) throw new ShareFail('string', `${what} ${quote(s)} is longer than ${MAX_SHARE_STRING} characters.`);
+function checkString(s: string, what: string, max = MAX_SHARE_STRING): void {
+  if (s.length > max) throw new ShareFail('string', `${what} ${quote(s)} is longer than ${max} characters.`);
   if (CONTROL.test(s)) throw new ShareFail('string', `${what} ${quote(s)} contains a control character.`);
 }
 
@@ -199,7 +207,7 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   const entries = Object.entries(obj);
   for (const [k, v] of entries) {
     checkString(k, 'the key');
-    if (typeof v === 'string') checkString(v, `the value of "${k}",`);
+    if (typeof v === 'string') checkString(v, `the value of "${k}",`, k === 'question' ? MAX_SHARE_QUESTION : MAX_SHARE_STRING);
   }
   // The preset first: it is the base every other value is checked against.
   let preset: string | undefined;
@@ -215,9 +223,17 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   const hide: string[] = [];
   let rawStep: unknown;
   let rawCheckpoints: unknown;
+  let projector = false;
+  let question: string | undefined;
   for (const [k, v] of entries) {
     if (k === 'preset') continue;
-    if (k === 'step') {
+    if (k === 'question') {
+      if (typeof v !== 'string' || v.trim() === '') throw new ShareFail('type', `"question" = ${quote(v)} must be a non-empty text of at most ${MAX_SHARE_QUESTION} characters.`);
+      question = v.trim();
+    } else if (k === 'projector') {
+      if (v !== true) throw new ShareFail('type', `"projector" = ${quote(v)} must be true (leave it out for the viewer's own choice).`);
+      projector = true;
+    } else if (k === 'step') {
       rawStep = v;
     } else if (k === 'checkpoints') {
       rawCheckpoints = v;
@@ -231,7 +247,7 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
         throw configFail(e, e instanceof SettingTypeError ? 'type' : 'range');
       }
     } else {
-      throw new ShareFail('unknown-key', `${unknownSetting(k, v).message} A link may also hold "preset", "step", "checkpoints" and "<setting>_hide".`);
+      throw new ShareFail('unknown-key', `${unknownSetting(k, v).message} A link may also hold "preset", "step", "checkpoints", "projector", "question" and "<setting>_hide".`);
     }
   }
   let config: Config;
@@ -242,6 +258,8 @@ function readLinkObject(obj: unknown): { state: ShareState; config: Config } {
   }
   const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: overrides, hide: hide.sort() };
   if (preset !== undefined) state.preset = preset;
+  if (projector) state.projector = true;
+  if (question !== undefined) state.question = question;
   if (rawStep !== undefined) state.step = readStep(rawStep, config);
   if (rawCheckpoints !== undefined) state.checkpoints = readCheckpoints(rawCheckpoints, config);
   return { state, config };
@@ -294,6 +312,8 @@ function linkObject(state: ShareState): Record<string, unknown> {
   for (const [k, v] of Object.entries(state.config)) if (v !== undefined) o[k] = v;
   for (const k of state.hide) o[k + HIDE_SUFFIX] = true;
   if (state.preset !== undefined) o.preset = state.preset;
+  if (state.projector) o.projector = true;
+  if (state.question !== undefined && state.question.trim() !== '') o.question = state.question.trim();
   if (state.step !== undefined) o.step = state.step.agent === undefined ? { stage: state.step.stage } : { stage: state.step.stage, agent: state.step.agent };
   if (state.checkpoints !== undefined && state.checkpoints.length > 0) o.checkpoints = [...state.checkpoints].sort((a, b) => a.agent - b.agent).map(linkCheckpoint);
   return o;
@@ -368,10 +388,12 @@ export async function decodeShare(hash: string): Promise<ShareResult> {
  * The state that shares `config`: only the keys that differ from `preset`'s config (or from the
  * defaults when no preset is named), plus the step and hidden controls.
  */
-export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[] } = {}): ShareState {
+export function makeShareState(config: Config, opts: { preset?: string; step?: StepRef; hide?: readonly string[]; checkpoints?: readonly ShareCheckpoint[]; projector?: boolean; question?: string | null } = {}): ShareState {
   const base = opts.preset !== undefined ? presetConfig(opts.preset) : defaultConfig();
   const state: { -readonly [K in keyof ShareState]: ShareState[K] } = { config: diffConfig(config, base), hide: [...new Set(opts.hide ?? [])].sort() };
   if (opts.preset !== undefined) state.preset = opts.preset;
+  if (opts.projector) state.projector = true;
+  if (opts.question && opts.question.trim() !== '') state.question = opts.question.trim();
   if (opts.step !== undefined) state.step = opts.step;
   if (opts.checkpoints !== undefined && opts.checkpoints.length > 0) state.checkpoints = opts.checkpoints.map(linkCheckpoint);
   return state;

@@ -42,9 +42,9 @@ export const PRESETS: readonly Preset[] = [
     kind: 'tabular',
     name: 'coordination',
     title: 'Lesson: two equally good optima from a symmetric start (why one at a time)',
-    settings: { task: 'penalty', agents: 2, penaltyK: -30, initScale: 0, estimator: 'resample', stages: 20, lr: 0.3, delta: 0.5 },
+    settings: { task: 'penalty', agents: 2, penaltyK: -50, initScale: 0, estimator: 'resample', stages: 20, lr: 1, delta: 0.5, seed: 3 },
     lookFor:
-      'Both agents start uniform; (a, a) and (c, c) pay 10, mixing them costs −30. Moving one at a time, agent 1 answers the move agent 0 just made; moving together (Overlay simultaneous, dashed), both chase the same noisy batch and can pick different optima. Over seeds 1–20 SAT ends at J 6.79 on average, simultaneous at 3.59 (paired difference 3.19 [1.31, 5.07]); J almost never falls under either (1 % of stages), so the difference is where the team ends, not whether it climbs (docs/claims.md, claim 2).',
+      'Both agents start uniform; (a, a) and (c, c) pay 10, mixing them costs −50, the safe (b, b) pays 2. Moving one at a time, agent 1 answers the move agent 0 just made; moving together (Overlay simultaneous, dashed), both chase the same noisy batch and retreat to (b, b). On this seed (3) SAT ends at J ≈ 10 and simultaneous at 2. Not on every seed: over seeds 1–20 SAT reaches an optimum on 19 and simultaneous on 10, so SAT ends more than 5 above on 10 of 20 (docs/claims.md, claim 2).',
   },
   {
     kind: 'tabular',
@@ -83,7 +83,7 @@ export const PRESETS: readonly Preset[] = [
       epochs: 1, maxBacktracks: 0, onExhausted: 'keep', betaAdapt: false, certEpisodes: 64, geoIters: 0,
     },
     lookFor:
-      'Press Sweep δ (or run --sweep delta=0.001,…,0.1): the same tables and seeds at seven radii, one Adam step per update with lr ∝ √δ (0.18 at δ = 0.01, so mean KL ≈ 0.6·δ at every δ), no backtracking, fixed β, on a 4-agent relay with 264 local states. It measures the share of visited states with KL > δ (about 0.19 at every δ) and fits v ≈ c·δ^p with a bootstrap CI over seeds: p = −0.035 [−0.053, −0.019] over 10 seeds — about 0, not the paper\'s +½. With the step scaled to the radius the share past it does not move (docs/method.md §9.2).',
+      'Press Sweep δ (or run --sweep delta=0.001,…,0.1): the same tables and seeds at seven radii, one Adam step per update with lr ∝ √δ (0.18 at δ = 0.01, so mean KL ≈ 0.6·δ at every δ), no backtracking, fixed β, on a 4-agent relay with 264 local states. It measures the share of visited states with KL > δ (most of them in stage 1, the first step from the start; about 0.19 averaged over 5 stages, at every δ) and fits v ≈ c·δ^p with a bootstrap CI over seeds: p ≈ −0.04 over 10 seeds, its interval excluding ½ — about 0, not the paper\'s +½ (docs/claims.md, claim 5: does not hold). With the step scaled to the radius the share past it does not move (docs/method.md §9.2).',
   },
   {
     kind: 'tabular',

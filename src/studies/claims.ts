@@ -15,6 +15,7 @@ import { deltaSweep, SWEEP_DELTAS } from './deltaSweep';
 import { createTabularExperiment, type Experiment, type LmSeat, type ModelLoader, runStages } from '../sat/experiment';
 import { createLlmExperiment } from '../sat/llmExperiment';
 import { presetConfig } from '../sat/presets';
+import { LESSON_GAP, LESSON_OPTIMUM } from './worksheet';
 import type { StageRecord } from '../sat/stage';
 
 export type Verdict = 'holds' | 'does not hold' | 'not established';
@@ -398,10 +399,10 @@ const claim2: ClaimDef = {
     const xs = Array.from({ length: sc.stages + 1 }, (_, k) => k);
     return {
       ...head(this, scale, seeds),
-      setup: `climbing preset (3 agents, exact J), ${stagesWord(sc.stages)}, seeds ${seeds[0]}–${seeds.at(-1)}, three variants on the same seeds${settingsWords(sc.settings)}; naive reuse is exactly the simultaneous update (docs/method.md §3.2), so those two agree. Second game: the coordination lesson preset (penalty game, 2 agents, k = −30, uniform start: (a, a) and (c, c) equally good), SAT vs simultaneous, ${stagesWord(lessonStages)}, the same seeds`,
+      setup: `climbing preset (3 agents, exact J), ${stagesWord(sc.stages)}, seeds ${seeds[0]}–${seeds.at(-1)}, three variants on the same seeds${settingsWords(sc.settings)}; naive reuse is exactly the simultaneous update (docs/method.md §3.2), so those two agree. Second game: the coordination lesson preset (penalty game, 2 agents, k = ${presetConfig('coordination').penaltyK.toString().replace('-', '−')}, uniform start: (a, a) and (c, c) equally good), SAT vs simultaneous, ${stagesWord(lessonStages)}, the same seeds`,
       tests,
       verdict: combineVerdicts(tests.map((x) => x.verdict)),
-      summary: `J fell in ${ci(estimate(falls[0]!))} of stages under SAT, ${ci(estimate(falls[1]!))} under naive and ${ci(estimate(falls[2]!))} under simultaneous; final J ${f3(mean(finals[0]!))} / ${f3(mean(finals[1]!))} / ${f3(mean(finals[2]!))}. On the coordination lesson J fell in ${ci(estimate(lessonFalls[0]!))} of stages under SAT and ${ci(estimate(lessonFalls[1]!))} under simultaneous; final J ${ci(estimate(lessonFinals[0]!))} vs ${ci(estimate(lessonFinals[1]!))}.`,
+      summary: `J fell in ${ci(estimate(falls[0]!))} of stages under SAT, ${ci(estimate(falls[1]!))} under naive and ${ci(estimate(falls[2]!))} under simultaneous; final J ${f3(mean(finals[0]!))} / ${f3(mean(finals[1]!))} / ${f3(mean(finals[2]!))}. On the coordination lesson J fell in ${ci(estimate(lessonFalls[0]!))} of stages under SAT and ${ci(estimate(lessonFalls[1]!))} under simultaneous; final J ${ci(estimate(lessonFinals[0]!))} vs ${ci(estimate(lessonFinals[1]!))}; ${lessonSeeds(lessonFinals[0]!, lessonFinals[1]!, seeds)}.`,
       commands: [
         claimsCommand(2, scale),
         `npm run sat -- --preset climbing --compare resample,naive,simultaneous --seeds ${sc.seeds} --stages ${sc.stages}${setFlags(sc.settings)}`,
@@ -416,6 +417,17 @@ const claim2: ClaimDef = {
     };
   },
 };
+
+/**
+ * The coordination lesson per seed, in the words its preset card uses: on how many seeds each
+ * scheme ends at an optimum (J above LESSON_OPTIMUM) and on how many SAT ends more than LESSON_GAP
+ * above simultaneous — the share the gallery's "what to look for" cites.
+ */
+export function lessonSeeds(sat: readonly number[], sim: readonly number[], seeds: readonly number[]): string {
+  const at = (xs: readonly number[]) => xs.filter((j) => j > LESSON_OPTIMUM).length;
+  const gap = sat.filter((j, i) => j - sim[i]! > LESSON_GAP).length;
+  return `SAT ends at an optimum (J > ${LESSON_OPTIMUM}) on ${at(sat)} of seeds ${seeds[0]}–${seeds.at(-1)} and simultaneous on ${at(sim)}; SAT ends more than ${LESSON_GAP} above simultaneous on ${gap} of ${seeds.length}`;
+}
 
 const ORDERS = ['fixed', 'reverse', 'random', 'greedy'] as const;
 

@@ -24,12 +24,23 @@ export interface WorksheetAnswer {
   readonly facts: Readonly<Record<string, number | string | boolean | null | readonly number[]>>;
 }
 
+/**
+ * What the lesson claims its preset shows on its own settings and default seed: the sentence the
+ * page prints beside the revealed answer, and the check of that answer's facts
+ * (tests/lessons.test.ts runs every preset's on its default seed).
+ */
+export interface LessonClaim {
+  readonly says: string;
+  readonly holds: (facts: WorksheetAnswer['facts']) => boolean;
+}
+
 export interface WorksheetQuestion {
   readonly question: string;
   /** Finished stages the answer reads (1 … stages). */
   readonly stages: number;
   /** The answer from stages 1 … `stages` (the caller checks there are enough). */
   readonly answer: (records: readonly StageRecord[]) => WorksheetAnswer;
+  readonly lesson: LessonClaim;
 }
 
 export type WorksheetResult =
@@ -38,6 +49,11 @@ export type WorksheetResult =
 
 /** ΔJ below this counts as a fall (the CLI's "ΔJ<0 rate" uses the same threshold). */
 export const FALL = -1e-9;
+
+/** The coordination lesson: J above this is an optimum ((a, a) or (c, c) pay 10, the safe (b, b) 2). */
+export const LESSON_OPTIMUM = 9;
+/** The coordination lesson shows when SAT's final J is more than this above simultaneous' (same seed). */
+export const LESSON_GAP = 5;
 
 const num = (r: StageRecord | AgentStepRecord, key: string): number => {
   const v = r.metrics[key];
@@ -127,16 +143,19 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
     question: 'In the first 5 stages, will team J ever fall from one stage to the next? If so, when?',
     stages: 5,
     answer: (rs) => falls(rs, 5),
+    lesson: { says: 'J does not fall in any of the first 5 stages.', holds: (f) => Array.isArray(f.fell) && f.fell.length === 0 },
   },
   climbing2: {
     question: 'How many of the first 5 stages will the certificate certify — a lower bound above 0?',
     stages: 5,
     answer: (rs) => certifiedCount(rs, 5),
+    lesson: { says: 'The certificate certifies at least 4 of the first 5 stages.', holds: (f) => (f.count as number) >= 4 },
   },
   penalty: {
     question: 'Which agent will backtrack first (its update leaving the trust region) — or will none in 5 stages?',
     stages: 5,
     answer: (rs) => firstBacktrack(rs, 5),
+    lesson: { says: 'An agent backtracks already in stage 1: the trust region pushes back at once.', holds: (f) => f.stage === 1 },
   },
   coordination: {
     question: 'After 10 stages, will the team play one of the two optima — J above 9 (of 10)? Then press Overlay simultaneous: will moving together get there too?',
@@ -146,11 +165,13 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
       const at = j > 9;
       return { text: `${at ? 'Yes' : 'No'}: J is ${j.toFixed(3)} after stage 10 (${at ? 'the agents agreed on an optimum' : 'not yet at an optimum of 10'}).`, facts: { j, atOptimum: at } };
     },
+    lesson: { says: 'One at a time the agents agree on an optimum: J above 9 after stage 10 (simultaneous, on this seed, ends at the safe J = 2).', holds: (f) => f.atOptimum === true },
   },
   relay: {
     question: 'Will the certificate hold (lower bound ≤ realised ΔJ) in every one of the first 5 stages?',
     stages: 5,
     answer: (rs) => heldAll(rs, 5),
+    lesson: { says: 'The certificate holds in all of the first 5 stages.', holds: (f) => Array.isArray(f.notHeld) && f.notHeld.length === 0 },
   },
   router: {
     question: 'Over the first 5 stages, whose updates will the trust region push back more often: the router’s (agent 0) or a solver’s?',
@@ -164,6 +185,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
         facts: { agents: b.top, totals: b.totals, rejected: b.rejected },
       };
     },
+    lesson: { says: 'The trust region pushes back on the router and on every solver: each backtracks at least once.', holds: (f) => Array.isArray(f.totals) && f.totals.length > 0 && f.totals.every((t) => t > 0) },
   },
   'random-matrix': {
     question: "In stage 1, which agent's own update will raise team J the most?",
@@ -174,6 +196,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
       if (!Number.isFinite(m.value)) return { text: 'This run does not measure J after each agent (only after the stage), so it cannot say.', facts: { agents: [], dJ: m.values } };
       return { text: `Agent ${m.agents.join(' and ')}: ΔJ_i = ${f3(m.value)} (agents 0…: ${m.values.map(f3).join(', ')}; σ = ${r.order.join('→')}).`, facts: { agents: m.agents, dJ: m.values } };
     },
+    lesson: { says: 'Agent 0, first in σ, raises J the most in stage 1.', holds: (f) => Array.isArray(f.agents) && f.agents.length === 1 && f.agents[0] === 0 },
   },
   order: {
     question: 'Greedy updates first the agent with the largest predicted gain. Which agent goes first in stage 1 — and is it still first in stage 5?',
@@ -183,6 +206,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
       const b = stage(rs, 5).order[0]!;
       return { text: `Agent ${a} went first in stage 1; in stage 5 agent ${b} did${a === b ? ' — the same one' : ''} (σ = ${stage(rs, 1).order.join('→')}, then ${stage(rs, 5).order.join('→')}).`, facts: { first1: a, first5: b, same: a === b } };
     },
+    lesson: { says: 'Greedy puts agent 2 first in stage 1 and again in stage 5.', holds: (f) => f.first1 === 2 && f.first5 === 2 },
   },
   'delta-sweep': {
     question: 'In stage 1, what share of the visited states will end past δ — under 10 %, about a quarter, or most of them?',
@@ -198,6 +222,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
       const share = visits > 0 ? over / visits : 0;
       return { text: `${(100 * share).toFixed(1)} %: ${over} of ${visits} state visits had KL > δ = ${r.steps[0]?.delta ?? '—'} (all agents pooled).`, facts: { share, over, visits } };
     },
+    lesson: { says: 'Most visited states (over half) end past δ in stage 1, the first step from the start (averaged over 5 stages the share is about 0.19).', holds: (f) => (f.share as number) > 0.5 },
   },
   'relay-pnp': {
     question: "Before stage 8 agent 1's seat gets the best response, projected into the trust region. Will J jump at the swap, and will stage 8's certificate hold?",
@@ -212,6 +237,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
         facts: { jump, held },
       };
     },
+    lesson: { says: 'J rises at the swap and stage 8’s certificate holds.', holds: (f) => (f.jump as number) > 0 && f.held === true },
   },
   'arith-team': {
     question: 'After 3 stages, will held-out J be higher than before stage 1?',
@@ -221,6 +247,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
       const j3 = num(stage(rs, 3), 'team/J');
       return { text: `${j3 > j0 ? 'Yes' : 'No'}: J ${f3(j0)} before stage 1, ${f3(j3)} after stage 3 (${j3 - j0 >= 0 ? '+' : ''}${f3(j3 - j0)}; held-out, with sampling noise).`, facts: { j0, j3, higher: j3 > j0 } };
     },
+    lesson: { says: 'Held-out J is higher after stage 3 than before stage 1.', holds: (f) => f.higher === true },
   },
   'arith-single-L': {
     question: "In how many of the first 3 stages will the single model's held-out J rise?",
@@ -229,6 +256,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
       const rose = first(rs, 3).filter((r) => num(r, 'team/dJ') > 0).map((r) => r.stage);
       return { text: `${rose.length} of 3 (stage${rose.length === 1 ? '' : 's'} ${list(rose)}).`, facts: { rose, count: rose.length } };
     },
+    lesson: { says: 'Held-out J rises in at least one of the first 3 stages.', holds: (f) => (f.count as number) >= 1 },
   },
   'plan-team': {
     question: 'Which agent of the chain will backtrack most over the first 3 stages?',
@@ -240,11 +268,13 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
         facts: { agents: b.top, totals: b.totals },
       };
     },
+    lesson: { says: 'No agent of the chain backtracks in the first 3 stages: at δ = 0.1 every step stays inside its trust region.', holds: (f) => Array.isArray(f.agents) && f.agents.length === 0 },
   },
   'plan-team-2': {
     question: 'Will any of the first 3 stages be certified — a lower bound above 0?',
     stages: 3,
     answer: (rs) => certifiedCount(rs, 3),
+    lesson: { says: 'At least one of the first 3 stages is certified.', holds: (f) => (f.count as number) >= 1 },
   },
   'arith-pnp': {
     question: "Agent 1's seat gets the larger M model before stage 3. Will stage 3 need more backtracks than stage 2?",
@@ -259,6 +289,7 @@ export const WORKSHEET: Readonly<Record<string, WorksheetQuestion>> = {
         facts: { b2, b3, more: b3 > b2, swapped },
       };
     },
+    lesson: { says: 'With Stage-0 the swapped-in M model does not cost the team extra backtracks: stage 3 needs no more than stage 2.', holds: (f) => f.swapped === true && f.more === false },
   },
 };
 

@@ -133,6 +133,23 @@ function cpuLabel(why: string): string {
 
 type AnyAgent = TabularSoftmaxAgent | LmSeat | LmAgent<GpuTensors> | ProjectedLmAgent<GpuTensors> | FrozenOnnxAgent;
 
+/** Snapshots whose kept update an agent remembers (a side run takes one; a few spare). */
+const KEPT_AT_MAX = 4;
+
+/** Two FNV-1a hashes over a snapshot's bytes: equal parameters and optimizer state, equal print. */
+function snapshotPrint(s: AgentSnapshot): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193 ^ s.params.length;
+  for (const a of [s.params, s.optim]) {
+    const w = new Uint32Array(a.buffer, a.byteOffset, a.byteLength >>> 2);
+    for (let i = 0; i < w.length; i++) {
+      h1 = Math.imul(h1 ^ w[i]!, 0x01000193);
+      h2 = Math.imul(h2 ^ w[i]!, 0x5bd1e995) ^ (h2 >>> 15);
+    }
+  }
+  return `${(h1 >>> 0).toString(16)}.${(h2 >>> 0).toString(16)}.${s.params.length}.${s.optim.length}`;
+}
+
 export class AgentApi {
   #agent: AnyAgent | null = null;
   /** What `info().backend` says: the CPU, or the WebGPU adapter (and why not, after a fallback). */
@@ -146,6 +163,12 @@ export class AgentApi {
   #kept: KeptUpdate | null = null;
   /** Why there is nothing to inspect, when `#kept` is null. */
   #notKept = 'this agent has not been updated yet: step an agent first.';
+  /**
+   * The kept update at each recent snapshot, by the snapshot's fingerprint: a side run (Check
+   * bound, Compare orders, a language δ sweep) snapshots the team, trains it, and restores that
+   * snapshot — the parameters are then those the kept update describes, so it is kept again.
+   */
+  #keptAt = new Map<string, KeptUpdate>();
   /** An ONNX seat's card facts (null for other agents). */
   #onnx: OnnxSeatInfo | null = null;
   /** A shipped model on the CPU: what `warmUp` builds its scratch copy from, while that agent is seated. */
@@ -437,12 +460,21 @@ export class AgentApi {
   }
 
   async snapshot(): Promise<AgentSnapshot> {
-    return this.#call((a) => a.snapshot());
+    return this.#call(async (a) => {
+      const s = await a.snapshot();
+      if (this.#kept) {
+        if (this.#keptAt.size >= KEPT_AT_MAX) this.#keptAt.delete(this.#keptAt.keys().next().value!);
+        this.#keptAt.set(snapshotPrint(s), this.#kept);
+      }
+      return s;
+    });
   }
 
   async restore(s: AgentSnapshot): Promise<void> {
+    const back = this.#keptAt.get(snapshotPrint(s)) ?? null;
     this.#forget('its parameters were restored from a snapshot since (a restore or a recovery); step it again to inspect.');
-    return this.#call((a) => a.restore(s));
+    await this.#call((a) => a.restore(s));
+    if (back) this.#kept = back; // the very parameters the kept update was inspected at
   }
 
   async interpolate(from: AgentSnapshot, f: number): Promise<void> {

@@ -9,7 +9,8 @@
  * - The game view moves as you step; Overlay simultaneous draws the same seed's other run.
  * - Numbers true: a stage in which every agent was rejected (router, stage 1) draws ΔJ as 0, says
  *   why nothing moved, and the J axis never repeats a label; the backend line with and without
- *   cross-origin isolation (the headers stripped in the browser); the address bar after Copy link;
+ *   cross-origin isolation (the headers stripped in the browser); the address bar after Copy link
+ *   and after the next step;
  *   scheme = simultaneous stepped and shown as one joint step.
  * - The stage table of a 4-agent team fits the content column at 1024×768.
  * - A lesson layout: `<panel>_hide` link flags take panels away.
@@ -32,10 +33,10 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { term } from '../../src/app/charts/fmt';
-import { encodeShare, makeShareState } from '../../src/app/share';
+import { decodeShare, encodeShare, makeShareState } from '../../src/app/share';
 import { agentColor } from '../../src/app/theme';
 import { presetConfig } from '../../src/sat/presets';
-import { agentWorkers, playgroundForFile, points, ROOT, settled } from './harness';
+import { agentWorkers, inViewport, playgroundForFile, points, ROOT, settled, stepStages } from './harness';
 
 const pg = playgroundForFile();
 
@@ -48,22 +49,6 @@ async function link(preset: string, overrides: Record<string, unknown> = {}, opt
   return encodeShare(makeShareState(presetConfig(preset, overrides), { preset, ...opts }));
 }
 
-async function stepStages(p: Page, n: number): Promise<void> {
-  const start = await p.locator('[data-testid="stage-row"]').count();
-  for (let k = 1; k <= n; k++) {
-    await p.getByTestId('step-stage').click();
-    await p.waitForFunction((want) => document.querySelectorAll('[data-testid="stage-row"]').length === want, start + k);
-    await settled(p);
-  }
-}
-
-/** The element's box lies inside the viewport (its top and bottom both on the first screen). */
-async function inViewport(p: Page, testid: string, height: number): Promise<void> {
-  const box = await p.getByTestId(testid).first().boundingBox();
-  expect(box, testid).not.toBeNull();
-  expect(box!.y, `${testid} top`).toBeGreaterThanOrEqual(0);
-  expect(box!.y + box!.height, `${testid} bottom (${box!.y + box!.height} > ${height})`).toBeLessThanOrEqual(height);
-}
 
 /** Serious and critical axe-core violations, each with the elements it names (so a failure says where). */
 async function axe(p: Page): Promise<{ id: string; impact: string; nodes: string[] }[]> {
@@ -211,7 +196,7 @@ describe('the first five minutes', () => {
     await p.context().close();
   });
 
-  it('Copy link writes the address bar too; the next step clears it', async () => {
+  it('Copy link writes the address bar too; the next step writes its own link there', async () => {
     const p = await pg().freshPage();
     await p.context().grantPermissions(['clipboard-read', 'clipboard-write']);
     await open(p);
@@ -223,7 +208,9 @@ describe('the first five minutes', () => {
     expect(await p.evaluate(() => navigator.clipboard.readText())).toBe(shared);
     await p.getByTestId('step-agent').click();
     await settled(p);
-    expect(new URL(p.url()).hash).toBe('');
+    await p.waitForFunction((old) => location.href !== old, shared);
+    const r = await decodeShare(new URL(p.url()).hash);
+    expect(r.ok && r.state.step).toEqual({ stage: 2, agent: 0 });
     await p.context().close();
   });
 

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { ensureChromium } from '../../scripts/ensure-chromium.mjs';
 import { presetConfig } from '../../src/sat/presets';
 
@@ -206,4 +206,52 @@ export function agentWorkers(p: Page): ReturnType<Page['workers']> {
 /** Number of plotted points a chart reports (data-points). */
 export async function points(p: Page, id: string): Promise<number> {
   return Number(await p.getByTestId(id).getAttribute('data-points'));
+}
+
+/** One visible text run on the first screen: its computed font size and where it is. */
+export interface TextSize {
+  readonly size: number;
+  readonly text: string;
+  readonly where: string;
+}
+
+/**
+ * The computed font size of every non-empty text node drawn inside the viewport (HTML and SVG
+ * alike; screen-reader-only text and hidden elements left out), for the readability checks.
+ */
+export async function textSizes(p: Page): Promise<TextSize[]> {
+  return p.evaluate(() => {
+    const out: { size: number; text: string; where: string }[] = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const t = n.textContent?.trim();
+      const el = n.parentElement;
+      if (!t || !el || el.closest('.sr-only, script, style, option') || !el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      const b = range.getBoundingClientRect();
+      if (b.width === 0 || b.height === 0 || b.bottom <= 0 || b.top >= innerHeight || b.right <= 0 || b.left >= innerWidth) continue;
+      const cls = el.getAttribute('class')?.split(' ')[0];
+      out.push({ size: parseFloat(getComputedStyle(el).fontSize), text: t.slice(0, 40), where: `${el.tagName.toLowerCase()}${cls ? `.${cls}` : ''} at y ${Math.round(b.top)}` });
+    }
+    return out;
+  });
+}
+
+/** Clicks Step stage n times, each time until the stage table has one more row and the page settled. */
+export async function stepStages(p: Page, n: number): Promise<void> {
+  const start = await p.locator('[data-testid="stage-row"]').count();
+  for (let k = 1; k <= n; k++) {
+    await p.getByTestId('step-stage').click();
+    await p.waitForFunction((want) => document.querySelectorAll('[data-testid="stage-row"]').length === want, start + k);
+    await settled(p);
+  }
+}
+
+/** The element's box lies inside the viewport (its top and bottom both on the first screen). */
+export async function inViewport(p: Page, testid: string, height: number): Promise<void> {
+  const box = await p.getByTestId(testid).first().boundingBox();
+  expect(box, testid).not.toBeNull();
+  expect(box!.y, `${testid} top`).toBeGreaterThanOrEqual(0);
+  expect(box!.y + box!.height, `${testid} bottom (${box!.y + box!.height} > ${height})`).toBeLessThanOrEqual(height);
 }

@@ -70,7 +70,7 @@ describe('playground page in Chromium', () => {
     expect(await page.getByTestId('team-summary').innerText()).toMatch(/agent 0.*agent 1.*agent 2/s);
     expect(agentWorkers(page).length).toBe(0);
     expect(await page.getByTestId('backend').innerText()).toBe('3 agents in this tab · tables in TypeScript');
-    expect(await page.getByTestId('agent-0-backend').textContent()).toMatch(/cpu/i); // in the folded team builder
+    expect(await page.getByTestId('agent-0-backend').textContent()).toBe('tables in TypeScript'); // in the folded team builder, in the header's words
     expect(await stepsInTimeline(page)).toBe(0);
   });
 
@@ -191,7 +191,7 @@ describe('playground page in Chromium', () => {
     expect(agentWorkers(p).length).toBe(3);
     // backend = auto on a machine whose only WebGPU adapter is software: the CPU, and the page says why.
     // Said once, short; the reason is on hover.
-    expect(await p.getByTestId('agent-0-backend').innerText()).toBe('cpu (TypeScript)');
+    expect(await p.getByTestId('agent-0-backend').innerText()).toMatch(/^(WebAssembly SIMD kernels|CPU kernels in TypeScript \(no WebAssembly SIMD here\))$/); // the header's words
     expect(await p.getByTestId('agent-0-backend').getAttribute('title')).toMatch(/cpu \(TypeScript\) — the only WebGPU adapter is a software one/);
     await p.getByTestId('step-agent').click();
     await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 1, undefined, { timeout: 180_000 });
@@ -268,7 +268,7 @@ describe('playground page in Chromium', () => {
     await settled(p);
     expect(await p.getByTestId('backend').innerText()).toMatch(/^2 Web Workers · WebGPU, /);
     for (const i of [0, 1]) {
-      expect(await p.getByTestId(`agent-${i}-backend`).innerText()).toMatch(/^webgpu/);
+      expect(await p.getByTestId(`agent-${i}-backend`).innerText()).toMatch(/^WebGPU/);
       expect(await p.getByTestId(`agent-${i}-memory`).innerText()).toMatch(/^GPU \d/);
     }
     await p.getByTestId('step-stage').click();
@@ -291,7 +291,7 @@ describe('playground page in Chromium', () => {
     await p.getByTestId('step-agent').click();
     await p.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 2, undefined, { timeout: 180_000 });
     await settled(p);
-    expect(await p.getByTestId('agent-1-backend').innerText()).toMatch(/^webgpu/);
+    expect(await p.getByTestId('agent-1-backend').innerText()).toMatch(/^WebGPU/);
     await p.context().close();
   }, 600_000);
 

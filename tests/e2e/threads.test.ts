@@ -101,7 +101,7 @@ describe('CPU threads in the page', () => {
     const t = await agentThreads(p);
     expect(t.threads).toBe(1);
     expect(t.why).toMatch(/no SharedArrayBuffer/);
-    expect(await p.getByTestId('agent-0-backend').innerText()).toBe('cpu (TypeScript)');
+    expect(await p.getByTestId('agent-0-backend').innerText()).toBe('WebAssembly SIMD kernels'); // the header's words
     expect(await p.getByTestId('agent-0-backend').getAttribute('title')).toMatch(/one CPU thread: no SharedArrayBuffer/);
     expect(infos.some((x) => /one thread: no SharedArrayBuffer/.test(x)), infos.join('\n')).toBe(true);
     await stepAgent(p);

@@ -105,8 +105,8 @@ export const AdvantageChart = memo(function AdvantageChart({ step, mode, default
       {(w, picked) => (
         <BarChart width={w} height={height} data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }} barCategoryGap={1} className={picked === 'bars' ? 'highlighted' : undefined}>
           <CartesianGrid stroke={GRID} vertical={false} />
-          <XAxis dataKey="mid" type="number" domain={[lo, hi]} ticks={ticks} tickFormatter={(v: number) => short(v)} stroke={MUTED_INK} fontSize={12} tickLine={false} />
-          <YAxis allowDecimals={false} width={40} stroke={MUTED_INK} fontSize={12} />
+          <XAxis dataKey="mid" type="number" domain={[lo, hi]} ticks={ticks} tickFormatter={(v: number) => short(v)} stroke={MUTED_INK} fontSize={13} tickLine={false} />
+          <YAxis allowDecimals={false} width={40} stroke={MUTED_INK} fontSize={13} />
           <Tooltip content={<AdvTooltip />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
           <Bar dataKey="count" fill={color} stroke={picked === 'bars' ? INK : undefined} strokeWidth={picked === 'bars' ? 2 : 0} isAnimationActive={false} />
         </BarChart>

@@ -96,9 +96,9 @@ export const BetaChart = memo(function BetaChart({ records, current, nAgents, wi
       {(w, picked) => (
         <ComposedChart width={w} height={height} data={rows} margin={{ top: 8, right: 8, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} vertical={false} />
-          <XAxis dataKey="i" type="number" domain={[0.5, rows.length + 0.5]} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
-          <YAxis yAxisId="beta" scale={logScale ? 'log' : 'auto'} domain={logScale ? ['auto', 'auto'] : [0, 'auto']} tickFormatter={(v: number) => sci(v)} width={52} stroke={MUTED_INK} fontSize={12} />
-          <YAxis yAxisId="bt" orientation="right" allowDecimals={false} domain={[0, maxBt * 2]} width={28} stroke={MUTED_INK} fontSize={12} />
+          <XAxis dataKey="i" type="number" domain={[0.5, rows.length + 0.5]} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={13} />
+          <YAxis yAxisId="beta" scale={logScale ? 'log' : 'auto'} domain={logScale ? ['auto', 'auto'] : [0, 'auto']} tickFormatter={(v: number) => sci(v)} width={52} stroke={MUTED_INK} fontSize={13} />
+          <YAxis yAxisId="bt" orientation="right" allowDecimals={false} domain={[0, maxBt * 2]} width={28} stroke={MUTED_INK} fontSize={13} />
           <Tooltip content={<BTooltip />} />
           <Bar yAxisId="bt" dataKey="backtracks" shape={barShape(picked)} isAnimationActive={false} />
           {agents.map((j) => (

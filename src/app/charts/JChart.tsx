@@ -133,7 +133,7 @@ function JPlot({ s, width, height, lastX, picked }: { s: JSeries; width: number;
             <line key={t} x1={left} x2={right} y1={y(t)} y2={y(t)} stroke={GRID} />
           ))}
         </g>
-        <g className="j-y-axis" fontSize={12} fill={MUTED_INK}>
+        <g className="j-y-axis" fontSize={13} fill={MUTED_INK}>
           <line x1={left} x2={left} y1={top} y2={bottom} stroke={MUTED_INK} />
           {s.ticks.map((t, k) => (
             <text key={t} className="j-tick-value" x={left - 8} y={y(t)} textAnchor="end" dominantBaseline="middle">
@@ -141,7 +141,7 @@ function JPlot({ s, width, height, lastX, picked }: { s: JSeries; width: number;
             </text>
           ))}
         </g>
-        <g className="j-x-axis" fontSize={12} fill={MUTED_INK}>
+        <g className="j-x-axis" fontSize={13} fill={MUTED_INK}>
           <line x1={left} x2={right} y1={bottom} y2={bottom} stroke={MUTED_INK} />
           {stageTicks(x0, lastX).map((t) => (
             <text key={t} className="j-tick-value" x={x(t)} y={bottom + 16} textAnchor="middle">
@@ -228,6 +228,11 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
             held in {kOfN(s.heldCount, s.checkedCount)}
             {s.checkedCount < s.stages && <> ({s.stages - s.checkedCount} not checked or undecided)</>}
           </span>
+          {s.flat && (
+            <span className="muted" data-testid="j-flat" title="Every J so far rounds to the same value at 3 decimals">
+              no change
+            </span>
+          )}
           {overlay && overlay.stages.length > 0 && (
             <span data-testid="j-overlay">
               <svg width="22" height="8" aria-hidden="true">

@@ -106,12 +106,12 @@ export const KlChart = memo(function KlChart({ step, alpha, perDecade = 4, width
         h && (
           <BarChart width={w} height={height} data={h.rows} margin={{ top: 16, right: 16, bottom: 4, left: 4 }} barCategoryGap={1}>
             <CartesianGrid stroke={GRID} vertical={false} />
-            <XAxis dataKey="mid" type="number" domain={[lo, hi]} ticks={ticks} tickFormatter={decade} stroke={MUTED_INK} fontSize={12} tickLine={false} />
-            <YAxis allowDecimals={false} width={40} stroke={MUTED_INK} fontSize={12} />
+            <XAxis dataKey="mid" type="number" domain={[lo, hi]} ticks={ticks} tickFormatter={decade} stroke={MUTED_INK} fontSize={13} tickLine={false} />
+            <YAxis allowDecimals={false} width={40} stroke={MUTED_INK} fontSize={13} />
             <Tooltip content={<KlTooltip />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
             <Bar dataKey="count" shape={shapeFor(picked)} isAnimationActive={false} />
-            {Number.isFinite(h.logDelta) && <ReferenceLine x={h.logDelta} stroke={INK} strokeWidth={picked === 'delta' ? 4 : 1.5} label={{ value: 'δ', position: 'top', fill: INK, fontSize: 12 }} />}
-            {Number.isFinite(h.logQ) && <ReferenceLine x={h.logQ} stroke={INK} strokeWidth={picked === 'q' ? 4 : 1} strokeDasharray="4 3" label={{ value: 'q', position: 'insideTopLeft', fill: MUTED_INK, fontSize: 12 }} />}
+            {Number.isFinite(h.logDelta) && <ReferenceLine x={h.logDelta} stroke={INK} strokeWidth={picked === 'delta' ? 4 : 1.5} label={{ value: 'δ', position: 'top', fill: INK, fontSize: 13 }} />}
+            {Number.isFinite(h.logQ) && <ReferenceLine x={h.logQ} stroke={INK} strokeWidth={picked === 'q' ? 4 : 1} strokeDasharray="4 3" label={{ value: 'q', position: 'insideTopLeft', fill: MUTED_INK, fontSize: 13 }} />}
           </BarChart>
         )
       }

@@ -105,8 +105,8 @@ export const OrderChart = memo(function OrderChart({ series, form = 'chosen', wi
       {(w, picked) => (
         <LineChart width={w} height={height} data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} vertical={false} />
-          <XAxis dataKey="stage" type="number" domain={spread === 0 ? ['dataMin', 'dataMax'] : [(m: number) => m - 0.5, (m: number) => m + 0.5]} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={12} />
-          <YAxis domain={['auto', 'auto']} tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={12} />
+          <XAxis dataKey="stage" type="number" domain={spread === 0 ? ['dataMin', 'dataMax'] : [(m: number) => m - 0.5, (m: number) => m + 0.5]} allowDecimals={false} tickLine={false} stroke={MUTED_INK} fontSize={13} />
+          <YAxis domain={['auto', 'auto']} tickFormatter={(v: number) => fixed3(v)} width={56} stroke={MUTED_INK} fontSize={13} />
           <Tooltip content={<OTooltip names={names} />} />
           {series.map((s, k) => (
             <Line key={k} data={dataOf(k)} dataKey={`s${k}`} name={s.label} stroke={teamSeries(k).stroke} strokeDasharray={teamSeries(k).dash} strokeWidth={picked === `s${k}` ? 3.5 : 1.75} className={picked === `s${k}` ? 'highlighted' : undefined} dot={dotFor(k)} connectNulls isAnimationActive={false}>

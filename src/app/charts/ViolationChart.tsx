@@ -143,10 +143,10 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
       {(w, picked) => (
         <ComposedChart width={w} height={height} margin={{ top: 8, right: 16, bottom: 4, left: 4 }}>
           <CartesianGrid stroke={GRID} />
-          <XAxis dataKey="delta" type="number" scale="log" domain={xScale!.domain} ticks={xScale!.ticks} allowDataOverflow tickFormatter={(v: number) => sci(v)} stroke={MUTED_INK} fontSize={12} name="δ" />
-          <YAxis dataKey="rate" type="number" scale="log" domain={yScale!.domain} ticks={yScale!.ticks} allowDataOverflow tickFormatter={(v: number) => sci(v)} width={52} stroke={MUTED_INK} fontSize={12} name="violation rate" />
+          <XAxis dataKey="delta" type="number" scale="log" domain={xScale!.domain} ticks={xScale!.ticks} allowDataOverflow tickFormatter={(v: number) => sci(v)} stroke={MUTED_INK} fontSize={13} name="δ" />
+          <YAxis dataKey="rate" type="number" scale="log" domain={yScale!.domain} ticks={yScale!.ticks} allowDataOverflow tickFormatter={(v: number) => sci(v)} width={52} stroke={MUTED_INK} fontSize={13} name="violation rate" />
           <Tooltip content={<VTooltip />} />
-          <Legend verticalAlign="top" height={22} iconSize={10} wrapperStyle={{ fontSize: 12 }} />
+          <Legend verticalAlign="top" height={22} iconSize={10} wrapperStyle={{ fontSize: 13 }} />
           {sources.map((src, k) => (
             <Scatter
               key={src}

@@ -114,7 +114,7 @@ function Tick({ x, y, payload, rows }: { x?: number | string; y?: number | strin
   const lines = row?.agent ? [`agent ${row.agent.index}`, ...TICK_LINES.agent] : kind ? ((crowded && CROWDED_LINES[kind]) || TICK_LINES[kind]) : [String(payload?.value ?? '')];
   const diagnostic = kind === 'insample' || kind === 'agent';
   return (
-    <text x={Number(x)} y={Number(y)} textAnchor="middle" fontSize={crowded ? 10 : 11} fill={row?.agent ? agentColor(row.agent.index) : diagnostic ? MUTED_INK : INK} fontStyle={diagnostic ? 'italic' : undefined}>
+    <text x={Number(x)} y={Number(y)} textAnchor="middle" fontSize={13} fill={row?.agent ? agentColor(row.agent.index) : diagnostic ? MUTED_INK : INK} fontStyle={diagnostic ? 'italic' : undefined}>
       {lines.map((l, k) => (
         <tspan key={k} x={Number(x)} dy={k === 0 ? '0.9em' : '1.1em'}>
           {l}
@@ -287,12 +287,12 @@ export const WaterfallChart = memo(function WaterfallChart({ record, form = 'cho
               </pattern>
             </defs>
             <CartesianGrid stroke={GRID} vertical={false} />
-            <XAxis dataKey="label" tickLine={false} stroke={MUTED_INK} fontSize={12} interval={0} height={46} tick={<Tick rows={wf.rows} />} />
-            <YAxis tickFormatter={(v: number) => term(v)} width={64} stroke={MUTED_INK} fontSize={12} {...(wf.rows.every((r) => r.value === 0 || !Number.isFinite(r.value)) ? { domain: [-1, 1], ticks: [-1, 0, 1] } : {})} />
+            <XAxis dataKey="label" tickLine={false} stroke={MUTED_INK} fontSize={13} interval={0} height={46} tick={<Tick rows={wf.rows} />} />
+            <YAxis tickFormatter={(v: number) => term(v)} width={64} stroke={MUTED_INK} fontSize={13} {...(wf.rows.every((r) => r.value === 0 || !Number.isFinite(r.value)) ? { domain: [-1, 1], ticks: [-1, 0, 1] } : {})} />
             <ReferenceLine y={0} stroke={MUTED_INK} />
             <Tooltip content={<WfTooltip wf={wf} />} cursor={{ fill: 'rgba(0,0,0,0.04)' }} />
             <Bar dataKey="range" shape={shapeFor(wf.held, hatch, picked)} isAnimationActive={false}>
-              <LabelList dataKey="value" position="top" fontSize={wf.agentShares ? 10 : 11} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
+              <LabelList dataKey="value" position="top" fontSize={13} fill={INK} formatter={(v: unknown) => (typeof v === 'number' ? term(v) : '')} />
             </Bar>
           </BarChart>
         )

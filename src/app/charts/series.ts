@@ -200,10 +200,14 @@ export interface JSeries {
   readonly stages: number;
   /** Stages whose bound is vacuous (below −span). */
   readonly vacuous: number;
+  /** Every J (and the overlay's) rounds to one value at 3 decimals: drawn as a flat line, "no change". */
+  readonly flat: boolean;
 }
 
 /** The J axis's least height: five ticks 0.001 or more apart, so distinct at J's 3 decimals. */
 export const J_MIN_SPAN = 0.006;
+/** Half the rounding of J's 3 decimals: values closer than this to one another print the same. */
+const J_ROUNDING = 5e-4;
 
 /**
  * J per stage with its band, the certified floor, and per stage whether the certificate held
@@ -250,12 +254,16 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     lo = Math.min(lo, v);
     hi = Math.max(hi, v);
   }
-  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, checkedCount: 0, certifiedCount: 0, stages: 0, vacuous: 0 };
+  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, checkedCount: 0, certifiedCount: 0, stages: 0, vacuous: 0, flat: false };
+  const js = [...raw.map((r) => r.j), ...other.values()];
+  const flat = raw.length > 1 && Math.max(...js) - Math.min(...js) < J_ROUNDING;
   const reach = Math.max(hi - lo, (opts.span ?? 0) / 4, 0.1);
   const allowed = lo - reach;
   for (const r of raw) if (r.floor !== null && Number.isFinite(r.floor) && r.floor >= allowed) lo = Math.min(lo, r.floor);
-  // At least J_MIN_SPAN tall: the ticks, printed to 3 decimals, then never repeat a label.
-  const pad = Math.max((hi - lo) * 0.04, (J_MIN_SPAN - (hi - lo)) / 2, 1e-3);
+  // At least J_MIN_SPAN tall: the ticks, printed to 3 decimals, then never repeat a label. A flat
+  // J gets an axis a quarter of J's range tall (at least 0.1), so no rounding wiggle looks like a result.
+  const minSpan = flat ? Math.max(0.1, (opts.span ?? 0) / 4) : J_MIN_SPAN;
+  const pad = Math.max((hi - lo) * 0.04, (minSpan - (hi - lo)) / 2, 1e-3);
   const nice = niceScale(lo - pad, hi + pad);
   const domain = nice.domain;
   let clipped = 0;
@@ -268,7 +276,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
   const staged = rows.filter((r) => r.held !== null);
   return {
     rows, domain, ticks: nice.ticks, clipped,
-    overlay,
+    overlay, flat,
     heldCount: staged.filter((r) => r.held === 'held').length,
     checkedCount: staged.filter((r) => r.held === 'held' || r.held === 'not held').length,
     certifiedCount: staged.filter((r) => r.certified).length,

@@ -111,6 +111,7 @@ export function ChartsPanel() {
   const status = usePlayground((s) => s.status);
   const frames = usePlayground((s) => s.frames);
   const simultaneous = usePlayground((s) => s.simultaneous);
+  const previous = usePlayground((s) => s.previous);
   const hide = usePlayground((s) => s.hide);
   const [form, setForm] = useState<CertForm | null>(null);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
@@ -149,9 +150,11 @@ export function ChartsPanel() {
   // Each chart's element is kept while its inputs are the same, so a render of this panel for
   // something else (the status flipping to busy and back around every step) redraws none of them,
   // and an off-screen gate does not count an unchanged chart as lagging.
-  const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />, [firstRecords, certForm, span, j0?.ci, simultaneous]);
+  // One dashed run at a time: the simultaneous one when asked for, else the run before the last Apply.
+  const overlay = simultaneous ?? previous;
+  const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={overlay ?? undefined} />, [firstRecords, certForm, span, j0?.ci, overlay]);
   const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} still={running} /> : null), [game, frame, where, running]);
-  const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} />, [stages, llm, cfg]);
+  const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} span={span} lowestJ={llm ? 0 : null} />, [stages, llm, cfg, span]);
   const gamma = cfg?.gamma ?? 0;
   const deltaConf = cfg?.deltaConf ?? 0;
   const aClip = cfg?.aClip ?? 0;
@@ -177,11 +180,21 @@ export function ChartsPanel() {
           {on('j') && (
             <div className="chart-with-action" data-panel="j">
               {jChart}
-              {cfg.scheme === 'sequential' && (
+              {(cfg.scheme === 'sequential' || previous) && (
                 <div className="chart-actions">
-                  <button type="button" className="small" data-testid="compare-simultaneous" disabled={busy || llm || simultaneous !== null} onClick={() => void compareSimultaneous(session)} title={compareSimultaneousTitle(cfg)}>
+                  {previous && !simultaneous && stagesNow.length === 0 && (
+                    <span className="muted" data-testid="previous-kept">
+                      Kept: the run {previous.label} ({previous.stages.length} stage{previous.stages.length === 1 ? '' : 's'}, J {previous.stages[previous.stages.length - 1]!.jAfter.toFixed(3)}), drawn dashed once this run has a stage.
+                    </span>
+                  )}
+                  {previous && !simultaneous && (
+                    <button type="button" className="small" data-testid="dismiss-previous" onClick={() => usePlayground.setState({ previous: null })} title={`The run before your last Apply, ${previous.stages.length} stage${previous.stages.length === 1 ? '' : 's'}, drawn dashed`}>
+                      Dismiss the run before Apply ×
+                    </button>
+                  )}
+                  {cfg.scheme === 'sequential' && <button type="button" className="small" data-testid="compare-simultaneous" disabled={busy || llm || simultaneous !== null} onClick={() => void compareSimultaneous(session)} title={compareSimultaneousTitle(cfg)}>
                     {simultaneous ? 'Simultaneous shown (dashed)' : 'Overlay simultaneous'}
-                  </button>
+                  </button>}
                 </div>
               )}
             </div>

@@ -42,17 +42,17 @@ export function ClaimPlotChart({ plot, width, height, tooltip = true }: ClaimPlo
       <XAxis
         dataKey="x" type="number" scale={plot.xLog ? 'log' : 'linear'} domain={domain} allowDataOverflow
         ticks={xTicks} tickFormatter={(v: number) => (cats ? (cats[v] ?? '') : tickText(v))}
-        stroke={MUTED_INK} fontSize={12}
-        label={{ value: plot.xLabel, position: 'insideBottom', offset: -10, fontSize: 12, fill: MUTED_INK }}
+        stroke={MUTED_INK} fontSize={13}
+        label={{ value: plot.xLabel, position: 'insideBottom', offset: -10, fontSize: 13, fill: MUTED_INK }}
       />
-      <YAxis type="number" domain={[yTicks[0]!, yTicks.at(-1)!]} ticks={yTicks} allowDataOverflow tickFormatter={tickText} stroke={MUTED_INK} fontSize={12} width={56}
-        label={{ value: plot.yLabel, angle: -90, position: 'insideLeft', fontSize: 12, fill: MUTED_INK, style: { textAnchor: 'middle' } }} />
+      <YAxis type="number" domain={[yTicks[0]!, yTicks.at(-1)!]} ticks={yTicks} allowDataOverflow tickFormatter={tickText} stroke={MUTED_INK} fontSize={13} width={56}
+        label={{ value: plot.yLabel, angle: -90, position: 'insideLeft', fontSize: 13, fill: MUTED_INK, style: { textAnchor: 'middle' } }} />
       {tooltip && (
         <Tooltip formatter={(v: unknown) => (typeof v === 'number' ? f3(v) : String(v))} labelFormatter={(v: unknown) => (cats ? (cats[Number(v)] ?? String(v)) : `${plot.xLabel} ${String(v)}`)} />
       )}
-      <Legend verticalAlign="top" height={24} iconSize={10} wrapperStyle={{ fontSize: 12 }} />
+      <Legend verticalAlign="top" height={24} iconSize={10} wrapperStyle={{ fontSize: 13 }} />
       {plot.refs.map((r) => (
-        <ReferenceLine key={r.label} y={r.y} stroke={MUTED_INK} strokeDasharray="2 3" label={{ value: r.label, position: 'insideTopRight', fontSize: 11, fill: MUTED_INK }} />
+        <ReferenceLine key={r.label} y={r.y} stroke={MUTED_INK} strokeDasharray="2 3" label={{ value: r.label, position: 'insideTopRight', fontSize: 13, fill: MUTED_INK }} />
       ))}
       {plot.series.map((s, i) => (
         <Line

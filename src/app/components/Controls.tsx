@@ -30,7 +30,10 @@ const GROUPS: readonly { group: Group; title: string; open: boolean }[] = [
 ];
 
 
-export const tooltip = (key: ConfigKey): string => `${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
+export const tooltip = (key: ConfigKey): string => `${key}: ${CONFIG[key].doc} Allowed: ${describeAllowed(CONFIG[key])}.`;
+
+/** A setting's label in words ("taskSeed" → "task seed", "penaltyK" → "penalty k"); the key itself is in the tooltip and the link. */
+export const labelWords = (key: string): string => key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
 
 /** One setting; disabled with the fieldset around all of them, so the status flipping redraws none. */
 const FieldControl = memo(function FieldControl({ k }: { k: ConfigKey }) {
@@ -52,13 +55,16 @@ const FieldControl = memo(function FieldControl({ k }: { k: ConfigKey }) {
     );
   } else if (f.type === 'bool') {
     input = <input {...common} type="checkbox" checked={value === 'true'} onChange={(e) => setField(k, e.target.checked ? 'true' : 'false')} />;
+  } else if (f.type === 'int' || f.type === 'float') {
+    // A number box: the browser's own keyboard and stepper; parseConfig still checks the range on Apply.
+    input = <input {...common} type="number" step={f.type === 'int' ? 1 : 'any'} min={f.min} max={f.max} value={value} onChange={(e) => setField(k, e.target.value)} />;
   } else {
-    input = <input {...common} type="text" inputMode={f.type === 'int' ? 'numeric' : 'decimal'} spellCheck={false} value={value} onChange={(e) => setField(k, e.target.value)} />;
+    input = <input {...common} type="text" spellCheck={false} value={value} onChange={(e) => setField(k, e.target.value)} />;
   }
   return (
     <label className={`field field-${f.type}${changed ? ' changed' : ''}`} title={tooltip(k)}>
-      <span className="field-label">
-        {k}
+      <span className="field-label" data-key={k}>
+        {labelWords(k)}
         {changed && <span className="changed-dot" aria-label="changed, not applied" />}
       </span>
       {input}
@@ -80,11 +86,17 @@ const FIELDSET_STYLE = { display: 'flex', flexDirection: 'column', gap: 8, borde
 function Worksheet({ preset }: { preset: string }) {
   const [shown, setShown] = useState(false);
   const stages = usePlayground((s) => s.stages);
+  const teacher = usePlayground((s) => s.question);
   const q = WORKSHEET[preset];
   if (!q) return null;
   const result = shown ? answerWorksheet(preset, stages) : null;
   return (
     <div className="worksheet" data-testid="worksheet" style={{ display: 'flex', flexDirection: 'column', alignItems: 'flex-start', gap: 4, marginTop: 6 }}>
+      {teacher && (
+        <div className="teacher-question" data-testid="teacher-question">
+          <span className="look-label">Your teacher asks:</span> {teacher}
+        </div>
+      )}
       <div>
         <span className="look-label">Predict, then run.</span> <span data-testid="worksheet-question">{q.question}</span>
       </div>
@@ -97,7 +109,11 @@ function Worksheet({ preset }: { preset: string }) {
           <div className="worksheet-answer" data-testid="worksheet-answer" data-ready={result.ready ? 'true' : 'false'} aria-live="polite">
             {result.ready ? (
               <>
-                <span className="look-label">This run:</span> {result.answer.text}
+                <span className="look-label">This run:</span> {result.answer.text}{' '}
+                <span data-testid="worksheet-lesson" data-holds={q.lesson.holds(result.answer.facts) ? 'true' : 'false'}>
+                  <span className="look-label">The lesson:</span> {q.lesson.says}{' '}
+                  {q.lesson.holds(result.answer.facts) ? 'This run shows it.' : 'This run does not show it (the lesson is checked on the preset’s own settings and seed).'}
+                </span>
               </>
             ) : (
               <span className="muted">
@@ -118,11 +134,22 @@ export function PresetGallery() {
   const session = useSession();
   const preset = usePlayground((s) => s.preset);
   const status = usePlayground((s) => s.status);
+  const projector = usePlayground((s) => s.projector);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
   const p = findPreset(preset);
   return (
     <section className="gallery" aria-label="Presets" data-testid="presets">
       <h2 className="section-title">Presets</h2>
+      {projector ? (
+        // On a projector the list is one line, so the question and Reveal stay on the first screen.
+        <select className="preset-select" data-testid="preset-select" aria-label="Preset" value={preset} disabled={busy} onChange={(e) => void session.choosePreset(e.target.value)}>
+          {PRESETS.map((x) => (
+            <option key={x.name} value={x.name}>
+              {x.name} ({x.kind === 'llm' ? 'LM' : 'table'})
+            </option>
+          ))}
+        </select>
+      ) : (
       <div className="gallery-list" role="listbox" aria-label="Preset">
         {PRESETS.map((x) => (
           <button
@@ -141,14 +168,16 @@ export function PresetGallery() {
           </button>
         ))}
       </div>
+      )}
       <div className="preset-card">
         <div className="preset-title" data-testid="preset-title">
           {p.title}
         </div>
+        {projector && <Worksheet key={preset} preset={preset} />}
         <div className="preset-look">
           <span className="look-label">What to look for.</span> {p.lookFor}
         </div>
-        <Worksheet key={preset} preset={preset} />
+        {!projector && <Worksheet key={preset} preset={preset} />}
       </div>
     </section>
   );
@@ -186,10 +215,13 @@ export function Controls() {
       );
     });
   }, [hide, llm]);
-  if (hide.includes('preset') && hide.includes('settings')) return null;
+  const preset = usePlayground((s) => s.preset);
+  // A lesson page without the gallery keeps its question (a class still predicts, then runs).
+  const question = hide.includes('preset') ? <Worksheet key={preset} preset={preset} /> : null;
+  if (hide.includes('preset') && hide.includes('settings')) return question && <aside className="controls controls-question" aria-label="The lesson's question">{question}</aside>;
   return (
     <aside className="controls" aria-label="Experiment controls">
-      {!hide.includes('preset') && <PresetGallery />}
+      {hide.includes('preset') ? question : <PresetGallery />}
       {!hide.includes('settings') && (
       <Fold name="settings" summary={<span className="section-title">Settings{dirty ? ' · changed, not applied' : ''}</span>}>
       <form

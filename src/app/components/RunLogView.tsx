@@ -72,7 +72,7 @@ function AgentLines({ rows, pick, agents, width, deltas }: { rows: readonly { st
       {Array.from({ length: agents }, (_, i) => (
         <Line key={i} dataKey={`a${i}`} name={agents > 1 ? `agent ${i}` : 'policy'} stroke={agentColor(i)} dot={data.length < 40} isAnimationActive={false} connectNulls />
       ))}
-      {deltas?.map((d, i) => (d !== null ? <ReferenceLine key={`d${i}`} y={d} stroke={agentColor(i)} strokeDasharray="5 4" label={{ value: `δ${agents > 1 ? i : ''}`, position: 'right', fontSize: 11 }} /> : null))}
+      {deltas?.map((d, i) => (d !== null ? <ReferenceLine key={`d${i}`} y={d} stroke={agentColor(i)} strokeDasharray="5 4" label={{ value: `δ${agents > 1 ? i : ''}`, position: 'right', fontSize: 13 }} /> : null))}
     </LineChart>
   );
 }

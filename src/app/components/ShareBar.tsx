@@ -1,7 +1,7 @@
 /**
- * Sharing and files: "Copy link" (settings, seed and the current step in the URL hash, written to
- * the clipboard and the address bar — opening it replays the run; the next step clears the address
- * bar's hash, which would replay an older step), "Export" (the experiment as a .satexp file: settings, metrics, agent weights),
+ * Sharing and files: "Copy link" and beside it "Lesson link…" (LessonBuilder.tsx) (settings, seed and the current step in the URL hash — the
+ * address bar always holds it, addressBar.ts — written to the clipboard; opening it replays the
+ * run), "Export" (the experiment as a .satexp file: settings, metrics, agent weights),
  * "Import" (validated; a bad file gets a specific message and changes nothing; a SAT-style .yaml
  * opens its settings; a real run's log opens in the imported-run view, RunLogView.tsx) and
  * "Export for a real run" (the settings as runs of the SAT authors' trainer, verl and TeamTR,
@@ -9,7 +9,7 @@
  *
  * Not here: the formats (share.ts, savefile.ts) or start-up (boot.ts).
  */
-import { lazy, Suspense, useEffect, useRef, useState } from 'react';
+import { lazy, Suspense, useRef, useState } from 'react';
 import { experimentBytes, openExperimentBytes, shareLink } from '../boot';
 import { openRunLogFile, RUN_LOG_ACCEPT } from './runLogState';
 import { describeError } from '../errorText';
@@ -19,21 +19,15 @@ import { usePlayground } from '../store';
 
 /** The real-run export (the YAML writer and reader) loads on first use. */
 const RecipePanel = lazy(async () => ({ default: (await import('./RecipePanel')).RecipePanel }));
+/** The lesson-link builder loads on first use. */
+const LessonBuilder = lazy(async () => ({ default: (await import('./LessonBuilder')).LessonBuilder }));
 
 export function ShareBar() {
   const session = useSession();
-  // Once the run moves on, a link in the address bar would replay an older step: take it away
-  // (Copy link writes the new one), so the address never says something the page no longer shows.
-  useEffect(
-    () =>
-      session.onStep(() => {
-        if (location.hash.length > 1) history.replaceState(history.state, '', `${location.pathname}${location.search}`);
-      }),
-    [session],
-  );
   const status = usePlayground((s) => s.status);
   const [link, setLink] = useState<string | null>(null);
   const [recipeOpen, setRecipeOpen] = useState(false);
+  const [lessonOpen, setLessonOpen] = useState(false);
   const file = useRef<HTMLInputElement>(null);
   const working = status === 'busy' || status === 'running' || status === 'loading';
 
@@ -84,6 +78,14 @@ export function ShareBar() {
       <button type="button" className="small" data-testid="copy-link" disabled={working} onClick={() => void copy()} title="A link to these settings and this step; opening it replays the run">
         Copy link
       </button>
+      <button type="button" className="small" data-testid="lesson-link-open" onClick={() => setLessonOpen((o) => !o)} aria-expanded={lessonOpen} title="Build a lesson link: preset, seed, the stage to open at, what to hide, your question — with a preview">
+        Lesson link…
+      </button>
+      {lessonOpen && (
+        <Suspense fallback={<div className="lesson-builder muted">Loading…</div>}>
+          <LessonBuilder onClose={() => setLessonOpen(false)} />
+        </Suspense>
+      )}
       {link && <input className="share-link" data-testid="share-link" readOnly value={link} onFocus={(e) => e.currentTarget.select()} aria-label="Share link" />}
       <button type="button" className="small" data-testid="export" disabled={working} onClick={exportFile} title="Save settings, metrics and agent weights as a file">
         Export

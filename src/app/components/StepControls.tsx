@@ -6,7 +6,7 @@
  *
  * Not here: what the actions do (session.ts), or sharing and files (ShareBar.tsx).
  */
-import { useEffect } from 'react';
+import { useEffect, useRef } from 'react';
 import { useSession } from '../sessionContext';
 import { isLlmTask } from '../../sat/config';
 import { CHECK_PAIRS } from '../session';
@@ -57,6 +57,21 @@ function useShortcuts(): void {
 }
 
 /**
+ * Long work's time left, from its pace so far: (elapsed / done) × what remains, once a first part
+ * is done (a guess before it would be noise). The clock starts when the work appears.
+ */
+function TimeLeft({ done, total }: { done: number; total: number }) {
+  const start = useRef(performance.now());
+  if (total <= 1 || done < 1 || done >= total) return null;
+  const left = ((performance.now() - start.current) / done) * (total - done) / 1000;
+  return (
+    <span className="work-left muted" data-testid="progress-left">
+      {done} of {total} · about {left < 60 ? `${Math.max(1, Math.round(left))} s` : `${Math.round(left / 60)} min`} left
+    </span>
+  );
+}
+
+/**
  * Where the run stands, in words: "Building the team…", "Stage 5 of 30: 2 of 3 agents updated",
  * "Stage 5 of 30 done", "All 30 stages done"; a step in flight says so.
  */
@@ -89,7 +104,7 @@ export function StepControls() {
   const noTeam = status === 'idle' || (status === 'loading' && stagesDone === 0 && !progress?.cancellable);
   const done = status === 'done';
   return (
-    <div className="stepbar" role="toolbar" aria-label="Step through SAT">
+    <div className="stepbar" id="step-controls" tabIndex={-1} role="toolbar" aria-label="Step through SAT">
       <button
         type="button"
         data-testid="step-agent"
@@ -145,6 +160,7 @@ export function StepControls() {
               <span className="progress-fill" style={{ width: `${(100 * progress.done) / progress.total}%` }} />
             </span>
           )}
+          <TimeLeft done={progress.done} total={progress.total} />
           {progress.cancellable && (
             <button type="button" className="small" data-testid="cancel" onClick={() => session.cancelWork()}>
               Cancel

@@ -30,11 +30,23 @@ export function radiusWords(s: { certRadius: number; stage0: boolean; delta0: nu
   return `its largest KL to the replaced agent at any state is ${sci(s.certRadius)}${s.stage0 ? ` (≤ δ₀ = ${short(s.delta0)} by Stage-0)` : ''}`;
 }
 
-/** `maxNew`: a language team's longest message in tokens (null for a table game). */
-export function SwapCard({ records, maxNew = null }: { records: readonly StageRecord[]; maxNew?: number | null }) {
+/**
+ * Why the swap's floor says nothing, or null: a fall larger than J's whole range (`span`, R_max −
+ * R_min over an episode) or larger than J stood above its lowest possible value (`lowestJ`: 0 for a
+ * language team, whose rewards are in [0, 1]; unknown, null, for a table) cannot happen anyway.
+ */
+export function vacuousFloor(fall: number, jBefore: number, span: number, lowestJ: number | null): string | null {
+  if (lowestJ !== null && fall >= jBefore - lowestJ) return `vacuous here: J stood at ${fixed3(jBefore)}, only ${fixed3(jBefore - lowestJ)} above the lowest J there is, so no swap could lower it by more — this bound rules nothing out`;
+  if (span > 0 && fall >= span) return `vacuous here: it is wider than J's whole range (${fixed3(span)}), so it rules nothing out`;
+  return null;
+}
+
+/** `maxNew`: a language team's longest message in tokens (null for a table game); `span` and `lowestJ`: see vacuousFloor. */
+export function SwapCard({ records, maxNew = null, span = 0, lowestJ = null }: { records: readonly StageRecord[]; maxNew?: number | null; span?: number; lowestJ?: number | null }) {
   const rec = records.find((r) => r.swap);
   if (!rec?.swap) return null;
   const s = rec.swap;
+  const vacuous = s.certFloor !== undefined ? vacuousFloor(-s.certFloor, s.jBefore, span, lowestJ) : null;
   const max = Math.max(1, ...s.lambdaHist);
   const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
   return (
@@ -62,6 +74,14 @@ export function SwapCard({ records, maxNew = null }: { records: readonly StageRe
             <> — no per-state radius is known without Stage-0, so only the trivial bound (the reward range) applies.</>
           )}{' '}
           {s.jAfter - s.jBefore >= s.certFloor ? 'Held.' : 'Not held.'}
+          {vacuous && (
+            <>
+              {' '}
+              <strong className="chart-warn" data-testid="swap-vacuous">
+                The floor is {vacuous}.
+              </strong>
+            </>
+          )}
         </p>
       )}
       <p className="muted">

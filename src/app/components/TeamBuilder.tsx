@@ -11,12 +11,16 @@
  */
 import { useState, type CSSProperties } from 'react';
 import { agentDelta, isLlmTask } from '../../sat/config';
-import { short, backendShort } from '../format';
+import { short } from '../format';
+import { agentKind, wasmSimd } from '../backendLine';
 import { useSession } from '../sessionContext';
 import { isDirty, setField, usePlayground } from '../store';
 import { agentColor } from '../theme';
 import { CheckpointPicker, dropFiles } from './CheckpointPicker';
 import { tooltip } from './Controls';
+
+/** Whether this browser runs the CPU kernels' WebAssembly SIMD (the header's line asks the same). */
+const SIMD = wasmSimd();
 
 function bytes(n: number | undefined): string {
   if (n === undefined || !Number.isFinite(n)) return '—';
@@ -54,7 +58,7 @@ export function TeamSummary() {
         </span>
       ))}
       <span className="muted">
-        order {cfg.order}, δ = {short(cfg.delta)}, scheme {cfg.scheme} · open to edit
+        order {cfg.order === 'custom' && cfg.customOrder.length ? cfg.customOrder.join('→') : cfg.order}, {cfg.deltas.length ? `δ_i = ${cfg.deltas.map(short).join(', ')}` : `δ = ${short(cfg.delta)}`}, scheme {cfg.scheme} · open to edit
       </span>
     </span>
   );
@@ -121,7 +125,7 @@ export function TeamBuilder() {
             <div className="agent-meta">
               <span title="Parameters the agent trains">{a.parameters.toLocaleString('en')} params</span>
               <span data-testid={`agent-${a.index}-backend`} title={`Where this agent's model, optimizer and kernels run: ${a.backend}`}>
-                {backendShort(a.backend)}
+                {agentKind(a.kind, a.backend, SIMD)}
               </span>
               {a.backend.startsWith('webgpu') ? (
                 <span data-testid={`agent-${a.index}-memory`} title="GPU buffers this agent's device holds (parameters, gradients, optimizer state, activations)">

@@ -27,6 +27,7 @@ import type { GameFrame } from '../gameFrame';
 import type { BackendLine } from '../backendLine';
 import type { StepRef } from '../stepRef';
 import type { QuantKind } from '../../model/quant';
+import { rememberedProjector, rememberProjector } from '../projector';
 
 /** The settings form: every config key as the text the user typed (checked by parseConfig on apply). */
 export type Form = Record<ConfigKey, string>;
@@ -39,6 +40,10 @@ export interface ExperimentSlice {
   applied: Form;
   /** Controls hidden by a share link's `<key>_hide` flags. */
   hide: readonly string[];
+  /** A teacher's own question from a lesson link (shown above the preset's), or null. */
+  question: string | null;
+  /** The run before the last Apply on the same preset, drawn dashed on the J chart until dismissed. */
+  previous: SeriesRun | null;
 }
 
 export type RunStatus =
@@ -143,6 +148,8 @@ export interface UiSlice {
   error: string | null;
   /** A passing note (link copied, state restored, …). */
   notice: string | null;
+  /** Projector mode (projector.ts): larger text, one-line header, the question on the first screen. */
+  projector: boolean;
 }
 
 export type PlaygroundState = ExperimentSlice & RunSlice & MetricsSlice & UiSlice;
@@ -177,6 +184,8 @@ export function createPlaygroundStore() {
     form: initialForm,
     applied: initialForm,
     hide: [],
+    question: null,
+    previous: null,
     // run
     status: 'idle',
     progress: null,
@@ -191,6 +200,7 @@ export function createPlaygroundStore() {
     // ui
     error: null,
     notice: null,
+    projector: rememberedProjector(),
   }));
 }
 
@@ -200,6 +210,12 @@ export const usePlayground = createPlaygroundStore();
 /** Form edits (no effect on the running experiment until applied). */
 export function setField(key: ConfigKey, text: string): void {
   usePlayground.setState((s) => ({ form: { ...s.form, [key]: text } }));
+}
+
+/** Projector mode on or off; `remember` (the header's toggle, not a link) keeps it for the next visit. */
+export function setProjector(on: boolean, remember = true): void {
+  usePlayground.setState({ projector: on });
+  if (remember) rememberProjector(on);
 }
 
 export function setSpeed(speed: Speed): void {
