@@ -37,8 +37,6 @@ import { matmulBackward, matmulForward } from './matmul';
 import { swigluBackward, swigluForward } from './mlp';
 import {
   checkQuantized,
-  dequantRowsQ4,
-  dequantRowsQ8,
   matmulBackwardInputQ4,
   matmulBackwardInputQ8,
   matmulForwardQ4,
@@ -47,7 +45,7 @@ import {
 import { residualBackward, residualForward } from './residual';
 import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
-import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdRelease, simdResident, simdTensor } from './simdMemory';
+import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdResident } from './simdMemory';
 import { logSoftmaxBackward, logSoftmaxForward } from './softmax';
 import { attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
 
@@ -155,34 +153,6 @@ export function simdMatmulBackward(
   backwardF32(load()!, dinp as Float32Array | null, dweight as Float32Array | null, dout as Float32Array, inp as Float32Array, weight as Float32Array, N, C, OC);
 }
 
-let wScratch: Float32Array = new Float32Array(0);
-
-/**
- * The dense f32 weight [OC × C] of a Q8 (Int8Array) or Q4 (Uint8Array) matrix, in a reused scratch,
- * after the quantized op's own checks (quant.ts), so errors name that op; `x` is [N × C], `y` [N × OC].
- * Dequantized by the kernels (wasm/kernels.ts dequantRows, split over threads) when the scratch is
- * resident in their memory, else by quant.ts — the same exact values either way.
- */
-function dequantized(op: string, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number, x: [string, FloatArray], y: [string, FloatArray]): Float32Array {
-  const N = checkQuantized(op, q, scales, B, T, C, OC);
-  need(op, x[0], x[1], N * C);
-  need(op, y[0], y[1], N * OC);
-  if (wScratch.length < OC * C) {
-    simdRelease(wScratch);
-    wScratch = simdTensor(OC * C) ?? new Float32Array(OC * C);
-  }
-  const w = wScratch.subarray(0, OC * C);
-  const bits = q instanceof Int8Array ? 8 : 4;
-  const k = load()!;
-  if (simdResident(w)) {
-    const [pw, pq, ps] = place(k, [[w, OC * C, OUT], [q, bits === 8 ? OC * C : (OC * C) / 2, IN], [scales, (OC * C) / 32, IN]]);
-    dequantSplit(k, pw! * 4, pq! * 4, ps! * 4, C, OC, bits);
-    finish();
-  } else if (bits === 8) dequantRowsQ8(w, q as Int8Array, scales, C, 0, OC);
-  else dequantRowsQ4(w, q as Uint8Array, scales, C, 0, OC);
-  return w;
-}
-
 /** out = inp · Wᵀ for a quantized weight on the kernels (forwardStored): the same bits as the dense matmul on the dequantized weight. */
 function forwardQuantized(op: string, out: FloatArray, inp: FloatArray, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
   const N = checkQuantized(op, q, scales, B, T, C, OC);
@@ -203,18 +173,45 @@ export function simdMatmulForwardQ4(out: FloatArray, inp: FloatArray, q: Uint8Ar
   forwardQuantized('matmulForwardQ4', out, inp, q, scales, B, T, C, OC);
 }
 
-/** dinp += dout · W for a Q8 weight: dequantized (TS), then the SIMD dense kernel. Accumulates. */
-export function simdMatmulBackwardInputQ8(dinp: FloatArray, dout: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
-  if (!fast(dinp, dout)) return matmulBackwardInputQ8(dinp, dout, q, scales, B, T, C, OC);
-  const w = dequantized('matmulBackwardInputQ8', q, scales, B, T, C, OC, ['dinp', dinp], ['dout', dout]);
-  simdMatmulBackward(dinp, null, dout, w, w, B, T, C, OC);
+/**
+ * dinp += dout · W for a quantized weight: block by block of DINP_K rows of W — the block dequantized
+ * into scratch by the kernels (wasm/kernels.ts dequantRows, split over threads; exact), then its
+ * share of the sum added by the gemm — the blocks and the additions of the dense backward (backwardF32),
+ * so the same bits as the dense input gradient on the dequantized weight, with one block in memory
+ * instead of the whole f32 matrix.
+ */
+function backwardInputQuantized(op: string, dinp: FloatArray, dout: FloatArray, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, 'dinp', dinp, N * C);
+  need(op, 'dout', dout, N * OC);
+  if (N * C * OC === 0) return;
+  const k = load()!;
+  const bits = q instanceof Int8Array ? 8 : 4;
+  const rows = Math.min(OC, DINP_K);
+  const [pd, pi, pq, ps, pw] = place(k, [
+    [dout as Float32Array, N * OC, IN],
+    [dinp as Float32Array, N * C, ACC],
+    [q, bits === 8 ? OC * C : (OC * C) / 2, IN],
+    [scales, (OC * C) / 32, IN],
+  ], [rows * C]) as [number, number, number, number, number];
+  for (let o0 = 0; o0 < OC; o0 += DINP_K) {
+    const o1 = Math.min(OC, o0 + DINP_K);
+    dequantSplit(k, pw * 4, pq * 4, ps * 4, C, o0, o1, bits);
+    blockedGemm(k, (pd + o0) * 4, OC, 1, pw * 4, C, pi * 4, N, o1 - o0, 1, o1 - o0);
+  }
+  finish();
 }
 
-/** dinp += dout · W for a Q4 weight: dequantized (TS), then the SIMD dense kernel. Accumulates. */
+/** dinp += dout · W for a Q8 weight (backwardInputQuantized). Accumulates. */
+export function simdMatmulBackwardInputQ8(dinp: FloatArray, dout: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  if (!fast(dinp, dout)) return matmulBackwardInputQ8(dinp, dout, q, scales, B, T, C, OC);
+  backwardInputQuantized('matmulBackwardInputQ8', dinp, dout, q, scales, B, T, C, OC);
+}
+
+/** dinp += dout · W for a Q4 weight (backwardInputQuantized). Accumulates. */
 export function simdMatmulBackwardInputQ4(dinp: FloatArray, dout: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
   if (!fast(dinp, dout)) return matmulBackwardInputQ4(dinp, dout, q, scales, B, T, C, OC);
-  const w = dequantized('matmulBackwardInputQ4', q, scales, B, T, C, OC, ['dinp', dinp], ['dout', dout]);
-  simdMatmulBackward(dinp, null, dout, w, w, B, T, C, OC);
+  backwardInputQuantized('matmulBackwardInputQ4', dinp, dout, q, scales, B, T, C, OC);
 }
 
 // ───────────────────────── attention and the row kernels ─────────────────────────

@@ -105,8 +105,8 @@ const SHARE_JS = `(ex, c, f) => (kind, r0, r1, t) => {
     const fn = kind === ${LIN_Q8} ? ex.linQ8 : kind === ${LIN_Q4} ? ex.linQ4 : kind === ${PANEL_Q8} ? ex.panelQ8 : ex.panelQ4;
     fn(c[j], c[j + 1], c[j + 2], c[j + 3], c[j + 4], c[j + 5], c[j + 6], r0, r1, c[j + 7] + t * c[j + 8]);
   } else if (kind === ${DEQUANT}) {
-    const C = c[j + 3];
-    ex.dequantRows(c[j] + 4 * r0 * C, c[j + 1], c[j + 2], C, r0, r1, c[j + 4]);
+    const C = c[j + 3], o0 = c[j + 5];
+    ex.dequantRows(c[j] + 4 * r0 * C, c[j + 1], c[j + 2], C, o0 + r0, o0 + r1, c[j + 4]);
   } else if (kind === ${RMSNORM_FWD}) {
     const C = c[j + 4], o = 4 * r0 * C;
     ex.rmsnormFwd(c[j] + o, c[j + 1] + 4 * r0, c[j + 2] + o, c[j + 3], r1 - r0, C, f[j + 5]);
@@ -489,8 +489,8 @@ export function linearSplit(ex: Exports, bits: 32 | 8 | 4, panel: boolean, x: nu
   forkJoin(ex, kind, [x, N, ...weight, C, out, OC, scratch, stride], [], OC, 8, N * C * OC);
 }
 
-/** The dense f32 matrix [OC × C] of a Q8 / Q4 weight (wasm/kernels.ts dequantRows) at `out`, split over its rows; exact, so any split gives the same bits. */
-export function dequantSplit(ex: Exports, out: number, q: number, sc: number, C: number, OC: number, bits: 8 | 4): void {
-  if (pool === null) return ex.dequantRows(out, q, sc, C, 0, OC, bits);
-  forkJoin(ex, DEQUANT, [out, q, sc, C, bits], [], OC, 1, OC * C);
+/** Rows [o0, o1) of a Q8 / Q4 weight as dense f32 at `out` (row o at out + 4·(o − o0)·C; wasm/kernels.ts dequantRows), split over the rows; exact, so any split gives the same bits. */
+export function dequantSplit(ex: Exports, out: number, q: number, sc: number, C: number, o0: number, o1: number, bits: 8 | 4): void {
+  if (pool === null) return ex.dequantRows(out, q, sc, C, o0, o1, bits);
+  forkJoin(ex, DEQUANT, [out, q, sc, C, bits, o0], [], o1 - o0, 1, (o1 - o0) * C);
 }
