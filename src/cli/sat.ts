@@ -568,6 +568,12 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
     '(language: lower ≤ estimate − 2 se; undecided = within 2 se); ESS = median effective sample size of the team ratio r̄; trunc = mean cost of min(r̄, c).\n');
   console.log(table(['preset', 'seeds×stages', 'ΔJ>0', 'certified', 'tightness', 'proved', 'held', 'undecided', 'false cert', 'cert ep/stage', 'ESS', 'trunc', 'ms/stage', 'cert ms', 'cert time'], rows));
   console.log('\nms/stage excludes the CRN check (it is a test of the bound, not part of training or certifying).');
+  const decades = out.flatMap((row) => row.decades.map((d) => [
+    row.preset, `${d.from}–${d.to}`, String(d.improved), `${d.certified} (${fmt(d.improved > 0 ? (100 * d.certified) / d.improved : Number.NaN, 0)} %)`,
+    fmt(d.tightness, 2), fmt(d.episodesMean, 0), fmt(d.episodesMax, 0), fmt(d.secondsPerStage, 1),
+  ]));
+  console.log('\nPer decade of stages, every seed (certification rounds stop when the bound clears 0, when it cannot, or at the stage\u2019s budget; docs/certificate.md §5.3):\n');
+  console.log(table(['preset', 'stages', 'ΔJ>0', 'certified', 'Σlower/ΣΔJ', 'cert ep/stage', 'largest', 's/stage'], decades));
   if (args.json) writeFileSync(args.json, JSON.stringify({ settings: args.sets, rows: out }, null, 1));
 }
 
