@@ -14,17 +14,8 @@ import { Rng } from '../src/core/rng';
 import { SequentialCert, sequentialPlan } from '../src/sat/certificate';
 import { certEpisodesOf, parseConfig } from '../src/sat/config';
 import { createTabularExperiment, runStages } from '../src/sat/experiment';
+import { normalLower } from './helpers/peeking';
 import { tinyStages, tinyTeam } from './helpers/tinyTeam';
-
-/** The normal-approximation bound at a fixed N, mean − z_{1−η}·se (η = 0.05): not a finite-sample bound, the one a class would compute. */
-function normalLower(x: ArrayLike<number>): number {
-  let m = 0;
-  for (let k = 0; k < x.length; k++) m += x[k]!;
-  m /= x.length;
-  let v = 0;
-  for (let k = 0; k < x.length; k++) v += (x[k]! - m) ** 2;
-  return m - 1.645 * Math.sqrt(v / (x.length - 1) / x.length);
-}
 
 describe('the betting bound read after every round', () => {
   it('with a fixed horizon misses at no round in ≥ 1 − η of sequences; a fixed-N bound read after every round misses more often', () => {

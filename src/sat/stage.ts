@@ -65,8 +65,11 @@ export interface StageContext {
    * reports what it leaves in `cert/credit`.
    */
   readonly certCredit?: number;
-  /** Told the units of every look of the sequential certificate (the validity suites' controls); absent, nothing. */
-  readonly onCertLook?: (x: Float64Array) => void;
+  /**
+   * Told every look of the sequential certificate: the units so far, the range they lie in and the
+   * betting bound's scale (undefined: the whole range) — the validity suites' controls; absent, nothing.
+   */
+  readonly onCertLook?: (x: Float64Array, range: readonly [number, number], scale: number | undefined) => void;
 }
 
 export interface AgentStepRecord {
@@ -620,7 +623,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
           x = concat(x, r.x);
         }
       }
-      ctx.onCertLook?.(x);
+      ctx.onCertLook?.(x, range, team0.all ? undefined : span);
       const look = seq.look(x);
       stop = seq.stopAfter(x);
       if (stop) {
