@@ -149,7 +149,7 @@ export function ChartsPanel() {
   // Each chart's element is kept while its inputs are the same, so a render of this panel for
   // something else (the status flipping to busy and back around every step) redraws none of them,
   // and an off-screen gate does not count an unchanged chart as lagging.
-  const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} />, [firstRecords, certForm, span, j0?.ci, simultaneous]);
+  const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={simultaneous ?? undefined} deltaConf={cfg?.deltaConf} />, [firstRecords, certForm, span, j0?.ci, simultaneous, cfg?.deltaConf]);
   const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} still={running} /> : null), [game, frame, where, running]);
   const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} />, [stages, llm, cfg]);
   const gamma = cfg?.gamma ?? 0;
