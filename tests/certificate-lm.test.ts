@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { parseConfig } from '../src/sat/config';
 import type { StageRecord } from '../src/sat/stage';
-import { peekTally, scorePeek, type Look } from './helpers/peeking';
+import { checkSequentialFamily, peekTally, scorePeek, type Look } from './helpers/peeking';
 import { tinyStages, tinyTeam } from './helpers/tinyTeam';
 
 type Draw = (rng: Rng) => { team: { agents: number; maxNew: number; temperature: number; topK: number }; settings: Record<string, unknown> };
@@ -169,19 +169,6 @@ describe('language certificate validity (exact J, tiny language teams)', () => {
         scorePeek(peek, looks.get(s.stage)!, s.certificate.sequential!.looks.map((l) => l.lower), s.jAfter - s.jBefore, deltaConf, tol);
       }
     }
-    const rate = (k: number, n: number) => (n > 0 ? (k / n).toFixed(3) : '—');
-    console.log(
-      `language sequential family, seed ${seed}, δ_conf ${deltaConf}, ${((performance.now() - t0) / 1000).toFixed(0)} s: ${t.stages} stages, held ${rate(t.held, t.stages)}, certified ${rate(t.certified, t.stages)} ` +
-        `(ΔJ > 0 in ${rate(t.improved, t.stages)}), stopped before the budget in ${rate(t.early, t.stages)}, certification episodes ${(t.episodes / t.base).toFixed(2)} × the average budget\n` +
-        `drawn to the budget: the confidence sequence read at its worst round held in ${rate(peek.worstHeld, peek.stages)}; read after every round and stopped when it first clears 0, ` +
-        `the normal-approximation bound held in ${rate(peek.normalHeld, peek.stages)}, the fixed-N betting bound in ${rate(peek.bettingHeld, peek.stages)}`,
-    );
-    expect(t.stages).toBeGreaterThanOrEqual(100);
-    expect(t.held / t.stages).toBeGreaterThanOrEqual(1 - deltaConf);
-    expect(peek.worstHeld / peek.stages).toBeGreaterThanOrEqual(1 - deltaConf);
-    expect(t.early).toBeGreaterThan(0);
-    expect(t.episodes).toBeLessThanOrEqual(t.base);
-    // The negative control: peeking breaks the statement the sequence keeps.
-    expect(peek.normalHeld / peek.stages).toBeLessThan(1 - deltaConf);
+    checkSequentialFamily(`language sequential family, seed ${seed}, δ_conf ${deltaConf}, ${((performance.now() - t0) / 1000).toFixed(0)} s (ΔJ > 0 in ${(t.improved / t.stages).toFixed(3)})`, t, peek, deltaConf, 100);
   });
 });

@@ -14,7 +14,7 @@ import { Rng } from '../src/core/rng';
 import { parseConfig } from '../src/sat/config';
 import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { runStage, type StageRecord } from '../src/sat/stage';
-import { peekTally, scorePeek, type Look } from './helpers/peeking';
+import { checkSequentialFamily, peekTally, scorePeek, type Look } from './helpers/peeking';
 
 /** Tabular set-ups: every game and every protocol the guess task offers. */
 const GAMES: Record<string, unknown>[] = [
@@ -178,19 +178,6 @@ describe('certificate validity (exact J)', () => {
         }
       }
     }
-    const rate = (k: number, n: number) => (k / n).toFixed(3);
-    console.log(
-      `tabular sequential family, seed ${seed}, δ_conf ${deltaConf}: ${t.stages} stages, held ${rate(t.held, t.stages)}, certified ${rate(t.certified, t.stages)}, ` +
-        `stopped before the budget in ${rate(t.early, t.stages)}, certification draws ${(t.episodes / t.base).toFixed(2)} × the average budget\n` +
-        `drawn to the budget: the confidence sequence read at its worst round held in ${rate(peek.worstHeld, peek.stages)}; read after every round and stopped when it first clears 0, ` +
-        `the normal-approximation bound held in ${rate(peek.normalHeld, peek.stages)}, the fixed-N betting bound in ${rate(peek.bettingHeld, peek.stages)}`,
-    );
-    expect(t.stages).toBeGreaterThanOrEqual(200);
-    expect(t.held / t.stages).toBeGreaterThanOrEqual(1 - deltaConf);
-    expect(peek.worstHeld / peek.stages).toBeGreaterThanOrEqual(1 - deltaConf);
-    expect(t.early).toBeGreaterThan(0);
-    expect(t.episodes).toBeLessThanOrEqual(t.base);
-    // The negative control: peeking breaks the statement the sequence keeps.
-    expect(peek.normalHeld / peek.stages).toBeLessThan(1 - deltaConf);
+    checkSequentialFamily(`tabular sequential family, seed ${seed}, δ_conf ${deltaConf}`, t, peek, deltaConf, 200);
   });
 });

@@ -11,6 +11,7 @@
  *
  * Not here: running the stages (the suites), the bounds themselves (src/core/confidence.ts).
  */
+import { expect } from 'vitest';
 import { lowerConfidenceBound, lowerConfidenceBoundBelow } from '../../src/core/confidence';
 
 /** The normal-approximation bound at a fixed N, mean − 1.645·se (δ = 0.05): not a finite-sample bound, the one a class would compute. */
@@ -54,4 +55,39 @@ export function scorePeek(t: PeekTally, looks: readonly Look[], seqLowers: reado
   if (peekHeld(looks, (l) => normalLower(l.x), dJ, tol)) t.normalHeld++;
   const betting = (l: Look) => (l.scale === undefined ? lowerConfidenceBound('betting', l.x, l.range[0], l.range[1], deltaConf) : lowerConfidenceBoundBelow(l.x, l.range[0], l.scale, deltaConf));
   if (peekHeld(looks, betting, dJ, tol)) t.bettingHeld++;
+}
+
+/** What a sequential family counted on its early-stopping runs. */
+export interface FamilyTally {
+  stages: number;
+  held: number;
+  certified: number;
+  /** Stages that stopped before their last allowed round. */
+  early: number;
+  episodes: number;
+  /** The average budget summed over the stages. */
+  base: number;
+}
+
+/**
+ * Prints a sequential family's line and checks it: ≥ `minStages` stages; the early-stopping rule
+ * and the sequence read at its worst round hold in ≥ 1 − δ_conf; some stages stopped early and the
+ * runs stayed within their budget; and the negative control — the normal bound read after every
+ * round — fails.
+ */
+export function checkSequentialFamily(label: string, t: FamilyTally, peek: PeekTally, deltaConf: number, minStages: number): void {
+  const rate = (k: number, n: number) => (n > 0 ? (k / n).toFixed(3) : '—');
+  console.log(
+    `${label}: ${t.stages} stages, held ${rate(t.held, t.stages)}, certified ${rate(t.certified, t.stages)}, stopped before the budget in ${rate(t.early, t.stages)}, ` +
+      `certification draws ${(t.episodes / t.base).toFixed(2)} × the average budget\n` +
+      `drawn to the budget: the confidence sequence read at its worst round held in ${rate(peek.worstHeld, peek.stages)}; read after every round and stopped when it first clears 0, ` +
+      `the normal-approximation bound held in ${rate(peek.normalHeld, peek.stages)}, the fixed-N betting bound in ${rate(peek.bettingHeld, peek.stages)}`,
+  );
+  expect(t.stages).toBeGreaterThanOrEqual(minStages);
+  expect(t.held / t.stages).toBeGreaterThanOrEqual(1 - deltaConf);
+  expect(peek.worstHeld / peek.stages).toBeGreaterThanOrEqual(1 - deltaConf);
+  expect(t.early).toBeGreaterThan(0);
+  expect(t.episodes).toBeLessThanOrEqual(t.base);
+  // The negative control: peeking breaks the statement the sequence keeps.
+  expect(peek.normalHeld / peek.stages).toBeLessThan(1 - deltaConf);
 }
