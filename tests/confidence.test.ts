@@ -105,6 +105,18 @@ describe('lower confidence bounds', () => {
     expect(worst).toBeLessThan(1e-8);
   });
 
+  it('betting: the Newton solve does not bounce between the ends of its bracket (ten close samples, η 7.3e-4)', () => {
+    // A case a fresh seed once drew: Newton's step from each end of the bracket landed just inside
+    // the other end, 200 times, and the answer was the bracket's lower end (0.083 instead of 0.37).
+    const z = [0.6984903545056368, 0.7099817902718569, 0.6752820015822436, 0.7041839958106066, 0.7188744069014573, 0.7113818705950762, 0.7149427951251054, 0.6623081774388339, 0.716042247501471, 0.6919537992154147];
+    const xs = Float64Array.from(z);
+    const eta = 0.0007313850078445622;
+    const a = lowerConfidenceBound('betting', xs, 0, 1, eta);
+    const b = bettingBisection(xs, 0, 1, eta);
+    expect(a).toBeLessThanOrEqual(b + 1e-9);
+    expect(Math.abs(a - b)).toBeLessThan(1e-8);
+  });
+
   it('on low-variance samples betting ≥ bernstein ≥ hoeffding is the usual order, all below the sample mean', () => {
     const rng = new Rng(seed, [3]);
     const d = draw(rng, 2, 4096);

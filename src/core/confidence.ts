@@ -123,10 +123,22 @@ function bettingLowerZ(z: Float64Array, eta: number, top: number, horizon?: numb
   let a = 0; // f(a) ≥ 0: rejected (m = 0 is, unless the search finds no rejected m, then 0 is the answer)
   let b = top; // f(b) < 0: log K_N(top) ≤ 0 < ln(1/η)
   const eps = 1e-13 * top;
+  // Newton can bounce between the two ends of a bracket where f bends, each step landing just inside
+  // the other end, up to the iteration cap: two steps on alternate sides that do not halve the
+  // bracket are followed by a bisection step. (Steps from one side, Newton's usual approach to the
+  // root, are left alone.)
+  let width2 = Infinity;
+  let width1 = b - a;
+  let side = 0;
   for (let it = 0; it < 200 && b - a > eps; it++) {
     const [f, d] = fd(x);
     if (f >= 0) a = x;
     else b = x;
+    const now = f >= 0 ? 1 : -1;
+    const slow = now !== side && b - a > 0.5 * width2;
+    side = now;
+    width2 = width1;
+    width1 = b - a;
     if (d < 0 && Math.abs(f) <= -d * eps) {
       // Within eps of the root: x itself when rejected, else one probe just below it (a Newton
       // step from the right rounds back onto x and would fall into bisection from 0).
@@ -137,7 +149,7 @@ function bettingLowerZ(z: Float64Array, eta: number, top: number, horizon?: numb
       x = 0.5 * (a + b);
       continue;
     }
-    let next = d < 0 ? x - f / d : Number.NaN;
+    let next = d < 0 && !slow ? x - f / d : Number.NaN;
     if (!(next > a && next < b)) next = 0.5 * (a + b);
     if (Math.abs(next - x) < 0.1 * eps) {
       // Converged onto the root from one side: make sure the answer is a rejected point.
