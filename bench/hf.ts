@@ -32,7 +32,6 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import * as ortWasm from 'onnxruntime-web';
 import { cpuBackend } from '../src/backend/cpu';
 import type { Backend, TensorKinds } from '../src/backend/types';
 import { webgpuBackend } from '../src/backend/webgpu/backend';
@@ -74,6 +73,10 @@ const HS = full.d / full.heads;
 const cores = Number(values.threads ?? os.cpus().length);
 if (!(Number.isInteger(cores) && cores >= 1)) throw new Error(`--threads must be an integer ≥ 1, not ${values.threads}`);
 
+type OrtWeb = typeof import('onnxruntime-web');
+/** This file, or the bundle scripts/gpu-pack.sh makes of it (which runs without tsx). */
+const selfFile = fileURLToPath(import.meta.url);
+
 /** One engine in this (child) process. */
 async function runChild(engine: string, dir: string, w: Workloads): Promise<EngineResult | { limits: Awaited<ReturnType<typeof machineLimits>> }> {
   const kv = { layers: full.layers, kvHeads: full.kvHeads, HS, vocab: full.vocab };
@@ -84,9 +87,11 @@ async function runChild(engine: string, dir: string, w: Workloads): Promise<Engi
     if (!h.ok) throw new Error(`no WebGPU adapter: ${h.reason}`);
     return webgpuBackend(new GpuContext(h.device), h.description) as unknown as Backend<TensorKinds>;
   };
-  const ortWeb = (threads: number): typeof ortWasm => {
-    ortWasm.env.wasm.numThreads = threads;
-    return ortWasm;
+  const ortWeb = async (threads: number): Promise<OrtWeb> => {
+    const m = await import('onnxruntime-web');
+    const ort = (m as unknown as { default?: OrtWeb }).default ?? m;
+    ort.env.wasm.numThreads = threads;
+    return ort;
   };
   switch (engine) {
     case 'limits':
@@ -103,15 +108,16 @@ async function runChild(engine: string, dir: string, w: Workloads): Promise<Engi
     case 'ort-web-1':
     case 'ort-web-2': {
       const n = Number(engine.at(-1));
-      return runOrt(engine, `onnxruntime-web ${peerVersion('onnxruntime-web')} wasm, ${n} thread${n > 1 ? 's' : ''}, KV cache, f32`, ortWeb(n), onnx(), kv, w, { executionProviders: ['wasm'] });
+      return runOrt(engine, `onnxruntime-web ${peerVersion('onnxruntime-web')} wasm, ${n} thread${n > 1 ? 's' : ''}, KV cache, f32`, await ortWeb(n), onnx(), kv, w, { executionProviders: ['wasm'] });
     }
     case 'ort-webgpu': {
+      await webgpu(); // picks the driver (the machine's, else SwiftShader) that ORT's navigator.gpu then sees
       const o = await loadOrtWebgpu();
       if (typeof o === 'string') return { engine, label: 'onnxruntime-web WebGPU EP', skipped: o } as EngineResult;
       return runOrt(engine, `onnxruntime-web ${o.version} WebGPU EP (${o.adapter}), KV cache, f32`, o.ort, onnx(), kv, w, { executionProviders: ['webgpu'] });
     }
     case 'ort-node': {
-      const ort = await peerImport<typeof import('onnxruntime-web')>('onnxruntime-node');
+      const ort = await peerImport<OrtWeb>('onnxruntime-node');
       if (typeof ort === 'string') return { engine, label: 'onnxruntime-node', skipped: ort } as EngineResult;
       return runOrt(engine, `onnxruntime-node ${peerVersion('onnxruntime-node')} (native CPU EP, ${cores} thread${cores > 1 ? 's' : ''}), KV cache, f32`, ort, onnx(), kv, w, { executionProviders: ['cpu'], intraOpNumThreads: cores });
     }
@@ -142,7 +148,7 @@ if (values.child) {
 /** Runs one engine's child; stopped after `deadlineS`. */
 function child(engine: string, dir: string, work: string, deadlineS: number): Promise<unknown> {
   return new Promise((resolve) => {
-    const c = fork(fileURLToPath(import.meta.url), ['--size', values.size!, '--threads', String(cores), '--child', engine, '--dir', dir, '--work', work], { execArgv: ['--import', 'tsx'] });
+    const c = fork(selfFile, ['--size', values.size!, '--threads', String(cores), '--child', engine, '--dir', dir, '--work', work], { execArgv: selfFile.endsWith('.ts') ? ['--import', 'tsx'] : [] });
     let got: unknown = null;
     const timer = setTimeout(() => c.kill('SIGKILL'), deadlineS * 1000);
     c.on('message', (m: { result?: unknown }) => (got = m.result ?? got));
