@@ -61,7 +61,7 @@ const storageOf = (e: string): QuantKind => STORAGE[e] ?? 'f32';
 const { values } = parseArgs({
   options: {
     size: { type: 'string', default: '135m' }, engines: { type: 'string' }, gpu: { type: 'boolean' }, reps: { type: 'string', default: '3' },
-    budget: { type: 'string', default: '30' }, deadline: { type: 'string', default: '900' }, threads: { type: 'string' },
+    budget: { type: 'string', default: '30' }, deadline: { type: 'string', default: '900' }, threads: { type: 'string' }, json: { type: 'string' },
     child: { type: 'string' }, dir: { type: 'string' }, work: { type: 'string' },
   },
 });
@@ -217,6 +217,21 @@ async function parent(): Promise<void> {
   }
   rmSync(root, { recursive: true, force: true });
   report(rows, w, limits);
+  if (values.json) writeFileSync(values.json, JSON.stringify({ rows: rows.map((x) => ({ ...x, checkRel: checkRel(x, rows) })), limits, workloads: { ...w, prompts: undefined } }));
+}
+
+/** Ours at storage q in `rows` (on WebGPU when `gpu` and there is such a row). */
+function oursIn(rows: readonly EngineResult[], q: QuantKind, gpu: boolean): EngineResult | undefined {
+  return rows.find((x) => !x.skipped && x.engine === (gpu ? `ours-webgpu-${q}` : `ours-${q}`)) ?? rows.find((x) => !x.skipped && x.engine === `ours-${q}`);
+}
+
+/** A row's logits check against ours on the CPU at its storage (ours q8/q4 against ours f32): max |Δ| / max |logits| (log-probabilities for llama.cpp) and greedy tokens in common; null without a reference. */
+function checkRel(x: EngineResult, allRows: readonly EngineResult[]): { rel: number; against: string; greedySame: number } | null {
+  const q = storageOf(x.engine);
+  const ref = x.engine.startsWith('ours-') && !x.engine.includes('webgpu') ? (q === 'f32' ? undefined : oursIn(allRows, 'f32', false)) : oursIn(allRows, q, false);
+  if (x.skipped || !x.check || !ref?.check) return null;
+  const rel = x.logp ? relDiff(x.check, logSoftmax(ref.check)) : relDiff(x.check, ref.check);
+  return { rel, against: ref.engine, greedySame: x.greedy.filter((t, i) => t === ref.greedy[i]).length };
 }
 
 /** The tables (header). */
@@ -232,20 +247,12 @@ function report(rows: EngineResult[], w: Workloads, limits: Awaited<ReturnType<t
   });
   const fmt = (v: number): string => (!Number.isFinite(v) ? '—' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toPrecision(2));
   const live = rows.filter((x) => !x.skipped);
-  const oursAt = (q: QuantKind, gpu: boolean): EngineResult | undefined => live.find((x) => x.engine === (gpu ? `ours-webgpu-${q}` : `ours-${q}`)) ?? live.find((x) => x.engine === `ours-${q}`);
-  const refOf = (x: EngineResult): EngineResult | undefined => {
-    const q = storageOf(x.engine);
-    return x.engine.startsWith('ours-') && !x.engine.includes('webgpu') ? (q === 'f32' ? undefined : oursAt('f32', false)) : oursAt(q, false);
-  };
+  const oursAt = (q: QuantKind, gpu: boolean): EngineResult | undefined => oursIn(live, q, gpu);
   const check = (x: EngineResult): string => {
     if (x.skipped) return '—';
     const parts: string[] = [];
-    const ref = refOf(x);
-    if (x.check && ref?.check) {
-      const rel = x.logp ? relDiff(x.check, logSoftmax(ref.check)) : relDiff(x.check, ref.check);
-      const same = x.greedy.length && ref.greedy.length ? x.greedy.filter((t, i) => t === ref.greedy[i]).length : 0;
-      parts.push(`${rel.toExponential(1)} vs ${ref.engine}${x.logp ? ' (log p)' : ''}, greedy ${same}/${x.greedy.length}`);
-    }
+    const c = checkRel(x, rows);
+    if (c) parts.push(`${c.rel.toExponential(1)} vs ${c.against}${x.logp ? ' (log p)' : ''}, greedy ${c.greedySame}/${x.greedy.length}`);
     if (x.selfCheck) parts.push(`${x.selfCheck.rel.toExponential(1)} vs ${x.selfCheck.against}`);
     return parts.join('; ') || 'reference';
   };

@@ -331,20 +331,31 @@ export async function runLlama(engine: string, label: string, gguf: string, w: W
 
 // ------------------------------------------------------------------ PyTorch
 
-/** PyTorch through bench/hfTorch.py when python3 has torch (header); otherwise skipped with the reason. */
+/** PyTorch through bench/hfTorch.py with the first of $PYTHON, python3, /usr/bin/python3 that imports torch (header); otherwise skipped with the reason. */
 export async function runTorch(engine: string, dir: string, w: Workloads, threads: number): Promise<EngineResult> {
-  const probe = spawnSync('python3', ['-c', 'import torch, sys; sys.stdout.write(torch.__version__)'], { encoding: 'utf8' });
   const r = blank(engine, 'PyTorch CPU, f32');
-  if (probe.status !== 0) return { ...r, skipped: `PyTorch is not installed for python3 (${(probe.stderr || probe.error?.message || '').trim().split('\n').at(-1)}); Debian: apt install python3-torch` };
+  const tried: string[] = [];
+  let python = '';
+  let version = '';
+  for (const py of [process.env.PYTHON, 'python3', '/usr/bin/python3'].filter((x): x is string => !!x)) {
+    const probe = spawnSync(py, ['-c', 'import torch, numpy, sys; sys.stdout.write(torch.__version__)'], { encoding: 'utf8' });
+    if (probe.status === 0) {
+      python = py;
+      version = probe.stdout;
+      break;
+    }
+    tried.push(`${py}: ${(probe.stderr || probe.error?.message || '').trim().split('\n').at(-1)}`);
+  }
+  if (!python) return { ...r, skipped: `no python3 with torch and numpy (${tried.join('; ')}); Debian: apt install python3-torch` };
   const py = fileURLToPath(new URL('./hfTorch.py', import.meta.url));
   return new Promise((resolve) => {
-    const c = spawn('python3', [py, dir, String(threads)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const c = spawn(python, [py, dir, String(threads)], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
     c.stdout.on('data', (b: Buffer) => (out += b.toString()));
     c.on('close', (code) => {
       if (code !== 0) return resolve({ ...r, skipped: `bench/hfTorch.py exited with ${code}` });
       const x = JSON.parse(out) as EngineResult;
-      resolve({ ...r, ...x, engine, label: `PyTorch ${probe.stdout} CPU, f32` });
+      resolve({ ...r, ...x, engine, label: `PyTorch ${version} CPU (${python}), f32` });
     });
     c.stdin.end(JSON.stringify(w));
   });
