@@ -26,20 +26,12 @@
  */
 import { permuteRopeRows } from '../src/model/hfLoad';
 import { quantizeQ4, quantizeQ8 } from '../src/model/quant';
+import type { DecoderSpec } from './onnx/decoder';
 
 export type GgufStorage = 'f32' | 'q8_0' | 'q4_0';
 
-export interface GgufSpec {
-  readonly vocab: number;
-  readonly d: number;
-  readonly layers: number;
-  readonly heads: number;
-  readonly kvHeads: number;
-  readonly hidden: number;
-  readonly ropeTheta: number;
-  readonly eps: number;
-  readonly maxPositions: number;
-}
+/** The shape and numbers a GGUF's metadata needs: the same as the ONNX decoder export's. */
+export type GgufSpec = DecoderSpec;
 
 /** ggml_type numbers. */
 export const GGML_F32 = 0;
@@ -138,6 +130,14 @@ class Bytes {
 
 type Meta = { t: 'u32'; v: number } | { t: 'f32'; v: number } | { t: 'str'; v: string } | { t: 'bool'; v: boolean } | { t: 'strs'; v: string[] } | { t: 'f32s'; v: Float32Array } | { t: 'i32s'; v: Int32Array };
 
+/** An array value: item type, count, items. */
+function array<T>(b: Bytes, type: number, items: ArrayLike<T> & Iterable<T>, put: (x: T) => void): void {
+  b.u32(ARR);
+  b.u32(type);
+  b.u64(items.length);
+  for (const x of items) put(x);
+}
+
 function writeMeta(b: Bytes, key: string, m: Meta): void {
   b.str(key);
   switch (m.t) {
@@ -158,22 +158,13 @@ function writeMeta(b: Bytes, key: string, m: Meta): void {
       b.str(m.v);
       break;
     case 'strs':
-      b.u32(ARR);
-      b.u32(STR);
-      b.u64(m.v.length);
-      for (const s of m.v) b.str(s);
+      array(b, STR, m.v, (x) => b.str(x));
       break;
     case 'f32s':
-      b.u32(ARR);
-      b.u32(F32);
-      b.u64(m.v.length);
-      for (const x of m.v) b.f32(x);
+      array(b, F32, m.v, (x) => b.f32(x));
       break;
     case 'i32s':
-      b.u32(ARR);
-      b.u32(I32);
-      b.u64(m.v.length);
-      for (const x of m.v) b.i32(x);
+      array(b, I32, m.v, (x) => b.i32(x));
       break;
   }
 }

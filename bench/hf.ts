@@ -43,8 +43,8 @@ import type { QuantKind } from '../src/model/quant';
 import { hfCheckpoint, writeHfFolder, type HfSpec } from '../tests/helpers/hfCheckpoint';
 import { writeGguf, type GgufStorage } from './gguf';
 import { exportHfDecoder } from './onnx/decoder';
-import { machineLimits, peerImport, peerVersion, relDiff, logSoftmax, runLlama, runOrt, runOurs, runTorch, type EngineResult, type Workloads } from './hfPeers';
-import { median } from './measure';
+import { machineLimits, peerImport, peerVersion, logSoftmax, runLlama, runOrt, runOurs, runTorch, type EngineResult, type Workloads } from './hfPeers';
+import { median, relDiff } from './measure';
 import { loadOrtWebgpu } from './ortWebgpu';
 import { markdownTable } from './report';
 

@@ -37,6 +37,7 @@ import { trainOnSequences } from '../src/model/loss';
 import { Model } from '../src/model/model';
 import type { QuantKind } from '../src/model/quant';
 import { dequantizeWeights } from '../src/model/weights';
+import { relDiff } from './measure';
 
 /** One decode workload: S prompts of P tokens, N new tokens each. */
 export interface DecodeWork {
@@ -124,17 +125,6 @@ function blank(engine: string, label: string): EngineResult {
 }
 
 const finish = (r: EngineResult): EngineResult => ({ ...r, peakRss: process.resourceUsage().maxRSS * 1024 });
-
-/** max |a − b| / max |b| (b the reference). */
-export function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let d = 0;
-  let m = 0;
-  for (let i = 0; i < b.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - b[i]!));
-    m = Math.max(m, Math.abs(b[i]!));
-  }
-  return d / m;
-}
 
 /** log-softmax of a logits row. */
 export function logSoftmax(z: ArrayLike<number>): number[] {
