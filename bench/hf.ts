@@ -12,6 +12,8 @@
  *   llama-f32, llama-q8_0, llama-q4_0   llama.cpp (node-llama-cpp) on the GGUFs
  *   torch                        PyTorch CPU when python3 has it
  *   limits                       this machine: streaming read GB/s, our SIMD matmul's peak GFLOP/s
+ * `--threads N` sets the native peers' threads (default: every core); ours and onnxruntime-web keep
+ * their own (ours: min(cores, 4); ORT-web: the row's 1 or 2).
  * `--gpu` runs instead the WebGPU rows (ours-webgpu-f32, ours-webgpu-q8, ort-webgpu: onnxruntime-web's
  * WebGPU EP on the same ONNX) beside ours-f32 on the CPU; `--engines a,b` picks rows.
  *
@@ -254,7 +256,7 @@ function report(rows: EngineResult[], w: Workloads, limits: Awaited<ReturnType<t
     const c = checkRel(x, rows);
     if (c) parts.push(`${c.rel.toExponential(1)} vs ${c.against}${x.logp ? ' (log p)' : ''}, greedy ${c.greedySame}/${x.greedy.length}`);
     if (x.selfCheck) parts.push(`${x.selfCheck.rel.toExponential(1)} vs ${x.selfCheck.against}`);
-    return parts.join('; ') || 'reference';
+    return parts.join('; ') || (x.engine === 'ours-f32' ? 'reference' : 'not compared (no reference row in this run)');
   };
   const head = ['engine', 'load (s)', `prefill ${w.prefill.length}`, ...w.decode.map((k) => `decode ${k.S} × (${k.P} + ${k.N})`), `LoRA r8 ${w.lora.B} × ${w.lora.T}`, 'peak RSS', 'logits: max |Δ| / max |logits|'];
   console.log(`\n${values.size} checkpoint: d ${C}, ${L} layers, ${full.heads}/${KV} heads, hidden ${H}, vocab ${V}; ${(params / 1e6).toFixed(1)}M matmul parameters. Tokens/s, median of up to ${w.reps} timed calls after a warm-up (a phase starts no call after ${w.budgetS} s); greedy; every engine in its own process.\n`);

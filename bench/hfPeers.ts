@@ -12,7 +12,8 @@
  *   llama     llama.cpp through node-llama-cpp on a GGUF written by bench/gguf.ts (F32, Q8_0, Q4_0);
  *             decode = one context sequence per prompt, evaluated together (node-llama-cpp batches
  *             the sequences' tokens into one llama_decode)
- *   torch     PyTorch (bench/hfTorch.py, a child Python process) when `python3 -c "import torch"` works
+ *   torch     PyTorch (bench/hfTorch.py, a child Python process: the first of $PYTHON, python3,
+ *             /usr/bin/python3 that imports torch and numpy)
  *   limits    this machine's streaming read (GB/s) and our SIMD matmul's peak (GFLOP/s)
  * Greedy decoding everywhere, no stop token. Timing: one warm-up call (decode: a smaller one),
  * then up to `reps` timed calls while the workload's budget lasts; the median is reported.
