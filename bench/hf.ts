@@ -143,8 +143,8 @@ if (values.child) {
   } catch (e) {
     out = { engine: values.child, label: values.child, skipped: `failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}` };
   }
-  process.send!({ result: out });
-  setTimeout(() => process.exit(0), 50); // native peers keep threads alive
+  // Exit once the message is out (native peers keep threads alive; an early exit would lose it).
+  process.send!({ result: out }, () => process.exit(0));
 } else await parent();
 
 /** Runs one engine's child; stopped after `deadlineS`. */
