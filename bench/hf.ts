@@ -59,6 +59,8 @@ const GPU_ENGINES = ['ours-f32', 'ours-webgpu-f32', 'ours-webgpu-q8', 'ort-webgp
 /** The storage each engine computes with, and ours at that storage (the row its ratio and check are against). */
 const STORAGE: Record<string, QuantKind> = { 'ours-q8': 'q8', 'ours-q4': 'q4', 'llama-q8_0': 'q8', 'llama-q4_0': 'q4', 'ours-webgpu-q8': 'q8' };
 const storageOf = (e: string): QuantKind => STORAGE[e] ?? 'f32';
+/** log p below which llama.cpp's f32 probabilities may have underflowed (e^−87 is f32's smallest normal). */
+const LOGP_FLOOR = -80;
 
 const { values } = parseArgs({
   options: {
@@ -232,7 +234,13 @@ function checkRel(x: EngineResult, allRows: readonly EngineResult[]): { rel: num
   const q = storageOf(x.engine);
   const ref = x.engine.startsWith('ours-') && !x.engine.includes('webgpu') ? (q === 'f32' ? undefined : oursIn(allRows, 'f32', false)) : oursIn(allRows, q, false);
   if (x.skipped || !x.check || !ref?.check) return null;
-  const rel = x.logp ? relDiff(x.check, logSoftmax(ref.check)) : relDiff(x.check, ref.check);
+  let rel: number;
+  if (x.logp) {
+    // llama.cpp's probabilities are f32: below e^−80 they underflow to 0 (log p = −∞), so only the tokens above are compared.
+    const lp = logSoftmax(ref.check);
+    const kept = lp.flatMap((v, i) => (v > LOGP_FLOOR ? [i] : []));
+    rel = relDiff(kept.map((i) => x.check![i]!), kept.map((i) => lp[i]!));
+  } else rel = relDiff(x.check, ref.check);
   return { rel, against: ref.engine, greedySame: x.greedy.filter((t, i) => t === ref.greedy[i]).length };
 }
 
@@ -254,7 +262,7 @@ function report(rows: EngineResult[], w: Workloads, limits: Awaited<ReturnType<t
     if (x.skipped) return '—';
     const parts: string[] = [];
     const c = checkRel(x, rows);
-    if (c) parts.push(`${c.rel.toExponential(1)} vs ${c.against}${x.logp ? ' (log p)' : ''}, greedy ${c.greedySame}/${x.greedy.length}`);
+    if (c) parts.push(`${c.rel.toExponential(1)} vs ${c.against}${x.logp ? ` (log p > ${LOGP_FLOOR})` : ''}, greedy ${c.greedySame}/${x.greedy.length}`);
     if (x.selfCheck) parts.push(`${x.selfCheck.rel.toExponential(1)} vs ${x.selfCheck.against}`);
     return parts.join('; ') || (x.engine === 'ours-f32' ? 'reference' : 'not compared (no reference row in this run)');
   };

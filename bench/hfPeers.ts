@@ -17,7 +17,7 @@
  *   limits    this machine's streaming read (GB/s) and our SIMD matmul's peak (GFLOP/s)
  * Greedy decoding everywhere, no stop token. Timing: one warm-up call (decode: a smaller one),
  * then up to `reps` timed calls while the workload's budget lasts; the median is reported.
- * Peak RSS: the child's process.resourceUsage().maxRSS at its end (the Python child's own).
+ * Peak RSS: the child's VmHWM at its end (peakRss; the Python child's own getrusage).
  *
  * The native peers live in bench/peers/node_modules (`npm run bench:peers` installs them; they are
  * never needed by the page, the CLI or the tests): `peerImport` returns null with the reason
@@ -125,7 +125,22 @@ function blank(engine: string, label: string): EngineResult {
   return { engine, label, loadS: NaN, check: null, logp: false, greedy: [], prefillMs: [], decodeMs: [], loraMs: [], peakRss: NaN, notes: [] };
 }
 
-const finish = (r: EngineResult): EngineResult => ({ ...r, peakRss: process.resourceUsage().maxRSS * 1024 });
+/**
+ * This process's peak RSS: Linux's VmHWM (per address space, so it starts afresh at exec) — not
+ * getrusage's maxRSS, which a forked child inherits from the moment of the fork, when it is still
+ * a copy of the parent (here: the parent's checkpoint and model files); maxRSS elsewhere.
+ */
+function peakRss(): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]) * 1024;
+  } catch {
+    /* not Linux */
+  }
+  return process.resourceUsage().maxRSS * 1024;
+}
+
+const finish = (r: EngineResult): EngineResult => ({ ...r, peakRss: peakRss() });
 
 /** log-softmax of a logits row. */
 export function logSoftmax(z: ArrayLike<number>): number[] {
