@@ -56,6 +56,7 @@ const SLOW = [
   'tests/threads.test.ts',
   'tests/workers.test.ts',
   // onnxruntime-web
+  'tests/bench-hf.test.ts',
   'tests/hf-onnx.test.ts',
   'tests/onnx.test.ts',
   'tests/onnx-frozen.test.ts',

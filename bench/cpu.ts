@@ -64,7 +64,7 @@ import { cpuThreadsReady } from '../src/backend/cpu/threads';
 import { trainOnSequences } from '../src/model/loss';
 import { Model } from '../src/model/model';
 import { initWeights, type ModelWeights } from '../src/model/weights';
-import { MemoryProbe, median, timeReps } from './measure';
+import { MemoryProbe, median, relDiff, timeReps } from './measure';
 import { renderTables, type ModelResult, type OrtThreadedResult, type TfjsResult } from './report';
 import { type FlagSpec, readFlags } from '../src/cli/flags';
 
@@ -106,16 +106,6 @@ function benchInputs(cfg: ModelConfig): { weights: ModelWeights; tokens: Int32Ar
   return { weights, tokens };
 }
 
-/** max |a − b| / max |a|. */
-function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < a.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
-    scale = Math.max(scale, Math.abs(a[i]!));
-  }
-  return diff / scale;
-}
 
 /** Runs every phase for one model (in a child process) and returns what it measured. */
 async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult> {
@@ -163,7 +153,7 @@ async function measureModel(name: string, cfg: ModelConfig): Promise<ModelResult
     theirs = (await sess.run({ tokens: input })).logits!.data as Float32Array;
   };
   const ortMs = await timeReps(run, 4, repsFor(await once(run)), probe);
-  const ortRelDiff = relDiff(ours, theirs);
+  const ortRelDiff = relDiff(theirs, ours);
   await sess.release();
   const peakRssAll = process.resourceUsage().maxRSS * 1024;
   await probe.stop();
@@ -254,7 +244,7 @@ async function measureTfjs(name: string, cfg: ModelConfig): Promise<TfjsResult> 
     const a = model.grads(tok, target, count, B, T, 'stock').grads;
     const b = model.grads(tok, target, count, B, T, 'fixed').grads;
     const flat = (g: typeof a): Float32Array => Float32Array.from(Object.keys(g).flatMap((k) => Array.from(g[k]!.dataSync())));
-    return relDiff(flat(a), flat(b));
+    return relDiff(flat(b), flat(a));
   });
   const matmul = matmulProbe(tf, B * T, cfg.d, cfg.hidden);
   const ours = new Model(cpuBackend, cfg, weights, { trainable: 'none' }).forward(tokens, B, T);
@@ -269,7 +259,7 @@ async function measureTfjs(name: string, cfg: ModelConfig): Promise<TfjsResult> 
     sampleMs,
     sampleTokens,
     forwardMs,
-    relDiff: relDiff(ours, theirs),
+    relDiff: relDiff(theirs, ours),
     gradRelDiff,
     matmul,
     baselineRss,

@@ -73,7 +73,7 @@ import { trainOnSequences } from '../src/model/loss';
 import { Model } from '../src/model/model';
 import { BOS } from '../src/model/tokenizer';
 import { initWeights } from '../src/model/weights';
-import { median } from './measure';
+import { median, relDiff } from './measure';
 import { attentionModel, createSession, gpuTensor, loadOrtWebgpu, matmulModel, ortEmpty, ortRead, ortUpload, type OrtWebgpu } from './ortWebgpu';
 import { markdownTable } from './report';
 import { type FlagSpec, readFlags } from '../src/cli/flags';
@@ -206,16 +206,6 @@ function rand(rng: Rng, n: number): Float32Array {
   return a;
 }
 
-/** max |a − b| / max |b|. */
-function relDiff(a: Float32Array, b: Float32Array): number {
-  let d = 0;
-  let s = 0;
-  for (let i = 0; i < b.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - b[i]!));
-    s = Math.max(s, Math.abs(b[i]!));
-  }
-  return s > 0 ? d / s : d;
-}
 
 // ------------------------------------------------------------------ matmul
 

@@ -1,35 +1,38 @@
 /**
- * `npm run bench:hf`: what a Hugging Face Llama checkpoint costs on the CPU backend — a random
- * checkpoint in the HF layout with SmolLM-135M's shape (d 576, 30 layers, 9 heads / 3 K/V heads,
- * hidden 1536, vocab 49152, tied; 134.5M parameters, BF16 on disk), built by
- * tests/helpers/hfCheckpoint.ts and written to a temp dir, so nothing is downloaded. A printed
- * table, not a test; docs/models.md has the results.
+ * `npm run bench:hf`: a small language model on our engine against its peers, in one run, on one
+ * random checkpoint with SmolLM-135M's shape in the Hugging Face layout (d 576, 30 layers, 9 heads
+ * / 3 K/V heads, hidden 1536, vocab 49,152, tied; 134.5M matmul parameters, BF16 on disk; built by
+ * tests/helpers/hfCheckpoint.ts, nothing downloaded). The parent writes the checkpoint folder, an
+ * f32 ONNX decoder with a KV cache of the same weights (bench/onnx/decoder.ts) and GGUF files of
+ * them (bench/gguf.ts: F32, Q8_0, Q4_0), draws the token ids, then runs every engine in a child
+ * process of its own, one after the other (bench/hfPeers.ts says what each runs):
+ *   ours-f32, ours-q8, ours-q4   our CPU backend (wasm SIMD, its default threads) through the public API
+ *   ort-web-1, ort-web-2         onnxruntime-web, wasm EP, 1 and 2 threads, on the ONNX
+ *   ort-node                     onnxruntime-node (native CPU EP, as many threads as cores), same ONNX
+ *   llama-f32, llama-q8_0, llama-q4_0   llama.cpp (node-llama-cpp) on the GGUFs
+ *   torch                        PyTorch CPU when python3 has it
+ *   limits                       this machine: streaming read GB/s, our SIMD matmul's peak GFLOP/s
+ * `--threads N` sets the native peers' threads (default: every core); ours and onnxruntime-web keep
+ * their own (ours: min(cores, 4); ORT-web: the row's 1 or 2).
+ * `--gpu` runs instead the WebGPU rows (ours-webgpu-f32, ours-webgpu-q8, ort-webgpu: onnxruntime-web's
+ * WebGPU EP on the same ONNX) beside ours-f32 on the CPU; `--engines a,b` picks rows.
  *
- * Per base storage (f32, then q8 — the ratio q8 / f32 is measured in the same run):
- *   load     loadHfCheckpoint (read, BF16 → f32, RoPE permutation, K/V repeat, quantize) → seconds
- *   sample   generate(S prompts of P tokens, N new tokens each, greedy, no stop) on a 'none'
- *            model → generated tokens / call time
- *   LoRA     trainOnSequences (forward + next-token loss + backward + AdamW of rank-8 adapters on
- *            every projection over the frozen base) on random tokens [B × T] → B·T / step time
- * and the memory: the process RSS after each phase minus the RSS before the load (both after a
- * full GC; the checkpoint's file bytes are held throughout and are in neither), beside the
- * config-only estimate (hfConfig.ts estimateMemory) of an agent on it for the same B × T and S
- * prompts. The parent writes the checkpoint folder to a temp dir once; each base runs in its own
- * child process (a fork of this file with --expose-gc), one after the other, which reads the folder
- * as the CLI does (src/cli/hfSeat.ts readHfFolder) — so the baseline holds no garbage of building
- * it, and neither base's memory is in the other's numbers. Each phase: 1 warm-up call, then REPS
- * timed; the median is reported.
- * `--size tiny` runs the same on a 0.1M-parameter checkpoint (a smoke check of the bench).
- * `--gpu` adds a third child: the q8 base on the WebGPU backend (the machine's adapter, or
- * Chromium's SwiftShader where there is no GPU — a CPU emulation: its figures show the path runs,
- * not GPU speed; its RSS includes the emulated GPU's buffers).
+ * Workloads (the same ids everywhere): check — the last position's logits of the 64-token prefill
+ * prompt, compared with ours at the same storage before any timing (max |Δ| / max |logits|; llama.cpp
+ * gives probabilities, so its row compares log-probabilities); prefill 64 tokens; decode 1 prompt
+ * (16 + 32 new), 4 prompts (16 + 16), 16 prompts (16 + 16), greedy; LoRA rank 8 on every projection,
+ * batch 2 × 32 (ours, PyTorch). Tables: tokens/s with peak RSS; ours ÷ each peer at the same
+ * storage; each row's GFLOP/s (2·params per token forward, 4·params for a LoRA step over a frozen
+ * base) and GB/s (a decode step reads every weight once for all its prompts) beside the measured
+ * limits. `--size tiny` runs the same on a 0.1M-parameter checkpoint (a smoke run, seconds).
  *
- * Not here: the kernels on WebGPU (bench/gpu.ts), correctness (tests/hf.test.ts,
- * tests/webgpu/hf.test.ts).
+ * Not here: correctness (tests/hf.test.ts, tests/gguf.test.ts), the zoo's models (bench/cpu.ts).
  */
 import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuBackend } from '../src/backend/cpu';
 import type { Backend, TensorKinds } from '../src/backend/types';
@@ -37,234 +40,259 @@ import { webgpuBackend } from '../src/backend/webgpu/backend';
 import { GpuContext } from '../src/backend/webgpu/kernel';
 import { acquireAnyDevice } from '../src/backend/webgpu/node';
 import { Rng } from '../src/core/rng';
-import { describeConfig } from '../src/model/config';
-import { estimateMemory, formatBytes } from '../src/model/hfConfig';
-import { loadHfCheckpoint } from '../src/model/hfLoad';
-import { trainOnSequences } from '../src/model/loss';
-import { Model } from '../src/model/model';
+import { formatBytes } from '../src/model/hfConfig';
 import type { QuantKind } from '../src/model/quant';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { readHfFolder } from '../src/cli/hfSeat';
 import { hfCheckpoint, writeHfFolder, type HfSpec } from '../tests/helpers/hfCheckpoint';
-import { markdownTable, tokensPerSecond } from './report';
-import { median } from './measure';
+import { writeGguf, type GgufStorage } from './gguf';
+import { exportHfDecoder } from './onnx/decoder';
+import { machineLimits, peerImport, peerVersion, logSoftmax, runLlama, runOrt, runOurs, runTorch, type EngineResult, type Workloads } from './hfPeers';
+import { median, relDiff } from './measure';
+import { loadOrtWebgpu } from './ortWebgpu';
+import { markdownTable } from './report';
 
 const SIZES: Record<string, HfSpec> = {
   '135m': { vocab: 49152, d: 576, layers: 30, heads: 9, kvHeads: 3, hidden: 1536, tied: true, dtype: 'BF16', maxPositions: 2048, shards: 2 },
   tiny: { vocab: 272, d: 64, layers: 2, heads: 4, kvHeads: 2, hidden: 96, tied: false, dtype: 'BF16', maxPositions: 128 },
 };
-const RANK = 8;
-
-/**
- * What one row measures: sampling S prompts × P tokens, N new each; LoRA steps on B × T tokens;
- * `reps` timed calls after one warm-up (the same call, or with `warm` the smaller one it names:
- * it compiles the same pipelines), as many as fit in budgetS per phase.
- */
-interface Workload {
-  readonly S: number;
-  readonly P: number;
-  readonly N: number;
-  readonly B: number;
-  readonly T: number;
-  readonly reps: number;
-  /** A smaller warm-up: a prompt of P tokens with N new, a LoRA step on 1 × T; null: no warm-up (the timed call includes the pipelines' compilation). */
-  readonly warm?: { readonly P: number; readonly N: number; readonly T: number } | null;
-  /** The phases measured (default both). */
-  readonly phases?: readonly ('sample' | 'train')[];
-  /** Seconds per phase (warm-up included) after which no further timed call starts; null: all `reps`. */
-  readonly budgetS: number | null;
-}
-/** The CPU rows' workload (the figures in docs/models.md). */
-const FULL: Workload = { S: 4, P: 16, N: 16, B: 2, T: 32, reps: 3, budgetS: null };
+const CPU_ENGINES = ['limits', 'ours-f32', 'ours-q8', 'ours-q4', 'ort-web-1', 'ort-web-2', 'ort-node', 'llama-f32', 'llama-q8_0', 'llama-q4_0', 'torch'];
+const GPU_ENGINES = ['ours-f32', 'ours-webgpu-f32', 'ours-webgpu-q8', 'ort-webgpu'];
+/** The storage each engine computes with, and ours at that storage (the row its ratio and check are against). */
+const STORAGE: Record<string, QuantKind> = { 'ours-q8': 'q8', 'ours-q4': 'q4', 'llama-q8_0': 'q8', 'llama-q4_0': 'q4', 'ours-webgpu-q8': 'q8' };
+const storageOf = (e: string): QuantKind => STORAGE[e] ?? 'f32';
+/** log p below which llama.cpp's f32 probabilities may have underflowed (e^−87 is f32's smallest normal). */
+const LOGP_FLOOR = -80;
 
 const { values } = parseArgs({
   options: {
-    size: { type: 'string', default: '135m' }, child: { type: 'string' }, dir: { type: 'string' }, gpu: { type: 'boolean' }, 'gpu-only': { type: 'boolean' },
-    backend: { type: 'string', default: 'cpu' }, workload: { type: 'string' }, budget: { type: 'string', default: '240' }, deadline: { type: 'string' },
-    phases: { type: 'string' }, 'no-warmup': { type: 'boolean' },
+    size: { type: 'string', default: '135m' }, engines: { type: 'string' }, gpu: { type: 'boolean' }, reps: { type: 'string', default: '3' },
+    budget: { type: 'string', default: '30' }, deadline: { type: 'string', default: '900' }, threads: { type: 'string' }, json: { type: 'string' },
+    child: { type: 'string' }, dir: { type: 'string' }, work: { type: 'string' },
   },
 });
 const spec = SIZES[values.size!];
-if (!spec) throw new Error(`--size must be one of ${Object.keys(SIZES).join(', ')}`);
-const budgetS = Number(values.budget);
-if (!(budgetS > 0)) throw new Error(`--budget must be a number of seconds > 0, not ${values.budget}`);
-/**
- * The WebGPU rows' workload (and a CPU q8 row at the same workload, for the ratio): one prompt of
- * 4 tokens, 4 new; one LoRA step on 1 × 4 tokens; warm-ups of a 1-token prompt with 2 new and a
- * step on 1 × 2 — small enough that SwiftShader (a CPU emulation of a GPU: about 10 s per token of
- * the 135M checkpoint's forward here) finishes in minutes; `--budget` seconds per phase.
- */
-const phasesArg = (values.phases ?? 'sample,train').split(',');
-if (!phasesArg.every((x) => x === 'sample' || x === 'train')) throw new Error(`--phases must list sample and/or train, not ${values.phases}`);
-const SMALL: Workload = {
-  S: 1, P: 4, N: 4, B: 1, T: 4, reps: 1, budgetS, warm: values['no-warmup'] ? null : { P: 1, N: 2, T: 2 },
-  ...(values.phases ? { phases: phasesArg as ('sample' | 'train')[] } : {}),
-};
+if (!spec) throw new Error(`--size must be one of ${Object.keys(SIZES).join(', ')}, not ${values.size}`);
+const full = { ropeTheta: 10000, eps: 1e-5, vocab: spec.vocab!, d: spec.d!, layers: spec.layers!, heads: spec.heads!, kvHeads: spec.kvHeads!, hidden: spec.hidden!, maxPositions: spec.maxPositions! };
+const HS = full.d / full.heads;
+/** The native peers' threads (--threads; default: every core, as their own defaults do). */
+const cores = Number(values.threads ?? os.cpus().length);
+if (!(Number.isInteger(cores) && cores >= 1)) throw new Error(`--threads must be an integer ≥ 1, not ${values.threads}`);
 
-/** "1 prompt × 4 tokens, 4 new each, 1 timed call (warm-up: 1 × 1, 2 new)" / "batch 1 × 4 tokens, 1 timed step (warm-up 1 × 2)". */
-function describeSampling(w: Workload, calls: number): string {
-  if (w.phases && !w.phases.includes('sample')) return 'not measured (--phases)';
-  return `${w.S} prompt${w.S === 1 ? '' : 's'} × ${w.P} tokens, ${w.N} new each, ${calls} timed call${calls === 1 ? '' : 's'}${w.warm ? ` (warm-up: 1 × ${w.warm.P}, ${w.warm.N} new)` : w.warm === null ? ' (no warm-up)' : ''}`;
-}
-function describeTraining(w: Workload, calls: number): string {
-  if (w.phases && !w.phases.includes('train')) return 'not measured (--phases)';
-  return `batch ${w.B} × ${w.T} tokens, ${calls} timed step${calls === 1 ? '' : 's'}${w.warm ? ` (warm-up 1 × ${w.warm.T})` : w.warm === null ? ' (no warm-up)' : ''}`;
-}
+type OrtWeb = typeof import('onnxruntime-web');
+/** This file, or the bundle scripts/gpu-pack.sh makes of it (which runs without tsx). */
+const selfFile = fileURLToPath(import.meta.url);
 
-interface Row {
-  quant: QuantKind;
-  backend: string;
-  workload: Workload;
-  cfgLine: string;
-  loadS: number;
-  /** tokens/s (NaN: the phase did not finish before the child's deadline). */
-  sample: number;
-  train: number;
-  sampleMs: number[];
-  trainMs: number[];
-  /** The warm-up calls (pipeline compilation on WebGPU), ms. */
-  warmMs: [number, number];
-  rssSample: number;
-  rssTrain: number;
-  estimate: number;
-  /** Set by the parent when the child was stopped at its deadline: what it had not finished. */
-  unfinished?: string;
-}
-
-/** One warm-up call (none when warmFn is null), then up to w.reps timed calls while the phase's budget lasts (at least one). */
-async function time(fn: () => Promise<unknown>, w: Workload, warmFn: (() => Promise<unknown>) | null = fn): Promise<{ warm: number; ms: number[] }> {
-  const a0 = performance.now();
-  if (warmFn) await warmFn();
-  const warm = warmFn ? performance.now() - a0 : NaN;
-  const ms: number[] = [];
-  while (ms.length < w.reps && (ms.length === 0 || w.budgetS === null || performance.now() - a0 < 1000 * w.budgetS)) {
-    const a = performance.now();
-    await fn();
-    ms.push(performance.now() - a);
-  }
-  return { warm, ms };
-}
-
-/** The child's backend: the CPU, or (--backend webgpu) the adapter WebGPU finds, SwiftShader as the fallback. */
-async function backendOf(name: string): Promise<Backend<TensorKinds>> {
-  if (name === 'cpu') return cpuBackend as unknown as Backend<TensorKinds>;
-  const h = await acquireAnyDevice();
-  if (!h.ok) throw new Error(`--gpu: no WebGPU adapter: ${h.reason}`);
-  return webgpuBackend(new GpuContext(h.device), h.description) as unknown as Backend<TensorKinds>;
-}
-
-/** One base in this (child) process: read the folder, load, sample, train; RSS growth over the baseline after the read. Each finished phase is sent to the parent at once. */
-async function measure(quant: QuantKind, backendName: string, w: Workload): Promise<Row> {
-  const be = await backendOf(backendName);
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('the child runs with node --expose-gc, so garbage does not count as memory');
-  const rssNow = (): number => {
-    gc();
-    return process.memoryUsage().rss;
+/** One engine in this (child) process. */
+async function runChild(engine: string, dir: string, w: Workloads): Promise<EngineResult | { limits: Awaited<ReturnType<typeof machineLimits>> }> {
+  const kv = { layers: full.layers, kvHeads: full.kvHeads, HS, vocab: full.vocab };
+  const onnx = (): Uint8Array => readFileSync(join(dir, 'onnx/model.onnx'));
+  const cpu = cpuBackend as unknown as Backend<TensorKinds>;
+  const webgpu = async (): Promise<Backend<TensorKinds>> => {
+    const h = await acquireAnyDevice();
+    if (!h.ok) throw new Error(`no WebGPU adapter: ${h.reason}`);
+    return webgpuBackend(new GpuContext(h.device), h.description) as unknown as Backend<TensorKinds>;
   };
-  const files = await readHfFolder(values.dir!);
-  const base = rssNow();
-  const a = performance.now();
-  const m = await loadHfCheckpoint(files, { quant, maxSeq: 128 });
-  const loadS = (performance.now() - a) / 1000;
-  const est = estimateMemory(m.cfg, { quant, loraRank: RANK, sequences: w.B, seqLen: w.T, prompts: w.S });
-  const row: Row = {
-    quant, backend: be.name, workload: w, cfgLine: describeConfig(m.cfg), loadS, sampleMs: [], trainMs: [], warmMs: [NaN, NaN],
-    rssSample: NaN, rssTrain: NaN, estimate: est.total, sample: NaN, train: NaN,
+  const ortWeb = async (threads: number): Promise<OrtWeb> => {
+    const m = await import('onnxruntime-web');
+    const ort = (m as unknown as { default?: OrtWeb }).default ?? m;
+    ort.env.wasm.numThreads = threads;
+    return ort;
   };
-  process.send!({ partial: row });
-  const r = new Rng(2);
-  const prompts = Array.from({ length: w.S }, () => Int32Array.from({ length: w.P }, () => r.int(m.cfg.vocab)));
-  const phases = w.phases ?? ['sample', 'train'];
-  let s = { warm: NaN, ms: [] as number[] };
-  if (phases.includes('sample')) {
-    const inf = new Model(be, m.cfg, m.weights, { trainable: 'none' });
-    const gen = (ps: Int32Array[], maxNew: number) => () => inf.generate(ps, { maxNew, temperature: 0, topK: 0, seed: 1, stream: 0, stop: -1 });
-    s = await time(gen(prompts, w.N), w, w.warm ? gen([prompts[0]!.slice(0, w.warm.P)], w.warm.N) : w.warm === null ? null : undefined);
-    Object.assign(row, { sampleMs: s.ms, sample: tokensPerSecond(w.S * w.N, s.ms, median), rssSample: rssNow() - base, warmMs: [s.warm, NaN] });
-    inf.dispose();
+  switch (engine) {
+    case 'limits':
+      return { limits: await machineLimits() };
+    case 'ours-f32':
+    case 'ours-q8':
+    case 'ours-q4':
+      return runOurs(engine, `ours ${storageOf(engine)} (CPU, wasm SIMD)`, dir, storageOf(engine), cpu, w, true);
+    case 'ours-webgpu-f32':
+    case 'ours-webgpu-q8': {
+      const be = await webgpu();
+      return runOurs(engine, `ours ${storageOf(engine)} (WebGPU: ${be.name})`, dir, storageOf(engine), be, w, true);
+    }
+    case 'ort-web-1':
+    case 'ort-web-2': {
+      const n = Number(engine.at(-1));
+      return runOrt(engine, `onnxruntime-web ${peerVersion('onnxruntime-web')} wasm, ${n} thread${n > 1 ? 's' : ''}, KV cache, f32`, await ortWeb(n), onnx(), kv, w, { executionProviders: ['wasm'] });
+    }
+    case 'ort-webgpu': {
+      await webgpu(); // picks the driver (the machine's, else SwiftShader) that ORT's navigator.gpu then sees
+      const o = await loadOrtWebgpu();
+      if (typeof o === 'string') return { engine, label: 'onnxruntime-web WebGPU EP', skipped: o } as EngineResult;
+      return runOrt(engine, `onnxruntime-web ${o.version} WebGPU EP (${o.adapter}), KV cache, f32`, o.ort, onnx(), kv, w, { executionProviders: ['webgpu'] });
+    }
+    case 'ort-node': {
+      const ort = await peerImport<OrtWeb>('onnxruntime-node');
+      if (typeof ort === 'string') return { engine, label: 'onnxruntime-node', skipped: ort } as EngineResult;
+      return runOrt(engine, `onnxruntime-node ${peerVersion('onnxruntime-node')} (native CPU EP, ${cores} thread${cores > 1 ? 's' : ''}), KV cache, f32`, ort, onnx(), kv, w, { executionProviders: ['cpu'], intraOpNumThreads: cores });
+    }
+    case 'llama-f32':
+    case 'llama-q8_0':
+    case 'llama-q4_0': {
+      const st = engine.slice('llama-'.length);
+      return runLlama(engine, `llama.cpp (node-llama-cpp ${peerVersion('node-llama-cpp')}, native), ${st}`, join(dir, `model-${st}.gguf`), w, cores);
+    }
+    case 'torch':
+      return runTorch(engine, dir, w, cores);
   }
-  process.send!({ partial: row });
-  if (!phases.includes('train')) return row;
-  const lora = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: RANK, alpha: 2 * RANK }, seed: 1 });
-  const tokens = Int32Array.from({ length: w.B * w.T }, () => 1 + r.int(m.cfg.vocab - 1));
-  const t = await time(() => trainOnSequences(lora, tokens, w.B, w.T, { lr: 1e-4 }), w, w.warm ? () => trainOnSequences(lora, tokens.slice(0, w.warm!.T), 1, w.warm!.T, { lr: 1e-4 }) : w.warm === null ? null : undefined);
-  Object.assign(row, { trainMs: t.ms, train: tokensPerSecond(w.B * w.T, t.ms, median), rssTrain: rssNow() - base, warmMs: [s.warm, t.warm] });
-  lora.dispose();
-  return row;
+  throw new Error(`unknown engine "${engine}"`);
 }
 
-/**
- * Runs one base in a child; a child still running `deadlineS` after it started is stopped and its
- * row says which phases it had not finished (its finished phases are kept).
- */
-function child(quant: QuantKind, dir: string, backend: string, w: Workload, deadlineS: number): Promise<Row> {
-  return new Promise((resolve, reject) => {
-    const c = fork(fileURLToPath(import.meta.url), ['--child', quant, '--dir', dir, '--backend', backend, '--workload', JSON.stringify(w)], { execArgv: ['--expose-gc', '--import', 'tsx'] });
-    let last: Row | undefined;
-    const timer = Number.isFinite(deadlineS)
-      ? setTimeout(() => {
-          c.kill('SIGKILL');
-          const what = !last ? 'the load' : !Number.isFinite(last.sample) ? 'sampling and LoRA training' : 'LoRA training';
-          if (!last) return reject(new Error(`the ${quant} ${backend} child did not finish loading in ${deadlineS} s`));
-          resolve({ ...last, unfinished: `${what} did not finish within the child's ${deadlineS} s` });
-        }, deadlineS * 1000)
-      : undefined;
-    c.on('message', (m: { partial?: Row; row?: Row }) => {
-      if (m.partial) last = m.partial;
-      if (m.row) {
-        clearTimeout(timer);
-        resolve(m.row);
-      }
-    });
+if (values.child) {
+  const w = JSON.parse(readFileSync(values.work!, 'utf8')) as Workloads;
+  let out: unknown;
+  try {
+    out = await runChild(values.child, values.dir!, w);
+  } catch (e) {
+    out = { engine: values.child, label: values.child, skipped: `failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}` };
+  }
+  // Exit once the message is out (native peers keep threads alive; an early exit would lose it).
+  process.send!({ result: out }, () => process.exit(0));
+} else await parent();
+
+/** Runs one engine's child; stopped after `deadlineS`. */
+function child(engine: string, dir: string, work: string, deadlineS: number): Promise<unknown> {
+  return new Promise((resolve) => {
+    const c = fork(selfFile, ['--size', values.size!, '--threads', String(cores), '--child', engine, '--dir', dir, '--work', work], { execArgv: selfFile.endsWith('.ts') ? ['--import', 'tsx'] : [] });
+    let got: unknown = null;
+    const timer = setTimeout(() => c.kill('SIGKILL'), deadlineS * 1000);
+    c.on('message', (m: { result?: unknown }) => (got = m.result ?? got));
     c.once('exit', (code, sig) => {
       clearTimeout(timer);
-      if (code !== 0 && sig !== 'SIGKILL') reject(new Error(`the ${quant} ${backend} child exited with ${code}`));
+      resolve(got ?? { engine, label: engine, skipped: sig === 'SIGKILL' ? `stopped after ${deadlineS} s (--deadline)` : `the child exited with ${code} before reporting` });
     });
   });
 }
 
-if (values.child) {
-  process.send!({ row: await measure(values.child as QuantKind, values.backend!, JSON.parse(values.workload!) as Workload) });
-  process.exit(0);
+async function writeChunks(path: string, parts: Uint8Array[]): Promise<void> {
+  const s = createWriteStream(path);
+  for (const p of parts) if (!s.write(p)) await new Promise<void>((r) => s.once('drain', () => r()));
+  await new Promise<void>((r) => s.end(() => r()));
 }
 
-const t0 = performance.now();
-const dir = join(mkdtempSync(join(os.tmpdir(), 'sat-bench-hf-')), values.size!);
-const ck = hfCheckpoint({ ...spec, seed: 1 });
-writeHfFolder(dir, ck.files);
-console.log(`random checkpoint written to ${dir} in ${((performance.now() - t0) / 1000).toFixed(1)} s (${[...ck.files.values()].reduce((n, b) => n + b.length, 0).toLocaleString('en-US')} bytes)`);
-/** A child at the small workload is stopped this long after it starts: the load, two warm-ups and two phase budgets. */
-const deadlineS = Number(values.deadline ?? 5 * budgetS);
-const rows: Row[] = [];
-const cpuRuns: [QuantKind, string, Workload][] = values['gpu-only'] ? [] : [['f32', 'cpu', FULL], ['q8', 'cpu', FULL]];
-const gpuRuns: [QuantKind, string, Workload][] = values.gpu || values['gpu-only'] ? [['q8', 'cpu', SMALL], ['q8', 'webgpu', SMALL]] : [];
-for (const [quant, backend, w] of [...cpuRuns, ...gpuRuns]) {
-  const x = await child(quant, dir, backend, w, w === SMALL ? deadlineS : Infinity);
-  // NaN crosses the child's channel as null: a phase that did not finish.
-  const one = (t: number | null): string => (typeof t === 'number' && Number.isFinite(t) ? t.toFixed(0) : '—');
-  const ms = (v: number[]): string => (v.length ? v.map(one).join('/') : '—');
-  console.log(`  ${quant} on ${x.backend}: load ${x.loadS.toFixed(1)} s, sample warm-up ${one(x.warmMs[0])} ms then ${ms(x.sampleMs)} ms, LoRA warm-up ${one(x.warmMs[1])} ms then ${ms(x.trainMs)} ms${x.unfinished ? ` — ${x.unfinished}` : ''}`);
-  rows.push(x);
+async function parent(): Promise<void> {
+  const engines = values.engines ? values.engines.split(',') : values.gpu ? GPU_ENGINES : CPU_ENGINES;
+  for (const e of engines) if (![...CPU_ENGINES, ...GPU_ENGINES].includes(e)) throw new Error(`--engines: unknown engine "${e}" (known: ${[...new Set([...CPU_ENGINES, ...GPU_ENGINES])].join(', ')})`);
+  const reps = Number(values.reps);
+  const budgetS = Number(values.budget);
+  const deadlineS = Number(values.deadline);
+  if (!(reps >= 1) || !(budgetS > 0) || !(deadlineS > 0)) throw new Error('--reps ≥ 1, --budget > 0 and --deadline > 0 seconds');
+  const t0 = performance.now();
+  const root = mkdtempSync(join(os.tmpdir(), 'sat-bench-hf-'));
+  const dir = join(root, values.size!);
+  const ck = hfCheckpoint({ ...spec, seed: 1 });
+  writeHfFolder(dir, ck.files);
+  if (engines.some((e) => e.startsWith('ort-'))) {
+    const ex = exportHfDecoder(full, ck.tensors, { weights: 'f32' });
+    mkdirSync(join(dir, 'onnx'), { recursive: true });
+    writeFileSync(join(dir, 'onnx/model.onnx'), ex.files.get('onnx/model.onnx')!);
+  }
+  for (const e of engines.filter((x) => x.startsWith('llama-'))) {
+    const st = e.slice('llama-'.length) as GgufStorage;
+    await writeChunks(join(dir, `model-${st}.gguf`), writeGguf(full, ck.tensors, st));
+  }
+  const r = new Rng(2);
+  const V = full.vocab;
+  const ids = (n: number): number[] => Array.from({ length: n }, () => 3 + r.int(V - 3));
+  const w: Workloads = {
+    prefill: ids(64),
+    decode: [{ S: 1, P: 16, N: 32 }, { S: 4, P: 16, N: 16 }, { S: 16, P: 16, N: 16 }],
+    prompts: Array.from({ length: 16 }, () => ids(16)),
+    lora: { B: 2, T: 32, tokens: ids(64) },
+    reps,
+    budgetS,
+  };
+  const work = join(root, 'work.json');
+  writeFileSync(work, JSON.stringify(w));
+  console.log(`random checkpoint, ONNX and GGUF files written to ${root} in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}, Node ${process.version}`);
+
+  const rows: EngineResult[] = [];
+  let limits: Awaited<ReturnType<typeof machineLimits>> | null = null;
+  for (const e of engines) {
+    const a = performance.now();
+    const x = (await child(e, dir, work, deadlineS)) as EngineResult | { limits: typeof limits };
+    if ('limits' in x) {
+      limits = x.limits;
+      console.log(`  limits: streaming read ${limits!.readGBs.toFixed(1)} GB/s, SIMD matmul ${limits!.matmulGflops.toFixed(1)} GFLOP/s (${limits!.matmulShape}, ${limits!.threads} threads)`);
+      continue;
+    }
+    rows.push(x);
+    const ms = (v: number[]): string => (v.length ? v.map((t) => t.toFixed(0)).join('/') : '—');
+    console.log(`  ${e}: ${x.skipped ? `skipped — ${x.skipped}` : `load ${x.loadS.toFixed(1)} s, prefill ${ms(x.prefillMs)} ms, decode ${x.decodeMs.map(ms).join(' | ')} ms, LoRA ${ms(x.loraMs)} ms${x.notes.length ? `; ${x.notes.join('; ')}` : ''}`} (${((performance.now() - a) / 1000).toFixed(0)} s)`);
+  }
+  rmSync(root, { recursive: true, force: true });
+  report(rows, w, limits);
+  if (values.json) writeFileSync(values.json, JSON.stringify({ rows: rows.map((x) => ({ ...x, checkRel: checkRel(x, rows) })), limits, workloads: { ...w, prompts: undefined } }));
 }
-const growth = (b: number | null): string => (typeof b !== 'number' || !Number.isFinite(b) ? '—' : b < 0 ? `−${formatBytes(-b)}` : formatBytes(b));
-const rate = (v: number | null): string => (typeof v === 'number' && Number.isFinite(v) ? (v < 1 ? v.toPrecision(2) : v.toFixed(1)) : 'did not finish');
-const backends = [...new Set(rows.map((x) => x.backend))].join(', ');
-const measured = (x: Row, phase: 'sample' | 'train'): boolean => !x.workload.phases || x.workload.phases.includes(phase);
-console.log(`\n${rows[0]!.cfgLine}; backends: ${backends} (the CPU backend on one thread); greedy sampling; LoRA rank ${RANK} on every projection; medians of the timed calls after one warm-up (none with --no-warmup)${gpuRuns.length ? `; at the small workload a phase starts no timed call after ${budgetS} s (--budget) and a child is stopped after ${deadlineS} s` : ''}\n`);
-console.log(markdownTable(
-  ['base', 'backend', 'load (s)', 'sampling workload', 'sample (tok/s)', 'LoRA workload', 'LoRA train (tok/s)', 'RSS growth after sampling', 'RSS growth after training', 'estimate (one LoRA agent)'],
-  rows.map((x) => [
-    x.quant, x.backend, x.loadS.toFixed(1), describeSampling(x.workload, x.sampleMs.length), measured(x, 'sample') ? rate(x.sample) : '—', describeTraining(x.workload, x.trainMs.length), measured(x, 'train') ? rate(x.train) : '—',
-    growth(x.rssSample), growth(x.rssTrain), formatBytes(x.estimate),
-  ]),
-  [false, false, true, false, true, false, true, true, true, true],
-));
-rmSync(dir, { recursive: true, force: true });
-const [f, q] = cpuRuns.length ? (rows as [Row, Row]) : [];
-if (f && q) console.log(`\nq8 / f32 in this run: sampling ${(q.sample / f.sample).toFixed(2)}×, LoRA training ${(q.train / f.train).toFixed(2)}×`);
-const [qs, g] = gpuRuns.length ? rows.slice(cpuRuns.length) : [];
-const ratio = (a: number | null, b: number | null): string => (typeof a === 'number' && typeof b === 'number' && Number.isFinite(a / b) ? `${(a / b).toPrecision(2)}×` : '—');
-if (qs && g) console.log(`q8 on ${g.backend} / q8 on the CPU at the small workload: sampling ${ratio(g.sample, qs.sample)}, LoRA training ${ratio(g.train, qs.train)}`);
-console.log(`1-minute load average at the end ${os.loadavg()[0]!.toFixed(2)}; ${new Date().toISOString()}`);
+
+/** Ours at storage q in `rows` (on WebGPU when `gpu` and there is such a row). */
+function oursIn(rows: readonly EngineResult[], q: QuantKind, gpu: boolean): EngineResult | undefined {
+  return rows.find((x) => !x.skipped && x.engine === (gpu ? `ours-webgpu-${q}` : `ours-${q}`)) ?? rows.find((x) => !x.skipped && x.engine === `ours-${q}`);
+}
+
+/** A row's logits check against ours on the CPU at its storage (ours q8/q4 against ours f32): max |Δ| / max |logits| (log-probabilities for llama.cpp) and greedy tokens in common; null without a reference. */
+function checkRel(x: EngineResult, allRows: readonly EngineResult[]): { rel: number; against: string; greedySame: number } | null {
+  const q = storageOf(x.engine);
+  const ref = x.engine.startsWith('ours-') && !x.engine.includes('webgpu') ? (q === 'f32' ? undefined : oursIn(allRows, 'f32', false)) : oursIn(allRows, q, false);
+  if (x.skipped || !x.check || !ref?.check) return null;
+  let rel: number;
+  if (x.logp) {
+    // llama.cpp's probabilities are f32: below e^−80 they underflow to 0 (log p = −∞), so only the tokens above are compared.
+    const lp = logSoftmax(ref.check);
+    const kept = lp.flatMap((v, i) => (v > LOGP_FLOOR ? [i] : []));
+    rel = relDiff(kept.map((i) => x.check![i]!), kept.map((i) => lp[i]!));
+  } else rel = relDiff(x.check, ref.check);
+  return { rel, against: ref.engine, greedySame: x.greedy.filter((t, i) => t === ref.greedy[i]).length };
+}
+
+/** The tables (header). */
+function report(rows: EngineResult[], w: Workloads, limits: Awaited<ReturnType<typeof machineLimits>> | null): void {
+  const { layers: L, d: C, kvHeads: KV, hidden: H, vocab: V } = full;
+  const params = L * (2 * C * C + 2 * C * KV * HS + 3 * C * H) + V * C;
+  const bytesPer: Record<QuantKind, number> = { f32: 4, q8: 34 / 32, q4: 18 / 32 };
+  const tps = (tokens: number, ms: number[]): number => (ms.length ? tokens / (median(ms) / 1000) : NaN);
+  const rate = (x: EngineResult) => ({
+    prefill: tps(w.prefill.length, x.prefillMs),
+    decode: w.decode.map((k, i) => tps(k.S * k.N, x.decodeMs[i] ?? [])),
+    lora: tps(w.lora.B * w.lora.T, x.loraMs),
+  });
+  const fmt = (v: number): string => (!Number.isFinite(v) ? '—' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toPrecision(2));
+  const live = rows.filter((x) => !x.skipped);
+  const oursAt = (q: QuantKind, gpu: boolean): EngineResult | undefined => oursIn(live, q, gpu);
+  const check = (x: EngineResult): string => {
+    if (x.skipped) return '—';
+    const parts: string[] = [];
+    const c = checkRel(x, rows);
+    if (c) parts.push(`${c.rel.toExponential(1)} vs ${c.against}${x.logp ? ` (log p > ${LOGP_FLOOR})` : ''}, greedy ${c.greedySame}/${x.greedy.length}`);
+    if (x.selfCheck) parts.push(`${x.selfCheck.rel.toExponential(1)} vs ${x.selfCheck.against}`);
+    return parts.join('; ') || (x.engine === 'ours-f32' ? 'reference' : 'not compared (no reference row in this run)');
+  };
+  const head = ['engine', 'load (s)', `prefill ${w.prefill.length}`, ...w.decode.map((k) => `decode ${k.S} × (${k.P} + ${k.N})`), `LoRA r8 ${w.lora.B} × ${w.lora.T}`, 'peak RSS', 'logits: max |Δ| / max |logits|'];
+  console.log(`\n${values.size} checkpoint: d ${C}, ${L} layers, ${full.heads}/${KV} heads, hidden ${H}, vocab ${V}; ${(params / 1e6).toFixed(1)}M matmul parameters. Tokens/s, median of up to ${w.reps} timed calls after a warm-up (a phase starts no call after ${w.budgetS} s); greedy; every engine in its own process.\n`);
+  console.log(markdownTable(head, rows.map((x) => {
+    if (x.skipped) return [x.label, '—', '—', ...w.decode.map(() => '—'), '—', '—', `not run: ${x.skipped}`];
+    const t = rate(x);
+    return [x.label, x.loadS.toFixed(1), fmt(t.prefill), ...t.decode.map(fmt), fmt(t.lora), formatBytes(x.peakRss), check(x)];
+  }), [false, true, true, ...w.decode.map(() => true), true, true, false]));
+
+  const peers = live.filter((x) => !x.engine.startsWith('ours-'));
+  if (peers.length) {
+    console.log(`\nOurs ÷ peer (ours at the peer's storage: f32 for ONNX Runtime and PyTorch, q8 for Q8_0, q4 for Q4_0${values.gpu ? '; WebGPU rows against ours on WebGPU' : ''}):\n`);
+    console.log(markdownTable(['peer', 'ours', `prefill ${w.prefill.length}`, ...w.decode.map((k) => `decode ${k.S} prompt${k.S > 1 ? 's' : ''}`), 'LoRA'], peers.map((p) => {
+      const o = oursAt(storageOf(p.engine), p.engine.includes('webgpu'));
+      if (!o) return [p.label, '—', '—', ...w.decode.map(() => '—'), '—'];
+      const a = rate(o);
+      const b = rate(p);
+      const ratio = (x: number, y: number): string => (Number.isFinite(x / y) ? `${(x / y).toFixed(2)}×` : '—');
+      return [p.label, o.engine, ratio(a.prefill, b.prefill), ...a.decode.map((v, i) => ratio(v, b.decode[i]!)), ratio(a.lora, b.lora)];
+    }), [false, false, true, ...w.decode.map(() => true), true]));
+  }
+
+  console.log(`\nAgainst this machine's limits${limits ? `: streaming read ${limits.readGBs.toFixed(1)} GB/s, our SIMD matmul ${limits.matmulGflops.toFixed(1)} GFLOP/s (${limits.threads} threads)` : ' (not measured: add the limits engine)'}. GFLOP/s: 2·params per token (prefill, decode), 4·params per LoRA token (forward + input gradients through the frozen base); GB/s: the weights at their storage (${(params / 1e6).toFixed(1)}M × 4 / 34⁄32 / 18⁄32 bytes) read once per decode step, shared by its prompts.\n`);
+  console.log(markdownTable(['engine', `prefill GFLOP/s`, ...w.decode.map((k) => `decode ${k.S}: GB/s · GFLOP/s`), 'LoRA GFLOP/s'], live.map((x) => {
+    const t = rate(x);
+    const gf = (tok: number, per: number): string => fmt((tok * per * params) / 1e9);
+    const gb = (tok: number, S: number): string => fmt(((tok / S) * params * bytesPer[storageOf(x.engine)]) / 1e9);
+    return [x.label, gf(t.prefill, 2), ...t.decode.map((v, i) => `${gb(v, w.decode[i]!.S)} · ${gf(v, 2)}`), gf(t.lora, 4)];
+  }), [false, true, ...w.decode.map(() => true), true]));
+  console.log(`\n1-minute load average at the end ${os.loadavg()[0]!.toFixed(2)}; ${new Date().toISOString()}`);
+}

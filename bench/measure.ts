@@ -12,6 +12,9 @@
  * our Float32Arrays live — they are not in the V8 heap) are per-thread numbers, so the main
  * thread samples those itself after every repetition (`sample`).
  *
+ * Agreement: `relDiff`, the one measure every bench prints when it compares an engine's numbers with
+ * a reference's.
+ *
  * Not here: what is measured (bench/cpu.ts), the table (bench/report.ts).
  */
 import { Worker } from 'node:worker_threads';
@@ -22,6 +25,17 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** max |x − ref| / max |ref| (the difference itself when ref is all zeros). */
+export function relDiff(x: ArrayLike<number>, ref: ArrayLike<number>): number {
+  let d = 0;
+  let s = 0;
+  for (let i = 0; i < ref.length; i++) {
+    d = Math.max(d, Math.abs(x[i]! - ref[i]!));
+    s = Math.max(s, Math.abs(ref[i]!));
+  }
+  return s > 0 ? d / s : d;
 }
 
 /** Peak memory of one phase, bytes. */

@@ -11,6 +11,7 @@
 #   webgpu.tgz   the `webgpu` package's index.js, package.json and dist/linux-x64 (Dawn);
 #   ort.tgz      onnxruntime-web's WebGPU build and its wasm (the bench's peer on the GPU);
 #   bench.mjs    bench/cpu.ts bundled into one file (`--gpu` runs bench/gpu.ts), webgpu external;
+#   hf.mjs       bench/hf.ts bundled the same way (`--gpu`: the SmolLM-135M-shaped table on WebGPU);
 #   sat.mjs      src/cli/sat.ts bundled the same way (a language stage with backend = webgpu);
 #   *.deb        the Vulkan loader (libvulkan1) from Debian, for a machine that has none.
 # Both bundles resolve `webgpu` and onnxruntime-web from ../node_modules, where gpu-run.sh
@@ -35,7 +36,7 @@ ORT=node_modules/onnxruntime-web
 echo "onnxruntime-web $(node -p "require('./$ORT/package.json').version") (webgpu build) → $OUT/ort.tgz"
 tar czf "$OUT/ort.tgz" -C "$ORT" package.json dist/ort.webgpu.min.mjs dist/ort-wasm-simd-threaded.jsep.mjs dist/ort-wasm-simd-threaded.jsep.wasm
 
-for pair in bench/cpu.ts:bench.mjs src/cli/sat.ts:sat.mjs; do
+for pair in bench/cpu.ts:bench.mjs bench/hf.ts:hf.mjs src/cli/sat.ts:sat.mjs; do
   src=${pair%%:*}; dst=${pair##*:}
   echo "$src → $OUT/$dst"
   # createRequire: a CommonJS dependency inside an ESM bundle still finds `require`.

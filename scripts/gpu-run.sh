@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # scripts/gpu-run.sh — the speed issue's device check, on a GPU machine, from the repo root, with
-# .gpu/ (scripts/gpu-pack.sh) carried along. Inside ~8 minutes it:
+# .gpu/ (scripts/gpu-pack.sh) carried along. Inside 8 minutes it:
 #   1. unpacks Node, the webgpu package and onnxruntime-web's WebGPU build (into node_modules/),
 #      and the Vulkan loader when the machine has none;
-#   2. runs `bench --gpu` (matmul variants with GFLOP/s and % of PEAK, attention, the model's
+#   2. runs `bench:hf --gpu` on the SmolLM-135M-shaped checkpoint: ours on WebGPU (f32, q8) and
+#      onnxruntime-web's WebGPU EP on the same ONNX (KV cache), ours f32 on the CPU beside them —
+#      prefill 64, decode 1 / 4 / 16 prompts, LoRA, logits checked first (docs/performance.md);
+#   3. runs `bench --gpu` (matmul variants with GFLOP/s and % of PEAK, attention, the model's
 #      train step and decode with dispatches/submissions per step, ORT webgpu beside ours);
-#   3. runs two arith-team stages with backend = webgpu (one device per agent, --profile) and the
+#   4. runs two arith-team stages with backend = webgpu (one device per agent, --profile) and the
 #      same two on the CPU backend beside them, for the stage times.
 # Every output goes to $OUT (the device tool's folder; /tmp/gpu-out otherwise): machine.txt,
-# bench-gpu.txt, stage-gpu.txt, stage-cpu.txt. Each step has its own timeout, and a failing step
-# does not stop the next.
+# hf-gpu.txt, bench-gpu.txt, stage-gpu.txt, stage-cpu.txt. Each step has its own timeout (270 +
+# 100 + 2 × 50 s), and a failing step does not stop the next.
 #
 # Environment: PEAK = the card's f32 peak in GFLOP/s (H200/H100 SXM: 67000; printed as % of
 # peak); GPU_RUN_QUICK=1 = the smoke run used to test this script on SwiftShader (bench --quick,
@@ -37,10 +40,12 @@ NV_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 { date -u; uname -m; nproc; node --version; nvidia-smi -L 2>/dev/null || echo "nvidia-smi: none"; } | tee "$DEST/machine.txt"
 
 if [ "${GPU_RUN_QUICK:-0}" = 1 ]; then
-  BENCH=(--gpu --quick); STAGE=(--stages 1 --set agents=2 --set batch=2 --set group=2 --set evalEpisodes=8 --set geoIters=0); T_BENCH=900; T_STAGE=600
+  HF=(--gpu --size tiny --reps 1); BENCH=(--gpu --quick); STAGE=(--stages 1 --set agents=2 --set batch=2 --set group=2 --set evalEpisodes=8 --set geoIters=0); T_HF=900; T_BENCH=900; T_STAGE=600
 else
-  BENCH=(--gpu ${PEAK:+--peak-gflops=$PEAK}); STAGE=(--stages 2); T_BENCH=300; T_STAGE=100
+  HF=(--gpu --reps 2 --budget 10 --deadline 45); BENCH=(--gpu ${PEAK:+--peak-gflops=$PEAK}); STAGE=(--stages 2); T_HF=270; T_BENCH=100; T_STAGE=50
 fi
+echo "== bench:hf ${HF[*]}"
+timeout "$T_HF" node .gpu/hf.mjs "${HF[@]}" 2>&1 | tee "$DEST/hf-gpu.txt"
 echo "== bench ${BENCH[*]}"
 timeout "$T_BENCH" node .gpu/bench.mjs "${BENCH[@]}" 2>&1 | tee "$DEST/bench-gpu.txt"
 echo "== arith-team on webgpu ${STAGE[*]}"
