@@ -33,12 +33,13 @@ export interface BackendLine {
 
 /**
  * What runs one agent, in the header's words (the team cards say the same): tables in TypeScript,
- * WebGPU and its adapter, or the CPU's WebAssembly SIMD kernels — with their threads when known
+ * onnxruntime-web (a frozen ONNX teammate), WebGPU and its adapter, or the CPU's WebAssembly SIMD kernels — with their threads when known
  * (`threads` left out: a card, which does not know them) — or TypeScript where SIMD is missing.
  */
 export function agentKind(kind: string, backend: string, simd: boolean, threads?: { readonly n: number } | null): string {
   const b = backendShort(backend);
   if (kind === 'tabular') return 'tables in TypeScript';
+  if (b.startsWith('onnxruntime')) return b; // a frozen ONNX teammate: onnxruntime-web runs it, not our kernels
   if (b.startsWith('webgpu')) return `WebGPU, ${b.replace(/^webgpu \(?/, '').replace(/\)$/, '') || 'adapter unnamed'}`;
   if (!simd) return 'CPU kernels in TypeScript (no WebAssembly SIMD here)';
   if (threads === undefined) return 'WebAssembly SIMD kernels';
