@@ -104,7 +104,9 @@ describe('playground page in Chromium', () => {
     await page.getByTestId('step-stage').click();
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length === 3);
     await settled(page);
-    await page.getByTestId('speed').selectOption('fast');
+    // At `normal` (a pause between agent steps) Pause can catch the run: at `fast` a quiet machine
+    // runs all 30 climbing stages within a frame or two, before the click.
+    await page.getByTestId('speed').selectOption('normal');
     await page.getByTestId('run').click();
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="stage-row"]').length >= 5);
     await page.getByTestId('run').click(); // Pause
