@@ -180,10 +180,15 @@ const finalizer = typeof FinalizationRegistry === 'function' ? new FinalizationR
 let residency = true;
 /**
  * Most bytes of resident tensors: past it simdTensor returns null and the backend makes ordinary
- * arrays (also what happens when the memory cannot grow). 1 GiB keeps every address below 2³¹,
- * which the thread pool's Int32 control words carry.
+ * arrays (also what happens when the memory cannot grow). Half of MEMORY_MAX_BYTES, so resident
+ * tensors never take the room a call's scratch needs.
  */
 const RESIDENT_MAX_BYTES = 1 << 30;
+/**
+ * Most bytes the shared memory grows to: every address stays below 2³¹, which the thread pool's
+ * Int32 control words carry.
+ */
+const MEMORY_MAX_BYTES = 2 ** 31 - 65536;
 /** The cap in force (setCpuResidency lowers it for tests of the fallback). */
 let residentCap = RESIDENT_MAX_BYTES;
 
@@ -191,7 +196,7 @@ function startArena(k: Kernels): void {
   memBuffers.add(k.memory.buffer);
   arena = new Arena(k.heapBase(), k.memory.buffer.byteLength, (bytes) => {
     const now = k.memory.buffer.byteLength;
-    if (now + bytes > RESIDENT_MAX_BYTES + (1 << 26)) return null;
+    if (now + bytes > MEMORY_MAX_BYTES) return null;
     try {
       k.memory.grow(Math.ceil(bytes / 65536));
     } catch {
