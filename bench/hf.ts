@@ -7,6 +7,7 @@
  * them (bench/gguf.ts: F32, Q8_0, Q4_0), draws the token ids, then runs every engine in a child
  * process of its own, one after the other (bench/hfPeers.ts says what each runs):
  *   ours-f32, ours-q8, ours-q4   our CPU backend (wasm SIMD, its default threads) through the public API
+ *   ours-q8-i8, ours-q4-i8       the same with int8 activations (Model option activations 'int8')
  *   ort-web-1, ort-web-2         onnxruntime-web, wasm EP, 1 and 2 threads, on the ONNX
  *   ort-node                     onnxruntime-node (native CPU EP, as many threads as cores), same ONNX
  *   llama-f32, llama-q8_0, llama-q4_0   llama.cpp (node-llama-cpp) on the GGUFs
@@ -54,10 +55,10 @@ const SIZES: Record<string, HfSpec> = {
   '135m': { vocab: 49152, d: 576, layers: 30, heads: 9, kvHeads: 3, hidden: 1536, tied: true, dtype: 'BF16', maxPositions: 2048, shards: 2 },
   tiny: { vocab: 272, d: 64, layers: 2, heads: 4, kvHeads: 2, hidden: 96, tied: false, dtype: 'BF16', maxPositions: 128 },
 };
-const CPU_ENGINES = ['limits', 'ours-f32', 'ours-q8', 'ours-q4', 'ort-web-1', 'ort-web-2', 'ort-node', 'llama-f32', 'llama-q8_0', 'llama-q4_0', 'torch'];
+const CPU_ENGINES = ['limits', 'ours-f32', 'ours-q8', 'ours-q4', 'ours-q8-i8', 'ours-q4-i8', 'ort-web-1', 'ort-web-2', 'ort-node', 'llama-f32', 'llama-q8_0', 'llama-q4_0', 'torch'];
 const GPU_ENGINES = ['ours-f32', 'ours-webgpu-f32', 'ours-webgpu-q8', 'ort-webgpu'];
 /** The storage each engine computes with, and ours at that storage (the row its ratio and check are against). */
-const STORAGE: Record<string, QuantKind> = { 'ours-q8': 'q8', 'ours-q4': 'q4', 'llama-q8_0': 'q8', 'llama-q4_0': 'q4', 'ours-webgpu-q8': 'q8' };
+const STORAGE: Record<string, QuantKind> = { 'ours-q8': 'q8', 'ours-q4': 'q4', 'ours-q8-i8': 'q8', 'ours-q4-i8': 'q4', 'llama-q8_0': 'q8', 'llama-q4_0': 'q4', 'ours-webgpu-q8': 'q8' };
 const storageOf = (e: string): QuantKind => STORAGE[e] ?? 'f32';
 /** log p below which llama.cpp's f32 probabilities may have underflowed (e^−87 is f32's smallest normal). */
 const LOGP_FLOOR = -80;
@@ -104,6 +105,9 @@ async function runChild(engine: string, dir: string, w: Workloads): Promise<Engi
     case 'ours-q8':
     case 'ours-q4':
       return runOurs(engine, `ours ${storageOf(engine)} (CPU, wasm SIMD)`, dir, storageOf(engine), cpu, w, true);
+    case 'ours-q8-i8':
+    case 'ours-q4-i8':
+      return runOurs(engine, `ours ${storageOf(engine)}, int8 activations (CPU, wasm SIMD)`, dir, storageOf(engine), cpu, w, true, 'int8');
     case 'ours-webgpu-f32':
     case 'ours-webgpu-q8': {
       const be = await webgpu();
@@ -277,13 +281,18 @@ function report(rows: EngineResult[], w: Workloads, limits: Awaited<ReturnType<t
   const peers = live.filter((x) => !x.engine.startsWith('ours-'));
   if (peers.length) {
     console.log(`\nOurs ÷ peer (ours at the peer's storage: f32 for ONNX Runtime and PyTorch, q8 for Q8_0, q4 for Q4_0${values.gpu ? '; WebGPU rows against ours on WebGPU' : ''}):\n`);
-    console.log(markdownTable(['peer', 'ours', `prefill ${w.prefill.length}`, ...w.decode.map((k) => `decode ${k.S} prompt${k.S > 1 ? 's' : ''}`), 'LoRA'], peers.map((p) => {
-      const o = oursAt(storageOf(p.engine), p.engine.includes('webgpu'));
-      if (!o) return [p.label, '—', '—', ...w.decode.map(() => '—'), '—'];
-      const a = rate(o);
+    console.log(markdownTable(['peer', 'ours', `prefill ${w.prefill.length}`, ...w.decode.map((k) => `decode ${k.S} prompt${k.S > 1 ? 's' : ''}`), 'LoRA'], peers.flatMap((p) => {
+      const q = storageOf(p.engine);
+      const gpu = p.engine.includes('webgpu');
+      // Ours at the peer's storage, exact; for Q8_0 / Q4_0 (which quantize activations too) also with int8 activations.
+      const ours = [oursAt(q, gpu), ...(q !== 'f32' && !gpu ? [live.find((x) => x.engine === `ours-${q}-i8`)] : [])].filter((x): x is EngineResult => x !== undefined);
+      if (!ours.length) return [[p.label, '—', '—', ...w.decode.map(() => '—'), '—']];
       const b = rate(p);
       const ratio = (x: number, y: number): string => (Number.isFinite(x / y) ? `${(x / y).toFixed(2)}×` : '—');
-      return [p.label, o.engine, ratio(a.prefill, b.prefill), ...a.decode.map((v, i) => ratio(v, b.decode[i]!)), ratio(a.lora, b.lora)];
+      return ours.map((o) => {
+        const a = rate(o);
+        return [p.label, o.engine, ratio(a.prefill, b.prefill), ...a.decode.map((v, i) => ratio(v, b.decode[i]!)), ratio(a.lora, b.lora)];
+      });
     }), [false, false, true, ...w.decode.map(() => true), true]));
   }
 

@@ -161,14 +161,14 @@ function argmax(z: ArrayLike<number>, off = 0, n = z.length): number {
 // ------------------------------------------------------------------ ours
 
 /** Ours on `be` at `quant` (header). */
-export async function runOurs(engine: string, label: string, dir: string, quant: QuantKind, be: Backend<TensorKinds>, w: Workloads, train: boolean): Promise<EngineResult> {
+export async function runOurs(engine: string, label: string, dir: string, quant: QuantKind, be: Backend<TensorKinds>, w: Workloads, train: boolean, activations: 'exact' | 'int8' = 'exact'): Promise<EngineResult> {
   const r = blank(engine, label);
   const files = await readHfFolder(dir);
   const a = performance.now();
   const m = await loadHfCheckpoint(files, { quant, maxSeq: 128 });
   r.loadS = (performance.now() - a) / 1000;
   const V = m.cfg.vocab;
-  const inf = new Model(be, m.cfg, m.weights, { trainable: 'none' });
+  const inf = new Model(be, m.cfg, m.weights, { trainable: 'none', activations });
   const T = w.prefill.length;
   const lastRow = async (model: Model<TensorKinds>): Promise<Float32Array> => {
     const lg = (await be.download('f32', model.forward(Int32Array.from(w.prefill), 1, T))) as Float32Array;
@@ -190,7 +190,7 @@ export async function runOurs(engine: string, label: string, dir: string, quant:
   }
   inf.dispose();
   if (train) {
-    const lora = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: 8, alpha: 16 }, seed: 1 });
+    const lora = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: 8, alpha: 16 }, seed: 1, activations });
     const tokens = Int32Array.from(w.lora.tokens);
     r.loraMs = await timed(() => trainOnSequences(lora, tokens, w.lora.B, w.lora.T, { lr: 1e-4 }), w);
     lora.dispose();

@@ -540,6 +540,48 @@ describe('a frozen quantized embedding and head', () => {
   });
 });
 
+describe("int8 activations (activations: 'int8')", () => {
+  // Every Q8/Q4 product takes int8 activations, in every forward: decoding with the KV cache must
+  // give the full forward's logits as the exact model does, close to (not equal to) the exact model.
+  for (const quant of ['q8', 'q4'] as const) {
+    it(`${quant}: decoding equals the full forward; logits close to the exact model's; a LoRA step learns`, async () => {
+      const qw = quantizeWeights(TINY_Q, randomWeights(TINY_Q, rng(50)), quant);
+      const tokens = randomTokens(14, TINY_Q.vocab, rng(51));
+      const a = new Model(cpuBackend, TINY_Q, qw, { trainable: 'none', activations: 'int8' });
+      const e = new Model(cpuBackend, TINY_Q, qw, { trainable: 'none' });
+      const za = logits32(a, tokens, 2, 7), ze = logits32(e, tokens, 2, 7);
+      const scale = Math.max(...Array.from(ze, Math.abs));
+      const gap = maxAbsDiff(za, ze);
+      expect(gap, 'the activations were rounded').toBeGreaterThan(0);
+      within(`${quant} int8 vs exact logits ÷ max|logit|`, gap / scale, 0.05);
+      const prompts = [tokens.slice(0, 3), tokens.slice(3, 8)];
+      const res = await a.generate(prompts, { maxNew: 5, temperature: 0, topK: 0, seed: 1, stream: 0, stop: -1, returnLogits: true });
+      prompts.forEach((p, s) => {
+        const seq = Int32Array.from([...p, ...res.tokens[s]!]);
+        const z = logits32(a, seq, 1, seq.length);
+        const V = TINY_Q.vocab;
+        within(`${quant} int8 cached − full logits`, maxAbsDiff(res.logits![s]!, z.slice((p.length - 1) * V, (p.length - 1 + res.tokens[s]!.length) * V)), 1e-5);
+      });
+      const la = new Model(cpuBackend, TINY_Q, qw, { trainable: 'lora', lora: { rank: 2, alpha: 4 }, seed: 3, activations: 'int8' });
+      const first = await trainOnSequences(la, tokens, 2, 7, { lr: 3e-2 });
+      let last = first;
+      for (let i = 0; i < 20; i++) last = await trainOnSequences(la, tokens, 2, 7, { lr: 3e-2 });
+      expect(last).toBeLessThan(first);
+      for (const m of [a, e, la]) m.dispose();
+    });
+  }
+
+  it('is refused with a reason for f32 weights, full training, an unknown value and a backend without the kernels', () => {
+    const w = randomWeights(TINY_Q, rng(52));
+    const qw = quantizeWeights(TINY_Q, w, 'q8');
+    expect(() => new Model(cpuBackend, TINY_Q, w, { trainable: 'none', activations: 'int8' })).toThrow(/apply to Q8\/Q4 weights, and this model has none/);
+    expect(() => new Model(cpuBackend, TINY_Q, w, { trainable: 'full', activations: 'int8' })).toThrow(ConfigError);
+    expect(() => new Model(cpuBackend, TINY_Q, qw, { trainable: 'none', activations: 'int4' as never })).toThrow(/must be 'exact' or 'int8'/);
+    const { matmulForwardQ8Act: _a, matmulForwardQ4Act: _b, ...bare } = cpuBackend;
+    expect(() => new Model({ ...bare, name: 'bare' }, TINY_Q, qw, { trainable: 'none', activations: 'int8' })).toThrow(/the bare backend has none yet/);
+  });
+});
+
 describe('Model API contracts', () => {
   it('refuses full training of quantized weights, a missing or stray LoRA config, and backward without keep', () => {
     const q8 = quantizeWeights(TINY_Q, randomWeights(TINY_Q, rng(30)), 'q8');

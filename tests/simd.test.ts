@@ -61,6 +61,8 @@ import {
   matmulForward,
   matmulForwardQ4,
   matmulForwardQ8,
+  matmulForwardQAct,
+  quantizeActs,
   simdAvailable,
   simdKernelCalls,
 } from '../src/backend/cpu';
@@ -84,6 +86,8 @@ import {
   simdMatmulForward,
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
+  simdMatmulForwardQ8Act,
+  simdMatmulForwardQ4Act,
   LINEAR_MAX_ROWS,
 } from '../src/backend/cpu/simd';
 import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
@@ -345,6 +349,96 @@ describe('WebAssembly SIMD kernels vs their TypeScript twins', () => {
       simd(got);
       expectClose(`matmulForward${name}`, `special scales N${N} C${C} OC${OC}`, got, want, magForward(inp, w, N, C, OC), null, C);
     }
+  });
+
+  // int8 activations: the kernels (quantActs + linQ8a / linQ4a) and the TS twin are the same
+  // sequence of f32 operations, so they must agree bit for bit on every shape, tile remainder and N.
+  it('int8-activation Q8 / Q4 forward equals its TS twin bit for bit (N 1–17, every OC remainder, special scales and activations)', () => {
+    const r = rng();
+    const cases: [string, (o: Float32Array, x: Float32Array, N: number, C: number, OC: number) => void, (o: Float32Array, x: Float32Array, N: number, C: number, OC: number) => void][] = [];
+    for (const [C, OC] of [[32, 1], [32, 7], [64, 12], [96, 203], [160, 40], [576, 9]] as const) {
+      const w = rand(OC * C, r);
+      const q8 = quantizeQ8(w, OC, C), q4 = quantizeQ4(w, OC, C);
+      cases.length = 0;
+      cases.push(
+        ['Q8', (o, x, N) => simdMatmulForwardQ8Act(o, x, q8.q, q8.scales, 1, N, C, OC), (o, x, N) => matmulForwardQAct('t', o, x, q8.q, q8.scales, 1, N, C, OC)],
+        ['Q4', (o, x, N) => simdMatmulForwardQ4Act(o, x, q4.q, q4.scales, 1, N, C, OC), (o, x, N) => matmulForwardQAct('t', o, x, q4.q, q4.scales, 1, N, C, OC)],
+      );
+      for (const [name, simd, ts] of cases) {
+        for (const N of [1, 2, 3, 5, 17]) {
+          const inp = rand(N * C, r);
+          for (let i = 0; i < N * C; i++) inp[i] = inp[i]! * 2 ** ((i % 7) - 3); // blocks of different scales
+          const got = new Float32Array(N * OC).fill(NaN), want = new Float32Array(N * OC).fill(NaN);
+          simd(got, inp, N, C, OC);
+          ts(want, inp, N, C, OC);
+          expect(bits(got), `${name} N ${N} C ${C} OC ${OC}`).toEqual(bits(want));
+        }
+      }
+    }
+    // Special activations: a zero block (d = 0), ties of x·(1/d) (d = 1: ±0.5, 2.5, −3.5 …),
+    // a block with one huge value, subnormals; and the special f16 scales of the test above.
+    const [N, C, OC] = [4, 64, 9];
+    const inp = new Float32Array(N * C);
+    inp[32] = 127; // row 0, block 1: d = 1, so every x below is its own x·(1/d)
+    [0.5, -0.5, 1.5, -2.5, 2.5, -3.5, 126.5, -126.5].forEach((v, i) => (inp[33 + i] = v));
+    for (let i = 0; i < 32; i++) inp[C + i] = i === 5 ? 3e38 : rand(1, r)[0]!; // row 1, block 0: one huge value
+    for (let i = 0; i < 32; i++) inp[C + 32 + i] = (i - 16) * 1e-41; // row 1, block 1: subnormals
+    inp.set(rand(2 * C, r), 2 * C);
+    const q8 = quantizeQ8(rand(OC * C, r), OC, C), q4 = quantizeQ4(rand(OC * C, r), OC, C);
+    const special = [0x0001, 0x03ff, 0x8000, 0x7bff, 0xfbff, 0x3c00, 0x8400];
+    for (let i = 0; i < q8.scales.length; i++) if (i % 3 === 0) q8.scales[i] = q4.scales[i] = special[i % special.length]!;
+    for (const [name, q, sc, simd] of [['Q8', q8.q, q8.scales, simdMatmulForwardQ8Act], ['Q4', q4.q, q4.scales, simdMatmulForwardQ4Act]] as const) {
+      const got = new Float32Array(N * OC).fill(NaN), want = new Float32Array(N * OC).fill(NaN);
+      (simd as (o: Float32Array, x: Float32Array, q: Int8Array | Uint8Array, s: Uint16Array, B: number, T: number, C: number, OC: number) => void)(got, inp, q, sc, 1, N, C, OC);
+      matmulForwardQAct('t', want, inp, q, sc, 1, N, C, OC);
+      expect(bits(got), `${name} special`).toEqual(bits(want));
+    }
+    const { xq, dx } = quantizeActs(inp, N, C);
+    expect(dx[0]).toBe(0);
+    expect(Array.from(xq.subarray(0, 32)).every((v) => v === 0)).toBe(true);
+    expect(dx[1]).toBe(1);
+    expect(Array.from(xq.subarray(33, 41))).toEqual([0, 0, 2, -2, 2, -4, 126, -126]); // ties to even
+  });
+
+  // The price of int8 activations against the exact product on the same weights: each activation
+  // moves by at most half its block's step d_j (plus f32 rounding of x·(1/d)), so
+  // |Δ| ≤ Σ_j d_j·(½ + 2⁻¹⁶)·Σ_i |w_ji| + (C + 4)·2⁻²³·(Σ|w·x| + Σ_j |S_j·s_j·d_j|).
+  it('int8-activation output stays within the activation-rounding bound of the exact Q8 / Q4 product', () => {
+    const r = rng();
+    let worst = 0;
+    for (const [N, C, OC] of [[1, 576, 64], [3, 1536, 17], [8, 96, 40]] as const) {
+      const inp = rand(N * C, r), w = rand(OC * C, r);
+      for (const [q, sc, deq] of [
+        (() => { const t = quantizeQ8(w, OC, C); return [t.q, t.scales, dequantizeQ8(t.q, t.scales, OC, C)] as const; })(),
+        (() => { const t = quantizeQ4(w, OC, C); return [t.q, t.scales, dequantizeQ4(t.q, t.scales, OC, C)] as const; })(),
+      ]) {
+        const exact = new Float32Array(N * OC), act = new Float32Array(N * OC);
+        (q instanceof Int8Array ? matmulForwardQ8 : matmulForwardQ4)(exact, inp, q as never, sc, 1, N, C, OC);
+        (q instanceof Int8Array ? simdMatmulForwardQ8Act : simdMatmulForwardQ4Act)(act, inp, q as never, sc, 1, N, C, OC);
+        const { dx } = quantizeActs(inp, N, C);
+        const nb = C / 32;
+        for (let n = 0; n < N; n++) {
+          for (let o = 0; o < OC; o++) {
+            let bound = 0, mag = 0;
+            for (let j = 0; j < nb; j++) {
+              let sw = 0;
+              for (let i = 0; i < 32; i++) {
+                const k = j * 32 + i;
+                sw += Math.abs(deq[o * C + k]!);
+                mag += Math.abs(deq[o * C + k]! * inp[n * C + k]!);
+              }
+              bound += dx[n * nb + j]! * (0.5 + 2 ** -16) * sw;
+            }
+            bound += (C + 4) * 2 ** -23 * 2 * (mag + bound);
+            const d = Math.abs(act[n * OC + o]! - exact[n * OC + o]!);
+            expect(d, `N${N} C${C} OC${OC} n${n} o${o}`).toBeLessThanOrEqual(bound);
+            worst = Math.max(worst, d / bound);
+          }
+        }
+      }
+    }
+    console.log(`int8 activations vs the exact quantized product: worst |Δ| is ${worst.toFixed(3)} of the rounding bound`);
+    expect(worst).toBeGreaterThan(0); // the activations really were rounded
   });
 
   it('f64 arguments take the TS path (bit for bit); short buffers throw the TS RangeErrors', () => {

@@ -94,7 +94,7 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
     });
   }
 
-  it('Q8 and Q4 forward and input gradient', () => {
+  it('Q8 and Q4 forward (exact and int8 activations) and input gradient', () => {
     const r = rng();
     for (const [N, C, OC] of [
       [1, 32, 3],
@@ -112,7 +112,10 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
         simd.simdMatmulForwardQ4(o4, inp, q4.q, q4.scales, 1, N, C, OC);
         simd.simdMatmulBackwardInputQ8(g8, dout, q8.q, q8.scales, 1, N, C, OC);
         simd.simdMatmulBackwardInputQ4(g4, dout, q4.q, q4.scales, 1, N, C, OC);
-        return [o8, o4, g8, g4];
+        const a8 = new Float32Array(N * OC), a4 = new Float32Array(N * OC);
+        simd.simdMatmulForwardQ8Act(a8, inp, q8.q, q8.scales, 1, N, C, OC);
+        simd.simdMatmulForwardQ4Act(a4, inp, q4.q, q4.scales, 1, N, C, OC);
+        return [o8, o4, g8, g4, a8, a4];
       };
       const [one, many] = both(run, 4, 0);
       expectSameBits(many, one, `N ${N} C ${C} OC ${OC}`);

@@ -339,15 +339,23 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
   return (h & 0x8000) != 0 ? -v : v;
 }
 
-/** The scales of rows o..o+3 at block j as one f32x4 (sc: the u16 scales, nb blocks per row). */
+/**
+ * The scales of rows o..o+3 at block j as one f32x4 (sc: the u16 scales, nb blocks per row): the
+ * four f16 bits gathered into i32 lanes and converted as `half` does, lane-wise — magnitude bits
+ * moved into place and ·2¹¹² (exact, subnormals included), Inf/NaN rebuilt, the sign or-ed in.
+ */
 // @ts-ignore: decorator
 @inline function scales4(sc: usize, nb: i32, o: i32, j: i32): v128 {
   const rs = (<usize>nb) << 1;
   const p = sc + (<usize>o) * rs + ((<usize>j) << 1);
-  let v = f32x4.splat(half(<u32>load<u16>(p)));
-  v = f32x4.replace_lane(v, 1, half(<u32>load<u16>(p + rs)));
-  v = f32x4.replace_lane(v, 2, half(<u32>load<u16>(p + 2 * rs)));
-  return f32x4.replace_lane(v, 3, half(<u32>load<u16>(p + 3 * rs)));
+  let h = i32x4.splat(<i32>load<u16>(p));
+  h = i32x4.replace_lane(h, 1, <i32>load<u16>(p + rs));
+  h = i32x4.replace_lane(h, 2, <i32>load<u16>(p + 2 * rs));
+  h = i32x4.replace_lane(h, 3, <i32>load<u16>(p + 3 * rs));
+  const finite = f32x4.mul(i32x4.shl(v128.and(h, i32x4.splat(0x7fff)), 13), f32x4.splat(reinterpret<f32>(0x77800000)));
+  const special = v128.or(i32x4.splat(0x7f800000), i32x4.shl(v128.and(h, i32x4.splat(0x3ff)), 13));
+  const isSpecial = i32x4.eq(v128.and(h, i32x4.splat(0x7c00)), i32x4.splat(0x7c00));
+  return v128.or(v128.bitselect(special, finite, isSpecial), i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16));
 }
 
 /** The four columns of one 4 × 4 block: byte t of each 32-bit lane (lane i = row i), sign-extended, converted, ·sv; column t at dst + cs·t. */
@@ -656,6 +664,147 @@ export function linQ8(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize,
 /** Q4 weights (header; q: packed int4 [OC × C/2], sc: f16 scales [OC × C/32]): out[n, o] for o in [o0, o1), all n. */
 export function linQ4(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
   linQ(4, x, N, q, sc, C, out, OC, o0, o1, cols);
+}
+
+// ───────────────────────── int8 activations ─────────────────────────
+// The activation-quantized product (quant.ts matmulForwardQAct, the twin; docs/kernels.md "int8
+// activations"): each row of x is quantized per block of 32 steps like a Q8_0 weight, and a block's
+// product is an exact integer sum Σ q_w·q_x (i32x4.dot_i16x8_s), scaled once:
+//   out[n, o] = Σ_j f32(S_j) · (s_w[o, j] · d_x[n, j])     (f32, ascending j, one lane per output)
+// so a block costs about half a vector op per weight instead of the exact kernels' two. Every
+// output is that one sequence of f32 operations, whichever N, thread or tile it falls in.
+
+/**
+ * Rows of x quantized per block of 32 for linQ8a / linQ4a: d = max|x| / 127, q = nearest-even(x · (1/d))
+ * (q = 0 where d = 0), d at dx[n·C/32 + j] (f32), q as int16 at xq (64 bytes a block) in the weight
+ * layout's order — Q8: k order; Q4 (`q4` ≠ 0): the block's even steps, then its odd ones, as the low
+ * and high nibbles of Q4's 16 bytes hold them.
+ */
+export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i32): void {
+  const nb = C >> 5;
+  for (let n = 0; n < N; n++) {
+    for (let j = 0; j < nb; j++) {
+      const b = (<usize>n) * (<usize>nb) + (<usize>j);
+      const p = x + (b << 7);
+      let m = f32x4.abs(v128.load(p));
+      for (let i: usize = 1; i < 8; i++) m = f32x4.max(m, f32x4.abs(v128.load(p + (i << 4))));
+      const amax = max(max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+      const d: f32 = amax / 127;
+      const iv = f32x4.splat(d == 0 ? 0 : <f32>1 / d);
+      store<f32>(dx + (b << 2), d);
+      const h0 = i16x8.narrow_i32x4_s(qlanes(p, iv), qlanes(p + 16, iv));
+      const h1 = i16x8.narrow_i32x4_s(qlanes(p + 32, iv), qlanes(p + 48, iv));
+      const h2 = i16x8.narrow_i32x4_s(qlanes(p + 64, iv), qlanes(p + 80, iv));
+      const h3 = i16x8.narrow_i32x4_s(qlanes(p + 96, iv), qlanes(p + 112, iv));
+      const o = xq + (b << 6);
+      if (q4 == 0) {
+        v128.store(o, h0);
+        v128.store(o, h1, 16);
+        v128.store(o, h2, 32);
+        v128.store(o, h3, 48);
+      } else {
+        v128.store(o, i16x8.shuffle(h0, h1, 0, 2, 4, 6, 8, 10, 12, 14));
+        v128.store(o, i16x8.shuffle(h2, h3, 0, 2, 4, 6, 8, 10, 12, 14), 16);
+        v128.store(o, i16x8.shuffle(h0, h1, 1, 3, 5, 7, 9, 11, 13, 15), 32);
+        v128.store(o, i16x8.shuffle(h2, h3, 1, 3, 5, 7, 9, 11, 13, 15), 48);
+      }
+    }
+  }
+}
+
+/** Four steps of x (p) times iv, rounded to the nearest integer (ties to even), as i32 lanes. */
+// @ts-ignore: decorator
+@inline function qlanes(p: usize, iv: v128): v128 {
+  return i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(p), iv)));
+}
+
+/** One block's integer dot of one weight row (16 bytes of int8 lanes a, b: its 32 weights in xq's order) with xq's four vectors x0..x3, as four partial i32 sums. */
+// @ts-ignore: decorator
+@inline function dotBlock(a: v128, b: v128, x0: v128, x1: v128, x2: v128, x3: v128): v128 {
+  const s = i32x4.add(i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(a), x0), i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(a), x1));
+  return i32x4.add(s, i32x4.add(i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(b), x2), i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(b), x3)));
+}
+
+/** One block of one weight row (at p) dotted with xq's block x0..x3: Q8 its 32 bytes as stored; Q4 its 16 bytes' low nibbles − 8 (the even steps), then the high ones (the odd). */
+// @ts-ignore: decorator
+@inline function rowDot(bits: i32, p: usize, x0: v128, x1: v128, x2: v128, x3: v128): v128 {
+  if (bits == 8) return dotBlock(v128.load(p), v128.load(p, 16), x0, x1, x2, x3);
+  const b = v128.load(p);
+  return dotBlock(i8x16.sub(v128.and(b, i8x16.splat(15)), i8x16.splat(8)), i8x16.sub(i8x16.shr_u(b, 4), i8x16.splat(8)), x0, x1, x2, x3);
+}
+
+/** The four partial sums of rows a..d added across lanes: [Σa, Σb, Σc, Σd] (exact, any order). */
+// @ts-ignore: decorator
+@inline function hadd4(a: v128, b: v128, c: v128, d: v128): v128 {
+  const t0 = i32x4.add(v128.shuffle<i32>(a, b, 0, 4, 1, 5), v128.shuffle<i32>(a, b, 2, 6, 3, 7));
+  const t1 = i32x4.add(v128.shuffle<i32>(c, d, 0, 4, 1, 5), v128.shuffle<i32>(c, d, 2, 6, 3, 7));
+  return i32x4.add(v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), v128.shuffle<i32>(t0, t1, 2, 3, 6, 7));
+}
+
+/**
+ * The activation-quantized product for Q8 (`bits` 8) or Q4 (4) weights: out[n, o] for o in [o0, o1),
+ * all N rows of xq / dx (quantActs). Per group of 4 rows of W, their scales at every block are
+ * converted once into `strip` (16·C/32 bytes), then each row of x runs over the blocks with the
+ * group's weights from cache. Rows of W past the last multiple of 4 are summed one by one, the same
+ * operations in the same order.
+ */
+// @ts-ignore: decorator
+@inline function linQa(bits: i32, xq: usize, dx: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  const oRow = (<usize>OC) << 2;
+  const qRow = bits == 8 ? <usize>C : (<usize>C) >> 1;
+  const qBlock: usize = bits == 8 ? 32 : 16;
+  const nb = C >> 5;
+  let o = o0;
+  for (; o + 4 <= o1; o += 4) {
+    for (let j = 0; j < nb; j++) v128.store(strip + ((<usize>j) << 4), scales4(sc, nb, o, j));
+    const w0 = q + (<usize>o) * qRow;
+    for (let n = 0; n < N; n++) {
+      const xn = xq + (<usize>n) * (<usize>nb) * 64;
+      const dn = dx + (<usize>n) * (<usize>nb) * 4;
+      let acc = f32x4.splat(0);
+      for (let j = 0; j < nb; j++) {
+        const xp = xn + ((<usize>j) << 6);
+        const x0 = v128.load(xp), x1 = v128.load(xp, 16), x2 = v128.load(xp, 32), x3 = v128.load(xp, 48);
+        const p = w0 + (<usize>j) * qBlock;
+        const s = hadd4(rowDot(bits, p, x0, x1, x2, x3), rowDot(bits, p + qRow, x0, x1, x2, x3), rowDot(bits, p + 2 * qRow, x0, x1, x2, x3), rowDot(bits, p + 3 * qRow, x0, x1, x2, x3));
+        const sv = f32x4.mul(v128.load(strip + ((<usize>j) << 4)), v128.load32_splat(dn + ((<usize>j) << 2)));
+        acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(s), sv));
+      }
+      v128.store(out + (<usize>n) * oRow + ((<usize>o) << 2), acc);
+    }
+  }
+  for (; o < o1; o++) {
+    for (let n = 0; n < N; n++) {
+      let acc: f32 = 0;
+      for (let j = 0; j < nb; j++) {
+        const xp = xq + (((<usize>n) * (<usize>nb) + (<usize>j)) << 6);
+        let s: i32 = 0;
+        for (let i = 0; i < 32; i++) {
+          // Step i of the block in xq's order: Q8 byte i; Q4 the low nibble of byte i (i < 16), else the high of byte i − 16.
+          let w: i32;
+          if (bits == 8) w = <i32>load<i8>(q + (<usize>o) * qRow + (<usize>j) * 32 + <usize>i);
+          else {
+            const by = <i32>load<u8>(q + (<usize>o) * qRow + (<usize>j) * 16 + <usize>(i & 15));
+            w = (i < 16 ? by & 15 : by >> 4) - 8;
+          }
+          s += w * <i32>load<i16>(xp + ((<usize>i) << 1));
+        }
+        const sw = half(<u32>load<u16>(sc + (((<usize>o) * (<usize>nb) + (<usize>j)) << 1)));
+        acc += <f32>s * (sw * load<f32>(dx + (((<usize>n) * (<usize>nb) + (<usize>j)) << 2)));
+      }
+      store<f32>(out + (<usize>n) * oRow + ((<usize>o) << 2), acc);
+    }
+  }
+}
+
+/** Q8 weights times int8 activations (linQa): out[n, o] for o in [o0, o1), all n. */
+export function linQ8a(xq: usize, dx: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  linQa(8, xq, dx, N, q, sc, C, out, OC, o0, o1, strip);
+}
+
+/** Q4 weights times int8 activations (linQa; xq from quantActs with q4 ≠ 0): out[n, o] for o in [o0, o1), all n. */
+export function linQ4a(xq: usize, dx: usize, N: i32, q: usize, sc: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, strip: usize): void {
+  linQa(4, xq, dx, N, q, sc, C, out, OC, o0, o1, strip);
 }
 
 // ───────────────────────── attention and the row kernels ─────────────────────────

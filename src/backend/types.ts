@@ -154,6 +154,13 @@ export interface Backend<X extends TensorKinds = HostTensors> {
   matmulResidualForward(out: X['f32'], inp: X['f32'], weight: X['f32'], res: X['f32'], B: number, T: number, C: number, OC: number): void;
   matmulForwardQ8(out: X['f32'], inp: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulForwardQ4(out: X['f32'], inp: X['f32'], q: X['u8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
+  /**
+   * matmulForwardQ8 / Q4 with inp quantized to int8 per block of 32 and integer dot products
+   * (src/backend/cpu/quant.ts matmulForwardQAct; docs/kernels.md "int8 activations"): not the same
+   * numbers as the exact ops. Only backends with such kernels have them; the model checks.
+   */
+  matmulForwardQ8Act?(out: X['f32'], inp: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
+  matmulForwardQ4Act?(out: X['f32'], inp: X['f32'], q: X['u8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulBackwardInputQ8(dinp: X['f32'], dout: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulBackwardInputQ4(dinp: X['f32'], dout: X['f32'], q: X['u8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
 

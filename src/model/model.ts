@@ -107,6 +107,8 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly frozen: X[TensorKind][] = [];
   /** The caller's weights: the frozen base in 'lora' / 'none' mode is read from here by `exportWeights` (do not mutate them). */
   private readonly base: ModelWeights;
+  /** Q8/Q4 matrices take int8 activations (ModelOptions.activations). */
+  private readonly int8Acts: boolean;
 
   constructor(be: Backend<X>, cfg: ModelConfig, weights: ModelWeights, opts: ModelOptions) {
     validateConfig(cfg);
@@ -125,6 +127,17 @@ export class Model<X extends TensorKinds = HostTensors> {
         }
       }
     }
+    const acts = opts.activations ?? 'exact';
+    if (acts !== 'exact' && acts !== 'int8') throw new ConfigError('activations', acts, `Model "activations" must be 'exact' or 'int8', got ${JSON.stringify(acts)}.`);
+    if (acts === 'int8') {
+      if (mode === 'full' || ![...weights.values()].some((t) => t.dtype !== 'f32')) {
+        throw new ConfigError('activations', acts, "int8 activations apply to Q8/Q4 weights, and this model has none: quantize it (q8 or q4) or use activations 'exact'.");
+      }
+      if (be.matmulForwardQ8Act === undefined || be.matmulForwardQ4Act === undefined) {
+        throw new ConfigError('activations', acts, `int8 activations run on the CPU backend's WebAssembly kernels; the ${be.name} backend has none yet. Use activations 'exact'.`);
+      }
+    }
+    this.int8Acts = acts === 'int8';
     this.be = be;
     this.base = weights;
     this.cfg = cfg;
@@ -551,9 +564,9 @@ export class Model<X extends TensorKinds = HostTensors> {
       case 'f32':
         return this.be.matmulForward(out, inp, this.at(m.w, P), 1, N, C, OC);
       case 'q8':
-        return this.be.matmulForwardQ8(out, inp, m.q, m.scales, 1, N, C, OC);
+        return this.int8Acts ? this.be.matmulForwardQ8Act!(out, inp, m.q, m.scales, 1, N, C, OC) : this.be.matmulForwardQ8(out, inp, m.q, m.scales, 1, N, C, OC);
       case 'q4':
-        return this.be.matmulForwardQ4(out, inp, m.q, m.scales, 1, N, C, OC);
+        return this.int8Acts ? this.be.matmulForwardQ4Act!(out, inp, m.q, m.scales, 1, N, C, OC) : this.be.matmulForwardQ4(out, inp, m.q, m.scales, 1, N, C, OC);
     }
   }
 

@@ -17,6 +17,14 @@ export interface ModelOptions {
   readonly lora?: LoraConfig;
   /** Seed of the LoRA A init (initLora with Rng(seed)). Default 0. */
   readonly seed?: number;
+  /**
+   * How Q8/Q4 matrices take their input: 'exact' (default) — f32 activations, the same numbers as
+   * the dequantized f32 model; 'int8' — activations quantized per block of 32 and multiplied with
+   * integer dot products (faster, not the same numbers: docs/kernels.md "int8 activations"). Every
+   * forward of the model (sampling, log-probs, training) uses the same choice, so the policy is one
+   * function; the input gradient treats the activation rounding as the identity.
+   */
+  readonly activations?: 'exact' | 'int8';
 }
 
 /** One named slice of the flat parameter array. */

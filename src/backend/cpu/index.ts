@@ -19,7 +19,7 @@ import { embeddingBackward, embeddingForward } from './embedding';
 import { matmulBackward, matmulForward, matmulResidualForward, matmulResidualWith } from './matmul';
 import { mlpBackward, mlpForward, swigluBackward, swigluForward } from './mlp';
 import { clippedLossBackward } from './objective';
-import { matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8 } from './quant';
+import { matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8, matmulForwardQAct } from './quant';
 import { residualBackward, residualForward } from './residual';
 import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
@@ -36,6 +36,8 @@ import {
   simdMatmulForward,
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
+  simdMatmulForwardQ8Act,
+  simdMatmulForwardQ4Act,
   simdResidualBackward,
   simdResidualForward,
   simdRmsnormBackward,
@@ -110,6 +112,8 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
     matmulResidualForward,
     matmulForwardQ8,
     matmulForwardQ4,
+    matmulForwardQ8Act: (out, inp, q, scales, B, T, C, OC) => matmulForwardQAct('matmulForwardQ8Act', out, inp, q, scales, B, T, C, OC),
+    matmulForwardQ4Act: (out, inp, q, scales, B, T, C, OC) => matmulForwardQAct('matmulForwardQ4Act', out, inp, q, scales, B, T, C, OC),
     matmulBackwardInputQ8,
     matmulBackwardInputQ4,
     residualForward,
@@ -186,6 +190,8 @@ export const cpuBackend: Backend<HostTensors> = {
   matmulResidualForward: matmulResidualWith(simdMatmulForward, simdResidualForward),
   matmulForwardQ8: simdMatmulForwardQ8,
   matmulForwardQ4: simdMatmulForwardQ4,
+  matmulForwardQ8Act: simdMatmulForwardQ8Act,
+  matmulForwardQ4Act: simdMatmulForwardQ4Act,
   matmulBackwardInputQ8: simdMatmulBackwardInputQ8,
   matmulBackwardInputQ4: simdMatmulBackwardInputQ4,
   attentionForward: simdAttentionForward,

@@ -132,3 +132,62 @@ export function matmulBackwardInputQ8(dinp: FloatArray, dout: FloatArray, q: Int
 export function matmulBackwardInputQ4(dinp: FloatArray, dout: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
   backwardInputQ('matmulBackwardInputQ4', dequantRowsQ4, dinp, dout, q, scales, B, T, C, OC);
 }
+
+/**
+ * Rows of x [N × C] quantized per block of 32 steps for the activation-quantized product (the twin
+ * of wasm/kernels.ts quantActs, bit for bit): d = f32(max|x| / 127), q = nearest-even(f32(x · f32(1/d)))
+ * (q = 0 where d = 0 or x · (1/d) is NaN). q is returned in k order; d per block in dx[n·C/32 + j].
+ */
+export function quantizeActs(x: ArrayLike<number>, N: number, C: number): { xq: Int16Array; dx: Float32Array } {
+  const nb = C / QBLOCK;
+  const xq = new Int16Array(N * C);
+  const dx = new Float32Array(N * nb);
+  for (let b = 0; b < N * nb; b++) {
+    const p = b * QBLOCK;
+    let amax = 0;
+    for (let i = 0; i < QBLOCK; i++) amax = Math.max(amax, Math.abs(x[p + i]!));
+    const d = Math.fround(amax / 127);
+    const id = d === 0 ? 0 : Math.fround(1 / d);
+    dx[b] = d;
+    for (let i = 0; i < QBLOCK; i++) {
+      const v = Math.fround(x[p + i]! * id);
+      const r = Math.round(v);
+      const e = r - v === 0.5 && r % 2 !== 0 ? r - 1 : r; // ties to even
+      xq[p + i] = Number.isNaN(e) ? 0 : Math.max(-32768, Math.min(32767, e));
+    }
+  }
+  return { xq, dx };
+}
+
+/** Weight [o, c] of a Q8 (Int8Array) or Q4 (Uint8Array) matrix as its integer (nibble − 8 for Q4). */
+function weightInt(q: Int8Array | Uint8Array, C: number, o: number, c: number): number {
+  if (q instanceof Int8Array) return q[o * C + c]!;
+  const by = q[(o * C + c) >> 1]!;
+  return (c & 1) === 0 ? (by & 15) - 8 : (by >> 4) - 8;
+}
+
+/**
+ * out = inp · Wᵀ with inp quantized to int8 per block (quantizeActs): per output, the exact integer
+ * sums S_j = Σ q_w·q_x of its blocks, then out[n, o] = Σ_j f32(S_j) · f32(s_w · d_x) summed in f32
+ * in ascending j — the reference for wasm/kernels.ts linQ8a / linQ4a, bit for bit. Not equal to
+ * matmulForwardQ8 / Q4: the activations' rounding is bounded in docs/kernels.md "int8 activations".
+ * Overwrites `out`.
+ */
+export function matmulForwardQAct(op: string, out: FloatArray, inp: FloatArray, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, 'out', out, N * OC);
+  need(op, 'inp', inp, N * C);
+  const nb = C / QBLOCK;
+  const { xq, dx } = quantizeActs(inp, N, C);
+  for (let n = 0; n < N; n++) {
+    for (let o = 0; o < OC; o++) {
+      let acc = 0;
+      for (let j = 0; j < nb; j++) {
+        let s = 0;
+        for (let i = 0; i < QBLOCK; i++) s += weightInt(q, C, o, j * QBLOCK + i) * xq[n * C + j * QBLOCK + i]!;
+        acc = Math.fround(acc + Math.fround(s * Math.fround(f16ToF32(scales[o * nb + j]!) * dx[n * nb + j]!)));
+      }
+      out[n * OC + o] = acc;
+    }
+  }
+}

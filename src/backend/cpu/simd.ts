@@ -41,13 +41,14 @@ import {
   matmulBackwardInputQ8,
   matmulForwardQ4,
   matmulForwardQ8,
+  matmulForwardQAct,
 } from './quant';
 import { residualBackward, residualForward } from './residual';
 import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
 import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdResident } from './simdMemory';
 import { logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
+import { attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearActSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
 
 export {
   setCpuResidency,
@@ -171,6 +172,44 @@ export function simdMatmulForwardQ8(out: FloatArray, inp: FloatArray, q: Int8Arr
 export function simdMatmulForwardQ4(out: FloatArray, inp: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
   if (!fast(out, inp)) return matmulForwardQ4(out, inp, q, scales, B, T, C, OC);
   forwardQuantized('matmulForwardQ4', out, inp, q, scales, B, T, C, OC);
+}
+
+/**
+ * out = inp · Wᵀ for a quantized weight with the activations quantized to int8 (quant.ts
+ * matmulForwardQAct, the twin: the same bits): inp quantized once on the calling thread
+ * (quantActs), then the integer-dot kernels split over the output columns, each thread with its
+ * own scale strip.
+ */
+function forwardQuantizedAct(op: string, out: FloatArray, inp: FloatArray, q: Int8Array | Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  const N = checkQuantized(op, q, scales, B, T, C, OC);
+  need(op, 'inp', inp, N * C);
+  need(op, 'out', out, N * OC);
+  if (N * OC === 0) return;
+  const k = load()!;
+  const bits = q instanceof Int8Array ? 8 : 4;
+  const nb = C / 32;
+  const stride = ceil4(Math.max(4, 4 * nb)); // floats of scale strip per thread
+  const [px, po, pq, ps, pxq, pdx, pst] = place(k, [
+    [inp as Float32Array, N * C, IN],
+    [out as Float32Array, N * OC, OUT],
+    [q, bits === 8 ? OC * C : (OC * C) / 2, IN],
+    [scales, (OC * C) / 32, IN],
+  ], [ceil4(N * C / 2), ceil4(N * nb), stride * scratchCopies()]) as [number, number, number, number, number, number, number];
+  k.quantActs(px * 4, N, C, pxq * 4, pdx * 4, bits === 4 ? 1 : 0);
+  linearActSplit(k, bits, pxq * 4, pdx * 4, N, pq * 4, ps * 4, C, po * 4, OC, pst * 4, stride * 4);
+  finish();
+}
+
+/** out = inp · Wᵀ for a Q8 weight with int8 activations (forwardQuantizedAct). Overwrites `out`. */
+export function simdMatmulForwardQ8Act(out: FloatArray, inp: FloatArray, q: Int8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  if (!fast(out, inp)) return matmulForwardQAct('matmulForwardQ8Act', out, inp, q, scales, B, T, C, OC);
+  forwardQuantizedAct('matmulForwardQ8Act', out, inp, q, scales, B, T, C, OC);
+}
+
+/** out = inp · Wᵀ for a Q4 weight with int8 activations (forwardQuantizedAct). Overwrites `out`. */
+export function simdMatmulForwardQ4Act(out: FloatArray, inp: FloatArray, q: Uint8Array, scales: Uint16Array, B: number, T: number, C: number, OC: number): void {
+  if (!fast(out, inp)) return matmulForwardQAct('matmulForwardQ4Act', out, inp, q, scales, B, T, C, OC);
+  forwardQuantizedAct('matmulForwardQ4Act', out, inp, q, scales, B, T, C, OC);
 }
 
 /**

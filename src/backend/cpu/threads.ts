@@ -29,6 +29,8 @@
  * sleeps in Atomics.wait. The caller runs the helpers' own share code (SHARE_JS, compiled here
  * with `new Function`), so a chunk's pointer arithmetic is the same text on every thread.
  */
+import type { Kernels } from './kernelExports';
+
 /** Control words (Int32Array indices). */
 const GEN = 0; // job generation, bumped per job
 const JOB = 4; // the job: its kind (GEMM, ATTN_FWD, ATTN_BWD), then its arguments (up to 15 words)
@@ -56,6 +58,8 @@ const DEQUANT = 9;
 const PANEL_F32 = 10;
 const PANEL_Q8 = 11;
 const PANEL_Q4 = 12;
+const LIN_Q8A = 13;
+const LIN_Q4A = 14;
 /** Most threads (the caller included). */
 const MAX_THREADS = 16;
 const CONTROL_WORDS = SLOT + MAX_THREADS - 1;
@@ -104,6 +108,8 @@ const SHARE_JS = `(ex, c, f) => (kind, r0, r1, t) => {
   } else if (kind >= ${LIN_Q8} && kind <= ${PANEL_Q4} && kind !== ${DEQUANT}) {
     const fn = kind === ${LIN_Q8} ? ex.linQ8 : kind === ${LIN_Q4} ? ex.linQ4 : kind === ${PANEL_Q8} ? ex.panelQ8 : ex.panelQ4;
     fn(c[j], c[j + 1], c[j + 2], c[j + 3], c[j + 4], c[j + 5], c[j + 6], r0, r1, c[j + 7] + t * c[j + 8]);
+  } else if (kind === ${LIN_Q8A} || kind === ${LIN_Q4A}) {
+    (kind === ${LIN_Q8A} ? ex.linQ8a : ex.linQ4a)(c[j], c[j + 1], c[j + 2], c[j + 3], c[j + 4], c[j + 5], c[j + 6], c[j + 7], r0, r1, c[j + 8] + t * c[j + 9]);
   } else if (kind === ${DEQUANT}) {
     const C = c[j + 3], o0 = c[j + 5];
     ex.dequantRows(c[j] + 4 * r0 * C, c[j + 1], c[j + 2], C, o0 + r0, o0 + r1, c[j + 4]);
@@ -349,11 +355,11 @@ let callerRun: ((kind: number, r0: number, r1: number, t: number) => void) | nul
  * worth: chunks taken from a shared counter by whoever is free (header). The same numbers for any
  * split (header).
  */
-function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: readonly number[], R: number, unit: number, work: number): void {
+function forkJoin(ex: Kernels, kind: number, words: readonly number[], floats: readonly number[], R: number, unit: number, work: number): void {
   const p = pool!;
   const c = p.control;
   // The helpers' own share code (SHARE_JS), so the caller's pointer arithmetic is theirs to the letter.
-  callerRun ??= (new Function(`return ${SHARE_JS}`)() as (e: Exports, c: Int32Array, f: Float32Array) => (k: number, r0: number, r1: number, t: number) => void)(ex, c, p.floats);
+  callerRun ??= (new Function(`return ${SHARE_JS}`)() as (e: Kernels, c: Int32Array, f: Float32Array) => (k: number, r0: number, r1: number, t: number) => void)(ex, c, p.floats);
   const f = p.floats;
   c[JOB] = kind;
   for (let i = 0; i < words.length; i++) c[JOB + 1 + i] = words[i]!;
@@ -392,29 +398,13 @@ function forkJoin(ex: Exports, kind: number, words: readonly number[], floats: r
   }
 }
 
-/** The kernels' exports that the pool runs (simdMemory.ts `Kernels` has them all). */
-interface Exports {
-  gemm: Gemm;
-  attnForward(...a: number[]): void;
-  attnBackward(...a: number[]): void;
-  swigluFwd(out: number, a: number, b: number, N: number): void;
-  swigluBwd(da: number, db: number, dout: number, a: number, b: number, N: number): void;
-  rmsnormFwd(out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void;
-  linF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
-  linQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
-  linQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, cols: number): void;
-  dequantRows(out: number, q: number, sc: number, C: number, o0: number, o1: number, bits: number): void;
-  panelF32(x: number, N: number, w: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
-  panelQ8(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
-  panelQ4(x: number, N: number, q: number, sc: number, C: number, out: number, OC: number, o0: number, o1: number, strip: number): void;
-}
 
 /**
  * The K-blocked gemm: for k0 = 0, KB, 2KB, … < K, gemm(a + 4·k0·aks, ars, aks, b + 4·k0·J, J, out, R,
  * min(KB, K − k0), acc) — each block's sums added to out (acc) in turn; KB = K is one plain call.
  * Split over R (header).
  */
-export function blockedGemm(ex: Exports, a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number, KB: number): void {
+export function blockedGemm(ex: Kernels, a: number, ars: number, aks: number, b: number, J: number, out: number, R: number, K: number, acc: number, KB: number): void {
   if (pool === null) {
     for (let k0 = 0; k0 < K; k0 += KB) ex.gemm(a + 4 * k0 * aks, ars, aks, b + 4 * k0 * J, J, out, R, Math.min(KB, K - k0), acc);
     return;
@@ -432,7 +422,7 @@ export function scratchCopies(): number {
 
 /** The attention forward kernel (wasm/kernels.ts attnForward, same arguments) split over B; `ss` the scratch copies' stride in bytes. */
 export function attnForwardSplit(
-  ex: Exports, q: number, k: number, v: number, out: number, att: number,
+  ex: Kernels, q: number, k: number, v: number, out: number, att: number,
   B: number, T: number, NH: number, HS: number, Tkv: number, pos0: number, scale: number, kt: number, pp: number, ss: number,
 ): void {
   if (pool === null) return ex.attnForward(q, k, v, out, att, B, T, NH, HS, Tkv, pos0, scale, kt, pp);
@@ -441,7 +431,7 @@ export function attnForwardSplit(
 
 /** The attention backward kernel (wasm/kernels.ts attnBackward, same arguments) split over B; `ss` the scratch copies' stride in bytes. */
 export function attnBackwardSplit(
-  ex: Exports, dq: number, dk: number, dv: number, dout: number, q: number, k: number, v: number, att: number,
+  ex: Kernels, dq: number, dk: number, dv: number, dout: number, q: number, k: number, v: number, att: number,
   B: number, T: number, NH: number, HS: number, scale: number, vt: number, ds: number, ss: number,
 ): void {
   if (pool === null) return ex.attnBackward(dq, dk, dv, dout, q, k, v, att, B, T, NH, HS, scale, vt, ds);
@@ -455,19 +445,19 @@ export function attnBackwardSplit(
  * elements ×8 for SwiGLU (an e^x, a division and three products per element) and N·C for RMSNorm,
  * against the same threshold as the multiply-adds.
  */
-export function swigluForwardSplit(ex: Exports, out: number, a: number, b: number, N: number): void {
+export function swigluForwardSplit(ex: Kernels, out: number, a: number, b: number, N: number): void {
   if (pool === null) return ex.swigluFwd(out, a, b, N);
   forkJoin(ex, SWIGLU_FWD, [out, a, b], [], N, 4, 8 * N);
 }
 
 /** The SwiGLU backward (wasm/kernels.ts swigluBwd, accumulating into da, db) split over elements. */
-export function swigluBackwardSplit(ex: Exports, da: number, db: number, dout: number, a: number, b: number, N: number): void {
+export function swigluBackwardSplit(ex: Kernels, da: number, db: number, dout: number, a: number, b: number, N: number): void {
   if (pool === null) return ex.swigluBwd(da, db, dout, a, b, N);
   forkJoin(ex, SWIGLU_BWD, [da, db, dout, a, b], [], N, 4, 8 * N);
 }
 
 /** The RMSNorm forward (wasm/kernels.ts rmsnormFwd) split over its N rows of C. */
-export function rmsnormForwardSplit(ex: Exports, out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void {
+export function rmsnormForwardSplit(ex: Kernels, out: number, rstd: number, inp: number, w: number, N: number, C: number, eps: number): void {
   if (pool === null) return ex.rmsnormFwd(out, rstd, inp, w, N, C, eps);
   forkJoin(ex, RMSNORM_FWD, [out, rstd, inp, w, C, eps], [5], N, 1, N * C);
 }
@@ -479,7 +469,7 @@ export function rmsnormForwardSplit(ex: Exports, out: number, rstd: number, inp:
  * using the scratch at scratch + t·stride bytes. `weight` is `[w]` for f32, `[q, scales]` for Q8 /
  * Q4. Same bits for any split and either kernel (the kernels' header).
  */
-export function linearSplit(ex: Exports, bits: 32 | 8 | 4, panel: boolean, x: number, N: number, weight: readonly number[], C: number, out: number, OC: number, scratch: number, stride: number): void {
+export function linearSplit(ex: Kernels, bits: 32 | 8 | 4, panel: boolean, x: number, N: number, weight: readonly number[], C: number, out: number, OC: number, scratch: number, stride: number): void {
   const kind = bits === 32 ? (panel ? PANEL_F32 : LIN_F32) : bits === 8 ? (panel ? PANEL_Q8 : LIN_Q8) : panel ? PANEL_Q4 : LIN_Q4;
   if (pool === null) {
     if (bits === 32) return (panel ? ex.panelF32 : ex.linF32)(x, N, weight[0]!, C, out, OC, 0, OC, scratch);
@@ -489,8 +479,18 @@ export function linearSplit(ex: Exports, bits: 32 | 8 | 4, panel: boolean, x: nu
   forkJoin(ex, kind, [x, N, ...weight, C, out, OC, scratch, stride], [], OC, 8, N * C * OC);
 }
 
+/**
+ * The activation-quantized product (wasm/kernels.ts linQ8a / linQ4a): out [N × OC] from x quantized
+ * by quantActs (xq, dx) and a Q8 / Q4 weight, split over the OC output columns in multiples of 8,
+ * thread t's scale strip at strip + t·stride bytes. Same bits for any split.
+ */
+export function linearActSplit(ex: Kernels, bits: 8 | 4, xq: number, dx: number, N: number, q: number, sc: number, C: number, out: number, OC: number, strip: number, stride: number): void {
+  if (pool === null) return (bits === 8 ? ex.linQ8a : ex.linQ4a)(xq, dx, N, q, sc, C, out, OC, 0, OC, strip);
+  forkJoin(ex, bits === 8 ? LIN_Q8A : LIN_Q4A, [xq, dx, N, q, sc, C, out, OC, strip, stride], [], OC, 8, N * C * OC);
+}
+
 /** Rows [o0, o1) of a Q8 / Q4 weight as dense f32 at `out` (row o at out + 4·(o − o0)·C; wasm/kernels.ts dequantRows), split over the rows; exact, so any split gives the same bits. */
-export function dequantSplit(ex: Exports, out: number, q: number, sc: number, C: number, o0: number, o1: number, bits: 8 | 4): void {
+export function dequantSplit(ex: Kernels, out: number, q: number, sc: number, C: number, o0: number, o1: number, bits: 8 | 4): void {
   if (pool === null) return ex.dequantRows(out, q, sc, C, o0, o1, bits);
   forkJoin(ex, DEQUANT, [out, q, sc, C, bits, o0], [], o1 - o0, 1, (o1 - o0) * C);
 }
