@@ -553,6 +553,11 @@ function randomInput(rng: Rng): Record<string, unknown> {
     out.level = 1 + rng.int(LLM_TASKS[task].maxLevel);
     if (task !== 'arithmetic' && out.model === 'L') out.model = 'M';
     if (rng.uniform() < 0.3) out.agentModels = Array.from({ length: n0 }, () => pick(task === 'arithmetic' ? ['S', 'M', 'L'] : ['S', 'M']));
+    // int8 activations multiply a frozen quantized base on the CPU: LoRA only, not on WebGPU.
+    if (out.activations === 'int8') {
+      if (((out.lora as number | undefined) ?? CONFIG.lora.default) === 0) out.lora = 1 + rng.int(64);
+      if (out.backend === 'webgpu') out.backend = 'cpu';
+    }
   } else {
     const info = TASKS[task];
     out.protocol = rng.uniform() < 0.5 ? 'auto' : pick(info.protocols);
@@ -628,6 +633,9 @@ describe('language-task settings', () => {
     expectConfigError(() => parseConfig({ task: 'countdown', level: 4 }), 'level', ['"level" = 4', '"countdown"', '[1, 3]']);
     expectConfigError(() => parseConfig({ task: 'arithmetic', agents: 1, protocol: 'router' }), 'protocol', ['"router"', 'at least 2 agents']);
     expectConfigError(() => parseConfig({ task: 'countdown', model: 'L' }), 'model', ['"model" = "L"', '"countdown"', 'S, M']);
+    expectConfigError(() => parseConfig({ task: 'arithmetic', activations: 'int8' }), 'activations', ['"int8"', '"lora" = 0', 'lora ≥ 1']);
+    expectConfigError(() => parseConfig({ task: 'arithmetic', activations: 'int8', lora: 4, backend: 'webgpu' }), 'activations', ['"int8"', 'CPU backend', 'backend = webgpu']);
+    expect(parseConfig({ task: 'arithmetic', activations: 'int8', lora: 4 }).activations).toBe('int8');
   });
 
   it('language tasks accept every protocol and default to chain', () => {

@@ -12,7 +12,7 @@ import { Rng } from '../src/core/rng';
 import { makeCard } from '../src/model/card';
 import { modelConfig } from '../src/model/config';
 import { EOS, vocabSize } from '../src/model/tokenizer';
-import { initWeights, saveModel } from '../src/model/weights';
+import { initWeights, quantizeWeights, saveModel } from '../src/model/weights';
 import { parseConfig } from '../src/sat/config';
 import { runStages } from '../src/sat/experiment';
 import { createLlmExperiment } from '../src/sat/llmExperiment';
@@ -79,6 +79,27 @@ describe('language-model agents', () => {
       expect(Array.from(lp)).toEqual(Array.from(s.logp));
       expect(Array.from(await agent.klToReference(s)).every((k) => k === 0)).toBe(true);
     }
+  });
+
+  // The activations setting reaches every LoRA agent's model, and a policy with int8 activations is
+  // still one function: the log-probs recomputed for the update equal the rollout's exactly.
+  it('activations int8 (lora ≥ 1, a Q8 base): every agent takes it, r = 1 exactly before the first step, a stage runs', async () => {
+    const q8 = saveModel(
+      tinyCfg,
+      quantizeWeights(tinyCfg, initWeights(tinyCfg, new Rng(5)), 'q8'),
+      makeCard(tinyCfg, { name: 'arithmetic-S', task: 'arithmetic level 1', dataSeed: 5, heldOutAccuracy: 0, pretrainSeconds: 0, quant: 'q8' }),
+    );
+    const exp = await createLlmExperiment(settings({ lora: 2, activations: 'int8' }), async () => q8);
+    expect(exp.team.map((a) => (a as LmAgent).model.activations)).toEqual(['int8', 'int8']);
+    const batch = await exp.env.rollout(exp.team, 2, 4, new Rng(9));
+    for (const agent of exp.team) {
+      await agent.setReference();
+      const s = agentSteps(batch, agent.index);
+      expect(Array.from(await agent.logProbs(s))).toEqual(Array.from(s.logp));
+    }
+    const exact = await createLlmExperiment(settings({ lora: 2 }), async () => q8);
+    expect(exact.team.map((a) => (a as LmAgent).model.activations)).toEqual(['exact', 'exact']);
+    expect((await runStages(exp, 1))[0]!.metrics).toHaveProperty(['team/J']);
   });
 
   it('every message token is a step, and a message that stopped ends with the end-of-message action', async () => {

@@ -59,6 +59,7 @@ export const RECIPE: RecipeTable = {
   level: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'The difficulty of the problems written into the data files.' },
   model: { satTrainer: 'sat.agents[*].path', verl: `${V}.model.path`, teamtr: `${V}.rollout.agent_model_paths`, note: 'The size S/M/L mapped to a Hugging Face id (choose your own). verl: agent 0\'s; TeamTR: model.path is agent 0\'s too.' },
   backend: NONE('Where the playground computes (CPU kernels, WebGPU); a real run uses its GPUs.'),
+  activations: NONE('How the playground\u2019s CPU kernels multiply a quantized base (int8 activations are a speed choice of ours); a real run computes in its engine\u2019s own precision.'),
   agentModels: { satTrainer: 'sat.agents[*].path', verl: null, teamtr: `${V}.rollout.agent_model_paths`, note: 'Per-agent sizes, mapped like model.' },
   lora: { satTrainer: null, verl: `${V}.model.lora_rank`, teamtr: `${V}.model.lora_rank`, note: 'verl also gets target_modules=all-linear and rollout.load_format=safetensors (vLLM rounds the rank up to 1, 8, 16, 32, 64, …). The SAT authors\' trainer trains all weights (no LoRA key).' },
   loraAlpha: { satTrainer: null, verl: `${V}.model.lora_alpha`, teamtr: `${V}.model.lora_alpha`, note: 'Written with lora > 0.' },

@@ -100,7 +100,7 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
       last = line;
     },
   });
-  const agent = hfSeatAgent(j, m, { loraRank: rank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK });
+  const agent = hfSeatAgent(j, m, { loraRank: rank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK, activations: cfg.activations });
   const old = lx.team[j]!;
   lx.team[j] = agent;
   if (old instanceof LmAgent) old.model.dispose();

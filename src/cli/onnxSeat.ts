@@ -140,7 +140,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
     o.log(`agent ${j} ← ${escapeControl(`${dir}/${file}`)}: trainable; ${describeConfig(mc)}; ${o.quant}, LoRA rank ${budget.loraRank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
     const seat = await seatOnnxTrainable(files, file, cfg, j, { quant: o.quant, maxSeq: context, memory: { limitBytes: limit, where, ...budget } });
     o.log(`  parity with onnxruntime-web (${seat.ep}): ${describeParity(seat.parity)}`);
-    const agent = hfSeatAgent(j, seat.model as HfModel, { loraRank: budget.loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK });
+    const agent = hfSeatAgent(j, seat.model as HfModel, { loraRank: budget.loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK, activations: cfg.activations });
     lx.team[j] = agent;
     o.log(`  agent ${j} is ${seat.model.name}: ${agent.model.paramCount().toLocaleString('en-US')} LoRA parameters over a frozen ${o.quant} base read from ${[...new Set(seat.model.onnx.encodings.values())].join(' / ')} initializers`);
   }

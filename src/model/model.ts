@@ -107,8 +107,8 @@ export class Model<X extends TensorKinds = HostTensors> {
   private readonly frozen: X[TensorKind][] = [];
   /** The caller's weights: the frozen base in 'lora' / 'none' mode is read from here by `exportWeights` (do not mutate them). */
   private readonly base: ModelWeights;
-  /** Q8/Q4 matrices take int8 activations (ModelOptions.activations). */
-  private readonly int8Acts: boolean;
+  /** How Q8/Q4 matrices take their input (ModelOptions.activations). */
+  readonly activations: 'exact' | 'int8';
 
   constructor(be: Backend<X>, cfg: ModelConfig, weights: ModelWeights, opts: ModelOptions) {
     validateConfig(cfg);
@@ -137,7 +137,7 @@ export class Model<X extends TensorKinds = HostTensors> {
         throw new ConfigError('activations', acts, `int8 activations run on the CPU backend's WebAssembly kernels; the ${be.name} backend has none yet. Use activations 'exact'.`);
       }
     }
-    this.int8Acts = acts === 'int8';
+    this.activations = acts;
     this.be = be;
     this.base = weights;
     this.cfg = cfg;
@@ -564,9 +564,9 @@ export class Model<X extends TensorKinds = HostTensors> {
       case 'f32':
         return this.be.matmulForward(out, inp, this.at(m.w, P), 1, N, C, OC);
       case 'q8':
-        return this.int8Acts ? this.be.matmulForwardQ8Act!(out, inp, m.q, m.scales, 1, N, C, OC) : this.be.matmulForwardQ8(out, inp, m.q, m.scales, 1, N, C, OC);
+        return this.activations === 'int8' ? this.be.matmulForwardQ8Act!(out, inp, m.q, m.scales, 1, N, C, OC) : this.be.matmulForwardQ8(out, inp, m.q, m.scales, 1, N, C, OC);
       case 'q4':
-        return this.int8Acts ? this.be.matmulForwardQ4Act!(out, inp, m.q, m.scales, 1, N, C, OC) : this.be.matmulForwardQ4(out, inp, m.q, m.scales, 1, N, C, OC);
+        return this.activations === 'int8' ? this.be.matmulForwardQ4Act!(out, inp, m.q, m.scales, 1, N, C, OC) : this.be.matmulForwardQ4(out, inp, m.q, m.scales, 1, N, C, OC);
     }
   }
 

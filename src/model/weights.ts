@@ -171,6 +171,13 @@ export function getF32(weights: ModelWeights, name: string): Float32Array {
   return t.data;
 }
 
+/** Bytes a model's tensors hold as stored (data, and the scales of Q8/Q4 ones). */
+export function weightBytes(w: ModelWeights): number {
+  let n = 0;
+  for (const t of w.values()) for (const v of Object.values(t)) if (ArrayBuffer.isView(v)) n += v.byteLength;
+  return n;
+}
+
 /** f32 copy of any weight tensor. */
 export function dequantizeTensor(t: WeightTensor): Float32Array {
   switch (t.dtype) {

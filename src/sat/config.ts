@@ -201,6 +201,10 @@ export const CONFIG = {
   backend: enumOf({ group: 'model', default: 'auto', options: ['auto', 'webgpu', 'cpu'], doc: 'Where each language agent runs, in its own Web Worker: auto = WebGPU when the browser has a hardware adapter (one GPUDevice per agent), else the CPU (a software adapter such as SwiftShader is slower than the CPU kernels); webgpu = WebGPU, any adapter, or an error; cpu = the CPU kernels (WebAssembly SIMD; TypeScript without SIMD). Tabular agents always run on the CPU. The command line runs the CPU backend for auto and cpu; webgpu there gives each agent its own device through Node\'s webgpu package (the machine\'s GPU driver, else Chromium\'s SwiftShader). Same backend + same seed ⇒ identical run.' }),
   agentModels: enumList({ group: 'model', default: [], options: ['S', 'M', 'L'], maxLength: 4, doc: 'Each agent’s own model size, one per agent (e.g. S,M,S: a larger model in the middle of the chain); empty = every agent uses model.' }),
   lora: int({ group: 'model', default: 0, min: 0, max: 64, doc: 'LoRA rank of each agent’s adapter over its frozen quantized base; 0 = train all weights (dequantized), fine for the small models.' }),
+  activations: enumOf({
+    group: 'model', default: 'exact', options: ['exact', 'int8'],
+    doc: "How the LoRA agents' frozen Q8/Q4 base takes its input: exact = f32 activations (the same numbers as the dequantized model); int8 = activations quantized per block of 32 and integer dot products, about twice as fast to decode on the CPU but not the same numbers (docs/kernels.md \"int8 activations\"). Every forward of an agent (sampling, log-probs, KL, training) uses it, so each policy is one function. Needs lora ≥ 1 and the CPU backend; a swapped-in shipped model trains all its weights in f32 and takes f32 activations.",
+  }),
   loraAlpha: float({ group: 'model', default: 16, min: 0.01, max: 1024, doc: 'LoRA α: the adapter’s update is scaled by α/rank.' }),
   temperature: float({ group: 'model', default: 1, min: 0.05, max: 5, doc: 'Sampling temperature τ; every log-prob, ratio and KL uses the same τ, so r = 1 exactly before the first step.' }),
   topK: int({ group: 'model', default: 0, min: 0, max: 64, doc: 'Sample from the k most likely tokens only (0 = all). Every log-prob a ratio is built from is that of the distribution the sampler draws from (top-k truncated and renormalised), so the certificate stays a bound (docs/certificate.md §3.1); the trust region\u2019s KL is the full softmax\u2019s.' }),
@@ -387,6 +391,12 @@ export function checkConsistency(c: Config): void {
 }
 
 function checkLlmConsistency(c: Config): void {
+  if (c.activations === 'int8' && c.lora === 0) {
+    throw new ConfigError('activations', c.activations, 'Setting "activations" = "int8" applies to the frozen Q8/Q4 base of LoRA agents, but "lora" = 0 trains every weight in f32; set lora ≥ 1 or activations = exact.');
+  }
+  if (c.activations === 'int8' && c.backend === 'webgpu') {
+    throw new ConfigError('activations', c.activations, 'Setting "activations" = "int8" runs on the CPU backend\u2019s WebAssembly kernels only; with backend = webgpu, use activations = exact (or backend = cpu).');
+  }
   const info = LLM_TASKS[c.task as LlmTaskName];
   if (c.agents > 4) {
     throw new ConfigError('agents', c.agents, `Setting "agents" = ${c.agents} is too many for task "${c.task}": language teams have at most 4 agents (one turn marker each).`);

@@ -166,6 +166,8 @@ export interface LmInit {
   readonly seed: number;
   readonly temperature: number;
   readonly topK: number;
+  /** How the frozen quantized base takes its input (the activations setting; LoRA agents only; default exact). */
+  readonly activations?: 'exact' | 'int8';
 }
 
 /** A language experiment's parts that do not depend on where its agents run. */
@@ -183,7 +185,7 @@ export function planLlm(cfg: Config): LlmPlan {
   const task = makeLlmTask(cfg.task, { seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward });
   const rng = new Rng(cfg.seed);
   const agents = Array.from({ length: cfg.agents }, (_, i): LmInit => ({
-    index: i, name: `${agentModelName(cfg, i)}#${i}`, modelFile: agentModelName(cfg, i), lora: cfg.lora, loraAlpha: cfg.loraAlpha, seed: rng.fork(INIT_STREAM, i).nextU32(), temperature: cfg.temperature, topK: cfg.topK,
+    index: i, name: `${agentModelName(cfg, i)}#${i}`, modelFile: agentModelName(cfg, i), lora: cfg.lora, loraAlpha: cfg.loraAlpha, seed: rng.fork(INIT_STREAM, i).nextU32(), temperature: cfg.temperature, topK: cfg.topK, activations: cfg.activations,
   }));
   const env = new LmEnv(task, resolvedProtocol(cfg), cfg.agents, { maxNew: cfg.maxNew, evalEpisodes: cfg.evalEpisodes, evalSeed: rng.fork(EVAL_STREAM).nextU32() });
   const aMax = cfg.aMax > 0 ? cfg.aMax : task.rewardRange[1] - task.rewardRange[0];

@@ -27,6 +27,8 @@ export interface HfSeatAgentOptions {
   readonly topK: number;
   /** Shown for the agent; "<name>#j" (default: the checkpoint's own name). */
   readonly name?: string;
+  /** How the frozen base takes its input (the activations setting; default exact). */
+  readonly activations?: 'exact' | 'int8';
 }
 
 /** An LmAgent on a checkpoint: a context its model cannot hold is refused naming the seat, the length and the limit. */
@@ -47,6 +49,6 @@ class HfSeatAgent<X extends TensorKinds> extends LmAgent<X> {
 
 /** Agent j over a loaded checkpoint: LoRA adapters over its frozen base, its own tokenizer. */
 export function hfSeatAgent<X extends TensorKinds = HostTensors>(j: number, m: HfModel, o: HfSeatAgentOptions, be: Backend<X> = cpuBackend as unknown as Backend<X>): LmAgent<X> {
-  const model = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: o.loraRank, alpha: o.loraAlpha }, seed: o.seed });
+  const model = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: o.loraRank, alpha: o.loraAlpha }, seed: o.seed, activations: o.activations });
   return new HfSeatAgent(j, model, { name: `${o.name ?? m.name}#${j}`, temperature: o.temperature, topK: o.topK, tokenizer: m.tokenizer });
 }

@@ -25,7 +25,7 @@ import { configuredLmSwap } from './lmSwap';
 export function lmAgent<X extends TensorKinds = HostTensors>(init: LmInit, loaded: LoadedModel, be: Backend<X> = cpuBackend as unknown as Backend<X>, full?: ModelWeights): LmAgent<X> {
   const model = init.lora === 0
     ? new Model(be, loaded.cfg, full ?? dequantizeWeights(loaded.weights), { trainable: 'full' })
-    : new Model(be, loaded.cfg, loaded.weights, { trainable: 'lora', lora: { rank: init.lora, alpha: init.loraAlpha }, seed: init.seed });
+    : new Model(be, loaded.cfg, loaded.weights, { trainable: 'lora', lora: { rank: init.lora, alpha: init.loraAlpha }, seed: init.seed, activations: init.activations });
   return new LmAgent(init.index, model, { name: init.name, temperature: init.temperature, topK: init.topK });
 }
 

@@ -19,7 +19,7 @@ import { GpuContext } from '../backend/webgpu/kernel';
 import { acquireAnyDevice } from '../backend/webgpu/node';
 import { webgpuBackend, type GpuTensors } from '../backend/webgpu/backend';
 import type { Backend, HostTensors } from '../backend/types';
-import { loadModel, type LoadedModel, type ModelWeights } from '../model/weights';
+import { loadModel, weightBytes, type LoadedModel } from '../model/weights';
 import { loadHfCheckpoint, type HfFiles, type HfProgress } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import { hfSeatAgent, HF_SEAT_MAX_SEQ, type HfContextSettings, type HfSeatAgentOptions, type HfSeatBudget } from '../sat/hfSeat';
@@ -108,13 +108,6 @@ export interface OnnxSeatInfo {
 }
 
 export type AgentSpec = TableSpec | LmSpec | HfAgentSpec | OnnxAgentSpec;
-
-/** Bytes a loaded model's tensors hold (data and scales). */
-function weightBytes(w: ModelWeights): number {
-  let n = 0;
-  for (const t of w.values()) for (const v of Object.values(t)) if (ArrayBuffer.isView(v)) n += v.byteLength;
-  return n;
-}
 
 /** The agent's backend as the page names it. */
 export const CPU_BACKEND = 'cpu (TypeScript)';

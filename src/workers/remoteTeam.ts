@@ -315,7 +315,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
           const common = {
             index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
             memory: { ...hfSeatBudget(cfg, context), limitBytes: limit.bytes, where: limit.where },
-            agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK },
+            agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK, activations: cfg.activations },
           };
           const spec: AgentSpec = seat.onnx ? { kind: 'onnx', mode: seat.onnx.mode, file: seat.onnx.file, settings: cfg, ...common } : { kind: 'hf', ...common };
           return a.init(spec, [...copies.values()].map((v) => v.buffer), progress);
