@@ -8,8 +8,8 @@
 //   wT = 0:  B(k, j) = W[j, k]   (forward:        out = inp · Wᵀ)
 //   wT = 1:  B(k, j) = W[k, j]   (input gradient: dinp += dout · W)
 // Tiles are dequantized when staged in workgroup memory (q·s is exact in f32), so the result
-// is that of the dense GEMM on the dequantized weights. f16 → f32 is decoded with integer ops
-// (exact, subnormals included). Deterministic (ascending k).
+// is that of the dense GEMM on the dequantized weights (qweight.wgsl, listed before this file).
+// Deterministic (ascending k).
 // Not here: gradients for the quantized weights (frozen base), quantizing.
 
 struct Params { M: u32, Pn: u32, K: u32, sai: u32, sak: u32, wT: u32, C: u32, acc: u32, tilesN: u32, tiles: u32, _p0: u32, _p1: u32 }
@@ -23,28 +23,6 @@ override TILE: u32 = 16u;
 override QBITS: u32 = 8u;
 var<workgroup> As: array<f32, TILE * TILE>;
 var<workgroup> Bs: array<f32, TILE * TILE>;
-
-fn f16_to_f32(h: u32) -> f32 {
-  let sgn = select(1.0, -1.0, (h & 0x8000u) != 0u);
-  let e = (h >> 10u) & 0x1fu;
-  let m = f32(h & 0x3ffu);
-  if (e == 0u) { return sgn * ldexp(m, -24); }
-  if (e == 31u) { return bitcast<f32>(0x7f800000u | ((h & 0x8000u) << 16u) | ((h & 0x3ffu) << 13u)); } // ±Inf / NaN
-  return sgn * ldexp(1.0 + m / 1024.0, i32(e) - 15);
-}
-
-fn weight(o: u32, c: u32) -> f32 {
-  let e = o * P.C + c;
-  let si = e / 32u; // = o·(C/32) + ⌊c/32⌋ since C is a multiple of 32
-  let s = f16_to_f32((scales[si >> 1u] >> ((si & 1u) * 16u)) & 0xffffu);
-  if (QBITS == 8u) {
-    let w = q[e >> 2u];
-    let by = i32(w << (24u - 8u * (e & 3u))) >> 24u; // sign-extend byte e%4
-    return f32(by) * s;
-  }
-  let nib = (q[e >> 3u] >> (4u * (e & 7u))) & 15u;
-  return (f32(nib) - 8.0) * s;
-}
 
 @compute @workgroup_size(TILE, TILE)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
@@ -63,7 +41,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     let kb = k0 + ly;
     var w = 0.0;
     if (kb < P.K && j < P.Pn) {
-      if (P.wT == 0u) { w = weight(j, kb); } else { w = weight(kb, j); }
+      if (P.wT == 0u) { w = qweight(j, kb, P.C); } else { w = qweight(kb, j, P.C); }
     }
     Bs[ly * TILE + lx] = w;
     workgroupBarrier();

@@ -165,6 +165,54 @@ describe.skipIf(ctx === null)(`WebGPU matmul / quantized matmul / AdamW (seed ${
     });
   }
 
+  // Decoding: the forward of up to MATVEC_MAX_ROWS rows runs matvec.wgsl (a workgroup per 4 output
+  // columns, a tree over C) — f32, Q8 and Q4, every row count, odd C and OC, overwriting and
+  // accumulating; against the CPU twins.
+  for (const [C, OC] of [[7, 1], [33, 9], [130, 203], [576, 37]] as const) {
+    for (let N = 1; N <= G.MATVEC_MAX_ROWS; N++) {
+      const shape = `N${N} C${C} OC${OC}`;
+      it(`matvec f32 forward (and + residual) ${shape}`, async () => {
+        const inp = rand(rng, N * C), w = rand(rng, OC * C), res = rand(rng, N * OC, -2, 2);
+        const want = new Float32Array(N * OC), scale = new Float32Array(N * OC);
+        matmulForward(want, inp, w, 1, N, C, OC);
+        matmulForward(scale, absOf(inp), absOf(w), 1, N, C, OC);
+        const [ti, tw, tr] = [c.upload('f32', inp), c.upload('f32', w), c.upload('f32', res)];
+        const out = poisoned(c, N * OC);
+        const before = c.countsNow();
+        G.matmulForward(c, out, ti, tw, 1, N, C, OC);
+        expect(c.countsSince(before).dispatches).toBe(1);
+        expect(record('matvec f32', shape, await readOut(c, out, N * OC), want, scale, TOL)).toBeLessThanOrEqual(TOL);
+        const wantR = new Float32Array(N * OC), scaleR = new Float32Array(N * OC);
+        matmulResidualForward(wantR, inp, w, res, 1, N, C, OC);
+        matmulResidualForward(scaleR, absOf(inp), absOf(w), absOf(res), 1, N, C, OC);
+        const outR = poisoned(c, N * OC);
+        G.matmulResidualForward(c, outR, ti, tw, tr, 1, N, C, OC);
+        expect(record('matvec f32 + residual', shape, await readOut(c, outR, N * OC), wantR, scaleR, TOL)).toBeLessThanOrEqual(TOL);
+      });
+    }
+  }
+  for (const [C, OC] of [[32, 1], [96, 13], [576, 67]] as const) {
+    for (const N of [1, 2, 4]) {
+      const shape = `N${N} C${C} OC${OC}`;
+      it(`matvec Q8 / Q4 forward ${shape}`, async () => {
+        const { q8, q4, scales } = quantWeights(OC, C);
+        const inp = rand(rng, N * C);
+        const [ti, tq8, tq4, ts] = [c.upload('f32', inp), c.upload('i8', q8), c.upload('u8', q4), c.upload('u16', scales)];
+        for (const bits of [8, 4] as const) {
+          const W = bits === 8 ? dequantizeQ8(q8, scales, OC, C) : dequantizeQ4(q4, scales, OC, C);
+          const want = new Float32Array(N * OC), scale = new Float32Array(N * OC);
+          if (bits === 8) matmulForwardQ8(want, inp, q8, scales, 1, N, C, OC);
+          else matmulForwardQ4(want, inp, q4, scales, 1, N, C, OC);
+          matmulForward(scale, absOf(inp), absOf(W), 1, N, C, OC);
+          const out = poisoned(c, N * OC);
+          if (bits === 8) G.matmulForwardQ8(c, out, ti, tq8, ts, 1, N, C, OC);
+          else G.matmulForwardQ4(c, out, ti, tq4, ts, 1, N, C, OC);
+          expect(record(`matvec Q${bits}`, shape, await readOut(c, out, N * OC), want, scale, TOL)).toBeLessThanOrEqual(TOL);
+        }
+      });
+    }
+  }
+
   it('quantized matmul rejects C not a multiple of 32', () => {
     const t = c.zeros('f32', 64);
     expect(() => G.matmulForwardQ8(c, t, t, c.zeros('i8', 64), c.zeros('u16', 4), 1, 1, 20, 2)).toThrow(/multiple of 32/);

@@ -16,6 +16,7 @@ export * from './kl';
 export * from './adamw';
 export * from './matmul';
 export * from './matmul_q';
+export * from './matvec';
 export * from './sample';
 export * from './clipped_loss';
 export * from './embedding';

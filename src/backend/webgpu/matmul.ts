@@ -8,11 +8,15 @@
  *   dinp += dout · W:    M = N,  Pn = C,  K = OC, A = dout (sai OC, sak 1),  B(o,c) = W[o,c] (sbk C, sbj 1)
  *   dW  += doutᵀ · inp:  M = OC, Pn = C,  K = N,  A(o,n) = dout[n,o] (sai 1, sak OC), B(n,c) = inp (sbk C, sbj 1)
  *
+ * The forward of up to MATVEC_MAX_ROWS rows (a decoding step) on the default variant runs the
+ * matrix–vector kernel instead (matvec.ts).
+ *
  * Not here: quantized weights (matmul_q.ts), bias, batched matmul.
  */
 import { checkMatmulBackward, checkMatmulForward, needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
+import { MATVEC_MAX_ROWS, matvecForward } from './matvec';
 
 export type MatmulVariant = 'v1' | 'v2' | 'v3';
 export const MATMUL_VARIANTS: readonly MatmulVariant[] = ['v1', 'v2', 'v3'];
@@ -87,6 +91,7 @@ export function gemm(
 /** out = inp · Wᵀ. Overwrites `out`. */
 export function matmulForward(ctx: GpuContext, out: GpuTensor<'f32'>, inp: GpuTensor<'f32'>, weight: GpuTensor<'f32'>, B: number, T: number, C: number, OC: number, variant: MatmulVariant = MATMUL_DEFAULT): void {
   const N = checkMatmulForward(out, inp, weight, B, T, C, OC);
+  if (N <= MATVEC_MAX_ROWS && variant === MATMUL_DEFAULT) return matvecForward(ctx, 32, out, inp, weight, null, N, C, OC, false);
   gemm(ctx, variant, out, inp, weight, N, OC, C, { sai: C, sak: 1, sbk: 1, sbj: C }, false);
 }
 
@@ -133,5 +138,6 @@ export function matmulResidualForward(ctx: GpuContext, out: GpuTensor<'f32'>, in
   needAll('matmulResidualForward', { weight }, OC * C);
   if (out.buffer === res.buffer) throw new RangeError('matmulResidualForward: out and res share a buffer (the copy of res into out would overlap)');
   ctx.copy(res, out, N * OC);
+  if (N <= MATVEC_MAX_ROWS && variant === MATMUL_DEFAULT) return matvecForward(ctx, 32, out, inp, weight, null, N, C, OC, true);
   gemm(ctx, variant, out, inp, weight, N, OC, C, { sai: C, sak: 1, sbk: 1, sbj: C }, true);
 }

@@ -5,14 +5,18 @@
  * 32 along C, one f16 scale per block); C must be a multiple of 32. On the GPU the i8 / u8 / u16
  * tensors are packed little-endian in u32 words (kernel.ts).
  *
+ * The forward of up to MATVEC_MAX_ROWS rows (a decoding step) runs the matrix–vector kernel
+ * (matvec.ts).
+ *
  * Not here: gradients for the quantized weights (a frozen base), quantizing (src/model).
  */
 import { checkQuantWeight, needAll, sizes } from '../check';
 import type { GpuContext, GpuTensor } from './kernel';
 import { defineKernel, u32 } from './kernel';
+import { MATVEC_MAX_ROWS, matvecForward } from './matvec';
 
 const TILE = 16;
-const kernel = (bits: 8 | 4) => defineKernel({ shaders: 'matmul_q', bindings: ['read', 'read', 'read', 'rw'], overrides: { TILE, QBITS: bits } });
+const kernel = (bits: 8 | 4) => defineKernel({ shaders: ['qweight', 'matmul_q'], bindings: ['read', 'read', 'read', 'rw'], overrides: { TILE, QBITS: bits } });
 
 function qgemm(
   ctx: GpuContext,
@@ -36,6 +40,7 @@ function qgemm(
   needAll(op, { a }, N * K);
   needAll(op, { out }, N * Pn);
   if (N === 0 || Pn === 0) return;
+  if (!backward && N <= MATVEC_MAX_ROWS) return matvecForward(ctx, bits, out, a, q, scales, N, C, OC, false);
   const tilesN = Math.ceil(Pn / TILE);
   const tiles = Math.ceil(N / TILE) * tilesN;
   ctx.run(
