@@ -105,8 +105,12 @@ export class Model<X extends TensorKinds = HostTensors> {
   private lastTokens: X['i32'] | null = null;
   /** Frozen weights uploaded by the constructor (released by `dispose`). */
   private readonly frozen: X[TensorKind][] = [];
-  /** The caller's weights: the frozen base in 'lora' / 'none' mode is read from here by `exportWeights` (do not mutate them). */
-  private readonly base: ModelWeights;
+  /**
+   * How `exportWeights` reads each frozen weight back ('lora' / 'none'): from the backend's copy
+   * (or, for a quantized embedding, the lookup's own arrays), so the model holds no second host
+   * copy of its base and a caller that drops its weights frees them.
+   */
+  private readonly frozenReaders = new Map<string, () => Promise<WeightTensor>>();
   /** How Q8/Q4 matrices take their input (ModelOptions.activations). */
   readonly activations: 'exact' | 'int8';
 
@@ -139,7 +143,6 @@ export class Model<X extends TensorKinds = HostTensors> {
     }
     this.activations = acts;
     this.be = be;
-    this.base = weights;
     this.cfg = cfg;
     this.trainable = mode;
     this.lora = opts.lora ?? null;
@@ -170,7 +173,21 @@ export class Model<X extends TensorKinds = HostTensors> {
     const f32 = (name: string): FRef<X> => {
       if (mode === 'full') return { kind: 'slot', slot: slotOf(name) };
       const t = weights.get(name)!;
-      return { kind: 'fixed', t: this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t))) };
+      const up = this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t)));
+      this.frozenReaders.set(name, async () => ({ dtype: 'f32', shape: t.shape, data: (await be.download('f32', up)).slice() }));
+      return { kind: 'fixed', t: up };
+    };
+    /** A frozen Q8/Q4 weight uploaded as stored, readable back by exportWeights under `name` (null: read under another name). */
+    const frozenQ = (name: string | null, t: Extract<WeightTensor, { dtype: 'q8' | 'q4' }>): BMat<X> => {
+      const scales = this.keep(be.upload('u16', t.scales));
+      if (t.dtype === 'q8') {
+        const q = this.keep(be.upload('i8', t.q));
+        if (name !== null) this.frozenReaders.set(name, async () => ({ dtype: 'q8', shape: t.shape, q: (await be.download('i8', q)).slice(), scales: (await be.download('u16', scales)).slice() }));
+        return { kind: 'q8', q, scales };
+      }
+      const q = this.keep(be.upload('u8', t.q));
+      if (name !== null) this.frozenReaders.set(name, async () => ({ dtype: 'q4', shape: t.shape, q: (await be.download('u8', q)).slice(), scales: (await be.download('u16', scales)).slice() }));
+      return { kind: 'q4', q, scales };
     };
     // tok_emb is the embedding table (and the head when tied); an untied lm_head is read like it.
     // Frozen and stored Q8/Q4, neither is kept in f32: the lookup dequantizes the rows it reads, and
@@ -181,15 +198,13 @@ export class Model<X extends TensorKinds = HostTensors> {
       return t !== undefined && t.dtype !== 'f32' ? t : null;
     };
     this.embQ = quantized('tok_emb');
+    const embQ = this.embQ;
+    if (embQ !== null) this.frozenReaders.set('tok_emb', async () => embQ);
     this.emb = this.embQ === null ? f32('tok_emb') : null;
     const headQ = cfg.tied ? this.embQ : quantized('lm_head');
     this.head = headQ !== null ? null : cfg.tied ? this.emb : f32('lm_head');
-    this.headMat =
-      headQ === null
-        ? { kind: 'f32', w: this.head! }
-        : headQ.dtype === 'q8'
-          ? { kind: 'q8', q: this.keep(be.upload('i8', headQ.q)), scales: this.keep(be.upload('u16', headQ.scales)) }
-          : { kind: 'q4', q: this.keep(be.upload('u8', headQ.q)), scales: this.keep(be.upload('u16', headQ.scales)) };
+    // A tied head reads tok_emb, whose reader is the lookup's arrays; an untied one has its own.
+    this.headMat = headQ === null ? { kind: 'f32', w: this.head! } : frozenQ(cfg.tied ? null : 'lm_head', headQ);
     this.finalNorm = f32('final_norm');
     this.attnNorm = [];
     this.mlpNorm = [];
@@ -205,12 +220,7 @@ export class Model<X extends TensorKinds = HostTensors> {
         if (mode === 'full') base = { kind: 'f32', w: { kind: 'slot', slot: slotOf(name) } };
         else {
           const t = weights.get(name)!;
-          base =
-            t.dtype === 'f32'
-              ? { kind: 'f32', w: { kind: 'fixed', t: this.keep(be.upload('f32', t.data)) } }
-              : t.dtype === 'q8'
-                ? { kind: 'q8', q: this.keep(be.upload('i8', t.q)), scales: this.keep(be.upload('u16', t.scales)) }
-                : { kind: 'q4', q: this.keep(be.upload('u8', t.q)), scales: this.keep(be.upload('u16', t.scales)) };
+          base = t.dtype === 'f32' ? { kind: 'f32', w: f32(name) } : frozenQ(name, t);
         }
         const adapted = mode === 'lora' && lcfg !== null && targets.includes(p);
         row.push({
@@ -389,8 +399,8 @@ export class Model<X extends TensorKinds = HostTensors> {
         out.set(name, { dtype: 'f32', shape, data: slot(name).slice() });
         continue;
       }
-      const t = this.base.get(name) as WeightTensor;
-      const w = t.dtype === 'f32' ? t.data.slice() : dequantizeTensor(t);
+      const t = await this.frozenReaders.get(name)!();
+      const w = t.dtype === 'f32' ? t.data : dequantizeTensor(t);
       const lo = lora.get(name);
       if (lo !== undefined) {
         const [OC, C] = shape as [number, number];

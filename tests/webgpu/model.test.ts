@@ -151,6 +151,21 @@ describe.skipIf(ctx === null)('Model: WebGPU equals the CPU backend', () => {
     }
   });
 
+  // exportWeights reads the frozen base back from the backend (the model keeps no host copy):
+  // on WebGPU the Q8 / Q4 arrays and f32 norms come back from GPU buffers, equal to the CPU's.
+  it('exportWeights over a frozen Q8 / Q4 base equals the CPU backend\u2019s, bit for bit', async () => {
+    for (const quant of ['q8', 'q4'] as const) {
+      const w = quantizeWeights(TINY, randomWeights(TINY, new Rng(seed, [9])), quant);
+      const opts = { trainable: 'lora' as const, lora: { rank: 2, alpha: 4 }, seed: 3 };
+      const [g, c] = [new Model(be!, TINY, w, opts), new Model(cpuBackend, TINY, w, opts)];
+      const [eg, ec] = [await g.exportWeights(), await c.exportWeights()];
+      expect([...eg.keys()]).toEqual([...ec.keys()]);
+      for (const [name, t] of ec) expect(Array.from((eg.get(name) as { data: Float32Array }).data), `${quant} ${name}`).toEqual(Array.from((t as { data: Float32Array }).data));
+      g.dispose();
+      c.dispose();
+    }
+  });
+
   it('generate: the same tokens for the same seed (prompts of several lengths)', async () => {
     for (const c of [all[0]!, all[3]!]) {
       const r = new Rng(seed, [3]);
