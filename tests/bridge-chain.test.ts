@@ -18,28 +18,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { presetConfig } from '../src/sat/presets';
-import { LLM_TASKS, nextTurn, teamVerdict, type LlmTaskName, type Message, type Problem } from '../src/tasks/llm/index';
+import { LLM_TASKS, nextTurn, teamVerdict, type LlmTaskName, type Message } from '../src/tasks/llm/index';
 import { hashString } from '../src/tasks/llm/types';
 import { rewardModule } from '../src/bridge/rewardPy';
 import { dataSource, groundTruth, promptText } from '../src/bridge/taskData';
 import { withRewardMode, type RewardMode } from '../src/bridge/answer';
 import { siteCustomizeModule, teamplayModule, teamtrRolloutModule } from '../src/bridge/teamPy';
 import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
-
-/** The stand-in model's hash in Python: src/tasks/llm/types.ts hashString (FNV-1a over UTF-16 code units, then the murmur3 finaliser). */
-const FNV_PY = String.raw`def fnv(s):
-    b = s.encode("utf-16-le", "surrogatepass")
-    h = 0x811C9DC5
-    for i in range(0, len(b), 2):
-        h ^= b[i] | (b[i + 1] << 8)
-        h = (h * 0x01000193) & 0xFFFFFFFF
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h
-`;
+import { candidates, FNV_PY } from './helpers/chainStandIn';
 
 /** The Python side: lays out the rows, plays them with the stand-in, grades each episode. */
 const DRIVER = String.raw`
@@ -79,13 +65,6 @@ for ep in episodes:
     result.append({"c": c, "s": s, "agents": [agents[r] for r in ep], "contexts": [contexts[r] for r in ep], "texts": [texts[r] for r in ep], "rewards": rewards})
 print(json.dumps({"episodes": result}))
 `;
-
-/** Replies a model might write for `p`: right, wrong, worded, boxed, with markers, empty, odd Unicode. */
-function candidates(p: Problem, rng: Rng): string[] {
-  const nums = (p.meta.numbers as number[] | undefined)?.map(String) ?? [String(p.meta.a), String(p.meta.b)];
-  const wrong = () => String(rng.int(40) - 10);
-  return [p.answer, p.answer, ` ${p.answer}`, `The answer is ${p.answer}.`, `\\boxed{${p.answer}}`, `#### ${p.answer}`, wrong(), wrong(), `${nums.join('+')}`, `${nums[0]}-${nums[1] ?? nums[0]}`, `${p.answer}<sep>x`, `<a1>${p.answer}`, `${wrong()}<a2>`, '', '  ', 'é𝟘 ok', `${p.answer}\n${wrong()}`];
-}
 
 interface Played {
   c: number;

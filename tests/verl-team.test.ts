@@ -1,0 +1,331 @@
+/**
+ * The chain protocol on verl (src/bridge/teamPy.ts verl_team_loop.py, verl_team.py): python3 drives
+ * the exported agent loop the way verl's AgentLoopWorker does (one instance per episode, `run` with
+ * the dataset row's fields: verl/experimental/agent_loop/agent_loop.py:631–665 at the pinned
+ * commit), on stand-ins for verl's AgentLoopBase (its tokenisation calls as single_turn_agent_loop.py
+ * makes them), a scripted stand-in for verl's rollout server (the trained agent) and a real local
+ * HTTP server answering OpenAI chat requests (the teammates). Every context each agent sees, every
+ * message, the trained agent's prompt and response tokens and the team reward must equal what
+ * src/tasks/llm/protocols.ts `nextTurn` / `teamVerdict` give, on ≥ 1,000 episodes of each chain
+ * preset in both reward modes, with every agent of the chain trained in turn. The stage driver's
+ * plan is held against verl's key lists and the update order.
+ * What this cannot check (verl, vLLM, the models): docs/real-run.md.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../src/core/rng';
+import { presetConfig } from '../src/sat/presets';
+import { LLM_TASKS, nextTurn, teamVerdict, type LlmTaskName, type Message, type Problem } from '../src/tasks/llm/index';
+import { hashString } from '../src/tasks/llm/types';
+import { rewardModule } from '../src/bridge/rewardPy';
+import { dataSource, groundTruth, promptText } from '../src/bridge/taskData';
+import { withRewardMode, type RewardMode } from '../src/bridge/answer';
+import { teamplayModule, verlTeamLoopModule } from '../src/bridge/teamPy';
+import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
+import { checkVerl } from './helpers/engineSchemas';
+import { candidates as baseCandidates, FNV_PY } from './helpers/chainStandIn';
+
+/** verl's agent-loop module as far as the exported loop touches it (agent_loop.py:88, :207, :315, :383). */
+const AGENT_LOOP_STUB = String.raw`import asyncio
+from types import SimpleNamespace
+
+
+class AgentLoopOutput:
+    def __init__(self, prompt_ids, response_ids, response_mask, metrics, response_logprobs=None, reward_score=None, num_turns=0, extra_fields=None, **kw):
+        self.prompt_ids, self.response_ids, self.response_mask = prompt_ids, response_ids, response_mask
+        self.response_logprobs, self.reward_score, self.num_turns = response_logprobs, reward_score, num_turns
+        self.metrics, self.extra_fields = metrics, extra_fields or {}
+
+
+class AgentLoopBase:
+    def __init__(self, trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config, hf_model_type=None, **kwargs):
+        self.config = trainer_config.config
+        self.rollout_config = self.config.actor_rollout_ref.rollout
+        self.server_manager = server_manager
+        self.tokenizer = tokenizer
+        self.loop = asyncio.get_event_loop()
+
+    async def ct_build_initial_tokens(self, messages, tools=None, images=None, videos=None, audios=None):
+        return self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+
+    async def ct_merge_assistant_token(self, runtime_token_ids, assistant_token_ids, response_mask, response_logprobs=None, assistant_logprobs=None):
+        return SimpleNamespace(token_ids=list(runtime_token_ids) + list(assistant_token_ids)), list(response_mask) + [1] * len(assistant_token_ids), assistant_logprobs
+`;
+
+/** The Python side: teammates on a local HTTP server, the trained agent on a stand-in server, one loop per episode. */
+const DRIVER = String.raw`
+import asyncio, json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+import teamplay, verl_team_loop
+
+${FNV_PY}
+job = json.load(sys.stdin)
+R = job["response_length"]
+EOS = 2
+counts = {}
+cands = {"now": None}
+asked = []
+
+
+def choose(ctx):
+    k = counts.get(ctx, 0)
+    counts[ctx] = k + 1
+    c = cands["now"]
+    return c[fnv("%d|%s" % (k, ctx)) % len(c)]
+
+
+class Tok:
+    def encode(self, s):
+        return [ord(ch) + 3 for ch in s]
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(chr(i - 3) for i in ids if i >= 3)
+    def apply_chat_template(self, messages, tokenize=True, add_generation_prompt=True):
+        assert len(messages) == 1 and messages[0]["role"] == "user" and tokenize and add_generation_prompt
+        return self.encode("<|user|>" + messages[0]["content"] + "<|assistant|>")
+
+
+tok = Tok()
+
+
+class Teammates(BaseHTTPRequestHandler):
+    def do_POST(self):
+        assert self.path == "/v1/chat/completions", self.path
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ctx = body["messages"][0]["content"]
+        text = "".join(list(choose(ctx))[: body["max_tokens"]])
+        asked.append({"agent": int(body["model"][len("agent"):]), "context": ctx, "text": text, "temperature": body.get("temperature")})
+        out = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    def log_message(self, *a):
+        pass
+
+
+class Server:
+    async def generate(self, request_id, prompt_ids, sampling_params, **kw):
+        text = tok.decode(prompt_ids)
+        assert text.startswith("<|user|>") and text.endswith("<|assistant|>"), text
+        ctx = text[len("<|user|>"):-len("<|assistant|>")]
+        reply = choose(ctx)
+        asked.append({"agent": None, "context": ctx, "text": "".join(list(reply)[:R]), "temperature": sampling_params.get("temperature")})
+        return SimpleNamespace(token_ids=tok.encode(reply) + [EOS], log_probs=None, num_preempted=None)
+
+
+http = ThreadingHTTPServer(("127.0.0.1", 0), Teammates)
+threading.Thread(target=http.serve_forever, daemon=True).start()
+url = "http://127.0.0.1:%d/v1/" % http.server_address[1]
+N = teamplay.N_AGENTS
+config = SimpleNamespace(config=SimpleNamespace(actor_rollout_ref=SimpleNamespace(rollout=SimpleNamespace(response_length=R))))
+
+
+async def main():
+    out = []
+    for c, p in enumerate(job["problems"]):
+        cands["now"] = p["candidates"]
+        for s in range(job["group"]):
+            agent = (c * job["group"] + s) % N
+            loop = verl_team_loop.TeamAgentLoop(trainer_config=config, server_manager=Server(), tokenizer=tok, processor=None, dataset_cls=None, data_config=SimpleNamespace(config={}), agent=agent, teammates={str(i): url for i in range(N) if i != agent})
+            start = len(asked)
+            row = {"raw_prompt": [{"role": "user", "content": p["prompt"]}], "data_source": job["data_source"], "reward_model": {"style": "rule", "ground_truth": p["ground_truth"]}, "extra_info": {}, "index": c}
+            o = await loop.run({"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": False}, **row)
+            turns = asked[start:]
+            out.append({"c": c, "s": s, "agent": agent, "asked": [t["agent"] for t in turns], "contexts": [t["context"] for t in turns], "texts": [t["text"] for t in turns],
+                        "prompt": tok.decode(o.prompt_ids), "response": tok.decode(o.response_ids), "response_len": len(o.response_ids), "mask": o.response_mask, "reward": o.reward_score, "temps": [t["temperature"] for t in turns]})
+    return out
+
+print(json.dumps({"episodes": asyncio.run(main())}))
+http.shutdown()
+`;
+
+interface Played {
+  c: number;
+  s: number;
+  agent: number;
+  asked: (number | null)[];
+  contexts: string[];
+  texts: string[];
+  prompt: string;
+  response: string;
+  response_len: number;
+  mask: number[];
+  reward: number;
+  temps: number[];
+}
+
+function writeFiles(dir: string, files: Record<string, string>): void {
+  for (const [f, text] of Object.entries(files)) {
+    mkdirSync(join(dir, f, '..'), { recursive: true });
+    writeFileSync(join(dir, f), text);
+  }
+}
+
+function python(dir: string, args: string[], input = ''): string {
+  const r = spawnSync('python3', args, { cwd: dir, input, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, env: { ...process.env, PYTHONPATH: dir } });
+  if (r.error) throw new Error(`python3 could not be run (${r.error.message}); the verl team tests need python3 on the PATH.`);
+  expect(r.status, r.stderr).toBe(0);
+  return r.stdout;
+}
+
+const STUBS = { 'verl/__init__.py': '', 'verl/experimental/__init__.py': '', 'verl/experimental/agent_loop/__init__.py': '', 'verl/experimental/agent_loop/agent_loop.py': AGENT_LOOP_STUB };
+const R = 16;
+const codepoints = (s: string, n: number) => [...s].slice(0, n).join('');
+/** The chain tests' replies and one longer than the response length, so that cut replies occur. */
+const candidates = (p: Problem, rng: Rng) => [...baseCandidates(p, rng), `so the final answer, after all, is ${p.answer}`];
+
+describe('verl_team_loop.py plays the chain in verl\'s agent loop exactly as protocols.ts does', () => {
+  it.each([
+    { preset: 'arith-team', mode: 'strict' as RewardMode },
+    { preset: 'arith-team', mode: 'extract' as RewardMode },
+    { preset: 'plan-team-2', mode: 'strict' as RewardMode },
+    { preset: 'plan-team-2', mode: 'extract' as RewardMode },
+  ])('$preset, rewardMode $mode: every context, message, trained turn and team reward of ≥ 1,000 episodes', ({ preset, mode }) => {
+    const cfg = presetConfig(preset, { rewardMode: mode });
+    expect(cfg.protocol).toBe('chain');
+    const name = cfg.task as LlmTaskName;
+    const task = withRewardMode(LLM_TASKS[name].make({ seed: cfg.taskSeed, level: cfg.level, formatReward: cfg.formatReward }), mode);
+    const problems = Math.ceil(1040 / cfg.group);
+    const rng = new Rng(cfg.agents * 17 + problems, [mode.length]);
+    const probs = Array.from({ length: problems }, (_, i) => {
+      const p = task.generate('train', i);
+      return { p: { ...p, prompt: promptText(name, p, mode) }, candidates: candidates(p, rng) };
+    });
+    const job = { group: cfg.group, response_length: R, data_source: dataSource(name), problems: probs.map(({ p, candidates: c }) => ({ prompt: p.prompt, ground_truth: groundTruth(name, p), candidates: c })) };
+    const dir = mkdtempSync(join(tmpdir(), 'sat-verl-team-'));
+    writeFiles(dir, { ...STUBS, 'reward.py': rewardModule(name, cfg.formatReward, mode), 'teamplay.py': teamplayModule('chain', cfg.agents), 'verl_team_loop.py': verlTeamLoopModule(), 'driver.py': DRIVER });
+    const got = (JSON.parse(python(dir, ['driver.py'], JSON.stringify(job))) as { episodes: Played[] }).episodes;
+    expect(got.length).toBe(problems * cfg.group);
+    expect(got.length).toBeGreaterThanOrEqual(1000);
+
+    // The same episodes in TypeScript, in the same order, with the stand-ins' choice rule.
+    const counts = new Map<string, number>();
+    const spec = { protocol: 'chain' as const, nAgents: cfg.agents };
+    const rewards = new Set<number>();
+    const trained = new Set<number>();
+    for (const e of got) {
+      const { p, candidates: cands } = probs[e.c]!;
+      const messages: Message[] = [];
+      const contexts: string[] = [];
+      for (let slots = nextTurn(spec, p, messages); slots.length > 0; slots = nextTurn(spec, p, messages)) {
+        for (const slot of slots) {
+          const k = counts.get(slot.context) ?? 0;
+          counts.set(slot.context, k + 1);
+          contexts.push(slot.context);
+          messages.push({ turn: slot.turn, agent: slot.agent, text: codepoints(cands[hashString(`${k}|${slot.context}`) % cands.length]!, R) });
+        }
+      }
+      const want = teamVerdict(spec, task, p, messages).reward;
+      const j = (e.c * cfg.group + e.s) % cfg.agents;
+      const where = `problem ${e.c} sample ${e.s}, agent ${j} trained`;
+      expect(e.agent, where).toBe(j);
+      expect({ asked: e.asked, contexts: e.contexts, texts: e.texts }, where).toEqual({ asked: messages.map((m) => (m.agent === j ? null : m.agent)), contexts, texts: messages.map((m) => m.text) });
+      // The trajectory verl trains on: agent j's rendered context, its reply (cut at response_length), all of it generated.
+      expect(e.prompt, where).toBe(`<|user|>${contexts[j]}<|assistant|>`);
+      expect(e.response, where).toBe(messages[j]!.text);
+      expect(e.mask, where).toEqual(Array(e.response_len).fill(1));
+      expect(e.reward, where).toBe(want);
+      expect(e.temps, where).toEqual(Array(cfg.agents).fill(1));
+      rewards.add(want);
+      trained.add(j);
+    }
+    // Not trivial: later agents saw earlier messages, cut replies occurred, the team both earned and missed reward, every agent was trained.
+    expect(got.some((e) => e.contexts[2]!.includes('<a1>') && e.contexts[2]!.includes('<sep>'))).toBe(true);
+    expect(got.some((e) => e.response_len === R)).toBe(true);
+    expect(rewards.has(1) && rewards.has(0)).toBe(true);
+    expect([...trained].sort()).toEqual(Array.from({ length: cfg.agents }, (_, i) => i));
+  });
+
+  it('refuses a trained agent outside the team and a missing teammate server, by name', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sat-verl-team-'));
+    writeFiles(dir, { ...STUBS, 'reward.py': rewardModule('arithmetic', 0), 'teamplay.py': teamplayModule('chain', 3), 'verl_team_loop.py': verlTeamLoopModule() });
+    const code = [
+      'import asyncio, verl_team_loop',
+      'from types import SimpleNamespace as N',
+      'cfg = N(config=N(actor_rollout_ref=N(rollout=N(response_length=8))))',
+      'async def make(**kw):',
+      '    try:',
+      '        verl_team_loop.TeamAgentLoop(trainer_config=cfg, server_manager=None, tokenizer=None, processor=None, dataset_cls=None, data_config=N(config={}), **kw)',
+      '    except ValueError as e:',
+      '        print(e)',
+      'asyncio.run(make(agent=3, teammates={}))',
+      'asyncio.run(make(agent=1, teammates={"0": "http://x"}))',
+    ].join('\n');
+    expect(python(dir, ['-c', code]).trim().split('\n')).toEqual(["trained agent 3 is not one of the team's 3 agents", "no teammate server for agents [2] (the agent-loop config's teammates)"]);
+  });
+});
+
+interface Run {
+  stage: number;
+  agent: number;
+  model: string;
+  train_file: string;
+  teammates: Record<string, { model: string; port: number; url: string }>;
+  overrides: string[];
+  loop_config: { name: string; _target_: string; agent: number; teammates: Record<string, string> }[];
+  checkpoint: string;
+  merged: string;
+}
+
+describe('the chain presets export to verl as a stage driver, one run per stage and agent', () => {
+  it.each(['arith-team', 'plan-team-2'])('%s: the files, and the driver\'s runs in update order with each agent\'s current checkpoint', (preset) => {
+    const cfg = presetConfig(preset);
+    const r = recipe(cfg, DEFAULT_MODELS, 1, `${preset}.sat.yaml`);
+    expect(r.engines.verl.ok, preset).toBe(true);
+    const files = Object.fromEntries(r.files.map((f) => [f.path, f.text]));
+    expect(Object.keys(files), preset).toContain(`${preset}.verl-team.py`);
+    for (const f of ['verl_team_loop.py', 'teamplay.py', 'reward.py', 'train.verl.jsonl', 'val.verl.jsonl']) expect(Object.keys(files), preset).toContain(`${preset}.data/${f}`);
+    expect(files[`${preset}.verl.sh`]).toContain(`exec python3 "$(dirname "$0")/${preset}.verl-team.py" "$@"`);
+    expect(checkVerl(r.engines.verl.ok ? r.engines.verl.overrides : ['?'])).toEqual([]);
+
+    const dir = mkdtempSync(join(tmpdir(), 'sat-verl-driver-'));
+    writeFiles(dir, Object.fromEntries(Object.entries(files).filter(([f]) => f.startsWith(`${preset}.data/`) || f === `${preset}.verl-team.py`)));
+    const work = join(dir, 'work');
+    const lines = python(dir, [`${preset}.verl-team.py`, '--dry-run', '--work', work]).trim().split('\n');
+    const runs = lines.map((l) => JSON.parse(l) as Run);
+    expect(runs.length).toBe(cfg.stages * cfg.agents);
+    const current = Array.from({ length: cfg.agents }, () => DEFAULT_MODELS[cfg.model]);
+    runs.forEach((run, k) => {
+      const where = `run ${k}`;
+      expect([run.stage, run.agent], where).toEqual([Math.floor(k / cfg.agents) + 1, k % cfg.agents]);
+      expect(run.model, where).toBe(current[run.agent]);
+      expect(Object.fromEntries(Object.entries(run.teammates).map(([i, t]) => [i, t.model])), where).toEqual(Object.fromEntries(current.map((m, i) => [String(i), m]).filter(([i]) => Number(i) !== run.agent)));
+      expect(run.loop_config, where).toEqual([{ name: 'sat_team_agent', _target_: 'verl_team_loop.TeamAgentLoop', agent: run.agent, teammates: Object.fromEntries(Object.entries(run.teammates).map(([i, t]) => [i, t.url])) }]);
+      const keys = run.overrides.map((o) => o.split('=')[0]);
+      expect(new Set(keys).size, where).toBe(keys.length);
+      const get = (key: string) => run.overrides.find((o) => o.startsWith(`${key}=`))?.slice(key.length + 1);
+      expect([get('actor_rollout_ref.model.path'), get('data.train_files'), get('trainer.total_training_steps'), get('trainer.val_before_train'), get('actor_rollout_ref.rollout.agent.default_agent_loop')], where).toEqual([run.model, run.train_file, '1', k === 0 ? 'true' : 'false', 'sat_team_agent']);
+      expect(get('data.val_files'), where).toBe(join(dir, `${preset}.data`, 'val.verl.jsonl'));
+      expect(run.checkpoint, where).toBe(join(get('trainer.default_local_dir')!, 'global_step_1', 'actor'));
+      // A merged checkpoint is its agent's starting model fine-tuned: the same architecture (head count) for verl's checks.
+      const start = runs.some((x) => x.merged === run.model) ? DEFAULT_MODELS[cfg.model] : run.model;
+      expect(checkVerl(run.overrides.map((o) => (o.startsWith('actor_rollout_ref.model.path=') ? `actor_rollout_ref.model.path=${start}` : o))), where).toEqual([]);
+      current[run.agent] = run.merged;
+    });
+
+    // Each run's problems are its stage's rows of the exported training file.
+    const train = files[`${preset}.data/train.verl.jsonl`]!.split(/(?<=\n)/);
+    const code = `import sys, json, importlib.util\nspec = importlib.util.spec_from_file_location('driver', sys.argv[2])\nverl_team = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(verl_team)\nlines = open(sys.argv[1]).readlines()\nprint(json.dumps([verl_team.stage_rows(lines, s) for s in (1, ${cfg.stages})]))\ntry:\n    verl_team.stage_rows(lines, ${cfg.stages + 1})\nexcept ValueError as e:\n    print(e)`;
+    const out = spawnSync('python3', ['-c', code, join(dir, `${preset}.data/train.verl.jsonl`), join(dir, `${preset}.verl-team.py`)], { cwd: dir, encoding: 'utf8' });
+    expect(out.status, out.stderr).toBe(0);
+    const [rows, err] = out.stdout.trim().split('\n');
+    expect(JSON.parse(rows!)).toEqual([train.slice(0, cfg.batch), train.slice((cfg.stages - 1) * cfg.batch, cfg.stages * cfg.batch)]);
+    expect(err).toBe(`the training file has ${cfg.stages * cfg.batch} rows; stage ${cfg.stages + 1} needs rows ${cfg.stages * cfg.batch}..${(cfg.stages + 1) * cfg.batch - 1}`);
+  });
+
+  it('an order that is not known in advance is refused for a chain; an independent team stays agent 0\'s baseline run', () => {
+    const rnd = recipe(presetConfig('arith-team', { order: 'random' }));
+    expect(rnd.engines.verl.ok ? [] : rnd.engines.verl.refused.map((x) => x.setting)).toEqual(['order']);
+    const rev = recipe(presetConfig('arith-team', { order: 'reverse' }), DEFAULT_MODELS, 1, 'x.sat.yaml');
+    const driver = rev.files.find((f) => f.path === 'x.verl-team.py')!.text;
+    expect(driver).toContain(String.raw`\"order\":[2,1,0]`);
+    const ind = recipe(presetConfig('arith-team', { protocol: 'independent' }), DEFAULT_MODELS, 1, 'x.sat.yaml');
+    expect(ind.files.map((f) => f.path).filter((p) => /verl.team|teamplay/.test(p))).toEqual(['x.data/teamplay.py']);
+    expect(ind.files.find((f) => f.path === 'x.verl.sh')!.text).toContain('python3 -m verl.trainer.main_ppo');
+  });
+});
