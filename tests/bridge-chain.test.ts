@@ -89,6 +89,8 @@ describe('teamplay.py plays the chain protocol exactly as protocols.ts does', ()
   it.each([
     { preset: 'arith-team', problems: 130, mode: 'strict' as RewardMode },
     { preset: 'arith-team', problems: 130, mode: 'extract' as RewardMode },
+    { preset: 'plan-team', problems: 260, mode: 'strict' as RewardMode },
+    { preset: 'plan-team', problems: 260, mode: 'extract' as RewardMode },
     { preset: 'plan-team-2', problems: 260, mode: 'strict' as RewardMode },
     { preset: 'plan-team-2', problems: 260, mode: 'extract' as RewardMode },
   ])('$preset, rewardMode $mode: every context, message and team reward of ≥ 1,000 episodes', ({ preset, problems, mode }) => {
@@ -137,7 +139,7 @@ describe('teamplay.py plays the chain protocol exactly as protocols.ts does', ()
   });
 
   it('the chain presets export to TeamTR with the module, its rollout and the hook; every file compiles', () => {
-    for (const preset of ['arith-team', 'plan-team-2']) {
+    for (const preset of ['arith-team', 'plan-team', 'plan-team-2']) {
       const r = recipe(presetConfig(preset), DEFAULT_MODELS, 1, `${preset}.sat.yaml`);
       expect(r.engines.teamtr.ok, preset).toBe(true);
       const paths = r.files.map((f) => f.path);

@@ -183,6 +183,8 @@ describe('verl_team_loop.py plays the chain in verl\'s agent loop exactly as pro
   it.each([
     { preset: 'arith-team', mode: 'strict' as RewardMode },
     { preset: 'arith-team', mode: 'extract' as RewardMode },
+    { preset: 'plan-team', mode: 'strict' as RewardMode },
+    { preset: 'plan-team', mode: 'extract' as RewardMode },
     { preset: 'plan-team-2', mode: 'strict' as RewardMode },
     { preset: 'plan-team-2', mode: 'extract' as RewardMode },
   ])('$preset, rewardMode $mode: every context, message, trained turn and team reward of ≥ 1,000 episodes', ({ preset, mode }) => {
@@ -273,7 +275,7 @@ interface Run {
 }
 
 describe('the chain presets export to verl as a stage driver, one run per stage and agent', () => {
-  it.each(['arith-team', 'plan-team-2'])('%s: the files, and the driver\'s runs in update order with each agent\'s current checkpoint', (preset) => {
+  it.each(['arith-team', 'plan-team', 'plan-team-2'])('%s: the files, and the driver\'s runs in update order with each agent\'s current checkpoint', (preset) => {
     const cfg = presetConfig(preset);
     const r = recipe(cfg, DEFAULT_MODELS, 1, `${preset}.sat.yaml`);
     expect(r.engines.verl.ok, preset).toBe(true);
