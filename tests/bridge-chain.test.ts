@@ -25,7 +25,7 @@ import { dataSource, groundTruth, promptText } from '../src/bridge/taskData';
 import { withRewardMode, type RewardMode } from '../src/bridge/answer';
 import { siteCustomizeModule, teamplayModule, teamtrRolloutModule } from '../src/bridge/teamPy';
 import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
-import { candidates, FNV_PY } from './helpers/chainStandIn';
+import { candidates, FNV_PY, TEAMTR_STUBS as STUBS } from './helpers/chainStandIn';
 
 /** The Python side: lays out the rows, plays them with the stand-in, grades each episode. */
 const DRIVER = String.raw`
@@ -266,31 +266,6 @@ for i in range(N):
 print(json.dumps({"rows": rows, "R": R}))
 `;
 
-const STUBS: Record<string, string> = {
-  'verl/__init__.py': 'class DataProto:\n    def __init__(self, batch=None, non_tensor_batch=None, meta_info=None):\n        self.batch = batch\n        self.non_tensor_batch = non_tensor_batch or {}\n        self.meta_info = meta_info or {}\n',
-  'verl/workers/__init__.py': '',
-  'verl/workers/rollout/__init__.py': 'from .multi_agent_hf_rollout import MultiAgentHFRollout\n',
-  'verl/workers/rollout/multi_agent_hf_rollout.py': 'class MultiAgentHFRollout:\n    def __init__(self, modules, config):\n        self.modules = modules\n        self.config = config\n',
-  'tensordict.py': 'class TensorDict(dict):\n    def __init__(self, d, batch_size):\n        super().__init__(d)\n        self.batch_size = batch_size\n',
-  // A char-level tokenizer: ids 3.. are code points + 3; 0 pad, 2 eos; a chat template around the user turn.
-  'transformers.py': [
-    'class _Tok:',
-    '    pad_token_id = 0',
-    '    eos_token_id = 2',
-    '    chat_template = "user/assistant"',
-    '    def __call__(self, text, add_special_tokens=False):',
-    '        return {"input_ids": [ord(c) + 3 for c in text]}',
-    '    def decode(self, ids, skip_special_tokens=False):',
-    '        return "".join(chr(i - 3) for i in ids if i >= 3)',
-    '    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):',
-    '        return "<|user|>" + messages[0]["content"] + "<|assistant|>"',
-    'class AutoTokenizer:',
-    '    @staticmethod',
-    '    def from_pretrained(path, trust_remote_code=False):',
-    '        return _Tok()',
-    '',
-  ].join('\n'),
-};
 
 describe('ProtocolHFRollout.generate_sequences with torch and stand-ins for TeamTR\'s packages', () => {
   it.skipIf(!TORCH_PY)('plays the chain across the agents\' modules: prompts, replies, tensors and reward_scores as protocols.ts has them', () => {

@@ -26,34 +26,7 @@ import { withRewardMode, type RewardMode } from '../src/bridge/answer';
 import { teamplayModule, verlTeamLoopModule } from '../src/bridge/teamPy';
 import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
 import { checkVerl } from './helpers/engineSchemas';
-import { candidates as baseCandidates, FNV_PY } from './helpers/chainStandIn';
-
-/** verl's agent-loop module as far as the exported loop touches it (agent_loop.py:88, :207, :315, :383). */
-const AGENT_LOOP_STUB = String.raw`import asyncio
-from types import SimpleNamespace
-
-
-class AgentLoopOutput:
-    def __init__(self, prompt_ids, response_ids, response_mask, metrics, response_logprobs=None, reward_score=None, num_turns=0, extra_fields=None, **kw):
-        self.prompt_ids, self.response_ids, self.response_mask = prompt_ids, response_ids, response_mask
-        self.response_logprobs, self.reward_score, self.num_turns = response_logprobs, reward_score, num_turns
-        self.metrics, self.extra_fields = metrics, extra_fields or {}
-
-
-class AgentLoopBase:
-    def __init__(self, trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config, hf_model_type=None, **kwargs):
-        self.config = trainer_config.config
-        self.rollout_config = self.config.actor_rollout_ref.rollout
-        self.server_manager = server_manager
-        self.tokenizer = tokenizer
-        self.loop = asyncio.get_event_loop()
-
-    async def ct_build_initial_tokens(self, messages, tools=None, images=None, videos=None, audios=None):
-        return self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
-
-    async def ct_merge_assistant_token(self, runtime_token_ids, assistant_token_ids, response_mask, response_logprobs=None, assistant_logprobs=None):
-        return SimpleNamespace(token_ids=list(runtime_token_ids) + list(assistant_token_ids)), list(response_mask) + [1] * len(assistant_token_ids), assistant_logprobs
-`;
+import { candidates as baseCandidates, FNV_PY, VERL_STUBS as STUBS } from './helpers/chainStandIn';
 
 /** The Python side: teammates on a local HTTP server, the trained agent on a stand-in server, one loop per episode. */
 const DRIVER = String.raw`
@@ -173,7 +146,6 @@ function python(dir: string, args: string[], input = ''): string {
   return r.stdout;
 }
 
-const STUBS = { 'verl/__init__.py': '', 'verl/experimental/__init__.py': '', 'verl/experimental/agent_loop/__init__.py': '', 'verl/experimental/agent_loop/agent_loop.py': AGENT_LOOP_STUB };
 const R = 16;
 const codepoints = (s: string, n: number) => [...s].slice(0, n).join('');
 /** The chain tests' replies and one longer than the response length, so that cut replies occur. */
