@@ -8,11 +8,12 @@
  * message, the trained agent's prompt and response tokens and the team reward must equal what
  * src/tasks/llm/protocols.ts `nextTurn` / `teamVerdict` give, on ≥ 1,000 episodes of each chain
  * preset in both reward modes, with every agent of the chain trained in turn. The stage driver's
- * plan is held against verl's key lists and the update order.
+ * plan is held against verl's key lists and the update order, and its runs are carried out with
+ * stand-ins for the commands it starts.
  * What this cannot check (verl, vLLM, the models): docs/real-run.md.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -301,5 +302,80 @@ describe('the chain presets export to verl as a stage driver, one run per stage 
     const ind = recipe(presetConfig('arith-team', { protocol: 'independent' }), DEFAULT_MODELS, 1, 'x.sat.yaml');
     expect(ind.files.map((f) => f.path).filter((p) => /verl.team|teamplay/.test(p))).toEqual(['x.data/teamplay.py']);
     expect(ind.files.find((f) => f.path === 'x.verl.sh')!.text).toContain('python3 -m verl.trainer.main_ppo');
+  });
+});
+
+/**
+ * The driver's own work, with stand-ins for the commands it runs: `vllm serve` is a small HTTP
+ * server that names the model it serves, `python3 -m verl.trainer.main_ppo` a module that asks each
+ * teammate's server which model it serves, imports the exported modules as Ray's workers would
+ * (PYTHONPATH) and writes the checkpoint folder, `python3 -m verl.model_merger` one that writes the
+ * merged folder. A second start skips every run already merged.
+ */
+describe('verl-team.py runs the stages with its servers, verl and the merger', () => {
+  const FAKE_VLLM = String.raw`import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+args = sys.argv[1:]
+assert args[0] == "serve", args
+model, port, name = args[1], int(args[args.index("--port") + 1]), args[args.index("--served-model-name") + 1]
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        out = json.dumps({"data": [{"id": name, "root": model}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers(); self.wfile.write(out)
+    def log_message(self, *a):
+        pass
+HTTPServer(("127.0.0.1", port), H).serve_forever()
+`;
+  const MAIN_PPO = String.raw`import json, os, sys, urllib.request
+import teamplay, verl_team_loop
+o = dict(a.split("=", 1) for a in sys.argv[1:])
+loop = json.load(open(o["actor_rollout_ref.rollout.agent.agent_loop_config_path"]))[0]
+served = {}
+for i, url in loop["teammates"].items():
+    with urllib.request.urlopen(url + "/models") as r:
+        served[i] = json.loads(r.read())["data"][0]["root"]
+with open(os.environ["SAT_RECORD"], "a") as f:
+    f.write(json.dumps({"model": o["actor_rollout_ref.model.path"], "agent": loop["agent"], "served": served, "rows": len(open(o["data.train_files"]).readlines()), "log": os.environ["VERL_FILE_LOGGER_PATH"]}) + "\n")
+os.makedirs(os.path.join(o["trainer.default_local_dir"], "global_step_1", "actor"))
+`;
+  const MERGER = String.raw`import json, os, sys
+a = sys.argv[1:]
+assert a[:3] == ["merge", "--backend", "fsdp"], a
+src, dst = a[a.index("--local_dir") + 1], a[a.index("--target_dir") + 1]
+assert os.path.isdir(src), src
+os.makedirs(dst)
+json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
+`;
+
+  it('arith-team with 2 stages: 6 runs in order, each agent\'s teammates served from their current checkpoints, then resumable', () => {
+    const cfg = presetConfig('arith-team', { stages: 2 });
+    const r = recipe(cfg, DEFAULT_MODELS, 1, 'team.sat.yaml');
+    const dir = mkdtempSync(join(tmpdir(), 'sat-verl-run-'));
+    const stubs = join(dir, 'stubs');
+    writeFiles(dir, Object.fromEntries(r.files.map((f) => [f.path, f.text])));
+    writeFiles(stubs, { 'fake_vllm.py': FAKE_VLLM, 'verl/__init__.py': '', 'verl/trainer/__init__.py': '', 'verl/trainer/main_ppo.py': MAIN_PPO, 'verl/model_merger/__init__.py': '', 'verl/model_merger/__main__.py': MERGER, ...Object.fromEntries(Object.entries(STUBS).filter(([f]) => f.includes('agent_loop'))) });
+    const record = join(dir, 'record.jsonl');
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const start = () => spawnSync('python3', ['team.verl-team.py', '--work', dir, '--vllm', `python3 ${join(stubs, 'fake_vllm.py')}`, '--base-port', String(port), '--server-timeout', '60'], { cwd: dir, encoding: 'utf8', env: { ...process.env, PYTHONPATH: stubs, SAT_RECORD: record } });
+    const first = start();
+    expect(first.status, first.stderr).toBe(0);
+    const calls = readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { model: string; agent: number; served: Record<string, string>; rows: number; log: string });
+    const current = Array.from({ length: cfg.agents }, () => DEFAULT_MODELS[cfg.model]);
+    expect(calls.map((c) => c.agent)).toEqual([0, 1, 2, 0, 1, 2]);
+    calls.forEach((c, k) => {
+      const stage = Math.floor(k / cfg.agents) + 1;
+      const root = join(dir, 'team.verl-team', `stage${stage}-agent${c.agent}`);
+      expect([c.model, c.rows, c.log], `run ${k}`).toEqual([current[c.agent], cfg.batch, join(root, 'verl-log.jsonl')]);
+      expect(c.served, `run ${k}`).toEqual(Object.fromEntries(current.map((m, i) => [String(i), m]).filter(([i]) => Number(i) !== c.agent)));
+      expect(JSON.parse(readFileSync(join(root, 'hf', 'config.json'), 'utf8'))).toEqual({ from: join(root, 'checkpoints', 'global_step_1', 'actor') });
+      current[c.agent] = join(root, 'hf');
+    });
+    // The servers were stopped: nothing answers on their ports any more.
+    const probe = spawnSync('python3', ['-c', `import socket\nfor p in (${port}, ${port + 1}, ${port + 2}):\n    s = socket.socket()\n    print(s.connect_ex(("127.0.0.1", p)) != 0)`], { encoding: 'utf8' });
+    expect(probe.stdout.trim().split('\n')).toEqual(['True', 'True', 'True']);
+    const again = start();
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout.match(/already trained/g)).toHaveLength(6);
+    expect(readFileSync(record, 'utf8').trim().split('\n')).toHaveLength(6);
   });
 });

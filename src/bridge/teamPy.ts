@@ -567,7 +567,7 @@ def wait_ready(url, proc, timeout):
             with urllib.request.urlopen(url + "/models", timeout=5):
                 return
         except Exception:
-            time.sleep(2)
+            time.sleep(0.5)
     raise RuntimeError("the teammate server for %s was not ready in %d s" % (url, timeout))
 
 
