@@ -379,3 +379,54 @@ json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
     expect(readFileSync(record, 'utf8').trim().split('\n')).toHaveLength(6);
   });
 });
+
+/**
+ * The stand-ins above against verl's own code: tests/fixtures/bridge/verl.agent_loop.json holds, read
+ * with Python's ast from the pinned commit, AgentLoopBase's constructor, attributes and methods, the
+ * fields of AgentLoopOutput and TokenOutput and LLMServerClient.generate's parameters. The exported
+ * loop may use only those (and must set every required output field); the stand-in base class must
+ * have the same signatures.
+ */
+describe('verl_team_loop.py uses only what verl\'s agent-loop code has at the pinned commit', () => {
+  it('its calls, attributes and output fields, and the stand-in\'s signatures, against the fixture', () => {
+    const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/bridge/verl.agent_loop.json'), 'utf8')) as {
+      AgentLoopBase: { init: string[]; attributes: string[]; methods: Record<string, string[]> };
+      AgentLoopOutput: { fields: Record<string, boolean> };
+      'LLMServerClient.generate': string[];
+      TokenOutput: { fields: Record<string, boolean> };
+    };
+    const dir = mkdtempSync(join(tmpdir(), 'sat-verl-api-'));
+    writeFiles(dir, { ...STUBS, 'verl_team_loop.py': verlTeamLoopModule(), 'api.py': String.raw`
+import ast, inspect, json
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase
+tree = ast.parse(open("verl_team_loop.py").read())
+cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TeamAgentLoop")
+own = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+assigned = {t.attr for n in ast.walk(cls) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Attribute)}
+used = sorted({n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"} - own - assigned)
+calls = {}
+for n in ast.walk(tree):
+    if isinstance(n, ast.Call):
+        f = n.func
+        name = ast.unparse(f)
+        calls.setdefault(name, set()).update(k.arg for k in n.keywords)
+token_attrs = sorted({n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "output"})
+def sig(f):
+    out = []
+    for p in inspect.signature(f).parameters.values():
+        out.append(("**" if p.kind == p.VAR_KEYWORD else "*" if p.kind == p.VAR_POSITIONAL else "") + p.name)
+    return out
+print(json.dumps({"used": used, "generate": sorted(calls["self.server_manager.generate"]), "output": sorted(calls["AgentLoopOutput"]), "token": token_attrs,
+    "stub": {m: sig(getattr(AgentLoopBase, m)) for m in ("__init__", "ct_build_initial_tokens", "ct_merge_assistant_token")}}))
+` });
+    const got = JSON.parse(python(dir, ['api.py'])) as { used: string[]; generate: string[]; output: string[]; token: string[]; stub: Record<string, string[]> };
+    const known = [...fixture.AgentLoopBase.attributes, ...Object.keys(fixture.AgentLoopBase.methods)];
+    expect(got.used.filter((a) => !known.includes(a))).toEqual([]);
+    expect(got.used).toEqual(expect.arrayContaining(['ct_build_initial_tokens', 'ct_merge_assistant_token', 'server_manager', 'rollout_config', 'tokenizer', 'loop']));
+    expect(got.generate.filter((k) => !fixture['LLMServerClient.generate'].includes(k))).toEqual([]);
+    expect(got.output.filter((k) => !(k in fixture.AgentLoopOutput.fields))).toEqual([]);
+    expect(Object.entries(fixture.AgentLoopOutput.fields).filter(([k, required]) => required && !got.output.includes(k))).toEqual([]);
+    expect(got.token.filter((k) => !(k in fixture.TokenOutput.fields))).toEqual([]);
+    for (const m of ['__init__', 'ct_build_initial_tokens', 'ct_merge_assistant_token']) expect(got.stub[m], m).toEqual(fixture.AgentLoopBase.methods[m]);
+  });
+});
