@@ -293,12 +293,15 @@ describe('the chain presets export to verl as a stage driver, one run per stage 
     expect(err).toBe(`the training file has ${cfg.stages * cfg.batch} rows; stage ${cfg.stages + 1} needs rows ${cfg.stages * cfg.batch}..${(cfg.stages + 1) * cfg.batch - 1}`);
   });
 
-  it('an order that is not known in advance is refused for a chain; an independent team stays agent 0\'s baseline run', () => {
+  it('an order not known in advance is refused for a chain; another estimator or scheme is said; an independent team stays agent 0\'s baseline run', () => {
     const rnd = recipe(presetConfig('arith-team', { order: 'random' }));
     expect(rnd.engines.verl.ok ? [] : rnd.engines.verl.refused.map((x) => x.setting)).toEqual(['order']);
     const rev = recipe(presetConfig('arith-team', { order: 'reverse' }), DEFAULT_MODELS, 1, 'x.sat.yaml');
     const driver = rev.files.find((f) => f.path === 'x.verl-team.py')!.text;
     expect(driver).toContain(String.raw`\"order\":[2,1,0]`);
+    const settings = (c: Parameters<typeof recipe>[0]) => { const e = recipe(c).engines.verl; return e.ok ? e.differs.map((d) => d.setting) : []; };
+    expect(settings(presetConfig('arith-team'))).not.toContain('estimator');
+    expect(settings(presetConfig('arith-team', { estimator: 'truncated-is', scheme: 'simultaneous' }))).toEqual(expect.arrayContaining(['estimator', 'scheme']));
     const ind = recipe(presetConfig('arith-team', { protocol: 'independent' }), DEFAULT_MODELS, 1, 'x.sat.yaml');
     expect(ind.files.map((f) => f.path).filter((p) => /verl.team|teamplay/.test(p))).toEqual(['x.data/teamplay.py']);
     expect(ind.files.find((f) => f.path === 'x.verl.sh')!.text).toContain('python3 -m verl.trainer.main_ppo');

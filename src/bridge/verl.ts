@@ -190,6 +190,7 @@ export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name:
       ...shared,
       { setting: 'agents' as const, message: `verl holds one actor: each of the ${cfg.stages * cfg.agents} runs trains one agent for one step on its stage's problems while the others answer from vLLM servers of their current checkpoints; each run restarts verl (its optimizer state is not carried from one run to the next).` },
       ...(cfg.scheme === 'simultaneous' ? [{ setting: 'scheme' as const, message: 'the driver updates the agents one after another (sequential); simultaneous has no counterpart.' }] : []),
+      ...(cfg.estimator !== 'resample' ? [{ setting: 'estimator' as const, message: `each agent's run plays fresh episodes after its predecessors' updates (the playground's resample), where the playground's estimator is ${cfg.estimator}.` }] : []),
       ...notMapped,
     ];
     const files = [
