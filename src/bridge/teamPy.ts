@@ -1,7 +1,8 @@
 /**
  * The team protocols on a real engine, as Python written beside the data by "Export for a real run"
- * for TeamTR (teamtr.ts): the part no engine has — agent j prompted with the earlier agents'
- * messages of the same episode, exactly as src/tasks/llm/protocols.ts `nextTurn` builds it.
+ * for TeamTR (teamtr.ts) and verl (verl.ts): the part no engine has — agent j prompted with the
+ * earlier agents' messages of the same episode, exactly as src/tasks/llm/protocols.ts `nextTurn`
+ * builds it.
  *
  *   teamplay.py        the protocol logic, standard library only: the context each agent sees
  *                      (`build_context`), which dataset rows form one episode (`episodes_of_rows`)
@@ -17,8 +18,13 @@
  *   sitecustomize.py   puts ProtocolHFRollout where TeamTR's worker looks for the rollout of
  *                      `rollout.name=multi_agent_hf` (verl/workers/fsdp_workers.py:495), in every
  *                      Python process started with the data folder on PYTHONPATH (Ray's workers too).
+ *   verl_team_loop.py  (verl) TeamAgentLoop: a verl agent loop playing the chain with one agent
+ *                      trained and the others answering from chat servers of their checkpoints.
+ *   X.verl-team.py     (verl) the stage driver: one verl run per stage and agent (verl holds one
+ *                      actor), the teammates' servers, each trained checkpoint merged for the next.
  *
- * Citations are Yydc/TeamTR @ e78ab037fcb6c91423f1368f3a561ab48006bc17. Not here: the reward
+ * TeamTR citations are Yydc/TeamTR @ e78ab037fcb6c91423f1368f3a561ab48006bc17, verl's are
+ * verl-project/verl @ 1dda039b9c6311889a9c9a26040677e1254814f9. Not here: the reward
  * (rewardPy.ts), the rows (taskData.ts), the overrides (teamtr.ts).
  */
 import { MAX_AGENTS, SEP } from '../tasks/llm/protocols';
