@@ -293,9 +293,10 @@ describe('the chain presets export to verl as a stage driver, one run per stage 
     expect(err).toBe(`the training file has ${cfg.stages * cfg.batch} rows; stage ${cfg.stages + 1} needs rows ${cfg.stages * cfg.batch}..${(cfg.stages + 1) * cfg.batch - 1}`);
   });
 
-  it('an order not known in advance is refused for a chain; another estimator or scheme is said; an independent team stays agent 0\'s baseline run', () => {
-    const rnd = recipe(presetConfig('arith-team', { order: 'random' }));
-    expect(rnd.engines.verl.ok ? [] : rnd.engines.verl.refused.map((x) => x.setting)).toEqual(['order']);
+  it('an order not known in advance and LoRA are refused for a chain; another estimator or scheme is said; an independent team stays agent 0\'s baseline run', () => {
+    const rnd = recipe(presetConfig('arith-team', { order: 'random', lora: 8 }));
+    expect(rnd.engines.verl.ok ? [] : rnd.engines.verl.refused.map((x) => x.setting)).toEqual(['lora', 'order']);
+    expect(recipe(presetConfig('arith-team', { protocol: 'independent', lora: 8 })).engines.verl.ok).toBe(true);
     const rev = recipe(presetConfig('arith-team', { order: 'reverse' }), DEFAULT_MODELS, 1, 'x.sat.yaml');
     const driver = rev.files.find((f) => f.path === 'x.verl-team.py')!.text;
     expect(driver).toContain(String.raw`\"order\":[2,1,0]`);

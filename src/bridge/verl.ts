@@ -162,6 +162,7 @@ export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name:
   const refused = verlFamilyRefusals(cfg, 'verl');
   const team = verlRunsTeam(cfg);
   const order = fixedOrder(cfg);
+  if (team && cfg.lora > 0) refused.push({ setting: 'lora', message: `lora ${cfg.lora}: verl trains the chain one agent per run (X.verl-team.py) and merges each run's checkpoint into the next run's model, but verl's model merger writes a LoRA adapter apart from the base weights (verl/model_merger/base_model_merger.py:311 save_lora_adapter), which the next run would not load; set lora = 0 for verl, or use TeamTR's export.` });
   if (team && order === null) refused.push({ setting: 'order', message: `order ${cfg.order}: verl trains the chain one agent per run (verl_team.py), in an order written into the export (X.verl-team.py); set order = fixed, reverse or custom.` });
   if (refused.length > 0) return { ok: false, engine: 'verl', refused };
   const pairs: [string, unknown][] = [
