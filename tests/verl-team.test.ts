@@ -27,6 +27,7 @@ import { withRewardMode, type RewardMode } from '../src/bridge/answer';
 import { teamplayModule, verlTeamLoopModule } from '../src/bridge/teamPy';
 import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
 import { checkVerl } from './helpers/engineSchemas';
+import { readRunLog } from '../src/bridge/runLog';
 import { candidates as baseCandidates, FNV_PY, VERL_STUBS as STUBS } from './helpers/chainStandIn';
 
 /** The Python side: teammates on a local HTTP server, the trained agent on a stand-in server, one loop per episode. */
@@ -314,7 +315,8 @@ describe('the chain presets export to verl as a stage driver, one run per stage 
  * server that names the model it serves, `python3 -m verl.trainer.main_ppo` a module that asks each
  * teammate's server which model it serves, imports the exported modules as Ray's workers would
  * (PYTHONPATH) and writes the checkpoint folder, `python3 -m verl.model_merger` one that writes the
- * merged folder. A second start skips every run already merged.
+ * merged folder. A second start skips every run already merged. The team's log the driver writes
+ * from the runs' file logs is read back as the page's Import reads it.
  */
 describe('verl-team.py runs the stages with its servers, verl and the merger', () => {
   const FAKE_VLLM = String.raw`import json, sys
@@ -341,6 +343,12 @@ for i, url in loop["teammates"].items():
 with open(os.environ["SAT_RECORD"], "a") as f:
     f.write(json.dumps({"model": o["actor_rollout_ref.model.path"], "agent": loop["agent"], "served": served, "rows": len(open(o["data.train_files"]).readlines()), "log": os.environ["VERL_FILE_LOGGER_PATH"]}) + "\n")
 os.makedirs(os.path.join(o["trainer.default_local_dir"], "global_step_1", "actor"))
+# verl's file logger: the held-out score before training (first run only), then the step's metrics.
+stage = int(o["trainer.experiment_name"].split("stage")[1].split("-")[0])
+with open(os.environ["VERL_FILE_LOGGER_PATH"], "a") as f:
+    if o["trainer.val_before_train"] == "true":
+        f.write(json.dumps({"step": 0, "data": {"val-core/arithmetic/acc/mean@1": 0.1}}) + "\n")
+    f.write(json.dumps({"step": 1, "data": {"actor/ppo_kl": stage + loop["agent"] / 10, "critic/score/mean": 0.5, "val-core/arithmetic/acc/mean@1": stage / 10 + loop["agent"] / 100}}) + "\n")
 `;
   const MERGER = String.raw`import json, os, sys
 a = sys.argv[1:]
@@ -351,7 +359,7 @@ os.makedirs(dst)
 json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
 `;
 
-  it('arith-team with 2 stages: 6 runs in order, each agent\'s teammates served from their current checkpoints, then resumable', () => {
+  it('arith-team with 2 stages: 6 runs in order, each agent\'s teammates served from their current checkpoints, the team\'s log, then resumable', () => {
     const cfg = presetConfig('arith-team', { stages: 2 });
     const r = recipe(cfg, DEFAULT_MODELS, 1, 'team.sat.yaml');
     const dir = mkdtempSync(join(tmpdir(), 'sat-verl-run-'));
@@ -377,6 +385,15 @@ json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
     // The servers were stopped: nothing answers on their ports any more.
     const probe = spawnSync('python3', ['-c', `import socket\nfor p in (${port}, ${port + 1}, ${port + 2}):\n    s = socket.socket()\n    print(s.connect_ex(("127.0.0.1", p)) != 0)`], { encoding: 'utf8' });
     expect(probe.stdout.trim().split('\n')).toEqual(['True', 'True', 'True']);
+    // The team's log, in TeamTR's shape: per stage each agent's metrics, the held-out score after the stage's last run.
+    const log = readRunLog(readFileSync(join(dir, 'team.verl-team-log.jsonl'), 'utf8'), 'team.verl-team-log.jsonl');
+    expect([log.format, log.agents, log.steps.map((x) => x.step)]).toEqual(['verl-jsonl', 3, [0, 1, 2]]);
+    expect(log.steps[0]!.metrics).toEqual({ 'val-core/arithmetic/acc/mean@1': 0.1 });
+    for (const stage of [1, 2]) {
+      const want: Record<string, number> = { 'val-core/arithmetic/acc/mean@1': stage / 10 + 2 / 100 };
+      for (let a = 0; a < 3; a++) Object.assign(want, { [`agent${a}/actor/ppo_kl`]: stage + a / 10, [`agent${a}/critic/score/mean`]: 0.5 });
+      expect(log.steps[stage]!.metrics, `stage ${stage}`).toEqual(want);
+    }
     const again = start();
     expect(again.status, again.stderr).toBe(0);
     expect(again.stdout.match(/already trained/g)).toHaveLength(6);

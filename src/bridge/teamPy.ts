@@ -485,6 +485,8 @@ loop verl_team_loop.py plays the chain); the trained checkpoint is merged to a H
 are fresh, played with its predecessors' updated models, as the playground's estimator resample.
 
 Usage (from the folder the export was written to):  python3 ${team.name}.verl-team.py [--dry-run]
+After every run it writes ${team.name}.verl-team-log.jsonl: the team's log in TeamTR's shape (per stage,
+each agent's metrics as agent<j>/..., the held-out score after the stage), which Import reads.
 Standard library only; needs verl and vLLM (the teammates' servers: vllm serve) on a GPU machine.
 """
 import argparse
@@ -564,6 +566,47 @@ def stage_rows(train_lines, stage, batch=TEAM["batch"]):
     return rows
 
 
+def read_log(path):
+    """verl's file log ({"step": N, "data": {...}} lines) as {step: data}; a missing file is empty."""
+    out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                    out[int(rec["step"])] = rec["data"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+    return out
+
+
+def team_log(runs):
+    """One log of the whole team in verl's file-log format, as TeamTR's: step 0 the held-out score before
+    training, step s the stage, each agent's metrics of its run as agent<j>/..., and the held-out score
+    (val-* keys) after the stage's last run. Stages not run to the end are left out."""
+    lines = []
+    first = read_log(runs[0]["log"]) if runs else {}
+    if 0 in first:
+        lines.append({"step": 0, "data": first[0]})
+    by_stage = {}
+    for run in runs:
+        by_stage.setdefault(run["stage"], []).append(run)
+    for stage in sorted(by_stage):
+        data, last = {}, None
+        for run in by_stage[stage]:
+            steps = read_log(run["log"])
+            trained = {k: v for k, v in steps.items() if k > 0}
+            if not trained:
+                return lines
+            last = trained[max(trained)]
+            for k, v in last.items():
+                if not k.startswith("val-"):
+                    data["agent%d/%s" % (run["agent"], k)] = v
+        data.update({k: v for k, v in last.items() if k.startswith("val-")})
+        lines.append({"step": stage, "data": data})
+    return lines
+
+
 def wait_ready(url, proc, timeout):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -622,6 +665,9 @@ def main(argv=None):
             continue
         print("[sat-playground] stage %d agent %d: training %s; teammates %s" % (run["stage"], run["agent"], run["model"], {i: t["model"] for i, t in run["teammates"].items()}))
         execute(run, args, train_lines)
+        with open(os.path.join(os.path.abspath(args.work), TEAM["name"] + ".verl-team-log.jsonl"), "w") as f:
+            for line in team_log(runs):
+                f.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":
