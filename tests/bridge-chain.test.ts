@@ -18,28 +18,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { presetConfig } from '../src/sat/presets';
-import { LLM_TASKS, nextTurn, teamVerdict, type LlmTaskName, type Message, type Problem } from '../src/tasks/llm/index';
+import { LLM_TASKS, nextTurn, teamVerdict, type LlmTaskName, type Message } from '../src/tasks/llm/index';
 import { hashString } from '../src/tasks/llm/types';
 import { rewardModule } from '../src/bridge/rewardPy';
 import { dataSource, groundTruth, promptText } from '../src/bridge/taskData';
 import { withRewardMode, type RewardMode } from '../src/bridge/answer';
 import { siteCustomizeModule, teamplayModule, teamtrRolloutModule } from '../src/bridge/teamPy';
 import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
-
-/** The stand-in model's hash in Python: src/tasks/llm/types.ts hashString (FNV-1a over UTF-16 code units, then the murmur3 finaliser). */
-const FNV_PY = String.raw`def fnv(s):
-    b = s.encode("utf-16-le", "surrogatepass")
-    h = 0x811C9DC5
-    for i in range(0, len(b), 2):
-        h ^= b[i] | (b[i + 1] << 8)
-        h = (h * 0x01000193) & 0xFFFFFFFF
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h
-`;
+import { candidates, FNV_PY, TEAMTR_STUBS as STUBS } from './helpers/chainStandIn';
 
 /** The Python side: lays out the rows, plays them with the stand-in, grades each episode. */
 const DRIVER = String.raw`
@@ -80,13 +66,6 @@ for ep in episodes:
 print(json.dumps({"episodes": result}))
 `;
 
-/** Replies a model might write for `p`: right, wrong, worded, boxed, with markers, empty, odd Unicode. */
-function candidates(p: Problem, rng: Rng): string[] {
-  const nums = (p.meta.numbers as number[] | undefined)?.map(String) ?? [String(p.meta.a), String(p.meta.b)];
-  const wrong = () => String(rng.int(40) - 10);
-  return [p.answer, p.answer, ` ${p.answer}`, `The answer is ${p.answer}.`, `\\boxed{${p.answer}}`, `#### ${p.answer}`, wrong(), wrong(), `${nums.join('+')}`, `${nums[0]}-${nums[1] ?? nums[0]}`, `${p.answer}<sep>x`, `<a1>${p.answer}`, `${wrong()}<a2>`, '', '  ', 'é𝟘 ok', `${p.answer}\n${wrong()}`];
-}
-
 interface Played {
   c: number;
   s: number;
@@ -110,6 +89,8 @@ describe('teamplay.py plays the chain protocol exactly as protocols.ts does', ()
   it.each([
     { preset: 'arith-team', problems: 130, mode: 'strict' as RewardMode },
     { preset: 'arith-team', problems: 130, mode: 'extract' as RewardMode },
+    { preset: 'plan-team', problems: 260, mode: 'strict' as RewardMode },
+    { preset: 'plan-team', problems: 260, mode: 'extract' as RewardMode },
     { preset: 'plan-team-2', problems: 260, mode: 'strict' as RewardMode },
     { preset: 'plan-team-2', problems: 260, mode: 'extract' as RewardMode },
   ])('$preset, rewardMode $mode: every context, message and team reward of ≥ 1,000 episodes', ({ preset, problems, mode }) => {
@@ -158,7 +139,7 @@ describe('teamplay.py plays the chain protocol exactly as protocols.ts does', ()
   });
 
   it('the chain presets export to TeamTR with the module, its rollout and the hook; every file compiles', () => {
-    for (const preset of ['arith-team', 'plan-team-2']) {
+    for (const preset of ['arith-team', 'plan-team', 'plan-team-2']) {
       const r = recipe(presetConfig(preset), DEFAULT_MODELS, 1, `${preset}.sat.yaml`);
       expect(r.engines.teamtr.ok, preset).toBe(true);
       const paths = r.files.map((f) => f.path);
@@ -285,31 +266,6 @@ for i in range(N):
 print(json.dumps({"rows": rows, "R": R}))
 `;
 
-const STUBS: Record<string, string> = {
-  'verl/__init__.py': 'class DataProto:\n    def __init__(self, batch=None, non_tensor_batch=None, meta_info=None):\n        self.batch = batch\n        self.non_tensor_batch = non_tensor_batch or {}\n        self.meta_info = meta_info or {}\n',
-  'verl/workers/__init__.py': '',
-  'verl/workers/rollout/__init__.py': 'from .multi_agent_hf_rollout import MultiAgentHFRollout\n',
-  'verl/workers/rollout/multi_agent_hf_rollout.py': 'class MultiAgentHFRollout:\n    def __init__(self, modules, config):\n        self.modules = modules\n        self.config = config\n',
-  'tensordict.py': 'class TensorDict(dict):\n    def __init__(self, d, batch_size):\n        super().__init__(d)\n        self.batch_size = batch_size\n',
-  // A char-level tokenizer: ids 3.. are code points + 3; 0 pad, 2 eos; a chat template around the user turn.
-  'transformers.py': [
-    'class _Tok:',
-    '    pad_token_id = 0',
-    '    eos_token_id = 2',
-    '    chat_template = "user/assistant"',
-    '    def __call__(self, text, add_special_tokens=False):',
-    '        return {"input_ids": [ord(c) + 3 for c in text]}',
-    '    def decode(self, ids, skip_special_tokens=False):',
-    '        return "".join(chr(i - 3) for i in ids if i >= 3)',
-    '    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):',
-    '        return "<|user|>" + messages[0]["content"] + "<|assistant|>"',
-    'class AutoTokenizer:',
-    '    @staticmethod',
-    '    def from_pretrained(path, trust_remote_code=False):',
-    '        return _Tok()',
-    '',
-  ].join('\n'),
-};
 
 describe('ProtocolHFRollout.generate_sequences with torch and stand-ins for TeamTR\'s packages', () => {
   it.skipIf(!TORCH_PY)('plays the chain across the agents\' modules: prompts, replies, tensors and reward_scores as protocols.ts has them', () => {

@@ -52,6 +52,8 @@ describe('npm run sat', () => {
     expect(existsSync(join(dir, 'chain.sat.yaml'))).toBe(false);
     expect(existsSync(join(dir, 'chain.data', 'train.sat.jsonl'))).toBe(false);
     expect([existsSync(join(dir, 'chain.teamtr.sh')), existsSync(join(dir, 'chain.data', 'teamplay.py'))]).toEqual([true, true]);
+    expect(chain.out).toMatch(/wrote in .*: chain\.verl\.sh, chain\.verl\.txt, chain\.verl-team\.py, chain\.teamtr\.sh, and 9 data files under chain\.data\/ \(4 datasets; reward\.py, teamplay\.py, teamtr_rollout\.py, sitecustomize\.py, verl_team_loop\.py\)/);
+    expect(existsSync(join(dir, 'chain.verl-team.py'))).toBe(true);
     const log = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/sat-trainer.log'));
     expect(log.code, log.err).toBe(0);
     expect(log.out).toMatch(/sat-trainer \(satTrainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);

@@ -23,8 +23,8 @@ import { rewardModule } from './rewardPy';
 import { readSatTrainer, satTrainerExport } from './satTrainer';
 import { DATA_FILES, problemsOf, satRows, teamtrRows, verlRows } from './taskData';
 import { teamtrExport } from './teamtr';
-import { siteCustomizeModule, TEAM_FILES, teamplayModule, teamtrRolloutModule, type TeamProtocol } from './teamPy';
-import { verlExport, verlOverridesFile } from './verl';
+import { siteCustomizeModule, TEAM_FILES, teamplayModule, teamtrRolloutModule, VERL_TEAM_FILES, verlTeamLoopModule, type TeamProtocol } from './teamPy';
+import { verlExport, verlOverridesFile, verlRunsTeam } from './verl';
 
 export { DEFAULT_MODELS, type ModelMap } from './models';
 export { ENGINE_TITLES, type Difference, type EngineExport, type EngineName } from './engine';
@@ -50,18 +50,18 @@ export type RecipeTable = Readonly<Partial<Record<ConfigKey, RecipeEntry>>>;
 /** The settings of the config table, by meaning; a setting without a row is NOT_MAPPED. */
 export const RECIPE: RecipeTable = {
   task: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'The task is the data: its prompts are written as each engine\'s dataset and its verifier as reward.py (verl reward.custom_reward_function, TeamTR custom_reward_function). The SAT authors\' trainer has a built-in numeric reward, so countdown is refused there; tabular games are refused everywhere.' },
-  protocol: { satTrainer: null, verl: null, teamtr: `${V}.rollout.name`, note: 'TeamTR (rollout.name=multi_agent_hf) plays independent and chain through the exported rollout (teamplay.py, teamtr_rollout.py, put in place by sitecustomize.py): agent j sees the episode\'s earlier messages exactly as the playground builds them; vote and router are refused. The SAT authors\' trainer has each response written by one agent alone: independent only. verl runs one policy, for which the protocol does not arise.' },
-  agents: { satTrainer: 'sat.agents', verl: null, teamtr: `${V}.rollout.agent_model_paths`, note: 'One entry per agent. verl trains one policy (agent 0).' },
+  protocol: { satTrainer: null, verl: `${V}.rollout.agent.default_agent_loop`, teamtr: `${V}.rollout.name`, note: 'TeamTR (rollout.name=multi_agent_hf) plays independent and chain through the exported rollout (teamplay.py, teamtr_rollout.py, put in place by sitecustomize.py): agent j sees the episode\'s earlier messages exactly as the playground builds them; vote and router are refused. verl: a chain of several agents is trained agent by agent by the exported driver (X.verl-team.py), each run\'s agent loop (verl_team_loop.py, default_agent_loop=sat_team_agent) playing the chain against teammates served from their current checkpoints; with any other protocol verl trains agent 0 alone. The SAT authors\' trainer has each response written by one agent alone: independent only.' },
+  agents: { satTrainer: 'sat.agents', verl: `${V}.model.path`, teamtr: `${V}.rollout.agent_model_paths`, note: 'One entry per agent. verl trains one policy per run: a chain\'s driver gives each agent its own runs (its current checkpoint as model.path); otherwise agent 0 alone.' },
   actions: NONE('A tabular game\'s action count; a language model\'s actions are its vocabulary.'),
   taskSeed: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'Fixes the generated problems written into the data files.' },
   penaltyK: NONE('A payoff of the penalty matrix game (tabular only).'),
   initScale: NONE('Random initial logits of tabular agents; real agents start from their checkpoints.'),
   level: { satTrainer: 'dataset.train_path', verl: 'data.train_files', teamtr: 'data.train_files', note: 'The difficulty of the problems written into the data files.' },
-  model: { satTrainer: 'sat.agents[*].path', verl: `${V}.model.path`, teamtr: `${V}.rollout.agent_model_paths`, note: 'The size S/M/L mapped to a Hugging Face id (choose your own). verl: agent 0\'s; TeamTR: model.path is agent 0\'s too.' },
+  model: { satTrainer: 'sat.agents[*].path', verl: `${V}.model.path`, teamtr: `${V}.rollout.agent_model_paths`, note: 'The size S/M/L mapped to a Hugging Face id (choose your own). verl: agent 0\'s (a chain\'s driver: each agent\'s starting checkpoint); TeamTR: model.path is agent 0\'s too.' },
   backend: NONE('Where the playground computes (CPU kernels, WebGPU); a real run uses its GPUs.'),
   activations: NONE('How the playground\u2019s CPU kernels multiply a quantized base (int8 activations are a speed choice of ours); a real run computes in its engine\u2019s own precision.'),
   agentModels: { satTrainer: 'sat.agents[*].path', verl: null, teamtr: `${V}.rollout.agent_model_paths`, note: 'Per-agent sizes, mapped like model.' },
-  lora: { satTrainer: null, verl: `${V}.model.lora_rank`, teamtr: `${V}.model.lora_rank`, note: 'verl also gets target_modules=all-linear and rollout.load_format=safetensors (vLLM rounds the rank up to 1, 8, 16, 32, 64, …). The SAT authors\' trainer trains all weights (no LoRA key).' },
+  lora: { satTrainer: null, verl: `${V}.model.lora_rank`, teamtr: `${V}.model.lora_rank`, note: 'verl also gets target_modules=all-linear and rollout.load_format=safetensors (vLLM rounds the rank up to 1, 8, 16, 32, 64, …); refused for verl\'s chain driver, whose merged checkpoints would drop the adapter. The SAT authors\' trainer trains all weights (no LoRA key).' },
   loraAlpha: { satTrainer: null, verl: `${V}.model.lora_alpha`, teamtr: `${V}.model.lora_alpha`, note: 'Written with lora > 0.' },
   temperature: { satTrainer: 'generation.temperature', verl: `${V}.rollout.temperature`, teamtr: `${V}.rollout.temperature`, note: 'The sampling temperature of every rollout.' },
   topK: { satTrainer: null, verl: `${V}.rollout.top_k`, teamtr: `${V}.rollout.top_k`, note: 'verl (vLLM): 0 = all tokens is written -1; TeamTR\'s Hugging Face sampler takes 0. The SAT authors\' trainer samples with top_p only.' },
@@ -70,11 +70,11 @@ export const RECIPE: RecipeTable = {
   formatReward: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py. The SAT authors\' reward is built in (1 or 0): a format reward > 0 is not carried there.' },
   rewardMode: { satTrainer: null, verl: 'reward.custom_reward_function.path', teamtr: 'custom_reward_function.path', note: 'A constant of reward.py (REWARD_MODE) and the instruction line of every prompt: strict grades the whole reply as the playground does (its J); extract grades the last \\boxed{…}, the text after ####, else the last number (countdown: the last line). The SAT authors\' reward is built in: it reads the last number of the reply, whatever the mode.' },
   seed: { satTrainer: null, verl: 'data.seed', teamtr: 'teamtr_router_seed', note: 'verl: shuffles the data. TeamTR reads its rows in file order (data.shuffle=false, so each step holds the same problems for every agent) and gets it as teamtr_router_seed. The SAT authors\' trainer takes --seed on its command line (written there). A real run has further seeds (sampling, initialisation).' },
-  stages: { satTrainer: 'training.num_stages', verl: 'trainer.total_training_steps', teamtr: 'trainer.total_training_steps', note: 'One stage per training step.' },
-  scheme: NONE('sequential is SAT; TeamTR updates agents in turn from one batch per step, which for the independent protocol is the same (an agent\'s update does not change another\'s episodes) and for chain reuses the step\'s episodes for every agent.'),
+  stages: { satTrainer: 'training.num_stages', verl: 'trainer.total_training_steps', teamtr: 'trainer.total_training_steps', note: 'One stage per training step. verl with a chain: stages × agents runs of one step each, in update order, each on its stage\'s problems.' },
+  scheme: NONE('sequential is SAT; TeamTR updates agents in turn from one batch per step, which for the independent protocol is the same (an agent\'s update does not change another\'s episodes) and for chain reuses the step\'s episodes for every agent. verl\'s chain driver is sequential with fresh episodes per agent; simultaneous has no counterpart there.'),
   batch: { satTrainer: 'data.train_batch_size', verl: 'data.train_batch_size', teamtr: 'data.train_batch_size', note: 'Prompts per stage. The SAT authors\' trainer counts episodes (batch × group); TeamTR counts rows, one per problem and agent (batch × agents). ppo_mini_batch_size is the whole batch (one optimizer step per epoch, as here).' },
   group: { satTrainer: 'sat.group_size', verl: `${V}.rollout.n`, teamtr: `${V}.rollout.n`, note: 'Samples per prompt (GRPO group). TeamTR: per prompt and agent, each agent with its own group baseline (agents × group samples a prompt), where the playground\'s independent protocol shares one group, sample k answered by agent k mod n.' },
-  estimator: NONE('How agent j\'s advantages account for its predecessors\' updates (docs/method.md §4.2). No engine has the key: the SAT authors\' trainer reweights one batch per stage (truncated importance sampling, sat/data/reweighting.py); for the independent protocol the estimators coincide; TeamTR\'s chain reuses one batch of episodes for every agent, with no importance weights.'),
+  estimator: NONE('How agent j\'s advantages account for its predecessors\' updates (docs/method.md §4.2). No engine has the key: the SAT authors\' trainer reweights one batch per stage (truncated importance sampling, sat/data/reweighting.py); for the independent protocol the estimators coincide; TeamTR\'s chain reuses one batch of episodes for every agent, with no importance weights; verl\'s chain driver plays fresh episodes for each agent after its predecessors\' updates, as resample does.'),
   norm: { satTrainer: 'sat.group_norm', verl: 'algorithm.norm_adv_by_std_in_grpo', teamtr: 'algorithm.norm_adv_by_std_in_grpo', note: 'group → true, none → false (with the group mean as baseline: sat.adv_mode grpo, group_baseline mean); batch is refused.' },
   aClip: { satTrainer: 'sat.A_clip', verl: null, teamtr: null, note: 'verl clips ratios, not advantages.' },
   probeEpisodes: NONE('A diagnostic of the playground\'s certificate (the bias probe).'),
@@ -93,7 +93,7 @@ export const RECIPE: RecipeTable = {
   maxBacktracks: { satTrainer: 'sat.max_backtracks', verl: null, teamtr: null, note: 'verl and TeamTR have no backtracking (no trust-region monitor).' },
   retryLrFactor: NONE('The SAT authors\' retries keep the step size (β ×1.5 only); no engine has the key.'),
   onExhausted: NONE('The SAT authors\' trainer keeps the last violating step when the retries run out (keep); no engine has the key.'),
-  order: { satTrainer: 'sat.scheduler.mode', verl: null, teamtr: null, note: 'fixed → static, random → random; greedy, reverse and custom are refused (its greedy_info_gain falls back to static: no predicted gains are passed). TeamTR runs fixed only; others refused.' },
+  order: { satTrainer: 'sat.scheduler.mode', verl: null, teamtr: null, note: 'fixed → static, random → random; greedy, reverse and custom are refused (its greedy_info_gain falls back to static: no predicted gains are passed). TeamTR runs fixed only; others refused. verl\'s chain driver runs fixed, reverse and custom (the order is written into X.verl-team.py); random and greedy are refused for a chain.' },
   customOrder: NONE('Only with order = custom, which no engine runs.'),
   certForm: NONE('Which of the playground\'s certificate forms its charts show.'),
   gamma: { satTrainer: 'algorithm.gamma', verl: null, teamtr: null, note: 'The discount of the SAT authors\' certificate monitor.' },
@@ -190,13 +190,10 @@ export function dataFiles(cfg: Config, dataDir: string, engines: Readonly<Record
   if (engines.teamtr.ok) out.push({ path: at(DATA_FILES.teamtrTrain), text: teamtrRows(cfg, train) }, { path: at(DATA_FILES.teamtrVal), text: teamtrRows(cfg, val) });
   if (engines.satTrainer.ok) out.push({ path: at(DATA_FILES.satTrain), text: satRows(cfg, train, 'train') }, { path: at(DATA_FILES.satTest), text: satRows(cfg, val, 'test') });
   if (engines.verl.ok || engines.teamtr.ok) out.push({ path: at(DATA_FILES.reward), text: rewardModule(cfg.task as LlmTaskName, cfg.formatReward, cfg.rewardMode) });
-  if (engines.teamtr.ok) {
-    out.push(
-      { path: at(TEAM_FILES.teamplay), text: teamplayModule(resolvedProtocol(cfg) as TeamProtocol, cfg.agents) },
-      { path: at(TEAM_FILES.rollout), text: teamtrRolloutModule() },
-      { path: at(TEAM_FILES.site), text: siteCustomizeModule() },
-    );
-  }
+  const verlTeam = engines.verl.ok && verlRunsTeam(cfg);
+  if (engines.teamtr.ok || verlTeam) out.push({ path: at(TEAM_FILES.teamplay), text: teamplayModule(resolvedProtocol(cfg) as TeamProtocol, cfg.agents) });
+  if (engines.teamtr.ok) out.push({ path: at(TEAM_FILES.rollout), text: teamtrRolloutModule() }, { path: at(TEAM_FILES.site), text: siteCustomizeModule() });
+  if (verlTeam) out.push({ path: at(VERL_TEAM_FILES.loop), text: verlTeamLoopModule() });
   return out;
 }
 

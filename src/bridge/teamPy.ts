@@ -1,7 +1,8 @@
 /**
  * The team protocols on a real engine, as Python written beside the data by "Export for a real run"
- * for TeamTR (teamtr.ts): the part no engine has — agent j prompted with the earlier agents'
- * messages of the same episode, exactly as src/tasks/llm/protocols.ts `nextTurn` builds it.
+ * for TeamTR (teamtr.ts) and verl (verl.ts): the part no engine has — agent j prompted with the
+ * earlier agents' messages of the same episode, exactly as src/tasks/llm/protocols.ts `nextTurn`
+ * builds it.
  *
  *   teamplay.py        the protocol logic, standard library only: the context each agent sees
  *                      (`build_context`), which dataset rows form one episode (`episodes_of_rows`)
@@ -17,8 +18,13 @@
  *   sitecustomize.py   puts ProtocolHFRollout where TeamTR's worker looks for the rollout of
  *                      `rollout.name=multi_agent_hf` (verl/workers/fsdp_workers.py:495), in every
  *                      Python process started with the data folder on PYTHONPATH (Ray's workers too).
+ *   verl_team_loop.py  (verl) TeamAgentLoop: a verl agent loop playing the chain with one agent
+ *                      trained and the others answering from chat servers of their checkpoints.
+ *   X.verl-team.py     (verl) the stage driver: one verl run per stage and agent (verl holds one
+ *                      actor), the teammates' servers, each trained checkpoint merged for the next.
  *
- * Citations are Yydc/TeamTR @ e78ab037fcb6c91423f1368f3a561ab48006bc17. Not here: the reward
+ * TeamTR citations are Yydc/TeamTR @ e78ab037fcb6c91423f1368f3a561ab48006bc17, verl's are
+ * verl-project/verl @ 1dda039b9c6311889a9c9a26040677e1254814f9. Not here: the reward
  * (rewardPy.ts), the rows (taskData.ts), the overrides (teamtr.ts).
  */
 import { MAX_AGENTS, SEP } from '../tasks/llm/protocols';
@@ -314,5 +320,357 @@ class _SwapRollout(importlib.abc.MetaPathFinder):
 
 if not any(isinstance(f, _SwapRollout) for f in sys.meta_path):
     sys.meta_path.insert(0, _SwapRollout())
+`;
+}
+
+/** The verl team files, relative to the data folder. */
+export const VERL_TEAM_FILES = { loop: 'verl_team_loop.py' } as const;
+
+/** The stage driver's file, beside the export's scripts. */
+export function verlTeamDriverFile(name: string): string {
+  return `${name}.verl-team.py`;
+}
+
+/** The name the agent loop is registered under in the per-run agent-loop config the driver writes. */
+export const VERL_TEAM_LOOP = 'sat_team_agent';
+
+/**
+ * verl_team_loop.py: a verl agent loop (verl/experimental/agent_loop/agent_loop.py:207
+ * AgentLoopBase) for one run of the stage driver, in which ONE agent of a chain is trained and its
+ * teammates answer from servers of their current checkpoints. Per episode it plays the chain turn
+ * by turn with teamplay.build_context, generates the trained agent's turn through verl's own server
+ * (as single_turn_agent_loop.py:53–85 does) and returns that turn as the trajectory, with the
+ * team's reward as reward_score, which verl takes as the trajectory's reward
+ * (agent_loop.py:942 skips its reward function, :1062–1068 writes rm_scores).
+ * Citations are verl-project/verl @ 1dda039b9c6311889a9c9a26040677e1254814f9.
+ */
+export function verlTeamLoopModule(): string {
+  return String.raw`"""SAT Playground's chain protocol inside verl's agent loop, exported by "Export for a real run".
+
+One run of verl_team.py trains ONE agent of the chain (verl holds one actor). TeamAgentLoop plays each
+episode turn by turn: agent t's context is teamplay.build_context(prompt, earlier messages, t), the
+playground's src/tasks/llm/protocols.ts to the character; the trained agent answers through verl's
+rollout server (the trajectory verl trains on: its rendered context as prompt, its reply as
+response), every other agent through an OpenAI-compatible chat server of its current checkpoint,
+which applies that agent's chat template. The episode's last message is graded as the team's answer
+by reward.py, and that reward is the trajectory's reward_score (verl then skips its own reward
+function: verl/experimental/agent_loop/agent_loop.py:942, and writes rm_scores: :1062).
+
+The driver names this class in the agent-loop config it writes for each run, with the trained
+agent and its teammates' server URLs (agent_loop.py:504 reads the file; :653 instantiates the class
+with those keys). Citations: verl-project/verl @ 1dda039b9c6311889a9c9a26040677e1254814f9.
+"""
+import json
+import urllib.request
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
+
+import reward
+import teamplay
+
+
+def ask_teammate(url, agent, context, sampling_params, max_tokens, timeout=600):
+    """One reply of teammate agent from its chat server at url (served as model "agent<i>")."""
+    body = {"model": "agent%d" % agent, "messages": [{"role": "user", "content": context}], "max_tokens": max_tokens}
+    for k in ("temperature", "top_p", "top_k"):
+        if k in sampling_params:
+            body[k] = sampling_params[k]
+    request = urllib.request.Request(url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        reply = json.loads(r.read().decode("utf-8"))
+    return reply["choices"][0]["message"]["content"] or ""
+
+
+class TeamAgentLoop(AgentLoopBase):
+    """A chain episode in which agent self.agent is the policy verl trains and the others are frozen."""
+
+    def __init__(self, *args, agent=0, teammates=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if teamplay.PROTOCOL != "chain":
+            raise ValueError("TeamAgentLoop plays the chain protocol; teamplay.py says " + repr(teamplay.PROTOCOL))
+        self.agent = int(agent)
+        if not 0 <= self.agent < teamplay.N_AGENTS:
+            raise ValueError("trained agent %d is not one of the team's %d agents" % (self.agent, teamplay.N_AGENTS))
+        self.teammates = {int(k): str(v) for k, v in dict(teammates or {}).items()}
+        missing = [i for i in range(teamplay.N_AGENTS) if i != self.agent and i not in self.teammates]
+        if missing:
+            raise ValueError("no teammate server for agents %s (the agent-loop config's teammates)" % missing)
+        self.response_length = self.rollout_config.response_length
+
+    async def _own_turn(self, context, sampling_params):
+        """The trained agent's reply through verl's server, tokenised as single_turn_agent_loop.py does."""
+        prompt_ids = await self.ct_build_initial_tokens([{"role": "user", "content": context}])
+        output = await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=sampling_params)
+        merged, mask, logprobs = await self.ct_merge_assistant_token(
+            prompt_ids,
+            output.token_ids,
+            [],
+            [] if output.log_probs else None,
+            assistant_logprobs=output.log_probs if output.log_probs else None,
+        )
+        response_ids = merged.token_ids[-len(mask):] if mask else []
+        prompt_ids = merged.token_ids[: len(merged.token_ids) - len(mask)]
+        n = self.response_length
+        preempted = getattr(output, "num_preempted", None)
+        return {
+            "prompt_ids": prompt_ids,
+            "response_ids": response_ids[:n],
+            "response_mask": mask[:n],
+            "logprobs": logprobs[:n] if logprobs else None,
+            "metrics": {"num_preempted": preempted if preempted is not None else -1},
+            "text": self.tokenizer.decode(response_ids[:n], skip_special_tokens=True),
+        }
+
+    async def run(self, sampling_params, **kwargs):
+        prompt = list(kwargs["raw_prompt"])[-1]["content"]
+        texts = []
+        own = None
+        for t in range(teamplay.N_AGENTS):
+            context = teamplay.build_context(prompt, list(enumerate(texts)), t)
+            if t == self.agent:
+                own = await self._own_turn(context, sampling_params)
+                texts.append(own["text"])
+            else:
+                texts.append(await self.loop.run_in_executor(None, ask_teammate, self.teammates[t], t, context, sampling_params, self.response_length))
+        record = teamplay.team_record(list(range(teamplay.N_AGENTS)), texts)
+        score = reward.compute_score(kwargs["data_source"], texts[-1], kwargs["reward_model"]["ground_truth"], {"rollout_reward_scores": {"team": record}})
+        return AgentLoopOutput(
+            prompt_ids=own["prompt_ids"],
+            response_ids=own["response_ids"],
+            response_mask=own["response_mask"],
+            response_logprobs=own["logprobs"],
+            reward_score=float(score),
+            num_turns=2,
+            metrics=own["metrics"],
+            extra_fields={"turn_scores": [], "tool_rewards": []},
+        )
+`;
+}
+
+/** What the stage driver needs to know of the export. */
+export interface VerlTeam {
+  readonly name: string;
+  readonly agents: number;
+  readonly stages: number;
+  readonly batch: number;
+  /** The agents in update order every stage. */
+  readonly order: readonly number[];
+  /** Each agent's starting checkpoint (Hugging Face id). */
+  readonly models: readonly string[];
+  /** verl's overrides of the export ($DATA: the data folder, $PWD: where the driver runs). */
+  readonly overrides: readonly string[];
+  /** Tokens of a teammate server's context window: the longest context and a reply. */
+  readonly maxModelLen: number;
+  /** The data folder, relative to the driver, and the exported training rows in it. */
+  readonly dataDir: string;
+  readonly trainFile: string;
+}
+
+/**
+ * verl_team.py: the stage driver. verl's trainer holds one actor, so a team is trained as one short
+ * verl run per agent and stage (one training step on the stage's problems), in update order; the
+ * teammates of the run are served from their current checkpoints, and the trained checkpoint is
+ * merged back to a Hugging Face folder (verl/model_merger) for the next run.
+ */
+export function verlTeamDriverModule(team: VerlTeam): string {
+  return `"""SAT Playground: the ${team.agents}-agent chain of ${team.name} on verl, agent by agent, exported by "Export for a real run".
+
+verl's trainer holds one actor (verl/trainer/ppo/ray_trainer.py), so its agent loop cannot update the
+agents one at a time. This script runs SAT's sequential scheme across verl runs instead: every stage,
+for each agent in order, ONE verl run of one training step on that stage's ${team.batch} problems
+trains that agent while its teammates answer from servers of their current checkpoints (the agent
+loop verl_team_loop.py plays the chain); the trained checkpoint is merged to a Hugging Face folder
+(python3 -m verl.model_merger merge) and is that agent's model from then on. So each agent's episodes
+are fresh, played with its predecessors' updated models, as the playground's estimator resample.
+
+Usage (from the folder the export was written to):  python3 ${team.name}.verl-team.py [--dry-run]
+After every run it writes ${team.name}.verl-team-log.jsonl: the team's log in TeamTR's shape (per stage,
+each agent's metrics as agent<j>/..., the held-out score after the stage), which Import reads.
+Standard library only; needs verl and vLLM (the teammates' servers: vllm serve) on a GPU machine.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+TEAM = json.loads(${JSON.stringify(JSON.stringify(team))})
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), TEAM["dataDir"])
+LOOP = ${JSON.stringify(VERL_TEAM_LOOP)}
+` + String.raw`
+
+def hydra_value(v):
+    """A value as Hydra's override grammar wants it (the export's hydraValue)."""
+    return v if re.match(r"^[\w./:@$\{\}-]+$", v) else "'" + v + "'"
+
+
+def key_of(override):
+    return override.split("=", 1)[0]
+
+
+def plan(work, data=DATA, team=TEAM, base_port=8100):
+    """The runs in order: per stage, per agent of the order, the verl overrides, the teammates'
+    servers (each agent's current checkpoint) and where the trained checkpoint is merged."""
+    current = list(team["models"])
+    runs = []
+    first = True
+    for stage in range(1, team["stages"] + 1):
+        for agent in team["order"]:
+            tag = "stage%d-agent%d" % (stage, agent)
+            root = os.path.join(work, team["name"] + ".verl-team", tag)
+            teammates = {i: {"model": current[i], "port": base_port + i, "url": "http://127.0.0.1:%d/v1" % (base_port + i)} for i in range(team["agents"]) if i != agent}
+            own = [
+                ("data.train_files", os.path.join(work, team["name"] + ".verl-team", "stage%d.train.jsonl" % stage)),
+                ("actor_rollout_ref.model.path", current[agent]),
+                ("actor_rollout_ref.rollout.agent.agent_loop_config_path", os.path.join(root, "agent_loop.json")),
+                ("actor_rollout_ref.rollout.agent.default_agent_loop", LOOP),
+                ("trainer.total_training_steps", "1"),
+                ("trainer.save_freq", "1"),
+                ("trainer.resume_mode", "disable"),
+                ("trainer.val_before_train", "true" if first else "false"),
+                ("trainer.default_local_dir", os.path.join(root, "checkpoints")),
+                ("trainer.experiment_name", "%s-%s" % (team["name"], tag)),
+                ("trainer.rollout_data_dir", os.path.join(root, "generations", "train")),
+                ("trainer.validation_data_dir", os.path.join(root, "generations", "val")),
+            ]
+            mine = set(k for k, _ in own)
+            base = [o.replace("$DATA", data).replace("$PWD", work) for o in team["overrides"] if key_of(o) not in mine]
+            merged = os.path.join(root, "hf")
+            runs.append({
+                "stage": stage,
+                "train_file": own[0][1],
+                "agent": agent,
+                "model": current[agent],
+                "teammates": teammates,
+                "overrides": base + ["%s=%s" % (k, hydra_value(v)) for k, v in own],
+                "root": root,
+                "loop_config": [{"name": LOOP, "_target_": "verl_team_loop.TeamAgentLoop", "agent": agent, "teammates": {str(i): t["url"] for i, t in teammates.items()}}],
+                "log": os.path.join(root, "verl-log.jsonl"),
+                "checkpoint": os.path.join(root, "checkpoints", "global_step_1", "actor"),
+                "merged": merged,
+            })
+            current[agent] = merged
+            first = False
+    return runs
+
+
+def stage_rows(train_lines, stage, batch=TEAM["batch"]):
+    """The stage's problems: rows (stage-1)*batch .. stage*batch-1 of the exported training file."""
+    rows = train_lines[(stage - 1) * batch: stage * batch]
+    if len(rows) != batch:
+        raise ValueError("the training file has %d rows; stage %d needs rows %d..%d" % (len(train_lines), stage, (stage - 1) * batch, stage * batch - 1))
+    return rows
+
+
+def read_log(path):
+    """verl's file log ({"step": N, "data": {...}} lines) as {step: data}; a missing file is empty."""
+    out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                    out[int(rec["step"])] = rec["data"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+    return out
+
+
+def team_log(runs):
+    """One log of the whole team in verl's file-log format, as TeamTR's: step 0 the held-out score before
+    training, step s the stage, each agent's metrics of its run as agent<j>/..., and the held-out score
+    (val-* keys) after the stage's last run. Stages not run to the end are left out."""
+    lines = []
+    first = read_log(runs[0]["log"]) if runs else {}
+    if 0 in first:
+        lines.append({"step": 0, "data": first[0]})
+    by_stage = {}
+    for run in runs:
+        by_stage.setdefault(run["stage"], []).append(run)
+    for stage in sorted(by_stage):
+        data, last = {}, None
+        for run in by_stage[stage]:
+            steps = read_log(run["log"])
+            trained = {k: v for k, v in steps.items() if k > 0}
+            if not trained:
+                return lines
+            last = trained[max(trained)]
+            for k, v in last.items():
+                if not k.startswith("val-"):
+                    data["agent%d/%s" % (run["agent"], k)] = v
+        data.update({k: v for k, v in last.items() if k.startswith("val-")})
+        lines.append({"step": stage, "data": data})
+    return lines
+
+
+def wait_ready(url, proc, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the teammate server for %s exited with %s before it was ready" % (url, proc.returncode))
+        try:
+            with urllib.request.urlopen(url + "/models", timeout=5):
+                return
+        except Exception:
+            time.sleep(0.5)
+    raise RuntimeError("the teammate server for %s was not ready in %d s" % (url, timeout))
+
+
+def execute(run, args, train_lines):
+    os.makedirs(run["root"], exist_ok=True)
+    with open(run["train_file"], "w") as f:
+        f.writelines(stage_rows(train_lines, run["stage"]))
+    with open(os.path.join(run["root"], "agent_loop.json"), "w") as f:
+        json.dump(run["loop_config"], f)
+    servers = []
+    try:
+        for i, t in sorted(run["teammates"].items()):
+            cmd = args.vllm.split() + ["serve", t["model"], "--port", str(t["port"]), "--served-model-name", "agent%d" % i, "--gpu-memory-utilization", str(args.teammate_gpu_memory), "--max-model-len", str(TEAM["maxModelLen"])]
+            servers.append((t["url"], subprocess.Popen(cmd)))
+        for url, proc in servers:
+            wait_ready(url, proc, args.server_timeout)
+        env = dict(os.environ, VERL_FILE_LOGGER_PATH=run["log"], PYTHONPATH=DATA + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+        subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo"] + run["overrides"], env=env, check=True)
+    finally:
+        for _, proc in servers:
+            proc.terminate()
+        for _, proc in servers:
+            proc.wait()
+    subprocess.run([sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir", run["checkpoint"], "--target_dir", run["merged"]], check=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dry-run", action="store_true", help="print the runs as JSON lines and run nothing")
+    p.add_argument("--work", default=os.getcwd(), help="where checkpoints, logs and dumps go (default: here)")
+    p.add_argument("--vllm", default="vllm", help="the vLLM command that serves the teammates")
+    p.add_argument("--teammate-gpu-memory", type=float, default=0.1, help="each teammate server's share of the GPU (vllm --gpu-memory-utilization)")
+    p.add_argument("--server-timeout", type=int, default=900, help="seconds a teammate server may take to start")
+    p.add_argument("--base-port", type=int, default=8100, help="agent i's server listens on base-port + i")
+    args = p.parse_args(argv)
+    runs = plan(os.path.abspath(args.work), base_port=args.base_port)
+    if args.dry_run:
+        for run in runs:
+            print(json.dumps(run))
+        return
+    with open(os.path.join(DATA, TEAM["trainFile"])) as f:
+        train_lines = f.readlines()
+    for run in runs:
+        if os.path.exists(os.path.join(run["merged"], "config.json")):
+            print("[sat-playground] stage %d agent %d: already trained (%s)" % (run["stage"], run["agent"], run["merged"]))
+            continue
+        print("[sat-playground] stage %d agent %d: training %s; teammates %s" % (run["stage"], run["agent"], run["model"], {i: t["model"] for i, t in run["teammates"].items()}))
+        execute(run, args, train_lines)
+        with open(os.path.join(os.path.abspath(args.work), TEAM["name"] + ".verl-team-log.jsonl"), "w") as f:
+            for line in team_log(runs):
+                f.write(json.dumps(line) + "\n")
+
+
+if __name__ == "__main__":
+    main()
 `;
 }

@@ -1,20 +1,48 @@
 /**
- * The export to verl (`python3 -m verl.trainer.main_ppo`): ONE GRPO run of agent 0's model on the
- * task's data with the exported reward.py — the single-policy baseline a team should beat, since
- * verl's trainer holds one actor (SAT across runs is TeamTR's trainer, teamtr.ts). Every key is one
- * of verl's packaged config and the sizes pass its config checks (tests/fixtures/bridge/
- * verl.keys.json, checks.json). Where verl has no exact equivalent the nearest is used and the
- * recipe says so (see `verlExport`).
+ * The export to verl (`python3 -m verl.trainer.main_ppo`). verl's trainer holds one actor, so:
+ *   - a chain team (`verlRunsTeam`) is trained agent by agent across verl runs: the exported
+ *     stage driver (teamPy.ts, X.verl-team.py) runs one short verl run per stage and agent, in the
+ *     update order, with the agent loop verl_team_loop.py playing the chain against teammates
+ *     served from their current checkpoints;
+ *   - any other language experiment is ONE GRPO run of agent 0's model, the single-policy baseline
+ *     a team should beat.
+ * Every key is one of verl's packaged config and the sizes pass its config checks
+ * (tests/fixtures/bridge/verl.keys.json, checks.json). Where verl has no exact equivalent the
+ * nearest is used and the recipe says so (see `verlExport`).
  *
- * Not here: the task's data (taskData.ts), the reward module (rewardPy.ts), the table for people (recipe.ts).
+ * Not here: the task's data (taskData.ts), the reward module (rewardPy.ts), the Python of the team
+ * (teamPy.ts), the table for people (recipe.ts).
  */
-import { isLlmTask, type Config } from '../sat/config';
+import { isLlmTask, resolvedProtocol, type Config } from '../sat/config';
 import { overridesOf, withDiffers, type Difference, type EngineExport, type Refusal } from './engine';
-import { hfId, sizeOf, type ModelMap } from './models';
+import { hfId, sizeOf, teamIds, type ModelMap } from './models';
 import { DATA_FILES, responseTokens } from './taskData';
+import { verlTeamDriverFile, verlTeamDriverModule, type VerlTeam } from './teamPy';
 
 /** The longest prompt in tokens the exports allow: an instruction line, the problem and a chat template. */
 export const PROMPT_TOKENS = 256;
+
+/** Whether verl's export trains the whole team (a chain of several agents) rather than agent 0 alone. */
+export function verlRunsTeam(cfg: Config): boolean {
+  return isLlmTask(cfg.task) && cfg.agents > 1 && resolvedProtocol(cfg) === 'chain';
+}
+
+/**
+ * Prompt tokens of a run: the instruction line and problem with a chat template, and in a chain the
+ * earlier agents' messages (each a reply and its two markers) before the last agent's turn.
+ */
+export function promptTokens(cfg: Config): number {
+  return verlRunsTeam(cfg) ? PROMPT_TOKENS + (cfg.agents - 1) * (responseTokens(cfg) + 16) : PROMPT_TOKENS;
+}
+
+/** The update order the stage driver runs every stage, or null for an order it cannot fix in advance. */
+export function fixedOrder(cfg: Config): number[] | null {
+  const all = Array.from({ length: cfg.agents }, (_, i) => i);
+  if (cfg.order === 'fixed') return all;
+  if (cfg.order === 'reverse') return all.reverse();
+  if (cfg.order === 'custom') return [...cfg.customOrder];
+  return null;
+}
 
 /** Where a run writes its generation dumps (`<step>.jsonl`: every episode's prompt, reply and score), which Import reads back (generations.ts). */
 export function dumpKeys(name: string): [string, unknown][] {
@@ -90,7 +118,7 @@ export function grpoKeys(cfg: Config, mini: number, lossMode: string): [string, 
     ['actor_rollout_ref.rollout.tensor_model_parallel_size', 1],
     ['actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu', m],
     ['actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu', m],
-    ['data.max_prompt_length', PROMPT_TOKENS],
+    ['data.max_prompt_length', promptTokens(cfg)],
     ['data.max_response_length', responseTokens(cfg)],
     ['data.seed', cfg.seed],
     ['trainer.n_gpus_per_node', 1],
@@ -126,10 +154,16 @@ export function runScript(title: string, env: readonly string[], head: string, o
  * our exact per-state KL → kl_loss_type=low_var_kl (a sampled estimate). dr_grpo → verl's DrGRPO
  * (loss_agg_mode=seq-mean-token-sum-norm, use_kl_loss=false, norm_adv_by_std_in_grpo=false);
  * LoRA → model.lora_rank / lora_alpha / target_modules=all-linear, load_format=safetensors.
+ * A chain team: the same overrides are the base of every run of the stage driver, whose script
+ * (X.verl-team.py beside the script) replaces the per-run keys; its order must be known in advance.
  * `notMapped`: the settings the recipe's table does not map, listed last under "runs differently".
  */
 export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name: string, scriptFile: string, notMapped: readonly Difference[] = []): EngineExport {
   const refused = verlFamilyRefusals(cfg, 'verl');
+  const team = verlRunsTeam(cfg);
+  const order = fixedOrder(cfg);
+  if (team && cfg.lora > 0) refused.push({ setting: 'lora', message: `lora ${cfg.lora}: verl trains the chain one agent per run (X.verl-team.py) and merges each run's checkpoint into the next run's model, but verl's model merger writes a LoRA adapter apart from the base weights (verl/model_merger/base_model_merger.py:311 save_lora_adapter), which the next run would not load; set lora = 0 for verl, or use TeamTR's export.` });
+  if (team && order === null) refused.push({ setting: 'order', message: `order ${cfg.order}: verl trains the chain one agent per run (verl_team.py), in an order written into the export (X.verl-team.py); set order = fixed, reverse or custom.` });
   if (refused.length > 0) return { ok: false, engine: 'verl', refused };
   const pairs: [string, unknown][] = [
     ['data.train_files', `$DATA/${DATA_FILES.verlTrain}`],
@@ -149,8 +183,26 @@ export function verlExport(cfg: Config, models: ModelMap, dataDir: string, name:
   ];
   const overrides = overridesOf(pairs);
   const env = [`DATA="$(cd "$(dirname "$0")" && pwd)/${dataDir}"`, `export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$PWD/${name}.verl-log.jsonl}"`];
+  const shared = verlFamilyDiffers(cfg, 'verl', 'gspo');
+  if (team) {
+    const spec: VerlTeam = { name, agents: cfg.agents, stages: cfg.stages, batch: cfg.batch, order: order!, models: teamIds(cfg, models), overrides, maxModelLen: promptTokens(cfg) + responseTokens(cfg), dataDir, trainFile: DATA_FILES.verlTrain };
+    const text = ['#!/usr/bin/env bash', `# verl: the ${cfg.agents}-agent chain of ${name}, one verl run per stage and agent (${cfg.stages * cfg.agents} runs); needs verl, vLLM and one GPU.`, '# Exported by the SAT Playground ("Export for a real run"); docs/real-run.md walks through it.', 'set -euo pipefail', `exec python3 "$(dirname "$0")/${verlTeamDriverFile(name)}" "$@"`, ''].join('\n');
+    const differs = [
+      ...shared,
+      { setting: 'agents' as const, message: `verl holds one actor: each of the ${cfg.stages * cfg.agents} runs trains one agent for one step on its stage's problems while the others answer from vLLM servers of their current checkpoints; each run restarts verl (its optimizer state is not carried from one run to the next).` },
+      ...(cfg.scheme === 'simultaneous' ? [{ setting: 'scheme' as const, message: 'the driver updates the agents one after another (sequential); simultaneous has no counterpart.' }] : []),
+      ...(cfg.estimator !== 'resample' ? [{ setting: 'estimator' as const, message: `each agent's run plays fresh episodes after its predecessors' updates (the playground's resample), where the playground's estimator is ${cfg.estimator}.` }] : []),
+      ...notMapped,
+    ];
+    const files = [
+      { path: scriptFile, text: withDiffers(text, differs) },
+      { path: verlOverridesFile(name), text: `${overrides.join('\n')}\n` },
+      { path: verlTeamDriverFile(name), text: verlTeamDriverModule(spec) },
+    ];
+    return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files, differs };
+  }
   const text = runScript(`verl: one GRPO run of agent 0's model (the single-policy baseline of ${name}); needs verl and one GPU.`, env, 'python3 -m verl.trainer.main_ppo', overrides);
-  const differs = [...verlFamilyDiffers(cfg, 'verl', 'gspo'), { setting: 'agents' as const, message: `verl trains one policy: agent 0's model alone (${cfg.agents} agents in the playground); TeamTR's export runs the team.` }, ...notMapped];
+  const differs = [...shared, { setting: 'agents' as const, message: `verl trains one policy: agent 0's model alone (${cfg.agents} agents in the playground); TeamTR's export runs the team.` }, ...notMapped];
   const files = [{ path: scriptFile, text: withDiffers(text, differs) }, { path: verlOverridesFile(name), text: `${overrides.join('\n')}\n` }];
   return { ok: true, engine: 'verl', overrides, command: `bash ${scriptFile}`, files, differs };
 }

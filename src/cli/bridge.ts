@@ -32,8 +32,10 @@ export function exportRecipe(file: string, cfg: Config, hf: Partial<ModelMap>): 
   }
   const written = r.files.map((f) => f.path).filter((p) => !p.includes('/'));
   const data = r.files.filter((f) => f.path.includes('/'));
+  const rows = data.filter((f) => f.path.endsWith('.jsonl')).length;
+  const modules = data.filter((f) => !f.path.endsWith('.jsonl')).map((f) => f.path.split('/').pop()!);
   if (r.files.length === 0) console.log(`nothing written in ${dir}: every engine refused these settings (the reasons below; docs/real-run.md)`);
-  else console.log(`wrote in ${dir}: ${written.join(', ')}${data.length > 0 ? `, and ${data.length} data files under ${data[0]!.path.split('/')[0]}/ (datasets and reward.py)` : ''}`);
+  else console.log(`wrote in ${dir}: ${written.join(', ')}${data.length > 0 ? `, and ${data.length} data files under ${data[0]!.path.split('/')[0]}/ (${rows} datasets; ${modules.join(', ')})` : ''}`);
   for (const line of recipeSummary(r)) console.log(`  ${line}`);
   console.log(`${r.unmapped.length} settings have no counterpart in any engine (docs/real-run.md says why): ${r.unmapped.join(', ')}`);
 }
