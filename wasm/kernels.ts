@@ -52,6 +52,69 @@ export function heapBase(): usize {
 }
 
 /**
+ * The 4 × 8 register tile (header): rows p, p + aR, p + 2aR, p + 3aR of A (step aK bytes per k)
+ * against 8 columns of B at bp (step bStep bytes per k), K steps, each lane one f32 sum in
+ * ascending k; row i stored at o + i·oRow — its second 4 columns only when `hi`, added to what is
+ * there when `acc`. Shared by gemm and the panel kernels (their strides differ, not their sums).
+ */
+// @ts-ignore: decorator
+@inline function tile4x8(p: usize, aR: usize, aK: usize, bp: usize, bStep: usize, K: i32, o: usize, oRow: usize, acc: bool, hi: bool): void {
+  let p0 = p;
+  let p1 = p0 + aR;
+  let p2 = p1 + aR;
+  let p3 = p2 + aR;
+  let s00 = f32x4.splat(0), s01 = f32x4.splat(0);
+  let s10 = f32x4.splat(0), s11 = f32x4.splat(0);
+  let s20 = f32x4.splat(0), s21 = f32x4.splat(0);
+  let s30 = f32x4.splat(0), s31 = f32x4.splat(0);
+  for (let k = 0; k < K; k++) {
+    const b0 = v128.load(bp);
+    const b1 = v128.load(bp, 16);
+    let x = v128.load32_splat(p0);
+    s00 = f32x4.add(s00, f32x4.mul(x, b0));
+    s01 = f32x4.add(s01, f32x4.mul(x, b1));
+    x = v128.load32_splat(p1);
+    s10 = f32x4.add(s10, f32x4.mul(x, b0));
+    s11 = f32x4.add(s11, f32x4.mul(x, b1));
+    x = v128.load32_splat(p2);
+    s20 = f32x4.add(s20, f32x4.mul(x, b0));
+    s21 = f32x4.add(s21, f32x4.mul(x, b1));
+    x = v128.load32_splat(p3);
+    s30 = f32x4.add(s30, f32x4.mul(x, b0));
+    s31 = f32x4.add(s31, f32x4.mul(x, b1));
+    p0 += aK;
+    p1 += aK;
+    p2 += aK;
+    p3 += aK;
+    bp += bStep;
+  }
+  put(o, s00, acc);
+  if (hi) put(o + 16, s01, acc);
+  put(o + oRow, s10, acc);
+  if (hi) put(o + oRow + 16, s11, acc);
+  put(o + 2 * oRow, s20, acc);
+  if (hi) put(o + 2 * oRow + 16, s21, acc);
+  put(o + 3 * oRow, s30, acc);
+  if (hi) put(o + 3 * oRow + 16, s31, acc);
+}
+
+/** tile4x8 for one row of A. */
+// @ts-ignore: decorator
+@inline function tile1x8(p: usize, aK: usize, bp: usize, bStep: usize, K: i32, o: usize, acc: bool, hi: bool): void {
+  let p0 = p;
+  let s0 = f32x4.splat(0), s1 = f32x4.splat(0);
+  for (let k = 0; k < K; k++) {
+    const x = v128.load32_splat(p0);
+    s0 = f32x4.add(s0, f32x4.mul(x, v128.load(bp)));
+    s1 = f32x4.add(s1, f32x4.mul(x, v128.load(bp, 16)));
+    p0 += aK;
+    bp += bStep;
+  }
+  put(o, s0, acc);
+  if (hi) put(o + 16, s1, acc);
+}
+
+/**
  * out[R × J] = A · B (header), or out += A · B when `acc` ≠ 0 (the sum is completed in its lane
  * first, then added once: f32(out + Σ)). J must be a multiple of 4.
  */
@@ -64,62 +127,8 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
   for (; j + 8 <= J; j += 8) {
     const bj = b + ((<usize>j) << 2);
     let r = 0;
-    for (; r + 4 <= R; r += 4) {
-      let p0 = a + (<usize>r) * aR;
-      let p1 = p0 + aR;
-      let p2 = p1 + aR;
-      let p3 = p2 + aR;
-      let bp = bj;
-      let s00 = f32x4.splat(0), s01 = f32x4.splat(0);
-      let s10 = f32x4.splat(0), s11 = f32x4.splat(0);
-      let s20 = f32x4.splat(0), s21 = f32x4.splat(0);
-      let s30 = f32x4.splat(0), s31 = f32x4.splat(0);
-      for (let k = 0; k < K; k++) {
-        const b0 = v128.load(bp);
-        const b1 = v128.load(bp, 16);
-        let x = v128.load32_splat(p0);
-        s00 = f32x4.add(s00, f32x4.mul(x, b0));
-        s01 = f32x4.add(s01, f32x4.mul(x, b1));
-        x = v128.load32_splat(p1);
-        s10 = f32x4.add(s10, f32x4.mul(x, b0));
-        s11 = f32x4.add(s11, f32x4.mul(x, b1));
-        x = v128.load32_splat(p2);
-        s20 = f32x4.add(s20, f32x4.mul(x, b0));
-        s21 = f32x4.add(s21, f32x4.mul(x, b1));
-        x = v128.load32_splat(p3);
-        s30 = f32x4.add(s30, f32x4.mul(x, b0));
-        s31 = f32x4.add(s31, f32x4.mul(x, b1));
-        p0 += aK;
-        p1 += aK;
-        p2 += aK;
-        p3 += aK;
-        bp += bRow;
-      }
-      const o = out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4;
-      put(o, s00, ac);
-      put(o + 16, s01, ac);
-      put(o + bRow, s10, ac);
-      put(o + bRow + 16, s11, ac);
-      put(o + 2 * bRow, s20, ac);
-      put(o + 2 * bRow + 16, s21, ac);
-      put(o + 3 * bRow, s30, ac);
-      put(o + 3 * bRow + 16, s31, ac);
-    }
-    for (; r < R; r++) {
-      let p0 = a + (<usize>r) * aR;
-      let bp = bj;
-      let s0 = f32x4.splat(0), s1 = f32x4.splat(0);
-      for (let k = 0; k < K; k++) {
-        const x = v128.load32_splat(p0);
-        s0 = f32x4.add(s0, f32x4.mul(x, v128.load(bp)));
-        s1 = f32x4.add(s1, f32x4.mul(x, v128.load(bp, 16)));
-        p0 += aK;
-        bp += bRow;
-      }
-      const o = out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4;
-      put(o, s0, ac);
-      put(o + 16, s1, ac);
-    }
+    for (; r + 4 <= R; r += 4) tile4x8(a + (<usize>r) * aR, aR, aK, bj, bRow, K, out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4, bRow, ac, true);
+    for (; r < R; r++) tile1x8(a + (<usize>r) * aR, aK, bj, bRow, K, out + ((<usize>r) * (<usize>J) + (<usize>j)) * 4, ac, true);
   }
   for (; j < J; j += 4) {
     const bj = b + ((<usize>j) << 2);
@@ -505,56 +514,8 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
 @inline function panelRows(x: usize, N: i32, C: i32, strip: usize, out: usize, oRow: usize, hi: bool): void {
   const xRow = (<usize>C) << 2;
   let r = 0;
-  for (; r + 4 <= N; r += 4) {
-    let p0 = x + (<usize>r) * xRow;
-    let p1 = p0 + xRow;
-    let p2 = p1 + xRow;
-    let p3 = p2 + xRow;
-    let bp = strip;
-    let s00 = f32x4.splat(0), s01 = f32x4.splat(0);
-    let s10 = f32x4.splat(0), s11 = f32x4.splat(0);
-    let s20 = f32x4.splat(0), s21 = f32x4.splat(0);
-    let s30 = f32x4.splat(0), s31 = f32x4.splat(0);
-    for (let k = 0; k < C; k++) {
-      const b0 = v128.load(bp);
-      const b1 = v128.load(bp, 16);
-      let v = v128.load32_splat(p0);
-      s00 = f32x4.add(s00, f32x4.mul(v, b0));
-      s01 = f32x4.add(s01, f32x4.mul(v, b1));
-      v = v128.load32_splat(p1);
-      s10 = f32x4.add(s10, f32x4.mul(v, b0));
-      s11 = f32x4.add(s11, f32x4.mul(v, b1));
-      v = v128.load32_splat(p2);
-      s20 = f32x4.add(s20, f32x4.mul(v, b0));
-      s21 = f32x4.add(s21, f32x4.mul(v, b1));
-      v = v128.load32_splat(p3);
-      s30 = f32x4.add(s30, f32x4.mul(v, b0));
-      s31 = f32x4.add(s31, f32x4.mul(v, b1));
-      p0 += 4;
-      p1 += 4;
-      p2 += 4;
-      p3 += 4;
-      bp += 32;
-    }
-    const o = out + (<usize>r) * oRow;
-    store8(o, s00, s01, hi);
-    store8(o + oRow, s10, s11, hi);
-    store8(o + 2 * oRow, s20, s21, hi);
-    store8(o + 3 * oRow, s30, s31, hi);
-  }
-  for (; r < N; r++) {
-    let p0 = x + (<usize>r) * xRow;
-    let bp = strip;
-    let s0 = f32x4.splat(0), s1 = f32x4.splat(0);
-    for (let k = 0; k < C; k++) {
-      const v = v128.load32_splat(p0);
-      s0 = f32x4.add(s0, f32x4.mul(v, v128.load(bp)));
-      s1 = f32x4.add(s1, f32x4.mul(v, v128.load(bp, 16)));
-      p0 += 4;
-      bp += 32;
-    }
-    store8(out + (<usize>r) * oRow, s0, s1, hi);
-  }
+  for (; r + 4 <= N; r += 4) tile4x8(x + (<usize>r) * xRow, xRow, 4, strip, 32, C, out + (<usize>r) * oRow, oRow, false, hi);
+  for (; r < N; r++) tile1x8(x + (<usize>r) * xRow, 4, strip, 32, C, out + (<usize>r) * oRow, false, hi);
 }
 
 /** f32 weights (panel header), C a multiple of 4: out[n, o] for o in [o0, o1), all n. */
