@@ -216,7 +216,9 @@ describe('team J per stage', () => {
     expect(html).toContain(`certified in <!-- -->${want} of 8 stages`);
     // The plot itself (plain SVG, drawn on the server too): one ✓ per certified stage, one mark per stage and stage 0, one tick label per J tick.
     expect(html.match(/data-certified="true"/g)?.length ?? 0).toBe(want);
-    expect(html.match(/<circle /g)?.length ?? 0).toBe(s.rows.length);
+    // …plus the verdict legend's four marks (held, not held, undecided, not checked).
+    expect(html.match(/<circle /g)?.length ?? 0).toBe(s.rows.length + 4);
+    expect(html.match(/data-verdict-key="/g)?.length ?? 0).toBe(5);
     expect(html.match(/class="j-tick-value"/g)?.length ?? 0).toBe(s.ticks.length + stageTicks(0, 8).length);
     expect(html).not.toContain('j-overlay-line');
     const withOverlay = renderToString(h(JChart, { records: run, span: exp.aMax, overlay: { label: 'simultaneous', stages: run.slice(0, 3) } }));

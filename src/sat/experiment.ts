@@ -57,6 +57,8 @@ export interface Experiment {
   lastEval?: TeamEvaluation;
   /** Told each stage's phases when set (npm run sat -- --profile). */
   profiler?: StageProfiler;
+  /** Certification episodes the stages so far left unspent (docs/certificate.md §5.3); the next stage may draw them. */
+  certCredit?: number;
   /** Language teams: how to seat model `name` in agent j's place (the configured swap; lmSwap.ts `configuredLmSwap` by default); see swapIfDue. */
   swapModel?: (exp: Experiment, j: number, name: string) => Promise<SwapSummary>;
 }
@@ -193,13 +195,15 @@ export function planLlm(cfg: Config): LlmPlan {
 /** Runs the next stage agent by agent: yields every agent step, returns the stage's record when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
   const swap = await swapIfDue(exp);
-  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stagesDone + 1, aMax: exp.aMax, startEval: exp.lastEval, profiler: exp.profiler });
+  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stagesDone + 1, aMax: exp.aMax, startEval: exp.lastEval, profiler: exp.profiler, certCredit: exp.certCredit });
   for (;;) {
     const r = await gen.next();
     if (r.done) {
       const rec = swap ? { ...r.value, swap } : r.value;
       exp.stagesDone += 1;
       exp.lastEval = rec.evaluation;
+      const credit = rec.metrics['cert/credit'];
+      if (typeof credit === 'number' && Number.isFinite(credit)) exp.certCredit = credit;
       return rec;
     }
     yield r.value;

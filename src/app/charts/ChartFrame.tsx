@@ -17,6 +17,7 @@
  *
  * Not here: any data or maths (series.ts), or any one chart's drawing.
  */
+import { VerdictDot } from './VerdictMark';
 import { type ReactNode, type RefObject, useEffect, useRef, useState } from 'react';
 import { FormulaCard } from './FormulaCard';
 import type { BoundFormula } from './formulas';
@@ -126,21 +127,11 @@ export function Toggle<T extends string>({ value, options, onChange, label }: { 
   );
 }
 
-/**
- * The held mark used in every chart: held a filled ink disc, not held a hollow red ring, undecided
- * or not checked (language stages: docs/certificate.md) a dashed grey ring.
- */
+/** A held state's mark inline with text: the verdict's own mark (src/sat/verdicts.ts), scaled to `size`. */
 export function HeldGlyph({ held, size = 12 }: { held: HeldState; size?: number }) {
-  const r = size / 2;
   return (
     <svg width={size} height={size} viewBox={`0 0 ${size} ${size}`} aria-hidden="true" className="held-glyph">
-      {held === 'held' ? (
-        <circle cx={r} cy={r} r={r - 1} fill={HELD_FILL} />
-      ) : held === 'not held' ? (
-        <circle cx={r} cy={r} r={r - 1.75} fill="none" stroke={NOT_HELD} strokeWidth={1.75} />
-      ) : (
-        <circle cx={r} cy={r} r={r - 1.5} fill="none" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="2 1.5" />
-      )}
+      <VerdictDot verdict={held} cx={size / 2} cy={size / 2} scale={size / 12} />
     </svg>
   );
 }
