@@ -202,8 +202,7 @@ export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRec
       const rec = swap ? { ...r.value, swap } : r.value;
       exp.stagesDone += 1;
       exp.lastEval = rec.evaluation;
-      const credit = rec.metrics['cert/credit'];
-      if (typeof credit === 'number' && Number.isFinite(credit)) exp.certCredit = credit;
+      exp.certCredit = certCreditAfter(rec);
       return rec;
     }
     yield r.value;
@@ -271,14 +270,23 @@ export async function teamState(exp: Experiment): Promise<{ snapshots: AgentSnap
 }
 
 /**
- * Puts the experiment back at the boundary after `stages`: every agent restored, β per agent, and
- * the count of stages done (it numbers the next stage and times a swap) with the last evaluation.
+ * Puts the experiment back at the boundary after `stages`: every agent restored, β per agent, the
+ * count of stages done (it numbers the next stage and times a swap) with the last evaluation, and
+ * the certification episodes the run has left unspent (read from the last stage's `cert/credit`).
  */
 export async function restoreTeamState(exp: Experiment, state: { readonly snapshots: readonly AgentSnapshot[]; readonly betas: readonly number[] }, stages: readonly StageRecord[]): Promise<void> {
   await Promise.all(exp.team.map((a, i) => a.restore(state.snapshots[i]!)));
   exp.betas.splice(0, exp.betas.length, ...state.betas);
   exp.stagesDone = stages.length;
-  exp.lastEval = stages[stages.length - 1]?.evaluation;
+  const last = stages[stages.length - 1];
+  exp.lastEval = last?.evaluation;
+  exp.certCredit = certCreditAfter(last);
+}
+
+/** What a finished stage left the run to certify with (docs/certificate.md §5.3); 0 before the first stage or in records without it. */
+export function certCreditAfter(rec: StageRecord | undefined): number {
+  const c = rec?.metrics['cert/credit'];
+  return typeof c === 'number' && Number.isFinite(c) ? c : 0;
 }
 
 /** The current team's J (exact for tabular games). */
