@@ -96,6 +96,10 @@ describe('held for stages whose J is estimated (language teams)', () => {
     const html = renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: teamCert } }));
     expect(html).toContain('held-out ΔJ (an estimate)');
     expect(html).toMatch(/team-level bound: 768 episodes, ESS 701, truncation cost/);
+    // Drawn in rounds: N is every round's episodes; the ESS is the first round's.
+    const looks = [1, 2, 3].map((k) => ({ units: 64 * k, gain: 0.01, lower: k === 3 ? 0.001 : -0.01 }));
+    const seqCert = { ...teamCert, team: { ...teamCert.team, episodes: 192 }, sequential: { roundUnits: 64, maxRounds: 16, horizon: 256, stop: 'certified' as const, looks } };
+    expect(renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: seqCert } }))).toMatch(/team-level bound: 576 episodes in 3 rounds, ESS 701 of the first round&#x27;s 192, truncation cost/);
     expect(html).toMatch(/ΔJ ≈ .* ± .* \(2,048 paired episodes\)/);
     expect(renderToString(h(WaterfallChart, { record: { ...unchecked, certificate: { ...teamCert, refused: 'topK > 0 with a projected seat' } } }))).toContain('No certificate: topK &gt; 0 with a projected seat');
     // A language stage (finite c) lists each agent's share of the team summand, labelled a diagnostic;

@@ -128,6 +128,19 @@ export function freshBound(
   return { gain, lower: lowerConfidenceBoundBelow(summands, range[0], scale, eta, horizon) };
 }
 
+/**
+ * The certification episodes the team-level bound rests on: every round the sequential
+ * certificate drew (its last look's units × the first round's episodes per unit), or the one
+ * batch of a record without rounds; 0 without a team-level bound.
+ */
+export function teamBoundEpisodes(c: Pick<Certificate, 'team' | 'sequential'>): number {
+  const t = c.team;
+  if (!t) return 0;
+  const q = c.sequential;
+  const last = q?.looks[q.looks.length - 1];
+  return q && last ? Math.round((last.units * t.episodes) / q.roundUnits) : t.episodes;
+}
+
 /** Why a sequential certificate stopped drawing (docs/certificate.md §5.3). */
 export type CertStop = 'certified' | 'futile' | 'budget';
 
