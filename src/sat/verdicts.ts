@@ -67,6 +67,11 @@ export const VERDICTS: Record<Verdict, VerdictStyle> = {
 /** The verdicts in the order legends list them. */
 export const VERDICT_ORDER: readonly Verdict[] = ['held', 'not held', 'undecided', 'unchecked', 'certified'];
 
+/** δ_conf as the confidence level a page writes: "95 %". */
+export function confidenceLevel(deltaConf: number): string {
+  return `${Math.round(100 * (1 - deltaConf))} %`;
+}
+
 /** The number as a ✓'s sentence writes it: three decimals, or two significant digits below 0.001. */
 function amount(x: number): string {
   return Math.abs(x) >= 0.001 ? x.toFixed(3) : x.toPrecision(2);
@@ -77,7 +82,7 @@ function amount(x: number): string {
  * `exact`: tabular games, where J is J and there is no split of problems.
  */
 export function certifiedSentence(lower: number, deltaConf: number, exact: boolean): string {
-  const level = `${Math.round(100 * (1 - deltaConf))} %`;
+  const level = confidenceLevel(deltaConf);
   return `${exact ? 'J' : 'J on the training problems'} rose by at least ${amount(lower)} (${level})`;
 }
 
@@ -87,9 +92,13 @@ export function certifiedSentence(lower: number, deltaConf: number, exact: boole
  * show one.
  */
 export function perStageNote(stages: number, deltaConf: number): string {
-  const level = `${Math.round(100 * (1 - deltaConf))} %`;
+  return `the ${confidenceLevel(deltaConf)} is per stage: ${byChanceOver(stages, deltaConf)}`;
+}
+
+/** "over 30 stages with no real change about 1.5 would show a ✓" (perStageNote's second half). */
+export function byChanceOver(stages: number, deltaConf: number): string {
   const expected = stages * deltaConf;
-  return `the ${level} is per stage: over ${stages} stage${stages === 1 ? '' : 's'} with no real change about ${expected < 10 ? expected.toFixed(1) : expected.toFixed(0)} would show a ✓`;
+  return `over ${stages} stage${stages === 1 ? '' : 's'} with no real change about ${expected < 10 ? expected.toFixed(1) : expected.toFixed(0)} would show a ✓`;
 }
 
 /** A held-out J (or ΔJ) point with its noise: "−0.004 ± 0.030"; exact values alone. */

@@ -92,14 +92,20 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
     // …and drawn so: each order's stage a small grey "not checked" dot, no red "not held" ring.
     expect(await chart.locator('.recharts-surface [data-verdict="unchecked"]').count()).toBe(2);
     expect(await chart.locator('.recharts-surface [data-verdict="not held"]').count()).toBe(0);
-    expect(await chart.getByTestId('verdict-legend').innerText()).toMatch(/not checked: the bound was not tested/);
+    // The key under the plot: each mark with its word, what it means in its title.
+    const unchecked = chart.locator('[data-testid="verdict-legend"] [data-verdict-key="unchecked"]');
+    expect(await unchecked.innerText()).toBe('not checked');
+    expect(await unchecked.getAttribute('title')).toMatch(/not checked: the bound was not tested/);
+    expect(await unchecked.locator('[data-verdict="unchecked"]').count()).toBe(1);
     // The J chart of the same language team: its stage's mark is "not checked", its legend says
     // what a ✓ proves, and the run line says the 95 % is per stage.
     const jChart = p.getByTestId('chart-j');
     expect(await jChart.locator('.j-dots [data-verdict="unchecked"]').count()).toBe(1);
     expect(await jChart.locator('.j-dots [data-verdict="not held"]').count()).toBe(0);
-    expect(await jChart.getByTestId('verdict-legend').innerText()).toMatch(/✓ certified: J on the training problems rose by at least the lower bound, with 95 % confidence for that stage/);
-    expect(await jChart.getByTestId('per-stage-note').innerText()).toMatch(/the 95 % is per stage: over 1 stage with no real change about 0\.1 would show a ✓/);
+    const tick = jChart.getByTestId('per-stage-note');
+    expect(await tick.innerText()).toMatch(/^✓\s*certified, 95 % per stage$/);
+    expect(await tick.getAttribute('title')).toMatch(/✓ certified: J on the training problems rose by at least the lower bound, with 95 % confidence for that stage/);
+    expect(await tick.getAttribute('title')).toMatch(/the 95 % is per stage: over 1 stage with no real change about 0\.1 would show a ✓/);
     for (const k of [0, 1]) expect(Number(await p.getByTestId(`order-final-${k}`).getAttribute('data-ci'))).toBeGreaterThan(0);
     expect(await chart.locator('.recharts-errorBar').count()).toBeGreaterThanOrEqual(2);
     // Each order's bar sits at its own x, so the bars do not hide one another.

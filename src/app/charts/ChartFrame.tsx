@@ -7,6 +7,8 @@
  * points in `data-points`, so browser and SSR tests can assert a non-empty series without reading
  * SVG.
  *
+ * Right under the plot, a chart may pass the key of its marks (`legend`, one compact line).
+ *
  * Under the note, a chart may pass its formula card (formulas.ts, FormulaCard.tsx): the frame keeps
  * the term picked there — the one piece of state a card shares with its own plot — hands it to
  * the plot (`children(width, picked)`) to highlight, and marks the section `data-highlight`.
@@ -64,6 +66,8 @@ export interface ChartFrameProps {
   readonly actions?: ReactNode;
   /** A line of numbers or words above the plot (readout, honesty notes). */
   readonly readout?: ReactNode;
+  /** The key of the plot's marks: one compact line right under the plot (VerdictMark.tsx `VerdictLegend`). */
+  readonly legend?: ReactNode;
   /** The formula card under the note (formulas.ts `bindFormula`); null or absent: none. */
   readonly formula?: BoundFormula | null;
   /** Said instead of a card when there is no formula to show (e.g. a form the run does not record). */
@@ -74,7 +78,7 @@ export interface ChartFrameProps {
   readonly className?: string;
 }
 
-export function ChartFrame({ testid, title, howTo, points, empty, actions, readout, formula, formulaNote, children, width, className }: ChartFrameProps) {
+export function ChartFrame({ testid, title, howTo, points, empty, actions, readout, legend, formula, formulaNote, children, width, className }: ChartFrameProps) {
   const [ref, measured] = useMeasuredWidth<HTMLDivElement>(width ?? DEFAULT_WIDTH);
   const [picked, setPicked] = useState<string | null>(null);
   const w = width ?? measured;
@@ -89,6 +93,7 @@ export function ChartFrame({ testid, title, howTo, points, empty, actions, reado
       <div className="chart-plot" ref={ref}>
         {points > 0 ? children(w, hl) : <div className="chart-empty" data-testid={`${testid}-empty`}>{empty}</div>}
       </div>
+      {points > 0 && legend && <div className="chart-key">{legend}</div>}
       <HowTo text={howTo} />
       {points > 0 && formula && <FormulaCard formula={formula} picked={hl} onPick={setPicked} />}
       {points > 0 && !formula && formulaNote && <p className="formula-card-none muted">{formulaNote}</p>}

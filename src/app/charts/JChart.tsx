@@ -18,7 +18,7 @@ import { type KeyboardEvent, type MouseEvent, memo, useState } from 'react';
 import { fixed3, signed3, tickLabels } from '../format';
 import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { VerdictDot, VerdictLegend } from './VerdictMark';
-import { certifiedSentence, perStageNote, VERDICT_ORDER, withNoise } from '../../sat/verdicts';
+import { byChanceOver, certifiedSentence, confidenceLevel, perStageNote, VERDICT_ORDER, withNoise } from '../../sat/verdicts';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, kOfN, term } from './fmt';
@@ -218,6 +218,7 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
       empty={<>Step a stage to see the team&apos;s J and what the certificate promised for it.</>}
       formula={formula}
       formulaNote={lastRec && <>The formula card shows the form the run records (certForm = {lastRec.certificate.form}).</>}
+      legend={<VerdictLegend verdicts={VERDICT_ORDER} perStage={{ level: confidenceLevel(deltaConf), note: perStageNote(s.stages, deltaConf) }} />}
       readout={
         <>
           <span>
@@ -246,8 +247,6 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
           <span className={s.certifiedCount > 0 ? 'chart-certified' : undefined} data-testid="certified-count" data-value={s.certifiedCount}>
             <span aria-hidden="true">{CHECK}</span> certified in {kOfN(s.certifiedCount, s.stages)}
           </span>
-          {s.stages > 0 && <span className="chart-note" data-testid="per-stage-note">({perStageNote(s.stages, deltaConf)})</span>}
-          <VerdictLegend verdicts={VERDICT_ORDER} />
           {s.clipped > 0 && (
             <span className="chart-warn">
               {s.clipped} floor{s.clipped > 1 ? 's' : ''} below the scale (▼), lowest bound {term(lowest)}
@@ -265,7 +264,9 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
           improvement, measured on certification batches its updates never saw (§4). Healthy: J climbs, every dot filled and
           ticked, floors just under the line. On a language team the line is held-out J (problems no stage trained on, with its
           95 % interval) while the bound and the ✓ are about J on the training problems: a ✓ beside a small held-out fall is the
-          held-out noise, not a contradiction. A small grey dot is a stage whose bound was not checked — not a failure.
+          held-out noise, not a contradiction. A small grey dot is a stage whose bound was not checked — not a failure. The
+          {' '}{confidenceLevel(deltaConf)} of a ✓ is per stage: {byChanceOver(s.stages, deltaConf)}. The key
+          under the plot names each mark; hover it for what the mark means.
         </>
       }
     >

@@ -84,7 +84,7 @@ export const OrderChart = memo(function OrderChart({ series, form = 'chosen', wi
       width={width}
       empty={<>Compare orders to see the same seed trained under two or more update orders σ side by side.</>}
       formula={formula}
-      readout={[...summary.map((s, k) => (
+      readout={summary.map((s, k) => (
         <span key={k} className="order-key">
           <svg width="26" height="8" aria-hidden="true">
             <line x1="0" y1="4" x2="26" y2="4" stroke={teamSeries(k).stroke} strokeWidth="2" strokeDasharray={teamSeries(k).dash} />
@@ -94,7 +94,8 @@ export const OrderChart = memo(function OrderChart({ series, form = 'chosen', wi
             {s.finalCi > 0 ? ` ± ${fixed3(s.finalCi)}` : ''}, <span data-testid={`order-held-${k}`} data-held={s.held} data-checked={s.checked}>{s.checked === 0 ? 'bound not checked' : `held ${s.held}/${s.checked}${s.checked < s.stages ? ` (${s.stages - s.checked} not checked or undecided)` : ''}`}</span>
           </span>
         </span>
-      )), <VerdictLegend key="legend" verdicts={['held', 'not held', 'undecided', 'unchecked']} />]}
+      ))}
+      legend={<VerdictLegend verdicts={['held', 'not held', 'undecided', 'unchecked']} />}
       howTo={
         <>
           Each line is the same seed and settings trained with a different update order σ. SAT&apos;s certificate holds whatever the

@@ -1,6 +1,8 @@
 /**
- * A verdict's mark on a chart and the legend of the marks (src/sat/verdicts.ts defines both: one
- * visual language for held, not held, undecided, not checked and certified on every chart).
+ * A verdict's mark on a chart and the key of the marks (src/sat/verdicts.ts defines both: one
+ * visual language for held, not held, undecided, not checked and certified on every chart). The
+ * key is one compact line under the plot (ChartFrame's `legend`): each mark with its word, the
+ * sentence of what it means in its title.
  *
  * Not here: deciding the verdict (series.ts `heldUnder`), the CLI's glyphs (src/cli/sat.ts).
  */
@@ -12,22 +14,30 @@ export function VerdictDot({ verdict, cx, cy, scale = 1 }: { verdict: Exclude<Ve
   return <circle cx={cx} cy={cy} r={m.r * scale} fill={m.fill} stroke={m.stroke} strokeWidth={m.strokeWidth} {...(m.dash ? { strokeDasharray: m.dash } : {})} data-verdict={verdict} />;
 }
 
-/** The legend: one small mark and its sentence per verdict listed. */
-export function VerdictLegend({ verdicts }: { verdicts: readonly Verdict[] }) {
+/**
+ * The key: one small mark and its word per verdict listed, its meaning in the title (and read
+ * out). `perStage`: the ✓'s key also says, visibly, that its 95 % is per stage, and its title what
+ * that means over the run (verdicts.ts `perStageNote`).
+ */
+export function VerdictLegend({ verdicts, perStage }: { verdicts: readonly Verdict[]; perStage?: { level: string; note: string } }) {
   return (
     <span className="verdict-legend" data-testid="verdict-legend">
-      {verdicts.map((v) => (
-        <span key={v} className="verdict-key" data-verdict-key={v}>
-          {v === 'certified' ? (
-            <span aria-hidden="true">{VERDICTS.certified.glyph}</span>
-          ) : (
-            <svg width="12" height="12" aria-hidden="true">
-              <VerdictDot verdict={v} cx={6} cy={6} scale={0.9} />
-            </svg>
-          )}{' '}
-          {VERDICTS[v].legend}
-        </span>
-      ))}
+      {verdicts.map((v) => {
+        const per = v === 'certified' && perStage;
+        const title = per ? `${VERDICTS[v].legend}; ${per.note}` : VERDICTS[v].legend;
+        return (
+          <span key={v} className="verdict-key" data-verdict-key={v} title={title} aria-label={title} {...(per ? { 'data-testid': 'per-stage-note' } : {})}>
+            {v === 'certified' ? (
+              <span aria-hidden="true">{VERDICTS.certified.glyph}</span>
+            ) : (
+              <svg width="12" height="12" aria-hidden="true">
+                <VerdictDot verdict={v} cx={6} cy={6} scale={0.9} />
+              </svg>
+            )}
+            <span aria-hidden="true">{per ? `${VERDICTS[v].words}, ${per.level} per stage` : VERDICTS[v].words}</span>
+          </span>
+        );
+      })}
     </span>
   );
 }
