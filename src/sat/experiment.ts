@@ -27,6 +27,7 @@ import type { TaskName } from '../tasks/index';
 import { agentModelName, type Config, isLlmTask, resolvedProtocol } from './config';
 import { TabularEnv } from './env/tabular';
 import type { TeamEnv, TeamEvaluation } from './env/types';
+import type { CheckWatch } from './heldCheck';
 import type { LmAgent } from './agents/lm';
 import type { ProjectedLmAgent } from './agents/projected';
 import { LmEnv, type LmEpisodeRecord } from './env/lm';
@@ -326,9 +327,9 @@ export async function agentParams(exp: Experiment, j: number): Promise<Float64Ar
   return (await exp.team[j]!.snapshot()).params;
 }
 
-/** Check bound (stage.ts checkFinishedStage): finished stage `rec`'s bound against ΔJ from `start` to the team as it stands. */
-export function checkStageBound(exp: Experiment, start: readonly AgentSnapshot[], rec: StageRecord, pairs: number): Promise<StageRecord> {
-  return checkFinishedStage(exp.env, exp.team, start, rec, pairs, exp.rng);
+/** Check bound (stage.ts checkFinishedStage): finished stage `rec`'s bound against ΔJ from `start` to the team as it stands; null when `watch` cancelled it. */
+export function checkStageBound(exp: Experiment, start: readonly AgentSnapshot[], rec: StageRecord, pairs: number, watch?: CheckWatch): Promise<StageRecord | null> {
+  return checkFinishedStage(exp.env, exp.team, start, rec, pairs, exp.rng, watch);
 }
 
 /** Language tasks: the episodes of the batch the latest agent step trained on (none for tables). */

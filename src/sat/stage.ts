@@ -20,7 +20,7 @@ import { histogram } from '../core/stats';
 import type { Rng } from '../core/rng';
 import { groupAdvantages, predecessorLogRatios, stepLogRatio } from './advantages';
 import { certificate, freshBound, perAgentEta, SequentialCert, sequentialPlan, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type CertStop, type SequentialSummary, type TeamCertStats } from './certificate';
-import { checkHeld, heldTolerance, type HeldCheck } from './heldCheck';
+import { checkHeld, checkHeldWatched, heldTolerance, type CheckWatch, type HeldCheck } from './heldCheck';
 import { agentDelta, certEpisodesOf, type Config } from './config';
 import { chooseOrder } from './order';
 import type { TeamCertSpace, TeamEnv, TeamEvaluation } from './env/types';
@@ -713,9 +713,10 @@ function heldMetrics(held: HeldCheck): Metrics {
  * A finished language stage's bound checked afterwards (the page's "Check bound"): the team as the
  * stage left it against `start`, its snapshots at the stage's start, on the stream a stage checked
  * as it ran uses, so the verdict is the one `heldPairs` would have given. Returns the record with
- * its held check and metrics replaced; the agents are left as they were.
+ * its held check and metrics replaced, or null when `watch` cancelled it; the agents are left as
+ * they were either way.
  */
-export async function checkFinishedStage(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], rec: StageRecord, pairs: number, rng: Rng): Promise<StageRecord> {
-  const held = await checkHeld(env, team, start, rec.certificate.chosen.lower, pairs, rng.fork(rec.stage, STREAM.heldCheck));
-  return { ...rec, held, metrics: { ...rec.metrics, ...heldMetrics(held) } };
+export async function checkFinishedStage(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], rec: StageRecord, pairs: number, rng: Rng, watch: CheckWatch = {}): Promise<StageRecord | null> {
+  const held = await checkHeldWatched(env, team, start, rec.certificate.chosen.lower, pairs, rng.fork(rec.stage, STREAM.heldCheck), watch);
+  return held && { ...rec, held, metrics: { ...rec.metrics, ...heldMetrics(held) } };
 }

@@ -191,7 +191,7 @@ function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean })
       )}
       {h && h.pairs > 0 && (
         <span data-testid="held-estimate" title="ΔJ estimated with common random numbers: the starting and final teams answer the same prompts with the same sampler draws (docs/certificate.md).">
-          {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (${grouped(h.pairs)} paired episodes)`}
+          {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (± one standard error, ${grouped(h.pairs)} paired episodes)`}
         </span>
       )}
     </>
