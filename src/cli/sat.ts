@@ -234,7 +234,7 @@ function stageLegend(noisy: boolean, deltaConf: number, evalEpisodes: number): s
   const level = `${Math.round(100 * (1 - deltaConf))} %`;
   return `held: ${marks} (is the bound at or below the real ΔJ?)\n` +
     `cert: ${VERDICTS.certified.glyph} = ${noisy ? 'J on the training problems' : 'J'} rose by at least "lower" (${level}, for that stage)` +
-    (noisy ? `\nΔJ held-out: the change of J on ${evalEpisodes} held-out problems, ± its 95 % interval — the noise a ✓ can sit beside` : '');
+    (noisy ? `\nΔJ held-out: the change of J on ${evalEpisodes} held-out problems, ± the held-out J's 95 % interval — the noise a ✓ can sit beside` : '');
 }
 
 function stageRow(s: StageRecord, n: number): string {
@@ -571,7 +571,7 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
     out.push(row);
     rows.push([
       name, `${row.seeds}×${row.stages / row.seeds}`, String(row.improved), `${row.certified} (${fmt(100 * row.certifiedFraction, 0)} %)`,
-      fmt(row.tightness, 2), fmt(row.provedShare, 2), fmt(row.holdRate, 3), String(row.undecided), String(row.falseCertified),
+      fmt(row.tightness, 2), fmt(row.provedShare, 2), fmt(row.holdRate, 3), String(row.notHeld), String(row.undecided), String(row.unchecked), String(row.falseCertified),
       fmt(row.certEpisodesPerStage, 0), Number.isFinite(row.essMedian) ? fmt(row.essMedian, 0) : '—', Number.isFinite(row.essMedian) ? fmt(row.truncCostMean, 4) : '—',
       fmt(row.msPerStage, 0), fmt(row.msCertPerStage, 0), `${fmt(100 * row.certTimeShare, 0)} %`,
     ]);
@@ -580,15 +580,16 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
   console.log('Does the certificate certify? Among the stages whose ΔJ > 0 (exact for tabular games; for language teams a common-random-numbers estimate, ' +
     `${args.heldPairs ?? 2048} pairs a stage, on the distribution the bound is about):`);
   console.log('certified = lower bound > 0; tightness = Σ lower / Σ ΔJ; proved = Σ max(lower, 0) / Σ ΔJ; held = share of all stages where lower ≤ ΔJ ' +
-    '(language: lower ≤ estimate − 2 se; undecided = within 2 se); ESS = median effective sample size of the team ratio r̄; trunc = mean cost of min(r̄, c).\n');
-  console.log(table(['preset', 'seeds×stages', 'ΔJ>0', 'certified', 'tightness', 'proved', 'held', 'undecided', 'false cert', 'cert ep/stage', 'ESS', 'trunc', 'ms/stage', 'cert ms', 'cert time'], rows));
+    '(language: lower ≤ estimate − 2 se; not held = above estimate + 2 se; undecided = within 2 se; the counts are stages); ESS = median effective sample size of the team ratio r̄; trunc = mean cost of min(r̄, c).\n');
+  const mark = (v: keyof typeof VERDICTS) => `${VERDICTS[v].glyph} ${VERDICTS[v].words}`;
+  console.log(table(['preset', 'seeds×stages', 'ΔJ>0', mark('certified'), 'tightness', 'proved', mark('held'), mark('not held'), mark('undecided'), mark('unchecked'), 'false cert', 'cert ep/stage', 'ESS', 'trunc', 'ms/stage', 'cert ms', 'cert time'], rows));
   console.log('\nms/stage excludes the CRN check (it is a test of the bound, not part of training or certifying).');
   const decades = out.flatMap((row) => row.decades.map((d) => [
     row.preset, `${d.from}–${d.to}`, String(d.improved), `${d.certified} (${fmt(d.improved > 0 ? (100 * d.certified) / d.improved : Number.NaN, 0)} %)`,
     fmt(d.tightness, 2), fmt(d.episodesMean, 0), fmt(d.episodesMax, 0), fmt(d.secondsPerStage, 1),
   ]));
   console.log('\nPer decade of stages, every seed (certification rounds stop when the bound clears 0, when it cannot, or at the stage\u2019s budget; docs/certificate.md §5.3):\n');
-  console.log(table(['preset', 'stages', 'ΔJ>0', 'certified', 'Σlower/ΣΔJ', 'cert ep/stage', 'largest', 's/stage'], decades));
+  console.log(table(['preset', 'stages', 'ΔJ>0', mark('certified'), 'Σlower/ΣΔJ', 'cert ep/stage', 'largest', 's/stage'], decades));
   if (args.json) writeFileSync(args.json, JSON.stringify({ settings: args.sets, rows: out }, null, 1));
 }
 

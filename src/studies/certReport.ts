@@ -29,6 +29,8 @@ export interface CertReportRow {
   readonly provedShare: number;
   /** Stages where the bound held (exact, or decided against the CRN estimate), over all stages. */
   readonly holdRate: number;
+  /** Stages whose bound was not held (exact, or above the CRN estimate by 2 se). */
+  readonly notHeld: number;
   /** Language teams: stages whose CRN check was undecided, and those not checked. */
   readonly undecided: number;
   readonly unchecked: number;
@@ -147,6 +149,7 @@ export function certReportRow(preset: string, runs: readonly (readonly StageReco
     tightness: sumDJ > 0 ? sumLower / sumDJ : Number.NaN,
     provedShare: sumDJ > 0 ? sumProved / sumDJ : Number.NaN,
     holdRate: stages.filter((s) => num(s, 'cert/held') === 1).length / Math.max(1, stages.length),
+    notHeld: stages.filter((s) => (s.held?.state ?? (num(s, 'cert/held') === 1 ? 'held' : 'not held')) === 'not held').length,
     undecided: stages.filter((s) => s.held?.state === 'undecided').length,
     unchecked: stages.filter((s) => s.held === undefined || s.held.state === 'unchecked').length,
     essMedian: median(stages.map((s) => num(s, 'cert/ess'))),
