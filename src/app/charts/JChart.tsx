@@ -181,7 +181,7 @@ function JTooltip({ row, deltaConf }: { row: JRow; deltaConf: number }) {
     <div className="chart-tip">
       <div className="chart-tip-title">{row.held === null ? 'initial team' : `stage ${row.stage}`}</div>
       <div>
-        J <b>{fixed3(row.j)}</b>
+        {row.ci > 0 ? 'held-out J' : 'J'} <b>{fixed3(row.j)}</b>
         {row.ci > 0 && <> ± {fixed3(row.ci)}</>}
       </div>
       {row.held !== null && (
@@ -221,11 +221,12 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
       legend={<VerdictLegend verdicts={VERDICT_ORDER} perStage={{ level: confidenceLevel(deltaConf), note: perStageNote(s.stages, deltaConf) }} />}
       readout={
         <>
-          <span>
-            J now{' '}
+          <span data-testid="j-now" title={last && last.ci > 0 ? 'The line is J on held-out problems no stage trained on, ± its 95 % interval; the bounds and the ✓ are about J on the training problems.' : undefined}>
+            {last && last.ci > 0 ? 'held-out J now' : 'J now'}{' '}
             <b className="num" {...(lastRec ? { 'data-metric': 'team/J', 'data-value': lastRec.metrics['team/J'] as number } : {})}>
               {last ? fixed3(last.j) : '—'}
             </b>
+            {last && last.ci > 0 && <> ± {fixed3(last.ci)}</>}
           </span>
           <span>
             held in {kOfN(s.heldCount, s.checkedCount)}

@@ -15,9 +15,9 @@ export function VerdictDot({ verdict, cx, cy, scale = 1 }: { verdict: Exclude<Ve
 }
 
 /**
- * The key: one small mark and its word per verdict listed, its meaning in the title (and read
- * out). `perStage`: the ✓'s key also says, visibly, that its 95 % is per stage, and its title what
- * that means over the run (verdicts.ts `perStageNote`).
+ * The key: one small mark and its word per verdict listed, its meaning in the title (and, for
+ * screen readers, in hidden text). `perStage`: the ✓'s key also says, visibly, that its 95 % is
+ * per stage, and its title what that means over the run (verdicts.ts `perStageNote`).
  */
 export function VerdictLegend({ verdicts, perStage }: { verdicts: readonly Verdict[]; perStage?: { level: string; note: string } }) {
   return (
@@ -26,7 +26,7 @@ export function VerdictLegend({ verdicts, perStage }: { verdicts: readonly Verdi
         const per = v === 'certified' && perStage;
         const title = per ? `${VERDICTS[v].legend}; ${per.note}` : VERDICTS[v].legend;
         return (
-          <span key={v} className="verdict-key" data-verdict-key={v} title={title} aria-label={title} {...(per ? { 'data-testid': 'per-stage-note' } : {})}>
+          <span key={v} className="verdict-key" data-verdict-key={v} title={title} {...(per ? { 'data-testid': 'per-stage-note' } : {})}>
             {v === 'certified' ? (
               <span aria-hidden="true">{VERDICTS.certified.glyph}</span>
             ) : (
@@ -34,7 +34,8 @@ export function VerdictLegend({ verdicts, perStage }: { verdicts: readonly Verdi
                 <VerdictDot verdict={v} cx={6} cy={6} scale={0.9} />
               </svg>
             )}
-            <span aria-hidden="true">{per ? `${VERDICTS[v].words}, ${per.level} per stage` : VERDICTS[v].words}</span>
+            <span className="verdict-word" aria-hidden="true">{per ? `${VERDICTS[v].words}, ${per.level} per stage` : VERDICTS[v].words}</span>
+            <span className="sr-only">{title}</span>
           </span>
         );
       })}
