@@ -23,7 +23,6 @@ import { VerdictDot } from './VerdictMark';
 import { type ReactNode, type RefObject, useEffect, useRef, useState } from 'react';
 import { FormulaCard } from './FormulaCard';
 import type { BoundFormula } from './formulas';
-import { HELD_FILL, MUTED_INK, NOT_HELD } from '../theme';
 import type { HeldState } from './series';
 import './charts.css';
 

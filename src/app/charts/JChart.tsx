@@ -16,7 +16,7 @@
  */
 import { type KeyboardEvent, type MouseEvent, memo, useState } from 'react';
 import { fixed3, signed3, tickLabels } from '../format';
-import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
+import { BAND_FILL, GRID, INK, MUTED_INK } from '../theme';
 import { VerdictDot, VerdictLegend } from './VerdictMark';
 import { byChanceOver, certifiedSentence, confidenceLevel, perStageNote, VERDICT_ORDER, withNoise } from '../../sat/verdicts';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
