@@ -18,6 +18,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { parseConfig } from '../src/sat/config';
 import type { StageRecord } from '../src/sat/stage';
+import { checkSequentialFamily, peekTally, scorePeek, type Look } from './helpers/peeking';
 import { tinyStages, tinyTeam } from './helpers/tinyTeam';
 
 type Draw = (rng: Rng) => { team: { agents: number; maxNew: number; temperature: number; topK: number }; settings: Record<string, unknown> };
@@ -127,5 +128,47 @@ describe('language certificate validity (exact J, tiny language teams)', () => {
     expect(all.noFinite / all.stages).toBeLessThan(1 - deltaConf);
     expect(all.inSample / all.stages).toBeLessThan(1 - deltaConf);
     expect(all.topkStages).toBeGreaterThan(0);
+  });
+
+  it('the sequential family: stopping as early as the rule allows holds in ≥ 1 − δ_conf; a fixed-N bound read after every round does not', { timeout: 600_000 }, async () => {
+    // Rounds of 4–12 episodes, up to 8 × the average budget: a stage may stop after its first
+    // round. Each run twice: with the rule (certStop = early), and drawn to its budget
+    // (certStop = cap) so that the controls can read the same rounds their own way.
+    const seed = 20261207;
+    const rng = new Rng(seed);
+    const deltaConf = 0.05;
+    const runs = Number(process.env.LMV_SEQ_RUNS ?? 25);
+    const t = { ...tally(), episodes: 0, base: 0, early: 0 };
+    const peek = peekTally();
+    const t0 = performance.now();
+    for (let r = 0; r < runs; r++) {
+      const d = { team: { ...small(rng), temperature: pick(rng, [0.7, 1, 1.3]), topK: pick(rng, [0, 0, 2]) } };
+      const settings = {
+        task: 'arithmetic', agents: d.team.agents, maxNew: d.team.maxNew, batch: 3, group: 4, epochs: 2, geoIters: 0, probeEpisodes: 12,
+        delta: pick(rng, [0.5, 1, 3]), lr: pick(rng, [0.1, 0.3]), topK: d.team.topK, temperature: d.team.temperature, deltaConf, seed: rng.int(1 << 24),
+        certEpisodes: pick(rng, [16, 32]), certRounds: 8, certCap: 8,
+      };
+      const weights = rng.int(1 << 24);
+      const early = tinyTeam({ ...d.team, seed: weights });
+      const cfg = parseConfig({ ...settings, certStop: 'early' });
+      for (const s of await tinyStages(early.env, early.team, cfg, STAGES_PER_RUN)) {
+        score(t, s);
+        t.episodes += s.metrics['cert/episodes'] as number;
+        t.base += cfg.certEpisodes * d.team.agents;
+        if (s.certificate.sequential!.looks.length < s.certificate.sequential!.maxRounds) t.early++;
+      }
+      const capped = tinyTeam({ ...d.team, seed: weights });
+      const looks = new Map<number, Look[]>();
+      const stages = await tinyStages(capped.env, capped.team, parseConfig({ ...settings, certStop: 'cap' }), STAGES_PER_RUN, (stage, x, range, scale) => {
+        const list = looks.get(stage) ?? [];
+        list.push({ x: x.slice(), range, scale });
+        looks.set(stage, list);
+      });
+      for (const s of stages) {
+        const tol = 8 * Number.EPSILON * Math.max(Math.abs(s.jBefore), Math.abs(s.jAfter));
+        scorePeek(peek, looks.get(s.stage)!, s.certificate.sequential!.looks.map((l) => l.lower), s.jAfter - s.jBefore, deltaConf, tol);
+      }
+    }
+    checkSequentialFamily(`language sequential family, seed ${seed}, δ_conf ${deltaConf}, ${((performance.now() - t0) / 1000).toFixed(0)} s (ΔJ > 0 in ${(t.improved / t.stages).toFixed(3)})`, t, peek, deltaConf, 100);
   });
 });

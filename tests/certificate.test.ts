@@ -13,7 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { parseConfig } from '../src/sat/config';
 import { createTabularExperiment, runStages } from '../src/sat/experiment';
-import type { StageRecord } from '../src/sat/stage';
+import { runStage, type StageRecord } from '../src/sat/stage';
+import { checkSequentialFamily, peekTally, scorePeek, type Look } from './helpers/peeking';
 
 /** Tabular set-ups: every game and every protocol the guess task offers. */
 const GAMES: Record<string, unknown>[] = [
@@ -135,5 +136,48 @@ describe('certificate validity (exact J)', () => {
     // assume a smaller radius than the proof needs (printed; the floor is too loose to break here).
     expect(all.envelopeMax).toBe(all.steps);
     expect(all.quantileBelowMax).toBeGreaterThan(0);
+  });
+
+  it('the sequential family: stopping as early as the rule allows holds in ≥ 1 − δ_conf; a fixed-N bound read after every round does not', async () => {
+    // Small rounds (2–8 draws, 8 a stage's average budget), up to 4 × that budget, modest steps:
+    // stages whose bound clears 0 after a round or two beside stages that never get there. Each
+    // run twice: with the rule (certStop = early), and drawn to its budget (certStop = cap) so
+    // that the controls read the same rounds their own way.
+    const seed = 20261208;
+    const rng = new Rng(seed);
+    const deltaConf = 0.05;
+    const t = { stages: 0, held: 0, certified: 0, early: 0, episodes: 0, base: 0 };
+    const peek = peekTally();
+    for (let r = 0; r < 44; r++) {
+      const settings = {
+        geoIters: 0, ...GAMES[r % GAMES.length]!, lr: pick(rng, [0.01, 0.03, 0.1]), delta: pick(rng, [0.01, 0.05, 0.5]), batch: pick(rng, [2, 4]), deltaConf,
+        seed: rng.int(1 << 24), initScale: 0.5 + rng.uniform(), certEpisodes: pick(rng, [16, 32, 64]), certRounds: 8, certCap: 4,
+      };
+      for (const stop of ['early', 'cap'] as const) {
+        const cfg = parseConfig({ ...settings, certStop: stop });
+        const exp = createTabularExperiment(cfg);
+        let certCredit = 0;
+        for (let stage = 1; stage <= 5; stage++) {
+          const looks: Look[] = [];
+          const gen = runStage({ env: exp.env, cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage, aMax: exp.aMax, certCredit, onCertLook: (x, range, scale) => looks.push({ x: x.slice(), range, scale }) });
+          let it = await gen.next();
+          while (!it.done) it = await gen.next();
+          const s = it.value;
+          certCredit = s.metrics['cert/credit'] as number;
+          const dJ = s.jAfter - s.jBefore;
+          const tol = 8 * Number.EPSILON * Math.max(Math.abs(s.jBefore), Math.abs(s.jAfter));
+          const q = s.certificate.sequential!;
+          if (stop === 'early') {
+            t.stages++;
+            if (s.certificate.chosen.lower <= dJ + tol) t.held++;
+            if (s.certificate.chosen.lower > 0) t.certified++;
+            if (q.looks.length < q.maxRounds) t.early++;
+            t.episodes += s.metrics['cert/episodes'] as number;
+            t.base += cfg.certEpisodes;
+          } else scorePeek(peek, looks, q.looks.map((l) => l.lower), dJ, deltaConf, tol);
+        }
+      }
+    }
+    checkSequentialFamily(`tabular sequential family, seed ${seed}, δ_conf ${deltaConf}`, t, peek, deltaConf, 200);
   });
 });

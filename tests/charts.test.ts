@@ -96,7 +96,11 @@ describe('held for stages whose J is estimated (language teams)', () => {
     const html = renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: teamCert } }));
     expect(html).toContain('held-out ΔJ (an estimate)');
     expect(html).toMatch(/team-level bound: 768 episodes, ESS 701, truncation cost/);
-    expect(html).toMatch(/ΔJ ≈ .* ± .* \(2,048 paired episodes\)/);
+    // Drawn in rounds: N is every round's episodes; the ESS is the first round's.
+    const looks = [1, 2, 3].map((k) => ({ units: 64 * k, gain: 0.01, lower: k === 3 ? 0.001 : -0.01 }));
+    const seqCert = { ...teamCert, team: { ...teamCert.team, episodes: 192 }, sequential: { roundUnits: 64, maxRounds: 16, horizon: 256, stop: 'certified' as const, looks } };
+    expect(renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: seqCert } }))).toMatch(/team-level bound: 576 episodes in 3 rounds, ESS 701 of the first round&#x27;s 192, truncation cost/);
+    expect(html).toMatch(/ΔJ ≈ .* ± .* \(± one standard error, 2,048 paired episodes\)/);
     expect(renderToString(h(WaterfallChart, { record: { ...unchecked, certificate: { ...teamCert, refused: 'topK > 0 with a projected seat' } } }))).toContain('No certificate: topK &gt; 0 with a projected seat');
     // A language stage (finite c) lists each agent's share of the team summand, labelled a diagnostic;
     // a stage without a truncation (tabular, c = ∞) does not.
@@ -113,7 +117,7 @@ describe('held for stages whose J is estimated (language teams)', () => {
     const gamma = renderToString(h(WaterfallChart, { record: langRec, form: 'gamma' }));
     expect(text(gamma)).toContain(`per-agent shares (diagnostic): ${listed}`);
     expect(gamma).not.toContain('wf-swatch');
-    expect(stageTitle(timelineStages([notHeld], 3)[0]!, false)).toBe(`stage ${notHeld.stage}: certificate not held (ΔJ estimated ${signed3(lower - 1)} ± 0.010)`);
+    expect(stageTitle(timelineStages([notHeld], 3)[0]!, false)).toBe(`stage ${notHeld.stage}: certificate not held (ΔJ estimated ${signed3(lower - 1)} ± 0.010, one standard error)`);
     expect(stageTitle(timelineStages([unchecked], 3)[0]!, false)).toBe(`stage ${unchecked.stage}: certificate not checked`);
     // The γ control form was not the one checked: it stays unchecked whatever the verdict.
     expect(waterfallRows(notHeld, 'gamma').held).toBe('unchecked');
@@ -216,7 +220,9 @@ describe('team J per stage', () => {
     expect(html).toContain(`certified in <!-- -->${want} of 8 stages`);
     // The plot itself (plain SVG, drawn on the server too): one ✓ per certified stage, one mark per stage and stage 0, one tick label per J tick.
     expect(html.match(/data-certified="true"/g)?.length ?? 0).toBe(want);
-    expect(html.match(/<circle /g)?.length ?? 0).toBe(s.rows.length);
+    // …plus the verdict legend's four marks (held, not held, undecided, not checked).
+    expect(html.match(/<circle /g)?.length ?? 0).toBe(s.rows.length + 4);
+    expect(html.match(/data-verdict-key="/g)?.length ?? 0).toBe(5);
     expect(html.match(/class="j-tick-value"/g)?.length ?? 0).toBe(s.ticks.length + stageTicks(0, 8).length);
     expect(html).not.toContain('j-overlay-line');
     const withOverlay = renderToString(h(JChart, { records: run, span: exp.aMax, overlay: { label: 'simultaneous', stages: run.slice(0, 3) } }));

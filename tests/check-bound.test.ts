@@ -45,7 +45,9 @@ describe('Check bound: a finished stage checked afterwards', () => {
     expect(inRun.rec.held?.state).not.toBe('unchecked');
 
     const end = await Promise.all(plain.team.map((a) => a.snapshot()));
-    const checked = await checkFinishedStage(plain.env, plain.team, plain.start, plain.rec, PAIRS, plain.rng);
+    const told: number[] = [];
+    const checked = (await checkFinishedStage(plain.env, plain.team, plain.start, plain.rec, PAIRS, plain.rng, { done: (k) => told.push(k), cancelled: () => false }))!;
+    expect(told).toEqual([1, 2]); // the page's progress: after each of the two rollouts
     expect(checked.held).toEqual(inRun.rec.held);
     for (const key of ['cert/held', 'cert/held_dj', 'cert/held_se', 'cert/held_pairs']) expect(checked.metrics[key], key).toEqual(inRun.rec.metrics[key]);
     // Everything else is the record as it was (the check draws from its own stream).
@@ -61,5 +63,19 @@ describe('Check bound: a finished stage checked afterwards', () => {
     const h = checked.held!;
     expect(h.pairs).toBe(PAIRS);
     expect(Math.abs(h.estimate - (plain.rec.jAfter - plain.rec.jBefore))).toBeLessThanOrEqual(4 * h.se + 1e-12);
+  });
+
+  it('cancelled between its rollouts: no verdict, the team as it was, and a later check gives the same verdict', async () => {
+    const plain = await oneStage(0);
+    const end = await Promise.all(plain.team.map((a) => a.snapshot()));
+    const told: number[] = [];
+    const none = await checkFinishedStage(plain.env, plain.team, plain.start, plain.rec, PAIRS, plain.rng, { done: (k) => told.push(k), cancelled: () => true });
+    expect(none).toBeNull();
+    expect(told).toEqual([1]);
+    const after = await Promise.all(plain.team.map((a) => a.snapshot()));
+    after.forEach((s, k) => expect(Array.from(s.params)).toEqual(Array.from(end[k]!.params)));
+    const inRun = await oneStage(PAIRS);
+    const checked = await checkFinishedStage(plain.env, plain.team, plain.start, plain.rec, PAIRS, plain.rng);
+    expect(checked!.held).toEqual(inRun.rec.held);
   });
 });

@@ -29,6 +29,7 @@ import { createLlmExperiment } from '../src/sat/llmExperiment';
 import { presetConfig } from '../src/sat/presets';
 import type { AgentStepRecord, StageRecord } from '../src/sat/stage';
 import { bindFormula, certFormulaId, FORMULAS, formatSlot, KATEX_OPTIONS, orderFormula, slotKey, texNumber, UNDECIDED_REL, type FormulaDef } from '../src/app/charts/formulas';
+import { teamBoundEpisodes } from '../src/sat/certificate';
 import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, ViolationChart, WaterfallChart, violationPointsFromStages } from '../src/app/charts';
 
 let tabular: StageRecord[];
@@ -139,7 +140,11 @@ describe('formula cards on real records', () => {
       expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall-team');
       const v = Object.fromEntries(bindFormula(FORMULAS['waterfall-team'], r.metrics).slots.map((s) => [s.name, s.value]));
       expect(v.clip).toBe(r.steps[0]!.cert.clip);
-      expect(v.episodes).toBe(r.certificate.team!.episodes);
+      // N is every round the sequential certificate drew: its last look's units × episodes per unit.
+      const q = r.certificate.sequential!;
+      const N = (q.looks[q.looks.length - 1]!.units * r.certificate.team!.episodes) / q.roundUnits;
+      expect(v.episodes).toBe(N);
+      expect(teamBoundEpisodes(r.certificate)).toBe(N);
     }
     for (const r of tabular) expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall');
     for (const r of gamma) expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall-gamma');

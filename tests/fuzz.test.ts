@@ -549,7 +549,8 @@ function kindOf(v: unknown): string {
  * Problems of an accepted value `a` measured against what the real run wrote (`ref`): every field
  * of `ref` is there with the same kind, counts and agent indices are whole and in range, a metrics
  * record holds numbers or lists of numbers, lists of records keep their length (a finished stage
- * has one step per agent), and an optional `swap` or `info` present only in `a` has its schema.
+ * has one step per agent; a certificate's looks, one a round, excepted), and an optional `swap`
+ * or `info` present only in `a` has its schema.
  */
 function conform(a: unknown, ref: unknown, path: string, n: number, problems: string[], refSwap: unknown): void {
   if (problems.length > 5) return;
@@ -571,7 +572,9 @@ function conform(a: unknown, ref: unknown, path: string, n: number, problems: st
   if (Array.isArray(ref)) {
     const arr = a as unknown[];
     const isOrder = key === 'order';
-    if (typeof ref[0] === 'object' || isOrder || key === 'range' || key === 'lambdaHist') {
+    // A sequential certificate's looks are as many as the rounds it drew: the file's own ties
+    // (savefile.ts sequentialProblem) check them, not the reference run's count.
+    if ((typeof ref[0] === 'object' && key !== 'looks') || isOrder || key === 'range' || key === 'lambdaHist') {
       if (arr.length !== ref.length) return void problems.push(`${path} has ${arr.length} entries, the run wrote ${ref.length}`);
     }
     arr.forEach((x, i) => conform(x, ref[Math.min(i, ref.length - 1)], `${path}[${i}]`, n, problems, refSwap));

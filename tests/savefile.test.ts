@@ -336,6 +336,20 @@ describe('experiment file: every corruption has its own message', () => {
     // What ties a record together: σ and the steps, each step's certificate input.
     expectFail(edit((h) => h.stages[0].order.reverse()), 'stages', "step 0 is agent 0's, but σ puts agent 2 at position 0");
     expectFail(edit((h) => (h.stages[0].steps[0].cert.agent = 1)), 'stages', "its certificate input is agent 1's");
+    // The sequential certificate's looks: one a whole round, a running maximum, a stop that fits them.
+    const looks = (h: any, lowers: number[], stop: string, maxRounds: number) => {
+      const q = h.stages[0].certificate.sequential;
+      Object.assign(q, { maxRounds, stop, looks: lowers.map((lower, i) => ({ units: (i + 1) * q.roundUnits, gain: 0.1, lower })) });
+      return q;
+    };
+    expect(parseExperimentFile(rewrite(bytes, (h) => looks(h, [-0.2, -0.1, 0.05], 'certified', 4))).ok).toBe(true);
+    expect(parseExperimentFile(rewrite(bytes, (h) => looks(h, [-0.2, -0.1], 'futile', 4))).ok).toBe(true);
+    expectFail(edit((h) => looks(h, [-0.2, -0.3], 'futile', 4)), 'stages', "certificate.sequential look 1's bound -0.3 is below the look before it");
+    expectFail(edit((h) => (looks(h, [-0.2, 0.1], 'certified', 4).looks[1].units += 1)), 'stages', 'look 1 is after', 'rounds of');
+    expectFail(edit((h) => looks(h, [-0.2, 0.1], 'futile', 4)), 'stages', 'stopped "futile" with a last bound of 0.1');
+    expectFail(edit((h) => looks(h, [-0.2, -0.1], 'budget', 4)), 'stages', 'stopped at its budget after 2 of 4 rounds');
+    expectFail(edit((h) => looks(h, [0.1, 0.2], 'certified', 4)), 'stages', 'drew on after its bound was above 0');
+    expectFail(edit((h) => looks(h, [-0.2, -0.1, 0, 0.1, 0.2], 'certified', 4)), 'stages', 'has 5 looks, expected 1 to its 4 rounds');
     // Blobs: each referred to exactly once.
     expectFail(edit((_h, blobs) => blobs.push(new Float64Array(2))), 'format', `blob ${(decodeContainer(bytes) as { value: { blobs: unknown[] } }).value.blobs.length}`, 'is referred to by nothing');
     expectFail(edit((h) => (h.stages[0].steps[0].kl = h.stages[0].steps[1].kl)), 'format', 'header.stages[0].steps[1].kl refers to blob', 'which header.stages[0].steps[0].kl already uses');

@@ -14,6 +14,7 @@ import { ConfigError } from '../core/errors';
 import { describeValue as describe, firstProblem } from '../core/schema';
 import { type Config, isLlmTask, parseConfig, resolvedProtocol } from '../sat/config';
 import { recordSchemas } from '../sat/records';
+import type { SequentialSummary } from '../sat/certificate';
 import type { StageRecord } from '../sat/stage';
 import type { AgentInfo, AgentSnapshot } from '../sat/types';
 import { makeGame, type TaskName } from '../tasks/index';
@@ -338,4 +339,29 @@ function checkStage(s: unknown, i: number, n: number): void {
     if (st.agent !== order[k]) throw bad(`${sat} is agent ${st.agent}'s, but σ puts agent ${order[k]} at position ${k}`);
     if (st.cert.agent !== st.agent) throw bad(`${sat} is agent ${st.agent}'s, but its certificate input is agent ${st.cert.agent}'s`);
   });
+  const seq = (s as unknown as StageRecord).certificate.sequential;
+  if (seq) {
+    const problem = sequentialProblem(seq);
+    if (problem !== undefined) throw bad(`certificate.sequential ${problem}`);
+  }
+}
+
+/**
+ * What ties a sequential certificate's looks together (docs/certificate.md §5.3): one look a round,
+ * each after a whole round, at most the planned rounds, the bound a running maximum; a stage that
+ * stopped before its last round stopped at its first positive bound or as futile, and a budget
+ * stop drew every round.
+ */
+function sequentialProblem(q: SequentialSummary): string | undefined {
+  const k = q.looks.length;
+  if (k < 1 || k > q.maxRounds) return `has ${k} looks, expected 1 to its ${q.maxRounds} rounds`;
+  const off = q.looks.findIndex((l, i) => l.units !== (i + 1) * q.roundUnits);
+  if (off >= 0) return `look ${off} is after ${q.looks[off]!.units} units, expected ${(off + 1) * q.roundUnits} (rounds of ${q.roundUnits})`;
+  const fall = q.looks.findIndex((l, i) => i > 0 && !(l.lower >= q.looks[i - 1]!.lower));
+  if (fall >= 0) return `look ${fall}'s bound ${q.looks[fall]!.lower} is below the look before it (the bound is a running maximum)`;
+  const last = q.looks[k - 1]!.lower;
+  if ((q.stop === 'certified') !== last > 0) return `stopped "${q.stop}" with a last bound of ${last}`;
+  if (q.stop === 'budget' && k !== q.maxRounds) return `stopped at its budget after ${k} of ${q.maxRounds} rounds`;
+  if (k < q.maxRounds && q.looks.slice(0, -1).some((l) => l.lower > 0)) return 'drew on after its bound was above 0 and stopped before its last round';
+  return undefined;
 }

@@ -33,6 +33,7 @@ import type { QuantKind } from '../model/quant';
 import { reached, refOf, sameStep, type StepRef } from './stepRef';
 import { short, signed3 } from './format';
 import type { InspectAnswer } from '../sat/inspect';
+import type { HeldCheck } from '../sat/heldCheck';
 import type { TranscriptBatch } from './charts/series';
 import { gameFrame, probsOfLogits, type GameFrame } from './gameFrame';
 import { describeError } from './errorText';
@@ -583,19 +584,31 @@ export class Session {
       this.store.setState({ notice: why });
       return;
     }
-    await this.exclusive('busy', async () => {
+    // Long work, not a step ('loading': the status line says where the run stands, not "stepping"):
+    // two rollouts of CHECK_PAIRS episodes, progress after each, Cancel honoured between them.
+    await this.exclusive('loading', async () => {
       const t = this.team!;
       const start = this.stageStart!;
       const rec = this.state.stages[this.state.stages.length - 1]!;
       const my = this.generation;
-      this.setProgress({ label: `Checking stage ${rec.stage}'s bound: ${CHECK_PAIRS.toLocaleString('en')} pairs of episodes, the starting and the final team on the same prompts…`, done: 0, total: 1, cancellable: false });
-      const checked = await checkStageBound(t.exp, start.snapshots, rec, CHECK_PAIRS);
+      const pairs = CHECK_PAIRS.toLocaleString('en');
+      const label = (k: 1 | 2) => `Checking stage ${rec.stage}'s bound: ${k === 1 ? 'the final' : 'the starting'} team's ${pairs} episodes (rollout ${k} of 2; both teams answer the same prompts with the same draws)`;
+      this.setProgress({ label: label(1), done: 0, total: 2, cancellable: true });
+      const checked = await checkStageBound(t.exp, start.snapshots, rec, CHECK_PAIRS, {
+        done: (k) => {
+          if (k === 1) this.setProgress({ label: label(2), done: 1, total: 2, cancellable: true });
+        },
+        cancelled: () => this.stopRequested,
+      });
       if (my !== this.generation) return;
+      if (!checked) {
+        this.store.setState({ notice: `Cancelled the check of stage ${rec.stage}'s bound: the stage stays not checked, and the team is as it was.` });
+        return;
+      }
       const h = checked.held!;
-      const verdict = h.state === 'held' ? 'held' : h.state === 'not held' ? 'not held' : 'undecided (the estimate cannot tell)';
       this.store.setState((st) => ({
         stages: st.stages.map((r) => (r === rec ? checked : r)),
-        notice: `Stage ${rec.stage}: lower bound ${signed3(rec.certificate.chosen.lower)} against ΔJ ≈ ${signed3(h.estimate)} ± ${short(h.se)} (${h.pairs.toLocaleString('en')} pairs): ${verdict}.`,
+        notice: checkNotice(rec.stage, rec.certificate.chosen.lower, h),
       }));
     });
   }
@@ -750,4 +763,15 @@ function changedSettings(from: Form, to: Form): string {
     .filter((k) => from[k] !== to[k])
     .map((k) => `${k} ${from[k] || '—'} → ${to[k] || '—'}`)
     .join(', ');
+}
+
+/**
+ * What Check bound says when it is done: the bound, the paired estimate of ΔJ with its "±" said
+ * (one standard error), and the verdict with its rule (heldCheck.ts: two standard errors).
+ */
+export function checkNotice(stage: number, lower: number, h: HeldCheck): string {
+  const verdict = h.state === 'held' ? 'held (the bound is more than two standard errors below the estimate)'
+    : h.state === 'not held' ? 'not held (the bound is more than two standard errors above the estimate)'
+      : 'undecided (the bound is within two standard errors of the estimate: it cannot tell)';
+  return `Stage ${stage}: lower bound ${signed3(lower)} against ΔJ ≈ ${signed3(h.estimate)} ± ${short(h.se)} (± one standard error, ${h.pairs.toLocaleString('en')} pairs): ${verdict}.`;
 }

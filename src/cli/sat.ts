@@ -7,6 +7,7 @@
  *
  * Not here: any algorithm (src/sat) — this file parses flags and prints tables.
  */
+import { perStageNote, VERDICTS, withNoise } from '../sat/verdicts';
 import { existsSync, writeFileSync } from 'node:fs';
 import { SatError } from '../core/errors';
 import { fitPowerLaw, mean, meanCI } from '../core/stats';
@@ -216,20 +217,33 @@ const fmt = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : String(x)
 const sci = (x: number) => (x === 0 ? '0' : x.toExponential(1));
 const pad = (s: string, w: number) => s.padStart(w);
 
-function stageHeader(n: number): string {
+/** Width of the ΔJ column: room for "−0.004 ± 0.030" where J is a held-out estimate. */
+const djWidth = (noisy: boolean) => (noisy ? 17 : 9);
+
+function stageHeader(n: number, noisy = false): string {
   const per = (name: string) => Array.from({ length: n }, (_, j) => `${name}${j}`.padStart(8)).join('');
-  return `${'stage'.padStart(5)}${'J'.padStart(9)}${'ΔJ'.padStart(9)}${'lower'.padStart(10)}${'held'.padStart(5)}${'cert'.padStart(5)}${'ESS'.padStart(7)}${'σ'.padStart(8)}${per('klq')}${per('viol')}${per('bt')}`;
+  return `${'stage'.padStart(5)}${'J'.padStart(9)}${(noisy ? 'ΔJ held-out' : 'ΔJ').padStart(djWidth(noisy))}${'lower'.padStart(10)}${'held'.padStart(5)}${'cert'.padStart(5)}${'ESS'.padStart(7)}${'σ'.padStart(8)}${per('klq')}${per('viol')}${per('bt')}`;
 }
 
-/** The held column: ● held, ○ not held, ? undecided (the CRN estimate cannot tell), – not checked. */
-const HELD_MARK: Record<HeldState, string> = { held: '●', 'not held': '○', undecided: '?', unchecked: '–' };
+/** The held column's glyphs and the cert column's ✓: the verdicts' own (src/sat/verdicts.ts). */
+const HELD_MARK: Record<HeldState, string> = { held: VERDICTS.held.glyph, 'not held': VERDICTS['not held'].glyph, undecided: VERDICTS.undecided.glyph, unchecked: VERDICTS.unchecked.glyph };
+
+/** The table's legend: every mark, what a ✓ proves, and the ± of a held-out ΔJ. */
+function stageLegend(noisy: boolean, deltaConf: number, evalEpisodes: number): string {
+  const marks = (['held', 'not held', 'undecided', 'unchecked'] as const).map((v) => `${VERDICTS[v].glyph} ${VERDICTS[v].words}`).join('   ');
+  const level = `${Math.round(100 * (1 - deltaConf))} %`;
+  return `held: ${marks} (is the bound at or below the real ΔJ?)\n` +
+    `cert: ${VERDICTS.certified.glyph} = ${noisy ? 'J on the training problems' : 'J'} rose by at least "lower" (${level}, for that stage)` +
+    (noisy ? `\nΔJ held-out: the change of J on ${evalEpisodes} held-out problems, ± the held-out J's 95 % interval — the noise a ✓ can sit beside` : '');
+}
 
 function stageRow(s: StageRecord, n: number): string {
   const m = s.metrics;
   const per = (key: string, f: (x: number) => string) => Array.from({ length: n }, (_, j) => pad(f(m[`agent/${j}/${key}`] as number), 8)).join('');
   return (
-    pad(String(s.stage), 5) + pad(fmt(s.jAfter), 9) + pad(fmt(m['team/dJ'] as number), 9) + pad(fmt(m['cert/lower'] as number), 10) +
-    pad(HELD_MARK[s.held?.state ?? (m['cert/held'] === 1 ? 'held' : 'not held')], 5) + pad(m['cert/certified'] === 1 ? '✓' : '·', 5) +
+    pad(String(s.stage), 5) + pad(fmt(s.jAfter), 9) +
+    (s.evaluation.exact ? pad(fmt(m['team/dJ'] as number), 9) : pad(withNoise(m['team/dJ'] as number, s.evaluation.ci), djWidth(true))) + pad(fmt(m['cert/lower'] as number), 10) +
+    pad(HELD_MARK[s.held?.state ?? (m['cert/held'] === 1 ? 'held' : 'not held')], 5) + pad(m['cert/certified'] === 1 ? VERDICTS.certified.glyph : '·', 5) +
     pad(Number.isFinite(m['cert/ess'] as number) ? fmt(m['cert/ess'] as number, 0) : '—', 7) + pad(s.order.join(''), 8) + per('kl_q', sci) + per('viol_rate', (x) => fmt(x, 2)) + per('backtracks', (x) => String(x))
   );
 }
@@ -468,7 +482,7 @@ async function main(): Promise<void> {
       if (!printedHeader) {
         const how = isLlmTask(cfg.task) ? `held-out estimate over ${cfg.evalEpisodes} problems` : 'exact';
         console.log(`J at start ${fmt(e.j0)} (${how}); certificate form ${cfg.certForm}, A_max ${e.aMax}, H ${e.env.horizon}\n`);
-        console.log(stageHeader(n));
+        console.log(stageHeader(n, isLlmTask(cfg.task)));
         printedHeader = true;
       }
       console.log(stageRow(s, n));
@@ -483,7 +497,8 @@ async function main(): Promise<void> {
   const heldWords = checked.length === 0
     ? 'not checked (held-out J is too noisy to test a bound; --certify-report checks it with common random numbers)'
     : `held in ${fmt(checked.filter((s) => s.metrics['cert/held'] === 1).length / checked.length, 2)} of ${checked.length < stages.length ? 'the checked ' : ''}stages`;
-  console.log(`\nfinal J ${fmt(stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(stages), 2)} of stages; certificate ${heldWords} and certified an improvement in ${fmt(certified, 2)}`);
+  console.log(`\n${stageLegend(isLlmTask(cfg.task), cfg.deltaConf, cfg.evalEpisodes)}`);
+  console.log(`\nfinal J ${fmt(stages.at(-1)!.jAfter)}; ΔJ<0 in ${fmt(monotonicityViolation(stages), 2)} of stages; certificate ${heldWords} and certified an improvement in ${fmt(certified, 2)} of stages (${perStageNote(stages.length, cfg.deltaConf)})`);
   if (args.json) {
     const summary: RunSummary = { preset: args.preset, config: cfg, j0: exp.j0, stages: stages.map((s) => s.metrics) };
     parse(runSummarySchema, summary); // throws only on a bug: the summary is what the run recorded
@@ -556,7 +571,7 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
     out.push(row);
     rows.push([
       name, `${row.seeds}×${row.stages / row.seeds}`, String(row.improved), `${row.certified} (${fmt(100 * row.certifiedFraction, 0)} %)`,
-      fmt(row.tightness, 2), fmt(row.provedShare, 2), fmt(row.holdRate, 3), String(row.undecided), String(row.falseCertified),
+      fmt(row.tightness, 2), fmt(row.provedShare, 2), fmt(row.holdRate, 3), String(row.notHeld), String(row.undecided), String(row.unchecked), String(row.falseCertified),
       fmt(row.certEpisodesPerStage, 0), Number.isFinite(row.essMedian) ? fmt(row.essMedian, 0) : '—', Number.isFinite(row.essMedian) ? fmt(row.truncCostMean, 4) : '—',
       fmt(row.msPerStage, 0), fmt(row.msCertPerStage, 0), `${fmt(100 * row.certTimeShare, 0)} %`,
     ]);
@@ -565,9 +580,16 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
   console.log('Does the certificate certify? Among the stages whose ΔJ > 0 (exact for tabular games; for language teams a common-random-numbers estimate, ' +
     `${args.heldPairs ?? 2048} pairs a stage, on the distribution the bound is about):`);
   console.log('certified = lower bound > 0; tightness = Σ lower / Σ ΔJ; proved = Σ max(lower, 0) / Σ ΔJ; held = share of all stages where lower ≤ ΔJ ' +
-    '(language: lower ≤ estimate − 2 se; undecided = within 2 se); ESS = median effective sample size of the team ratio r̄; trunc = mean cost of min(r̄, c).\n');
-  console.log(table(['preset', 'seeds×stages', 'ΔJ>0', 'certified', 'tightness', 'proved', 'held', 'undecided', 'false cert', 'cert ep/stage', 'ESS', 'trunc', 'ms/stage', 'cert ms', 'cert time'], rows));
+    '(language: lower ≤ estimate − 2 se; not held = above estimate + 2 se; undecided = within 2 se; the counts are stages); ESS = median effective sample size of the team ratio r̄; trunc = mean cost of min(r̄, c).\n');
+  const mark = (v: keyof typeof VERDICTS) => `${VERDICTS[v].glyph} ${VERDICTS[v].words}`;
+  console.log(table(['preset', 'seeds×stages', 'ΔJ>0', mark('certified'), 'tightness', 'proved', mark('held'), mark('not held'), mark('undecided'), mark('unchecked'), 'false cert', 'cert ep/stage', 'ESS', 'trunc', 'ms/stage', 'cert ms', 'cert time'], rows));
   console.log('\nms/stage excludes the CRN check (it is a test of the bound, not part of training or certifying).');
+  const decades = out.flatMap((row) => row.decades.map((d) => [
+    row.preset, `${d.from}–${d.to}`, String(d.improved), `${d.certified} (${fmt(d.improved > 0 ? (100 * d.certified) / d.improved : Number.NaN, 0)} %)`,
+    fmt(d.tightness, 2), fmt(d.episodesMean, 0), fmt(d.episodesMax, 0), fmt(d.secondsPerStage, 1),
+  ]));
+  console.log('\nPer decade of stages, every seed (certification rounds stop when the bound clears 0, when it cannot, or at the stage\u2019s budget; docs/certificate.md §5.3):\n');
+  console.log(table(['preset', 'stages', 'ΔJ>0', mark('certified'), 'Σlower/ΣΔJ', 'cert ep/stage', 'largest', 's/stage'], decades));
   if (args.json) writeFileSync(args.json, JSON.stringify({ settings: args.sets, rows: out }, null, 1));
 }
 

@@ -9,8 +9,15 @@
  * `lowerConfidenceBoundBelow` is the betting bound for samples known only to lie above lo: a lower
  * bound needs nothing more (docs/certificate.md §5.2).
  *
- * Not here: where samples and ranges come from (src/sat/certificate.ts), two-sided or anytime-valid
- * versions.
+ * Anytime validity (docs/certificate.md §5.3): the betting bound's stakes depend on the samples before
+ * them and on a `horizon` — the number of samples they are tuned for. Fixed before the first sample,
+ * the capital is one test martingale over the whole sequence, so by Ville's inequality the bound
+ * holds at every sample count at once: it is a confidence sequence, valid at any stopping time.
+ * Left out, the horizon is the sample count itself — the fixed-N bound, valid only when N was fixed
+ * in advance (recomputing it after every look and stopping when it suits is not valid).
+ *
+ * Not here: where samples and ranges come from (src/sat/certificate.ts), two-sided versions, the
+ * stopping rule (src/sat/stage.ts).
  */
 export type BoundKind = 'betting' | 'bernstein' | 'hoeffding';
 
@@ -52,18 +59,24 @@ const BET_CAP = 0.75;
  * would leave it). The cap BET_CAP/m instead of a fixed BET_CAP matters when the samples vary
  * little compared with their range: near m = ½ it doubles the largest bet.
  */
-function bettingLower01(z: Float64Array, eta: number): number {
-  return bettingLowerZ(z, eta, 1);
+function bettingLower01(z: Float64Array, eta: number, horizon?: number): number {
+  return bettingLowerZ(z, eta, 1, horizon);
 }
 
-/** The predictable plug-in bets λ̃_i of `bettingLower01` for the samples in the order given. */
-function plugInBets(z: Float64Array, target: number): Float64Array {
+/**
+ * The predictable plug-in bets λ̃_i of `bettingLower01` for the samples in the order given, tuned
+ * for `horizon` samples (the sample count when absent). λ̃_i depends only on z_1 … z_{i−1} and the
+ * horizon, so for a horizon fixed in advance the bets of the first t samples do not change as more
+ * samples arrive — what makes the capital one martingale over the sequence.
+ */
+function plugInBets(z: Float64Array, target: number, horizon = z.length): Float64Array {
   const N = z.length;
+  if (!(horizon >= 1)) throw new RangeError(`betting bound: horizon ${horizon}; expected a number of samples ≥ 1`);
   const lt = new Float64Array(N);
   let sumZ = 0;
   let sumSq = 0;
   for (let i = 0; i < N; i++) {
-    lt[i] = Math.sqrt((2 * target) / (N * ((0.25 + sumSq) / (i + 1))));
+    lt[i] = Math.sqrt((2 * target) / (horizon * ((0.25 + sumSq) / (i + 1))));
     sumZ += z[i]!;
     sumSq += (z[i]! - (0.5 + sumZ) / (i + 2)) ** 2;
   }
@@ -76,10 +89,10 @@ function plugInBets(z: Float64Array, target: number): Float64Array {
  * otherwise — at m ≥ max z every factor is ≤ 1, so log K_N(m) ≤ 0 < ln(1/η) and m is not
  * rejected). Only z ≥ 0 is needed for validity: it keeps every factor 1 + λ(z − m) ≥ 1 − λm > 0.
  */
-function bettingLowerZ(z: Float64Array, eta: number, top: number): number {
+function bettingLowerZ(z: Float64Array, eta: number, top: number, horizon?: number): number {
   const N = z.length;
   const target = Math.log(1 / eta);
-  const lt = plugInBets(z, target);
+  const lt = plugInBets(z, target, horizon);
   // f(m) = log K_N(m) − ln(1/η) and its derivative.
   const fd = (m: number): [number, number] => {
     const cap = m > 0 ? BET_CAP / m : Infinity;
@@ -175,7 +188,7 @@ function hoeffdingLower01(z: Float64Array, eta: number): number {
   return Math.max(0, moments(z).mean - Math.sqrt(Math.log(1 / eta) / (2 * N)));
 }
 
-const LOWER01: Record<BoundKind, (z: Float64Array, eta: number) => number> = {
+const LOWER01: Record<BoundKind, (z: Float64Array, eta: number, horizon?: number) => number> = {
   betting: bettingLower01,
   bernstein: bernsteinLower01,
   hoeffding: hoeffdingLower01,
@@ -183,14 +196,17 @@ const LOWER01: Record<BoundKind, (z: Float64Array, eta: number) => number> = {
 
 /**
  * L with P(E[x] ≥ L) ≥ 1 − η, for i.i.d. samples known to lie in [lo, hi]. With no samples the
- * only honest answer is lo.
+ * only honest answer is lo. `horizon` (betting only): the sample count the stakes are tuned for;
+ * fixed in advance it makes the bound a confidence sequence (header). Bernstein and Hoeffding have
+ * no anytime form here and refuse one.
  */
-export function lowerConfidenceBound(kind: BoundKind, xs: ArrayLike<number>, lo: number, hi: number, eta: number): number {
+export function lowerConfidenceBound(kind: BoundKind, xs: ArrayLike<number>, lo: number, hi: number, eta: number, horizon?: number): number {
   const fn = `lowerConfidenceBound(${kind})`;
   checkEta(eta, fn);
+  if (horizon !== undefined && kind !== 'betting') throw new RangeError(`${fn}: a horizon (anytime-valid bound) needs the betting bound`);
   const z = scaled(xs, lo, hi, fn);
   if (z.length === 0 || hi === lo) return lo;
-  return lo + (hi - lo) * LOWER01[kind](z, eta);
+  return lo + (hi - lo) * LOWER01[kind](z, eta, horizon);
 }
 
 /**
@@ -201,9 +217,10 @@ export function lowerConfidenceBound(kind: BoundKind, xs: ArrayLike<number>, lo:
  * has expectation 1 whatever the upper tail (the mean must be finite), so Markov's inequality
  * applies as in `bettingLower01`. `scale` > 0 is the unit the bets' plug-in estimates start from
  * (their priors ½ and ¼ are in units of `scale` above lo); any positive value fixed before the
- * samples keeps the bound valid; the reward range is the natural one.
+ * samples keeps the bound valid; the reward range is the natural one. `horizon`: as in
+ * `lowerConfidenceBound`.
  */
-export function lowerConfidenceBoundBelow(xs: ArrayLike<number>, lo: number, scale: number, eta: number): number {
+export function lowerConfidenceBoundBelow(xs: ArrayLike<number>, lo: number, scale: number, eta: number, horizon?: number): number {
   const fn = 'lowerConfidenceBoundBelow';
   checkEta(eta, fn);
   if (!(Number.isFinite(lo) && Number.isFinite(scale) && scale > 0)) throw new RangeError(`${fn}: lower end ${lo} and scale ${scale}; expected a finite lower end and a positive finite scale`);
@@ -217,5 +234,5 @@ export function lowerConfidenceBoundBelow(xs: ArrayLike<number>, lo: number, sca
     top = Math.max(top, z[i]!);
   }
   if (z.length === 0) return lo;
-  return lo + scale * bettingLowerZ(z, eta, top);
+  return lo + scale * bettingLowerZ(z, eta, top, horizon);
 }

@@ -5,7 +5,9 @@
  * saw. Two forms: per agent (each agent's fresh gain Ĝ_i and bound L_i, a rejected update counting
  * exactly 0) and team-level (`TeamCertBatch`: one batch at the stage start, the whole stage's
  * ratio, per-agent shares that add up to X). The paper's discounted form is computed beside them
- * as a control.
+ * as a control. The team-level bound is sequential (`SequentialCert`, §5.3): certification episodes
+ * come in rounds, the bound is a confidence sequence, and the stage stops drawing as soon as it
+ * certifies, or when it cannot get there, or at its budget.
  *
  * Not here: drawing the batches or computing r (stage.ts), the summand's range on tabular games
  * (env/tabular.ts), the confidence bounds (src/core/confidence.ts), the "held" check (heldCheck.ts).
@@ -90,6 +92,8 @@ export interface Certificate {
   readonly scope?: CertScope;
   /** The team-level form's ESS and truncation cost (scope 'team'). */
   readonly team?: TeamCertStats;
+  /** How the sequential team-level bound went (§5.3): rounds, looks, why it stopped. Absent in older records. */
+  readonly sequential?: SequentialSummary;
   /**
    * Why no certificate was computed for this setting (e.g. a sampler whose probabilities the ratio
    * cannot reproduce); `lower` is then −Infinity — nothing is claimed.
@@ -110,7 +114,7 @@ export function perAgentEta(n: number, deltaConf: number): number {
  * Hoeffding can use. Without it, the bound of the whole range (tabular, exact ranges).
  */
 export function freshBound(
-  summands: ArrayLike<number>, range: readonly [number, number], eta: number, kind: BoundKind, scale?: number,
+  summands: ArrayLike<number>, range: readonly [number, number], eta: number, kind: BoundKind, scale?: number, horizon?: number,
 ): { gain: number; lower: number } {
   let s = 0;
   let top = -Infinity;
@@ -119,9 +123,124 @@ export function freshBound(
     top = Math.max(top, summands[i]!);
   }
   const gain = summands.length > 0 ? s / summands.length : 0;
-  if (scale === undefined || kind !== 'betting') return { gain, lower: lowerConfidenceBound(kind, summands, range[0], range[1], eta) };
+  if (scale === undefined || kind !== 'betting') return { gain, lower: lowerConfidenceBound(kind, summands, range[0], range[1], eta, horizon) };
   if (top > range[1] + 1e-9 * Math.max(1, Math.abs(range[1]))) throw new RangeError(`freshBound: a summand ${top} lies above the stated range's upper end ${range[1]}`);
-  return { gain, lower: lowerConfidenceBoundBelow(summands, range[0], scale, eta) };
+  return { gain, lower: lowerConfidenceBoundBelow(summands, range[0], scale, eta, horizon) };
+}
+
+/**
+ * The certification episodes the team-level bound rests on: every round the sequential
+ * certificate drew (its last look's units × the first round's episodes per unit), or the one
+ * batch of a record without rounds; 0 without a team-level bound.
+ */
+export function teamBoundEpisodes(c: Pick<Certificate, 'team' | 'sequential'>): number {
+  const t = c.team;
+  if (!t) return 0;
+  const q = c.sequential;
+  const last = q?.looks[q.looks.length - 1];
+  return q && last ? Math.round((last.units * t.episodes) / q.roundUnits) : t.episodes;
+}
+
+/** Why a sequential certificate stopped drawing (docs/certificate.md §5.3). */
+export type CertStop = 'certified' | 'futile' | 'budget';
+
+/** One look of the sequential certificate: the units seen so far, their mean and the bound then. */
+export interface CertLook {
+  readonly units: number;
+  readonly gain: number;
+  readonly lower: number;
+}
+
+/** How a stage's sequential certificate went (Certificate.sequential). */
+export interface SequentialSummary {
+  /** Units per round, most rounds the stage's budget allows, and the horizon the bets are tuned for (units). */
+  readonly roundUnits: number;
+  readonly maxRounds: number;
+  readonly horizon: number;
+  readonly stop: CertStop;
+  readonly looks: readonly CertLook[];
+}
+
+/**
+ * The sequential team-level certificate (docs/certificate.md §5.3). Everything that shapes the
+ * bound — the round size, the most rounds, the horizon the betting stakes are tuned for — is fixed
+ * before the stage's first certification draw; then `look` is called after every round with all
+ * the units so far. The betting bound with a fixed horizon is a confidence sequence (Ville's
+ * inequality), so its lower end may be read after every round and the running maximum kept: it
+ * holds at whatever round the stage stops. Bernstein and Hoeffding have no anytime form; they get
+ * δ_conf split over the rounds (a union bound over at most `maxRounds` looks).
+ *
+ * `stopAfter` says whether to stop: certified (lower > 0), futile, or out of rounds. The futility
+ * rule only ever stops *without* certifying, so it spends no error: whatever the rule, the bound
+ * read when drawing stops is a confidence sequence read at a stopping time.
+ */
+export class SequentialCert {
+  private readonly looks: CertLook[] = [];
+  private best = -Infinity;
+  constructor(
+    readonly roundUnits: number,
+    readonly maxRounds: number,
+    readonly horizon: number,
+    private readonly range: readonly [number, number],
+    private readonly deltaConf: number,
+    private readonly kind: BoundKind,
+    private readonly scale: number | undefined,
+    /** false: draw every round up to the budget whatever the bound says ('cap', for studies). */
+    private readonly early: boolean,
+  ) {
+    if (!(roundUnits >= 1 && maxRounds >= 1 && horizon >= 1)) throw new RangeError(`SequentialCert: rounds of ${roundUnits} units, ${maxRounds} rounds, horizon ${horizon}`);
+  }
+
+  /** The bound after a round: all the units so far (a prefix grows, never changes). */
+  look(x: Float64Array): CertLook {
+    const { gain, lower } = this.kind === 'betting'
+      ? freshBound(x, this.range, this.deltaConf, 'betting', this.scale, this.horizon)
+      : freshBound(x, this.range, this.deltaConf / this.maxRounds, this.kind, this.scale);
+    this.best = Math.max(this.best, lower);
+    const l: CertLook = { units: x.length, gain, lower: this.best };
+    this.looks.push(l);
+    return l;
+  }
+
+  /**
+   * Whether to stop after the latest look, and why. Futile: even a mean two standard errors above
+   * the one seen stays below √(2 ln(1/δ_conf)/N)·σ̂, about the least width a bound on the budget's
+   * N units of this spread can have — a guess that saves episodes for later stages, not a claim.
+   */
+  stopAfter(x: Float64Array): CertStop | undefined {
+    const l = this.looks[this.looks.length - 1]!;
+    if (this.looks.length >= this.maxRounds) return l.lower > 0 ? 'certified' : 'budget';
+    if (!this.early) return undefined;
+    if (l.lower > 0) return 'certified';
+    const N = x.length;
+    let v = 0;
+    for (let t = 0; t < N; t++) v += (x[t]! - l.gain) ** 2;
+    const sd = N > 1 ? Math.sqrt(v / (N - 1)) : Infinity;
+    const widthAtBudget = sd * Math.sqrt((2 * Math.log(1 / this.deltaConf)) / (this.maxRounds * this.roundUnits));
+    return l.gain + (2 * sd) / Math.sqrt(N) < widthAtBudget ? 'futile' : undefined;
+  }
+
+  summary(stop: CertStop): SequentialSummary {
+    return { roundUnits: this.roundUnits, maxRounds: this.maxRounds, horizon: this.horizon, stop, looks: this.looks.slice() };
+  }
+}
+
+/**
+ * The sequential certificate's plan for a stage (docs/certificate.md §5.3), fixed before its first
+ * draw: `base` episodes a stage on average (n × certEpisodes for language teams, certEpisodes on
+ * tabular games), rounds of base / certRounds, at most certCap × base or what the run's budget
+ * holds (`credit`: what earlier stages left unspent), and the betting stakes tuned for the
+ * geometric mean of base and that most.
+ */
+export function sequentialPlan(
+  base: number, o: { rounds: number; cap: number; slots: number; credit: number },
+): { roundEpisodes: number; roundUnits: number; maxRounds: number; horizon: number } {
+  const roundUnits = Math.max(1, Math.ceil(base / o.rounds / o.slots));
+  const roundEpisodes = roundUnits * o.slots;
+  const most = Math.min(o.cap * base, base + Math.max(0, o.credit));
+  const maxRounds = Math.max(1, Math.floor(most / roundEpisodes + 1e-9));
+  const horizon = Math.max(1, Math.round(Math.sqrt(Math.ceil(base / o.slots) * maxRounds * roundUnits)));
+  return { roundEpisodes, roundUnits, maxRounds, horizon };
 }
 
 /** The paper's Hoeffding width: A_max √(log(2n/δ_conf)/(2N)), the γ form's finite term per agent. */
@@ -170,7 +289,7 @@ function gammaTerms(steps: readonly AgentCertInput[], o: CertOptions): BoundTerm
 }
 
 export function certificate(
-  steps: readonly AgentCertInput[], joint: JointBound, o: CertOptions, extra: { scope?: CertScope; team?: TeamCertStats; refused?: string } = {},
+  steps: readonly AgentCertInput[], joint: JointBound, o: CertOptions, extra: { scope?: CertScope; team?: TeamCertStats; sequential?: SequentialSummary; refused?: string } = {},
 ): Certificate {
   const gamma = gammaTerms(steps, o);
   const refusedJoint = extra.refused !== undefined ? { gain: joint.gain, lower: -Infinity } : joint;

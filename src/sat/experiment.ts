@@ -27,6 +27,7 @@ import type { TaskName } from '../tasks/index';
 import { agentModelName, type Config, isLlmTask, resolvedProtocol } from './config';
 import { TabularEnv } from './env/tabular';
 import type { TeamEnv, TeamEvaluation } from './env/types';
+import type { CheckWatch } from './heldCheck';
 import type { LmAgent } from './agents/lm';
 import type { ProjectedLmAgent } from './agents/projected';
 import { LmEnv, type LmEpisodeRecord } from './env/lm';
@@ -57,6 +58,8 @@ export interface Experiment {
   lastEval?: TeamEvaluation;
   /** Told each stage's phases when set (npm run sat -- --profile). */
   profiler?: StageProfiler;
+  /** Certification episodes the stages so far left unspent (docs/certificate.md §5.3); the next stage may draw them. */
+  certCredit?: number;
   /** Language teams: how to seat model `name` in agent j's place (the configured swap; lmSwap.ts `configuredLmSwap` by default); see swapIfDue. */
   swapModel?: (exp: Experiment, j: number, name: string) => Promise<SwapSummary>;
 }
@@ -195,13 +198,14 @@ export function planLlm(cfg: Config): LlmPlan {
 /** Runs the next stage agent by agent: yields every agent step, returns the stage's record when it ends. */
 export async function* stepThrough(exp: Experiment): AsyncGenerator<AgentStepRecord, StageRecord, void> {
   const swap = await swapIfDue(exp);
-  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stagesDone + 1, aMax: exp.aMax, startEval: exp.lastEval, profiler: exp.profiler });
+  const gen = runStage({ env: exp.env, cfg: exp.cfg, team: exp.team, rng: exp.rng, betas: exp.betas, stage: exp.stagesDone + 1, aMax: exp.aMax, startEval: exp.lastEval, profiler: exp.profiler, certCredit: exp.certCredit });
   for (;;) {
     const r = await gen.next();
     if (r.done) {
       const rec = swap ? { ...r.value, swap } : r.value;
       exp.stagesDone += 1;
       exp.lastEval = rec.evaluation;
+      exp.certCredit = certCreditAfter(rec);
       return rec;
     }
     yield r.value;
@@ -269,14 +273,23 @@ export async function teamState(exp: Experiment): Promise<{ snapshots: AgentSnap
 }
 
 /**
- * Puts the experiment back at the boundary after `stages`: every agent restored, β per agent, and
- * the count of stages done (it numbers the next stage and times a swap) with the last evaluation.
+ * Puts the experiment back at the boundary after `stages`: every agent restored, β per agent, the
+ * count of stages done (it numbers the next stage and times a swap) with the last evaluation, and
+ * the certification episodes the run has left unspent (read from the last stage's `cert/credit`).
  */
 export async function restoreTeamState(exp: Experiment, state: { readonly snapshots: readonly AgentSnapshot[]; readonly betas: readonly number[] }, stages: readonly StageRecord[]): Promise<void> {
   await Promise.all(exp.team.map((a, i) => a.restore(state.snapshots[i]!)));
   exp.betas.splice(0, exp.betas.length, ...state.betas);
   exp.stagesDone = stages.length;
-  exp.lastEval = stages[stages.length - 1]?.evaluation;
+  const last = stages[stages.length - 1];
+  exp.lastEval = last?.evaluation;
+  exp.certCredit = certCreditAfter(last);
+}
+
+/** What a finished stage left the run to certify with (docs/certificate.md §5.3); 0 before the first stage or in records without it. */
+export function certCreditAfter(rec: StageRecord | undefined): number {
+  const c = rec?.metrics['cert/credit'];
+  return typeof c === 'number' && Number.isFinite(c) ? c : 0;
 }
 
 /** The current team's J (exact for tabular games). */
@@ -316,9 +329,9 @@ export async function agentParams(exp: Experiment, j: number): Promise<Float64Ar
   return (await exp.team[j]!.snapshot()).params;
 }
 
-/** Check bound (stage.ts checkFinishedStage): finished stage `rec`'s bound against ΔJ from `start` to the team as it stands. */
-export function checkStageBound(exp: Experiment, start: readonly AgentSnapshot[], rec: StageRecord, pairs: number): Promise<StageRecord> {
-  return checkFinishedStage(exp.env, exp.team, start, rec, pairs, exp.rng);
+/** Check bound (stage.ts checkFinishedStage): finished stage `rec`'s bound against ΔJ from `start` to the team as it stands; null when `watch` cancelled it. */
+export function checkStageBound(exp: Experiment, start: readonly AgentSnapshot[], rec: StageRecord, pairs: number, watch?: CheckWatch): Promise<StageRecord | null> {
+  return checkFinishedStage(exp.env, exp.team, start, rec, pairs, exp.rng, watch);
 }
 
 /** Language tasks: the episodes of the batch the latest agent step trained on (none for tables). */

@@ -52,17 +52,34 @@ export function heldVerdict(lower: number, estimate: number, se: number, pairs: 
  * snapshotted and restored). Returns the verdict for `lower`.
  */
 export async function checkHeld(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], lower: number, pairs: number, rng: Rng): Promise<HeldCheck> {
-  const { estimate, se } = await crnDeltaJ(env, team, start, pairs, rng);
+  const { estimate, se } = (await crnDeltaJ(env, team, start, pairs, rng))!;
   return heldVerdict(lower, estimate, se, pairs);
 }
 
-/** The CRN estimate of J(now) − J(start) and its standard error (see checkHeld). */
-export async function crnDeltaJ(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], pairs: number, rng: Rng): Promise<{ estimate: number; se: number }> {
+/**
+ * How a check asked from the page goes: `done(k)` after each of its two rollouts (the final
+ * team's, then the starting team's: k = 1, 2), and `cancelled()` asked between them.
+ */
+export interface CheckWatch {
+  readonly done?: (rollouts: 1 | 2) => void;
+  readonly cancelled?: () => boolean;
+}
+
+/** checkHeld told how it goes (`watch`); null when cancelled between its rollouts (the team as it was). */
+export async function checkHeldWatched(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], lower: number, pairs: number, rng: Rng, watch: CheckWatch): Promise<HeldCheck | null> {
+  const r = await crnDeltaJ(env, team, start, pairs, rng, watch);
+  return r && heldVerdict(lower, r.estimate, r.se, pairs);
+}
+
+/** The CRN estimate of J(now) − J(start) and its standard error (see checkHeld); null when `watch` cancelled it. */
+export async function crnDeltaJ(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], pairs: number, rng: Rng, watch: CheckWatch = {}): Promise<{ estimate: number; se: number } | null> {
   if (start.length !== team.length) throw new RangeError(`checkHeld: ${start.length} starting snapshots for a team of ${team.length}`);
   if (!(pairs >= 2)) throw new RangeError(`checkHeld: needs at least 2 pairs, got ${pairs}`);
   const units = Math.max(1, Math.ceil(pairs / env.slots));
   const final = await Promise.all(team.map((a) => a.snapshot()));
   const after = await env.rollout(team, units, env.slots, rng, { record: false, scored: [] });
+  watch.done?.(1);
+  if (watch.cancelled?.()) return null;
   let before;
   try {
     await Promise.all(team.map((a, k) => a.restore(start[k]!)));
@@ -70,6 +87,7 @@ export async function crnDeltaJ(env: TeamEnv, team: readonly AgentPolicy[], star
   } finally {
     await Promise.all(team.map((a, k) => a.restore(final[k]!)));
   }
+  watch.done?.(2);
   // Paired by unit (a unit's episodes share a prompt and, for `independent`, cover every slot).
   const d = new Float64Array(units);
   after.episodes.forEach((e, k) => (d[Math.floor(k / env.slots)]! += (e.reward - before.episodes[k]!.reward) / env.slots));

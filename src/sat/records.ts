@@ -9,7 +9,7 @@
  */
 import * as v from 'valibot';
 import { agentIndex, anyNumber, bool, count, expecting, fields, listOf, numbers, oneOf, text, type SameKeys } from '../core/schema';
-import type { AgentCertInput, BoundTerms, Certificate, TeamCertStats } from './certificate';
+import type { AgentCertInput, BoundTerms, Certificate, SequentialSummary, TeamCertStats } from './certificate';
 import type { TeamEvaluation } from './env/types';
 import type { HeldCheck } from './heldCheck';
 import type { TrustCheck } from './monitor';
@@ -35,6 +35,8 @@ const doubles = v.custom<Float64Array>((x) => x instanceof Float64Array, '{path}
 const boundTerms = fields({ ...numbers('gain', 'gainInSample', 'shift', 'bias', 'finite', 'lower', 'oracle'), certified: bool });
 const trustCheck = fields({ ...numbers('q', 'mean', 'max', 'violRate'), ok: bool });
 const teamCertStats = fields({ ...numbers('ess', 'truncationCost', 'maxRatio'), mismatches: count, episodes: count });
+const certLook = fields({ units: count, ...numbers('gain', 'lower') });
+const sequentialSummary = fields({ roundUnits: count, maxRounds: count, horizon: count, stop: oneOf(['certified', 'futile', 'budget']), looks: listOf(certLook) });
 const evaluation = fields({ J: anyNumber, ci: anyNumber, exact: bool, accuracy: v.optional(anyNumber) });
 const heldCheck = fields({ state: oneOf(['held', 'not held', 'undecided', 'unchecked']), ...numbers('estimate', 'se'), pairs: count });
 const certificate = fields({
@@ -45,6 +47,8 @@ const certificate = fields({
   // Absent in records written before the team-level certificate (docs/certificate.md §5.1).
   scope: v.optional(oneOf(['team', 'agents'])),
   team: v.optional(teamCertStats),
+  // Absent in records written before the sequential certificate (docs/certificate.md §5.3).
+  sequential: v.optional(sequentialSummary),
   refused: v.optional(text),
 });
 
@@ -125,6 +129,7 @@ export type RecordSchemasAgree = All<
     Agree<v.InferOutput<typeof boundTerms>, BoundTerms>,
     Agree<v.InferOutput<typeof trustCheck>, TrustCheck>,
     Agree<v.InferOutput<typeof teamCertStats>, TeamCertStats>,
+    Agree<v.InferOutput<typeof sequentialSummary>, SequentialSummary>,
     Agree<v.InferOutput<typeof heldCheck>, HeldCheck>,
     SameKeys<Omit<v.InferOutput<typeof evaluation>, 'accuracy'>, TeamEvaluation>,
   ]

@@ -19,8 +19,8 @@
 import { histogram } from '../core/stats';
 import type { Rng } from '../core/rng';
 import { groupAdvantages, predecessorLogRatios, stepLogRatio } from './advantages';
-import { certificate, freshBound, perAgentEta, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type TeamCertStats } from './certificate';
-import { checkHeld, heldTolerance, type HeldCheck } from './heldCheck';
+import { certificate, freshBound, perAgentEta, SequentialCert, sequentialPlan, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type CertStop, type SequentialSummary, type TeamCertStats } from './certificate';
+import { checkHeld, checkHeldWatched, heldTolerance, type CheckWatch, type HeldCheck } from './heldCheck';
 import { agentDelta, certEpisodesOf, type Config } from './config';
 import { chooseOrder } from './order';
 import type { TeamCertSpace, TeamEnv, TeamEvaluation } from './env/types';
@@ -36,6 +36,9 @@ export type Metrics = Record<string, number | number[]>;
 
 /** Sub-stream purposes (the second element of every fork path). */
 const STREAM = { stageBatch: 1, resample: 2, probe: 3, order: 4, cert: 5, teamCert: 6, heldCheck: 7 } as const;
+
+/** `cert/stop` as a number (metrics are numbers): 1 certified, 2 futile, 3 out of budget. */
+export const CERT_STOP_CODE: Record<CertStop, number> = { certified: 1, futile: 2, budget: 3 };
 
 /** Histogram bins of the advantage chart: fixed edges over [−A_clip, A_clip]. */
 export const ADV_HIST_BINS = 20;
@@ -56,6 +59,17 @@ export interface StageContext {
   readonly startEval?: TeamEvaluation;
   /** Told which phase the stage is in (npm run sat -- --profile); absent, nothing is measured. */
   readonly profiler?: StageProfiler;
+  /**
+   * Certification episodes earlier stages of the run left unspent (docs/certificate.md §5.3): this
+   * stage may draw its average budget plus this, up to certCap × the budget. Absent: 0. The stage
+   * reports what it leaves in `cert/credit`.
+   */
+  readonly certCredit?: number;
+  /**
+   * Told every look of the sequential certificate: the units so far, the range they lie in and the
+   * betting bound's scale (undefined: the whole range) — the validity suites' controls; absent, nothing.
+   */
+  readonly onCertLook?: (x: Float64Array, range: readonly [number, number], scale: number | undefined) => void;
 }
 
 export interface AgentStepRecord {
@@ -246,7 +260,7 @@ export function certRefusal(cfg: Config, team: readonly AgentPolicy[]): string |
  * truncated summand, and L_i is a labelled diagnostic.
  */
 function teamShare(
-  t: { tc: TeamCertBatch; batch?: Batch; space?: TeamCertSpace; all?: TeamCertBatch; cur?: Float64Array[] }, j: number, after: AfterUpdate, moved: boolean, cfg: Config, n: number, span: number,
+  t: TeamCert, j: number, after: AfterUpdate, moved: boolean, cfg: Config, n: number, span: number,
 ): Pick<AgentCertInput, 'gain' | 'lower' | 'range' | 'units' | 'episodes' | 'clip' | 'moved'> & { x: Float64Array } {
   let x: Float64Array;
   let range: [number, number];
@@ -254,7 +268,7 @@ function teamShare(
     const u = moved && after.table ? trajectoryLogRatios(t.space, j, t.cur[j]!, after.table) : new Float64Array(t.space.reward.length);
     if (after.table) t.cur[j] = after.table;
     const shares = t.all.advance(u);
-    x = t.tc.advance(gather(u, t.space.draws, 0));
+    x = t.tc.advance(gather(u, t.space.draws.subarray(0, t.tc.episodes), 0));
     range = moved ? extent(shares) : [0, 0];
   } else {
     x = t.tc.advance(after.certLogRatios ?? new Float64Array(t.tc.episodes));
@@ -262,6 +276,51 @@ function teamShare(
   }
   const { gain, lower } = moved ? freshBound(x, range, perAgentEta(n, cfg.deltaConf), cfg.certBound, t.all ? undefined : span) : { gain: 0, lower: 0 };
   return { gain, lower, range, units: t.tc.units, episodes: t.tc.episodes, clip: t.all ? Infinity : cfg.certClip, moved, x };
+}
+
+/**
+ * The team-level certificate's state through a stage (§5.1, §5.3): the first round's batch `tc`
+ * (its ratios advanced agent by agent), the plan of the sequential bound, and on tabular games the
+ * exact space (every trajectory, `all`; every round's draws) and the tables as they move.
+ */
+interface TeamCert {
+  readonly tc: TeamCertBatch;
+  readonly batch?: Batch;
+  readonly space?: TeamCertSpace;
+  readonly all?: TeamCertBatch;
+  readonly cur?: Float64Array[];
+  readonly plan: ReturnType<typeof sequentialPlan>;
+  /** The stage's average budget (episodes). */
+  readonly base: number;
+}
+
+/**
+ * One more round of a language team's certification batch (§5.3), drawn after the stage's updates:
+ * the team is put back to π_cur (`start`) to roll out from the round's own stream, then to π̄
+ * (`final`) to score every agent's messages; the units' summands (min(r̄, c) − 1)·(R − R_min).
+ */
+async function languageRound(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], final: readonly AgentSnapshot[], units: number, clip: number, rng: Rng): Promise<{ x: Float64Array; tc: TeamCertBatch }> {
+  await Promise.all(team.map((a, k) => a.restore(start[k]!)));
+  let batch: Batch;
+  try {
+    batch = await env.rollout(team, units, env.slots, rng, { record: false });
+  } finally {
+    await Promise.all(team.map((a, k) => a.restore(final[k]!)));
+  }
+  const tc = new TeamCertBatch(Float64Array.from(batch.episodes, (e) => e.reward - env.rewardRange[0]), env.slots, clip);
+  for (const a of team) {
+    const s = agentSteps(batch, a.index);
+    tc.advance(episodeLogRatios(batch, s, await a.logProbs(s)));
+  }
+  return { x: tc.summands(), tc };
+}
+
+/** Two arrays end to end. */
+function concat(a: Float64Array, b: Float64Array): Float64Array {
+  const out = new Float64Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
 }
 
 /** values[idx[i]] − minus for every i: a plain loop (Float64Array.from with a map function is several times slower on 16,384 draws). */
@@ -344,23 +403,30 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   // costs, and one batch of that size already beats n of them).
   t0 = now();
   phase('certificate');
-  let team0: { tc: TeamCertBatch; batch?: Batch; space?: TeamCertSpace; all?: TeamCertBatch; cur?: Float64Array[] } | null = null;
+  // The batch is the first round of the sequential certificate (§5.3); its plan — round size, most
+  // rounds, the horizon of the bets — is fixed here, before any certification draw.
+  let team0: TeamCert | null = null;
+  const credit = ctx.certCredit ?? 0;
   if (scope === 'team' && refused === undefined) {
-    const nEp = tables ? certEpisodesOf(cfg) : certEpisodesOf(cfg) * n;
+    const base = tables ? certEpisodesOf(cfg) : certEpisodesOf(cfg) * n;
+    const slots = tables ? 1 : env.slots;
+    const plan = sequentialPlan(base, { rounds: cfg.certRounds, cap: cfg.certCap, slots, credit });
     const teamRng = rng.fork(stage, STREAM.teamCert);
     if (tables && env.teamCertSpace) {
       // c = ∞ and b = the stage batch's mean reward (independent of this batch): E[X] = ΔJ exactly.
+      // Exact draws are free: every round the plan allows is drawn now, and read one round at a time.
       const b = rewardsOf(stageBatch).reduce((a, r) => a + r, 0) / Math.max(1, stageBatch.episodes.length);
-      const space = env.teamCertSpace(tables, nEp, teamRng);
+      const space = env.teamCertSpace(tables, plan.maxRounds * plan.roundUnits, teamRng);
       const all = new TeamCertBatch(space.reward.map((r) => r - b), 1, Infinity);
-      const tc = new TeamCertBatch(gather(space.reward, space.draws, b), 1, Infinity);
-      team0 = { tc, space, all, cur: tables.slice() };
+      const tc = new TeamCertBatch(gather(space.reward, space.draws.subarray(0, plan.roundUnits), b), 1, Infinity);
+      team0 = { tc, space, all, cur: tables.slice(), plan, base };
     } else {
-      const units = Math.max(1, Math.ceil(nEp / env.slots));
-      const batch = await env.rollout(team, units, env.slots, teamRng, { record: false });
-      team0 = { tc: new TeamCertBatch(Float64Array.from(batch.episodes, (e) => e.reward - rMin), env.slots, cfg.certClip), batch };
+      const batch = await env.rollout(team, plan.roundUnits, env.slots, teamRng, { record: false });
+      team0 = { tc: new TeamCertBatch(Float64Array.from(batch.episodes, (e) => e.reward - rMin), env.slots, cfg.certClip), batch, plan, base };
     }
   }
+  // Language rounds after the first are drawn under π_cur after the updates: the starting team is kept.
+  const startTeam = startSnapshots ?? (team0?.batch && team0.plan.maxRounds > 1 ? await Promise.all(team.map((a) => a.snapshot())) : null);
   msCert += now() - t0;
 
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
@@ -534,18 +600,42 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   t0 = now();
   phase('certificate');
   let teamStats: TeamCertStats | undefined;
+  let sequential: SequentialSummary | undefined;
   let joint: { gain: number; lower: number };
+  let creditLeft = credit;
   if (team0) {
-    // One bound on the team's step at δ_conf (§5.1): X = (min(r̄, c) − 1)·(R − b) per unit.
-    const x = team0.tc.summands();
-    let range: [number, number];
-    if (team0.all) {
-      const xs = team0.all.summands();
-      range = extent(xs);
-    } else range = teamRange(span, cfg.certClip).team;
-    joint = freshBound(x, range, cfg.deltaConf, cfg.certBound, team0.all ? undefined : span);
-    teamStats = team0.tc.stats();
-    certEpisodes += team0.tc.episodes;
+    // One bound on the team's step at δ_conf (§5.1): X = (min(r̄, c) − 1)·(R − b) per unit, read
+    // as a confidence sequence after every round until it certifies, turns futile or runs out (§5.3).
+    const { plan } = team0;
+    const xs = team0.all?.summands();
+    const range: [number, number] = xs ? extent(xs) : teamRange(span, cfg.certClip).team;
+    const seq = new SequentialCert(plan.roundUnits, plan.maxRounds, plan.horizon, range, cfg.deltaConf, cfg.certBound, team0.all ? undefined : span, cfg.certStop === 'early');
+    let x = team0.tc.summands();
+    let final: AgentSnapshot[] | null = null;
+    let stop: CertStop | undefined;
+    for (let round = 1; ; round++) {
+      if (round > 1) {
+        if (xs && team0.space) {
+          x = concat(x, gather(xs, team0.space.draws.subarray((round - 1) * plan.roundUnits, round * plan.roundUnits), 0));
+        } else {
+          final ??= await Promise.all(team.map((a) => a.snapshot()));
+          const r = await languageRound(env, team, startTeam!, final, plan.roundUnits, cfg.certClip, rng.fork(stage, STREAM.teamCert, round));
+          x = concat(x, r.x);
+        }
+      }
+      ctx.onCertLook?.(x, range, team0.all ? undefined : span);
+      const look = seq.look(x);
+      stop = seq.stopAfter(x);
+      if (stop) {
+        joint = { gain: look.gain, lower: look.lower };
+        break;
+      }
+    }
+    sequential = seq.summary(stop!);
+    teamStats = team0.tc.stats(); // ESS and truncation cost of the first round (diagnostics)
+    const used = x.length * (team0.space ? 1 : env.slots);
+    certEpisodes += used;
+    creditLeft = credit + team0.base - used;
   } else if (refused !== undefined) {
     joint = { gain: NaN, lower: -Infinity };
   } else {
@@ -555,7 +645,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   ctx.profiler?.stop();
   const cert = certificate(steps.map((s) => s.cert), joint, {
     n, aMax: ctx.aMax, gamma: cfg.gamma, deltaConf: cfg.deltaConf, form: cfg.certForm,
-  }, { scope: refused !== undefined ? scope : team0 ? 'team' : 'agents', ...(teamStats ? { team: teamStats } : {}), ...(refused !== undefined ? { refused } : {}) });
+  }, { scope: refused !== undefined ? scope : team0 ? 'team' : 'agents', ...(teamStats ? { team: teamStats } : {}), ...(sequential ? { sequential } : {}), ...(refused !== undefined ? { refused } : {}) });
   const dJ = jPrev - jStart;
   // Did it hold? Exact J: within a few ulps of |J| (a ΔJ of exactly 0 computed as −2e−16 is a tie).
   // Estimated J: only against a common-random-numbers estimate of ΔJ, when the stage was checked.
@@ -590,6 +680,10 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/team': team0 ? 1 : 0,
     'cert/certified': cert.chosen.certified ? 1 : 0,
     'cert/episodes': certEpisodes,
+    'cert/rounds': sequential ? sequential.looks.length : NaN,
+    'cert/max_episodes': team0 ? team0.plan.maxRounds * team0.plan.roundEpisodes : NaN,
+    'cert/stop': sequential ? CERT_STOP_CODE[sequential.stop] : NaN,
+    'cert/credit': creditLeft,
     'cert/clip': team0 && !team0.all ? team0.tc.clip : NaN,
     'cert/oracle': cert.chosen.oracle,
     'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
@@ -619,9 +713,10 @@ function heldMetrics(held: HeldCheck): Metrics {
  * A finished language stage's bound checked afterwards (the page's "Check bound"): the team as the
  * stage left it against `start`, its snapshots at the stage's start, on the stream a stage checked
  * as it ran uses, so the verdict is the one `heldPairs` would have given. Returns the record with
- * its held check and metrics replaced; the agents are left as they were.
+ * its held check and metrics replaced, or null when `watch` cancelled it; the agents are left as
+ * they were either way.
  */
-export async function checkFinishedStage(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], rec: StageRecord, pairs: number, rng: Rng): Promise<StageRecord> {
-  const held = await checkHeld(env, team, start, rec.certificate.chosen.lower, pairs, rng.fork(rec.stage, STREAM.heldCheck));
-  return { ...rec, held, metrics: { ...rec.metrics, ...heldMetrics(held) } };
+export async function checkFinishedStage(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], rec: StageRecord, pairs: number, rng: Rng, watch: CheckWatch = {}): Promise<StageRecord | null> {
+  const held = await checkHeldWatched(env, team, start, rec.certificate.chosen.lower, pairs, rng.fork(rec.stage, STREAM.heldCheck), watch);
+  return held && { ...rec, held, metrics: { ...rec.metrics, ...heldMetrics(held) } };
 }

@@ -29,6 +29,8 @@ export interface CertReportRow {
   readonly provedShare: number;
   /** Stages where the bound held (exact, or decided against the CRN estimate), over all stages. */
   readonly holdRate: number;
+  /** Stages whose bound was not held (exact, or above the CRN estimate by 2 se). */
+  readonly notHeld: number;
   /** Language teams: stages whose CRN check was undecided, and those not checked. */
   readonly undecided: number;
   readonly unchecked: number;
@@ -53,11 +55,62 @@ export interface CertReportRow {
    * positive fresh gain).
    */
   readonly episodesToCertify: number;
-  /** Per stage: realised ΔJ, fresh gain, lower bound (for plots and the extrapolation). */
-  readonly perStage: readonly { readonly dJ: number; readonly se: number; readonly gain: number; readonly lower: number }[];
+  /** Per stage: its index, realised ΔJ, fresh gain, lower bound, certification episodes and wall time (ms, without the CRN check). */
+  readonly perStage: readonly CertReportStage[];
+  /** Per decade of stages (1–10, 11–20, …): the same measures over those stages of every seed. */
+  readonly decades: readonly CertReportDecade[];
+}
+
+/** One stage of a report row. */
+export interface CertReportStage {
+  readonly stage: number;
+  readonly dJ: number;
+  readonly se: number;
+  readonly gain: number;
+  readonly lower: number;
+  readonly episodes: number;
+  readonly ms: number;
+}
+
+/** A decade of stages of a report row (docs/certificate.md, "Measured"). */
+export interface CertReportDecade {
+  /** First and last stage index of the decade. */
+  readonly from: number;
+  readonly to: number;
+  readonly improved: number;
+  readonly certified: number;
+  /** Σ lower / Σ ΔJ over the decade's improved stages. */
+  readonly tightness: number;
+  /** Certification episodes per stage: the mean and the largest. */
+  readonly episodesMean: number;
+  readonly episodesMax: number;
+  /** Wall time per stage (s, without the CRN check). */
+  readonly secondsPerStage: number;
 }
 
 const num = (s: StageRecord, k: string): number => s.metrics[k] as number;
+
+/** Wall time of a stage without the CRN check (ms). */
+const stageMs = (s: StageRecord): number => num(s, 'perf/ms_rollout') + num(s, 'perf/ms_update') + num(s, 'perf/ms_cert');
+
+/** The report's measures per decade of stage indices (stages 1–10, 11–20, …) over every seed's stages. */
+export function certDecades(stages: readonly StageRecord[]): CertReportDecade[] {
+  const out: CertReportDecade[] = [];
+  const last = Math.max(0, ...stages.map((s) => s.stage));
+  for (let from = 1; from <= last; from += 10) {
+    const d = stages.filter((s) => s.stage >= from && s.stage < from + 10);
+    const improved = d.filter((s) => deltaJ(s) > 0);
+    const sumDJ = improved.reduce((a, s) => a + deltaJ(s), 0);
+    const ep = d.map((s) => num(s, 'cert/episodes'));
+    out.push({
+      from, to: Math.min(from + 9, last), improved: improved.length, certified: improved.filter((s) => num(s, 'cert/lower') > 0).length,
+      tightness: sumDJ > 0 ? improved.reduce((a, s) => a + num(s, 'cert/lower'), 0) / sumDJ : Number.NaN,
+      episodesMean: ep.reduce((a, x) => a + x, 0) / Math.max(1, ep.length), episodesMax: Math.max(0, ...ep),
+      secondsPerStage: d.reduce((a, s) => a + stageMs(s), 0) / Math.max(1, d.length) / 1000,
+    });
+  }
+  return out;
+}
 
 /** The stage's ΔJ as the report judges it: the held check's (exact, or the CRN estimate), else the recorded team/dJ. */
 function deltaJ(s: StageRecord): number {
@@ -79,7 +132,7 @@ export function certReportRow(preset: string, runs: readonly (readonly StageReco
   const sumProved = improved.reduce((a, s) => a + Math.max(0, num(s, 'cert/lower')), 0);
   const certEp = stages.reduce((a, s) => a + num(s, 'cert/episodes'), 0);
   const agentSteps = stages.reduce((a, s) => a + s.steps.length, 0);
-  const ms = stages.reduce((a, s) => a + num(s, 'perf/ms_rollout') + num(s, 'perf/ms_update') + num(s, 'perf/ms_cert'), 0);
+  const ms = stages.reduce((a, s) => a + stageMs(s), 0);
   const msCert = stages.reduce((a, s) => a + num(s, 'perf/ms_cert'), 0);
   const perAgent = certEp / Math.max(1, agentSteps);
   const needed = improved
@@ -96,6 +149,7 @@ export function certReportRow(preset: string, runs: readonly (readonly StageReco
     tightness: sumDJ > 0 ? sumLower / sumDJ : Number.NaN,
     provedShare: sumDJ > 0 ? sumProved / sumDJ : Number.NaN,
     holdRate: stages.filter((s) => num(s, 'cert/held') === 1).length / Math.max(1, stages.length),
+    notHeld: stages.filter((s) => (s.held?.state ?? (num(s, 'cert/held') === 1 ? 'held' : 'not held')) === 'not held').length,
     undecided: stages.filter((s) => s.held?.state === 'undecided').length,
     unchecked: stages.filter((s) => s.held === undefined || s.held.state === 'unchecked').length,
     essMedian: median(stages.map((s) => num(s, 'cert/ess'))),
@@ -108,7 +162,8 @@ export function certReportRow(preset: string, runs: readonly (readonly StageReco
     msPerStage: ms / Math.max(1, stages.length),
     certTimeShare: ms > 0 ? msCert / ms : Number.NaN,
     episodesToCertify: needed.length > 0 ? needed[Math.floor((needed.length - 1) / 2)]! : Infinity,
-    perStage: stages.map((s) => ({ dJ: deltaJ(s), se: s.held?.se ?? Number.NaN, gain: num(s, 'cert/gain'), lower: num(s, 'cert/lower') })),
+    perStage: stages.map((s) => ({ stage: s.stage, dJ: deltaJ(s), se: s.held?.se ?? Number.NaN, gain: num(s, 'cert/gain'), lower: num(s, 'cert/lower'), episodes: num(s, 'cert/episodes'), ms: stageMs(s) })),
+    decades: certDecades(stages),
   };
 }
 

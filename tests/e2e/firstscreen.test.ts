@@ -318,14 +318,27 @@ describe('the first five minutes', () => {
     expect(await header.getAttribute('data-certified')).toBe(certified ? '1' : '0');
     expect(await p.getByTestId('chart-j').locator('[data-certified="true"]').count()).toBe(certified ? 1 : 0);
     expect(await header.getAttribute('title')).toBe(`stage 1: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate not checked`);
+    // While it checks: its progress (rollout k of 2) with Cancel, and the status line never "stepping".
+    await p.evaluate(() => {
+      const seen: string[] = [];
+      (window as unknown as { seen: string[] }).seen = seen;
+      new MutationObserver(() => {
+        const el = document.querySelector('[data-testid="progress"]');
+        if (el) seen.push(`${el.textContent ?? ''}${document.querySelector('[data-testid="cancel"]') ? ' [Cancel]' : ''} | ${document.querySelector('[data-testid="where"]')?.textContent ?? ''}`);
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
     await check.click();
     await p.getByTestId('notice').getByText(/^Stage 1: lower bound/).waitFor({ timeout: 240_000 });
     await settled(p);
+    const seen = await p.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    expect(seen.some((t) => /^Checking stage 1's bound: the final team's 2,048 episodes \(rollout 1 of 2/.test(t) && t.includes('[Cancel]')), seen.join('\n')).toBe(true);
+    expect(seen.some((t) => /rollout 2 of 2.*1 of 2 · about \d+ (s|min) left.*\[Cancel\]/.test(t)), seen.join('\n')).toBe(true);
+    expect(seen.filter((t) => /stepping/.test(t)), 'the status line while checking').toEqual([]);
     const notice = await p.getByTestId('notice').innerText();
-    expect(notice).toMatch(/^Stage 1: lower bound −?\d+\.\d{3} against ΔJ ≈ [+−]?\d+\.\d{3} ± \S+ \(2,048 pairs\): (held|not held|undecided \(the estimate cannot tell\))\./);
+    expect(notice).toMatch(/^Stage 1: lower bound −?\d+\.\d{3} against ΔJ ≈ [+−]?\d+\.\d{3} ± \S+ \(± one standard error, 2,048 pairs\): (held|not held|undecided) \(the bound is (more than two standard errors (below|above)|within two standard errors of) the estimate/);
     const verdict = notice.match(/pairs\): (held|not held|undecided)/)![1]!;
     expect(await heldCell.innerText()).toBe(verdict);
-    expect(await header.getAttribute('title')).toMatch(new RegExp(`^stage 1: ${certified ? 'certified improvement \\(bound above 0\\), ' : ''}certificate ${verdict} \\(ΔJ estimated [+−]?\\d+\\.\\d{3} ± \\d+\\.\\d{3}\\)$`));
+    expect(await header.getAttribute('title')).toMatch(new RegExp(`^stage 1: ${certified ? 'certified improvement \\(bound above 0\\), ' : ''}certificate ${verdict} \\(ΔJ estimated [+−]?\\d+\\.\\d{3} ± \\d+\\.\\d{3}, one standard error\\)$`));
     expect(await check.isDisabled()).toBe(true); // checked once
     await p.context().close();
   }, 600_000);

@@ -86,8 +86,37 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
     expect(await points(p, 'chart-orders')).toBe(2); // one stage per order
     const keys = await chart.locator('.order-key').allInnerTexts();
     expect(keys).toHaveLength(2);
-    expect(keys[0]).toMatch(/^σ = fixed: J \d\.\d{3} ± \d\.\d{3}, held [01]\/1$/);
-    expect(keys[1]).toMatch(/^σ = reverse: J \d\.\d{3} ± \d\.\d{3}, held [01]\/1$/);
+    // A language stage's bound is not checked unless asked: said so, never counted as not held.
+    expect(keys[0]).toMatch(/^σ = fixed: J \d\.\d{3} ± \d\.\d{3}, bound not checked$/);
+    expect(keys[1]).toMatch(/^σ = reverse: J \d\.\d{3} ± \d\.\d{3}, bound not checked$/);
+    // …and drawn so: each order's stage a small grey "not checked" dot, no red "not held" ring.
+    expect(await chart.locator('.recharts-surface [data-verdict="unchecked"]').count()).toBe(2);
+    expect(await chart.locator('.recharts-surface [data-verdict="not held"]').count()).toBe(0);
+    // The key under the plot: each mark with its word, what it means in its title.
+    const unchecked = chart.locator('[data-testid="verdict-legend"] [data-verdict-key="unchecked"]');
+    expect(await unchecked.locator('.verdict-word').innerText()).toBe('not checked');
+    expect(await unchecked.getAttribute('title')).toMatch(/not checked: the bound was not tested/);
+    expect(await unchecked.locator('[data-verdict="unchecked"]').count()).toBe(1);
+    // The J chart of the same language team: its stage's mark is "not checked", its legend says
+    // what a ✓ proves, and the run line says the 95 % is per stage.
+    const jChart = p.getByTestId('chart-j');
+    expect(await jChart.locator('.j-dots [data-verdict="unchecked"]').count()).toBe(1);
+    expect(await jChart.locator('.j-dots [data-verdict="not held"]').count()).toBe(0);
+    const tick = jChart.getByTestId('per-stage-note');
+    expect(await tick.locator('.verdict-word').innerText()).toBe('certified, 95 % per stage');
+    expect(await tick.getAttribute('title')).toMatch(/✓ certified: J on the training problems rose by at least the lower bound, with 95 % confidence for that stage/);
+    expect(await tick.getAttribute('title')).toMatch(/the 95 % is per stage: over 1 stage with no real change about 0\.1 would show a ✓/);
+    // The line is held-out J with its noise, said in the readout and the stage's tooltip; a ✓
+    // there says what it proves (when the stage certified).
+    expect(await jChart.getByTestId('j-now').innerText()).toMatch(/^held-out J now \d\.\d{3} ± \d\.\d{3}$/);
+    await jChart.locator('svg.j-svg').focus();
+    expect(await jChart.getByTestId('j-tip-dj').innerText()).toMatch(/^held-out ΔJ −?\d\.\d{3} ± \d\.\d{3} \(the held-out J's noise\)$/);
+    const sentence = jChart.getByTestId('j-certified-sentence');
+    if ((await jChart.locator('.j-cert-marks [data-certified="true"]').count()) > 0) {
+      expect(await sentence.innerText()).toMatch(/^✓ J on the training problems rose by at least \d\.\d+ \(95 %\), for this stage\.$/);
+    } else expect(await sentence.count()).toBe(0);
+    console.log(`[e2e orders] J chart of arith-team stage 1: "${await jChart.getByTestId('j-now').innerText()}", tooltip "${await jChart.getByTestId('j-tip-dj').innerText()}", certified: ${await sentence.count()}`);
+    await jChart.locator('svg.j-svg').blur();
     for (const k of [0, 1]) expect(Number(await p.getByTestId(`order-final-${k}`).getAttribute('data-ci'))).toBeGreaterThan(0);
     expect(await chart.locator('.recharts-errorBar').count()).toBeGreaterThanOrEqual(2);
     // Each order's bar sits at its own x, so the bars do not hide one another.

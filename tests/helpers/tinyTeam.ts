@@ -50,18 +50,24 @@ export function tinyTeam(o: TinyTeamOptions): { env: ExactLmEnv; team: LmAgent[]
   return { env, team };
 }
 
-/** `count` SAT stages of the tiny team under `cfg` (its seed fixes the run), J exact. */
-export async function tinyStages(env: ExactLmEnv, team: LmAgent[], cfg: Config, count: number): Promise<StageRecord[]> {
+/**
+ * `count` SAT stages of the tiny team under `cfg` (its seed fixes the run), J exact. `onCertLook`
+ * sees the units of every look of each stage's sequential certificate.
+ */
+export async function tinyStages(env: ExactLmEnv, team: LmAgent[], cfg: Config, count: number, onCertLook?: (stage: number, x: Float64Array, range: readonly [number, number], scale: number | undefined) => void): Promise<StageRecord[]> {
   const rng = new Rng(cfg.seed);
   const betas = team.map(() => cfg.beta);
   const out: StageRecord[] = [];
   let startEval: TeamEvaluation = await env.evaluate(team);
+  // The run's certification budget carries from stage to stage, as in experiment.ts.
+  let certCredit = 0;
   for (let stage = 1; stage <= count; stage++) {
-    const gen = runStage({ env, cfg, team, rng, betas, stage, aMax: 1, startEval });
+    const gen = runStage({ env, cfg, team, rng, betas, stage, aMax: 1, startEval, certCredit, ...(onCertLook ? { onCertLook: (x: Float64Array, range: readonly [number, number], scale: number | undefined) => onCertLook(stage, x, range, scale) } : {}) });
     let r = await gen.next();
     while (!r.done) r = await gen.next();
     out.push(r.value);
     startEval = r.value.evaluation;
+    certCredit = r.value.metrics['cert/credit'] as number;
   }
   return out;
 }

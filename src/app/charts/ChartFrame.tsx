@@ -7,6 +7,8 @@
  * points in `data-points`, so browser and SSR tests can assert a non-empty series without reading
  * SVG.
  *
+ * Right under the plot, a chart may pass the key of its marks (`legend`, one compact line).
+ *
  * Under the note, a chart may pass its formula card (formulas.ts, FormulaCard.tsx): the frame keeps
  * the term picked there — the one piece of state a card shares with its own plot — hands it to
  * the plot (`children(width, picked)`) to highlight, and marks the section `data-highlight`.
@@ -17,10 +19,10 @@
  *
  * Not here: any data or maths (series.ts), or any one chart's drawing.
  */
+import { VerdictDot } from './VerdictMark';
 import { type ReactNode, type RefObject, useEffect, useRef, useState } from 'react';
 import { FormulaCard } from './FormulaCard';
 import type { BoundFormula } from './formulas';
-import { HELD_FILL, MUTED_INK, NOT_HELD } from '../theme';
 import type { HeldState } from './series';
 import './charts.css';
 
@@ -63,6 +65,8 @@ export interface ChartFrameProps {
   readonly actions?: ReactNode;
   /** A line of numbers or words above the plot (readout, honesty notes). */
   readonly readout?: ReactNode;
+  /** The key of the plot's marks: one compact line right under the plot (VerdictMark.tsx `VerdictLegend`). */
+  readonly legend?: ReactNode;
   /** The formula card under the note (formulas.ts `bindFormula`); null or absent: none. */
   readonly formula?: BoundFormula | null;
   /** Said instead of a card when there is no formula to show (e.g. a form the run does not record). */
@@ -73,7 +77,7 @@ export interface ChartFrameProps {
   readonly className?: string;
 }
 
-export function ChartFrame({ testid, title, howTo, points, empty, actions, readout, formula, formulaNote, children, width, className }: ChartFrameProps) {
+export function ChartFrame({ testid, title, howTo, points, empty, actions, readout, legend, formula, formulaNote, children, width, className }: ChartFrameProps) {
   const [ref, measured] = useMeasuredWidth<HTMLDivElement>(width ?? DEFAULT_WIDTH);
   const [picked, setPicked] = useState<string | null>(null);
   const w = width ?? measured;
@@ -88,6 +92,7 @@ export function ChartFrame({ testid, title, howTo, points, empty, actions, reado
       <div className="chart-plot" ref={ref}>
         {points > 0 ? children(w, hl) : <div className="chart-empty" data-testid={`${testid}-empty`}>{empty}</div>}
       </div>
+      {points > 0 && legend && <div className="chart-key">{legend}</div>}
       <HowTo text={howTo} />
       {points > 0 && formula && <FormulaCard formula={formula} picked={hl} onPick={setPicked} />}
       {points > 0 && !formula && formulaNote && <p className="formula-card-none muted">{formulaNote}</p>}
@@ -126,21 +131,11 @@ export function Toggle<T extends string>({ value, options, onChange, label }: { 
   );
 }
 
-/**
- * The held mark used in every chart: held a filled ink disc, not held a hollow red ring, undecided
- * or not checked (language stages: docs/certificate.md) a dashed grey ring.
- */
+/** A held state's mark inline with text: the verdict's own mark (src/sat/verdicts.ts), scaled to `size`. */
 export function HeldGlyph({ held, size = 12 }: { held: HeldState; size?: number }) {
-  const r = size / 2;
   return (
     <svg width={size} height={size} viewBox={`0 0 ${size} ${size}`} aria-hidden="true" className="held-glyph">
-      {held === 'held' ? (
-        <circle cx={r} cy={r} r={r - 1} fill={HELD_FILL} />
-      ) : held === 'not held' ? (
-        <circle cx={r} cy={r} r={r - 1.75} fill="none" stroke={NOT_HELD} strokeWidth={1.75} />
-      ) : (
-        <circle cx={r} cy={r} r={r - 1.5} fill="none" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="2 1.5" />
-      )}
+      <VerdictDot verdict={held} cx={size / 2} cy={size / 2} scale={size / 12} />
     </svg>
   );
 }

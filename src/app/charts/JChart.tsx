@@ -16,7 +16,9 @@
  */
 import { type KeyboardEvent, type MouseEvent, memo, useState } from 'react';
 import { fixed3, signed3, tickLabels } from '../format';
-import { BAND_FILL, GRID, HELD_FILL, INK, MUTED_INK, NOT_HELD } from '../theme';
+import { BAND_FILL, GRID, INK, MUTED_INK } from '../theme';
+import { VerdictDot, VerdictLegend } from './VerdictMark';
+import { byChanceOver, certifiedSentence, confidenceLevel, perStageNote, VERDICT_ORDER, withNoise } from '../../sat/verdicts';
 import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, kOfN, term } from './fmt';
@@ -36,6 +38,8 @@ export interface JChartProps {
   readonly overlay?: { readonly label: string; readonly stages: readonly StageRecord[] };
   readonly width?: number;
   readonly height?: number;
+  /** δ_conf of the run: the ✓'s confidence level (the config's default when absent). */
+  readonly deltaConf?: number;
 }
 
 /** A ✓ drawn as a path (crisp at any zoom, no font needed), centred 11 px above (cx, cy). */
@@ -44,12 +48,10 @@ function CheckMark({ cx, cy }: { cx: number; cy: number }) {
   return <path d={`M${cx - 3.5},${y} L${cx - 1},${y + 2.75} L${cx + 3.75},${y - 3}`} fill="none" stroke={INK} strokeWidth={1.75} strokeLinecap="round" strokeLinejoin="round" data-certified="true" />;
 }
 
-/** A stage's mark at (cx, cy): filled when the certificate held, hollow red when not, dashed grey when undecided; a small dot at stage 0. */
+/** A stage's mark at (cx, cy): its verdict's mark (src/sat/verdicts.ts); a small dot at stage 0. */
 function JDot({ row, cx, cy }: { row: JRow; cx: number; cy: number }) {
   if (row.held === null) return <circle cx={cx} cy={cy} r={2.5} fill={INK} />;
-  if (row.held === 'held') return <circle cx={cx} cy={cy} r={4.5} fill={HELD_FILL} stroke="#fff" strokeWidth={1} />;
-  if (row.held === 'not held') return <circle cx={cx} cy={cy} r={4.25} fill="#fff" stroke={NOT_HELD} strokeWidth={2} />;
-  return <circle cx={cx} cy={cy} r={4} fill="#fff" stroke={MUTED_INK} strokeWidth={1.5} strokeDasharray="2.5 2" />;
+  return <VerdictDot verdict={row.held} cx={cx} cy={cy} />;
 }
 
 /** A stage's floor mark at (cx, cy): a short bar, or ▼ on the bottom edge when clipped; `big` when the formula card picked the floor. */
@@ -79,7 +81,7 @@ const Y_AXIS_W = 56;
 const X_AXIS_H = 30;
 
 /** The plot: team J's band, line and marks, the floors and the dashed overlay, on a linear scale. */
-function JPlot({ s, width, height, lastX, picked }: { s: JSeries; width: number; height: number; lastX: number; picked: string | null }) {
+function JPlot({ s, width, height, lastX, picked, deltaConf }: { s: JSeries; width: number; height: number; lastX: number; picked: string | null; deltaConf: number }) {
   const [hover, setHover] = useState<number | null>(null);
   const x0 = s.rows[0]?.stage ?? 0;
   const x1 = Math.max(lastX, x0 + 1e-9);
@@ -167,28 +169,28 @@ function JPlot({ s, width, height, lastX, picked }: { s: JSeries; width: number;
       </svg>
       {row && (
         <div className="j-tip" style={tipLeft > width / 2 ? { right: width - x(row.stage) + 12, top: MARGIN.top } : { left: tipLeft, top: MARGIN.top }}>
-          <JTooltip row={row} />
+          <JTooltip row={row} deltaConf={deltaConf} />
         </div>
       )}
     </div>
   );
 }
 
-function JTooltip({ row }: { row: JRow }) {
+function JTooltip({ row, deltaConf }: { row: JRow; deltaConf: number }) {
   return (
     <div className="chart-tip">
       <div className="chart-tip-title">{row.held === null ? 'initial team' : `stage ${row.stage}`}</div>
       <div>
-        J <b>{fixed3(row.j)}</b>
+        {row.ci > 0 ? 'held-out J' : 'J'} <b>{fixed3(row.j)}</b>
         {row.ci > 0 && <> ± {fixed3(row.ci)}</>}
       </div>
       {row.held !== null && (
         <>
-          <div>realised ΔJ {signed3(row.dJ!)}</div>
+          <div data-testid="j-tip-dj">{row.ci > 0 ? <>held-out ΔJ {withNoise(row.dJ!, row.ci)} (the held-out J&apos;s noise)</> : <>realised ΔJ {signed3(row.dJ!)}</>}</div>
           <div>certified ΔJ ≥ {term(row.lower!)}</div>
           {row.certified && (
-            <div className="chart-certified">
-              <span aria-hidden="true">{CHECK}</span> certified improvement: the bound is above 0.{' '}
+            <div className="chart-certified" data-testid="j-certified-sentence">
+              <span aria-hidden="true">{CHECK}</span> {certifiedSentence(row.lower!, deltaConf, row.ci === 0)}, for this stage.
             </div>
           )}
           <div className="chart-tip-held">
@@ -200,7 +202,7 @@ function JTooltip({ row }: { row: JRow }) {
   );
 }
 
-export const JChart = memo(function JChart({ records, form = 'chosen', span, j0ci, overlay, width, height = DEFAULT_HEIGHT }: JChartProps) {
+export const JChart = memo(function JChart({ records, form = 'chosen', span, j0ci, overlay, width, height = DEFAULT_HEIGHT, deltaConf = 0.05 }: JChartProps) {
   const s = jSeries(records, { form, span, j0ci, overlay: overlay?.stages });
   const lastX = Math.max(s.rows[s.rows.length - 1]?.stage ?? 0, s.overlay[s.overlay.length - 1]?.stage ?? 0);
   const last = s.rows[s.rows.length - 1];
@@ -216,13 +218,15 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
       empty={<>Step a stage to see the team&apos;s J and what the certificate promised for it.</>}
       formula={formula}
       formulaNote={lastRec && <>The formula card shows the form the run records (certForm = {lastRec.certificate.form}).</>}
+      legend={<VerdictLegend verdicts={VERDICT_ORDER} perStage={{ level: confidenceLevel(deltaConf), note: perStageNote(s.stages, deltaConf) }} />}
       readout={
         <>
-          <span>
-            J now{' '}
+          <span data-testid="j-now" title={last && last.ci > 0 ? 'The line is J on held-out problems no stage trained on, ± its 95 % interval; the bounds and the ✓ are about J on the training problems.' : undefined}>
+            {last && last.ci > 0 ? 'held-out J now' : 'J now'}{' '}
             <b className="num" {...(lastRec ? { 'data-metric': 'team/J', 'data-value': lastRec.metrics['team/J'] as number } : {})}>
               {last ? fixed3(last.j) : '—'}
             </b>
+            {last && last.ci > 0 && <> ± {fixed3(last.ci)}</>}
           </span>
           <span>
             held in {kOfN(s.heldCount, s.checkedCount)}
@@ -259,11 +263,15 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
           dot on or above its floor is filled (held); a hollow red ring means the team ended below what was certified. A ✓ marks
           a certified stage: its bound is above 0, so the floor sits above the previous J and the stage promised a real
           improvement, measured on certification batches its updates never saw (§4). Healthy: J climbs, every dot filled and
-          ticked, floors just under the line.
+          ticked, floors just under the line. On a language team the line is held-out J (problems no stage trained on, with its
+          95 % interval) while the bound and the ✓ are about J on the training problems: a ✓ beside a small held-out fall is the
+          held-out noise, not a contradiction. A small grey dot is a stage whose bound was not checked — not a failure. The
+          {' '}{confidenceLevel(deltaConf)} of a ✓ is per stage: {byChanceOver(s.stages, deltaConf)}. The key
+          under the plot names each mark; hover it for what the mark means.
         </>
       }
     >
-      {(w, picked) => <JPlot s={s} width={w} height={height} lastX={lastX} picked={picked} />}
+      {(w, picked) => <JPlot s={s} width={w} height={height} lastX={lastX} picked={picked} deltaConf={deltaConf} />}
     </ChartFrame>
   );
 });

@@ -2,7 +2,8 @@
  * "Does the update order change the outcome?" — team J per stage for the same seed under two or
  * more update orders σ (claim 3 of docs/method.md §10b: the certificate holds for any σ, the
  * numbers change), one line per order in its own colour and dash (the legend's key the same);
- * marks filled where that stage's certificate held, hollow red where it did not. Where J is a
+ * each stage's mark its verdict's (src/sat/verdicts.ts: held, not held, undecided, not checked —
+ * a language stage whose bound was not checked is a small grey dot, never a red ring). Where J is a
  * held-out estimate (language teams) each point carries its 95 % interval as an error bar, and the
  * legend and tooltip say ±; the orders' points then sit side by side around their stage (a small
  * offset each) so their bars do not hide one another.
@@ -15,10 +16,12 @@
 import { memo } from 'react';
 import { CartesianGrid, ErrorBar, LineChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
 import { fixed3 } from '../format';
-import { GRID, HELD_FILL, MUTED_INK, NOT_HELD, teamSeries } from '../theme';
+import { GRID, MUTED_INK, teamSeries } from '../theme';
+import { VERDICTS } from '../../sat/verdicts';
+import { VerdictDot, VerdictLegend } from './VerdictMark';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
 import { bindFormula, orderFormula } from './formulas';
-import { orderRows, orderSummary, resolvedForm, type FormChoice, type OrderRow, type OrderSeries } from './series';
+import { HELD_CODE, HELD_OF_CODE, orderRows, orderSummary, resolvedForm, type FormChoice, type OrderRow, type OrderSeries } from './series';
 
 export interface OrderChartProps {
   /** One series per order, e.g. { label: 'σ = 0→1→2', stages } (the store's SeriesRun[] as is). */
@@ -35,10 +38,10 @@ function dotFor(k: number) {
     const h = row[`h${k}`];
     if (p.cx === undefined || p.cy === undefined || row[`s${k}`] === undefined) return <g key={key} />;
     if (h === undefined) return <circle key={key} cx={p.cx} cy={p.cy} r={2} fill={teamSeries(k).stroke} />;
-    return h === 1 ? (
-      <circle key={key} cx={p.cx} cy={p.cy} r={3.5} fill={HELD_FILL} />
-    ) : (
-      <circle key={key} cx={p.cx} cy={p.cy} r={3.5} fill="#fff" stroke={NOT_HELD} strokeWidth={1.75} />
+    return (
+      <g key={key} data-order={k}>
+        <VerdictDot verdict={HELD_OF_CODE[h]!} cx={p.cx} cy={p.cy} scale={0.8} />
+      </g>
     );
   };
 }
@@ -54,7 +57,7 @@ function OTooltip({ active, payload, label, names }: { active?: boolean; payload
           <div key={k}>
             {n}: <b>{fixed3(row[`s${k}`]!)}</b>
             {row[`e${k}`] !== undefined ? ` ± ${fixed3(row[`e${k}`]!)}` : ''}
-            {row[`h${k}`] === 0 ? ' (not held)' : ''}
+            {row[`h${k}`] !== undefined && row[`h${k}`] !== HELD_CODE.held ? ` (${VERDICTS[HELD_OF_CODE[row[`h${k}`]!]!].words})` : ''}
           </div>
         ),
       )}
@@ -88,14 +91,15 @@ export const OrderChart = memo(function OrderChart({ series, form = 'chosen', wi
           </svg>
           <span>
             {s.label}: J <b className="num" data-testid={`order-final-${k}`} data-value={s.finalJ} data-ci={s.finalCi}>{fixed3(s.finalJ)}</b>
-            {s.finalCi > 0 ? ` ± ${fixed3(s.finalCi)}` : ''}, held {s.held}/{s.stages}
+            {s.finalCi > 0 ? ` ± ${fixed3(s.finalCi)}` : ''}, <span data-testid={`order-held-${k}`} data-held={s.held} data-checked={s.checked}>{s.checked === 0 ? 'bound not checked' : `held ${s.held}/${s.checked}${s.checked < s.stages ? ` (${s.stages - s.checked} not checked or undecided)` : ''}`}</span>
           </span>
         </span>
       ))}
+      legend={<VerdictLegend verdicts={['held', 'not held', 'undecided', 'unchecked']} />}
       howTo={
         <>
           Each line is the same seed and settings trained with a different update order σ. SAT&apos;s certificate holds whatever the
-          order (docs/method.md §10b, claim 3) — look for filled marks on every line — but which agent moves first changes what the others
+          order (docs/method.md §10b, claim 3) — look for filled marks on every line (a small grey dot: a language stage whose bound was not checked) — but which agent moves first changes what the others
           react to, so the curves may part. Lines that end far apart mean the order matters for this game. On a language team the
           orders run the next stages from where your team stands, and the bars are each held-out J&apos;s 95 % interval: lines whose
           bars overlap are not told apart by this evaluation.

@@ -18,7 +18,7 @@
  */
 import { memo, useId } from 'react';
 import { Bar, BarChart, CartesianGrid, LabelList, Rectangle, ReferenceLine, Tooltip, XAxis, YAxis, type BarShapeProps } from 'recharts';
-import type { CertForm } from '../../sat/certificate';
+import { teamBoundEpisodes, type CertForm } from '../../sat/certificate';
 import type { StageRecord } from '../../sat/stage';
 import { fixed3 } from '../format';
 import { agentColor, agentTint, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
@@ -165,6 +165,7 @@ function WfTooltip({ active, payload, wf }: { active?: boolean; payload?: readon
 function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean }) {
   const c = record.certificate;
   const h = record.held;
+  const rounds = c.sequential?.looks.length ?? 1;
   return (
     <>
       {c.refused && (
@@ -173,8 +174,8 @@ function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean })
         </span>
       )}
       {c.scope === 'team' && c.team && c.team.episodes > 0 && (
-        <span data-testid="team-bound" title="One certification batch for the whole stage, each episode scored with the ratio of the final team to the starting team (docs/certificate.md §5.1); on a language stage the per-agent bars beside it are its shares, shown as diagnostics.">
-          {`team-level bound: ${grouped(c.team.episodes)} episodes, ESS ${grouped(c.team.ess)}, truncation cost ${term(c.team.truncationCost)}`}
+        <span data-testid="team-bound" data-episodes={teamBoundEpisodes(c)} title="Certification episodes for the whole stage, drawn in rounds until the bound decided (docs/certificate.md §5.3), each scored with the ratio of the final team to the starting team (§5.1); ESS and truncation cost are the first round's. On a language stage the per-agent bars beside it are its shares, shown as diagnostics.">
+          {`team-level bound: ${grouped(teamBoundEpisodes(c))} episodes${rounds > 1 ? ` in ${rounds} rounds` : ''}, ESS ${grouped(c.team.ess)}${rounds > 1 ? ` of the first round's ${grouped(c.team.episodes)}` : ''}, truncation cost ${term(c.team.truncationCost)}`}
         </span>
       )}
       {c.scope === 'team' && c.team && Number.isFinite(record.metrics['cert/clip']) && record.steps.length > 0 && (
@@ -190,7 +191,7 @@ function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean })
       )}
       {h && h.pairs > 0 && (
         <span data-testid="held-estimate" title="ΔJ estimated with common random numbers: the starting and final teams answer the same prompts with the same sampler draws (docs/certificate.md).">
-          {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (${grouped(h.pairs)} paired episodes)`}
+          {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (± one standard error, ${grouped(h.pairs)} paired episodes)`}
         </span>
       )}
     </>

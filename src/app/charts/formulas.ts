@@ -114,7 +114,7 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
     id: 'waterfall-team',
     title: 'The certificate, team-level form (language team)',
     source: 'stage',
-    docs: 'docs/certificate.md §5.1–§5.2, §12',
+    docs: 'docs/certificate.md §5.1–§5.3, §12',
     symbolic: String.raw`\Delta J \ \ge\ L = \underbrace{\bar X}_{\text{fresh gain}} - \underbrace{\big(\bar X - \mathrm{LCB}_{1-\delta_{\mathrm{conf}}}(X)\big)}_{\text{finite}} \\ X_e = \big(\min(\bar r_e, c) - 1\big)(R_e - R_{\min}),\quad \bar r_e = \textstyle\prod_j r_{j,e},\quad e = 1 \dots N`,
     numeric: String.raw`c = {{clip}},\quad N = {{episodes}} \\ L = \underbrace{ {{gain}} }_{\text{gain}} - \underbrace{ {{finite}} }_{\text{finite}} = {{lower}} \\ L \;{{rel:held}}\; \Delta J = {{dJ}}`,
     slots: [
@@ -122,7 +122,7 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
       ...CERT_SLOTS.filter((x) => x.name !== 'shift' && x.name !== 'bias'),
     ],
     relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
-    note: 'One batch of N episodes drawn under the starting team, each scored with the ratio of the final team to the starting team; the betting bound uses only X ≥ −A (§5.2). Held: L ≤ the common-random-numbers estimate of ΔJ, when the stage was checked.',
+    note: 'N episodes drawn under the starting team in rounds until the bound decided (§5.3), each scored with the ratio of the final team to the starting team; the betting bound uses only X ≥ −A (§5.2). Held: L ≤ the common-random-numbers estimate of ΔJ, when the stage was checked.',
   },
   'waterfall-gamma': {
     id: 'waterfall-gamma',

@@ -657,12 +657,17 @@ export interface OrderSeries {
 export interface OrderRow {
   readonly stage: number;
   /**
-   * `s<k>`: series k's J after the stage; `h<k>`: 1 held / 0 not / undefined at stage 0; `e<k>`:
+   * `s<k>`: series k's J after the stage; `h<k>`: its verdict's code (HELD_CODE: 1 held, 0 not
+   * held, 2 undecided, 3 not checked; undefined at stage 0); `e<k>`:
    * the 95 % half-width of that J's held-out evaluation (StageRecord.evaluation.ci), where it is
    * an estimate (undefined where J is exact, and at the start).
    */
   readonly [key: `s${number}` | `h${number}` | `e${number}`]: number | undefined;
 }
+
+/** A held state as a number in an order row (rows hold numbers), and back. */
+export const HELD_CODE: Record<HeldState, number> = { held: 1, 'not held': 0, undecided: 2, unchecked: 3 };
+export const HELD_OF_CODE: readonly HeldState[] = ['not held', 'held', 'undecided', 'unchecked'];
 
 /** One row per stage (stage 0 = each series' start), series k's J under `s<k>`, its CI half-width under `e<k>`. */
 export function orderRows(series: readonly OrderSeries[], form: FormChoice = 'chosen'): OrderRow[] {
@@ -678,19 +683,20 @@ export function orderRows(series: readonly OrderSeries[], form: FormChoice = 'ch
     for (const r of s.stages) {
       const row = at(r.stage);
       row[`s${k}`] = r.jAfter;
-      row[`h${k}`] = heldUnder(r, form) === 'held' ? 1 : 0;
+      row[`h${k}`] = HELD_CODE[heldUnder(r, form)];
       if (!r.evaluation.exact && Number.isFinite(r.evaluation.ci) && r.evaluation.ci > 0) row[`e${k}`] = r.evaluation.ci;
     }
   });
   return [...rows.values()].sort((a, b) => a.stage! - b.stage!) as unknown as OrderRow[];
 }
 
-/** Final J (with its 95 % half-width, 0 when exact) and held count of each series, for the legend. */
-export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; finalCi: number; held: number; stages: number }[] {
+/** Final J (with its 95 % half-width, 0 when exact), held and decided (held or not held) counts of each series, for the legend. */
+export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; finalCi: number; held: number; checked: number; stages: number }[] {
   return series.map((s) => {
     const last = s.stages[s.stages.length - 1];
     const ci = last && !last.evaluation.exact && Number.isFinite(last.evaluation.ci) ? last.evaluation.ci : 0;
-    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: s.stages.filter((r) => heldUnder(r, form) === 'held').length, stages: s.stages.length };
+    const states = s.stages.map((r) => heldUnder(r, form));
+    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: states.filter((h) => h === 'held').length, checked: states.filter((h) => h === 'held' || h === 'not held').length, stages: s.stages.length };
   });
 }
 

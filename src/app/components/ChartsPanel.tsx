@@ -152,7 +152,7 @@ export function ChartsPanel() {
   // and an off-screen gate does not count an unchanged chart as lagging.
   // One dashed run at a time: the simultaneous one when asked for, else the run before the last Apply.
   const overlay = simultaneous ?? previous;
-  const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={overlay ?? undefined} />, [firstRecords, certForm, span, j0?.ci, overlay]);
+  const jChart = useMemo(() => <JChart records={firstRecords} form={certForm} span={span} j0ci={j0?.ci} overlay={overlay ?? undefined} deltaConf={cfg?.deltaConf} />, [firstRecords, certForm, span, j0?.ci, overlay, cfg?.deltaConf]);
   const gameView = useMemo(() => (game ? <TableGameView game={game} frame={frame} where={where} still={running} /> : null), [game, frame, where, running]);
   const swapCard = useMemo(() => <SwapCard records={stages} maxNew={llm && cfg ? cfg.maxNew : null} span={span} lowestJ={llm ? 0 : null} />, [stages, llm, cfg, span]);
   const gamma = cfg?.gamma ?? 0;

@@ -50,7 +50,7 @@ const STATUS_WORDS: Record<TimelineCell['status'], string> = {
 /** A stage header's title: "stage 4: certified improvement, certificate held". */
 export function stageTitle(st: TimelineStage, certified: boolean | null): string {
   if (!st.finished) return `stage ${st.stage}: running`;
-  const est = st.estimate ? ` (ΔJ estimated ${signed3(st.estimate.dJ)} ± ${fixed3(st.estimate.se)})` : '';
+  const est = st.estimate ? ` (ΔJ estimated ${signed3(st.estimate.dJ)} ± ${fixed3(st.estimate.se)}, one standard error)` : '';
   return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held === null ? 'not closed' : heldWords(st.held)}${est}`;
 }
 
