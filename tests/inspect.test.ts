@@ -236,6 +236,38 @@ describe('token inspector: the numbers equal an independent recomputation from t
     expect(t.ok).toBe(false);
     if (!t.ok) expect(t.reason).toMatch(/is a table/);
   });
+
+  it('recorded steps: an older one is inspected at the parameters it left, the agent put back; past the budget the oldest says it was dropped and why', async () => {
+    const { api, agentBatch, rawAdv } = await setup(0);
+    const plan = (lr: number): UpdatePlan => ({ batch: agentBatch, rawAdv, delta: 10, beta: 0, settings: settings('sequence', { lr }) });
+    await api.update(plan(0.0005));
+    expect(await api.keep('stage 1')).toBe(true);
+    const first = await inspected(api);
+    await api.update(plan(0.001));
+    expect(await api.keep('stage 2')).toBe(true);
+    const live = (await api.snapshot()).params;
+    const again = await api.inspect(100, 'stage 1');
+    if (!again.ok) throw new Error(again.reason);
+    expect(again.inspection.episodes).toEqual(first.episodes);
+    expect(Array.from(again.inspection.pNew)).toEqual(Array.from(first.pNew));
+    expect(Array.from((await api.snapshot()).params)).toEqual(Array.from(live));
+    const latest = await api.inspect(100, 'stage 2');
+    if (!latest.ok) throw new Error(latest.reason);
+    expect(Array.from(latest.inspection.pNew)).not.toEqual(Array.from(first.pNew));
+    const unknown = await api.inspect(100, 'stage 9');
+    expect(!unknown.ok && /never recorded it/.test(unknown.reason)).toBe(true);
+    // A budget that holds one step: keeping a second drops the first, which then says so.
+    const small = new AgentApi(1);
+    await small.init({ kind: 'lm', modelName: 'arithmetic-S', model: modelBytes.slice(), ...planLlm(lmSettings()).agents[0]! });
+    await small.update(plan(0.0005));
+    await small.keep('stage 1');
+    await small.update(plan(0.0005));
+    await small.keep('stage 2');
+    const dropped = await small.inspect(100, 'stage 1');
+    expect(dropped.ok).toBe(false);
+    if (!dropped.ok) expect(dropped.reason).toMatch(/update in stage 1: its worker keeps .* within 9\.5e-7 MiB \(1 of them now, 0\.\d+ MiB each.*dropped to make room/);
+    expect((await small.inspect(100, 'stage 2')).ok).toBe(true);
+  });
 });
 
 describe('Session.inspectStep: the page asks the agent\'s worker', () => {
@@ -247,12 +279,12 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
   const session = new Session(createPlaygroundStore(), opener);
   afterAll(() => session.currentTeam()?.terminate());
 
-  it('each agent\'s latest update, also after the next stage started; older steps and steps not yet run say why; a step waits for an inspection in flight', async () => {
+  it('every recorded step, also after its agent updated again; steps not yet run say why; a step waits for an inspection in flight', async () => {
     await session.openConfig(lmSettings(), 'arith-team', 'test');
     const store = session.store;
     const first = await session.inspectStep({ stage: 1, agent: 0 });
     expect(first.ok).toBe(false);
-    if (!first.ok) expect(first.reason).toMatch(/Agent 0 has not been updated since this team was built/);
+    if (!first.ok) expect(first.reason).toMatch(/Agent 0 has not been updated in stage 1 yet/);
     await session.stepAgent(); // stage 1, agent 0
     const a0 = await session.inspectStep({ stage: 1, agent: 0 });
     expect(a0.ok && a0.inspection.agent === 0 && a0.inspection.nTokens > 0).toBe(true);
@@ -261,8 +293,8 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
     const team = session.currentExperiment()!.team as RemoteAgent[];
     const log: string[] = [];
     const inspect0 = team[0]!.inspect.bind(team[0]);
-    team[0]!.inspect = async (n) => {
-      const r = await inspect0(n);
+    team[0]!.inspect = async (n, tag) => {
+      const r = await inspect0(n, tag);
       log.push('inspected');
       return r;
     };
@@ -279,10 +311,18 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
     const a1 = await session.inspectStep({ stage: 1, agent: 1 });
     if (!a1.ok) throw new Error(a1.reason);
     await session.stepAgent(); // stage 2, agent 0 (the stage start re-froze every agent's π_cur)
+    // Agent 0 has updated since: its stage-1 step is recomputed from the parameters that step left,
+    // the same numbers as when it was the latest; and the agent itself is put back as it was.
+    const live = (await team[0]!.snapshot()).params;
     const old = await session.inspectStep({ stage: 1, agent: 0 });
-    expect(old.ok).toBe(false);
-    if (!old.ok) expect(old.reason).toMatch(/Only an agent's latest update can be inspected .*agent 0 has updated since, in stage 2/);
-    expect((await session.inspectStep({ stage: 2, agent: 0 })).ok).toBe(true);
+    if (!old.ok) throw new Error(old.reason);
+    if (!a0.ok) throw new Error(a0.reason);
+    expect(old.inspection.episodes).toEqual(a0.inspection.episodes);
+    expect(Array.from(old.inspection.pNew)).toEqual(Array.from(a0.inspection.pNew));
+    expect(Array.from((await team[0]!.snapshot()).params)).toEqual(Array.from(live));
+    const now2 = await session.inspectStep({ stage: 2, agent: 0 });
+    if (!now2.ok) throw new Error(now2.reason);
+    expect(Array.from(now2.inspection.pNew)).not.toEqual(Array.from(a0.inspection.pNew));
     // Agent 1 has not moved since its stage-1 update: the same numbers as before stage 2 began.
     const again = await session.inspectStep({ stage: 1, agent: 1 });
     if (!again.ok) throw new Error(again.reason);
