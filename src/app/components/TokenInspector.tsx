@@ -460,7 +460,7 @@ export function TokenInspector({ step, rewards, target }: TokenInspectorProps) {
         {open ? 'Hide token inspector' : step ? `Inspect agent ${step.agent}'s tokens (stage ${step.stage})` : 'Inspect tokens'}
       </button>
       {open && (
-        <div className="ti-body" data-testid="inspector-body">
+        <div className="ti-body" data-testid="inspector-body" data-step={current ? key : undefined}>
           {!idle ? (
             <p className="muted">The inspector reads the agent when the step in progress is done…</p>
           ) : !current ? (
