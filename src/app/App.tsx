@@ -18,6 +18,7 @@ import { Header } from './components/Header';
 import { RunLogSlot } from './components/runLogState';
 import { ShareBar } from './components/ShareBar';
 import { StageTable } from './components/StageTable';
+import { SwapAnnouncement } from './components/SwapCard';
 import { StepControls } from './components/StepControls';
 import { TeamBuilder, TeamSummary } from './components/TeamBuilder';
 import { shown } from './panels';
@@ -150,6 +151,7 @@ export function App() {
               )}
             </div>
           </div>
+          <SwapAnnouncement />
           {shown(hide, 'team') && <TeamFold />}
           <ChartsPanel />
           <RunLogSlot />
