@@ -141,7 +141,9 @@ export const TranscriptTable = memo(function TranscriptTable({ rows, caption, gr
   const fromDump = !!imported && (source === 'imported' || rows.length === 0);
   const [filter, setFilter] = useState<Filter>(NO_FILTER);
   const [page, setPage] = useState(0);
-  const [target, setTarget] = useState<EpisodeTarget | null>(null);
+  /** The episode a row's link asked the inspector for, with the step it belongs to (another step in view drops it). */
+  const [target, setTarget] = useState<(EpisodeTarget & { step: string }) | null>(null);
+  const stepKey = step ? `${step.stage}.${step.agent}` : '';
   const all = useMemo(() => (fromDump ? importedRows(imported!) : ownRows(rows, groupSize)), [fromDump, imported, rows, groupSize]);
   // An imported dump opens on its first step; the run's own rows are one batch already.
   const f: Filter = fromDump && filter.step === '' && imported!.steps.length > 0 ? { ...filter, step: String(imported!.steps[0]) } : filter;
@@ -312,7 +314,7 @@ export const TranscriptTable = memo(function TranscriptTable({ rows, caption, gr
                       {r.e + 1}
                       {!fromDump && linked && step && (
                         <div>
-                          <button type="button" className="linkish" data-testid="transcript-inspect" title={`Open episode ${r.e + 1} in the token inspector of agent ${step.agent}'s stage-${step.stage} update`} onClick={() => setTarget({ e: r.e, n: (target?.n ?? 0) + 1 })}>
+                          <button type="button" className="linkish" data-testid="transcript-inspect" title={`Open episode ${r.e + 1} in the token inspector of agent ${step.agent}'s stage-${step.stage} update`} onClick={() => setTarget({ e: r.e, n: (target?.n ?? 0) + 1, step: stepKey })}>
                             tokens
                           </button>
                         </div>
@@ -368,7 +370,7 @@ export const TranscriptTable = memo(function TranscriptTable({ rows, caption, gr
               </tbody>
             </table>
           </div>
-          {!fromDump && step !== undefined && <TokenInspector step={step} {...(linked ? { rewards: rows.map((r) => r.reward) } : {})} target={target} />}
+          {!fromDump && step !== undefined && <TokenInspector step={step} {...(linked ? { rewards: rows.map((r) => r.reward) } : {})} target={target && target.step === stepKey ? target : null} />}
         </>
       )}
     </ChartFrame>
