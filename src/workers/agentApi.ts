@@ -381,7 +381,8 @@ export class AgentApi {
   /**
    * Rough resident bytes: parameters, gradients (LM), optimizer moments and the reference copy,
    * plus the model file for an LM (its frozen base, or the weights copied into params) and what it
-   * keeps of its latest update for the token inspector (π_cur's K × V logits, host memory).
+   * keeps for the token inspector (π_cur's K × V logits of its latest update, and the recorded
+   * steps within HISTORY_BYTES; host memory).
    * Activation buffers, which grow with the batch, are not counted.
    */
   async memoryBytes(): Promise<number> {
