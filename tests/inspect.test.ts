@@ -11,12 +11,13 @@
  * vacuously).
  *
  * Also: a rejected update inspects as π_new = π_cur exactly; a Stage-0 seat is inspected against
- * the projection it sampled from (public/models arithmetic-S → arithmetic-M); only the latest
- * update is kept (its K × V × 4 bytes counted in memoryBytes), and the reasons given otherwise; the
+ * the projection it sampled from (public/models arithmetic-S → arithmetic-M); the latest update is
+ * kept (its K × V × 4 bytes counted in memoryBytes), a recorded older step is inspected at the
+ * parameters it left and the agent put back, a step dropped past the budget says why; the
  * next-token bars (`topTokens`); and the drawing (server-rendered): one button per token, the
  * clipped ones outlined, green for a positive contribution and red for a negative one, the KL bar
  * red exactly where KL > δ. Through the page's Session over Node worker threads: which steps can be
- * inspected (each agent's latest update, also after the next stage has started) and that a step
+ * inspected (every recorded step, also after its agent updated again) and that a step
  * asked for while an inspection is in flight waits for it instead of being dropped.
  */
 import { readFileSync } from 'node:fs';
@@ -187,9 +188,13 @@ describe('token inspector: the numbers equal an independent recomputation from t
       context, adv: Float64Array.of(1.2, -0.8), weight: Float64Array.of(1, 1), horizon: 4,
     };
     await api.update({ batch: b, rawAdv: b.adv, delta: 10, beta: 0, settings: settings('sequence') });
+    expect(await api.keep('stage 1')).toBe(true);
     await api.swapIn('arithmetic-M', file('arithmetic-M'), b, { stage0: true, delta0: 0.05, distillSteps: 3, distillLr: 1e-3, delta: 10 });
     const gone = await api.inspect();
     expect(!gone.ok && /seat was swapped/.test(gone.reason)).toBe(true);
+    // A step recorded before the swap belongs to the model it replaced: said so, not recomputed.
+    const before = await api.inspect(100, 'stage 1');
+    expect(!before.ok && /update in stage 1: its seat was swapped for another model since: the parameters kept for this step belong to the model it replaced/.test(before.reason)).toBe(true);
     await api.setReference(); // the next stage: the projection becomes the seat's π_cur
     const projection = await api.distributions(b);
     await api.update({ batch: b, rawAdv: b.adv, delta: 10, beta: 0, settings: settings('sequence', { lr: 1e-3 }) });
