@@ -146,8 +146,8 @@ export const HISTORY_BYTES = 64 * 2 ** 20;
 /** A recorded agent step's update, kept to be inspected later: what `inspectKept` needs and the parameters it left. */
 interface KeptStep {
   readonly kept: KeptUpdate;
-  /** The agent's parameters right after the update (its snapshot's `params`). */
-  readonly after: Float64Array;
+  /** The agent's parameters right after the update (its snapshot's `params`, held as f32: every model keeps f32 parameters, so this is exact). */
+  readonly after: Float32Array;
   readonly bytes: number;
 }
 
@@ -449,7 +449,7 @@ export class AgentApi {
     const kept = this.#kept;
     const a = this.#agent;
     if (!kept || !a || a instanceof TabularSoftmaxAgent || a instanceof FrozenOnnxAgent) return false;
-    const after = (await this.#call((x) => x.snapshot())).params;
+    const after = Float32Array.from((await this.#call((x) => x.snapshot())).params);
     const bytes = kept.zCur.byteLength + after.byteLength + kept.plan.batch.obs.byteLength * 4;
     const old = this.#history.get(tag);
     if (old) this.#historyBytes -= old.bytes;
@@ -488,7 +488,7 @@ export class AgentApi {
       if (!step) return { ok: false, reason: `Nothing to inspect for agent ${a.index}'s update in ${tag}: ${this.#dropped.get(tag) ?? 'its worker never recorded it.'}` };
       if (step.kept === this.#kept) return { ok: true, inspection: await inspectKept(a, step.kept, maxEpisodes) };
       const now = await a.snapshot();
-      await a.restore({ params: step.after, optim: now.optim });
+      await a.restore({ params: Float64Array.from(step.after), optim: now.optim });
       try {
         return { ok: true, inspection: await inspectKept(a, step.kept, maxEpisodes) };
       } finally {
