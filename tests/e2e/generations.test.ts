@@ -6,11 +6,14 @@
  * agent whose turn it was, and the run's reward — filtered by agent, reward and text; a dump of
  * two steps (the same writer's fields, made here) pages through a step's replies and switches
  * step; a verl dump (one policy, a NaN score) replaces it and says what it kept without a score.
- * There is one episodes view: no second table of imported replies.
+ * There is one episodes view: no second table of imported replies; beside a language run's own
+ * episodes a switch picks whose are shown.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { encodeShare, makeShareState } from '../../src/app/share';
+import { presetConfig } from '../../src/sat/presets';
 import { playgroundForFile, settled } from './harness';
 
 const pg = playgroundForFile();
@@ -84,6 +87,32 @@ describe('a real run\'s episodes in the transcripts view (browser)', () => {
     expect(await p.getByTestId('preset-title').innerText()).toContain('Climbing game');
     await p.getByTestId('transcripts-close-imported').click();
     expect(await view.count()).toBe(0);
+    await p.context().close();
+  }, 240_000);
+
+  it('beside a language run\'s own episodes: one view, a switch between the run\'s and the dump\'s', async () => {
+    const cfg = presetConfig('arith-team', { agents: 2, batch: 4, group: 4, evalEpisodes: 8, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3, certEpisodes: 8, geoIters: 0 });
+    const p = await pg().freshPage();
+    await p.goto(pg().url + (await encodeShare(makeShareState(cfg, { preset: 'arith-team' }))), { waitUntil: 'load' });
+    await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 120_000 });
+    await settled(p);
+    await p.getByTestId('step-agent').click();
+    await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 1, undefined, { timeout: 120_000 });
+    await settled(p);
+    const rows = p.getByTestId('transcript-row');
+    expect(await p.getByTestId('transcripts-batch').innerText()).toMatch(/the step trained on 16 episodes/);
+    expect(await p.getByTestId('transcripts-source-imported').count()).toBe(0);
+    await p.getByTestId('import').setInputFiles(dump('teamtr-generations/2.jsonl'));
+    await p.getByTestId('transcripts-source-imported').waitFor();
+    expect(await p.getByTestId('transcripts').count()).toBe(1);
+    expect(await p.getByTestId('transcripts-source-imported').getAttribute('aria-pressed')).toBe('true');
+    expect(await rows.count()).toBe(6);
+    expect(await p.getByTestId('inspect-tokens').count()).toBe(0); // the dump's replies have no inspection
+    await p.getByTestId('transcripts-source-run').click();
+    expect(await rows.count()).toBe(12);
+    expect(await p.getByTestId('transcripts-count').innerText()).toBe('16 of 16 episodes, page 1 of 2');
+    expect(await p.getByTestId('inspect-tokens').count()).toBe(1);
+    expect(pg().errors).toEqual([]);
     await p.context().close();
   }, 240_000);
 });
