@@ -23,7 +23,8 @@ import { signed3, tickLabels } from '../src/app/format';
 import { stageTitle } from '../src/app/components/Timeline';
 import { frameAt, gameFrame, payoffGrids, probsOfLogits } from '../src/app/gameFrame';
 import { CLIMBING_PAYOFFS, pairwiseMeanPayoff } from '../src/tasks/matrix';
-import { radiusWords, vacuousFloor } from '../src/app/components/SwapCard';
+import { radiusWords, swapAnnouncement, vacuousFloor } from '../src/app/components/SwapCard';
+import { axisWidth, tickText } from '../src/app/components/RunLogView';
 import { ADV_HIST_BINS, type AgentStepRecord, type StageRecord } from '../src/sat/stage';
 import {
   ADV_BINS, AdvantageChart, BetaChart, JChart, KlChart, OrderChart, Timeline, TranscriptTable, ViolationChart, WaterfallChart,
@@ -800,6 +801,18 @@ describe('the swap card says what its radius is', () => {
     expect(radiusWords({ certRadius: 0.04, stage0: true, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 4.0e\u22122 (≤ δ₀ = 0.05 by Stage-0)');
     expect(radiusWords({ certRadius: 0.9, stage0: false, delta0: 0.05 }, null)).toBe('its largest KL to the replaced agent at any state is 9.0e\u22121');
   });
+  it('a swap is announced only when the next step starts its stage; a table swap is cheap, a distilled one about SWAP_STAGE_COST', () => {
+    const pnp = presetConfig('arith-pnp'); // swap at stage 3
+    expect(swapAnnouncement(pnp, 1, false, 'arith-pnp')).toBeNull();
+    expect(swapAnnouncement(pnp, 2, true, 'arith-pnp')).toBeNull(); // stage 3 under way: its swap is done
+    expect(swapAnnouncement(pnp, 3, false, 'arith-pnp')).toBeNull();
+    expect(swapAnnouncement(pnp, 2, false, 'arith-pnp')).toMatch(/^The next step starts stage 3 with a plug-and-play swap: agent 1's seat gets the arithmetic-M model, projected by Stage-0 .* about 13× a normal stage \(measured on the arith-pnp preset: the distillation is most of it\)\.$/);
+    expect(swapAnnouncement(pnp, 2, false, 'custom')).toContain('measured on the arith-pnp preset; other settings differ');
+    expect(swapAnnouncement({ ...pnp, swapStage0: false }, 2, false, 'custom')).toMatch(/seated as it is \(no Stage-0\).*about as much as a normal one/);
+    const relay = presetConfig('relay-pnp');
+    expect(swapAnnouncement(relay, relay.swapAt - 1, false, 'relay-pnp')).toMatch(/best response to the team, computed exactly from the tables and projected by Stage-0 .* about the cost of a normal stage/);
+    expect(swapAnnouncement(presetConfig('climbing'), 0, false, 'climbing')).toBeNull();
+  });
   it('a floor wider than J could fall is called vacuous in words; a tighter one is not', () => {
     // arith-pnp's swap: "cannot have lowered J by more than 0.387" while J stood at 0.066 (rewards in [0, 1]).
     expect(vacuousFloor(0.387, 0.066, 1, 0)).toMatch(/^vacuous here: J stood at 0\.066, only 0\.066 above the lowest J there is/);
@@ -826,5 +839,19 @@ describe('tickLabels', () => {
     const labels = tickLabels(fresh);
     expect(new Set(labels).size).toBe(labels.length);
     labels.forEach((l, k) => expect(Number(l.replace('\u2212', '-'))).toBeCloseTo(fresh[k]!, 12));
+  });
+});
+
+describe('an imported run\'s y axes', () => {
+  it('tick labels stay short and the axis is as wide as the longest one at the page\'s font size', () => {
+    expect(tickText(0.0016)).toBe('1.6e\u22123');
+    expect(tickText(0.5625)).toBe('0.563');
+    expect(tickText(-13.0001)).toBe('\u221213');
+    expect(tickText(123456)).toBe('1.2e+5');
+    for (const x of [0.0016, 0.5625, -13.0001, 123456, -0.00123, 98765]) expect(tickText(x).length).toBeLessThanOrEqual(7);
+    // Seven characters at 13 px fit 13·0.62 px each; projector mode's 16 px need a wider axis.
+    expect(axisWidth([0.0012, 0.0036], false)).toBeGreaterThanOrEqual(7 * 13 * 0.62);
+    expect(axisWidth([0.0012, 0.0036], true)).toBeGreaterThan(axisWidth([0.0012, 0.0036], false));
+    expect(axisWidth([0.4, 0.6], false)).toBeLessThan(axisWidth([0.0012, 0.0036], false));
   });
 });

@@ -11,12 +11,13 @@
  * vacuously).
  *
  * Also: a rejected update inspects as π_new = π_cur exactly; a Stage-0 seat is inspected against
- * the projection it sampled from (public/models arithmetic-S → arithmetic-M); only the latest
- * update is kept (its K × V × 4 bytes counted in memoryBytes), and the reasons given otherwise; the
+ * the projection it sampled from (public/models arithmetic-S → arithmetic-M); the latest update is
+ * kept (its K × V × 4 bytes counted in memoryBytes), a recorded older step is inspected at the
+ * parameters it left and the agent put back, a step dropped past the budget says why; the
  * next-token bars (`topTokens`); and the drawing (server-rendered): one button per token, the
  * clipped ones outlined, green for a positive contribution and red for a negative one, the KL bar
  * red exactly where KL > δ. Through the page's Session over Node worker threads: which steps can be
- * inspected (each agent's latest update, also after the next stage has started) and that a step
+ * inspected (every recorded step, also after its agent updated again) and that a step
  * asked for while an inspection is in flight waits for it instead of being dropped.
  */
 import { readFileSync } from 'node:fs';
@@ -187,9 +188,13 @@ describe('token inspector: the numbers equal an independent recomputation from t
       context, adv: Float64Array.of(1.2, -0.8), weight: Float64Array.of(1, 1), horizon: 4,
     };
     await api.update({ batch: b, rawAdv: b.adv, delta: 10, beta: 0, settings: settings('sequence') });
+    expect(await api.keep('stage 1')).toBe(true);
     await api.swapIn('arithmetic-M', file('arithmetic-M'), b, { stage0: true, delta0: 0.05, distillSteps: 3, distillLr: 1e-3, delta: 10 });
     const gone = await api.inspect();
     expect(!gone.ok && /seat was swapped/.test(gone.reason)).toBe(true);
+    // A step recorded before the swap belongs to the model it replaced: said so, not recomputed.
+    const before = await api.inspect(100, 'stage 1');
+    expect(!before.ok && /update in stage 1: its seat was swapped for another model since: the parameters kept for this step belong to the model it replaced/.test(before.reason)).toBe(true);
     await api.setReference(); // the next stage: the projection becomes the seat's π_cur
     const projection = await api.distributions(b);
     await api.update({ batch: b, rawAdv: b.adv, delta: 10, beta: 0, settings: settings('sequence', { lr: 1e-3 }) });
@@ -236,6 +241,38 @@ describe('token inspector: the numbers equal an independent recomputation from t
     expect(t.ok).toBe(false);
     if (!t.ok) expect(t.reason).toMatch(/is a table/);
   });
+
+  it('recorded steps: an older one is inspected at the parameters it left, the agent put back; past the budget the oldest says it was dropped and why', async () => {
+    const { api, agentBatch, rawAdv } = await setup(0);
+    const plan = (lr: number): UpdatePlan => ({ batch: agentBatch, rawAdv, delta: 10, beta: 0, settings: settings('sequence', { lr }) });
+    await api.update(plan(0.0005));
+    expect(await api.keep('stage 1')).toBe(true);
+    const first = await inspected(api);
+    await api.update(plan(0.001));
+    expect(await api.keep('stage 2')).toBe(true);
+    const live = (await api.snapshot()).params;
+    const again = await api.inspect(100, 'stage 1');
+    if (!again.ok) throw new Error(again.reason);
+    expect(again.inspection.episodes).toEqual(first.episodes);
+    expect(Array.from(again.inspection.pNew)).toEqual(Array.from(first.pNew));
+    expect(Array.from((await api.snapshot()).params)).toEqual(Array.from(live));
+    const latest = await api.inspect(100, 'stage 2');
+    if (!latest.ok) throw new Error(latest.reason);
+    expect(Array.from(latest.inspection.pNew)).not.toEqual(Array.from(first.pNew));
+    const unknown = await api.inspect(100, 'stage 9');
+    expect(!unknown.ok && /never recorded it/.test(unknown.reason)).toBe(true);
+    // A budget that holds one step: keeping a second drops the first, which then says so.
+    const small = new AgentApi(1);
+    await small.init({ kind: 'lm', modelName: 'arithmetic-S', model: modelBytes.slice(), ...planLlm(lmSettings()).agents[0]! });
+    await small.update(plan(0.0005));
+    await small.keep('stage 1');
+    await small.update(plan(0.0005));
+    await small.keep('stage 2');
+    const dropped = await small.inspect(100, 'stage 1');
+    expect(dropped.ok).toBe(false);
+    if (!dropped.ok) expect(dropped.reason).toMatch(/update in stage 1: its worker keeps .* within 9\.5e-7 MiB \(1 of them now, 0\.\d+ MiB each.*dropped to make room/);
+    expect((await small.inspect(100, 'stage 2')).ok).toBe(true);
+  });
 });
 
 describe('Session.inspectStep: the page asks the agent\'s worker', () => {
@@ -247,12 +284,12 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
   const session = new Session(createPlaygroundStore(), opener);
   afterAll(() => session.currentTeam()?.terminate());
 
-  it('each agent\'s latest update, also after the next stage started; older steps and steps not yet run say why; a step waits for an inspection in flight', async () => {
+  it('every recorded step, also after its agent updated again; steps not yet run say why; a step waits for an inspection in flight', async () => {
     await session.openConfig(lmSettings(), 'arith-team', 'test');
     const store = session.store;
     const first = await session.inspectStep({ stage: 1, agent: 0 });
     expect(first.ok).toBe(false);
-    if (!first.ok) expect(first.reason).toMatch(/Agent 0 has not been updated since this team was built/);
+    if (!first.ok) expect(first.reason).toMatch(/Agent 0 has not been updated in stage 1 yet/);
     await session.stepAgent(); // stage 1, agent 0
     const a0 = await session.inspectStep({ stage: 1, agent: 0 });
     expect(a0.ok && a0.inspection.agent === 0 && a0.inspection.nTokens > 0).toBe(true);
@@ -261,8 +298,8 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
     const team = session.currentExperiment()!.team as RemoteAgent[];
     const log: string[] = [];
     const inspect0 = team[0]!.inspect.bind(team[0]);
-    team[0]!.inspect = async (n) => {
-      const r = await inspect0(n);
+    team[0]!.inspect = async (n, tag) => {
+      const r = await inspect0(n, tag);
       log.push('inspected');
       return r;
     };
@@ -279,10 +316,18 @@ describe('Session.inspectStep: the page asks the agent\'s worker', () => {
     const a1 = await session.inspectStep({ stage: 1, agent: 1 });
     if (!a1.ok) throw new Error(a1.reason);
     await session.stepAgent(); // stage 2, agent 0 (the stage start re-froze every agent's π_cur)
+    // Agent 0 has updated since: its stage-1 step is recomputed from the parameters that step left,
+    // the same numbers as when it was the latest; and the agent itself is put back as it was.
+    const live = (await team[0]!.snapshot()).params;
     const old = await session.inspectStep({ stage: 1, agent: 0 });
-    expect(old.ok).toBe(false);
-    if (!old.ok) expect(old.reason).toMatch(/Only an agent's latest update can be inspected .*agent 0 has updated since, in stage 2/);
-    expect((await session.inspectStep({ stage: 2, agent: 0 })).ok).toBe(true);
+    if (!old.ok) throw new Error(old.reason);
+    if (!a0.ok) throw new Error(a0.reason);
+    expect(old.inspection.episodes).toEqual(a0.inspection.episodes);
+    expect(Array.from(old.inspection.pNew)).toEqual(Array.from(a0.inspection.pNew));
+    expect(Array.from((await team[0]!.snapshot()).params)).toEqual(Array.from(live));
+    const now2 = await session.inspectStep({ stage: 2, agent: 0 });
+    if (!now2.ok) throw new Error(now2.reason);
+    expect(Array.from(now2.inspection.pNew)).not.toEqual(Array.from(a0.inspection.pNew));
     // Agent 1 has not moved since its stage-1 update: the same numbers as before stage 2 began.
     const again = await session.inspectStep({ stage: 1, agent: 1 });
     if (!again.ok) throw new Error(again.reason);

@@ -3,11 +3,13 @@
  * the presets and the folded settings on the left; on the right the step bar, the folded team
  * builder, the timeline, then the J chart beside the game view, then the other charts and the
  * stage table. A link's `<panel>_hide` flags (panels.ts) take panels away for a lesson layout. The
- * Claims view (components/ClaimsView.tsx) takes the body's place while open.
+ * Claims view (components/ClaimsView.tsx) takes the body's place while open. On a narrow screen (a
+ * tablet in portrait, ≤ 900 px) the left column is a drawer opened from the top of the page
+ * (`Presets` / `Settings`), so the run comes first and the gallery is one tap away.
  *
  * Not here: state (store/), actions (session.ts), or start-up (boot.ts).
  */
-import { lazy, Suspense, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { isLlmTask } from '../sat/config';
 import { ChartsPanel } from './components/ChartsPanel';
 import { Controls } from './components/Controls';
@@ -16,6 +18,7 @@ import { Header } from './components/Header';
 import { RunLogSlot } from './components/runLogState';
 import { ShareBar } from './components/ShareBar';
 import { StageTable } from './components/StageTable';
+import { SwapAnnouncement } from './components/SwapCard';
 import { StepControls } from './components/StepControls';
 import { TeamBuilder, TeamSummary } from './components/TeamBuilder';
 import { shown } from './panels';
@@ -62,11 +65,50 @@ function TeamFold() {
   );
 }
 
+/** Opens the left column's drawer (narrow screens) at the gallery or the settings; CSS shows the bar only there. */
+function DrawerBar({ open }: { open: (at: 'gallery' | 'settings') => void }) {
+  const hide = usePlayground((s) => s.hide);
+  const gallery = !hide.includes('preset');
+  const settings = shown(hide, 'settings');
+  if (!gallery && !settings) return null;
+  return (
+    <div className="drawer-bar" data-testid="drawer-bar">
+      {gallery && (
+        <button type="button" className="small" data-testid="open-gallery" onClick={() => open('gallery')}>
+          ☰ Presets and question
+        </button>
+      )}
+      {settings && (
+        <button type="button" className="small" data-testid="open-settings" onClick={() => open('settings')}>
+          ⚙ Settings
+        </button>
+      )}
+    </div>
+  );
+}
+
 export function App() {
   // The Claims view replaces the body while open; the playground stays mounted underneath.
   const [claims, setClaims] = useState(false);
   const hide = usePlayground((s) => s.hide);
   const projector = usePlayground((s) => s.projector);
+  /** The left column's drawer on narrow screens: closed, or open at the gallery or the settings. */
+  const [drawer, setDrawer] = useState<'gallery' | 'settings' | null>(null);
+  useEffect(() => {
+    if (!drawer) return;
+    const panel = document.querySelector<HTMLElement>('.controls-drawer .controls');
+    if (drawer === 'settings') {
+      const fold = document.querySelector<HTMLDetailsElement>('.controls-drawer [data-testid="fold-settings"]');
+      if (fold && !fold.open) fold.querySelector('summary')?.click();
+      fold?.scrollIntoView({ block: 'start' });
+    } else panel?.scrollTo({ top: 0 });
+    panel?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') setDrawer(null);
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [drawer]);
   return (
     <div className={projector ? 'app projector' : 'app'} data-projector={projector ? 'on' : 'off'}>
       {/* Focus moves by script: the hash is the share link (addressBar.ts), never an anchor. */}
@@ -88,8 +130,15 @@ export function App() {
         </Suspense>
       )}
       <div className={`body${shown(hide, 'settings') || !hide.includes('preset') ? '' : ' body-wide'}`} style={claims ? { display: 'none' } : undefined}>
-        <Controls />
+        <div className={`controls-drawer${drawer ? ' open' : ''}`} data-testid="controls-drawer" data-open={drawer ? 1 : 0}>
+          <button type="button" className="small drawer-close" data-testid="close-drawer" onClick={() => setDrawer(null)}>
+            ✕ Close
+          </button>
+          <Controls />
+        </div>
+        {drawer && <div className="drawer-backdrop" aria-hidden="true" onClick={() => setDrawer(null)} />}
         <main className="content">
+          <DrawerBar open={setDrawer} />
           <Banners />
           <div className="topbar">
             <StepControls />
@@ -102,6 +151,7 @@ export function App() {
               )}
             </div>
           </div>
+          <SwapAnnouncement />
           {shown(hide, 'team') && <TeamFold />}
           <ChartsPanel />
           <RunLogSlot />

@@ -30,7 +30,7 @@ import { openTeam, type TeamHandle, type TeamOpener } from './team';
 import type { OnnxSeatMode } from './onnxFiles';
 import { CheckpointStore, type FileLike, type SeatRef } from './hfFiles';
 import type { QuantKind } from '../model/quant';
-import { reached, refOf, sameStep, type StepRef } from './stepRef';
+import { reached, type StepRef } from './stepRef';
 import { short, signed3 } from './format';
 import type { InspectAnswer } from '../sat/inspect';
 import type { HeldCheck } from '../sat/heldCheck';
@@ -114,8 +114,8 @@ export class Session {
    * to the store.
    */
   private unshown: Unshown | null = null;
-  /** Per agent, its latest update since this team was built: the one step of it its worker can inspect. */
-  private latestUpdate = new Map<number, StepRef>();
+  /** The agent steps recorded since this team was built, as "agent.stage": each one's worker keeps it for the inspector. */
+  private recorded = new Set<string>();
   /** The token inspector's call in flight, if any: an action waits for it, so no step moves an agent being read. */
   private inspecting: Promise<unknown> | null = null;
   /** The checkpoint seats (seats.ts). */
@@ -234,7 +234,7 @@ export class Session {
     this.saved.drop();
     this.gen = null;
     this.unshown = null;
-    this.latestUpdate = new Map();
+    this.recorded = new Set();
     const old = this.team;
     this.team = null;
     old?.terminate();
@@ -290,7 +290,7 @@ export class Session {
     ++this.generation;
     this.gen = null;
     this.unshown = null;
-    this.latestUpdate = new Map();
+    this.recorded = new Set();
     this.team?.terminate();
     this.store.setState({ ...emptyMetrics(), config: cfg });
     await this.install(t);
@@ -465,7 +465,8 @@ export class Session {
       await this.closeStage(r.value, showEnd);
       return;
     }
-    this.latestUpdate.set(r.value.agent, refOf(r.value));
+    const tag = stepTag(r.value);
+    if (await t.workers?.[r.value.agent]?.keep(tag)) this.recorded.add(`${r.value.agent}.${tag}`);
     await this.recordFrame(r.value.stage, r.value.position, r.value.agent, true);
     if (my !== this.generation) return;
     const u = this.pending();
@@ -684,9 +685,10 @@ export class Session {
 
   /**
    * The token inspector's numbers for agent step `ref` (docs/method.md §9b.1), from that agent's
-   * worker in one call. Only each agent's latest update can be inspected (its worker keeps that one
-   * alone); for any other step, while a step runs, or on a table, the answer says why. An action
-   * started meanwhile (a step) waits for the call, so no step moves the agent while it is read.
+   * worker in one call: any step recorded since this team was built (its worker keeps it within a
+   * budget, AgentApi.keep); for a step dropped for room, one before the team was built, while a step
+   * runs, or on a table, the answer says why. An action started meanwhile (a step) waits for the
+   * call, so no step moves the agent while it is read.
    */
   async inspectStep(ref: Required<StepRef>, maxEpisodes?: number): Promise<InspectAnswer> {
     const no = (reason: string): InspectAnswer => ({ ok: false, reason });
@@ -694,17 +696,21 @@ export class Session {
     if (!team || !(Number.isInteger(ref.agent) && ref.agent >= 0 && ref.agent < teamSize(team.exp))) return no('No experiment is loaded yet.');
     const agent = team.workers?.[ref.agent];
     if (!agent) return no('This team\'s agents do not run in workers here, so their updates cannot be inspected.');
-    const latest = this.latestUpdate.get(ref.agent);
-    if (!latest) return no(`Agent ${ref.agent} has not been updated since this team was built (a restored session or a recovery rebuilds it): step it again to inspect its update.`);
-    if (!sameStep(latest, ref)) {
-      return no(`Only an agent's latest update can be inspected (its worker keeps that one alone): agent ${ref.agent} has updated since, in stage ${latest.stage}. Select that step to inspect it.`);
+    const tag = stepTag(ref);
+    if (!this.recorded.has(`${ref.agent}.${tag}`)) {
+      const table = await agent.inspect(0, tag).catch(() => null);
+      if (table && !table.ok && /is a table|frozen ONNX/.test(table.reason)) return table;
+      const s = this.view;
+      const ran = s.stages.some((r) => r.stage === ref.stage) || s.partial.some((x) => x.stage === ref.stage && x.agent === ref.agent);
+      if (!ran) return no(`Agent ${ref.agent} has not been updated in stage ${ref.stage} yet: step it first.`);
+      return no(`Agent ${ref.agent}'s update in stage ${ref.stage} was not made by this team (a restored session, a reload or a recovery builds the team again, and each step is kept by the worker that ran it): step to it again to inspect it.`);
     }
     if (this.busy) return no('A step is in progress: the inspector reads the agent when it is done.');
     const before = this.inspecting;
     const call = (async (): Promise<InspectAnswer> => {
       await before;
       try {
-        return await agent.inspect(maxEpisodes);
+        return await agent.inspect(maxEpisodes, tag);
       } catch (e) {
         return no(describeError(e, 'The experiment is unchanged.'));
       }
@@ -742,6 +748,11 @@ interface Unshown {
   readonly frames: GameFrame[];
 }
 
+/** How the session names an agent step to the worker that keeps it for the inspector. */
+function stepTag(ref: { readonly stage: number; readonly agent: number }): string {
+  return `stage ${ref.stage}`;
+}
+
 /** What the progress bar says while the configured plug-and-play swap runs (before its stage's first agent step). */
 function swapLabel(cfg: Config): string {
   const what = cfg.swapTo === 'best' ? 'the best response to the team' : `the ${cfg.task}-${cfg.swapTo} model`;
@@ -749,11 +760,11 @@ function swapLabel(cfg: Config): string {
   return `Swapping agent ${cfg.swapAgent}'s seat for ${what}, ${how}, then stage ${cfg.swapAt}'s first agent…`;
 }
 
-/** Language tasks: keeps a few episodes of the batch this agent step trained on. */
+/** Language tasks: keeps the episodes of the batch this agent step trained on (the transcripts page through them). */
 function withTranscript(list: readonly TranscriptBatch[], exp: Experiment, step: AgentStepRecord): readonly TranscriptBatch[] {
   const episodes = latestEpisodes(exp);
   if (episodes.length === 0) return list;
-  const batch: TranscriptBatch = { stage: step.stage, before: step.position, episodes: episodes.slice(0, 12) };
+  const batch: TranscriptBatch = { stage: step.stage, before: step.position, episodes };
   return [...list, batch].slice(-MAX_TRANSCRIPT_BATCHES);
 }
 

@@ -3,7 +3,8 @@
  * per token of its training batch, π_new against π_cur — the log-probs, the ratio r_k, the exact
  * per-state KL, the contribution w_e·Ã_e·log r_k and whether its term is clipped at π_new (the
  * token's own term under `objective=token`, its episode's under `sequence`). The worker keeps what
- * this needs for the latest update only (`keepForInspection`).
+ * this needs of each update (`keepForInspection`), and of the steps the page records, the
+ * parameters they left (AgentApi.keep), so any recorded step can be inspected later.
  *
  * Not here: the objective's maths (src/backend/cpu/objective.ts, whose clip rule is used here),
  * keeping the update in the worker (src/workers/agentApi.ts), drawing (TokenInspector.tsx).

@@ -495,7 +495,8 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     if (estimator !== 'resample' && i > 0) {
       phase('probe');
       const pg = Math.max(1, Math.ceil(cfg.probeEpisodes / G));
-      const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i), { scored: [j], ...(tables ? { tables } : {}) }); // agent j's gain on it
+      // Not recorded: the transcripts show the batch agent j trains on, not this probe.
+      const pb = await env.rollout(team, pg, G, rng.fork(stage, STREAM.probe, i), { scored: [j], record: false, ...(tables ? { tables } : {}) }); // agent j's gain on it
       episodesUsed += pb.episodes.length;
       probe = { batch: pb, raw: groupAdvantages(rewardsOf(pb), pg, G, cfg.norm, cfg.aClip).raw };
     }

@@ -129,6 +129,24 @@ type AnyAgent = TabularSoftmaxAgent | LmSeat | LmAgent<GpuTensors> | ProjectedLm
 /** Snapshots whose kept update an agent remembers (a side run takes one; a few spare). */
 const KEPT_AT_MAX = 4;
 
+/**
+ * Bytes an agent's worker spends on the inspections of its earlier recorded steps (`keep`): each
+ * holds π_cur's logits at its batch's states and the parameters right after it. The oldest are
+ * dropped first; the inspector then says so.
+ */
+export const HISTORY_BYTES = 64 * 2 ** 20;
+
+/** A recorded agent step's update, kept to be inspected later: what `inspectKept` needs and the parameters it left. */
+interface KeptStep {
+  readonly kept: KeptUpdate;
+  /** The agent's parameters right after the update (its snapshot's `params`, held as f32: every model keeps f32 parameters, so this is exact). */
+  readonly after: Float32Array;
+  readonly bytes: number;
+}
+
+/** Bytes in MiB as a person reads them: "64 MiB", "0.11 MiB". */
+const mib = (bytes: number): string => `${bytes >= 2 ** 20 ? (bytes / 2 ** 20).toFixed(0) : (bytes / 2 ** 20).toPrecision(2)} MiB`;
+
 /** Two FNV-1a hashes over a snapshot's bytes: equal parameters and optimizer state, equal print. */
 function snapshotPrint(s: AgentSnapshot): string {
   let h1 = 0x811c9dc5;
@@ -162,10 +180,27 @@ export class AgentApi {
    * snapshot — the parameters are then those the kept update describes, so it is kept again.
    */
   #keptAt = new Map<string, KeptUpdate>();
+  /** The recorded steps' updates by the caller's tag, oldest first (`keep`, `inspect(…, tag)`). */
+  #history = new Map<string, KeptStep>();
+  /** Why a tag is no longer in `#history` (dropped for room, or the seat was replaced). */
+  #dropped = new Map<string, string>();
+  #historyBytes = 0;
   /** An ONNX seat's card facts (null for other agents). */
   #onnx: OnnxSeatInfo | null = null;
   /** A shipped model on the CPU: what `warmUp` builds its scratch copy from, while that agent is seated. */
   #warmFrom: { readonly spec: LmSpec; readonly loaded: LoadedModel; readonly agent: AnyAgent } | null = null;
+
+  constructor(
+    /** The budget of the recorded steps' inspections (HISTORY_BYTES; smaller in tests). */
+    private readonly historyLimit = HISTORY_BYTES,
+  ) {}
+
+  /** Forgets every recorded step (a new agent, or a seat swapped for another model: their parameters no longer fit). */
+  #clearHistory(why: string): void {
+    for (const tag of this.#history.keys()) this.#dropped.set(tag, why);
+    this.#history.clear();
+    this.#historyBytes = 0;
+  }
 
   /** Anything but an update moved the parameters: the kept update no longer describes π_new. */
   #forget(why: string): void {
@@ -181,6 +216,8 @@ export class AgentApi {
    */
   async init(spec: AgentSpec, onProgress?: (p: HfProgress) => void): Promise<void> {
     this.#forget('this agent has not been updated yet: step an agent first.');
+    this.#clearHistory('the agent was built again since (a new team).');
+    this.#dropped.clear();
     await (this.#agent instanceof FrozenOnnxAgent ? this.#agent.dispose() : undefined);
     this.#onnx = null;
     this.#warmFrom = null;
@@ -337,14 +374,15 @@ export class AgentApi {
   /**
    * Rough resident bytes: parameters, gradients (LM), optimizer moments and the reference copy,
    * plus the model file for an LM (its frozen base, or the weights copied into params) and what it
-   * keeps of its latest update for the token inspector (π_cur's K × V logits, host memory).
+   * keeps for the token inspector (π_cur's K × V logits of its latest update, and the recorded
+   * steps within HISTORY_BYTES; host memory).
    * Activation buffers, which grow with the batch, are not counted.
    */
   async memoryBytes(): Promise<number> {
     const a = this.#a;
     if (a instanceof TabularSoftmaxAgent) return 5 * a.nObs * a.nActions * Float64Array.BYTES_PER_ELEMENT;
     if (a instanceof FrozenOnnxAgent) return this.#modelBytes; // its estimate: files, onnxruntime's copy, cache, logits
-    const kept = this.#kept?.zCur.byteLength ?? 0;
+    const kept = (this.#kept?.zCur.byteLength ?? 0) + this.#historyBytes;
     if (this.#gpu !== null) return this.#gpu.ctx.storageBytes + kept; // GPU buffers created
     return 5 * a.model.paramCount() * Float32Array.BYTES_PER_ELEMENT + this.#modelBytes + kept;
   }
@@ -394,18 +432,61 @@ export class AgentApi {
   }
 
   /**
-   * The token inspector's numbers for this agent's latest update (src/sat/inspect.ts
-   * `inspectKept`: π_cur as kept at the update, π_new = the parameters now, one forward pass), or
-   * why there are none — a table, no update yet, or the parameters moved since (a restore, a swap).
-   * The first `maxEpisodes` episodes are listed token by token.
+   * Records the latest update as the caller's step `tag` (the page: "stage 3"), so it can be
+   * inspected after the agent has moved on: π_cur's logits as kept at the update and the parameters
+   * it left. Call it right after the update, before anything else moves the agent. Oldest steps
+   * are dropped past the budget (HISTORY_BYTES). False: nothing to keep (a table, a frozen seat,
+   * or the latest update is not kept).
    */
-  async inspect(maxEpisodes?: number): Promise<InspectAnswer> {
+  async keep(tag: string): Promise<boolean> {
+    const kept = this.#kept;
+    const a = this.#agent;
+    if (!kept || !a || a instanceof TabularSoftmaxAgent || a instanceof FrozenOnnxAgent) return false;
+    const after = Float32Array.from((await this.#call((x) => x.snapshot())).params);
+    const bytes = kept.zCur.byteLength + after.byteLength + kept.plan.batch.obs.byteLength * 4;
+    const old = this.#history.get(tag);
+    if (old) this.#historyBytes -= old.bytes;
+    this.#history.delete(tag);
+    this.#history.set(tag, { kept, after, bytes });
+    this.#dropped.delete(tag);
+    this.#historyBytes += bytes;
+    while (this.#historyBytes > this.historyLimit && this.#history.size > 1) {
+      const [first, step] = this.#history.entries().next().value!;
+      this.#history.delete(first);
+      this.#historyBytes -= step.bytes;
+      const n = this.#history.size;
+      this.#dropped.set(first, `its worker keeps the inspections of its latest updates within ${mib(this.historyLimit)} (${n} of them now, ${mib(step.bytes)} each here: the parameters after the update and π_cur's logits at the batch's states), and this one was dropped to make room. Reset and step to it again to inspect it.`);
+    }
+    return true;
+  }
+
+  /**
+   * The token inspector's numbers (src/sat/inspect.ts `inspectKept`: π_cur as kept at the update,
+   * π_new from the parameters after it, one forward pass), or why there are none. Without `tag`:
+   * the latest update, while the parameters have not moved since (a restore, a swap). With `tag`:
+   * a step recorded by `keep`, at any time — its parameters are put in for the forward pass and the
+   * agent's own put back, so nothing about the agent changes. The first `maxEpisodes` episodes are
+   * listed token by token.
+   */
+  async inspect(maxEpisodes?: number, tag?: string): Promise<InspectAnswer> {
     return this.#call(async (a) => {
       if (a instanceof TabularSoftmaxAgent) return { ok: false, reason: `agent ${a.index} is a table: the token inspector is for language agents.` };
       if (a instanceof FrozenOnnxAgent) return { ok: false, reason: `Nothing to inspect for agent ${a.index}: it is a frozen ONNX teammate: it is never updated.` };
-      const kept = this.#kept;
-      if (!kept) return { ok: false, reason: `Nothing to inspect for agent ${a.index}: ${this.#notKept}` };
-      return { ok: true, inspection: await inspectKept(a, kept, maxEpisodes) };
+      if (tag === undefined) {
+        const kept = this.#kept;
+        if (!kept) return { ok: false, reason: `Nothing to inspect for agent ${a.index}: ${this.#notKept}` };
+        return { ok: true, inspection: await inspectKept(a, kept, maxEpisodes) };
+      }
+      const step = this.#history.get(tag);
+      if (!step) return { ok: false, reason: `Nothing to inspect for agent ${a.index}'s update in ${tag}: ${this.#dropped.get(tag) ?? 'its worker never recorded it.'}` };
+      if (step.kept === this.#kept) return { ok: true, inspection: await inspectKept(a, step.kept, maxEpisodes) };
+      const now = await a.snapshot();
+      await a.restore({ params: Float64Array.from(step.after), optim: now.optim });
+      try {
+        return { ok: true, inspection: await inspectKept(a, step.kept, maxEpisodes) };
+      } finally {
+        await a.restore(now);
+      }
     });
   }
 
@@ -421,6 +502,7 @@ export class AgentApi {
     const old = a as LmSeat;
     return this.#call(async () => {
       this.#forget('its seat was swapped for another model since.');
+      this.#clearHistory('its seat was swapped for another model since: the parameters kept for this step belong to the model it replaced.');
       const r = await seatSwap(old, modelName, loadModel(file), steps, o);
       this.#agent = r.seat;
       this.#modelBytes += file.byteLength;

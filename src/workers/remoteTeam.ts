@@ -115,7 +115,7 @@ class Link {
 const AGENT_METHODS = {
   init: 0, onnxSeat: 0, loseDevice: 0, info: 0, cpuThreads: 0, memoryBytes: 0, distributions: 0, logProbs: 0,
   setReference: 0, klToReference: 0, trainStep: 0, surrogateGradient: 0, fisherVectorProduct: 0, update: 0,
-  inspect: 0, swapIn: 0, warmUp: 0, kappa: 0, snapshot: 0, restore: 0, interpolate: 0, generate: 0, speak: 0, getLogits: 0, setLogits: 0,
+  inspect: 0, keep: 0, swapIn: 0, warmUp: 0, kappa: 0, snapshot: 0, restore: 0, interpolate: 0, generate: 0, speak: 0, getLogits: 0, setLogits: 0,
 } as const satisfies Record<keyof AgentApi, 0>;
 
 /**

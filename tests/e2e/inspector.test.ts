@@ -7,8 +7,10 @@
  * its update, and every hovered token's log π_new, log π_cur, ratio, clip decision and KL
  * recomputed from the model's forward pass (tests/helpers/inspectRef.ts). The keyboard reaches the
  * tokens (Tab, ←/→, Enter opens the next-token chart, Escape closes it), the chart's bar for the
- * sampled token shows the recomputed probabilities, and an older step of an agent that has updated
- * since says that it cannot be inspected. A screenshot of the inspector goes to test-results/ (or
+ * sampled token shows the recomputed probabilities; once the agent has updated again, its first
+ * step still inspects to the same recomputed numbers (from the parameters that step left). The
+ * transcripts page through that step's whole batch, a row's link opens its episode in the
+ * inspector, and the advantage filters keep only the episodes they name. A screenshot of the inspector goes to test-results/ (or
  * docs/inspector.png with UPDATE_SCREENSHOT=1, for the README).
  *
  * Not here: every token and both objectives against the recomputation (tests/inspect.test.ts).
@@ -27,12 +29,13 @@ import type { AgentBatch } from '../../src/sat/types';
 import { updateAgent, type UpdatePlan } from '../../src/sat/update';
 import { stepThrough } from '../../src/sat/experiment';
 import { clippedByTheBook, logPolicyRows, referenceNumbers, type RefToken } from '../helpers/inspectRef';
+import type { Page } from 'playwright-core';
 import { openPlayground, type Playground, points, ROOT, settled, SETUP_TIMEOUT_MS } from './harness';
 
 const SCREENSHOT = join(ROOT, process.env.UPDATE_SCREENSHOT === '1' ? 'docs/inspector.png' : 'test-results/inspector.png');
 
 /** arith-team shrunk to run in seconds: two agents, tiny batches, few certification episodes. */
-const cfg: Config = presetConfig('arith-team', { agents: 2, batch: 2, group: 4, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3, certEpisodes: 8, lr: 2e-3 });
+const cfg: Config = presetConfig('arith-team', { agents: 2, batch: 4, group: 4, evalEpisodes: 8, geoIters: 0, probeEpisodes: 4, epochs: 1, maxNew: 3, stages: 3, certEpisodes: 8, lr: 2e-3 });
 
 const load = async (name: string) => new Uint8Array(readFileSync(join(ROOT, 'public/models', `${name}.safetensors`)));
 
@@ -62,6 +65,36 @@ async function firstStepHere(): Promise<{ agent: number; batch: AgentBatch; toke
 
 /** The inspector's 4-significant-digit form, with the page's minus sign. */
 const four = (x: number) => x.toPrecision(4).replace(/-/g, '\u2212');
+
+/** Hovers the first `count` tokens listed; each one's numbers in the readout equal the recomputation. Returns how many were clipped. */
+async function hoverMatches(p: Page, ref: Awaited<ReturnType<typeof firstStepHere>>, count: number): Promise<number> {
+  const tokens = p.getByTestId('inspector-token');
+  const details = p.getByTestId('inspector-details');
+  let clippedSeen = 0;
+  for (let i = 0; i < count; i++) {
+    const tok = tokens.nth(i);
+    const k = Number(await tok.getAttribute('data-k'));
+    await tok.hover();
+    await p.waitForFunction((kk) => document.querySelector('[data-testid="inspector-details"]')?.getAttribute('data-k') === String(kk), k);
+    const want = ref.tokens[k]!;
+    const e = ref.batch.episodeOf[k]!;
+    const attr = async (name: string) => Number(await details.getAttribute(name));
+    expect(Math.abs((await attr('data-logp-new')) - want.logpNew)).toBeLessThan(1e-9);
+    expect(Math.abs((await attr('data-logp-cur')) - want.logpCur)).toBeLessThan(1e-9);
+    expect(Math.abs((await attr('data-ratio')) - want.ratio)).toBeLessThan(1e-9 * want.ratio);
+    expect(Math.abs((await attr('data-kl')) - want.kl)).toBeLessThan(1e-9);
+    // The default objective is `sequence`: the clip decision is the episode's, on r_e = exp(u_e).
+    const clip = clippedByTheBook(Math.exp(ref.u[e]!), ref.batch.adv[e]!, ref.epsLow, ref.epsHigh);
+    expect(await attr('data-clipped')).toBe(clip ? 1 : 0);
+    if (clip) clippedSeen++;
+    // And as the page writes them.
+    expect(await p.getByTestId('inspector-logp-new').innerText()).toBe(four(want.logpNew));
+    expect(await p.getByTestId('inspector-logp-cur').innerText()).toBe(four(want.logpCur));
+    expect(await p.getByTestId('inspector-ratio').innerText()).toBe(four(want.ratio));
+    expect(await p.getByTestId('inspector-clipped').innerText()).toBe(clip ? 'clipped' : 'not clipped');
+  }
+  return clippedSeen;
+}
 
 let pg: Playground;
 let url = '';
@@ -100,31 +133,8 @@ describe('token inspector (browser)', () => {
     expect(await p.getByTestId('inspector-summary').innerText()).toContain(`${ref.batch.obs.length} tokens in ${ref.batch.nEpisodes} episodes`);
 
     // Hover: the readout shows the hovered token's numbers, equal to the recomputation.
-    const details = p.getByTestId('inspector-details');
-    let clippedSeen = 0;
     const hovered = Math.min(n, 8);
-    for (let i = 0; i < hovered; i++) {
-      const tok = tokens.nth(i);
-      const k = Number(await tok.getAttribute('data-k'));
-      await tok.hover();
-      await p.waitForFunction((kk) => document.querySelector('[data-testid="inspector-details"]')?.getAttribute('data-k') === String(kk), k);
-      const want = ref.tokens[k]!;
-      const e = ref.batch.episodeOf[k]!;
-      const attr = async (name: string) => Number(await details.getAttribute(name));
-      expect(Math.abs((await attr('data-logp-new')) - want.logpNew)).toBeLessThan(1e-9);
-      expect(Math.abs((await attr('data-logp-cur')) - want.logpCur)).toBeLessThan(1e-9);
-      expect(Math.abs((await attr('data-ratio')) - want.ratio)).toBeLessThan(1e-9 * want.ratio);
-      expect(Math.abs((await attr('data-kl')) - want.kl)).toBeLessThan(1e-9);
-      // The default objective is `sequence`: the clip decision is the episode's, on r_e = exp(u_e).
-      const clip = clippedByTheBook(Math.exp(ref.u[e]!), ref.batch.adv[e]!, ref.epsLow, ref.epsHigh);
-      expect(await attr('data-clipped')).toBe(clip ? 1 : 0);
-      if (clip) clippedSeen++;
-      // And as the page writes them.
-      expect(await p.getByTestId('inspector-logp-new').innerText()).toBe(four(want.logpNew));
-      expect(await p.getByTestId('inspector-logp-cur').innerText()).toBe(four(want.logpCur));
-      expect(await p.getByTestId('inspector-ratio').innerText()).toBe(four(want.ratio));
-      expect(await p.getByTestId('inspector-clipped').innerText()).toBe(clip ? 'clipped' : 'not clipped');
-    }
+    const clippedSeen = await hoverMatches(p, ref, hovered);
     console.log(`inspector: ${n} tokens on the page, ${hovered} hovered and matched the recomputation (${clippedSeen} clipped)`);
 
     // Colour: by default w·Ã·log r (how the update moved the token); chosen, w·Ã·r (advantage × ratio).
@@ -142,13 +152,18 @@ describe('token inspector (browser)', () => {
     }
     await p.getByTestId('inspector-colour').selectOption('moved');
 
-    // Keyboard: Tab from the toggle reaches the colour choice, then the first token; → moves; Enter
-    // opens the chart; Escape closes it.
+    // Keyboard: Tab from the toggle reaches the colour choice, then the filters, the episode box and
+    // the pager, then the tokens as one stop; → moves; Enter opens the chart; Escape closes it.
     await p.mouse.move(0, 0);
     await toggle.focus();
     await p.keyboard.press('Tab');
     await p.waitForFunction(() => document.activeElement?.getAttribute('data-testid') === 'inspector-colour');
-    await p.keyboard.press('Tab');
+    const stops: string[] = [];
+    for (let i = 0; i < 8 && stops[stops.length - 1] !== 'inspector-token'; i++) {
+      await p.keyboard.press('Tab');
+      stops.push(await p.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? ''));
+    }
+    expect(stops).toEqual(['inspector-filter-adv', 'inspector-filter-reward', 'inspector-jump', 'inspector-jump-go', 'inspector-next', 'inspector-token']);
     const k0 = await tokens.nth(0).getAttribute('data-k');
     await p.waitForFunction((kk) => document.querySelector('[data-testid="inspector-details"]')?.getAttribute('data-k') === kk, k0);
     const second = n > 1 ? 1 : 0;
@@ -178,10 +193,42 @@ describe('token inspector (browser)', () => {
     await p.waitForFunction(() => Number(document.querySelector('[data-testid="timeline"]')?.getAttribute('data-points')) === 3, undefined, { timeout: 120_000 });
     await settled(p);
     expect(await points(p, 'timeline')).toBe(3);
+    // The stage-1 step again, after its agent has moved: recomputed from the parameters it left,
+    // the same numbers as when it was the latest.
     await p.locator(`[data-testid="timeline-cell"][data-stage="1"][data-agent="${ref.agent}"]`).click();
-    const gone = p.getByTestId('inspector-unavailable');
-    await gone.waitFor();
-    expect(await gone.innerText()).toMatch(new RegExp(`Only an agent's latest update can be inspected.*agent ${ref.agent} has updated since, in stage 2`));
+    await p.locator(`[data-testid="inspector-body"][data-step="1.${ref.agent}"] [data-testid="inspector-token"]`).first().waitFor({ timeout: 60_000 });
+    expect(await p.getByTestId('inspector-summary').innerText()).toContain(`${ref.batch.obs.length} tokens in ${ref.batch.nEpisodes} episodes`);
+    await hoverMatches(p, ref, hovered);
+
+    // The transcripts of that step: the whole batch it trained on, a page at a time.
+    const N = cfg.batch * cfg.group;
+    expect(await p.getByTestId('transcripts-batch').innerText()).toMatch(new RegExp(`the step trained on ${N} episodes`));
+    const rows = p.getByTestId('transcript-row');
+    expect(await rows.count()).toBe(12);
+    await p.getByTestId('transcripts-next').click();
+    expect(await rows.count()).toBe(N - 12);
+    // A row's "tokens" opens its episode in the inspector: the same prompt, marked.
+    const row = rows.nth(1);
+    const e = Number(await row.getAttribute('data-e'));
+    expect(e).toBe(13);
+    const prompt = await row.locator('td.prompt code').first().innerText();
+    await row.getByTestId('transcript-inspect').click();
+    const marked = p.locator('[data-testid="inspector-episode"][data-target="1"]');
+    await marked.waitFor();
+    expect(Number(await marked.getAttribute('data-e'))).toBe(e);
+    expect(await marked.innerText()).toContain(prompt);
+    expect(await p.getByTestId('inspector-jump').inputValue()).toBe(String(e + 1));
+    // The advantage filter keeps the episodes with Ã > 0 only; the jump box finds episode 1.
+    await p.getByTestId('inspector-filter-adv').selectOption('positive');
+    const listed = p.getByTestId('inspector-episode');
+    const advs = await listed.evaluateAll((els) => els.map((x) => Number(x.getAttribute('data-adv'))));
+    const positive = Array.from(ref.batch.adv).filter((a) => a > 0).length;
+    expect(await p.getByTestId('inspector-listed').innerText()).toMatch(new RegExp(`^${positive} of \\d+ episodes listed`));
+    expect(advs.length).toBeGreaterThan(0);
+    for (const a of advs) expect(a).toBeGreaterThan(0);
+    await p.getByTestId('transcripts-prev').click();
+    await p.getByTestId('transcripts-adv').selectOption('positive');
+    for (const r of await rows.all()) expect(Number(await r.getAttribute('data-advantage'))).toBeGreaterThan(0);
     expect(pg.errors).toEqual([]);
     await p.context().close();
     console.log(`inspector page test: ${((Date.now() - t0) / 1000).toFixed(1)} s`);

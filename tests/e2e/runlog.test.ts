@@ -4,7 +4,9 @@
  * with the page's β, downloads the SAT-style YAML and a zip with the scripts, the data and
  * reward.py, and an edited YAML imports back. Import takes a verl file-logger fixture and a TeamTR
  * console fixture (tests/fixtures/bridge/logs) and the charts read back the logs' numbers; a bad
- * log is refused without losing the open run; a saved run and a `?run=` link open it again.
+ * log is refused without losing the open run; a saved run and a `?run=` link open it again. At
+ * 1280×720, in both modes, an imported log opens scrolled into view with its J and KL charts on
+ * the first screen, and no y-axis label runs past its chart's left edge.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +17,8 @@ import { parseConfig } from '../../src/sat/config';
 import { presetConfig } from '../../src/sat/presets';
 import { readRunLog } from '../../src/bridge/runLog';
 import { runLogParam } from '../../src/bridge/runLogFile';
-import { playgroundForFile, points, settled } from './harness';
+import type { Page } from 'playwright-core';
+import { inViewport, playgroundForFile, points, settled } from './harness';
 
 const pg = playgroundForFile();
 const LOGS = join(import.meta.dirname, '../fixtures/bridge/logs');
@@ -126,4 +129,38 @@ describe('a real run\'s logs in the playground (browser)', () => {
     expect(await points(q, 'run-timeline')).toBe(2);
     await q.context().close();
   }, 240_000);
+});
+
+/** Every y-axis tick label of the imported run's charts lies inside its chart's SVG (none clipped at the left). */
+async function yLabelsInside(p: Page): Promise<number> {
+  const out = await p.locator('[data-testid="runlog"] svg.recharts-surface').evaluateAll((svgs) =>
+    svgs.flatMap((svg) => {
+      const left = svg.getBoundingClientRect().left;
+      return [...svg.querySelectorAll('.recharts-yAxis-tick-labels text')].map((t) => ({ text: t.textContent ?? '', over: left - t.getBoundingClientRect().left }));
+    }),
+  );
+  expect(out.length).toBeGreaterThan(0);
+  for (const t of out) expect(t.over, `y label "${t.text}" starts ${t.over.toFixed(1)} px left of its chart`).toBeLessThanOrEqual(0.5);
+  return out.length;
+}
+
+describe('an imported run log opens in view (browser)', () => {
+  it('at 1280×720 its J and KL charts are on the first screen, y labels unclipped; in projector mode too', async () => {
+    for (const projector of [false, true]) {
+      const p = await pg().freshPage({ width: 1280, height: 720 });
+      await p.goto(pg().url, { waitUntil: 'load' });
+      await settled(p);
+      if (projector && (await p.locator('.app.projector').count()) === 0) await p.getByTestId('projector-toggle').click();
+      await p.locator('.app.projector').count().then((n) => expect(n).toBe(projector ? 1 : 0));
+      await p.getByTestId('import').setInputFiles(log('verl-file.jsonl'));
+      await p.getByTestId('runlog').waitFor();
+      await p.waitForFunction(() => document.querySelectorAll('[data-testid="runlog"] svg.recharts-surface').length >= 3);
+      await p.waitForTimeout(300); // the scroll settles
+      await inViewport(p, 'run-j', 720);
+      await inViewport(p, 'run-kl', 720);
+      const n = await yLabelsInside(p);
+      console.log(`run log in view (${projector ? 'projector' : 'default'} mode): J and KL charts on the first screen, ${n} y labels inside their charts`);
+      await p.context().close();
+    }
+  }, 120_000);
 });

@@ -146,7 +146,8 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
           <XAxis dataKey="delta" type="number" scale="log" domain={xScale!.domain} ticks={xScale!.ticks} allowDataOverflow tickFormatter={(v: number) => sci(v)} stroke={MUTED_INK} fontSize={13} name="δ" />
           <YAxis dataKey="rate" type="number" scale="log" domain={yScale!.domain} ticks={yScale!.ticks} allowDataOverflow tickFormatter={(v: number) => sci(v)} width={52} stroke={MUTED_INK} fontSize={13} name="violation rate" />
           <Tooltip content={<VTooltip />} />
-          <Legend verticalAlign="top" height={22} iconSize={10} wrapperStyle={{ fontSize: 13 }} />
+          {/* Its height measured, not fixed (a sweep adds entries and a second line), and room below it for the top y label. */}
+          <Legend verticalAlign="top" iconSize={10} wrapperStyle={{ fontSize: 13, paddingBottom: 10 }} />
           {sources.map((src, k) => (
             <Scatter
               key={src}

@@ -24,7 +24,7 @@ import { shown, type PanelName } from '../panels';
 import { TableGameView, TranscriptGameView } from './GameView';
 import { select, usePlayground } from '../store';
 import { SwapCard } from './SwapCard';
-import { TokenInspector } from './TokenInspector';
+import { useGenerations } from './runLogState';
 
 const Timeline = memo(TimelineView);
 const { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, TranscriptTable, ViolationChart, WaterfallChart } = lazyCharts;
@@ -113,6 +113,8 @@ export function ChartsPanel() {
   const simultaneous = usePlayground((s) => s.simultaneous);
   const previous = usePlayground((s) => s.previous);
   const hide = usePlayground((s) => s.hide);
+  const dump = useGenerations((s) => s.dump);
+  const opened = useGenerations((s) => s.opened);
   const [form, setForm] = useState<CertForm | null>(null);
   const busy = status === 'busy' || status === 'running' || status === 'loading';
   const quiet = !busy;
@@ -133,7 +135,9 @@ export function ChartsPanel() {
     if (!ref) return transcripts[transcripts.length - 1] ?? null;
     return transcripts.find((b) => b.stage === ref.stage && b.before === step?.position) ?? transcripts[transcripts.length - 1] ?? null;
   }, [transcripts, ref, step]);
-  const rows = useMemo(() => transcriptRows(batch, stages, { current }), [batch, stages, current]);
+  const rows = useMemo(() => transcriptRows(batch, stages, { current, limit: Infinity }), [batch, stages, current]);
+  // The batch shown is the one the step in view trained on (not a fallback): its rows open in the inspector.
+  const linked = !!(batch && ref && step && batch.stage === ref.stage && batch.before === step.position);
   const exp = session.currentExperiment();
   const game = frames.length > 0 && exp ? tableGame(exp) : null;
   // The J chart and the game view follow the store at once, in the same render and paint as the
@@ -258,7 +262,19 @@ export function ChartsPanel() {
           </div>
         )}
       </div>
-      {on('transcripts') && transcripts.length > 0 && <TranscriptTable rows={rows} caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined} onSelectStep={select} inspector={<TokenInspector step={ref} />} />}
+      {((on('transcripts') && transcripts.length > 0) || dump) && (
+        <TranscriptTable
+          key={opened}
+          rows={rows}
+          caption={batch ? `Stage ${batch.stage}: episodes agent step ${batch.before + 1} of σ trained on` : undefined}
+          groupSize={cfg.group}
+          onSelectStep={select}
+          step={ref}
+          linked={linked}
+          imported={dump}
+          onCloseImported={() => useGenerations.setState({ dump: null })}
+        />
+      )}
     </>
   );
 }

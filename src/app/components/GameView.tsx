@@ -23,11 +23,14 @@ const pct = (p: number) => `${Math.round(100 * p)} %`;
 /** The bars' height transition, off while Run goes: it would re-lay and repaint them for 120 ms after every draw. */
 const STILL = { transition: 'none' } as const;
 
+/** From this many actions an agent's bars stand under its name, each label on two lines (styles.css `.many`). */
+const MANY_ACTIONS = 5;
+
 function AgentBars({ frame, game, still }: { frame: GameFrame; game: TabularGame; still: boolean }) {
   return (
     <div className="game-bars" data-testid="game-bars">
       {frame.marginals.map((row, j) => (
-        <div key={j} className="game-bar-row" style={{ '--agent': agentColor(j) } as CSSProperties} data-testid={`game-bars-${j}`}>
+        <div key={j} className={row.length >= MANY_ACTIONS ? 'game-bar-row many' : 'game-bar-row'} style={{ '--agent': agentColor(j) } as CSSProperties} data-testid={`game-bars-${j}`}>
           <span className="agent-chip">agent {j}</span>
           <span className="game-bar-cells">
             {row.map((p, a) => (

@@ -9,6 +9,7 @@
  *
  * Not here: parsing or the charts' rows (src/bridge), the playground's own charts (../charts).
  */
+import { useEffect, useRef } from 'react';
 import { CartesianGrid, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import type { RunLog } from '../../bridge/runLog';
 import { runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
@@ -19,6 +20,24 @@ import { usePlayground } from '../store';
 import { useRunLog } from './runLogState';
 
 const fmt = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.abs(x) !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(2) : x.toFixed(4));
+
+/** A y-axis tick as short text: three significant digits, an exponent below 0.01 or from 100,000 (so a label never outgrows its axis). */
+export function tickText(x: number): string {
+  if (x === 0 || !Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  return (a < 0.01 || a >= 1e5 ? x.toExponential(1) : String(Number(x.toPrecision(3)))).replace(/-/g, '\u2212');
+}
+
+/**
+ * The y axis's width in px for `values`: its longest tick label at the page's font size (16 px in
+ * projector mode, else 13), plus the tick mark. Ticks lie inside the values' range, and tickText
+ * keeps each to at most seven characters, so the extremes and the longest form bound them.
+ */
+export function axisWidth(values: readonly number[], projector: boolean): number {
+  const finite = values.filter(Number.isFinite);
+  const chars = Math.max(4, ...finite.map((v) => tickText(v).length), finite.some((v) => v !== 0 && Math.abs(v) < 0.01) ? 7 : 0, finite.some((v) => v < 0) ? 6 : 0);
+  return Math.ceil(chars * (projector ? 16 : 13) * 0.62) + 14;
+}
 
 /** "step 4: J 0.5625 train reward 0.5125": the last step's values, for the readout above the J chart. */
 function lastJReadout(r: { step: number; J?: number; train?: number; lower?: number }): string {
@@ -58,16 +77,17 @@ async function copyLink(log: RunLog) {
 }
 
 /** Per-agent lines of a chart whose rows hold one array per step. */
-function AgentLines({ rows, pick, agents, width, deltas }: { rows: readonly { step: number }[]; pick: (r: never) => readonly number[]; agents: number; width: number; deltas?: readonly (number | null)[] }) {
+function AgentLines({ rows, pick, agents, width, deltas, projector }: { rows: readonly { step: number }[]; pick: (r: never) => readonly number[]; agents: number; width: number; deltas?: readonly (number | null)[]; projector: boolean }) {
   const data = rows.map((r) => {
     const v = pick(r as never);
     return Object.fromEntries([['step', r.step], ...v.map((x, i) => [`a${i}`, Number.isFinite(x) ? x : null])]);
   });
+  const values = [...rows.flatMap((r) => pick(r as never)), ...(deltas ?? []).filter((d): d is number => d !== null)];
   return (
     <LineChart width={width} height={DEFAULT_HEIGHT} data={data} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
       <CartesianGrid stroke={GRID} />
       <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
-      <YAxis width={56} />
+      <YAxis width={axisWidth(values, projector)} tickFormatter={tickText} />
       <Tooltip isAnimationActive={false} />
       {Array.from({ length: agents }, (_, i) => (
         <Line key={i} dataKey={`a${i}`} name={agents > 1 ? `agent ${i}` : 'policy'} stroke={agentColor(i)} dot={data.length < 40} isAnimationActive={false} connectNulls />
@@ -77,21 +97,30 @@ function AgentLines({ rows, pick, agents, width, deltas }: { rows: readonly { st
   );
 }
 
-/** The open run's view; mounted by RunLogSlot (./runLogState) only while a run is open. */
+/**
+ * The open run's view; mounted by RunLogSlot (./runLogState) only while a run is open. Each run
+ * opened scrolls the view to the top of the window, so its charts are the first thing seen.
+ */
 export function RunLogView() {
   const log = useRunLog((s) => s.log);
+  const projector = usePlayground((s) => s.projector);
+  const box = useRef<HTMLElement | null>(null);
+  useEffect(() => {
+    if (log) box.current?.scrollIntoView({ block: 'start' });
+  }, [log]);
   if (!log) return null;
   const j = runJ(log);
   const kl = runKl(log);
   const clip = runClip(log);
   const tl = runTimeline(log);
   const agents = Math.max(log.agents, 1);
+  const jValues = 'rows' in j ? j.rows.flatMap((r) => [r.J, r.train, r.lower].filter((x): x is number => x !== undefined)) : [];
   const lastJ = 'rows' in j ? [...j.rows].reverse().find((r) => r.J !== undefined || r.train !== undefined || r.lower !== undefined) : undefined;
   return (
-    <section className="runlog" data-testid="runlog" aria-label={`Imported run ${log.name}`}>
+    <section ref={box} className="runlog" data-testid="runlog" aria-label={`Imported run ${log.name}`}>
       <header className="runlog-head">
         <h2>
-          Imported run: {log.name} <span className="muted">({log.format}, {log.engine === 'satTrainer' ? "the SAT authors' trainer" : log.engine}, {log.steps.length} steps{log.agents > 0 ? `, ${log.agents} agents` : ''})</span>
+          Imported run: {log.name} <span className="muted">({log.format}, {log.engine === 'satTrainer' ? "the SAT authors' trainer" : log.engine}, {log.steps.length} steps{log.agents > 0 ? `, ${log.agents} agents` : ''}{log.warnings.length > 0 ? `; ${log.warnings.length} line${log.warnings.length > 1 ? 's' : ''} skipped, listed under the charts` : ''})</span>
         </h2>
         <div className="runlog-actions">
           <button type="button" className="small" data-testid="runlog-save" onClick={() => save(log)}>Save run</button>
@@ -99,11 +128,6 @@ export function RunLogView() {
           <button type="button" className="small" data-testid="runlog-close" onClick={() => useRunLog.setState({ log: null })}>Close</button>
         </div>
       </header>
-      {log.warnings.length > 0 && (
-        <ul className="runlog-warnings muted" data-testid="runlog-warnings">
-          {log.warnings.map((w, i) => <li key={i}>skipped: {w}</li>)}
-        </ul>
-      )}
       <div className="charts-grid">
         <ChartFrame
           testid="run-j"
@@ -118,7 +142,7 @@ export function RunLogView() {
               <LineChart width={w} height={DEFAULT_HEIGHT} data={j.rows as object[]} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
                 <CartesianGrid stroke={GRID} />
                 <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
-                <YAxis width={56} />
+                <YAxis width={axisWidth(jValues, projector)} tickFormatter={tickText} />
                 <Tooltip isAnimationActive={false} />
                 <Line dataKey="J" name="J (validation)" stroke={INK} connectNulls isAnimationActive={false} />
                 <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />
@@ -135,7 +159,7 @@ export function RunLogView() {
           readout={'rows' in kl && <span data-testid="run-kl-readout">{klReadout(kl)}</span>}
           howTo={<>Each agent's KL per step in its colour, its radius δ dashed where the engine has one. {'rows' in kl && kl.what}</>}
         >
-          {(w) => 'rows' in kl && <AgentLines rows={kl.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} />}
+          {(w) => 'rows' in kl && <AgentLines rows={kl.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-clip"
@@ -145,7 +169,7 @@ export function RunLogView() {
           readout={'rows' in clip && <span data-testid="run-clip-last">last: {clip.rows[clip.rows.length - 1]?.clip.map(fmt).join(', ')}</span>}
           howTo="The share of tokens whose ratio was clipped (actor/pg_clipfrac), per agent: a rising share means updates push against the clip range."
         >
-          {(w) => 'rows' in clip && <AgentLines rows={clip.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} />}
+          {(w) => 'rows' in clip && <AgentLines rows={clip.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-timeline"
@@ -173,6 +197,11 @@ export function RunLogView() {
           }
         </ChartFrame>
       </div>
+      {log.warnings.length > 0 && (
+        <ul className="runlog-warnings muted" data-testid="runlog-warnings">
+          {log.warnings.map((w, i) => <li key={i}>skipped: {w}</li>)}
+        </ul>
+      )}
     </section>
   );
 }

@@ -5,12 +5,18 @@
  * of the projection, the team's J just before and after, and the swap's own certificate: the floor
  * its largest per-state KL radius guarantees (docs/certificate.md §8).
  *
+ * Before the swap stage starts, `SwapAnnouncement` says that the next step begins with the swap,
+ * what it does and what it costs against a normal stage.
+ *
  * Not here: making the swap (src/sat/experiment.ts swapIfDue) or its maths (stage0.ts).
  */
 import type { CSSProperties } from 'react';
+import type { Config } from '../../sat/config';
+import { isLlmTask } from '../../sat/config';
 import { LAMBDA_EDGES } from '../../sat/stage0';
 import type { StageRecord } from '../../sat/stage';
 import { fixed3, sci, short, signed3 } from '../format';
+import { usePlayground } from '../store';
 import { agentColor } from '../theme';
 
 function edge(x: number): string {
@@ -39,6 +45,48 @@ export function vacuousFloor(fall: number, jBefore: number, span: number, lowest
   if (lowestJ !== null && fall >= jBefore - lowestJ) return `vacuous here: J stood at ${fixed3(jBefore)}, only ${fixed3(jBefore - lowestJ)} above the lowest J there is, so no swap could lower it by more — this bound rules nothing out`;
   if (span > 0 && fall >= span) return `vacuous here: it is wider than J's whole range (${fixed3(span)}), so it rules nothing out`;
   return null;
+}
+
+/**
+ * A language swap stage against a normal one, measured on the arith-pnp preset (CPU kernels, one
+ * process, load 11–12 on a 2-core machine): stages 1, 2 and 4 took 2.3, 1.9 and 2.4 s, the swap
+ * stage 3 took 28.8 s (docs/performance.md "The cost of a swap stage").
+ */
+export const SWAP_STAGE_COST = { ratio: 13, preset: 'arith-pnp' } as const;
+
+/**
+ * What the next step starts with when it is the configured swap (stage swapAt, before its first
+ * agent step), in words: who gets which model and how, and the expected cost. Null when the next
+ * step is not the swap's.
+ */
+export function swapAnnouncement(cfg: Config, stagesDone: number, midStage: boolean, preset: string): string | null {
+  if (cfg.swapAgent < 0 || midStage || stagesDone + 1 !== cfg.swapAt) return null;
+  const who = `agent ${cfg.swapAgent}'s seat`;
+  if (!isLlmTask(cfg.task)) {
+    return `The next step starts stage ${cfg.swapAt} with a plug-and-play swap: ${who} gets the best response to the team, computed exactly from the tables${cfg.swapStage0 ? ` and projected by Stage-0 into KL ≤ δ₀ = ${cfg.stage0Delta}` : ''} — a moment's work, about the cost of a normal stage.`;
+  }
+  const how = cfg.swapStage0
+    ? `projected by Stage-0 into KL ≤ δ₀ = ${cfg.stage0Delta} of the agent it replaces and distilled on the token states of a fresh ${cfg.batch * cfg.group}-episode rollout`
+    : 'seated as it is (no Stage-0)';
+  const cost = cfg.swapStage0
+    ? `Expect the stage to take about ${SWAP_STAGE_COST.ratio}× a normal stage (measured on the ${SWAP_STAGE_COST.preset} preset${preset === SWAP_STAGE_COST.preset ? '' : '; other settings differ'}: the distillation is most of it).`
+    : 'Without Stage-0 there is no distillation: the stage costs about as much as a normal one, plus loading the model.';
+  return `The next step starts stage ${cfg.swapAt} with a plug-and-play swap: ${who} gets the ${cfg.task}-${cfg.swapTo} model, ${how}, before the stage's first update. ${cost}`;
+}
+
+/** The swap, announced before the step that starts it (see swapAnnouncement), under the step controls. */
+export function SwapAnnouncement() {
+  const cfg = usePlayground((s) => s.config);
+  const stagesDone = usePlayground((s) => s.stages.length);
+  const midStage = usePlayground((s) => s.partial.length > 0);
+  const preset = usePlayground((s) => s.preset);
+  const text = cfg ? swapAnnouncement(cfg, stagesDone, midStage, preset) : null;
+  if (!text) return null;
+  return (
+    <p className="notice swap-next" data-testid="swap-next" role="status">
+      {text}
+    </p>
+  );
 }
 
 /** `maxNew`: a language team's longest message in tokens (null for a table game); `span` and `lowestJ`: see vacuousFloor. */

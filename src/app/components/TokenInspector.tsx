@@ -175,9 +175,46 @@ function DistChart({ f, ins, onClose }: { f: Flat; ins: TokenInspection; onClose
   );
 }
 
+/** Which episodes the inspector lists: by the sign of Ã, and by reward when the rewards are known. */
+export interface EpisodeFilter {
+  readonly adv: 'all' | 'positive' | 'negative' | 'zero';
+  /** A reward value (as its key `String(r)`), or 'all'. */
+  readonly reward: string;
+}
+
+const ALL: EpisodeFilter = { adv: 'all', reward: 'all' };
+
+/** Whether episode `ep` passes `f` (`rewards[e]`: the episode's reward, when known). */
+export function keepsEpisode(ep: EpisodeView, f: EpisodeFilter, rewards?: readonly number[]): boolean {
+  const a = ep.adv;
+  if (f.adv === 'positive' && !(a > 0)) return false;
+  if (f.adv === 'negative' && !(a < 0)) return false;
+  if (f.adv === 'zero' && a !== 0) return false;
+  if (f.reward !== 'all' && (rewards?.[ep.e] === undefined || String(rewards[ep.e]) !== f.reward)) return false;
+  return true;
+}
+
+/** An episode to show: its index in the batch, and a count that makes the same one again a new request. */
+export interface EpisodeTarget {
+  readonly e: number;
+  readonly n: number;
+}
+
+export interface InspectionViewProps {
+  readonly ins: TokenInspection;
+  /** Per episode of the batch (by index), its reward, when the caller knows it: the reward filter. */
+  readonly rewards?: readonly number[];
+  /** Jump to this episode (the transcripts' link). */
+  readonly target?: EpisodeTarget | null;
+}
+
 /** The inspection drawn (exported for server-rendered tests; the page renders it inside TokenInspector). */
-export function InspectionView({ ins }: { ins: TokenInspection }) {
-  const flat = useMemo<Flat[]>(() => ins.episodes.flatMap((ep) => ep.messages.flatMap((m) => m.tokens.map((t) => ({ t, ep })))), [ins]);
+export function InspectionView({ ins, rewards, target }: InspectionViewProps) {
+  const [filter, setFilter] = useState<EpisodeFilter>(ALL);
+  const known = rewards && rewards.length === ins.nEpisodes ? rewards : undefined;
+  const rewardValues = useMemo(() => (known ? [...new Set(ins.episodes.map((ep) => known[ep.e]!))].sort((x, y) => x - y) : []), [ins, known]);
+  const listed = useMemo(() => ins.episodes.filter((ep) => keepsEpisode(ep, filter, known)), [ins, filter, known]);
+  const flat = useMemo<Flat[]>(() => listed.flatMap((ep) => ep.messages.flatMap((m) => m.tokens.map((t) => ({ t, ep })))), [listed]);
   const [focus, setFocus] = useState(0);
   /** The token whose numbers the readout shows: the last hovered or focused (it stays, so the layout never jumps). */
   const [hover, setHover] = useState<number | null>(null);
@@ -188,12 +225,41 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
   const index = useMemo(() => new Map(flat.map((f, i) => [f.t, i])), [flat]);
   const shown = hover ?? (open !== null ? open : null);
   const [page, setPage] = useState(0);
-  const pages = Math.ceil(ins.episodes.length / EPISODES_PER_PAGE);
+  const pages = Math.ceil(listed.length / EPISODES_PER_PAGE);
   /** The page that lists flat token i (its episode's place in the list). */
   const pageOf = useMemo(() => {
-    const at = new Map(ins.episodes.map((ep, k) => [ep, Math.floor(k / EPISODES_PER_PAGE)]));
+    const at = new Map(listed.map((ep, k) => [ep, Math.floor(k / EPISODES_PER_PAGE)]));
     return (i: number) => at.get(flat[i]!.ep) ?? 0;
-  }, [ins, flat]);
+  }, [listed, flat]);
+  /** The episode jumped to (1-based in the box), and what the jump found. */
+  const [jumpText, setJumpText] = useState('');
+  const [jumped, setJumped] = useState<{ e: number; found: boolean } | null>(null);
+  const episodesBox = useRef<HTMLDivElement | null>(null);
+  const choose = (f: EpisodeFilter) => {
+    setFilter(f);
+    setPage(0);
+    setOpen(null);
+    setHover(null);
+    setFocus(0);
+  };
+  /** Shows episode e: the filters cleared if they hide it, its page, the episode scrolled to and marked. */
+  const jumpTo = (e: number) => {
+    const ep = ins.episodes.find((x) => x.e === e);
+    setJumped({ e, found: !!ep });
+    if (!ep) return;
+    const list = keepsEpisode(ep, filter, known) ? listed : ins.episodes;
+    if (list !== listed) choose(ALL);
+    setPage(Math.floor(list.indexOf(ep) / EPISODES_PER_PAGE));
+    requestAnimationFrame(() => episodesBox.current?.querySelector(`[data-e="${e}"]`)?.scrollIntoView({ block: 'nearest' }));
+  };
+  const lastTarget = useRef<EpisodeTarget | null>(null);
+  useEffect(() => {
+    if (!target || target === lastTarget.current) return;
+    lastTarget.current = target;
+    setJumpText(String(target.e + 1));
+    jumpTo(target.e);
+    // A new target object is a new request; the rest is read fresh.
+  }, [target]);
 
   const move = (i: number) => {
     const j = Math.max(0, Math.min(flat.length - 1, i));
@@ -247,24 +313,68 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
         <span className="ti-kl-sample" /> KL / δ
       </div>
       <Readout f={shown !== null ? flat[shown]! : null} ins={ins} />
+      <div className="ti-filters" data-testid="inspector-filters">
+        <label>
+          episodes{' '}
+          <select data-testid="inspector-filter-adv" value={filter.adv} onChange={(e) => choose({ ...filter, adv: e.target.value as EpisodeFilter['adv'] })}>
+            <option value="all">every advantage</option>
+            <option value="positive">Ã &gt; 0 (better than its group)</option>
+            <option value="negative">Ã &lt; 0 (worse)</option>
+            <option value="zero">Ã = 0</option>
+          </select>
+        </label>
+        {rewardValues.length > 0 && (
+          <label>
+            reward{' '}
+            <select data-testid="inspector-filter-reward" value={filter.reward} onChange={(e) => choose({ ...filter, reward: e.target.value })}>
+              <option value="all">any</option>
+              {rewardValues.map((r) => (
+                <option key={r} value={String(r)}>
+                  {fixed3(r)}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        <form
+          className="ti-jump"
+          onSubmit={(e) => {
+            e.preventDefault();
+            const n = Number(jumpText);
+            if (Number.isInteger(n) && n >= 1) jumpTo(n - 1);
+          }}
+        >
+          <label>
+            episode{' '}
+            <input data-testid="inspector-jump" type="number" inputMode="numeric" min={1} max={ins.nEpisodes} value={jumpText} onChange={(e) => setJumpText(e.target.value)} />
+          </label>{' '}
+          <button type="submit" className="small" data-testid="inspector-jump-go">
+            Show
+          </button>
+        </form>
+        <span className="muted" data-testid="inspector-listed">
+          {listed.length} of {ins.episodes.length} episodes listed{jumped && !jumped.found ? ` · agent ${ins.agent} wrote no token in episode ${jumped.e + 1}` : ''}
+        </span>
+      </div>
       {pages > 1 && (
         <div className="ti-pages" data-testid="inspector-pages">
           <button type="button" className="small" data-testid="inspector-prev" disabled={page === 0} onClick={() => setPage(page - 1)}>
             ◂ earlier
           </button>
           <span>
-            episodes {page * EPISODES_PER_PAGE + 1}–{Math.min(ins.episodes.length, (page + 1) * EPISODES_PER_PAGE)} of {ins.episodes.length}
+            episodes {page * EPISODES_PER_PAGE + 1}–{Math.min(listed.length, (page + 1) * EPISODES_PER_PAGE)} of {listed.length}
           </span>
           <button type="button" className="small" data-testid="inspector-next" disabled={page >= pages - 1} onClick={() => setPage(page + 1)}>
             later ▸
           </button>
         </div>
       )}
-      <div className="ti-episodes" role="group" aria-label="The agent's tokens: arrow keys move, Enter shows the distribution" onKeyDown={onKey}>
-        {ins.episodes.slice(page * EPISODES_PER_PAGE, (page + 1) * EPISODES_PER_PAGE).map((ep) => (
-          <div key={ep.e} className="ti-episode" data-testid="inspector-episode">
+      <div ref={episodesBox} className="ti-episodes" role="group" aria-label="The agent's tokens: arrow keys move, Enter shows the distribution" onKeyDown={onKey}>
+        {listed.slice(page * EPISODES_PER_PAGE, (page + 1) * EPISODES_PER_PAGE).map((ep) => (
+          <div key={ep.e} className={`ti-episode${jumped?.found && jumped.e === ep.e ? ' target' : ''}`} data-testid="inspector-episode" data-e={ep.e} data-adv={ep.adv} data-target={jumped?.found && jumped.e === ep.e ? 1 : undefined}>
             <div className="ti-ep-head muted">
               episode {ep.e + 1}: Ã = {fixed3(ep.adv)}, w = {fixed3(ep.weight)}, r_e = {num(ep.ratio)}
+              {known ? `, reward ${fixed3(known[ep.e]!)}` : ''}
               {ins.objective === 'sequence' && ep.clipped ? ' (clipped)' : ''}
             </div>
             {ep.messages.map((m, mi) => (
@@ -313,14 +423,21 @@ export function InspectionView({ ins }: { ins: TokenInspection }) {
 export interface TokenInspectorProps {
   /** The agent step in view (null before the first). */
   readonly step: Required<StepRef> | null;
+  /** Per episode of the step's batch, its reward (the transcripts'), for the reward filter. */
+  readonly rewards?: readonly number[];
+  /** An episode to open the inspector at (a transcript row's link). */
+  readonly target?: EpisodeTarget | null;
 }
 
 /** The "Inspect tokens" toggle and, when open, the inspection of the step in view. */
-export function TokenInspector({ step }: TokenInspectorProps) {
+export function TokenInspector({ step, rewards, target }: TokenInspectorProps) {
   const session = useSession();
   const status = usePlayground((s) => s.status);
   const idle = status !== 'busy' && status !== 'running' && status !== 'loading';
   const [open, setOpen] = useState(false);
+  useEffect(() => {
+    if (target) setOpen(true);
+  }, [target]);
   const [answer, setAnswer] = useState<{ key: string; a: InspectAnswer } | null>(null);
   const key = step ? `${step.stage}.${step.agent}` : '';
   useEffect(() => {
@@ -343,13 +460,13 @@ export function TokenInspector({ step }: TokenInspectorProps) {
         {open ? 'Hide token inspector' : step ? `Inspect agent ${step.agent}'s tokens (stage ${step.stage})` : 'Inspect tokens'}
       </button>
       {open && (
-        <div className="ti-body" data-testid="inspector-body">
+        <div className="ti-body" data-testid="inspector-body" data-step={current ? key : undefined}>
           {!idle ? (
             <p className="muted">The inspector reads the agent when the step in progress is done…</p>
           ) : !current ? (
             <p className="muted">Asking agent {step?.agent}&apos;s worker…</p>
           ) : current.ok ? (
-            <InspectionView key={key} ins={current.inspection} />
+            <InspectionView key={key} ins={current.inspection} {...(rewards ? { rewards } : {})} target={target ?? null} />
           ) : (
             <p className="ti-unavailable" data-testid="inspector-unavailable">
               {current.reason}

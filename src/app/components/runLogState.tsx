@@ -22,7 +22,7 @@ export const RUN_LOG_ACCEPT = `.jsonl,.json,.csv,.log,.txt,${RUN_FILE_EXTENSION}
 /** The imported run on the page, if any. */
 export const useRunLog = create<{ log: RunLog | null }>(() => ({ log: null }));
 
-/** The imported generation dump (a real run's episodes, ./GenerationsView.tsx), if any; `opened` counts imports (a new one starts unfiltered). */
+/** The imported generation dump (a real run's episodes, shown in the transcripts view: charts/TranscriptTable.tsx), if any; `opened` counts imports (a new one starts unfiltered). */
 export const useGenerations = create<{ dump: GenerationDump | null; opened: number }>(() => ({ dump: null, opened: 0 }));
 
 const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
@@ -35,7 +35,7 @@ export async function openRunLogFile(file: Blob, name: string): Promise<void> {
     if (isGenerationDump(await file.slice(0, 2 ** 20 + 1024).text())) {
       const dump = await checkInput('generations', [{ name, text: await file.text() }], `generation dump "${name}"`);
       useGenerations.setState((s) => ({ dump, opened: s.opened + 1 }));
-      usePlayground.setState({ notice: `Opened the generation dump “${name}”: ${dump.rows.length} replies of ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''}, under the charts.` });
+      usePlayground.setState({ notice: `Opened the generation dump “${name}”: ${dump.rows.length} replies of ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''}, in the transcripts view (“What did the agents say?”).` });
       return;
     }
     const log = await checkInput('runLog', { source: file, name }, `run log "${name}"`);
@@ -47,12 +47,10 @@ export async function openRunLogFile(file: Blob, name: string): Promise<void> {
 }
 
 const RunLogView = lazy(async () => ({ default: (await import('./RunLogView')).RunLogView }));
-const GenerationsView = lazy(async () => ({ default: (await import('./GenerationsView')).GenerationsView }));
 
 /** Where an imported run shows: opens a `?run=` link's run once, then the view while a run is open. */
 export function RunLogSlot() {
   const open = useRunLog((s) => s.log !== null);
-  const dump = useGenerations((s) => s.dump !== null);
   useEffect(() => {
     const p = new URLSearchParams(location.search).get('run');
     if (!p || useRunLog.getState().log) return;
@@ -62,11 +60,10 @@ export function RunLogSlot() {
       (e: unknown) => usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` }),
     );
   }, []);
-  if (!open && !dump) return null;
+  if (!open) return null;
   return (
     <Suspense fallback={<p className="muted">Loading the run's charts…</p>}>
-      {open && <RunLogView />}
-      {dump && <GenerationsView />}
+      <RunLogView />
     </Suspense>
   );
 }
