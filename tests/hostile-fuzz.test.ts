@@ -275,7 +275,8 @@ describe('fuzz: hostile ONNX graphs, run logs and recipes', () => {
         const label = `${format} mutant ${i}`;
         if (judged(label, () => {
           const log = readRunLog(m, name);
-          for (const s of log.steps) if (!Number.isInteger(s.step) || Object.values(s.metrics).some((v) => !Number.isFinite(v))) throw new Error(`${label}: a step that is not whole or a metric that is not finite`);
+          if (log.steps.some((s) => !Number.isInteger(s)) || log.columns.some((c) => c.some((v) => !Number.isFinite(v) && !Number.isNaN(v)))) throw new Error(`${label}: a step that is not whole or a metric that is not finite`);
+          if (log.columns.some((c) => c.length !== log.steps.length) || log.steps.some((s, i) => i > 0 && s <= log.steps[i - 1]!)) throw new Error(`${label}: columns not one value per step, or steps not increasing`);
         }, [FormatError]) === 'ok') read++;
       }
       expect(read, format).toBeGreaterThan(20);

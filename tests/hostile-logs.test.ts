@@ -4,17 +4,19 @@
  * lines: read in linear time now that no number pattern has two runs that can split one digit
  * run), a line past the line cap, a step with too many metrics, too many distinct keys; and the
  * door's side: the runLog job reads a Blob (the page hands it the File) and its time grows with
- * the file's size.
+ * the file's size; the parsed run crosses back as columns (a Float64Array per key), transferred,
+ * and a log whose steps × keys would pass the cells cap is refused before a column exists.
  *
  * Not here: the formats themselves (tests/bridge-logs.test.ts), the worker thread
  * (tests/hostile-budget.test.ts), timing (bench/hostile.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { readRunLog } from '../src/bridge/runLog';
+import { readRunLog, runSteps } from '../src/bridge/runLog';
 import { FormatError } from '../src/core/errors';
 import { CHECK_TIME_MS, LOG_LIMITS, RUN_LOG_MAX } from '../src/core/limits';
 import { PER_MIB_MS, timeFor } from '../src/workers/budget';
-import { runJob } from '../src/workers/inputJobs';
+import { MessageChannel } from 'node:worker_threads';
+import { replyTransfer, runJob } from '../src/workers/inputJobs';
 
 function refusal(text: string): string {
   try {
@@ -32,12 +34,12 @@ describe('hostile run logs', () => {
   it("a 300,000-digit run in the SAT authors' printed log is read in linear time (the stage kept, the line skipped)", () => {
     const log = readRunLog(`=== Stage 1/2 ===\n[Stage] Updating agent 0 (1/2)\nKL constraint met: ${digits} <= ${digits}x\nStage lower bound: ${digits}x\nCollected 8 episodes\n`, 'sat.log');
     expect(log.format).toBe('sat-trainer');
-    expect(log.steps).toEqual([{ step: 1, metrics: { episodes: 8 }, updates: [{ agent: 0, position: 0, klQ: NaN, delta: NaN, backtracks: 0, violated: false }] }]);
+    expect(runSteps(log)).toEqual([{ step: 1, metrics: { episodes: 8 }, updates: [{ agent: 0, position: 0, klQ: NaN, delta: NaN, backtracks: 0, violated: false }] }]);
   });
 
   it("a 300,000-digit value in verl's console log is read in linear time and left out by name", () => {
     const log = readRunLog(`step:1 - a:${digits}x - b:0.5\nstep:2 - a:np.float64(${digits}x - b:0.25\n`, 'console.log');
-    expect(log.steps.map((s) => s.metrics)).toEqual([{ b: 0.5 }, { b: 0.25 }]);
+    expect(runSteps(log).map((s) => s.metrics)).toEqual([{ b: 0.5 }, { b: 0.25 }]);
     expect(log.warnings).toEqual(['line 1: left out 1 value that is not a number.', 'line 2: left out 1 value that is not a number.']);
   });
 
@@ -69,5 +71,40 @@ describe('hostile run logs', () => {
     expect(between).toMatchObject({ ok: false, errorClass: 'FormatError', message: 'This run log holds 67,108,865 characters; the playground reads at most 67,108,864 of it. Nothing was read.' });
     const over = await runJob('runLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 }, name: 'huge.log' });
     expect(over).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it/) });
+  });
+
+  it('a parsed run crosses back as one Float64Array per key plus the steps, every buffer transferred, none copied', async () => {
+    const text = Array.from({ length: 50 }, (_, s) => JSON.stringify({ step: s * 2, data: { a: s / 4, ...(s % 5 === 0 ? { 'val-core/x/acc/mean@1': s } : {}) } })).join('\n');
+    const reply = await runJob('runLog', { source: new Blob([text]), name: 'cols.jsonl' });
+    if (!reply.ok) throw new Error(reply.message);
+    const log = reply.value;
+    expect(log.keys).toEqual(['a', 'val-core/x/acc/mean@1']);
+    expect(log.steps).toBeInstanceOf(Float64Array);
+    expect([...log.steps]).toEqual(Array.from({ length: 50 }, (_, s) => s * 2));
+    expect(log.columns.map((c) => c.constructor)).toEqual([Float64Array, Float64Array]);
+    expect(log.columns[1]!.filter((v) => !Number.isNaN(v))).toEqual(Float64Array.of(0, 5, 10, 15, 20, 25, 30, 35, 40, 45));
+    const buffers = replyTransfer(reply);
+    expect(buffers).toHaveLength(4); // steps, updates, two columns
+    // Through a real port with the transfer list: the sender's arrays are detached (moved, not copied).
+    const { port1, port2 } = new MessageChannel();
+    const got = new Promise<typeof reply>((res) => port2.once('message', res));
+    port1.postMessage(reply, buffers);
+    const back = await got;
+    port1.close();
+    port2.close();
+    expect(log.steps.length).toBe(0);
+    expect(log.columns[0]!.length).toBe(0);
+    expect(back).toMatchObject({ ok: true, value: { keys: log.keys } });
+    expect(back.ok && [...back.value.steps]).toEqual(Array.from({ length: 50 }, (_, s) => s * 2));
+  });
+
+  it('steps × keys past the cells cap are refused by their counts, before a column is allocated', () => {
+    // 1,700 steps of 6 keys each, cycling through 9,900 distinct keys (under the keys cap): sparse, so the columns would be mostly empty.
+    const steps = 1_700;
+    const lines = Array.from({ length: steps }, (_, s) => JSON.stringify({ step: s, data: Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`k${(s * 6 + i) % 9_900}`, 1])) }));
+    expect(steps * 9_900).toBeGreaterThan(RUN_LOG_MAX.cells);
+    expect(refusal(lines.join('\n'))).toBe(`“x.log” has 1,700 steps × 9,900 metric keys, more than the ${RUN_LOG_MAX.cells.toLocaleString('en')} values a run log's charts may hold (docs/models.md, "Input limits"). Nothing was read.`);
+    // the same keys over fewer steps fit
+    expect(readRunLog(lines.slice(0, 1_650).join('\n'), 'ok.jsonl').columns).toHaveLength(9_900);
   });
 });

@@ -108,7 +108,7 @@ export async function printRunLog(file: string): Promise<void> {
   if (isGenerationDump(fileHead(file, Math.min(size, 2 ** 20 + 1024)))) return printGenerations(file, [{ name: base(file), text: readLogFile(file, 'generation dump') }]);
   const name = escapeControl(base(file)); // quoted in the log's messages and its title
   const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${name}`);
-  console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]!.step}–${log.steps[log.steps.length - 1]!.step}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
+  console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]}–${log.steps[log.steps.length - 1]}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
   for (const w of log.warnings) console.log(`  skipped: ${escapeControl(w)}`);
   const j = runJ(log);
   const kl = runKl(log);

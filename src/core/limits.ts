@@ -115,6 +115,8 @@ export const RUN_LOG_MAX = {
   keys: 10_000,
   /** Steps. */
   steps: 500_000,
+  /** Steps × distinct keys: the cells of the columns the page receives (8 bytes each, 128 MiB at most; a 60 MB log of 24,000 steps × 100 metrics has 2.4 M). */
+  cells: 2 ** 24,
 } as const;
 
 /** Deepest nesting of a recipe YAML (flow `[`/`{` and block levels; a real recipe nests 4). */

@@ -128,6 +128,28 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };
 
+/**
+ * The buffers a reply can hand over instead of copying (a run log's columns, a graph's bytes): every
+ * ArrayBuffer a typed array of the value owns whole, in the value, its fields and their array items.
+ * The worker ends after its one reply, so nothing it keeps is detached under it.
+ */
+export function replyTransfer(reply: JobReply): ArrayBuffer[] {
+  if (!reply.ok) return [];
+  const out = new Set<ArrayBuffer>();
+  const take = (x: unknown): void => {
+    if (ArrayBuffer.isView(x) && x.buffer instanceof ArrayBuffer && x.byteOffset === 0 && x.byteLength === x.buffer.byteLength) out.add(x.buffer);
+  };
+  const v = reply.value as unknown;
+  take(v);
+  if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v)) {
+    for (const f of Object.values(v)) {
+      take(f);
+      if (Array.isArray(f)) for (const y of f) take(y);
+    }
+  }
+  return [...out];
+}
+
 /** Runs job `name` on `input` and packs the outcome for the way back (never rejects). */
 export async function runJob<K extends JobName>(name: K, input: JobInput<K>): Promise<JobReply<K>> {
   try {
