@@ -6,14 +6,17 @@
  * door's side: the runLog job reads a Blob (the page hands it the File) and its time grows with
  * the file's size; the parsed run crosses back as columns (a Float64Array per key), transferred,
  * and a log whose steps × keys would pass the cells cap is refused before a column exists.
+ * Generation dumps: handed to the generations job unread (a Blob, a path), refused by their size,
+ * their lines' keys (counted before JSON.parse), their rows and the characters of all the files.
  *
  * Not here: the formats themselves (tests/bridge-logs.test.ts), the worker thread
  * (tests/hostile-budget.test.ts), timing (bench/hostile.ts).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { readRunLog, runSteps } from '../src/bridge/runLog';
 import { FormatError } from '../src/core/errors';
-import { CHECK_TIME_MS, LOG_LIMITS, RUN_LOG_MAX } from '../src/core/limits';
+import { CHECK_TIME_MS, GENERATION_MAX, LOG_LIMITS, RUN_LOG_MAX } from '../src/core/limits';
+import { readGenerations } from '../src/bridge/generations';
 import { PER_MIB_MS, timeFor } from '../src/workers/budget';
 import { MessageChannel } from 'node:worker_threads';
 import { replyTransfer, runJob } from '../src/workers/inputJobs';
@@ -106,5 +109,38 @@ describe('hostile run logs', () => {
     expect(refusal(lines.join('\n'))).toBe(`“x.log” has 1,700 steps × 9,900 metric keys, more than the ${RUN_LOG_MAX.cells.toLocaleString('en')} values a run log's charts may hold (docs/models.md, "Input limits"). Nothing was read.`);
     // the same keys over fewer steps fit
     expect(readRunLog(lines.slice(0, 1_650).join('\n'), 'ok.jsonl').columns).toHaveLength(9_900);
+  });
+});
+
+describe('hostile generation dumps', () => {
+  const row = (step: number, i: number) => JSON.stringify({ input: `<a${i % 3}> q${i}`, output: `${i}`, score: 1, step });
+
+  it('the job reads each file itself (a Blob, a path) after refusing one over the size cap unread', async () => {
+    const text = [row(1, 0), row(1, 1)].join('\n');
+    const ok = await runJob('generations', [{ name: '1.jsonl', source: new Blob([text]) }]);
+    expect(ok).toEqual({ ok: true, value: readGenerations([{ name: '1.jsonl', text }]) });
+    const huge = await runJob('generations', [{ name: '9.jsonl', source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 } }]);
+    expect(huge).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This generation dump is 256\.0 MB; the playground reads at most 64\.0 MB of it\. Nothing was read\.$/) });
+    // many files each under the cap, together over it: refused by their sizes before any is read
+    const many = Array.from({ length: 5 }, (_, k) => ({ name: `${k}.jsonl`, source: { path: '/nonexistent', size: 60 * 2 ** 20 } }));
+    expect(await runJob('generations', many)).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This import of 5 generation dump files is 300\.0 MB; the playground reads at most 64\.0 MB of it/) });
+    const between = await runJob('generations', [{ name: 'b.jsonl', source: new Blob([new Uint8Array(LOG_LIMITS.chars + 1).fill(0x31)]) }]);
+    expect(between).toMatchObject({ ok: false, message: 'This generation dump holds 67,108,865 characters; the playground reads at most 67,108,864 of it. Nothing was read.' });
+  });
+
+  it('a line with more keys than a row may have is refused by its number before JSON.parse', () => {
+    const wide = JSON.stringify({ input: 'q', output: 'a', step: 1, ...Object.fromEntries(Array.from({ length: GENERATION_MAX.keysPerRow }, (_, i) => [`k${i}`, i])) });
+    const parse = vi.spyOn(JSON, 'parse');
+    expect(() => readGenerations([{ name: '1.jsonl', text: `${wide}\n` }])).toThrow('1.jsonl line 1 has more than 1,000 keys, the most one generation row may have (docs/models.md, "Input limits"). Nothing was read.');
+    expect(parse).not.toHaveBeenCalled();
+    parse.mockRestore();
+  });
+
+  it('more rows than one import may have, or files whose characters together pass the cap, are refused', () => {
+    const text = Array.from({ length: GENERATION_MAX.rows + 1 }, (_, i) => row(i % 7, i)).join('\n');
+    expect(() => readGenerations([{ name: 'r.jsonl', text }])).toThrow(`“r.jsonl” holds more than 500,000 generation rows, the most one import may have (import fewer steps' files) (docs/models.md, "Input limits"). Nothing was read.`);
+    const part = 'x'.repeat(GENERATION_MAX.chars / 2);
+    expect(() => readGenerations([{ name: 'a', text: part }, { name: 'b', text: `${part}y` }])).toThrow(/^These 2 generation dump files hold 67,108,865 characters together; the playground reads at most 67,108,864 in one import/);
+    expect(readGenerations([{ name: 'ok.jsonl', text: text.slice(0, text.indexOf('\n', 100_000)) }]).rows.length).toBeGreaterThan(100);
   });
 });

@@ -119,6 +119,20 @@ export const RUN_LOG_MAX = {
   cells: 2 ** 24,
 } as const;
 
+/**
+ * What a real run's generation dumps may hold (beside LOG_LIMITS for each file): verl writes one
+ * file a step of batch × n rows with five fields and a few reward extras, so a long run's folder
+ * holds tens of thousands of rows in tens of MB.
+ */
+export const GENERATION_MAX = {
+  /** Characters in all the files of one import together (the page keeps every row's text). */
+  chars: 64 * 1024 * 1024,
+  /** Rows (episodes' replies) in all the files together. */
+  rows: 500_000,
+  /** `"key":` pairs in one line (one row): counted on its text before JSON.parse. */
+  keysPerRow: 1_000,
+} as const;
+
 /** Deepest nesting of a recipe YAML (flow `[`/`{` and block levels; a real recipe nests 4). */
 export const RECIPE_MAX_DEPTH = 32;
 

@@ -96,8 +96,8 @@ export interface InputJobs {
   runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
   /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
   runLink(param: string): RunLog;
-  /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's) → its episodes (bridge/generations.ts). */
-  generations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump;
+  /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's), each refused by its size before it is read → its episodes (bridge/generations.ts). */
+  generations(files: readonly { readonly name: string; readonly source: ByteSource }[]): GenerationDump;
   /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
   recipe(input: { readonly text: string; readonly base: Config; readonly aMaxOfTask?: number }): Config;
 }
@@ -149,7 +149,19 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     return readRunLog(new TextDecoder().decode(bytes), name);
   },
   runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
-  generations: async (files) => (await import('../bridge/generations')).readGenerations(files),
+  generations: async (files) => {
+    const [{ readGenerations }, { checkFileBytes, checkTextBytes, LOG_LIMITS }, { GENERATION_MAX }] = await Promise.all([import('../bridge/generations'), import('../bridge/limits'), import('../core/limits')]);
+    for (const f of files) checkFileBytes(sourceSize(f.source), LOG_LIMITS, 'generation dump');
+    const bytes = files.reduce((n, f) => n + sourceSize(f.source), 0);
+    checkFileBytes(bytes, { ...LOG_LIMITS, chars: GENERATION_MAX.chars }, `import of ${files.length} generation dump files`);
+    const texts: { name: string; text: string }[] = [];
+    for (const f of files) {
+      const b = await sourceBytes(f.source);
+      checkTextBytes(b, LOG_LIMITS, 'generation dump'); // its characters counted on the bytes, before a string of them exists
+      texts.push({ name: f.name, text: new TextDecoder().decode(b) });
+    }
+    return readGenerations(texts);
+  },
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };
 
