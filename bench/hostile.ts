@@ -35,7 +35,12 @@
  * (its protocol independent: the only one the SAT authors' trainer takes) and the 4,990-key one.
  * Seats are stored f32 (the reference's width, 16, is no q8 block). Per input, its outcome (the
  * banner's first line), pick to banner, change event to banner and the renderer's peak with its
- * ratio to its kind's legitimate reference, medians over the rounds. `HOSTILE_PAGE=a,b` keeps only
+ * ratio to its kind's legitimate reference, and the longest main-thread task from the pick to
+ * 1.5 s after the banner — for an opened run log, after its J chart is drawn (pick to charts) — (the
+ * Long Tasks API), medians over the rounds. The same for the ONNX
+ * classes (each graph beside the tiny decoder export's JSON files, picked on agent 1's card, against
+ * that export) and the run logs (picked on Import, against the legitimate 60 MB verl log, whose
+ * charts are drawn after its banner). `HOSTILE_PAGE=a,b` keeps only
  * the inputs whose names contain a or b (and each kind's reference).
  *
  * Not here: whether the message is right (tests/hostile*.test.ts check each one).
@@ -124,9 +129,14 @@ function legitimateExperiment(bytes: number): Uint8Array {
   return serializeExperiment({ config, presetName: 'arith-team', createdAt: '2026-12-02T00:00:00.000Z', stages: [], agents, betas: agents.map(() => config.beta), cursor: { stage: 0 } });
 }
 
-/** A verl file log (one {"step", "data"} line per step, 100 metrics a step) of about `bytes` bytes: a long real run's size. */
+/**
+ * A verl file log (one {"step", "data"} line per step, 100 metrics a step) of about `bytes` bytes: a
+ * long real run's size, with the keys the charts read (the training reward, the update's KL and clip
+ * fraction every step, the validation score every tenth), so an opened one draws all its charts.
+ */
 function verlLog(bytes: number): Uint8Array {
-  const line = (step: number) => `${JSON.stringify({ step, data: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`actor/metric_${i}`, Math.random()])) })}\n`;
+  const named = ['critic/score/mean', 'actor/ppo_kl', 'actor/pg_clipfrac'];
+  const line = (step: number) => `${JSON.stringify({ step, data: { ...Object.fromEntries(Array.from({ length: 100 - named.length - (step % 10 === 0 ? 1 : 0) }, (_, i) => [`actor/metric_${i}`, Math.random()])), ...Object.fromEntries(named.map((k) => [k, Math.random()])), ...(step % 10 === 0 ? { 'val-core/arith/acc/mean@1': Math.random() } : {}) } })}\n`;
   const per = line(0).length;
   return new TextEncoder().encode(Array.from({ length: Math.floor(bytes / per) }, (_, s) => line(s)).join(''));
 }
@@ -242,8 +252,15 @@ const PAGE_REFERENCE = 'legit-64MiB';
  * named "(reference)" is the legitimate input its kind's peaks are held against.
  */
 interface PagePick {
-  readonly kind: 'seat' | 'recipe';
+  readonly kind: 'seat' | 'onnx' | 'recipe' | 'log';
   readonly input: Input;
+}
+
+/** The tiny decoder export's folder (config.json, tokenizer, model.onnx at the top), its graph replaced by `graph` when given: what the page needs to reach the graph's check. */
+function onnxPageFolder(graph?: Uint8Array): Input {
+  const files = new Map([...onnxFolder({}, { weights: 'f32' }).files].map(([n, b]) => [n === 'onnx/model.onnx' ? 'model.onnx' : n, b] as const));
+  if (graph !== undefined) files.set('model.onnx', graph);
+  return { folder: files, onnx: true };
 }
 const PAGE_PICKS: Record<string, (team: Config) => PagePick> = {
   ...Object.fromEntries(
@@ -256,6 +273,15 @@ const PAGE_PICKS: Record<string, (team: Config) => PagePick> = {
   'recipe YAML: 2,000,000 keys (37 MB)': () => ({ kind: 'recipe', input: CLASSES['recipe YAML: 2,000,000 keys (37 MB)']!() }),
   'legitimate: the page\'s exported recipe (reference)': (team) => ({ kind: 'recipe', input: { file: new TextEncoder().encode(recipe({ ...team, protocol: 'independent' }, DEFAULT_MODELS, 1, 'arith-team.sat.yaml').yaml!), ext: 'yaml' } }),
   'legitimate: a recipe of 4,990 keys': () => ({ kind: 'recipe', input: CLASSES['legitimate: a recipe of 4,990 keys (reference)']!() }),
+  // ONNX folders on agent 1's card: the tiny export's JSON files beside each hostile graph.
+  ...Object.fromEntries(
+    Object.entries(CLASSES)
+      .filter(([k]) => k.startsWith('onnx:') && !k.includes('external-data'))
+      .map(([k, f]) => [k, (): PagePick => ({ kind: 'onnx', input: onnxPageFolder((f() as { folder: ReadonlyMap<string, Uint8Array> }).folder.get('model.onnx')) })]),
+  ),
+  'legitimate: a decoder export (reference)': () => ({ kind: 'onnx', input: onnxPageFolder() }),
+  // Run logs on Import.
+  ...Object.fromEntries(Object.entries(CLASSES).filter(([k]) => k.startsWith('run log:') || k.includes('60 MB verl')).map(([k, f]) => [k, (): PagePick => ({ kind: 'log', input: f() })])),
 };
 
 /**
@@ -265,9 +291,14 @@ const PAGE_PICKS: Record<string, (team: Config) => PagePick> = {
  * apart from the driver's.
  */
 const WATCH_PICK = ([before, input, idle]: [string, string, boolean]): void => {
-  const w = window as unknown as { __pickedAt: number; __shownAt: number };
+  const w = window as unknown as { __pickedAt: number; __shownAt: number; __longest: number };
   w.__pickedAt = NaN;
   w.__shownAt = NaN;
+  // The longest main-thread task that started after the change event (Long Tasks API: tasks over 50 ms; 0 when none).
+  w.__longest = 0;
+  new PerformanceObserver((l) => {
+    for (const e of l.getEntries()) if (e.startTime >= w.__pickedAt) w.__longest = Math.max(w.__longest, e.duration);
+  }).observe({ type: 'longtask' });
   document.querySelector(`[data-testid="${input}"]`)!.addEventListener('change', () => void (w.__pickedAt = performance.now()), { capture: true, once: true });
   const seen = new MutationObserver(() => {
     const t = [...document.querySelectorAll('[data-testid="error"], [data-testid="notice"]')].map((e) => e.textContent).join('\n');
@@ -459,8 +490,9 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
       for (const [name, pick] of picks) {
         // A fresh page holding the team per input, as for the files; the pick, then the banner once no page-wide progress is shown.
         const p = await teamPage(pg.url);
-        const input = pick.kind === 'seat' ? 'checkpoint-1-input' : 'import';
-        if (pick.kind === 'seat') await p.getByTestId('checkpoint-1-quant').selectOption('f32'); // the reference's width, 16, is no q8 block
+        const card = pick.kind === 'seat' || pick.kind === 'onnx';
+        const input = card ? 'checkpoint-1-input' : 'import';
+        if (card) await p.getByTestId('checkpoint-1-quant').selectOption('f32'); // the reference's width, 16, is no q8 block
         const before = await p.evaluate(shown);
         await p.evaluate(WATCH_PICK, [before, input, true] as [string, string, boolean]);
         const t0 = Date.now();
@@ -477,6 +509,13 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
         row[`${name} change to banner`] = (await p.evaluate('window.__shownAt - window.__pickedAt')) as number;
         row[`${name} page peak`] = m.peak;
         row[`${name} page rise`] = m.rise;
+        if (pick.kind === 'log' && /^Opened the run log/.test(await p.evaluate(shown))) {
+          // An opened log: until its J chart is drawn (pick to charts), its tasks counted too.
+          await p.waitForSelector('[data-testid="run-j"] svg .recharts-line', { timeout: PICK_TIMEOUT_MS });
+          row[`${name} pick to charts`] = Date.now() - t0;
+        }
+        await p.waitForTimeout(1_500); // what the page does after the banner counted too
+        row[`${name} longest task`] = (await p.evaluate('window.__longest')) as number;
         const out = Number.isNaN(m.value) ? `timeout (> ${PICK_TIMEOUT_MS / 1000} s)` : await p.evaluate(() => (document.querySelector('[data-testid="error"]')?.textContent || document.querySelector('[data-testid="notice"]')?.textContent || '').split('\n')[0]!.replace(/×$/, '').slice(0, 140)); // less the banner's close button
         outcomes[i]!.set(name, [...(outcomes[i]!.get(name) ?? []), out]);
         await p.context().close();
@@ -499,12 +538,13 @@ async function pageBench(rounds: number, dists: string[]): Promise<void> {
     }
     // The folders and recipes: each against the reference of its kind; a pick with no banner in time is left out of the medians and counted.
     const ref = Object.fromEntries(picks.filter(([k]) => k.includes('(reference)')).map(([k, v]) => [v.kind, k]));
-    console.log('\n| input | outcome (first line of the banner) | pick to banner | change event to banner | page peak (rise) | ×reference |\n|---|---|---|---|---|---|');
+    console.log('\n| input | outcome (first line of the banner) | pick to banner | change event to banner | longest main-thread task | page peak (rise) | ×reference |\n|---|---|---|---|---|---|---|');
     for (const [name, v] of picks) {
       const done = (k: string): number => median((seen[i]!.get(k) ?? []).filter((x, j) => Number.isFinite(seen[i]!.get(`${name} page`)![j]!) && Number.isFinite(x)));
       const late = (seen[i]!.get(`${name} page`) ?? []).filter((x) => !Number.isFinite(x)).length;
       const said = [...new Set(outcomes[i]!.get(name) ?? [])].join(' / ').replace(/\|/g, '\\|');
-      console.log(`| ${name} | ${said} | ${(done(`${name} page`) / 1000).toFixed(2)} s${late > 0 ? ` (${late} of ${rounds} no banner)` : ''} | ${(done(`${name} change to banner`) / 1000).toFixed(2)} s | ${med(`${name} page peak`).toFixed(0)} MiB (+${med(`${name} page rise`).toFixed(0)}) | ${(med(`${name} page peak`) / med(`${ref[v.kind]} page peak`)).toFixed(2)} |`);
+      const charts = seen[i]!.has(`${name} pick to charts`) ? `; charts drawn ${(med(`${name} pick to charts`) / 1000).toFixed(2)} s` : '';
+      console.log(`| ${name} | ${said} | ${(done(`${name} page`) / 1000).toFixed(2)} s${late > 0 ? ` (${late} of ${rounds} no banner)` : ''}${charts} | ${(done(`${name} change to banner`) / 1000).toFixed(2)} s | ${med(`${name} longest task`).toFixed(0)} ms | ${med(`${name} page peak`).toFixed(0)} MiB (+${med(`${name} page rise`).toFixed(0)}) | ${(med(`${name} page peak`) / med(`${ref[v.kind]} page peak`)).toFixed(2)} |`);
     }
   }
   for (const [, v] of picks) rmSync(dirname(v.path), { recursive: true, force: true });

@@ -85,9 +85,10 @@ describe('generation dumps', () => {
     expect(() => readGenerations([{ name: 'big.jsonl', text: `${ok}\n`.repeat(2_000_001) }])).toThrow(FormatError);
     expect(parse).not.toHaveBeenCalled();
     parse.mockRestore();
-    const door = await runJob('generations', [fixture('teamtr-generations/2.jsonl')]);
+    const { name, text } = fixture('teamtr-generations/2.jsonl');
+    const door = await runJob('generations', [{ name, source: new Blob([text]) }]);
     expect(door).toEqual({ ok: true, value: readGenerations([fixture('teamtr-generations/2.jsonl')]) });
-    expect(await runJob('generations', [{ name: 'e.jsonl', text: '{}' }])).toMatchObject({ ok: false, errorClass: 'FormatError' });
+    expect(await runJob('generations', [{ name: 'e.jsonl', source: new TextEncoder().encode('{}') }])).toMatchObject({ ok: false, errorClass: 'FormatError' });
   });
 
   it('the verl and TeamTR exports have their trainers write the dumps beside the run', () => {

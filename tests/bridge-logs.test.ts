@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { FormatError } from '../src/core/errors';
-import { detectFormat, readRunLog } from '../src/bridge/runLog';
+import { detectFormat, packRunLog, readRunLog, runSteps } from '../src/bridge/runLog';
 import { readRunLogFile, readRunLogParam, runLogParam, runLogText } from '../src/bridge/runLogFile';
 import { runClip, runJ, runKl, runTimeline } from '../src/bridge/runLogSeries';
 import { csvRows } from '../src/bridge/logs/wandb';
@@ -32,10 +32,10 @@ describe('verl\'s loggers and a W&B export of the same run', () => {
     for (const log of [file, console_, wandb]) {
       expect(log.engine).toBe('verl');
       expect(log.agents).toBe(0);
-      expect(log.steps.map((s) => s.step)).toEqual([0, 1, 2, 3, 4]);
+      expect([...log.steps]).toEqual([0, 1, 2, 3, 4]);
     }
-    expect(console_.steps).toEqual(file.steps);
-    expect(wandb.steps).toEqual(file.steps);
+    expect(runSteps(console_)).toEqual(runSteps(file));
+    expect(runSteps(wandb)).toEqual(runSteps(file));
   });
 
   it('feed J, the KL, the clip fraction; the timeline says why it is empty', () => {
@@ -71,10 +71,10 @@ describe('TeamTR\'s per-agent metrics', () => {
 
   it('TeamTR\'s file logger (the same FileLogger as verl\'s, verl/utils/tracking.py in its copy) reads to the same steps', () => {
     // Each console line's metrics as the {"step": N, "data": {…}} line the file logger writes for that call.
-    const jsonl = log.steps.map((st) => JSON.stringify({ step: st.step, data: st.metrics })).join('\n');
+    const jsonl = runSteps(log).map((st) => JSON.stringify({ step: st.step, data: st.metrics })).join('\n');
     const file = readRunLog(jsonl, 'arith.teamtr-log.jsonl');
     expect([file.format, file.engine, file.agents]).toEqual(['verl-jsonl', 'teamtr', 3]);
-    expect(file.steps).toEqual(log.steps);
+    expect(runSteps(file)).toEqual(runSteps(log));
     expect(rowsOf(runKl(file))).toEqual(rowsOf(runKl(log)));
   });
 });
@@ -99,7 +99,7 @@ describe('the SAT authors\' trainer', () => {
 
   it('its stage_log.jsonl alone gives the certificate, and says the KL chart needs the printed log', () => {
     const log = readRunLog(fixture('sat-trainer.stage_log.jsonl'), 'stage_log.jsonl');
-    expect(log.steps.map((s) => s.metrics.finite_sample_penalty)).toEqual([2.2456, 2.1001]);
+    expect(runSteps(log).map((s) => s.metrics.finite_sample_penalty)).toEqual([2.2456, 2.1001]);
     const kl = runKl(log);
     expect('reason' in kl && kl.reason).toMatch(/printed "\[Stage\] Updating agent …" lines/);
   });
@@ -121,12 +121,12 @@ describe('bad input', () => {
     expect(err('{"step": x}')!.message).toMatch(/looks like .* but has no readable step|not a run log/);
     expect(err('_step,a\n,1\nfoo,2', 'h.csv')!.message).toMatch(/looks like wandb-csv but has no readable step\. First problem: row 2: no whole _step/);
     const partial = readRunLog('step:1 - a:0.5 - b:tensor(3.)\nstep:2 - a:0.25', 'c.log');
-    expect(partial.steps).toEqual([{ step: 1, metrics: { a: 0.5 } }, { step: 2, metrics: { a: 0.25 } }]);
+    expect(runSteps(partial)).toEqual([{ step: 1, metrics: { a: 0.5 } }, { step: 2, metrics: { a: 0.25 } }]);
     expect(partial.warnings).toEqual(['line 1: left out 1 value that is not a number.']);
     // A NaN: the console prints "nan", verl's file logger (orjson) writes null; both are said alike.
     const nanConsole = readRunLog('step:1 - a:nan - b:0.5 - c:inf', 'n.log');
     const nanFile = readRunLog('{"step":1,"data":{"a":null,"b":0.5,"c":null,"note":"text"}}', 'n.jsonl');
-    expect(nanFile.steps).toEqual(nanConsole.steps);
+    expect(runSteps(nanFile)).toEqual(runSteps(nanConsole));
     expect(nanFile.warnings).toEqual(nanConsole.warnings);
     expect(nanFile.warnings).toEqual(['line 1: left out 2 values that are not numbers.']);
     const many = Array.from({ length: 30 }, () => 'not json').join('\n');
@@ -148,7 +148,7 @@ describe('bad input', () => {
     expect([pyNumber('np.float64(0.25)'), pyNumber('np.int64(3)'), pyNumber('True'), pyNumber('nan'), pyNumber('1e-05'), pyNumber('tensor(1.)')]).toEqual([0.25, 3, 1, null, 1e-5, null]);
     expect(csvRows('a,"b,c","d""e"\r\n1,2,3\n')).toEqual([['a', 'b,c', 'd"e'], ['1', '2', '3']]);
     expect(detectFormat('[{"_step": 0, "a": 1}]')).toBe('wandb-json');
-    expect(readRunLog('{"_step": 0, "a": 1}\n{"_step": 1, "a": 2, "_runtime": 3}', 'h.jsonl').steps).toEqual([{ step: 0, metrics: { a: 1 } }, { step: 1, metrics: { a: 2 } }]);
+    expect(runSteps(readRunLog('{"_step": 0, "a": 1}\n{"_step": 1, "a": 2, "_runtime": 3}', 'h.jsonl'))).toEqual([{ step: 0, metrics: { a: 1 } }, { step: 1, metrics: { a: 2 } }]);
   });
 });
 
@@ -156,16 +156,16 @@ describe('an imported run is shared by file and by link', () => {
   it('reads back equal from both; a damaged link or file says so', () => {
     const log = readRunLog(fixture('teamtr-console.log'), 'teamtr-console.log');
     const back = readRunLogFile(runLogText(log));
-    expect(back.steps).toEqual(log.steps);
+    expect(back).toEqual(log);
     expect([back.engine, back.agents, back.keys]).toEqual([log.engine, log.agents, log.keys]);
-    expect(readRunLog(runLogText(log), 'again.satrun.json').steps).toEqual(log.steps);
+    expect(readRunLog(runLogText(log), 'again.satrun.json')).toEqual(log);
     const p = runLogParam(log)!;
     expect(p.length).toBeLessThan(16_000);
-    expect(readRunLogParam(p).steps).toEqual(log.steps);
+    expect(readRunLogParam(p)).toEqual(log);
     expect(() => readRunLogParam(p.slice(0, 40))).toThrow(/This run link is damaged/);
     expect(() => readRunLogParam('a b')).toThrow(/not base64url/);
     expect(() => readRunLogFile('{"satRunLog": 1, "steps": [{"step": 1, "metrics": {"a": "x"}}]}')).toThrow(/metric a that is not a finite number/);
-    const big = { ...log, steps: Array.from({ length: 4000 }, (_, i) => ({ step: i, metrics: { a: Math.sin(i) * 1e3, b: Math.cos(i * 7.1) } })) };
+    const big = packRunLog(log, Array.from({ length: 4000 }, (_, i) => ({ step: i, metrics: { a: Math.sin(i) * 1e3, b: Math.cos(i * 7.1) } })));
     expect(runLogParam(big)).toBeNull();
   });
 });

@@ -5,7 +5,8 @@
  *     exponentially, and one that may cost more than linear time runs only on text whose length
  *     is capped (each listed below with the cap that bounds it);
  *   - the readers of users' files (the parsers of experiment files, ONNX graphs, run logs,
- *     recipes) are called only from the door's job table (src/workers/inputJobs.ts) or from code
+ *     generation dumps, recipes, and a checkpoint's config.json, tokenizer, chat template and
+ *     safetensors weights) are called only from the door's job table (src/workers/inputJobs.ts) or from code
  *     that runs after the door has checked the same bytes (each caller listed with why), so a new
  *     caller — a reader beside the door — fails here until it is reviewed.
  * The source is read with the TypeScript compiler's parser, so strings and comments that look
@@ -125,12 +126,12 @@ describe('the door, by scanning src/', () => {
   });
 });
 
-/** Calls of `name(` in each file of src/ (by the parser: identifiers called, property calls included). */
+/** Calls of `name(` and `new name(` in each file of src/ (by the parser: identifiers called, property calls included). */
 function callers(name: string): string[] {
   const out = new Set<string>();
   for (const f of FILES) {
     for (const n of walk(f.ast)) {
-      if (!ts.isCallExpression(n)) continue;
+      if (!ts.isCallExpression(n) && !ts.isNewExpression(n)) continue;
       const e = n.expression;
       const called = ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : '';
       if (called === name) out.add(f.path);
@@ -138,6 +139,9 @@ function callers(name: string): string[] {
   }
   return [...out].sort();
 }
+
+/** Why a seat's own reading is behind the door. */
+const SEAT = "a seat built in its worker (agentApi.ts) or by the CLI, on files the page's checkpoint jobs or the CLI's readers checked";
 
 /**
  * The readers of users' files, and every file of src/ allowed to call each (besides the reader's
@@ -152,14 +156,56 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   readRunLogParam: { 'src/workers/inputJobs.ts': 'the door' },
   readRecipe: { 'src/workers/inputJobs.ts': 'the door' },
   readSatTrainer: { 'src/bridge/recipe.ts': 'readRecipe (the door), after checkRecipeYaml' },
+  readGenerations: { 'src/workers/inputJobs.ts': 'the door' },
+  // A checkpoint or ONNX folder: config.json, the tokenizer and its chat template, the safetensors weights.
+  readHfConfig: {
+    'src/workers/inputJobs.ts': 'the door (checkpointConfig, checkpointHead)',
+    'src/app/hfFiles.ts': 'a stored checkpoint read back from IndexedDB once its hash matches: the bytes of a folder the door checked',
+    'src/app/onnxFiles.ts': "an ONNX folder's config.json after the onnxHead job parsed the same bytes",
+    'src/cli/hfSeat.ts': "config.json (at most 4 MiB, readRegular; depth-capped by readJson) to size the other files' caps before they are read; then the checkpointHead job",
+    'src/model/onnx/llama.ts': "readOnnxLlamaHead: a seat in its worker, or the CLI's ONNX seat after readOnnxFolder",
+    'src/sat/onnxSeat.ts': SEAT,
+  },
+  parseHfConfig: { 'src/model/hfLoad.ts': 'readHfConfig (above)', 'src/cli/hfSeat.ts': 'the config readHfConfig returned, with the context the checkpointHead job measured' },
+  hfTokenizerOf: {
+    'src/workers/inputJobs.ts': 'the door (checkpointHead)',
+    'src/cli/onnxSeat.ts': "an ONNX folder's tokenizer in the CLI's own thread, each JSON file under readRegular's cap (the tokenizer's from vocab_size); its patterns judged by regexSafety and its template's steps capped as it runs, but not in the budgeted worker",
+    'src/model/onnx/llama.ts': 'readOnnxLlamaHead (above)',
+    'src/sat/onnxSeat.ts': SEAT,
+  },
+  HfTokenizer: { 'src/model/hfLoad.ts': 'hfTokenizerOf (above)', 'src/model/onnx/folder.ts': 'readOnnxFolderInfo: a frozen ONNX seat in its worker' },
+  ChatTemplate: { 'src/model/hfTokenizer.ts': "the tokenizer's own template (steps, strings and lists capped while it renders)" },
+  readJson: {
+    'src/model/hfLoad.ts': "readHfConfig's and hfTokenizerOf's files, each against its cap",
+    'src/app/onnxFiles.ts': "config.json's vocab_size (to cap tokenizer.json before it is read) and _name_or_path, after the 4 MiB cap; bounded in bytes and depth",
+    'src/cli/onnxSeat.ts': "config.json's vocab_size, after readRegular's 4 MiB cap; bounded in bytes and depth",
+    'src/sat/onnxSeat.ts': SEAT,
+  },
+  onnxSeatHead: { 'src/workers/inputJobs.ts': 'the door (onnxHead)' },
+  readOnnxFolderInfo: { 'src/sat/onnxSeat.ts': SEAT },
+  readOnnxLlamaHead: { 'src/cli/onnxSeat.ts': "the CLI's trainable ONNX seat and swap, after readOnnxFolder (the graph through the onnxGraph job; the JSON files as hfTokenizerOf's entry says)" },
+  loadOnnxLlama: { 'src/sat/onnxSeat.ts': SEAT },
+  loadHfCheckpoint: {
+    'src/cli/hfSeat.ts': 'after the checkpointHead job, each safetensors file under the cap its config sets (readRegular); the header bounded by readSafetensors',
+    'src/workers/agentApi.ts': SEAT,
+  },
+  readSafetensors: {
+    'src/app/expCodec.ts': "an experiment file's container, inside parseExperimentFile (the door)",
+    'src/model/hfLoad.ts': "loadHfCheckpoint's shards (above), the header's entries and offsets bounded before a tensor is read",
+    'src/model/weights.ts': "loadModel: the project's own shipped models, or weights inside an experiment file the door parsed",
+  },
+  seatOnnxTrainable: { 'src/cli/onnxSeat.ts': 'after readOnnxFolder (the graph through the onnxGraph job)', 'src/workers/agentApi.ts': SEAT },
+  seatOnnxFrozen: { 'src/cli/onnxSeat.ts': 'after readOnnxFolder (the graph through the onnxGraph job)', 'src/workers/agentApi.ts': SEAT },
+  prepareOnnxSwap: { 'src/cli/onnxSeat.ts': 'a --swap target after readOnnxFolder (the graph through the onnxGraph job)' },
+  checkSwapTokenizer: { 'src/cli/onnxSeat.ts': 'a --swap target after readOnnxFolder', 'src/sat/onnxSeat.ts': 'prepareOnnxSwap (above)' },
 };
 
 /** Where bytes of a file enter src/ (File / Blob reads, fs reads), each reviewed: a reader beside the door shows up here. */
 const BYTES_IN: Readonly<Record<string, string>> = {
   'src/app/components/CheckpointPicker.tsx': "wraps a picked folder's File objects; reads nothing itself",
   'src/app/components/ShareBar.tsx': 'an experiment file, whose bytes go straight to the experimentFile job (boot.ts)',
-  'src/app/components/runLogState.tsx': "an imported log's first MiB, to tell a generation dump from a run log; a dump's text, parsed by the generations job (a run log's File goes to the runLog job unread)",
-  'src/cli/bridge.ts': "a log's first MiB, to tell a generation dump from a run log; a dump's files after their size cap, parsed by the generations job (a run log's path goes to the runLog job)",
+  'src/app/components/runLogState.tsx': "an imported log's first MiB, to tell a generation dump from a run log (the File itself goes to the generations or runLog job unread)",
+  'src/cli/bridge.ts': "a log's first MiB, to tell a generation dump from a run log (a dump's paths go to the generations job, a run log's to the runLog job)",
   'src/app/hfFiles.ts': "a checkpoint's files, each after its size cap, parsed by the checkpoint jobs",
   'src/app/onnxFiles.ts': "an ONNX folder's JSON files (size-capped, parsed by onnxHead) and its graph after onnxGraph passed",
   'src/app/recipeFiles.ts': 'a recipe after its size cap (256 K characters), parsed by the recipe job',
@@ -182,6 +228,9 @@ describe('every user file through the door', () => {
     }
     expect(stray).toEqual([]);
     expect(callers('readRunLog')).toContain('src/workers/inputJobs.ts');
+    expect(callers('HfTokenizer')).toContain('src/model/hfLoad.ts'); // new expressions are seen too
+    // every reader listed is still called somewhere (a renamed one would pass vacuously)
+    expect(Object.keys(READERS).filter((r) => callers(r).length === 0)).toEqual([]);
   });
 
   it('bytes of a file enter src/ only where reviewed', () => {

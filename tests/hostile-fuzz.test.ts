@@ -16,6 +16,7 @@
  *   - run logs, one family per format (verl file and console, W&B CSV and JSON lines, the SAT
  *     authors' trainer): fixtures with hostile pieces spliced in (digit runs, brackets, control
  *     characters, long lines), slices cut or doubled, lines dropped;
+ *   - generation dumps: verl's and TeamTR's fixtures mutated the same way, read as one import;
  *   - recipe YAML: an exported recipe mutated the same way (tags, deep brackets, quotes).
  * A refusal's message must also hold no control character (every quoted string is escaped).
  * Each case must end either accepted and well-formed (a tokenizer that round-trips a prompt with
@@ -177,7 +178,7 @@ describe('fuzz: hostile inputs of a checkpoint folder', () => {
   });
 });
 
-describe('fuzz: hostile ONNX graphs, run logs and recipes', () => {
+describe('fuzz: hostile ONNX graphs, run logs, generation dumps and recipes', () => {
   /** Accepted, or refused with the reader's class, a short message and no control character (every string is escaped). */
   const judged = (label: string, f: () => void, classes: readonly (new (...a: never[]) => Error)[]): string => {
     const m = outcome(label, f, classes);
@@ -275,11 +276,37 @@ describe('fuzz: hostile ONNX graphs, run logs and recipes', () => {
         const label = `${format} mutant ${i}`;
         if (judged(label, () => {
           const log = readRunLog(m, name);
-          for (const s of log.steps) if (!Number.isInteger(s.step) || Object.values(s.metrics).some((v) => !Number.isFinite(v))) throw new Error(`${label}: a step that is not whole or a metric that is not finite`);
+          if (log.steps.some((s) => !Number.isInteger(s)) || log.columns.some((c) => c.some((v) => !Number.isFinite(v) && !Number.isNaN(v)))) throw new Error(`${label}: a step that is not whole or a metric that is not finite`);
+          if (log.columns.some((c) => c.length !== log.steps.length) || log.steps.some((s, i) => i > 0 && s <= log.steps[i - 1]!)) throw new Error(`${label}: columns not one value per step, or steps not increasing`);
         }, [FormatError]) === 'ok') read++;
       }
       expect(read, format).toBeGreaterThan(20);
     }
+  });
+
+  it('generation dump mutants are read (bad lines skipped by name) or refused by name (300 mutants)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { readGenerations } = await import('../src/bridge/generations');
+    const fixture = (n: string) => readFileSync(join(import.meta.dirname, 'fixtures/bridge/logs', n), 'utf8');
+    const bases = [fixture('verl-generations/3.jsonl'), fixture('teamtr-generations/2.jsonl')];
+    const rng = new Rng(SEED, [10]);
+    let read = 0;
+    for (let i = 0; i < 300; i++) {
+      const label = `generation dump mutant ${i}`;
+      const files = bases.map((b, k) => ({ name: `${k + 2}.jsonl`, text: mutateText(rng, b) }));
+      if (judged(label, () => {
+        const d = readGenerations(files);
+        for (const r of d.rows) {
+          if (!Number.isInteger(r.step) || typeof r.input !== 'string' || typeof r.output !== 'string') throw new Error(`${label}: a row without a whole step or its texts`);
+          if (r.score !== null && !Number.isFinite(r.score)) throw new Error(`${label}: a score that is not finite`);
+          if (r.agent !== null && !(Number.isInteger(r.agent) && r.agent >= 0 && r.agent < d.agents)) throw new Error(`${label}: an agent outside 0..${d.agents - 1}`);
+        }
+        if (d.steps.some((s, j) => j > 0 && s <= d.steps[j - 1]!)) throw new Error(`${label}: steps not increasing`);
+        if (d.warnings.length > 21) throw new Error(`${label}: ${d.warnings.length} warnings`);
+      }, [FormatError]) === 'ok') read++;
+    }
+    expect(read).toBeGreaterThan(20);
   });
 
   it('recipe YAML mutants are read or refused by name (300 mutants)', async () => {

@@ -12,7 +12,8 @@
 import { describe, expect, it } from 'vitest';
 import { FormatError } from '../src/core/errors';
 import { ONNX_LIMITS } from '../src/core/limits';
-import { readOnnx, tensorF32 } from '../src/model/onnx/read';
+import { readOnnx, scanOnnxCounts, tensorF32 } from '../src/model/onnx/read';
+import { runJob } from '../src/workers/inputJobs';
 import { onnxFolder } from './helpers/onnxFolder';
 import { onnxCycle, onnxExternalOffset, onnxFloatChunks, onnxIdentityNodes, onnxNestedIf, onnxPackedInts, onnxScalarInitializers } from './helpers/hostile';
 
@@ -41,6 +42,38 @@ describe('hostile ONNX graphs', () => {
     expect(refusal(one(onnxIdentityNodes(ONNX_LIMITS.nodes + 1)))).toBe(`m.onnx: the graph has more than 100,000 nodes (its subgraphs included), past what this playground reads (docs/models.md, "Input limits"); a decoder has far fewer`);
     expect(refusal(one(onnxScalarInitializers(ONNX_LIMITS.initializers + 1)))).toMatch(/^m\.onnx: the graph has more than 100,000 initializers/);
     expect(readOnnx(one(onnxIdentityNodes(1_000)), 'm.onnx').nodes).toHaveLength(1_000);
+  });
+
+  it('a 1,000,000-node file is refused from its field keys, a window at a time, before the file is read whole', async () => {
+    const { Msg } = await import('../bench/onnx/protobuf');
+    // One Identity node's field repeated (the scan counts fields; the full read would name the duplicate output)
+    const field = new Msg().msg(1, new Msg().str(1, 'x').str(2, 'y').str(4, 'Identity')).bytes();
+    const graph = new Uint8Array(field.length * 1_000_000);
+    for (let i = 0; i < 1_000_000; i++) graph.set(field, i * field.length);
+    const bytes = new Msg().int(1, 8).raw(7, graph).bytes();
+    const reads: number[] = [];
+    const err = await scanOnnxCounts(async (o, n) => (reads.push(n), bytes.subarray(o, o + n)), bytes.length, 'm.onnx').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FormatError);
+    expect((err as Error).message).toBe('m.onnx: the graph has more than 100,000 nodes (its subgraphs included), past what this playground reads (docs/models.md, "Input limits"); a decoder has far fewer');
+    expect(Math.max(...reads)).toBeLessThanOrEqual(2 ** 20);
+    expect(reads.reduce((a, b) => a + b, 0)).toBeLessThan(bytes.length / 4); // stopped at node 100,001 of 1,000,000
+    // initializers likewise; a legitimate export and a malformed file pass the scan (the full read names what is wrong)
+    const inits = onnxScalarInitializers(ONNX_LIMITS.initializers + 1);
+    await expect(scanOnnxCounts(async (o, n) => inits.subarray(o, o + n), inits.length, 'm.onnx')).rejects.toThrow(/more than 100,000 initializers/);
+    const f = onnxFolder({}, { weights: 'f32' });
+    const g = f.files.get(f.file)!;
+    await expect(scanOnnxCounts(async (o, n) => g.subarray(o, o + n), g.length, f.file)).resolves.toBeUndefined();
+    await expect(scanOnnxCounts(async (o, n) => g.subarray(7 + o, 7 + o + n), g.length - 7, f.file)).resolves.toBeUndefined();
+  });
+
+  it('the onnxGraph job hands back the bytes it read when asked to keep them (the page reads a graph once)', async () => {
+    const f = onnxFolder({}, { weights: 'f32' });
+    const g = f.files.get(f.file)!;
+    const kept = await runJob('onnxGraph', { graph: new Blob([g as Uint8Array<ArrayBuffer>]), file: f.file, sizes: [], keep: true });
+    expect(kept.ok && kept.value.bytes).toEqual(g);
+    const counts = await runJob('onnxGraph', { graph: new Blob([g as Uint8Array<ArrayBuffer>]), file: f.file, sizes: [] });
+    expect(counts.ok && counts.value.bytes).toBeUndefined();
+    expect(counts.ok && counts.value.nodes).toBe(kept.ok && kept.value.nodes);
   });
 
   it('a cycle is refused naming a node on it, and a value with two producers by both', () => {

@@ -68,6 +68,8 @@ describe('an ONNX folder in the page', () => {
     expect(c.onnx).toEqual({ file: 'onnx/model.onnx', mode: 'frozen' });
     expect([...c.files.keys()].sort()).toEqual(['config.json', 'generation_config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
     expect(reads).not.toContain('onnx/model_q4.onnx');
+    expect(reads.filter((r) => r === 'onnx/model.onnx')).toHaveLength(1); // once: the check hands back the bytes it read
+    expect(c.files.get('onnx/model.onnx')).toEqual(files.get('onnx/model.onnx'));
     expect(c.hash).toBe(await hfFolderHash(c.files));
     expect(c.name).toBe(`tiny-onnx@${c.hash.slice(0, 8)}`);
     const t = await readCheckpointFolder(picked('tiny-onnx', files, []), cfg, roomy, undefined, 'q8', 'trainable');

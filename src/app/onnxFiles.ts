@@ -9,9 +9,9 @@
  *   readOnnxSeatFolder(…)        the JSON files first, the context the preset needs with the
  *                                folder's tokenizer, the memory estimate against the limit — before
  *                                the graph is read —, the graph checked in the budgeted worker
- *                                (inputJobs.ts onnxGraph), then the chosen .onnx file and its data files
- *                                only (a folder often holds several variants), and the hash of
- *                                what was read
+ *                                (inputJobs.ts onnxGraph, which hands back the bytes it read), then
+ *                                the chosen graph's data files only (a folder often holds several
+ *                                variants), and the hash of what was read
  *   onnxSeatEstimate(…)          that estimate for files already read (a stored seat)
  * A trainable seat's estimate is a checkpoint's for its config.json (untied: an ONNX head is its
  * own weight) plus the f32 copy the parity check holds; a frozen seat's is the files, onnxruntime's
@@ -133,8 +133,10 @@ export async function readOnnxSeatFolder(
   // The graph through the budgeted door (a File goes to the worker unread), before this thread or onnxruntime holds it.
   const graph = entries.get(file)!;
   const sizes = names.filter((n) => n !== file && !n.endsWith('.json')).map((n) => [n, entries.get(n)!.size] as const);
-  await checkInput('onnxGraph', { graph: typeof Blob !== 'undefined' && graph instanceof Blob ? graph : new Uint8Array(await graph.arrayBuffer()), file, sizes }, `ONNX folder: "${file}"`);
+  // The worker's read comes back with the verdict (transferred): the graph is read once.
+  const checked = await checkInput('onnxGraph', { graph: typeof Blob !== 'undefined' && graph instanceof Blob ? graph : new Uint8Array(await graph.arrayBuffer()), file, sizes, keep: true }, `ONNX folder: "${file}"`);
   const files = new Map<string, Uint8Array>(head);
+  if (checked.bytes !== undefined) files.set(file, checked.bytes);
   let bytes = 0;
   for (const [i, n] of names.entries()) {
     if (!files.has(n)) files.set(n, new Uint8Array(await entries.get(n)!.arrayBuffer()));

@@ -7,11 +7,14 @@
  * verl/trainer/ppo/ray_trainer.py:662). Neither writes the agent: an episode row is credited to
  * agent j when its prompt holds the playground's turn marker <a_j> (the exported contexts end
  * with it, teamPy.ts), else to no agent (verl's one policy). A bad line is skipped and named; the
- * size is capped first (limits.ts).
+ * size is capped first (limits.ts: each file's characters, lines and line length, then all the
+ * files' characters together), a line's keys are counted on its text before JSON.parse, and the rows
+ * are capped (GENERATION_MAX); the files reach the check's worker unread (inputJobs.ts).
  *
  * Not here: the metric logs (runLog.ts), how a page or the CLI shows the rows.
  */
 import { FormatError } from '../core/errors';
+import { GENERATION_MAX } from '../core/limits';
 import { checkInputSize, LOG_LIMITS } from './limits';
 
 /** Bad lines named at most (the rest are counted): a dump is read without the metric logs' parsers, which the page loads later. */
@@ -80,8 +83,21 @@ export function agentOfPrompt(input: string): number | null {
   return agent;
 }
 
-/** Reads one or more dump files (header). Throws FormatError when no file has a readable row. */
+const LIMITS_DOC = '(docs/models.md, "Input limits"). Nothing was read.';
+
+/** Refuses line `i` (from 0) of dump `name` when it holds more `"key":` pairs than one row may (GENERATION_MAX.keysPerRow): counted on the text, before JSON.parse builds an object of them. */
+function checkRowKeys(line: string, name: string, i: number): void {
+  let n = 0;
+  for (let at = line.indexOf('":'); at >= 0; at = line.indexOf('":', at + 2)) {
+    if (++n > GENERATION_MAX.keysPerRow) throw new FormatError(`${name} line ${(i + 1).toLocaleString('en')} has more than ${GENERATION_MAX.keysPerRow.toLocaleString('en')} keys, the most one generation row may have ${LIMITS_DOC}`);
+  }
+}
+
+/** Reads one or more dump files (header). Throws FormatError when no file has a readable row, or when the files pass a cap. */
 export function readGenerations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump {
+  const chars = files.reduce((n, f) => n + f.text.length, 0);
+  if (chars > GENERATION_MAX.chars) throw new FormatError(`These ${files.length} generation dump files hold ${chars.toLocaleString('en')} characters together; the playground reads at most ${GENERATION_MAX.chars.toLocaleString('en')} in one import (import fewer steps' files) ${LIMITS_DOC}`);
+  for (const f of files) checkInputSize(f.text, LOG_LIMITS, 'generation dump');
   const named: string[] = [];
   let bad = 0;
   const warn = (msg: string) => {
@@ -89,10 +105,10 @@ export function readGenerations(files: readonly { readonly name: string; readonl
   };
   const rows: GenerationRow[] = [];
   for (const f of files) {
-    checkInputSize(f.text, LOG_LIMITS, 'generation dump');
     f.text.split('\n').forEach((raw, i) => {
       const line = raw.trim();
       if (line === '') return;
+      checkRowKeys(line, f.name, i);
       let o: unknown;
       try {
         o = parseLine(line);
@@ -107,6 +123,7 @@ export function readGenerations(files: readonly { readonly name: string; readonl
       const score = typeof o.score === 'number' && Number.isFinite(o.score) ? o.score : null;
       if (score === null) warn(`${f.name} line ${i + 1}: its score is not a number; the row is kept without one.`);
       const gts = o.gts === undefined || o.gts === null ? null : typeof o.gts === 'string' ? o.gts : JSON.stringify(o.gts);
+      if (rows.length === GENERATION_MAX.rows) throw new FormatError(`“${files.map((g) => g.name).join(', ')}” holds more than ${GENERATION_MAX.rows.toLocaleString('en')} generation rows, the most one import may have (import fewer steps' files) ${LIMITS_DOC}`);
       rows.push({ step: o.step, input: o.input, output: o.output, score, groundTruth: gts, agent: agentOfPrompt(o.input) });
     });
   }

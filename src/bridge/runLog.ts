@@ -5,6 +5,12 @@
  * size first (limits.ts), caps what it parsed (RUN_LOG_MAX) and skips a bad line, naming it in `warnings`, so a partial log opens; a
  * file with no readable step is a FormatError describing the formats.
  *
+ * A RunLog is held in columns — the step numbers, one Float64Array per metric key, the updates as
+ * rows of numbers — so it leaves the check's worker as a few buffers transferred to the page, not
+ * as an object per step copied there: its memory is 8 bytes a cell, bounded by RUN_LOG_MAX.cells.
+ * The parsers build `RunStep` objects (in the worker); `packRunLog` turns them into columns and
+ * `runSteps` back (a saved run's file, the tests).
+ *
  * Not here: the formats' parsers (logs/, each citing the code that writes it), the charts' rows
  * (runLogSeries.ts), the page (RunLogView.tsx).
  */
@@ -51,16 +57,98 @@ export interface RunLog {
   readonly engine: 'verl' | 'teamtr' | 'satTrainer' | 'unknown';
   /** A name for people: the file's. */
   readonly name: string;
-  readonly steps: readonly RunStep[];
+  /** The step numbers, ascending (whole numbers). */
+  readonly steps: Float64Array;
   /** Agents the log has per-agent records for (0 = none: one policy, or not said). */
   readonly agents: number;
   /** Every metric key seen, sorted. */
   readonly keys: readonly string[];
+  /** columns[k][i]: metric keys[k] at steps[i]; NaN where that step did not log it (a logged metric is finite). */
+  readonly columns: readonly Float64Array[];
+  /** Agent updates, UPDATE_FIELDS numbers each (UPDATE_FIELD_NAMES), in their steps' order. */
+  readonly updates: Float64Array;
   /** Lines or rows that were skipped, each saying where and why (at most MAX_WARNINGS). */
   readonly warnings: readonly string[];
 }
 
 export const MAX_WARNINGS = 20;
+
+/** The numbers of one update in RunLog.updates: its step's index in `steps`, then AgentUpdate's fields (violated 1 or 0). */
+export const UPDATE_FIELD_NAMES = ['stepIndex', 'agent', 'position', 'klQ', 'delta', 'backtracks', 'violated'] as const;
+export const UPDATE_FIELDS = UPDATE_FIELD_NAMES.length;
+
+/** The column of metric `key`, or null when the log has no such key (keys are sorted: a binary search). */
+export function column(log: RunLog, key: string): Float64Array | null {
+  let lo = 0;
+  let hi = log.keys.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const k = log.keys[mid]!;
+    if (k === key) return log.columns[mid]!;
+    if (k < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return null;
+}
+
+/** The updates as objects, by the index of their step in `steps` (an empty slot: none), each step's in their order in the log. */
+export function updatesByStep(log: RunLog): AgentUpdate[][] {
+  const byStep: AgentUpdate[][] = [];
+  const u = log.updates;
+  for (let r = 0; r < u.length; r += UPDATE_FIELDS) {
+    (byStep[u[r]!] ??= []).push({ agent: u[r + 1]!, position: u[r + 2]!, klQ: u[r + 3]!, delta: u[r + 4]!, backtracks: u[r + 5]!, violated: u[r + 6] === 1 });
+  }
+  return byStep;
+}
+
+/** The run's steps as objects (a step's metrics those it logged), as the parsers and a saved run's file have them. */
+export function runSteps(log: RunLog): RunStep[] {
+  const byStep = updatesByStep(log);
+  return Array.from(log.steps, (step, i) => {
+    const metrics: Record<string, number> = {};
+    log.keys.forEach((k, c) => {
+      const v = log.columns[c]![i]!;
+      if (!Number.isNaN(v)) metrics[k] = v;
+    });
+    return byStep[i] ? { step, metrics, updates: byStep[i] } : { step, metrics };
+  });
+}
+
+/**
+ * The columns of `steps` (sorted, one per step number, as mergeSteps leaves them): refused past
+ * RUN_LOG_MAX.cells before a column is allocated.
+ */
+export function packRunLog(meta: Omit<RunLog, 'steps' | 'keys' | 'columns' | 'updates'>, steps: readonly RunStep[]): RunLog {
+  const keySet = new Set<string>();
+  let nUpdates = 0;
+  for (const s of steps) {
+    for (const k in s.metrics) keySet.add(k);
+    nUpdates += s.updates?.length ?? 0;
+  }
+  const keys = [...keySet].sort();
+  if (keys.length * steps.length > RUN_LOG_MAX.cells) {
+    throw new FormatError(`“${meta.name}” has ${steps.length.toLocaleString('en')} steps × ${keys.length.toLocaleString('en')} metric keys, more than the ${RUN_LOG_MAX.cells.toLocaleString('en')} values a run log's charts may hold (docs/models.md, "Input limits"). Nothing was read.`);
+  }
+  const index = new Map(keys.map((k, c) => [k, c]));
+  const columns = keys.map(() => new Float64Array(steps.length).fill(NaN));
+  const stepArr = new Float64Array(steps.length);
+  const updates = new Float64Array(nUpdates * UPDATE_FIELDS);
+  let r = 0;
+  steps.forEach((s, i) => {
+    stepArr[i] = s.step;
+    for (const k in s.metrics) columns[index.get(k)!]![i] = s.metrics[k]!;
+    for (const x of s.updates ?? []) {
+      updates.set([i, x.agent, x.position, x.klQ, x.delta, x.backtracks, x.violated ? 1 : 0], r);
+      r += UPDATE_FIELDS;
+    }
+  });
+  return { ...meta, steps: stepArr, keys, columns, updates };
+}
+
+/** The buffers of a RunLog, to transfer it (not copy it) to another thread. */
+export function runLogBuffers(log: RunLog): ArrayBuffer[] {
+  return [log.steps, log.updates, ...log.columns].map((a) => a.buffer as ArrayBuffer);
+}
 
 /** What a parser returns: steps (maybe unsorted, maybe repeated) and what it skipped. */
 export interface Parsed {
@@ -175,9 +263,9 @@ export function readRunLog(text: string, fileName = 'run log'): RunLog {
     const why = parsed.warnings.length > 0 ? ` First problem: ${parsed.warnings[0]}` : '';
     throw new FormatError(`“${fileName}” looks like ${format} but has no readable step.${why} Nothing was read.`);
   }
-  const keys = [...new Set(steps.flatMap((s) => Object.keys(s.metrics)))].sort();
   const agents = agentCount(steps);
-  const engine = format === 'sat-trainer' ? 'satTrainer' : agents > 0 ? 'teamtr' : format.startsWith('verl') || keys.some((k) => k.startsWith('actor/')) ? 'verl' : 'unknown';
+  const actor = steps.some((s) => Object.keys(s.metrics).some((k) => k.startsWith('actor/')));
+  const engine = format === 'sat-trainer' ? 'satTrainer' : agents > 0 ? 'teamtr' : format.startsWith('verl') || actor ? 'verl' : 'unknown';
   const warnings = parsed.skipped > parsed.warnings.length ? [...parsed.warnings, `… and ${parsed.skipped - parsed.warnings.length} more skipped.`] : parsed.warnings;
-  return { format, engine, name: fileName, steps, agents, keys, warnings };
+  return packRunLog({ format, engine, name: fileName, agents, warnings }, steps);
 }

@@ -9,7 +9,7 @@
 import { deflateSync, inflateSync, strFromU8, strToU8 } from 'fflate';
 import { FormatError } from '../core/errors';
 import { checkInputSize, LOG_LIMITS } from './limits';
-import { checkRunLogCounts, type RunLog, type RunLogFormat, type RunStep } from './runLog';
+import { checkRunLogCounts, packRunLog, runSteps, type AgentUpdate, type RunLog, type RunLogFormat, type RunStep } from './runLog';
 
 export const RUN_FILE_EXTENSION = '.satrun.json';
 /** The longest `?run=` value a link carries (the data of a longer run travels as a file). */
@@ -17,9 +17,24 @@ export const LINK_CHARS = 16_000;
 
 const FORMATS: readonly RunLogFormat[] = ['verl-jsonl', 'verl-console', 'wandb-csv', 'wandb-json', 'sat-trainer'];
 
-/** The run as its file's text. */
+/** The run as its file's text (a step per object, as readRunLogFile reads it). */
 export function runLogText(log: RunLog): string {
-  return JSON.stringify({ satRunLog: 1, ...log });
+  const { format, engine, name, agents, keys, warnings } = log;
+  return JSON.stringify({ satRunLog: 1, format, engine, name, steps: runSteps(log), agents, keys, warnings });
+}
+
+/** A saved step's updates, each checked (an agent a whole number under 64, the rest numbers); FormatError naming the step otherwise. */
+function savedUpdates(u: unknown, step: number): AgentUpdate[] | undefined {
+  if (!Array.isArray(u)) return undefined;
+  const num = (x: unknown) => (typeof x === 'number' ? x : x === null ? NaN : undefined);
+  return u.map((x) => {
+    const o = (x ?? {}) as Record<string, unknown>;
+    const [agent, position, klQ, delta, backtracks] = [o.agent, o.position, o.klQ, o.delta, o.backtracks].map(num);
+    if (!Number.isInteger(agent) || agent! < 0 || agent! >= 64 || [position, klQ, delta, backtracks].some((v) => v === undefined) || typeof o.violated !== 'boolean') {
+      throw new FormatError(`Step ${step} of this saved run has an agent update that is not {agent (0–63), position, klQ, delta, backtracks, violated}. Nothing was read.`);
+    }
+    return { agent: agent!, position: position!, klQ: klQ!, delta: delta!, backtracks: backtracks!, violated: o.violated };
+  });
 }
 
 /** True when `text` is a saved run (starts like one). */
@@ -43,14 +58,21 @@ export function readRunLogFile(text: string): RunLog {
     const st = s as { step?: unknown; metrics?: unknown; updates?: unknown };
     if (!Number.isInteger(st?.step) || st.metrics === null || typeof st.metrics !== 'object') throw new FormatError(`Step ${i + 1} of this saved run has no whole step number or no metrics. Nothing was read.`);
     for (const [k, v] of Object.entries(st.metrics as object)) if (typeof v !== 'number' || !Number.isFinite(v)) throw new FormatError(`Step ${st.step} of this saved run has a metric ${k} that is not a finite number. Nothing was read.`);
-    return { step: st.step as number, metrics: st.metrics as Record<string, number>, ...(Array.isArray(st.updates) ? { updates: st.updates as RunStep['updates'] } : {}) };
+    const updates = savedUpdates(st.updates, st.step as number);
+    return { step: st.step as number, metrics: st.metrics as Record<string, number>, ...(updates && updates.length > 0 ? { updates } : {}) };
   });
   checkRunLogCounts(clean, 'saved run');
   const format = FORMATS.includes(o.format as RunLogFormat) ? (o.format as RunLogFormat) : 'verl-jsonl';
   const engine = (['verl', 'teamtr', 'satTrainer', 'unknown'] as const).find((e) => e === o.engine) ?? 'unknown';
-  const keys = [...new Set(clean.flatMap((s) => Object.keys(s.metrics)))].sort();
   const agents = Number.isInteger(o.agents) && (o.agents as number) >= 0 && (o.agents as number) <= 64 ? (o.agents as number) : 0;
-  return { format, engine, name: typeof o.name === 'string' ? o.name.slice(0, 200) : 'saved run', steps: clean, agents, keys, warnings: [] };
+  const name = typeof o.name === 'string' ? o.name.slice(0, 200) : 'saved run';
+  return packRunLog({ format, engine, name, agents, warnings: [] }, sortedSteps(clean));
+}
+
+/** Steps in order of step number, one per number (a saved run's are; one edited by hand may not be): FormatError otherwise. */
+function sortedSteps(steps: RunStep[]): RunStep[] {
+  for (let i = 1; i < steps.length; i++) if (steps[i]!.step <= steps[i - 1]!.step) throw new FormatError(`This saved run's step ${steps[i]!.step} comes after step ${steps[i - 1]!.step}; a saved run's steps are in increasing order. Nothing was read.`);
+  return steps;
 }
 
 const b64url = (bytes: Uint8Array) => {

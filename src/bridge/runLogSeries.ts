@@ -6,7 +6,7 @@
  *
  * Not here: parsing (runLog.ts, logs/), drawing (src/app/components/RunLogView.tsx).
  */
-import type { RunLog, RunStep } from './runLog';
+import { column, updatesByStep, type RunLog } from './runLog';
 
 export type Chart<R> = { readonly rows: readonly R[]; readonly note?: string } | { readonly reason: string };
 
@@ -62,22 +62,36 @@ export function jKey(log: RunLog): string | null {
 
 export function runJ(log: RunLog): Chart<RunJRow> {
   const key = jKey(log);
-  const train = log.keys.includes('critic/score/mean') ? 'critic/score/mean' : null;
-  const hasLower = log.keys.includes('lower_bound');
-  if (!key && !train && !hasLower) {
+  const J = key ? column(log, key) : null;
+  const train = column(log, 'critic/score/mean');
+  const lower = column(log, 'lower_bound');
+  if (!J && !train && !lower) {
     return { reason: 'This log has no validation score (val-core/…/mean@n: run with trainer.test_freq > 0 and val_files), no training reward (critic/score/mean) and no certificate lower bound, so there is no J to draw.' };
   }
-  const rows = log.steps
-    .map((s) => ({ step: s.step, ...(key && key in s.metrics ? { J: s.metrics[key] } : {}), ...(train && train in s.metrics ? { train: s.metrics[train] } : {}), ...(hasLower && 'lower_bound' in s.metrics ? { lower: s.metrics.lower_bound } : {}) }))
-    .filter((r) => 'J' in r || 'train' in r || 'lower' in r);
+  const rows: RunJRow[] = [];
+  const at = (c: Float64Array | null, i: number) => (c === null || Number.isNaN(c[i]!) ? undefined : c[i]!);
+  for (let i = 0; i < log.steps.length; i++) {
+    const [j, t, l] = [at(J, i), at(train, i), at(lower, i)];
+    if (j === undefined && t === undefined && l === undefined) continue;
+    rows.push({ step: log.steps[i]!, ...(j !== undefined ? { J: j } : {}), ...(t !== undefined ? { train: t } : {}), ...(l !== undefined ? { lower: l } : {}) });
+  }
   const note = key ? `J = ${key}` : log.engine === 'satTrainer' ? "The SAT authors' trainer logs no validation score: its certificate's lower bound per stage is drawn instead." : 'No validation score in this log: the training reward is drawn.';
   return { rows, note };
 }
 
-/** The per-agent metric `name` (`actor/ppo_kl`…) of a step: agent<i>/name, or name for one policy. */
-function perAgent(s: RunStep, name: string, agents: number): number[] {
-  if (agents === 0) return [name in s.metrics ? s.metrics[name]! : NaN];
-  return Array.from({ length: agents }, (_, i) => s.metrics[`agent${i}/${name}`] ?? NaN);
+/** The columns of the per-agent metric `name` (`actor/ppo_kl`…): agent<i>/name, or name for one policy (null: not logged). */
+function perAgent(log: RunLog, name: string): (Float64Array | null)[] {
+  return log.agents === 0 ? [column(log, name)] : Array.from({ length: log.agents }, (_, i) => column(log, `agent${i}/${name}`));
+}
+
+/** Per step, each agent's value of `cols` (NaN where none); the steps where no agent has one left out. */
+function perAgentRows(log: RunLog, cols: readonly (Float64Array | null)[]): { step: number; values: number[] }[] {
+  const rows: { step: number; values: number[] }[] = [];
+  for (let i = 0; i < log.steps.length; i++) {
+    const values = cols.map((c) => (c === null ? NaN : c[i]!));
+    if (values.some(Number.isFinite)) rows.push({ step: log.steps[i]!, values });
+  }
+  return rows;
 }
 
 export function runKl(log: RunLog): { readonly reason: string } | RunKlChart {
@@ -88,17 +102,16 @@ export function runKl(log: RunLog): { readonly reason: string } | RunKlChart {
     const deltas: (number | null)[] = Array(n).fill(null);
     const viol = Array(n).fill(0);
     const count = Array(n).fill(0);
-    for (const s of log.steps) {
-      if (!s.updates) continue;
+    updatesByStep(log).forEach((us, i) => {
       const kl = Array(n).fill(NaN);
-      for (const u of s.updates) {
+      for (const u of us) {
         kl[u.agent] = u.klQ;
         if (Number.isFinite(u.delta)) deltas[u.agent] = u.delta;
         count[u.agent]++;
         if (u.violated) viol[u.agent]++;
       }
-      rows.push({ step: s.step, kl });
-    }
+      rows.push({ step: log.steps[i]!, kl });
+    });
     return { rows, deltas, violationRate: count.map((c, i) => (c > 0 ? viol[i] / c : null)), what: 'the (quantile) per-state KL each agent\'s update ended with, against its δ (target_kl); an update whose retries ran out is a violation (its last KL is not printed)' };
   }
   // verl's mean KL of the update (core_algos.py); TeamTR prefixes it agent<i>/.
@@ -106,7 +119,7 @@ export function runKl(log: RunLog): { readonly reason: string } | RunKlChart {
   const agents = log.agents;
   const present = log.keys.some((k) => k === name || (agents > 0 && k.endsWith(`/${name}`)));
   if (!present) return { reason: `This log has no ${name}${agents > 0 ? ` (per agent: agent<i>/${name})` : ''}, the KL of each update.` };
-  const rows = log.steps.map((s) => ({ step: s.step, kl: perAgent(s, name, agents) })).filter((r) => r.kl.some(Number.isFinite));
+  const rows = perAgentRows(log, perAgent(log, name)).map((r) => ({ step: r.step, kl: r.values }));
   const width = Math.max(agents, 1);
   return {
     rows,
@@ -121,18 +134,24 @@ export function runClip(log: RunLog): Chart<RunClipRow> {
   if (!log.keys.some((k) => k === name || k.endsWith(`/${name}`))) {
     return { reason: log.engine === 'satTrainer' ? "The SAT authors' trainer does not log a clip fraction." : `This log has no ${name}.` };
   }
-  const rows = log.steps.map((s) => ({ step: s.step, clip: perAgent(s, name, log.agents) })).filter((r) => r.clip.some(Number.isFinite));
-  return { rows };
+  return { rows: perAgentRows(log, perAgent(log, name)).map((r) => ({ step: r.step, clip: r.values })) };
 }
 
 export function runTimeline(log: RunLog): Chart<RunTimelineRow> {
   if (log.engine === 'satTrainer') {
-    const rows = log.steps.filter((s) => s.updates && s.updates.length > 0).map((s) => ({ step: s.step, updates: [...s.updates!].sort((a, b) => a.position - b.position).map((u) => ({ agent: u.agent, violated: u.violated, backtracks: u.backtracks })) }));
+    const rows: RunTimelineRow[] = [];
+    updatesByStep(log).forEach((us, i) => {
+      rows.push({ step: log.steps[i]!, updates: us.sort((a, b) => a.position - b.position).map((u) => ({ agent: u.agent, violated: u.violated, backtracks: u.backtracks })) });
+    });
     return rows.length > 0 ? { rows } : { reason: 'No agent updates in this log.' };
   }
   if (log.agents === 0) return { reason: 'One policy: this log has no per-agent steps, so there is no order of agent updates to show.' };
-  const rows = log.steps
-    .map((s) => ({ step: s.step, updates: Array.from({ length: log.agents }, (_, i) => i).filter((i) => Object.keys(s.metrics).some((k) => k.startsWith(`agent${i}/`))).map((agent) => ({ agent, violated: false, backtracks: 0 })) }))
-    .filter((r) => r.updates.length > 0);
+  // Each agent's columns (its agent<i>/ keys): the agent was updated at a step where any of them has a value.
+  const own = Array.from({ length: log.agents }, (_, a) => log.columns.filter((_, c) => log.keys[c]!.startsWith(`agent${a}/`)));
+  const rows: RunTimelineRow[] = [];
+  for (let i = 0; i < log.steps.length; i++) {
+    const updates = own.flatMap((cols, agent) => (cols.some((c) => !Number.isNaN(c[i]!)) ? [{ agent, violated: false, backtracks: 0 }] : []));
+    if (updates.length > 0) rows.push({ step: log.steps[i]!, updates });
+  }
   return { rows, note: 'TeamTR updates the agents in increasing id order every step (its update_actor); it has no trust-region monitor, so no update is marked as a violation.' };
 }

@@ -7,7 +7,7 @@
  *
  * Not here: the mappings and parsers themselves (src/bridge).
  */
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FormatError, SatError } from '../core/errors';
 import { checkFileBytes, LOG_LIMITS } from '../bridge/limits';
@@ -63,12 +63,6 @@ function logFileSize(file: string, what: string): number {
   }
 }
 
-/** A regular file's text, refused before it is read when its bytes are over the cap. */
-function readLogFile(file: string, what: string): string {
-  logFileSize(file, what);
-  return readFileSync(file, 'utf8');
-}
-
 /** The first `n` bytes of a file as text (enough to tell a generation dump from a run log). */
 function fileHead(file: string, n: number): string {
   const fd = openSync(file, 'r');
@@ -81,8 +75,10 @@ function fileHead(file: string, n: number): string {
 }
 
 /** Prints a generation dump's episodes: per step and agent the rows and mean score, then the first rows. */
-async function printGenerations(where: string, texts: readonly { readonly name: string; readonly text: string }[]): Promise<void> {
-  const dump = await cliCheck()('generations', texts, `The generation dump ${escapeControl(where)}`);
+async function printGenerations(where: string, files: readonly string[]): Promise<void> {
+  // Each file's path and size to the budgeted worker, which reads and parses it (the names escaped: they reach the terminal in its notes)
+  const sources = files.map((f) => ({ name: escapeControl(f.split(/[\\/]/).pop()!), source: { path: f, size: logFileSize(f, 'generation dump') } }));
+  const dump = await cliCheck()('generations', sources, `The generation dump ${escapeControl(where)}`);
   console.log(`${dump.name}: generation dump, ${dump.rows.length} replies in ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''} (${dump.steps[0]}–${dump.steps[dump.steps.length - 1]})${dump.agents > 0 ? `, ${dump.agents} agents (each prompt's last turn marker)` : ', one policy (no turn marker in the prompts)'}`);
   for (const w of dump.warnings) console.log(`  note: ${w}`);
   console.log('step  agent  rows  mean score');
@@ -105,12 +101,12 @@ export async function printRunLog(file: string): Promise<void> {
     // logFileSize says why
   }
   const base = (f: string) => f.split(/[\\/]/).pop()!;
-  if (isDir) return printGenerations(file, dumpFiles(file).map((f) => ({ name: base(f), text: readLogFile(f, 'generation dump') })));
+  if (isDir) return printGenerations(file, dumpFiles(file));
   const size = logFileSize(file, 'run log');
-  if (isGenerationDump(fileHead(file, Math.min(size, 2 ** 20 + 1024)))) return printGenerations(file, [{ name: base(file), text: readLogFile(file, 'generation dump') }]);
+  if (isGenerationDump(fileHead(file, Math.min(size, 2 ** 20 + 1024)))) return printGenerations(file, [file]);
   const name = escapeControl(base(file)); // quoted in the log's messages and its title
   const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${name}`);
-  console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]!.step}–${log.steps[log.steps.length - 1]!.step}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
+  console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]}–${log.steps[log.steps.length - 1]}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
   for (const w of log.warnings) console.log(`  skipped: ${escapeControl(w)}`);
   const j = runJ(log);
   const kl = runKl(log);

@@ -6,8 +6,9 @@
  * Not here: the jobs, the budget (src/workers/budget.ts, src/cli/inputCheck.ts).
  */
 import { parentPort } from 'node:worker_threads';
-import { runJob, type JobName } from '../workers/inputJobs';
+import { replyTransfer, runJob, type JobName } from '../workers/inputJobs';
 
 parentPort!.once('message', async (m: { job: JobName; input: never }) => {
-  parentPort!.postMessage(await runJob(m.job, m.input));
+  const reply = await runJob(m.job, m.input);
+  parentPort!.postMessage(reply, replyTransfer(reply));
 });

@@ -115,6 +115,22 @@ export const RUN_LOG_MAX = {
   keys: 10_000,
   /** Steps. */
   steps: 500_000,
+  /** Steps × distinct keys: the cells of the columns the page receives (8 bytes each, 128 MiB at most; a 60 MB log of 24,000 steps × 100 metrics has 2.4 M). */
+  cells: 2 ** 24,
+} as const;
+
+/**
+ * What a real run's generation dumps may hold (beside LOG_LIMITS for each file): verl writes one
+ * file a step of batch × n rows with five fields and a few reward extras, so a long run's folder
+ * holds tens of thousands of rows in tens of MB.
+ */
+export const GENERATION_MAX = {
+  /** Characters in all the files of one import together (the page keeps every row's text). */
+  chars: 64 * 1024 * 1024,
+  /** Rows (episodes' replies) in all the files together. */
+  rows: 500_000,
+  /** `"key":` pairs in one line (one row): counted on its text before JSON.parse. */
+  keysPerRow: 1_000,
 } as const;
 
 /** Deepest nesting of a recipe YAML (flow `[`/`{` and block levels; a real recipe nests 4). */

@@ -50,12 +50,35 @@ export async function sourceBytes(s: ByteSource): Promise<Uint8Array> {
   return new Uint8Array(await readFile((s as { path: string }).path));
 }
 
-/** What the budgeted check of an ONNX graph found (onnxGraph): the graph's own counts. */
+/**
+ * Reads `f(readAt)` over ranges of a source, here (in the worker): a Blob's slices, a path's file
+ * handle (closed after), the bytes' views. For a scan that must not hold the file whole.
+ */
+export async function withRanges<T>(s: ByteSource, f: (readAt: (offset: number, length: number) => Promise<Uint8Array>) => Promise<T>): Promise<T> {
+  if (s instanceof Uint8Array) return f(async (o, n) => s.subarray(o, o + n));
+  if (typeof Blob !== 'undefined' && s instanceof Blob) return f(async (o, n) => new Uint8Array(await s.slice(o, o + n).arrayBuffer()));
+  const fs = 'node:fs/promises';
+  const { open } = (await import(/* @vite-ignore */ fs)) as typeof import('node:fs/promises');
+  const handle = await open((s as { path: string }).path, 'r');
+  try {
+    return await f(async (o, n) => {
+      const b = new Uint8Array(n);
+      const { bytesRead } = await handle.read(b, 0, n, o);
+      return b.subarray(0, bytesRead);
+    });
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What the budgeted check of an ONNX graph found (onnxGraph): the graph's own counts, and its bytes when the caller asked to keep them. */
 export interface OnnxGraphSummary {
   readonly nodes: number;
   readonly initializers: number;
   readonly inputs: number;
   readonly outputs: number;
+  /** The file's bytes as the check read them (with `keep`), transferred back so the caller need not read the file again. */
+  readonly bytes?: Uint8Array;
 }
 
 export interface InputJobs {
@@ -67,14 +90,14 @@ export interface InputJobs {
   checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
   /** An ONNX folder's JSON files, the settings and the seat's mode → its context, vocabulary and config (onnxSeat.ts onnxSeatHead). */
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
-  /** An ONNX file (the graph) and the sizes of the folder's other files → its counts, once read.ts's checks pass (caps, operators, cycles, external data). */
-  onnxGraph(input: { readonly graph: ByteSource; readonly file: string; readonly sizes: readonly (readonly [string, number])[] }): OnnxGraphSummary;
+  /** An ONNX file (the graph) and the sizes of the folder's other files → its counts (and, with `keep`, its bytes), once read.ts's checks pass (caps — the main graph's counted from its field keys before the file is read whole —, operators, cycles, external data). */
+  onnxGraph(input: { readonly graph: ByteSource; readonly file: string; readonly sizes: readonly (readonly [string, number])[]; readonly keep?: boolean }): OnnxGraphSummary;
   /** A real run's log file → the run it records (bridge/runLog.ts); refused by its size before it is read. */
   runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
   /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
   runLink(param: string): RunLog;
-  /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's) → its episodes (bridge/generations.ts). */
-  generations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump;
+  /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's), each refused by its size before it is read → its episodes (bridge/generations.ts). */
+  generations(files: readonly { readonly name: string; readonly source: ByteSource }[]): GenerationDump;
   /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
   recipe(input: { readonly text: string; readonly base: Config; readonly aMaxOfTask?: number }): Config;
 }
@@ -110,11 +133,13 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
   },
   onnxHead: async ({ files, settings, mode }) => (await import('../sat/onnxSeat')).onnxSeatHead(new Map(files), settings, mode),
-  onnxGraph: async ({ graph, file, sizes }) => {
-    const { readOnnxGraph } = await import('../model/onnx/read');
+  onnxGraph: async ({ graph, file, sizes, keep }) => {
+    const { readOnnxGraph, scanOnnxCounts } = await import('../model/onnx/read');
+    await withRanges(graph, (readAt) => scanOnnxCounts(readAt, sourceSize(graph), file));
     const known = new Map(sizes);
-    const m = readOnnxGraph(await sourceBytes(graph), file, (n) => known.get(n));
-    return { nodes: m.nodes.length, initializers: m.initializers.size, inputs: m.inputs.length, outputs: m.outputs.length };
+    const bytes = await sourceBytes(graph);
+    const m = readOnnxGraph(bytes, file, (n) => known.get(n));
+    return { nodes: m.nodes.length, initializers: m.initializers.size, inputs: m.inputs.length, outputs: m.outputs.length, ...(keep ? { bytes } : {}) };
   },
   runLog: async ({ source, name }) => {
     const [{ readRunLog }, { checkFileBytes, checkTextBytes, LOG_LIMITS }] = await Promise.all([import('../bridge/runLog'), import('../bridge/limits')]);
@@ -124,9 +149,43 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     return readRunLog(new TextDecoder().decode(bytes), name);
   },
   runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
-  generations: async (files) => (await import('../bridge/generations')).readGenerations(files),
+  generations: async (files) => {
+    const [{ readGenerations }, { checkFileBytes, checkTextBytes, LOG_LIMITS }, { GENERATION_MAX }] = await Promise.all([import('../bridge/generations'), import('../bridge/limits'), import('../core/limits')]);
+    for (const f of files) checkFileBytes(sourceSize(f.source), LOG_LIMITS, 'generation dump');
+    const bytes = files.reduce((n, f) => n + sourceSize(f.source), 0);
+    checkFileBytes(bytes, { ...LOG_LIMITS, chars: GENERATION_MAX.chars }, `import of ${files.length} generation dump files`);
+    const texts: { name: string; text: string }[] = [];
+    for (const f of files) {
+      const b = await sourceBytes(f.source);
+      checkTextBytes(b, LOG_LIMITS, 'generation dump'); // its characters counted on the bytes, before a string of them exists
+      texts.push({ name: f.name, text: new TextDecoder().decode(b) });
+    }
+    return readGenerations(texts);
+  },
   recipe: async ({ text, base, aMaxOfTask }) => (await import('../bridge/recipe')).readRecipe(text, base, { aMaxOfTask }),
 };
+
+/**
+ * The buffers a reply can hand over instead of copying (a run log's columns, a graph's bytes): every
+ * ArrayBuffer a typed array of the value owns whole, in the value, its fields and their array items.
+ * The worker ends after its one reply, so nothing it keeps is detached under it.
+ */
+export function replyTransfer(reply: JobReply): ArrayBuffer[] {
+  if (!reply.ok) return [];
+  const out = new Set<ArrayBuffer>();
+  const take = (x: unknown): void => {
+    if (ArrayBuffer.isView(x) && x.buffer instanceof ArrayBuffer && x.byteOffset === 0 && x.byteLength === x.buffer.byteLength) out.add(x.buffer);
+  };
+  const v = reply.value as unknown;
+  take(v);
+  if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v)) {
+    for (const f of Object.values(v)) {
+      take(f);
+      if (Array.isArray(f)) for (const y of f) take(y);
+    }
+  }
+  return [...out];
+}
 
 /** Runs job `name` on `input` and packs the outcome for the way back (never rejects). */
 export async function runJob<K extends JobName>(name: K, input: JobInput<K>): Promise<JobReply<K>> {

@@ -33,7 +33,7 @@ export async function openRunLogFile(file: Blob, name: string): Promise<void> {
     checkFileBytes(file.size, LOG_LIMITS, 'run log');
     // A generation dump is told from a run log by its first line: only the file's head is read here.
     if (isGenerationDump(await file.slice(0, 2 ** 20 + 1024).text())) {
-      const dump = await checkInput('generations', [{ name, text: await file.text() }], `generation dump "${name}"`);
+      const dump = await checkInput('generations', [{ name, source: file }], `generation dump "${name}"`);
       useGenerations.setState((s) => ({ dump, opened: s.opened + 1 }));
       usePlayground.setState({ notice: `Opened the generation dump “${name}”: ${dump.rows.length} replies of ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''}, in the transcripts view (“What did the agents say?”).` });
       return;

@@ -426,6 +426,77 @@ function checkKnownOp(n: OnnxNode, file: string, where: string): void {
   }
 }
 
+/** The refusal of a graph with more than `cap` of `count` ("nodes"), its subgraphs included. */
+function tooMany(file: string, count: string, cap: number): FormatError {
+  return new FormatError(`${file}: the graph has more than ${cap.toLocaleString('en')} ${count} (its subgraphs included), past what this playground reads (${LIMITS_DOC}); a decoder has far fewer`);
+}
+
+/** Reads `length` bytes of a file from `offset` (a Blob's slice, a file handle's read, or a view of bytes in memory). */
+export type ReadAt = (offset: number, length: number) => Promise<Uint8Array>;
+
+/** The window scanOnnxCounts reads at a time. */
+const SCAN_WINDOW = 1 << 20;
+
+/**
+ * Counts the main graph's nodes and initializers of the ONNX file `path` (`size` bytes) from its
+ * field keys and lengths alone, a window at a time — the payloads skipped, never the file whole —
+ * and refuses one past ONNX_LIMITS as readOnnxGraph does, before the file is read or anything of it
+ * decoded. Whatever is malformed ends the scan quietly: readOnnxGraph names it.
+ */
+export async function scanOnnxCounts(readAt: ReadAt, size: number, path: string): Promise<void> {
+  let buf: Uint8Array = new Uint8Array(0);
+  let start = 0;
+  /** A varint at `p` and the position after it, or null past `end` or ten bytes (a number ≥ 2^53 counts as malformed). */
+  const varint = async (p: number, end: number): Promise<[number, number] | null> => {
+    if (p < start || p + Math.min(10, end - p) > start + buf.length) {
+      start = p;
+      buf = await readAt(p, Math.min(SCAN_WINDOW, size - p));
+    }
+    let v = 0;
+    for (let i = 0; i < 8 && p < end && p - start < buf.length; i++) {
+      const b = buf[p - start]!;
+      p++;
+      v += (b & 0x7f) * 2 ** (7 * i);
+      if ((b & 0x80) === 0) return [v, p];
+    }
+    return null;
+  };
+  /** Calls `each(field, from, length)` for every length-delimited field in [from, to); false when the bytes are malformed. */
+  const scan = async (from: number, to: number, each: (field: number, at: number, length: number) => void): Promise<boolean> => {
+    for (let p = from; p < to; ) {
+      const key = await varint(p, to);
+      if (key === null) return false;
+      const [k, q] = key;
+      const wire = k % 8;
+      p = q;
+      if (wire === 0) {
+        const v = await varint(p, to);
+        if (v === null) return false;
+        p = v[1];
+      } else if (wire === 1) p += 8;
+      else if (wire === 5) p += 4;
+      else if (wire === 2) {
+        const len = await varint(p, to);
+        if (len === null || len[1] + len[0] > to) return false;
+        each(Math.floor(k / 8), len[1], len[0]);
+        p = len[1] + len[0];
+      } else return false;
+    }
+    return true;
+  };
+  let graph: [number, number] | null = null;
+  if (!(await scan(0, size, (field, at, length) => void (field === 7 && (graph = [at, length]))))) return;
+  if (graph === null) return;
+  const [at, length] = graph as [number, number];
+  let nodes = 0;
+  let inits = 0;
+  const file = q(path);
+  await scan(at, at + length, (field) => {
+    if (field === 1 && ++nodes > ONNX_LIMITS.nodes) throw tooMany(file, 'nodes', ONNX_LIMITS.nodes);
+    if (field === 5 && ++inits > ONNX_LIMITS.initializers) throw tooMany(file, 'initializers', ONNX_LIMITS.initializers);
+  });
+}
+
 /**
  * Parses `files.get(file)` (a ModelProto). External data is located in `files` (names relative to
  * the folder) and checked against that file's size; nothing is decoded yet.
@@ -471,7 +542,6 @@ export function readOnnxGraph(bytes: Uint8Array, path: string, sizeOf: (name: st
   let initializers = new Map<string, OnnxTensor>();
   let nNode = 0;
   let nInit = 0;
-  const over = (count: string, cap: number) => new FormatError(`${file}: the graph has more than ${cap.toLocaleString('en')} ${count} (its subgraphs included), past what this playground reads (${LIMITS_DOC}); a decoder has far fewer`);
   // The main graph at depth 0, then each subgraph as its node is read: an explicit stack, never recursion on the file's nesting.
   const stack: { readonly bytes: Uint8Array; readonly depth: number; readonly where: string }[] = [{ bytes: graph, depth: 0, where: '' }];
   while (stack.length > 0) {
@@ -479,10 +549,14 @@ export function readOnnxGraph(bytes: Uint8Array, path: string, sizeOf: (name: st
     const top = g.depth === 0;
     const own: OnnxNode[] = [];
     const inits = new Map<string, OnnxTensor>();
+    // This graph's nodes and initializers counted on their field keys, before the first is decoded.
+    for (const f of fields(g.bytes, `${file}: ${g.where}GraphProto`)) {
+      if (f.wire === 2 && f.field === 1 && ++nNode > ONNX_LIMITS.nodes) throw tooMany(file, 'nodes', ONNX_LIMITS.nodes);
+      if (f.wire === 2 && f.field === 5 && ++nInit > ONNX_LIMITS.initializers) throw tooMany(file, 'initializers', ONNX_LIMITS.initializers);
+    }
     for (const f of fields(g.bytes, `${file}: ${g.where}GraphProto`)) {
       if (f.wire !== 2) continue;
       if (f.field === 1) {
-        if (++nNode > ONNX_LIMITS.nodes) throw over('nodes', ONNX_LIMITS.nodes);
         const { node, graphs } = parseNode(f.bytes, own.length, file, g.where);
         own.push(node);
         for (const sub of graphs) {
@@ -490,13 +564,12 @@ export function readOnnxGraph(bytes: Uint8Array, path: string, sizeOf: (name: st
           stack.push({ bytes: sub, depth: g.depth + 1, where: `a subgraph ${g.depth + 1} deep, in node "${q(node.name)}": ` });
         }
       } else if (f.field === 5) {
-        if (++nInit > ONNX_LIMITS.initializers) throw over('initializers', ONNX_LIMITS.initializers);
         const t = parseTensor(f.bytes, file, inits.size, g.where);
         if (inits.has(t.name)) throw new FormatError(`${file}: ${g.where}initializer "${q(t.name)}" is defined twice`);
         inits.set(t.name, t);
       } else if (f.field === 15) throw new FormatError(`${file}: sparse initializers are not supported`);
       else if (top && (f.field === 11 || f.field === 12)) {
-        if (inputs.length + outputs.length + 1 > ONNX_LIMITS.values) throw over('inputs and outputs', ONNX_LIMITS.values);
+        if (inputs.length + outputs.length + 1 > ONNX_LIMITS.values) throw tooMany(file, 'inputs and outputs', ONNX_LIMITS.values);
         (f.field === 11 ? inputs : outputs).push(parseValueInfo(f.bytes, `${file}: graph ${f.field === 11 ? 'input' : 'output'}`));
       }
     }
