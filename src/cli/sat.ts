@@ -367,6 +367,7 @@ async function runOne(
   const profiling = opts.profile ? attachProfiler(exp) : null;
   const progress = isLlmTask(cfg.task) ? followStages(exp, profiling?.profiler) : null;
   let gpuCounts = gpu?.counts() ?? null;
+  let cpuAtStage = process.cpuUsage();
   const stages = await runStages(exp, cfg.stages, (s) => {
     progress?.begin(s.stage + 1, true);
     if (s.swap && !isLlmTask(cfg.task)) opts.log?.(tabularSwapLine(s, cfg));
@@ -378,6 +379,10 @@ async function runOne(
     }
     if (profiling) {
       opts.log?.(profileTable(s, profiling));
+      // CPU time of every thread of this process over the stage (bench:page --lm compares it with the page's).
+      const cpu = process.cpuUsage(cpuAtStage);
+      cpuAtStage = process.cpuUsage();
+      opts.log?.(`stage ${s.stage} cpu ${Math.round((cpu.user + cpu.system) / 1000)} ms (every thread of this process)`);
       profiling.profiler.reset();
     }
     const seat = s.swap ? exp.team[s.swap.agent] : undefined;
