@@ -22,7 +22,7 @@
  * and stages with --profile, whose tables total each stage's wall time (start-up and J₀ are left
  * out on both sides); beside the wall time, the CPU time of every thread over each stage (the
  * browser's processes, from /proc; the CLI's own count, printed with --profile), whose ratio is
- * not shared out by the machine's load. The page waits 5 s after it has opened before the first click, as a newcomer
+ * not shared out by the machine's load (`--lm-threads`: the page's by process type and thread). The page waits 5 s after it has opened before the first click, as a newcomer
  * reads it (`--lm-read S`); `--lm-stages N` times N stages (default 2). Page and CLI alternate, K rounds
  * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
  * With `--base DIR` the other build's page and CLI are timed in the same rounds too, and each page's
@@ -233,29 +233,42 @@ const LM_READ_MS = 1000 * Number(arg('--lm-read') ?? 5);
  * processes) — from /proc; this process itself (the static server, idle while a stage runs) is
  * left out. CPU time, unlike wall time, is not shared out by the machine's load between the page's
  * many threads and the CLI's few, so its ratio says which side does more work on a loaded machine.
+ * By thread: "process type / thread name" (Chromium's --type, the thread's name without its
+ * trailing digits, e.g. "renderer / DedicatedWorker thread") → CPU ms, summed over processes of
+ * that type and threads of that name.
  */
-function childrenCpuMs(): number {
+function childrenCpu(): Map<string, number> {
   const parent = new Map<number, number>();
-  const ticks = new Map<number, number>();
+  const pids: number[] = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
-    let stat: string;
     try {
-      stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      pids.push(Number(d));
     } catch {
-      continue; // exited meanwhile
+      // exited meanwhile
     }
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd (state) on
-    parent.set(Number(d), Number(f[1]));
-    ticks.set(Number(d), Number(f[11]) + Number(f[12])); // utime, stime
   }
-  let sum = 0;
-  for (const [pid, t] of ticks) {
+  const out = new Map<string, number>();
+  for (const pid of pids) {
     let q = parent.get(pid);
     while (q !== undefined && q > 1 && q !== process.pid) q = parent.get(q);
-    if (q === process.pid) sum += t;
+    if (q !== process.pid) continue;
+    try {
+      const type = /--type=([\w-]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? 'browser';
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d:.#-]+$/, '').trim();
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const key = `${type} / ${name}`;
+        out.set(key, (out.get(key) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS); // utime, stime
+      }
+    } catch {
+      // exited meanwhile
+    }
   }
-  return (sum * 1000) / CLOCK_TICKS;
+  return out;
 }
 
 /** /proc's clock ticks per second (USER_HZ; 100 on Linux). */
@@ -280,9 +293,12 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
   const j: string[] = [];
   const cpu: number[] = [];
   for (let k = 1; k <= LM_STAGES; k++) {
-    const cpu0 = childrenCpuMs();
+    const cpu0 = childrenCpu();
     const [painted, nextFrame] = await clickUntilRowPainted(p, 'step-stage', k);
-    cpu.push(childrenCpuMs() - cpu0);
+    const cpu1 = childrenCpu();
+    const by = [...cpu1].map(([key, ms]) => [key, ms - (cpu0.get(key) ?? 0)] as const).filter(([, ms]) => ms > 0).sort((x, y) => y[1] - x[1]);
+    cpu.push(by.reduce((t, [, ms]) => t + ms, 0));
+    if (process.argv.includes('--lm-threads')) console.log(`  stage ${k} CPU by thread: ${by.slice(0, 10).map(([key, ms]) => `${key} ${ms.toFixed(0)}`).join(', ')}`);
     ms.push(painted);
     next.push(nextFrame);
     j.push(Number(await p.locator('[data-testid="stage-row"]').nth(k - 1).getByTestId('cell-j').getAttribute('data-value')).toFixed(3));
