@@ -676,7 +676,7 @@ export class Session {
     exp.profiler = new StageProgress(exp.cfg, teamSize(exp), exp.lastEval !== undefined, (r) => {
       if (this.team?.exp !== exp) return;
       this.stagePace ??= { since: now(), done: r.done };
-      this.setProgress({ label: `Stage ${stage}: ${r.what}`, done: r.done, total: r.total, cancellable: true, pace: this.stagePace });
+      this.setProgress({ label: `Stage ${stage}: ${r.what}`, done: r.done, total: r.total, cancellable: true, pace: this.stagePace, units: true });
     }, () => this.stageCancel).begin(stage, exp.lastEval !== undefined);
   }
 

@@ -61,7 +61,7 @@ function useShortcuts(): void {
  * is done (a guess before it would be noise). The clock starts when the work appears, or where
  * the work says its pace is measured from (`pace`: a language stage continued by a later click).
  */
-function TimeLeft({ done, total, pace }: { done: number; total: number; pace?: { since: number; done: number } }) {
+function TimeLeft({ done, total, pace, units }: { done: number; total: number; pace?: { since: number; done: number }; units?: boolean }) {
   const start = useRef(performance.now());
   const since = pace?.since ?? start.current;
   const from = pace?.done ?? 0;
@@ -69,7 +69,7 @@ function TimeLeft({ done, total, pace }: { done: number; total: number; pace?: {
   const left = ((performance.now() - since) / (done - from)) * (total - done) / 1000;
   return (
     <span className="work-left muted" data-testid="progress-left">
-      {total > 100 ? `${Math.round((100 * done) / total)} %` : `${done} of ${total}`} · about {left < 60 ? `${Math.max(1, Math.round(left))} s` : `${Math.round(left / 60)} min`} left
+      {units ? `${Math.round((100 * done) / total)} %` : `${done} of ${total}`} · about {left < 60 ? `${Math.max(1, Math.round(left))} s` : `${Math.round(left / 60)} min`} left
     </span>
   );
 }
@@ -163,7 +163,7 @@ export function StepControls() {
               <span className="progress-fill" style={{ width: `${(100 * progress.done) / progress.total}%` }} />
             </span>
           )}
-          <TimeLeft done={progress.done} total={progress.total} pace={progress.pace} />
+          <TimeLeft done={progress.done} total={progress.total} pace={progress.pace} units={progress.units} />
           {progress.cancellable && (
             <button type="button" className="small" data-testid="cancel" onClick={() => session.cancelWork()}>
               Cancel

@@ -64,6 +64,8 @@ export interface Progress {
   readonly cancellable: boolean;
   /** Where the pace for the time left is measured from (performance.now() and `done` then); absent, from when the bar appeared and 0. */
   readonly pace?: { readonly since: number; readonly done: number };
+  /** `done` and `total` are units of work, not items: the bar says a percentage instead of "done of total". */
+  readonly units?: boolean;
 }
 
 /** One agent as the page shows it: who it is and where it runs. */
