@@ -20,7 +20,9 @@
  * that first has it; the next animation frame, which a task queued after that frame such as the
  * autosave delays, is printed beside it), stages 1 and 2 (the first one included), against `npm run sat` on the same preset, seed
  * and stages with --profile, whose tables total each stage's wall time (start-up and J₀ are left
- * out on both sides). The page waits 5 s after it has opened before the first click, as a newcomer
+ * out on both sides); beside the wall time, the CPU time of every thread over each stage (the
+ * browser's processes, from /proc; the CLI's own count, printed with --profile), whose ratio is
+ * not shared out by the machine's load (`--lm-threads`: the page's by process type and thread). The page waits 5 s after it has opened before the first click, as a newcomer
  * reads it (`--lm-read S`); `--lm-stages N` times N stages (default 2). Page and CLI alternate, K rounds
  * (default 3), the order flipped every round; each page stage's J is checked against the CLI's.
  * With `--base DIR` the other build's page and CLI are timed in the same rounds too, and each page's
@@ -37,7 +39,7 @@
  * Prints a table; timings go to docs/performance.md by hand.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -226,10 +228,58 @@ const LM_STAGES = Number(arg('--lm-stages') ?? 2);
 const LM_READ_MS = 1000 * Number(arg('--lm-read') ?? 5);
 
 /**
- * Opens arith-team (seed 1) from a share link, then clicks Step stage LM_STAGES times; per stage,
- * ms from the click to the frame after its row is drawn, and the row's J as the page shows it.
+ * CPU time (user + system, ms) of every process this one started, however deep — the browser's
+ * processes with all their threads (renderer, agent workers, kernel helpers, GPU and utility
+ * processes) — from /proc; this process itself (the static server, idle while a stage runs) is
+ * left out. CPU time, unlike wall time, is not shared out by the machine's load between the page's
+ * many threads and the CLI's few, so its ratio says which side does more work on a loaded machine.
+ * By thread: "process type / thread name" (Chromium's --type, the thread's name without its
+ * trailing digits, e.g. "renderer / DedicatedWorker thread") → CPU ms, summed over processes of
+ * that type and threads of that name.
  */
-async function pageLmStages(pg: Playground, url: string, hide: readonly string[] = []): Promise<{ ms: number[]; next: number[]; j: string[] }> {
+function childrenCpu(): Map<string, number> {
+  const parent = new Map<number, number>();
+  const pids: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      pids.push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out = new Map<string, number>();
+  for (const pid of pids) {
+    let q = parent.get(pid);
+    while (q !== undefined && q > 1 && q !== process.pid) q = parent.get(q);
+    if (q !== process.pid) continue;
+    try {
+      const type = /--type=([\w-]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? 'browser';
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d:.#-]+$/, '').trim();
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const key = `${type} / ${name}`;
+        out.set(key, (out.get(key) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS); // utime, stime
+      }
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** /proc's clock ticks per second (USER_HZ; 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/**
+ * Opens arith-team (seed 1) from a share link, then clicks Step stage LM_STAGES times; per stage,
+ * ms from the click to the frame after its row is drawn, the CPU ms every browser process spent
+ * meanwhile, and the row's J as the page shows it.
+ */
+async function pageLmStages(pg: Playground, url: string, hide: readonly string[] = []): Promise<{ ms: number[]; next: number[]; cpu: number[]; j: string[] }> {
   const p = await pg.freshPage({ width: 1280, height: 800 });
   const link = await encodeShare(makeShareState(presetConfig(LM_PRESET, { seed: LM_SEED }), { preset: LM_PRESET, hide }));
   await p.goto(url + link, { waitUntil: 'load' });
@@ -241,15 +291,21 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
   const ms: number[] = [];
   const next: number[] = [];
   const j: string[] = [];
+  const cpu: number[] = [];
   for (let k = 1; k <= LM_STAGES; k++) {
+    const cpu0 = childrenCpu();
     const [painted, nextFrame] = await clickUntilRowPainted(p, 'step-stage', k);
+    const cpu1 = childrenCpu();
+    const by = [...cpu1].map(([key, ms]) => [key, ms - (cpu0.get(key) ?? 0)] as const).filter(([, ms]) => ms > 0).sort((x, y) => y[1] - x[1]);
+    cpu.push(by.reduce((t, [, ms]) => t + ms, 0));
+    if (process.argv.includes('--lm-threads')) console.log(`  stage ${k} CPU by thread: ${by.slice(0, 10).map(([key, ms]) => `${key} ${ms.toFixed(0)}`).join(', ')}`);
     ms.push(painted);
     next.push(nextFrame);
     j.push(Number(await p.locator('[data-testid="stage-row"]').nth(k - 1).getByTestId('cell-j').getAttribute('data-value')).toFixed(3));
     await settled(p);
   }
   await p.context().close();
-  return { ms, next, j };
+  return { ms, next, cpu, j };
 }
 
 /**
@@ -257,7 +313,7 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
  * stage, the wall time its profile table totals (the stage loop from its first phase to its end;
  * the counting it adds is a few wrapped calls), and each row's J.
  */
-function cliLmStages(root = ROOT): Promise<{ ms: number[]; j: string[] }> {
+function cliLmStages(root = ROOT): Promise<{ ms: number[]; cpu: number[]; j: string[] }> {
   return new Promise((resolve, reject) => {
     const args = ['src/cli/sat.ts', '--preset', LM_PRESET, '--seed', String(LM_SEED), '--stages', String(LM_STAGES), '--profile'];
     const child = spawn(join(root, 'node_modules/.bin/tsx'), args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -268,7 +324,8 @@ function cliLmStages(root = ROOT): Promise<{ ms: number[]; j: string[] }> {
     child.on('exit', (code) => {
       const ms = [...out.matchAll(/^total\s+(\d+)\s/gm)].map((m) => Number(m[1]));
       const j = [...out.matchAll(/^\s+\d+\s+(-?[\d.]+)\s/gm)].map((m) => m[1]!);
-      if (code === 0 && ms.length === LM_STAGES) resolve({ ms, j });
+      const cpu = [...out.matchAll(/^stage \d+ cpu (\d+) ms/gm)].map((m) => Number(m[1]));
+      if (code === 0 && ms.length === LM_STAGES && cpu.length === LM_STAGES) resolve({ ms, cpu, j });
       else reject(new Error(`npm run sat exited with ${code} and ${ms.length} stage profiles:\n${out}`));
     });
   });
@@ -542,7 +599,7 @@ async function mainLm(): Promise<void> {
     ...(process.argv.includes('--lm-hide') ? [{ name: 'page, drawing hidden', run: () => pageLmStages(pg, pg.url, LM_HIDDEN) }] : []),
     { name: 'cli', run: () => cliLmStages() },
   ];
-  const got = new Map(sides.map((s) => [s.name, [] as { ms: number[]; next?: number[]; j: string[]; load: string }[]]));
+  const got = new Map(sides.map((s) => [s.name, [] as { ms: number[]; next?: number[]; cpu: number[]; j: string[]; load: string }[]]));
   try {
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
@@ -551,7 +608,7 @@ async function mainLm(): Promise<void> {
         got.get(s.name)!.push({ ...x, load });
         const nf = (x as { next?: number[] }).next;
         const next = nf ? `   (next frame ${nf.map((t) => t.toFixed(0)).join(' ')})` : '';
-        console.log(`round ${r + 1} ${s.name.padEnd(9)} stages ${x.ms.map((t) => t.toFixed(0).padStart(6)).join(' ')} ms${next}   J ${x.j.join(' ')}   load ${load}`);
+        console.log(`round ${r + 1} ${s.name.padEnd(9)} stages ${x.ms.map((t) => t.toFixed(0).padStart(6)).join(' ')} ms${next}   CPU ${x.cpu.map((t) => t.toFixed(0)).join(' ')} ms   J ${x.j.join(' ')}   load ${load}`);
       }
     }
     // Each page against its own build's CLI in the same round: the base page against the base CLI.
@@ -563,6 +620,15 @@ async function mainLm(): Promise<void> {
         const ratios = xs.map((x, r) => x.ms[k]! / cliOf(n)[r]!.ms[k]!);
         const nextRatios = xs.map((x, r) => x.next![k]! / cliOf(n)[r]!.ms[k]!);
         return `${n} ${median(xs.map((x) => x.ms[k]!)).toFixed(0)} ms (×${median(ratios).toFixed(2)}; ${ratios.map((q) => q.toFixed(2)).join(' ')}; next frame ×${median(nextRatios).toFixed(2)})`;
+      });
+      console.log(`stage ${k + 1}: ${clis.join('   ')}   ${parts.join('   ')}`);
+    }
+    console.log(`\nCPU time per stage, every thread of every process (the browser's; the CLI's one process): medians of ${rounds} rounds, ratio = page / its build's CLI per round`);
+    for (let k = 0; k < LM_STAGES; k++) {
+      const clis = [...got].filter(([n]) => n.endsWith('cli')).map(([n, xs]) => `${n} ${median(xs.map((x) => x.cpu[k]!)).toFixed(0)} ms`);
+      const parts = [...got].filter(([n]) => !n.endsWith('cli')).map(([n, xs]) => {
+        const ratios = xs.map((x, r) => x.cpu[k]! / cliOf(n)[r]!.cpu[k]!);
+        return `${n} ${median(xs.map((x) => x.cpu[k]!)).toFixed(0)} ms (×${median(ratios).toFixed(2)}; ${ratios.map((q) => q.toFixed(2)).join(' ')})`;
       });
       console.log(`stage ${k + 1}: ${clis.join('   ')}   ${parts.join('   ')}`);
     }

@@ -37,6 +37,14 @@ describe('npm run sat -- --agent-model', () => {
     expect(r.out.split('\n').filter((l) => /^\s+1\s+-?\d+\.\d{3}/.test(l))).toHaveLength(1);
   });
 
+  it('--budget real-size lays the named budget over the preset, --set still wins, and an unknown name is refused', () => {
+    const r = sat('--preset', 'arith-team', '--stages', '1', '--budget', 'real-size', '--set', 'evalEpisodes=8');
+    expect(r.code, r.err).toBe(0);
+    const line = JSON.parse(/^preset arith-team: (\{.*\})$/m.exec(r.out)?.[1] ?? '{}') as Record<string, unknown>;
+    expect(line).toMatchObject({ batch: 2, group: 4, epochs: 1, geoIters: 0, certEpisodes: 8, evalEpisodes: 8 });
+    expect(sat('--preset', 'arith-team', '--budget', 'huge').err).toContain('--budget expects one of real-size, got huge');
+  });
+
   it('refuses a checkpoint over --agent-memory before reading it, and names bad flags', () => {
     const big = sat('--preset', 'arith-team', ...SMALL, '--agent-model', `1=${dir}`, '--agent-memory', '0.5');
     expect(big.code).toBe(2);

@@ -11,11 +11,15 @@ import { isLlmTask, type Config } from '../sat/config';
 import type { QuantKind } from '../model/quant';
 import { checkFits, formatBytes, type MemoryEstimate } from '../model/hfConfig';
 import type { SeatCheckpoint } from '../workers/remoteTeam';
+import type { SeatSpeed } from '../workers/agentApi';
 import { CheckpointStore, describeSeatEstimate, estimateOf, PAGE_SEAT_QUANT, pageSeatLimit, SEAT_QUANTS, readCheckpointFolder, seatContext, SHORT_HASH, folderEntries, type FileLike, type SeatRef } from './hfFiles';
 import { onnxFolderFiles, type OnnxSeatMode } from './onnxFiles';
 import type { OpenExtras, TeamHandle, TeamOpener } from './team';
 import { describeError } from './errorText';
 import type { PlaygroundState, Progress, SeatView } from './store';
+
+/** How often a seat card's tokens/s is redrawn at most, ms (a worker tells its speed after every sampling call). */
+const SPEED_EVERY_MS = 1000;
 
 /** A seated checkpoint, with what the card shows of it. */
 type Seat = SeatCheckpoint & { readonly params: number; stored: number | string; readonly estimate?: string; readonly needs?: string; readonly needsBy?: Readonly<Partial<Record<QuantKind, string>>> };
@@ -73,6 +77,13 @@ export class SeatManager {
   private wanted: readonly SeatRef[] | 'stored' | null = 'stored';
   /** Cancels the checkpoint load in flight. */
   private abort: AbortController | null = null;
+  /** The build whose team is the session's: only its workers' speeds are shown. */
+  private liveBuild = 0;
+  private builds = 0;
+  /** Each seat's sampling so far on the live team (the card's tokens/s). */
+  private speeds = new Map<number, SeatSpeed>();
+  /** A speed told but not yet written to the store (written at most once per SPEED_EVERY_MS). */
+  private speedTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly host: SeatHost,
@@ -97,14 +108,24 @@ export class SeatManager {
    * The seats' part of a build, and `close()`, called once the build settled: a worker's progress
    * message that arrives later (or after Cancel) is dropped rather than left on screen.
    */
-  private extras(cfg: Config, seats: ReadonlyMap<number, Seat>, signal: AbortSignal | null): { extras: OpenExtras; close: () => void } {
+  private extras(cfg: Config, seats: ReadonlyMap<number, Seat>, signal: AbortSignal | null): { extras: OpenExtras; close: () => void; build: number } {
     const active = this.active(cfg, seats);
     let open = true;
     const close = (): void => {
       open = false;
     };
-    if (active.size === 0) return { extras: {}, close };
-    return { close, extras: {
+    const build = ++this.builds;
+    if (active.size === 0) return { extras: {}, close, build };
+    return { close, build, extras: {
+      onSpeed: (j, s) => {
+        if (build !== this.liveBuild || !active.has(j)) return;
+        this.speeds.set(j, s);
+        this.speedTimer ??= setTimeout(() => {
+          this.speedTimer = null;
+          const now = this.config;
+          if (build === this.liveBuild && now) this.say({ seats: this.views(now) });
+        }, SPEED_EVERY_MS);
+      },
       seats: active,
       seatLimit: pageSeatLimit(),
       ...(signal ? { signal } : {}),
@@ -116,14 +137,22 @@ export class SeatManager {
     } };
   }
 
-  /** The seats' part of a plain build (Apply, Reset, a restore) of `cfg`; `close()` once it settled. */
+  /** The seats' part of a plain build (Apply, Reset, a restore) of `cfg`, whose team becomes the session's; `close()` once it settled. */
   buildExtras(cfg: Config): { extras: OpenExtras; close: () => void } {
-    return this.extras(cfg, this.seats, null);
+    const part = this.extras(cfg, this.seats, null);
+    this.live(part.build);
+    return part;
+  }
+
+  /** Build `build`'s team is the session's now: its seats' speeds start from nothing. */
+  private live(build: number): void {
+    this.liveBuild = build;
+    this.speeds = new Map();
   }
 
   /** What the cards show of the seats that apply to `cfg`, missing ones included. */
   views(cfg: Config): SeatView[] {
-    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.onnx ? { onnx: c.onnx } : {}), ...(c.onnx && this.folderGraphs.has(agent) ? { onnxGraphs: this.folderGraphs.get(agent)! } : {}), ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}) }));
+    const views: SeatView[] = [...this.active(cfg, this.seats)].map(([agent, c]) => ({ agent, name: c.name, hash: c.hash, quant: c.quant, params: c.params, stored: c.stored, ...(c.onnx ? { onnx: c.onnx } : {}), ...(c.onnx && this.folderGraphs.has(agent) ? { onnxGraphs: this.folderGraphs.get(agent)! } : {}), ...(c.needsBy ? { needsBy: c.needsBy } : {}), ...(c.estimate ? { estimate: c.estimate } : {}), ...(c.needs ? { needs: c.needs } : {}), ...(this.speeds.has(agent) ? { speed: this.speeds.get(agent)! } : {}) }));
     for (const [agent, r] of this.missing) if (isLlmTask(cfg.task) && agent < cfg.agents && !this.seats.has(agent)) views.push({ agent, name: r.name, hash: r.hash, quant: r.quant ?? PAGE_SEAT_QUANT, missing: true, ...(r.onnx ? { onnx: r.onnx } : {}) });
     return views.sort((a, b) => a.agent - b.agent);
   }
@@ -217,6 +246,7 @@ export class SeatManager {
       part.close();
     }
     this.seats = seats;
+    this.live(part.build);
     await this.host.adopt(cfg, t);
     return true;
   }

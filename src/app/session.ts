@@ -22,7 +22,8 @@
 import type { StoreApi } from 'zustand';
 import { SatError } from '../core/errors';
 import { CONFIG_KEYS, isLlmTask, parseConfig, type Config } from '../sat/config';
-import { agentParams, checkStageBound, episodeHorizon, latestEpisodes, stepThrough, swapDue, tableGame, teamSize, teamState, type Experiment } from '../sat/experiment';
+import { agentParams, checkStageBound, episodeHorizon, latestEpisodes, restoreTeamState, stepThrough, swapDue, tableGame, teamSize, teamState, type Experiment } from '../sat/experiment';
+import { StageProgress } from '../sat/stageProgress';
 import { hfSwapRefusal } from '../sat/hfSeatLimits';
 import { findPreset, presetConfig } from '../sat/presets';
 import type { AgentStepRecord, StageRecord } from '../sat/stage';
@@ -98,6 +99,10 @@ export class Session {
   private busy = false;
   /** Set by pause() / cancelWork(); checked between steps. */
   private stopRequested = false;
+  /** Set by cancelWork(): a language stage in progress stops at its next phase or worker call and the team goes back to the last finished stage. */
+  private stageCancel: SatError | null = null;
+  /** Where this action's pace through a language stage is measured from (its first progress report). */
+  private stagePace: Progress['pace'] | undefined;
   /** Bumped by every new experiment: an action that outlives its experiment drops its results. */
   private generation = 0;
   /** Told after every recorded agent step (autosave hooks in here). */
@@ -208,6 +213,9 @@ export class Session {
     if (this.busy) return false;
     this.busy = true;
     this.stopRequested = false;
+    this.stageCancel = null;
+    this.stagePace = undefined;
+    this.team?.gate?.open();
     this.store.setState({ status });
     try {
       while (this.inspecting) await this.inspecting;
@@ -457,8 +465,18 @@ export class Session {
     if (refusal) throw new SatError('swap', `Stage ${exp.cfg.swapAt} did not start: ${refusal}`);
     const swap = !this.gen && swapDue(exp) && !this.state.progress ? { label: swapLabel(exp.cfg), done: 0, total: 1, cancellable: false } : null;
     if (swap) this.setProgress(swap);
-    if (!this.gen) this.gen = stepThrough(exp);
-    const r = await this.gen.next();
+    if (!this.gen) {
+      this.followStage(exp);
+      this.gen = stepThrough(exp);
+    }
+    let r: IteratorResult<AgentStepRecord, StageRecord>;
+    try {
+      r = await this.gen.next();
+    } catch (e) {
+      if (!(e instanceof SatError && e.code === 'cancelled' && e === this.stageCancel)) throw e;
+      await this.backToBoundary(t);
+      return;
+    }
     if (swap && this.state.progress === swap) this.setProgress(null);
     if (my !== this.generation) return;
     if (r.done) {
@@ -503,6 +521,7 @@ export class Session {
   /** A finished stage: the next boundary; drawn now unless `show` is false (then at the next `flush`). */
   private async closeStage(rec: StageRecord, show = true): Promise<void> {
     this.gen = null;
+    if (this.team) this.team.exp.profiler = undefined;
     const before = this.boundary;
     if (this.team) this.boundary = await this.takeBoundary(rec.stage);
     // A swap stage starts from the swapped-in team, which no boundary holds.
@@ -646,10 +665,59 @@ export class Session {
     this.stopRequested = true;
   }
 
-  /** Cancels long work (a replay, a comparison) after the step in progress. */
+  /**
+   * Cancels long work (a replay, a comparison) after the step in progress; a language stage in
+   * progress stops at its next phase or worker call, and the team is put back where the last
+   * finished stage left it (`backToBoundary`).
+   */
   cancelWork(): void {
     this.stopRequested = true;
     this.seats.cancel();
+    if (this.gen && this.team?.exp && isLlmTask(this.team.exp.cfg.task)) {
+      this.stageCancel = new SatError('cancelled', 'The stage was cancelled.');
+      this.team.gate?.close(this.stageCancel);
+    }
+  }
+
+  /**
+   * A language stage tells its progress (stageProgress.ts: what runs, units done of the stage's,
+   * Cancel) on the progress bar; the time left is paced from when this action reached the stage.
+   */
+  private followStage(exp: Experiment): void {
+    if (!isLlmTask(exp.cfg.task)) return;
+    const stage = exp.stagesDone + 1;
+    this.stagePace = undefined;
+    exp.profiler = new StageProgress(exp.cfg, teamSize(exp), exp.lastEval !== undefined, (r) => {
+      if (this.team?.exp !== exp) return;
+      this.stagePace ??= { since: now(), done: r.done };
+      this.setProgress({ label: `Stage ${stage}: ${r.what}`, done: r.done, total: r.total, cancellable: true, pace: this.stagePace, units: true });
+    }, () => this.stageCancel).begin(stage, exp.lastEval !== undefined);
+  }
+
+  /**
+   * After Cancel stopped a language stage: once no worker call is in flight, every agent is
+   * restored from the snapshot at the last finished stage (parameters, optimizer state, β) and the
+   * stage's agent steps are dropped, so the team and the page stand where that stage left them;
+   * stepping again runs the same stage from its start, with the same numbers.
+   */
+  private async backToBoundary(t: TeamHandle): Promise<void> {
+    this.gen = null;
+    this.unshown = null;
+    t.exp.profiler = undefined;
+    await t.gate?.idle();
+    t.gate?.open();
+    const b = this.boundary!;
+    await restoreTeamState(t.exp, b, this.state.stages);
+    // The cancelled stage's steps are gone: the inspector must not offer what their workers kept.
+    for (const k of [...this.recorded]) if (Number(k.slice(k.indexOf('stage ') + 'stage '.length)) > b.stages) this.recorded.delete(k);
+    this.stopRequested = true;
+    this.store.setState((s) => ({
+      partial: [],
+      selected: null,
+      transcripts: s.transcripts.filter((x) => x.stage <= b.stages),
+      notice: `Stage ${b.stages + 1} was cancelled: the team is back where ${b.stages === 0 ? 'it started' : `stage ${b.stages} left it`}, and stepping again runs stage ${b.stages + 1} from its start.`,
+    }));
+    this.tellListeners();
   }
 
   /**

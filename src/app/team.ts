@@ -11,7 +11,7 @@
 import { FormatError, SatError } from '../core/errors';
 import { isLlmTask, type Config } from '../sat/config';
 import { agentInfos, createTabularExperiment, teamAgents, type Experiment, type ModelLoader } from '../sat/experiment';
-import { createRemoteExperiment, makeAgentWorker, type RemoteAgent, type RemoteExperimentOptions } from '../workers/remoteTeam';
+import { createRemoteExperiment, makeAgentWorker, type CallGate, type RemoteAgent, type RemoteExperimentOptions } from '../workers/remoteTeam';
 import type { AgentView } from './store';
 import { backendLine, wasmSimd, type BackendLine } from './backendLine';
 import { checkInput } from './inputCheck';
@@ -26,6 +26,8 @@ export interface TeamHandle {
   readonly line?: BackendLine;
   /** The agents in their workers, by index (their inspector, device and thread probes); null when they run in this tab. */
   readonly workers: readonly RemoteAgent[] | null;
+  /** A language team in workers: the gate every agent call passes (Cancel closes it between calls). */
+  readonly gate?: CallGate;
   /**
    * Starts warming a language team's workers in the background (agentApi.ts `warmUp`), one agent
    * at a time after a short pause, until `stopWarmUp` — which every step calls first, so a warm-up
@@ -82,7 +84,7 @@ const fetchModel: ModelLoader = async (name) => {
 };
 
 /** Checkpoint seats, their load's progress and limit, and a signal that cancels the build. */
-export type OpenExtras = Pick<RemoteExperimentOptions, 'seats' | 'seatLimit' | 'onSeatProgress' | 'signal'>;
+export type OpenExtras = Pick<RemoteExperimentOptions, 'seats' | 'seatLimit' | 'onSeatProgress' | 'signal' | 'onSpeed'>;
 
 /** Builds the team for a config: `openTeam` in the page; tests may pass their own. */
 export type TeamOpener = (cfg: Config, onProgress: (msg: string) => void, extras?: OpenExtras) => Promise<TeamHandle>;
@@ -120,7 +122,7 @@ export async function openTeam(cfg: Config, onProgress: (msg: string) => void, e
   const line = backendLine({ workers: true, agents, simd: wasmSimd(), threads, isolated: globalThis.crossOriginIsolated === true });
   const warm = isLlmTask(cfg.task) ? warmer(cfg, workers) : {};
   return {
-    exp, agents, backend: line.detail, line, workers, ...warm,
+    exp, agents, backend: line.detail, line, workers, ...warm, ...(exp.kind === 'lm' ? { gate: exp.gate } : {}),
     terminate() {
       warm.stopWarmUp?.();
       exp.terminate();

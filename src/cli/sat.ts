@@ -28,9 +28,12 @@ import { certReport, type CertReportRow } from '../studies/certReport';
 import type { CertScope } from '../sat/certificate';
 import type { HeldState } from '../sat/heldCheck';
 import { attachProfiler, profileTable } from './profile';
+import { StageProgress } from '../sat/stageProgress';
+import type { StageProfiler } from '../sat/profile';
 import { deltaSweep, SWEEP_SEEDS } from '../studies/deltaSweep';
 import { type FlagSpec, readFlags, runCommand, UsageError } from './flags';
 import { seatHfAgent } from './hfSeat';
+import { BUDGETS, type BudgetName } from '../sat/hfSeatLimits';
 import { escapeLines } from '../core/text';
 import { ONNX_SEAT_MODES, onnxSwapLoader, type OnnxSeatMode } from './onnxSeat';
 import { cliGpuBackends, type CliGpu } from './gpu';
@@ -76,6 +79,8 @@ interface Args {
   agentQuant: QuantKind;
   /** --agent-memory MiB: refuse a checkpoint whose estimate exceeds it (default 80 % of the machine's memory). */
   agentMemoryMiB?: number;
+  /** --budget NAME: a named budget's settings (hfSeatLimits.ts BUDGETS) under the preset's, over which --set still wins. */
+  budget?: BudgetName;
   /** --agent-onnx: an ONNX folder's seat is trainable (default) or frozen; --agent-onnx-file: which .onnx file. */
   agentOnnx: OnnxSeatMode;
   agentOnnxFile?: string;
@@ -86,10 +91,12 @@ const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--
                      [--swap J=best|J=<model>|J=ONNX_DIR --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
                      [--certify-report [--presets a,b,…] [--seeds N] [--held-pairs N] [--cert-scope team|agents]] [--profile] [--quiet] [--help]
                      [--export-recipe FILE [--hf S=org/model,M=…,L=…]] [--import-log FILE]
-                     [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB]
+                     [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB] [--budget real-size]
                       [--agent-onnx trainable|frozen] [--agent-onnx-file onnx/model_q4.onnx]]
 --agent-model seats the Hugging Face Llama checkpoint in folder DIR as agent J (LoRA over its quantized base);
   an ONNX folder (onnx/model*.onnx) is seated trainable (mapped into our model) or frozen (run by onnxruntime-web).
+--budget real-size: batch 2, group 4, 1 epoch, no geometry, 16 held-out and 8 certification episodes per agent —
+  one stage of three 135M-class seats in minutes (docs/models.md "A real-size team"); --set overrides any of them.
 Compare variants: an estimator (resample, truncated-is, happo, naive), simultaneous, or any key=value.
 --sweep delta=… on delta-sweep (or with --sqrt-delta): only δ changes, lr ∝ √δ, one step, no backtracking;
   prints mean KL/δ, the violation rate and its exponent with a bootstrap CI over seeds (--fixed-lr: lr fixed).
@@ -105,7 +112,7 @@ const FLAGS = {
   'certify-report': { type: 'boolean' }, 'held-pairs': { type: 'string' }, 'cert-scope': { type: 'string' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   'export-recipe': { type: 'string' }, hf: { type: 'string' }, 'import-log': { type: 'string' },
   'agent-model': { type: 'string', multiple: true }, 'agent-quant': { type: 'string' }, 'agent-memory': { type: 'string' },
-  'agent-onnx': { type: 'string' }, 'agent-onnx-file': { type: 'string' },
+  'agent-onnx': { type: 'string' }, 'agent-onnx-file': { type: 'string' }, budget: { type: 'string' },
 } as const satisfies FlagSpec;
 
 function readArgs(argv: string[]): Args {
@@ -196,11 +203,16 @@ function readArgs(argv: string[]): Args {
         a.agentOnnx = v as OnnxSeatMode;
         break;
       case 'agent-onnx-file': a.agentOnnxFile = v; break;
+      case 'budget':
+        if (!Object.hasOwn(BUDGETS, v)) throw new UsageError(`--budget expects one of ${Object.keys(BUDGETS).join(', ')}, got ${v}`);
+        a.budget = v as BudgetName;
+        break;
       case 'profile': a.profile = true; break;
       case 'presets': a.presets = list(v); break;
       case 'help': printHelp(); process.exit(0);
     }
   }
+  if (a.budget) for (const [k, x] of Object.entries(BUDGETS[a.budget])) a.sets[k] ??= String(x);
   return a;
 }
 
@@ -327,6 +339,33 @@ function tabularSwapLine(s: StageRecord, cfg: Config): string {
   );
 }
 
+/** Seconds between two progress lines of a language stage (a stage shorter than this prints none). */
+const PROGRESS_EVERY_S = 5;
+
+/**
+ * A language stage's progress on stderr (src/sat/stageProgress.ts): what runs, the share of the
+ * stage's work done and the time left at the pace so far, at most one line every
+ * PROGRESS_EVERY_S seconds. `inner`: the --profile table's profiler, told every phase too.
+ */
+function followStages(exp: Experiment, inner?: StageProfiler): StageProgress {
+  let stageStart = performance.now();
+  let last = stageStart;
+  let stage = 0;
+  const p = new StageProgress(exp.cfg, exp.team.length, exp.lastEval !== undefined, (r) => {
+    const t = performance.now();
+    if (r.stage !== stage) {
+      stage = r.stage;
+      stageStart = last = t;
+    }
+    if (t - last < PROGRESS_EVERY_S * 1000 || r.done <= 0) return;
+    last = t;
+    const left = ((t - stageStart) / r.done) * (r.total - r.done) / 1000;
+    process.stderr.write(`  stage ${r.stage}: ${Math.round((100 * r.done) / r.total)} % of its work done, now ${r.what}; about ${left < 90 ? `${Math.max(1, Math.round(left))} s` : `${Math.round(left / 60)} min`} left\n`);
+  }, () => null, inner);
+  exp.profiler = p;
+  return p;
+}
+
 async function runOne(
   cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void,
   opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean; hf?: HfSeats; heldPairs?: number; certScope?: CertScope; swapOnnx?: string } = {},
@@ -340,8 +379,11 @@ async function runOne(
   const onnx = opts.swapOnnx ? await onnxSwapLoader(exp, cfg, cfg.swapAgent, opts.swapOnnx, { quant: opts.hf?.quant ?? 'q8', limitBytes: opts.hf?.limitBytes, log: opts.log ?? (() => {}) }) : null;
   if (isLlmTask(cfg.task)) exp.swapModel = lmSwapSeat(opts.seat ?? 'projection', cfg, opts.log, onnx ? () => onnx() : loadFromDisk);
   const profiling = opts.profile ? attachProfiler(exp) : null;
+  const progress = isLlmTask(cfg.task) ? followStages(exp, profiling?.profiler) : null;
   let gpuCounts = gpu?.counts() ?? null;
+  let cpuAtStage = process.cpuUsage();
   const stages = await runStages(exp, cfg.stages, (s) => {
+    progress?.begin(s.stage + 1, true);
     if (s.swap && !isLlmTask(cfg.task)) opts.log?.(tabularSwapLine(s, cfg));
     onStage?.(s, exp);
     if (gpu) {
@@ -351,6 +393,10 @@ async function runOne(
     }
     if (profiling) {
       opts.log?.(profileTable(s, profiling));
+      // CPU time of every thread of this process over the stage (bench:page --lm compares it with the page's).
+      const cpu = process.cpuUsage(cpuAtStage);
+      cpuAtStage = process.cpuUsage();
+      opts.log?.(`stage ${s.stage} cpu ${Math.round((cpu.user + cpu.system) / 1000)} ms (every thread of this process)`);
       profiling.profiler.reset();
     }
     const seat = s.swap ? exp.team[s.swap.agent] : undefined;

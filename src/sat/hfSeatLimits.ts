@@ -23,6 +23,22 @@ export const HF_SEAT_MAX_SEQ = 128;
 /** The longest context a seat is given whatever the preset needs (positions): the attention's memory grows with its square. */
 export const HF_SEAT_MAX_CONTEXT = 1024;
 
+/**
+ * Named budgets: settings laid over a language preset's own (the CLI's `--budget NAME`, the page's
+ * "real-size budget" button under Language models), each key a row of the config table.
+ * `real-size` keeps one stage of a three-seat chain on 135M-class checkpoints (SmolLM2-135M's
+ * shape) within about three minutes on a 2-core machine: 2 prompts × 4 samples a batch, one epoch,
+ * no geometry (the κ/λ diagnostics cost Fisher products over 135M parameters), 16 held-out
+ * episodes for J and 8 certification episodes per agent (24 for the team). The certificate is
+ * correspondingly loose: with 24 units its lower bound sits at least 0.15 (reward units) below the
+ * estimate, against 0.005 at the default 768 (docs/models.md "A real-size team").
+ */
+export const BUDGETS = {
+  'real-size': { batch: 2, group: 4, epochs: 1, geoIters: 0, evalEpisodes: 16, certEpisodes: 8 },
+} as const satisfies Record<string, Partial<Record<keyof Config, number>>>;
+
+export type BudgetName = keyof typeof BUDGETS;
+
 /** Problems of each split (train, held-out) whose contexts `hfSeatContext` measures. */
 const CONTEXT_PROBES = 96;
 

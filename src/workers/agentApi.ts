@@ -109,6 +109,18 @@ export interface OnnxSeatInfo {
 
 export type AgentSpec = TableSpec | LmSpec | HfAgentSpec | OnnxAgentSpec;
 
+/**
+ * What this agent's sampling has done so far (`speak` and `generate`, in this worker): messages
+ * written, the prompt tokens read and the new tokens written, and the wall time of those calls.
+ * (read + written) / seconds is the seat's tokens/s as its card shows it.
+ */
+export interface SeatSpeed {
+  readonly calls: number;
+  readonly promptTokens: number;
+  readonly newTokens: number;
+  readonly ms: number;
+}
+
 /** The agent's backend as the page names it. */
 export const CPU_BACKEND = 'cpu (TypeScript)';
 
@@ -187,6 +199,9 @@ export class AgentApi {
   #historyBytes = 0;
   /** An ONNX seat's card facts (null for other agents). */
   #onnx: OnnxSeatInfo | null = null;
+  /** Sampling done by this agent so far (SeatSpeed), and who is told after each call (`watchSpeed`). */
+  #speed: SeatSpeed = { calls: 0, promptTokens: 0, newTokens: 0, ms: 0 };
+  #onSpeed: ((s: SeatSpeed) => void) | null = null;
   /** A shipped model on the CPU: what `warmUp` builds its scratch copy from, while that agent is seated. */
   #warmFrom: { readonly spec: LmSpec; readonly loaded: LoadedModel; readonly agent: AnyAgent } | null = null;
 
@@ -218,6 +233,7 @@ export class AgentApi {
     this.#forget('this agent has not been updated yet: step an agent first.');
     this.#clearHistory('the agent was built again since (a new team).');
     this.#dropped.clear();
+    this.#speed = { calls: 0, promptTokens: 0, newTokens: 0, ms: 0 };
     await (this.#agent instanceof FrozenOnnxAgent ? this.#agent.dispose() : undefined);
     this.#onnx = null;
     this.#warmFrom = null;
@@ -559,7 +575,30 @@ export class AgentApi {
 
   async generate(contexts: readonly Int32Array[], opts: GenerateOptions): Promise<{ tokens: Int32Array[]; stopped: boolean[] }> {
     const a = this.#lm('generate');
-    return this.#call(() => a.generate(contexts, opts));
+    return this.#timed(contexts, () => this.#call(() => a.generate(contexts, opts)));
+  }
+
+  /** Runs one sampling call and adds it to this agent's SeatSpeed, then tells the watcher. */
+  async #timed<T extends { tokens: Int32Array[] }>(contexts: readonly ArrayLike<unknown>[] | null, f: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    const r = await f();
+    const ms = performance.now() - t0;
+    const read = (contexts ?? (r as unknown as { contexts: Int32Array[] }).contexts).reduce((n, c) => n + c.length, 0);
+    const s = this.#speed;
+    this.#speed = { calls: s.calls + 1, promptTokens: s.promptTokens + read, newTokens: s.newTokens + r.tokens.reduce((n, t) => n + t.length, 0), ms: s.ms + ms };
+    // A proxy whose page went away rejects: the speed is kept here all the same.
+    if (this.#onSpeed) void Promise.resolve(this.#onSpeed(this.#speed)).catch(() => {});
+    return r;
+  }
+
+  /** The sampling this agent has done since it was built (SeatSpeed). */
+  async speed(): Promise<SeatSpeed> {
+    return this.#speed;
+  }
+
+  /** `cb` is told this agent's SeatSpeed after every sampling call (the page passes a comlink proxy; a message, not a call it waits for). */
+  async watchSpeed(cb: (s: SeatSpeed) => void): Promise<void> {
+    this.#onSpeed = cb;
   }
 
   /**
@@ -568,7 +607,7 @@ export class AgentApi {
    */
   async speak(contexts: readonly string[], opts: GenerateOptions): Promise<Spoken> {
     const a = this.#lm('speak');
-    return this.#call(() => speakHere(a, contexts, opts));
+    return this.#timed(null, () => this.#call(() => speakHere(a, contexts, opts)));
   }
 
   /** The table's logits (tabular agents; for swaps and export). */

@@ -35,7 +35,7 @@ import type { TabularEnv } from '../sat/env/tabular';
 import type { LmAgentPolicy } from '../sat/agents/lm';
 import type { LmEnv, TextSpeaker } from '../sat/env/lm';
 import type { AgentInfo } from '../sat/types';
-import type { AgentApi, AgentSpec } from './agentApi';
+import type { AgentApi, AgentSpec, SeatSpeed } from './agentApi';
 import { inProcess, type Check } from './budget';
 import { AgentWorkerError } from './errors';
 import { installErrorTransfer } from './wire';
@@ -108,6 +108,40 @@ class Link {
 }
 
 /**
+ * A team's worker calls as one gate (the page's Cancel): `close(e)` makes every later call reject
+ * with `e` without reaching a worker, while the calls already in flight finish (a worker runs a
+ * call to its end; none is cut in half); `idle()` resolves once none is in flight, so the team can
+ * then be put back, and `open()` lets calls through again.
+ */
+export class CallGate {
+  private stopWith: Error | null = null;
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  close(e: Error): void {
+    this.stopWith = e;
+  }
+
+  open(): void {
+    this.stopWith = null;
+  }
+
+  /** f() unless the gate is closed; counted in flight until it settles. */
+  pass<T>(f: () => Promise<T>): Promise<T> {
+    if (this.stopWith) return Promise.reject(this.stopWith);
+    const p = f();
+    this.inFlight.add(p);
+    const done = (): void => void this.inFlight.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  /** Resolves once no call let through is still running. */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+}
+
+/**
  * AgentApi's methods by name. The compiler holds this to exactly the class's public methods (a
  * method added there and not here, or the reverse, does not compile), so each is forwarded below
  * without its signature being written twice.
@@ -116,6 +150,7 @@ const AGENT_METHODS = {
   init: 0, onnxSeat: 0, loseDevice: 0, info: 0, cpuThreads: 0, memoryBytes: 0, distributions: 0, logProbs: 0,
   setReference: 0, klToReference: 0, trainStep: 0, surrogateGradient: 0, fisherVectorProduct: 0, update: 0,
   inspect: 0, keep: 0, swapIn: 0, warmUp: 0, kappa: 0, snapshot: 0, restore: 0, interpolate: 0, generate: 0, speak: 0, getLogits: 0, setLogits: 0,
+  speed: 0, watchSpeed: 0,
 } as const satisfies Record<keyof AgentApi, 0>;
 
 /**
@@ -139,16 +174,21 @@ export class RemoteAgent implements LmAgentPolicy, TextSpeaker {
   readonly calls = new Map<string, number>();
   private readonly link: Link;
 
-  constructor(index: number, worker: AgentWorker) {
+  constructor(
+    index: number,
+    worker: AgentWorker,
+    /** The team's gate (Cancel), shared by its agents; absent, every call goes through. */
+    private readonly gate: CallGate = new CallGate(),
+  ) {
     installErrorTransfer();
     this.index = index;
     this.link = new Link(worker, index);
   }
 
-  /** One counted call of AgentApi method `name`. */
+  /** One counted call of AgentApi method `name`, through the team's gate. */
   protected call<T>(name: keyof AgentApi, f: (api: Remote<AgentApi>) => Promise<T>): Promise<T> {
     this.calls.set(name, (this.calls.get(name) ?? 0) + 1);
-    return this.link.call(f);
+    return this.gate.pass(() => this.link.call(f));
   }
 
   /** Total calls made to the worker so far. */
@@ -222,6 +262,8 @@ export interface RemoteExperimentOptions {
   readonly seatLimit?: { readonly bytes: number; readonly where: string };
   /** A seat's load progress (reading, converting, quantizing). */
   readonly onSeatProgress?: (agent: number, p: HfProgress) => void;
+  /** Language teams: each agent's sampling so far, told by its worker after every sampling call (agentApi.ts `watchSpeed`). */
+  readonly onSpeed?: (agent: number, s: SeatSpeed) => void;
   /** Aborting ends every worker started and rejects with a SatError ("cancelled"). */
   readonly signal?: AbortSignal;
   /**
@@ -246,6 +288,8 @@ export interface RemoteTabularExperiment extends TableExperiment, RemoteParts {
 
 export interface RemoteLlmExperiment extends Experiment, RemoteParts {
   readonly kind: 'lm';
+  /** Every agent's calls pass it: closed, the stage loop's next call fails (the page's Cancel). */
+  readonly gate: CallGate;
   readonly env: LmEnv;
   readonly team: RemoteAgent[];
   readonly modelName: string;
@@ -279,7 +323,8 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
     const seats = opts.seats ?? new Map<number, SeatCheckpoint>();
     const files = new Map<string, Uint8Array>();
     for (const f of new Set(agents.filter((a) => !seats.has(a.index)).map((a) => a.modelFile))) files.set(f, await opts.load(f));
-    const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker())));
+    const gate = new CallGate();
+    const team = agents.map((init) => new RemoteAgent(init.index, asAgentWorker(opts.makeWorker()), gate));
     started.push(...team);
     const cancelled = new Promise<never>((_, reject) => {
       const stop = (): void => reject(new SatError('cancelled', 'Building the team was cancelled.'));
@@ -327,8 +372,9 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
       }),
     )]);
     const infos = await Promise.all(team.map((a) => a.info()));
+    if (opts.onSpeed) await Promise.all(team.map((a) => a.watchSpeed(proxy((s: SeatSpeed) => opts.onSpeed!(a.index, s)))));
     const j0 = (await env.evaluate(team)).J;
-    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, infos, terminate, swapModel: lazyLmSwap(opts.load) };
+    return { kind: 'lm', cfg, env, team, rng: new Rng(cfg.seed), betas: team.map(() => cfg.beta), aMax, j0, stagesDone: 0, modelName, infos, terminate, gate, swapModel: lazyLmSwap(opts.load) };
   } catch (e) {
     terminate();
     throw e;

@@ -63,6 +63,15 @@ export function dropFiles(session: Session, agent: number, expectHash?: string) 
   };
 }
 
+/** A seat's measured sampling speed in words: tokens read and written per second, and the new ones alone. */
+export function speedWords(s: { readonly promptTokens: number; readonly newTokens: number; readonly ms: number }): string {
+  const per = (n: number): string => {
+    const r = n / (s.ms / 1000);
+    return r >= 100 ? Math.round(r).toLocaleString('en') : r.toPrecision(2);
+  };
+  return `samples ${per(s.promptTokens + s.newTokens)} tokens/s (${per(s.newTokens)} new tokens/s), measured here`;
+}
+
 function stored(v: number | string | undefined): string {
   if (v === undefined) return '';
   return typeof v === 'number' ? `kept in this browser: ${formatBytes(v)}` : `not kept in this browser: ${v}`;
@@ -172,6 +181,14 @@ export function CheckpointPicker({ agent, seat }: { readonly agent: number; read
           {seat.params !== undefined && seat.params > 0 && (seat.onnx?.mode !== 'frozen') && <span data-testid={`checkpoint-${agent}-params`}>{seat.params.toLocaleString('en')} base params (frozen, {seat.quant ?? PAGE_SEAT_QUANT})</span>}
           <span data-testid={`checkpoint-${agent}-stored`}>{stored(seat.stored)}</span>
           {seat.needs && <span title={seat.estimate} data-testid={`checkpoint-${agent}-needs`}>needs about {seat.needs} (estimate)</span>}
+          {seat.speed && seat.speed.ms > 0 && (
+            <span
+              data-testid={`checkpoint-${agent}-speed`}
+              title={`Measured in this seat's worker since the team was built: ${seat.speed.calls.toLocaleString('en')} sampling calls read ${seat.speed.promptTokens.toLocaleString('en')} prompt tokens and wrote ${seat.speed.newTokens.toLocaleString('en')} new ones in ${(seat.speed.ms / 1000).toFixed(1)} s`}
+            >
+              {speedWords(seat.speed)}
+            </span>
+          )}
         </div>
       )}
       {seat?.missing && (

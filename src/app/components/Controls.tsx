@@ -12,6 +12,7 @@
 import { memo, useMemo, useState } from 'react';
 import { CONFIG, CONFIG_KEYS, describeAllowed, isLlmTask, TABULAR_ONLY_KEYS, type ConfigKey, type Field, type Group } from '../../sat/config';
 import { PRESETS, findPreset } from '../../sat/presets';
+import { BUDGETS } from '../../sat/hfSeatLimits';
 import { answerWorksheet, WORKSHEET } from '../../studies/worksheet';
 import { useSession } from '../sessionContext';
 import { Fold } from './Fold';
@@ -183,6 +184,29 @@ export function PresetGallery() {
   );
 }
 
+/**
+ * Lays a named budget (hfSeatLimits.ts BUDGETS) over the form: the settings it names change, as
+ * drafts, until Apply. `real-size`: one stage of three 135M-class checkpoint seats in minutes.
+ */
+function BudgetButton() {
+  const budget = BUDGETS['real-size'];
+  const words = Object.entries(budget).map(([k, x]) => `${k} ${x}`).join(', ');
+  return (
+    <p className="small-note">
+      <button
+        type="button"
+        className="small"
+        data-testid="budget-real-size"
+        onClick={() => Object.entries(budget).forEach(([k, x]) => setField(k as ConfigKey, String(x)))}
+        title={`For three seats on 135M-class checkpoints of your own: ${words} — one stage in about three minutes on a 2-core machine, with a loose certificate (its lower bound at least 0.15 below the estimate). Apply to use it. docs/models.md, "A real-size team".`}
+      >
+        Real-size budget
+      </button>{' '}
+      <span className="muted">{words}</span>
+    </p>
+  );
+}
+
 export function Controls() {
   const session = useSession();
   const hide = usePlayground((s) => s.hide);
@@ -206,6 +230,7 @@ export function Controls() {
               <FieldControl key={k} k={k} />
             ))}
           </div>
+          {g.group === 'model' && llm && <BudgetButton />}
           {g.group === 'swap' && llm && (
             <p className="muted" data-testid="swap-checkpoint-note">
               The swap&apos;s incoming model is a shipped one (swapTo); a checkpoint of your own is not a swap target yet, and a seat holding one cannot be swapped: seat it with &ldquo;Your own checkpoint…&rdquo; on the agent&apos;s card (a fresh team) — docs/models.md.

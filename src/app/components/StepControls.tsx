@@ -58,15 +58,18 @@ function useShortcuts(): void {
 
 /**
  * Long work's time left, from its pace so far: (elapsed / done) × what remains, once a first part
- * is done (a guess before it would be noise). The clock starts when the work appears.
+ * is done (a guess before it would be noise). The clock starts when the work appears, or where
+ * the work says its pace is measured from (`pace`: a language stage continued by a later click).
  */
-function TimeLeft({ done, total }: { done: number; total: number }) {
+function TimeLeft({ done, total, pace, units }: { done: number; total: number; pace?: { since: number; done: number }; units?: boolean }) {
   const start = useRef(performance.now());
-  if (total <= 1 || done < 1 || done >= total) return null;
-  const left = ((performance.now() - start.current) / done) * (total - done) / 1000;
+  const since = pace?.since ?? start.current;
+  const from = pace?.done ?? 0;
+  if (total <= 1 || done <= from || done >= total) return null;
+  const left = ((performance.now() - since) / (done - from)) * (total - done) / 1000;
   return (
     <span className="work-left muted" data-testid="progress-left">
-      {done} of {total} · about {left < 60 ? `${Math.max(1, Math.round(left))} s` : `${Math.round(left / 60)} min`} left
+      {units ? `${Math.round((100 * done) / total)} %` : `${done} of ${total}`} · about {left < 60 ? `${Math.max(1, Math.round(left))} s` : `${Math.round(left / 60)} min`} left
     </span>
   );
 }
@@ -160,7 +163,7 @@ export function StepControls() {
               <span className="progress-fill" style={{ width: `${(100 * progress.done) / progress.total}%` }} />
             </span>
           )}
-          <TimeLeft done={progress.done} total={progress.total} />
+          <TimeLeft done={progress.done} total={progress.total} pace={progress.pace} units={progress.units} />
           {progress.cancellable && (
             <button type="button" className="small" data-testid="cancel" onClick={() => session.cancelWork()}>
               Cancel

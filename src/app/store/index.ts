@@ -27,6 +27,7 @@ import type { GameFrame } from '../gameFrame';
 import type { BackendLine } from '../backendLine';
 import type { StepRef } from '../stepRef';
 import type { QuantKind } from '../../model/quant';
+import type { SeatSpeed } from '../../workers/agentApi';
 import { rememberedProjector, rememberProjector } from '../projector';
 
 /** The settings form: every config key as the text the user typed (checked by parseConfig on apply). */
@@ -61,6 +62,10 @@ export interface Progress {
   readonly done: number;
   readonly total: number;
   readonly cancellable: boolean;
+  /** Where the pace for the time left is measured from (performance.now() and `done` then); absent, from when the bar appeared and 0. */
+  readonly pace?: { readonly since: number; readonly done: number };
+  /** `done` and `total` are units of work, not items: the bar says a percentage instead of "done of total". */
+  readonly units?: boolean;
 }
 
 /** One agent as the page shows it: who it is and where it runs. */
@@ -96,6 +101,8 @@ export interface SeatView {
   readonly onnx?: { readonly file: string; readonly mode: 'trainable' | 'frozen' };
   /** The .onnx files of the seated ONNX folder when it has more than one (the card's Graph list). */
   readonly onnxGraphs?: readonly string[];
+  /** Its sampling measured in its worker since the team was built (agentApi.ts SeatSpeed): the card's tokens/s. */
+  readonly speed?: SeatSpeed;
 }
 
 export type Speed = 'slow' | 'normal' | 'fast';
