@@ -704,9 +704,9 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
 
 /**
  * The activation-quantized product for Q8 (`bits` 8) or Q4 (4) weights: out[n, o] for o in [o0, o1),
- * all N rows of xq / dx (quantActs). Per group of 4 rows of W, their scales at every block are
- * converted once into `strip` (16·C/32 bytes), then each row of x runs over the blocks with the
- * group's weights from cache. Rows of W past the last multiple of 4 are summed one by one, the same
+ * all N rows of xq / dx (quantActs). Per group of 8 rows of W (4 at the end), their scales at every
+ * block are converted once into `strip` (32·C/32 bytes), then each row of x runs over the blocks with
+ * the group's weights from cache. Rows of W past the last multiple of 4 are summed one by one, the same
  * operations in the same order.
  */
 // @ts-ignore: decorator
@@ -716,23 +716,37 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
   const qBlock: usize = bits == 8 ? 32 : 16;
   const nb = C >> 5;
   let o = o0;
-  for (; o + 4 <= o1; o += 4) {
-    for (let j = 0; j < nb; j++) v128.store(strip + ((<usize>j) << 4), scales4(sc, nb, o, j));
+  for (; o + 4 <= o1; ) {
+    // 8 rows of W at a time where there are 8 (more weight streams in flight, x's block loaded once
+    // for both halves), else 4; the two halves are the same sums as two groups of 4.
+    const hi = o + 8 <= o1;
+    for (let j = 0; j < nb; j++) {
+      v128.store(strip + ((<usize>j) << 5), scales4(sc, nb, o, j));
+      if (hi) v128.store(strip + ((<usize>j) << 5), scales4(sc, nb, o + 4, j), 16);
+    }
     const w0 = q + (<usize>o) * qRow;
+    const w4 = w0 + 4 * qRow;
     for (let n = 0; n < N; n++) {
       const xn = xq + (<usize>n) * (<usize>nb) * 64;
       const dn = dx + (<usize>n) * (<usize>nb) * 4;
-      let acc = f32x4.splat(0);
+      let acc = f32x4.splat(0), accHi = f32x4.splat(0);
       for (let j = 0; j < nb; j++) {
         const xp = xn + ((<usize>j) << 6);
         const x0 = v128.load(xp), x1 = v128.load(xp, 16), x2 = v128.load(xp, 32), x3 = v128.load(xp, 48);
+        const d = v128.load32_splat(dn + ((<usize>j) << 2));
+        const st = strip + ((<usize>j) << 5);
         const p = w0 + (<usize>j) * qBlock;
         const s = hadd4(rowDot(bits, p, x0, x1, x2, x3), rowDot(bits, p + qRow, x0, x1, x2, x3), rowDot(bits, p + 2 * qRow, x0, x1, x2, x3), rowDot(bits, p + 3 * qRow, x0, x1, x2, x3));
-        const sv = f32x4.mul(v128.load(strip + ((<usize>j) << 4)), v128.load32_splat(dn + ((<usize>j) << 2)));
-        acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(s), sv));
+        acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(s), f32x4.mul(v128.load(st), d)));
+        if (hi) {
+          const ph = w4 + (<usize>j) * qBlock;
+          const sh = hadd4(rowDot(bits, ph, x0, x1, x2, x3), rowDot(bits, ph + qRow, x0, x1, x2, x3), rowDot(bits, ph + 2 * qRow, x0, x1, x2, x3), rowDot(bits, ph + 3 * qRow, x0, x1, x2, x3));
+          accHi = f32x4.add(accHi, f32x4.mul(f32x4.convert_i32x4_s(sh), f32x4.mul(v128.load(st, 16), d)));
+        }
       }
-      v128.store(out + (<usize>n) * oRow + ((<usize>o) << 2), acc);
+      store8(out + (<usize>n) * oRow + ((<usize>o) << 2), acc, accHi, hi);
     }
+    o += hi ? 8 : 4;
   }
   for (; o < o1; o++) {
     for (let n = 0; n < N; n++) {

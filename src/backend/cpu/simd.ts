@@ -188,7 +188,7 @@ function forwardQuantizedAct(op: string, out: FloatArray, inp: FloatArray, q: In
   const k = load()!;
   const bits = q instanceof Int8Array ? 8 : 4;
   const nb = C / 32;
-  const stride = ceil4(Math.max(4, 4 * nb)); // floats of scale strip per thread
+  const stride = ceil4(Math.max(4, 8 * nb)); // floats of scale strip per thread: 8 rows' scales per block
   const [px, po, pq, ps, pxq, pdx, pst] = place(k, [
     [inp as Float32Array, N * C, IN],
     [out as Float32Array, N * OC, OUT],
