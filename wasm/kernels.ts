@@ -276,6 +276,21 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
   }
 }
 
+/**
+ * One load per 64-byte line of [p, p + bytes), all independent, their xor stored at dst (so they are
+ * not dropped; dst is scratch the caller overwrites or never reads): called at the start of a group
+ * of rows of W on the NEXT group's rows, it puts that group's cache misses in flight at once while
+ * this group computes — wasm has no prefetch instruction, and the quantized kernels, which compute
+ * more per byte than they can hide, otherwise wait on one row's next line after another. (The f32
+ * kernel, 4 bytes a weight, keeps enough loads in flight on its own; touching ahead slowed it.)
+ */
+// @ts-ignore: decorator
+@inline function touchLines(p: usize, bytes: usize, dst: usize): void {
+  let t = i32x4.splat(0);
+  for (let b: usize = 0; b < bytes; b += 64) t = v128.xor(t, v128.load(p + b));
+  v128.store(dst, t);
+}
+
 /** f32 weights (header): out[n, o] for o in [o0, o1), all n. */
 export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, o0: i32, o1: i32, cols: usize): void {
   const wRow = (<usize>C) << 2;
@@ -444,6 +459,7 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
   let o = o0;
   for (; o + 4 <= o1; ) {
     const hi = o + 8 <= o1;
+    if (o + 16 <= OC) touchLines(q + (<usize>(o + 8)) * qRow, 8 * qRow, cols);
     const qa = q + (<usize>o) * qRow;
     const po = out + ((<usize>o) << 2);
     let a = f32x4.splat(0), b = f32x4.splat(0);
@@ -720,6 +736,7 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
     // 8 rows of W at a time where there are 8 (more weight streams in flight, x's block loaded once
     // for both halves), else 4; the two halves are the same sums as two groups of 4.
     const hi = o + 8 <= o1;
+    if (o + 16 <= OC) touchLines(q + (<usize>(o + 8)) * qRow, 8 * qRow, strip); // the strip is filled below
     for (let j = 0; j < nb; j++) {
       v128.store(strip + ((<usize>j) << 5), scales4(sc, nb, o, j));
       if (hi) v128.store(strip + ((<usize>j) << 5), scales4(sc, nb, o + 4, j), 16);
