@@ -32,7 +32,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let g = wid.x + wid.y * nwg.x;
   if (g >= P.groups) { return; }
   let j0 = g * ROWS;
-  var acc: array<f32, 16>; // MAXM * ROWS partial sums, index i·ROWS + r
+  var acc: array<f32, MAXM * ROWS>; // partial sums, index i·ROWS + r
   for (var k = tid; k < P.C; k += WG) {
     for (var r = 0u; r < ROWS; r++) {
       let j = j0 + r;

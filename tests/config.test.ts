@@ -16,6 +16,7 @@
  */
 
 import * as v from 'valibot';
+import { agentBackend } from '../src/workers/remoteTeam';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ConfigError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
@@ -636,6 +637,10 @@ describe('language-task settings', () => {
     expectConfigError(() => parseConfig({ task: 'arithmetic', activations: 'int8' }), 'activations', ['"int8"', '"lora" = 0', 'lora ≥ 1']);
     expectConfigError(() => parseConfig({ task: 'arithmetic', activations: 'int8', lora: 4, backend: 'webgpu' }), 'activations', ['"int8"', 'CPU backend', 'backend = webgpu']);
     expect(parseConfig({ task: 'arithmetic', activations: 'int8', lora: 4 }).activations).toBe('int8');
+    // The page's workers: int8 activations keep backend auto on the CPU (a GPU would refuse them at seating).
+    expect(agentBackend({ backend: 'auto', activations: 'int8' })).toBe('cpu');
+    expect(agentBackend({ backend: 'auto', activations: 'exact' })).toBe('auto');
+    expect(agentBackend({ backend: 'webgpu', activations: 'exact' })).toBe('webgpu');
   });
 
   it('language tasks accept every protocol and default to chain', () => {

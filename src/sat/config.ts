@@ -203,7 +203,7 @@ export const CONFIG = {
   lora: int({ group: 'model', default: 0, min: 0, max: 64, doc: 'LoRA rank of each agent’s adapter over its frozen quantized base; 0 = train all weights (dequantized), fine for the small models.' }),
   activations: enumOf({
     group: 'model', default: 'exact', options: ['exact', 'int8'],
-    doc: "How the LoRA agents' frozen Q8/Q4 base takes its input: exact = f32 activations (the same numbers as the dequantized model); int8 = activations quantized per block of 32 and integer dot products, about twice as fast to decode on the CPU but not the same numbers (docs/kernels.md \"int8 activations\"). Every forward of an agent (sampling, log-probs, KL, training) uses it, so each policy is one function. Needs lora ≥ 1 and the CPU backend; a swapped-in shipped model trains all its weights in f32 and takes f32 activations.",
+    doc: "How the LoRA agents' frozen Q8/Q4 base takes its input: exact = f32 activations (the same numbers as the dequantized model); int8 = activations quantized per block of 32 and integer dot products, about twice as fast to decode on the CPU but not the same numbers (docs/kernels.md \"int8 activations\"). Every forward of an agent (sampling, log-probs, KL, training) uses it, so each policy is one function. Needs lora ≥ 1 and the CPU backend (backend = auto then runs the agents on the CPU); a swapped-in shipped model trains all its weights in f32 and takes f32 activations.",
   }),
   loraAlpha: float({ group: 'model', default: 16, min: 0.01, max: 1024, doc: 'LoRA α: the adapter’s update is scaled by α/rank.' }),
   temperature: float({ group: 'model', default: 1, min: 0.05, max: 5, doc: 'Sampling temperature τ; every log-prob, ratio and KL uses the same τ, so r = 1 exactly before the first step.' }),

@@ -358,7 +358,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
           const context = contexts.get(init.index); // the worker's model gets this maxSeq
           const copies = new Map([...seat.files].map(([k, v]) => [k, v.slice()] as const));
           const common = {
-            index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: cfg.backend,
+            index: init.index, name: seat.name, files: copies, quant: seat.quant, maxSeq: context, backend: agentBackend(cfg),
             memory: { ...hfSeatBudget(cfg, context), limitBytes: limit.bytes, where: limit.where },
             agent: { loraRank: hfSeatBudget(cfg).loraRank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, init.index), temperature: cfg.temperature, topK: cfg.topK, activations: cfg.activations },
           };
@@ -368,7 +368,7 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
         // Each worker gets its own copy, transferred: the loader may cache the bytes, and a Node
         // Buffer can be a view into a shared pool.
         const model = files.get(init.modelFile)!.slice();
-        return a.init({ kind: 'lm', modelName: init.modelFile, model, backend: cfg.backend, ...init }, [model.buffer]);
+        return a.init({ kind: 'lm', modelName: init.modelFile, model, backend: agentBackend(cfg), ...init }, [model.buffer]);
       }),
     )]);
     const infos = await Promise.all(team.map((a) => a.info()));
@@ -384,4 +384,13 @@ export async function createRemoteExperiment(cfg: Config, opts: RemoteExperiment
 /** The configured swap, its code (models, projection) fetched on the first swap rather than with the page. */
 function lazyLmSwap(load: ModelLoader): NonNullable<Experiment['swapModel']> {
   return async (exp, j, name) => (await import('../sat/lmSwap')).configuredLmSwap(load)(exp, j, name);
+}
+
+/**
+ * Where a language agent's worker computes: the backend setting, except that int8 activations
+ * (CPU kernels only) keep `auto` on the CPU — config refuses them with backend = webgpu, and a
+ * hardware adapter chosen by `auto` would refuse them at seating.
+ */
+export function agentBackend(cfg: Pick<Config, 'backend' | 'activations'>): Config['backend'] {
+  return cfg.activations === 'int8' ? 'cpu' : cfg.backend;
 }
