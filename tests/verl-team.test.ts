@@ -13,7 +13,8 @@
  * What this cannot check (verl, vLLM, the models): docs/real-run.md.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +28,7 @@ import { withRewardMode, type RewardMode } from '../src/bridge/answer';
 import { teamplayModule, verlTeamLoopModule } from '../src/bridge/teamPy';
 import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
 import { checkVerl } from './helpers/engineSchemas';
+import { freePorts } from './helpers/freePorts';
 import { readRunLog } from '../src/bridge/runLog';
 import { candidates as baseCandidates, FNV_PY, VERL_STUBS as STUBS } from './helpers/chainStandIn';
 
@@ -359,7 +361,7 @@ os.makedirs(dst)
 json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
 `;
 
-  it('arith-team with 2 stages: 6 runs in order, each agent\'s teammates served from their current checkpoints, the team\'s log, then resumable', () => {
+  it('arith-team with 2 stages: 6 runs in order, each agent\'s teammates served from their current checkpoints, the team\'s log, then resumable', async () => {
     const cfg = presetConfig('arith-team', { stages: 2 });
     const r = recipe(cfg, DEFAULT_MODELS, 1, 'team.sat.yaml');
     const dir = mkdtempSync(join(tmpdir(), 'sat-verl-run-'));
@@ -367,7 +369,7 @@ json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
     writeFiles(dir, Object.fromEntries(r.files.map((f) => [f.path, f.text])));
     writeFiles(stubs, { 'fake_vllm.py': FAKE_VLLM, 'verl/__init__.py': '', 'verl/trainer/__init__.py': '', 'verl/trainer/main_ppo.py': MAIN_PPO, 'verl/model_merger/__init__.py': '', 'verl/model_merger/__main__.py': MERGER, ...Object.fromEntries(Object.entries(STUBS).filter(([f]) => f.includes('agent_loop'))) });
     const record = join(dir, 'record.jsonl');
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePorts(cfg.agents);
     const start = () => spawnSync('python3', ['team.verl-team.py', '--work', dir, '--vllm', `python3 ${join(stubs, 'fake_vllm.py')}`, '--base-port', String(port), '--server-timeout', '60'], { cwd: dir, encoding: 'utf8', env: { ...process.env, PYTHONPATH: stubs, SAT_RECORD: record } });
     const first = start();
     expect(first.status, first.stderr).toBe(0);
@@ -400,6 +402,19 @@ json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
     expect(again.status, again.stderr).toBe(0);
     expect(again.stdout.match(/already trained/g)).toHaveLength(6);
     expect(readFileSync(record, 'utf8').trim().split('\n')).toHaveLength(6);
+    // A port already taken (a server left from an earlier run would answer for the teammate): the
+    // driver names it and starts nothing, rather than training against whatever listens there.
+    rmSync(join(dir, 'team.verl-team', 'stage2-agent2', 'hf'), { recursive: true });
+    const squatter = createServer();
+    await new Promise<void>((done) => squatter.listen(port + 1, '127.0.0.1', done));
+    try {
+      const taken = start();
+      expect(taken.status).not.toBe(0);
+      expect(taken.stderr).toContain(`port ${port + 1} already in use`);
+      expect(readFileSync(record, 'utf8').trim().split('\n')).toHaveLength(6);
+    } finally {
+      await new Promise((done) => squatter.close(done));
+    }
   });
 });
 

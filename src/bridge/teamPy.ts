@@ -493,6 +493,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -607,6 +608,13 @@ def team_log(runs):
     return lines
 
 
+def port_in_use(port):
+    """Whether something already listens on 127.0.0.1:port (a server left over from an earlier run
+    would otherwise answer in place of the teammate this run starts, with the wrong checkpoint)."""
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def wait_ready(url, proc, timeout):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -626,6 +634,9 @@ def execute(run, args, train_lines):
         f.writelines(stage_rows(train_lines, run["stage"]))
     with open(os.path.join(run["root"], "agent_loop.json"), "w") as f:
         json.dump(run["loop_config"], f)
+    busy = [t["port"] for t in run["teammates"].values() if port_in_use(t["port"])]
+    if busy:
+        raise SystemExit("[sat-playground] port %s already in use: stop what listens there or pass another --base-port" % ", ".join(map(str, sorted(busy))))
     servers = []
     try:
         for i, t in sorted(run["teammates"].items()):
