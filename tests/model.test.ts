@@ -582,6 +582,36 @@ describe("int8 activations (activations: 'int8')", () => {
   });
 });
 
+describe('the projections of one input as one product (Backend.matmulForwardMany)', () => {
+  // The model computes q, k, v (and gate, up) in one call where the backend has the op, then adds
+  // each LoRA term in place; a backend without it gets one product each. Same bits either way.
+  const { matmulForwardMany: _many, ...single } = cpuBackend;
+  const one = { ...single, name: 'cpu, one product per weight' };
+  for (const [quant, activations, lora] of [
+    ['f32', 'exact', false], ['f32', 'exact', true], ['q8', 'exact', false], ['q8', 'exact', true],
+    ['q4', 'exact', true], ['q8', 'int8', true], ['q4', 'int8', true],
+  ] as const) {
+    it(`${quant}, ${activations} activations${lora ? ', LoRA' : ''}: logits, a training step and decoding equal one product per weight, bit for bit`, async () => {
+      const w = randomWeights(TINY_Q, rng(60));
+      const weights = quant === 'f32' ? w : quantizeWeights(TINY_Q, w, quant);
+      let calls = 0;
+      const counted = { ...cpuBackend, matmulForwardMany: (...a: Parameters<NonNullable<typeof cpuBackend.matmulForwardMany>>) => (calls++, cpuBackend.matmulForwardMany!(...a)) };
+      const opts = { ...(lora ? { trainable: 'lora' as const, lora: { rank: 2, alpha: 4 } } : { trainable: 'none' as const }), seed: 5, ...(activations === 'int8' ? { activations } : {}) };
+      const [a, b] = [new Model(counted, TINY_Q, weights, opts), new Model(one, TINY_Q, weights, opts)];
+      const tokens = randomTokens(14, TINY_Q.vocab, rng(61));
+      if (lora) for (const m of [a, b]) for (let i = 0; i < 2; i++) await trainOnSequences(m, tokens, 2, 7, { lr: 3e-2 }); // LoRA B away from 0
+      calls = 0;
+      expect(Array.from(logits32(a, tokens, 2, 7))).toEqual(Array.from(logits32(b, tokens, 2, 7)));
+      expect(calls, 'the fused op ran: 2 calls a layer').toBe(2 * TINY_Q.layers);
+      const gen = (m: Model) => m.generate([tokens.slice(0, 3), tokens.slice(3, 8)], { maxNew: 4, temperature: 1, topK: 0, seed: 2, stream: 0, stop: -1, returnLogits: true });
+      const [ga, gb] = [await gen(a), await gen(b)];
+      expect(ga.tokens.map((t) => Array.from(t))).toEqual(gb.tokens.map((t) => Array.from(t)));
+      ga.logits!.forEach((z, s) => expect(Array.from(z), `sequence ${s}`).toEqual(Array.from(gb.logits![s]!)));
+      for (const m of [a, b]) m.dispose();
+    });
+  }
+});
+
 describe('Model API contracts', () => {
   it('refuses full training of quantized weights, a missing or stray LoRA config, and backward without keep', () => {
     const q8 = quantizeWeights(TINY_Q, randomWeights(TINY_Q, rng(30)), 'q8');

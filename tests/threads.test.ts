@@ -122,6 +122,57 @@ describe('threaded matmuls equal single-thread ones bit for bit', () => {
     }
   });
 
+  it('several products of one input (matmulForwardMany) equal one product per weight, on 1 and 4 threads', () => {
+    const r = rng();
+    // [N, C, OCs]: one row and a few (the linear kernels), many (the panels); OCs not multiples of 8.
+    for (const [N, C, OCs] of [
+      [1, 64, [64, 21, 64]],
+      [3, 96, [40, 8]],
+      [2, 32, [203, 5, 17]],
+      [9, 64, [64, 64, 64]],
+      [37, 32, [11, 96]],
+      [1, 128, [256]],
+    ] as const) {
+      const inp = rand(N * C, r);
+      const ws = OCs.map((OC) => rand(OC * C, r));
+      const q8 = ws.map((w, i) => quantizeQ8(w, OCs[i]!, C)), q4 = ws.map((w, i) => quantizeQ4(w, OCs[i]!, C));
+      const kinds = [
+        ['f32', ws.map((w) => ({ kind: 'f32' as const, w }))],
+        ['q8', q8.map((q) => ({ kind: 'q8' as const, ...q }))],
+        ['q4', q4.map((q) => ({ kind: 'q4' as const, ...q }))],
+      ] as const;
+      for (const [name, weights] of kinds) {
+        for (const activations of name === 'f32' ? (['exact'] as const) : (['exact', 'int8'] as const)) {
+          const single = (): Float32Array[] => weights.map((w, i) => {
+            const out = new Float32Array(N * OCs[i]!);
+            if (w.kind === 'f32') simd.simdMatmulForward(out, inp, w.w, 1, N, C, OCs[i]!);
+            else if (w.kind === 'q8') (activations === 'int8' ? simd.simdMatmulForwardQ8Act : simd.simdMatmulForwardQ8)(out, inp, w.q, w.scales, 1, N, C, OCs[i]!);
+            else (activations === 'int8' ? simd.simdMatmulForwardQ4Act : simd.simdMatmulForwardQ4)(out, inp, w.q, w.scales, 1, N, C, OCs[i]!);
+            return out;
+          });
+          // Outputs as the model lays them: views of one resident tensor (q and k), and plain arrays.
+          const many = (): Float32Array[] => {
+            const pair = cpuBackend.zeros('f32', 2 * 64 * Math.ceil((N * Math.max(...OCs)) / 64));
+            const outs = OCs.map((OC, i) => (i < 2 ? cpuBackend.view(pair, i * 64 * Math.ceil((N * Math.max(...OCs)) / 64), N * OC) : new Float32Array(N * OC)));
+            simd.simdMatmulForwardMany(outs, inp, weights, 1, N, C, OCs, activations);
+            return outs.map((o) => o.slice());
+          };
+          const want = single();
+          const [one, four] = both(many, 4, 0);
+          expectSameBits(one, want, `${name} ${activations} N ${N} C ${C} OCs ${OCs.join(',')}, 1 thread`);
+          expectSameBits(four, want, `${name} ${activations} N ${N} C ${C} OCs ${OCs.join(',')}, 4 threads`);
+        }
+      }
+    }
+    // Its checks: one kind, int8 only on quantized weights, matching lists.
+    const w = { kind: 'f32' as const, w: rand(64, r) };
+    const q = { kind: 'q8' as const, ...quantizeQ8(rand(64, r), 2, 32) };
+    const out = new Float32Array(2);
+    expect(() => simd.simdMatmulForwardMany([out, out], rand(32, r), [w, q], 1, 1, 32, [2, 2], 'exact')).toThrow(/of one kind, got f32, q8/);
+    expect(() => simd.simdMatmulForwardMany([out], rand(32, r), [w], 1, 1, 32, [2], 'int8')).toThrow(/int8 activations need quantized weights/);
+    expect(() => simd.simdMatmulForwardMany([out], rand(32, r), [w, w], 1, 1, 32, [2], 'exact')).toThrow(/1 outputs, 2 weights and 1 sizes/);
+  });
+
   it('attention forward, backward and cached forward (split over the batch)', () => {
     const r = rng();
     for (const [B, T, NH, HS] of [
@@ -240,17 +291,23 @@ describe('a training step', () => {
 
 /**
  * One matmul case on fresh random inputs, for the tests that load a fresh simd.ts: run(m) gives the
- * forward and both gradients (N 301, C 48, OC 72) on module m.
+ * forward and both gradients (N 301, C 48, OC 72) on module m, and two products of one row in one
+ * matmulForwardMany (Q8 with int8 activations, and f32).
  */
 function freshMatmul(): (m: typeof import('../src/backend/cpu/simd')) => Float32Array[] {
   const r = rng();
   const [N, C, OC] = [301, 48, 72];
   const inp = rand(N * C, r), w = rand(OC * C, r), dout = rand(N * OC, r);
+  const x = rand(64, r), wa = rand(64 * 40, r), wb = rand(64 * 24, r);
+  const qa = { kind: 'q8' as const, ...quantizeQ8(wa, 40, 64) }, qb = { kind: 'q8' as const, ...quantizeQ8(wb, 24, 64) };
   return (m) => {
     const out = new Float32Array(N * OC), gi = new Float32Array(N * C), gw = new Float32Array(OC * C);
     m.simdMatmulForward(out, inp, w, 1, N, C, OC);
     m.simdMatmulBackward(gi, gw, dout, inp, w, 1, N, C, OC);
-    return [out, gi, gw];
+    const many = [new Float32Array(40), new Float32Array(24), new Float32Array(40), new Float32Array(24)];
+    m.simdMatmulForwardMany(many.slice(0, 2), x, [qa, qb], 1, 1, 64, [40, 24], 'int8');
+    m.simdMatmulForwardMany(many.slice(2), x, [{ kind: 'f32', w: wa }, { kind: 'f32', w: wb }], 1, 1, 64, [40, 24], 'exact');
+    return [out, gi, gw, ...many];
   };
 }
 

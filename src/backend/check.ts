@@ -122,6 +122,31 @@ export function checkMatmulBackward(dinp: Sized | null, dweight: Sized | null, d
   return N;
 }
 
+/**
+ * matmulForwardMany's checks: as many outputs and sizes as weights (at least one), the weights of
+ * one kind, int8 activations only on quantized ones, each product's sizes as its single op checks
+ * them; returns N = B·T.
+ */
+export function checkMany(outs: readonly Sized[], inp: Sized, weights: readonly ({ kind: 'f32'; w: Sized } | { kind: 'q8' | 'q4'; q: Sized; scales: Sized })[], B: number, T: number, C: number, OCs: readonly number[], activations: string): number {
+  const op = 'matmulForwardMany';
+  if (weights.length === 0 || outs.length !== weights.length || OCs.length !== weights.length) throw new RangeError(`${op}: ${outs.length} outputs, ${weights.length} weights and ${OCs.length} sizes; one of each per product, at least one`);
+  const kind = weights[0]!.kind;
+  if (weights.some((w) => w.kind !== kind)) throw new RangeError(`${op}: the weights must be of one kind, got ${weights.map((w) => w.kind).join(', ')}`);
+  if (activations !== 'exact' && activations !== 'int8') throw new RangeError(`${op}: activations must be 'exact' or 'int8', got ${String(activations)}`);
+  if (activations === 'int8' && kind === 'f32') throw new RangeError(`${op}: int8 activations need quantized weights, got f32`);
+  sizes(op, { B, T, C });
+  const N = B * T;
+  need(op, 'inp', inp, N * C);
+  weights.forEach((w, i) => {
+    const OC = OCs[i]!;
+    sizes(op, { [`OCs[${i}]`]: OC });
+    need(op, `outs[${i}]`, outs[i]!, N * OC);
+    if (w.kind === 'f32') need(op, `weights[${i}]`, w.w, OC * C);
+    else checkQuantWeight(op, w.kind === 'q8' ? 8 : 4, w.q, w.scales, C, OC);
+  });
+  return N;
+}
+
 /** A quantized weight [OC × C]'s checks: C a multiple of QBLOCK, q (Q8: OC·C bytes, Q4: OC·C/2), one scale per block. */
 export function checkQuantWeight(op: string, bits: 8 | 4, q: Sized, scales: Sized, C: number, OC: number): void {
   if (C % QBLOCK !== 0) throw new RangeError(`${op}: C must be a multiple of ${QBLOCK} for quantized weights, got ${C}`);

@@ -33,6 +33,12 @@ export interface HostTensors {
 /** A backend's handle type for each tensor kind (the CPU uses `HostTensors` itself). */
 export type TensorKinds = { [K in keyof HostTensors]: unknown };
 
+/** A weight [OC × C] as the forward products read it: dense f32, or Q8 / Q4 blocks (quant.ts). */
+export type StoredMat<X extends TensorKinds> =
+  | { readonly kind: 'f32'; readonly w: X['f32'] }
+  | { readonly kind: 'q8'; readonly q: X['i8']; readonly scales: X['u16'] }
+  | { readonly kind: 'q4'; readonly q: X['u8']; readonly scales: X['u16'] };
+
 /** Element alignment of `Backend.view` offsets (64 f32 = 256 bytes). */
 export const VIEW_ALIGN = 64;
 
@@ -161,6 +167,14 @@ export interface Backend<X extends TensorKinds = HostTensors> {
    */
   matmulForwardQ8Act?(out: X['f32'], inp: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulForwardQ4Act?(out: X['f32'], inp: X['f32'], q: X['u8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
+  /**
+   * outs[i] = inp · W_iᵀ (W_i [OCs[i] × C], all of one kind) for several weights over one input — a
+   * layer's q, k and v, or its gate and up: the same bits as one matmulForward / Q8 / Q4 per weight
+   * (…Q8Act / Q4Act with activations 'int8'), as one job on the CPU backend's threads. Backends
+   * without it get one call per weight from the model; a backend with it must also take
+   * residualForward with out = a (the model then adds LoRA terms in place).
+   */
+  matmulForwardMany?(outs: readonly X['f32'][], inp: X['f32'], weights: readonly StoredMat<X>[], B: number, T: number, C: number, OCs: readonly number[], activations: 'exact' | 'int8'): void;
   matmulBackwardInputQ8(dinp: X['f32'], dout: X['f32'], q: X['i8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
   matmulBackwardInputQ4(dinp: X['f32'], dout: X['f32'], q: X['u8'], scales: X['u16'], B: number, T: number, C: number, OC: number): void;
 

@@ -15,7 +15,7 @@
  * Not here: kernels (src/backend), weights and quantization (weights.ts), losses (loss.ts).
  */
 import { ropeTable } from '../backend/cpu';
-import { VIEW_ALIGN, type AdamWParams, type Backend, type HostTensors, type TensorKind, type TensorKinds } from '../backend/types';
+import { VIEW_ALIGN, type AdamWParams, type Backend, type HostTensors, type StoredMat, type TensorKind, type TensorKinds } from '../backend/types';
 import { ConfigError } from '../core/errors';
 import { Rng } from '../core/rng';
 import { validateConfig, type ModelConfig } from './config';
@@ -590,6 +590,32 @@ export class Model<X extends TensorKinds = HostTensors> {
     this.be.residualForward(y, acts.base, acts.tmp, N * lin.out, a.scale);
   }
 
+  /**
+   * linearForward for several projections of one input (a layer's q, k, v; its gate and up): their
+   * bases in one matmulForwardMany call, straight into the outputs, then each LoRA term added in
+   * place (y = y + s·(x·Aᵀ)·Bᵀ: linearForward's sum, in the same order) — the same bits as one
+   * linearForward each, with one fork-join on the CPU's threads instead of one per projection. A
+   * backend without the op, or bases of different kinds, get one linearForward each.
+   */
+  private linearsForward(lins: readonly BLinear<X>[], P: ParamSet<X>, ys: readonly X['f32'][], x: X['f32'], us: readonly (X['f32'] | null)[], acts: Acts<X>, N: number): void {
+    const be = this.be;
+    const kind = lins[0]!.base.kind;
+    if (be.matmulForwardMany === undefined || lins.some((l) => l.base.kind !== kind)) {
+      lins.forEach((lin, i) => this.linearForward(lin, P, ys[i]!, x, us[i]!, acts, N));
+      return;
+    }
+    const stored = lins.map((l): StoredMat<X> => (l.base.kind === 'f32' ? { kind: 'f32', w: this.at(l.base.w, P) } : l.base));
+    be.matmulForwardMany(ys, x, stored, 1, N, lins[0]!.in, lins.map((l) => l.out), kind === 'f32' ? 'exact' : this.activations);
+    lins.forEach((lin, i) => {
+      const a = lin.lora;
+      const u = us[i]!;
+      if (a === null || u === null) return;
+      be.matmulForward(u, x, P[a.a]!, 1, N, lin.in, a.rank);
+      be.matmulForward(acts.tmp, u, P[a.b]!, 1, N, a.rank, lin.out);
+      be.residualForward(ys[i]!, ys[i]!, acts.tmp, N * lin.out, a.scale);
+    });
+  }
+
   /** Backward of linearForward (linear.ts linearBackward): dx += ∂L/∂x; dW or dA, dB accumulate. */
   private linearBackward(lin: BLinear<X>, dx: X['f32'], dy: X['f32'], x: X['f32'], u: X['f32'] | null, g: GradScratch<X>, N: number): void {
     const be = this.be;
@@ -624,14 +650,11 @@ export class Model<X extends TensorKinds = HostTensors> {
     const { d: C, hidden: H, normEps } = this.cfg;
     const lin = this.lins[l]!;
     be.rmsnormForward(s.ln1, s.rstd1, xin, this.at(this.attnNorm[l]!, P), 1, N, C, normEps);
-    this.linearForward(lin[WQ]!, P, acts.qraw, s.ln1, s.u[WQ]!, acts, N);
-    this.linearForward(lin[WK]!, P, acts.kraw, s.ln1, s.u[WK]!, acts, N);
-    this.linearForward(lin[WV]!, P, s.v, s.ln1, s.u[WV]!, acts, N);
+    this.linearsForward([lin[WQ]!, lin[WK]!, lin[WV]!], P, [acts.qraw, acts.kraw, s.v], s.ln1, [s.u[WQ]!, s.u[WK]!, s.u[WV]!], acts, N);
     attention(s, l);
     this.linearResidual(lin[WO]!, P, xmid, s.ao, xin, s.u[WO]!, acts, N);
     be.rmsnormForward(s.ln2, s.rstd2, xmid, this.at(this.mlpNorm[l]!, P), 1, N, C, normEps);
-    this.linearForward(lin[W1]!, P, s.a, s.ln2, s.u[W1]!, acts, N);
-    this.linearForward(lin[W3]!, P, s.b, s.ln2, s.u[W3]!, acts, N);
+    this.linearsForward([lin[W1]!, lin[W3]!], P, [s.a, s.b], s.ln2, [s.u[W1]!, s.u[W3]!], acts, N);
     be.swigluForward(s.h, s.a, s.b, N * H);
     this.linearResidual(lin[W2]!, P, xout, s.h, xmid, s.u[W2]!, acts, N);
   }

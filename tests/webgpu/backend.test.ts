@@ -209,10 +209,11 @@ function cases(rng: Rng): Case[] {
 const MEMORY = ['name', 'upload', 'zeros', 'fill', 'download', 'hostView', 'dispose', 'view'];
 /**
  * Ops the interface marks optional (types.ts): the int8-activation products, which only the CPU
- * backend has (its WebAssembly kernels); a model asking for them on WebGPU is refused with a reason
- * (tests/model.test.ts). WebGPU must not pretend to have them.
+ * backend has (its WebAssembly kernels) — a model asking for them on WebGPU is refused with a reason
+ * (tests/model.test.ts), so WebGPU must not pretend to have them — and the several-products op,
+ * for which the model makes one product per weight (the same bits, tests/model.test.ts).
  */
-const CPU_ONLY = ['matmulForwardQ8Act', 'matmulForwardQ4Act'];
+const CPU_ONLY = ['matmulForwardQ8Act', 'matmulForwardQ4Act', 'matmulForwardMany'];
 
 describe.skipIf(ctx === null)(`WebGPU Backend object vs cpuBackend (seed ${seed})`, () => {
   const c = ctx!;

@@ -19,7 +19,7 @@ import { embeddingBackward, embeddingForward } from './embedding';
 import { matmulBackward, matmulForward, matmulResidualForward, matmulResidualWith } from './matmul';
 import { mlpBackward, mlpForward, swigluBackward, swigluForward } from './mlp';
 import { clippedLossBackward } from './objective';
-import { matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8, matmulForwardQAct } from './quant';
+import { manyBySingles, matmulBackwardInputQ4, matmulBackwardInputQ8, matmulForwardQ4, matmulForwardQ8, matmulForwardQAct } from './quant';
 import { residualBackward, residualForward } from './residual';
 import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
@@ -37,6 +37,7 @@ import {
   simdMatmulForwardQ4,
   simdMatmulForwardQ8,
   simdMatmulForwardQ8Act,
+  simdMatmulForwardMany,
   simdMatmulForwardQ4Act,
   simdResidualBackward,
   simdResidualForward,
@@ -96,7 +97,7 @@ function view<A extends Float32Array | Float64Array>(t: A, offset: number, lengt
 }
 
 function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
-  return {
+  const o = {
     embeddingForward,
     embeddingBackward,
     rmsnormForward,
@@ -134,6 +135,7 @@ function ops<X extends HostTensors | HostTensors64>(): Ops<X> {
     adamwStep,
     sampleForward,
   } as Ops<X>;
+  return { ...o, matmulForwardMany: manyBySingles(o) };
 }
 
 /** Memory calls of the f32 backends: handles are the typed arrays themselves. */
@@ -192,6 +194,7 @@ export const cpuBackend: Backend<HostTensors> = {
   matmulForwardQ4: simdMatmulForwardQ4,
   matmulForwardQ8Act: simdMatmulForwardQ8Act,
   matmulForwardQ4Act: simdMatmulForwardQ4Act,
+  matmulForwardMany: simdMatmulForwardMany,
   matmulBackwardInputQ8: simdMatmulBackwardInputQ8,
   matmulBackwardInputQ4: simdMatmulBackwardInputQ4,
   attentionForward: simdAttentionForward,

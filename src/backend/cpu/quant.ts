@@ -11,8 +11,8 @@
  * Not here: quantizing (src/model), gradients for the quantized weights themselves (frozen).
  */
 import { f16ToF32 } from '../../core/f16';
-import { QBLOCK, type FloatArray } from '../types';
-import { checkQuantWeight, need, sizes } from '../check';
+import { QBLOCK, type Backend, type FloatArray, type StoredMat, type TensorKinds } from '../types';
+import { checkMany, checkQuantWeight, need, sizes } from '../check';
 import { matmulBackwardInputRows, matmulForwardRange } from './matmul';
 
 /** Rows of W dequantized at a time in the forward: ~32 KiB of f32 (stays in L1), at least 4. */
@@ -190,4 +190,25 @@ export function matmulForwardQAct(op: string, out: FloatArray, inp: FloatArray, 
       out[n * OC + o] = acc;
     }
   }
+}
+
+/** The single-weight products matmulForwardMany is made of. */
+type Singles<X extends TensorKinds> = Pick<Backend<X>, 'matmulForward' | 'matmulForwardQ8' | 'matmulForwardQ4' | 'matmulForwardQ8Act' | 'matmulForwardQ4Act'>;
+
+/**
+ * matmulForwardMany (types.ts) as one single-weight product per weight, in order: the op of the
+ * reference backends and the twin of the CPU backend's one-job version (simd.ts), which must give
+ * the same bits.
+ */
+export function manyBySingles<X extends TensorKinds>(be: Singles<X>): NonNullable<Backend<X>['matmulForwardMany']> {
+  return (outs, inp, weights, B, T, C, OCs, activations) => {
+    checkMany(outs as never, inp as never, weights as never, B, T, C, OCs, activations);
+    weights.forEach((w: StoredMat<X>, i) => {
+      const out = outs[i]!;
+      const OC = OCs[i]!;
+      if (w.kind === 'f32') be.matmulForward(out, inp, w.w, B, T, C, OC);
+      else if (w.kind === 'q8') (activations === 'int8' ? be.matmulForwardQ8Act! : be.matmulForwardQ8)(out, inp, w.q, w.scales, B, T, C, OC);
+      else (activations === 'int8' ? be.matmulForwardQ4Act! : be.matmulForwardQ4)(out, inp, w.q, w.scales, B, T, C, OC);
+    });
+  };
 }

@@ -14,7 +14,7 @@
  * clipped loss, AdamW and sampling have no SIMD twin: memory-bound or small, and the sampler's f64
  * maths fixes the tokens a seed draws.
  */
-import type { FloatArray } from '../types';
+import type { FloatArray, HostTensors, StoredMat } from '../types';
 import {
   checkAttentionBackward,
   checkAttentionCachedForward,
@@ -22,6 +22,7 @@ import {
   checkLogSoftmaxBackward,
   checkLogSoftmaxForward,
   checkMatmulBackward,
+  checkMany,
   checkMatmulForward,
   checkResidualBackward,
   checkResidualForward,
@@ -37,6 +38,7 @@ import { matmulBackward, matmulForward } from './matmul';
 import { swigluBackward, swigluForward } from './mlp';
 import {
   checkQuantized,
+  manyBySingles,
   matmulBackwardInputQ4,
   matmulBackwardInputQ8,
   matmulForwardQ4,
@@ -48,7 +50,7 @@ import { rmsnormBackward, rmsnormForward } from './rmsnorm';
 import { ropeBackward, ropeForward } from './rope';
 import { ACC, type Arg, IN, type Kernels, OUT, ceil4, fast, finish, heapF32, load, place, simdResident } from './simdMemory';
 import { logSoftmaxBackward, logSoftmaxForward } from './softmax';
-import { attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearActSplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
+import { MANY_MAX, attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSplit, linearActSplit, linearManySplit, linearSplit, rmsnormForwardSplit, scratchCopies, swigluBackwardSplit, swigluForwardSplit } from './threads';
 
 export {
   setCpuResidency,
@@ -211,6 +213,57 @@ export function simdMatmulForwardQ4Act(out: FloatArray, inp: FloatArray, q: Uint
   if (!fast(out, inp)) return matmulForwardQAct('matmulForwardQ4Act', out, inp, q, scales, B, T, C, OC);
   forwardQuantizedAct('matmulForwardQ4Act', out, inp, q, scales, B, T, C, OC);
 }
+
+/**
+ * matmulForwardMany (types.ts) as one job on the threads (threads.ts linearManySplit): the input
+ * placed once — and with int8 activations quantized once — and every weight's output columns
+ * split together, so a layer's q, k and v (or gate and up) cost one fork-join instead of three
+ * (or two). The same bits as one simdMatmulForward / …Q8 / …Q4 (…Act) per weight; quant.ts
+ * manyBySingles is the twin, and the fallback where the kernels cannot run.
+ */
+export function simdMatmulForwardMany(outs: readonly FloatArray[], inp: FloatArray, weights: readonly StoredMat<HostTensors>[], B: number, T: number, C: number, OCs: readonly number[], activations: 'exact' | 'int8'): void {
+  const dense = weights.flatMap((w) => (w.kind === 'f32' ? [w.w] : []));
+  if (!fast(inp, ...outs, ...dense) || weights.length > MANY_MAX) return manyBySingles(singles)(outs as Float32Array[], inp as Float32Array, weights, B, T, C, OCs, activations);
+  const N = checkMany(outs, inp, weights, B, T, C, OCs, activations);
+  if (N * C === 0) return manyBySingles(singles)(outs as Float32Array[], inp as Float32Array, weights, B, T, C, OCs, activations);
+  const k = load()!;
+  const kind = weights[0]!.kind;
+  const bits = kind === 'f32' ? 32 : kind === 'q8' ? 8 : 4;
+  const act = activations === 'int8';
+  const panel = !act && N > linearMaxRows && C % 4 === 0;
+  const nb = C / 32;
+  // floats of scratch per thread: the int8 kernels' scale strip, else 512 bytes or a C × 8 panel
+  const stride = act ? ceil4(Math.max(4, 8 * nb)) : ceil4(Math.max(128, panel ? 8 * C : 0));
+  const args: Arg[] = [[inp as Float32Array, N * C, IN]];
+  weights.forEach((w, i) => {
+    args.push([outs[i] as Float32Array, N * OCs[i]!, OUT]);
+    if (w.kind === 'f32') args.push([w.w, OCs[i]! * C, IN]);
+    else args.push([w.q, w.kind === 'q8' ? OCs[i]! * C : (OCs[i]! * C) / 2, IN], [w.scales, (OCs[i]! * C) / 32, IN]);
+  });
+  const extra = act ? [ceil4((N * C) / 2), ceil4(N * nb), stride * scratchCopies()] : [stride * scratchCopies()];
+  const o = place(k, args, extra);
+  const per = kind === 'f32' ? 2 : 3; // places per weight: its output, then its arrays
+  const parts = weights.map((_, i) => ({ out: o[1 + per * i]! * 4, weight: o.slice(2 + per * i, 1 + per * (i + 1)).map((e) => e * 4), OC: OCs[i]! }));
+  const sp = o[o.length - 1]! * 4;
+  if (act) {
+    const pxq = o[args.length]! * 4;
+    const pdx = o[args.length + 1]! * 4;
+    k.quantActs(o[0]! * 4, N, C, pxq, pdx, bits === 4 ? 1 : 0);
+    linearManySplit(k, bits, false, true, pxq, pdx, N, C, parts, sp, stride * 4);
+  } else {
+    linearManySplit(k, bits, panel, false, o[0]! * 4, 0, N, C, parts, sp, stride * 4);
+  }
+  finish();
+}
+
+/** The single-weight products on the kernels, for manyBySingles. */
+const singles = {
+  matmulForward: simdMatmulForward,
+  matmulForwardQ8: simdMatmulForwardQ8,
+  matmulForwardQ4: simdMatmulForwardQ4,
+  matmulForwardQ8Act: simdMatmulForwardQ8Act,
+  matmulForwardQ4Act: simdMatmulForwardQ4Act,
+} as const;
 
 /**
  * dinp += dout · W for a quantized weight: block by block of DINP_K rows of W — the block dequantized

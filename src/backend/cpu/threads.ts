@@ -33,14 +33,15 @@ import type { Kernels } from './kernelExports';
 
 /** Control words (Int32Array indices). */
 const GEN = 0; // job generation, bumped per job
-const JOB = 4; // the job: its kind (GEMM, ATTN_FWD, ATTN_BWD), then its arguments (up to 15 words)
-const READY = 20; // READY + i: helper i instantiated and waiting
-const NEXT = 36; // the next chunk to take (Atomics.add)
-const ROWS = 37; // the job's units (rows, batch entries, elements)
-const CHUNK_ROWS = 38; // units per chunk
-const CHUNK_COUNT = 39; // chunks in the job
-const HELPED = 40; // chunks run by helpers, all jobs (Atomics.add)
-const SLOT = 41; // SLOT + i: helper i's state for the current job
+const JOB = 4; // the job: its kind (GEMM, ATTN_FWD, …), then its arguments (up to JOB_WORDS words)
+const JOB_WORDS = 27;
+const READY = JOB + 1 + JOB_WORDS; // READY + i: helper i instantiated and waiting
+const NEXT = READY + 16; // the next chunk to take (Atomics.add)
+const ROWS = NEXT + 1; // the job's units (rows, batch entries, elements)
+const CHUNK_ROWS = NEXT + 2; // units per chunk
+const CHUNK_COUNT = NEXT + 3; // chunks in the job
+const HELPED = NEXT + 4; // chunks run by helpers, all jobs (Atomics.add)
+const SLOT = NEXT + 5; // SLOT + i: helper i's state for the current job
 /** A slot's state: the job's generation (≥ 1) while the helper is invited, TAKEN once it joined, FINISHED when it is done — or straight away when the caller closed the slot before it joined. */
 const TAKEN = -1;
 const FINISHED = -2;
@@ -60,8 +61,11 @@ const PANEL_Q8 = 11;
 const PANEL_Q4 = 12;
 const LIN_Q8A = 13;
 const LIN_Q4A = 14;
-/** Most threads (the caller included). */
+const MANY = 15;
+/** Most threads (the caller included; READY has a word for each). */
 const MAX_THREADS = 16;
+/** Most weights in one MANY job (5 words each after 8: JOB_WORDS). */
+export const MANY_MAX = 3;
 const CONTROL_WORDS = SLOT + MAX_THREADS - 1;
 /**
  * Chunks per thread taking part: ⌈CHUNK_WORK / (work per thread)⌉, between 1 and
@@ -110,6 +114,16 @@ const SHARE_JS = `(ex, c, f) => (kind, r0, r1, t) => {
     fn(c[j], c[j + 1], c[j + 2], c[j + 3], c[j + 4], c[j + 5], c[j + 6], r0, r1, c[j + 7] + t * c[j + 8]);
   } else if (kind === ${LIN_Q8A} || kind === ${LIN_Q4A}) {
     (kind === ${LIN_Q8A} ? ex.linQ8a : ex.linQ4a)(c[j], c[j + 1], c[j + 2], c[j + 3], c[j + 4], c[j + 5], c[j + 6], c[j + 7], r0, r1, c[j + 8] + t * c[j + 9]);
+  } else if (kind === ${MANY}) {
+    const sub = c[j], x = c[j + 1], dx = c[j + 2], N = c[j + 3], C = c[j + 4], sp = c[j + 5] + t * c[j + 6], ns = c[j + 7];
+    for (let s = 0; s < ns; s++) {
+      const b = j + 8 + 5 * s, OC = c[b + 3], st = c[b + 4];
+      const o0 = Math.max(r0, st) - st, o1 = Math.min(r1, st + OC) - st;
+      if (o0 >= o1) continue;
+      if (sub === ${LIN_F32} || sub === ${PANEL_F32}) (sub === ${LIN_F32} ? ex.linF32 : ex.panelF32)(x, N, c[b], C, c[b + 2], OC, o0, o1, sp);
+      else if (sub === ${LIN_Q8A} || sub === ${LIN_Q4A}) (sub === ${LIN_Q8A} ? ex.linQ8a : ex.linQ4a)(x, dx, N, c[b], c[b + 1], C, c[b + 2], OC, o0, o1, sp);
+      else (sub === ${LIN_Q8} ? ex.linQ8 : sub === ${LIN_Q4} ? ex.linQ4 : sub === ${PANEL_Q8} ? ex.panelQ8 : ex.panelQ4)(x, N, c[b], c[b + 1], C, c[b + 2], OC, o0, o1, sp);
+    }
   } else if (kind === ${DEQUANT}) {
     const C = c[j + 3], o0 = c[j + 5];
     ex.dequantRows(c[j] + 4 * r0 * C, c[j + 1], c[j + 2], C, o0 + r0, o0 + r1, c[j + 4]);
@@ -345,8 +359,13 @@ export async function cpuThreadsReady(n = wanted, timeoutMs = 10_000): Promise<n
   return cpuThreads().ready;
 }
 
+type Share = (kind: number, r0: number, r1: number, t: number) => void;
+/** SHARE_JS compiled on this thread: (kernels, control words, the same words as f32) → run. */
+const shareCode = (): ((e: Kernels, c: Int32Array, f: Float32Array) => Share) => new Function(`return ${SHARE_JS}`)() as (e: Kernels, c: Int32Array, f: Float32Array) => Share;
 /** The caller's `run` (SHARE_JS on this thread's instance), made once per pool. */
-let callerRun: ((kind: number, r0: number, r1: number, t: number) => void) | null = null;
+let callerRun: Share | null = null;
+/** SHARE_JS over a private control array, for a MANY job without a pool. */
+let solo: { ex: Kernels; c: Int32Array; run: Share } | null = null;
 
 /**
  * Runs job `kind` (arguments `words`, written at JOB + 1; `floats` marks the f32 ones) over
@@ -359,7 +378,7 @@ function forkJoin(ex: Kernels, kind: number, words: readonly number[], floats: r
   const p = pool!;
   const c = p.control;
   // The helpers' own share code (SHARE_JS), so the caller's pointer arithmetic is theirs to the letter.
-  callerRun ??= (new Function(`return ${SHARE_JS}`)() as (e: Kernels, c: Int32Array, f: Float32Array) => (k: number, r0: number, r1: number, t: number) => void)(ex, c, p.floats);
+  callerRun ??= shareCode()(ex, c, p.floats);
   const f = p.floats;
   c[JOB] = kind;
   for (let i = 0; i < words.length; i++) c[JOB + 1 + i] = words[i]!;
@@ -487,6 +506,43 @@ export function linearSplit(ex: Kernels, bits: 32 | 8 | 4, panel: boolean, x: nu
 export function linearActSplit(ex: Kernels, bits: 8 | 4, xq: number, dx: number, N: number, q: number, sc: number, C: number, out: number, OC: number, strip: number, stride: number): void {
   if (pool === null) return (bits === 8 ? ex.linQ8a : ex.linQ4a)(xq, dx, N, q, sc, C, out, OC, 0, OC, strip);
   forkJoin(ex, bits === 8 ? LIN_Q8A : LIN_Q4A, [xq, dx, N, q, sc, C, out, OC, strip, stride], [], OC, 8, N * C * OC);
+}
+
+/** One weight of a linearManySplit: its arrays (`[w]` f32, `[q, scales]` Q8 / Q4), output and column count. */
+export interface ManyPart {
+  readonly weight: readonly number[];
+  readonly out: number;
+  readonly OC: number;
+}
+
+/**
+ * Several products of one input as one job (Backend.matmulForwardMany): the parts' output columns
+ * laid end to end, each part starting at a multiple of 8 so a chunk (multiples of 8) meets every
+ * part on the kernels' tile, and split over threads like one product. `act` runs the int8-activation
+ * kernels on the quantized input (xq, dx: quantActs); else the linear or panel kernels on x. Same
+ * bits as one linearSplit / linearActSplit per part, for any split.
+ */
+export function linearManySplit(ex: Kernels, bits: 32 | 8 | 4, panel: boolean, act: boolean, x: number, dx: number, N: number, C: number, parts: readonly ManyPart[], scratch: number, stride: number): void {
+  if (parts.length > MANY_MAX) throw new RangeError(`linearManySplit: at most ${MANY_MAX} weights in one job, got ${parts.length}`);
+  const sub = act ? (bits === 8 ? LIN_Q8A : LIN_Q4A) : bits === 32 ? (panel ? PANEL_F32 : LIN_F32) : bits === 8 ? (panel ? PANEL_Q8 : LIN_Q8) : panel ? PANEL_Q4 : LIN_Q4;
+  const words = [sub, x, dx, N, C, scratch, stride, parts.length];
+  let R = 0;
+  let work = 0;
+  for (const p of parts) {
+    words.push(p.weight[0]!, p.weight[1] ?? 0, p.out, p.OC, R);
+    R += Math.ceil(p.OC / 8) * 8;
+    work += N * C * p.OC;
+  }
+  if (pool === null) {
+    // No helpers: the same share code over a private control array, all columns on this thread.
+    if (solo === null || solo.ex !== ex) {
+      const c = new Int32Array(CONTROL_WORDS);
+      solo = { ex, c, run: shareCode()(ex, c, new Float32Array(c.buffer)) };
+    }
+    words.forEach((w, i) => (solo!.c[JOB + 1 + i] = w));
+    return solo.run(MANY, 0, R, 0);
+  }
+  forkJoin(ex, MANY, words, [], R, 8, work);
 }
 
 /** Rows [o0, o1) of a Q8 / Q4 weight as dense f32 at `out` (row o at out + 4·(o − o0)·C; wasm/kernels.ts dequantRows), split over the rows; exact, so any split gives the same bits. */
