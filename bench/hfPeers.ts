@@ -29,7 +29,7 @@
 import { spawnSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { cpuBackend } from '../src/backend/cpu';
+import { cpuBackend, simdBuild } from '../src/backend/cpu';
 import { threadPlan } from '../src/backend/cpu/threads';
 import type { Backend, TensorKinds } from '../src/backend/types';
 import { readHfFolder } from '../src/cli/hfSeat';
@@ -204,7 +204,7 @@ export async function runOurs(engine: string, label: string, dir: string, quant:
   r.notes.push(`config-only estimate of one LoRA agent ${formatBytes(est.total)}`);
   if (be.name === 'cpu') {
     const t = threadPlan();
-    r.notes.push(`our threads ${t.threads}${t.why ? ` (${t.why})` : ''}`);
+    r.notes.push(`our threads ${t.threads}${t.why ? ` (${t.why})` : ''}, kernel build ${simdBuild()}`);
   }
   return { ...r, peakRss: seatPeak };
 }

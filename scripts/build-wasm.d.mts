@@ -6,5 +6,6 @@ export declare const SOURCE: string;
 export declare const ARTIFACT: string;
 export declare const ASC_FLAGS: readonly string[];
 export declare const ASC_SHARED_FLAGS: readonly string[];
-export declare function buildKernels(shared?: boolean): Promise<Uint8Array>;
-export declare function renderArtifact(bytes: Uint8Array, sharedBytes: Uint8Array): string;
+export declare const ASC_RELAXED_FLAGS: readonly string[];
+export declare function buildKernels(build?: 'plain' | 'shared' | 'relaxed'): Promise<Uint8Array>;
+export declare function renderArtifact(bytes: Uint8Array, sharedBytes: Uint8Array, relaxedBytes: Uint8Array): string;

@@ -90,7 +90,7 @@ import {
   simdMatmulForwardQ4Act,
   LINEAR_MAX_ROWS,
 } from '../src/backend/cpu/simd';
-import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
+import { KERNELS_WASM_BASE64, KERNELS_WASM_RELAXED_BASE64, KERNELS_WASM_SHARED_BASE64 } from '../src/backend/cpu/wasm/kernels.wasm';
 import { Rng } from '../src/core/rng';
 import { MODEL_PRESETS } from '../src/model/config';
 import { Model } from '../src/model/model';
@@ -398,6 +398,8 @@ describe('WebAssembly SIMD kernels vs their TypeScript twins', () => {
     expect(Array.from(xq.subarray(0, 32)).every((v) => v === 0)).toBe(true);
     expect(dx[1]).toBe(1);
     expect(Array.from(xq.subarray(33, 41))).toEqual([0, 0, 2, -2, 2, -4, 126, -126]); // ties to even
+    // A block of subnormals: 1/d overflows, so x·(1/d) is ±∞ (NaN at 0), clamped to ±127 (0).
+    expect(Array.from(xq.subarray(C + 32, C + 64))).toEqual(Array.from({ length: 32 }, (_, i) => Math.sign(i - 16) * 127));
   });
 
   // The price of int8 activations against the exact product on the same weights: each activation
@@ -978,11 +980,13 @@ describe('without WebAssembly SIMD', () => {
 });
 
 describe('the committed kernels artifact', () => {
-  it(`${ARTIFACT} is a fresh build of wasm/kernels.ts, byte for byte (both builds)`, async () => {
-    const bytes = await buildKernels();
-    const shared = await buildKernels(true);
+  it(`${ARTIFACT} is a fresh build of wasm/kernels.ts, byte for byte (all three builds)`, async () => {
+    const bytes = await buildKernels('plain');
+    const shared = await buildKernels('shared');
+    const relaxed = await buildKernels('relaxed');
     expect(Buffer.from(KERNELS_WASM_BASE64, 'base64').equals(Buffer.from(bytes))).toBe(true);
     expect(Buffer.from(KERNELS_WASM_SHARED_BASE64, 'base64').equals(Buffer.from(shared))).toBe(true);
-    expect(readFileSync(ARTIFACT, 'utf8')).toBe(renderArtifact(bytes, shared));
+    expect(Buffer.from(KERNELS_WASM_RELAXED_BASE64, 'base64').equals(Buffer.from(relaxed))).toBe(true);
+    expect(readFileSync(ARTIFACT, 'utf8')).toBe(renderArtifact(bytes, shared, relaxed));
   });
 });

@@ -653,9 +653,10 @@ export function linQ4(x: usize, N: i32, q: usize, sc: usize, C: i32, out: usize,
 
 /**
  * Rows of x quantized per block of 32 for linQ8a / linQ4a: d = max|x| / 127, q = nearest-even(x · (1/d))
- * (q = 0 where d = 0), d at dx[n·C/32 + j] (f32), q as int16 at xq (64 bytes a block) in the weight
- * layout's order — Q8: k order; Q4 (`q4` ≠ 0): the block's even steps, then its odd ones, as the low
- * and high nibbles of Q4's 16 bytes hold them.
+ * (q = 0 where d = 0), d at dx[n·C/32 + j] (f32), q at xq (64 bytes a block) in the weight layout's
+ * order — Q8: k order; Q4 (`q4` ≠ 0): the block's even steps, then its odd ones, as the low and high
+ * nibbles of Q4's 16 bytes hold them. As the build's dot products take them: with SIMD alone, q as
+ * int16; with relaxed SIMD (relaxedActs), int8 in the form the 8-bit dot product needs.
  */
 export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i32): void {
   const nb = C >> 5;
@@ -674,7 +675,8 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
       const h2 = i16x8.narrow_i32x4_s(qlanes(p + 64, iv), qlanes(p + 80, iv));
       const h3 = i16x8.narrow_i32x4_s(qlanes(p + 96, iv), qlanes(p + 112, iv));
       const o = xq + (b << 6);
-      if (q4 == 0) {
+      if (ASC_FEATURE_RELAXED_SIMD) relaxedActs(o, h0, h1, h2, h3, q4);
+      else if (q4 == 0) {
         v128.store(o, h0);
         v128.store(o, h1, 16);
         v128.store(o, h2, 32);
@@ -689,10 +691,41 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
   }
 }
 
-/** Four steps of x (p) times iv, rounded to the nearest integer (ties to even), as i32 lanes. */
+/**
+ * A quantized block (int16 lanes h0..h3, k order; every value in [−127, 127]) stored for the relaxed
+ * 8-bit dot product, i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, c), whose second operand must lie in
+ * [0, 127] (then every engine gives the exact integer sum). Q8: |q| (bytes 0–31, k order), then q's
+ * sign as 0 / −1 bytes (32–63): the kernel moves the sign onto the weight, w·q = (±w)·|q|. Q4 (`q4`
+ * ≠ 0): q as int8, the even steps then the odd (bytes 0–31), then 8·Σq as four i32 lanes (32–47):
+ * the kernel dots q with the raw nibbles n ∈ [0, 15] and takes 8·Σq off, Σ (n − 8)·q.
+ */
+// @ts-ignore: decorator
+@inline function relaxedActs(o: usize, h0: v128, h1: v128, h2: v128, h3: v128, q4: i32): void {
+  if (q4 == 0) {
+    const a = i8x16.narrow_i16x8_s(h0, h1), b = i8x16.narrow_i16x8_s(h2, h3);
+    v128.store(o, i8x16.abs(a));
+    v128.store(o, i8x16.abs(b), 16);
+    v128.store(o, i8x16.shr_s(a, 7), 32);
+    v128.store(o, i8x16.shr_s(b, 7), 48);
+  } else {
+    v128.store(o, i8x16.narrow_i16x8_s(i16x8.shuffle(h0, h1, 0, 2, 4, 6, 8, 10, 12, 14), i16x8.shuffle(h2, h3, 0, 2, 4, 6, 8, 10, 12, 14)));
+    v128.store(o, i8x16.narrow_i16x8_s(i16x8.shuffle(h0, h1, 1, 3, 5, 7, 9, 11, 13, 15), i16x8.shuffle(h2, h3, 1, 3, 5, 7, 9, 11, 13, 15)), 16);
+    const one = i16x8.splat(1);
+    const t = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(h0, one), i32x4.dot_i16x8_s(h1, one)), i32x4.add(i32x4.dot_i16x8_s(h2, one), i32x4.dot_i16x8_s(h3, one)));
+    const u = i32x4.add(t, v128.shuffle<i32>(t, t, 2, 3, 0, 1));
+    v128.store(o, i32x4.shl(i32x4.add(u, v128.shuffle<i32>(u, u, 1, 0, 3, 2)), 3), 32);
+  }
+}
+
+/**
+ * Four steps of x (p) times iv, rounded to the nearest integer (ties to even) and clamped to
+ * [−127, 127], as i32 lanes: the clamp only acts where 1/d overflowed (a block of subnormals) or on
+ * NaN (0), and keeps every build's int8 operands in range.
+ */
 // @ts-ignore: decorator
 @inline function qlanes(p: usize, iv: v128): v128 {
-  return i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(p), iv)));
+  const q = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(p), iv)));
+  return i32x4.min_s(i32x4.max_s(q, i32x4.splat(-127)), i32x4.splat(127));
 }
 
 /** One block's integer dot of one weight row (16 bytes of int8 lanes a, b: its 32 weights in xq's order) with xq's four vectors x0..x3, as four partial i32 sums. */
@@ -702,12 +735,42 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
   return i32x4.add(s, i32x4.add(i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(b), x2), i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(b), x3)));
 }
 
-/** One block of one weight row (at p) dotted with xq's block x0..x3: Q8 its 32 bytes as stored; Q4 its 16 bytes' low nibbles − 8 (the even steps), then the high ones (the odd). */
+/**
+ * One block of one weight row (at p) dotted with xq's block x0..x3 (its four vectors as quantActs
+ * stored them): Q8 its 32 bytes as stored; Q4 its 16 bytes' low nibbles − 8 (the even steps), then
+ * the high ones (the odd). With relaxed SIMD (relaxedActs' layout), Q8: the weights with x's sign,
+ * against |x|; Q4: x against the raw nibbles (the 8·Σx correction is the caller's, once per block
+ * for a group of rows).
+ */
 // @ts-ignore: decorator
 @inline function rowDot(bits: i32, p: usize, x0: v128, x1: v128, x2: v128, x3: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    if (bits == 8) {
+      const a = v128.load(p), b = v128.load(p, 16);
+      const s = i32x4.relaxed_dot_i8x16_i7x16_add_s(i8x16.sub(v128.xor(a, x2), x2), x0, i32x4.splat(0));
+      return i32x4.relaxed_dot_i8x16_i7x16_add_s(i8x16.sub(v128.xor(b, x3), x3), x1, s);
+    }
+    const w = v128.load(p);
+    return i32x4.relaxed_dot_i8x16_i7x16_add_s(x1, i8x16.shr_u(w, 4), i32x4.relaxed_dot_i8x16_i7x16_add_s(x0, v128.and(w, i8x16.splat(15)), i32x4.splat(0)));
+  }
   if (bits == 8) return dotBlock(v128.load(p), v128.load(p, 16), x0, x1, x2, x3);
   const b = v128.load(p);
   return dotBlock(i8x16.sub(v128.and(b, i8x16.splat(15)), i8x16.splat(8)), i8x16.sub(i8x16.shr_u(b, 4), i8x16.splat(8)), x0, x1, x2, x3);
+}
+
+/** Four rows' block sums as the exact S_j: with relaxed SIMD and Q4, Σ n·x less 8·Σx (x2 holds 8·Σx in each lane); else as they are. */
+// @ts-ignore: decorator
+@inline function nibbleFix(bits: i32, s: v128, x2: v128): v128 {
+  return ASC_FEATURE_RELAXED_SIMD && bits == 4 ? i32x4.sub(s, x2) : s;
+}
+
+/** Step i (0–31, in xq's order) of a quantized block at xp, as quantActs stored it (relaxedActs' layout with relaxed SIMD). */
+// @ts-ignore: decorator
+@inline function xStep(bits: i32, xp: usize, i: i32): i32 {
+  if (!ASC_FEATURE_RELAXED_SIMD) return <i32>load<i16>(xp + ((<usize>i) << 1));
+  if (bits == 4) return <i32>load<i8>(xp + <usize>i);
+  const m = <i32>load<u8>(xp + <usize>i);
+  return load<i8>(xp + 32 + <usize>i) != 0 ? -m : m;
 }
 
 /** The four partial sums of rows a..d added across lanes: [Σa, Σb, Σc, Σd] (exact, any order). */
@@ -753,11 +816,11 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
         const d = v128.load32_splat(dn + ((<usize>j) << 2));
         const st = strip + ((<usize>j) << 5);
         const p = w0 + (<usize>j) * qBlock;
-        const s = hadd4(rowDot(bits, p, x0, x1, x2, x3), rowDot(bits, p + qRow, x0, x1, x2, x3), rowDot(bits, p + 2 * qRow, x0, x1, x2, x3), rowDot(bits, p + 3 * qRow, x0, x1, x2, x3));
+        const s = nibbleFix(bits, hadd4(rowDot(bits, p, x0, x1, x2, x3), rowDot(bits, p + qRow, x0, x1, x2, x3), rowDot(bits, p + 2 * qRow, x0, x1, x2, x3), rowDot(bits, p + 3 * qRow, x0, x1, x2, x3)), x2);
         acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(s), f32x4.mul(v128.load(st), d)));
         if (hi) {
           const ph = w4 + (<usize>j) * qBlock;
-          const sh = hadd4(rowDot(bits, ph, x0, x1, x2, x3), rowDot(bits, ph + qRow, x0, x1, x2, x3), rowDot(bits, ph + 2 * qRow, x0, x1, x2, x3), rowDot(bits, ph + 3 * qRow, x0, x1, x2, x3));
+          const sh = nibbleFix(bits, hadd4(rowDot(bits, ph, x0, x1, x2, x3), rowDot(bits, ph + qRow, x0, x1, x2, x3), rowDot(bits, ph + 2 * qRow, x0, x1, x2, x3), rowDot(bits, ph + 3 * qRow, x0, x1, x2, x3)), x2);
           accHi = f32x4.add(accHi, f32x4.mul(f32x4.convert_i32x4_s(sh), f32x4.mul(v128.load(st, 16), d)));
         }
       }
@@ -779,7 +842,7 @@ export function quantActs(x: usize, N: i32, C: i32, xq: usize, dx: usize, q4: i3
             const by = <i32>load<u8>(q + (<usize>o) * qRow + (<usize>j) * 16 + <usize>(i & 15));
             w = (i < 16 ? by & 15 : by >> 4) - 8;
           }
-          s += w * <i32>load<i16>(xp + ((<usize>i) << 1));
+          s += w * xStep(bits, xp, i);
         }
         const sw = half(<u32>load<u16>(sc + (((<usize>o) * (<usize>nb) + (<usize>j)) << 1)));
         acc += <f32>s * (sw * load<f32>(dx + (((<usize>n) * (<usize>nb) + (<usize>j)) << 2)));

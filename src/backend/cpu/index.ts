@@ -65,7 +65,7 @@ export * from './residual';
 export * from './rmsnorm';
 export * from './rope';
 export * from './sampling';
-export { setCpuResidency, simdAvailable, simdKernelCalls, simdResident, simdResidentStats, simdUnavailableReason } from './simd';
+export { setCpuResidency, simdAvailable, simdBuild, simdKernelCalls, simdResident, simdResidentStats, simdUnavailableReason } from './simd';
 export * from './softmax';
 
 const ctors: { [K in TensorKind]: new (n: number) => HostTensors[K] } = {

@@ -136,7 +136,8 @@ export function matmulBackwardInputQ4(dinp: FloatArray, dout: FloatArray, q: Uin
 /**
  * Rows of x [N × C] quantized per block of 32 steps for the activation-quantized product (the twin
  * of wasm/kernels.ts quantActs, bit for bit): d = f32(max|x| / 127), q = nearest-even(f32(x · f32(1/d)))
- * (q = 0 where d = 0 or x · (1/d) is NaN). q is returned in k order; d per block in dx[n·C/32 + j].
+ * clamped to [−127, 127] (q = 0 where d = 0 or x · (1/d) is NaN; the clamp acts only where 1/d
+ * overflows, in a block of subnormals). q is returned in k order; d per block in dx[n·C/32 + j].
  */
 export function quantizeActs(x: ArrayLike<number>, N: number, C: number): { xq: Int16Array; dx: Float32Array } {
   const nb = C / QBLOCK;
@@ -153,7 +154,7 @@ export function quantizeActs(x: ArrayLike<number>, N: number, C: number): { xq: 
       const v = Math.fround(x[p + i]! * id);
       const r = Math.round(v);
       const e = r - v === 0.5 && r % 2 !== 0 ? r - 1 : r; // ties to even
-      xq[p + i] = Number.isNaN(e) ? 0 : Math.max(-32768, Math.min(32767, e));
+      xq[p + i] = Number.isNaN(e) ? 0 : Math.max(-127, Math.min(127, e));
     }
   }
   return { xq, dx };

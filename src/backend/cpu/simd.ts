@@ -55,6 +55,7 @@ import { MANY_MAX, attnBackwardSplit, attnForwardSplit, blockedGemm, dequantSpli
 export {
   setCpuResidency,
   simdAvailable,
+  simdBuild,
   simdBytes,
   simdKernelCalls,
   simdRelease,

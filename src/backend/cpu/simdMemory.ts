@@ -19,7 +19,7 @@ import type { Kernels } from './kernelExports';
 
 export type { Kernels } from './kernelExports';
 import { noPool, startPool, threadPlan } from './threads';
-import { KERNELS_WASM_BASE64, KERNELS_WASM_SHARED_BASE64 } from './wasm/kernels.wasm';
+import { KERNELS_WASM_BASE64, KERNELS_WASM_RELAXED_BASE64, KERNELS_WASM_SHARED_BASE64 } from './wasm/kernels.wasm';
 
 /** The shared-memory build's maximum, in 64 KiB pages (scripts/build-wasm.mjs ASC_SHARED_FLAGS). */
 const SHARED_MAX_PAGES = 65536;
@@ -30,6 +30,26 @@ export type KernelArray = Float32Array | Int8Array | Uint8Array | Uint16Array;
 
 /** (i32.const 0; i8x16.splat; i8x16.popcnt) in a function returning v128: validates iff SIMD is there. */
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+
+/**
+ * probe(c): lane 1 of i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, splat(c)) for a = (…, −127, 127,
+ * −100, 5, …) and b = (…, 127, 127, 127, 127, …): exactly −12065 + c where the engine computes the
+ * 8-bit dot product as the relaxed-SIMD proposal defines it for b in [0, 127]. Some engines validate
+ * the instruction and compute something else (Node 20's V8 behind its flag doubles it), so the
+ * relaxed build runs only where this gives the exact sum.
+ */
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 1, 127, 1, 127, 3, 2, 1, 0, 4, 5, 1, 112, 1, 1, 1, 5, 3, 1, 0, 0, 7, 9, 1, 5, 112, 114, 111, 98, 101, 0, 0, 9, 6, 1, 0, 65, 1, 11, 0, 10, 61, 1, 59, 1, 2, 123, 253, 12, 255, 254, 3, 4, 129, 127, 156, 5, 0, 0, 0, 0, 1, 1, 1, 1, 33, 1, 253, 12, 1, 1, 1, 1, 127, 127, 127, 127, 1, 2, 3, 4, 100, 100, 100, 100, 33, 2, 32, 1, 32, 2, 32, 0, 253, 17, 253, 147, 2, 253, 27, 1, 15, 11]);
+
+/** Whether this engine runs the relaxed 8-bit dot product exactly (RELAXED_PROBE). */
+function relaxedDotExact(): boolean {
+  try {
+    if (!WebAssembly.validate(RELAXED_PROBE)) return false;
+    const probe = (new WebAssembly.Instance(new WebAssembly.Module(RELAXED_PROBE), {}).exports as { probe(c: number): number }).probe;
+    return probe(0) === -12065 && probe(7) === -12058;
+  } catch {
+    return false;
+  }
+}
 
 let kernels: Kernels | null | undefined; // undefined: not tried yet; null: unavailable
 let unavailableReason = '';
@@ -60,18 +80,52 @@ export function load(): Kernels | null {
   return kernels;
 }
 
+/** Which build runs: 'relaxed' (shared memory and relaxed SIMD), 'shared' or 'plain'; '' before the kernels load or without them. */
+let build: 'relaxed' | 'shared' | 'plain' | '' = '';
+
+/** The build the kernels run ('' before they load or when they are unavailable): benches print it. */
+export function simdBuild(): typeof build {
+  return kernels ? build : '';
+}
+
+/** Set by preferRelaxedSimd(false): the shared build even where the relaxed one would run (tests and benches compare the two). */
+let relaxedOff = false;
+
+/** Whether the next load may take the relaxed-SIMD build (default true); call before the kernels load. */
+export function preferRelaxedSimd(on: boolean): void {
+  relaxedOff = !on;
+}
+
 /**
- * The kernels: the shared-memory build when the platform has SharedArrayBuffer — with helper
- * threads (threads.ts) when more than one thread is configured and this thread may block, else on
- * this thread alone (tensors resident all the same; setCpuThreads can start helpers later) — or the
- * unshared build on this thread alone, saying why once in the console when it is the platform's doing.
+ * The shared-memory build's bytes: the relaxed-SIMD one where this engine validates it and computes
+ * its dot product exactly (RELAXED_PROBE) — the same outputs, bit for bit (scripts/build-wasm.mjs) —
+ * unless preferRelaxedSimd(false) asked for the other.
+ */
+function sharedBytes(): Uint8Array<ArrayBuffer> {
+  if (!relaxedOff && relaxedDotExact()) {
+    const relaxed = decode(KERNELS_WASM_RELAXED_BASE64);
+    if (WebAssembly.validate(relaxed)) {
+      build = 'relaxed';
+      return relaxed;
+    }
+  }
+  build = 'shared';
+  return decode(KERNELS_WASM_SHARED_BASE64);
+}
+
+/**
+ * The kernels: the shared-memory build (sharedBytes) when the platform has SharedArrayBuffer — with
+ * helper threads (threads.ts) when more than one thread is configured and this thread may block,
+ * else on this thread alone (tensors resident all the same; setCpuThreads can start helpers later)
+ * — or the unshared build on this thread alone, saying why once in the console when it is the
+ * platform's doing.
  */
 function instantiate(): Kernels {
   const plan = threadPlan();
   let why = plan.why;
   if (plan.threads > 1 || typeof SharedArrayBuffer === 'function') {
     try {
-      const module = new WebAssembly.Module(decode(KERNELS_WASM_SHARED_BASE64));
+      const module = new WebAssembly.Module(sharedBytes());
       const memory = new WebAssembly.Memory({ initial: 1, maximum: SHARED_MAX_PAGES, shared: true });
       const k = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Kernels;
       if (plan.threads > 1) startPool(module, memory);
@@ -83,6 +137,7 @@ function instantiate(): Kernels {
   }
   noPool(why);
   if (why.startsWith('no ')) console.info(`[cpu backend] WebAssembly SIMD kernels on one thread: ${why}`);
+  build = 'plain';
   return new WebAssembly.Instance(new WebAssembly.Module(decode(KERNELS_WASM_BASE64)), {}).exports as unknown as Kernels;
 }
 
