@@ -102,6 +102,7 @@ const CLASSES: Record<string, () => Input> = {
   'recipe YAML: flow sequence 100,000 deep': () => ({ file: new TextEncoder().encode(`sat: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`), ext: 'yaml' }),
   'recipe YAML: 20,000 quoted keys': () => ({ file: new TextEncoder().encode(`{${Array.from({ length: 20_000 }, (_, i) => `'${i}' : 1`).join(',\n')}}\n`), ext: 'yaml' }),
   'recipe YAML: !!js/function': () => ({ file: new TextEncoder().encode('sat: {}\nx: !!js/function "function () { return 1 }"\n'), ext: 'yaml' }),
+  'recipe YAML: compact sequences 129 deep over 16 lines': () => ({ file: new TextEncoder().encode(`sat:\n${Array.from({ length: 16 }, (_, k) => `${' '.repeat(2 + 16 * k)}${'- '.repeat(7)}-`).join('\n')} x\n`), ext: 'yaml' }),
   'legitimate: a recipe of 4,990 keys (reference)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 4_990 }, (_, i) => `k${i}: 1\n`).join('')), ext: 'yaml' }),
   'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
   'legitimate: a 64 MiB experiment (35 MB file; reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
