@@ -3,7 +3,9 @@
  * readHfFolder): a link to /dev/zero or out of the folder, a named pipe as config.json, a folder
  * named like a file, a file larger than its config allows — each refused by name before a byte
  * is read; links inside the folder and a Hugging Face cache snapshot (links into ../../blobs) are
- * read. And the real CLI (tsx, a child process) prints a checkpoint's or an ONNX folder's name full
+ * read. An ONNX folder's files are only checked here and go to the budgeted onnxFolder job as
+ * sized paths (nothing read in the CLI's thread), whose read refuses a pipe put in a checked file's
+ * place without blocking. And the real CLI (tsx, a child process) prints a checkpoint's or an ONNX folder's name full
  * of terminal escapes (a newline included) escaped, refuses 100,000-deep JSON with a specific
  * message, not a stack overflow, and an ONNX graph with a cycle by name before onnxruntime sees it.
  */
@@ -127,6 +129,14 @@ describe('readOnnxFolder: files are files', () => {
       expect(typeof f.source.size).toBe('number');
     }
     expect([...files.values()].every((b) => b === back)).toBe(true);
+  });
+  it("the worker's read of a path refuses a named pipe put in a checked file's place without blocking, and reads no more than the size checked", async () => {
+    const { sourceBytes } = await import('../src/workers/inputJobs');
+    const dir = mkdtempSync(join(tmpdir(), 'sat-hostile-read-'));
+    spawnSync('mkfifo', [join(dir, 'pipe')]);
+    await expect(sourceBytes({ path: join(dir, 'pipe'), size: 10 })).rejects.toThrow(/pipe" is not a regular file; nothing was read/);
+    writeFileSync(join(dir, 'grown'), new Uint8Array(100).fill(7));
+    expect(await sourceBytes({ path: join(dir, 'grown'), size: 40 })).toEqual(new Uint8Array(40).fill(7));
   });
   it('refuses a tokenizer.json larger than config.json\'s vocab_size allows, in the job, before reading it', async () => {
     const big = onnxDir((d) => writeFileSync(join(d, 'tokenizer.json'), new Uint8Array(4 * 2 ** 20 + 1024 * 300)));
