@@ -2,8 +2,9 @@
  * `npx tsx bench/hostile.ts [class…]`: time to refusal and peak memory of each hostile input class
  * (tests/helpers/hostile.ts builds them; the parent writes each to disk), each read in a fresh
  * child process so its peak RSS is its own — a checkpoint folder the way `--agent-model` reads it
- * (readHfFolder, the budgeted head check in a worker thread, the load), an ONNX folder's graph the
- * way `--agent-model` reads it (readOnnxFolder with its budgeted onnxGraph check, then readOnnx), a
+ * (readHfFolder, the budgeted head check in a worker thread, the load), an ONNX folder (each hostile
+ * graph beside the tiny decoder export's JSON files) the way `--agent-model … --agent-onnx frozen`
+ * reads it (readOnnxFolder: every file read and checked in the budgeted onnxFolder job, then readOnnx), a
  * run log the way `--import-log` reads it (printRunLog: the budgeted runLog job on its path), a
  * recipe the way the page checks it, an experiment file the way the page parses it — killed after HOSTILE_TIMEOUT seconds (default 60). Prints one table row per
  * class: outcome (the first line of the message, or "timeout"), seconds from the read call to the
@@ -84,14 +85,14 @@ const CLASSES: Record<string, () => Input> = {
   'folder: extra.json is a folder': () => ({ folder: hfCheckpoint().files, edit: (d) => mkdirSync(join(d, 'extra.json')) }),
   'recipe YAML: 2,000,000 keys (37 MB)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 2_000_000 }, (_, i) => `key${String(i).padStart(11, '0')}: 1\n`).join('')), ext: 'yaml' }),
   'folder: _name_or_path of terminal escapes': () => folderWith('config.json', { ...hfCheckpoint().config, _name_or_path: '\u001b]0;TITLE\u0007\u001b[2J\u001b[31mRED\u001b[0m\r\nerror: fake line' }),
-  'onnx: float_data in 450,000 one-value chunks (1.8 MB)': () => ({ folder: new Map([['model.onnx', onnxFloatChunks(450_000)]]), onnx: true }),
-  'onnx: 1,000,000 Identity nodes': () => ({ folder: new Map([['model.onnx', onnxIdentityNodes(1_000_000)]]), onnx: true }),
-  'onnx: 1,000,000 scalar initializers': () => ({ folder: new Map([['model.onnx', onnxScalarInitializers(1_000_000)]]), onnx: true }),
-  'onnx: a graph cycle': () => ({ folder: new Map([['model.onnx', onnxCycle()]]), onnx: true }),
-  'onnx: If nested 10,000 deep': () => ({ folder: new Map([['model.onnx', onnxNestedIf(10_000)]]), onnx: true }),
-  'onnx: external-data offset "0x0"': () => ({ folder: new Map([...onnxExternalOffset('0x0')].map(([n, b]) => [n === 'm.onnx' ? 'model.onnx' : n, b])), onnx: true }),
-  'onnx: a packed list of 500,000 ints': () => ({ folder: new Map([['model.onnx', onnxPackedInts(500_000)]]), onnx: true }),
-  'legitimate: a decoder export (reference)': () => ({ folder: new Map([...onnxFolder({}, { weights: 'f32' }).files].map(([n, b]) => [n === 'onnx/model.onnx' ? 'model.onnx' : n, b])), onnx: true }),
+  'onnx: float_data in 450,000 one-value chunks (1.8 MB)': () => onnxPageFolder(onnxFloatChunks(450_000)),
+  'onnx: 1,000,000 Identity nodes': () => onnxPageFolder(onnxIdentityNodes(1_000_000)),
+  'onnx: 1,000,000 scalar initializers': () => onnxPageFolder(onnxScalarInitializers(1_000_000)),
+  'onnx: a graph cycle': () => onnxPageFolder(onnxCycle()),
+  'onnx: If nested 10,000 deep': () => onnxPageFolder(onnxNestedIf(10_000)),
+  'onnx: external-data offset "0x0"': () => onnxPageFolder(new Map([...onnxExternalOffset('0x0')].map(([n, b]) => [n === 'm.onnx' ? 'model.onnx' : n, b]))),
+  'onnx: a packed list of 500,000 ints': () => onnxPageFolder(onnxPackedInts(500_000)),
+  'legitimate: a decoder export (reference)': () => onnxPageFolder(),
   'run log: SAT trainer, a 150 kB digit run': () => ({ file: new TextEncoder().encode(`=== Stage 1/2 ===\nStage lower bound: ${'1'.repeat(150_000)}x\n`), ext: 'log' }),
   'run log: verl console, a 150 kB digit run': () => ({ file: new TextEncoder().encode(`step:1 - a:${'1'.repeat(150_000)}x\n`), ext: 'log' }),
   'run log: one 50 MB line': () => ({ file: new TextEncoder().encode(`{"step": 1, "data": {"a": "${'x'.repeat(50_000_000)}"}}\n`), ext: 'jsonl' }),
@@ -101,6 +102,7 @@ const CLASSES: Record<string, () => Input> = {
   'recipe YAML: flow sequence 100,000 deep': () => ({ file: new TextEncoder().encode(`sat: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`), ext: 'yaml' }),
   'recipe YAML: 20,000 quoted keys': () => ({ file: new TextEncoder().encode(`{${Array.from({ length: 20_000 }, (_, i) => `'${i}' : 1`).join(',\n')}}\n`), ext: 'yaml' }),
   'recipe YAML: !!js/function': () => ({ file: new TextEncoder().encode('sat: {}\nx: !!js/function "function () { return 1 }"\n'), ext: 'yaml' }),
+  'recipe YAML: compact sequences 129 deep over 16 lines': () => ({ file: new TextEncoder().encode(`sat:\n${Array.from({ length: 16 }, (_, k) => `${' '.repeat(2 + 16 * k)}${'- '.repeat(7)}-`).join('\n')} x\n`), ext: 'yaml' }),
   'legitimate: a recipe of 4,990 keys (reference)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 4_990 }, (_, i) => `k${i}: 1\n`).join('')), ext: 'yaml' }),
   'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
   'legitimate: a 64 MiB experiment (35 MB file; reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
@@ -141,10 +143,10 @@ function verlLog(bytes: number): Uint8Array {
   return new TextEncoder().encode(Array.from({ length: Math.floor(bytes / per) }, (_, s) => line(s)).join(''));
 }
 
-/** What the CLI does with an ONNX folder's graph: read the folder (the graph checked in the budgeted worker), then parse it as a seat does. */
+/** What the CLI does with an ONNX folder for a frozen seat of arith-team: read the folder (every file read and checked in the budgeted worker), then parse the graph as a seat does. */
 async function onnxPath(dir: string): Promise<string> {
   const [{ readOnnxFolder }, { readOnnx }] = await Promise.all([import('../src/cli/onnxSeat'), import('../src/model/onnx/read')]);
-  const files = await readOnnxFolder(dir, 'model.onnx', 2 ** 32);
+  const { files } = await readOnnxFolder(dir, 'model.onnx', 2 ** 32, { settings: presetConfig('arith-team', {}), mode: 'frozen' });
   const m = readOnnx(files, 'model.onnx');
   return `ACCEPTED: ${m.nodes.length} nodes, ${m.initializers.size} initializers`;
 }
@@ -256,10 +258,18 @@ interface PagePick {
   readonly input: Input;
 }
 
-/** The tiny decoder export's folder (config.json, tokenizer, model.onnx at the top), its graph replaced by `graph` when given: what the page needs to reach the graph's check. */
-function onnxPageFolder(graph?: Uint8Array): Input {
+/**
+ * The tiny decoder export's folder (config.json, tokenizer, model.onnx at the top), its graph
+ * replaced by `graph` when given (a graph's bytes, or the graph and its data files by name): what
+ * the CLI and the page need to reach the graph's check.
+ */
+function onnxPageFolder(graph?: Uint8Array | ReadonlyMap<string, Uint8Array>): Input {
   const files = new Map([...onnxFolder({}, { weights: 'f32' }).files].map(([n, b]) => [n === 'onnx/model.onnx' ? 'model.onnx' : n, b] as const));
-  if (graph !== undefined) files.set('model.onnx', graph);
+  if (graph instanceof Uint8Array) files.set('model.onnx', graph);
+  else if (graph !== undefined) {
+    for (const n of [...files.keys()]) if (!n.endsWith('.json')) files.delete(n);
+    for (const [n, b] of graph) files.set(n, b);
+  }
   return { folder: files, onnx: true };
 }
 const PAGE_PICKS: Record<string, (team: Config) => PagePick> = {
@@ -277,7 +287,7 @@ const PAGE_PICKS: Record<string, (team: Config) => PagePick> = {
   ...Object.fromEntries(
     Object.entries(CLASSES)
       .filter(([k]) => k.startsWith('onnx:') && !k.includes('external-data'))
-      .map(([k, f]) => [k, (): PagePick => ({ kind: 'onnx', input: onnxPageFolder((f() as { folder: ReadonlyMap<string, Uint8Array> }).folder.get('model.onnx')) })]),
+      .map(([k, f]) => [k, (): PagePick => ({ kind: 'onnx', input: f() })]),
   ),
   'legitimate: a decoder export (reference)': () => ({ kind: 'onnx', input: onnxPageFolder() }),
   // Run logs on Import.

@@ -3,7 +3,9 @@
  * readHfFolder): a link to /dev/zero or out of the folder, a named pipe as config.json, a folder
  * named like a file, a file larger than its config allows — each refused by name before a byte
  * is read; links inside the folder and a Hugging Face cache snapshot (links into ../../blobs) are
- * read. And the real CLI (tsx, a child process) prints a checkpoint's or an ONNX folder's name full
+ * read. An ONNX folder's files are only checked here and go to the budgeted onnxFolder job as
+ * sized paths (nothing read in the CLI's thread), whose read refuses a pipe put in a checked file's
+ * place without blocking. And the real CLI (tsx, a child process) prints a checkpoint's or an ONNX folder's name full
  * of terminal escapes (a newline included) escaped, refuses 100,000-deep JSON with a specific
  * message, not a stack overflow, and an ONNX graph with a cycle by name before onnxruntime sees it.
  */
@@ -18,6 +20,11 @@ import { readOnnxFolder } from '../src/cli/onnxSeat';
 import { onnxFolder } from './helpers/onnxFolder';
 import { hfCheckpoint, writeHfFolder } from './helpers/hfCheckpoint';
 import { deepJson, onnxCycle } from './helpers/hostile';
+import { presetConfig } from '../src/sat/presets';
+import type { Check } from '../src/workers/budget';
+
+/** The seat an ONNX folder is read for here: arith-team's settings, frozen. */
+const SEAT = { settings: presetConfig('arith-team', {}), mode: 'frozen' as const };
 
 function folder(edit: (dir: string) => void = () => {}, files = hfCheckpoint().files): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'sat-hostile-')), 'ck');
@@ -89,7 +96,7 @@ describe('readOnnxFolder: files are files', () => {
   }
   async function onnxRefusal(dir: string, cap = 2 ** 30): Promise<string> {
     try {
-      await readOnnxFolder(dir, 'onnx/model.onnx', cap);
+      await readOnnxFolder(dir, 'onnx/model.onnx', cap, SEAT);
     } catch (e) {
       expect(e).toBeInstanceOf(SatError);
       return (e as Error).message;
@@ -98,9 +105,42 @@ describe('readOnnxFolder: files are files', () => {
   }
 
   it('reads a well-formed folder', async () => {
-    const files = await readOnnxFolder(onnxDir(), 'onnx/model.onnx', 2 ** 30);
+    const { files } = await readOnnxFolder(onnxDir(), 'onnx/model.onnx', 2 ** 30, SEAT);
     expect([...files.keys()]).toContain('onnx/model.onnx');
     expect([...files.keys()]).toContain('tokenizer.json');
+  });
+  it("reads no byte in the CLI's own thread: every file goes to the onnxFolder job as a sized path, and what comes back is the job's", async () => {
+    const dir = onnxDir();
+    const posted: unknown[] = [];
+    const back = new Uint8Array([7]);
+    const recording = (async (job: string, input: { files: { name: string; source: unknown }[] }) => {
+      posted.push({ job, input });
+      return { head: { context: 1, vocab: 1, config: {} }, names: input.files.map((f) => f.name), bytes: input.files.map(() => back) };
+    }) as unknown as Check;
+    const { files } = await readOnnxFolder(dir, 'onnx/model.onnx', 2 ** 30, SEAT, recording);
+    expect(posted).toHaveLength(1);
+    const { job, input } = posted[0] as { job: string; input: { files: { name: string; source: { path?: unknown; size?: unknown } }[]; mode: string } };
+    expect(job).toBe('onnxFolder');
+    expect(input.mode).toBe('frozen');
+    expect(input.files.map((f) => f.name)).toEqual(expect.arrayContaining(['config.json', 'tokenizer.json', 'onnx/model.onnx']));
+    for (const f of input.files) {
+      expect(f.source).not.toBeInstanceOf(Uint8Array);
+      expect(typeof f.source.path).toBe('string');
+      expect(typeof f.source.size).toBe('number');
+    }
+    expect([...files.values()].every((b) => b === back)).toBe(true);
+  });
+  it("the worker's read of a path refuses a named pipe put in a checked file's place without blocking, and reads no more than the size checked", async () => {
+    const { sourceBytes } = await import('../src/workers/inputJobs');
+    const dir = mkdtempSync(join(tmpdir(), 'sat-hostile-read-'));
+    spawnSync('mkfifo', [join(dir, 'pipe')]);
+    await expect(sourceBytes({ path: join(dir, 'pipe'), size: 10 })).rejects.toThrow(/pipe" is not a regular file; nothing was read/);
+    writeFileSync(join(dir, 'grown'), new Uint8Array(100).fill(7));
+    expect(await sourceBytes({ path: join(dir, 'grown'), size: 40 })).toEqual(new Uint8Array(40).fill(7));
+  });
+  it('refuses a tokenizer.json larger than config.json\'s vocab_size allows, in the job, before reading it', async () => {
+    const big = onnxDir((d) => writeFileSync(join(d, 'tokenizer.json'), new Uint8Array(4 * 2 ** 20 + 1024 * 300)));
+    expect(await onnxRefusal(big)).toMatch(/^--agent-model: "tokenizer\.json" in the ONNX folder is 4\.3 MiB, more than the 4\.\d MiB this playground reads for it with the vocab_size of config\.json/);
   });
   it('refuses a graph behind a linked sub-folder that leads out of the folder, a pipe as the graph, and a graph past the cap', async () => {
     const outside = onnxDir((d) => {

@@ -169,7 +169,6 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   parseHfConfig: { 'src/model/hfLoad.ts': 'readHfConfig (above)', 'src/cli/hfSeat.ts': 'the config readHfConfig returned, with the context the checkpointHead job measured' },
   hfTokenizerOf: {
     'src/workers/inputJobs.ts': 'the door (checkpointHead)',
-    'src/cli/onnxSeat.ts': "an ONNX folder's tokenizer in the CLI's own thread, each JSON file under readRegular's cap (the tokenizer's from vocab_size); its patterns judged by regexSafety and its template's steps capped as it runs, but not in the budgeted worker",
     'src/model/onnx/llama.ts': 'readOnnxLlamaHead (above)',
     'src/sat/onnxSeat.ts': SEAT,
   },
@@ -178,10 +177,10 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   readJson: {
     'src/model/hfLoad.ts': "readHfConfig's and hfTokenizerOf's files, each against its cap",
     'src/app/onnxFiles.ts': "config.json's vocab_size (to cap tokenizer.json before it is read) and _name_or_path, after the 4 MiB cap; bounded in bytes and depth",
-    'src/cli/onnxSeat.ts': "config.json's vocab_size, after readRegular's 4 MiB cap; bounded in bytes and depth",
     'src/sat/onnxSeat.ts': SEAT,
   },
   onnxSeatHead: { 'src/workers/inputJobs.ts': 'the door (onnxHead)' },
+  declaredVocab: { 'src/app/onnxFiles.ts': "config.json's vocab_size, to cap tokenizer.json before it is read; bounded in bytes and depth", 'src/workers/inputJobs.ts': 'the door (onnxFolder)' },
   readOnnxFolderInfo: { 'src/sat/onnxSeat.ts': SEAT },
   readOnnxLlamaHead: { 'src/cli/onnxSeat.ts': "the CLI's trainable ONNX seat and swap, after readOnnxFolder (the graph through the onnxGraph job; the JSON files as hfTokenizerOf's entry says)" },
   loadOnnxLlama: { 'src/sat/onnxSeat.ts': SEAT },
@@ -212,10 +211,9 @@ const BYTES_IN: Readonly<Record<string, string>> = {
   'src/app/team.ts': "the project's own shipped models (fetched from the site)",
   'src/backend/webgpu/shaders.ts': "the project's own shaders",
   'src/cli/claims.ts': "the CLI's own report",
-  'src/cli/folderFiles.ts': 'readRegular: a regular file inside the folder, up to its cap',
+  'src/cli/folderFiles.ts': "readRegular: a checkpoint's regular file inside the folder, up to its cap (sourceBytes, in the CLI's thread; an ONNX folder's files are only checked here, by regularFile, and read in the onnxFolder job)",
   'src/cli/hfSeat.ts': "a checkpoint's files through readRegular, parsed by the checkpointHead job",
   'src/cli/models.ts': "the project's own shipped models",
-  'src/cli/onnxSeat.ts': "an ONNX folder's files through readRegular, the graph checked by the onnxGraph job",
   'src/cli/settingsDoc.ts': "the project's own docs",
   'src/workers/inputJobs.ts': 'the door',
 };
@@ -240,7 +238,8 @@ describe('every user file through the door', () => {
         if (!ts.isCallExpression(n)) continue;
         const e = n.expression;
         const blob = ts.isPropertyAccessExpression(e) && n.arguments.length === 0 && ['arrayBuffer', 'text', 'stream'].includes(e.name.text);
-        const fs = (ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : '').match(/^(readFileSync|readFile|openAsBlob|readRegular)$/);
+        const fs = (ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : '').match(/^(readFileSync|readFile|readSync|readvSync|createReadStream|openAsBlob|readRegular|sourceBytes)$/)
+          || (ts.isPropertyAccessExpression(e) && /^(read|readv)$/.test(e.name.text)); // a file handle's read (a local function named read is not one)
         if (blob || fs) reads.add(f.path);
       }
       for (const n of walk(f.ast)) if (ts.isNewExpression(n) && n.expression.getText() === 'FileReader') reads.add(f.path);

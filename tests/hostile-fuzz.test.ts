@@ -17,7 +17,10 @@
  *     authors' trainer): fixtures with hostile pieces spliced in (digit runs, brackets, control
  *     characters, long lines), slices cut or doubled, lines dropped;
  *   - generation dumps: verl's and TeamTR's fixtures mutated the same way, read as one import;
- *   - recipe YAML: an exported recipe mutated the same way (tags, deep brackets, quotes).
+ *   - recipe YAML: an exported recipe mutated the same way (tags, deep brackets, quotes); and random
+ *     documents of known nesting (tests/helpers/yamlDepth.ts: block, compact and flow levels at odd
+ *     indents, with block scalars, continued scalars and comments stepping right), refused exactly
+ *     when deeper than the cap.
  * A refusal's message must also hold no control character (every quoted string is escaped).
  * Each case must end either accepted and well-formed (a tokenizer that round-trips a prompt with
  * every id in range; a rendered template within the output cap; a config that loads) or refused
@@ -322,5 +325,24 @@ describe('fuzz: hostile ONNX graphs, run logs, generation dumps and recipes', ()
       if (judged(`recipe mutant ${i}`, () => void readRecipe(m, base), [FormatError, ConfigError]) === 'ok') read++;
     }
     expect(read).toBeGreaterThan(20);
+  });
+
+  it('recipe YAML of known nesting (1–45 levels, 300 documents) is refused exactly past the depth cap', async () => {
+    const [{ checkRecipeYaml }, { RECIPE_MAX_DEPTH }, { parseDocument }, { valueDepth, yamlOfDepth }] = await Promise.all([import('../src/bridge/recipe'), import('../src/core/limits'), import('yaml'), import('./helpers/yamlDepth')]);
+    const rng = new Rng(SEED, [10]);
+    const verdicts = { refused: 0, read: 0 };
+    for (let i = 0; i < 300; i++) {
+      const depth = 1 + rng.int(45);
+      const text = yamlOfDepth(rng, depth);
+      // the generator's own check: the library composes the text to a value of that depth (no deeper than 45: its recursion is safe)
+      const doc = parseDocument(text);
+      if (doc.errors.length > 0 || valueDepth(doc.toJS()) !== depth) throw new Error(`document ${i}: not ${depth} deep (${doc.errors[0]?.message ?? valueDepth(doc.toJS())})`);
+      const message = outcome(`document ${i} (${depth} deep)`, () => checkRecipeYaml(text), [FormatError]);
+      if (depth > RECIPE_MAX_DEPTH) expect(message, `document ${i} (${depth} deep)`).toMatch(/^Line \d+ of this recipe nests more than 32 levels deep/);
+      else expect(message, `document ${i} (${depth} deep)`).toBe('ok');
+      verdicts[message === 'ok' ? 'read' : 'refused']++;
+    }
+    expect(verdicts.refused).toBeGreaterThan(50);
+    expect(verdicts.read).toBeGreaterThan(50);
   });
 });

@@ -9,7 +9,7 @@
  * Not here: the recipe's mapping (tests/recipe.test.ts), fuzzing (tests/hostile-fuzz.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { readRecipe, recipe } from '../src/bridge/recipe';
+import { checkRecipeYaml, readRecipe, recipe } from '../src/bridge/recipe';
 import { FormatError } from '../src/core/errors';
 import { RECIPE_MAX_DEPTH } from '../src/core/limits';
 import { parseConfig } from '../src/sat/config';
@@ -35,15 +35,42 @@ describe('hostile recipe YAML', () => {
 
   it('flow sequences nested 100,000 deep, or 8,000 over short lines, are refused before the parser recurses', () => {
     expect(refusal(`sat: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`)).toMatch(/^Line 1 of this recipe is longer than 16,384 characters/);
-    const lines = Array.from({ length: 1_000 }, () => '[[[[[[[[').join('\n');
-    expect(refusal(`sat: ${lines}\n${']'.repeat(8_000)}\n`)).toBe(`Line 4 of this recipe nests more than ${RECIPE_MAX_DEPTH} levels deep; a recipe nests a few (docs/models.md, "Input limits"). Nothing was read.`);
+    const lines = Array.from({ length: 1_000 }, () => '[[[[[[[[').join('\n  ');
+    expect(refusal(`sat: ${lines}\n  ${']'.repeat(8_000)}\n`)).toBe(`Line 4 of this recipe nests more than ${RECIPE_MAX_DEPTH} levels deep; a recipe nests a few (docs/models.md, "Input limits"). Nothing was read.`);
   });
 
   it('block nesting and one-line entries past the depth cap are refused; a few levels are fine', () => {
     const block = (n: number) => `${Array.from({ length: n }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n')} 1\n`;
     expect(refusal(block(RECIPE_MAX_DEPTH + 8))).toMatch(/^Line 33 of this recipe nests more than 32 levels deep/);
-    expect(refusal(`sat: ${'- '.repeat(5_000)}1\n`)).toMatch(/^Line 1 of this recipe nests more than 32 levels deep/);
+    expect(refusal(`sat:\n  ${'- '.repeat(5_000)}1\n`)).toMatch(/^Line 2 of this recipe nests more than 32 levels deep/);
+    // entries on the line of a key are no YAML: the library's own message, not a nesting count
+    expect(refusal(`sat: ${'- '.repeat(5_000)}1\n`)).toMatch(/^This is not a YAML file: Unexpected block-seq-ind on same line with key at line 1/);
     expect(refusal(block(8))).toMatch(/no "sat" section/);
+  });
+
+  it('the nesting is counted exactly: compact sequences continued on deeper lines, flow inside block, odd indents', () => {
+    // 8 compact levels a line, each line inside the last entry of the one before: sat (1) + 8 × 4 = 33 levels on line 5
+    const compact = Array.from({ length: 5 }, (_, k) => `${' '.repeat(16 * k)}${'- '.repeat(7)}-`).join('\n');
+    expect(refusal(`sat:\n${compact.replace(/^/gm, '  ')} x\n`)).toMatch(/^Line 5 of this recipe nests more than 32 levels deep/);
+    // exactly at the cap is read on (and then refused for what it holds); one level more is not
+    const block = (n: number, step: number) => `${Array.from({ length: n }, (_, i) => `${' '.repeat(i * step)}k${i}:`).join('\n')} 1\n`;
+    expect(() => checkRecipeYaml(block(RECIPE_MAX_DEPTH, 3))).not.toThrow();
+    expect(refusal(block(RECIPE_MAX_DEPTH + 1, 3))).toMatch(/^Line 33 of this recipe nests more than 32 levels deep/);
+    expect(refusal(block(RECIPE_MAX_DEPTH + 1, 5))).toMatch(/^Line 33 of this recipe nests more than 32 levels deep/);
+    const mixed = (flow: number) => `${block(16, 1).slice(0, -3)} ${'['.repeat(flow)}1${']'.repeat(flow)}\n`; // 16 block maps, then flow
+    expect(() => checkRecipeYaml(mixed(16))).not.toThrow();
+    expect(refusal(mixed(17))).toMatch(/^Line 16 of this recipe nests more than 32 levels deep/);
+    expect(() => checkRecipeYaml(`sat: ${'['.repeat(31)}1${']'.repeat(31)}\n`)).not.toThrow();
+    expect(refusal(`sat: ${'['.repeat(32)}1${']'.repeat(32)}\n`)).toMatch(/^Line 1 of this recipe nests more than 32 levels deep/);
+    // a tab as indentation: the library's message, by line
+    expect(refusal('sat:\n\t- x\n')).toMatch(/^This is not a YAML file: Tabs are not allowed as indentation at line 2/);
+  });
+
+  it('lines stepping right that open nothing are not nesting: a legitimate recipe with a deep block scalar and indented comments is read', () => {
+    const steps = (n: number, text: string) => Array.from({ length: n }, (_, i) => `${' '.repeat(i + 1)}${text}`).join('\n');
+    expect(readRecipe(`${exported}${steps(40, '# a comment')}\n`, base)).toEqual(base);
+    expect(readRecipe(`${exported}notes: |\n${steps(40, 'x')}\n`, base)).toEqual(base);
+    expect(readRecipe(`${exported}notes: a plain scalar\n${steps(40, 'continued')}\n`, base)).toEqual(base);
   });
 
   it('20,000 quoted keys are counted, whatever their quotes', () => {

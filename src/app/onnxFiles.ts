@@ -20,7 +20,7 @@
  * Not here: the seat itself (src/sat/onnxSeat.ts, in the seat's worker), storage (hfFiles.ts).
  */
 import { FormatError } from '../core/errors';
-import { readJson } from '../core/json';
+import { declaredVocab, readJson } from '../core/json';
 import { formatSize, MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES, maxTokenizerBytes } from '../core/limits';
 import { checkFits, estimateMemory, type MemoryEstimate } from '../model/hfConfig';
 import type { HfFiles } from '../model/hfLoad';
@@ -65,16 +65,6 @@ function headOf(files: HfFiles, cfg: SeatSettings, mode: OnnxSeatMode): Promise<
 async function jsonBytes(name: string, f: FileLike, cap: number): Promise<Uint8Array> {
   if (f.size > cap) throw new FormatError(`ONNX folder: "${name}" is ${formatSize(f.size)}, more than the ${formatSize(cap)} this page reads for it (docs/models.md, "Input limits")`);
   return new Uint8Array(await f.arrayBuffer());
-}
-
-/** config.json's vocab_size when it is a sensible positive integer (the seat's checks report the rest). */
-function declaredVocab(bytes: Uint8Array): number | undefined {
-  try {
-    const v = (readJson('config.json', bytes, { maxBytes: MAX_SMALL_JSON_BYTES, maxDepth: MAX_JSON_DEPTH }) as { vocab_size?: unknown } | null)?.vocab_size;
-    return typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= 2 ** 24 ? v : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The estimate (header) for a seat on `files` (JSON files at least) whose graph and data take `graphBytes`. */

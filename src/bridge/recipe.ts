@@ -10,7 +10,7 @@
  *
  * Not here: the settings themselves (config.ts), the file dialogs (the page, the CLI).
  */
-import { CST, Lexer } from 'yaml';
+import { CST, Lexer, Parser } from 'yaml';
 import { ConfigError, FormatError } from '../core/errors';
 import { boundedMessage } from '../core/text';
 import { RECIPE_MAX_DEPTH } from '../core/limits';
@@ -213,52 +213,28 @@ export function recipeSummary(r: Recipe): string[] {
 /** The YAML tags a recipe may carry: the core schema's, and `!` (non-specific). Anything else (`!!js/function`, `!!python/object/apply`, a local `!foo`) is refused by name. */
 const RECIPE_TAGS: ReadonlySet<string> = new Set(['!', '!!str', '!!int', '!!float', '!!bool', '!!null', '!!map', '!!seq']);
 
+/** The parser's entries that are collections: each one level of the value the YAML composes to. */
+const COLLECTIONS: ReadonlySet<string> = new Set(['block-map', 'block-seq', 'flow-collection']);
+
 /**
- * Checks a recipe's YAML before any parse, with the YAML library's lexer (a flat, linear stream
- * of tokens: no recursion on the text's nesting): the size caps (limits.ts), the keys (every `:`
- * that ends a key, quoted keys included) against RECIPE_LIMITS.keys, the nesting (flow `[`/`{`
- * levels, block indentation levels and `- `/`? ` entries opened on one line) against
- * RECIPE_MAX_DEPTH, no tag but the core schema's and no %TAG directive. A FormatError names the
- * line and the limit or the tag.
+ * Checks a recipe's YAML before it is composed, in one linear pass over the YAML library's lexer
+ * tokens: the size caps (limits.ts), the keys (every `:` that ends a key, quoted keys included)
+ * against RECIPE_LIMITS.keys, no tag but the core schema's and no %TAG directive, and the nesting
+ * against RECIPE_MAX_DEPTH. The nesting is exact: each token is fed to the library's own CST
+ * parser, whose open collections (block maps and sequences — compact `- - x` ones and those a
+ * deeper indentation opens —, flow `[`/`{`) sit on an explicit stack, counted after every token;
+ * the first token that opens one level too many is refused, so that stack never holds more than
+ * RECIPE_MAX_DEPTH + 1 levels (the composer, which recurses, never sees a deeper one). Indentation
+ * alone opens nothing: a block scalar's lines, a plain scalar's continuation lines and indented
+ * comments are text. A FormatError names the line and the limit or the tag.
  */
 export function checkRecipeYaml(text: string): void {
   checkInputSize(text, RECIPE_LIMITS, 'recipe');
   let line = 1;
   let keys = 0;
-  let flow = 0;
-  const indents: number[] = []; // block levels open before this line, by their indentation
-  let atStart = true;
-  let lineLevels = 0; // block entries ("- ", "? ") opened on this line
-  const deep = (depth: number): FormatError => new FormatError(`Line ${line} of this recipe nests ${depth > RECIPE_MAX_DEPTH * 4 ? 'far ' : ''}more than ${RECIPE_MAX_DEPTH} levels deep; a recipe nests a few (docs/models.md, "Input limits"). Nothing was read.`);
-  const open = (indent: number): void => {
-    while (indents.length > 0 && indents[indents.length - 1]! >= indent) indents.pop();
-    indents.push(indent);
-  };
+  const parser = new Parser();
   for (const tok of new Lexer().lex(text)) {
-    const type = CST.tokenType(tok);
-    if (type === 'newline') {
-      line++;
-      atStart = true;
-      lineLevels = 0;
-      continue;
-    }
-    if (atStart && type !== 'comment') {
-      atStart = false;
-      if (flow === 0) open(type === 'space' ? tok.length : 0);
-    }
-    switch (type) {
-      case 'flow-seq-start':
-      case 'flow-map-start':
-        if (++flow + indents.length + lineLevels > RECIPE_MAX_DEPTH) throw deep(flow + indents.length + lineLevels);
-        break;
-      case 'flow-seq-end':
-      case 'flow-map-end':
-        flow = Math.max(0, flow - 1);
-        break;
-      case 'seq-item-ind':
-      case 'explicit-key-ind':
-        if (++lineLevels + indents.length + flow > RECIPE_MAX_DEPTH) throw deep(lineLevels + indents.length + flow);
-        break;
+    switch (CST.tokenType(tok)) {
       case 'map-value-ind':
         if (++keys > RECIPE_LIMITS.keys) throw new FormatError(`This recipe has more than ${RECIPE_LIMITS.keys.toLocaleString('en')} keys (quoted ones included); the playground reads at most that many. Nothing was read.`);
         break;
@@ -271,7 +247,11 @@ export function checkRecipeYaml(text: string): void {
       default:
         break;
     }
-    if (indents.length > RECIPE_MAX_DEPTH) throw deep(indents.length);
+    for (const doc of parser.next(tok)) void doc; // a finished document's CST: not kept
+    let depth = 0;
+    for (const t of parser.stack) if (COLLECTIONS.has(t.type)) depth++;
+    if (depth > RECIPE_MAX_DEPTH) throw new FormatError(`Line ${line} of this recipe nests more than ${RECIPE_MAX_DEPTH} levels deep; a recipe nests a few (docs/models.md, "Input limits"). Nothing was read.`);
+    for (let i = tok.indexOf('\n'); i !== -1; i = tok.indexOf('\n', i + 1)) line++; // newline tokens, and the line breaks inside a multi-line scalar
   }
 }
 

@@ -3,17 +3,19 @@
  * regular file inside the folder (a link may resolve inside it, or into a Hugging Face cache's
  * blobs folder), no larger than the cap its caller sets, all checked before a byte is read; it is
  * opened without blocking, so a named pipe cannot stall the CLI. Used by the checkpoint seat
- * (hfSeat.ts) and the ONNX seat (onnxSeat.ts).
+ * (hfSeat.ts, which reads here) and the ONNX seat (onnxSeat.ts, whose files are read in the
+ * budgeted worker thread).
  *
  * Not here: what a file may hold, or how large (the caps come from src/core/limits.ts and the
  * loaders).
  */
-import { constants, type Stats } from 'node:fs';
-import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
 import { SatError } from '../core/errors';
 import { formatSize } from '../core/limits';
 import { escapeControl } from '../core/text';
+import { sourceBytes } from '../workers/inputJobs';
 
 /** What a path holds, in words, when it is not a regular file. */
 function kindOf(st: Stats): string {
@@ -41,11 +43,13 @@ export async function openFolder(dir: string, hint: string): Promise<{ root: str
 }
 
 /**
- * The bytes of regular file `name` of folder `root` (a real path, from openFolder), at most `cap`
- * of them (`why` says where the cap comes from; `folder` names the folder's kind in messages); read
- * to the size the file had when checked.
+ * Regular file `name` of folder `root` (a real path, from openFolder) as a sized path, checked
+ * without reading a byte: inside the folder (every link on the way resolved), a regular file, at
+ * most `cap` bytes (`why` says where the cap comes from; `folder` names the folder's kind in
+ * messages). Its bytes are read by sourceBytes (src/workers/inputJobs.ts) — here for a checkpoint
+ * (readRegular), in the budgeted worker thread for an ONNX folder — to this size at most.
  */
-export async function readRegular(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<Uint8Array> {
+export async function regularFile(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<{ readonly path: string; readonly size: number }> {
   const path = join(root, name);
   const where = `--agent-model: "${escapeControl(name)}" in the ${folder}`;
   // The real path, every link on the way resolved (a linked sub-folder too), must stay inside the folder.
@@ -58,22 +62,15 @@ export async function readRegular(root: string, name: string, cap: number, why: 
   if (!allowedRoots(root).some((r) => real.startsWith(r + sep))) {
     throw new SatError('model', `${where} is ${link.isSymbolicLink() ? 'a link to a file' : 'reached through a link'} outside the folder; copy the file into the folder instead`);
   }
-  const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch((e: NodeJS.ErrnoException) => {
-    throw new SatError('model', `${where} cannot be opened (${e.code ?? e.message})`);
+  const st = await stat(real).catch((e: NodeJS.ErrnoException) => {
+    throw new SatError('model', `${where} cannot be read (${e.code ?? e.message})`);
   });
-  try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw new SatError('model', `${where} is ${kindOf(st)}, not a file`);
-    if (st.size > cap) throw new SatError('model', `${where} is ${formatSize(st.size)}, more than the ${formatSize(cap)} this playground reads for it ${why} (docs/models.md, "Input limits")`);
-    const bytes = new Uint8Array(st.size);
-    let at = 0;
-    while (at < bytes.length) {
-      const { bytesRead } = await handle.read(bytes, at, bytes.length - at, at);
-      if (bytesRead === 0) break;
-      at += bytesRead;
-    }
-    return at === bytes.length ? bytes : bytes.subarray(0, at);
-  } finally {
-    await handle.close();
-  }
+  if (!st.isFile()) throw new SatError('model', `${where} is ${kindOf(st)}, not a file`);
+  if (st.size > cap) throw new SatError('model', `${where} is ${formatSize(st.size)}, more than the ${formatSize(cap)} this playground reads for it ${why} (docs/models.md, "Input limits")`);
+  return { path: real, size: st.size };
+}
+
+/** The bytes of regular file `name` of folder `root`, checked as regularFile does, read here. */
+export async function readRegular(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<Uint8Array> {
+  return sourceBytes(await regularFile(root, name, cap, why, folder));
 }

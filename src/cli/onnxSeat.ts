@@ -19,11 +19,9 @@ import { readdir } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { ConfigError } from '../core/errors';
-import { readJson } from '../core/json';
-import { MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES, maxTokenizerBytes } from '../core/limits';
+import { MAX_SMALL_JSON_BYTES } from '../core/limits';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes } from '../model/hfConfig';
-import { hfTokenizerOf } from '../model/hfLoad';
 import type { HfModel } from '../model/hfLoad';
 import { onnxFilesOf, readOnnxLlamaHead } from '../model/onnx/llama';
 import { describeOnnxFrozen } from '../model/onnx/folder';
@@ -32,10 +30,11 @@ import type { QuantKind } from '../model/quant';
 import { LmAgent, type LmAgentPolicy } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
-import { hfSeatAgent, hfSeatBudget, hfSeatContext, hfSeatSeed } from '../sat/hfSeat';
-import { checkSwapTokenizer, prepareOnnxSwap, seatOnnxFrozen, seatOnnxTrainable, type OnnxSwapTarget } from '../sat/onnxSeat';
+import { hfSeatAgent, hfSeatBudget, hfSeatSeed } from '../sat/hfSeat';
+import type { HfContextSettings } from '../sat/hfSeatLimits';
+import { checkSwapTokenizer, prepareOnnxSwap, seatOnnxFrozen, seatOnnxTrainable, type OnnxSeatHead, type OnnxSwapTarget } from '../sat/onnxSeat';
 import { tokenizer as charTokenizer } from '../model/tokenizer';
-import { openFolder, readRegular } from './folderFiles';
+import { openFolder, regularFile } from './folderFiles';
 import { cliCheck } from './inputCheck';
 import { escapeControl } from '../core/text';
 import type { Check } from '../workers/budget';
@@ -63,47 +62,35 @@ export async function onnxFilesIn(dir: string): Promise<string[]> {
 const ONNX_FOLDER = 'ONNX folder';
 
 /**
- * The folder's JSON files, `file` and the data files beside it whose names start with its name, as
- * regular files inside the folder (folderFiles.ts): JSON files held to the small files' cap (the
- * tokenizer to its vocabulary's, when config.json names one), the graph and its data to `cap`
- * (the machine's memory: the seat's own estimate, checked later, says more). The graph is then
- * checked in the budgeted worker thread (its caps, operators, cycles and external data), so a
- * hostile one is refused by name before this process parses it.
+ * The folder's JSON files, `file` and the data files beside it whose names start with its name,
+ * each checked here as a regular file inside the folder without reading it (folderFiles.ts
+ * regularFile): JSON files held to the small files' cap, the tokenizer, the graph and its data to
+ * `cap` (the machine's memory: the seat's own estimate, checked later, says more). Their bytes are
+ * read only in the budgeted worker thread (src/workers/inputJobs.ts onnxFolder), which holds the
+ * tokenizer to its vocabulary's cap, runs the seat's head (`settings`, `mode`: its tokenizer and
+ * chat template on the task's prompts) and checks the graph (caps, operators, cycles, external
+ * data) before it hands the bytes back — so a hostile folder is refused by name, within the
+ * budget, before this process parses a byte of it.
  */
-export async function readOnnxFolder(dir: string, file: string, cap: number, check: Check = cliCheck()): Promise<Map<string, Uint8Array>> {
+export async function readOnnxFolder(dir: string, file: string, cap: number, seat: { readonly settings: HfContextSettings; readonly mode: OnnxSeatMode }, check: Check = cliCheck()): Promise<{ files: Map<string, Uint8Array>; head: OnnxSeatHead }> {
   const { root, names } = await openFolder(dir, 'give the folder holding config.json, tokenizer.json and onnx/model.onnx');
-  const files = new Map<string, Uint8Array>();
-  const json = names.filter((n) => n.endsWith('.json')).sort();
-  if (json.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES, 'as a config file', ONNX_FOLDER));
-  const vocab = declaredVocab(files.get('config.json'));
-  for (const name of json) {
-    if (name === 'config.json') continue;
-    const tokenizerCap = name === 'tokenizer.json' && vocab !== undefined;
-    files.set(name, await readRegular(root, name, tokenizerCap ? maxTokenizerBytes(vocab) : MAX_SMALL_JSON_BYTES, tokenizerCap ? 'with the vocab_size of config.json' : 'as a JSON file', ONNX_FOLDER));
+  const sources: { name: string; source: { path: string; size: number } }[] = [];
+  for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
+    const small = name !== 'tokenizer.json'; // the tokenizer's cap comes from config.json's vocab_size, applied in the worker
+    sources.push({ name, source: await regularFile(root, name, small ? MAX_SMALL_JSON_BYTES : cap, !small ? 'on this machine' : name === 'config.json' ? 'as a config file' : 'as a JSON file', ONNX_FOLDER) });
   }
   const sub = file.includes('/') ? file.slice(0, file.lastIndexOf('/') + 1) : '';
   const base = file.slice(sub.length);
   for (const name of (await list(join(root, sub))).sort()) {
-    if (name === base || (name.startsWith(base) && !name.endsWith('.onnx'))) files.set(sub + name, await readRegular(root, sub + name, cap, 'on this machine', ONNX_FOLDER));
+    if (name === base || (name.startsWith(base) && !name.endsWith('.onnx'))) sources.push({ name: sub + name, source: await regularFile(root, sub + name, cap, 'on this machine', ONNX_FOLDER) });
   }
-  const graph = files.get(file);
-  if (graph !== undefined) {
-    // The graph through the budgeted door (src/workers/inputJobs.ts onnxGraph) before anything here parses it or onnxruntime sees it.
-    const sizes = [...files].filter(([n]) => n !== file && !n.endsWith('.json')).map(([n, b]) => [n, b.byteLength] as const);
-    await check('onnxGraph', { graph: { path: join(root, file), size: graph.byteLength }, file, sizes }, `${ONNX_FOLDER} ${escapeControl(dir)}: ${escapeControl(file)}`);
-  }
-  return files;
+  const r = await check('onnxFolder', { file, files: sources, settings: seatSettings(seat.settings), mode: seat.mode }, `${ONNX_FOLDER} ${escapeControl(dir)}: ${escapeControl(file)}`);
+  return { files: new Map(r.names.map((n, i) => [n, r.bytes[i]!])), head: r.head };
 }
 
-/** config.json's vocab_size when it is a sensible positive integer (the loaders check the rest). */
-function declaredVocab(bytes: Uint8Array | undefined): number | undefined {
-  if (bytes === undefined) return undefined;
-  try {
-    const v = (readJson('config.json', bytes, { maxBytes: MAX_SMALL_JSON_BYTES, maxDepth: MAX_JSON_DEPTH }) as { vocab_size?: unknown } | null)?.vocab_size;
-    return typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= 2 ** 24 ? v : undefined;
-  } catch {
-    return undefined; // the loader reports the bad config.json by name
-  }
+/** The settings the seat's head reads, alone (what crosses to the worker). */
+function seatSettings(c: HfContextSettings): HfContextSettings {
+  return { task: c.task, taskSeed: c.taskSeed, level: c.level, formatReward: c.formatReward, protocol: c.protocol, agents: c.agents, maxNew: c.maxNew };
 }
 
 export interface OnnxSeatCliOptions {
@@ -122,7 +109,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
   if (file === undefined || !available.includes(file)) {
     throw new ConfigError('agent-onnx-file', o.file, `--agent-model ${j}=${escapeControl(dir)}: ${o.file === undefined ? 'the folder has no .onnx file' : `"${escapeControl(o.file)}" is not one of the folder's .onnx files`} (it has: ${escapeControl(available.join(', ')) || 'none'}).`);
   }
-  const files = await readOnnxFolder(dir, file, Math.floor(0.8 * totalmem()));
+  const { files, head: seatHead } = await readOnnxFolder(dir, file, Math.floor(0.8 * totalmem()), { settings: cfg, mode: o.mode });
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
   const where = o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory';
   const lx = exp as LlmExperiment;
@@ -134,7 +121,7 @@ export async function seatOnnxAgent(exp: Experiment, cfg: Config, j: number, dir
     o.log(`  agent ${j} is ${seat.info.name}: never updated (ratio 1 in every estimator); turns marked ${seat.info.tokenizer.turns === 'chat' ? 'by its chat template' : 'as plain text ("agent i:")'}; messages end at token ${seat.info.tokenizer.eos}`);
   } else {
     const head = readOnnxLlamaHead(files, file);
-    const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
+    const context = seatHead.context;
     const budget = hfSeatBudget(cfg, context);
     const mc = { ...head.cfg, maxSeq: context };
     o.log(`agent ${j} ← ${escapeControl(`${dir}/${file}`)}: trainable; ${describeConfig(mc)}; ${o.quant}, LoRA rank ${budget.loraRank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
@@ -170,11 +157,11 @@ export async function onnxSwapLoader(exp: Experiment, cfg: Config, j: number, pa
   const { dir, file } = await resolveOnnxPath(path);
   const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
   const where = o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory';
-  const files = await readOnnxFolder(dir, file, limit);
+  const { files, head: seatHead } = await readOnnxFolder(dir, file, limit, { settings: cfg, mode: 'trainable' });
   const seat = (exp as LlmExperiment).team[j] as LmAgentPolicy & { readonly name: string };
   checkSwapTokenizer(files, file, cfg, j, seat.tokenizer ?? charTokenizer, seat.name);
   const head = readOnnxLlamaHead(files, file);
-  const context = hfSeatContext(cfg, hfTokenizerOf(files, head.cfg, head.info), head.info.maxPositions);
+  const context = seatHead.context;
   const budget = hfSeatBudget(cfg, context);
   o.log(`swap target for agent ${j}: ${escapeControl(`${dir}/${file}`)} (same tokenizer as ${seat.name}); ${describeConfig({ ...head.cfg, maxSeq: context })}; ${o.quant}, LoRA rank ${budget.loraRank}`);
   return async () => {

@@ -8,7 +8,7 @@
  * (limits.ts).
  */
 import { FormatError } from './errors';
-import { formatSize } from './limits';
+import { formatSize, MAX_JSON_DEPTH, MAX_SMALL_JSON_BYTES } from './limits';
 
 export interface JsonBounds {
   /** Largest file accepted, in bytes. */
@@ -61,5 +61,20 @@ export function readJson(name: string, bytes: Uint8Array, bounds: JsonBounds): u
     return JSON.parse(text);
   } catch (e) {
     throw new FormatError(`${name} is not valid JSON (${e instanceof Error ? e.message.slice(0, 160) : String(e)})`);
+  }
+}
+
+/**
+ * A model folder's config.json `vocab_size` when it is a sensible positive integer (at most 2^24),
+ * else undefined — what sizes the tokenizer's cap (limits.ts maxTokenizerBytes) before the
+ * tokenizer is read; the loaders report a bad config.json by name.
+ */
+export function declaredVocab(bytes: Uint8Array | undefined): number | undefined {
+  if (bytes === undefined) return undefined;
+  try {
+    const v = (readJson('config.json', bytes, { maxBytes: MAX_SMALL_JSON_BYTES, maxDepth: MAX_JSON_DEPTH }) as { vocab_size?: unknown } | null)?.vocab_size;
+    return typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= 2 ** 24 ? v : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -25,7 +25,8 @@
  */
 import type { RunLog } from '../bridge/runLog';
 import type { GenerationDump } from '../bridge/generations';
-import { SatError } from '../core/errors';
+import { FormatError, SatError } from '../core/errors';
+import { escapeControl } from '../core/text';
 import type { Config } from '../sat/config';
 import type { ExperimentData, ParseResult } from '../app/savefile';
 import type { HfContextSettings } from '../sat/hfSeatLimits';
@@ -41,13 +42,39 @@ export function sourceSize(s: ByteSource): number {
   return s instanceof Uint8Array ? s.byteLength : s.size;
 }
 
-/** The bytes of a source, read here (in the worker). A path is read with node:fs, imported only then (never in the page). */
+/**
+ * A path source opened for reading (node:fs, imported only then — never in the page): without
+ * blocking, so a named pipe given or put in a checked file's place cannot stall the thread;
+ * refused unless it is a regular file.
+ */
+async function openPath(s: { readonly path: string }): Promise<import('node:fs/promises').FileHandle> {
+  const fs = 'node:fs';
+  const { promises, constants } = (await import(/* @vite-ignore */ fs)) as typeof import('node:fs');
+  const handle = await promises.open(s.path, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!(await handle.stat()).isFile()) {
+    await handle.close();
+    throw new FormatError(`"${escapeControl(s.path)}" is not a regular file; nothing was read`);
+  }
+  return handle;
+}
+
+/** The bytes of a source, read here (in the worker); a path's to the size it carries at most (the size its caps were checked on). */
 export async function sourceBytes(s: ByteSource): Promise<Uint8Array> {
   if (s instanceof Uint8Array) return s;
   if (typeof Blob !== 'undefined' && s instanceof Blob) return new Uint8Array(await s.arrayBuffer());
-  const fs = 'node:fs/promises';
-  const { readFile } = (await import(/* @vite-ignore */ fs)) as typeof import('node:fs/promises');
-  return new Uint8Array(await readFile((s as { path: string }).path));
+  const handle = await openPath(s as { path: string });
+  try {
+    const bytes = new Uint8Array(s.size);
+    let at = 0;
+    while (at < bytes.length) {
+      const { bytesRead } = await handle.read(bytes, at, bytes.length - at, at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    return at === bytes.length ? bytes : bytes.slice(0, at);
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
@@ -57,9 +84,7 @@ export async function sourceBytes(s: ByteSource): Promise<Uint8Array> {
 export async function withRanges<T>(s: ByteSource, f: (readAt: (offset: number, length: number) => Promise<Uint8Array>) => Promise<T>): Promise<T> {
   if (s instanceof Uint8Array) return f(async (o, n) => s.subarray(o, o + n));
   if (typeof Blob !== 'undefined' && s instanceof Blob) return f(async (o, n) => new Uint8Array(await s.slice(o, o + n).arrayBuffer()));
-  const fs = 'node:fs/promises';
-  const { open } = (await import(/* @vite-ignore */ fs)) as typeof import('node:fs/promises');
-  const handle = await open((s as { path: string }).path, 'r');
+  const handle = await openPath(s as { path: string });
   try {
     return await f(async (o, n) => {
       const b = new Uint8Array(n);
@@ -92,6 +117,13 @@ export interface InputJobs {
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
   /** An ONNX file (the graph) and the sizes of the folder's other files → its counts (and, with `keep`, its bytes), once read.ts's checks pass (caps — the main graph's counted from its field keys before the file is read whole —, operators, cycles, external data). */
   onnxGraph(input: { readonly graph: ByteSource; readonly file: string; readonly sizes: readonly (readonly [string, number])[]; readonly keep?: boolean }): OnnxGraphSummary;
+  /**
+   * An ONNX folder the CLI seats, as sized paths (src/cli/onnxSeat.ts readOnnxFolder: its JSON
+   * files, the graph `file` and the graph's data files) → the seat's head and every file's bytes,
+   * read here and transferred back, once each check passed: the tokenizer's size against
+   * config.json's vocab_size before it is read, the head (as onnxHead), the graph (as onnxGraph).
+   */
+  onnxFolder(input: { readonly file: string; readonly files: readonly { readonly name: string; readonly source: ByteSource }[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): { readonly head: OnnxSeatHead; readonly names: readonly string[]; readonly bytes: readonly Uint8Array[] };
   /** A real run's log file → the run it records (bridge/runLog.ts); refused by its size before it is read. */
   runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
   /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
@@ -140,6 +172,28 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     const bytes = await sourceBytes(graph);
     const m = readOnnxGraph(bytes, file, (n) => known.get(n));
     return { nodes: m.nodes.length, initializers: m.initializers.size, inputs: m.inputs.length, outputs: m.outputs.length, ...(keep ? { bytes } : {}) };
+  },
+  onnxFolder: async ({ file, files, settings, mode }) => {
+    const [{ declaredVocab }, { formatSize, MAX_SMALL_JSON_BYTES, maxTokenizerBytes }] = await Promise.all([import('../core/json'), import('../core/limits')]);
+    const read = new Map<string, Uint8Array>();
+    const config = files.find((f) => f.name === 'config.json');
+    if (config !== undefined) read.set('config.json', await sourceBytes(config.source));
+    const vocab = declaredVocab(read.get('config.json'));
+    for (const { name, source } of files.filter((f) => f.name.endsWith('.json') && f.name !== 'config.json')) {
+      const byVocab = name === 'tokenizer.json' && vocab !== undefined;
+      const cap = byVocab ? maxTokenizerBytes(vocab) : MAX_SMALL_JSON_BYTES;
+      if (sourceSize(source) > cap) throw new SatError('model', `--agent-model: "${escapeControl(name)}" in the ONNX folder is ${formatSize(sourceSize(source))}, more than the ${formatSize(cap)} this playground reads for it ${byVocab ? 'with the vocab_size of config.json' : 'as a JSON file'} (docs/models.md, "Input limits")`);
+      read.set(name, await sourceBytes(source));
+    }
+    const head = await INPUT_JOBS.onnxHead({ files: [...read], settings, mode });
+    const graph = files.find((f) => f.name === file);
+    const data = files.filter((f) => f !== graph && !f.name.endsWith('.json'));
+    if (graph !== undefined) {
+      const checked = await INPUT_JOBS.onnxGraph({ graph: graph.source, file, sizes: data.map((f) => [f.name, sourceSize(f.source)] as const), keep: true });
+      read.set(file, checked.bytes!);
+    }
+    for (const f of data) read.set(f.name, await sourceBytes(f.source));
+    return { head, names: [...read.keys()], bytes: [...read.values()] };
   },
   runLog: async ({ source, name }) => {
     const [{ readRunLog }, { checkFileBytes, checkTextBytes, LOG_LIMITS }] = await Promise.all([import('../bridge/runLog'), import('../bridge/limits')]);
