@@ -2,8 +2,9 @@
  * Reading a model folder the user named on the command line as files only: a file must be a
  * regular file inside the folder (a link may resolve inside it, or into a Hugging Face cache's
  * blobs folder), no larger than the cap its caller sets, all checked before a byte is read; it is
- * opened without blocking, so a named pipe cannot stall the CLI. Used by the checkpoint seat
- * (hfSeat.ts) and the ONNX seat (onnxSeat.ts).
+ * opened without blocking, so a named pipe cannot stall the CLI. Read whole (readRegular), or held
+ * open for positioned reads (openRegular: a checkpoint's safetensors files, read tensor by tensor).
+ * Used by the checkpoint seat (hfSeat.ts) and the ONNX seat (onnxSeat.ts).
  *
  * Not here: what a file may hold, or how large (the caps come from src/core/limits.ts and the
  * loaders).
@@ -40,12 +41,21 @@ export async function openFolder(dir: string, hint: string): Promise<{ root: str
   }
 }
 
+/** A regular file of a folder, checked and held open: its size when checked and positioned reads of it. */
+export interface OpenFile {
+  /** The size it had when checked; reads never go past it. */
+  readonly byteLength: number;
+  /** Bytes [begin, end) (fewer when the file shrank since it was checked). */
+  read(begin: number, end: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
 /**
- * The bytes of regular file `name` of folder `root` (a real path, from openFolder), at most `cap`
- * of them (`why` says where the cap comes from; `folder` names the folder's kind in messages); read
- * to the size the file had when checked.
+ * Regular file `name` of folder `root` (a real path, from openFolder), held open after every check
+ * a read needs: inside the folder, a regular file, at most `cap` bytes (`why` says where the cap
+ * comes from; `folder` names the folder's kind in messages). The caller closes it.
  */
-export async function readRegular(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<Uint8Array> {
+export async function openRegular(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<OpenFile> {
   const path = join(root, name);
   const where = `--agent-model: "${escapeControl(name)}" in the ${folder}`;
   // The real path, every link on the way resolved (a linked sub-folder too), must stay inside the folder.
@@ -65,15 +75,33 @@ export async function readRegular(root: string, name: string, cap: number, why: 
     const st = await handle.stat();
     if (!st.isFile()) throw new SatError('model', `${where} is ${kindOf(st)}, not a file`);
     if (st.size > cap) throw new SatError('model', `${where} is ${formatSize(st.size)}, more than the ${formatSize(cap)} this playground reads for it ${why} (docs/models.md, "Input limits")`);
-    const bytes = new Uint8Array(st.size);
-    let at = 0;
-    while (at < bytes.length) {
-      const { bytesRead } = await handle.read(bytes, at, bytes.length - at, at);
-      if (bytesRead === 0) break;
-      at += bytesRead;
-    }
-    return at === bytes.length ? bytes : bytes.subarray(0, at);
-  } finally {
+    const size = st.size;
+    return {
+      byteLength: size,
+      read: async (begin, end) => {
+        const bytes = new Uint8Array(Math.max(0, Math.min(end, size) - begin));
+        let at = 0;
+        while (at < bytes.length) {
+          const { bytesRead } = await handle.read(bytes, at, bytes.length - at, begin + at);
+          if (bytesRead === 0) break;
+          at += bytesRead;
+        }
+        return at === bytes.length ? bytes : bytes.subarray(0, at);
+      },
+      close: () => handle.close(),
+    };
+  } catch (e) {
     await handle.close();
+    throw e;
+  }
+}
+
+/** The bytes of regular file `name` of folder `root`, checked as openRegular checks it; read to the size the file had when checked. */
+export async function readRegular(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<Uint8Array> {
+  const f = await openRegular(root, name, cap, why, folder);
+  try {
+    return await f.read(0, f.byteLength);
+  } finally {
+    await f.close();
   }
 }
