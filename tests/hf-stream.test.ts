@@ -14,6 +14,7 @@ import { cpuBackend } from '../src/backend/cpu';
 import { simdAvailable, simdResident, simdResidentStats } from '../src/backend/cpu/simdMemory';
 import { ConfigError, FormatError } from '../src/core/errors';
 import { Rng } from '../src/core/rng';
+import { describeEstimate, estimateMemory } from '../src/model/hfConfig';
 import { hfName, loadHfCheckpoint, permuteRopeRows, repeatKvRows, type HfFolder } from '../src/model/hfLoad';
 import { Model } from '../src/model/model';
 import { quantizeQ4, quantizeQ8, type QuantKind } from '../src/model/quant';
@@ -148,5 +149,19 @@ describe.runIf(simdAvailable())('a model that adopts weights loaded into the ker
     const held = simdResidentStats()!.bytes;
     adopted.dispose();
     expect(held - simdResidentStats()!.bytes).toBeGreaterThanOrEqual(weightBytes(into.weights));
+  });
+});
+
+describe('the memory estimate of a seat with one copy of its weights', () => {
+  it('counts no host copy, and says none', async () => {
+    const { cfg } = await loadHfCheckpoint(hfCheckpoint({ seed: 18 }).files, { quant: 'q8' });
+    const o = { quant: 'q8' as const, loraRank: 4, sequences: 2, seqLen: 16, prompts: 4 };
+    const two = estimateMemory(cfg, o);
+    const one = estimateMemory(cfg, { ...o, hostCopy: false });
+    expect(two.hostWeights).toBe(two.weights);
+    expect(one.hostWeights).toBe(0);
+    expect(one.total).toBe(two.total - two.weights);
+    expect(describeEstimate(two)).toContain('their host copy');
+    expect(describeEstimate(one)).not.toContain('host copy');
   });
 });

@@ -114,13 +114,13 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
     const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
     // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
     const { cfg: mc } = parseHfConfig(head.raw, { maxSeq: context });
-    o.log(`agent ${j} ← ${escapeControl(dir)}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (the context this preset needs with its tokenizer; sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
+    o.log(`agent ${j} ← ${escapeControl(dir)}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (the context this preset needs with its tokenizer; sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget, hostCopy: false }))} (limit ${formatBytes(limit)})`);
     let last = '';
     m = await loadHfCheckpoint(files, {
       quant: o.quant,
       into: cpuBackend, // written into the CPU kernels' memory, where the seat's model takes them as they are (adopt)
       maxSeq: context,
-      memory: { limitBytes: limit, where: o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory', ...budget },
+      memory: { limitBytes: limit, where: o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory', ...budget, hostCopy: false },
       onProgress: (p) => {
         const line = `  ${p.phase} ${p.done}/${p.total}`;
         if (p.done === p.total && line !== last) o.log(`${line}${p.phase === 'reading' ? ' files' : ' tensors'}`);

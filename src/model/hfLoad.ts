@@ -65,7 +65,7 @@ export interface HfLoadOptions {
   readonly into?: Pick<Backend<HostTensors>, 'zeros'>;
   /** Most bytes of a safetensors file read (and converted to f32) at once: whole rows, at least one. Default 1 MiB. */
   readonly chunkBytes?: number;
-  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number; readonly prompts?: number };
+  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number; readonly prompts?: number; readonly hostCopy?: boolean };
 }
 
 export interface HfModel {

@@ -10,7 +10,6 @@
  * building the rest of an experiment (src/sat/experiment.ts `planTabular` / `planLlm`).
  */
 import { AgentWorkerError, DeviceLostError } from './errors';
-import { cpuBackend } from '../backend/cpu';
 import { simdAvailable } from '../backend/cpu/simd';
 import { cpuThreads, onOneThread, type CpuThreads } from '../backend/cpu/threads';
 
@@ -257,10 +256,8 @@ export class AgentApi {
       return;
     }
     if (spec.kind === 'hf') {
-      // A CPU seat's weights are written into the kernels' memory, where its model takes them as they are.
-      const cpu = spec.backend === undefined || spec.backend === 'cpu';
-      const m = await loadHfCheckpoint(spec.files, { quant: spec.quant, maxSeq: spec.maxSeq ?? HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p), into: cpu ? cpuBackend : undefined });
-      await this.#seatModel(spec, m, cpu);
+      const m = await loadHfCheckpoint(spec.files, { quant: spec.quant, maxSeq: spec.maxSeq ?? HF_SEAT_MAX_SEQ, memory: spec.memory, onProgress: (p) => void onProgress?.(p) });
+      await this.#seatModel(spec, m);
     } else if (spec.kind === 'tabular') {
       this.#agent = tableAgent(spec);
       this.#modelBytes = 0;
@@ -275,12 +272,12 @@ export class AgentApi {
   }
 
   /** A loaded checkpoint (or a mapped ONNX model) as this worker's LoRA agent, on the backend the spec asks for. */
-  async #seatModel(spec: HfAgentSpec | OnnxAgentSpec, m: HfModel, adopt = false): Promise<void> {
+  async #seatModel(spec: HfAgentSpec | OnnxAgentSpec, m: HfModel): Promise<void> {
     this.#modelBytes = weightBytes(m.weights);
     const options = { ...spec.agent, name: spec.name };
     const gpu = spec.backend === undefined || spec.backend === 'cpu' ? { why: '' } : await this.#gpuBackend(spec.index, spec.backend);
     this.#backend = 'be' in gpu ? gpu.be.name : cpuLabel(gpu.why);
-    this.#agent = 'be' in gpu ? hfSeatAgent<GpuTensors>(spec.index, m, options, gpu.be) : hfSeatAgent<HostTensors>(spec.index, m, { ...options, adopt });
+    this.#agent = 'be' in gpu ? hfSeatAgent<GpuTensors>(spec.index, m, options, gpu.be) : hfSeatAgent<HostTensors>(spec.index, m, options);
   }
 
   /** What an ONNX seat is (null for any other agent): file, mode, execution provider, parity or memory. */
