@@ -18,7 +18,8 @@
  * Greedy decoding everywhere, no stop token. Timing: one warm-up call (decode: a smaller one),
  * then up to `reps` timed calls while the workload's budget lasts; the median is reported.
  * Peak RSS: the child's VmHWM at its end (peakRss; the Python child's own getrusage); ours: before
- * its self-check (which builds a second, dequantized f32 model), so the seat's own peak.
+ * its self-check (which builds a second, dequantized f32 model), so the seat's own peak, noted
+ * beside the RSS before the load and the CPU kernels' memory at that peak.
  *
  * The native peers live in bench/peers/node_modules (`npm run bench:peers` installs them; they are
  * never needed by the page, the CLI or the tests): `peerImport` returns null with the reason
@@ -30,6 +31,7 @@ import { spawnSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cpuBackend } from '../src/backend/cpu';
+import { simdResidentStats } from '../src/backend/cpu/simdMemory';
 import { threadPlan } from '../src/backend/cpu/threads';
 import type { Backend, TensorKinds } from '../src/backend/types';
 import { openHfFolder } from '../src/cli/hfSeat';
@@ -164,6 +166,7 @@ function argmax(z: ArrayLike<number>, off = 0, n = z.length): number {
 /** Ours on `be` at `quant` (header). */
 export async function runOurs(engine: string, label: string, dir: string, quant: QuantKind, be: Backend<TensorKinds>, w: Workloads, train: boolean, activations: 'exact' | 'int8' = 'exact'): Promise<EngineResult> {
   const r = blank(engine, label);
+  const before = process.memoryUsage().rss; // the runtime's own (Node, tsx, the modules), before any weight
   const a = performance.now();
   // As the CLI seats a checkpoint: the safetensors files read by position as each tensor is
   // converted, and on the CPU the weights written into the kernels' memory, where the model takes
@@ -203,13 +206,14 @@ export async function runOurs(engine: string, label: string, dir: string, quant:
   // second, f32 model (on weights loaded again: the seat's were its models'), so it comes after
   // and is left out of the row's peak.
   const seatPeak = peakRss();
+  const kernels = simdResidentStats()?.memoryBytes;
   if (quant !== 'f32') {
     const deq = new Model(be, m.cfg, dequantizeWeights(cpu ? (await load(false)).weights : m.weights), { trainable: 'none' });
     r.selfCheck = { against: `its own weights dequantized to f32`, rel: relDiff(row, await lastRow(deq)) };
     deq.dispose();
   }
-  r.notes.push(`weights ${formatBytes(weightBytes(m.weights))} as stored; peak RSS ${(seatPeak / weightBytes(m.weights)).toFixed(2)}× them`);
-  const est = estimateMemory(m.cfg, { quant, loraRank: 8, sequences: w.lora.B, seqLen: w.lora.T, prompts: Math.max(...w.decode.map((k) => k.S)) });
+  r.notes.push(`weights ${formatBytes(weightBytes(m.weights))} as stored; peak RSS ${(seatPeak / weightBytes(m.weights)).toFixed(2)}× them (RSS before the load ${formatBytes(before)}${cpu && kernels !== undefined ? `; the CPU kernels' memory ${formatBytes(kernels)}: the weights, the LoRA state, activations and scratch` : ''})`);
+  const est = estimateMemory(m.cfg, { quant, loraRank: 8, sequences: w.lora.B, seqLen: w.lora.T, prompts: Math.max(...w.decode.map((k) => k.S)), hostCopy: !cpu });
   r.notes.push(`config-only estimate of one LoRA agent ${formatBytes(est.total)}`);
   if (be.name === 'cpu') {
     const t = threadPlan();
