@@ -115,7 +115,7 @@ let f16Table: Float32Array | null = null;
  * into `out` from element 0: BF16 is the top half of an f32 (its bits shifted up), F16 through a
  * table of all 65,536 values, F32 copied.
  */
-export function toF32Into(dtype: 'F32' | 'F16' | 'BF16', bytes: Uint8Array, out: Float32Array): void {
+function toF32Into(dtype: 'F32' | 'F16' | 'BF16', bytes: Uint8Array, out: Float32Array): void {
   const size = dtypeSize(dtype);
   const n = bytes.length / size;
   // A typed view needs its offset aligned to the element; a file's data need not be.
