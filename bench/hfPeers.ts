@@ -18,7 +18,8 @@
  * Greedy decoding everywhere, no stop token. Timing: one warm-up call (decode: a smaller one),
  * then up to `reps` timed calls while the workload's budget lasts; the median is reported.
  * Peak RSS: the child's VmHWM at its end (peakRss; the Python child's own getrusage); ours: before
- * its self-check (which builds a second, dequantized f32 model), so the seat's own peak.
+ * its self-check (which builds a second, dequantized f32 model), so the seat's own peak, noted
+ * beside the RSS before the load and the CPU kernels' memory at that peak.
  *
  * The native peers live in bench/peers/node_modules (`npm run bench:peers` installs them; they are
  * never needed by the page, the CLI or the tests): `peerImport` returns null with the reason
@@ -30,9 +31,10 @@ import { spawnSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cpuBackend, simdBuild } from '../src/backend/cpu';
+import { simdResidentStats } from '../src/backend/cpu/simdMemory';
 import { threadPlan } from '../src/backend/cpu/threads';
 import type { Backend, TensorKinds } from '../src/backend/types';
-import { readHfFolder } from '../src/cli/hfSeat';
+import { openHfFolder } from '../src/cli/hfSeat';
 import { estimateMemory, formatBytes } from '../src/model/hfConfig';
 import { loadHfCheckpoint } from '../src/model/hfLoad';
 import { trainOnSequences } from '../src/model/loss';
@@ -164,12 +166,20 @@ function argmax(z: ArrayLike<number>, off = 0, n = z.length): number {
 /** Ours on `be` at `quant` (header). */
 export async function runOurs(engine: string, label: string, dir: string, quant: QuantKind, be: Backend<TensorKinds>, w: Workloads, train: boolean, activations: 'exact' | 'int8' = 'exact'): Promise<EngineResult> {
   const r = blank(engine, label);
+  const before = process.memoryUsage().rss; // the runtime's own (Node, tsx, the modules), before any weight
   const a = performance.now();
-  // The folder's bytes are read inside the call, so nothing holds them once the weights are converted.
-  const m = await loadHfCheckpoint(await readHfFolder(dir), { quant, maxSeq: 128 });
+  // As the CLI seats a checkpoint: the safetensors files read by position as each tensor is
+  // converted, and on the CPU the weights written into the kernels' memory, where the model takes
+  // them (adopt) — so the inference and the LoRA model each load their own (the first is disposed first).
+  const cpu = be.name === 'cpu';
+  const load = async (into: boolean) => {
+    const folder = await openHfFolder(dir);
+    return loadHfCheckpoint(folder.files, { quant, maxSeq: 128, into: into ? cpuBackend : undefined }).finally(() => folder.close());
+  };
+  const m = await load(cpu);
   r.loadS = (performance.now() - a) / 1000;
   const V = m.cfg.vocab;
-  const inf = new Model(be, m.cfg, m.weights, { trainable: 'none', activations });
+  const inf = new Model(be, m.cfg, m.weights, { trainable: 'none', activations, adopt: cpu });
   const T = w.prefill.length;
   const lastRow = async (model: Model<TensorKinds>): Promise<Float32Array> => {
     const lg = (await be.download('f32', model.forward(Int32Array.from(w.prefill), 1, T))) as Float32Array;
@@ -186,21 +196,24 @@ export async function runOurs(engine: string, label: string, dir: string, quant:
   }
   inf.dispose();
   if (train) {
-    const lora = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: 8, alpha: 16 }, seed: 1, activations });
+    const base = cpu ? (await load(true)).weights : m.weights;
+    const lora = new Model(be, m.cfg, base, { trainable: 'lora', lora: { rank: 8, alpha: 16 }, seed: 1, activations, adopt: cpu });
     const tokens = Int32Array.from(w.lora.tokens);
     r.loraMs = await timed(() => trainOnSequences(lora, tokens, w.lora.B, w.lora.T, { lr: 1e-4 }), w);
     lora.dispose();
   }
   // The peak so far is the seat's (load, inference, a LoRA step); the self-check below builds a
-  // second, f32 model, so it comes after and is left out of the row's peak.
+  // second, f32 model (on weights loaded again: the seat's were its models'), so it comes after
+  // and is left out of the row's peak.
   const seatPeak = peakRss();
+  const kernels = simdResidentStats()?.memoryBytes;
   if (quant !== 'f32') {
-    const deq = new Model(be, m.cfg, dequantizeWeights(m.weights), { trainable: 'none' });
+    const deq = new Model(be, m.cfg, dequantizeWeights(cpu ? (await load(false)).weights : m.weights), { trainable: 'none' });
     r.selfCheck = { against: `its own weights dequantized to f32`, rel: relDiff(row, await lastRow(deq)) };
     deq.dispose();
   }
-  r.notes.push(`weights ${formatBytes(weightBytes(m.weights))} as stored; peak RSS ${(seatPeak / weightBytes(m.weights)).toFixed(2)}× them`);
-  const est = estimateMemory(m.cfg, { quant, loraRank: 8, sequences: w.lora.B, seqLen: w.lora.T, prompts: Math.max(...w.decode.map((k) => k.S)) });
+  r.notes.push(`weights ${formatBytes(weightBytes(m.weights))} as stored; peak RSS ${(seatPeak / weightBytes(m.weights)).toFixed(2)}× them (RSS before the load ${formatBytes(before)}${cpu && kernels !== undefined ? `; the CPU kernels' memory ${formatBytes(kernels)}: the weights, the LoRA state, activations and scratch` : ''})`);
+  const est = estimateMemory(m.cfg, { quant, loraRank: 8, sequences: w.lora.B, seqLen: w.lora.T, prompts: Math.max(...w.decode.map((k) => k.S)), hostCopy: !cpu });
   r.notes.push(`config-only estimate of one LoRA agent ${formatBytes(est.total)}`);
   if (be.name === 'cpu') {
     const t = threadPlan();

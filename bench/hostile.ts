@@ -2,7 +2,7 @@
  * `npx tsx bench/hostile.ts [class…]`: time to refusal and peak memory of each hostile input class
  * (tests/helpers/hostile.ts builds them; the parent writes each to disk), each read in a fresh
  * child process so its peak RSS is its own — a checkpoint folder the way `--agent-model` reads it
- * (readHfFolder, the budgeted head check in a worker thread, the load), an ONNX folder (each hostile
+ * (openHfFolder, the budgeted head check in a worker thread, the load), an ONNX folder (each hostile
  * graph beside the tiny decoder export's JSON files) the way `--agent-model … --agent-onnx frozen`
  * reads it (readOnnxFolder: every file read and checked in the budgeted onnxFolder job, then readOnnx), a
  * run log the way `--import-log` reads it (printRunLog: the budgeted runLog job on its path), a
@@ -166,13 +166,17 @@ async function logPath(path: string): Promise<string> {
 
 /** What the CLI does with --agent-model up to the weights: read the folder, check its head in the budgeted worker, load. */
 async function seatPath(dir: string): Promise<string> {
-  const { readHfFolder } = await import('../src/cli/hfSeat');
+  const { openHfFolder } = await import('../src/cli/hfSeat');
   const { cliCheck } = await import('../src/cli/inputCheck');
-  const files = await readHfFolder(dir);
-  const json = [...files].filter(([n]) => n.endsWith('.json'));
-  await cliCheck()('checkpointHead', { files: json, settings: presetConfig('arith-team', {}) }, dir);
-  const m = await loadHfCheckpoint(files, { quant: 'q8' });
-  return `ACCEPTED as ${JSON.stringify(m.name)}`;
+  const folder = await openHfFolder(dir);
+  try {
+    const json = [...folder.files].flatMap(([n, b]) => (n.endsWith('.json') && b instanceof Uint8Array ? [[n, b] as [string, Uint8Array]] : []));
+    await cliCheck()('checkpointHead', { files: json, settings: presetConfig('arith-team', {}) }, dir);
+    const m = await loadHfCheckpoint(folder.files, { quant: 'q8' });
+    return `ACCEPTED as ${JSON.stringify(m.name)}`;
+  } finally {
+    await folder.close();
+  }
 }
 
 /** What the page does with a picked recipe: its text read whole, then checked and parsed in the budgeted worker. */

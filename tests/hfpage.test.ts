@@ -16,7 +16,7 @@ import { CheckpointStore, folderEntries, readCheckpointFolder, seatName, type Fi
 import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/remoteTeam';
 import { parseExperimentFile, parseParts, serializeBoundary, serializeExperiment, serializeHead, type ExperimentData } from '../src/app/savefile';
 import { base64urlEncode, decodeShare, encodeShare, makeShareState, SHARE_PREFIX } from '../src/app/share';
-import { readHfFolder } from '../src/cli/hfSeat';
+import { openHfFolder } from '../src/cli/hfSeat';
 import { hfFolderHash, loadHfCheckpoint } from '../src/model/hfLoad';
 import { presetConfig } from '../src/sat/presets';
 import { HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed } from '../src/sat/hfSeat';
@@ -56,7 +56,11 @@ describe('File list → name → bytes map', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hfpage-'));
     try {
       writeHfFolder(dir, files);
-      const fromDisk = await readHfFolder(dir);
+      // The CLI's folder, every file read whole (safetensors files are held open for positioned reads).
+      const opened = await openHfFolder(dir);
+      const fromDisk = new Map<string, Uint8Array>();
+      for (const [k, f] of opened.files) fromDisk.set(k, f instanceof Uint8Array ? f : await f.read(0, f.byteLength));
+      await opened.close();
       const read = await readCheckpointFolder(list, cfg, roomy);
       expect([...read.files.keys()]).toEqual([...fromDisk.keys()]);
       for (const [k, v] of fromDisk) expect(read.files.get(k)).toEqual(v);

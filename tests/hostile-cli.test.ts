@@ -1,6 +1,6 @@
 /**
  * The CLI reads only regular files inside the chosen checkpoint folder (src/cli/hfSeat.ts
- * readHfFolder): a link to /dev/zero or out of the folder, a named pipe as config.json, a folder
+ * openHfFolder): a link to /dev/zero or out of the folder, a named pipe as config.json, a folder
  * named like a file, a file larger than its config allows — each refused by name before a byte
  * is read; links inside the folder and a Hugging Face cache snapshot (links into ../../blobs) are
  * read. An ONNX folder's files are only checked here and go to the budgeted onnxFolder job as
@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SatError } from '../src/core/errors';
-import { readHfFolder } from '../src/cli/hfSeat';
+import { openHfFolder } from '../src/cli/hfSeat';
 import { readOnnxFolder } from '../src/cli/onnxSeat';
 import { onnxFolder } from './helpers/onnxFolder';
 import { hfCheckpoint, writeHfFolder } from './helpers/hfCheckpoint';
@@ -36,7 +36,7 @@ function folder(edit: (dir: string) => void = () => {}, files = hfCheckpoint().f
 
 async function refusal(dir: string): Promise<string> {
   try {
-    await readHfFolder(dir);
+    await (await openHfFolder(dir)).close();
   } catch (e) {
     expect(e).toBeInstanceOf(SatError);
     return (e as Error).message;
@@ -44,7 +44,7 @@ async function refusal(dir: string): Promise<string> {
   throw new Error('the folder was read');
 }
 
-describe('readHfFolder: files are files', () => {
+describe('openHfFolder: files are files', () => {
   it('refuses a link to /dev/zero, and any link out of the folder', async () => {
     const zero = folder((d) => { renameSync(join(d, 'model.safetensors'), join(d, '..', 'elsewhere')); symlinkSync('/dev/zero', join(d, 'model.safetensors')); });
     expect(await refusal(zero)).toBe('--agent-model: "model.safetensors" in the checkpoint folder is a link to a file outside the folder; copy the file into the folder instead');
@@ -66,7 +66,9 @@ describe('readHfFolder: files are files', () => {
 
   it('reads links inside the folder, and a Hugging Face cache snapshot whose files link into ../../blobs', async () => {
     const inner = folder((d) => { mkdirSync(join(d, 'sub')); renameSync(join(d, 'tokenizer.json'), join(d, 'sub', 't')); symlinkSync('sub/t', join(d, 'tokenizer.json')); });
-    expect((await readHfFolder(inner)).has('tokenizer.json')).toBe(true);
+    const opened = await openHfFolder(inner);
+    expect(opened.files.has('tokenizer.json')).toBe(true);
+    await opened.close();
     const cache = join(mkdtempSync(join(tmpdir(), 'sat-hfcache-')), 'models--tiny');
     const snap = join(cache, 'snapshots', 'abc123');
     mkdirSync(join(cache, 'blobs'), { recursive: true });
@@ -75,8 +77,9 @@ describe('readHfFolder: files are files', () => {
       writeFileSync(join(cache, 'blobs', `blob-${name}`), bytes);
       symlinkSync(join('..', '..', 'blobs', `blob-${name}`), join(snap, name));
     }
-    const files = await readHfFolder(snap);
-    expect([...files.keys()].sort()).toEqual([...hfCheckpoint().files.keys()].sort());
+    const snapped = await openHfFolder(snap);
+    await snapped.close();
+    expect([...snapped.files.keys()].sort()).toEqual([...hfCheckpoint().files.keys()].sort());
   });
 });
 

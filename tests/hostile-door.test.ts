@@ -185,13 +185,15 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   readOnnxLlamaHead: { 'src/cli/onnxSeat.ts': "the CLI's trainable ONNX seat and swap, after readOnnxFolder (the graph through the onnxGraph job; the JSON files as hfTokenizerOf's entry says)" },
   loadOnnxLlama: { 'src/sat/onnxSeat.ts': SEAT },
   loadHfCheckpoint: {
-    'src/cli/hfSeat.ts': 'after the checkpointHead job, each safetensors file under the cap its config sets (readRegular); the header bounded by readSafetensors',
+    'src/cli/hfSeat.ts': 'after the checkpointHead job, each safetensors file under the cap its config sets (openRegular); the header bounded by readSafetensorsIndex',
     'src/workers/agentApi.ts': SEAT,
   },
   readSafetensors: {
     'src/app/expCodec.ts': "an experiment file's container, inside parseExperimentFile (the door)",
-    'src/model/hfLoad.ts': "loadHfCheckpoint's shards (above), the header's entries and offsets bounded before a tensor is read",
     'src/model/weights.ts': "loadModel: the project's own shipped models, or weights inside an experiment file the door parsed",
+  },
+  readSafetensorsIndex: {
+    'src/model/hfLoad.ts': "loadHfCheckpoint's shards (above): each header bounded and its entries and offsets checked before a tensor is read, then each tensor read by range as it is converted",
   },
   seatOnnxTrainable: { 'src/cli/onnxSeat.ts': 'after readOnnxFolder (the graph through the onnxGraph job)', 'src/workers/agentApi.ts': SEAT },
   seatOnnxFrozen: { 'src/cli/onnxSeat.ts': 'after readOnnxFolder (the graph through the onnxGraph job)', 'src/workers/agentApi.ts': SEAT },
@@ -211,10 +213,11 @@ const BYTES_IN: Readonly<Record<string, string>> = {
   'src/app/team.ts': "the project's own shipped models (fetched from the site)",
   'src/backend/webgpu/shaders.ts': "the project's own shaders",
   'src/cli/claims.ts': "the CLI's own report",
-  'src/cli/folderFiles.ts': "readRegular: a checkpoint's regular file inside the folder, up to its cap (sourceBytes, in the CLI's thread; an ONNX folder's files are only checked here, by regularFile, and read in the onnxFolder job)",
-  'src/cli/hfSeat.ts': "a checkpoint's files through readRegular, parsed by the checkpointHead job",
+  'src/cli/folderFiles.ts': "readRegular / openRegular: a checkpoint's regular file inside the folder, up to its cap, read whole or held open for positioned reads in the CLI's thread (an ONNX folder's files are only checked here, by regularFile, and read in the onnxFolder job)",
+  'src/cli/hfSeat.ts': "a checkpoint's JSON files through readRegular, parsed by the checkpointHead job; its safetensors files through openRegular, read by range by the loader",
   'src/cli/models.ts': "the project's own shipped models",
   'src/cli/settingsDoc.ts': "the project's own docs",
+  'src/model/safetensors.ts': "readRange: a byte range of a checkpoint shard from the ByteRanges its caller opened (openRegular in the CLI, the bytes already in the worker in the page), each range bounded by the header readSafetensorsIndex checked",
   'src/workers/inputJobs.ts': 'the door',
 };
 
@@ -238,7 +241,7 @@ describe('every user file through the door', () => {
         if (!ts.isCallExpression(n)) continue;
         const e = n.expression;
         const blob = ts.isPropertyAccessExpression(e) && n.arguments.length === 0 && ['arrayBuffer', 'text', 'stream'].includes(e.name.text);
-        const fs = (ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : '').match(/^(readFileSync|readFile|readSync|readvSync|createReadStream|openAsBlob|readRegular|sourceBytes)$/)
+        const fs = (ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : '').match(/^(readFileSync|readFile|readSync|readvSync|createReadStream|openAsBlob|readRegular|openRegular|sourceBytes)$/)
           || (ts.isPropertyAccessExpression(e) && /^(read|readv)$/.test(e.name.text)); // a file handle's read (a local function named read is not one)
         if (blob || fs) reads.add(f.path);
       }

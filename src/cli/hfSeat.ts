@@ -1,8 +1,9 @@
 /**
  * `npm run sat -- --agent-model J=DIR`: seats a Hugging Face Llama checkpoint folder (DIR) as agent
- * J of a language team. The folder's files are read from disk (regular files only, each held to
- * the size its config.json implies) into the name → bytes map src/model/hfLoad.ts takes, as the
- * page builds it from File objects; the tokenizer and chat template first run in a budgeted worker
+ * J of a language team. The folder's files are checked on disk (regular files only, each held to
+ * the size its config.json implies) into the name → file map src/model/hfLoad.ts takes (JSON
+ * files as bytes, safetensors files held open for positioned reads), as the page builds it from
+ * File objects; the tokenizer and chat template first run in a budgeted worker
  * thread, so a hostile folder ends in a message. The context, the memory estimate (refused before
  * anything is allocated), the LoRA seed and the agent come from src/sat/hfSeat.ts, which the
  * page's worker uses too. Progress lines go to the `log` callback (stderr in the CLI).
@@ -11,18 +12,19 @@
  * src/sat/hfSeat.ts), flag parsing (sat.ts).
  */
 import { totalmem } from 'node:os';
+import { cpuBackend } from '../backend/cpu';
 import { ConfigError, SatError } from '../core/errors';
 import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
-import { hfFileCap, hfWeightsCap, loadHfCheckpoint, readHfConfig, type HfFiles } from '../model/hfLoad';
+import { hfFileCap, hfWeightsCap, loadHfCheckpoint, readHfConfig, type HfFolder, type HfModel } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import { LmAgent } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
 import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
 import type { Check } from '../workers/budget';
-import { openFolder, readRegular } from './folderFiles';
+import { openFolder, openRegular, readRegular, type OpenFile } from './folderFiles';
 import { cliCheck } from './inputCheck';
 import { escapeControl } from '../core/text';
 import { onnxFilesIn, seatOnnxAgent, type OnnxSeatMode } from './onnxSeat';
@@ -32,28 +34,48 @@ export { HF_DEFAULT_LORA_RANK };
 /** Context a checkpoint's config is first read with (positions): src/sat/hfSeat.ts HF_SEAT_MAX_SEQ, the page's too; the seat's own is measured (hfSeatContext). */
 export const HF_CLI_MAX_SEQ = HF_SEAT_MAX_SEQ;
 
+/** A checkpoint folder opened for the loader: its files, and `close` for the ones held open. */
+export interface OpenHfFolder {
+  readonly files: HfFolder;
+  close(): Promise<void>;
+}
+
 /**
  * The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name:
  * config.json first (small), then every other file held to the size its config implies
  * (hfLoad.ts hfFileCap) — so a folder whose tokenizer.json is a link to /dev/zero, a pipe or a
- * 180 MB vocabulary for 272 tokens is refused before it is read.
+ * 180 MB vocabulary for 272 tokens is refused before it is read. The JSON files are read whole;
+ * each safetensors file is checked and held open, and the loader reads its tensors by position as
+ * it converts them (no copy of the file in memory). Close the folder when the load is done.
  */
-export async function readHfFolder(dir: string): Promise<HfFiles> {
+export async function openHfFolder(dir: string): Promise<OpenHfFolder> {
   const { root, names } = await openFolder(dir, 'give the folder holding config.json, model.safetensors and tokenizer.json');
-  const files = new Map<string, Uint8Array>();
-  const kept = names.filter((n) => n.endsWith('.safetensors') || n.endsWith('.json')).sort();
-  if (kept.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES, 'as a config file'));
-  const { cfg, info } = readHfConfig(files); // "config.json is missing" and the config's own refusals come from here
-  const weightsCap = hfWeightsCap(cfg, info, kept.filter((n) => n.endsWith('.safetensors')).length);
-  let weights = 0;
-  for (const name of kept) {
-    if (name === 'config.json') continue;
-    const bytes = await readRegular(root, name, hfFileCap(name, cfg, info), 'with this config.json');
-    if (name.endsWith('.safetensors')) weights += bytes.byteLength;
-    if (weights > weightsCap) throw new SatError('model', `--agent-model: the checkpoint folder's safetensors files hold more than the ${formatSize(weightsCap)} its config.json has room for`);
-    files.set(name, bytes);
+  const files = new Map<string, Uint8Array | OpenFile>();
+  const open: OpenFile[] = [];
+  const close = async (): Promise<void> => {
+    for (const f of open.splice(0)) await f.close();
+  };
+  try {
+    const kept = names.filter((n) => n.endsWith('.safetensors') || n.endsWith('.json')).sort();
+    if (kept.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES, 'as a config file'));
+    const { cfg, info } = readHfConfig(files); // "config.json is missing" and the config's own refusals come from here
+    const weightsCap = hfWeightsCap(cfg, info, kept.filter((n) => n.endsWith('.safetensors')).length);
+    let weights = 0;
+    for (const name of kept) {
+      if (name === 'config.json') continue;
+      if (name.endsWith('.safetensors')) {
+        const f = await openRegular(root, name, hfFileCap(name, cfg, info), 'with this config.json');
+        open.push(f);
+        weights += f.byteLength;
+        if (weights > weightsCap) throw new SatError('model', `--agent-model: the checkpoint folder's safetensors files hold more than the ${formatSize(weightsCap)} its config.json has room for`);
+        files.set(name, f);
+      } else files.set(name, await readRegular(root, name, hfFileCap(name, cfg, info), 'with this config.json'));
+    }
+  } catch (e) {
+    await close();
+    throw e;
   }
-  return files;
+  return { files, close };
 }
 
 export interface HfSeatOptions {
@@ -76,31 +98,39 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   if (swap) throw new ConfigError('swapAgent', cfg.swapAgent, `--agent-model ${j}=…: ${swap}`);
   if ((await onnxFilesIn(dir)).length > 0) return seatOnnxAgent(exp, cfg, j, dir, { mode: o.onnx?.mode ?? 'trainable', file: o.onnx?.file, quant: o.quant, limitBytes: o.limitBytes, log: o.log });
   const lx = exp as LlmExperiment;
-  const files = await readHfFolder(dir);
-  // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's
-  // files only; their own messages come from here when they are malformed), worked out in a
-  // budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
-  const json = [...files].filter(([name]) => name.endsWith('.json'));
-  const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${escapeControl(dir)}`);
-  const head = readHfConfig(files, HF_CLI_MAX_SEQ);
-  const budget = hfSeatBudget(cfg, context);
-  const rank = budget.loraRank;
-  const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
-  // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
-  const { cfg: mc } = parseHfConfig(head.raw, { maxSeq: context });
-  o.log(`agent ${j} ← ${escapeControl(dir)}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (the context this preset needs with its tokenizer; sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget }))} (limit ${formatBytes(limit)})`);
-  let last = '';
-  const m = await loadHfCheckpoint(files, {
-    quant: o.quant,
-    maxSeq: context,
-    memory: { limitBytes: limit, where: o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory', ...budget },
-    onProgress: (p) => {
-      const line = `  ${p.phase} ${p.done}/${p.total}`;
-      if (p.done === p.total && line !== last) o.log(`${line}${p.phase === 'reading' ? ' files' : ' tensors'}`);
-      last = line;
-    },
-  });
-  const agent = hfSeatAgent(j, m, { loraRank: rank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK, activations: cfg.activations });
+  const folder = await openHfFolder(dir);
+  const files = folder.files;
+  let m: HfModel;
+  let rank: number;
+  try {
+    // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's
+    // files only; their own messages come from here when they are malformed), worked out in a
+    // budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
+    const json = [...files].flatMap(([name, b]) => (name.endsWith('.json') && b instanceof Uint8Array ? [[name, b] as [string, Uint8Array]] : []));
+    const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${escapeControl(dir)}`);
+    const head = readHfConfig(files, HF_CLI_MAX_SEQ);
+    const budget = hfSeatBudget(cfg, context);
+    rank = budget.loraRank;
+    const limit = o.limitBytes ?? Math.floor(0.8 * totalmem());
+    // The estimate is printed before the load (loadHfCheckpoint refuses with it when it does not fit).
+    const { cfg: mc } = parseHfConfig(head.raw, { maxSeq: context });
+    o.log(`agent ${j} ← ${escapeControl(dir)}: ${describeConfig(mc)}; ${o.quant}, LoRA rank ${rank}; memory estimate for ${budget.sequences} sequences × ${context} tokens (the context this preset needs with its tokenizer; sampling ${budget.prompts}): ${describeEstimate(estimateMemory(mc, { quant: o.quant, ...budget, hostCopy: false }))} (limit ${formatBytes(limit)})`);
+    let last = '';
+    m = await loadHfCheckpoint(files, {
+      quant: o.quant,
+      into: cpuBackend, // written into the CPU kernels' memory, where the seat's model takes them as they are (adopt)
+      maxSeq: context,
+      memory: { limitBytes: limit, where: o.limitBytes === undefined ? 'this machine (80 % of its memory)' : '--agent-memory', ...budget, hostCopy: false },
+      onProgress: (p) => {
+        const line = `  ${p.phase} ${p.done}/${p.total}`;
+        if (p.done === p.total && line !== last) o.log(`${line}${p.phase === 'reading' ? ' files' : ' tensors'}`);
+        last = line;
+      },
+    });
+  } finally {
+    await folder.close();
+  }
+  const agent = hfSeatAgent(j, m, { loraRank: rank, loraAlpha: cfg.loraAlpha, seed: hfSeatSeed(cfg.seed, j), temperature: cfg.temperature, topK: cfg.topK, activations: cfg.activations, adopt: true });
   const old = lx.team[j]!;
   lx.team[j] = agent;
   if (old instanceof LmAgent) old.model.dispose();

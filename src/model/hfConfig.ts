@@ -145,9 +145,9 @@ function matrixBytes(out: number, inp: number, quant: QuantKind): number {
 /** What an agent on a loaded checkpoint holds, in bytes, by part. */
 export interface MemoryEstimate {
   /** The stored weights (quantized where they can be), K/V rows already repeated for GQA, as the
-   *  backend holds them. The model also keeps the host copy it was built from (for exportWeights),
-   *  so a CPU process holds them twice: `hostWeights`. */
+   *  backend holds them. */
   readonly weights: number;
+  /** A second copy of them beside the backend's (EstimateOptions.hostCopy; 0 without one). */
   readonly hostWeights: number;
   /** LoRA adapters: parameters, gradient and two AdamW moments, f32 (0 without LoRA). */
   readonly lora: number;
@@ -168,6 +168,12 @@ export interface EstimateOptions {
   readonly seqLen?: number;
   /** Prompts sampled in one call (the rollout's batch × group, or an evaluation's episodes). Default `sequences`. */
   readonly prompts?: number;
+  /**
+   * Whether the seat holds a second copy of the weights beside the backend's: true (the default)
+   * where its model uploads them (a WebGPU seat keeps the host arrays it was built from); false
+   * for a CPU seat loaded into the kernels' memory, whose model adopts them (hfLoad.ts `into`).
+   */
+  readonly hostCopy?: boolean;
 }
 
 /**
@@ -192,7 +198,8 @@ export function estimateMemory(cfg: ModelConfig, o: EstimateOptions): MemoryEsti
   const sampling = 4 * (2 * L * S * T * d + S * T * (9 * d + 3 * H) + S * heads * T * T + S * V);
   const lora = 4 * 4 * loraParams;
   // The model keeps its training and sampling buffers side by side (both grow-only), so they add.
-  return { weights, hostWeights: weights, lora, activations, sampling, total: 2 * weights + lora + activations + sampling };
+  const hostWeights = o.hostCopy === false ? 0 : weights;
+  return { weights, hostWeights, lora, activations, sampling, total: weights + hostWeights + lora + activations + sampling };
 }
 
 /** "1.23 GiB" / "456.7 MiB". */
@@ -202,9 +209,9 @@ export function formatBytes(n: number): string {
   return `${(n / 2 ** 10).toFixed(1)} KiB`;
 }
 
-/** One line: "weights 150 MiB + their host copy 150 MiB + LoRA 40 MiB + activations 1.7 GiB + sampling … = …". */
+/** One line: "weights 150 MiB + their host copy 150 MiB + LoRA 40 MiB + activations 1.7 GiB + sampling … = …" (no host copy term when there is none). */
 export function describeEstimate(e: MemoryEstimate): string {
-  return `weights ${formatBytes(e.weights)} + their host copy ${formatBytes(e.hostWeights)} + LoRA ${formatBytes(e.lora)} + activations ${formatBytes(e.activations)} + sampling ${formatBytes(e.sampling)} = ${formatBytes(e.total)}`;
+  return `weights ${formatBytes(e.weights)}${e.hostWeights > 0 ? ` + their host copy ${formatBytes(e.hostWeights)}` : ''} + LoRA ${formatBytes(e.lora)} + activations ${formatBytes(e.activations)} + sampling ${formatBytes(e.sampling)} = ${formatBytes(e.total)}`;
 }
 
 /** Throws ConfigError('memory', …) before anything is allocated when the estimate exceeds `limitBytes`. */

@@ -1,8 +1,10 @@
 /**
  * Loads a Hugging Face Llama-family checkpoint folder (config.json, model.safetensors or its
  * shards, tokenizer.json and friends) into our weights (weights.ts names and layout), as f32 or
- * quantized on load to Q8/Q4. The input is a map file name → bytes, so the CLI and the page build
- * the same thing.
+ * quantized on load to Q8/Q4. The input is a map file name → bytes (or, for a safetensors file, a
+ * reader of its byte ranges), so the CLI and the page build the same thing. Only the headers are
+ * read whole: each tensor is read a row block at a time and converted (and quantized) straight
+ * into its final arrays, so no copy of a whole file, nor an f32 copy of a quantized model, exists.
  *
  * Two transformations make our forward pass HF's exactly (docs/models.md, "How it is loaded"):
  * q/k rows are permuted inside every head (HF rotates half pairs, our RoPE interleaved pairs), and
@@ -13,6 +15,7 @@
  *
  * Not here: config.json's fields (hfConfig.ts), the tokenizer (hfTokenizer.ts), the page's files.
  */
+import type { Backend, HostTensors } from '../backend/types';
 import { ConfigError, FormatError } from '../core/errors';
 import { f16ToF32 } from '../core/f16';
 import { readJson } from '../core/json';
@@ -21,16 +24,22 @@ import { escapeControl } from '../core/text';
 import type { ModelConfig } from './config';
 import { checkFits, checkpointParams, estimateMemory, parseHfConfig, type HfInfo } from './hfConfig';
 import { HfTokenizer, type HfTurns } from './hfTokenizer';
-import { quantizeQ4, quantizeQ8, type QuantKind } from './quant';
-import { quote, readSafetensors, showShape, type StTensor } from './safetensors';
+import { QK, quantizeRowsQ4, quantizeRowsQ8, type QuantKind } from './quant';
+import { bytesRanges, dtypeSize, quote, readRange, readSafetensorsIndex, showShape, type ByteRanges, type StEntry } from './safetensors';
 import { isQuantizable, weightNames, type ModelWeights, type WeightTensor } from './weights';
 
 /** A checkpoint folder: file name (relative to the folder, e.g. "model-00001-of-00002.safetensors") → bytes. */
 export type HfFiles = ReadonlyMap<string, Uint8Array>;
 
+/**
+ * A checkpoint folder as the loader reads it: its JSON files as bytes, each safetensors file as
+ * bytes or read by range (a file on disk, a Blob), so the weights are read as they are converted.
+ */
+export type HfFolder = ReadonlyMap<string, Uint8Array | ByteRanges>;
+
 export interface HfProgress {
   readonly phase: 'reading' | 'converting' | 'quantizing';
-  /** Files read / tensors converted so far, of `total`. */
+  /** Files whose headers are read / tensors read and converted so far, of `total`. */
   readonly done: number;
   readonly total: number;
   /** The file or tensor at hand. */
@@ -48,7 +57,15 @@ export interface HfLoadOptions {
   /** Aborts between tensors (the promise rejects with the signal's reason). */
   readonly signal?: AbortSignal;
   /** Refuse before reading any tensor when the estimate for an agent with this LoRA rank exceeds the limit. */
-  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number; readonly prompts?: number };
+  /**
+   * Where the weights' arrays are made (default: ordinary typed arrays): a backend's `zeros`, so
+   * the CPU backend's weights are written straight into its kernels' memory, for a Model built
+   * with `adopt` to use as they are (one copy of the weights in all).
+   */
+  readonly into?: Pick<Backend<HostTensors>, 'zeros'>;
+  /** Most bytes of a safetensors file read (and converted to f32) at once: whole rows, at least one. Default 1 MiB. */
+  readonly chunkBytes?: number;
+  readonly memory?: { readonly limitBytes: number; readonly loraRank: number; readonly where: string; readonly sequences?: number; readonly seqLen?: number; readonly prompts?: number; readonly hostCopy?: boolean };
 }
 
 export interface HfModel {
@@ -93,23 +110,31 @@ function hfShape(cfg: ModelConfig, info: HfInfo, ours: string): number[] {
 
 let f16Table: Float32Array | null = null;
 
-/** f32 values of an F32 / F16 / BF16 safetensors tensor (a fresh array). */
-export function toF32(t: StTensor): Float32Array {
-  if (t.dtype === 'F32') return (t.data as Float32Array).slice();
-  const bits = t.data as Uint16Array;
-  const out = new Float32Array(bits.length);
-  if (t.dtype === 'BF16') {
-    // bf16 is the top half of an f32: shift the bits up.
-    const u = new Uint32Array(out.buffer);
-    for (let i = 0; i < bits.length; i++) u[i] = bits[i]! << 16;
-    return out;
+/**
+ * The f32 values of F32 / F16 / BF16 little-endian bytes (a whole number of elements), written
+ * into `out` from element 0: BF16 is the top half of an f32 (its bits shifted up), F16 through a
+ * table of all 65,536 values, F32 copied.
+ */
+function toF32Into(dtype: 'F32' | 'F16' | 'BF16', bytes: Uint8Array, out: Float32Array): void {
+  const size = dtypeSize(dtype);
+  const n = bytes.length / size;
+  // A typed view needs its offset aligned to the element; a file's data need not be.
+  const b = bytes.byteOffset % size === 0 ? bytes : bytes.slice();
+  if (dtype === 'F32') {
+    out.set(new Float32Array(b.buffer, b.byteOffset, n));
+    return;
+  }
+  const bits = new Uint16Array(b.buffer, b.byteOffset, n);
+  if (dtype === 'BF16') {
+    const u = new Uint32Array(out.buffer, out.byteOffset, n);
+    for (let i = 0; i < n; i++) u[i] = bits[i]! << 16;
+    return;
   }
   if (f16Table === null) {
     f16Table = new Float32Array(65536);
     for (let h = 0; h < 65536; h++) f16Table[h] = f16ToF32(h);
   }
-  for (let i = 0; i < bits.length; i++) out[i] = f16Table[bits[i]!]!;
-  return out;
+  for (let i = 0; i < n; i++) out[i] = f16Table[bits[i]!]!;
 }
 
 /** HF rotate-half rows → our interleaved rows, within each of `nHeads` heads of size HS (header). */
@@ -139,17 +164,18 @@ export function repeatKvRows(w: Float32Array, kvHeads: number, heads: number, HS
 }
 
 /** File `name` of the folder as JSON, within `maxBytes` (default the small files' cap) and MAX_JSON_DEPTH. */
-function json(files: HfFiles, name: string, required: boolean, maxBytes = MAX_SMALL_JSON_BYTES, why?: string): unknown {
+function json(files: HfFolder, name: string, required: boolean, maxBytes = MAX_SMALL_JSON_BYTES, why?: string): unknown {
   const bytes = files.get(name);
   if (bytes === undefined) {
     if (!required) return undefined;
     throw new FormatError(`checkpoint folder: "${name}" is missing; a Hugging Face Llama folder has config.json, model.safetensors (or its shards with model.safetensors.index.json) and tokenizer.json`);
   }
+  if (!(bytes instanceof Uint8Array)) throw new FormatError(`checkpoint folder: "${name}" was given as a range reader; a JSON file is read whole, within its cap, before it is parsed`);
   return readJson(`checkpoint folder: "${name}"`, bytes, { maxBytes, maxDepth: MAX_JSON_DEPTH, why });
 }
 
 /** The folder's config.json, read and checked (hfConfig.ts) — the loader's first step, which the page also runs before reading any weights. */
-export function readHfConfig(files: HfFiles, maxSeq?: number): { cfg: ModelConfig; info: HfInfo; raw: unknown } {
+export function readHfConfig(files: HfFolder, maxSeq?: number): { cfg: ModelConfig; info: HfInfo; raw: unknown } {
   const raw = json(files, 'config.json', true);
   return { ...parseHfConfig(raw, { maxSeq }), raw };
 }
@@ -160,7 +186,7 @@ export function readHfConfig(files: HfFiles, maxSeq?: number): { cfg: ModelConfi
  * with it; the page builds one only in workers (the budgeted check, the seat's own worker, which
  * encodes its prompts: src/sat/env/lm.ts `TextSpeaker`).
  */
-export function hfTokenizerOf(files: HfFiles, cfg: ModelConfig, info: HfInfo, turns?: HfTurns): HfTokenizer {
+export function hfTokenizerOf(files: HfFolder, cfg: ModelConfig, info: HfInfo, turns?: HfTurns): HfTokenizer {
   const cap = maxTokenizerBytes(cfg.vocab);
   return new HfTokenizer(
     json(files, 'tokenizer.json', true, cap, `4 MiB and 1 KiB per token of config.json's "vocab_size" = ${cfg.vocab}`),
@@ -193,7 +219,7 @@ export function hfFileCap(name: string, cfg: ModelConfig, info: HfInfo): number 
 }
 
 /** Which file holds each tensor: the index's weight_map, or everything in model.safetensors. */
-function shardPlan(files: HfFiles): { shards: string[]; where: (tensor: string) => string | undefined } {
+function shardPlan(files: HfFolder): { shards: string[]; where: (tensor: string) => string | undefined } {
   const index = json(files, 'model.safetensors.index.json', false);
   if (index === undefined) {
     if (!files.has('model.safetensors')) {
@@ -215,10 +241,96 @@ function shardPlan(files: HfFiles): { shards: string[]; where: (tensor: string) 
   return { shards, where: (t) => (typeof wm[t] === 'string' ? (wm[t] as string) : undefined) };
 }
 
+/** Bytes of a source file read at once while converting (HfLoadOptions.chunkBytes' default). */
+const CHUNK_BYTES = 1 << 20;
+
+/** Allocates a converted tensor's arrays: plain typed arrays, or (HfLoadOptions.into) a backend's own memory. */
+type Alloc = <K extends 'f32' | 'i8' | 'u8' | 'u16'>(kind: K, length: number) => HostTensors[K];
+
+const ARRAYS = { f32: Float32Array, i8: Int8Array, u8: Uint8Array, u16: Uint16Array } as const;
+
+/** A folder's file as ranges: a reader given, or bytes in memory read without a copy. */
+function rangesOf(f: Uint8Array | ByteRanges): ByteRanges {
+  return f instanceof Uint8Array ? bytesRanges(f) : f;
+}
+
+/** `run`, its FormatErrors prefixed with the file they are about. */
+async function inFile<T>(file: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    if (e instanceof FormatError) throw new FormatError(`${file}: ${e.message}`);
+    throw e;
+  }
+}
+
+/**
+ * Where each source row of a weight goes in ours (null: to the same row): q rows are permuted
+ * inside each of `heads` heads, k rows inside each K/V head and then, like v rows, repeated to
+ * every head of its group (what permuteRopeRows and repeatKvRows do to whole matrices).
+ */
+function rowMap(part: string, heads: number, kvHeads: number, HS: number): ((s: number) => number[]) | null {
+  const half = HS / 2;
+  const rope = (p: number): number => (p < half ? 2 * p : 2 * (p - half) + 1);
+  const g = heads / kvHeads;
+  const group = (j: number, p: number): number[] => Array.from({ length: g }, (_, k) => (j * g + k) * HS + p);
+  if (part === 'wq') return (s) => [Math.floor(s / HS) * HS + rope(s % HS)];
+  if (part === 'wk') return (s) => group(Math.floor(s / HS), rope(s % HS));
+  if (part === 'wv' && g !== 1) return (s) => group(Math.floor(s / HS), s % HS);
+  return null;
+}
+
+/**
+ * One tensor, read from its file a row block at a time, converted to f32, checked finite and
+ * written (or quantized) straight into its final arrays at the rows `map` gives: the only copies
+ * are one block of the file's bytes and its f32 values. The numbers are those of converting the
+ * whole tensor, permuting and repeating its rows, then quantizing (each row's blocks are its own).
+ */
+async function convertTensor(
+  found: { e: StEntry; file: string; src: ByteRanges; dataStart: number },
+  hf: string,
+  shape: number[],
+  kind: QuantKind,
+  map: ((s: number) => number[]) | null,
+  alloc: Alloc,
+  chunkBytes: number,
+): Promise<WeightTensor> {
+  const { e, file, src, dataStart } = found;
+  const [rows, cols] = shape.length === 2 ? [shape[0]!, shape[1]!] : [1, shape[0]!];
+  const srcRows = e.shape.length === 2 ? e.shape[0]! : 1;
+  const n = rows * cols;
+  const what = `tensor "${hf}"`;
+  const out: WeightTensor =
+    kind === 'q8' ? { dtype: 'q8', shape, q: alloc('i8', n), scales: alloc('u16', n / QK) }
+    : kind === 'q4' ? { dtype: 'q4', shape, q: alloc('u8', n / 2), scales: alloc('u16', n / QK) }
+    : { dtype: 'f32', shape, data: alloc('f32', n) };
+  const rowBytes = cols * dtypeSize(e.dtype);
+  const block = Math.max(1, Math.min(srcRows, Math.floor(chunkBytes / Math.max(1, rowBytes))));
+  const x = new Float32Array(block * cols);
+  const put = (xAt: number, count: number, at: number): void => {
+    if (out.dtype === 'q8') quantizeRowsQ8(x, xAt, count, cols, out, at, what);
+    else if (out.dtype === 'q4') quantizeRowsQ4(x, xAt, count, cols, out, at, what);
+    else out.data.set(x.subarray(xAt, xAt + count * cols), at * cols);
+  };
+  const from = dataStart + e.begin;
+  for (let s0 = 0; s0 < srcRows; s0 += block) {
+    const s1 = Math.min(srcRows, s0 + block);
+    const bytes = await inFile(file, () => readRange(src, from + s0 * rowBytes, from + s1 * rowBytes));
+    toF32Into(e.dtype as 'F32' | 'F16' | 'BF16', bytes, x); // dtypes other than these were refused with the header
+    const m = (s1 - s0) * cols;
+    for (let k = 0; k < m; k++) {
+      if (!Number.isFinite(x[k]!)) throw new FormatError(`${file}: tensor "${hf}" element ${s0 * cols + k} is ${x[k]}; the weights are corrupt`);
+    }
+    if (map === null) put(0, s1 - s0, s0);
+    else for (let s = s0; s < s1; s++) for (const r of map(s)) put((s - s0) * cols, 1, r);
+  }
+  return out;
+}
+
 const yieldToEventLoop = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
 
 /** Reads, checks, converts (and quantizes) a checkpoint folder; see the header for every step and check. */
-export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {}): Promise<HfModel> {
+export async function loadHfCheckpoint(files: HfFolder, opts: HfLoadOptions = {}): Promise<HfModel> {
   const quant = opts.quant ?? 'f32';
   const progress = opts.onProgress ?? (() => {});
   const { cfg, info, raw: rawConfig } = readHfConfig(files, opts.maxSeq);
@@ -253,23 +365,24 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
       throw new FormatError(`tensor "${name}" has shape ${showShape(shape)} but config.json implies ${showShape(want)}`);
     }
   };
-  const tensors = new Map<string, { t: StTensor; file: string }>();
+  // Every shard's header first (its entries checked, the tiling of its data), so a bad file is
+  // refused before any tensor is converted; the data is read tensor by tensor below.
+  const chunkBytes = opts.chunkBytes ?? CHUNK_BYTES;
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new ConfigError('chunkBytes', chunkBytes, `loadHfCheckpoint: chunkBytes must be a whole number of bytes ≥ 1, got ${String(chunkBytes)}.`);
+  const into = opts.into;
+  const alloc: Alloc = into ? (kind, length) => into.zeros(kind, length) : (kind, length) => new ARRAYS[kind](length) as HostTensors[typeof kind];
+  const tensors = new Map<string, { e: StEntry; file: string; src: ByteRanges; dataStart: number }>();
   for (const [i, file] of plan.shards.entries()) {
     opts.signal?.throwIfAborted();
     progress({ phase: 'reading', done: i, total: plan.shards.length, item: file });
     await yieldToEventLoop();
-    let read;
-    try {
-      read = readSafetensors(files.get(file)!, { maxHeaderBytes: headerCap, headerWhy: `1 KiB for each of the ${shapes.size} tensors of this config.json, and 64 KiB`, checkEntry });
-    } catch (e) {
-      if (e instanceof FormatError) throw new FormatError(`${file}: ${e.message}`);
-      throw e;
-    }
-    for (const [name, t] of read.tensors) {
-      const want = plan.where(name);
-      if (want !== undefined && want !== file) throw new FormatError(`${file}: holds tensor "${name}", which model.safetensors.index.json puts in "${want}"`);
-      if (tensors.has(name)) throw new FormatError(`${file}: tensor "${name}" is also in "${tensors.get(name)!.file}"`);
-      tensors.set(name, { t, file });
+    const src = rangesOf(files.get(file)!);
+    const index = await inFile(file, () => readSafetensorsIndex(src, { maxHeaderBytes: headerCap, headerWhy: `1 KiB for each of the ${shapes.size} tensors of this config.json, and 64 KiB`, checkEntry }));
+    for (const e of index.entries) {
+      const want = plan.where(e.name);
+      if (want !== undefined && want !== file) throw new FormatError(`${file}: holds tensor "${e.name}", which model.safetensors.index.json puts in "${want}"`);
+      if (tensors.has(e.name)) throw new FormatError(`${file}: tensor "${e.name}" is also in "${tensors.get(e.name)!.file}"`);
+      tensors.set(e.name, { e, file, src, dataStart: index.dataStart });
     }
   }
   progress({ phase: 'reading', done: plan.shards.length, total: plan.shards.length, item: '' });
@@ -285,26 +398,13 @@ export async function loadHfCheckpoint(files: HfFiles, opts: HfLoadOptions = {})
       const where = plan.where(hf);
       throw new FormatError(`checkpoint folder: tensor "${hf}" (shape ${showShape(want)}) is missing${where ? ` from "${where}", where model.safetensors.index.json puts it` : ''}`);
     }
-    const { t, file } = found; // its dtype and shape were checked as the header was read (checkEntry)
     progress({ phase: 'converting', done: i, total: names.length, item: hf });
     if (i % 8 === 0) await yieldToEventLoop();
-    let data = toF32(t);
-    tensors.delete(hf); // the raw copy can go as soon as it is converted
-    for (let k = 0; k < data.length; k++) {
-      if (!Number.isFinite(data[k]!)) throw new FormatError(`${file}: tensor "${hf}" element ${k} is ${data[k]}; the weights are corrupt`);
-    }
     const part = ours.slice(ours.lastIndexOf('.') + 1);
-    if (part === 'wq') data = permuteRopeRows(data, cfg.heads, HS, cfg.d);
-    if (part === 'wk') data = permuteRopeRows(data, info.kvHeads, HS, cfg.d);
-    if (part === 'wk' || part === 'wv') data = repeatKvRows(data, info.kvHeads, cfg.heads, HS, cfg.d);
     const shape = ours === 'tok_emb' || ours === 'lm_head' ? [cfg.vocab, cfg.d] : part === 'wk' || part === 'wv' ? [cfg.d, cfg.d] : want;
-    let w: WeightTensor = { dtype: 'f32', shape, data };
-    if (quant !== 'f32' && isQuantizable(shape)) {
-      progress({ phase: 'quantizing', done: i, total: names.length, item: hf });
-      const [O, C] = [shape[0]!, shape[1]!];
-      w = quant === 'q8' ? { dtype: 'q8', shape, ...quantizeQ8(data, O, C, `tensor "${hf}"`) } : { dtype: 'q4', shape, ...quantizeQ4(data, O, C, `tensor "${hf}"`) };
-    }
-    weights.set(ours, w);
+    const kind = quant !== 'f32' && isQuantizable(shape) ? quant : 'f32';
+    if (kind !== 'f32') progress({ phase: 'quantizing', done: i, total: names.length, item: hf });
+    weights.set(ours, await convertTensor(found, hf, shape, kind, rowMap(part, cfg.heads, info.kvHeads, HS), alloc, chunkBytes));
   }
   progress({ phase: quant === 'f32' ? 'converting' : 'quantizing', done: names.length, total: names.length, item: '' });
   const named = (rawConfig as Record<string, unknown>)._name_or_path;

@@ -169,23 +169,24 @@ export class Model<X extends TensorKinds = HostTensors> {
     this.store = new ParamStore(be, specs);
     const slotOf = (name: string): number => this.store.slotOf(name);
 
-    // --- tensors the forward reads: a trainable slot, or a frozen upload ---
+    // --- tensors the forward reads: a trainable slot, or a frozen upload (the caller's own arrays with `adopt`) ---
+    const upload = <K extends TensorKind>(kind: K, data: HostTensors[K]): X[K] => (opts.adopt && be.hostView ? (data as unknown as X[K]) : be.upload(kind, data));
     const f32 = (name: string): FRef<X> => {
       if (mode === 'full') return { kind: 'slot', slot: slotOf(name) };
       const t = weights.get(name)!;
-      const up = this.keep(be.upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t)));
+      const up = this.keep(upload('f32', t.dtype === 'f32' ? t.data : dequantizeTensor(t)));
       this.frozenReaders.set(name, async () => ({ dtype: 'f32', shape: t.shape, data: (await be.download('f32', up)).slice() }));
       return { kind: 'fixed', t: up };
     };
     /** A frozen Q8/Q4 weight uploaded as stored, readable back by exportWeights under `name` (null: read under another name). */
     const frozenQ = (name: string | null, t: Extract<WeightTensor, { dtype: 'q8' | 'q4' }>): BMat<X> => {
-      const scales = this.keep(be.upload('u16', t.scales));
+      const scales = this.keep(upload('u16', t.scales));
       if (t.dtype === 'q8') {
-        const q = this.keep(be.upload('i8', t.q));
+        const q = this.keep(upload('i8', t.q));
         if (name !== null) this.frozenReaders.set(name, async () => ({ dtype: 'q8', shape: t.shape, q: (await be.download('i8', q)).slice(), scales: (await be.download('u16', scales)).slice() }));
         return { kind: 'q8', q, scales };
       }
-      const q = this.keep(be.upload('u8', t.q));
+      const q = this.keep(upload('u8', t.q));
       if (name !== null) this.frozenReaders.set(name, async () => ({ dtype: 'q4', shape: t.shape, q: (await be.download('u8', q)).slice(), scales: (await be.download('u16', scales)).slice() }));
       return { kind: 'q4', q, scales };
     };

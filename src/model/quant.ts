@@ -61,31 +61,65 @@ export function f16AtLeast(v: number, where = ''): number {
 }
 
 /**
- * Shared by Q8/Q4: per-block absmax → stored f16 scale bits; `levels` is 127 or 7. Values are
- * quantized with the *stored* f16 scale, rounded up to the next f16 if rounding to nearest would
- * make it smaller than max|x|/levels, so no element is clamped and |x − x̂| ≤ scale/2 exactly
- * (plus the f32 rounding of x̂, ≤ |x̂|·2⁻²⁴). llama.cpp uses the unrounded f32 scale, so in rare
- * elements our q differs from its by one; the format and its meaning are the same.
+ * Shared by Q8/Q4: per-block absmax → stored f16 scale bits, for `rows` rows of x from element
+ * `xAt`, written to scales from row `at` (messages name rows from `at`); `levels` is 127 or 7.
+ * Values are quantized with the *stored* f16 scale, rounded up to the next f16 if rounding to
+ * nearest would make it smaller than max|x|/levels, so no element is clamped and |x − x̂| ≤ scale/2
+ * exactly (plus the f32 rounding of x̂, ≤ |x̂|·2⁻²⁴). llama.cpp uses the unrounded f32 scale, so in
+ * rare elements our q differs from its by one; the format and its meaning are the same.
  */
-function blockScales(x: Float32Array, rows: number, cols: number, levels: number, what: string): Uint16Array {
+function blockScales(x: Float32Array, xAt: number, rows: number, cols: number, levels: number, scales: Uint16Array, at: number, what: string): void {
   const nb = cols / QK;
-  const scales = new Uint16Array(rows * nb);
   for (let o = 0; o < rows; o++) {
     for (let b = 0; b < nb; b++) {
-      const base = o * cols + b * QK;
+      const base = xAt + o * cols + b * QK;
       let amax = 0;
       for (let i = 0; i < QK; i++) {
         const v = x[base + i]!;
         if (!Number.isFinite(v)) {
-          throw new NumericError(`${what}: value at [${o}, ${b * QK + i}] is ${v}; only finite weights can be quantized`);
+          throw new NumericError(`${what}: value at [${at + o}, ${b * QK + i}] is ${v}; only finite weights can be quantized`);
         }
         const a = Math.abs(v);
         if (a > amax) amax = a;
       }
-      scales[o * nb + b] = amax === 0 ? 0 : f16AtLeast(amax / levels, `${what}: row ${o}, block ${b}: `);
+      scales[(at + o) * nb + b] = amax === 0 ? 0 : f16AtLeast(amax / levels, `${what}: row ${at + o}, block ${b}: `);
     }
   }
-  return scales;
+}
+
+/** Where a quantizer writes: rows `at`.. of a matrix of `rows` rows (q and scales sized for all of them). */
+function checkInto(what: string, xLen: number, xAt: number, rows: number, cols: number, m: { q: ArrayLike<number>; scales: ArrayLike<number> }, perByte: number, at: number): void {
+  checkShape(what, rows, cols, null);
+  if (cols === 0) return; // nothing to write
+  const total = m.scales.length / (cols / QK);
+  if (!Number.isInteger(xAt) || xAt < 0 || xAt + rows * cols > xLen || !Number.isInteger(at) || at < 0 || at + rows > total || m.q.length * perByte !== total * cols) {
+    throw new ConfigError('shape', [rows, cols], `${what}: rows [${at}, ${at + rows}) of ${cols} values from element ${xAt} of ${xLen} do not fit a matrix of ${m.q.length * perByte} values and ${m.scales.length} scales.`);
+  }
+}
+
+/**
+ * Q8 blocks of `rows` rows of x (from element `xAt`, `cols` values each) written into rows `at`..
+ * of `m`: the same numbers as quantizeQ8 of the whole matrix gives those rows (each row's blocks
+ * are its own), so a loader can quantize a matrix row block by row block into its final arrays.
+ */
+export function quantizeRowsQ8(x: Float32Array, xAt: number, rows: number, cols: number, m: Q8Matrix, at: number, what = 'quantizeQ8'): void {
+  checkInto(what, x.length, xAt, rows, cols, m, 1, at);
+  blockScales(x, xAt, rows, cols, 127, m.scales, at, what);
+  const { q, scales } = m;
+  const nb = cols / QK;
+  for (let o = 0; o < rows; o++) {
+    const dst = (at + o) * cols;
+    q.fill(0, dst, dst + cols);
+    for (let b = 0; b < nb; b++) {
+      const s = f16ToF32(scales[(at + o) * nb + b]!);
+      if (s === 0) continue;
+      const base = xAt + o * cols + b * QK;
+      for (let i = 0; i < QK; i++) {
+        const v = roundAway(x[base + i]! / s);
+        q[dst + b * QK + i] = v > 127 ? 127 : v < -127 ? -127 : v;
+      }
+    }
+  }
 }
 
 /**
@@ -95,21 +129,9 @@ function blockScales(x: Float32Array, rows: number, cols: number, levels: number
  */
 export function quantizeQ8(x: Float32Array, rows: number, cols: number, what = 'quantizeQ8'): Q8Matrix {
   checkShape(what, rows, cols, x.length);
-  const scales = blockScales(x, rows, cols, 127, what);
-  const q = new Int8Array(rows * cols);
-  const nb = cols / QK;
-  for (let o = 0; o < rows; o++) {
-    for (let b = 0; b < nb; b++) {
-      const s = f16ToF32(scales[o * nb + b]!);
-      if (s === 0) continue;
-      const base = o * cols + b * QK;
-      for (let i = 0; i < QK; i++) {
-        const v = roundAway(x[base + i]! / s);
-        q[base + i] = v > 127 ? 127 : v < -127 ? -127 : v;
-      }
-    }
-  }
-  return { q, scales };
+  const m = { q: new Int8Array(rows * cols), scales: new Uint16Array((rows * cols) / QK) };
+  quantizeRowsQ8(x, 0, rows, cols, m, 0, what);
+  return m;
 }
 
 /** Q8 blocks → f32 [rows × cols] (written into `out` if given). */
@@ -124,6 +146,28 @@ export function dequantizeQ8(m: Q8Matrix, rows: number, cols: number, out?: Floa
   return y;
 }
 
+/** Q4 blocks of rows of x written into rows `at`.. of `m`, as quantizeRowsQ8 (the same numbers as quantizeQ4 of the whole matrix). */
+export function quantizeRowsQ4(x: Float32Array, xAt: number, rows: number, cols: number, m: Q4Matrix, at: number, what = 'quantizeQ4'): void {
+  checkInto(what, x.length, xAt, rows, cols, m, 2, at);
+  blockScales(x, xAt, rows, cols, 7, m.scales, at, what);
+  const { q, scales } = m;
+  const nb = cols / QK;
+  for (let o = 0; o < rows; o++) {
+    const dst = (at + o) * cols;
+    q.fill(0x88, dst >> 1, (dst + cols) >> 1); // nibble 8 = value 0
+    for (let b = 0; b < nb; b++) {
+      const s = f16ToF32(scales[(at + o) * nb + b]!);
+      if (s === 0) continue;
+      const base = xAt + o * cols + b * QK;
+      for (let i = 0; i < QK; i += 2) {
+        const lo = Math.min(15, Math.max(0, roundAway(x[base + i]! / s) + 8));
+        const hi = Math.min(15, Math.max(0, roundAway(x[base + i + 1]! / s) + 8));
+        q[(dst + b * QK + i) >> 1] = lo | (hi << 4);
+      }
+    }
+  }
+}
+
 /**
  * f32 [rows × cols] → Q4 blocks: q Uint8Array(rows·cols/2), element (o, c) in byte ⌊(o·cols + c)/2⌋,
  * low nibble for even c; scales as Q8's. scale = max|x|/7, symmetric (nibble 0 never produced:
@@ -132,22 +176,9 @@ export function dequantizeQ8(m: Q8Matrix, rows: number, cols: number, out?: Floa
  */
 export function quantizeQ4(x: Float32Array, rows: number, cols: number, what = 'quantizeQ4'): Q4Matrix {
   checkShape(what, rows, cols, x.length);
-  const scales = blockScales(x, rows, cols, 7, what);
-  const q = new Uint8Array((rows * cols) / 2).fill(0x88); // nibble 8 = value 0
-  const nb = cols / QK;
-  for (let o = 0; o < rows; o++) {
-    for (let b = 0; b < nb; b++) {
-      const s = f16ToF32(scales[o * nb + b]!);
-      if (s === 0) continue;
-      const base = o * cols + b * QK;
-      for (let i = 0; i < QK; i += 2) {
-        const lo = Math.min(15, Math.max(0, roundAway(x[base + i]! / s) + 8));
-        const hi = Math.min(15, Math.max(0, roundAway(x[base + i + 1]! / s) + 8));
-        q[(base + i) >> 1] = lo | (hi << 4);
-      }
-    }
-  }
-  return { q, scales };
+  const m = { q: new Uint8Array((rows * cols) / 2), scales: new Uint16Array((rows * cols) / QK) };
+  quantizeRowsQ4(x, 0, rows, cols, m, 0, what);
+  return m;
 }
 
 /** The 4-bit code (0..15) of element `index` = o·cols + c of a packed Q4 matrix. */

@@ -3,8 +3,9 @@
  * little-endian header length N, N bytes of JSON ({ "__metadata__": {…}, "<name>": { dtype, shape,
  * data_offsets }, … }; we pad it so the data starts 8-aligned), then the tensors' bytes. The reader
  * is as strict as the reference: tensors exactly tile the data section, each is numel·sizeof(dtype)
- * bytes, and every failure is a bounded-length FormatError saying what and where. Data is copied
- * out (no aliasing). F16/BF16 are raw Uint16 bits (src/core/f16.ts); BOOL, I64, U64 and F8 are
+ * bytes, and every failure is a bounded-length FormatError saying what and where. readSafetensors
+ * copies the data out (no aliasing); readSafetensorsIndex checks a header alone, read by range, so a
+ * loader reads each tensor's bytes when it needs them. F16/BF16 are raw Uint16 bits (src/core/f16.ts); BOOL, I64, U64 and F8 are
  * refused by name.
  *
  * Not here: what the tensors mean (weights.ts decides names, shapes and the model scheme).
@@ -149,12 +150,44 @@ export function writeSafetensors(
   return out;
 }
 
-interface Entry {
-  name: string;
-  dtype: StDtype;
-  shape: number[];
-  begin: number;
-  end: number;
+/** A tensor's entry in a file's header: its dtype, shape and byte range [begin, end) in the data section. */
+export interface StEntry {
+  readonly name: string;
+  readonly dtype: StDtype;
+  readonly shape: readonly number[];
+  readonly begin: number;
+  readonly end: number;
+}
+
+/**
+ * A file's header, read and checked without its data: the entries sorted by offset (exactly tiling
+ * the data section), the metadata, and where the data section starts in the file.
+ */
+export interface SafetensorsIndex {
+  readonly entries: readonly StEntry[];
+  readonly metadata: Record<string, string>;
+  readonly dataStart: number;
+}
+
+/** A file's bytes read by range (a positioned read of a file on disk, a Blob slice, or bytes in memory). */
+export interface ByteRanges {
+  readonly byteLength: number;
+  /** Bytes [begin, end) of the file; fewer than asked is an error of the reader. */
+  read(begin: number, end: number): Promise<Uint8Array>;
+}
+
+/** Bytes [begin, end) of `src`; a FormatError when the reader gives fewer or more (the file changed since it was sized). */
+export async function readRange(src: ByteRanges, begin: number, end: number): Promise<Uint8Array> {
+  const b = await src.read(begin, end);
+  if (b.length !== end - begin) {
+    throw new FormatError(`safetensors: bytes [${begin}, ${end}) of the file read as ${b.length} bytes, not ${end - begin}; the file changed or was truncated while it was read`);
+  }
+  return b;
+}
+
+/** Bytes already in memory, read by range without a copy. */
+export function bytesRanges(bytes: Uint8Array): ByteRanges {
+  return { byteLength: bytes.byteLength, read: (begin, end) => Promise.resolve(bytes.subarray(begin, end)) };
 }
 
 /** What a reader that knows what the file should hold can refuse early (readSafetensors). */
@@ -166,20 +199,15 @@ export interface ReadBounds {
   readonly checkEntry?: (name: string, dtype: StDtype, shape: readonly number[]) => void;
 }
 
-/**
- * Parses safetensors bytes, validating everything; throws FormatError with a specific message.
- * `bounds` lets a caller that knows what the file should hold refuse a header too large for it,
- * or an entry it does not expect, before the header is decoded or any data copied.
- */
-export function readSafetensors(bytes: Uint8Array, bounds: ReadBounds = {}): Safetensors {
+/** The header length N from a file's first 8 bytes, checked against the file's length L and the bounds. */
+function headerLength(first: Uint8Array, L: number, bounds: ReadBounds): number {
   assertLittleEndian();
-  const L = bytes.length;
   if (L < 8) {
     throw new FormatError(
       `safetensors: file is only ${L} byte${L === 1 ? '' : 's'} long; a safetensors file starts with an 8-byte header length (file empty or truncated)`,
     );
   }
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const dv = new DataView(first.buffer, first.byteOffset, 8);
   const N = dv.getUint32(0, true) + dv.getUint32(4, true) * 2 ** 32;
   if (N > MAX_HEADER_BYTES) {
     throw new FormatError(
@@ -194,9 +222,15 @@ export function readSafetensors(bytes: Uint8Array, bounds: ReadBounds = {}): Saf
       `safetensors: header length ${N} bytes runs past the end of the file (${L} bytes, so at most ${L - 8} header bytes); the file is truncated or not a safetensors file`,
     );
   }
+  return N;
+}
+
+/** The header's N bytes (file bytes 8..8+N) decoded and checked against a file of L bytes (header). */
+function parseHeader(hbytes: Uint8Array, L: number, bounds: ReadBounds): SafetensorsIndex {
+  const N = hbytes.length;
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + N));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(hbytes);
   } catch {
     throw new FormatError(`safetensors: header (bytes 8..${8 + N}) is not valid UTF-8; the file is corrupt or not a safetensors file`);
   }
@@ -226,7 +260,7 @@ export function readSafetensors(bytes: Uint8Array, bounds: ReadBounds = {}): Saf
   }
 
   const dataLen = L - 8 - N;
-  const entries: Entry[] = [];
+  const entries: StEntry[] = [];
   for (const [name, raw] of Object.entries(h)) {
     if (name === '__metadata__') continue;
     const where = `safetensors: tensor ${quote(name)}`;
@@ -277,7 +311,7 @@ export function readSafetensors(bytes: Uint8Array, bounds: ReadBounds = {}): Saf
 
   entries.sort((a, b) => a.begin - b.begin || a.end - b.end);
   let pos = 0;
-  let prev: Entry | null = null;
+  let prev: StEntry | null = null;
   for (const e of entries) {
     if (e.begin < pos && prev) {
       throw new FormatError(
@@ -296,11 +330,39 @@ export function readSafetensors(bytes: Uint8Array, bounds: ReadBounds = {}): Saf
     throw new FormatError(`safetensors: ${dataLen - pos} unexpected bytes after the last tensor (data section is ${dataLen} bytes, tensors end at ${pos})`);
   }
 
+  return { entries, metadata, dataStart: 8 + N };
+}
+
+/**
+ * Parses safetensors bytes, validating everything; throws FormatError with a specific message.
+ * `bounds` lets a caller that knows what the file should hold refuse a header too large for it,
+ * or an entry it does not expect, before the header is decoded or any data copied.
+ */
+export function readSafetensors(bytes: Uint8Array, bounds: ReadBounds = {}): Safetensors {
+  const L = bytes.length;
+  const N = headerLength(bytes.subarray(0, Math.min(8, L)), L, bounds);
+  const { entries, metadata, dataStart } = parseHeader(bytes.subarray(8, 8 + N), L, bounds);
   const tensors = new Map<string, StTensor>();
-  const base = bytes.byteOffset + 8 + N;
+  const base = bytes.byteOffset + dataStart;
   for (const e of entries) {
     const buf = bytes.buffer.slice(base + e.begin, base + e.end) as ArrayBuffer;
     tensors.set(e.name, { dtype: e.dtype, shape: e.shape, data: DTYPES[e.dtype].make(buf) });
   }
   return { tensors, metadata };
+}
+
+/**
+ * A file's header read by range (its first 8 bytes, then the header alone), checked exactly as
+ * readSafetensors checks it, so a loader can then read each tensor's bytes as it converts them
+ * (`dataStart + begin`, `dataStart + end`) and no copy of the whole file is ever made.
+ */
+export async function readSafetensorsIndex(src: ByteRanges, bounds: ReadBounds = {}): Promise<SafetensorsIndex> {
+  const L = src.byteLength;
+  const N = headerLength(L < 8 ? new Uint8Array(8) : await readRange(src, 0, 8), L, bounds);
+  return parseHeader(await readRange(src, 8, 8 + N), L, bounds);
+}
+
+/** Bytes per element of a dtype. */
+export function dtypeSize(dtype: StDtype): number {
+  return DTYPES[dtype].size;
 }

@@ -25,6 +25,13 @@ export interface ModelOptions {
    * function; the input gradient treats the activation rounding as the identity.
    */
   readonly activations?: 'exact' | 'int8';
+  /**
+   * The frozen weights' arrays were made by this backend (its `zeros`, e.g. a loader writing
+   * straight into the CPU kernels' memory): the model uses them as its tensors without a copy and
+   * releases them on `dispose`, so the caller must not use them after. On a backend whose tensors
+   * are not host arrays (no `hostView`: WebGPU) they are uploaded as usual. Default false.
+   */
+  readonly adopt?: boolean;
 }
 
 /** One named slice of the flat parameter array. */

@@ -29,6 +29,8 @@ export interface HfSeatAgentOptions {
   readonly name?: string;
   /** How the frozen base takes its input (the activations setting; default exact). */
   readonly activations?: 'exact' | 'int8';
+  /** The checkpoint's weights were loaded into this backend's memory (hfLoad.ts `into`): the model takes them without a copy, and they are its alone (Model option `adopt`). */
+  readonly adopt?: boolean;
 }
 
 /** An LmAgent on a checkpoint: a context its model cannot hold is refused naming the seat, the length and the limit. */
@@ -49,6 +51,6 @@ class HfSeatAgent<X extends TensorKinds> extends LmAgent<X> {
 
 /** Agent j over a loaded checkpoint: LoRA adapters over its frozen base, its own tokenizer. */
 export function hfSeatAgent<X extends TensorKinds = HostTensors>(j: number, m: HfModel, o: HfSeatAgentOptions, be: Backend<X> = cpuBackend as unknown as Backend<X>): LmAgent<X> {
-  const model = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: o.loraRank, alpha: o.loraAlpha }, seed: o.seed, activations: o.activations });
+  const model = new Model(be, m.cfg, m.weights, { trainable: 'lora', lora: { rank: o.loraRank, alpha: o.loraAlpha }, seed: o.seed, activations: o.activations, adopt: o.adopt });
   return new HfSeatAgent(j, model, { name: `${o.name ?? m.name}#${j}`, temperature: o.temperature, topK: o.topK, tokenizer: m.tokenizer });
 }
