@@ -330,32 +330,28 @@ async function mixtureRound(
   env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], final: readonly AgentSnapshot[], units: number, rng: Rng, given?: MixtureHalf,
 ): Promise<{ cur: MixtureHalf; bar: MixtureHalf }> {
   const barBatch = await env.rollout(team, units, env.slots, rng.fork(2), { record: false });
-  // Σ over every agent's messages of log π_cur − log π̄ (the batch recorded π̄'s): −log r̄.
-  const barLog = new Float64Array(barBatch.episodes.length);
   let curBatch: Batch | undefined;
+  let barLog: Float64Array;
   await Promise.all(team.map((a, k) => a.restore(start[k]!)));
   try {
     if (!given) curBatch = await env.rollout(team, units, env.slots, rng, { record: false });
-    for (const a of team) {
-      const s = agentSteps(barBatch, a.index);
-      const u = episodeLogRatios(barBatch, s, await a.logProbs(s));
-      for (let e = 0; e < u.length; e++) barLog[e]! -= u[e]!;
-    }
+    barLog = (await teamLogRatios(team, barBatch)).map((u) => -u); // the batch recorded π̄'s log-probs: now π_cur's over them is 1/r̄
   } finally {
     await Promise.all(team.map((a, k) => a.restore(final[k]!)));
   }
-  let cur = given;
-  if (!cur) {
-    const c = curBatch!;
-    const logR = new Float64Array(c.episodes.length);
-    for (const a of team) {
-      const s = agentSteps(c, a.index);
-      const u = episodeLogRatios(c, s, await a.logProbs(s));
-      for (let e = 0; e < u.length; e++) logR[e]! += u[e]!;
-    }
-    cur = { reward: rewardsOf(c), logR };
-  }
+  const cur = given ?? { reward: rewardsOf(curBatch!), logR: await teamLogRatios(team, curBatch!) };
   return { cur, bar: { reward: rewardsOf(barBatch), logR: barLog } };
+}
+
+/** Per episode, Σ over every agent's messages of log π_now − the log-prob recorded when it was drawn (NaN: a mismatch, §3.1). */
+async function teamLogRatios(team: readonly AgentPolicy[], batch: Batch): Promise<Float64Array> {
+  const out = new Float64Array(batch.episodes.length);
+  for (const a of team) {
+    const s = agentSteps(batch, a.index);
+    const u = episodeLogRatios(batch, s, await a.logProbs(s));
+    for (let e = 0; e < u.length; e++) out[e]! += u[e]!;
+  }
+  return out;
 }
 
 /** Two arrays end to end. */
