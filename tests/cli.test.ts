@@ -105,6 +105,12 @@ describe('npm run sat', () => {
     expect(bad.err).toMatch(/--sqrt-delta and --fixed-lr go with --sweep delta=/);
   });
 
+  it('--cert-estimator names the two estimators it takes', () => {
+    const bad = sat('--certify-report', '--presets', 'arith-team', '--cert-estimator', 'balance');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--cert-estimator expects truncated-is .* or mixture .*, got balance/);
+  });
+
   it('runs a language team from the shipped models and swaps an agent for a larger one with Stage-0', () => {
     const r = sat(
       '--preset', 'arith-pnp', '--stages', '1', '--swap', '1=arithmetic-M', '--swap-stage', '1', '--stage0', '0.05',
