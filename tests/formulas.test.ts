@@ -251,5 +251,12 @@ describe('formula cards on real records', () => {
     const other = renderToString(h(WaterfallChart, { record: rec, form: 'gamma' })).replace(/<!-- -->/g, '');
     expect(other).not.toContain('data-formula=');
     expect(other).toContain('certForm = episodic');
+    // A mixture stage: its own card, and the team-bound line says the episodes came in pairs of both teams.
+    const mix = lmMixture[0]!;
+    const mixHtml = renderToString(h(WaterfallChart, { record: mix })).replace(/<!-- -->/g, '');
+    expect(mixHtml).toContain('data-formula="waterfall-mixture"');
+    expect(mixHtml).toContain(`team-level bound: ${teamBoundEpisodes(mix.certificate).toLocaleString('en-US')} episodes`);
+    expect(mixHtml).toContain('in pairs of one episode of each team (mixture)');
+    expect(renderToString(h(WaterfallChart, { record: lm[0]! }))).not.toContain('(mixture)');
   });
 });
