@@ -636,6 +636,11 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
   const mark = (v: keyof typeof VERDICTS) => `${VERDICTS[v].glyph} ${VERDICTS[v].words}`;
   console.log(table(['preset', 'seeds×stages', 'ΔJ>0', mark('certified'), 'tightness', 'proved', mark('held'), mark('not held'), mark('undecided'), mark('unchecked'), 'false cert', 'cert ep/stage', 'ESS', 'trunc', 'ms/stage', 'cert ms', 'cert time'], rows));
   console.log('\nms/stage excludes the CRN check (it is a test of the bound, not part of training or certifying).');
+  if (names.some((n) => PRESETS.find((p) => p.name === n)?.kind === 'llm')) {
+    console.log(args.certEstimator === 'mixture'
+      ? 'Language teams: the mixture estimator, pairs of one episode of each team (docs/certificate.md §5.4); ESS and trunc are those of the first round\u2019s starting-team episodes.'
+      : 'Language teams: the truncated estimator, episodes of the starting team (docs/certificate.md §5.1).');
+  }
   const decades = out.flatMap((row) => row.decades.map((d) => [
     row.preset, `${d.from}–${d.to}`, String(d.improved), `${d.certified} (${fmt(d.improved > 0 ? (100 * d.certified) / d.improved : Number.NaN, 0)} %)`,
     fmt(d.tightness, 2), fmt(d.episodesMean, 0), fmt(d.episodesMax, 0), fmt(d.secondsPerStage, 1),
