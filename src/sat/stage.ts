@@ -663,7 +663,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     let final: AgentSnapshot[] | null = null;
     const mixRound = async (round: number, given?: MixtureHalf) => {
       final ??= await Promise.all(team.map((a) => a.snapshot()));
-      const r = await mixtureRound(env, team, startTeam!, final, plan.roundUnits, round === 1 ? rng.fork(stage, STREAM.teamCert, 1) : rng.fork(stage, STREAM.teamCert, round), given);
+      const r = await mixtureRound(env, team, startTeam!, final, plan.roundUnits, rng.fork(stage, STREAM.teamCert, round), given);
       return mixtureSummands(r.cur, r.bar, mixture!.b, env.slots);
     };
     let x = mixture ? await mixRound(1, { reward: rewardsOf(team0.batch!), logR: team0.tc.logRatios() }) : team0.tc.summands();
