@@ -130,11 +130,14 @@ describe('language certificate validity (exact J, tiny language teams)', () => {
     expect(all.topkStages).toBeGreaterThan(0);
   });
 
-  it('the sequential family: stopping as early as the rule allows holds in ≥ 1 − δ_conf; a fixed-N bound read after every round does not', { timeout: 600_000 }, async () => {
-    // Rounds of 4–12 episodes, up to 8 × the average budget: a stage may stop after its first
-    // round. Each run twice: with the rule (certStop = early), and drawn to its budget
-    // (certStop = cap) so that the controls can read the same rounds their own way.
-    const seed = 20261207;
+  // Rounds of 4–12 episodes, up to 8 × the average budget: a stage may stop after its first
+  // round. Each run twice: with the rule (certStop = early), and drawn to its budget
+  // (certStop = cap) so that the controls can read the same rounds their own way. One family per
+  // estimator of §5.1 / §5.4; the mixture's rounds are pairs of one episode of each team.
+  it.each([
+    ['truncated-is', 20261207],
+    ['mixture', 20261211],
+  ] as const)('the sequential family (%s): stopping as early as the rule allows holds in ≥ 1 − δ_conf; a fixed-N bound read after every round does not', { timeout: 600_000 }, async (certEstimator, seed) => {
     const rng = new Rng(seed);
     const deltaConf = 0.05;
     const runs = Number(process.env.LMV_SEQ_RUNS ?? 25);
@@ -150,14 +153,17 @@ describe('language certificate validity (exact J, tiny language teams)', () => {
       };
       const weights = rng.int(1 << 24);
       const early = tinyTeam({ ...d.team, seed: weights });
+      early.env.certEstimator = certEstimator;
       const cfg = parseConfig({ ...settings, certStop: 'early' });
       for (const s of await tinyStages(early.env, early.team, cfg, STAGES_PER_RUN)) {
+        expect(s.certificate.estimator).toBe(certEstimator);
         score(t, s);
         t.episodes += s.metrics['cert/episodes'] as number;
         t.base += cfg.certEpisodes * d.team.agents;
         if (s.certificate.sequential!.looks.length < s.certificate.sequential!.maxRounds) t.early++;
       }
       const capped = tinyTeam({ ...d.team, seed: weights });
+      capped.env.certEstimator = certEstimator;
       const looks = new Map<number, Look[]>();
       const stages = await tinyStages(capped.env, capped.team, parseConfig({ ...settings, certStop: 'cap' }), STAGES_PER_RUN, (stage, x, range, scale) => {
         const list = looks.get(stage) ?? [];
@@ -169,6 +175,6 @@ describe('language certificate validity (exact J, tiny language teams)', () => {
         scorePeek(peek, looks.get(s.stage)!, s.certificate.sequential!.looks.map((l) => l.lower), s.jAfter - s.jBefore, deltaConf, tol);
       }
     }
-    checkSequentialFamily(`language sequential family, seed ${seed}, δ_conf ${deltaConf}, ${((performance.now() - t0) / 1000).toFixed(0)} s (ΔJ > 0 in ${(t.improved / t.stages).toFixed(3)})`, t, peek, deltaConf, 100);
+    checkSequentialFamily(`language sequential family, ${certEstimator}, seed ${seed}, δ_conf ${deltaConf}, ${((performance.now() - t0) / 1000).toFixed(0)} s (ΔJ > 0 in ${(t.improved / t.stages).toFixed(3)})`, t, peek, deltaConf, 100);
   });
 });

@@ -3,7 +3,8 @@
  * advance is a confidence sequence — it may be read after every round and the stage may stop when
  * it likes — while the fixed-N bound recomputed after every round is not (the negative control);
  * the plan of rounds and the run's budget; the stage loop's stopping rule and seeded determinism on
- * a tiny language team and a tabular game.
+ * a tiny language team and a tabular game; the mixture estimator's summand (§5.4): exactly ΔJ in
+ * expectation on random pairs of distributions, inside its stated range.
  *
  * Not here: the validity suites on exact J (tests/certificate.test.ts, tests/certificate-lm.test.ts),
  * which run the sequential family on real stages.
@@ -11,7 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { lowerConfidenceBound, lowerConfidenceBoundBelow } from '../src/core/confidence';
 import { Rng } from '../src/core/rng';
-import { SequentialCert, sequentialPlan } from '../src/sat/certificate';
+import { mixtureRange, mixtureSummands, mixtureWeight, SequentialCert, sequentialPlan } from '../src/sat/certificate';
 import { certEpisodesOf, parseConfig } from '../src/sat/config';
 import { createTabularExperiment, runStages } from '../src/sat/experiment';
 import { normalLower } from './helpers/peeking';
@@ -89,10 +90,11 @@ describe('the plan and the stopping rule', () => {
 });
 
 describe('the sequential certificate in the stage loop', () => {
-  it('language: rounds until certified, futile or out of budget; the same seed gives the same run', { timeout: 120_000 }, async () => {
+  it.each(['mixture', 'truncated-is'] as const)('language (%s): rounds until certified, futile or out of budget; the same seed gives the same run', { timeout: 120_000 }, async (certEstimator) => {
     const run = async () => {
       const cfg = parseConfig({ task: 'arithmetic', agents: 2, maxNew: 2, batch: 3, group: 4, epochs: 2, geoIters: 0, probeEpisodes: 12, delta: 0.5, lr: 0.3, seed: 11, certEpisodes: 32 });
       const { env, team } = tinyTeam({ agents: 2, maxNew: 2, temperature: 1, topK: 0, seed: 4 });
+      env.certEstimator = certEstimator;
       const looks: number[][] = [];
       const stages = await tinyStages(env, team, cfg, 5, (stage, x) => (looks[stage - 1] ??= []).push(x.length));
       return { cfg, stages, looks };
@@ -105,8 +107,12 @@ describe('the sequential certificate in the stage loop', () => {
     let spent = 0;
     for (const [k, s] of a.stages.entries()) {
       const q = s.certificate.sequential!;
+      expect(s.certificate.estimator).toBe(certEstimator);
+      // A mixture unit is a pair: one episode of each team.
+      expect(q.unitEpisodes).toBe(certEstimator === 'mixture' ? 2 : 1);
+      expect(Number.isFinite(s.metrics['cert/baseline'])).toBe(certEstimator === 'mixture');
       expect(a.looks[k]).toEqual(q.looks.map((l) => l.units));
-      expect(s.metrics['cert/episodes']).toBe(q.looks.length * q.roundUnits);
+      expect(s.metrics['cert/episodes']).toBe(q.looks.length * q.roundUnits * q.unitEpisodes!);
       for (let i = 1; i < q.looks.length; i++) expect(q.looks[i]!.lower).toBeGreaterThanOrEqual(q.looks[i - 1]!.lower);
       const last = q.looks[q.looks.length - 1]!;
       expect(s.certificate.chosen.lower).toBe(last.lower);
@@ -133,5 +139,63 @@ describe('the sequential certificate in the stage loop', () => {
     expect(used.reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(base * a.stages.length);
     expect(Math.min(...used)).toBeLessThan(base);
     expect(a.stages.some((s) => s.certificate.sequential!.stop === 'certified' && (s.metrics['cert/episodes'] as number) < base)).toBe(true);
+  });
+});
+
+describe('the mixture estimator (docs/certificate.md §5.4)', () => {
+  /** A random distribution over k outcomes, with about a quarter of them impossible. */
+  const dist = (rng: Rng, k: number): number[] => {
+    const w: number[] = Array.from({ length: k }, () => (rng.uniform() < 0.25 ? 0 : rng.uniform() ** 3));
+    if (w.every((v) => v <= 0)) w[rng.int(k)] = 1;
+    const z = w.reduce((a, v) => a + v, 0);
+    return w.map((v) => v / z);
+  };
+
+  it('pairs of one draw of each team: exactly ΔJ in expectation for any baseline, inside the stated range', () => {
+    const seed = 20261210;
+    const rng = new Rng(seed);
+    let worst = 0;
+    for (let trial = 0; trial < 200; trial++) {
+      const k = 2 + rng.int(7);
+      const p = dist(rng, k); // π_cur
+      const q = dist(rng, k); // π̄
+      const [rMin, rMax] = rng.uniform() < 0.5 ? [0, 1] : [-5 + 4 * rng.uniform(), 1 + 4 * rng.uniform()];
+      const R = Array.from({ length: k }, () => (rng.uniform() < 0.5 ? (rng.uniform() < 0.5 ? rMin : rMax) : rMin + (rMax - rMin) * rng.uniform()));
+      // Any baseline, even one outside the reward range (clamped by mixtureRange).
+      const { b, range } = mixtureRange(rMin, rMax, rMin - 1 + (rMax - rMin + 2) * rng.uniform());
+      const logR = R.map((_, i) => Math.log(q[i]!) - Math.log(p[i]!)); // ±∞ where one team cannot draw it
+      let expect_ = 0;
+      for (let i = 0; i < k; i++) {
+        for (let j = 0; j < k; j++) {
+          if (p[i]! === 0 || q[j]! === 0) continue;
+          const x = mixtureSummands({ reward: [R[i]!], logR: [logR[i]!] }, { reward: [R[j]!], logR: [logR[j]!] }, b, 1)[0]!;
+          expect(x).toBeGreaterThanOrEqual(range[0] - 1e-12);
+          expect(x).toBeLessThanOrEqual(range[1] + 1e-12);
+          expect_ += p[i]! * q[j]! * x;
+        }
+      }
+      const dJ = R.reduce((a, r, i) => a + (q[i]! - p[i]!) * r, 0);
+      worst = Math.max(worst, Math.abs(expect_ - dJ));
+    }
+    console.log(`mixture estimator, seed ${seed}: 200 random pairs of distributions, largest |E[X] − ΔJ| = ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThan(1e-12);
+  });
+
+  it('weights in [−2, 2]; a draw its own scorer calls impossible scores the least value; units of several slots average', () => {
+    expect(mixtureWeight(0)).toBe(0);
+    expect(mixtureWeight(Infinity)).toBe(2);
+    expect(mixtureWeight(-Infinity)).toBe(-2);
+    expect(mixtureWeight(Math.log(3))).toBeCloseTo((2 * (3 - 1)) / (3 + 1), 14);
+    // NaN: −2|R − b| whatever the sign of R − b.
+    expect(mixtureSummands({ reward: [1], logR: [NaN] }, { reward: [0], logR: [NaN] }, 0.25, 1)[0]).toBeCloseTo((-2 * 0.75 - 2 * 0.25) / 2, 14);
+    const x = mixtureSummands({ reward: [1, 0, 1, 1], logR: [0.5, -1, 0, 2] }, { reward: [0, 1, 1, 0], logR: [1, -0.5, 0, 0] }, 0.5, 2);
+    const w = mixtureWeight;
+    expect(Array.from(x)).toEqual([
+      (w(0.5) * 0.5 + w(-1) * -0.5 + w(1) * -0.5 + w(-0.5) * 0.5) / 4,
+      (w(0) * 0.5 + w(2) * 0.5 + w(0) * 0.5 + w(0) * -0.5) / 4,
+    ].map((v) => expect.closeTo(v, 14)));
+    expect(() => mixtureSummands({ reward: [1, 0], logR: [0, 0] }, { reward: [1], logR: [0] }, 0, 1)).toThrow(/pair/);
+    expect(mixtureRange(0, 1, 0.3)).toEqual({ b: 0.3, range: [-1.4, 1.4] });
+    expect(mixtureRange(0, 1, 7)).toEqual({ b: 1, range: [-2, 2] });
   });
 });

@@ -35,6 +35,8 @@ import { AdvantageChart, BetaChart, JChart, KlChart, OrderChart, ViolationChart,
 let tabular: StageRecord[];
 let gamma: StageRecord[];
 let lm: StageRecord[];
+/** The same language run with the mixture estimator (docs/certificate.md §5.4). */
+let lmMixture: StageRecord[];
 /** The same seed under the reverse order, 2 stages: a second series for the order card. */
 let reverse: StageRecord[];
 
@@ -44,11 +46,11 @@ beforeAll(async () => {
   reverse = await runStages(createTabularExperiment(presetConfig('climbing', { seed: 7, order: 'reverse' })), 2);
   const tiny = modelConfig({ vocab: vocabSize, d: 32, layers: 1, heads: 2, hidden: 64, maxSeq: 64 });
   const bytes = saveModel(tiny, initWeights(tiny, new Rng(5)), makeCard(tiny, { name: 'arithmetic-S', task: 'arithmetic level 1', dataSeed: 5, heldOutAccuracy: 0, pretrainSeconds: 0, quant: 'f32' }));
-  const exp = await createLlmExperiment(
-    parseConfig({ task: 'arithmetic', level: 1, agents: 2, protocol: 'chain', batch: 2, group: 4, evalEpisodes: 8, maxNew: 4, lr: 1e-4, epochs: 1, stages: 1, geoIters: 0 }),
-    async () => bytes,
-  );
-  lm = await runStages(exp, 1);
+  const lmSettings = { task: 'arithmetic', level: 1, agents: 2, protocol: 'chain', batch: 2, group: 4, evalEpisodes: 8, maxNew: 4, lr: 1e-4, epochs: 1, stages: 1, geoIters: 0 };
+  lm = await runStages(await createLlmExperiment(parseConfig(lmSettings), async () => bytes), 1);
+  const mixed = await createLlmExperiment(parseConfig(lmSettings), async () => bytes);
+  mixed.env.certEstimator = 'mixture';
+  lmMixture = await runStages(mixed, 1);
 }, 120_000);
 
 /** Every (card, metrics, agent) a run's records fill: stage cards with each stage, step cards with each step. */
@@ -146,6 +148,15 @@ describe('formula cards on real records', () => {
       expect(v.episodes).toBe(N);
       expect(teamBoundEpisodes(r.certificate)).toBe(N);
     }
+    // With the mixture estimator: its own card, with its baseline b and N = every pair's two episodes.
+    for (const r of lmMixture) {
+      expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall-mixture');
+      const v = Object.fromEntries(bindFormula(FORMULAS['waterfall-mixture'], r.metrics).slots.map((s) => [s.name, s.value]));
+      expect(v.baseline).toBe(r.metrics['cert/baseline']);
+      const q = r.certificate.sequential!;
+      expect(v.episodes).toBe(q.looks[q.looks.length - 1]!.units * 2);
+      expect(teamBoundEpisodes(r.certificate)).toBe(v.episodes);
+    }
     for (const r of tabular) expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall');
     for (const r of gamma) expect(certFormulaId(r.metrics, r.certificate.form)).toBe('waterfall-gamma');
     // A record written before cert/clip existed opens with the episodic card.
@@ -154,7 +165,7 @@ describe('formula cards on real records', () => {
   });
 
   it('the certificate card adds up: gain − shift − bias − finite = lower with the numbers it shows, in both forms', () => {
-    for (const r of [...tabular, ...gamma, ...lm]) {
+    for (const r of [...tabular, ...gamma, ...lm, ...lmMixture]) {
       const id = certFormulaId(r.metrics, r.certificate.form);
       const v = Object.fromEntries(bindFormula(FORMULAS[id], r.metrics).slots.map((s) => [s.name, s.value]));
       const sum = v.gain! - (v.shift ?? 0) - (v.bias ?? 0) - v.finite!; // the team-level card has no shift or bias term
@@ -240,5 +251,12 @@ describe('formula cards on real records', () => {
     const other = renderToString(h(WaterfallChart, { record: rec, form: 'gamma' })).replace(/<!-- -->/g, '');
     expect(other).not.toContain('data-formula=');
     expect(other).toContain('certForm = episodic');
+    // A mixture stage: its own card, and the team-bound line says the episodes came in pairs of both teams.
+    const mix = lmMixture[0]!;
+    const mixHtml = renderToString(h(WaterfallChart, { record: mix })).replace(/<!-- -->/g, '');
+    expect(mixHtml).toContain('data-formula="waterfall-mixture"');
+    expect(mixHtml).toContain(`team-level bound: ${teamBoundEpisodes(mix.certificate).toLocaleString('en-US')} episodes`);
+    expect(mixHtml).toContain('in pairs of one episode of each team (mixture)');
+    expect(renderToString(h(WaterfallChart, { record: lm[0]! }))).not.toContain('(mixture)');
   });
 });

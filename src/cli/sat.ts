@@ -25,7 +25,7 @@ import type { StageRecord } from '../sat/stage';
 import { runSummarySchema, type RunSummary } from '../sat/records';
 import { parse } from 'valibot';
 import { certReport, type CertReportRow } from '../studies/certReport';
-import type { CertScope } from '../sat/certificate';
+import type { CertEstimator, CertScope } from '../sat/certificate';
 import type { HeldState } from '../sat/heldCheck';
 import { attachProfiler, profileTable } from './profile';
 import { StageProgress } from '../sat/stageProgress';
@@ -59,6 +59,8 @@ interface Args {
   heldPairs?: number;
   /** --cert-scope team|agents: which bound the certify report's runs use (default: each environment's own). */
   certScope?: CertScope;
+  /** --cert-estimator truncated-is|mixture: the language team-level estimator of the certify report's runs (docs/certificate.md §5.4). */
+  certEstimator?: CertEstimator;
   /** --profile: per stage, where the time goes (phases, passes, tokens; src/cli/profile.ts). */
   profile: boolean;
   presets?: string[];
@@ -89,7 +91,7 @@ interface Args {
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N [--sqrt-delta] [--fixed-lr]]
                      [--swap J=best|J=<model>|J=ONNX_DIR --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
-                     [--certify-report [--presets a,b,…] [--seeds N] [--held-pairs N] [--cert-scope team|agents]] [--profile] [--quiet] [--help]
+                     [--certify-report [--presets a,b,…] [--seeds N] [--held-pairs N] [--cert-scope team|agents] [--cert-estimator truncated-is|mixture]] [--profile] [--quiet] [--help]
                      [--export-recipe FILE [--hf S=org/model,M=…,L=…]] [--import-log FILE]
                      [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB] [--budget real-size]
                       [--agent-onnx trainable|frozen] [--agent-onnx-file onnx/model_q4.onnx]]
@@ -109,7 +111,7 @@ const FLAGS = {
   compare: { type: 'string' }, seeds: { type: 'string' }, sweep: { type: 'string' },
   swap: { type: 'string' }, stage0: { type: 'string' }, 'swap-stage': { type: 'string' }, 'no-stage0': { type: 'boolean' }, 'swap-seat': { type: 'string' },
   quiet: { type: 'boolean' }, 'sqrt-delta': { type: 'boolean' }, 'fixed-lr': { type: 'boolean' },
-  'certify-report': { type: 'boolean' }, 'held-pairs': { type: 'string' }, 'cert-scope': { type: 'string' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+  'certify-report': { type: 'boolean' }, 'held-pairs': { type: 'string' }, 'cert-scope': { type: 'string' }, 'cert-estimator': { type: 'string' }, presets: { type: 'string' }, profile: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   'export-recipe': { type: 'string' }, hf: { type: 'string' }, 'import-log': { type: 'string' },
   'agent-model': { type: 'string', multiple: true }, 'agent-quant': { type: 'string' }, 'agent-memory': { type: 'string' },
   'agent-onnx': { type: 'string' }, 'agent-onnx-file': { type: 'string' }, budget: { type: 'string' },
@@ -173,6 +175,9 @@ function readArgs(argv: string[]): Args {
       case 'cert-scope':
         if (v !== 'team' && v !== 'agents') throw new UsageError(`--cert-scope expects team (one bound on the whole team's step) or agents (the agents' steps added), got ${v}`);
         a.certScope = v; break;
+      case 'cert-estimator':
+        if (v !== 'truncated-is' && v !== 'mixture') throw new UsageError(`--cert-estimator expects truncated-is (episodes of the starting team, the ratio truncated) or mixture (pairs of one episode of each team, docs/certificate.md §5.4), got ${v}`);
+        a.certEstimator = v; break;
       case 'export-recipe': a.exportRecipe = v; break;
       case 'import-log': a.importLog = v; break;
       case 'hf':
@@ -368,12 +373,13 @@ function followStages(exp: Experiment, inner?: StageProfiler): StageProgress {
 
 async function runOne(
   cfg: Config, onStage?: (s: StageRecord, e: Experiment) => void,
-  opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean; hf?: HfSeats; heldPairs?: number; certScope?: CertScope; swapOnnx?: string } = {},
+  opts: { seat?: Args['swapSeat']; log?: (line: string) => void; profile?: boolean; hf?: HfSeats; heldPairs?: number; certScope?: CertScope; certEstimator?: CertEstimator; swapOnnx?: string } = {},
 ): Promise<{ exp: Experiment; stages: StageRecord[] }> {
   const { exp, gpu } = await openExperiment(cfg, opts.hf);
   // Language teams: check every stage's bound against a CRN estimate of its ΔJ (docs/certificate.md §12).
   if (opts.heldPairs) exp.env.heldPairs = opts.heldPairs;
   if (opts.certScope) exp.env.certScope = opts.certScope;
+  if (opts.certEstimator) exp.env.certEstimator = opts.certEstimator;
   if (gpu) opts.log?.(`backend webgpu, one device per agent:\n  ${gpu.adapters.join('\n  ')}`);
   if (cfg.swapAgent >= 0 && cfg.swapTo === 'onnx' && !opts.swapOnnx) throw new UsageError('swapTo = onnx swaps onto an ONNX folder: name it with --swap J=DIR');
   const onnx = opts.swapOnnx ? await onnxSwapLoader(exp, cfg, cfg.swapAgent, opts.swapOnnx, { quant: opts.hf?.quant ?? 'q8', limitBytes: opts.hf?.limitBytes, log: opts.log ?? (() => {}) }) : null;
@@ -612,7 +618,7 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
     const row = await certReport(name, (seed) => presetConfig(name, { ...args.sets, seed: String(seed) }), seeds, async (cfg) => {
       progress(`${name}: seed ${cfg.seed}/${seeds}`);
       const onStage = (s: StageRecord) => progress(`${name}: seed ${cfg.seed}/${seeds}, stage ${s.stage}/${cfg.stages}`);
-      return (await runOne(cfg, onStage, { heldPairs: llm ? (args.heldPairs ?? 2048) : undefined, certScope: args.certScope })).stages;
+      return (await runOne(cfg, onStage, { heldPairs: llm ? (args.heldPairs ?? 2048) : undefined, certScope: args.certScope, certEstimator: args.certEstimator })).stages;
     });
     out.push(row);
     rows.push([
@@ -630,6 +636,11 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
   const mark = (v: keyof typeof VERDICTS) => `${VERDICTS[v].glyph} ${VERDICTS[v].words}`;
   console.log(table(['preset', 'seeds×stages', 'ΔJ>0', mark('certified'), 'tightness', 'proved', mark('held'), mark('not held'), mark('undecided'), mark('unchecked'), 'false cert', 'cert ep/stage', 'ESS', 'trunc', 'ms/stage', 'cert ms', 'cert time'], rows));
   console.log('\nms/stage excludes the CRN check (it is a test of the bound, not part of training or certifying).');
+  if (names.some((n) => PRESETS.find((p) => p.name === n)?.kind === 'llm')) {
+    console.log(args.certEstimator === 'mixture'
+      ? 'Language teams: the mixture estimator, pairs of one episode of each team (docs/certificate.md §5.4); ESS and trunc are those of the first round\u2019s starting-team episodes.'
+      : 'Language teams: the truncated estimator, episodes of the starting team (docs/certificate.md §5.1).');
+  }
   const decades = out.flatMap((row) => row.decades.map((d) => [
     row.preset, `${d.from}–${d.to}`, String(d.improved), `${d.certified} (${fmt(d.improved > 0 ? (100 * d.certified) / d.improved : Number.NaN, 0)} %)`,
     fmt(d.tightness, 2), fmt(d.episodesMean, 0), fmt(d.episodesMax, 0), fmt(d.secondsPerStage, 1),

@@ -7,7 +7,9 @@
  * ratio, per-agent shares that add up to X). The paper's discounted form is computed beside them
  * as a control. The team-level bound is sequential (`SequentialCert`, §5.3): certification episodes
  * come in rounds, the bound is a confidence sequence, and the stage stops drawing as soon as it
- * certifies, or when it cannot get there, or at its budget.
+ * certifies, or when it cannot get there, or at its budget. A language team's bound rests on one of
+ * two estimators (`CertEstimator`): the truncated importance-sampling summand on episodes of the
+ * starting team, or the mixture of §5.4 on pairs of one episode of each team (`mixtureSummands`).
  *
  * Not here: drawing the batches or computing r (stage.ts), the summand's range on tabular games
  * (env/tabular.ts), the confidence bounds (src/core/confidence.ts), the "held" check (heldCheck.ts).
@@ -15,6 +17,13 @@
 import { lowerConfidenceBound, lowerConfidenceBoundBelow, type BoundKind } from '../core/confidence';
 
 export type CertForm = 'episodic' | 'gamma';
+
+/**
+ * The team-level estimator of a language team's ΔJ (docs/certificate.md §5.1, §5.4): `truncated-is`
+ * = (min(r̄, c) − 1)·(R − R_min) on episodes of π_cur; `mixture` = the balance heuristic on pairs of
+ * one π_cur and one π̄ episode, w·(R − b) with w = 2(r̄ − 1)/(r̄ + 1).
+ */
+export type CertEstimator = 'mixture' | 'truncated-is';
 
 /** Which bound decides the episodic certificate: one on the whole team's step, or the agents' steps added (§5, §5.1). */
 export type CertScope = 'team' | 'agents';
@@ -94,6 +103,8 @@ export interface Certificate {
   readonly team?: TeamCertStats;
   /** How the sequential team-level bound went (§5.3): rounds, looks, why it stopped. Absent in older records. */
   readonly sequential?: SequentialSummary;
+  /** A language team-level bound's estimator (§5.4); absent in tabular records and in records older than the mixture ('truncated-is'). */
+  readonly estimator?: CertEstimator;
   /**
    * Why no certificate was computed for this setting (e.g. a sampler whose probabilities the ratio
    * cannot reproduce); `lower` is then −Infinity — nothing is claimed.
@@ -138,7 +149,8 @@ export function teamBoundEpisodes(c: Pick<Certificate, 'team' | 'sequential'>): 
   if (!t) return 0;
   const q = c.sequential;
   const last = q?.looks[q.looks.length - 1];
-  return q && last ? Math.round((last.units * t.episodes) / q.roundUnits) : t.episodes;
+  if (!q || !last) return t.episodes;
+  return q.unitEpisodes !== undefined ? last.units * q.unitEpisodes : Math.round((last.units * t.episodes) / q.roundUnits);
 }
 
 /** Why a sequential certificate stopped drawing (docs/certificate.md §5.3). */
@@ -159,6 +171,8 @@ export interface SequentialSummary {
   readonly horizon: number;
   readonly stop: CertStop;
   readonly looks: readonly CertLook[];
+  /** Episodes in one unit (2 × slots for the mixture's pairs); absent in older records: the first round's episodes / roundUnits. */
+  readonly unitEpisodes?: number;
 }
 
 /**
@@ -220,8 +234,8 @@ export class SequentialCert {
     return l.gain + (2 * sd) / Math.sqrt(N) < widthAtBudget ? 'futile' : undefined;
   }
 
-  summary(stop: CertStop): SequentialSummary {
-    return { roundUnits: this.roundUnits, maxRounds: this.maxRounds, horizon: this.horizon, stop, looks: this.looks.slice() };
+  summary(stop: CertStop, unitEpisodes: number): SequentialSummary {
+    return { roundUnits: this.roundUnits, maxRounds: this.maxRounds, horizon: this.horizon, stop, looks: this.looks.slice(), unitEpisodes };
   }
 }
 
@@ -289,7 +303,7 @@ function gammaTerms(steps: readonly AgentCertInput[], o: CertOptions): BoundTerm
 }
 
 export function certificate(
-  steps: readonly AgentCertInput[], joint: JointBound, o: CertOptions, extra: { scope?: CertScope; team?: TeamCertStats; sequential?: SequentialSummary; refused?: string } = {},
+  steps: readonly AgentCertInput[], joint: JointBound, o: CertOptions, extra: { scope?: CertScope; team?: TeamCertStats; sequential?: SequentialSummary; refused?: string; estimator?: CertEstimator } = {},
 ): Certificate {
   const gamma = gammaTerms(steps, o);
   const refusedJoint = extra.refused !== undefined ? { gain: joint.gain, lower: -Infinity } : joint;
@@ -350,6 +364,11 @@ export class TeamCertBatch {
     return x;
   }
 
+  /** log r̄ per episode, the team's final-over-starting ratio (NaN where a draw was scored impossible). */
+  logRatios(): Float64Array {
+    return this.logRho.map((u, e) => (this.bad[e] ? NaN : u));
+  }
+
   /** The team summand per unit, (min(r̄, c) − 1)·R′ averaged over the unit's episodes. */
   summands(): Float64Array {
     const x = new Float64Array(this.units);
@@ -384,4 +403,52 @@ export class TeamCertBatch {
  */
 export function teamRange(A: number, c: number): { team: [number, number]; share: [number, number] } {
   return { team: [-A, (c - 1) * A], share: [-c * A, c * A] };
+}
+
+/** One half of the mixture's units: per episode its reward and log r̄ = log P_π̄(τ) − log P_πcur(τ). */
+export interface MixtureHalf {
+  readonly reward: ArrayLike<number>;
+  readonly logR: ArrayLike<number>;
+}
+
+/**
+ * The balance-heuristic weight of an episode (docs/certificate.md §5.4), w = 2(r̄ − 1)/(r̄ + 1) =
+ * 2·tanh(log r̄ / 2) ∈ [−2, 2]: −2 where π̄ cannot write τ (log r̄ = −∞), 2 where π_cur cannot.
+ */
+export function mixtureWeight(logR: number): number {
+  return 2 * Math.tanh(logR / 2);
+}
+
+/**
+ * The mixture estimator's summands (docs/certificate.md §5.4). Unit u pairs `slots` episodes drawn
+ * under π_cur (`cur`) with `slots` drawn under π̄ (`bar`), both its episodes u·slots … (u+1)·slots − 1:
+ * X_u = (1 / (2·slots))·Σ over those 2·slots episodes of w(r̄)·(R − b). For any b fixed before the
+ * draws E[X_u] = ΔJ exactly, and X_u ∈ mixtureRange(R_min, R_max, b). A NaN log r̄ (a draw its own
+ * team's scorer calls impossible, §3.1) scores −2|R − b|, the least any weight could give it.
+ */
+export function mixtureSummands(cur: MixtureHalf, bar: MixtureHalf, b: number, slots: number): Float64Array {
+  const E = cur.reward.length;
+  if (!(slots >= 1) || E % slots !== 0 || bar.reward.length !== E || cur.logR.length !== E || bar.logR.length !== E) {
+    throw new RangeError(`mixtureSummands: halves of ${E} and ${bar.reward.length} episodes (${cur.logR.length}, ${bar.logR.length} ratios) do not pair into units of ${slots}`);
+  }
+  const x = new Float64Array(E / slots);
+  for (const h of [cur, bar]) {
+    for (let e = 0; e < E; e++) {
+      const g = h.reward[e]! - b;
+      const u = h.logR[e]!;
+      x[Math.floor(e / slots)]! += (Number.isNaN(u) ? -2 * Math.abs(g) : mixtureWeight(u) * g) / (2 * slots);
+    }
+  }
+  return x;
+}
+
+/**
+ * The mixture summand's range (§5.4): w ∈ [−2, 2] and R − b ∈ [R_min − b, R_max − b] give
+ * X ∈ [−2A_b, 2A_b] with A_b = max(R_max − b, b − R_min); b is clamped to [R_min, R_max] first.
+ */
+export function mixtureRange(rMin: number, rMax: number, b: number): { b: number; range: [number, number] } {
+  if (!(rMax > rMin) || !Number.isFinite(b)) throw new RangeError(`mixtureRange: rewards in [${rMin}, ${rMax}], baseline ${b}`);
+  const bb = Math.min(rMax, Math.max(rMin, b));
+  const A = Math.max(rMax - bb, bb - rMin);
+  return { b: bb, range: [-2 * A, 2 * A] };
 }

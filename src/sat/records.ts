@@ -36,7 +36,7 @@ const boundTerms = fields({ ...numbers('gain', 'gainInSample', 'shift', 'bias', 
 const trustCheck = fields({ ...numbers('q', 'mean', 'max', 'violRate'), ok: bool });
 const teamCertStats = fields({ ...numbers('ess', 'truncationCost', 'maxRatio'), mismatches: count, episodes: count });
 const certLook = fields({ units: count, ...numbers('gain', 'lower') });
-const sequentialSummary = fields({ roundUnits: count, maxRounds: count, horizon: count, stop: oneOf(['certified', 'futile', 'budget']), looks: listOf(certLook) });
+const sequentialSummary = fields({ roundUnits: count, maxRounds: count, horizon: count, stop: oneOf(['certified', 'futile', 'budget']), looks: listOf(certLook), unitEpisodes: v.optional(count) });
 const evaluation = fields({ J: anyNumber, ci: anyNumber, exact: bool, accuracy: v.optional(anyNumber) });
 const heldCheck = fields({ state: oneOf(['held', 'not held', 'undecided', 'unchecked']), ...numbers('estimate', 'se'), pairs: count });
 const certificate = fields({
@@ -50,6 +50,8 @@ const certificate = fields({
   // Absent in records written before the sequential certificate (docs/certificate.md §5.3).
   sequential: v.optional(sequentialSummary),
   refused: v.optional(text),
+  // Absent in tabular records and in language records older than the mixture estimator (§5.4).
+  estimator: v.optional(oneOf(['mixture', 'truncated-is'])),
 });
 
 /** The schemas of a team of `n` agents' records (agent indices are checked against n). */

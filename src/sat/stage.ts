@@ -19,7 +19,7 @@
 import { histogram } from '../core/stats';
 import type { Rng } from '../core/rng';
 import { groupAdvantages, predecessorLogRatios, stepLogRatio } from './advantages';
-import { certificate, freshBound, perAgentEta, SequentialCert, sequentialPlan, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type CertStop, type SequentialSummary, type TeamCertStats } from './certificate';
+import { certificate, freshBound, mixtureRange, mixtureSummands, perAgentEta, SequentialCert, sequentialPlan, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type CertStop, type MixtureHalf, type SequentialSummary, type TeamCertStats } from './certificate';
 import { checkHeld, checkHeldWatched, heldTolerance, type CheckWatch, type HeldCheck } from './heldCheck';
 import { agentDelta, certEpisodesOf, type Config } from './config';
 import { chooseOrder } from './order';
@@ -292,6 +292,11 @@ interface TeamCert {
   readonly plan: ReturnType<typeof sequentialPlan>;
   /** The stage's average budget (episodes). */
   readonly base: number;
+  /**
+   * The mixture estimator (§5.4, language teams): its baseline b, fixed before any certification
+   * draw, and the summand's range. Absent: the truncated ratio on π_cur's episodes.
+   */
+  readonly mixture?: { readonly b: number; readonly range: [number, number] };
 }
 
 /**
@@ -313,6 +318,40 @@ async function languageRound(env: TeamEnv, team: readonly AgentPolicy[], start: 
     tc.advance(episodeLogRatios(batch, s, await a.logProbs(s)));
   }
   return { x: tc.summands(), tc };
+}
+
+/**
+ * One round of the mixture estimator (§5.4), drawn after the stage's updates with the team at π̄
+ * (`final`) on entry and on exit: `units` × slots episodes under π̄ from `rng.fork(2)`, scored under
+ * π_cur (`start`); and, unless the round's π_cur half is given (the first round's, drawn at the stage
+ * start), as many under π_cur from `rng`, scored under π̄. Per episode its reward and log r̄.
+ */
+async function mixtureRound(
+  env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], final: readonly AgentSnapshot[], units: number, rng: Rng, given?: MixtureHalf,
+): Promise<{ cur: MixtureHalf; bar: MixtureHalf }> {
+  const barBatch = await env.rollout(team, units, env.slots, rng.fork(2), { record: false });
+  let curBatch: Batch | undefined;
+  let barLog: Float64Array;
+  await Promise.all(team.map((a, k) => a.restore(start[k]!)));
+  try {
+    if (!given) curBatch = await env.rollout(team, units, env.slots, rng, { record: false });
+    barLog = (await teamLogRatios(team, barBatch)).map((u) => -u); // the batch recorded π̄'s log-probs: now π_cur's over them is 1/r̄
+  } finally {
+    await Promise.all(team.map((a, k) => a.restore(final[k]!)));
+  }
+  const cur = given ?? { reward: rewardsOf(curBatch!), logR: await teamLogRatios(team, curBatch!) };
+  return { cur, bar: { reward: rewardsOf(barBatch), logR: barLog } };
+}
+
+/** Per episode, Σ over every agent's messages of log π_now − the log-prob recorded when it was drawn (NaN: a mismatch, §3.1). */
+async function teamLogRatios(team: readonly AgentPolicy[], batch: Batch): Promise<Float64Array> {
+  const out = new Float64Array(batch.episodes.length);
+  for (const a of team) {
+    const s = agentSteps(batch, a.index);
+    const u = episodeLogRatios(batch, s, await a.logProbs(s));
+    for (let e = 0; e < u.length; e++) out[e]! += u[e]!;
+  }
+  return out;
 }
 
 /** Two arrays end to end. */
@@ -410,7 +449,9 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   if (scope === 'team' && refused === undefined) {
     const base = tables ? certEpisodesOf(cfg) : certEpisodesOf(cfg) * n;
     const slots = tables ? 1 : env.slots;
-    const plan = sequentialPlan(base, { rounds: cfg.certRounds, cap: cfg.certCap, slots, credit });
+    // The mixture's unit is a pair: `slots` episodes of each team (§5.4).
+    const mixed = !tables && env.certEstimator === 'mixture';
+    const plan = sequentialPlan(base, { rounds: cfg.certRounds, cap: cfg.certCap, slots: mixed ? 2 * slots : slots, credit });
     const teamRng = rng.fork(stage, STREAM.teamCert);
     if (tables && env.teamCertSpace) {
       // c = ∞ and b = the stage batch's mean reward (independent of this batch): E[X] = ΔJ exactly.
@@ -421,12 +462,17 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       const tc = new TeamCertBatch(gather(space.reward, space.draws.subarray(0, plan.roundUnits), b), 1, Infinity);
       team0 = { tc, space, all, cur: tables.slice(), plan, base };
     } else {
+      // The first round's π_cur episodes (with the mixture, the π_cur half of its pairs). The mixture's
+      // baseline: the stage batch's mean reward, fixed before any certification draw.
       const batch = await env.rollout(team, plan.roundUnits, env.slots, teamRng, { record: false });
-      team0 = { tc: new TeamCertBatch(Float64Array.from(batch.episodes, (e) => e.reward - rMin), env.slots, cfg.certClip), batch, plan, base };
+      const tc = new TeamCertBatch(Float64Array.from(batch.episodes, (e) => e.reward - rMin), env.slots, cfg.certClip);
+      const mixture = mixed ? mixtureRange(rMin, rMax, rewardsOf(stageBatch).reduce((a, r) => a + r, 0) / Math.max(1, stageBatch.episodes.length)) : undefined;
+      team0 = { tc, batch, plan, base, ...(mixture ? { mixture } : {}) };
     }
   }
-  // Language rounds after the first are drawn under π_cur after the updates: the starting team is kept.
-  const startTeam = startSnapshots ?? (team0?.batch && team0.plan.maxRounds > 1 ? await Promise.all(team.map((a) => a.snapshot())) : null);
+  // Language rounds after the first, and the mixture's π̄ halves, are drawn after the updates, and
+  // scored or rolled out under π_cur: the starting team is kept.
+  const startTeam = startSnapshots ?? (team0?.batch && (team0.plan.maxRounds > 1 || team0.mixture) ? await Promise.all(team.map((a) => a.snapshot())) : null);
   msCert += now() - t0;
 
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
@@ -607,16 +653,26 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   if (team0) {
     // One bound on the team's step at δ_conf (§5.1): X = (min(r̄, c) − 1)·(R − b) per unit, read
     // as a confidence sequence after every round until it certifies, turns futile or runs out (§5.3).
-    const { plan } = team0;
+    // With the mixture (§5.4) X = w·(R − b) per pair, in [−2A_b, 2A_b]: both ends are known, so
+    // the whole range is used, as on tabular games.
+    const { plan, mixture } = team0;
     const xs = team0.all?.summands();
-    const range: [number, number] = xs ? extent(xs) : teamRange(span, cfg.certClip).team;
-    const seq = new SequentialCert(plan.roundUnits, plan.maxRounds, plan.horizon, range, cfg.deltaConf, cfg.certBound, team0.all ? undefined : span, cfg.certStop === 'early');
-    let x = team0.tc.summands();
+    const range: [number, number] = xs ? extent(xs) : mixture ? mixture.range : teamRange(span, cfg.certClip).team;
+    const scale = team0.all || mixture ? undefined : span;
+    const seq = new SequentialCert(plan.roundUnits, plan.maxRounds, plan.horizon, range, cfg.deltaConf, cfg.certBound, scale, cfg.certStop === 'early');
     let final: AgentSnapshot[] | null = null;
+    const mixRound = async (round: number, given?: MixtureHalf) => {
+      final ??= await Promise.all(team.map((a) => a.snapshot()));
+      const r = await mixtureRound(env, team, startTeam!, final, plan.roundUnits, rng.fork(stage, STREAM.teamCert, round), given);
+      return mixtureSummands(r.cur, r.bar, mixture!.b, env.slots);
+    };
+    let x = mixture ? await mixRound(1, { reward: rewardsOf(team0.batch!), logR: team0.tc.logRatios() }) : team0.tc.summands();
     let stop: CertStop | undefined;
     for (let round = 1; ; round++) {
       if (round > 1) {
-        if (xs && team0.space) {
+        if (mixture) {
+          x = concat(x, await mixRound(round));
+        } else if (xs && team0.space) {
           x = concat(x, gather(xs, team0.space.draws.subarray((round - 1) * plan.roundUnits, round * plan.roundUnits), 0));
         } else {
           final ??= await Promise.all(team.map((a) => a.snapshot()));
@@ -624,7 +680,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
           x = concat(x, r.x);
         }
       }
-      ctx.onCertLook?.(x, range, team0.all ? undefined : span);
+      ctx.onCertLook?.(x, range, scale);
       const look = seq.look(x);
       stop = seq.stopAfter(x);
       if (stop) {
@@ -632,9 +688,10 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
         break;
       }
     }
-    sequential = seq.summary(stop!);
-    teamStats = team0.tc.stats(); // ESS and truncation cost of the first round (diagnostics)
-    const used = x.length * (team0.space ? 1 : env.slots);
+    const unitEpisodes = team0.space ? 1 : mixture ? 2 * env.slots : env.slots;
+    sequential = seq.summary(stop!, unitEpisodes);
+    teamStats = team0.tc.stats(); // ESS and truncation cost of the first round's π_cur episodes (diagnostics)
+    const used = x.length * unitEpisodes;
     certEpisodes += used;
     creditLeft = credit + team0.base - used;
   } else if (refused !== undefined) {
@@ -646,7 +703,10 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   ctx.profiler?.stop();
   const cert = certificate(steps.map((s) => s.cert), joint, {
     n, aMax: ctx.aMax, gamma: cfg.gamma, deltaConf: cfg.deltaConf, form: cfg.certForm,
-  }, { scope: refused !== undefined ? scope : team0 ? 'team' : 'agents', ...(teamStats ? { team: teamStats } : {}), ...(sequential ? { sequential } : {}), ...(refused !== undefined ? { refused } : {}) });
+  }, {
+    scope: refused !== undefined ? scope : team0 ? 'team' : 'agents', ...(teamStats ? { team: teamStats } : {}), ...(sequential ? { sequential } : {}), ...(refused !== undefined ? { refused } : {}),
+    ...(team0?.batch ? { estimator: team0.mixture ? 'mixture' as const : 'truncated-is' as const } : {}),
+  });
   const dJ = jPrev - jStart;
   // Did it hold? Exact J: within a few ulps of |J| (a ΔJ of exactly 0 computed as −2e−16 is a tie).
   // Estimated J: only against a common-random-numbers estimate of ΔJ, when the stage was checked.
@@ -686,6 +746,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/stop': sequential ? CERT_STOP_CODE[sequential.stop] : NaN,
     'cert/credit': creditLeft,
     'cert/clip': team0 && !team0.all ? team0.tc.clip : NaN,
+    'cert/baseline': team0?.mixture ? team0.mixture.b : NaN,
     'cert/oracle': cert.chosen.oracle,
     'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
     'cert/lower_episodic': cert.episodic.lower,

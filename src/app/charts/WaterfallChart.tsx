@@ -8,7 +8,7 @@
  * own training batches, which the update was fitted to — the optimism a fresh batch removes.
  * A toggle switches between our episodic form and the paper's γ form (§9); the readout says
  * "certified improvement" when the bound is above 0, held / not held, and, when the bound is
- * vacuous, says so in words. Its formula card (formulas.ts `certFormulaId`: episodic, language team-level or γ) writes the
+ * vacuous, says so in words. Its formula card (formulas.ts `certFormulaId`: episodic, language team-level with either estimator, or γ) writes the
  * same sum with the record's cert/… numbers; a term clicked there outlines its bar here.
  * A language stage's team-level bound is followed by one bar per agent, its share of the fresh gain
  * in the agent's colour, pale and dashed and keyed "diagnostics, not the certificate" (§5.1): with
@@ -174,8 +174,10 @@ function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean })
         </span>
       )}
       {c.scope === 'team' && c.team && c.team.episodes > 0 && (
-        <span data-testid="team-bound" data-episodes={teamBoundEpisodes(c)} title="Certification episodes for the whole stage, drawn in rounds until the bound decided (docs/certificate.md §5.3), each scored with the ratio of the final team to the starting team (§5.1); ESS and truncation cost are the first round's. On a language stage the per-agent bars beside it are its shares, shown as diagnostics.">
-          {`team-level bound: ${grouped(teamBoundEpisodes(c))} episodes${rounds > 1 ? ` in ${rounds} rounds` : ''}, ESS ${grouped(c.team.ess)}${rounds > 1 ? ` of the first round's ${grouped(c.team.episodes)}` : ''}, truncation cost ${term(c.team.truncationCost)}`}
+        <span data-testid="team-bound" data-episodes={teamBoundEpisodes(c)} title={c.estimator === 'mixture'
+          ? 'Certification episodes for the whole stage, in pairs of one episode of the starting team and one of the final team, drawn in rounds until the bound decided (docs/certificate.md §5.3, §5.4), each weighted by the ratio of the final team to the starting team; ESS and truncation cost are those of the first round\u2019s starting-team episodes, on which the per-agent shares are measured. On a language stage the per-agent bars beside it are those shares, shown as diagnostics.'
+          : 'Certification episodes for the whole stage, drawn in rounds until the bound decided (docs/certificate.md §5.3), each scored with the ratio of the final team to the starting team (§5.1); ESS and truncation cost are the first round\u2019s. On a language stage the per-agent bars beside it are its shares, shown as diagnostics.'}>
+          {`team-level bound: ${grouped(teamBoundEpisodes(c))} episodes${rounds > 1 ? ` in ${rounds} rounds` : ''}${c.estimator === 'mixture' ? ', in pairs of one episode of each team (mixture)' : ''}, ESS ${grouped(c.team.ess)}${rounds > 1 || c.estimator === 'mixture' ? ` of the first round's ${grouped(c.team.episodes)}${c.estimator === 'mixture' ? ' starting-team episodes' : ''}` : ''}, truncation cost ${term(c.team.truncationCost)}`}
         </span>
       )}
       {c.scope === 'team' && c.team && Number.isFinite(record.metrics['cert/clip']) && record.steps.length > 0 && (

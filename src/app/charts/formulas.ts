@@ -45,7 +45,7 @@ export interface FormulaRelation {
 /** The relation sign of an undecided comparison. */
 export const UNDECIDED_REL = String.raw`\overset{?}{\le}`;
 
-export type FormulaId = 'waterfall' | 'waterfall-team' | 'waterfall-gamma' | 'j' | 'adv' | 'kl' | 'beta' | 'violation' | 'order';
+export type FormulaId = 'waterfall' | 'waterfall-team' | 'waterfall-mixture' | 'waterfall-gamma' | 'j' | 'adv' | 'kl' | 'beta' | 'violation' | 'order';
 
 export interface FormulaDef {
   readonly id: FormulaId;
@@ -82,13 +82,16 @@ const CERT_NUMERIC =
   String.raw`L = \underbrace{ {{gain}} }_{\text{gain}} - \underbrace{ {{shift}} }_{\text{shift}} - \underbrace{ {{bias}} }_{\text{bias}} - \underbrace{ {{finite}} }_{\text{finite}} = {{lower}} \\ L \;{{rel:held}}\; \Delta J = {{dJ}}`;
 
 /**
- * The certificate card a stage record gets: the γ form's, the language team-level form's (a finite
- * truncation c in `cert/clip`, docs/certificate.md §5.1–§5.2), or the episodic one (tabular teams,
- * and records older than `cert/clip`).
+ * The certificate card a stage record gets: the γ form's, the language team-level form's with the
+ * mixture estimator (its baseline in `cert/baseline`, docs/certificate.md §5.4) or with the
+ * truncated ratio (a finite truncation c in `cert/clip`, §5.1–§5.2), or the episodic one (tabular
+ * teams, and records older than `cert/clip`).
  */
-export function certFormulaId(metrics: Metrics, form: 'episodic' | 'gamma'): 'waterfall' | 'waterfall-team' | 'waterfall-gamma' {
+export function certFormulaId(metrics: Metrics, form: 'episodic' | 'gamma'): 'waterfall' | 'waterfall-team' | 'waterfall-mixture' | 'waterfall-gamma' {
   if (form === 'gamma') return 'waterfall-gamma';
-  return teamLevelBound(metrics) ? 'waterfall-team' : 'waterfall';
+  if (!teamLevelBound(metrics)) return 'waterfall';
+  const b = metrics['cert/baseline'];
+  return typeof b === 'number' && Number.isFinite(b) ? 'waterfall-mixture' : 'waterfall-team';
 }
 
 /** A language stage certified with the team-level form: one batch, the team ratio truncated at a finite c. */
@@ -123,6 +126,20 @@ export const FORMULAS: Readonly<Record<Exclude<FormulaId, 'order'>, FormulaDef>>
     ],
     relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
     note: 'N episodes drawn under the starting team in rounds until the bound decided (§5.3), each scored with the ratio of the final team to the starting team; the betting bound uses only X ≥ −A (§5.2). Held: L ≤ the common-random-numbers estimate of ΔJ, when the stage was checked.',
+  },
+  'waterfall-mixture': {
+    id: 'waterfall-mixture',
+    title: 'The certificate, team-level form with the mixture estimator (language team)',
+    source: 'stage',
+    docs: 'docs/certificate.md §5.3–§5.4, §12',
+    symbolic: String.raw`\Delta J \ \ge\ L = \underbrace{\bar X}_{\text{fresh gain}} - \underbrace{\big(\bar X - \mathrm{LCB}_{1-\delta_{\mathrm{conf}}}(X)\big)}_{\text{finite}} \\ X_u = \tfrac12\big(w(\bar r_u)(R_u - b) + w(\bar r'_u)(R'_u - b)\big),\quad w(\bar r) = \frac{2(\bar r - 1)}{\bar r + 1},\quad \bar r = \textstyle\prod_j r_j`,
+    numeric: String.raw`b = {{baseline}},\quad N = {{episodes}} \\ L = \underbrace{ {{gain}} }_{\text{gain}} - \underbrace{ {{finite}} }_{\text{finite}} = {{lower}} \\ L \;{{rel:held}}\; \Delta J = {{dJ}}`,
+    slots: [
+      slot('baseline', 'cert/baseline', 'fixed3', 'gain'), slot('episodes', 'cert/episodes', 'count', 'gain'),
+      ...CERT_SLOTS.filter((x) => x.name !== 'shift' && x.name !== 'bias'),
+    ],
+    relations: [{ name: 'held', left: 'lower', right: 'dJ', decidedBy: 'cert/held' }],
+    note: 'N episodes in pairs, one of the starting team (R_u) and one of the final team (R′_u), drawn in rounds until the bound decided (§5.3), each weighted by w(r̄) ∈ [−2, 2], r̄ the ratio of the final team to the starting team: E[X] = ΔJ exactly for the baseline b fixed before the draws (§5.4). Held: L ≤ the common-random-numbers estimate of ΔJ, when the stage was checked.',
   },
   'waterfall-gamma': {
     id: 'waterfall-gamma',

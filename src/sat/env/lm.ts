@@ -21,7 +21,7 @@ import { tokenizer as charTokenizer, type TextTokenizer } from '../../model/toke
 import { nextTurn, protocolHorizon, teamVerdict, type Message, type TeamSpec } from '../../tasks/llm/protocols';
 import type { LlmTask, Problem } from '../../tasks/llm/types';
 import type { GenerateOptions, LmAgentPolicy, LmSteps } from '../agents/lm';
-import type { CertScope } from '../certificate';
+import type { CertEstimator, CertScope } from '../certificate';
 import type { AgentPolicy, AgentTurn, Batch, Episode } from '../types';
 import type { RolloutOptions, TeamEnv, TeamEvaluation } from './types';
 
@@ -98,6 +98,8 @@ export class LmEnv implements TeamEnv {
   lastEpisodes: LmEpisodeRecord[] = [];
   /** The team-level certificate (docs/certificate.md §5.1): the per-agent one cannot certify a language team's small gains. */
   certScope: CertScope = 'team';
+  /** The team-level estimator (docs/certificate.md §5.4): the truncated ratio unless a report asks for the mixture. */
+  certEstimator: CertEstimator = 'truncated-is';
   /** CRN pairs of each stage's check of its bound (heldCheck.ts); 0: unchecked. */
   heldPairs = 0;
 

@@ -7,7 +7,7 @@
  * Not here: any environment (tabular.ts, lm.ts), sampling details (src/sat/rollout.ts).
  */
 import type { Rng } from '../../core/rng';
-import type { CertScope } from '../certificate';
+import type { CertEstimator, CertScope } from '../certificate';
 import type { AgentPolicy, Batch, StepSet } from '../types';
 
 export interface TeamEvaluation {
@@ -54,6 +54,11 @@ export interface TeamEnv {
    * agents' summands added. Absent: 'agents'. Settable, so a report can measure both.
    */
   certScope?: CertScope;
+  /**
+   * A language team's team-level estimator (docs/certificate.md §5.1, §5.4): 'truncated-is' (absent:
+   * the same) or 'mixture', pairs of one episode of each team. Settable, so a report can measure both.
+   */
+  certEstimator?: CertEstimator;
   /**
    * Estimated J only: common-random-numbers pairs with which each stage checks its bound against ΔJ
    * (heldCheck.ts); 0 or absent: stages are not checked ('unchecked').
