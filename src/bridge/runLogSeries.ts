@@ -155,3 +155,87 @@ export function runTimeline(log: RunLog): Chart<RunTimelineRow> {
   }
   return { rows, note: 'TeamTR updates the agents in increasing id order every step (its update_actor); it has no trust-region monitor, so no update is marked as a violation.' };
 }
+
+/**
+ * The most rows one chart of an imported run draws. recharts draws every row on the page's main
+ * thread, so a longer chart is thinned (thinChart); one with at most this many rows draws them all.
+ */
+export const CHART_POINTS = 1_200;
+
+/** What a thinned chart draws, for its label: `drawn` of `of` rows, each series keeping its first, last, lowest and highest value in every run of `shortest`–`longest` consecutive rows. */
+export interface ThinNote {
+  readonly drawn: number;
+  readonly of: number;
+  readonly shortest: number;
+  readonly longest: number;
+}
+
+/**
+ * The indices a thinned series keeps: `values` cut into `buckets` runs of consecutive indices
+ * (run b is [⌊b·n/B⌋, ⌊(b+1)·n/B⌋)), and of each run its first and last finite value and its
+ * lowest and highest (the first of equal ones), so a one-step spike survives any thinning. NaN
+ * (a step without a value) is never kept. Ascending, each index once; one pass over `values`.
+ */
+export function bucketExtremes(values: ArrayLike<number>, buckets: number): number[] {
+  const n = values.length;
+  const runs = Math.max(1, Math.min(Math.floor(buckets), n));
+  const out: number[] = [];
+  const picks = [0, 0, 0, 0];
+  for (let b = 0; b < runs; b++) {
+    const hi = Math.floor(((b + 1) * n) / runs);
+    let first = -1;
+    let last = -1;
+    let lo = 0;
+    let up = 0;
+    for (let i = Math.floor((b * n) / runs); i < hi; i++) {
+      const v = values[i]!;
+      if (!Number.isFinite(v)) continue;
+      if (first < 0) first = lo = up = i;
+      else if (v < values[lo]!) lo = i;
+      else if (v > values[up]!) up = i;
+      last = i;
+    }
+    if (first < 0) continue;
+    picks[0] = first;
+    picks[1] = lo;
+    picks[2] = up;
+    picks[3] = last;
+    picks.sort((x, y) => x - y);
+    for (let k = 0; k < 4; k++) if (k === 0 || picks[k] !== picks[k - 1]) out.push(picks[k]!);
+  }
+  return out;
+}
+
+/**
+ * A chart's rows as drawn: all of them up to `cap`; past it, per series (`values(row)[s]`, NaN
+ * where the row has none) the rows bucketExtremes keeps, in ⌊cap / (4 × series with a value)⌋
+ * runs so the union stays within `cap`. A kept row carries only the values of the series that kept
+ * it (`rebuild` gets NaN for the others; the lines join across them). `note` says what was drawn
+ * (null: every row).
+ */
+export function thinChart<R>(rows: readonly R[], values: (r: R) => readonly number[], rebuild: (r: R, kept: readonly number[]) => R, cap = CHART_POINTS): { readonly rows: readonly R[]; readonly note: ThinNote | null } {
+  const n = rows.length;
+  if (n <= cap) return { rows, note: null };
+  const width = values(rows[0]!).length;
+  const cols = Array.from({ length: width }, () => new Float64Array(n));
+  rows.forEach((r, i) => values(r).forEach((v, s) => (cols[s]![i] = v)));
+  const live = cols.filter((c) => c.some(Number.isFinite));
+  const runs = Math.max(1, Math.floor(cap / (4 * Math.max(1, live.length))));
+  const kept = new Map<number, number[]>();
+  cols.forEach((c, s) => {
+    for (const i of bucketExtremes(c, runs)) {
+      let v = kept.get(i);
+      if (!v) kept.set(i, (v = Array(width).fill(NaN)));
+      v[s] = c[i]!;
+    }
+  });
+  const order = [...kept.keys()].sort((a, b) => a - b);
+  const used = Math.min(runs, n);
+  return { rows: order.map((i) => rebuild(rows[i]!, kept.get(i)!)), note: { drawn: order.length, of: n, shortest: Math.floor(n / used), longest: Math.ceil(n / used) } };
+}
+
+/** The label of a thinned chart (ThinNote), in words. */
+export function thinText(t: ThinNote): string {
+  const run = t.shortest === t.longest ? `${t.shortest}` : `${t.shortest}–${t.longest}`;
+  return `Drawn: ${t.drawn.toLocaleString('en')} of ${t.of.toLocaleString('en')} steps — each line keeps its first, last, lowest and highest value in every run of ${run} steps.`;
+}
