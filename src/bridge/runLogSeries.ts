@@ -60,6 +60,13 @@ export function jKey(log: RunLog): string | null {
   return log.keys.find((k) => VAL.test(k)) ?? log.keys.find((k) => OLD_VAL.test(k)) ?? null;
 }
 
+/** Who wrote the log, in words (the view's and the CLI's heading). */
+export function engineLabel(log: RunLog): string {
+  if (log.engine === 'satTrainer') return "the SAT authors' trainer";
+  if (log.engine === 'verlTeam') return 'a verl team log from the exported driver';
+  return log.engine;
+}
+
 export function runJ(log: RunLog): Chart<RunJRow> {
   const key = jKey(log);
   const J = key ? column(log, key) : null;
@@ -125,7 +132,7 @@ export function runKl(log: RunLog): { readonly reason: string } | RunKlChart {
     rows,
     deltas: Array(width).fill(null),
     violationRate: Array(width).fill(null),
-    what: `${name}: the mean KL between the rollout policy and the updated one. ${log.engine === 'teamtr' ? 'TeamTR' : 'verl'} has no trust-region monitor, so there is no δ to hold it against and no violation rate.`,
+    what: `${name}: the mean KL between the rollout policy and the updated one${log.engine === 'verlTeam' ? ", from each agent's own verl run" : ''}. ${log.engine === 'teamtr' ? 'TeamTR' : 'verl'} has no trust-region monitor, so there is no δ to hold it against and no violation rate.`,
   };
 }
 
@@ -138,12 +145,13 @@ export function runClip(log: RunLog): Chart<RunClipRow> {
 }
 
 export function runTimeline(log: RunLog): Chart<RunTimelineRow> {
-  if (log.engine === 'satTrainer') {
+  if (log.engine === 'satTrainer' || log.engine === 'verlTeam') {
     const rows: RunTimelineRow[] = [];
     updatesByStep(log).forEach((us, i) => {
       rows.push({ step: log.steps[i]!, updates: us.sort((a, b) => a.position - b.position).map((u) => ({ agent: u.agent, violated: u.violated, backtracks: u.backtracks })) });
     });
-    return rows.length > 0 ? { rows } : { reason: 'No agent updates in this log.' };
+    if (rows.length === 0) return { reason: 'No agent updates in this log.' };
+    return log.engine === 'satTrainer' ? { rows } : { rows, note: "The exported verl driver trains one agent per verl run, in the team's update order, and writes each run's metrics as agent<j>/… in that order: the order is read from each step's keys. verl has no trust-region monitor, so no update is marked as a violation." };
   }
   if (log.agents === 0) return { reason: 'One policy: this log has no per-agent steps, so there is no order of agent updates to show.' };
   // Each agent's columns (its agent<i>/ keys): the agent was updated at a step where any of them has a value.

@@ -15,7 +15,7 @@ import { escapeControl } from '../core/text';
 import { isLlmTask, type Config } from '../sat/config';
 import { planLlm, planTabular } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/recipe';
-import { runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
+import { engineLabel, runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
 import { generationPage, generationSummary, isGenerationDump } from '../bridge/generations';
 import { cliCheck } from './inputCheck';
 
@@ -106,7 +106,7 @@ export async function printRunLog(file: string): Promise<void> {
   if (isGenerationDump(fileHead(file, Math.min(size, 2 ** 20 + 1024)))) return printGenerations(file, [file]);
   const name = escapeControl(base(file)); // quoted in the log's messages and its title
   const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${name}`);
-  console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]}–${log.steps[log.steps.length - 1]}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
+  console.log(`${log.name}: ${log.format} (${engineLabel(log)}), ${log.steps.length} steps (${log.steps[0]}–${log.steps[log.steps.length - 1]}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
   for (const w of log.warnings) console.log(`  skipped: ${escapeControl(w)}`);
   const j = runJ(log);
   const kl = runKl(log);

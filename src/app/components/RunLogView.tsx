@@ -13,7 +13,7 @@ import { useEffect, useMemo, useRef } from 'react';
 import { CartesianGrid, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import type { RunLog } from '../../bridge/runLog';
 import { runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
-import { runClip, runJ, runKl, runTimeline, thinChart, thinText, type RunJRow, type ThinNote } from '../../bridge/runLogSeries';
+import { engineLabel, runClip, runJ, runKl, runTimeline, thinChart, thinText, type RunJRow, type ThinNote } from '../../bridge/runLogSeries';
 import { ChartFrame, DEFAULT_HEIGHT } from '../charts/ChartFrame';
 import { agentColor, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { usePlayground } from '../store';
@@ -155,7 +155,7 @@ export function RunLogView() {
     <section ref={box} className="runlog" data-testid="runlog" aria-label={`Imported run ${log.name}`}>
       <header className="runlog-head">
         <h2>
-          Imported run: {log.name} <span className="muted">({log.format}, {log.engine === 'satTrainer' ? "the SAT authors' trainer" : log.engine}, {log.steps.length} steps{log.agents > 0 ? `, ${log.agents} agents` : ''}{log.warnings.length > 0 ? `; ${log.warnings.length} line${log.warnings.length > 1 ? 's' : ''} skipped, listed under the charts` : ''})</span>
+          Imported run: {log.name} <span className="muted">({log.format}, {engineLabel(log)}, {log.steps.length} steps{log.agents > 0 ? `, ${log.agents} agents` : ''}{log.warnings.length > 0 ? `; ${log.warnings.length} line${log.warnings.length > 1 ? 's' : ''} skipped, listed under the charts` : ''})</span>
         </h2>
         <div className="runlog-actions">
           <button type="button" className="small" data-testid="runlog-save" onClick={() => save(log)}>Save run</button>
