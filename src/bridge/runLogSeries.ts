@@ -226,7 +226,10 @@ export function thinChart<R>(rows: readonly R[], values: (r: R) => readonly numb
   if (n <= cap) return { rows, note: null };
   const width = values(rows[0]!).length;
   const cols = Array.from({ length: width }, () => new Float64Array(n));
-  rows.forEach((r, i) => values(r).forEach((v, s) => (cols[s]![i] = v)));
+  for (let i = 0; i < n; i++) {
+    const v = values(rows[i]!);
+    for (let s = 0; s < width; s++) cols[s]![i] = v[s]!;
+  }
   const live = cols.filter((c) => c.some(Number.isFinite));
   const runs = Math.max(1, Math.floor(cap / (4 * Math.max(1, live.length))));
   const kept = new Map<number, number[]>();

@@ -182,7 +182,8 @@ describe('a long run log and a verl team log (browser)', () => {
       expect(n, id).toBeGreaterThan(0);
       expect(n, id).toBeLessThanOrEqual(1_200);
     }
-    // the one-step spike is drawn: the KL axis reaches it
+    // the one-step spike is drawn: the KL axis reaches it (the KL chart is drawn in a task after the J chart's)
+    await p.locator('[data-testid="run-kl"] .recharts-yAxis-tick-labels text').first().waitFor();
     const klTicks = (await p.locator('[data-testid="run-kl"] .recharts-yAxis-tick-labels text').allTextContents()).map((t) => Number(t.replace('\u2212', '-')));
     expect(Math.max(...klTicks)).toBeGreaterThanOrEqual(9);
     // the readouts are the last step's, from every step

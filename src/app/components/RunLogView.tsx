@@ -9,8 +9,8 @@
  *
  * Not here: parsing or the charts' rows (src/bridge), the playground's own charts (../charts).
  */
-import { useEffect, useMemo, useRef } from 'react';
-import { CartesianGrid, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { CartesianGrid, type CartesianGridProps, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import type { RunLog } from '../../bridge/runLog';
 import { runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
 import { engineLabel, runClip, runJ, runKl, runTimeline, thinChart, thinText, type RunJRow, type ThinNote } from '../../bridge/runLogSeries';
@@ -98,6 +98,21 @@ async function copyLink(log: RunLog) {
   }
 }
 
+/**
+ * Where the grid's vertical lines go: at the step axis' ticks and the plot's edges, as recharts'
+ * own generator places them with every tick shown (interval 0). recharts first asks before the
+ * XAxis has registered, with a stand-in category axis of one tick per row, and would measure each
+ * row's label in the DOM (a forced layout each: seconds on the main thread for a long log); that
+ * pass gets no lines, the next one the axis' own.
+ */
+const gridX: NonNullable<CartesianGridProps['verticalCoordinatesGenerator']> = ({ xAxis, offset }) => {
+  if (xAxis?.type !== 'number' || !xAxis.scale) return [];
+  const { scale } = xAxis;
+  const at = (xAxis.ticks ?? xAxis.niceTicks ?? []).map((v) => scale.map(v)).filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
+  const [lo, hi] = [offset.left, offset.left + offset.width];
+  return [...at, ...(at.includes(lo) ? [] : [lo]), ...(at.includes(hi) ? [] : [hi])];
+};
+
 /** Per-agent lines of a chart whose rows hold one array per step (NaN: no value there). */
 function AgentLines({ rows, pick, agents, width, deltas, projector }: { rows: readonly { step: number }[]; pick: (r: never) => readonly number[]; agents: number; width: number; deltas?: readonly (number | null)[]; projector: boolean }) {
   const data = rows.map((r) => {
@@ -107,9 +122,9 @@ function AgentLines({ rows, pick, agents, width, deltas, projector }: { rows: re
   const values = [...rows.flatMap((r) => pick(r as never)), ...(deltas ?? []).filter((d): d is number => d !== null)];
   return (
     <LineChart width={width} height={DEFAULT_HEIGHT} data={data} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
-      <CartesianGrid stroke={GRID} />
-      <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
-      <YAxis width={axisWidth(values, projector)} tickFormatter={tickText} />
+      <CartesianGrid stroke={GRID} verticalCoordinatesGenerator={gridX} />
+      <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} interval={0} />
+      <YAxis width={axisWidth(values, projector)} tickFormatter={tickText} interval={0} />
       <Tooltip isAnimationActive={false} />
       {Array.from({ length: agents }, (_, i) => (
         <Line key={i} dataKey={`a${i}`} name={agents > 1 ? `agent ${i}` : 'policy'} stroke={agentColor(i)} dot={data.length < 40} isAnimationActive={false} connectNulls />
@@ -130,6 +145,15 @@ export function RunLogView() {
   useEffect(() => {
     if (log) box.current?.scrollIntoView({ block: 'start' });
   }, [log]);
+  // recharts draws on this thread: the J chart is drawn with the view, the KL and clip charts each
+  // in a task of its own after it (`plots`: how many are drawn), so no one task draws them all.
+  const [staged, setStaged] = useState<{ log: RunLog | null; plots: number }>({ log: null, plots: 1 });
+  const plots = staged.log === log ? staged.plots : 1;
+  useEffect(() => {
+    if (!log || plots >= 3) return;
+    const t = setTimeout(() => setStaged({ log, plots: plots + 1 }), 0);
+    return () => clearTimeout(t);
+  }, [log, plots]);
   // The charts' rows, and the rows drawn (thinned past CHART_POINTS), once per opened run.
   const charts = useMemo(() => {
     if (!log) return null;
@@ -175,9 +199,9 @@ export function RunLogView() {
           {(w) =>
             jDrawn && (
               <LineChart width={w} height={DEFAULT_HEIGHT} data={jDrawn.rows as object[]} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
-                <CartesianGrid stroke={GRID} />
-                <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
-                <YAxis width={axisWidth(jValues, projector)} tickFormatter={tickText} />
+                <CartesianGrid stroke={GRID} verticalCoordinatesGenerator={gridX} />
+                <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} interval={0} />
+                <YAxis width={axisWidth(jValues, projector)} tickFormatter={tickText} interval={0} />
                 <Tooltip isAnimationActive={false} />
                 <Line dataKey="J" name="J (validation)" stroke={INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />
                 <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />
@@ -194,7 +218,7 @@ export function RunLogView() {
           readout={'rows' in kl && <><span data-testid="run-kl-readout">{klReadout(kl)}</span><ThinLabel note={klDrawn?.note ?? null} testid="run-kl" /></>}
           howTo={<>Each agent's KL per step in its colour, its radius δ dashed where the engine has one. {'rows' in kl && kl.what}</>}
         >
-          {(w) => 'rows' in kl && klDrawn && <AgentLines rows={klDrawn.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} projector={projector} />}
+          {(w) => 'rows' in kl && klDrawn && plots > 1 && <AgentLines rows={klDrawn.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-clip"
@@ -204,7 +228,7 @@ export function RunLogView() {
           readout={'rows' in clip && <><span data-testid="run-clip-last">last: {clip.rows[clip.rows.length - 1]?.clip.map(fmt).join(', ')}</span><ThinLabel note={clipDrawn?.note ?? null} testid="run-clip" /></>}
           howTo="The share of tokens whose ratio was clipped (actor/pg_clipfrac), per agent: a rising share means updates push against the clip range."
         >
-          {(w) => clipDrawn && <AgentLines rows={clipDrawn.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} projector={projector} />}
+          {(w) => clipDrawn && plots > 2 && <AgentLines rows={clipDrawn.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-timeline"

@@ -35,6 +35,8 @@ const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 export async function openRunLogFile(file: Blob, name: string): Promise<void> {
   try {
     checkFileBytes(file.size, LOG_LIMITS, 'run log');
+    // The view's code (recharts) loads and compiles while the worker reads, not in the task that draws.
+    void loadRunLogView();
     const opened = await checkInput('importLog', { source: file, name }, `log "${name}"`);
     if (opened.kind === 'generations') {
       const { dump } = opened;
@@ -50,7 +52,8 @@ export async function openRunLogFile(file: Blob, name: string): Promise<void> {
   }
 }
 
-const RunLogView = lazy(async () => ({ default: (await import('./RunLogView')).RunLogView }));
+const loadRunLogView = () => import('./RunLogView');
+const RunLogView = lazy(async () => ({ default: (await loadRunLogView()).RunLogView }));
 
 /** Where an imported run shows: opens a `?run=` link's run once, then the view while a run is open. */
 export function RunLogSlot() {
