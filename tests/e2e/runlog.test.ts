@@ -193,6 +193,10 @@ describe('a long run log and a verl team log (browser)', () => {
     await p.getByText(/Opened the run log “verl-file\.jsonl”/).waitFor();
     expect(await points(p, 'run-j')).toBe(5);
     expect(await p.locator('[data-testid$="-thinned"]').count()).toBe(0);
+    // the grid's vertical lines at the step axis' ticks and the plot's edges
+    const ticks = await p.locator('[data-testid="run-j"] .recharts-xAxis-tick-labels text').count();
+    expect(ticks).toBeGreaterThan(1);
+    expect(await p.locator('[data-testid="run-j"] .recharts-cartesian-grid-vertical line').count()).toBeGreaterThanOrEqual(ticks);
 
     // The exported verl driver's team log, agents trained in the order 2, 0, 1.
     const order = [2, 0, 1];
