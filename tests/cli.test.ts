@@ -56,7 +56,7 @@ describe('npm run sat', () => {
     expect(existsSync(join(dir, 'chain.verl-team.py'))).toBe(true);
     const log = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/sat-trainer.log'));
     expect(log.code, log.err).toBe(0);
-    expect(log.out).toMatch(/sat-trainer \(satTrainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);
+    expect(log.out).toMatch(/sat-trainer \(the SAT authors' trainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);
     expect(log.out).toMatch(/agent 0: δ = 0\.1, violation rate 50\.0 %/);
     // A generation dump folder: its episodes, through the budgeted input check.
     const gen = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/teamtr-generations'));
