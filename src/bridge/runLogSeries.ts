@@ -80,7 +80,11 @@ export function runJ(log: RunLog): Chart<RunJRow> {
   for (let i = 0; i < log.steps.length; i++) {
     const [j, t, l] = [at(J, i), at(train, i), at(lower, i)];
     if (j === undefined && t === undefined && l === undefined) continue;
-    rows.push({ step: log.steps[i]!, ...(j !== undefined ? { J: j } : {}), ...(t !== undefined ? { train: t } : {}), ...(l !== undefined ? { lower: l } : {}) });
+    const row: { -readonly [K in keyof RunJRow]: RunJRow[K] } = { step: log.steps[i]! };
+    if (j !== undefined) row.J = j;
+    if (t !== undefined) row.train = t;
+    if (l !== undefined) row.lower = l;
+    rows.push(row);
   }
   const note = key ? `J = ${key}` : log.engine === 'satTrainer' ? "The SAT authors' trainer logs no validation score: its certificate's lower bound per stage is drawn instead." : 'No validation score in this log: the training reward is drawn.';
   return { rows, note };
@@ -95,8 +99,14 @@ function perAgent(log: RunLog, name: string): (Float64Array | null)[] {
 function perAgentRows(log: RunLog, cols: readonly (Float64Array | null)[]): { step: number; values: number[] }[] {
   const rows: { step: number; values: number[] }[] = [];
   for (let i = 0; i < log.steps.length; i++) {
-    const values = cols.map((c) => (c === null ? NaN : c[i]!));
-    if (values.some(Number.isFinite)) rows.push({ step: log.steps[i]!, values });
+    const values = new Array<number>(cols.length);
+    let any = false;
+    for (let a = 0; a < cols.length; a++) {
+      const v = cols[a] === null ? NaN : cols[a]![i]!;
+      values[a] = v;
+      if (Number.isFinite(v)) any = true;
+    }
+    if (any) rows.push({ step: log.steps[i]!, values });
   }
   return rows;
 }
@@ -226,23 +236,26 @@ export function thinChart<R>(rows: readonly R[], values: (r: R) => readonly numb
   if (n <= cap) return { rows, note: null };
   const width = values(rows[0]!).length;
   const cols = Array.from({ length: width }, () => new Float64Array(n));
+  const live = new Uint8Array(width);
   for (let i = 0; i < n; i++) {
     const v = values(rows[i]!);
-    for (let s = 0; s < width; s++) cols[s]![i] = v[s]!;
-  }
-  const live = cols.filter((c) => c.some(Number.isFinite));
-  const runs = Math.max(1, Math.floor(cap / (4 * Math.max(1, live.length))));
-  const kept = new Map<number, number[]>();
-  cols.forEach((c, s) => {
-    for (const i of bucketExtremes(c, runs)) {
-      let v = kept.get(i);
-      if (!v) kept.set(i, (v = Array(width).fill(NaN)));
-      v[s] = c[i]!;
+    for (let s = 0; s < width; s++) {
+      const x = v[s]!;
+      cols[s]![i] = x;
+      if (Number.isFinite(x)) live[s] = 1;
     }
+  }
+  const runs = Math.max(1, Math.floor(cap / (4 * Math.max(1, live.reduce((a, b) => a + b, 0)))));
+  // kept[i]: the values row i is drawn with (NaN for a series that did not keep it); null: not drawn.
+  const kept: (number[] | null)[] = new Array<number[] | null>(n).fill(null);
+  cols.forEach((c, s) => {
+    if (live[s] === 0) return;
+    for (const i of bucketExtremes(c, runs)) (kept[i] ??= new Array<number>(width).fill(NaN))[s] = c[i]!;
   });
-  const order = [...kept.keys()].sort((a, b) => a - b);
+  const drawn: R[] = [];
+  kept.forEach((v, i) => v && drawn.push(rebuild(rows[i]!, v)));
   const used = Math.min(runs, n);
-  return { rows: order.map((i) => rebuild(rows[i]!, kept.get(i)!)), note: { drawn: order.length, of: n, shortest: Math.floor(n / used), longest: Math.ceil(n / used) } };
+  return { rows: drawn, note: { drawn: drawn.length, of: n, shortest: Math.floor(n / used), longest: Math.ceil(n / used) } };
 }
 
 /** The label of a thinned chart (ThinNote), in words. */
