@@ -63,6 +63,10 @@ describe('npm run sat', () => {
     expect(gen.code, gen.err).toBe(0);
     expect(gen.out).toMatch(/2\.jsonl: generation dump, 6 replies in 1 step \(2–2\), 3 agents/);
     expect(gen.out).toMatch(/step 2 agent 1 score 1\.0000\n {4}prompt ".*3\+4=<a0>7<sep><a1>\\nassistant\\n"\n {4}reply {2}"7"/);
+    // One dump file: the worker tells it from a run log by its first line.
+    const one = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/teamtr-generations/2.jsonl'));
+    expect(one.code, one.err).toBe(0);
+    expect(one.out).toMatch(/2\.jsonl: generation dump, 6 replies in 1 step \(2–2\), 3 agents/);
     const bad = sat('--import-log', file);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/is not a run log the playground reads/);
