@@ -145,10 +145,10 @@ export function RunLogView() {
   useEffect(() => {
     if (log) box.current?.scrollIntoView({ block: 'start' });
   }, [log]);
-  // recharts draws on this thread: the J chart is drawn with the view, the KL and clip charts each
-  // in a task of its own after it (`plots`: how many are drawn), so no one task draws them all.
-  const [staged, setStaged] = useState<{ log: RunLog | null; plots: number }>({ log: null, plots: 1 });
-  const plots = staged.log === log ? staged.plots : 1;
+  // recharts draws on this thread: the view and the charts' rows come first, then the J, KL and
+  // clip charts each in a task of its own (`plots`: how many are drawn), so no one task does it all.
+  const [staged, setStaged] = useState<{ log: RunLog | null; plots: number }>({ log: null, plots: 0 });
+  const plots = staged.log === log ? staged.plots : 0;
   useEffect(() => {
     if (!log || plots >= 3) return;
     const t = setTimeout(() => setStaged({ log, plots: plots + 1 }), 0);
@@ -197,15 +197,16 @@ export function RunLogView() {
           howTo={<>J is the validation score per step (dark), beside the training batch's mean reward (grey); for the SAT authors' trainer, its certificate's lower bound per stage. {'rows' in j && j.note}</>}
         >
           {(w) =>
-            jDrawn && (
+            jDrawn && plots > 0 && (
               <LineChart width={w} height={DEFAULT_HEIGHT} data={jDrawn.rows as object[]} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
                 <CartesianGrid stroke={GRID} verticalCoordinatesGenerator={gridX} />
                 <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} interval={0} />
                 <YAxis width={axisWidth(jValues, projector)} tickFormatter={tickText} interval={0} />
                 <Tooltip isAnimationActive={false} />
-                <Line dataKey="J" name="J (validation)" stroke={INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />
-                <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />
-                <Line dataKey="lower" name="lower bound" stroke={MUTED_INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />
+                {/* a thinned chart leaves out a line with no value (each line costs recharts a pass over the rows) */}
+                {(jDrawn.note === null || jDrawn.rows.some((r) => r.J !== undefined)) && <Line dataKey="J" name="J (validation)" stroke={INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />}
+                {(jDrawn.note === null || jDrawn.rows.some((r) => r.train !== undefined)) && <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />}
+                {(jDrawn.note === null || jDrawn.rows.some((r) => r.lower !== undefined)) && <Line dataKey="lower" name="lower bound" stroke={MUTED_INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />}
               </LineChart>
             )
           }
