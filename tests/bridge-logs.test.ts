@@ -11,7 +11,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { FormatError } from '../src/core/errors';
 import { detectFormat, packRunLog, readRunLog, runSteps } from '../src/bridge/runLog';
 import { readRunLogFile, readRunLogParam, runLogParam, runLogText } from '../src/bridge/runLogFile';
-import { runClip, runJ, runKl, runTimeline } from '../src/bridge/runLogSeries';
+import { engineLabel, runClip, runJ, runKl, runTimeline } from '../src/bridge/runLogSeries';
 import { csvRows } from '../src/bridge/logs/wandb';
 import { pyNumber } from '../src/bridge/logs/verl';
 import { checkFileBytes, LOG_LIMITS } from '../src/bridge/limits';
@@ -52,6 +52,46 @@ describe('verl\'s loggers and a W&B export of the same run', () => {
 
   it('a run killed mid-write keeps its complete lines and names the cut one', () => {
     expect(file.warnings).toEqual(['line 6: not JSON ({"step":5,"data":{"actor/pg_loss":-0.04).']);
+  });
+});
+
+describe('the exported verl driver\'s team log (teamPy.ts team_log)', () => {
+  // As team_log writes it: step 0 the held-out score, then per stage each run's metrics as agent<j>/…
+  // in the order the agents were trained, then the held-out score after the stage.
+  const teamLog = (order: readonly number[]) =>
+    [
+      { step: 0, data: { 'val-core/arithmetic/acc/mean@1': 0.1 } },
+      ...[1, 2].map((stage) => ({
+        step: stage,
+        data: { ...Object.fromEntries(order.flatMap((a) => [[`agent${a}/actor/ppo_kl`, stage + a / 10], [`agent${a}/critic/score/mean`, 0.5]])), 'val-core/arithmetic/acc/mean@1': stage / 10 },
+      })),
+    ]
+      .map((l) => JSON.stringify(l))
+      .join('\n');
+
+  it('is named for what it is, in any order of agents, and its timeline is that order', () => {
+    for (const order of [[0, 1, 2], [2, 0, 1], [1, 2, 0], [2, 1, 0]]) {
+      const log = readRunLog(teamLog(order), 'arith.verl-team-log.jsonl');
+      expect([log.format, log.engine, log.agents], `order ${order}`).toEqual(['verl-jsonl', 'verlTeam', 3]);
+      expect(engineLabel(log)).toBe('a verl team log from the exported driver');
+      const tl = runTimeline(log);
+      expect(rowsOf(tl).map((r) => [r.step, r.updates.map((u) => u.agent)]), `order ${order}`).toEqual([[1, order], [2, order]]);
+      expect('note' in tl && tl.note).toMatch(/read from each step's keys/);
+      // KL per agent by its id, whatever the order
+      expect(rowsOf(runKl(log)).map((r) => r.kl)).toEqual([[1, 1.1, 1.2], [2, 2.1, 2.2]]);
+      const kl = runKl(log);
+      expect('what' in kl && kl.what).toMatch(/from each agent's own verl run\. verl has no trust-region monitor/);
+      // saved and read back: the order travels with the run
+      const back = readRunLogFile(runLogText(log));
+      expect([back.engine, rowsOf(runTimeline(back)).map((r) => r.updates.map((u) => u.agent))]).toEqual(['verlTeam', [order, order]]);
+    }
+  });
+
+  it('a log with a key outside agent<j>/ and val- (TeamTR\'s team-wide critic/score/mean) stays TeamTR\'s', () => {
+    const text = teamLog([2, 0, 1]).replace('"val-core/arithmetic/acc/mean@1":0.2}', '"val-core/arithmetic/acc/mean@1":0.2,"critic/score/mean":0.4}');
+    expect(text).toContain('critic/score/mean":0.4');
+    const log = readRunLog(text, 'x.jsonl');
+    expect([log.engine, engineLabel(log)]).toEqual(['teamtr', 'teamtr']);
   });
 });
 

@@ -56,13 +56,17 @@ describe('npm run sat', () => {
     expect(existsSync(join(dir, 'chain.verl-team.py'))).toBe(true);
     const log = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/sat-trainer.log'));
     expect(log.code, log.err).toBe(0);
-    expect(log.out).toMatch(/sat-trainer \(satTrainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);
+    expect(log.out).toMatch(/sat-trainer \(the SAT authors' trainer\), 2 steps \(1–2\), 6 metrics, 3 agents/);
     expect(log.out).toMatch(/agent 0: δ = 0\.1, violation rate 50\.0 %/);
     // A generation dump folder: its episodes, through the budgeted input check.
     const gen = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/teamtr-generations'));
     expect(gen.code, gen.err).toBe(0);
     expect(gen.out).toMatch(/2\.jsonl: generation dump, 6 replies in 1 step \(2–2\), 3 agents/);
     expect(gen.out).toMatch(/step 2 agent 1 score 1\.0000\n {4}prompt ".*3\+4=<a0>7<sep><a1>\\nassistant\\n"\n {4}reply {2}"7"/);
+    // One dump file: the worker tells it from a run log by its first line.
+    const one = sat('--import-log', join(import.meta.dirname, 'fixtures/bridge/logs/teamtr-generations/2.jsonl'));
+    expect(one.code, one.err).toBe(0);
+    expect(one.out).toMatch(/2\.jsonl: generation dump, 6 replies in 1 step \(2–2\), 3 agents/);
     const bad = sat('--import-log', file);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/is not a run log the playground reads/);

@@ -205,8 +205,6 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
 const BYTES_IN: Readonly<Record<string, string>> = {
   'src/app/components/CheckpointPicker.tsx': "wraps a picked folder's File objects; reads nothing itself",
   'src/app/components/ShareBar.tsx': 'an experiment file, whose bytes go straight to the experimentFile job (boot.ts)',
-  'src/app/components/runLogState.tsx': "an imported log's first MiB, to tell a generation dump from a run log (the File itself goes to the generations or runLog job unread)",
-  'src/cli/bridge.ts': "a log's first MiB, to tell a generation dump from a run log (a dump's paths go to the generations job, a run log's to the runLog job)",
   'src/app/hfFiles.ts': "a checkpoint's files, each after its size cap, parsed by the checkpoint jobs",
   'src/app/onnxFiles.ts': "an ONNX folder's JSON files (size-capped, parsed by onnxHead) and its graph after onnxGraph passed",
   'src/app/recipeFiles.ts': 'a recipe after its size cap (256 K characters), parsed by the recipe job',

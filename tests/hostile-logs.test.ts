@@ -3,15 +3,18 @@
  * class: long digit runs where a number is expected (the SAT authors' printed log, verl's console
  * lines: read in linear time now that no number pattern has two runs that can split one digit
  * run), a line past the line cap, a step with too many metrics, too many distinct keys; and the
- * door's side: the runLog job reads a Blob (the page hands it the File) and its time grows with
+ * door's side: the runLog job reads a Blob and its time grows with
  * the file's size; the parsed run crosses back as columns (a Float64Array per key), transferred,
  * and a log whose steps × keys would pass the cells cap is refused before a column exists.
+ * The importLog job (the page's Import) tells a dump from a run log on the worker's side.
  * Generation dumps: handed to the generations job unread (a Blob, a path), refused by their size,
  * their lines' keys (counted before JSON.parse), their rows and the characters of all the files.
  *
  * Not here: the formats themselves (tests/bridge-logs.test.ts), the worker thread
  * (tests/hostile-budget.test.ts), timing (bench/hostile.ts).
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { readRunLog, runSteps } from '../src/bridge/runLog';
 import { FormatError } from '../src/core/errors';
@@ -74,6 +77,20 @@ describe('hostile run logs', () => {
     expect(between).toMatchObject({ ok: false, errorClass: 'FormatError', message: 'This run log holds 67,108,865 characters; the playground reads at most 67,108,864 of it. Nothing was read.' });
     const over = await runJob('runLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 }, name: 'huge.log' });
     expect(over).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it/) });
+  });
+
+  it('the importLog job tells a generation dump from a run log in the worker (the page hands it the File unread), and a found log\'s columns are transferred', async () => {
+    const dumpText = readFileSync(join(import.meta.dirname, 'fixtures/bridge/logs/verl-generations/3.jsonl'), 'utf8');
+    const dump = await runJob('importLog', { source: new Blob([dumpText]), name: '3.jsonl' });
+    expect(dump).toEqual({ ok: true, value: { kind: 'generations', dump: readGenerations([{ name: '3.jsonl', text: dumpText }]) } });
+    const text = '{"step": 1, "data": {"a": 0.5}}\n{"step": 2, "data": {"a": 0.25}}\n';
+    const reply = await runJob('importLog', { source: new Blob([text]), name: 'blob.jsonl' });
+    expect(reply).toEqual({ ok: true, value: { kind: 'runLog', log: readRunLog(text, 'blob.jsonl') } });
+    expect(replyTransfer(reply)).toHaveLength(3); // steps, updates, the one column
+    // Refused by its size before a byte is read (the path does not exist).
+    const over = await runJob('importLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 }, name: 'huge.log' });
+    expect(over).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it/) });
+    expect(timeFor({ timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS }, 'importLog', { source: { path: 'big.jsonl', size: 60 * 2 ** 20 }, name: '' })).toBe(70_000);
   });
 
   it('a parsed run crosses back as one Float64Array per key plus the steps, every buffer transferred, none copied', async () => {

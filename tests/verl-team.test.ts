@@ -30,6 +30,7 @@ import { recipe, DEFAULT_MODELS } from '../src/bridge/recipe';
 import { checkVerl } from './helpers/engineSchemas';
 import { freePorts } from './helpers/freePorts';
 import { readRunLog } from '../src/bridge/runLog';
+import { runTimeline } from '../src/bridge/runLogSeries';
 import { candidates as baseCandidates, FNV_PY, VERL_STUBS as STUBS } from './helpers/chainStandIn';
 
 /** The Python side: teammates on a local HTTP server, the trained agent on a stand-in server, one loop per episode. */
@@ -389,7 +390,10 @@ json.dump({"from": src}, open(os.path.join(dst, "config.json"), "w"))
     expect(probe.stdout.trim().split('\n')).toEqual(['True', 'True', 'True']);
     // The team's log, in TeamTR's shape: per stage each agent's metrics, the held-out score after the stage's last run.
     const log = readRunLog(readFileSync(join(dir, 'team.verl-team-log.jsonl'), 'utf8'), 'team.verl-team-log.jsonl');
-    expect([log.format, log.agents, Array.from(log.steps)]).toEqual(['verl-jsonl', 3, [0, 1, 2]]);
+    expect([log.format, log.engine, log.agents, Array.from(log.steps)]).toEqual(['verl-jsonl', 'verlTeam', 3, [0, 1, 2]]);
+    // the timeline reads the driver's order from each stage's keys
+    const tl = runTimeline(log);
+    expect('rows' in tl && tl.rows.map((r) => r.updates.map((u) => u.agent))).toEqual([[0, 1, 2], [0, 1, 2]]);
     // A step's metrics from the columns (NaN where the step logged nothing).
     const metricsAt = (i: number): Record<string, number> => Object.fromEntries(log.keys.flatMap((k, c) => (Number.isNaN(log.columns[c]![i]!) ? [] : [[k, log.columns[c]![i]!]])));
     expect(metricsAt(0)).toEqual({ 'val-core/arithmetic/acc/mean@1': 0.1 });

@@ -30,7 +30,11 @@ import { isRunLogFile, readRunLogFile } from './runLogFile';
  */
 export type RunLogFormat = 'verl-jsonl' | 'verl-console' | 'wandb-csv' | 'wandb-json' | 'sat-trainer';
 
-/** One agent's update within a step, as the SAT authors' trainer prints it. */
+/** Who wrote a log (RunLog.engine). */
+export type RunEngine = 'verl' | 'verlTeam' | 'teamtr' | 'satTrainer' | 'unknown';
+export const RUN_ENGINES: readonly RunEngine[] = ['verl', 'verlTeam', 'teamtr', 'satTrainer', 'unknown'];
+
+/** One agent's update within a step, as the SAT authors' trainer prints it (or, for a verl team log, as the order of its keys tells: no KL quantile or δ, NaN). */
 export interface AgentUpdate {
   readonly agent: number;
   /** Position in the step's order σ, from 0. */
@@ -53,8 +57,12 @@ export interface RunStep {
 
 export interface RunLog {
   readonly format: RunLogFormat;
-  /** The engine that wrote it, as far as the keys tell (TeamTR: agent<i>/ keys). */
-  readonly engine: 'verl' | 'teamtr' | 'satTrainer' | 'unknown';
+  /**
+   * The engine that wrote it, as far as the keys tell: verlTeam, the team log of the exported verl
+   * driver (src/bridge/teamPy.ts team_log: verl's file-log lines whose every key is agent<j>/… or
+   * val-…); teamtr, other logs with agent<i>/ keys.
+   */
+  readonly engine: RunEngine;
   /** A name for people: the file's. */
   readonly name: string;
   /** The step numbers, ascending (whole numbers). */
@@ -215,12 +223,36 @@ function mergeSteps(steps: readonly RunStep[]): RunStep[] {
   return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([step, v]) => ({ step, metrics: v.metrics, ...(v.updates ? { updates: v.updates } : {}) }));
 }
 
+const AGENT_KEY = /^agent(\d+)\//;
+
+/** Whether `steps` are a verl team log (RunLog.engine): verl's file log with agent keys, and no key but agent<j>/… and val-…. */
+function isVerlTeamLog(format: RunLogFormat, agents: number, steps: readonly RunStep[]): boolean {
+  return format === 'verl-jsonl' && agents > 0 && steps.every((s) => Object.keys(s.metrics).every((k) => AGENT_KEY.test(k) || k.startsWith('val-')));
+}
+
+/**
+ * A verl team log's steps with their updates: the exported driver writes each stage's line run by
+ * run, every key of agent j's run as agent<j>/… (teamPy.ts team_log), so the order in which the
+ * agents' keys first appear in a step's line is the order they were updated, whatever the team's
+ * order was. No KL quantile or δ (NaN), no backtracks.
+ */
+function verlTeamUpdates(steps: readonly RunStep[]): RunStep[] {
+  return steps.map((s) => {
+    const order: number[] = [];
+    for (const k of Object.keys(s.metrics)) {
+      const m = AGENT_KEY.exec(k);
+      if (m && !order.includes(Number(m[1]))) order.push(Number(m[1]));
+    }
+    return order.length === 0 ? s : { ...s, updates: order.map((agent, position) => ({ agent, position, klQ: NaN, delta: NaN, backtracks: 0, violated: false })) };
+  });
+}
+
 /** Agents with per-agent keys (`agent<i>/…`) or updates. */
 function agentCount(steps: readonly RunStep[]): number {
   let n = 0;
   for (const s of steps) {
     for (const k of Object.keys(s.metrics)) {
-      const m = /^agent(\d+)\//.exec(k);
+      const m = AGENT_KEY.exec(k);
       if (m) n = Math.max(n, Number(m[1]) + 1);
     }
     for (const u of s.updates ?? []) n = Math.max(n, u.agent + 1);
@@ -265,7 +297,8 @@ export function readRunLog(text: string, fileName = 'run log'): RunLog {
   }
   const agents = agentCount(steps);
   const actor = steps.some((s) => Object.keys(s.metrics).some((k) => k.startsWith('actor/')));
-  const engine = format === 'sat-trainer' ? 'satTrainer' : agents > 0 ? 'teamtr' : format.startsWith('verl') || actor ? 'verl' : 'unknown';
+  const team = isVerlTeamLog(format, agents, steps);
+  const engine: RunEngine = format === 'sat-trainer' ? 'satTrainer' : team ? 'verlTeam' : agents > 0 ? 'teamtr' : format.startsWith('verl') || actor ? 'verl' : 'unknown';
   const warnings = parsed.skipped > parsed.warnings.length ? [...parsed.warnings, `… and ${parsed.skipped - parsed.warnings.length} more skipped.`] : parsed.warnings;
-  return packRunLog({ format, engine, name: fileName, agents, warnings }, steps);
+  return packRunLog({ format, engine, name: fileName, agents, warnings }, team ? verlTeamUpdates(steps) : steps);
 }

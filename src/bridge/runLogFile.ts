@@ -9,7 +9,7 @@
 import { deflateSync, inflateSync, strFromU8, strToU8 } from 'fflate';
 import { FormatError } from '../core/errors';
 import { checkInputSize, LOG_LIMITS } from './limits';
-import { checkRunLogCounts, packRunLog, runSteps, type AgentUpdate, type RunLog, type RunLogFormat, type RunStep } from './runLog';
+import { checkRunLogCounts, packRunLog, RUN_ENGINES, runSteps, type AgentUpdate, type RunLog, type RunLogFormat, type RunStep } from './runLog';
 
 export const RUN_FILE_EXTENSION = '.satrun.json';
 /** The longest `?run=` value a link carries (the data of a longer run travels as a file). */
@@ -63,7 +63,7 @@ export function readRunLogFile(text: string): RunLog {
   });
   checkRunLogCounts(clean, 'saved run');
   const format = FORMATS.includes(o.format as RunLogFormat) ? (o.format as RunLogFormat) : 'verl-jsonl';
-  const engine = (['verl', 'teamtr', 'satTrainer', 'unknown'] as const).find((e) => e === o.engine) ?? 'unknown';
+  const engine = RUN_ENGINES.find((e) => e === o.engine) ?? 'unknown';
   const agents = Number.isInteger(o.agents) && (o.agents as number) >= 0 && (o.agents as number) <= 64 ? (o.agents as number) : 0;
   const name = typeof o.name === 'string' ? o.name.slice(0, 200) : 'saved run';
   return packRunLog({ format, engine, name, agents, warnings: [] }, sortedSteps(clean));

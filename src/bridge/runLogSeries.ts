@@ -60,6 +60,13 @@ export function jKey(log: RunLog): string | null {
   return log.keys.find((k) => VAL.test(k)) ?? log.keys.find((k) => OLD_VAL.test(k)) ?? null;
 }
 
+/** Who wrote the log, in words (the view's and the CLI's heading). */
+export function engineLabel(log: RunLog): string {
+  if (log.engine === 'satTrainer') return "the SAT authors' trainer";
+  if (log.engine === 'verlTeam') return 'a verl team log from the exported driver';
+  return log.engine;
+}
+
 export function runJ(log: RunLog): Chart<RunJRow> {
   const key = jKey(log);
   const J = key ? column(log, key) : null;
@@ -73,7 +80,11 @@ export function runJ(log: RunLog): Chart<RunJRow> {
   for (let i = 0; i < log.steps.length; i++) {
     const [j, t, l] = [at(J, i), at(train, i), at(lower, i)];
     if (j === undefined && t === undefined && l === undefined) continue;
-    rows.push({ step: log.steps[i]!, ...(j !== undefined ? { J: j } : {}), ...(t !== undefined ? { train: t } : {}), ...(l !== undefined ? { lower: l } : {}) });
+    const row: { -readonly [K in keyof RunJRow]: RunJRow[K] } = { step: log.steps[i]! };
+    if (j !== undefined) row.J = j;
+    if (t !== undefined) row.train = t;
+    if (l !== undefined) row.lower = l;
+    rows.push(row);
   }
   const note = key ? `J = ${key}` : log.engine === 'satTrainer' ? "The SAT authors' trainer logs no validation score: its certificate's lower bound per stage is drawn instead." : 'No validation score in this log: the training reward is drawn.';
   return { rows, note };
@@ -88,8 +99,14 @@ function perAgent(log: RunLog, name: string): (Float64Array | null)[] {
 function perAgentRows(log: RunLog, cols: readonly (Float64Array | null)[]): { step: number; values: number[] }[] {
   const rows: { step: number; values: number[] }[] = [];
   for (let i = 0; i < log.steps.length; i++) {
-    const values = cols.map((c) => (c === null ? NaN : c[i]!));
-    if (values.some(Number.isFinite)) rows.push({ step: log.steps[i]!, values });
+    const values = new Array<number>(cols.length);
+    let any = false;
+    for (let a = 0; a < cols.length; a++) {
+      const v = cols[a] === null ? NaN : cols[a]![i]!;
+      values[a] = v;
+      if (Number.isFinite(v)) any = true;
+    }
+    if (any) rows.push({ step: log.steps[i]!, values });
   }
   return rows;
 }
@@ -125,7 +142,7 @@ export function runKl(log: RunLog): { readonly reason: string } | RunKlChart {
     rows,
     deltas: Array(width).fill(null),
     violationRate: Array(width).fill(null),
-    what: `${name}: the mean KL between the rollout policy and the updated one. ${log.engine === 'teamtr' ? 'TeamTR' : 'verl'} has no trust-region monitor, so there is no δ to hold it against and no violation rate.`,
+    what: `${name}: the mean KL between the rollout policy and the updated one${log.engine === 'verlTeam' ? ", from each agent's own verl run" : ''}. ${log.engine === 'teamtr' ? 'TeamTR' : 'verl'} has no trust-region monitor, so there is no δ to hold it against and no violation rate.`,
   };
 }
 
@@ -138,12 +155,13 @@ export function runClip(log: RunLog): Chart<RunClipRow> {
 }
 
 export function runTimeline(log: RunLog): Chart<RunTimelineRow> {
-  if (log.engine === 'satTrainer') {
+  if (log.engine === 'satTrainer' || log.engine === 'verlTeam') {
     const rows: RunTimelineRow[] = [];
     updatesByStep(log).forEach((us, i) => {
       rows.push({ step: log.steps[i]!, updates: us.sort((a, b) => a.position - b.position).map((u) => ({ agent: u.agent, violated: u.violated, backtracks: u.backtracks })) });
     });
-    return rows.length > 0 ? { rows } : { reason: 'No agent updates in this log.' };
+    if (rows.length === 0) return { reason: 'No agent updates in this log.' };
+    return log.engine === 'satTrainer' ? { rows } : { rows, note: "The exported verl driver trains one agent per verl run, in the team's update order, and writes each run's metrics as agent<j>/… in that order: the order is read from each step's keys. verl has no trust-region monitor, so no update is marked as a violation." };
   }
   if (log.agents === 0) return { reason: 'One policy: this log has no per-agent steps, so there is no order of agent updates to show.' };
   // Each agent's columns (its agent<i>/ keys): the agent was updated at a step where any of them has a value.
@@ -154,4 +172,94 @@ export function runTimeline(log: RunLog): Chart<RunTimelineRow> {
     if (updates.length > 0) rows.push({ step: log.steps[i]!, updates });
   }
   return { rows, note: 'TeamTR updates the agents in increasing id order every step (its update_actor); it has no trust-region monitor, so no update is marked as a violation.' };
+}
+
+/**
+ * The most rows one chart of an imported run draws. recharts draws every row on the page's main
+ * thread, so a longer chart is thinned (thinChart); one with at most this many rows draws them all.
+ */
+export const CHART_POINTS = 1_200;
+
+/** What a thinned chart draws, for its label: `drawn` of `of` rows, each series keeping its first, last, lowest and highest value in every run of `shortest`–`longest` consecutive rows. */
+export interface ThinNote {
+  readonly drawn: number;
+  readonly of: number;
+  readonly shortest: number;
+  readonly longest: number;
+}
+
+/**
+ * The indices a thinned series keeps: `values` cut into `buckets` runs of consecutive indices
+ * (run b is [⌊b·n/B⌋, ⌊(b+1)·n/B⌋)), and of each run its first and last finite value and its
+ * lowest and highest (the first of equal ones), so a one-step spike survives any thinning. NaN
+ * (a step without a value) is never kept. Ascending, each index once; one pass over `values`.
+ */
+export function bucketExtremes(values: ArrayLike<number>, buckets: number): number[] {
+  const n = values.length;
+  const runs = Math.max(1, Math.min(Math.floor(buckets), n));
+  const out: number[] = [];
+  const picks = [0, 0, 0, 0];
+  for (let b = 0; b < runs; b++) {
+    const hi = Math.floor(((b + 1) * n) / runs);
+    let first = -1;
+    let last = -1;
+    let lo = 0;
+    let up = 0;
+    for (let i = Math.floor((b * n) / runs); i < hi; i++) {
+      const v = values[i]!;
+      if (!Number.isFinite(v)) continue;
+      if (first < 0) first = lo = up = i;
+      else if (v < values[lo]!) lo = i;
+      else if (v > values[up]!) up = i;
+      last = i;
+    }
+    if (first < 0) continue;
+    picks[0] = first;
+    picks[1] = lo;
+    picks[2] = up;
+    picks[3] = last;
+    picks.sort((x, y) => x - y);
+    for (let k = 0; k < 4; k++) if (k === 0 || picks[k] !== picks[k - 1]) out.push(picks[k]!);
+  }
+  return out;
+}
+
+/**
+ * A chart's rows as drawn: all of them up to `cap`; past it, per series (`values(row)[s]`, NaN
+ * where the row has none) the rows bucketExtremes keeps, in ⌊cap / (4 × series with a value)⌋
+ * runs so the union stays within `cap`. A kept row carries only the values of the series that kept
+ * it (`rebuild` gets NaN for the others; the lines join across them). `note` says what was drawn
+ * (null: every row).
+ */
+export function thinChart<R>(rows: readonly R[], values: (r: R) => readonly number[], rebuild: (r: R, kept: readonly number[]) => R, cap = CHART_POINTS): { readonly rows: readonly R[]; readonly note: ThinNote | null } {
+  const n = rows.length;
+  if (n <= cap) return { rows, note: null };
+  const width = values(rows[0]!).length;
+  const cols = Array.from({ length: width }, () => new Float64Array(n));
+  const live = new Uint8Array(width);
+  for (let i = 0; i < n; i++) {
+    const v = values(rows[i]!);
+    for (let s = 0; s < width; s++) {
+      const x = v[s]!;
+      cols[s]![i] = x;
+      if (Number.isFinite(x)) live[s] = 1;
+    }
+  }
+  const runs = Math.max(1, Math.floor(cap / (4 * Math.max(1, live.reduce((a, b) => a + b, 0)))));
+  // kept[i]: the values row i is drawn with (NaN for a series that did not keep it); null: not drawn.
+  const kept: (number[] | null)[] = new Array<number[] | null>(n).fill(null);
+  cols.forEach((c, s) => {
+    if (live[s] === 0) return;
+    for (const i of bucketExtremes(c, runs)) (kept[i] ??= new Array<number>(width).fill(NaN))[s] = c[i]!;
+  });
+  const drawn: R[] = [];
+  kept.forEach((v, i) => v && drawn.push(rebuild(rows[i]!, v)));
+  const used = Math.min(runs, n);
+  return { rows: drawn, note: { drawn: drawn.length, of: n, shortest: Math.floor(n / used), longest: Math.ceil(n / used) } };
+}
+
+/** The label of a thinned chart (ThinNote), in words. */
+export function thinText(t: ThinNote): string {
+  const run = t.shortest === t.longest ? `${t.shortest}` : `${t.shortest}–${t.longest}`;
+  return `Drawn: ${t.drawn.toLocaleString('en')} of ${t.of.toLocaleString('en')} steps — each line keeps its first, last, lowest and highest value in every run of ${run} steps.`;
 }

@@ -7,7 +7,7 @@
  *
  * Not here: the mappings and parsers themselves (src/bridge).
  */
-import { closeSync, mkdirSync, openSync, readdirSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FormatError, SatError } from '../core/errors';
 import { checkFileBytes, LOG_LIMITS } from '../bridge/limits';
@@ -15,8 +15,8 @@ import { escapeControl } from '../core/text';
 import { isLlmTask, type Config } from '../sat/config';
 import { planLlm, planTabular } from '../sat/experiment';
 import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/recipe';
-import { runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
-import { generationPage, generationSummary, isGenerationDump } from '../bridge/generations';
+import { engineLabel, runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
+import { generationPage, generationSummary, type GenerationDump } from '../bridge/generations';
 import { cliCheck } from './inputCheck';
 
 /** Writes the recipe's files next to `file` and says what was written and what was refused. */
@@ -63,22 +63,15 @@ function logFileSize(file: string, what: string): number {
   }
 }
 
-/** The first `n` bytes of a file as text (enough to tell a generation dump from a run log). */
-function fileHead(file: string, n: number): string {
-  const fd = openSync(file, 'r');
-  try {
-    const buf = new Uint8Array(n);
-    return new TextDecoder().decode(buf.subarray(0, readSync(fd, buf, 0, n, 0)));
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Prints a generation dump's episodes: per step and agent the rows and mean score, then the first rows. */
+/** A folder's generation dumps, read and parsed by the budgeted worker from their paths, printed (printDump). */
 async function printGenerations(where: string, files: readonly string[]): Promise<void> {
   // Each file's path and size to the budgeted worker, which reads and parses it (the names escaped: they reach the terminal in its notes)
   const sources = files.map((f) => ({ name: escapeControl(f.split(/[\\/]/).pop()!), source: { path: f, size: logFileSize(f, 'generation dump') } }));
-  const dump = await cliCheck()('generations', sources, `The generation dump ${escapeControl(where)}`);
+  printDump(await cliCheck()('generations', sources, `The generation dump ${escapeControl(where)}`));
+}
+
+/** Prints a generation dump's episodes: per step and agent the rows and mean score, then the first rows. */
+function printDump(dump: GenerationDump): void {
   console.log(`${dump.name}: generation dump, ${dump.rows.length} replies in ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''} (${dump.steps[0]}–${dump.steps[dump.steps.length - 1]})${dump.agents > 0 ? `, ${dump.agents} agents (each prompt's last turn marker)` : ', one policy (no turn marker in the prompts)'}`);
   for (const w of dump.warnings) console.log(`  note: ${w}`);
   console.log('step  agent  rows  mean score');
@@ -103,10 +96,12 @@ export async function printRunLog(file: string): Promise<void> {
   const base = (f: string) => f.split(/[\\/]/).pop()!;
   if (isDir) return printGenerations(file, dumpFiles(file));
   const size = logFileSize(file, 'run log');
-  if (isGenerationDump(fileHead(file, Math.min(size, 2 ** 20 + 1024)))) return printGenerations(file, [file]);
   const name = escapeControl(base(file)); // quoted in the log's messages and its title
-  const log = await cliCheck()('runLog', { source: { path: file, size }, name }, `The run log ${name}`);
-  console.log(`${log.name}: ${log.format} (${log.engine}), ${log.steps.length} steps (${log.steps[0]}–${log.steps[log.steps.length - 1]}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
+  // The worker tells a generation dump from a run log by the file's first line, and reads it as either.
+  const opened = await cliCheck()('importLog', { source: { path: file, size }, name }, `The log ${name}`);
+  if (opened.kind === 'generations') return printDump(opened.dump);
+  const { log } = opened;
+  console.log(`${log.name}: ${log.format} (${engineLabel(log)}), ${log.steps.length} steps (${log.steps[0]}–${log.steps[log.steps.length - 1]}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);
   for (const w of log.warnings) console.log(`  skipped: ${escapeControl(w)}`);
   const j = runJ(log);
   const kl = runKl(log);

@@ -41,7 +41,7 @@ export interface Budget {
 }
 
 /** The jobs whose legitimate inputs are large, and the time each gets per MiB (the page's and the CLI's budgets). */
-export const PER_MIB_MS: Budget['perMiBMs'] = { experimentFile: CHECK_TIME_PER_MIB_MS, runLog: CHECK_TIME_PER_MIB_MS, onnxGraph: CHECK_TIME_PER_MIB_MS, onnxFolder: CHECK_TIME_PER_MIB_MS, generations: CHECK_TIME_PER_MIB_MS };
+export const PER_MIB_MS: Budget['perMiBMs'] = { experimentFile: CHECK_TIME_PER_MIB_MS, runLog: CHECK_TIME_PER_MIB_MS, importLog: CHECK_TIME_PER_MIB_MS, onnxGraph: CHECK_TIME_PER_MIB_MS, onnxFolder: CHECK_TIME_PER_MIB_MS, generations: CHECK_TIME_PER_MIB_MS };
 
 /** A check: job name, input, what the input is (for messages: "The file “x.satexp”"), buffers to transfer. */
 export type Check = <K extends JobName>(job: K, input: JobInput<K>, what: string, transfer?: Transferable[]) => Promise<JobOutput<K>>;

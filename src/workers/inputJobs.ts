@@ -106,6 +106,12 @@ export interface OnnxGraphSummary {
   readonly bytes?: Uint8Array;
 }
 
+/** What an imported file turned out to be (importLog). */
+export type ImportedLog = { readonly kind: 'runLog'; readonly log: RunLog } | { readonly kind: 'generations'; readonly dump: GenerationDump };
+
+/** How much of an imported file's head tells a generation dump from a run log: its first line, up to 1 MiB, with room for the line's end. */
+export const SNIFF_BYTES = 2 ** 20 + 1024;
+
 export interface InputJobs {
   /** An experiment file's bytes → savefile.ts parseExperimentFile's result. */
   experimentFile(bytes: Uint8Array): ParseResult<ExperimentData>;
@@ -126,6 +132,8 @@ export interface InputJobs {
   onnxFolder(input: { readonly file: string; readonly files: readonly { readonly name: string; readonly source: ByteSource }[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): { readonly head: OnnxSeatHead; readonly names: readonly string[]; readonly bytes: readonly Uint8Array[] };
   /** A real run's log file → the run it records (bridge/runLog.ts); refused by its size before it is read. */
   runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
+  /** A file picked on Import → the run log or the generation dump it is, told apart by its first line (bridge/generations.ts isGenerationDump on its first MiB, read here), then read as the runLog or generations job reads it. */
+  importLog(input: { readonly source: ByteSource; readonly name: string }): ImportedLog;
   /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
   runLink(param: string): RunLog;
   /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's), each refused by its size before it is read → its episodes (bridge/generations.ts). */
@@ -202,6 +210,13 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     checkTextBytes(bytes, LOG_LIMITS, 'run log'); // its characters counted on the bytes, before a string of them exists
     return readRunLog(new TextDecoder().decode(bytes), name);
   },
+  importLog: async ({ source, name }) => {
+    const [{ isGenerationDump }, { checkFileBytes, LOG_LIMITS }] = await Promise.all([import('../bridge/generations'), import('../bridge/limits')]);
+    checkFileBytes(sourceSize(source), LOG_LIMITS, 'run log');
+    const head = await withRanges(source, (readAt) => readAt(0, Math.min(sourceSize(source), SNIFF_BYTES)));
+    if (isGenerationDump(new TextDecoder().decode(head))) return { kind: 'generations', dump: await INPUT_JOBS.generations([{ name, source }]) };
+    return { kind: 'runLog', log: await INPUT_JOBS.runLog({ source, name }) };
+  },
   runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
   generations: async (files) => {
     const [{ readGenerations }, { checkFileBytes, checkTextBytes, LOG_LIMITS }, { GENERATION_MAX }] = await Promise.all([import('../bridge/generations'), import('../bridge/limits'), import('../core/limits')]);
@@ -221,23 +236,21 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
 
 /**
  * The buffers a reply can hand over instead of copying (a run log's columns, a graph's bytes): every
- * ArrayBuffer a typed array of the value owns whole, in the value, its fields and their array items.
+ * ArrayBuffer a typed array of the value owns whole, in the value and in its objects' fields and
+ * arrays' items two levels down (a run log's columns, or those of the log an import found).
  * The worker ends after its one reply, so nothing it keeps is detached under it.
  */
 export function replyTransfer(reply: JobReply): ArrayBuffer[] {
   if (!reply.ok) return [];
   const out = new Set<ArrayBuffer>();
-  const take = (x: unknown): void => {
-    if (ArrayBuffer.isView(x) && x.buffer instanceof ArrayBuffer && x.byteOffset === 0 && x.byteLength === x.buffer.byteLength) out.add(x.buffer);
-  };
-  const v = reply.value as unknown;
-  take(v);
-  if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v)) {
-    for (const f of Object.values(v)) {
-      take(f);
-      if (Array.isArray(f)) for (const y of f) take(y);
+  const take = (x: unknown, depth: number): void => {
+    if (ArrayBuffer.isView(x)) {
+      if (x.buffer instanceof ArrayBuffer && x.byteOffset === 0 && x.byteLength === x.buffer.byteLength) out.add(x.buffer);
+    } else if (depth < 3 && x !== null && typeof x === 'object') {
+      for (const f of Array.isArray(x) ? x : Object.values(x)) take(f, depth + 1);
     }
-  }
+  };
+  take(reply.value, 0);
   return [...out];
 }
 

@@ -6,7 +6,9 @@
  * console fixture (tests/fixtures/bridge/logs) and the charts read back the logs' numbers; a bad
  * log is refused without losing the open run; a saved run and a `?run=` link open it again. At
  * 1280×720, in both modes, an imported log opens scrolled into view with its J and KL charts on
- * the first screen, and no y-axis label runs past its chart's left edge.
+ * the first screen, and no y-axis label runs past its chart's left edge. A log longer than a chart
+ * draws (5,000 steps) is drawn thinned and says so, its one-step spike kept; a short one is not; the
+ * verl driver's team log is named for it and shows its agents' order.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -163,4 +165,46 @@ describe('an imported run log opens in view (browser)', () => {
       await p.context().close();
     }
   }, 120_000);
+});
+
+describe('a long run log and a verl team log (browser)', () => {
+  it('past 1,200 steps each chart draws its runs\' extremes and says so, a spike kept; a short log draws every step, unlabelled; a verl team log is named and its order shown', async () => {
+    const p = await pg().freshPage();
+    await p.goto(pg().url, { waitUntil: 'load' });
+    await settled(p);
+    // 5,000 steps: the training reward and the update's KL every step (the KL once 9, at step 3,333), J every tenth.
+    const lines = Array.from({ length: 5_000 }, (_, i) => JSON.stringify({ step: i + 1, data: { 'critic/score/mean': (i % 97) / 100, 'actor/ppo_kl': i === 3_332 ? 9 : 0.001 * (1 + Math.sin(i / 40)), 'actor/pg_clipfrac': 0.02, ...(i % 10 === 0 ? { 'val-core/arith/acc/mean@1': i / 5_000 } : {}) } }));
+    await p.getByTestId('import').setInputFiles({ name: 'long.jsonl', mimeType: 'text/plain', buffer: Buffer.from(lines.join('\n')) });
+    await p.getByText(/Opened the run log “long\.jsonl”: 5000 steps/).waitFor();
+    for (const id of ['run-j', 'run-kl', 'run-clip']) {
+      expect(await p.getByTestId(`${id}-thinned`).innerText(), id).toMatch(/^Drawn: [\d,]+ of 5,000 steps — each line keeps its first, last, lowest and highest value in every run of \d+(–\d+)? steps\.$/);
+      const n = await points(p, id);
+      expect(n, id).toBeGreaterThan(0);
+      expect(n, id).toBeLessThanOrEqual(1_200);
+    }
+    // the one-step spike is drawn: the KL axis reaches it (the KL chart is drawn in a task after the J chart's)
+    await p.locator('[data-testid="run-kl"] .recharts-yAxis-tick-labels text').first().waitFor();
+    const klTicks = (await p.locator('[data-testid="run-kl"] .recharts-yAxis-tick-labels text').allTextContents()).map((t) => Number(t.replace('\u2212', '-')));
+    expect(Math.max(...klTicks)).toBeGreaterThanOrEqual(9);
+    // the readouts are the last step's, from every step
+    expect(await p.getByTestId('run-j-last').innerText()).toBe(`step 5000: train reward ${(4_999 % 97 / 100).toFixed(4)}`);
+
+    await p.getByTestId('import').setInputFiles(log('verl-file.jsonl'));
+    await p.getByText(/Opened the run log “verl-file\.jsonl”/).waitFor();
+    expect(await points(p, 'run-j')).toBe(5);
+    expect(await p.locator('[data-testid$="-thinned"]').count()).toBe(0);
+    // the grid's vertical lines at the step axis' ticks and the plot's edges
+    const ticks = await p.locator('[data-testid="run-j"] .recharts-xAxis-tick-labels text').count();
+    expect(ticks).toBeGreaterThan(1);
+    expect(await p.locator('[data-testid="run-j"] .recharts-cartesian-grid-vertical line').count()).toBeGreaterThanOrEqual(ticks);
+
+    // The exported verl driver's team log, agents trained in the order 2, 0, 1.
+    const order = [2, 0, 1];
+    const team = [{ step: 0, data: { 'val-core/arith/acc/mean@1': 0.1 } }, ...[1, 2].map((s) => ({ step: s, data: { ...Object.fromEntries(order.map((a) => [`agent${a}/actor/ppo_kl`, s + a / 10])), 'val-core/arith/acc/mean@1': s / 10 } }))];
+    await p.getByTestId('import').setInputFiles({ name: 'arith.verl-team-log.jsonl', mimeType: 'text/plain', buffer: Buffer.from(team.map((l) => JSON.stringify(l)).join('\n')) });
+    await p.getByText(/Opened the run log “arith\.verl-team-log\.jsonl”/).waitFor();
+    expect(await p.getByTestId('runlog').innerText()).toMatch(/Imported run: arith\.verl-team-log\.jsonl \(verl-jsonl, a verl team log from the exported driver, 3 steps, 3 agents\)/);
+    expect(await p.locator('[data-testid="run-timeline-rows"] li[data-step="2"] .runlog-chip').allInnerTexts()).toEqual(['2', '0', '1']);
+    await p.context().close();
+  }, 240_000);
 });

@@ -9,11 +9,11 @@
  *
  * Not here: parsing or the charts' rows (src/bridge), the playground's own charts (../charts).
  */
-import { useEffect, useRef } from 'react';
-import { CartesianGrid, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { CartesianGrid, type CartesianGridProps, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import type { RunLog } from '../../bridge/runLog';
 import { runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
-import { runClip, runJ, runKl, runTimeline } from '../../bridge/runLogSeries';
+import { engineLabel, runClip, runJ, runKl, runTimeline, thinChart, thinText, type RunJRow, type ThinNote } from '../../bridge/runLogSeries';
 import { ChartFrame, DEFAULT_HEIGHT } from '../charts/ChartFrame';
 import { agentColor, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { usePlayground } from '../store';
@@ -51,6 +51,28 @@ function klReadout(kl: { rows: readonly { kl: readonly number[] }[]; deltas: rea
   return kl.violationRate.map((v, i) => (v === null ? null : `agent ${i}: δ ${fmt(kl.deltas[i] ?? undefined)}, violation rate ${(v * 100).toFixed(1)} %`)).filter(Boolean).join('; ');
 }
 
+const finiteOr = (x: number | undefined) => (x !== undefined && Number.isFinite(x) ? x : NaN);
+
+/** The J chart's rows as drawn (thinChart: every row up to CHART_POINTS, else each line's bucket extremes). */
+function thinJ(rows: readonly RunJRow[]) {
+  return thinChart(rows, (r) => [finiteOr(r.J), finiteOr(r.train), finiteOr(r.lower)], (r, [J, train, lower]) => ({
+    step: r.step,
+    ...(Number.isFinite(J) ? { J } : {}),
+    ...(Number.isFinite(train) ? { train } : {}),
+    ...(Number.isFinite(lower) ? { lower } : {}),
+  }));
+}
+
+/** A per-agent chart's rows as drawn (as thinJ). */
+function thinAgents<R extends { step: number }>(rows: readonly R[], pick: (r: R) => readonly number[], make: (step: number, values: readonly number[]) => R) {
+  return thinChart(rows, pick, (r, kept) => make(r.step, kept));
+}
+
+/** Under a thinned chart: what it draws of the steps (thinText). */
+function ThinLabel({ note, testid }: { note: ThinNote | null; testid: string }) {
+  return note && <span className="runlog-thinned" data-testid={`${testid}-thinned`}>{thinText(note)}</span>;
+}
+
 function save(log: RunLog) {
   const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([runLogText(log)], { type: 'application/json' }));
@@ -76,7 +98,22 @@ async function copyLink(log: RunLog) {
   }
 }
 
-/** Per-agent lines of a chart whose rows hold one array per step. */
+/**
+ * Where the grid's vertical lines go: at the step axis' ticks and the plot's edges, as recharts'
+ * own generator places them with every tick shown (interval 0). recharts first asks before the
+ * XAxis has registered, with a stand-in category axis of one tick per row, and would measure each
+ * row's label in the DOM (a forced layout each: seconds on the main thread for a long log); that
+ * pass gets no lines, the next one the axis' own.
+ */
+const gridX: NonNullable<CartesianGridProps['verticalCoordinatesGenerator']> = ({ xAxis, offset }) => {
+  if (xAxis?.type !== 'number' || !xAxis.scale) return [];
+  const { scale } = xAxis;
+  const at = (xAxis.ticks ?? xAxis.niceTicks ?? []).map((v) => scale.map(v)).filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
+  const [lo, hi] = [offset.left, offset.left + offset.width];
+  return [...at, ...(at.includes(lo) ? [] : [lo]), ...(at.includes(hi) ? [] : [hi])];
+};
+
+/** Per-agent lines of a chart whose rows hold one array per step (NaN: no value there). */
 function AgentLines({ rows, pick, agents, width, deltas, projector }: { rows: readonly { step: number }[]; pick: (r: never) => readonly number[]; agents: number; width: number; deltas?: readonly (number | null)[]; projector: boolean }) {
   const data = rows.map((r) => {
     const v = pick(r as never);
@@ -85,9 +122,9 @@ function AgentLines({ rows, pick, agents, width, deltas, projector }: { rows: re
   const values = [...rows.flatMap((r) => pick(r as never)), ...(deltas ?? []).filter((d): d is number => d !== null)];
   return (
     <LineChart width={width} height={DEFAULT_HEIGHT} data={data} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
-      <CartesianGrid stroke={GRID} />
-      <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
-      <YAxis width={axisWidth(values, projector)} tickFormatter={tickText} />
+      <CartesianGrid stroke={GRID} verticalCoordinatesGenerator={gridX} />
+      <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} interval={0} />
+      <YAxis width={axisWidth(values, projector)} tickFormatter={tickText} interval={0} />
       <Tooltip isAnimationActive={false} />
       {Array.from({ length: agents }, (_, i) => (
         <Line key={i} dataKey={`a${i}`} name={agents > 1 ? `agent ${i}` : 'policy'} stroke={agentColor(i)} dot={data.length < 40} isAnimationActive={false} connectNulls />
@@ -108,19 +145,41 @@ export function RunLogView() {
   useEffect(() => {
     if (log) box.current?.scrollIntoView({ block: 'start' });
   }, [log]);
-  if (!log) return null;
-  const j = runJ(log);
-  const kl = runKl(log);
-  const clip = runClip(log);
-  const tl = runTimeline(log);
+  // recharts draws on this thread: the view and the charts' rows come first, then the J, KL and
+  // clip charts each in a task of its own (`plots`: how many are drawn), so no one task does it all.
+  const [staged, setStaged] = useState<{ log: RunLog | null; plots: number }>({ log: null, plots: 0 });
+  const plots = staged.log === log ? staged.plots : 0;
+  useEffect(() => {
+    if (!log || plots >= 3) return;
+    const t = setTimeout(() => setStaged({ log, plots: plots + 1 }), 0);
+    return () => clearTimeout(t);
+  }, [log, plots]);
+  // The charts' rows, and the rows drawn (thinned past CHART_POINTS), once per opened run.
+  const charts = useMemo(() => {
+    if (!log) return null;
+    const j = runJ(log);
+    const kl = runKl(log);
+    const clip = runClip(log);
+    return {
+      j,
+      kl,
+      clip,
+      tl: runTimeline(log),
+      jDrawn: 'rows' in j ? thinJ(j.rows) : null,
+      klDrawn: 'rows' in kl ? thinAgents(kl.rows, (r) => r.kl, (step, v) => ({ step, kl: v })) : null,
+      clipDrawn: 'rows' in clip ? thinAgents(clip.rows, (r) => r.clip, (step, v) => ({ step, clip: v })) : null,
+    };
+  }, [log]);
+  if (!log || !charts) return null;
+  const { j, kl, clip, tl, jDrawn, klDrawn, clipDrawn } = charts;
   const agents = Math.max(log.agents, 1);
-  const jValues = 'rows' in j ? j.rows.flatMap((r) => [r.J, r.train, r.lower].filter((x): x is number => x !== undefined)) : [];
+  const jValues = jDrawn ? jDrawn.rows.flatMap((r) => [r.J, r.train, r.lower].filter((x): x is number => x !== undefined)) : [];
   const lastJ = 'rows' in j ? [...j.rows].reverse().find((r) => r.J !== undefined || r.train !== undefined || r.lower !== undefined) : undefined;
   return (
     <section ref={box} className="runlog" data-testid="runlog" aria-label={`Imported run ${log.name}`}>
       <header className="runlog-head">
         <h2>
-          Imported run: {log.name} <span className="muted">({log.format}, {log.engine === 'satTrainer' ? "the SAT authors' trainer" : log.engine}, {log.steps.length} steps{log.agents > 0 ? `, ${log.agents} agents` : ''}{log.warnings.length > 0 ? `; ${log.warnings.length} line${log.warnings.length > 1 ? 's' : ''} skipped, listed under the charts` : ''})</span>
+          Imported run: {log.name} <span className="muted">({log.format}, {engineLabel(log)}, {log.steps.length} steps{log.agents > 0 ? `, ${log.agents} agents` : ''}{log.warnings.length > 0 ? `; ${log.warnings.length} line${log.warnings.length > 1 ? 's' : ''} skipped, listed under the charts` : ''})</span>
         </h2>
         <div className="runlog-actions">
           <button type="button" className="small" data-testid="runlog-save" onClick={() => save(log)}>Save run</button>
@@ -132,21 +191,22 @@ export function RunLogView() {
         <ChartFrame
           testid="run-j"
           title="Did the run improve?"
-          points={'rows' in j ? j.rows.length : 0}
+          points={jDrawn ? jDrawn.rows.length : 0}
           empty={'reason' in j ? j.reason : 'No steps.'}
-          readout={lastJ && <span data-testid="run-j-last">{lastJReadout(lastJ)}</span>}
+          readout={lastJ && <><span data-testid="run-j-last">{lastJReadout(lastJ)}</span><ThinLabel note={jDrawn?.note ?? null} testid="run-j" /></>}
           howTo={<>J is the validation score per step (dark), beside the training batch's mean reward (grey); for the SAT authors' trainer, its certificate's lower bound per stage. {'rows' in j && j.note}</>}
         >
           {(w) =>
-            'rows' in j && (
-              <LineChart width={w} height={DEFAULT_HEIGHT} data={j.rows as object[]} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
-                <CartesianGrid stroke={GRID} />
-                <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} />
-                <YAxis width={axisWidth(jValues, projector)} tickFormatter={tickText} />
+            jDrawn && plots > 0 && (
+              <LineChart width={w} height={DEFAULT_HEIGHT} data={jDrawn.rows as object[]} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
+                <CartesianGrid stroke={GRID} verticalCoordinatesGenerator={gridX} />
+                <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} interval={0} />
+                <YAxis width={axisWidth(jValues, projector)} tickFormatter={tickText} interval={0} />
                 <Tooltip isAnimationActive={false} />
-                <Line dataKey="J" name="J (validation)" stroke={INK} connectNulls isAnimationActive={false} />
-                <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />
-                <Line dataKey="lower" name="lower bound" stroke={MUTED_INK} connectNulls isAnimationActive={false} />
+                {/* a thinned chart leaves out a line with no value (each line costs recharts a pass over the rows) */}
+                {(jDrawn.note === null || jDrawn.rows.some((r) => r.J !== undefined)) && <Line dataKey="J" name="J (validation)" stroke={INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />}
+                {(jDrawn.note === null || jDrawn.rows.some((r) => r.train !== undefined)) && <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />}
+                {(jDrawn.note === null || jDrawn.rows.some((r) => r.lower !== undefined)) && <Line dataKey="lower" name="lower bound" stroke={MUTED_INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />}
               </LineChart>
             )
           }
@@ -154,22 +214,22 @@ export function RunLogView() {
         <ChartFrame
           testid="run-kl"
           title="How far did each agent move?"
-          points={'rows' in kl ? kl.rows.length : 0}
+          points={klDrawn ? klDrawn.rows.length : 0}
           empty={'reason' in kl ? kl.reason : 'No steps.'}
-          readout={'rows' in kl && <span data-testid="run-kl-readout">{klReadout(kl)}</span>}
+          readout={'rows' in kl && <><span data-testid="run-kl-readout">{klReadout(kl)}</span><ThinLabel note={klDrawn?.note ?? null} testid="run-kl" /></>}
           howTo={<>Each agent's KL per step in its colour, its radius δ dashed where the engine has one. {'rows' in kl && kl.what}</>}
         >
-          {(w) => 'rows' in kl && <AgentLines rows={kl.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} projector={projector} />}
+          {(w) => 'rows' in kl && klDrawn && plots > 1 && <AgentLines rows={klDrawn.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-clip"
           title="How often was the ratio clipped?"
-          points={'rows' in clip ? clip.rows.length : 0}
+          points={clipDrawn ? clipDrawn.rows.length : 0}
           empty={'reason' in clip ? clip.reason : 'No steps.'}
-          readout={'rows' in clip && <span data-testid="run-clip-last">last: {clip.rows[clip.rows.length - 1]?.clip.map(fmt).join(', ')}</span>}
+          readout={'rows' in clip && <><span data-testid="run-clip-last">last: {clip.rows[clip.rows.length - 1]?.clip.map(fmt).join(', ')}</span><ThinLabel note={clipDrawn?.note ?? null} testid="run-clip" /></>}
           howTo="The share of tokens whose ratio was clipped (actor/pg_clipfrac), per agent: a rising share means updates push against the clip range."
         >
-          {(w) => 'rows' in clip && <AgentLines rows={clip.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} projector={projector} />}
+          {(w) => clipDrawn && plots > 2 && <AgentLines rows={clipDrawn.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-timeline"

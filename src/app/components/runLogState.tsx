@@ -10,7 +10,7 @@
 import { lazy, Suspense, useEffect } from 'react';
 import { create } from 'zustand';
 import type { RunLog } from '../../bridge/runLog';
-import { isGenerationDump, type GenerationDump } from '../../bridge/generations';
+import type { GenerationDump } from '../../bridge/generations';
 import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
 import { RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
 import { checkInput } from '../inputCheck';
@@ -27,18 +27,24 @@ export const useGenerations = create<{ dump: GenerationDump | null; opened: numb
 
 const errorOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-/** Opens a run log: the File goes to the budgeted worker, which reads it there (this thread never holds its bytes); one over the size cap is refused before that. */
+/**
+ * Opens a picked log: the File goes to the budgeted worker, which tells a generation dump from a
+ * run log and reads it there (this thread never holds its bytes); one over the size cap is refused
+ * before that.
+ */
 export async function openRunLogFile(file: Blob, name: string): Promise<void> {
   try {
     checkFileBytes(file.size, LOG_LIMITS, 'run log');
-    // A generation dump is told from a run log by its first line: only the file's head is read here.
-    if (isGenerationDump(await file.slice(0, 2 ** 20 + 1024).text())) {
-      const dump = await checkInput('generations', [{ name, source: file }], `generation dump "${name}"`);
+    // The view's code (recharts) loads and compiles while the worker reads, not in the task that draws.
+    void loadRunLogView();
+    const opened = await checkInput('importLog', { source: file, name }, `log "${name}"`);
+    if (opened.kind === 'generations') {
+      const { dump } = opened;
       useGenerations.setState((s) => ({ dump, opened: s.opened + 1 }));
       usePlayground.setState({ notice: `Opened the generation dump “${name}”: ${dump.rows.length} replies of ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''}, in the transcripts view (“What did the agents say?”).` });
       return;
     }
-    const log = await checkInput('runLog', { source: file, name }, `run log "${name}"`);
+    const { log } = opened;
     useRunLog.setState({ log });
     usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
   } catch (e) {
@@ -46,7 +52,8 @@ export async function openRunLogFile(file: Blob, name: string): Promise<void> {
   }
 }
 
-const RunLogView = lazy(async () => ({ default: (await import('./RunLogView')).RunLogView }));
+const loadRunLogView = () => import('./RunLogView');
+const RunLogView = lazy(async () => ({ default: (await loadRunLogView()).RunLogView }));
 
 /** Where an imported run shows: opens a `?run=` link's run once, then the view while a run is open. */
 export function RunLogSlot() {
