@@ -93,7 +93,8 @@ describe('held for stages whose J is estimated (language teams)', () => {
     expect(stageRow(undecided, 3).held).toBe('undecided');
     expect(timelineStages([notHeld], 3)[0]!.held).toBe('not held');
     // The waterfall says what the bound rests on and how the stage was checked.
-    const teamCert = { ...base.certificate, scope: 'team' as const, team: { ess: 701.4, truncationCost: 0.0039, maxRatio: 3.2, mismatches: 0, episodes: 768 } };
+    // One batch of 768 (no rounds: the base record's own sequential record left out).
+    const teamCert = { ...base.certificate, sequential: undefined, scope: 'team' as const, team: { ess: 701.4, truncationCost: 0.0039, maxRatio: 3.2, mismatches: 0, episodes: 768 } };
     const html = renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: teamCert } }));
     expect(html).toContain('held-out ΔJ (an estimate)');
     expect(html).toMatch(/team-level bound: 768 episodes, ESS 701, truncation cost/);

@@ -533,10 +533,11 @@ const COUNT_FIELDS = new Set(['stage', 'position', 'agent', 'backtracks', 'units
 const AGENT_FIELDS = new Set(['agent']);
 /**
  * Fields a record may lack: a swap happens in some stages only; J's accuracy is a language task's;
- * the team-level certificate's scope and team block, its refusal and the held verdict came later
- * (older files open without them, docs/certificate.md).
+ * the team-level certificate's scope and team block, its refusal, the held verdict, its estimator
+ * and a sequential record's episodes per unit came later (older files open without them,
+ * docs/certificate.md).
  */
-const OPTIONAL_FIELDS = new Set(['swap', 'accuracy', 'scope', 'team', 'refused', 'held']);
+const OPTIONAL_FIELDS = new Set(['swap', 'accuracy', 'scope', 'team', 'refused', 'held', 'estimator', 'unitEpisodes']);
 
 function kindOf(v: unknown): string {
   if (v === null) return 'null';

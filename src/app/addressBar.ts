@@ -17,6 +17,29 @@ import type { PlaygroundState } from './store';
 /** Fewest milliseconds between two writes of the address bar. */
 export const THROTTLE_MS = 250;
 
+/** The address this tab's page last wrote (sessionStorage: a reload of the tab keeps it). */
+const OWN_KEY = 'sat-playground.address';
+
+/**
+ * Whether `href` is the address this tab's page wrote last — a reload reopening its own state, not
+ * a link from elsewhere: a mode chosen in the tab since that write (projector.ts) outranks the flag.
+ */
+export function isOwnAddress(href: string): boolean {
+  try {
+    return globalThis.sessionStorage?.getItem(OWN_KEY) === href;
+  } catch {
+    return false;
+  }
+}
+
+function markOwnAddress(href: string): void {
+  try {
+    globalThis.sessionStorage?.setItem(OWN_KEY, href);
+  } catch {
+    // storage refused: a reload then treats the address as any link
+  }
+}
+
 /** What the link is made of; a change in any of these rewrites the address. */
 function linkInputs(s: PlaygroundState) {
   return { config: s.config, preset: s.preset, hide: s.hide, question: s.question, projector: s.projector, stages: s.stages.length, partial: s.partial.length, seats: s.seats };
@@ -51,6 +74,7 @@ export function followAddressBar(session: Session, link: () => Promise<string | 
     const key = experimentKey(store.getState());
     if (key !== written && written !== '' && !fromHistory) history.pushState(null, '', url);
     else history.replaceState(history.state, '', url);
+    markOwnAddress(location.href);
     written = key;
     fromHistory = false;
   };

@@ -19,11 +19,12 @@ import { findPreset, presetConfig } from '../sat/presets';
 import type { Autosave } from './autosave';
 import { checkInput } from './inputCheck';
 import { serializeExperiment, type ExperimentData, type ParseResult } from './savefile';
-import { followAddressBar } from './addressBar';
+import { followAddressBar, isOwnAddress } from './addressBar';
 import { canonicalJson, decodeShare, encodeShare, makeShareState } from './share';
 import type { Session } from './session';
 import { fileDataOf, sessionOfFile } from './sessionState';
 import { DEFAULT_PRESET, setProjector } from './store';
+import { tabProjector } from './projector';
 import { reached, refOf } from './stepRef';
 
 // ── files ─────────────────────────────────────────────────────────────────────────────────────
@@ -132,7 +133,9 @@ export async function openLink(session: Session, autosave: Autosave | null, hash
   const preset = r.state.preset ?? DEFAULT_PRESET;
   const step = r.state.step;
   store.setState({ hide: r.state.hide, question: r.state.question ?? null });
-  if (r.state.projector) setProjector(true, false); // the link's choice, for this page only
+  // The link's choice, for this page only — unless the link is this tab's own address and the tab's
+  // toggle turned the mode off after it was written (a reload right after the toggle).
+  if (r.state.projector && !(isOwnAddress(location.href) && tabProjector() === false)) setProjector(true, false);
   const saved = autosave ? await autosave.load() : null;
   if (saved?.ok && saved.data && saved.data.presetName === preset && canonicalJson(saved.data.config) === canonicalJson(r.config) && !(r.state.checkpoints?.length) && saved.data.stages.length >= (step?.stage ?? 0)) {
     if (await openData(session, saved.data, 'the autosaved experiment')) {

@@ -27,7 +27,7 @@ export function Header() {
         data-testid="projector-toggle"
         aria-pressed={projector}
         title="Projector mode: every number at least 16 px, the header on one line, the question on the first screen (remembered in this browser; a link's projector key turns it on)"
-        onClick={() => setProjector(!projector)}
+        onClick={() => setProjector(!usePlayground.getState().projector)}
       >
         {projector ? '▣ Projector on' : '▢ Projector'}
       </button>
