@@ -83,7 +83,23 @@ describe('projector mode', () => {
     await p.reload({ waitUntil: 'load' });
     await settled(p);
     expect(await p.locator('.app').getAttribute('data-projector')).toBe('on');
+    const address = await p.evaluate(() => location.href);
     await p.getByTestId('projector-toggle').click();
+    // The address bar follows the mode (addressBar.ts): the link without the flag replaces it.
+    await p.waitForFunction((a) => location.href !== a, address, { timeout: 30_000 });
+    await p.reload({ waitUntil: 'load' });
+    await settled(p);
+    expect(await p.locator('.app').getAttribute('data-projector')).toBe('off');
+    // A reload before the address caught up with a toggle: on again (the address gets the flag),
+    // then the toggle's effect on storage alone, as a click just before the reload leaves it — the
+    // tab's choice outranks its own address's old flag (boot.ts).
+    const off = await p.evaluate(() => location.href);
+    await p.getByTestId('projector-toggle').click();
+    await p.waitForFunction((a) => location.href !== a, off, { timeout: 30_000 });
+    await p.evaluate(() => {
+      localStorage.setItem('sat-playground.projector', 'off');
+      sessionStorage.setItem('sat-playground.projector.tab', 'off');
+    });
     await p.reload({ waitUntil: 'load' });
     await settled(p);
     expect(await p.locator('.app').getAttribute('data-projector')).toBe('off');
