@@ -11,7 +11,8 @@
  * Not here: quantizing (src/model), gradients for the quantized weights themselves (frozen).
  */
 import { f16ToF32 } from '../../core/f16';
-import { QBLOCK, type Backend, type FloatArray, type StoredMat, type TensorKinds } from '../types';
+import { QBLOCK, type Backend, type FloatArray, type HostTensors, type StoredMat } from '../types';
+import type { HostTensors64 } from './index';
 import { checkMany, checkQuantWeight, need, sizes } from '../check';
 import { matmulBackwardInputRows, matmulForwardRange } from './matmul';
 
@@ -194,16 +195,16 @@ export function matmulForwardQAct(op: string, out: FloatArray, inp: FloatArray, 
 }
 
 /** The single-weight products matmulForwardMany is made of. */
-type Singles<X extends TensorKinds> = Pick<Backend<X>, 'matmulForward' | 'matmulForwardQ8' | 'matmulForwardQ4' | 'matmulForwardQ8Act' | 'matmulForwardQ4Act'>;
+type Singles<X extends HostTensors | HostTensors64> = Pick<Backend<X>, 'matmulForward' | 'matmulForwardQ8' | 'matmulForwardQ4' | 'matmulForwardQ8Act' | 'matmulForwardQ4Act'>;
 
 /**
  * matmulForwardMany (types.ts) as one single-weight product per weight, in order: the op of the
  * reference backends and the twin of the CPU backend's one-job version (simd.ts), which must give
  * the same bits.
  */
-export function manyBySingles<X extends TensorKinds>(be: Singles<X>): NonNullable<Backend<X>['matmulForwardMany']> {
+export function manyBySingles<X extends HostTensors | HostTensors64>(be: Singles<X>): NonNullable<Backend<X>['matmulForwardMany']> {
   return (outs, inp, weights, B, T, C, OCs, activations) => {
-    checkMany(outs as never, inp as never, weights as never, B, T, C, OCs, activations);
+    checkMany(outs, inp, weights, B, T, C, OCs, activations);
     weights.forEach((w: StoredMat<X>, i) => {
       const out = outs[i]!;
       const OC = OCs[i]!;
