@@ -189,7 +189,8 @@ export function gemm(a: usize, ars: i32, aks: i32, b: usize, J: i32, out: usize,
  *
  * Tiles: 8 rows of W (two 4-lane accumulators per row of x; a last group of 4 rows, one). One row
  * of x (a decoding step of one prompt) takes each transposed or dequantized block in registers as
- * soon as it is made. More rows: per chunk of 16 steps k, the tile's blocks are made once into
+ * soon as it is made; for f32 with C a multiple of 4, 16 rows of W at a time (four independent sums,
+ * so the adds' latency and the weight loads overlap), the same sums in the same order. More rows: per chunk of 16 steps k, the tile's blocks are made once into
  * `cols` (512 bytes of scratch that belong to the calling thread; threads.ts hands each its own)
  * and every row of x, in pairs (four sums in flight, so the adds' latency overlaps), takes them in,
  * its sums kept in `out` between chunks (an f32 stored and loaded back is the same f32). Rows of W
@@ -297,6 +298,23 @@ export function linF32(x: usize, N: i32, w: usize, C: i32, out: usize, OC: i32, 
   const oRow = (<usize>OC) << 2;
   const c4 = C & ~3;
   let o = o0;
+  if (N == 1 && c4 == C) {
+    // One row, C a multiple of 4: 16 rows of W at a time, four independent sums in flight.
+    for (; o + 16 <= o1; o += 16) {
+      const wa = w + (<usize>o) * wRow;
+      let a = f32x4.splat(0), b = f32x4.splat(0), c = f32x4.splat(0), d = f32x4.splat(0);
+      for (let k = 0; k < c4; k += 4) {
+        const kb = (<usize>k) << 2;
+        a = rowStep4(a, x + kb, wa + kb, wRow);
+        b = rowStep4(b, x + kb, wa + 4 * wRow + kb, wRow);
+        c = rowStep4(c, x + kb, wa + 8 * wRow + kb, wRow);
+        d = rowStep4(d, x + kb, wa + 12 * wRow + kb, wRow);
+      }
+      const po = out + ((<usize>o) << 2);
+      store8(po, a, b, true);
+      store8(po + 32, c, d, true);
+    }
+  }
   for (; o + 4 <= o1; ) {
     const hi = o + 8 <= o1;
     const wa = w + (<usize>o) * wRow;
