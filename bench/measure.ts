@@ -1,5 +1,5 @@
 /**
- * Timing and memory helpers of the bench (bench/cpu.ts).
+ * Timing and memory helpers of the benches (bench/cpu.ts, bench/page.ts, bench/realSize.ts).
  *
  * Timing: `timeReps` runs a function `warm` times untimed, then `reps` times timed with
  * performance.now(), and returns every duration (ms); the bench reports the median.
@@ -17,6 +17,7 @@
  *
  * Not here: what is measured (bench/cpu.ts), the table (bench/report.ts).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 
 /** Median of a non-empty list. */
@@ -124,3 +125,53 @@ export async function timeReps(fn: () => unknown, warm: number, reps: number, pr
   }
   return ms;
 }
+
+/** /proc's clock ticks per second (USER_HZ; 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU time (user + system, ms) of every process this one started, however deep — a browser's
+ * processes with all their threads (renderer, agent workers, kernel helpers, GPU and utility
+ * processes), or a CLI child — from /proc; this process itself is left out. CPU time, unlike wall
+ * time, is not shared out by the machine's load between one side's many threads and the other's
+ * few, so its ratio says which side does more work on a loaded machine. By thread: "process type /
+ * thread name" (Chromium's --type, else "browser"; the thread's name without its trailing digits,
+ * e.g. "renderer / DedicatedWorker thread") → CPU ms, summed over processes of that type and
+ * threads of that name.
+ */
+export function childrenCpu(): Map<string, number> {
+  const parent = new Map<number, number>();
+  const pids: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      pids.push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out = new Map<string, number>();
+  for (const pid of pids) {
+    let q = parent.get(pid);
+    while (q !== undefined && q > 1 && q !== process.pid) q = parent.get(q);
+    if (q !== process.pid) continue;
+    try {
+      const type = /--type=([\w-]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? 'browser';
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d:.#-]+$/, '').trim();
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const key = `${type} / ${name}`;
+        out.set(key, (out.get(key) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS); // utime, stime
+      }
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** The sum of a childrenCpu map. */
+export const cpuTotal = (m: ReadonlyMap<string, number>): number => [...m.values()].reduce((t, x) => t + x, 0);
