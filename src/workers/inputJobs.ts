@@ -24,6 +24,7 @@
  * hfLoad.ts, hfTokenizer.ts, hfSeat.ts, onnx/read.ts, bridge/runLog.ts, bridge/recipe.ts).
  */
 import type { RunLog } from '../bridge/runLog';
+import type { OpenedRun, RunLogCharts } from '../bridge/runLogCharts';
 import type { GenerationDump } from '../bridge/generations';
 import { FormatError, SatError } from '../core/errors';
 import { escapeControl } from '../core/text';
@@ -107,7 +108,7 @@ export interface OnnxGraphSummary {
 }
 
 /** What an imported file turned out to be (importLog). */
-export type ImportedLog = { readonly kind: 'runLog'; readonly log: RunLog } | { readonly kind: 'generations'; readonly dump: GenerationDump };
+export type ImportedLog = { readonly kind: 'runLog'; readonly log: RunLog; readonly charts?: RunLogCharts } | { readonly kind: 'generations'; readonly dump: GenerationDump };
 
 /** How much of an imported file's head tells a generation dump from a run log: its first line, up to 1 MiB, with room for the line's end. */
 export const SNIFF_BYTES = 2 ** 20 + 1024;
@@ -132,10 +133,10 @@ export interface InputJobs {
   onnxFolder(input: { readonly file: string; readonly files: readonly { readonly name: string; readonly source: ByteSource }[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): { readonly head: OnnxSeatHead; readonly names: readonly string[]; readonly bytes: readonly Uint8Array[] };
   /** A real run's log file → the run it records (bridge/runLog.ts); refused by its size before it is read. */
   runLog(input: { readonly source: ByteSource; readonly name: string }): RunLog;
-  /** A file picked on Import → the run log or the generation dump it is, told apart by its first line (bridge/generations.ts isGenerationDump on its first MiB, read here), then read as the runLog or generations job reads it. */
-  importLog(input: { readonly source: ByteSource; readonly name: string }): ImportedLog;
-  /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run). */
-  runLink(param: string): RunLog;
+  /** A file picked on Import → the run log or the generation dump it is, told apart by its first line (bridge/generations.ts isGenerationDump on its first MiB, read here), then read as the runLog or generations job reads it; with `charts` (the page), a run log comes with what its charts draw (bridge/runLogCharts.ts). */
+  importLog(input: { readonly source: ByteSource; readonly name: string; readonly charts?: boolean }): ImportedLog;
+  /** A `?run=` link's value → the run it carries (bridge/runLogFile.ts readRunLogParam: inflated to a capped size, then read as a saved run) and what its charts draw. */
+  runLink(param: string): OpenedRun;
   /** A real run's generation dump files (verl's rollout_data_dir / validation_data_dir, TeamTR's), each refused by its size before it is read → its episodes (bridge/generations.ts). */
   generations(files: readonly { readonly name: string; readonly source: ByteSource }[]): GenerationDump;
   /** A SAT-style recipe YAML and the open settings → the settings it sets (bridge/recipe.ts readRecipe). */
@@ -210,14 +211,19 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     checkTextBytes(bytes, LOG_LIMITS, 'run log'); // its characters counted on the bytes, before a string of them exists
     return readRunLog(new TextDecoder().decode(bytes), name);
   },
-  importLog: async ({ source, name }) => {
+  importLog: async ({ source, name, charts }) => {
     const [{ isGenerationDump }, { checkFileBytes, LOG_LIMITS }] = await Promise.all([import('../bridge/generations'), import('../bridge/limits')]);
     checkFileBytes(sourceSize(source), LOG_LIMITS, 'run log');
     const head = await withRanges(source, (readAt) => readAt(0, Math.min(sourceSize(source), SNIFF_BYTES)));
     if (isGenerationDump(new TextDecoder().decode(head))) return { kind: 'generations', dump: await INPUT_JOBS.generations([{ name, source }]) };
-    return { kind: 'runLog', log: await INPUT_JOBS.runLog({ source, name }) };
+    const log = await INPUT_JOBS.runLog({ source, name });
+    return { kind: 'runLog', log, ...(charts ? { charts: (await import('../bridge/runLogCharts')).runLogCharts(log) } : {}) };
   },
-  runLink: async (param) => (await import('../bridge/runLogFile')).readRunLogParam(param),
+  runLink: async (param) => {
+    const [{ readRunLogParam }, { runLogCharts }] = await Promise.all([import('../bridge/runLogFile'), import('../bridge/runLogCharts')]);
+    const log = readRunLogParam(param);
+    return { log, charts: runLogCharts(log) };
+  },
   generations: async (files) => {
     const [{ readGenerations }, { checkFileBytes, checkTextBytes, LOG_LIMITS }, { GENERATION_MAX }] = await Promise.all([import('../bridge/generations'), import('../bridge/limits'), import('../core/limits')]);
     for (const f of files) checkFileBytes(sourceSize(f.source), LOG_LIMITS, 'generation dump');
@@ -237,7 +243,7 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
 /**
  * The buffers a reply can hand over instead of copying (a run log's columns, a graph's bytes): every
  * ArrayBuffer a typed array of the value owns whole, in the value and in its objects' fields and
- * arrays' items two levels down (a run log's columns, or those of the log an import found).
+ * arrays' items two levels down (a run log's columns, or those of the log an import found, and its charts' columns).
  * The worker ends after its one reply, so nothing it keeps is detached under it.
  */
 export function replyTransfer(reply: JobReply): ArrayBuffer[] {

@@ -7,13 +7,18 @@
  * or as a `?run=` link where its data fits (src/bridge/runLogFile.ts). A bad or partial log gets
  * a specific message and the experiment on the page is not touched.
  *
+ * The charts' rows come from the check's worker as columns, thinned to what is drawn
+ * (src/bridge/runLogCharts.ts): this thread turns at most CHART_POINTS of them a chart into rows
+ * for recharts, never one per step of a long log.
+ *
  * Not here: parsing or the charts' rows (src/bridge), the playground's own charts (../charts).
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { CartesianGrid, type CartesianGridProps, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
-import type { RunLog } from '../../bridge/runLog';
 import { runLogParam, runLogText, RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
-import { engineLabel, runClip, runJ, runKl, runTimeline, thinChart, thinText, type RunJRow, type ThinNote } from '../../bridge/runLogSeries';
+import type { RunLog } from '../../bridge/runLog';
+import { J_SERIES, type DrawnColumns, type OpenedRun } from '../../bridge/runLogCharts';
+import { engineLabel, thinText, type ThinNote } from '../../bridge/runLogSeries';
 import { ChartFrame, DEFAULT_HEIGHT } from '../charts/ChartFrame';
 import { agentColor, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { usePlayground } from '../store';
@@ -46,27 +51,42 @@ function lastJReadout(r: { step: number; J?: number; train?: number; lower?: num
 }
 
 /** Each agent's δ and violation rate where the engine has a radius, else the last step's KLs. */
-function klReadout(kl: { rows: readonly { kl: readonly number[] }[]; deltas: readonly (number | null)[]; violationRate: readonly (number | null)[] }): string {
-  if (kl.violationRate.every((v) => v === null)) return `last: ${kl.rows[kl.rows.length - 1]?.kl.map(fmt).join(', ') ?? '—'}`;
+function klReadout(kl: { last: readonly number[] | null; deltas: readonly (number | null)[]; violationRate: readonly (number | null)[] }): string {
+  if (kl.violationRate.every((v) => v === null)) return `last: ${kl.last?.map(fmt).join(', ') ?? '—'}`;
   return kl.violationRate.map((v, i) => (v === null ? null : `agent ${i}: δ ${fmt(kl.deltas[i] ?? undefined)}, violation rate ${(v * 100).toFixed(1)} %`)).filter(Boolean).join('; ');
 }
 
-const finiteOr = (x: number | undefined) => (x !== undefined && Number.isFinite(x) ? x : NaN);
-
-/** The J chart's rows as drawn (thinChart: every row up to CHART_POINTS, else each line's bucket extremes). */
-function thinJ(rows: readonly RunJRow[]) {
-  return thinChart(rows, (r) => [finiteOr(r.J), finiteOr(r.train), finiteOr(r.lower)], (r, [J, train, lower]) => ({
-    step: r.step,
-    ...(Number.isFinite(J) ? { J } : {}),
-    ...(Number.isFinite(train) ? { train } : {}),
-    ...(Number.isFinite(lower) ? { lower } : {}),
-  }));
+/**
+ * The J chart's rows for recharts from its drawn columns (at most CHART_POINTS: the worker thinned
+ * them), a value only where its series has one.
+ */
+function jRows(d: DrawnColumns): { step: number; J?: number; train?: number; lower?: number }[] {
+  const n = d.steps.length;
+  return Array.from(d.steps, (step, k) => {
+    const row: { step: number; J?: number; train?: number; lower?: number } = { step };
+    J_SERIES.forEach((key, s) => {
+      const v = d.values[s * n + k]!;
+      if (Number.isFinite(v)) row[key] = v;
+    });
+    return row;
+  });
 }
 
-/** A per-agent chart's rows as drawn (as thinJ). */
-function thinAgents<R extends { step: number }>(rows: readonly R[], pick: (r: R) => readonly number[], make: (step: number, values: readonly number[]) => R) {
-  return thinChart(rows, pick, (r, kept) => make(r.step, kept));
+/** A per-agent chart's rows for recharts from its drawn columns: `a<i>` each agent's value, null where none. */
+function agentRows(d: DrawnColumns): Record<string, number | null>[] {
+  const n = d.steps.length;
+  return Array.from(d.steps, (step, k) => {
+    const row: Record<string, number | null> = { step };
+    for (let s = 0; s < d.width; s++) {
+      const v = d.values[s * n + k]!;
+      row[`a${s}`] = Number.isFinite(v) ? v : null;
+    }
+    return row;
+  });
 }
+
+/** The finite values of drawn columns (for the y axis' width). */
+const finiteValues = (d: DrawnColumns): number[] => Array.from(d.values).filter(Number.isFinite);
 
 /** Under a thinned chart: what it draws of the steps (thinText). */
 function ThinLabel({ note, testid }: { note: ThinNote | null; testid: string }) {
@@ -114,12 +134,9 @@ const gridX: NonNullable<CartesianGridProps['verticalCoordinatesGenerator']> = (
 };
 
 /** Per-agent lines of a chart whose rows hold one array per step (NaN: no value there). */
-function AgentLines({ rows, pick, agents, width, deltas, projector }: { rows: readonly { step: number }[]; pick: (r: never) => readonly number[]; agents: number; width: number; deltas?: readonly (number | null)[]; projector: boolean }) {
-  const data = rows.map((r) => {
-    const v = pick(r as never);
-    return Object.fromEntries([['step', r.step], ...v.map((x, i) => [`a${i}`, Number.isFinite(x) ? x : null])]);
-  });
-  const values = [...rows.flatMap((r) => pick(r as never)), ...(deltas ?? []).filter((d): d is number => d !== null)];
+function AgentLines({ drawn, agents, width, deltas, projector }: { drawn: DrawnColumns; agents: number; width: number; deltas?: readonly (number | null)[]; projector: boolean }) {
+  const data = agentRows(drawn);
+  const values = [...finiteValues(drawn), ...(deltas ?? []).filter((d): d is number => d !== null)];
   return (
     <LineChart width={width} height={DEFAULT_HEIGHT} data={data} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
       <CartesianGrid stroke={GRID} verticalCoordinatesGenerator={gridX} />
@@ -139,42 +156,39 @@ function AgentLines({ rows, pick, agents, width, deltas, projector }: { rows: re
  * opened scrolls the view to the top of the window, so its charts are the first thing seen.
  */
 export function RunLogView() {
-  const log = useRunLog((s) => s.log);
+  const run = useRunLog((s) => s.run);
   const projector = usePlayground((s) => s.projector);
   const box = useRef<HTMLElement | null>(null);
   useEffect(() => {
-    if (log) box.current?.scrollIntoView({ block: 'start' });
-  }, [log]);
-  // recharts draws on this thread: the view and the charts' rows come first, then the J, KL and
-  // clip charts each in a task of its own (`plots`: how many are drawn), so no one task does it all.
-  const [staged, setStaged] = useState<{ log: RunLog | null; plots: number }>({ log: null, plots: 0 });
-  const plots = staged.log === log ? staged.plots : 0;
+    if (run) box.current?.scrollIntoView({ block: 'start' });
+  }, [run]);
+  // recharts draws on this thread: the view comes first, then the J, KL and clip charts each in a
+  // task of its own (`plots`: how many are drawn), so no one task does it all.
+  const [staged, setStaged] = useState<{ run: OpenedRun | null; plots: number }>({ run: null, plots: 0 });
+  const plots = staged.run === run ? staged.plots : 0;
   useEffect(() => {
-    if (!log || plots >= 3) return;
-    const t = setTimeout(() => setStaged({ log, plots: plots + 1 }), 0);
+    if (!run || plots >= 3) return;
+    const t = setTimeout(() => setStaged({ run, plots: plots + 1 }), 0);
     return () => clearTimeout(t);
-  }, [log, plots]);
-  // The charts' rows, and the rows drawn (thinned past CHART_POINTS), once per opened run.
-  const charts = useMemo(() => {
-    if (!log) return null;
-    const j = runJ(log);
-    const kl = runKl(log);
-    const clip = runClip(log);
+  }, [run, plots]);
+  // The charts' rows for recharts, from the columns the worker drew (at most CHART_POINTS a chart), once per opened run.
+  const rows = useMemo(() => {
+    if (!run) return null;
+    const { j, kl, clip } = run.charts;
+    const hasLine = (s: number) => 'reason' in j ? false : j.values.subarray(s * j.steps.length, (s + 1) * j.steps.length).some(Number.isFinite);
     return {
-      j,
-      kl,
-      clip,
-      tl: runTimeline(log),
-      jDrawn: 'rows' in j ? thinJ(j.rows) : null,
-      klDrawn: 'rows' in kl ? thinAgents(kl.rows, (r) => r.kl, (step, v) => ({ step, kl: v })) : null,
-      clipDrawn: 'rows' in clip ? thinAgents(clip.rows, (r) => r.clip, (step, v) => ({ step, clip: v })) : null,
+      j: 'reason' in j ? null : jRows(j),
+      jValues: 'reason' in j ? [] : finiteValues(j),
+      jLines: { J: hasLine(0), train: hasLine(1), lower: hasLine(2) },
+      kl: 'reason' in kl ? null : kl,
+      clip: 'reason' in clip ? null : clip,
     };
-  }, [log]);
-  if (!log || !charts) return null;
-  const { j, kl, clip, tl, jDrawn, klDrawn, clipDrawn } = charts;
+  }, [run]);
+  if (!run || !rows) return null;
+  const { log } = run;
+  const { j, kl, clip, timeline: tl } = run.charts;
   const agents = Math.max(log.agents, 1);
-  const jValues = jDrawn ? jDrawn.rows.flatMap((r) => [r.J, r.train, r.lower].filter((x): x is number => x !== undefined)) : [];
-  const lastJ = 'rows' in j ? [...j.rows].reverse().find((r) => r.J !== undefined || r.train !== undefined || r.lower !== undefined) : undefined;
+  const jDrawn = 'reason' in j ? null : j;
   return (
     <section ref={box} className="runlog" data-testid="runlog" aria-label={`Imported run ${log.name}`}>
       <header className="runlog-head">
@@ -184,29 +198,29 @@ export function RunLogView() {
         <div className="runlog-actions">
           <button type="button" className="small" data-testid="runlog-save" onClick={() => save(log)}>Save run</button>
           <button type="button" className="small" data-testid="runlog-link" onClick={() => void copyLink(log)}>Copy link</button>
-          <button type="button" className="small" data-testid="runlog-close" onClick={() => useRunLog.setState({ log: null })}>Close</button>
+          <button type="button" className="small" data-testid="runlog-close" onClick={() => useRunLog.setState({ run: null })}>Close</button>
         </div>
       </header>
       <div className="charts-grid">
         <ChartFrame
           testid="run-j"
           title="Did the run improve?"
-          points={jDrawn ? jDrawn.rows.length : 0}
+          points={jDrawn ? jDrawn.steps.length : 0}
           empty={'reason' in j ? j.reason : 'No steps.'}
-          readout={lastJ && <><span data-testid="run-j-last">{lastJReadout(lastJ)}</span><ThinLabel note={jDrawn?.note ?? null} testid="run-j" /></>}
-          howTo={<>J is the validation score per step (dark), beside the training batch's mean reward (grey); for the SAT authors' trainer, its certificate's lower bound per stage. {'rows' in j && j.note}</>}
+          readout={jDrawn?.last && <><span data-testid="run-j-last">{lastJReadout(jDrawn.last)}</span><ThinLabel note={jDrawn.thin} testid="run-j" /></>}
+          howTo={<>J is the validation score per step (dark), beside the training batch's mean reward (grey); for the SAT authors' trainer, its certificate's lower bound per stage. {jDrawn?.note}</>}
         >
           {(w) =>
-            jDrawn && plots > 0 && (
-              <LineChart width={w} height={DEFAULT_HEIGHT} data={jDrawn.rows as object[]} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
+            jDrawn && rows.j && plots > 0 && (
+              <LineChart width={w} height={DEFAULT_HEIGHT} data={rows.j} margin={{ top: 8, right: 12, bottom: 4, left: 0 }}>
                 <CartesianGrid stroke={GRID} verticalCoordinatesGenerator={gridX} />
                 <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} interval={0} />
-                <YAxis width={axisWidth(jValues, projector)} tickFormatter={tickText} interval={0} />
+                <YAxis width={axisWidth(rows.jValues, projector)} tickFormatter={tickText} interval={0} />
                 <Tooltip isAnimationActive={false} />
                 {/* a thinned chart leaves out a line with no value (each line costs recharts a pass over the rows) */}
-                {(jDrawn.note === null || jDrawn.rows.some((r) => r.J !== undefined)) && <Line dataKey="J" name="J (validation)" stroke={INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />}
-                {(jDrawn.note === null || jDrawn.rows.some((r) => r.train !== undefined)) && <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />}
-                {(jDrawn.note === null || jDrawn.rows.some((r) => r.lower !== undefined)) && <Line dataKey="lower" name="lower bound" stroke={MUTED_INK} dot={jDrawn.note === null} connectNulls isAnimationActive={false} />}
+                {(jDrawn.thin === null || rows.jLines.J) && <Line dataKey="J" name="J (validation)" stroke={INK} dot={jDrawn.thin === null} connectNulls isAnimationActive={false} />}
+                {(jDrawn.thin === null || rows.jLines.train) && <Line dataKey="train" name="train reward" stroke={MUTED_INK} strokeDasharray="4 3" dot={false} connectNulls isAnimationActive={false} />}
+                {(jDrawn.thin === null || rows.jLines.lower) && <Line dataKey="lower" name="lower bound" stroke={MUTED_INK} dot={jDrawn.thin === null} connectNulls isAnimationActive={false} />}
               </LineChart>
             )
           }
@@ -214,34 +228,34 @@ export function RunLogView() {
         <ChartFrame
           testid="run-kl"
           title="How far did each agent move?"
-          points={klDrawn ? klDrawn.rows.length : 0}
+          points={rows.kl ? rows.kl.steps.length : 0}
           empty={'reason' in kl ? kl.reason : 'No steps.'}
-          readout={'rows' in kl && <><span data-testid="run-kl-readout">{klReadout(kl)}</span><ThinLabel note={klDrawn?.note ?? null} testid="run-kl" /></>}
-          howTo={<>Each agent's KL per step in its colour, its radius δ dashed where the engine has one. {'rows' in kl && kl.what}</>}
+          readout={rows.kl && <><span data-testid="run-kl-readout">{klReadout(rows.kl)}</span><ThinLabel note={rows.kl.thin} testid="run-kl" /></>}
+          howTo={<>Each agent's KL per step in its colour, its radius δ dashed where the engine has one. {rows.kl?.what}</>}
         >
-          {(w) => 'rows' in kl && klDrawn && plots > 1 && <AgentLines rows={klDrawn.rows} pick={(r: { kl: readonly number[] }) => r.kl} agents={agents} width={w} deltas={kl.deltas} projector={projector} />}
+          {(w) => rows.kl && plots > 1 && <AgentLines drawn={rows.kl} agents={agents} width={w} deltas={rows.kl.deltas} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-clip"
           title="How often was the ratio clipped?"
-          points={clipDrawn ? clipDrawn.rows.length : 0}
+          points={rows.clip ? rows.clip.steps.length : 0}
           empty={'reason' in clip ? clip.reason : 'No steps.'}
-          readout={'rows' in clip && <><span data-testid="run-clip-last">last: {clip.rows[clip.rows.length - 1]?.clip.map(fmt).join(', ')}</span><ThinLabel note={clipDrawn?.note ?? null} testid="run-clip" /></>}
+          readout={rows.clip && <><span data-testid="run-clip-last">last: {rows.clip.last?.map(fmt).join(', ')}</span><ThinLabel note={rows.clip.thin} testid="run-clip" /></>}
           howTo="The share of tokens whose ratio was clipped (actor/pg_clipfrac), per agent: a rising share means updates push against the clip range."
         >
-          {(w) => clipDrawn && plots > 2 && <AgentLines rows={clipDrawn.rows} pick={(r: { clip: readonly number[] }) => r.clip} agents={agents} width={w} projector={projector} />}
+          {(w) => rows.clip && plots > 2 && <AgentLines drawn={rows.clip} agents={agents} width={w} projector={projector} />}
         </ChartFrame>
         <ChartFrame
           testid="run-timeline"
           title="Who was updated, in which order?"
-          points={'rows' in tl ? tl.rows.length : 0}
+          points={'rows' in tl ? tl.count : 0}
           empty={'reason' in tl ? tl.reason : 'No steps.'}
           howTo={<>One row per step: the agents in the order they were updated; a red ring marks an update whose retries ran out outside δ, the number of backtracks beside it. {'rows' in tl && tl.note}</>}
         >
           {() =>
             'rows' in tl && (
               <ol className="runlog-timeline" data-testid="run-timeline-rows">
-                {tl.rows.slice(-60).map((r) => (
+                {tl.rows.map((r) => (
                   <li key={r.step} data-step={r.step}>
                     <span className="muted">step {r.step}</span>{' '}
                     {r.updates.map((u, i) => (

@@ -9,7 +9,7 @@
  */
 import { lazy, Suspense, useEffect } from 'react';
 import { create } from 'zustand';
-import type { RunLog } from '../../bridge/runLog';
+import type { OpenedRun } from '../../bridge/runLogCharts';
 import type { GenerationDump } from '../../bridge/generations';
 import { checkFileBytes, LOG_LIMITS } from '../../bridge/limits';
 import { RUN_FILE_EXTENSION } from '../../bridge/runLogFile';
@@ -19,8 +19,8 @@ import { usePlayground } from '../store';
 /** The file types Import hands to this view. */
 export const RUN_LOG_ACCEPT = `.jsonl,.json,.csv,.log,.txt,${RUN_FILE_EXTENSION}`;
 
-/** The imported run on the page, if any. */
-export const useRunLog = create<{ log: RunLog | null }>(() => ({ log: null }));
+/** The imported run on the page, if any: the run and what its charts draw, both worked out in the check's worker (bridge/runLogCharts.ts). */
+export const useRunLog = create<{ run: OpenedRun | null }>(() => ({ run: null }));
 
 /** The imported generation dump (a real run's episodes, shown in the transcripts view: charts/TranscriptTable.tsx), if any; `opened` counts imports (a new one starts unfiltered). */
 export const useGenerations = create<{ dump: GenerationDump | null; opened: number }>(() => ({ dump: null, opened: 0 }));
@@ -37,15 +37,15 @@ export async function openRunLogFile(file: Blob, name: string): Promise<void> {
     checkFileBytes(file.size, LOG_LIMITS, 'run log');
     // The view's code (recharts) loads and compiles while the worker reads, not in the task that draws.
     void loadRunLogView();
-    const opened = await checkInput('importLog', { source: file, name }, `log "${name}"`);
+    const opened = await checkInput('importLog', { source: file, name, charts: true }, `log "${name}"`);
     if (opened.kind === 'generations') {
       const { dump } = opened;
       useGenerations.setState((s) => ({ dump, opened: s.opened + 1 }));
       usePlayground.setState({ notice: `Opened the generation dump “${name}”: ${dump.rows.length} replies of ${dump.steps.length} step${dump.steps.length > 1 ? 's' : ''}, in the transcripts view (“What did the agents say?”).` });
       return;
     }
-    const { log } = opened;
-    useRunLog.setState({ log });
+    const { log, charts } = opened;
+    useRunLog.setState({ run: { log, charts: charts! } });
     usePlayground.setState({ notice: `Opened the run log “${name}”: ${log.steps.length} steps${log.warnings.length > 0 ? `, ${log.warnings.length} problem${log.warnings.length > 1 ? 's' : ''} skipped (listed under its charts)` : ''}.` });
   } catch (e) {
     usePlayground.setState({ error: `“${name}”: ${errorOf(e)} Your current experiment was not changed.` });
@@ -57,13 +57,13 @@ const RunLogView = lazy(async () => ({ default: (await loadRunLogView()).RunLogV
 
 /** Where an imported run shows: opens a `?run=` link's run once, then the view while a run is open. */
 export function RunLogSlot() {
-  const open = useRunLog((s) => s.log !== null);
+  const open = useRunLog((s) => s.run !== null);
   useEffect(() => {
     const p = new URLSearchParams(location.search).get('run');
-    if (!p || useRunLog.getState().log) return;
+    if (!p || useRunLog.getState().run) return;
     // inflated and read in the budgeted worker, as a file is
     checkInput('runLink', p, 'This run link').then(
-      (log) => useRunLog.setState({ log }),
+      (run) => useRunLog.setState({ run }),
       (e: unknown) => usePlayground.setState({ error: `${errorOf(e)} Your current experiment was not changed.` }),
     );
   }, []);
