@@ -62,11 +62,6 @@ export function heldUnder(rec: StageRecord, form: FormChoice): HeldState {
   return lower <= realisedDJ(rec) ? 'held' : 'not held';
 }
 
-/** A held state in words, as the charts' legends and titles say it. */
-export function heldWords(state: HeldState): string {
-  return state === 'unchecked' ? 'not checked' : state;
-}
-
 /**
  * "Certified" exactly as certificate.ts decides it: the lower bound is above 0, so the team
  * improved with probability ≥ 1 − δ_conf (docs/certificate.md §12). Records saved before the
@@ -809,7 +804,7 @@ export interface TimelineStage {
   /** The chosen bound against what the stage did (finished stages only). */
   readonly held: HeldState | null;
   /** The common-random-numbers estimate of ΔJ behind a checked language stage's verdict. */
-  readonly estimate?: { readonly dJ: number; readonly se: number };
+  readonly estimate?: { readonly dJ: number; readonly se: number; readonly pairs: number };
 }
 
 function cellOf(stage: number, agent: number, order: readonly number[] | null, step: AgentStepRecord | undefined): TimelineCell {
@@ -829,7 +824,7 @@ export function timelineStages(records: readonly StageRecord[], nAgents: number,
     cells: Array.from({ length: nAgents }, (_, a) => cellOf(r.stage, a, r.order, r.steps.find((s) => s.agent === a))),
     finished: true,
     held: heldUnder(r, 'chosen'),
-    ...(r.held && r.held.pairs > 0 ? { estimate: { dJ: r.held.estimate, se: r.held.se } } : {}),
+    ...(r.held && r.held.pairs > 0 ? { estimate: { dJ: r.held.estimate, se: r.held.se, pairs: r.held.pairs } } : {}),
   }));
   if (current && !records.some((r) => r.stage === current.stage)) {
     const known = current.order ?? null;
