@@ -2,7 +2,7 @@
  * One visual language for the verdicts beyond the J chart and Compare orders (src/sat/verdicts.ts,
  * src/app/charts/VerdictMark.tsx), rendered in Node: a claim's verdict (the Claims view, Sweep δ)
  * is drawn with the certificate mark of its like and keyed by the same legend; Check bound's "±"
- * is said with what it is; the stage table's key gives undecided and not checked their own marks.
+ * is said with what it is; the swap card's held / not held carry their marks.
  *
  * Not here: the ✓'s words and the held-out noise (tests/certificate-verdicts.test.ts), reading the
  * marks back in a browser (tests/e2e/verdict-marks.test.ts, tests/e2e/verdicts.test.ts).
@@ -12,6 +12,8 @@ import { renderToString } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { ViolationChart } from '../src/app/charts/ViolationChart';
 import { ClaimsView } from '../src/app/components/ClaimsView';
+import { SwapCard } from '../src/app/components/SwapCard';
+import type { StageRecord, SwapSummary } from '../src/sat/stage';
 import committed from '../src/app/claims/data.json';
 import { heldVerdict, HELD_Z } from '../src/sat/heldCheck';
 import { presetConfig } from '../src/sat/presets';
@@ -87,5 +89,25 @@ describe('Check bound: what its ± is and how it decides', () => {
     expect(CHECK_RULE.held).toBe(`the bound is at least ${HELD_Z} standard errors below the estimate`);
     expect(CHECK_RULE['not held']).toBe(`the bound is more than ${HELD_Z} standard errors above the estimate`);
     expect(CHECK_RULE.undecided).toMatch(new RegExp(`within ${HELD_Z} standard errors`));
+  });
+});
+
+describe('the swap card: its floor held or not, with the mark', () => {
+  const swap: SwapSummary = {
+    agent: 1, incoming: 'best response', stage0: true, delta0: 0.1, klQuantiles: { q50: 0.01, q90: 0.05, q99: 0.09 },
+    outsideBefore: 0.4, outsideAfter: 0, lambdaHist: [3, 2, 1, 0, 0, 0], jBefore: 0.5, jAfter: 0.45, certRadius: 0.1, certFloor: -0.2,
+  };
+  const card = (s: SwapSummary, maxNew: number | null) => renderToString(h(SwapCard, { records: [{ stage: 3, swap: s } as unknown as StageRecord], maxNew }));
+  const heldPart = (html: string) => html.slice(html.indexOf('data-testid="swap-held"'));
+  const words = (html: string) => heldPart(html).replace(/^[^>]*>/, '').replace(/<[^>]*>|<!-- -->/g, '');
+
+  it('a fall within the floor is held, one past it not held, each drawn with its verdict\u2019s mark', () => {
+    for (const [jAfter, want] of [[0.45, 'held'], [0.25, 'not held']] as const) {
+      const html = heldPart(card({ ...swap, jAfter }, null));
+      expect(html).toMatch(new RegExp(`^data-testid="swap-held">.*?data-verdict="${want}"`));
+      expect(words(card({ ...swap, jAfter }, null))).toMatch(new RegExp(`^ ${want === 'held' ? 'Held' : 'Not held'}\\.`));
+    }
+    // A language team's J is held-out: the card says what it judged the floor against.
+    expect(words(card(swap, 3))).toMatch(/^ Held on held-out J \(an estimate, with its noise\)\./);
   });
 });

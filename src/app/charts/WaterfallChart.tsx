@@ -24,7 +24,7 @@ import { fixed3 } from '../format';
 import { agentColor, agentTint, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
 import { ChartFrame, DEFAULT_HEIGHT, Toggle } from './ChartFrame';
 import { VerdictGlyph } from './VerdictMark';
-import { checkPlusMinus, VERDICTS } from '../../sat/verdicts';
+import { certifiedLegend, checkPlusMinus, VERDICTS } from '../../sat/verdicts';
 import { bindFormula, certFormulaId, FORMULAS } from './formulas';
 import { CHECK, grouped, pct, term } from './fmt';
 import { waterfallRows, type FormChoice, type HeldState, type Waterfall, type WaterfallRow } from './series';
@@ -244,7 +244,7 @@ export const WaterfallChart = memo(function WaterfallChart({ record, form = 'cho
             </span>
             <TeamBoundNote record={record!} bars={wf.agentShares} />
             {wf.certified && (
-              <span className="chart-certified" data-testid="certified-note" title={`The bound is above 0: ${confidence} the team improved this stage (docs/certificate.md §12)`}>
+              <span className="chart-certified" data-testid="certified-note" title={`${deltaConf !== undefined ? certifiedLegend(deltaConf, record!.evaluation.exact) : `The bound is above 0: ${confidence} the team improved this stage`} (docs/certificate.md §12)`}>
                 <span aria-hidden="true">{CHECK}</span> certified improvement
               </span>
             )}
