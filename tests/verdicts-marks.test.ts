@@ -19,7 +19,7 @@ import { heldVerdict, HELD_Z } from '../src/sat/heldCheck';
 import { presetConfig } from '../src/sat/presets';
 import { type ClaimsReport, VERDICTS as CLAIM_WORDS, verdictOf } from '../src/studies/claims';
 import { deltaSweep } from '../src/studies/deltaSweep';
-import { CHECK_RULE, checkPlusMinus, CLAIM_VERDICT_ORDER, CLAIM_VERDICTS, VERDICTS, type ClaimVerdict } from '../src/sat/verdicts';
+import { CHECK_RULE, checkPlusMinus, CLAIM_VERDICT_ORDER, CLAIM_VERDICTS, undecidedOrUnchecked, VERDICTS, type ClaimVerdict } from '../src/sat/verdicts';
 
 /** Each chip's verdict word and the mark drawn inside it, in page order. */
 function chips(html: string): { verdict: string; mark: string }[] {
@@ -109,5 +109,14 @@ describe('the swap card: its floor held or not, with the mark', () => {
     }
     // A language team's J is held-out: the card says what it judged the floor against.
     expect(words(card(swap, 3))).toMatch(/^ Held on held-out J \(an estimate, with its noise\)\./);
+  });
+});
+
+describe('counts leave not checked and undecided apart', () => {
+  it('"2 not checked, 1 undecided", either alone, nothing for none', () => {
+    expect(undecidedOrUnchecked(1, 2)).toBe('2 not checked, 1 undecided');
+    expect(undecidedOrUnchecked(0, 3)).toBe('3 not checked');
+    expect(undecidedOrUnchecked(4, 0)).toBe('4 undecided');
+    expect(undecidedOrUnchecked(0, 0)).toBe('');
   });
 });

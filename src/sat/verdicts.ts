@@ -108,6 +108,11 @@ export function byChanceOver(stages: number, deltaConf: number): string {
   return `over ${stages} stage${stages === 1 ? '' : 's'} with no real change about ${expected < 10 ? expected.toFixed(1) : expected.toFixed(0)} would show a ✓`;
 }
 
+/** The stages a "held in k of n checked" leaves out, by verdict: "2 not checked, 1 undecided". */
+export function undecidedOrUnchecked(undecided: number, unchecked: number): string {
+  return [unchecked > 0 ? `${unchecked} ${VERDICTS.unchecked.words}` : '', undecided > 0 ? `${undecided} ${VERDICTS.undecided.words}` : ''].filter(Boolean).join(', ');
+}
+
 /** A held-out J (or ΔJ) point with its noise: "−0.004 ± 0.030"; exact values alone. */
 export function withNoise(x: number, halfWidth: number, digits = 3): string {
   const v = x.toFixed(digits).replace(/^-/, '\u2212');

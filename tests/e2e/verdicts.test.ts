@@ -46,6 +46,7 @@ describe('the verdicts on a language team', () => {
     const now = await jChart.getByTestId('j-now').innerText();
     expect(now).toMatch(new RegExp(`^held-out J now ${fixed3(j)} ± (\\d\\.\\d{3})$`));
     const noise = now.match(/± (\d\.\d{3})$/)![1]!;
+    expect(flat(await jChart.getByTestId('j-held-count').innerText())).toBe('held in 0 of 0 stages (1 not checked)');
     expect(Number(noise)).toBeGreaterThan(0);
     // The tooltip of stage 1 (focus shows the last stage): held-out ΔJ with the same noise, and the ✓'s sentence.
     await jChart.locator('svg.j-svg').focus();

@@ -18,7 +18,7 @@ import { type KeyboardEvent, type MouseEvent, memo, useState } from 'react';
 import { fixed3, signed3, tickLabels } from '../format';
 import { BAND_FILL, GRID, INK, MUTED_INK } from '../theme';
 import { VerdictDot, VerdictGlyph, VerdictLegend } from './VerdictMark';
-import { byChanceOver, certifiedLegend, certifiedSentence, confidenceLevel, perStageNote, VERDICT_ORDER, VERDICTS, withNoise } from '../../sat/verdicts';
+import { byChanceOver, certifiedLegend, certifiedSentence, confidenceLevel, perStageNote, undecidedOrUnchecked, VERDICT_ORDER, VERDICTS, withNoise } from '../../sat/verdicts';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, kOfN, term } from './fmt';
@@ -228,9 +228,9 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
             </b>
             {last && last.ci > 0 && <> ± {fixed3(last.ci)}</>}
           </span>
-          <span>
+          <span data-testid="j-held-count">
             held in {kOfN(s.heldCount, s.checkedCount)}
-            {s.checkedCount < s.stages && <> ({s.stages - s.checkedCount} not checked or undecided)</>}
+            {s.checkedCount < s.stages && <> ({undecidedOrUnchecked(s.undecidedCount, s.stages - s.checkedCount - s.undecidedCount)})</>}
           </span>
           {s.flat && (
             <span className="muted" data-testid="j-flat" title="Every J so far rounds to the same value at 3 decimals">

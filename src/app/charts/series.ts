@@ -190,6 +190,8 @@ export interface JSeries {
   readonly heldCount: number;
   /** Stages whose verdict is decided (held or not held): all of them with exact J. */
   readonly checkedCount: number;
+  /** Of the rest, the stages checked but undecided (the others were not checked). */
+  readonly undecidedCount: number;
   /** Stages whose bound is above 0 (certified improvement). */
   readonly certifiedCount: number;
   readonly stages: number;
@@ -249,7 +251,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     lo = Math.min(lo, v);
     hi = Math.max(hi, v);
   }
-  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, checkedCount: 0, certifiedCount: 0, stages: 0, vacuous: 0, flat: false };
+  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, checkedCount: 0, undecidedCount: 0, certifiedCount: 0, stages: 0, vacuous: 0, flat: false };
   const js = [...raw.map((r) => r.j), ...other.values()];
   const flat = raw.length > 1 && Math.max(...js) - Math.min(...js) < J_ROUNDING;
   const reach = Math.max(hi - lo, (opts.span ?? 0) / 4, 0.1);
@@ -274,6 +276,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     overlay, flat,
     heldCount: staged.filter((r) => r.held === 'held').length,
     checkedCount: staged.filter((r) => r.held === 'held' || r.held === 'not held').length,
+    undecidedCount: staged.filter((r) => r.held === 'undecided').length,
     certifiedCount: staged.filter((r) => r.certified).length,
     stages: staged.length,
     vacuous: staged.filter((r) => isVacuous(r.lower!, opts.span)).length,
@@ -686,12 +689,12 @@ export function orderRows(series: readonly OrderSeries[], form: FormChoice = 'ch
 }
 
 /** Final J (with its 95 % half-width, 0 when exact), held and decided (held or not held) counts of each series, for the legend. */
-export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; finalCi: number; held: number; checked: number; stages: number }[] {
+export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; finalCi: number; held: number; checked: number; undecided: number; stages: number }[] {
   return series.map((s) => {
     const last = s.stages[s.stages.length - 1];
     const ci = last && !last.evaluation.exact && Number.isFinite(last.evaluation.ci) ? last.evaluation.ci : 0;
     const states = s.stages.map((r) => heldUnder(r, form));
-    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: states.filter((h) => h === 'held').length, checked: states.filter((h) => h === 'held' || h === 'not held').length, stages: s.stages.length };
+    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: states.filter((h) => h === 'held').length, checked: states.filter((h) => h === 'held' || h === 'not held').length, undecided: states.filter((h) => h === 'undecided').length, stages: s.stages.length };
   });
 }
 

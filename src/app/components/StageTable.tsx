@@ -16,7 +16,7 @@ import { usePlayground } from '../store';
 import { VerdictGlyph } from '../charts/VerdictMark';
 import type { HeldState } from '../charts/series';
 import { isLlmTask } from '../../sat/config';
-import { certifiedLegend, VERDICTS } from '../../sat/verdicts';
+import { certifiedLegend, undecidedOrUnchecked, VERDICTS } from '../../sat/verdicts';
 import { AgentChip } from './AgentChip';
 import '../charts/charts.css';
 
@@ -123,6 +123,7 @@ interface RunInfo {
 function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
   const held = rows.filter((r) => r.held === 'held').length;
   const checked = rows.filter((r) => r.held === 'held' || r.held === 'not held').length;
+  const undecided = rows.filter((r) => r.held === 'undecided').length;
   const certified = rows.filter((r) => r.certified).length;
   return (
     <div className="table-caption" data-testid="run-caption">
@@ -134,7 +135,7 @@ function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
       </span>
       {rows.length > 0 && (
         <span>
-          certificate held in {held} of {checked} checked stages{checked < rows.length ? ` (${rows.length - checked} not checked or undecided)` : ''}, certified an improvement in {certified} of {rows.length}
+          certificate held in {held} of {checked} checked stages{checked < rows.length ? ` (${undecidedOrUnchecked(undecided, rows.length - checked - undecided)})` : ''}, certified an improvement in {certified} of {rows.length}
         </span>
       )}
     </div>
