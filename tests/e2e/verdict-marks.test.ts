@@ -10,7 +10,7 @@
  * (./verdicts.test.ts), Check bound's ± (./firstscreen.test.ts), the words in Node
  * (tests/verdicts-marks.test.ts).
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Locator } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
@@ -66,6 +66,9 @@ describe('the shared verdict marks', () => {
     expect(drawn.map((c) => c.verdict).sort()).toEqual([...want].sort());
     for (const c of drawn) expect(c.mark, c.verdict).toBe(CLAIM_VERDICTS[c.verdict as ClaimVerdict].mark);
     for (const c of committed.claims) expect(await p.getByTestId(`claim-${c.id}-verdict`).innerText()).toBe(c.verdict);
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+    await view.locator('.claims-head').screenshot({ path: join(ROOT, 'test-results/claims-key.png') });
+    await p.getByTestId('claim-3').screenshot({ path: join(ROOT, 'test-results/claim-3.png') });
     // The mark of "holds" is drawn as the J chart's "held" (its radius scales with the glyph).
     const holds = view.locator('[data-claim-verdict="holds"] [data-verdict="held"]');
     expect(await holds.count(), 'the committed claims include one that holds').toBeGreaterThan(0);
@@ -93,6 +96,8 @@ describe('the shared verdict marks', () => {
     const words = (await chart.locator('[data-testid="verdict-legend"] [data-verdict-key] .verdict-word').allInnerTexts()).map(flat);
     expect(words).toEqual([...CLAIM_VERDICT_ORDER]);
     console.log(`[e2e verdict-marks] Sweep δ: ${fit} → ${want}`);
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+    await chart.screenshot({ path: join(ROOT, 'test-results/sweep-verdict.png') });
     expect(pg().errors).toEqual([]);
     await p.context().close();
   }, 300_000);

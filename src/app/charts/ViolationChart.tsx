@@ -92,7 +92,13 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
       points={positive.length}
       width={width}
       formula={formula}
-      legend={sqrtVerdict && <ClaimVerdictLegend />}
+      legend={
+        sqrtVerdict && (
+          <span className="verdict-legend">
+            <span className="muted">the verdict&apos;s marks (not the points&apos;):</span> <ClaimVerdictLegend />
+          </span>
+        )
+      }
       empty={
         agg.length > 0 ? (
           <>No visited state went past δ yet ({agg.length} δ value{agg.length > 1 ? 's' : ''}, every rate 0): nothing to draw on a log scale.</>
