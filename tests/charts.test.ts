@@ -102,7 +102,7 @@ describe('held for stages whose J is estimated (language teams)', () => {
     const looks = [1, 2, 3].map((k) => ({ units: 64 * k, gain: 0.01, lower: k === 3 ? 0.001 : -0.01 }));
     const seqCert = { ...teamCert, team: { ...teamCert.team, episodes: 192 }, sequential: { roundUnits: 64, maxRounds: 16, horizon: 256, stop: 'certified' as const, looks } };
     expect(renderToString(h(WaterfallChart, { record: { ...notHeld, certificate: seqCert } }))).toMatch(/team-level bound: 576 episodes in 3 rounds, ESS 701 of the first round&#x27;s 192, truncation cost/);
-    expect(html).toMatch(/ΔJ ≈ .* ± .* \(± one standard error, 2,048 paired episodes\)/);
+    expect(html).toMatch(/ΔJ ≈ .* ± .* \(± one standard error of the paired estimate, about a 68 % interval; 2,048 pairs\)/);
     expect(renderToString(h(WaterfallChart, { record: { ...unchecked, certificate: { ...teamCert, refused: 'topK > 0 with a projected seat' } } }))).toContain('No certificate: topK &gt; 0 with a projected seat');
     // A language stage (finite c) lists each agent's share of the team summand, labelled a diagnostic;
     // a stage without a truncation (tabular, c = ∞) does not.
@@ -119,7 +119,7 @@ describe('held for stages whose J is estimated (language teams)', () => {
     const gamma = renderToString(h(WaterfallChart, { record: langRec, form: 'gamma' }));
     expect(text(gamma)).toContain(`per-agent shares (diagnostic): ${listed}`);
     expect(gamma).not.toContain('wf-swatch');
-    expect(stageTitle(timelineStages([notHeld], 3)[0]!, false)).toBe(`stage ${notHeld.stage}: certificate not held (ΔJ estimated ${signed3(lower - 1)} ± 0.010, one standard error)`);
+    expect(stageTitle(timelineStages([notHeld], 3)[0]!, false)).toBe(`stage ${notHeld.stage}: certificate not held (ΔJ estimated ${signed3(lower - 1)} ± 0.010, ± one standard error of the paired estimate, about a 68 % interval; 2,048 pairs)`);
     expect(stageTitle(timelineStages([unchecked], 3)[0]!, false)).toBe(`stage ${unchecked.stage}: certificate not checked`);
     // The γ control form was not the one checked: it stays unchecked whatever the verdict.
     expect(waterfallRows(notHeld, 'gamma').held).toBe('unchecked');

@@ -35,6 +35,7 @@ import { reached, type StepRef } from './stepRef';
 import { short, signed3 } from './format';
 import type { InspectAnswer } from '../sat/inspect';
 import type { HeldCheck } from '../sat/heldCheck';
+import { CHECK_RULE, checkPlusMinus, VERDICTS } from '../sat/verdicts';
 import type { TranscriptBatch } from './charts/series';
 import { gameFrame, probsOfLogits, type GameFrame } from './gameFrame';
 import { describeError } from './errorText';
@@ -845,12 +846,10 @@ function changedSettings(from: Form, to: Form): string {
 }
 
 /**
- * What Check bound says when it is done: the bound, the paired estimate of ΔJ with its "±" said
- * (one standard error), and the verdict with its rule (heldCheck.ts: two standard errors).
+ * What Check bound says when it is done: the bound, the paired estimate of ΔJ with its "±" said,
+ * and the verdict with its rule (both in src/sat/verdicts.ts).
  */
 export function checkNotice(stage: number, lower: number, h: HeldCheck): string {
-  const verdict = h.state === 'held' ? 'held (the bound is more than two standard errors below the estimate)'
-    : h.state === 'not held' ? 'not held (the bound is more than two standard errors above the estimate)'
-      : 'undecided (the bound is within two standard errors of the estimate: it cannot tell)';
-  return `Stage ${stage}: lower bound ${signed3(lower)} against ΔJ ≈ ${signed3(h.estimate)} ± ${short(h.se)} (± one standard error, ${h.pairs.toLocaleString('en')} pairs): ${verdict}.`;
+  const rule = h.state === 'unchecked' ? '' : ` (${CHECK_RULE[h.state]})`;
+  return `Stage ${stage}: lower bound ${signed3(lower)} against ΔJ ≈ ${signed3(h.estimate)} ± ${short(h.se)} (${checkPlusMinus(h.pairs)}): ${VERDICTS[h.state].words}${rule}.`;
 }

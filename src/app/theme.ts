@@ -5,8 +5,11 @@
  * stays distinguishable for the common colour-vision deficiencies; red is left out of it on
  * purpose.
  *
- * Not here: layout or typography (styles.css).
+ * Not here: layout or typography (styles.css); the verdicts' marks (src/sat/verdicts.ts, whose ink,
+ * red and grey these are).
  */
+import { VERDICT_GREY, VERDICT_INK, VERDICT_RED } from '../sat/verdicts';
+
 
 /** Agent i's colour; the list wraps beyond its length. */
 export const AGENT_COLORS: readonly string[] = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#8C6D31', '#6A3D9A', '#7F7F7F'];
@@ -16,16 +19,16 @@ export function agentColor(i: number): string {
 }
 
 /** Team-level series and text. */
-export const INK = '#1f2328';
+export const INK = VERDICT_INK;
 /** The only red: a certificate that did not hold. */
-export const NOT_HELD = '#c62828';
+export const NOT_HELD = VERDICT_RED;
 
 // ── Charts (charts/, components/Timeline.tsx) ──────────────────────────────────────
 
 /** A held certificate's mark: filled in team ink (not held: hollow NOT_HELD). */
 export const HELD_FILL = INK;
 /** Secondary ink: gridlines' labels, reference lines, the certified floor. */
-export const MUTED_INK = '#5f6670';
+export const MUTED_INK = VERDICT_GREY;
 /** Light rules and gridlines. */
 export const GRID = '#e3e1db';
 /** The confidence band around team J. */

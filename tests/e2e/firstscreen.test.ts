@@ -335,10 +335,10 @@ describe('the first five minutes', () => {
     expect(seen.some((t) => /rollout 2 of 2.*1 of 2 · about \d+ (s|min) left.*\[Cancel\]/.test(t)), seen.join('\n')).toBe(true);
     expect(seen.filter((t) => /stepping/.test(t)), 'the status line while checking').toEqual([]);
     const notice = await p.getByTestId('notice').innerText();
-    expect(notice).toMatch(/^Stage 1: lower bound −?\d+\.\d{3} against ΔJ ≈ [+−]?\d+\.\d{3} ± \S+ \(± one standard error, 2,048 pairs\): (held|not held|undecided) \(the bound is (more than two standard errors (below|above)|within two standard errors of) the estimate/);
+    expect(notice).toMatch(/^Stage 1: lower bound −?\d+\.\d{3} against ΔJ ≈ [+−]?\d+\.\d{3} ± \S+ \(± one standard error of the paired estimate, about a 68 % interval; 2,048 pairs\): (held|not held|undecided) \(the bound is (at least 2 standard errors below|more than 2 standard errors above|within 2 standard errors of) the estimate/);
     const verdict = notice.match(/pairs\): (held|not held|undecided)/)![1]!;
     expect(await heldCell.innerText()).toBe(verdict);
-    expect(await header.getAttribute('title')).toMatch(new RegExp(`^stage 1: ${certified ? 'certified improvement \\(bound above 0\\), ' : ''}certificate ${verdict} \\(ΔJ estimated [+−]?\\d+\\.\\d{3} ± \\d+\\.\\d{3}, one standard error\\)$`));
+    expect(await header.getAttribute('title')).toMatch(new RegExp(`^stage 1: ${certified ? 'certified improvement \\(bound above 0\\), ' : ''}certificate ${verdict} \\(ΔJ estimated [+−]?\\d+\\.\\d{3} ± \\d+\\.\\d{3}, ± one standard error of the paired estimate, about a 68 % interval; 2,048 pairs\\)$`));
     expect(await check.isDisabled()).toBe(true); // checked once
     await p.context().close();
   }, 600_000);

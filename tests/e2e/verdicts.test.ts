@@ -6,7 +6,7 @@
  * The J chart says its line is held-out J with its 95 % interval, the stage's tooltip gives the
  * held-out ΔJ with that noise and a ✓ that says what it proves; the stage's mark is "not checked"
  * (a small grey dot), never "not held"; the key under the plot names every mark. Compare orders
- * draws its language stages with the same "not checked" mark and key.
+ * draws its language stages with the same "not checked" mark and key, and so does the stage table.
  *
  * Not here: the words themselves in Node (tests/certificate-verdicts.test.ts), Check bound
  * (tests/e2e/firstscreen.test.ts), the order chart's numbers (tests/e2e/orders.test.ts).
@@ -35,11 +35,18 @@ describe('the verdicts on a language team', () => {
     // The stage table's numbers: J, ΔJ (held-out), the bound.
     const [j, dJ, lower] = (await p.locator('[data-testid="stage-row"] td[data-value]').evaluateAll((c) => c.slice(0, 3).map((x) => Number(x.getAttribute('data-value'))))) as [number, number, number];
     expect(lower, 'the seed was chosen for a certified stage 1').toBeGreaterThan(0);
+    // The stage table: the same "not checked" mark in the row, and a key with a mark of its own for it.
+    expect(await p.locator('[data-testid="stage-row"] .held [data-verdict]').getAttribute('data-verdict')).toBe('unchecked');
+    const tableKeys = p.locator('.table-section .how-to-read [data-verdict-key]');
+    expect(await tableKeys.evaluateAll((ks) => ks.map((k) => k.getAttribute('data-verdict-key')))).toEqual(['held', 'not held', 'unchecked', 'certified']);
+    expect(await tableKeys.nth(2).locator('[data-verdict="unchecked"]').count()).toBe(1);
+    expect(await tableKeys.nth(3).innerText()).toMatch(/^✓ certified: J on the training problems rose by at least the lower bound, which is above 0 \(95 %, for that stage\)\.$/);
     const jChart = p.getByTestId('chart-j');
     await jChart.scrollIntoViewIfNeeded();
     const now = await jChart.getByTestId('j-now').innerText();
     expect(now).toMatch(new RegExp(`^held-out J now ${fixed3(j)} ± (\\d\\.\\d{3})$`));
     const noise = now.match(/± (\d\.\d{3})$/)![1]!;
+    expect(flat(await jChart.getByTestId('j-held-count').innerText())).toBe('held in 0 of 0 stages (1 not checked)');
     expect(Number(noise)).toBeGreaterThan(0);
     // The tooltip of stage 1 (focus shows the last stage): held-out ΔJ with the same noise, and the ✓'s sentence.
     await jChart.locator('svg.j-svg').focus();

@@ -19,11 +19,9 @@
  *
  * Not here: any data or maths (series.ts), or any one chart's drawing.
  */
-import { VerdictDot } from './VerdictMark';
 import { type ReactNode, type RefObject, useEffect, useRef, useState } from 'react';
 import { FormulaCard } from './FormulaCard';
 import type { BoundFormula } from './formulas';
-import type { HeldState } from './series';
 import './charts.css';
 
 const DEFAULT_WIDTH = 520;
@@ -128,14 +126,5 @@ export function Toggle<T extends string>({ value, options, onChange, label }: { 
         </button>
       ))}
     </div>
-  );
-}
-
-/** A held state's mark inline with text: the verdict's own mark (src/sat/verdicts.ts), scaled to `size`. */
-export function HeldGlyph({ held, size = 12 }: { held: HeldState; size?: number }) {
-  return (
-    <svg width={size} height={size} viewBox={`0 0 ${size} ${size}`} aria-hidden="true" className="held-glyph">
-      <VerdictDot verdict={held} cx={size / 2} cy={size / 2} scale={size / 12} />
-    </svg>
   );
 }

@@ -17,12 +17,12 @@
 import { type KeyboardEvent, type MouseEvent, memo, useState } from 'react';
 import { fixed3, signed3, tickLabels } from '../format';
 import { BAND_FILL, GRID, INK, MUTED_INK } from '../theme';
-import { VerdictDot, VerdictLegend } from './VerdictMark';
-import { byChanceOver, certifiedSentence, confidenceLevel, perStageNote, VERDICT_ORDER, withNoise } from '../../sat/verdicts';
-import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph } from './ChartFrame';
+import { VerdictDot, VerdictGlyph, VerdictLegend } from './VerdictMark';
+import { byChanceOver, certifiedLegend, certifiedSentence, confidenceLevel, perStageNote, undecidedOrUnchecked, VERDICT_ORDER, VERDICTS, withNoise } from '../../sat/verdicts';
+import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import { CHECK, kOfN, term } from './fmt';
-import { heldWords, jSeries, resolvedForm, type FormChoice, type JRow, type JSeries } from './series';
+import { jSeries, resolvedForm, type FormChoice, type JRow, type JSeries } from './series';
 import type { StageRecord } from '../../sat/stage';
 
 export interface JChartProps {
@@ -194,7 +194,7 @@ function JTooltip({ row, deltaConf }: { row: JRow; deltaConf: number }) {
             </div>
           )}
           <div className="chart-tip-held">
-            <HeldGlyph held={row.held} /> certificate {heldWords(row.held)}.
+            <VerdictGlyph verdict={row.held} /> certificate {VERDICTS[row.held].words}.
           </div>
         </>
       )}
@@ -218,7 +218,7 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
       empty={<>Step a stage to see the team&apos;s J and what the certificate promised for it.</>}
       formula={formula}
       formulaNote={lastRec && <>The formula card shows the form the run records (certForm = {lastRec.certificate.form}).</>}
-      legend={<VerdictLegend verdicts={VERDICT_ORDER} perStage={{ level: confidenceLevel(deltaConf), note: perStageNote(s.stages, deltaConf) }} />}
+      legend={<VerdictLegend verdicts={VERDICT_ORDER} perStage={{ level: confidenceLevel(deltaConf), note: perStageNote(s.stages, deltaConf), legend: certifiedLegend(deltaConf, !last || last.ci === 0) }} />}
       readout={
         <>
           <span data-testid="j-now" title={last && last.ci > 0 ? 'The line is J on held-out problems no stage trained on, ± its 95 % interval; the bounds and the ✓ are about J on the training problems.' : undefined}>
@@ -228,9 +228,9 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
             </b>
             {last && last.ci > 0 && <> ± {fixed3(last.ci)}</>}
           </span>
-          <span>
+          <span data-testid="j-held-count">
             held in {kOfN(s.heldCount, s.checkedCount)}
-            {s.checkedCount < s.stages && <> ({s.stages - s.checkedCount} not checked or undecided)</>}
+            {s.checkedCount < s.stages && <> ({undecidedOrUnchecked(s.undecidedCount, s.stages - s.checkedCount - s.undecidedCount)})</>}
           </span>
           {s.flat && (
             <span className="muted" data-testid="j-flat" title="Every J so far rounds to the same value at 3 decimals">
@@ -265,7 +265,7 @@ export const JChart = memo(function JChart({ records, form = 'chosen', span, j0c
           improvement, measured on certification batches its updates never saw (§4). Healthy: J climbs, every dot filled and
           ticked, floors just under the line. On a language team the line is held-out J (problems no stage trained on, with its
           95 % interval) while the bound and the ✓ are about J on the training problems: a ✓ beside a small held-out fall is the
-          held-out noise, not a contradiction. A small grey dot is a stage whose bound was not checked — not a failure. The
+          held-out noise, not a contradiction. A dashed grey ring is undecided; a small grey dot is a stage whose bound was not checked — not a failure. The
           {' '}{confidenceLevel(deltaConf)} of a ✓ is per stage: {byChanceOver(s.stages, deltaConf)}. The key
           under the plot names each mark; hover it for what the mark means.
         </>

@@ -17,7 +17,7 @@ import { memo } from 'react';
 import { CartesianGrid, ErrorBar, LineChart, Line, Tooltip, XAxis, YAxis, type DotItemDotProps } from 'recharts';
 import { fixed3 } from '../format';
 import { GRID, MUTED_INK, teamSeries } from '../theme';
-import { VERDICTS } from '../../sat/verdicts';
+import { undecidedOrUnchecked, VERDICTS } from '../../sat/verdicts';
 import { VerdictDot, VerdictLegend } from './VerdictMark';
 import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
 import { bindFormula, orderFormula } from './formulas';
@@ -91,7 +91,7 @@ export const OrderChart = memo(function OrderChart({ series, form = 'chosen', wi
           </svg>
           <span>
             {s.label}: J <b className="num" data-testid={`order-final-${k}`} data-value={s.finalJ} data-ci={s.finalCi}>{fixed3(s.finalJ)}</b>
-            {s.finalCi > 0 ? ` ± ${fixed3(s.finalCi)}` : ''}, <span data-testid={`order-held-${k}`} data-held={s.held} data-checked={s.checked}>{s.checked === 0 ? 'bound not checked' : `held ${s.held}/${s.checked}${s.checked < s.stages ? ` (${s.stages - s.checked} not checked or undecided)` : ''}`}</span>
+            {s.finalCi > 0 ? ` ± ${fixed3(s.finalCi)}` : ''}, <span data-testid={`order-held-${k}`} data-held={s.held} data-checked={s.checked}>{s.checked === 0 ? 'bound not checked' : `held ${s.held}/${s.checked}${s.checked < s.stages ? ` (${undecidedOrUnchecked(s.undecided, s.stages - s.checked - s.undecided)})` : ''}`}</span>
           </span>
         </span>
       ))}

@@ -4,7 +4,8 @@
  * and — after **Sweep δ** — the δ sweep's points (src/studies/deltaSweep.ts: only δ changes, one step
  * with lr ∝ √δ, no backtracking), with its fitted power law v ≈ c·δ^p (solid), the bootstrap 95 %
  * interval of p as two thin lines through the fit's centre, a √δ reference line of slope ½ through
- * the points' centre (dotted), and the scaling check (mean KL/δ per δ) in the readout and tooltips.
+ * the points' centre (dotted), the scaling check (mean KL/δ per δ) in the readout and tooltips, and
+ * the sweep's verdict on √δ by claim 5's rule with its shared mark and key (VerdictMark.tsx).
  * Without a sweep the fit, if any, is over this run's points. Its formula card (formulas.ts
  * `violation`) writes v for the agent step in view (agent/<j>/viol_rate at agent/<j>/delta); a term
  * clicked there enlarges this run's points.
@@ -22,6 +23,9 @@ import { ChartFrame, DEFAULT_HEIGHT } from './ChartFrame';
 import { bindFormula, FORMULAS } from './formulas';
 import type { AgentStepRecord } from '../../sat/stage';
 import { pct } from './fmt';
+import { ClaimVerdictChip, ClaimVerdictLegend } from './VerdictMark';
+import { CLAIM_VERDICTS } from '../../sat/verdicts';
+import { verdictOf } from '../../studies/claims';
 import {
   aggregateViolation, decadeTicks, deltaSweepFit, klScaleCheck, sqrtReference, violationFit, violationPointsFromDeltaSweep,
   type SweepViolationPoint, type ViolationFit, type ViolationPoint,
@@ -79,7 +83,8 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
   const ys = [...positive.map((p) => p.rate), ...lines.map((r) => r[1])].filter((y) => y > 0);
   const xScale = positive.length > 0 ? decadeTicks(Math.min(...xs), Math.max(...xs)) : null;
   const yScale = positive.length > 0 ? decadeTicks(Math.min(...ys), Math.max(...ys)) : null;
-  const half = sweepFit?.ci ? (sweepFit.ci.lo <= 0.5 && 0.5 <= sweepFit.ci.hi ? 'inside' : 'outside') : null;
+  // The sweep's verdict on √δ by claim 5's rule (the Claims view): ½ inside p's interval and 0 outside.
+  const sqrtVerdict = sweepFit?.ci ? verdictOf(sweepFit.ci, 'contains', 0.5, 0) : null;
   return (
     <ChartFrame
       testid="chart-violation"
@@ -87,6 +92,13 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
       points={positive.length}
       width={width}
       formula={formula}
+      legend={
+        sqrtVerdict && (
+          <span className="verdict-legend">
+            <span className="muted">the verdict&apos;s marks (not the points&apos;):</span> <ClaimVerdictLegend />
+          </span>
+        )
+      }
       empty={
         agg.length > 0 ? (
           <>No visited state went past δ yet ({agg.length} δ value{agg.length > 1 ? 's' : ''}, every rate 0): nothing to draw on a log scale.</>
@@ -101,7 +113,7 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
               fit v ≈ {short(fit.c)}·δ<sup>{short(fit.p)}</sup>
               {sweepFit?.ci && (
                 <>
-                  , p 95 % CI [{short(sweepFit.ci.lo)}, {short(sweepFit.ci.hi)}] (bootstrap over {sweep!.protocol.seeds.length} seeds; √δ's ½ is {half})
+                  , p 95 % CI [{short(sweepFit.ci.lo)}, {short(sweepFit.ci.hi)}] (bootstrap over {sweep!.protocol.seeds.length} seeds)
                 </>
               )}
               , r² = {short(fit.r2)} over {fit.used} points
@@ -109,6 +121,11 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
           ) : (
             <span className="muted">
               {sweep ? 'the sweep: fewer than two δ with a rate > 0, no fit' : deltas.size < 2 ? 'one δ only: press Sweep δ to fit the exponent' : 'fewer than two δ with a rate > 0: no fit'}
+            </span>
+          )}
+          {sqrtVerdict && (
+            <span data-testid="sweep-verdict" title={`Claim 5's rule: holds when p's 95 % interval contains ½ and excludes 0, does not hold when it excludes ½, else not established (${CLAIM_VERDICTS[sqrtVerdict].legend}).`}>
+              grows like √δ (p = ½)? <ClaimVerdictChip verdict={sqrtVerdict} />
             </span>
           )}
           {check && (
@@ -136,6 +153,7 @@ export const ViolationChart = memo(function ViolationChart({ points, sweep, step
           )}{' '}
           The step is scaled to the radius: mean KL/δ should stay flat (the check). The solid line is the
           least-squares fit v ≈ c·δ^p, the thin ones its 95 % interval; the dotted one has slope ½, the √δ law the paper reports.
+          The verdict above the plot is claim 5&apos;s (the Claims view), its mark explained under it: √δ holds when p&apos;s interval contains ½ and excludes 0.
           On the delta-sweep preset we measure p ≈ 0, not ½ (docs/method.md §9.2). With backtracking on, rates stay near 0.
         </>
       }

@@ -22,10 +22,12 @@ import { teamBoundEpisodes, type CertForm } from '../../sat/certificate';
 import type { StageRecord } from '../../sat/stage';
 import { fixed3 } from '../format';
 import { agentColor, agentTint, GRID, INK, MUTED_INK, NOT_HELD } from '../theme';
-import { ChartFrame, DEFAULT_HEIGHT, HeldGlyph, Toggle } from './ChartFrame';
+import { ChartFrame, DEFAULT_HEIGHT, Toggle } from './ChartFrame';
+import { VerdictGlyph } from './VerdictMark';
+import { certifiedLegend, checkPlusMinus, VERDICTS } from '../../sat/verdicts';
 import { bindFormula, certFormulaId, FORMULAS } from './formulas';
 import { CHECK, grouped, pct, term } from './fmt';
-import { heldWords, waterfallRows, type FormChoice, type HeldState, type Waterfall, type WaterfallRow } from './series';
+import { waterfallRows, type FormChoice, type HeldState, type Waterfall, type WaterfallRow } from './series';
 
 export interface WaterfallChartProps {
   /** The stage to explain (usually the selected or the latest one); null before the first stage ends. */
@@ -193,7 +195,7 @@ function TeamBoundNote({ record, bars }: { record: StageRecord; bars: boolean })
       )}
       {h && h.pairs > 0 && (
         <span data-testid="held-estimate" title="ΔJ estimated with common random numbers: the starting and final teams answer the same prompts with the same sampler draws (docs/certificate.md).">
-          {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (± one standard error, ${grouped(h.pairs)} paired episodes)`}
+          {`ΔJ ≈ ${term(h.estimate)} ± ${term(h.se)} (${checkPlusMinus(h.pairs)})`}
         </span>
       )}
     </>
@@ -242,12 +244,12 @@ export const WaterfallChart = memo(function WaterfallChart({ record, form = 'cho
             </span>
             <TeamBoundNote record={record!} bars={wf.agentShares} />
             {wf.certified && (
-              <span className="chart-certified" data-testid="certified-note" title={`The bound is above 0: ${confidence} the team improved this stage (docs/certificate.md §12)`}>
+              <span className="chart-certified" data-testid="certified-note" title={`${deltaConf !== undefined ? certifiedLegend(deltaConf, record!.evaluation.exact) : `The bound is above 0: ${confidence} the team improved this stage`} (docs/certificate.md §12)`}>
                 <span aria-hidden="true">{CHECK}</span> certified improvement
               </span>
             )}
             <span className="chart-held">
-              <HeldGlyph held={wf.held} /> {heldWords(wf.held)}
+              <VerdictGlyph verdict={wf.held} /> {VERDICTS[wf.held].words}
             </span>
             {wf.vacuous && (
               <span className="chart-warn" data-testid="vacuous-note">

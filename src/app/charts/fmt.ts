@@ -7,6 +7,7 @@
  * Not here: choosing what to show (components) or any computation of the shown numbers (series.ts).
  */
 import { fixed3, sci } from '../format';
+import { VERDICTS } from '../../sat/verdicts';
 
 const MINUS = '\u2212';
 
@@ -36,7 +37,7 @@ export function decade(log10: number): string {
 }
 
 /** The mark of a certified improvement (bound > 0), the same in the charts, the table and the timeline. */
-export const CHECK = '\u2713';
+export const CHECK = VERDICTS.certified.glyph;
 
 /** "k of n stages" / "1 of 1 stage". */
 export function kOfN(k: number, n: number, noun = 'stage'): string {

@@ -62,11 +62,6 @@ export function heldUnder(rec: StageRecord, form: FormChoice): HeldState {
   return lower <= realisedDJ(rec) ? 'held' : 'not held';
 }
 
-/** A held state in words, as the charts' legends and titles say it. */
-export function heldWords(state: HeldState): string {
-  return state === 'unchecked' ? 'not checked' : state;
-}
-
 /**
  * "Certified" exactly as certificate.ts decides it: the lower bound is above 0, so the team
  * improved with probability ≥ 1 − δ_conf (docs/certificate.md §12). Records saved before the
@@ -195,6 +190,8 @@ export interface JSeries {
   readonly heldCount: number;
   /** Stages whose verdict is decided (held or not held): all of them with exact J. */
   readonly checkedCount: number;
+  /** Of the rest, the stages checked but undecided (the others were not checked). */
+  readonly undecidedCount: number;
   /** Stages whose bound is above 0 (certified improvement). */
   readonly certifiedCount: number;
   readonly stages: number;
@@ -254,7 +251,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     lo = Math.min(lo, v);
     hi = Math.max(hi, v);
   }
-  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, checkedCount: 0, certifiedCount: 0, stages: 0, vacuous: 0, flat: false };
+  if (!Number.isFinite(lo)) return { rows: [], overlay: [], domain: [0, 1], ticks: [0, 1], clipped: 0, heldCount: 0, checkedCount: 0, undecidedCount: 0, certifiedCount: 0, stages: 0, vacuous: 0, flat: false };
   const js = [...raw.map((r) => r.j), ...other.values()];
   const flat = raw.length > 1 && Math.max(...js) - Math.min(...js) < J_ROUNDING;
   const reach = Math.max(hi - lo, (opts.span ?? 0) / 4, 0.1);
@@ -279,6 +276,7 @@ export function jSeries(records: readonly StageRecord[], opts: { form?: FormChoi
     overlay, flat,
     heldCount: staged.filter((r) => r.held === 'held').length,
     checkedCount: staged.filter((r) => r.held === 'held' || r.held === 'not held').length,
+    undecidedCount: staged.filter((r) => r.held === 'undecided').length,
     certifiedCount: staged.filter((r) => r.certified).length,
     stages: staged.length,
     vacuous: staged.filter((r) => isVacuous(r.lower!, opts.span)).length,
@@ -691,12 +689,12 @@ export function orderRows(series: readonly OrderSeries[], form: FormChoice = 'ch
 }
 
 /** Final J (with its 95 % half-width, 0 when exact), held and decided (held or not held) counts of each series, for the legend. */
-export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; finalCi: number; held: number; checked: number; stages: number }[] {
+export function orderSummary(series: readonly OrderSeries[], form: FormChoice = 'chosen'): { label: string; finalJ: number; finalCi: number; held: number; checked: number; undecided: number; stages: number }[] {
   return series.map((s) => {
     const last = s.stages[s.stages.length - 1];
     const ci = last && !last.evaluation.exact && Number.isFinite(last.evaluation.ci) ? last.evaluation.ci : 0;
     const states = s.stages.map((r) => heldUnder(r, form));
-    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: states.filter((h) => h === 'held').length, checked: states.filter((h) => h === 'held' || h === 'not held').length, stages: s.stages.length };
+    return { label: s.label, finalJ: last ? last.jAfter : Number.NaN, finalCi: ci, held: states.filter((h) => h === 'held').length, checked: states.filter((h) => h === 'held' || h === 'not held').length, undecided: states.filter((h) => h === 'undecided').length, stages: s.stages.length };
   });
 }
 
@@ -809,7 +807,7 @@ export interface TimelineStage {
   /** The chosen bound against what the stage did (finished stages only). */
   readonly held: HeldState | null;
   /** The common-random-numbers estimate of ΔJ behind a checked language stage's verdict. */
-  readonly estimate?: { readonly dJ: number; readonly se: number };
+  readonly estimate?: { readonly dJ: number; readonly se: number; readonly pairs: number };
 }
 
 function cellOf(stage: number, agent: number, order: readonly number[] | null, step: AgentStepRecord | undefined): TimelineCell {
@@ -829,7 +827,7 @@ export function timelineStages(records: readonly StageRecord[], nAgents: number,
     cells: Array.from({ length: nAgents }, (_, a) => cellOf(r.stage, a, r.order, r.steps.find((s) => s.agent === a))),
     finished: true,
     held: heldUnder(r, 'chosen'),
-    ...(r.held && r.held.pairs > 0 ? { estimate: { dJ: r.held.estimate, se: r.held.se } } : {}),
+    ...(r.held && r.held.pairs > 0 ? { estimate: { dJ: r.held.estimate, se: r.held.se, pairs: r.held.pairs } } : {}),
   }));
   if (current && !records.some((r) => r.stage === current.stage)) {
     const known = current.order ?? null;

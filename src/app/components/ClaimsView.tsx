@@ -1,7 +1,8 @@
 /**
  * The Claims view: the five claims of docs/method.md §10b as docs/claims.md reports them — per
  * claim its statement, the verdict in words (holds / does not hold / not established, at the
- * scale it ran at), what ran, the rule, the tests with their 95 % intervals, the plot (mean ± 95 %
+ * scale it ran at) with the mark it shares with the certificate's verdicts (src/sat/verdicts.ts:
+ * held, not held, undecided) and their key, what ran, the rule, the tests with their 95 % intervals, the plot (mean ± 95 %
  * CI over seeds, from the committed data src/app/claims/data.json, which `npm run claims` writes)
  * and the exact commands.
  *
@@ -19,6 +20,7 @@ import committedData from '../claims/data.json';
 import { type ClaimPlot, type ClaimResult, type ClaimScale, type ClaimsReport, runClaim, sampleSize } from '../../studies/claims';
 import { useMeasuredWidth } from '../charts/ChartFrame';
 import { ClaimPlotChart } from './ClaimPlotChart';
+import { ClaimVerdictChip, ClaimVerdictLegend } from '../charts/VerdictMark';
 import { yieldToBrowser } from '../session';
 import './ClaimsView.css';
 
@@ -45,11 +47,6 @@ function ClaimChart({ plot, testid }: { plot: ClaimPlot; testid: string }) {
   );
 }
 
-function Verdict({ verdict, testid }: { verdict: ClaimResult['verdict']; testid?: string }) {
-  const cls = verdict === 'holds' ? 'holds' : verdict === 'does not hold' ? 'fails' : 'open';
-  return <span className={`claim-verdict ${cls}`} data-testid={testid}>{verdict}</span>;
-}
-
 interface CardProps {
   readonly claim: ClaimResult;
   readonly live: boolean;
@@ -68,7 +65,7 @@ function ClaimCard({ claim: c, live, seconds, job, onRerun, onCancel, onShowComm
         <h3>
           {c.id}. {c.title}
         </h3>
-        <Verdict verdict={c.verdict} testid={`claim-${c.id}-verdict`} />
+        <ClaimVerdictChip verdict={c.verdict} testid={`claim-${c.id}-verdict`} />
       </header>
       <blockquote className="claim-statement">{c.statement}</blockquote>
       <p className="claim-source">
@@ -106,7 +103,9 @@ function ClaimCard({ claim: c, live, seconds, job, onRerun, onCancel, onShowComm
                 {f3(t.estimate.mean)} [{f3(t.estimate.lo)}, {f3(t.estimate.hi)}]
               </td>
               <td className="num">{sampleSize(t.estimate)}</td>
-              <td>{t.verdict}</td>
+              <td>
+                <ClaimVerdictChip verdict={t.verdict} className="claim-test-verdict" />
+              </td>
             </tr>
           ))}
         </tbody>
@@ -181,6 +180,9 @@ export function ClaimsView({ onClose }: { onClose: () => void }) {
             two variants share a seed), Wilson&rsquo;s score interval for claim 3&rsquo;s shares near 1 (stages pooled over seeds), a bootstrap for claim 5&rsquo;s exponent. A test holds when its interval lies on the claimed side of the threshold, does not hold when it lies on the other
             side, and is not established when it contains it. Reproduce all of it with <code>npm run claims</code> (docs/claims.md).
           </p>
+          <p className="claims-key" data-testid="claims-key">
+            Each verdict carries the mark of its like on the playground&apos;s charts: <ClaimVerdictLegend />
+          </p>
         </div>
         <button type="button" className="small" data-testid="claims-close" onClick={onClose}>
           ◂ Back to the playground
@@ -198,7 +200,7 @@ export function ClaimsView({ onClose }: { onClose: () => void }) {
               <td>{c.id}</td>
               <td>{c.title}</td>
               <td>
-                <Verdict verdict={(live[c.id] ?? c).verdict} />
+                <ClaimVerdictChip verdict={(live[c.id] ?? c).verdict} />
                 {live[c.id] && <span className="muted"> (live, {live[c.id]!.scale})</span>}
               </td>
             </tr>

@@ -13,35 +13,27 @@ import type { StageRecord } from '../../sat/stage';
 import { count, fixed3, sci, short, signed3 } from '../format';
 import { stageRow, type StageRow } from '../stageRow';
 import { usePlayground } from '../store';
-import { HeldGlyph } from '../charts/ChartFrame';
-import { CHECK } from '../charts/fmt';
-import { heldWords, type HeldState } from '../charts/series';
+import { VerdictGlyph } from '../charts/VerdictMark';
+import type { HeldState } from '../charts/series';
+import { isLlmTask } from '../../sat/config';
+import { certifiedLegend, undecidedOrUnchecked, VERDICTS } from '../../sat/verdicts';
 import { AgentChip } from './AgentChip';
 import '../charts/charts.css';
 
-const HELD_TITLES: Record<HeldState, string> = {
-  held: 'Held: the team improved at least as much as certified',
-  'not held': 'Not held: the team did worse than the certified bound',
-  undecided: 'Undecided: the estimate of the real ΔJ could not tell (docs/certificate.md)',
-  unchecked: 'Not checked: a language stage\'s bound is checked only on request, against an estimate of the real ΔJ (docs/certificate.md)',
-};
-
 function HeldMark({ held }: { held: HeldState }) {
   return (
-    <span className="held" title={HELD_TITLES[held]}>
-      <HeldGlyph held={held} />
-      <span className="sr-only">{heldWords(held)}</span>
+    <span className="held" title={VERDICTS[held].legend}>
+      <VerdictGlyph verdict={held} />
+      <span className="sr-only">{VERDICTS[held].words}</span>
     </span>
   );
 }
 
-const CERTIFIED_WORDS = 'Certified: the lower bound is above 0, so with high probability (1 − δ_conf) the team improved this stage';
-
-function CertMark({ certified }: { certified: boolean }) {
+function CertMark({ certified, legend }: { certified: boolean; legend: string }) {
   return certified ? (
-    <span className="cert-mark" title={CERTIFIED_WORDS}>
-      <span aria-hidden="true">{CHECK}</span>
-      <span className="sr-only">certified</span>
+    <span className="cert-mark" title={legend}>
+      <span aria-hidden="true">{VERDICTS.certified.glyph}</span>
+      <span className="sr-only">{VERDICTS.certified.words}</span>
     </span>
   ) : (
     <span className="cert-none" title="Not certified: the lower bound is not above 0, so it promises no improvement (it may still hold)">
@@ -51,7 +43,7 @@ function CertMark({ certified }: { certified: boolean }) {
   );
 }
 
-const Row = memo(function Row({ row, joint }: { row: StageRow; joint: boolean }) {
+const Row = memo(function Row({ row, joint, certLegend }: { row: StageRow; joint: boolean; certLegend: string }) {
   return (
     <tr data-testid="stage-row">
       <td className="num">{row.stage}</td>
@@ -67,7 +59,7 @@ const Row = memo(function Row({ row, joint }: { row: StageRow; joint: boolean })
       <td className="center marks">
         <HeldMark held={row.held} />
         <span data-testid="cell-cert" data-certified={row.certified ? 1 : 0}>
-          <CertMark certified={row.certified} />
+          <CertMark certified={row.certified} legend={certLegend} />
         </span>
       </td>
       <td className="order">
@@ -131,6 +123,7 @@ interface RunInfo {
 function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
   const held = rows.filter((r) => r.held === 'held').length;
   const checked = rows.filter((r) => r.held === 'held' || r.held === 'not held').length;
+  const undecided = rows.filter((r) => r.held === 'undecided').length;
   const certified = rows.filter((r) => r.certified).length;
   return (
     <div className="table-caption" data-testid="run-caption">
@@ -142,7 +135,7 @@ function Caption({ info, rows }: { info: RunInfo; rows: readonly StageRow[] }) {
       </span>
       {rows.length > 0 && (
         <span>
-          certificate held in {held} of {checked} checked stages{checked < rows.length ? ` (${rows.length - checked} not checked or undecided)` : ''}, certified an improvement in {certified} of {rows.length}
+          certificate held in {held} of {checked} checked stages{checked < rows.length ? ` (${undecidedOrUnchecked(undecided, rows.length - checked - undecided)})` : ''}, certified an improvement in {certified} of {rows.length}
         </span>
       )}
     </div>
@@ -168,6 +161,7 @@ export function StageTable() {
     );
   }
   const info: RunInfo = { preset, seed: cfg.seed, nAgents, j0: j0.J, delta: cfg.delta, alpha: cfg.alpha, certForm: cfg.certForm };
+  const certLegend = certifiedLegend(cfg.deltaConf, !isLlmTask(cfg.task));
   const n = info.nAgents;
   const agents = Array.from({ length: n }, (_, j) => j);
   return (
@@ -190,7 +184,7 @@ export function StageTable() {
               <th rowSpan={2} className="num wrap" title={lowerTitle(info.certForm)}>
                 Certified ΔJ ≥
               </th>
-              <th rowSpan={2} className="center wrap" title={`Held — filled dot: ΔJ was at least the certified bound; hollow red circle: it was not. Cert — ${CERTIFIED_WORDS}, a promise of progress, not only of a bounded fall (docs/certificate.md §12); a dot: the bound is 0 or below.`}>
+              <th rowSpan={2} className="center wrap" title={`Held — filled dot: ΔJ was at least the certified bound; hollow red circle: it was not; dashed grey ring: undecided; small grey dot: not checked. Cert — ${certLegend}, a promise of progress, not only of a bounded fall (docs/certificate.md §12); a dot: the bound is 0 or below.`}>
                 Held, cert
               </th>
               <th rowSpan={2} title="Update order σ: who was trained first, second, …; each agent is trained on advantages that account for its predecessors' updates.">
@@ -210,25 +204,19 @@ export function StageTable() {
           </thead>
           <tbody>
             {rows.map((r) => (
-              <Row joint={cfg.scheme === 'simultaneous'} key={r.stage} row={r} />
+              <Row joint={cfg.scheme === 'simultaneous'} key={r.stage} row={r} certLegend={certLegend} />
             ))}
           </tbody>
         </table>
       </div>
       <p className="how-to-read">
-        <span className="legend-item">
-          <HeldGlyph held="held" /> held: the team improved at least as much as certified.
-        </span>
-        <span className="legend-item">
-          <HeldGlyph held="not held" /> not held: it improved less than certified.
-        </span>
-        {rows.some((r) => r.held === 'unchecked' || r.held === 'undecided') && (
-          <span className="legend-item">
-            <HeldGlyph held="unchecked" /> not checked or undecided: a language stage&apos;s real ΔJ is only estimated.
+        {(['held', 'not held', 'undecided', 'unchecked'] as const).filter((v) => v === 'held' || v === 'not held' || rows.some((r) => r.held === v)).map((v) => (
+          <span key={v} className="legend-item" data-verdict-key={v}>
+            <VerdictGlyph verdict={v} /> {VERDICTS[v].legend}.
           </span>
-        )}
-        <span className="legend-item">
-          <span className="cert-mark" aria-hidden="true">{CHECK}</span> certified: the bound is above 0, a promised improvement.
+        ))}
+        <span className="legend-item" data-verdict-key="certified">
+          {certLegend}.
         </span>
         <span className="legend-item">↺n after a KL quantile: that agent&apos;s step backtracked n times.</span>
         <span className="muted">A negative bound promises only that J falls by no more than that. Hover a column title for how to read it.</span>

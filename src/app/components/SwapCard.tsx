@@ -18,6 +18,7 @@ import type { StageRecord } from '../../sat/stage';
 import { fixed3, sci, short, signed3 } from '../format';
 import { usePlayground } from '../store';
 import { agentColor } from '../theme';
+import { VerdictGlyph } from '../charts/VerdictMark';
 
 function edge(x: number): string {
   return x === Infinity ? '∞' : short(x);
@@ -95,6 +96,7 @@ export function SwapCard({ records, maxNew = null, span = 0, lowestJ = null }: {
   if (!rec?.swap) return null;
   const s = rec.swap;
   const vacuous = s.certFloor !== undefined ? vacuousFloor(-s.certFloor, s.jBefore, span, lowestJ) : null;
+  const swapHeld = s.certFloor !== undefined && s.jAfter - s.jBefore >= s.certFloor ? 'held' : 'not held';
   const max = Math.max(1, ...s.lambdaHist);
   const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
   return (
@@ -121,7 +123,10 @@ export function SwapCard({ records, maxNew = null, span = 0, lowestJ = null }: {
           ) : (
             <> — no per-state radius is known without Stage-0, so only the trivial bound (the reward range) applies.</>
           )}{' '}
-          {s.jAfter - s.jBefore >= s.certFloor ? 'Held.' : 'Not held.'}
+          <span data-testid="swap-held">
+            <VerdictGlyph verdict={swapHeld} /> {swapHeld === 'held' ? 'Held' : 'Not held'}
+            {maxNew !== null ? ' on held-out J (an estimate, with its noise)' : ''}.
+          </span>
           {vacuous && (
             <>
               {' '}

@@ -14,8 +14,10 @@
  */
 import { type CSSProperties, type KeyboardEvent, useEffect, useRef } from 'react';
 import type { StageRecord } from '../../sat/stage';
-import { HeldGlyph, HowTo } from '../charts/ChartFrame';
-import { certifiedUnder, heldWords, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
+import { HowTo } from '../charts/ChartFrame';
+import { VerdictGlyph } from '../charts/VerdictMark';
+import { checkPlusMinus, VERDICTS } from '../../sat/verdicts';
+import { certifiedUnder, lastStepRef, moveSelection, timelineStages, toStepRef, type NavKey, type PartialStage, type StepRef, type TimelineCell, type TimelineStage } from '../charts/series';
 import { fixed3, signed3 } from '../format';
 import { agentColor, agentTint } from '../theme';
 import { AgentChip } from './AgentChip';
@@ -50,8 +52,8 @@ const STATUS_WORDS: Record<TimelineCell['status'], string> = {
 /** A stage header's title: "stage 4: certified improvement, certificate held". */
 export function stageTitle(st: TimelineStage, certified: boolean | null): string {
   if (!st.finished) return `stage ${st.stage}: running`;
-  const est = st.estimate ? ` (ΔJ estimated ${signed3(st.estimate.dJ)} ± ${fixed3(st.estimate.se)}, one standard error)` : '';
-  return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held === null ? 'not closed' : heldWords(st.held)}${est}`;
+  const est = st.estimate ? ` (ΔJ estimated ${signed3(st.estimate.dJ)} ± ${fixed3(st.estimate.se)}, ${checkPlusMinus(st.estimate.pairs)})` : '';
+  return `stage ${st.stage}: ${certified ? 'certified improvement (bound above 0), ' : ''}certificate ${st.held === null ? 'not closed' : VERDICTS[st.held].words}${est}`;
 }
 
 const keyOf = (r: Required<StepRef>) => `${r.stage}:${r.agent}`;
@@ -140,7 +142,7 @@ export function Timeline({ nAgents, records, current, selected: selectedIn, onSe
             {stages.map((st) => (
               <div role="columnheader" key={st.stage} className={`timeline-stage ${st.finished ? '' : 'running'}`} title={stageTitle(st, certified.get(st.stage) ?? null)} data-certified={st.finished ? (certified.get(st.stage) ? 1 : 0) : undefined}>
                 <span>{st.stage}</span>
-                {st.held !== null ? <HeldGlyph held={st.held} size={9} /> : <span className="timeline-running-dot" aria-hidden="true" />}
+                {st.held !== null ? <VerdictGlyph verdict={st.held} size={9} /> : <span className="timeline-running-dot" aria-hidden="true" />}
               </div>
             ))}
           </div>
