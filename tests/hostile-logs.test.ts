@@ -8,7 +8,8 @@
  * and a log whose steps × keys would pass the cells cap is refused before a column exists.
  * The importLog job (the page's Import) tells a dump from a run log on the worker's side.
  * Generation dumps: handed to the generations job unread (a Blob, a path), refused by their size,
- * their lines' keys (counted before JSON.parse), their rows and the characters of all the files.
+ * their lines' keys (counted before JSON.parse), their rows (counted as non-blank lines before any
+ * is parsed) and the characters of all the files.
  *
  * Not here: the formats themselves (tests/bridge-logs.test.ts), the worker thread
  * (tests/hostile-budget.test.ts), timing (bench/hostile.ts).
@@ -153,9 +154,15 @@ describe('hostile generation dumps', () => {
     parse.mockRestore();
   });
 
-  it('more rows than one import may have, or files whose characters together pass the cap, are refused', () => {
+  it('more rows than one import may have are refused by their lines before any is parsed; files whose characters together pass the cap are refused', () => {
     const text = Array.from({ length: GENERATION_MAX.rows + 1 }, (_, i) => row(i % 7, i)).join('\n');
-    expect(() => readGenerations([{ name: 'r.jsonl', text }])).toThrow(`“r.jsonl” holds more than 500,000 generation rows, the most one import may have (import fewer steps' files) (docs/models.md, "Input limits"). Nothing was read.`);
+    const parse = vi.spyOn(JSON, 'parse');
+    expect(() => readGenerations([{ name: 'r.jsonl', text }])).toThrow(`“r.jsonl” holds 500,001 non-blank lines, more than the 500,000 generation rows one import may have (import fewer steps' files) (docs/models.md, "Input limits"). Nothing was read.`);
+    // over two files, blank and whitespace-only lines not counted
+    const half = Array.from({ length: GENERATION_MAX.rows / 2 }, (_, i) => row(1, i)).join('\n \t\n\n');
+    expect(() => readGenerations([{ name: '1.jsonl', text: half }, { name: '2.jsonl', text: `${half}\n${row(2, 0)}\n` }])).toThrow(/^“1\.jsonl, 2\.jsonl” hold 500,001 non-blank lines, more than the 500,000/);
+    expect(parse).not.toHaveBeenCalled();
+    parse.mockRestore();
     const part = 'x'.repeat(GENERATION_MAX.chars / 2);
     expect(() => readGenerations([{ name: 'a', text: part }, { name: 'b', text: `${part}y` }])).toThrow(/^These 2 generation dump files hold 67,108,865 characters together; the playground reads at most 67,108,864 in one import/);
     expect(readGenerations([{ name: 'ok.jsonl', text: text.slice(0, text.indexOf('\n', 100_000)) }]).rows.length).toBeGreaterThan(100);
