@@ -74,6 +74,11 @@ describe("a checkpoint folder read through the CLI's door", () => {
     expect(err).toBeInstanceOf(FormatError);
     expect((err as Error).message).toMatch(/^model\.safetensors: .*unexpected tensor "bogus\.weight"; it is not part of a Llama model with this config\.json/);
     expect(sessions).toBe(0);
+    // a tensor name of terminal escapes (C0, C1, a newline) comes back escaped
+    const evil = folder({ seed: 24, mutate: (st) => void st.set('x\u009b[2J\u001b]0;T\u0007\nerror: forged', { dtype: 'F32', shape: [2], data: new Float32Array(2) }) });
+    const msg = ((await openHfFolder(evil.dir).catch((e: unknown) => e)) as Error).message;
+    expect(msg).toContain('unexpected tensor "x\\u{9b}[2J\\u001b]0;T\\u0007\\nerror: forged"');
+    expect(msg).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
   });
 
   it('a safetensors file swapped for a link after the check is refused when the session opens it', async () => {

@@ -234,8 +234,8 @@ function shardPlan(files: HfFolder): { shards: string[]; where: (tensor: string)
   const wm = map as Record<string, unknown>;
   const shards: string[] = [];
   for (const [tensor, file] of Object.entries(wm)) {
-    if (typeof file !== 'string') throw new FormatError(`checkpoint folder: "model.safetensors.index.json" maps tensor "${tensor}" to ${JSON.stringify(file)}, not a file name`);
-    if (!files.has(file)) throw new FormatError(`checkpoint folder: shard "${file}" is missing (model.safetensors.index.json puts tensor "${tensor}" in it)`);
+    if (typeof file !== 'string') throw new FormatError(`checkpoint folder: "model.safetensors.index.json" maps tensor "${escapeControl(tensor)}" to ${escapeControl(JSON.stringify(file) ?? String(file))}, not a file name`);
+    if (!files.has(file)) throw new FormatError(`checkpoint folder: shard "${escapeControl(file)}" is missing (model.safetensors.index.json puts tensor "${escapeControl(tensor)}" in it)`);
     if (!shards.includes(file)) shards.push(file);
   }
   return { shards, where: (t) => (typeof wm[t] === 'string' ? (wm[t] as string) : undefined) };
@@ -259,7 +259,7 @@ async function inFile<T>(file: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (e) {
-    if (e instanceof FormatError) throw new FormatError(`${file}: ${e.message}`);
+    if (e instanceof FormatError) throw new FormatError(`${escapeControl(file)}: ${e.message}`);
     throw e;
   }
 }
@@ -319,7 +319,7 @@ async function convertTensor(
     toF32Into(e.dtype as 'F32' | 'F16' | 'BF16', bytes, x); // dtypes other than these were refused with the header
     const m = (s1 - s0) * cols;
     for (let k = 0; k < m; k++) {
-      if (!Number.isFinite(x[k]!)) throw new FormatError(`${file}: tensor "${hf}" element ${s0 * cols + k} is ${x[k]}; the weights are corrupt`);
+      if (!Number.isFinite(x[k]!)) throw new FormatError(`${escapeControl(file)}: tensor "${hf}" element ${s0 * cols + k} is ${x[k]}; the weights are corrupt`);
     }
     if (map === null) put(0, s1 - s0, s0);
     else for (let s = s0; s < s1; s++) for (const r of map(s)) put((s - s0) * cols, 1, r);
@@ -383,8 +383,8 @@ export async function readShardHeaders(
     const index = await inFile(file, () => readSafetensorsIndex(src, { maxHeaderBytes: headerCap, headerWhy: `1 KiB for each of the ${shapes.size} tensors of this config.json, and 64 KiB`, checkEntry }));
     for (const e of index.entries) {
       const want = plan.where(e.name);
-      if (want !== undefined && want !== file) throw new FormatError(`${file}: holds tensor "${e.name}", which model.safetensors.index.json puts in "${want}"`);
-      if (tensors.has(e.name)) throw new FormatError(`${file}: tensor "${e.name}" is also in "${tensors.get(e.name)!.file}"`);
+      if (want !== undefined && want !== file) throw new FormatError(`${escapeControl(file)}: holds tensor "${e.name}", which model.safetensors.index.json puts in "${escapeControl(want)}"`);
+      if (tensors.has(e.name)) throw new FormatError(`${escapeControl(file)}: tensor "${e.name}" is also in "${escapeControl(tensors.get(e.name)!.file)}"`);
       tensors.set(e.name, { e, file, src, dataStart: index.dataStart });
     }
   }
@@ -421,7 +421,7 @@ export async function loadHfCheckpoint(files: HfFolder, opts: HfLoadOptions = {}
     const want = hfShape(cfg, info, ours);
     if (!found) {
       const at = where(hf);
-      throw new FormatError(`checkpoint folder: tensor "${hf}" (shape ${showShape(want)}) is missing${at ? ` from "${at}", where model.safetensors.index.json puts it` : ''}`);
+      throw new FormatError(`checkpoint folder: tensor "${hf}" (shape ${showShape(want)}) is missing${at ? ` from "${escapeControl(at)}", where model.safetensors.index.json puts it` : ''}`);
     }
     progress({ phase: 'converting', done: i, total: names.length, item: hf });
     if (i % 8 === 0) await yieldToEventLoop();
