@@ -161,12 +161,12 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   readHfConfig: {
     'src/app/hfFiles.ts': 'a stored checkpoint read back from IndexedDB once its hash matches: the bytes of a folder the door checked',
     'src/app/onnxFiles.ts': "an ONNX folder's config.json after the onnxHead job parsed the same bytes",
-    'src/cli/hfSeat.ts': "config.json's bytes as the checkpointFolder job read and parsed them, for the context the checkpointHead job measured",
+    'src/cli/hfSeat.ts': "config.json's bytes as the checkpointFolder job read and parsed them, for the context that job measured",
     'src/workers/inputJobs.ts': 'the door (checkpointConfig, checkpointHead, checkpointFolder)',
     'src/model/onnx/llama.ts': "readOnnxLlamaHead: a seat in its worker, or the CLI's ONNX seat after readOnnxFolder",
     'src/sat/onnxSeat.ts': SEAT,
   },
-  parseHfConfig: { 'src/model/hfLoad.ts': 'readHfConfig (above)', 'src/cli/hfSeat.ts': 'the config readHfConfig returned, with the context the checkpointHead job measured' },
+  parseHfConfig: { 'src/model/hfLoad.ts': 'readHfConfig (above)', 'src/cli/hfSeat.ts': 'the config readHfConfig returned, with the context the checkpointFolder job measured' },
   hfTokenizerOf: {
     'src/workers/inputJobs.ts': 'the door (checkpointHead)',
     'src/model/onnx/llama.ts': 'readOnnxLlamaHead (above)',
@@ -185,7 +185,7 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   readOnnxLlamaHead: { 'src/cli/onnxSeat.ts': "the CLI's trainable ONNX seat and swap, after readOnnxFolder (the graph through the onnxGraph job; the JSON files as hfTokenizerOf's entry says)" },
   loadOnnxLlama: { 'src/sat/onnxSeat.ts': SEAT },
   loadHfCheckpoint: {
-    'src/cli/hfSeat.ts': "after the checkpointFolder job (caps, JSON files, every safetensors header) and the checkpointHead job; each tensor read by range in the CLI's range session (cliRanges), in its worker thread",
+    'src/cli/hfSeat.ts': "after the checkpointFolder job (caps, JSON files, every safetensors header, the tokenizer and template run for the seat's context); each tensor read by range in the CLI's range session (cliRanges), in its worker thread",
     'src/workers/agentApi.ts': SEAT,
   },
   readSafetensors: {

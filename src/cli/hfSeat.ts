@@ -25,6 +25,7 @@ import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
 import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
 import type { Check, OpenRanges } from '../workers/budget';
+import type { HfContextSettings } from '../sat/hfSeatLimits';
 import type { CheckedPath } from '../workers/inputJobs';
 import type { ByteRanges } from '../model/safetensors';
 import { openFolder, regularFile } from './folderFiles';
@@ -40,13 +41,16 @@ export const HF_CLI_MAX_SEQ = HF_SEAT_MAX_SEQ;
 /** A checkpoint folder opened for the loader: its files, and `close` for the ones held open. */
 export interface OpenHfFolder {
   readonly files: HfFolder;
+  /** The context the seat needs (openHfFolder given the seat's settings). */
+  readonly context?: number;
   close(): Promise<void>;
 }
 
-/** Where openHfFolder's reads run (default: the CLI's budgeted worker threads, inputCheck.ts). */
+/** Where openHfFolder's reads run (default: the CLI's budgeted worker threads, inputCheck.ts), and the seat's settings when its context is wanted too. */
 export interface HfFolderReaders {
   readonly check?: Check;
   readonly ranges?: OpenRanges;
+  readonly settings?: HfContextSettings;
 }
 
 /**
@@ -56,7 +60,9 @@ export interface HfFolderReaders {
  * checkpointFolder job reads config.json in a budgeted worker thread, holds every other file to
  * the size that config implies (hfLoad.ts hfFileCap) — so a folder whose tokenizer.json is a link
  * to /dev/zero, a pipe or a 180 MB vocabulary for 272 tokens is refused before it is read —,
- * reads the JSON files and checks every safetensors header; the JSON files come back as bytes.
+ * reads the JSON files and checks every safetensors header (and, given a seat's settings, runs the
+ * tokenizer and chat template on its prompts for the context it needs, as checkpointHead does);
+ * the JSON files come back as bytes.
  * The safetensors files are then opened in a range session (inputCheck.ts cliRanges): the loader
  * reads each tensor by range as it converts it, each range read in that worker and handed over
  * (no copy of a file in memory). Close the folder when the load is done.
@@ -70,12 +76,12 @@ export async function openHfFolder(dir: string, readers: HfFolderReaders = {}): 
     sources.push({ name, source: await regularFile(root, name, small ? MAX_SMALL_JSON_BYTES : Number.POSITIVE_INFINITY, 'as a config file') });
   }
   const what = `--agent-model: the checkpoint folder ${escapeControl(dir)}`;
-  const json = await (readers.check ?? cliCheck())('checkpointFolder', sources, what);
+  const json = await (readers.check ?? cliCheck())('checkpointFolder', { files: sources, settings: readers.settings }, what);
   const weights = sources.filter((f) => f.name.endsWith('.safetensors'));
   const opened = await (readers.ranges ?? cliRanges())(weights, what);
   const read = new Map<string, Uint8Array | ByteRanges>([...json.names.map((n, i) => [n, json.bytes[i]!] as const), ...opened.files]);
   const files = new Map(sources.flatMap(({ name }) => (read.has(name) ? [[name, read.get(name)!] as const] : []))); // in the folder's order, by name
-  return { files, close: opened.close };
+  return { files, close: opened.close, context: json.context };
 }
 
 export interface HfSeatOptions {
@@ -98,16 +104,14 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   if (swap) throw new ConfigError('swapAgent', cfg.swapAgent, `--agent-model ${j}=…: ${swap}`);
   if ((await onnxFilesIn(dir)).length > 0) return seatOnnxAgent(exp, cfg, j, dir, { mode: o.onnx?.mode ?? 'trainable', file: o.onnx?.file, quant: o.quant, limitBytes: o.limitBytes, log: o.log });
   const lx = exp as LlmExperiment;
-  const folder = await openHfFolder(dir, { check: o.check });
+  // The context the preset needs with this checkpoint's tokenizer is worked out with the folder's
+  // checks, in the budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
+  const folder = await openHfFolder(dir, { check: o.check, settings: cfg });
   const files = folder.files;
+  const context = folder.context!;
   let m: HfModel;
   let rank: number;
   try {
-    // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's
-    // files only; their own messages come from here when they are malformed), worked out in a
-    // budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
-    const json = [...files].flatMap(([name, b]) => (name.endsWith('.json') && b instanceof Uint8Array ? [[name, b] as [string, Uint8Array]] : []));
-    const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${escapeControl(dir)}`);
     const head = readHfConfig(files, HF_CLI_MAX_SEQ);
     const budget = hfSeatBudget(cfg, context);
     rank = budget.loraRank;

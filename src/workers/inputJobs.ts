@@ -219,9 +219,11 @@ export interface InputJobs {
    * and transferred back, once every check passed: config.json read (hfLoad.ts readHfConfig), each
    * other file's size against the cap that config sets (hfFileCap) and the weights' together, and
    * every safetensors header read by range and checked against the config (readShardHeaders).
-   * The weights themselves are read later, by range, in a range session (budget.ts budgetedRanges).
+   * With the seat's settings, also the context it needs (as checkpointHead), so a seat starts one
+   * worker for its folder's head. The weights themselves are read later, by range, in a range
+   * session (budget.ts budgetedRanges).
    */
-  checkpointFolder(files: readonly { readonly name: string; readonly source: ByteSource }[]): { readonly names: readonly string[]; readonly bytes: readonly Uint8Array[] };
+  checkpointFolder(input: { readonly files: readonly { readonly name: string; readonly source: ByteSource }[]; readonly settings?: HfContextSettings }): { readonly names: readonly string[]; readonly bytes: readonly Uint8Array[]; readonly context?: number };
   /** An ONNX folder's JSON files, the settings and the seat's mode → its context, vocabulary and config (onnxSeat.ts onnxSeatHead). */
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
   /** An ONNX file (the graph) and the sizes of the folder's other files → its counts (and, with `keep`, its bytes), once read.ts's checks pass (caps — the main graph's counted from its field keys before the file is read whole —, operators, cycles, external data). */
@@ -275,7 +277,7 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     const { cfg, info } = readHfConfig(map, HF_SEAT_MAX_SEQ);
     return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
   },
-  checkpointFolder: async (files) => {
+  checkpointFolder: async ({ files, settings }) => {
     const [{ hfFileCap, hfWeightsCap, readHfConfig, readShardHeaders }, { formatSize }] = await Promise.all([import('../model/hfLoad'), import('../core/limits')]);
     const json = new Map<string, Uint8Array>();
     const config = files.find((f) => f.name === 'config.json');
@@ -303,7 +305,8 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     } finally {
       for (const src of opened) await src.close();
     }
-    return { names: [...json.keys()], bytes: [...json.values()] };
+    const context = settings === undefined ? undefined : (await INPUT_JOBS.checkpointHead({ files: [...json], settings })).context;
+    return { names: [...json.keys()], bytes: [...json.values()], ...(context === undefined ? {} : { context }) };
   },
   onnxHead: async ({ files, settings, mode }) => (await import('../sat/onnxSeat')).onnxSeatHead(new Map(files), settings, mode),
   onnxGraph: async ({ graph, file, sizes, keep }) => {
