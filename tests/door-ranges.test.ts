@@ -4,7 +4,8 @@
  * header in the budgeted checkpointFolder job; the weights in a range session (src/workers/budget.ts
  * budgetedRanges, src/cli/inputCheck.ts cliRanges), each range read in the worker thread and handed
  * over. Checked here: the weights loaded that way equal those of the bytes in memory bit for bit,
- * no read is larger than a row block or a header, a hostile header is refused in the job naming
+ * no read is larger than a row block or a header, one buffer goes to and fro (a read's bytes are
+ * handed back with the next read), a hostile header is refused in the job naming
  * the file, a file swapped after the check is refused by the session, and a read that outruns its
  * time or a worker that dies ends the session with a message naming the file and the range.
  */
@@ -79,6 +80,27 @@ describe("a checkpoint folder read through the CLI's door", () => {
     const msg = ((await openHfFolder(evil.dir).catch((e: unknown) => e)) as Error).message;
     expect(msg).toContain('unexpected tensor "x\\u{9b}[2J\\u001b]0;T\\u0007\\nerror: forged"');
     expect(msg).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+  });
+
+  it("passes one buffer to and fro: a read's bytes are handed back with the next read (detached, never overwritten)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sat-door-buffer-'));
+    const path = join(dir, 'w.safetensors');
+    writeFileSync(path, Uint8Array.from({ length: 64 }, (_, i) => i));
+    const { files, close } = await cliRanges()([{ name: 'w.safetensors', source: checkedPath(path) }], 'x');
+    try {
+      const f = files.get('w.safetensors')!;
+      const first = await f.read(0, 16);
+      expect([...first]).toEqual(Array.from({ length: 16 }, (_, i) => i));
+      const second = await f.read(16, 24); // read into the first's buffer, which went back to the worker
+      expect(first.byteLength).toBe(0);
+      expect([...second]).toEqual(Array.from({ length: 8 }, (_, i) => 16 + i));
+      expect(second.buffer.byteLength).toBe(16);
+      const third = await f.read(24, 64); // larger than the buffer: a new one
+      expect([...third]).toEqual(Array.from({ length: 40 }, (_, i) => 24 + i));
+    } finally {
+      await close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a safetensors file swapped for a link after the check is refused when the session opens it', async () => {

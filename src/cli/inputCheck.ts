@@ -35,7 +35,7 @@ function threadWorker(): CheckWorker {
 
 function sessionWorker(): SessionWorker {
   const t = thread<RangeReply>('on');
-  return { ...t, post: (m) => t.post(m as never, []) };
+  return { ...t, post: (m, transfer) => t.post(m as never, transfer) };
 }
 
 const MEMORY = `${formatSize(CHECK_HEAP_MIB * 2 ** 20)} of heap`;

@@ -7,7 +7,7 @@
  * Not here: the jobs, the budget (src/workers/budget.ts, src/cli/inputCheck.ts).
  */
 import { parentPort } from 'node:worker_threads';
-import { rangeServer, replyTransfer, runJob, type JobName, type RangeRequest } from '../workers/inputJobs';
+import { rangeServer, rangeTransfer, replyTransfer, runJob, type JobName, type RangeRequest } from '../workers/inputJobs';
 
 parentPort!.once('message', async (m: { job: JobName; input: never } | RangeRequest) => {
   if ('job' in m) {
@@ -18,7 +18,7 @@ parentPort!.once('message', async (m: { job: JobName; input: never } | RangeRequ
   const serve = rangeServer();
   const answer = async (r: RangeRequest): Promise<void> => {
     const reply = await serve(r);
-    parentPort!.postMessage(reply, replyTransfer(reply));
+    parentPort!.postMessage(reply, rangeTransfer(reply));
   };
   let queue = answer(m);
   parentPort!.on('message', (r: RangeRequest) => void (queue = queue.then(() => answer(r))));

@@ -113,12 +113,17 @@ export const inProcess: Check = async (job, input) => {
 
 /** The few things a range session needs of a worker: a check's, with every message the worker posts heard. */
 export interface SessionWorker extends Omit<CheckWorker, 'onReply' | 'post'> {
-  post(message: RangeRequest): void;
+  post(message: RangeRequest, transfer: ArrayBuffer[]): void;
   /** Calls back with each answer, in order. */
   onMessage(cb: (reply: RangeReply) => void): void;
 }
 
-/** Files opened in a range session: each read by range in the worker; close ends the session (and the worker). */
+/**
+ * Files opened in a range session: each read by range in the worker; close ends the session (and
+ * the worker). The bytes of a read live in the session's one buffer, which the next read hands back
+ * to the worker: use them before the next read (after it they are detached — empty, never
+ * overwritten). The loader does: each block is converted before the next is read.
+ */
 export interface RangeFiles {
   readonly files: ReadonlyMap<string, ByteRanges>;
   close(): Promise<void>;
@@ -159,13 +164,17 @@ export function budgetedRanges(start: () => SessionWorker, budget: Budget): Open
     w.onDeath((why) => finish(new FormatError(`${what}: reading it was stopped: ${why}${budget.memory ? ` (the limit is ${budget.memory})` : ''}; nothing was loaded`)));
     // One request at a time, each answered before the next is posted.
     let queue: Promise<unknown> = Promise.resolve();
+    // The buffer of the last read, handed back with the next one (header of RangeFiles).
+    let spare: ArrayBuffer | undefined;
     const ask = (m: RangeRequest, timeMs: number, late: string): Promise<RangeReply> => {
       const run = (): Promise<RangeReply> =>
         new Promise((resolve) => {
           if (ended) return resolve({ ok: false, errorClass: 'FormatError', message: ended.message });
           const timer = setTimeout(() => finish(new FormatError(`${what}: ${late} took longer than ${timeMs / 1000} s, the time this playground gives ${timeMs === budget.timeMs ? 'it' : 'a read of its size'} (docs/models.md, "Input limits"); it was stopped and nothing was loaded`)), timeMs);
           pending = { resolve, timer };
-          w.post(m);
+          const give = 'read' in m ? spare : undefined;
+          if (give !== undefined) spare = undefined;
+          w.post(give === undefined ? m : { ...m, buffer: give }, give === undefined ? [] : [give]);
         });
       const p = queue.then(run);
       queue = p;
@@ -193,7 +202,9 @@ export function budgetedRanges(start: () => SessionWorker, budget: Budget): Open
         byteLength: f.source instanceof Uint8Array ? f.source.byteLength : f.source.size,
         read: async (begin, end) => {
           const timeMs = budget.timeMs + Math.ceil(((end - begin) / 2 ** 20) * CHECK_TIME_PER_MIB_MS);
-          return (await value({ read: [i, begin, end] }, timeMs, `reading bytes [${begin}, ${end}) of ${name}`)).value as Uint8Array;
+          const bytes = (await value({ read: [i, begin, end] }, timeMs, `reading bytes [${begin}, ${end}) of ${name}`)).value as Uint8Array;
+          if (bytes.buffer instanceof ArrayBuffer) spare = bytes.buffer;
+          return bytes;
         },
       });
     });

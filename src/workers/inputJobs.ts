@@ -110,7 +110,8 @@ export async function sourceBytes(s: ByteSource): Promise<Uint8Array> {
 
 /** A source opened for reads by range: bytes [begin, end), never past the size it had when checked. */
 interface OpenSource {
-  read(begin: number, end: number): Promise<Uint8Array>;
+  /** Bytes [begin, end); a path's into `into` when it is large enough (a range session's one buffer), else into a new one. */
+  read(begin: number, end: number, into?: ArrayBuffer): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -121,8 +122,9 @@ async function openSource(s: ByteSource): Promise<OpenSource> {
   const p = s as CheckedPath;
   const handle = await openPath(p);
   return {
-    read: async (o, e) => {
-      const b = new Uint8Array(Math.max(0, Math.min(e, p.size) - o));
+    read: async (o, e, into) => {
+      const n0 = Math.max(0, Math.min(e, p.size) - o);
+      const b = into !== undefined && into.byteLength >= n0 ? new Uint8Array(into, 0, n0) : new Uint8Array(n0);
       const n = await readFully(handle, b, o);
       return n === b.length ? b : b.subarray(0, n);
     },
@@ -145,11 +147,13 @@ export async function withRanges<T>(s: ByteSource, f: (readAt: (offset: number, 
 
 /**
  * A range session's messages (the CLI's checkpoint weights, src/cli/inputCheck.ts cliRanges): one
- * `open` of the files, then `read`s of byte ranges of them, answered in order, then `close`.
+ * `open` of the files, then `read`s of byte ranges of them, answered in order, then `close`. A read
+ * may hand back the buffer of the read before (`buffer`, transferred): the range is read into it
+ * when it is large enough, so a session passes one buffer to and fro instead of allocating one a read.
  */
 export type RangeRequest =
   | { readonly open: readonly ByteSource[] }
-  | { readonly read: readonly [file: number, begin: number, end: number] }
+  | { readonly read: readonly [file: number, begin: number, end: number]; readonly buffer?: ArrayBuffer }
   | { readonly close: true };
 
 /** A range session's answer: the files' sizes (open), a range's bytes (read), nothing (close); or a failure. */
@@ -157,8 +161,10 @@ export type RangeReply = { readonly ok: true; readonly value: readonly number[] 
 
 /**
  * The worker's side of a range session: each request answered here, in the worker — the files
- * opened with their checks (openPath) and held open, each range read from its handle. One request
- * at a time (the caller waits for each answer), so at most one range's bytes exist here at once.
+ * opened with their checks (openPath) and held open, each range read from its handle (into the
+ * buffer the request hands back, when it has one). One request at a time (the caller waits for
+ * each answer), so at most one range's bytes exist here at once. A read's bytes are posted back
+ * with their whole buffer transferred (rangeTransfer).
  */
 export function rangeServer(): (m: RangeRequest) => Promise<RangeReply> {
   const files: OpenSource[] = [];
@@ -180,7 +186,7 @@ export function rangeServer(): (m: RangeRequest) => Promise<RangeReply> {
         const [i, begin, end] = m.read;
         const f = files[i];
         if (f === undefined) throw new Error(`no file ${i} is open`);
-        return { ok: true, value: await f.read(begin, end) };
+        return { ok: true, value: await f.read(begin, end, m.buffer) };
       }
       await closeAll();
       return { ok: true, value: null };
@@ -188,6 +194,11 @@ export function rangeServer(): (m: RangeRequest) => Promise<RangeReply> {
       return failure(e);
     }
   };
+}
+
+/** The buffer a range session's answer hands over: a read's whole buffer (read for it, or handed back for it), never copied. */
+export function rangeTransfer(reply: RangeReply): ArrayBuffer[] {
+  return reply.ok && reply.value instanceof Uint8Array && reply.value.buffer instanceof ArrayBuffer ? [reply.value.buffer] : [];
 }
 
 /** What the budgeted check of an ONNX graph found (onnxGraph): the graph's own counts, and its bytes when the caller asked to keep them. */
@@ -371,12 +382,12 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
 };
 
 /**
- * The buffers a reply can hand over instead of copying (a run log's columns, a graph's bytes, a range's bytes): every
+ * The buffers a reply can hand over instead of copying (a run log's columns, a graph's bytes): every
  * ArrayBuffer a typed array of the value owns whole, in the value and in its objects' fields and
  * arrays' items two levels down (a run log's columns, or those of the log an import found).
- * The worker ends after its one reply, and a range session's reads are bytes read fresh for each, so nothing it keeps is detached under it.
+ * The worker ends after its one reply, so nothing it keeps is detached under it.
  */
-export function replyTransfer(reply: JobReply | RangeReply): ArrayBuffer[] {
+export function replyTransfer(reply: JobReply): ArrayBuffer[] {
   if (!reply.ok) return [];
   const out = new Set<ArrayBuffer>();
   const take = (x: unknown, depth: number): void => {
