@@ -2,7 +2,8 @@
  * `npx tsx bench/hostile.ts [class…]`: time to refusal and peak memory of each hostile input class
  * (tests/helpers/hostile.ts builds them; the parent writes each to disk), each read in a fresh
  * child process so its peak RSS is its own — a checkpoint folder the way `--agent-model` reads it
- * (openHfFolder, the budgeted head check in a worker thread, the load), an ONNX folder (each hostile
+ * (openHfFolder: the budgeted checkpointFolder job with the seat's head, then the load, its weights
+ * read by range in a worker thread), an ONNX folder (each hostile
  * graph beside the tiny decoder export's JSON files) the way `--agent-model … --agent-onnx frozen`
  * reads it (readOnnxFolder: every file read and checked in the budgeted onnxFolder job, then readOnnx), a
  * run log the way `--import-log` reads it (printRunLog: the budgeted runLog job on its path), a
@@ -70,6 +71,18 @@ const folderWith = (name: string, bytes: Uint8Array | Record<string, unknown>): 
   folder: new Map(hfCheckpoint().files).set(name, bytes instanceof Uint8Array ? bytes : new TextEncoder().encode(JSON.stringify(bytes))),
 });
 
+/**
+ * The CLI door's classes (kept apart from the page's picks): a recipe whose `sat` section is a list,
+ * a generation dump past the rows cap (refused by its lines before one is parsed), and a checkpoint
+ * of 42 M parameters (BF16, 84 MB) whose weights are read by range in the worker thread — the
+ * reference for what a legitimate load costs through the door.
+ */
+const CLI_DOOR_CLASSES: Record<string, () => Input> = {
+  'cli door: recipe whose sat section is a list': () => ({ file: new TextEncoder().encode('sat:\n  - 0.2\n  - 4\ntraining:\n  num_stages: 3\n'), ext: 'yaml' }),
+  'cli door: generation dump of 500,001 rows': () => ({ file: new TextEncoder().encode(Array.from({ length: 500_001 }, (_, i) => `{"input": "<a${i % 3}> q", "output": "${i}", "score": 1, "step": ${i % 7}}\n`).join('')), ext: 'jsonl' }),
+  'cli door: 42 M-parameter BF16 checkpoint by range (reference)': () => ({ folder: hfCheckpoint({ vocab: 32_000, d: 512, layers: 8, heads: 8, kvHeads: 4, hidden: 1408, tied: true, dtype: 'BF16', maxPositions: 2048 }).files }),
+};
+
 /** Each class: the input, built by the parent and written to disk before the child is timed. */
 const CLASSES: Record<string, () => Input> = {
   'gzip: 8 GiB of zeros': () => ({ file: gzipBomb(8 * GiB) }),
@@ -106,6 +119,7 @@ const CLASSES: Record<string, () => Input> = {
   'legitimate: a recipe of 4,990 keys (reference)': () => ({ file: new TextEncoder().encode('sat: {}\n' + Array.from({ length: 4_990 }, (_, i) => `k${i}: 1\n`).join('')), ext: 'yaml' }),
   'legitimate: the tiny checkpoint (reference)': () => ({ folder: hfCheckpoint({ maxPositions: 128 }).files }),
   'legitimate: a 64 MiB experiment (35 MB file; reference)': () => ({ file: legitimateExperiment(64 * 2 ** 20) }),
+  ...CLI_DOOR_CLASSES,
 };
 
 /**
@@ -164,14 +178,11 @@ async function logPath(path: string): Promise<string> {
   return 'ACCEPTED';
 }
 
-/** What the CLI does with --agent-model up to the weights: read the folder, check its head in the budgeted worker, load. */
+/** What the CLI does with --agent-model up to the weights: the folder read and its head checked in the budgeted worker (checkpointFolder), then loaded, the weights read by range in the worker. */
 async function seatPath(dir: string): Promise<string> {
   const { openHfFolder } = await import('../src/cli/hfSeat');
-  const { cliCheck } = await import('../src/cli/inputCheck');
-  const folder = await openHfFolder(dir);
+  const folder = await openHfFolder(dir, { settings: presetConfig('arith-team', {}) });
   try {
-    const json = [...folder.files].flatMap(([n, b]) => (n.endsWith('.json') && b instanceof Uint8Array ? [[n, b] as [string, Uint8Array]] : []));
-    await cliCheck()('checkpointHead', { files: json, settings: presetConfig('arith-team', {}) }, dir);
     const m = await loadHfCheckpoint(folder.files, { quant: 'q8' });
     return `ACCEPTED as ${JSON.stringify(m.name)}`;
   } finally {

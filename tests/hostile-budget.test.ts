@@ -11,7 +11,7 @@
  * by the CLI's budgeted check) is built, evaluated and rolled out with the count at 0; the same
  * seats built in this thread write the same token ids (held-out J, rollout sequences, bit for bit).
  */
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -31,6 +31,7 @@ import { createRemoteExperiment, type RemoteExperiment } from '../src/workers/re
 import { hfCheckpoint } from './helpers/hfCheckpoint';
 import { nodeAgentWorker, workersStillAlive } from './helpers/nodeAgentWorker';
 import { deepJson, gzipBomb, onnxCycle, onnxExternalOffset } from './helpers/hostile';
+import { checkedPath } from './helpers/checkedPath';
 
 const built = vi.hoisted(() => ({ n: 0 }));
 
@@ -85,7 +86,7 @@ describe('budgeted input checks', () => {
     const check = cliCheck();
     const path = join(import.meta.dirname, 'fixtures/bridge/logs/verl-file.jsonl');
     const text = readFileSync(path, 'utf8');
-    const there = await check('runLog', { source: { path, size: statSync(path).size }, name: 'verl-file.jsonl' }, 'run log');
+    const there = await check('runLog', { source: checkedPath(path), name: 'verl-file.jsonl' }, 'run log');
     expect(there).toEqual(readRunLog(text, 'verl-file.jsonl'));
     expect(there.steps.length).toBeGreaterThan(0);
     const bomb = Array.from({ length: 6_000 }, (_, i) => `k${i}: 1`).join('\n');
@@ -97,7 +98,7 @@ describe('budgeted input checks', () => {
   it('an ONNX graph is checked in the worker from its path: counts of a real export, a cycle or a hex offset refused there', async () => {
     const check = cliCheck();
     const dir = mkdtempSync(join(tmpdir(), 'sat-door-onnx-'));
-    const put = (name: string, bytes: Uint8Array) => (writeFileSync(join(dir, name), bytes), { path: join(dir, name), size: bytes.length });
+    const put = (name: string, bytes: Uint8Array) => (writeFileSync(join(dir, name), bytes), checkedPath(join(dir, name)));
     const f = onnxFolder({}, { weights: 'f32', external: true });
     const real = await check('onnxGraph', { graph: put('model.onnx', f.files.get(f.file)!), file: f.file, sizes: [[`${f.file}_data`, f.files.get(`${f.file}_data`)!.length]] }, 'ONNX folder');
     const local = readOnnx(f.files, f.file);

@@ -10,7 +10,7 @@
  * message, not a stack overflow, and an ONNX graph with a cycle by name before onnxruntime sees it.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import { openHfFolder } from '../src/cli/hfSeat';
 import { readOnnxFolder } from '../src/cli/onnxSeat';
 import { onnxFolder } from './helpers/onnxFolder';
 import { hfCheckpoint, writeHfFolder } from './helpers/hfCheckpoint';
+import { checkedPath } from './helpers/checkedPath';
 import { deepJson, onnxCycle } from './helpers/hostile';
 import { presetConfig } from '../src/sat/presets';
 import type { Check } from '../src/workers/budget';
@@ -137,9 +138,38 @@ describe('readOnnxFolder: files are files', () => {
     const { sourceBytes } = await import('../src/workers/inputJobs');
     const dir = mkdtempSync(join(tmpdir(), 'sat-hostile-read-'));
     spawnSync('mkfifo', [join(dir, 'pipe')]);
-    await expect(sourceBytes({ path: join(dir, 'pipe'), size: 10 })).rejects.toThrow(/pipe" is not a regular file; nothing was read/);
+    await expect(sourceBytes(checkedPath(join(dir, 'pipe')))).rejects.toThrow(/pipe" is not a regular file; nothing was read/);
     writeFileSync(join(dir, 'grown'), new Uint8Array(100).fill(7));
-    expect(await sourceBytes({ path: join(dir, 'grown'), size: 40 })).toEqual(new Uint8Array(40).fill(7));
+    expect(await sourceBytes({ ...checkedPath(join(dir, 'grown')), size: 40 })).toEqual(new Uint8Array(40).fill(7));
+  });
+  it("the worker's read of a checked path refuses a link, another file or a shorter file put in its place after the check", async () => {
+    const { rangeServer, sourceBytes } = await import('../src/workers/inputJobs');
+    const dir = mkdtempSync(join(tmpdir(), 'sat-hostile-swap-'));
+    const path = join(dir, 'model.safetensors');
+    const bytes = new Uint8Array(64).fill(3);
+    writeFileSync(join(dir, 'other'), new Uint8Array(64).fill(9));
+    const swapped = /model\.safetensors" is no longer the file that was checked \(another file or a link was put in its place after the check\); nothing was read$/;
+    // a link to a file of the same size, put where the checked file was
+    writeFileSync(path, bytes);
+    const linked = checkedPath(path);
+    rmSync(path);
+    symlinkSync(join(dir, 'other'), path);
+    await expect(sourceBytes(linked)).rejects.toThrow(swapped);
+    expect(await rangeServer()({ open: [linked] })).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(swapped) });
+    // another regular file of the same size renamed into its place
+    rmSync(path);
+    writeFileSync(path, bytes);
+    const renamed = checkedPath(path);
+    writeFileSync(join(dir, 'twin'), bytes);
+    renameSync(join(dir, 'twin'), path);
+    await expect(sourceBytes(renamed)).rejects.toThrow(swapped);
+    // the same file, truncated since
+    const cut = checkedPath(path);
+    writeFileSync(path, bytes.subarray(0, 10));
+    await expect(sourceBytes(cut)).rejects.toThrow(/model\.safetensors" is 10 bytes, fewer than the 64 it had when it was checked/);
+    // and the file checked, unchanged, is read
+    writeFileSync(path, bytes);
+    expect(await sourceBytes(checkedPath(path))).toEqual(bytes);
   });
   it('refuses a tokenizer.json larger than config.json\'s vocab_size allows, in the job, before reading it', async () => {
     const big = onnxDir((d) => writeFileSync(join(d, 'tokenizer.json'), new Uint8Array(4 * 2 ** 20 + 1024 * 300)));

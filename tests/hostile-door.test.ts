@@ -159,14 +159,14 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   readGenerations: { 'src/workers/inputJobs.ts': 'the door' },
   // A checkpoint or ONNX folder: config.json, the tokenizer and its chat template, the safetensors weights.
   readHfConfig: {
-    'src/workers/inputJobs.ts': 'the door (checkpointConfig, checkpointHead)',
     'src/app/hfFiles.ts': 'a stored checkpoint read back from IndexedDB once its hash matches: the bytes of a folder the door checked',
     'src/app/onnxFiles.ts': "an ONNX folder's config.json after the onnxHead job parsed the same bytes",
-    'src/cli/hfSeat.ts': "config.json (at most 4 MiB, readRegular; depth-capped by readJson) to size the other files' caps before they are read; then the checkpointHead job",
+    'src/cli/hfSeat.ts': "config.json's bytes as the checkpointFolder job read and parsed them, for the context that job measured",
+    'src/workers/inputJobs.ts': 'the door (checkpointConfig, checkpointHead, checkpointFolder)',
     'src/model/onnx/llama.ts': "readOnnxLlamaHead: a seat in its worker, or the CLI's ONNX seat after readOnnxFolder",
     'src/sat/onnxSeat.ts': SEAT,
   },
-  parseHfConfig: { 'src/model/hfLoad.ts': 'readHfConfig (above)', 'src/cli/hfSeat.ts': 'the config readHfConfig returned, with the context the checkpointHead job measured' },
+  parseHfConfig: { 'src/model/hfLoad.ts': 'readHfConfig (above)', 'src/cli/hfSeat.ts': 'the config readHfConfig returned, with the context the checkpointFolder job measured' },
   hfTokenizerOf: {
     'src/workers/inputJobs.ts': 'the door (checkpointHead)',
     'src/model/onnx/llama.ts': 'readOnnxLlamaHead (above)',
@@ -185,7 +185,7 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   readOnnxLlamaHead: { 'src/cli/onnxSeat.ts': "the CLI's trainable ONNX seat and swap, after readOnnxFolder (the graph through the onnxGraph job; the JSON files as hfTokenizerOf's entry says)" },
   loadOnnxLlama: { 'src/sat/onnxSeat.ts': SEAT },
   loadHfCheckpoint: {
-    'src/cli/hfSeat.ts': 'after the checkpointHead job, each safetensors file under the cap its config sets (openRegular); the header bounded by readSafetensorsIndex',
+    'src/cli/hfSeat.ts': "after the checkpointFolder job (caps, JSON files, every safetensors header, the tokenizer and template run for the seat's context); each tensor read by range in the CLI's range session (cliRanges), in its worker thread",
     'src/workers/agentApi.ts': SEAT,
   },
   readSafetensors: {
@@ -193,7 +193,11 @@ const READERS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
     'src/model/weights.ts': "loadModel: the project's own shipped models, or weights inside an experiment file the door parsed",
   },
   readSafetensorsIndex: {
-    'src/model/hfLoad.ts': "loadHfCheckpoint's shards (above): each header bounded and its entries and offsets checked before a tensor is read, then each tensor read by range as it is converted",
+    'src/model/hfLoad.ts': "readShardHeaders: each header bounded and its entries and offsets checked before a tensor is read, then each tensor read by range as it is converted",
+  },
+  readShardHeaders: {
+    'src/workers/inputJobs.ts': 'the door (checkpointFolder)',
+    'src/model/hfLoad.ts': "loadHfCheckpoint: in the CLI on a folder whose headers the checkpointFolder job checked; in the page, in the seat's worker",
   },
   seatOnnxTrainable: { 'src/cli/onnxSeat.ts': 'after readOnnxFolder (the graph through the onnxGraph job)', 'src/workers/agentApi.ts': SEAT },
   seatOnnxFrozen: { 'src/cli/onnxSeat.ts': 'after readOnnxFolder (the graph through the onnxGraph job)', 'src/workers/agentApi.ts': SEAT },
@@ -211,11 +215,9 @@ const BYTES_IN: Readonly<Record<string, string>> = {
   'src/app/team.ts': "the project's own shipped models (fetched from the site)",
   'src/backend/webgpu/shaders.ts': "the project's own shaders",
   'src/cli/claims.ts': "the CLI's own report",
-  'src/cli/folderFiles.ts': "readRegular / openRegular: a checkpoint's regular file inside the folder, up to its cap, read whole or held open for positioned reads in the CLI's thread (an ONNX folder's files are only checked here, by regularFile, and read in the onnxFolder job)",
-  'src/cli/hfSeat.ts': "a checkpoint's JSON files through readRegular, parsed by the checkpointHead job; its safetensors files through openRegular, read by range by the loader",
   'src/cli/models.ts': "the project's own shipped models",
   'src/cli/settingsDoc.ts': "the project's own docs",
-  'src/model/safetensors.ts': "readRange: a byte range of a checkpoint shard from the ByteRanges its caller opened (openRegular in the CLI, the bytes already in the worker in the page), each range bounded by the header readSafetensorsIndex checked",
+  'src/model/safetensors.ts': "readRange: a byte range of a checkpoint shard from the ByteRanges its caller opened (the CLI's range session, read in its worker thread; the bytes already in the worker in the page), each range bounded by the header readSafetensorsIndex checked",
   'src/workers/inputJobs.ts': 'the door',
 };
 
@@ -239,7 +241,7 @@ describe('every user file through the door', () => {
         if (!ts.isCallExpression(n)) continue;
         const e = n.expression;
         const blob = ts.isPropertyAccessExpression(e) && n.arguments.length === 0 && ['arrayBuffer', 'text', 'stream'].includes(e.name.text);
-        const fs = (ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : '').match(/^(readFileSync|readFile|readSync|readvSync|createReadStream|openAsBlob|readRegular|openRegular|sourceBytes)$/)
+        const fs = (ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : '').match(/^(readFileSync|readFile|readSync|readvSync|createReadStream|openAsBlob|sourceBytes)$/)
           || (ts.isPropertyAccessExpression(e) && /^(read|readv)$/.test(e.name.text)); // a file handle's read (a local function named read is not one)
         if (blob || fs) reads.add(f.path);
       }
@@ -247,5 +249,7 @@ describe('every user file through the door', () => {
     }
     const unreviewed = [...reads].filter((p) => !(p in BYTES_IN));
     expect(unreviewed).toEqual([]);
+    // The CLI reads only the project's own files in its thread: a checkpoint, an ONNX folder, a log or a dump is read in its worker thread.
+    expect([...reads].filter((p) => p.startsWith('src/cli/')).sort()).toEqual(['src/cli/claims.ts', 'src/cli/models.ts', 'src/cli/settingsDoc.ts']);
   });
 });

@@ -8,7 +8,8 @@
  * and a log whose steps × keys would pass the cells cap is refused before a column exists.
  * The importLog job (the page's Import) tells a dump from a run log on the worker's side.
  * Generation dumps: handed to the generations job unread (a Blob, a path), refused by their size,
- * their lines' keys (counted before JSON.parse), their rows and the characters of all the files.
+ * their lines' keys (counted before JSON.parse), their rows (counted as non-blank lines before any
+ * is parsed) and the characters of all the files.
  *
  * Not here: the formats themselves (tests/bridge-logs.test.ts), the worker thread
  * (tests/hostile-budget.test.ts), timing (bench/hostile.ts).
@@ -71,11 +72,11 @@ describe('hostile run logs', () => {
     const text = '{"step": 1, "data": {"a": 0.5}}\n{"step": 2, "data": {"a": 0.25}}\n';
     const r = await runJob('runLog', { source: new Blob([text]), name: 'blob.jsonl' });
     expect(r).toEqual({ ok: true, value: readRunLog(text, 'blob.jsonl') });
-    const big = { source: { path: 'big.jsonl', size: 60 * 2 ** 20 }, name: '' };
+    const big = { source: { path: 'big.jsonl', size: 60 * 2 ** 20, dev: 0, ino: 0 }, name: '' };
     expect(timeFor({ timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS }, 'runLog', big)).toBe(70_000);
     const between = await runJob('runLog', { source: new Blob([new Uint8Array(LOG_LIMITS.chars + 1).fill(0x31)]), name: 'big.log' });
     expect(between).toMatchObject({ ok: false, errorClass: 'FormatError', message: 'This run log holds 67,108,865 characters; the playground reads at most 67,108,864 of it. Nothing was read.' });
-    const over = await runJob('runLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 }, name: 'huge.log' });
+    const over = await runJob('runLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1, dev: 0, ino: 0 }, name: 'huge.log' });
     expect(over).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it/) });
   });
 
@@ -88,9 +89,9 @@ describe('hostile run logs', () => {
     expect(reply).toEqual({ ok: true, value: { kind: 'runLog', log: readRunLog(text, 'blob.jsonl') } });
     expect(replyTransfer(reply)).toHaveLength(3); // steps, updates, the one column
     // Refused by its size before a byte is read (the path does not exist).
-    const over = await runJob('importLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 }, name: 'huge.log' });
+    const over = await runJob('importLog', { source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1, dev: 0, ino: 0 }, name: 'huge.log' });
     expect(over).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This run log is 256\.0 MB; the playground reads at most 64\.0 MB of it/) });
-    expect(timeFor({ timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS }, 'importLog', { source: { path: 'big.jsonl', size: 60 * 2 ** 20 }, name: '' })).toBe(70_000);
+    expect(timeFor({ timeMs: CHECK_TIME_MS, perMiBMs: PER_MIB_MS }, 'importLog', { source: { path: 'big.jsonl', size: 60 * 2 ** 20, dev: 0, ino: 0 }, name: '' })).toBe(70_000);
   });
 
   it('a parsed run crosses back as one Float64Array per key plus the steps, every buffer transferred, none copied', async () => {
@@ -136,10 +137,10 @@ describe('hostile generation dumps', () => {
     const text = [row(1, 0), row(1, 1)].join('\n');
     const ok = await runJob('generations', [{ name: '1.jsonl', source: new Blob([text]) }]);
     expect(ok).toEqual({ ok: true, value: readGenerations([{ name: '1.jsonl', text }]) });
-    const huge = await runJob('generations', [{ name: '9.jsonl', source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1 } }]);
+    const huge = await runJob('generations', [{ name: '9.jsonl', source: { path: '/nonexistent', size: LOG_LIMITS.chars * 4 + 1, dev: 0, ino: 0 } }]);
     expect(huge).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This generation dump is 256\.0 MB; the playground reads at most 64\.0 MB of it\. Nothing was read\.$/) });
     // many files each under the cap, together over it: refused by their sizes before any is read
-    const many = Array.from({ length: 5 }, (_, k) => ({ name: `${k}.jsonl`, source: { path: '/nonexistent', size: 60 * 2 ** 20 } }));
+    const many = Array.from({ length: 5 }, (_, k) => ({ name: `${k}.jsonl`, source: { path: '/nonexistent', size: 60 * 2 ** 20, dev: 0, ino: 0 } }));
     expect(await runJob('generations', many)).toMatchObject({ ok: false, errorClass: 'FormatError', message: expect.stringMatching(/^This import of 5 generation dump files is 300\.0 MB; the playground reads at most 64\.0 MB of it/) });
     const between = await runJob('generations', [{ name: 'b.jsonl', source: new Blob([new Uint8Array(LOG_LIMITS.chars + 1).fill(0x31)]) }]);
     expect(between).toMatchObject({ ok: false, message: 'This generation dump holds 67,108,865 characters; the playground reads at most 67,108,864 of it. Nothing was read.' });
@@ -153,9 +154,15 @@ describe('hostile generation dumps', () => {
     parse.mockRestore();
   });
 
-  it('more rows than one import may have, or files whose characters together pass the cap, are refused', () => {
+  it('more rows than one import may have are refused by their lines before any is parsed; files whose characters together pass the cap are refused', () => {
     const text = Array.from({ length: GENERATION_MAX.rows + 1 }, (_, i) => row(i % 7, i)).join('\n');
-    expect(() => readGenerations([{ name: 'r.jsonl', text }])).toThrow(`“r.jsonl” holds more than 500,000 generation rows, the most one import may have (import fewer steps' files) (docs/models.md, "Input limits"). Nothing was read.`);
+    const parse = vi.spyOn(JSON, 'parse');
+    expect(() => readGenerations([{ name: 'r.jsonl', text }])).toThrow(`“r.jsonl” holds 500,001 non-blank lines, more than the 500,000 generation rows one import may have (import fewer steps' files) (docs/models.md, "Input limits"). Nothing was read.`);
+    // over two files, blank and whitespace-only lines not counted
+    const half = Array.from({ length: GENERATION_MAX.rows / 2 }, (_, i) => row(1, i)).join('\n \t\n\n');
+    expect(() => readGenerations([{ name: '1.jsonl', text: half }, { name: '2.jsonl', text: `${half}\n${row(2, 0)}\n` }])).toThrow(/^“1\.jsonl, 2\.jsonl” hold 500,001 non-blank lines, more than the 500,000/);
+    expect(parse).not.toHaveBeenCalled();
+    parse.mockRestore();
     const part = 'x'.repeat(GENERATION_MAX.chars / 2);
     expect(() => readGenerations([{ name: 'a', text: part }, { name: 'b', text: `${part}y` }])).toThrow(/^These 2 generation dump files hold 67,108,865 characters together; the playground reads at most 67,108,864 in one import/);
     expect(readGenerations([{ name: 'ok.jsonl', text: text.slice(0, text.indexOf('\n', 100_000)) }]).rows.length).toBeGreaterThan(100);

@@ -87,4 +87,18 @@ describe('hostile recipe YAML', () => {
     expect(refusal('%TAG !! tag:example.com,2000:\n---\nsat: !!str 1\n')).toBe('Line 1 of this recipe declares a %TAG directive, which the playground does not read. Nothing was read.');
     expect(() => readRecipe(exported.replace('sat:', 'sat: !!map'), base)).not.toThrow();
   });
+  it('a section that is not a map is refused by name, saying what it is and what is read there; an empty "sat" is no "sat" section', () => {
+    const edited = (from: RegExp, to: string) => {
+      const t = exported.replace(from, to);
+      expect(t).not.toBe(exported);
+      return t;
+    };
+    // the exported "sat:" map replaced by a list of its lines' values
+    expect(refusal(edited(/^sat:\n((?: {2}.*\n)+)/m, 'sat:\n  - 0.2\n  - 4\n  - static\n'))).toBe('The recipe\'s "sat" section is a list of 3 items, not the map of settings (epsilon, group_size, agents, …) the SAT authors\' trainer reads there. Nothing was read.');
+    expect(refusal(edited(/^sat:\n((?: {2}.*\n)+)/m, 'sat: [0.2, 4]\n'))).toMatch(/^The recipe's "sat" section is a list of 2 items, not the map/);
+    expect(refusal(edited(/^sat:\n((?: {2}.*\n)+)/m, 'sat:\n'))).toMatch(/no "sat" section/);
+    expect(refusal(edited(/^training:\n((?: {2}.*\n)+)/m, 'training: fast\n'))).toBe('The recipe\'s "training" section is the text "fast", not the map of settings (learning_rate, weight_decay, num_stages) the SAT authors\' trainer reads there. Nothing was read.');
+    expect(refusal(edited(/^( {2})kl_ctrl:\n((?: {4}.*\n)+)/m, '  kl_ctrl: 0.1\n'))).toMatch(/^The recipe's "algorithm\.kl_ctrl" section is the number 0\.1, not the map/);
+    expect(refusal('- sat: 1\n')).toMatch(/no "sat" section/);
+  });
 });

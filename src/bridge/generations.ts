@@ -8,8 +8,9 @@
  * agent j when its prompt holds the playground's turn marker <a_j> (the exported contexts end
  * with it, teamPy.ts), else to no agent (verl's one policy). A bad line is skipped and named; the
  * size is capped first (limits.ts: each file's characters, lines and line length, then all the
- * files' characters together), a line's keys are counted on its text before JSON.parse, and the rows
- * are capped (GENERATION_MAX); the files reach the check's worker unread (inputJobs.ts).
+ * files' characters together), then the rows (every non-blank line, against GENERATION_MAX) before
+ * any line is parsed, and a line's keys are counted on its text before JSON.parse; the files reach
+ * the check's worker unread (inputJobs.ts: a path in the CLI, a File in the page).
  *
  * Not here: the metric logs (runLog.ts), how a page or the CLI shows the rows.
  */
@@ -93,6 +94,20 @@ function checkRowKeys(line: string, name: string, i: number): void {
   }
 }
 
+/** Lines of `text` holding anything but blanks and control characters (so at least every line that trims to text). */
+function nonBlankLines(text: string): number {
+  let n = 0;
+  let blank = true;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 10) {
+      if (!blank) n++;
+      blank = true;
+    } else if (c > 32) blank = false;
+  }
+  return blank ? n : n + 1;
+}
+
 /** Reads one or more dump files (header). Throws FormatError when no file has a readable row, or when the files pass a cap. */
 export function readGenerations(files: readonly { readonly name: string; readonly text: string }[]): GenerationDump {
   const chars = files.reduce((n, f) => n + f.text.length, 0);
@@ -103,29 +118,35 @@ export function readGenerations(files: readonly { readonly name: string; readonl
   const warn = (msg: string) => {
     if (bad++ < MAX_NAMED) named.push(msg);
   };
+  // Rows counted before any line is parsed: each non-blank line is one (a blank line holds none).
+  const records = files.reduce((n, f) => n + nonBlankLines(f.text), 0);
+  if (records > GENERATION_MAX.rows) throw new FormatError(`“${files.map((g) => g.name).join(', ')}” ${files.length === 1 ? 'holds' : 'hold'} ${records.toLocaleString('en')} non-blank lines, more than the ${GENERATION_MAX.rows.toLocaleString('en')} generation rows one import may have (import fewer steps' files) ${LIMITS_DOC}`);
   const rows: GenerationRow[] = [];
   for (const f of files) {
-    f.text.split('\n').forEach((raw, i) => {
-      const line = raw.trim();
-      if (line === '') return;
+    // line by line, without an array of all of them
+    for (let start = 0, i = 0; start <= f.text.length; i++) {
+      const nl = f.text.indexOf('\n', start);
+      const end = nl < 0 ? f.text.length : nl;
+      const line = f.text.slice(start, end).trim();
+      start = end + 1;
+      if (line === '') continue;
       checkRowKeys(line, f.name, i);
       let o: unknown;
       try {
         o = parseLine(line);
       } catch {
         warn(`${f.name} line ${i + 1}: not JSON.`);
-        return;
+        continue;
       }
       if (!isRecord(o)) {
         warn(`${f.name} line ${i + 1}: not a {"input", "output", "step", …} record.`);
-        return;
+        continue;
       }
       const score = typeof o.score === 'number' && Number.isFinite(o.score) ? o.score : null;
       if (score === null) warn(`${f.name} line ${i + 1}: its score is not a number; the row is kept without one.`);
       const gts = o.gts === undefined || o.gts === null ? null : typeof o.gts === 'string' ? o.gts : JSON.stringify(o.gts);
-      if (rows.length === GENERATION_MAX.rows) throw new FormatError(`“${files.map((g) => g.name).join(', ')}” holds more than ${GENERATION_MAX.rows.toLocaleString('en')} generation rows, the most one import may have (import fewer steps' files) ${LIMITS_DOC}`);
       rows.push({ step: o.step, input: o.input, output: o.output, score, groundTruth: gts, agent: agentOfPrompt(o.input) });
-    });
+    }
   }
   const name = files.map((f) => f.name).join(', ');
   if (rows.length === 0) {

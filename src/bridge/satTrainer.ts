@@ -120,6 +120,32 @@ function at(o: unknown, path: string): unknown {
   return cur;
 }
 
+/** The sections the import reads keys from, each a map when present, and a few of its keys (for the message when it is not). */
+const SECTIONS_KEYS = {
+  sat: 'epsilon, group_size, agents, …',
+  'sat.scheduler': 'mode',
+  algorithm: 'gamma, kl_ctrl',
+  'algorithm.kl_ctrl': 'kl_coef, target_kl, quantile',
+  certificate: 'delta_conf, A_max',
+  generation: 'temperature',
+  training: 'learning_rate, weight_decay, num_stages',
+  data: 'train_batch_size',
+} as const;
+const SECTIONS = Object.keys(SECTIONS_KEYS) as (keyof typeof SECTIONS_KEYS)[];
+
+/** What a YAML value is, in words, for a message: "a list of 3 items", "the number 4", "empty". */
+function kindOfValue(v: unknown): string {
+  if (v === null) return 'empty';
+  if (Array.isArray(v)) return `a list of ${v.length} item${v.length === 1 ? '' : 's'}`;
+  if (typeof v === 'string') return `the text ${quoteShort(v)}`;
+  return `the ${typeof v} ${String(v)}`;
+}
+
+/** A text from the file for a message: at most 40 characters of it. */
+function quoteShort(t: string): string {
+  return JSON.stringify(t.length <= 40 ? t : `${t.slice(0, 40)}…`);
+}
+
 /**
  * Settings from a YAML of this shape (the page's and the CLI's import): the `playground` section's
  * settings on top of `base`, then every key the trainer reads that maps back to a setting (so an
@@ -135,8 +161,14 @@ export function readSatTrainer(text: string, base: Config, opts: { readonly mode
   } catch (e) {
     throw new FormatError(`This is not a YAML file: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
   }
-  if (doc === null || typeof doc !== 'object' || typeof at(doc, 'sat') !== 'object') {
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc) || at(doc, 'sat') === undefined || at(doc, 'sat') === null) {
     throw new FormatError('This YAML is not a SAT-style config: it has no "sat" section (export one with "Export for a real run").');
+  }
+  for (const section of SECTIONS) {
+    const v = at(doc, section);
+    if (v !== undefined && (v === null || typeof v !== 'object' || Array.isArray(v))) {
+      throw new FormatError(`The recipe's "${section}" section is ${kindOfValue(v)}, not the map of settings (${SECTIONS_KEYS[section]}) the SAT authors' trainer reads there. Nothing was read.`);
+    }
   }
   const pg = at(doc, 'playground');
   if (pg !== undefined && (pg === null || typeof pg !== 'object' || Array.isArray(pg))) throw new FormatError('"playground" must be a map of settings (as "Export for a real run" writes it).');

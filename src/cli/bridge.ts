@@ -7,7 +7,7 @@
  *
  * Not here: the mappings and parsers themselves (src/bridge).
  */
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FormatError, SatError } from '../core/errors';
 import { checkFileBytes, LOG_LIMITS } from '../bridge/limits';
@@ -18,6 +18,7 @@ import { DEFAULT_MODELS, recipe, recipeSummary, type ModelMap } from '../bridge/
 import { engineLabel, runClip, runJ, runKl, runTimeline } from '../bridge/runLogSeries';
 import { generationPage, generationSummary, type GenerationDump } from '../bridge/generations';
 import { cliCheck } from './inputCheck';
+import type { CheckedPath } from '../workers/inputJobs';
 
 /** Writes the recipe's files next to `file` and says what was written and what was refused. */
 export function exportRecipe(file: string, cfg: Config, hf: Partial<ModelMap>): void {
@@ -50,23 +51,28 @@ function dumpFiles(file: string): string[] {
   return steps.map((f) => join(file, f));
 }
 
-/** A regular file's size, refused before it is read when it is not a regular file or its bytes are over the cap. */
-function logFileSize(file: string, what: string): number {
+/**
+ * A log or dump file as a checked path (its real path, size, device and inode; the worker refuses
+ * another file put in its place), refused before it is read when it is not a regular file or its
+ * bytes are over the cap.
+ */
+function logFile(file: string, what: string): CheckedPath {
   try {
-    const st = statSync(file);
+    const path = realpathSync(file);
+    const st = statSync(path);
     if (!st.isFile()) throw new FormatError(`The ${what} ${escapeControl(file)} is not a regular file. Nothing was read.`);
     checkFileBytes(st.size, LOG_LIMITS, what);
-    return st.size;
+    return { path, size: st.size, dev: st.dev, ino: st.ino };
   } catch (e) {
     if (e instanceof FormatError) throw e;
-    throw new SatError('file', `Cannot read the ${what} ${escapeControl(file)}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new SatError('file', `Cannot read the ${what} ${escapeControl(file)}: ${e instanceof Error ? escapeControl(e.message) : String(e)}`);
   }
 }
 
 /** A folder's generation dumps, read and parsed by the budgeted worker from their paths, printed (printDump). */
 async function printGenerations(where: string, files: readonly string[]): Promise<void> {
   // Each file's path and size to the budgeted worker, which reads and parses it (the names escaped: they reach the terminal in its notes)
-  const sources = files.map((f) => ({ name: escapeControl(f.split(/[\\/]/).pop()!), source: { path: f, size: logFileSize(f, 'generation dump') } }));
+  const sources = files.map((f) => ({ name: escapeControl(f.split(/[\\/]/).pop()!), source: logFile(f, 'generation dump') }));
   printDump(await cliCheck()('generations', sources, `The generation dump ${escapeControl(where)}`));
 }
 
@@ -91,14 +97,14 @@ export async function printRunLog(file: string): Promise<void> {
   try {
     isDir = statSync(file).isDirectory();
   } catch {
-    // logFileSize says why
+    // logFile says why
   }
   const base = (f: string) => f.split(/[\\/]/).pop()!;
   if (isDir) return printGenerations(file, dumpFiles(file));
-  const size = logFileSize(file, 'run log');
+  const source = logFile(file, 'run log');
   const name = escapeControl(base(file)); // quoted in the log's messages and its title
   // The worker tells a generation dump from a run log by the file's first line, and reads it as either.
-  const opened = await cliCheck()('importLog', { source: { path: file, size }, name }, `The log ${name}`);
+  const opened = await cliCheck()('importLog', { source, name }, `The log ${name}`);
   if (opened.kind === 'generations') return printDump(opened.dump);
   const { log } = opened;
   console.log(`${log.name}: ${log.format} (${engineLabel(log)}), ${log.steps.length} steps (${log.steps[0]}–${log.steps[log.steps.length - 1]}), ${log.keys.length} metrics${log.agents > 0 ? `, ${log.agents} agents` : ''}`);

@@ -1,21 +1,23 @@
 /**
  * Reading a model folder the user named on the command line as files only: a file must be a
  * regular file inside the folder (a link may resolve inside it, or into a Hugging Face cache's
- * blobs folder), no larger than the cap its caller sets, all checked before a byte is read; it is
- * opened without blocking, so a named pipe cannot stall the CLI. A checkpoint's files are read here,
- * whole (readRegular) or held open for positioned reads (openRegular: its safetensors, tensor by
- * tensor: hfSeat.ts); an ONNX folder's are checked here as sized paths (regularFile) and read in the
- * budgeted worker thread (onnxSeat.ts).
+ * blobs folder), no larger than the cap its caller sets, all checked before a byte is read. No
+ * byte is read here: each file leaves as a checked path (regularFile: its real path, size, device
+ * and inode) for the budgeted worker thread, which opens it without blocking or following a link
+ * and refuses anything but the file checked (src/workers/inputJobs.ts): a checkpoint's JSON files
+ * and headers in the checkpointFolder job, its weights in a range session (src/cli/inputCheck.ts),
+ * an ONNX folder's files in the onnxFolder job.
  *
  * Not here: what a file may hold, or how large (the caps come from src/core/limits.ts and the
  * loaders).
  */
-import { constants, type Stats } from 'node:fs';
-import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
 import { SatError } from '../core/errors';
 import { formatSize } from '../core/limits';
 import { escapeControl } from '../core/text';
+import type { CheckedPath } from '../workers/inputJobs';
 
 /** What a path holds, in words, when it is not a regular file. */
 function kindOf(st: Stats): string {
@@ -69,69 +71,17 @@ function checkRegular(st: Stats, where: string, cap: number, why: string): void 
 }
 
 /**
- * Regular file `name` of folder `root` (a real path, from openFolder) as a sized path, checked
- * without reading a byte: inside the folder (insidePath), a regular file, at most `cap` bytes
- * (`folder` names the folder's kind in messages). Its bytes are read by sourceBytes
- * (src/workers/inputJobs.ts) in the budgeted worker thread, to this size at most: an ONNX folder.
+ * Regular file `name` of folder `root` (a real path, from openFolder) as a checked path, without
+ * reading a byte: inside the folder (insidePath), a regular file, at most `cap` bytes (`folder`
+ * names the folder's kind in messages), with the device and inode it has now. Its bytes are read
+ * in the budgeted worker thread (src/workers/inputJobs.ts), which refuses a file or link put in
+ * its place after this check, and reads it to this size at most.
  */
-export async function regularFile(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<{ readonly path: string; readonly size: number }> {
+export async function regularFile(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<CheckedPath> {
   const { real, where } = await insidePath(root, name, folder);
   const st = await stat(real).catch((e: NodeJS.ErrnoException) => {
     throw new SatError('model', `${where} cannot be read (${e.code ?? e.message})`);
   });
   checkRegular(st, where, cap, why);
-  return { path: real, size: st.size };
-}
-
-/** A regular file of a folder, checked and held open: its size when checked and positioned reads of it. */
-export interface OpenFile {
-  /** The size it had when checked; reads never go past it. */
-  readonly byteLength: number;
-  /** Bytes [begin, end) (fewer when the file shrank since it was checked). */
-  read(begin: number, end: number): Promise<Uint8Array>;
-  close(): Promise<void>;
-}
-
-/**
- * Regular file `name` of folder `root`, held open after the checks regularFile makes, made on the
- * open handle (so a file swapped in after the check is not the one read): a checkpoint's files,
- * read here — its safetensors tensor by tensor. The caller closes it.
- */
-export async function openRegular(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<OpenFile> {
-  const { real, where } = await insidePath(root, name, folder);
-  const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch((e: NodeJS.ErrnoException) => {
-    throw new SatError('model', `${where} cannot be opened (${e.code ?? e.message})`);
-  });
-  try {
-    const st = await handle.stat();
-    checkRegular(st, where, cap, why);
-    const size = st.size;
-    return {
-      byteLength: size,
-      read: async (begin, end) => {
-        const bytes = new Uint8Array(Math.max(0, Math.min(end, size) - begin));
-        let at = 0;
-        while (at < bytes.length) {
-          const { bytesRead } = await handle.read(bytes, at, bytes.length - at, begin + at);
-          if (bytesRead === 0) break;
-          at += bytesRead;
-        }
-        return at === bytes.length ? bytes : bytes.subarray(0, at);
-      },
-      close: () => handle.close(),
-    };
-  } catch (e) {
-    await handle.close();
-    throw e;
-  }
-}
-
-/** The bytes of regular file `name` of folder `root`, checked as openRegular checks it; read to the size the file had when checked. */
-export async function readRegular(root: string, name: string, cap: number, why: string, folder = 'checkpoint folder'): Promise<Uint8Array> {
-  const f = await openRegular(root, name, cap, why, folder);
-  try {
-    return await f.read(0, f.byteLength);
-  } finally {
-    await f.close();
-  }
+  return { path: real, size: st.size, dev: st.dev, ino: st.ino };
 }

@@ -1,10 +1,11 @@
 /**
  * `npm run sat -- --agent-model J=DIR`: seats a Hugging Face Llama checkpoint folder (DIR) as agent
- * J of a language team. The folder's files are checked on disk (regular files only, each held to
- * the size its config.json implies) into the name → file map src/model/hfLoad.ts takes (JSON
- * files as bytes, safetensors files held open for positioned reads), as the page builds it from
- * File objects; the tokenizer and chat template first run in a budgeted worker
- * thread, so a hostile folder ends in a message. The context, the memory estimate (refused before
+ * J of a language team. The folder's files are checked on disk (regular files only) and read
+ * through the door, in budgeted worker threads (openHfFolder): config.json, the caps it sets, the
+ * JSON files and every safetensors header in one job, the weights by range in a range session —
+ * into the name → file map src/model/hfLoad.ts takes (JSON files as bytes, safetensors files as
+ * range readers), as the page builds it from File objects; the tokenizer and chat template first
+ * run in a budgeted worker thread too, so a hostile folder ends in a message. The context, the memory estimate (refused before
  * anything is allocated), the LoRA seed and the agent come from src/sat/hfSeat.ts, which the
  * page's worker uses too. Progress lines go to the `log` callback (stderr in the CLI).
  *
@@ -14,18 +15,21 @@
 import { totalmem } from 'node:os';
 import { cpuBackend } from '../backend/cpu';
 import { ConfigError, SatError } from '../core/errors';
-import { formatSize, MAX_SMALL_JSON_BYTES } from '../core/limits';
+import { MAX_SMALL_JSON_BYTES } from '../core/limits';
 import { describeConfig } from '../model/config';
 import { describeEstimate, estimateMemory, formatBytes, parseHfConfig } from '../model/hfConfig';
-import { hfFileCap, hfWeightsCap, loadHfCheckpoint, readHfConfig, type HfFolder, type HfModel } from '../model/hfLoad';
+import { loadHfCheckpoint, readHfConfig, type HfFolder, type HfModel } from '../model/hfLoad';
 import type { QuantKind } from '../model/quant';
 import { LmAgent } from '../sat/agents/lm';
 import type { Config } from '../sat/config';
 import type { Experiment, LlmExperiment } from '../sat/experiment';
 import { HF_DEFAULT_LORA_RANK, HF_SEAT_MAX_SEQ, hfSeatAgent, hfSeatBudget, hfSeatSeed, hfSwapRefusal } from '../sat/hfSeat';
-import type { Check } from '../workers/budget';
-import { openFolder, openRegular, readRegular, type OpenFile } from './folderFiles';
-import { cliCheck } from './inputCheck';
+import type { Check, OpenRanges } from '../workers/budget';
+import type { HfContextSettings } from '../sat/hfSeatLimits';
+import type { CheckedPath } from '../workers/inputJobs';
+import type { ByteRanges } from '../model/safetensors';
+import { openFolder, regularFile } from './folderFiles';
+import { cliCheck, cliRanges } from './inputCheck';
 import { escapeControl } from '../core/text';
 import { onnxFilesIn, seatOnnxAgent, type OnnxSeatMode } from './onnxSeat';
 
@@ -37,45 +41,47 @@ export const HF_CLI_MAX_SEQ = HF_SEAT_MAX_SEQ;
 /** A checkpoint folder opened for the loader: its files, and `close` for the ones held open. */
 export interface OpenHfFolder {
   readonly files: HfFolder;
+  /** The context the seat needs (openHfFolder given the seat's settings). */
+  readonly context?: number;
   close(): Promise<void>;
 }
 
+/** Where openHfFolder's reads run (default: the CLI's budgeted worker threads, inputCheck.ts), and the seat's settings when its context is wanted too. */
+export interface HfFolderReaders {
+  readonly check?: Check;
+  readonly ranges?: OpenRanges;
+  readonly settings?: HfContextSettings;
+}
+
 /**
- * The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name:
- * config.json first (small), then every other file held to the size its config implies
- * (hfLoad.ts hfFileCap) — so a folder whose tokenizer.json is a link to /dev/zero, a pipe or a
- * 180 MB vocabulary for 272 tokens is refused before it is read. The JSON files are read whole;
- * each safetensors file is checked and held open, and the loader reads its tensors by position as
- * it converts them (no copy of the file in memory). Close the folder when the load is done.
+ * The files of a checkpoint folder the loader reads (safetensors shards, JSON configs), by name,
+ * none read in this thread: each is checked on disk as a regular file inside the folder
+ * (config.json within the small files' cap) and handed over as a checked path. The
+ * checkpointFolder job reads config.json in a budgeted worker thread, holds every other file to
+ * the size that config implies (hfLoad.ts hfFileCap) — so a folder whose tokenizer.json is a link
+ * to /dev/zero, a pipe or a 180 MB vocabulary for 272 tokens is refused before it is read —,
+ * reads the JSON files and checks every safetensors header (and, given a seat's settings, runs the
+ * tokenizer and chat template on its prompts for the context it needs, as checkpointHead does);
+ * the JSON files come back as bytes.
+ * The safetensors files are then opened in a range session (inputCheck.ts cliRanges): the loader
+ * reads each tensor by range as it converts it, each range read in that worker and handed over
+ * (no copy of a file in memory). Close the folder when the load is done.
  */
-export async function openHfFolder(dir: string): Promise<OpenHfFolder> {
+export async function openHfFolder(dir: string, readers: HfFolderReaders = {}): Promise<OpenHfFolder> {
   const { root, names } = await openFolder(dir, 'give the folder holding config.json, model.safetensors and tokenizer.json');
-  const files = new Map<string, Uint8Array | OpenFile>();
-  const open: OpenFile[] = [];
-  const close = async (): Promise<void> => {
-    for (const f of open.splice(0)) await f.close();
-  };
-  try {
-    const kept = names.filter((n) => n.endsWith('.safetensors') || n.endsWith('.json')).sort();
-    if (kept.includes('config.json')) files.set('config.json', await readRegular(root, 'config.json', MAX_SMALL_JSON_BYTES, 'as a config file'));
-    const { cfg, info } = readHfConfig(files); // "config.json is missing" and the config's own refusals come from here
-    const weightsCap = hfWeightsCap(cfg, info, kept.filter((n) => n.endsWith('.safetensors')).length);
-    let weights = 0;
-    for (const name of kept) {
-      if (name === 'config.json') continue;
-      if (name.endsWith('.safetensors')) {
-        const f = await openRegular(root, name, hfFileCap(name, cfg, info), 'with this config.json');
-        open.push(f);
-        weights += f.byteLength;
-        if (weights > weightsCap) throw new SatError('model', `--agent-model: the checkpoint folder's safetensors files hold more than the ${formatSize(weightsCap)} its config.json has room for`);
-        files.set(name, f);
-      } else files.set(name, await readRegular(root, name, hfFileCap(name, cfg, info), 'with this config.json'));
-    }
-  } catch (e) {
-    await close();
-    throw e;
+  const kept = names.filter((n) => n.endsWith('.safetensors') || n.endsWith('.json')).sort();
+  const sources: { name: string; source: CheckedPath }[] = [];
+  for (const name of kept) {
+    const small = name === 'config.json';
+    sources.push({ name, source: await regularFile(root, name, small ? MAX_SMALL_JSON_BYTES : Number.POSITIVE_INFINITY, 'as a config file') });
   }
-  return { files, close };
+  const what = `--agent-model: the checkpoint folder ${escapeControl(dir)}`;
+  const json = await (readers.check ?? cliCheck())('checkpointFolder', { files: sources, settings: readers.settings }, what);
+  const weights = sources.filter((f) => f.name.endsWith('.safetensors'));
+  const opened = await (readers.ranges ?? cliRanges())(weights, what);
+  const read = new Map<string, Uint8Array | ByteRanges>([...json.names.map((n, i) => [n, json.bytes[i]!] as const), ...opened.files]);
+  const files = new Map(sources.flatMap(({ name }) => (read.has(name) ? [[name, read.get(name)!] as const] : []))); // in the folder's order, by name
+  return { files, close: opened.close, context: json.context };
 }
 
 export interface HfSeatOptions {
@@ -98,16 +104,14 @@ export async function seatHfAgent(exp: Experiment, cfg: Config, j: number, dir: 
   if (swap) throw new ConfigError('swapAgent', cfg.swapAgent, `--agent-model ${j}=…: ${swap}`);
   if ((await onnxFilesIn(dir)).length > 0) return seatOnnxAgent(exp, cfg, j, dir, { mode: o.onnx?.mode ?? 'trainable', file: o.onnx?.file, quant: o.quant, limitBytes: o.limitBytes, log: o.log });
   const lx = exp as LlmExperiment;
-  const folder = await openHfFolder(dir);
+  // The context the preset needs with this checkpoint's tokenizer is worked out with the folder's
+  // checks, in the budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
+  const folder = await openHfFolder(dir, { check: o.check, settings: cfg });
   const files = folder.files;
+  const context = folder.context!;
   let m: HfModel;
   let rank: number;
   try {
-    // The context the preset needs with this checkpoint's tokenizer (config.json and the tokenizer's
-    // files only; their own messages come from here when they are malformed), worked out in a
-    // budgeted worker thread: only a folder whose tokenizer and template finish there is loaded here.
-    const json = [...files].flatMap(([name, b]) => (name.endsWith('.json') && b instanceof Uint8Array ? [[name, b] as [string, Uint8Array]] : []));
-    const { context } = await (o.check ?? cliCheck())('checkpointHead', { files: json, settings: cfg }, `--agent-model ${j}=${escapeControl(dir)}`);
     const head = readHfConfig(files, HF_CLI_MAX_SEQ);
     const budget = hfSeatBudget(cfg, context);
     rank = budget.loraRank;

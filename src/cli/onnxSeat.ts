@@ -38,6 +38,7 @@ import { openFolder, regularFile } from './folderFiles';
 import { cliCheck } from './inputCheck';
 import { escapeControl } from '../core/text';
 import type { Check } from '../workers/budget';
+import type { CheckedPath } from '../workers/inputJobs';
 
 export type OnnxSeatMode = 'trainable' | 'frozen';
 export const ONNX_SEAT_MODES: readonly OnnxSeatMode[] = ['trainable', 'frozen'];
@@ -74,7 +75,7 @@ const ONNX_FOLDER = 'ONNX folder';
  */
 export async function readOnnxFolder(dir: string, file: string, cap: number, seat: { readonly settings: HfContextSettings; readonly mode: OnnxSeatMode }, check: Check = cliCheck()): Promise<{ files: Map<string, Uint8Array>; head: OnnxSeatHead }> {
   const { root, names } = await openFolder(dir, 'give the folder holding config.json, tokenizer.json and onnx/model.onnx');
-  const sources: { name: string; source: { path: string; size: number } }[] = [];
+  const sources: { name: string; source: CheckedPath }[] = [];
   for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
     const small = name !== 'tokenizer.json'; // the tokenizer's cap comes from config.json's vocab_size, applied in the worker
     sources.push({ name, source: await regularFile(root, name, small ? MAX_SMALL_JSON_BYTES : cap, !small ? 'on this machine' : name === 'config.json' ? 'as a config file' : 'as a JSON file', ONNX_FOLDER) });

@@ -234,8 +234,8 @@ function shardPlan(files: HfFolder): { shards: string[]; where: (tensor: string)
   const wm = map as Record<string, unknown>;
   const shards: string[] = [];
   for (const [tensor, file] of Object.entries(wm)) {
-    if (typeof file !== 'string') throw new FormatError(`checkpoint folder: "model.safetensors.index.json" maps tensor "${tensor}" to ${JSON.stringify(file)}, not a file name`);
-    if (!files.has(file)) throw new FormatError(`checkpoint folder: shard "${file}" is missing (model.safetensors.index.json puts tensor "${tensor}" in it)`);
+    if (typeof file !== 'string') throw new FormatError(`checkpoint folder: "model.safetensors.index.json" maps tensor "${escapeControl(tensor)}" to ${escapeControl(JSON.stringify(file) ?? String(file))}, not a file name`);
+    if (!files.has(file)) throw new FormatError(`checkpoint folder: shard "${escapeControl(file)}" is missing (model.safetensors.index.json puts tensor "${escapeControl(tensor)}" in it)`);
     if (!shards.includes(file)) shards.push(file);
   }
   return { shards, where: (t) => (typeof wm[t] === 'string' ? (wm[t] as string) : undefined) };
@@ -259,7 +259,7 @@ async function inFile<T>(file: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (e) {
-    if (e instanceof FormatError) throw new FormatError(`${file}: ${e.message}`);
+    if (e instanceof FormatError) throw new FormatError(`${escapeControl(file)}: ${e.message}`);
     throw e;
   }
 }
@@ -287,7 +287,7 @@ function rowMap(part: string, heads: number, kvHeads: number, HS: number): ((s: 
  * whole tensor, permuting and repeating its rows, then quantizing (each row's blocks are its own).
  */
 async function convertTensor(
-  found: { e: StEntry; file: string; src: ByteRanges; dataStart: number },
+  found: ShardTensor,
   hf: string,
   shape: number[],
   kind: QuantKind,
@@ -319,7 +319,7 @@ async function convertTensor(
     toF32Into(e.dtype as 'F32' | 'F16' | 'BF16', bytes, x); // dtypes other than these were refused with the header
     const m = (s1 - s0) * cols;
     for (let k = 0; k < m; k++) {
-      if (!Number.isFinite(x[k]!)) throw new FormatError(`${file}: tensor "${hf}" element ${s0 * cols + k} is ${x[k]}; the weights are corrupt`);
+      if (!Number.isFinite(x[k]!)) throw new FormatError(`${escapeControl(file)}: tensor "${hf}" element ${s0 * cols + k} is ${x[k]}; the weights are corrupt`);
     }
     if (map === null) put(0, s1 - s0, s0);
     else for (let s = s0; s < s1; s++) for (const r of map(s)) put((s - s0) * cols, 1, r);
@@ -329,21 +329,30 @@ async function convertTensor(
 
 const yieldToEventLoop = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
 
-/** Reads, checks, converts (and quantizes) a checkpoint folder; see the header for every step and check. */
-export async function loadHfCheckpoint(files: HfFolder, opts: HfLoadOptions = {}): Promise<HfModel> {
-  const quant = opts.quant ?? 'f32';
-  const progress = opts.onProgress ?? (() => {});
-  const { cfg, info, raw: rawConfig } = readHfConfig(files, opts.maxSeq);
-  if (quant !== 'f32' && cfg.d % 32 !== 0) {
-    throw new ConfigError('hidden_size', cfg.d, `config.json: "hidden_size" = ${cfg.d} is not a multiple of 32, so the model cannot be stored ${quant}; load it as f32.`);
-  }
-  if (opts.memory) checkFits(estimateMemory(cfg, { quant, ...opts.memory }), opts.memory.limitBytes, opts.memory.where);
-  // The tokenizer first: it is small, and a folder without one fails before the big read.
-  const tokenizer = hfTokenizerOf(files, cfg, info, opts.turns);
+/** A tensor of a checkpoint as its shard's header places it: the entry, the file, the file's reader and where its data starts. */
+export interface ShardTensor {
+  readonly e: StEntry;
+  readonly file: string;
+  readonly src: ByteRanges;
+  readonly dataStart: number;
+}
 
+/**
+ * Every safetensors header of a checkpoint folder with this config, read by range and checked
+ * before any tensor is: the files' total size against what the config can hold, each header
+ * against its cap, each entry's name, dtype and shape against the config, the tiling of each
+ * file's data, and each tensor in the file the index puts it in, once. The loader's first read,
+ * and the CLI's door runs it in its worker (src/workers/inputJobs.ts, checkpointFolder) before the
+ * CLI's thread reads anything of the weights. `onShard` hears each file as it is read.
+ */
+export async function readShardHeaders(
+  files: HfFolder,
+  cfg: ModelConfig,
+  info: HfInfo,
+  opts: { readonly signal?: AbortSignal; readonly onShard?: (done: number, total: number, file: string) => void } = {},
+): Promise<{ readonly where: (tensor: string) => string | undefined; readonly tensors: ReadonlyMap<string, ShardTensor> }> {
   const plan = shardPlan(files);
-  const names = weightNames(cfg);
-  const shapes = new Map(names.map((ours) => [hfName(ours), hfShape(cfg, info, ours)]));
+  const shapes = new Map(weightNames(cfg).map((ours) => [hfName(ours), hfShape(cfg, info, ours)]));
   const headerCap = headerCapOf(cfg);
   const stored = plan.shards.reduce((n, f) => n + files.get(f)!.byteLength, 0);
   const most = hfWeightsCap(cfg, info, plan.shards.length);
@@ -365,27 +374,43 @@ export async function loadHfCheckpoint(files: HfFolder, opts: HfLoadOptions = {}
       throw new FormatError(`tensor "${name}" has shape ${showShape(shape)} but config.json implies ${showShape(want)}`);
     }
   };
-  // Every shard's header first (its entries checked, the tiling of its data), so a bad file is
-  // refused before any tensor is converted; the data is read tensor by tensor below.
-  const chunkBytes = opts.chunkBytes ?? CHUNK_BYTES;
-  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new ConfigError('chunkBytes', chunkBytes, `loadHfCheckpoint: chunkBytes must be a whole number of bytes ≥ 1, got ${String(chunkBytes)}.`);
-  const into = opts.into;
-  const alloc: Alloc = into ? (kind, length) => into.zeros(kind, length) : (kind, length) => new ARRAYS[kind](length) as HostTensors[typeof kind];
-  const tensors = new Map<string, { e: StEntry; file: string; src: ByteRanges; dataStart: number }>();
+  const tensors = new Map<string, ShardTensor>();
   for (const [i, file] of plan.shards.entries()) {
     opts.signal?.throwIfAborted();
-    progress({ phase: 'reading', done: i, total: plan.shards.length, item: file });
+    opts.onShard?.(i, plan.shards.length, file);
     await yieldToEventLoop();
     const src = rangesOf(files.get(file)!);
     const index = await inFile(file, () => readSafetensorsIndex(src, { maxHeaderBytes: headerCap, headerWhy: `1 KiB for each of the ${shapes.size} tensors of this config.json, and 64 KiB`, checkEntry }));
     for (const e of index.entries) {
       const want = plan.where(e.name);
-      if (want !== undefined && want !== file) throw new FormatError(`${file}: holds tensor "${e.name}", which model.safetensors.index.json puts in "${want}"`);
-      if (tensors.has(e.name)) throw new FormatError(`${file}: tensor "${e.name}" is also in "${tensors.get(e.name)!.file}"`);
+      if (want !== undefined && want !== file) throw new FormatError(`${escapeControl(file)}: holds tensor "${e.name}", which model.safetensors.index.json puts in "${escapeControl(want)}"`);
+      if (tensors.has(e.name)) throw new FormatError(`${escapeControl(file)}: tensor "${e.name}" is also in "${escapeControl(tensors.get(e.name)!.file)}"`);
       tensors.set(e.name, { e, file, src, dataStart: index.dataStart });
     }
   }
-  progress({ phase: 'reading', done: plan.shards.length, total: plan.shards.length, item: '' });
+  opts.onShard?.(plan.shards.length, plan.shards.length, '');
+  return { where: plan.where, tensors };
+}
+
+/** Reads, checks, converts (and quantizes) a checkpoint folder; see the header for every step and check. */
+export async function loadHfCheckpoint(files: HfFolder, opts: HfLoadOptions = {}): Promise<HfModel> {
+  const quant = opts.quant ?? 'f32';
+  const progress = opts.onProgress ?? (() => {});
+  const { cfg, info, raw: rawConfig } = readHfConfig(files, opts.maxSeq);
+  if (quant !== 'f32' && cfg.d % 32 !== 0) {
+    throw new ConfigError('hidden_size', cfg.d, `config.json: "hidden_size" = ${cfg.d} is not a multiple of 32, so the model cannot be stored ${quant}; load it as f32.`);
+  }
+  if (opts.memory) checkFits(estimateMemory(cfg, { quant, ...opts.memory }), opts.memory.limitBytes, opts.memory.where);
+  // The tokenizer first: it is small, and a folder without one fails before the big read.
+  const tokenizer = hfTokenizerOf(files, cfg, info, opts.turns);
+
+  const chunkBytes = opts.chunkBytes ?? CHUNK_BYTES;
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new ConfigError('chunkBytes', chunkBytes, `loadHfCheckpoint: chunkBytes must be a whole number of bytes ≥ 1, got ${String(chunkBytes)}.`);
+  const into = opts.into;
+  const alloc: Alloc = into ? (kind, length) => into.zeros(kind, length) : (kind, length) => new ARRAYS[kind](length) as HostTensors[typeof kind];
+  // Every shard's header first, so a bad file is refused before any tensor is converted; the data is read tensor by tensor below.
+  const names = weightNames(cfg);
+  const { where, tensors } = await readShardHeaders(files, cfg, info, { signal: opts.signal, onShard: (done, total, item) => progress({ phase: 'reading', done, total, item }) });
 
   const HS = cfg.d / cfg.heads;
   const weights: ModelWeights = new Map();
@@ -395,8 +420,8 @@ export async function loadHfCheckpoint(files: HfFolder, opts: HfLoadOptions = {}
     const found = tensors.get(hf);
     const want = hfShape(cfg, info, ours);
     if (!found) {
-      const where = plan.where(hf);
-      throw new FormatError(`checkpoint folder: tensor "${hf}" (shape ${showShape(want)}) is missing${where ? ` from "${where}", where model.safetensors.index.json puts it` : ''}`);
+      const at = where(hf);
+      throw new FormatError(`checkpoint folder: tensor "${hf}" (shape ${showShape(want)}) is missing${at ? ` from "${escapeControl(at)}", where model.safetensors.index.json puts it` : ''}`);
     }
     progress({ phase: 'converting', done: i, total: names.length, item: hf });
     if (i % 8 === 0) await yieldToEventLoop();

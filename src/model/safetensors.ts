@@ -11,6 +11,7 @@
  * Not here: what the tensors mean (weights.ts decides names, shapes and the model scheme).
  */
 import { FormatError } from '../core/errors';
+import { escapeControl } from '../core/text';
 
 export type StDtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I32' | 'U32' | 'I16' | 'U16' | 'I8' | 'U8';
 
@@ -68,9 +69,9 @@ export function showShape(shape: readonly unknown[]): string {
   return `[${shape.slice(0, 4).join(', ')}, …, ${shape.slice(-2).join(', ')}] (${shape.length} dims)`;
 }
 
-/** A name or other text from a file, quoted for a message: at most 80 characters of it. */
+/** A name or other text from a file, quoted for a message: at most 80 characters of it, its control characters escaped (JSON's escapes, then escapeControl for the rest). */
 export function quote(text: string): string {
-  return text.length <= 80 ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, 80))}… (${text.length} characters)`;
+  return text.length <= 80 ? escapeControl(JSON.stringify(text)) : `${escapeControl(JSON.stringify(text.slice(0, 80)))}… (${text.length} characters)`;
 }
 
 /**

@@ -15,11 +15,17 @@
  * `startWorker` adapts the platform's worker: src/app/inputCheck.ts (a Web Worker running
  * input.worker.ts), src/cli/inputCheck.ts (a worker thread with resourceLimits).
  *
+ * A range session (budgetedRanges) is the same door held open for a load that must not hold a
+ * file whole: the worker opens the files with its checks and answers reads of byte ranges, each
+ * read under its own time (the budget's, and more per MiB read), one at a time.
+ *
  * Not here: the jobs (inputJobs.ts), what a caller tells the user beyond the message.
  */
 import { ConfigError, FormatError, NumericError, SatError } from '../core/errors';
 import { CHECK_TIME_PER_MIB_MS } from '../core/limits';
-import type { JobInput, JobName, JobOutput, JobReply } from './inputJobs';
+import { escapeControl } from '../core/text';
+import type { ByteRanges } from '../model/safetensors';
+import type { ByteSource, JobFailure, JobInput, JobName, JobOutput, JobReply, RangeReply, RangeRequest } from './inputJobs';
 
 /** The few things a check needs of a worker, whatever the platform. */
 export interface CheckWorker {
@@ -47,7 +53,7 @@ export const PER_MIB_MS: Budget['perMiBMs'] = { experimentFile: CHECK_TIME_PER_M
 export type Check = <K extends JobName>(job: K, input: JobInput<K>, what: string, transfer?: Transferable[]) => Promise<JobOutput<K>>;
 
 /** The SatError a failed job raised, rebuilt with its class (others are bugs: an Error saying so). */
-function rebuild(r: Extract<JobReply, { ok: false }>): Error {
+function rebuild(r: JobFailure): Error {
   switch (r.errorClass) {
     case 'FormatError': return new FormatError(r.message);
     case 'ConfigError': return new ConfigError(r.key ?? '', undefined, r.message);
@@ -104,3 +110,104 @@ export const inProcess: Check = async (job, input) => {
   if (r.ok) return r.value;
   throw rebuild(r);
 };
+
+/** The few things a range session needs of a worker: a check's, with every message the worker posts heard. */
+export interface SessionWorker extends Omit<CheckWorker, 'onReply' | 'post'> {
+  post(message: RangeRequest, transfer: ArrayBuffer[]): void;
+  /** Calls back with each answer, in order. */
+  onMessage(cb: (reply: RangeReply) => void): void;
+}
+
+/**
+ * Files opened in a range session: each read by range in the worker; close ends the session (and
+ * the worker). The bytes of a read live in the session's one buffer, which the next read hands back
+ * to the worker: use them before the next read (after it they are detached — empty, never
+ * overwritten). The loader does: each block is converted before the next is read.
+ */
+export interface RangeFiles {
+  readonly files: ReadonlyMap<string, ByteRanges>;
+  close(): Promise<void>;
+}
+
+/** Opens `files` in a range session; `what` names them in messages ("--agent-model: the checkpoint folder …"). */
+export type OpenRanges = (files: readonly { readonly name: string; readonly source: ByteSource }[], what: string) => Promise<RangeFiles>;
+
+/**
+ * Range sessions in a worker from `start` within `budget` (header): the open gets the budget's
+ * time, each read the budget's and CHECK_TIME_PER_MIB_MS more per MiB it asks for. A read that
+ * outruns its time, or a worker that dies, ends the session: the worker is terminated and every
+ * read after fails with a FormatError naming the file, the range and the budget.
+ */
+export function budgetedRanges(start: () => SessionWorker, budget: Budget): OpenRanges {
+  return async (list, what) => {
+    const w = start();
+    let ended: Error | null = null;
+    let pending: { resolve: (v: RangeReply) => void; timer: ReturnType<typeof setTimeout> } | null = null;
+    const finish = (e: Error): void => {
+      if (ended) return;
+      ended = e;
+      w.terminate();
+      if (pending) {
+        clearTimeout(pending.timer);
+        const p = pending;
+        pending = null;
+        p.resolve({ ok: false, errorClass: 'FormatError', message: e.message });
+      }
+    };
+    w.onMessage((r) => {
+      const p = pending;
+      if (!p) return;
+      pending = null;
+      clearTimeout(p.timer);
+      p.resolve(r);
+    });
+    w.onDeath((why) => finish(new FormatError(`${what}: reading it was stopped: ${why}${budget.memory ? ` (the limit is ${budget.memory})` : ''}; nothing was loaded`)));
+    // One request at a time, each answered before the next is posted.
+    let queue: Promise<unknown> = Promise.resolve();
+    // The buffer of the last read, handed back with the next one (header of RangeFiles).
+    let spare: ArrayBuffer | undefined;
+    const ask = (m: RangeRequest, timeMs: number, late: string): Promise<RangeReply> => {
+      const run = (): Promise<RangeReply> =>
+        new Promise((resolve) => {
+          if (ended) return resolve({ ok: false, errorClass: 'FormatError', message: ended.message });
+          const timer = setTimeout(() => finish(new FormatError(`${what}: ${late} took longer than ${timeMs / 1000} s, the time this playground gives ${timeMs === budget.timeMs ? 'it' : 'a read of its size'} (docs/models.md, "Input limits"); it was stopped and nothing was loaded`)), timeMs);
+          pending = { resolve, timer };
+          const give = 'read' in m ? spare : undefined;
+          if (give !== undefined) spare = undefined;
+          w.post(give === undefined ? m : { ...m, buffer: give }, give === undefined ? [] : [give]);
+        });
+      const p = queue.then(run);
+      queue = p;
+      return p;
+    };
+    const value = async (m: RangeRequest, timeMs: number, late: string): Promise<RangeReply & { ok: true }> => {
+      const r = await ask(m, timeMs, late);
+      if (!r.ok) throw rebuild(r);
+      return r;
+    };
+    const close = async (): Promise<void> => {
+      await ask({ close: true }, budget.timeMs, 'closing its files').catch(() => {});
+      finish(new FormatError(`${what}: its files were closed`));
+    };
+    try {
+      await value({ open: list.map((f) => f.source) }, budget.timeMs, 'opening its files');
+    } catch (e) {
+      finish(e instanceof Error ? e : new Error(String(e)));
+      throw e;
+    }
+    const files = new Map<string, ByteRanges>();
+    list.forEach((f, i) => {
+      const name = `"${escapeControl(f.name)}"`;
+      files.set(f.name, {
+        byteLength: f.source instanceof Uint8Array ? f.source.byteLength : f.source.size,
+        read: async (begin, end) => {
+          const timeMs = budget.timeMs + Math.ceil(((end - begin) / 2 ** 20) * CHECK_TIME_PER_MIB_MS);
+          const bytes = (await value({ read: [i, begin, end] }, timeMs, `reading bytes [${begin}, ${end}) of ${name}`)).value as Uint8Array;
+          if (bytes.buffer instanceof ArrayBuffer) spare = bytes.buffer;
+          return bytes;
+        },
+      });
+    });
+    return { files, close };
+  };
+}

@@ -33,10 +33,23 @@ import type { ExperimentData, ParseResult } from '../app/savefile';
 import type { HfContextSettings } from '../sat/hfSeatLimits';
 import type { ModelConfig } from '../model/config';
 import type { HfInfo } from '../model/hfConfig';
+import type { ByteRanges } from '../model/safetensors';
 import type { OnnxSeatHead } from '../sat/onnxSeat';
 
+/**
+ * A file on disk as the CLI checked it (src/cli/folderFiles.ts checkedFile): its real path, its
+ * size, and its identity (device and inode numbers), so the worker that reads it can tell that
+ * the file it opened is the one that was checked.
+ */
+export interface CheckedPath {
+  readonly path: string;
+  readonly size: number;
+  readonly dev: number;
+  readonly ino: number;
+}
+
 /** A file's bytes as a job gets them (header): a path carries its size, so the budget knows it before the worker starts. */
-export type ByteSource = Uint8Array | Blob | { readonly path: string; readonly size: number };
+export type ByteSource = Uint8Array | Blob | CheckedPath;
 
 /** The size of a source, without reading it. */
 export function sourceSize(s: ByteSource): number {
@@ -44,38 +57,80 @@ export function sourceSize(s: ByteSource): number {
 }
 
 /**
- * A path source opened for reading (node:fs, imported only then — never in the page): without
- * blocking, so a named pipe given or put in a checked file's place cannot stall the thread;
- * refused unless it is a regular file.
+ * A checked path opened for reading (node:fs, imported only then — never in the page): without
+ * blocking (a named pipe put in its place cannot stall the thread) and without following a link
+ * in its last step (its path is a real path: a link there was put in after the check); then the
+ * open handle must be the file checked — a regular file, the same device and inode, at least the
+ * size checked (a log a running trainer still writes may have grown; it is read to the size
+ * checked). Anything else is refused by name, nothing read.
  */
-async function openPath(s: { readonly path: string }): Promise<import('node:fs/promises').FileHandle> {
+async function openPath(s: CheckedPath): Promise<import('node:fs/promises').FileHandle> {
   const fs = 'node:fs';
   const { promises, constants } = (await import(/* @vite-ignore */ fs)) as typeof import('node:fs');
-  const handle = await promises.open(s.path, constants.O_RDONLY | constants.O_NONBLOCK);
-  if (!(await handle.stat()).isFile()) {
+  const name = `"${escapeControl(s.path)}"`;
+  const swapped = `${name} is no longer the file that was checked (another file or a link was put in its place after the check); nothing was read`;
+  const handle = await promises.open(s.path, constants.O_RDONLY | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0)).catch((e: NodeJS.ErrnoException) => {
+    throw new FormatError(e.code === 'ELOOP' || e.code === 'EMLINK' ? swapped : `${name} cannot be opened (${e.code ?? e.message}); nothing was read`);
+  });
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new FormatError(`${name} is not a regular file; nothing was read`);
+    if (st.dev !== s.dev || st.ino !== s.ino) throw new FormatError(swapped);
+    if (st.size < s.size) throw new FormatError(`${name} is ${st.size.toLocaleString('en')} bytes, fewer than the ${s.size.toLocaleString('en')} it had when it was checked (it was truncated since); nothing was read`);
+    return handle;
+  } catch (e) {
     await handle.close();
-    throw new FormatError(`"${escapeControl(s.path)}" is not a regular file; nothing was read`);
+    throw e;
   }
-  return handle;
+}
+
+/** Reads bytes [at, at + bytes.length) of an open handle into `bytes`; returns how many were read (fewer at the file's end). */
+async function readFully(handle: import('node:fs/promises').FileHandle, bytes: Uint8Array, at: number): Promise<number> {
+  let n = 0;
+  while (n < bytes.length) {
+    const { bytesRead } = await handle.read(bytes, n, bytes.length - n, at + n);
+    if (bytesRead === 0) break;
+    n += bytesRead;
+  }
+  return n;
 }
 
 /** The bytes of a source, read here (in the worker); a path's to the size it carries at most (the size its caps were checked on). */
 export async function sourceBytes(s: ByteSource): Promise<Uint8Array> {
   if (s instanceof Uint8Array) return s;
   if (typeof Blob !== 'undefined' && s instanceof Blob) return new Uint8Array(await s.arrayBuffer());
-  const handle = await openPath(s as { path: string });
+  const handle = await openPath(s as CheckedPath);
   try {
     const bytes = new Uint8Array(s.size);
-    let at = 0;
-    while (at < bytes.length) {
-      const { bytesRead } = await handle.read(bytes, at, bytes.length - at, at);
-      if (bytesRead === 0) break;
-      at += bytesRead;
-    }
-    return at === bytes.length ? bytes : bytes.slice(0, at);
+    const n = await readFully(handle, bytes, 0);
+    return n === bytes.length ? bytes : bytes.slice(0, n);
   } finally {
     await handle.close();
   }
+}
+
+/** A source opened for reads by range: bytes [begin, end), never past the size it had when checked. */
+interface OpenSource {
+  /** Bytes [begin, end); a path's into `into` when it is large enough (a range session's one buffer), else into a new one. */
+  read(begin: number, end: number, into?: ArrayBuffer): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/** Opens a source for reads by range, here (in the worker): a Blob's slices, a path's file handle (openPath's checks), the bytes' views. */
+async function openSource(s: ByteSource): Promise<OpenSource> {
+  if (s instanceof Uint8Array) return { read: async (o, e) => s.slice(o, e), close: async () => {} }; // a copy: a range session hands each read over
+  if (typeof Blob !== 'undefined' && s instanceof Blob) return { read: async (o, e) => new Uint8Array(await s.slice(o, e).arrayBuffer()), close: async () => {} };
+  const p = s as CheckedPath;
+  const handle = await openPath(p);
+  return {
+    read: async (o, e, into) => {
+      const n0 = Math.max(0, Math.min(e, p.size) - o);
+      const b = into !== undefined && into.byteLength >= n0 ? new Uint8Array(into, 0, n0) : new Uint8Array(n0);
+      const n = await readFully(handle, b, o);
+      return n === b.length ? b : b.subarray(0, n);
+    },
+    close: () => handle.close(),
+  };
 }
 
 /**
@@ -83,18 +138,68 @@ export async function sourceBytes(s: ByteSource): Promise<Uint8Array> {
  * handle (closed after), the bytes' views. For a scan that must not hold the file whole.
  */
 export async function withRanges<T>(s: ByteSource, f: (readAt: (offset: number, length: number) => Promise<Uint8Array>) => Promise<T>): Promise<T> {
-  if (s instanceof Uint8Array) return f(async (o, n) => s.subarray(o, o + n));
-  if (typeof Blob !== 'undefined' && s instanceof Blob) return f(async (o, n) => new Uint8Array(await s.slice(o, o + n).arrayBuffer()));
-  const handle = await openPath(s as { path: string });
+  const src = await openSource(s);
   try {
-    return await f(async (o, n) => {
-      const b = new Uint8Array(n);
-      const { bytesRead } = await handle.read(b, 0, n, o);
-      return b.subarray(0, bytesRead);
-    });
+    return await f((o, n) => src.read(o, o + n));
   } finally {
-    await handle.close();
+    await src.close();
   }
+}
+
+/**
+ * A range session's messages (the CLI's checkpoint weights, src/cli/inputCheck.ts cliRanges): one
+ * `open` of the files, then `read`s of byte ranges of them, answered in order, then `close`. A read
+ * may hand back the buffer of the read before (`buffer`, transferred): the range is read into it
+ * when it is large enough, so a session passes one buffer to and fro instead of allocating one a read.
+ */
+export type RangeRequest =
+  | { readonly open: readonly ByteSource[] }
+  | { readonly read: readonly [file: number, begin: number, end: number]; readonly buffer?: ArrayBuffer }
+  | { readonly close: true };
+
+/** A range session's answer: the files' sizes (open), a range's bytes (read), nothing (close); or a failure. */
+export type RangeReply = { readonly ok: true; readonly value: readonly number[] | Uint8Array | null } | JobFailure;
+
+/**
+ * The worker's side of a range session: each request answered here, in the worker — the files
+ * opened with their checks (openPath) and held open, each range read from its handle (into the
+ * buffer the request hands back, when it has one). One request at a time (the caller waits for
+ * each answer), so at most one range's bytes exist here at once. A read's bytes are posted back
+ * with their whole buffer transferred (rangeTransfer).
+ */
+export function rangeServer(): (m: RangeRequest) => Promise<RangeReply> {
+  const files: OpenSource[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const f of files.splice(0)) await f.close();
+  };
+  return async (m) => {
+    try {
+      if ('open' in m) {
+        try {
+          for (const s of m.open) files.push(await openSource(s));
+        } catch (e) {
+          await closeAll();
+          throw e;
+        }
+        return { ok: true, value: m.open.map(sourceSize) };
+      }
+      if ('read' in m) {
+        const [i, begin, end] = m.read;
+        const f = files[i];
+        if (f === undefined) throw new Error(`no file ${i} is open`);
+        return { ok: true, value: await f.read(begin, end, m.buffer) };
+      }
+      await closeAll();
+      return { ok: true, value: null };
+    } catch (e) {
+      return failure(e);
+    }
+  };
+}
+
+/** The buffer a range session's answer hands over: a read's whole buffer (read for it, or handed back for it), never copied. */
+export function rangeTransfer(reply: RangeReply): ArrayBuffer[] {
+  return reply.ok && reply.value instanceof Uint8Array && reply.value.buffer instanceof ArrayBuffer ? [reply.value.buffer] : [];
 }
 
 /** What the budgeted check of an ONNX graph found (onnxGraph): the graph's own counts, and its bytes when the caller asked to keep them. */
@@ -120,6 +225,17 @@ export interface InputJobs {
   checkpointConfig(files: readonly (readonly [string, Uint8Array])[]): { readonly cfg: ModelConfig; readonly info: HfInfo; readonly name: string };
   /** A checkpoint folder's JSON files and the settings → the context its seat needs (config.json, the tokenizer and its chat template run on the task's prompts: hfSeatContext). */
   checkpointHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings }): { readonly context: number };
+  /**
+   * A checkpoint folder the CLI seats, as checked paths (src/cli/hfSeat.ts openHfFolder: each a
+   * regular file inside the folder, config.json within its cap) → its JSON files' bytes, read here
+   * and transferred back, once every check passed: config.json read (hfLoad.ts readHfConfig), each
+   * other file's size against the cap that config sets (hfFileCap) and the weights' together, and
+   * every safetensors header read by range and checked against the config (readShardHeaders).
+   * With the seat's settings, also the context it needs (as checkpointHead), so a seat starts one
+   * worker for its folder's head. The weights themselves are read later, by range, in a range
+   * session (budget.ts budgetedRanges).
+   */
+  checkpointFolder(input: { readonly files: readonly { readonly name: string; readonly source: ByteSource }[]; readonly settings?: HfContextSettings }): { readonly names: readonly string[]; readonly bytes: readonly Uint8Array[]; readonly context?: number };
   /** An ONNX folder's JSON files, the settings and the seat's mode → its context, vocabulary and config (onnxSeat.ts onnxSeatHead). */
   onnxHead(input: { readonly files: readonly (readonly [string, Uint8Array])[]; readonly settings: HfContextSettings; readonly mode: 'trainable' | 'frozen' }): OnnxSeatHead;
   /** An ONNX file (the graph) and the sizes of the folder's other files → its counts (and, with `keep`, its bytes), once read.ts's checks pass (caps — the main graph's counted from its field keys before the file is read whole —, operators, cycles, external data). */
@@ -172,6 +288,37 @@ export const INPUT_JOBS: { readonly [K in JobName]: (input: JobInput<K>) => Prom
     const map = new Map(files);
     const { cfg, info } = readHfConfig(map, HF_SEAT_MAX_SEQ);
     return { context: hfSeatContext(settings, hfTokenizerOf(map, cfg, info), info.maxPositions) };
+  },
+  checkpointFolder: async ({ files, settings }) => {
+    const [{ hfFileCap, hfWeightsCap, readHfConfig, readShardHeaders }, { formatSize }] = await Promise.all([import('../model/hfLoad'), import('../core/limits')]);
+    const json = new Map<string, Uint8Array>();
+    const config = files.find((f) => f.name === 'config.json');
+    if (config !== undefined) json.set('config.json', await sourceBytes(config.source));
+    const { cfg, info } = readHfConfig(json); // "config.json is missing" and the config's own refusals come from here
+    const weights = files.filter((f) => f.name.endsWith('.safetensors'));
+    const weightsCap = hfWeightsCap(cfg, info, weights.length);
+    let total = 0;
+    for (const { name, source } of files) {
+      const cap = hfFileCap(name, cfg, info);
+      const size = sourceSize(source);
+      if (name !== 'config.json' && size > cap) throw new SatError('model', `--agent-model: "${escapeControl(name)}" in the checkpoint folder is ${formatSize(size)}, more than the ${formatSize(cap)} this playground reads for it with this config.json (docs/models.md, "Input limits")`);
+      if (name.endsWith('.safetensors') && (total += size) > weightsCap) throw new SatError('model', `--agent-model: the checkpoint folder's safetensors files hold more than the ${formatSize(weightsCap)} its config.json has room for`);
+    }
+    for (const { name, source } of files) if (name.endsWith('.json') && name !== 'config.json') json.set(name, await sourceBytes(source));
+    const opened: OpenSource[] = [];
+    try {
+      const ranges = new Map<string, ByteRanges>();
+      for (const { name, source } of weights) {
+        const src = await openSource(source);
+        opened.push(src);
+        ranges.set(name, { byteLength: sourceSize(source), read: (b, e) => src.read(b, e) });
+      }
+      await readShardHeaders(new Map<string, Uint8Array | ByteRanges>([...json, ...ranges]), cfg, info);
+    } finally {
+      for (const src of opened) await src.close();
+    }
+    const context = settings === undefined ? undefined : (await INPUT_JOBS.checkpointHead({ files: [...json], settings })).context;
+    return { names: [...json.keys()], bytes: [...json.values()], ...(context === undefined ? {} : { context }) };
   },
   onnxHead: async ({ files, settings, mode }) => (await import('../sat/onnxSeat')).onnxSeatHead(new Map(files), settings, mode),
   onnxGraph: async ({ graph, file, sizes, keep }) => {
@@ -266,7 +413,12 @@ export async function runJob<K extends JobName>(name: K, input: JobInput<K>): Pr
     const job = INPUT_JOBS[name] as (x: JobInput<K>) => Promise<JobOutput<K>>;
     return { ok: true, value: await job(input) };
   } catch (e) {
-    if (e instanceof SatError) return { ok: false, errorClass: e.name, message: e.message, key: (e as { key?: string }).key };
-    return { ok: false, errorClass: '', message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+    return failure(e);
   }
+}
+
+/** A job's or a range session's failure, packed for the way back: a SatError with its class, anything else as a bug. */
+function failure(e: unknown): JobFailure {
+  if (e instanceof SatError) return { ok: false, errorClass: e.name, message: e.message, key: (e as { key?: string }).key };
+  return { ok: false, errorClass: '', message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
 }
