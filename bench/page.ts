@@ -15,8 +15,8 @@
  * (default 3), so both see the same load; the table then has a column per build, medians over
  * every round.
  *
- * `npm run bench:page -- --lm [--rounds K] [--base DIR]`: the language stage instead — arith-team,
- * seed 1, opened from a share link; click Step stage → the stage row drawn (the end of the frame
+ * `npm run bench:page -- --lm [--rounds K] [--base DIR]`: the language stage instead — arith-team
+ * (or `--lm-preset NAME`), seed 1, opened from a share link; click Step stage → the stage row drawn (the end of the frame
  * that first has it; the next animation frame, which a task queued after that frame such as the
  * autosave delays, is printed beside it), stages 1 and 2 (the first one included), against `npm run sat` on the same preset, seed
  * and stages with --profile, whose tables total each stage's wall time (start-up and J₀ are left
@@ -28,7 +28,15 @@
  * With `--base DIR` the other build's page and CLI are timed in the same rounds too, and each page's
  * ratio is to its own build's CLI. `--lm-hide` adds a
  * page with every chart and the game view hidden (the link's panel flags; the stage table stays,
- * as it is what is timed): what drawing costs the stage.
+ * as it is what is timed): what drawing costs the stage. Each page's line says how many agents'
+ * workers had finished their warm-up at the first click (`warmed`). `--lm-unminified` builds this
+ * checkout's page without minifying, and `--js-flags '…'` passes V8 flags to the browser (with
+ * DEBUG=pw:browser and '--trace-opt --trace-deopt', what each isolate compiles in which stage:
+ * each click's time is printed); their timings are for reading, not for comparing.
+ *
+ * `--lm-profile` (the language stage, one page, no CLI): per stage, each thread's busy time from a
+ * Chromium trace, V8's compile and GC events by thread (their CPU time), CPU profiles of the main
+ * thread and of each agent worker.
  *
  * `npm run bench:page -- --run-only --base DIR [--rounds K]`: Run's rate alone, this build and DIR's
  * alternated K rounds (default 10), the order flipped every round.
@@ -48,7 +56,7 @@ import { build, preview } from 'vite';
 import { encodeShare, makeShareState } from '../src/app/share';
 import { PANEL_NAMES } from '../src/app/panels';
 import { presetConfig } from '../src/sat/presets';
-import { openPlayground, ROOT, settled, type Playground } from '../tests/e2e/harness';
+import { CHROMIUM_ARGS, openPlayground, ROOT, settled, type Playground } from '../tests/e2e/harness';
 
 const WARMUP = 2;
 const STAGES = 10;
@@ -95,14 +103,21 @@ function clickUntilRowPainted(p: Page, testid: string, want: number): Promise<[n
     document.querySelector('[data-testid="${testid}"]').click();
     const tick = () => {
       if (document.querySelectorAll('[data-testid="stage-row"]').length < ${want}) return requestAnimationFrame(tick);
+      // Both: the message (end of this frame) and the next frame; on a loaded machine either may come first.
       let painted = 0;
+      let next = 0;
+      const both = () => painted && next && resolve([painted, next]);
       const ch = new MessageChannel();
       ch.port1.onmessage = () => {
         painted = performance.now() - t0;
         ch.port1.close();
+        both();
       };
       ch.port2.postMessage(null);
-      requestAnimationFrame(() => resolve([painted, performance.now() - t0]));
+      requestAnimationFrame(() => {
+        next = performance.now() - t0;
+        both();
+      });
     };
     requestAnimationFrame(tick);
   })`) as Promise<[number, number]>;
@@ -219,8 +234,8 @@ function arg(name: string): string | undefined {
 /** `--lm-hide`'s hidden panels: every chart, the game view, the timeline and the transcripts (panels.ts). */
 const LM_HIDDEN = PANEL_NAMES.filter((n) => !['table', 'settings', 'team', 'files', 'claims'].includes(n));
 
-/** The language comparison's preset, seed and stages timed. */
-const LM_PRESET = 'arith-team';
+/** The language comparison's preset (`--lm-preset NAME`, default arith-team), seed and stages timed. */
+const LM_PRESET = arg('--lm-preset') ?? 'arith-team';
 const LM_SEED = 1;
 /** Stages timed by `--lm` (`--lm-stages N`, to see how the ratio settles as the workers warm up). */
 const LM_STAGES = Number(arg('--lm-stages') ?? 2);
@@ -279,7 +294,7 @@ const CLOCK_TICKS = 100;
  * ms from the click to the frame after its row is drawn, the CPU ms every browser process spent
  * meanwhile, and the row's J as the page shows it.
  */
-async function pageLmStages(pg: Playground, url: string, hide: readonly string[] = []): Promise<{ ms: number[]; next: number[]; cpu: number[]; j: string[] }> {
+async function pageLmStages(pg: Playground, url: string, hide: readonly string[] = []): Promise<{ ms: number[]; next: number[]; cpu: number[]; j: string[]; warmed: number }> {
   const p = await pg.freshPage({ width: 1280, height: 800 });
   const link = await encodeShare(makeShareState(presetConfig(LM_PRESET, { seed: LM_SEED }), { preset: LM_PRESET, hide }));
   await p.goto(url + link, { waitUntil: 'load' });
@@ -288,11 +303,14 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
   // A newcomer reads the opened page before the first click; a build may use that time (its agents'
   // workers warm up in the background).
   await p.waitForTimeout(LM_READ_MS);
+  // How many agents' workers finished their warm-up before the first click (boot.ts `warmed`).
+  const warmed = Number(await p.evaluate('window.satPlayground?.warmed?.() ?? 0'));
   const ms: number[] = [];
   const next: number[] = [];
   const j: string[] = [];
   const cpu: number[] = [];
   for (let k = 1; k <= LM_STAGES; k++) {
+    if (arg('--js-flags')) console.log(`stage ${k} clicked at ${new Date().toISOString()}`);
     const cpu0 = childrenCpu();
     const [painted, nextFrame] = await clickUntilRowPainted(p, 'step-stage', k);
     const cpu1 = childrenCpu();
@@ -305,7 +323,7 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
     await settled(p);
   }
   await p.context().close();
-  return { ms, next, cpu, j };
+  return { ms, next, cpu, j, warmed };
 }
 
 /**
@@ -339,6 +357,8 @@ interface TraceEvent {
   tid: number;
   ts: number;
   dur?: number;
+  /** Thread (CPU) duration, µs, where the event has one. */
+  tdur?: number;
   args?: { name?: string; data?: { functionName?: string; url?: string; lineNumber?: number } };
 }
 
@@ -374,6 +394,7 @@ async function profileLm(pg: Playground): Promise<void> {
   await p.goto(pg.url + link, { waitUntil: 'load' });
   await p.getByText(/Opened a shared experiment/).waitFor({ timeout: 300_000 });
   await settled(p);
+  await p.waitForTimeout(LM_READ_MS); // as pageLmStages: the workers warm up meanwhile
   const cdp = await p.context().newCDPSession(p);
   await cdp.send('Profiler.enable');
   await cdp.send('Profiler.setSamplingInterval', { interval: 500 });
@@ -403,7 +424,7 @@ async function profileLm(pg: Playground): Promise<void> {
   console.log(`agent workers attached: ${workerSessions.length}`);
   for (let k = 1; k <= LM_STAGES; k++) {
     for (const w of workerSessions) await toWorker(w, 'Profiler.start');
-    await pg.browser.startTracing(p, { categories: ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', '__metadata'] });
+    await pg.browser.startTracing(p, { categories: ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', '__metadata', 'v8', 'disabled-by-default-v8.compile', 'disabled-by-default-v8.gc'] });
     await cdp.send('Profiler.start');
     const t0 = Date.now();
     await p.getByTestId('step-stage').click();
@@ -447,6 +468,14 @@ async function profileLm(pg: Playground): Promise<void> {
       else if (mb[i]) mOnly++;
       else none++;
     }
+    // V8's own work by thread kind (compiling, GC): CPU ms of the outermost V8 events of each name.
+    const v8 = new Map<string, number>();
+    for (const e of trace.traceEvents) {
+      if (e.ph !== 'X' || !/^V8\.|^MinorGC|^MajorGC|^v8\./.test(e.name) || `${e.pid}` !== pid) continue;
+      const key = `${(names.get(`${e.pid}:${e.tid}`) ?? '?').replace(/\d+$/, '')} / ${e.name}`;
+      v8.set(key, (v8.get(key) ?? 0) + (e.tdur ?? e.dur ?? 0) / 1000);
+    }
+    console.log(`  V8 events in the renderer by thread (nested counted in parents too): ${[...v8].sort((x, y) => y[1] - x[1]).slice(0, 24).map(([n, ms]) => `${n} ${ms.toFixed(0)}`).join(', ')}`);
     console.log(`  1 ms bins over ${nb} ms: a worker busy ${w}, only the main thread ${mOnly}, neither ${none}`);
     const byName = new Map<string, number>();
     for (const e of trace.traceEvents) if (e.ph === 'X' && e.dur && `${e.pid}:${e.tid}` === main && e.name !== 'RunTask') byName.set(e.name, (byName.get(e.name) ?? 0) + e.dur / 1000);
@@ -593,9 +622,11 @@ async function mainLm(): Promise<void> {
   const rounds = Number(arg('--rounds') ?? 3);
   const pg = await openPlayground();
   const other = baseDir ? await serveOther(resolve(baseDir)) : null;
+  // `--lm-unminified`: this checkout's page built without minifying (readable names in V8's logs and profiles).
+  const plain = process.argv.includes('--lm-unminified') ? await serveOther(ROOT, false) : null;
   const sides = [
     ...(other ? [{ name: 'base page', run: () => pageLmStages(pg, other.url) }, { name: 'base cli', run: () => cliLmStages(resolve(baseDir!)) }] : []),
-    { name: 'page', run: () => pageLmStages(pg, pg.url) },
+    { name: 'page', run: () => pageLmStages(pg, plain?.url ?? pg.url) },
     ...(process.argv.includes('--lm-hide') ? [{ name: 'page, drawing hidden', run: () => pageLmStages(pg, pg.url, LM_HIDDEN) }] : []),
     { name: 'cli', run: () => cliLmStages() },
   ];
@@ -607,7 +638,8 @@ async function mainLm(): Promise<void> {
         const x = await s.run();
         got.get(s.name)!.push({ ...x, load });
         const nf = (x as { next?: number[] }).next;
-        const next = nf ? `   (next frame ${nf.map((t) => t.toFixed(0)).join(' ')})` : '';
+        const warmed = (x as { warmed?: number }).warmed;
+        const next = (nf ? `   (next frame ${nf.map((t) => t.toFixed(0)).join(' ')})` : '') + (warmed !== undefined ? `   warmed ${warmed}` : '');
         console.log(`round ${r + 1} ${s.name.padEnd(9)} stages ${x.ms.map((t) => t.toFixed(0).padStart(6)).join(' ')} ms${next}   CPU ${x.cpu.map((t) => t.toFixed(0)).join(' ')} ms   J ${x.j.join(' ')}   load ${load}`);
       }
     }
@@ -636,6 +668,7 @@ async function mainLm(): Promise<void> {
     if (pg.errors.length > 0) console.log(`page errors:\n${pg.errors.join('\n')}`);
   } finally {
     await other?.close();
+    await plain?.close();
     await pg.close();
   }
 }
@@ -685,6 +718,10 @@ async function main(): Promise<void> {
     await pg.close();
   }
 }
+
+// `--js-flags '...'`: V8 flags for the browser (a diagnosis, e.g. '--trace-opt --trace-deopt' with
+// DEBUG=pw:browser to read what each isolate compiles; timings taken so are not comparable).
+if (arg('--js-flags')) CHROMIUM_ARGS.push(`--js-flags=${arg('--js-flags')}`);
 
 if (process.argv.includes('--run-profile')) {
   const pg = await openPlayground();

@@ -676,6 +676,22 @@ describe('Model API contracts', () => {
     expect(() => m.setState({ params: snap.params, optim: Float32Array.from(snap.optim, (x, i) => (i === 0 ? 1.5 : x)) })).toThrow(/step count/);
   });
 
+  it('setState rounds an f64 or plain-array state to f32 value by value, params and moments in place', async () => {
+    const m = new Model(cpuBackend, TINY, randomWeights(TINY, rng(42)), { trainable: 'full' });
+    const n = m.paramCount();
+    const r = rng(43);
+    // Values off the f32 grid, so every one is rounded.
+    const params = Float64Array.from({ length: n }, () => (r.uniform() - 0.5) * (1 + 2 ** -40));
+    const optim = Float64Array.from({ length: 1 + 2 * n }, (_, i) => (i === 0 ? 7 : (r.uniform() - 0.5) / 3));
+    for (const state of [{ params, optim }, { params: Array.from(params), optim: Array.from(optim) }]) {
+      m.setState(state);
+      const back = await m.getState();
+      expect(m.t).toBe(7);
+      expect(Array.from(back.params)).toEqual(Array.from(params, Math.fround));
+      expect(Array.from(back.optim)).toEqual(Array.from(optim, Math.fround));
+    }
+  });
+
   it('reads in place (hostView) and in f64 equal the downloaded f32 copies, and are fresh arrays', async () => {
     // Twin models trained alike, one on the backend without its hostView: every read downloads.
     const { hostView, ...downloadOnly } = cpuBackend;

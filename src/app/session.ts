@@ -56,6 +56,13 @@ export const SHOW_EVERY_MS = 100;
  */
 export const RUN_DRAW_EVERY_MS = 250;
 
+/**
+ * A language stage's progress bar is redrawn at most this often, ms: its first report at once, then
+ * the latest one each time this has passed, so the bar's renders and repaints stay a few a second
+ * while the agents compute (a stage reports a dozen or more phases).
+ */
+export const STAGE_PROGRESS_EVERY_MS = 250;
+
 /** Pairs of episodes Check bound spends (docs/certificate.md §12; the CLI's --held-pairs default). */
 export const CHECK_PAIRS = 2048;
 
@@ -104,6 +111,9 @@ export class Session {
   private stageCancel: SatError | null = null;
   /** Where this action's pace through a language stage is measured from (its first progress report). */
   private stagePace: Progress['pace'] | undefined;
+  /** A stage's progress report held back (STAGE_PROGRESS_EVERY_MS), its timer, and when the bar was last drawn from a report. */
+  private heldProgress: { p: Progress; timer: ReturnType<typeof setTimeout> } | null = null;
+  private progressShownAt = -Infinity;
   /** Bumped by every new experiment: an action that outlives its experiment drops its results. */
   private generation = 0;
   /** Told after every recorded agent step (autosave hooks in here). */
@@ -188,7 +198,30 @@ export class Session {
   }
 
   private setProgress(p: Progress | null): void {
+    if (this.heldProgress) clearTimeout(this.heldProgress.timer);
+    this.heldProgress = null;
     this.store.setState({ progress: p });
+  }
+
+  /** A language stage's report: drawn now if the bar was not drawn from one within STAGE_PROGRESS_EVERY_MS, else the latest is drawn when that has passed. */
+  private stageProgress(p: Progress): void {
+    if (this.heldProgress) {
+      this.heldProgress.p = p;
+      return;
+    }
+    const wait = this.progressShownAt + STAGE_PROGRESS_EVERY_MS - now();
+    if (wait <= 0) {
+      this.progressShownAt = now();
+      this.setProgress(p);
+      return;
+    }
+    const timer = setTimeout(() => {
+      const held = this.heldProgress;
+      if (!held) return;
+      this.progressShownAt = now();
+      this.setProgress(held.p);
+    }, wait);
+    this.heldProgress = { p, timer };
   }
 
   /** The store as it will be once what is not yet shown is drawn (`flush`). */
@@ -691,7 +724,7 @@ export class Session {
     exp.profiler = new StageProgress(exp.cfg, teamSize(exp), exp.lastEval !== undefined, (r) => {
       if (this.team?.exp !== exp) return;
       this.stagePace ??= { since: now(), done: r.done };
-      this.setProgress({ label: `Stage ${stage}: ${r.what}`, done: r.done, total: r.total, cancellable: true, pace: this.stagePace, units: true });
+      this.stageProgress({ label: `Stage ${stage}: ${r.what}`, done: r.done, total: r.total, cancellable: true, pace: this.stagePace, units: true });
     }, () => this.stageCancel).begin(stage, exp.lastEval !== undefined);
   }
 

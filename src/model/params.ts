@@ -258,9 +258,11 @@ export class ParamStore<X extends TensorKinds = HostTensors> {
     if (o.length !== 1 + 2 * n) throw new ConfigError('optim', o.length, `setState: optim has ${o.length} values; expected 1 + 2·${n} = ${1 + 2 * n} ([t, m…, v…]).`);
     const t = o[0]!;
     if (!Number.isInteger(t) || t < 0) throw new ConfigError('optim', t, `setState: optim[0] (the AdamW step count) must be an integer ≥ 0, got ${t}.`);
+    // TypedArray set: the same f32 rounding as assigning element by element, with no hot loop
+    // here for a JavaScript engine to compile in every worker that restores a snapshot.
     const all = new Float32Array(3 * n);
-    for (let i = 0; i < n; i++) all[i] = state.params[i]!;
-    for (let i = 0; i < 2 * n; i++) all[n + i] = o[1 + i]!;
+    all.set(state.params);
+    all.set(ArrayBuffer.isView(o) ? (o as unknown as Float64Array).subarray(1) : Array.prototype.slice.call(o, 1), n);
     this.steps = t;
     this.changes++;
     this.unpack(all, [this.params, this.m, this.v]);

@@ -173,6 +173,24 @@ function snapshotPrint(s: AgentSnapshot): string {
   return `${(h1 >>> 0).toString(16)}.${(h2 >>> 0).toString(16)}.${s.params.length}.${s.optim.length}`;
 }
 
+/**
+ * The rest of what a stage asks of this worker, on the warm-up's scratch copy: messages after text
+ * contexts (`speak`: encode, sample, decode), the snapshot, fingerprint and restore of the
+ * certificate's start/final teams, and the copy `keep` makes, so their code is compiled too.
+ */
+async function warmUpCalls(scratch: LmAgent, shape: WarmUpShape): Promise<void> {
+  const tk = scratch.tokenizer;
+  const ids = Int32Array.from({ length: Math.max(1, Math.min(shape.contextTokens, scratch.model.cfg.maxSeq - shape.maxNew - 1)) }, (_, i) => 4 + (i % 10));
+  const text = tk.decodeMessage(ids);
+  await speakHere(scratch, Array.from({ length: Math.max(1, shape.episodes) }, () => text), { maxNew: shape.maxNew, seed: 2, stream: 0 });
+  for (let i = 0; i < 2; i++) {
+    const s = await scratch.snapshot();
+    snapshotPrint(s);
+    Float32Array.from(s.params);
+    await scratch.restore(s);
+  }
+}
+
 export class AgentApi {
   #agent: AnyAgent | null = null;
   /** What `info().backend` says: the CPU, or the WebGPU adapter (and why not, after a fallback). */
@@ -538,7 +556,10 @@ export class AgentApi {
     const scratch = lmAgent(w.spec, w.loaded);
     try {
       // One kernel thread: the other core compiles what the warm-up made hot, and the page stays responsive.
-      await onOneThread(() => warmUpUpdate(scratch, shape));
+      await onOneThread(async () => {
+        await warmUpUpdate(scratch, shape);
+        await warmUpCalls(scratch, shape);
+      });
     } finally {
       scratch.dispose();
     }
