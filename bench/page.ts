@@ -57,6 +57,7 @@ import { encodeShare, makeShareState } from '../src/app/share';
 import { PANEL_NAMES } from '../src/app/panels';
 import { presetConfig } from '../src/sat/presets';
 import { CHROMIUM_ARGS, openPlayground, ROOT, settled, type Playground } from '../tests/e2e/harness';
+import { childrenCpu } from './measure';
 
 const WARMUP = 2;
 const STAGES = 10;
@@ -241,53 +242,6 @@ const LM_SEED = 1;
 const LM_STAGES = Number(arg('--lm-stages') ?? 2);
 /** Seconds between the opened page and the first click (`--lm-read S`; default 5). */
 const LM_READ_MS = 1000 * Number(arg('--lm-read') ?? 5);
-
-/**
- * CPU time (user + system, ms) of every process this one started, however deep — the browser's
- * processes with all their threads (renderer, agent workers, kernel helpers, GPU and utility
- * processes) — from /proc; this process itself (the static server, idle while a stage runs) is
- * left out. CPU time, unlike wall time, is not shared out by the machine's load between the page's
- * many threads and the CLI's few, so its ratio says which side does more work on a loaded machine.
- * By thread: "process type / thread name" (Chromium's --type, the thread's name without its
- * trailing digits, e.g. "renderer / DedicatedWorker thread") → CPU ms, summed over processes of
- * that type and threads of that name.
- */
-function childrenCpu(): Map<string, number> {
-  const parent = new Map<number, number>();
-  const pids: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-      pids.push(Number(d));
-    } catch {
-      // exited meanwhile
-    }
-  }
-  const out = new Map<string, number>();
-  for (const pid of pids) {
-    let q = parent.get(pid);
-    while (q !== undefined && q > 1 && q !== process.pid) q = parent.get(q);
-    if (q !== process.pid) continue;
-    try {
-      const type = /--type=([\w-]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? 'browser';
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d:.#-]+$/, '').trim();
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        const key = `${type} / ${name}`;
-        out.set(key, (out.get(key) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS); // utime, stime
-      }
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
-}
-
-/** /proc's clock ticks per second (USER_HZ; 100 on Linux). */
-const CLOCK_TICKS = 100;
 
 /**
  * Opens arith-team (seed 1) from a share link, then clicks Step stage LM_STAGES times; per stage,
