@@ -104,7 +104,7 @@ describe('Compare orders on a language team (arith-team, two agents)', () => {
     expect(await jChart.locator('.j-dots [data-verdict="not held"]').count()).toBe(0);
     const tick = jChart.getByTestId('per-stage-note');
     expect(await tick.locator('.verdict-word').innerText()).toBe('certified, 95 % per stage');
-    expect(await tick.getAttribute('title')).toMatch(/✓ certified: J on the training problems rose by at least the lower bound, with 95 % confidence for that stage/);
+    expect(await tick.getAttribute('title')).toMatch(/✓ certified: J on the training problems rose by at least the lower bound, which is above 0 \(95 %, for that stage\)/);
     expect(await tick.getAttribute('title')).toMatch(/the 95 % is per stage: over 1 stage with no real change about 0\.1 would show a ✓/);
     // The line is held-out J with its noise, said in the readout and the stage's tooltip; a ✓
     // there says what it proves (when the stage certified).
