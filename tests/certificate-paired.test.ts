@@ -74,8 +74,8 @@ describe('the paired estimator (docs/certificate.md §5.5)', () => {
   it('in the stage loop: recorded as paired, both halves counted, the whole range [−A, A]', async () => {
     const { env, team } = tinyTeam({ agents: 2, maxNew: 2, temperature: 1, topK: 0, seed: 41 });
     env.certEstimator = 'paired';
-    const looks: { range: readonly [number, number]; scale: number | undefined; x: Float64Array }[] = [];
-    const stages = await tinyStages(env, team, parseConfig({ ...settings, seed: 8 }), 3, (_s, x, range, scale) => looks.push({ range, scale, x: x.slice() }));
+    const looks: { stage: number; range: readonly [number, number]; scale: number | undefined; x: Float64Array }[] = [];
+    const stages = await tinyStages(env, team, parseConfig({ ...settings, seed: 8 }), 3, (stage, x, range, scale) => looks.push({ stage, range, scale, x: x.slice() }));
     const A = env.rewardRange[1] - env.rewardRange[0];
     expect(looks.length).toBeGreaterThan(0);
     for (const l of looks) {
@@ -88,6 +88,9 @@ describe('the paired estimator (docs/certificate.md §5.5)', () => {
       expect(s.certificate.estimator).toBe('paired');
       expect(q.unitEpisodes).toBe(2 * env.slots);
       expect(s.metrics['cert/episodes']).toBe(q.looks[q.looks.length - 1]!.units * 2 * env.slots);
+      const last = looks.filter((l) => l.stage === s.stage).at(-1)!.x;
+      expect(last.length).toBe(q.looks[q.looks.length - 1]!.units);
+      expect(s.metrics['cert/pairs_differ']).toBe(last.filter((v) => v !== 0).length / last.length);
     }
   });
 });

@@ -111,6 +111,7 @@ describe('the sequential certificate in the stage loop', () => {
       // A mixture or paired unit is a pair: one episode of each team.
       expect(q.unitEpisodes).toBe(certEstimator === 'truncated-is' ? 1 : 2);
       expect(Number.isFinite(s.metrics['cert/baseline'])).toBe(certEstimator === 'mixture');
+      expect(Number.isFinite(s.metrics['cert/pairs_differ'])).toBe(certEstimator === 'paired');
       expect(a.looks[k]).toEqual(q.looks.map((l) => l.units));
       expect(s.metrics['cert/episodes']).toBe(q.looks.length * q.roundUnits * q.unitEpisodes!);
       for (let i = 1; i < q.looks.length; i++) expect(q.looks[i]!.lower).toBeGreaterThanOrEqual(q.looks[i - 1]!.lower);

@@ -654,6 +654,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   let sequential: SequentialSummary | undefined;
   let joint: { gain: number; lower: number };
   let creditLeft = credit;
+  let pairsDiffer = NaN;
   if (team0) {
     // One bound on the team's step at δ_conf (§5.1): X = (min(r̄, c) − 1)·(R − b) per unit, read
     // as a confidence sequence after every round until it certifies, turns futile or runs out (§5.3).
@@ -708,6 +709,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     teamStats = team0.tc.stats(); // ESS and truncation cost of the first round's π_cur episodes (diagnostics)
     const used = x.length * unitEpisodes;
     certEpisodes += used;
+    if (paired) pairsDiffer = x.reduce((k, v) => k + (v !== 0 ? 1 : 0), 0) / Math.max(1, x.length);
     creditLeft = credit + team0.base - used;
   } else if (refused !== undefined) {
     joint = { gain: NaN, lower: -Infinity };
@@ -762,6 +764,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/credit': creditLeft,
     'cert/clip': team0 && !team0.all ? team0.tc.clip : NaN,
     'cert/baseline': team0?.mixture ? team0.mixture.b : NaN,
+    'cert/pairs_differ': pairsDiffer,
     'cert/oracle': cert.chosen.oracle,
     'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
     'cert/lower_episodic': cert.episodic.lower,
