@@ -13,6 +13,9 @@
  * It costs 2 × pairs episodes, so it runs only where asked (the CLI's certify report, the claims,
  * a page action) — a stage not checked is 'unchecked', never a ✓ from a noisy comparison.
  *
+ * The paired rollout itself (`crnUnits`) is also the unit of the paired team-level certificate
+ * (docs/certificate.md §5.5), drawn there from the certification streams.
+ *
  * Not here: the bound itself (certificate.ts) or the stage loop (stage.ts).
  */
 import type { Rng } from '../core/rng';
