@@ -133,10 +133,12 @@ describe('language certificate validity (exact J, tiny language teams)', () => {
   // Rounds of 4–12 episodes, up to 8 × the average budget: a stage may stop after its first
   // round. Each run twice: with the rule (certStop = early), and drawn to its budget
   // (certStop = cap) so that the controls can read the same rounds their own way. One family per
-  // estimator of §5.1 / §5.4; the mixture's rounds are pairs of one episode of each team.
+  // estimator of §5.1 / §5.4 / §5.5; the mixture's and the paired estimator's rounds are pairs of
+  // one episode of each team (the paired one: the same problem and sampler uniforms for both).
   it.each([
     ['truncated-is', 20261207],
     ['mixture', 20261211],
+    ['paired', 20261213],
   ] as const)('the sequential family (%s): stopping as early as the rule allows holds in ≥ 1 − δ_conf; a fixed-N bound read after every round does not', { timeout: 600_000 }, async (certEstimator, seed) => {
     const rng = new Rng(seed);
     const deltaConf = 0.05;

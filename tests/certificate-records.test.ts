@@ -116,6 +116,16 @@ describe('experiment files and the certificate fields', () => {
     expect(opened.value.stages[0]!.metrics['cert/held']).toBe(1);
     expect(opened.value.stages[0]!.metrics['cert/lower']).toBe(-0.5);
 
+    // The language team-level estimator's name (§5.4, §5.5) opens as written; an unknown one is refused by name.
+    for (const estimator of ['truncated-is', 'mixture', 'paired']) {
+      const named = parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].certificate.estimator = estimator)));
+      if (!named.ok) throw new Error(named.error);
+      expect(named.value.stages[0]!.certificate.estimator).toBe(estimator);
+    }
+    const unknown = parseExperimentFile(rewrite(bytes, (h) => (h.stages[0].certificate.estimator = 'crn')));
+    expect(unknown.ok).toBe(false);
+    if (!unknown.ok) expect(unknown.error).toContain('estimator');
+
     const bad = parseExperimentFile(rewrite(bytes, (h) => (h.stages[1].held.state = 'maybe')));
     expect(bad.ok).toBe(false);
     if (!bad.ok) {

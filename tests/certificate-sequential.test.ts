@@ -90,7 +90,7 @@ describe('the plan and the stopping rule', () => {
 });
 
 describe('the sequential certificate in the stage loop', () => {
-  it.each(['mixture', 'truncated-is'] as const)('language (%s): rounds until certified, futile or out of budget; the same seed gives the same run', { timeout: 120_000 }, async (certEstimator) => {
+  it.each(['mixture', 'truncated-is', 'paired'] as const)('language (%s): rounds until certified, futile or out of budget; the same seed gives the same run', { timeout: 120_000 }, async (certEstimator) => {
     const run = async () => {
       const cfg = parseConfig({ task: 'arithmetic', agents: 2, maxNew: 2, batch: 3, group: 4, epochs: 2, geoIters: 0, probeEpisodes: 12, delta: 0.5, lr: 0.3, seed: 11, certEpisodes: 32 });
       const { env, team } = tinyTeam({ agents: 2, maxNew: 2, temperature: 1, topK: 0, seed: 4 });
@@ -108,9 +108,10 @@ describe('the sequential certificate in the stage loop', () => {
     for (const [k, s] of a.stages.entries()) {
       const q = s.certificate.sequential!;
       expect(s.certificate.estimator).toBe(certEstimator);
-      // A mixture unit is a pair: one episode of each team.
-      expect(q.unitEpisodes).toBe(certEstimator === 'mixture' ? 2 : 1);
+      // A mixture or paired unit is a pair: one episode of each team.
+      expect(q.unitEpisodes).toBe(certEstimator === 'truncated-is' ? 1 : 2);
       expect(Number.isFinite(s.metrics['cert/baseline'])).toBe(certEstimator === 'mixture');
+      expect(Number.isFinite(s.metrics['cert/pairs_differ'])).toBe(certEstimator === 'paired');
       expect(a.looks[k]).toEqual(q.looks.map((l) => l.units));
       expect(s.metrics['cert/episodes']).toBe(q.looks.length * q.roundUnits * q.unitEpisodes!);
       for (let i = 1; i < q.looks.length; i++) expect(q.looks[i]!.lower).toBeGreaterThanOrEqual(q.looks[i - 1]!.lower);

@@ -109,16 +109,21 @@ describe('npm run sat', () => {
     expect(bad.err).toMatch(/--sqrt-delta and --fixed-lr go with --sweep delta=/);
   });
 
-  it('--cert-estimator picks the language certificate\'s estimator for the certify report, and names the two it takes', () => {
+  it('--cert-estimator picks the language certificate\'s estimator for the certify report, and names the three it takes', () => {
     const small = ['--seeds', '1', '--set', 'stages=1', '--set', 'batch=2', '--set', 'group=2', '--set', 'evalEpisodes=8', '--set', 'epochs=1', '--set', 'certEpisodes=8', '--held-pairs', '8'];
     const r = sat('--certify-report', '--presets', 'arith-team', ...small, '--cert-estimator', 'mixture');
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('Language teams: the mixture estimator, pairs of one episode of each team (docs/certificate.md §5.4)');
     // 8 episodes per agent × 3 agents in 4 rounds: rounds of 3 pairs, 6 episodes.
     expect(r.out).toMatch(/arith-team\s+1–1\s+\d+\s+\S+ \([^)]*\)\s+\S+\s+(6|12|18|24)\s/);
+    // The paired estimator's units are pairs too: the same rounds of 3 pairs.
+    const p = sat('--certify-report', '--presets', 'arith-team', ...small, '--cert-estimator', 'paired');
+    expect(p.code, p.err).toBe(0);
+    expect(p.out).toContain('Language teams: the paired estimator, one problem answered by each team with the same random numbers (docs/certificate.md §5.5)');
+    expect(p.out).toMatch(/arith-team\s+1–1\s+\d+\s+\S+ \([^)]*\)\s+\S+\s+(6|12|18|24)\s/);
     const bad = sat('--certify-report', '--presets', 'arith-team', '--cert-estimator', 'balance');
     expect(bad.code).toBe(2);
-    expect(bad.err).toMatch(/--cert-estimator expects truncated-is .* or mixture .*, got balance/);
+    expect(bad.err).toMatch(/--cert-estimator expects truncated-is .*, mixture .* or paired .*, got balance/);
   });
 
   it('runs a language team from the shipped models and swaps an agent for a larger one with Stage-0', () => {

@@ -25,7 +25,7 @@ import type { StageRecord } from '../sat/stage';
 import { runSummarySchema, type RunSummary } from '../sat/records';
 import { parse } from 'valibot';
 import { certReport, type CertReportRow } from '../studies/certReport';
-import type { CertEstimator, CertScope } from '../sat/certificate';
+import { CERT_ESTIMATORS, type CertEstimator, type CertScope } from '../sat/certificate';
 import type { HeldState } from '../sat/heldCheck';
 import { attachProfiler, profileTable } from './profile';
 import { StageProgress } from '../sat/stageProgress';
@@ -59,7 +59,7 @@ interface Args {
   heldPairs?: number;
   /** --cert-scope team|agents: which bound the certify report's runs use (default: each environment's own). */
   certScope?: CertScope;
-  /** --cert-estimator truncated-is|mixture: the language team-level estimator of the certify report's runs (docs/certificate.md §5.4). */
+  /** --cert-estimator truncated-is|mixture|paired: the language team-level estimator of the certify report's runs (docs/certificate.md §5.4, §5.5). */
   certEstimator?: CertEstimator;
   /** --profile: per stage, where the time goes (phases, passes, tokens; src/cli/profile.ts). */
   profile: boolean;
@@ -91,7 +91,7 @@ interface Args {
 const USAGE = `Usage: npm run sat -- [--preset NAME] [--stages N] [--seed S] [--set key=value …] [--json FILE]
                      [--compare v1,v2,… --seeds N] [--sweep key=v1,v2,… --seeds N [--sqrt-delta] [--fixed-lr]]
                      [--swap J=best|J=<model>|J=ONNX_DIR --swap-stage K [--stage0 DELTA0 | --no-stage0] [--swap-seat projection|student]]
-                     [--certify-report [--presets a,b,…] [--seeds N] [--held-pairs N] [--cert-scope team|agents] [--cert-estimator truncated-is|mixture]] [--profile] [--quiet] [--help]
+                     [--certify-report [--presets a,b,…] [--seeds N] [--held-pairs N] [--cert-scope team|agents] [--cert-estimator truncated-is|mixture|paired]] [--profile] [--quiet] [--help]
                      [--export-recipe FILE [--hf S=org/model,M=…,L=…]] [--import-log FILE]
                      [--agent-model J=DIR … [--agent-quant q8|q4|f32] [--agent-memory MiB] [--budget real-size]
                       [--agent-onnx trainable|frozen] [--agent-onnx-file onnx/model_q4.onnx]]
@@ -176,8 +176,8 @@ function readArgs(argv: string[]): Args {
         if (v !== 'team' && v !== 'agents') throw new UsageError(`--cert-scope expects team (one bound on the whole team's step) or agents (the agents' steps added), got ${v}`);
         a.certScope = v; break;
       case 'cert-estimator':
-        if (v !== 'truncated-is' && v !== 'mixture') throw new UsageError(`--cert-estimator expects truncated-is (episodes of the starting team, the ratio truncated) or mixture (pairs of one episode of each team, docs/certificate.md §5.4), got ${v}`);
-        a.certEstimator = v; break;
+        if (!(CERT_ESTIMATORS as readonly string[]).includes(v)) throw new UsageError(`--cert-estimator expects truncated-is (episodes of the starting team, the ratio truncated), mixture (pairs of one episode of each team, docs/certificate.md §5.4) or paired (one problem answered by both teams with the same random numbers, §5.5), got ${v}`);
+        a.certEstimator = v as CertEstimator; break;
       case 'export-recipe': a.exportRecipe = v; break;
       case 'import-log': a.importLog = v; break;
       case 'hf':
@@ -639,7 +639,9 @@ async function printCertifyReport(args: Args, progress: (msg: string) => void): 
   if (names.some((n) => PRESETS.find((p) => p.name === n)?.kind === 'llm')) {
     console.log(args.certEstimator === 'mixture'
       ? 'Language teams: the mixture estimator, pairs of one episode of each team (docs/certificate.md §5.4); ESS and trunc are those of the first round\u2019s starting-team episodes.'
-      : 'Language teams: the truncated estimator, episodes of the starting team (docs/certificate.md §5.1).');
+      : args.certEstimator === 'paired'
+        ? 'Language teams: the paired estimator, one problem answered by each team with the same random numbers (docs/certificate.md §5.5); ESS and trunc are those of the first round\u2019s starting-team episodes.'
+        : 'Language teams: the truncated estimator, episodes of the starting team (docs/certificate.md §5.1).');
   }
   const decades = out.flatMap((row) => row.decades.map((d) => [
     row.preset, `${d.from}–${d.to}`, String(d.improved), `${d.certified} (${fmt(d.improved > 0 ? (100 * d.certified) / d.improved : Number.NaN, 0)} %)`,

@@ -8,8 +8,9 @@
  * as a control. The team-level bound is sequential (`SequentialCert`, §5.3): certification episodes
  * come in rounds, the bound is a confidence sequence, and the stage stops drawing as soon as it
  * certifies, or when it cannot get there, or at its budget. A language team's bound rests on one of
- * two estimators (`CertEstimator`): the truncated importance-sampling summand on episodes of the
- * starting team, or the mixture of §5.4 on pairs of one episode of each team (`mixtureSummands`).
+ * three estimators (`CertEstimator`): the truncated importance-sampling summand on episodes of the
+ * starting team, the mixture of §5.4 on pairs of one episode of each team (`mixtureSummands`), or
+ * the paired difference of §5.5, one problem answered by both teams with common random numbers.
  *
  * Not here: drawing the batches or computing r (stage.ts), the summand's range on tabular games
  * (env/tabular.ts), the confidence bounds (src/core/confidence.ts), the "held" check (heldCheck.ts).
@@ -19,11 +20,15 @@ import { lowerConfidenceBound, lowerConfidenceBoundBelow, type BoundKind } from 
 export type CertForm = 'episodic' | 'gamma';
 
 /**
- * The team-level estimator of a language team's ΔJ (docs/certificate.md §5.1, §5.4): `truncated-is`
- * = (min(r̄, c) − 1)·(R − R_min) on episodes of π_cur; `mixture` = the balance heuristic on pairs of
- * one π_cur and one π̄ episode, w·(R − b) with w = 2(r̄ − 1)/(r̄ + 1).
+ * The team-level estimator of a language team's ΔJ (docs/certificate.md §5.1, §5.4, §5.5):
+ * `truncated-is` = (min(r̄, c) − 1)·(R − R_min) on episodes of π_cur; `mixture` = the balance
+ * heuristic on pairs of one π_cur and one π̄ episode, w·(R − b) with w = 2(r̄ − 1)/(r̄ + 1);
+ * `paired` = R_π̄ − R_πcur on one problem answered by both teams with the same sampler uniforms.
  */
-export type CertEstimator = 'mixture' | 'truncated-is';
+export type CertEstimator = 'mixture' | 'truncated-is' | 'paired';
+
+/** Every estimator, in the order a flag's help lists them. */
+export const CERT_ESTIMATORS: readonly CertEstimator[] = ['truncated-is', 'mixture', 'paired'];
 
 /** Which bound decides the episodic certificate: one on the whole team's step, or the agents' steps added (§5, §5.1). */
 export type CertScope = 'team' | 'agents';
@@ -103,7 +108,7 @@ export interface Certificate {
   readonly team?: TeamCertStats;
   /** How the sequential team-level bound went (§5.3): rounds, looks, why it stopped. Absent in older records. */
   readonly sequential?: SequentialSummary;
-  /** A language team-level bound's estimator (§5.4); absent in tabular records and in records older than the mixture ('truncated-is'). */
+  /** A language team-level bound's estimator (§5.4, §5.5); absent in tabular records and in records older than the mixture ('truncated-is'). */
   readonly estimator?: CertEstimator;
   /**
    * Why no certificate was computed for this setting (e.g. a sampler whose probabilities the ratio
@@ -171,7 +176,7 @@ export interface SequentialSummary {
   readonly horizon: number;
   readonly stop: CertStop;
   readonly looks: readonly CertLook[];
-  /** Episodes in one unit (2 × slots for the mixture's pairs); absent in older records: the first round's episodes / roundUnits. */
+  /** Episodes in one unit (2 × slots for the mixture's and the paired estimator's pairs); absent in older records: the first round's episodes / roundUnits. */
   readonly unitEpisodes?: number;
 }
 
@@ -451,4 +456,13 @@ export function mixtureRange(rMin: number, rMax: number, b: number): { b: number
   const bb = Math.min(rMax, Math.max(rMin, b));
   const A = Math.max(rMax - bb, bb - rMin);
   return { b: bb, range: [-2 * A, 2 * A] };
+}
+
+/**
+ * The paired summand's range (§5.5): X = R_π̄ − R_πcur (averaged over a unit's slots) with both
+ * rewards in [R_min, R_max] lies in [−A, A], A = R_max − R_min; both ends are known before any draw.
+ */
+export function pairedRange(rMin: number, rMax: number): [number, number] {
+  if (!(rMax > rMin)) throw new RangeError(`pairedRange: rewards in [${rMin}, ${rMax}]`);
+  return [-(rMax - rMin), rMax - rMin];
 }

@@ -13,6 +13,9 @@
  * It costs 2 × pairs episodes, so it runs only where asked (the CLI's certify report, the claims,
  * a page action) — a stage not checked is 'unchecked', never a ✓ from a noisy comparison.
  *
+ * The paired rollout itself (`crnUnits`) is also the unit of the paired team-level certificate
+ * (docs/certificate.md §5.5), drawn there from the certification streams.
+ *
  * Not here: the bound itself (certificate.ts) or the stage loop (stage.ts).
  */
 import type { Rng } from '../core/rng';
@@ -73,28 +76,54 @@ export async function checkHeldWatched(env: TeamEnv, team: readonly AgentPolicy[
 
 /** The CRN estimate of J(now) − J(start) and its standard error (see checkHeld); null when `watch` cancelled it. */
 export async function crnDeltaJ(env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], pairs: number, rng: Rng, watch: CheckWatch = {}): Promise<{ estimate: number; se: number } | null> {
-  if (start.length !== team.length) throw new RangeError(`checkHeld: ${start.length} starting snapshots for a team of ${team.length}`);
   if (!(pairs >= 2)) throw new RangeError(`checkHeld: needs at least 2 pairs, got ${pairs}`);
-  const units = Math.max(1, Math.ceil(pairs / env.slots));
-  const final = await Promise.all(team.map((a) => a.snapshot()));
-  const after = await env.rollout(team, units, env.slots, rng, { record: false, scored: [] });
-  watch.done?.(1);
-  if (watch.cancelled?.()) return null;
-  let before;
-  try {
-    await Promise.all(team.map((a, k) => a.restore(start[k]!)));
-    before = await env.rollout(team, units, env.slots, rng, { record: false, scored: [] });
-  } finally {
-    await Promise.all(team.map((a, k) => a.restore(final[k]!)));
-  }
-  watch.done?.(2);
-  // Paired by unit (a unit's episodes share a prompt and, for `independent`, cover every slot).
-  const d = new Float64Array(units);
-  after.episodes.forEach((e, k) => (d[Math.floor(k / env.slots)]! += (e.reward - before.episodes[k]!.reward) / env.slots));
+  const d = await crnUnits(env, team, start, Math.max(1, Math.ceil(pairs / env.slots)), rng, { watch });
+  if (!d) return null;
+  const units = d.length;
   let m = 0;
   for (const x of d) m += x;
   m /= units;
   let v = 0;
   for (const x of d) v += (x - m) ** 2;
   return { estimate: m, se: Math.sqrt(v / Math.max(1, units - 1) / units) };
+}
+
+/**
+ * Common-random-numbers pairs between the team as it is now and its state `start` (snapshots, one
+ * per agent): `units` units of env.slots episodes rolled out by each, both from the same stream
+ * `rng` (same prompts, same sampler uniforms per position and message), and per unit
+ * D = mean over its episodes of (R_now − R_start). Each side alone is an exact sample of its team,
+ * so E[D] = J(now) − J(start) (docs/certificate.md §5.5). The agents are left as they were (their
+ * state now is snapshotted, or given as `final`, and restored). `before`: the starting team's
+ * rewards from this very stream, when already rolled out (its rollout is then skipped). Null when
+ * `watch` cancelled between the two rollouts.
+ */
+export async function crnUnits(
+  env: TeamEnv, team: readonly AgentPolicy[], start: readonly AgentSnapshot[], units: number, rng: Rng,
+  o: { readonly final?: readonly AgentSnapshot[]; readonly before?: ArrayLike<number>; readonly watch?: CheckWatch } = {},
+): Promise<Float64Array | null> {
+  if (start.length !== team.length) throw new RangeError(`crnUnits: ${start.length} starting snapshots for a team of ${team.length}`);
+  const episodes = units * env.slots;
+  if (o.before && o.before.length !== episodes) throw new RangeError(`crnUnits: ${o.before.length} starting-team rewards for ${units} units of ${env.slots} episodes`);
+  const watch = o.watch ?? {};
+  const final = o.final ?? (o.before ? null : await Promise.all(team.map((a) => a.snapshot())));
+  const after = await env.rollout(team, units, env.slots, rng, { record: false, scored: [] });
+  watch.done?.(1);
+  if (watch.cancelled?.()) return null;
+  let before: ArrayLike<number>;
+  if (o.before) {
+    before = o.before;
+  } else {
+    try {
+      await Promise.all(team.map((a, k) => a.restore(start[k]!)));
+      before = Float64Array.from((await env.rollout(team, units, env.slots, rng, { record: false, scored: [] })).episodes, (e) => e.reward);
+    } finally {
+      await Promise.all(team.map((a, k) => a.restore(final![k]!)));
+    }
+  }
+  watch.done?.(2);
+  // Paired by unit (a unit's episodes share a prompt and, for `independent`, cover every slot).
+  const d = new Float64Array(units);
+  after.episodes.forEach((e, k) => (d[Math.floor(k / env.slots)]! += (e.reward - before[k]!) / env.slots));
+  return d;
 }

@@ -9,7 +9,7 @@
  */
 import * as v from 'valibot';
 import { agentIndex, anyNumber, bool, count, expecting, fields, listOf, numbers, oneOf, text, type SameKeys } from '../core/schema';
-import type { AgentCertInput, BoundTerms, Certificate, SequentialSummary, TeamCertStats } from './certificate';
+import { CERT_ESTIMATORS, type AgentCertInput, type BoundTerms, type Certificate, type SequentialSummary, type TeamCertStats } from './certificate';
 import type { TeamEvaluation } from './env/types';
 import type { HeldCheck } from './heldCheck';
 import type { TrustCheck } from './monitor';
@@ -51,7 +51,7 @@ const certificate = fields({
   sequential: v.optional(sequentialSummary),
   refused: v.optional(text),
   // Absent in tabular records and in language records older than the mixture estimator (§5.4).
-  estimator: v.optional(oneOf(['mixture', 'truncated-is'])),
+  estimator: v.optional(oneOf(CERT_ESTIMATORS)),
 });
 
 /** The schemas of a team of `n` agents' records (agent indices are checked against n). */

@@ -19,8 +19,8 @@
 import { histogram } from '../core/stats';
 import type { Rng } from '../core/rng';
 import { groupAdvantages, predecessorLogRatios, stepLogRatio } from './advantages';
-import { certificate, freshBound, mixtureRange, mixtureSummands, perAgentEta, SequentialCert, sequentialPlan, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type CertStop, type MixtureHalf, type SequentialSummary, type TeamCertStats } from './certificate';
-import { checkHeld, checkHeldWatched, heldTolerance, type CheckWatch, type HeldCheck } from './heldCheck';
+import { certificate, freshBound, mixtureRange, mixtureSummands, pairedRange, perAgentEta, SequentialCert, sequentialPlan, TeamCertBatch, teamRange, type AgentCertInput, type Certificate, type CertScope, type CertStop, type MixtureHalf, type SequentialSummary, type TeamCertStats } from './certificate';
+import { checkHeld, checkHeldWatched, crnUnits, heldTolerance, type CheckWatch, type HeldCheck } from './heldCheck';
 import { agentDelta, certEpisodesOf, type Config } from './config';
 import { chooseOrder } from './order';
 import type { TeamCertSpace, TeamEnv, TeamEvaluation } from './env/types';
@@ -297,6 +297,8 @@ interface TeamCert {
    * draw, and the summand's range. Absent: the truncated ratio on π_cur's episodes.
    */
   readonly mixture?: { readonly b: number; readonly range: [number, number] };
+  /** The paired estimator (§5.5, language teams): each unit one round's stream answered by π̄ and by π_cur. */
+  readonly paired?: boolean;
 }
 
 /**
@@ -449,9 +451,10 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   if (scope === 'team' && refused === undefined) {
     const base = tables ? certEpisodesOf(cfg) : certEpisodesOf(cfg) * n;
     const slots = tables ? 1 : env.slots;
-    // The mixture's unit is a pair: `slots` episodes of each team (§5.4).
+    // The mixture's and the paired estimator's unit is a pair: `slots` episodes of each team (§5.4, §5.5).
     const mixed = !tables && env.certEstimator === 'mixture';
-    const plan = sequentialPlan(base, { rounds: cfg.certRounds, cap: cfg.certCap, slots: mixed ? 2 * slots : slots, credit });
+    const paired = !tables && env.certEstimator === 'paired';
+    const plan = sequentialPlan(base, { rounds: cfg.certRounds, cap: cfg.certCap, slots: mixed || paired ? 2 * slots : slots, credit });
     const teamRng = rng.fork(stage, STREAM.teamCert);
     if (tables && env.teamCertSpace) {
       // c = ∞ and b = the stage batch's mean reward (independent of this batch): E[X] = ΔJ exactly.
@@ -462,17 +465,18 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       const tc = new TeamCertBatch(gather(space.reward, space.draws.subarray(0, plan.roundUnits), b), 1, Infinity);
       team0 = { tc, space, all, cur: tables.slice(), plan, base };
     } else {
-      // The first round's π_cur episodes (with the mixture, the π_cur half of its pairs). The mixture's
+      // The first round's π_cur episodes (with the mixture and the paired estimator, the π_cur half
+      // of its pairs; the paired estimator's π̄ half answers from this same stream). The mixture's
       // baseline: the stage batch's mean reward, fixed before any certification draw.
       const batch = await env.rollout(team, plan.roundUnits, env.slots, teamRng, { record: false });
       const tc = new TeamCertBatch(Float64Array.from(batch.episodes, (e) => e.reward - rMin), env.slots, cfg.certClip);
       const mixture = mixed ? mixtureRange(rMin, rMax, rewardsOf(stageBatch).reduce((a, r) => a + r, 0) / Math.max(1, stageBatch.episodes.length)) : undefined;
-      team0 = { tc, batch, plan, base, ...(mixture ? { mixture } : {}) };
+      team0 = { tc, batch, plan, base, ...(mixture ? { mixture } : {}), ...(paired ? { paired } : {}) };
     }
   }
   // Language rounds after the first, and the mixture's π̄ halves, are drawn after the updates, and
   // scored or rolled out under π_cur: the starting team is kept.
-  const startTeam = startSnapshots ?? (team0?.batch && (team0.plan.maxRounds > 1 || team0.mixture) ? await Promise.all(team.map((a) => a.snapshot())) : null);
+  const startTeam = startSnapshots ?? (team0?.batch && (team0.plan.maxRounds > 1 || team0.mixture || team0.paired) ? await Promise.all(team.map((a) => a.snapshot())) : null);
   msCert += now() - t0;
 
   // ── 2. The order σ. Greedy ranks agents by their first-order predicted gain κ_j·√δ_j. ──
@@ -650,15 +654,17 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
   let sequential: SequentialSummary | undefined;
   let joint: { gain: number; lower: number };
   let creditLeft = credit;
+  let pairsDiffer = NaN;
   if (team0) {
     // One bound on the team's step at δ_conf (§5.1): X = (min(r̄, c) − 1)·(R − b) per unit, read
     // as a confidence sequence after every round until it certifies, turns futile or runs out (§5.3).
-    // With the mixture (§5.4) X = w·(R − b) per pair, in [−2A_b, 2A_b]: both ends are known, so
-    // the whole range is used, as on tabular games.
-    const { plan, mixture } = team0;
+    // With the mixture (§5.4) X = w·(R − b) per pair, in [−2A_b, 2A_b], and the paired estimator
+    // (§5.5) X = R_π̄ − R_πcur per pair, in [−A, A]: both ends are known, so the whole range is
+    // used, as on tabular games.
+    const { plan, mixture, paired } = team0;
     const xs = team0.all?.summands();
-    const range: [number, number] = xs ? extent(xs) : mixture ? mixture.range : teamRange(span, cfg.certClip).team;
-    const scale = team0.all || mixture ? undefined : span;
+    const range: [number, number] = xs ? extent(xs) : mixture ? mixture.range : paired ? pairedRange(rMin, rMax) : teamRange(span, cfg.certClip).team;
+    const scale = team0.all || mixture || paired ? undefined : span;
     const seq = new SequentialCert(plan.roundUnits, plan.maxRounds, plan.horizon, range, cfg.deltaConf, cfg.certBound, scale, cfg.certStop === 'early');
     let final: AgentSnapshot[] | null = null;
     const mixRound = async (round: number, given?: MixtureHalf) => {
@@ -666,12 +672,22 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
       const r = await mixtureRound(env, team, startTeam!, final, plan.roundUnits, rng.fork(stage, STREAM.teamCert, round), given);
       return mixtureSummands(r.cur, r.bar, mixture!.b, env.slots);
     };
-    let x = mixture ? await mixRound(1, { reward: rewardsOf(team0.batch!), logR: team0.tc.logRatios() }) : team0.tc.summands();
+    // The paired estimator's round r: π̄ and π_cur answer the round's stream with the same uniforms;
+    // the first round's π_cur half is the batch drawn at the stage start from that stream.
+    const pairRound = async (round: number, before?: Float64Array) => {
+      final ??= await Promise.all(team.map((a) => a.snapshot()));
+      return (await crnUnits(env, team, startTeam!, plan.roundUnits, round === 1 ? rng.fork(stage, STREAM.teamCert) : rng.fork(stage, STREAM.teamCert, round), { final, ...(before ? { before } : {}) }))!;
+    };
+    let x = mixture
+      ? await mixRound(1, { reward: rewardsOf(team0.batch!), logR: team0.tc.logRatios() })
+      : paired ? await pairRound(1, rewardsOf(team0.batch!)) : team0.tc.summands();
     let stop: CertStop | undefined;
     for (let round = 1; ; round++) {
       if (round > 1) {
         if (mixture) {
           x = concat(x, await mixRound(round));
+        } else if (paired) {
+          x = concat(x, await pairRound(round));
         } else if (xs && team0.space) {
           x = concat(x, gather(xs, team0.space.draws.subarray((round - 1) * plan.roundUnits, round * plan.roundUnits), 0));
         } else {
@@ -688,11 +704,12 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
         break;
       }
     }
-    const unitEpisodes = team0.space ? 1 : mixture ? 2 * env.slots : env.slots;
+    const unitEpisodes = team0.space ? 1 : mixture || paired ? 2 * env.slots : env.slots;
     sequential = seq.summary(stop!, unitEpisodes);
     teamStats = team0.tc.stats(); // ESS and truncation cost of the first round's π_cur episodes (diagnostics)
     const used = x.length * unitEpisodes;
     certEpisodes += used;
+    if (paired) pairsDiffer = x.reduce((k, v) => k + (v !== 0 ? 1 : 0), 0) / Math.max(1, x.length);
     creditLeft = credit + team0.base - used;
   } else if (refused !== undefined) {
     joint = { gain: NaN, lower: -Infinity };
@@ -705,7 +722,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     n, aMax: ctx.aMax, gamma: cfg.gamma, deltaConf: cfg.deltaConf, form: cfg.certForm,
   }, {
     scope: refused !== undefined ? scope : team0 ? 'team' : 'agents', ...(teamStats ? { team: teamStats } : {}), ...(sequential ? { sequential } : {}), ...(refused !== undefined ? { refused } : {}),
-    ...(team0?.batch ? { estimator: team0.mixture ? 'mixture' as const : 'truncated-is' as const } : {}),
+    ...(team0?.batch ? { estimator: team0.mixture ? 'mixture' as const : team0.paired ? 'paired' as const : 'truncated-is' as const } : {}),
   });
   const dJ = jPrev - jStart;
   // Did it hold? Exact J: within a few ulps of |J| (a ΔJ of exactly 0 computed as −2e−16 is a tie).
@@ -747,6 +764,7 @@ export async function* runStage(ctx: StageContext): AsyncGenerator<AgentStepReco
     'cert/credit': creditLeft,
     'cert/clip': team0 && !team0.all ? team0.tc.clip : NaN,
     'cert/baseline': team0?.mixture ? team0.mixture.b : NaN,
+    'cert/pairs_differ': pairsDiffer,
     'cert/oracle': cert.chosen.oracle,
     'cert/gain_geo': steps.reduce((s, r) => s + (r.metrics[`agent/${r.agent}/gain_geo`] as number), 0),
     'cert/lower_episodic': cert.episodic.lower,

@@ -55,8 +55,9 @@ export interface TeamEnv {
    */
   certScope?: CertScope;
   /**
-   * A language team's team-level estimator (docs/certificate.md §5.1, §5.4): 'truncated-is' (absent:
-   * the same) or 'mixture', pairs of one episode of each team. Settable, so a report can measure both.
+   * A language team's team-level estimator (docs/certificate.md §5.1, §5.4, §5.5): 'truncated-is'
+   * (absent: the same), 'mixture', pairs of one episode of each team, or 'paired', one problem
+   * answered by both teams with common random numbers. Settable, so a report can measure each.
    */
   certEstimator?: CertEstimator;
   /**
