@@ -17,7 +17,9 @@
  *
  * Not here: what is measured (bench/cpu.ts), the table (bench/report.ts).
  */
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 /** Median of a non-empty list. */
@@ -175,3 +177,26 @@ export function childrenCpu(): Map<string, number> {
 
 /** The sum of a childrenCpu map. */
 export const cpuTotal = (m: ReadonlyMap<string, number>): number => [...m.values()].reduce((t, x) => t + x, 0);
+
+/**
+ * `npm run sat -- ARGS --profile` (tsx, in checkout `root`) as a child process: per stage, the wall
+ * time its profile table totals (the stage loop from its first phase to its end), the CPU time of
+ * every thread of the process over the stage (its own count), and the stage row's J as printed.
+ * Rejects with the output when the run fails or prints no stage profile.
+ */
+export function cliProfile(root: string, args: readonly string[]): Promise<{ ms: number[]; cpu: number[]; j: string[] }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(root, 'node_modules/.bin/tsx'), ['src/cli/sat.ts', ...args, '--profile'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => (out += chunk));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const ms = [...out.matchAll(/^total\s+(\d+)\s/gm)].map((m) => Number(m[1]));
+      const j = [...out.matchAll(/^\s+\d+\s+(-?[\d.]+)\s/gm)].map((m) => m[1]!);
+      const cpu = [...out.matchAll(/^stage \d+ cpu (\d+) ms/gm)].map((m) => Number(m[1]));
+      if (code === 0 && ms.length > 0 && cpu.length === ms.length && j.length >= ms.length) resolve({ ms, cpu, j });
+      else reject(new Error(`npm run sat exited with ${code} and ${ms.length} stage profiles:\n${out}`));
+    });
+  });
+}

@@ -46,7 +46,6 @@
  *
  * Prints a table; timings go to docs/performance.md by hand.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -57,7 +56,7 @@ import { encodeShare, makeShareState } from '../src/app/share';
 import { PANEL_NAMES } from '../src/app/panels';
 import { presetConfig } from '../src/sat/presets';
 import { CHROMIUM_ARGS, openPlayground, ROOT, settled, type Playground } from '../tests/e2e/harness';
-import { childrenCpu } from './measure';
+import { childrenCpu, cliProfile } from './measure';
 
 const WARMUP = 2;
 const STAGES = 10;
@@ -285,22 +284,10 @@ async function pageLmStages(pg: Playground, url: string, hide: readonly string[]
  * stage, the wall time its profile table totals (the stage loop from its first phase to its end;
  * the counting it adds is a few wrapped calls), and each row's J.
  */
-function cliLmStages(root = ROOT): Promise<{ ms: number[]; cpu: number[]; j: string[] }> {
-  return new Promise((resolve, reject) => {
-    const args = ['src/cli/sat.ts', '--preset', LM_PRESET, '--seed', String(LM_SEED), '--stages', String(LM_STAGES), '--profile'];
-    const child = spawn(join(root, 'node_modules/.bin/tsx'), args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => (out += chunk));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const ms = [...out.matchAll(/^total\s+(\d+)\s/gm)].map((m) => Number(m[1]));
-      const j = [...out.matchAll(/^\s+\d+\s+(-?[\d.]+)\s/gm)].map((m) => m[1]!);
-      const cpu = [...out.matchAll(/^stage \d+ cpu (\d+) ms/gm)].map((m) => Number(m[1]));
-      if (code === 0 && ms.length === LM_STAGES && cpu.length === LM_STAGES) resolve({ ms, cpu, j });
-      else reject(new Error(`npm run sat exited with ${code} and ${ms.length} stage profiles:\n${out}`));
-    });
-  });
+async function cliLmStages(root = ROOT): Promise<{ ms: number[]; cpu: number[]; j: string[] }> {
+  const r = await cliProfile(root, ['--preset', LM_PRESET, '--seed', String(LM_SEED), '--stages', String(LM_STAGES)]);
+  if (r.ms.length !== LM_STAGES) throw new Error(`npm run sat printed ${r.ms.length} stage profiles, not ${LM_STAGES}`);
+  return r;
 }
 
 /** One trace event of Chromium's tracing (the fields read here). */

@@ -18,7 +18,6 @@
  * Not here: the stage's phases (`npm run sat -- --profile` prints them), the language stage at the
  * presets' own size (bench/page.ts --lm).
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +26,7 @@ import { BUDGETS } from '../src/sat/hfSeatLimits';
 import { presetConfig } from '../src/sat/presets';
 import { openPlayground, ROOT, settled, type Playground } from '../tests/e2e/harness';
 import { hfCheckpoint, writeHfFolder } from '../tests/helpers/hfCheckpoint';
-import { childrenCpu, cpuTotal } from './measure';
+import { childrenCpu, cliProfile, cpuTotal } from './measure';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -74,23 +73,11 @@ async function pageStage(pg: Playground): Promise<Side> {
 }
 
 /** The CLI on the same experiment: its stage's profile total, its own CPU count, the stage's J. */
-function cliStage(): Promise<Side> {
-  return new Promise((resolve, reject) => {
-    const args = ['src/cli/sat.ts', '--preset', PRESET, '--seed', String(SEED), '--stages', '1', '--budget', 'real-size', '--profile'];
-    for (const j of [0, 1, 2]) args.push('--agent-model', `${j}=${DIR}`);
-    const child = spawn(join(ROOT, 'node_modules/.bin/tsx'), args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => (out += chunk));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const ms = /^total\s+(\d+)\s/m.exec(out)?.[1];
-      const cpu = /^stage 1 cpu (\d+) ms/m.exec(out)?.[1];
-      const j = /^\s+1\s+(-?[\d.]+)\s/m.exec(out)?.[1];
-      if (code === 0 && ms !== undefined && cpu !== undefined && j !== undefined) resolve({ ms: Number(ms), cpu: Number(cpu), j: Number(j).toFixed(3) });
-      else reject(new Error(`npm run sat exited with ${code}:\n${out}`));
-    });
-  });
+async function cliStage(): Promise<Side> {
+  const args = ['--preset', PRESET, '--seed', String(SEED), '--stages', '1', '--budget', 'real-size'];
+  for (const j of [0, 1, 2]) args.push('--agent-model', `${j}=${DIR}`);
+  const r = await cliProfile(ROOT, args);
+  return { ms: r.ms[0]!, cpu: r.cpu[0]!, j: Number(r.j[0]).toFixed(3) };
 }
 
 if (!existsSync(join(DIR, 'config.json'))) {
