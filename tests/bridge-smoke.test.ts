@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { presetConfig } from '../src/sat/presets';
+import { CHAT_STANDIN_PY } from './helpers/chatStandin';
 import { LLM_TASKS, nextTurn, teamVerdict, type LlmTaskName, type Message } from '../src/tasks/llm/index';
 import { rewardModule } from '../src/bridge/rewardPy';
 import { dataSource, groundTruth, promptText, responseTokens } from '../src/bridge/taskData';
@@ -150,42 +151,22 @@ print(json.dumps([play(job) for job in json.load(sys.stdin)]))
 
 /** verl: TeamAgentLoop with the trained agent's TinyLM behind verl's server and the teammates' behind a chat server. */
 const VERL_DRIVER = String.raw`
-import asyncio, json, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import asyncio, json, sys
 from types import SimpleNamespace
 import torch
+${CHAT_STANDIN_PY}
 from tiny import TinyLM, pg_step, preset_modules
 
 asked = []
 models = {}
 
 
-class Tok:
-    def encode(self, s):
-        return [ord(ch) + 3 for ch in s]
-    def decode(self, ids, skip_special_tokens=False):
-        return "".join(chr(i - 3) for i in ids if i >= 3)
-    def apply_chat_template(self, messages, tokenize=True, add_generation_prompt=True):
-        return self.encode("<|user|>" + messages[0]["content"] + "<|assistant|>")
-
-
-tok = Tok()
-
-
-class Teammates(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        agent = int(body["model"][len("agent"):])
-        ctx = body["messages"][0]["content"]
-        text = tok.decode(models[agent].sample(tok.apply_chat_template(body["messages"]), body["max_tokens"], 2, body["temperature"]))
-        asked.append({"agent": agent, "context": ctx, "text": text})
-        out = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-    def log_message(self, *a):
-        pass
+def answer(body):
+    agent = int(body["model"][len("agent"):])
+    ctx = body["messages"][0]["content"]
+    text = tok.decode(models[agent].sample(tok.apply_chat_template(body["messages"]), body["max_tokens"], 2, body["temperature"]))
+    asked.append({"agent": agent, "context": ctx, "text": text})
+    return text
 
 
 class Server:
@@ -198,9 +179,7 @@ class Server:
         return SimpleNamespace(token_ids=ids, log_probs=None, num_preempted=None)
 
 
-http = ThreadingHTTPServer(("127.0.0.1", 0), Teammates)
-threading.Thread(target=http.serve_forever, daemon=True).start()
-url = "http://127.0.0.1:%d/v1" % http.server_address[1]
+url, http = serve_teammates(answer)
 
 
 async def play(job):

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng';
 import { presetConfig } from '../src/sat/presets';
+import { CHAT_STANDIN_PY } from './helpers/chatStandin';
 import { LLM_TASKS, nextTurn, teamVerdict, type LlmTaskName, type Message, type Problem } from '../src/tasks/llm/index';
 import { hashString } from '../src/tasks/llm/types';
 import { rewardModule } from '../src/bridge/rewardPy';
@@ -35,11 +36,10 @@ import { candidates as baseCandidates, FNV_PY, VERL_STUBS as STUBS } from './hel
 
 /** The Python side: teammates on a local HTTP server, the trained agent on a stand-in server, one loop per episode. */
 const DRIVER = String.raw`
-import asyncio, json, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import asyncio, json, sys
 from types import SimpleNamespace
 import teamplay, verl_team_loop
-
+${CHAT_STANDIN_PY}
 ${FNV_PY}
 job = json.load(sys.stdin)
 R = job["response_length"]
@@ -56,34 +56,11 @@ def choose(ctx):
     return c[fnv("%d|%s" % (k, ctx)) % len(c)]
 
 
-class Tok:
-    def encode(self, s):
-        return [ord(ch) + 3 for ch in s]
-    def decode(self, ids, skip_special_tokens=False):
-        return "".join(chr(i - 3) for i in ids if i >= 3)
-    def apply_chat_template(self, messages, tokenize=True, add_generation_prompt=True):
-        assert len(messages) == 1 and messages[0]["role"] == "user" and tokenize and add_generation_prompt
-        return self.encode("<|user|>" + messages[0]["content"] + "<|assistant|>")
-
-
-tok = Tok()
-
-
-class Teammates(BaseHTTPRequestHandler):
-    def do_POST(self):
-        assert self.path == "/v1/chat/completions", self.path
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        ctx = body["messages"][0]["content"]
-        text = "".join(list(choose(ctx))[: body["max_tokens"]])
-        asked.append({"agent": int(body["model"][len("agent"):]), "context": ctx, "text": text, "temperature": body.get("temperature")})
-        out = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-    def log_message(self, *a):
-        pass
+def answer(body):
+    ctx = body["messages"][0]["content"]
+    text = "".join(list(choose(ctx))[: body["max_tokens"]])
+    asked.append({"agent": int(body["model"][len("agent"):]), "context": ctx, "text": text, "temperature": body.get("temperature")})
+    return text
 
 
 class Server:
@@ -96,9 +73,7 @@ class Server:
         return SimpleNamespace(token_ids=tok.encode(reply) + [EOS], log_probs=None, num_preempted=None)
 
 
-http = ThreadingHTTPServer(("127.0.0.1", 0), Teammates)
-threading.Thread(target=http.serve_forever, daemon=True).start()
-url = "http://127.0.0.1:%d/v1/" % http.server_address[1]
+url, http = serve_teammates(answer)
 N = teamplay.N_AGENTS
 config = SimpleNamespace(config=SimpleNamespace(actor_rollout_ref=SimpleNamespace(rollout=SimpleNamespace(response_length=R))))
 
